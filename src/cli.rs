@@ -1,0 +1,284 @@
+//! Command line: `pgdbg attach PID [--script FILE] [--capture FILE]
+//! [--debug-file FILE]`.  Every failure is one line on stderr naming the
+//! problem and what to do, with a non-zero exit, and leaves the target as
+//! it was.
+
+use crate::capture::Capture;
+use crate::command::{self, Command};
+use crate::debuginfo::DebugInfo;
+use crate::guard;
+use crate::postgres::{self, ProcessKind};
+use crate::session::{Flow, Session, resolve_location};
+use crate::target::{Target, procfs};
+use anyhow::{Result, anyhow, bail};
+use clap::{Parser, Subcommand};
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::rc::Rc;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "pgdbg",
+    version,
+    about = "A debugger for live PostgreSQL backends",
+    long_about = "pgdbg attaches to a running PostgreSQL backend, reads the DWARF of its postgres binary and \
+answers the questions SQL views cannot: where is it, what do its plan-cache costs say, what is in its structs. \
+It never leaves a breakpoint behind: every exit (detach, quit, Ctrl-D, an error, SIGTERM, a closed terminal) \
+restores the backend.",
+    after_help = "Examples:\n  pgdbg attach 4711                      interactive session (help lists the commands)\n  pgdbg attach 4711 --script plan.gdb    run commands from a file, then detach\n  pgdbg attach 4711 --script s --capture out.jsonl   also record events as JSON lines\n\nFind a backend's PID with: select pid, query from pg_stat_activity;"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Attach to a backend (seize it with ptrace) and open a session
+    #[command(after_help = "In the session: break choose_custom_plan, continue, print plansource->generic_cost, bt, \
+detach. Ctrl-C stops a running 'continue' without signalling the backend.\n\nScript files hold the same commands, \
+one per line, '#' starts a comment; they are checked before attaching.")]
+    Attach {
+        /// PID of the backend (select pg_backend_pid(), or pg_stat_activity.pid)
+        pid: Option<String>,
+        /// Run the commands in FILE, then detach (no prompt)
+        #[arg(long, short = 'x', value_name = "FILE")]
+        script: Option<PathBuf>,
+        /// Append every event (stops, prints, backtraces) to FILE as JSON lines
+        #[arg(long, value_name = "FILE")]
+        capture: Option<PathBuf>,
+        /// Read DWARF from FILE (a separate debug file of this exact build)
+        #[arg(long, value_name = "FILE")]
+        debug_file: Option<PathBuf>,
+        /// Do not print the banner and progress lines
+        #[arg(long, short = 'q')]
+        quiet: bool,
+    },
+}
+
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            match e.kind() {
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+                    let _ = e.print();
+                    return 0;
+                }
+                _ => {
+                    // One line: clap's first line, without the usage block.
+                    let msg = e.to_string();
+                    let first = msg.lines().next().unwrap_or("bad arguments").trim_start_matches("error: ");
+                    eprintln!("pgdbg: error: {first} (see pgdbg --help)");
+                    return 2;
+                }
+            }
+        }
+    };
+    std::panic::set_hook(Box::new(|info| {
+        eprintln!("pgdbg: internal error: {info}; the backend is being restored and detached");
+    }));
+    let res = std::panic::catch_unwind(|| match cli.cmd {
+        Cmd::Attach {
+            pid,
+            script,
+            capture,
+            debug_file,
+            quiet,
+        } => run_attach(pid, script, capture, debug_file, quiet),
+    });
+    match res {
+        Ok(Ok(code)) => code,
+        Ok(Err(e)) => {
+            eprintln!("pgdbg: error: {}", one_line(&e));
+            1
+        }
+        Err(_) => 101,
+    }
+}
+
+fn one_line(e: &anyhow::Error) -> String {
+    e.to_string().replace('\n', " ")
+}
+
+fn parse_pid(pid: Option<String>) -> Result<i32> {
+    let s = pid.ok_or_else(|| {
+        anyhow!("attach needs the PID of a backend: pgdbg attach PID (find it with: select pid, query from pg_stat_activity)")
+    })?;
+    let n: i64 = s.trim().parse().map_err(|_| {
+        anyhow!("'{s}' is not a PID: give the number of a backend process (select pg_backend_pid() in its session)")
+    })?;
+    if n <= 0 || n > i32::MAX as i64 {
+        bail!("{n} is not a valid PID: give the number of a backend process");
+    }
+    Ok(n as i32)
+}
+
+/// Check the process before touching it: exists, postgres, not the
+/// postmaster, not traced already.
+fn check_target(pid: i32) -> Result<ProcessKind> {
+    if !procfs::exists(pid) {
+        bail!("no process with PID {pid}: check the PID (select pid from pg_stat_activity)");
+    }
+    let st = procfs::status(pid)?;
+    let kind = postgres::classify(pid)?;
+    match &kind {
+        ProcessKind::NotPostgres { name } => bail!(
+            "process {pid} ({name}) is not a PostgreSQL process: give the PID of a backend (select pg_backend_pid() in its session)"
+        ),
+        ProcessKind::Postmaster => bail!(
+            "process {pid} is the postmaster, not a backend: stopping it would stall the whole cluster; attach to a backend instead (select pid from pg_stat_activity)"
+        ),
+        _ => {}
+    }
+    if st.tracer_pid != 0 {
+        let who = procfs::status(st.tracer_pid).map(|s| s.name).unwrap_or_else(|_| "?".into());
+        bail!(
+            "process {pid} is already traced by PID {} ({who}): detach that debugger first",
+            st.tracer_pid
+        );
+    }
+    // /proc/PID/exe needs the same permission as ptrace: fail early with the
+    // right message.
+    procfs::exe_path(pid)?;
+    Ok(kind)
+}
+
+/// A parsed script: (line number, text, command).
+type Script = Vec<(usize, String, Command)>;
+
+fn load_script(path: &PathBuf, di: &DebugInfo) -> Result<Script> {
+    let text = std::fs::read_to_string(path).map_err(|e| anyhow!("cannot read script {}: {e}", path.display()))?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let n = i + 1;
+        let cmd = command::parse(line).map_err(|e| anyhow!("{}:{n}: {e}", path.display()))?;
+        match &cmd {
+            Command::Nothing => continue,
+            Command::Break { location, .. } => {
+                resolve_location(di, 0, location).map_err(|e| anyhow!("{}:{n}: {e}", path.display()))?;
+            }
+            Command::Print { expr, .. } => {
+                crate::expr::parse::parse(expr, &|t| {
+                    crate::debuginfo::types::TypeSource::type_by_name(di, t).is_some()
+                })
+                .map_err(|e| anyhow!("{}:{n}: {e}", path.display()))?;
+            }
+            Command::InfoAddress(sym) => {
+                if di.function_locations(sym).is_empty() && di.global(sym).is_none() {
+                    bail!("{}:{n}: no symbol \"{sym}\" in this postgres binary", path.display());
+                }
+            }
+            _ => {}
+        }
+        out.push((n, line.trim().to_string(), cmd));
+    }
+    Ok(out)
+}
+
+fn run_attach(
+    pid: Option<String>,
+    script: Option<PathBuf>,
+    capture: Option<PathBuf>,
+    debug_file: Option<PathBuf>,
+    quiet: bool,
+) -> Result<i32> {
+    let pid = parse_pid(pid)?;
+    let kind = check_target(pid)?;
+    let exe_link = PathBuf::from(format!("/proc/{pid}/exe"));
+    let real = procfs::exe_path(pid)?;
+    let real_clean = PathBuf::from(real.to_string_lossy().trim_end_matches(" (deleted)").to_string());
+    let t0 = std::time::Instant::now();
+    let show_progress = !quiet;
+    if show_progress && std::io::stderr().is_terminal() {
+        eprint!("Reading debug info of {} ...", real_clean.display());
+    }
+    let di = DebugInfo::load(&exe_link, &real_clean, debug_file.as_deref());
+    if show_progress && std::io::stderr().is_terminal() {
+        eprint!("\r\x1b[K");
+    }
+    let di = Rc::new(di?);
+    if show_progress && !di.index_from_cache {
+        eprintln!(
+            "Indexed debug info of {} in {:.2}s ({} functions; cached for the next attach to build {}).",
+            real_clean.display(),
+            t0.elapsed().as_secs_f64(),
+            di.index.functions.len(),
+            &di.build_id.get(..12).unwrap_or(&di.build_id)
+        );
+    }
+    let script_cmds = match &script {
+        Some(p) => Some(load_script(p, &di)?),
+        None => None,
+    };
+    let cap = match &capture {
+        Some(p) => Some(Capture::open(p)?),
+        None => None,
+    };
+    guard::install();
+    let target = Target::attach(pid)?;
+    let mut session = Session::new(pid, target, di, real_clean.clone(), kind.clone(), cap)?;
+    if !quiet {
+        let what = match &kind {
+            ProcessKind::ClientBackend { title } => format!("backend {pid} ({title})"),
+            ProcessKind::Auxiliary { role } => format!("{role} process {pid} (not a client backend)"),
+            _ => format!("process {pid}"),
+        };
+        eprintln!(
+            "Attached to {what}, {}; debug info {}.",
+            session.pg_version.as_deref().map(short_version).unwrap_or("unknown version"),
+            session.di.source
+        );
+    }
+    let code = match script_cmds {
+        Some(cmds) => run_script(&mut session, script.as_ref().expect("script"), cmds),
+        None => crate::repl::run(&mut session),
+    };
+    // Whatever happened, leave the backend as we found it.
+    let detach_res = session.detach();
+    if let Some(sig) = guard::terminating() {
+        eprintln!(
+            "pgdbg: received {}: backend {pid} restored and detached",
+            guard::signal_name(sig)
+        );
+        return Ok(128 + sig);
+    }
+    match (code, detach_res) {
+        (Ok(c), Ok(_)) => Ok(c),
+        (Err(e), _) => Err(e),
+        (Ok(_), Err(e)) => Err(anyhow!("detach failed: {e}")),
+    }
+}
+
+fn short_version(v: &str) -> &str {
+    v.split(" on ").next().unwrap_or(v)
+}
+
+fn run_script(session: &mut Session, path: &PathBuf, cmds: Script) -> Result<i32> {
+    let mut stdout = std::io::stdout();
+    for (n, _text, cmd) in cmds {
+        if guard::terminating().is_some() {
+            return Ok(1);
+        }
+        match session.execute(&cmd) {
+            Ok((text, flow)) => {
+                if !text.is_empty() {
+                    let t = text.strip_prefix('\n').unwrap_or(&text);
+                    let _ = writeln!(stdout, "{t}");
+                    let _ = stdout.flush();
+                }
+                match flow {
+                    Flow::Continue => {}
+                    Flow::Quit => return Ok(0),
+                    Flow::TargetGone => {
+                        bail!("{}:{n}: the backend exited; script stopped", path.display())
+                    }
+                    Flow::Terminate => return Ok(1),
+                }
+            }
+            Err(e) => bail!("{}:{n}: {}", path.display(), one_line(&e)),
+        }
+    }
+    Ok(0)
+}

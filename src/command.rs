@@ -1,0 +1,259 @@
+//! The command language shared by the REPL and script files: gdb's names
+//! and abbreviations where they fit.
+
+use crate::expr::format::Radix;
+use anyhow::{Result, bail};
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Command {
+    Break { location: String, temporary: bool },
+    Delete(Vec<u32>),
+    InfoBreakpoints,
+    Continue,
+    Print { radix: Radix, expr: String },
+    Backtrace(Option<usize>),
+    Frame(Option<usize>),
+    Up(usize),
+    Down(usize),
+    Info,
+    InfoAddress(String),
+    InfoLocals,
+    InfoArgs,
+    InfoRegisters,
+    InfoFrame,
+    Echo(String),
+    Detach,
+    Quit,
+    Help(Option<String>),
+    Nothing,
+}
+
+/// (name, aliases, usage, one-line description)
+pub const COMMANDS: &[(&str, &[&str], &str, &str)] = &[
+    (
+        "break",
+        &["b", "br"],
+        "break FUNCTION | FILE:LINE | *ADDRESS",
+        "stop when the backend reaches FUNCTION (every out-of-line copy and inlined instance)",
+    ),
+    ("tbreak", &[], "tbreak LOCATION", "like break, deleted after its first hit"),
+    ("delete", &["d"], "delete [N...]", "delete breakpoints N (all without arguments)"),
+    ("continue", &["c", "cont"], "continue", "run the backend until the next breakpoint (Ctrl-C stops it)"),
+    (
+        "print",
+        &["p", "inspect"],
+        "print[/x|/d] EXPR",
+        "evaluate a C expression at the current stop: plansource->generic_cost, *MyProc, ...",
+    ),
+    ("backtrace", &["bt", "where"], "backtrace [N]", "show the call stack (inlined frames included)"),
+    ("frame", &["f"], "frame [N]", "select frame N (or show the selected frame)"),
+    ("up", &[], "up [N]", "select the caller's frame"),
+    ("down", &[], "down [N]", "select the callee's frame"),
+    (
+        "info",
+        &["i"],
+        "info [breakpoints|locals|args|registers|frame|address SYM]",
+        "pid, PostgreSQL version, binary, build-id, debug info, state; or the named table",
+    ),
+    ("echo", &[], "echo TEXT", "print TEXT (for scripts)"),
+    ("detach", &[], "detach", "restore the backend exactly as it was and let it run"),
+    ("quit", &["q", "exit"], "quit", "detach and exit (also Ctrl-D)"),
+    ("help", &["h", "?"], "help [COMMAND]", "list commands, or explain one"),
+];
+
+pub fn command_names() -> Vec<&'static str> {
+    COMMANDS.iter().map(|c| c.0).collect()
+}
+
+fn canonical(word: &str) -> Option<&'static str> {
+    for (name, aliases, _, _) in COMMANDS {
+        if *name == word || aliases.contains(&word) {
+            return Some(name);
+        }
+    }
+    // unique prefix (gdb accepts "cont", "back", ...)
+    let cands: Vec<&str> = COMMANDS
+        .iter()
+        .map(|c| c.0)
+        .filter(|n| n.starts_with(word) && word.len() >= 2)
+        .collect();
+    if cands.len() == 1 { Some(cands[0]) } else { None }
+}
+
+fn num_arg(rest: &str, what: &str) -> Result<Option<usize>> {
+    if rest.is_empty() {
+        return Ok(None);
+    }
+    match rest.parse::<usize>() {
+        Ok(n) => Ok(Some(n)),
+        Err(_) => bail!("{what} takes a number, not '{rest}'"),
+    }
+}
+
+pub fn parse(line: &str) -> Result<Command> {
+    let line = line.trim();
+    if line.is_empty() || line.starts_with('#') {
+        return Ok(Command::Nothing);
+    }
+    // print/x
+    let (word, rest) = match line.find(|c: char| c.is_whitespace() || c == '/') {
+        Some(i) => (&line[..i], line[i..].trim_start()),
+        None => (line, ""),
+    };
+    let name = match canonical(word) {
+        Some(n) => n,
+        None => bail!("unknown command '{word}': type 'help' for the list of commands"),
+    };
+    Ok(match name {
+        "break" | "tbreak" => {
+            if rest.is_empty() {
+                bail!("{name} needs a location: {name} FUNCTION, {name} FILE:LINE or {name} *ADDRESS");
+            }
+            Command::Break {
+                location: rest.to_string(),
+                temporary: name == "tbreak",
+            }
+        }
+        "delete" => {
+            let rest = rest.strip_prefix("breakpoints").unwrap_or(rest).trim();
+            let mut ids = Vec::new();
+            for w in rest.split_whitespace() {
+                match w.parse::<u32>() {
+                    Ok(n) => ids.push(n),
+                    Err(_) => bail!("delete takes breakpoint numbers, not '{w}'"),
+                }
+            }
+            Command::Delete(ids)
+        }
+        "continue" => Command::Continue,
+        "print" => {
+            let (radix, expr) = if let Some(r) = rest.strip_prefix('/') {
+                let (f, e) = r.split_at(r.find(char::is_whitespace).unwrap_or(r.len()));
+                let radix = match f {
+                    "x" => Radix::Hex,
+                    "d" => Radix::Decimal,
+                    _ => bail!("unknown print format '/{f}': use /x or /d"),
+                };
+                (radix, e.trim())
+            } else {
+                (Radix::Natural, rest)
+            };
+            if expr.is_empty() {
+                bail!("print needs an expression, e.g. print plansource->generic_cost");
+            }
+            Command::Print {
+                radix,
+                expr: expr.to_string(),
+            }
+        }
+        "backtrace" => {
+            let r = rest.trim_start_matches("full").trim();
+            Command::Backtrace(num_arg(r, "backtrace")?)
+        }
+        "frame" => Command::Frame(num_arg(rest, "frame")?),
+        "up" => Command::Up(num_arg(rest, "up")?.unwrap_or(1)),
+        "down" => Command::Down(num_arg(rest, "down")?.unwrap_or(1)),
+        "info" => {
+            let (what, arg) = match rest.find(char::is_whitespace) {
+                Some(i) => (&rest[..i], rest[i..].trim()),
+                None => (rest, ""),
+            };
+            match what {
+                "" | "target" | "process" | "program" | "inferior" => Command::Info,
+                "breakpoints" | "break" | "b" | "br" => Command::InfoBreakpoints,
+                "locals" => Command::InfoLocals,
+                "args" => Command::InfoArgs,
+                "registers" | "r" | "reg" => Command::InfoRegisters,
+                "frame" | "f" => Command::InfoFrame,
+                "address" | "addr" => {
+                    if arg.is_empty() {
+                        bail!("info address needs a symbol name");
+                    }
+                    Command::InfoAddress(arg.to_string())
+                }
+                other => bail!(
+                    "unknown info subcommand '{other}': try info, info breakpoints, info locals, info args, info registers, info frame, info address SYM"
+                ),
+            }
+        }
+        "echo" => Command::Echo(rest.replace("\\n", "\n")),
+        "detach" => Command::Detach,
+        "quit" => Command::Quit,
+        "help" => Command::Help(if rest.is_empty() { None } else { Some(rest.to_string()) }),
+        _ => unreachable!(),
+    })
+}
+
+pub fn help_text(topic: Option<&str>) -> String {
+    match topic {
+        None => {
+            let mut s = String::from("Commands (gdb names and abbreviations work):\n");
+            for (name, aliases, usage, desc) in COMMANDS {
+                let al = if aliases.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", aliases.join(", "))
+                };
+                s.push_str(&format!("  {:<44} {desc}{al}\n", usage));
+                let _ = name;
+            }
+            s.push_str(
+                "\nExample (seed 000): break choose_custom_plan / continue / print plansource->generic_cost /\n\
+                 print plansource->total_custom_cost / plansource->num_custom_plans / bt / detach\n\
+                 Ctrl-C stops a running 'continue' without signalling the backend; Ctrl-D quits (detaching).",
+            );
+            s
+        }
+        Some(t) => match canonical(t.trim()) {
+            Some(n) => {
+                let (_, aliases, usage, desc) = COMMANDS.iter().find(|c| c.0 == n).expect("known");
+                format!(
+                    "{usage}\n  {desc}{}",
+                    if aliases.is_empty() {
+                        String::new()
+                    } else {
+                        format!("\n  aliases: {}", aliases.join(", "))
+                    }
+                )
+            }
+            None => format!("no command '{t}': type 'help' for the list"),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gdb_aliases() {
+        assert_eq!(
+            parse("b choose_custom_plan").unwrap(),
+            Command::Break {
+                location: "choose_custom_plan".into(),
+                temporary: false
+            }
+        );
+        assert_eq!(parse("c").unwrap(), Command::Continue);
+        assert_eq!(parse("bt 5").unwrap(), Command::Backtrace(Some(5)));
+        assert_eq!(
+            parse("p/x MyProc->pid").unwrap(),
+            Command::Print {
+                radix: Radix::Hex,
+                expr: "MyProc->pid".into()
+            }
+        );
+        assert_eq!(parse("i b").unwrap(), Command::InfoBreakpoints);
+        assert_eq!(parse("  # comment").unwrap(), Command::Nothing);
+    }
+
+    #[test]
+    fn errors_name_the_problem() {
+        let e = parse("brk foo").unwrap_err().to_string();
+        assert!(e.contains("unknown command 'brk'"), "{e}");
+        let e = parse("break").unwrap_err().to_string();
+        assert!(e.contains("needs a location"), "{e}");
+        let e = parse("frame x").unwrap_err().to_string();
+        assert!(e.contains("takes a number"), "{e}");
+    }
+}

@@ -1,0 +1,214 @@
+//! ELF images: the mapped file, its build-id, debug links, symbols and the
+//! sections the rest of debuginfo reads.  Images are mapped once and leaked,
+//! so every slice handed out is `'static` (a debugger session maps a handful
+//! of files and keeps them until it exits).
+
+use anyhow::{Context, Result, anyhow};
+use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
+use std::path::{Path, PathBuf};
+
+pub struct ElfImage {
+    pub path: PathBuf,
+    pub data: &'static [u8],
+    pub file: object::File<'static, &'static [u8]>,
+}
+
+/// A function or object symbol from .symtab/.dynsym.
+#[derive(Debug, Clone)]
+pub struct ElfSymbol {
+    pub name: String,
+    pub addr: u64,
+    pub size: u64,
+    pub is_func: bool,
+}
+
+impl ElfImage {
+    pub fn open(path: &Path) -> Result<ElfImage> {
+        let f = std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+        // SAFETY: the file is mapped read-only; a concurrent truncation of a
+        // binary in use is not something we defend against.
+        let map = unsafe { memmap2::Mmap::map(&f) }.with_context(|| format!("cannot map {}", path.display()))?;
+        let data: &'static [u8] = Box::leak(Box::new(map));
+        let file = object::File::parse(data).map_err(|e| anyhow!("{} is not an ELF file ({e})", path.display()))?;
+        Ok(ElfImage {
+            path: path.to_path_buf(),
+            data,
+            file,
+        })
+    }
+
+    pub fn build_id(&self) -> Option<String> {
+        self.file.build_id().ok().flatten().map(hex)
+    }
+
+    pub fn debuglink(&self) -> Option<(String, u32)> {
+        self.file
+            .gnu_debuglink()
+            .ok()
+            .flatten()
+            .map(|(n, crc)| (String::from_utf8_lossy(n).into_owned(), crc))
+    }
+
+    pub fn debugaltlink(&self) -> Option<(String, String)> {
+        self.file
+            .gnu_debugaltlink()
+            .ok()
+            .flatten()
+            .map(|(n, id)| (String::from_utf8_lossy(n).into_owned(), hex(id)))
+    }
+
+    pub fn entry(&self) -> u64 {
+        self.file.entry()
+    }
+
+    pub fn has_dwarf(&self) -> bool {
+        self.file
+            .section_by_name(".debug_info")
+            .map(|s| s.size() > 0)
+            .unwrap_or(false)
+    }
+
+    /// Section contents, decompressed when needed (leaked when owned).
+    pub fn section(&self, name: &str) -> &'static [u8] {
+        match self.file.section_by_name(name) {
+            Some(s) => match s.uncompressed_data() {
+                Ok(std::borrow::Cow::Borrowed(b)) => b,
+                Ok(std::borrow::Cow::Owned(v)) => Box::leak(v.into_boxed_slice()),
+                Err(_) => &[],
+            },
+            None => &[],
+        }
+    }
+
+    pub fn section_addr(&self, name: &str) -> Option<u64> {
+        self.file.section_by_name(name).map(|s| s.address())
+    }
+
+    /// Lowest virtual address of a PT_LOAD segment (0 for PIE/shared objects).
+    pub fn first_load_vaddr(&self) -> u64 {
+        self.file.segments().map(|s| s.address()).min().unwrap_or(0)
+    }
+
+    /// Function and object symbols, .symtab first then .dynsym, sorted by
+    /// address, duplicates dropped.
+    pub fn symbols(&self) -> Vec<ElfSymbol> {
+        let mut out = Vec::new();
+        for sym in self.file.symbols().chain(self.file.dynamic_symbols()) {
+            let is_func = sym.kind() == SymbolKind::Text;
+            if !(is_func || sym.kind() == SymbolKind::Data) || sym.address() == 0 || !sym.is_definition() {
+                continue;
+            }
+            if let Ok(name) = sym.name() {
+                if name.is_empty() {
+                    continue;
+                }
+                out.push(ElfSymbol {
+                    name: name.to_string(),
+                    addr: sym.address(),
+                    size: sym.size(),
+                    is_func,
+                });
+            }
+        }
+        out.sort_by(|a, b| a.addr.cmp(&b.addr).then(a.name.cmp(&b.name)));
+        out.dedup_by(|a, b| a.addr == b.addr && a.name == b.name);
+        out
+    }
+}
+
+pub fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// Where the DWARF came from, for `info` and error messages.
+#[derive(Debug, Clone)]
+pub enum DebugSource {
+    Embedded,
+    BuildId(PathBuf),
+    Debuglink(PathBuf),
+    Explicit(PathBuf),
+}
+
+impl std::fmt::Display for DebugSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DebugSource::Embedded => write!(f, "embedded in the binary"),
+            DebugSource::BuildId(p) => write!(f, "{} (by build-id)", p.display()),
+            DebugSource::Debuglink(p) => write!(f, "{} (by .gnu_debuglink)", p.display()),
+            DebugSource::Explicit(p) => write!(f, "{} (--debug-file)", p.display()),
+        }
+    }
+}
+
+/// Find the file holding DWARF for `bin`: the binary itself, `explicit`, a
+/// file under /usr/lib/debug/.build-id, or the .gnu_debuglink target.  A
+/// separate file must carry the same build-id.
+pub fn find_debug_file(
+    bin: &ElfImage,
+    bin_path_for_links: &Path,
+    explicit: Option<&Path>,
+) -> Result<Option<(Option<ElfImage>, DebugSource)>> {
+    let want = bin.build_id();
+    if let Some(p) = explicit {
+        let img = ElfImage::open(p)?;
+        if !img.has_dwarf() {
+            return Err(anyhow!("--debug-file {} has no DWARF (.debug_info)", p.display()));
+        }
+        if let (Some(w), Some(got)) = (&want, img.build_id()) {
+            if *w != got {
+                return Err(anyhow!(
+                    "--debug-file {} is for build-id {got}, but the target binary has build-id {w}: give the debug file of this exact build",
+                    p.display()
+                ));
+            }
+        }
+        return Ok(Some((Some(img), DebugSource::Explicit(p.to_path_buf()))));
+    }
+    if bin.has_dwarf() {
+        return Ok(Some((None, DebugSource::Embedded)));
+    }
+    let roots = debug_roots();
+    if let Some(id) = &want {
+        if id.len() > 2 {
+            for root in &roots {
+                let p = root.join(".build-id").join(&id[..2]).join(format!("{}.debug", &id[2..]));
+                if p.exists() {
+                    if let Ok(img) = ElfImage::open(&p) {
+                        if img.has_dwarf() && img.build_id().as_deref() == Some(id.as_str()) {
+                            return Ok(Some((Some(img), DebugSource::BuildId(p))));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if let Some((name, _crc)) = bin.debuglink() {
+        let dir = bin_path_for_links.parent().unwrap_or(Path::new("/"));
+        let mut cands = vec![dir.join(&name), dir.join(".debug").join(&name)];
+        for root in &roots {
+            let rel = dir.strip_prefix("/").unwrap_or(dir);
+            cands.push(root.join(rel).join(&name));
+        }
+        for p in cands {
+            if p.exists() && p != bin_path_for_links {
+                if let Ok(img) = ElfImage::open(&p) {
+                    let same = match (&want, img.build_id()) {
+                        (Some(w), Some(g)) => *w == g,
+                        _ => true,
+                    };
+                    if img.has_dwarf() && same {
+                        return Ok(Some((Some(img), DebugSource::Debuglink(p))));
+                    }
+                }
+            }
+        }
+    }
+    Ok(None)
+}
+
+fn debug_roots() -> Vec<PathBuf> {
+    match std::env::var_os("PGDBG_DEBUG_ROOT") {
+        Some(r) => vec![PathBuf::from(r)],
+        None => vec![PathBuf::from("/usr/lib/debug")],
+    }
+}

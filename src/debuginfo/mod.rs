@@ -1,0 +1,775 @@
+//! Debug information of the target's binary: ELF, DWARF (types, locations,
+//! lines, inlined frames), CFI unwinding.  Addresses here are link-time
+//! addresses unless a name says `runtime`; the load bias converts.
+
+pub mod elf;
+pub mod index;
+pub mod location;
+pub mod types;
+pub mod unwind;
+
+use anyhow::{Result, anyhow, bail};
+use elf::{DebugSource, ElfImage, ElfSymbol};
+use gimli::{AttributeValue, constants as dw};
+use index::{FuncLoc, Index, die_offset, global_ref};
+use std::cell::{OnceCell, RefCell};
+use std::collections::HashMap;
+use std::path::Path;
+use std::rc::Rc;
+use std::sync::Arc;
+use types::{Encoding, Member, Type, TypeRef, TypeSource};
+
+pub type R = gimli::EndianSlice<'static, gimli::LittleEndian>;
+pub type Dwarf = gimli::Dwarf<R>;
+
+/// How a variable's location is described.
+#[derive(Clone, Debug)]
+pub enum LocDesc {
+    Expr(gimli::Expression<R>),
+    List(gimli::LocationListsOffset),
+    Const(Vec<u8>),
+    None,
+}
+
+/// A parameter or local variable visible at a pc.
+#[derive(Clone, Debug)]
+pub struct VarInfo {
+    pub name: String,
+    pub ty: Option<TypeRef>,
+    pub loc: LocDesc,
+    pub is_param: bool,
+    /// .debug_info offset of the unit (for evaluation).
+    pub unit: u64,
+}
+
+/// One source-level frame at a pc: the innermost inlined function first.
+#[derive(Clone, Debug)]
+pub struct SourceFrame {
+    pub function: Option<String>,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+    /// .debug_info offset of the subprogram / inlined_subroutine DIE.
+    pub die: Option<u64>,
+    pub inlined: bool,
+}
+
+pub struct DebugInfo {
+    pub binary: ElfImage,
+    pub debug_file: Option<ElfImage>,
+    pub source: DebugSource,
+    pub build_id: String,
+    pub dwarf: Arc<Dwarf>,
+    pub index: Index,
+    pub index_from_cache: bool,
+    /// ELF symbols (function and data), sorted by address.
+    pub symbols: Vec<ElfSymbol>,
+    pub main_unwind: unwind::UnwindTables,
+    units: RefCell<HashMap<u64, Rc<gimli::Unit<R>>>>,
+    type_cache: RefCell<HashMap<u64, Rc<Type>>>,
+    a2l: OnceCell<addr2line::Context<R>>,
+}
+
+/// Error text for a binary without DWARF.
+pub fn no_debug_info_message(bin_path: &Path, build_id: &str) -> String {
+    let pkg = owning_package(bin_path)
+        .map(|p| format!("install {p}-dbgsym (or -dbg)"))
+        .unwrap_or_else(|| "install the debug symbols package of this build".into());
+    format!(
+        "no debug info for {} (build-id {}): {pkg}, or pass --debug-file FILE (looked in the binary, /usr/lib/debug/.build-id/{}/{}.debug and the .gnu_debuglink target)",
+        bin_path.display(),
+        if build_id.is_empty() { "none" } else { build_id },
+        build_id.get(..2).unwrap_or("??"),
+        build_id.get(2..).unwrap_or("??")
+    )
+}
+
+fn owning_package(p: &Path) -> Option<String> {
+    let out = std::process::Command::new("dpkg")
+        .arg("-S")
+        .arg(p)
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let s = String::from_utf8_lossy(&out.stdout);
+    s.lines().next()?.split(':').next().map(|x| x.trim().to_string())
+}
+
+impl DebugInfo {
+    /// Load debug info for the binary at `exe` (usually /proc/PID/exe).
+    /// `real_path` is the binary's path as the system knows it (for
+    /// .gnu_debuglink lookups and messages).
+    pub fn load(exe: &Path, real_path: &Path, explicit: Option<&Path>) -> Result<DebugInfo> {
+        let binary = ElfImage::open(exe)?;
+        let build_id = binary.build_id().unwrap_or_default();
+        let (debug_file, source) = match elf::find_debug_file(&binary, real_path, explicit)? {
+            Some(x) => x,
+            None => bail!("{}", no_debug_info_message(real_path, &build_id)),
+        };
+        let dimg: &ElfImage = debug_file.as_ref().unwrap_or(&binary);
+        let mut dwarf: Dwarf = gimli::Dwarf::load(|id| -> Result<R> {
+            Ok(gimli::EndianSlice::new(dimg.section(id.name()), gimli::LittleEndian))
+        })?;
+        if let Some((alt, _id)) = dimg.debugaltlink() {
+            // dwz supplementary file
+            let altp = if Path::new(&alt).is_absolute() {
+                std::path::PathBuf::from(&alt)
+            } else {
+                dimg.path.parent().unwrap_or(Path::new("/")).join(&alt)
+            };
+            if let Ok(sup) = ElfImage::open(&altp) {
+                let sup: &'static ElfImage = Box::leak(Box::new(sup));
+                dwarf.load_sup(|id| -> Result<R> {
+                    Ok(gimli::EndianSlice::new(sup.section(id.name()), gimli::LittleEndian))
+                })?;
+            }
+        }
+        let symbols = binary.symbols();
+        let main_unwind = unwind::UnwindTables::from_image(&binary);
+        let (index, from_cache) = match Index::load_cached(&build_id) {
+            Some(i) => (i, true),
+            None => {
+                let syms = &symbols;
+                let entry_of = |starts: &[u64]| -> u64 {
+                    // Prefer a range start that an ELF symbol names, not a .cold part.
+                    for s in starts {
+                        if let Ok(i) = syms.binary_search_by(|x| x.addr.cmp(s)) {
+                            if !syms[i].name.contains(".cold") {
+                                return *s;
+                            }
+                        }
+                    }
+                    starts[0]
+                };
+                let idx = Index::build(&dwarf, &build_id, &entry_of)?;
+                idx.store_cached();
+                (idx, false)
+            }
+        };
+        Ok(DebugInfo {
+            binary,
+            debug_file,
+            source,
+            build_id,
+            dwarf: Arc::new(dwarf),
+            index,
+            index_from_cache: from_cache,
+            symbols,
+            main_unwind,
+            units: RefCell::new(HashMap::new()),
+            type_cache: RefCell::new(HashMap::new()),
+            a2l: OnceCell::new(),
+        })
+    }
+
+    // ------------------------------------------------------------ symbols
+
+    /// All code locations of a function (link-time): DWARF out-of-line
+    /// copies and inlined instances, or ELF symbols (`name`, `name.isra.0`,
+    /// ...) when DWARF does not know it.
+    pub fn function_locations(&self, name: &str) -> Vec<FuncLoc> {
+        if let Some(v) = self.index.functions.get(name) {
+            return v.clone();
+        }
+        let mut out = Vec::new();
+        for s in &self.symbols {
+            if s.is_func && (s.name == name || is_clone_of(&s.name, name)) {
+                out.push(FuncLoc {
+                    addr: s.addr,
+                    inlined: false,
+                    die: 0,
+                });
+            }
+        }
+        out
+    }
+
+    /// The ELF symbol covering `addr` (link-time), with the offset into it.
+    pub fn symbol_at(&self, addr: u64) -> Option<(&ElfSymbol, u64)> {
+        symbol_at(&self.symbols, addr)
+    }
+
+    pub fn function_names(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.index.functions.keys().cloned().collect();
+        v.extend(self.index.globals.keys().cloned());
+        v.sort();
+        v.dedup();
+        v
+    }
+
+    // ---------------------------------------------------------------- DIEs
+
+    pub fn unit_for_offset(&self, off: u64) -> Result<Rc<gimli::Unit<R>>> {
+        let i = match self.index.units.binary_search(&off) {
+            Ok(i) => i,
+            Err(0) => bail!("DIE offset {off:#x} before the first unit"),
+            Err(i) => i - 1,
+        };
+        let uoff = self.index.units[i];
+        if let Some(u) = self.units.borrow().get(&uoff) {
+            return Ok(u.clone());
+        }
+        let header = self
+            .dwarf
+            .debug_info
+            .header_from_offset(gimli::DebugInfoOffset(uoff as usize))
+            .map_err(|e| anyhow!("{e}"))?;
+        let unit = Rc::new(self.dwarf.unit(header).map_err(|e| anyhow!("{e}"))?);
+        self.units.borrow_mut().insert(uoff, unit.clone());
+        Ok(unit)
+    }
+
+    /// Run `f` on the DIE at a .debug_info offset.
+    pub fn with_die<T>(
+        &self,
+        off: u64,
+        f: impl FnOnce(&gimli::Unit<R>, &gimli::DebuggingInformationEntry<R>) -> T,
+    ) -> Result<T> {
+        let unit = self.unit_for_offset(off)?;
+        let uo = gimli::DebugInfoOffset(off as usize)
+            .to_unit_offset(&unit.header)
+            .ok_or_else(|| anyhow!("bad DIE offset {off:#x}"))?;
+        let die = unit.entry(uo).map_err(|e| anyhow!("{e}"))?;
+        Ok(f(&unit, &die))
+    }
+
+    fn attr_str(&self, unit: &gimli::Unit<R>, v: AttributeValue<R>) -> Option<String> {
+        self.dwarf
+            .attr_string(unit, v)
+            .ok()
+            .map(|s| String::from_utf8_lossy(s.slice()).into_owned())
+    }
+
+    /// Name of a DIE, following abstract_origin/specification.
+    pub fn die_name(&self, off: u64) -> Option<String> {
+        let mut cur = off;
+        for _ in 0..4 {
+            let (name, next) = self
+                .with_die(cur, |u, e| {
+                    let n = e.attr_value(dw::DW_AT_name).and_then(|v| self.attr_str(u, v));
+                    let r = e
+                        .attr_value(dw::DW_AT_abstract_origin)
+                        .or_else(|| e.attr_value(dw::DW_AT_specification))
+                        .and_then(|v| global_ref(u, v));
+                    (n, r)
+                })
+                .ok()?;
+            if name.is_some() {
+                return name;
+            }
+            cur = next?;
+        }
+        None
+    }
+
+    /// Type of a variable/parameter/member DIE, following abstract_origin.
+    pub fn die_type(&self, off: u64) -> Option<TypeRef> {
+        let mut cur = off;
+        for _ in 0..4 {
+            let (t, next) = self
+                .with_die(cur, |u, e| {
+                    let t = e.attr_value(dw::DW_AT_type).and_then(|v| global_ref(u, v));
+                    let r = e
+                        .attr_value(dw::DW_AT_abstract_origin)
+                        .or_else(|| e.attr_value(dw::DW_AT_specification))
+                        .and_then(|v| global_ref(u, v));
+                    (t, r)
+                })
+                .ok()?;
+            if let Some(t) = t {
+                return Some(TypeRef::Die(t));
+            }
+            cur = next?;
+        }
+        None
+    }
+
+    /// A global variable: runtime-independent (link-time address, type).
+    pub fn global(&self, name: &str) -> Option<(u64, Option<TypeRef>)> {
+        if let Some(g) = self.index.globals.get(name) {
+            return Some((g.addr, self.die_type(g.die)));
+        }
+        self.symbols
+            .iter()
+            .find(|s| !s.is_func && s.name == name)
+            .map(|s| (s.addr, None))
+    }
+
+    fn read_type(&self, off: u64) -> Result<Type> {
+        let unit = self.unit_for_offset(off)?;
+        let uo = gimli::DebugInfoOffset(off as usize)
+            .to_unit_offset(&unit.header)
+            .ok_or_else(|| anyhow!("bad type offset"))?;
+        let mut tree = unit.entries_tree(Some(uo)).map_err(|e| anyhow!("{e}"))?;
+        let root = tree.root().map_err(|e| anyhow!("{e}"))?;
+        let e = root.entry().clone();
+        let u = &*unit;
+        let name = e.attr_value(dw::DW_AT_name).and_then(|v| self.attr_str(u, v));
+        let size = e.attr_value(dw::DW_AT_byte_size).and_then(|v| v.udata_value()).unwrap_or(0);
+        let target = e.attr_value(dw::DW_AT_type).and_then(|v| global_ref(u, v)).map(TypeRef::Die);
+        let ty = match e.tag() {
+            dw::DW_TAG_base_type => {
+                let enc = match e.attr_value(dw::DW_AT_encoding) {
+                    Some(AttributeValue::Encoding(x)) => x,
+                    _ => gimli::DW_ATE_signed,
+                };
+                let enc = match enc {
+                    gimli::DW_ATE_unsigned => Encoding::Unsigned,
+                    gimli::DW_ATE_signed_char => Encoding::SignedChar,
+                    gimli::DW_ATE_unsigned_char => Encoding::UnsignedChar,
+                    gimli::DW_ATE_boolean => Encoding::Bool,
+                    gimli::DW_ATE_float => Encoding::Float,
+                    _ => Encoding::Signed,
+                };
+                Type::Base {
+                    name: name.unwrap_or_else(|| "?".into()),
+                    size,
+                    enc,
+                }
+            }
+            dw::DW_TAG_pointer_type | dw::DW_TAG_reference_type => Type::Pointer { target },
+            dw::DW_TAG_typedef => Type::Typedef {
+                name: name.unwrap_or_default(),
+                target,
+            },
+            dw::DW_TAG_const_type => Type::Qualified { kw: "const", target },
+            dw::DW_TAG_volatile_type => Type::Qualified { kw: "volatile", target },
+            dw::DW_TAG_restrict_type => Type::Qualified { kw: "restrict", target },
+            dw::DW_TAG_atomic_type => Type::Qualified { kw: "_Atomic", target },
+            dw::DW_TAG_subroutine_type => Type::Function { ret: target },
+            dw::DW_TAG_structure_type | dw::DW_TAG_union_type | dw::DW_TAG_class_type => {
+                let kw = if e.tag() == dw::DW_TAG_union_type { "union" } else { "struct" };
+                let declaration = e.attr_value(dw::DW_AT_declaration).is_some();
+                let mut members = Vec::new();
+                let mut children = root.children();
+                while let Some(child) = children.next().map_err(|e| anyhow!("{e}"))? {
+                    let c = child.entry();
+                    if c.tag() != dw::DW_TAG_member {
+                        continue;
+                    }
+                    let mname = c.attr_value(dw::DW_AT_name).and_then(|v| self.attr_str(u, v));
+                    let mty = match c.attr_value(dw::DW_AT_type).and_then(|v| global_ref(u, v)) {
+                        Some(t) => TypeRef::Die(t),
+                        None => continue,
+                    };
+                    let off = match c.attr_value(dw::DW_AT_data_member_location) {
+                        Some(v) => v.udata_value().unwrap_or(0),
+                        None => 0,
+                    };
+                    let bit_size = c.attr_value(dw::DW_AT_bit_size).and_then(|v| v.udata_value());
+                    let bits = bit_size.map(|bs| {
+                        let dbo = c
+                            .attr_value(dw::DW_AT_data_bit_offset)
+                            .and_then(|v| v.udata_value())
+                            .unwrap_or(off * 8);
+                        (dbo, bs)
+                    });
+                    members.push(Member {
+                        name: mname,
+                        ty: mty,
+                        offset: bits.map(|(b, _)| b / 8).unwrap_or(off),
+                        bits,
+                    });
+                }
+                Type::Struct {
+                    kw,
+                    name,
+                    size,
+                    members,
+                    declaration,
+                }
+            }
+            dw::DW_TAG_enumeration_type => {
+                let mut values = Vec::new();
+                let mut children = root.children();
+                let mut signed = false;
+                if let Some(TypeRef::Die(t)) = &target {
+                    if let Type::Base { enc, .. } = self.read_type(*t)? {
+                        signed = enc == Encoding::Signed;
+                    }
+                }
+                while let Some(child) = children.next().map_err(|e| anyhow!("{e}"))? {
+                    let c = child.entry();
+                    if c.tag() != dw::DW_TAG_enumerator {
+                        continue;
+                    }
+                    let n = c
+                        .attr_value(dw::DW_AT_name)
+                        .and_then(|v| self.attr_str(u, v))
+                        .unwrap_or_default();
+                    let v = match c.attr_value(dw::DW_AT_const_value) {
+                        Some(AttributeValue::Sdata(x)) => x,
+                        Some(AttributeValue::Udata(x)) => x as i64,
+                        Some(AttributeValue::Data1(x)) => x as i64,
+                        Some(AttributeValue::Data2(x)) => x as i64,
+                        Some(AttributeValue::Data4(x)) => x as i32 as i64,
+                        Some(AttributeValue::Data8(x)) => x as i64,
+                        _ => 0,
+                    };
+                    values.push((n, v));
+                }
+                Type::Enum {
+                    name,
+                    size: if size == 0 { 4 } else { size },
+                    signed,
+                    values,
+                }
+            }
+            dw::DW_TAG_array_type => {
+                let mut count = None;
+                let mut dims = Vec::new();
+                let mut children = root.children();
+                while let Some(child) = children.next().map_err(|e| anyhow!("{e}"))? {
+                    let c = child.entry();
+                    if c.tag() == dw::DW_TAG_subrange_type {
+                        let n = if let Some(v) = c.attr_value(dw::DW_AT_count).and_then(|v| v.udata_value()) {
+                            Some(v)
+                        } else {
+                            c.attr_value(dw::DW_AT_upper_bound)
+                                .and_then(|v| v.udata_value())
+                                .map(|ub| ub + 1)
+                        };
+                        dims.push(n);
+                    }
+                }
+                if let Some(first) = dims.first() {
+                    count = *first;
+                }
+                let elem = target.ok_or_else(|| anyhow!("array without element type"))?;
+                // Multi-dimensional: nest inner dimensions as synthetic arrays.
+                let mut inner = elem;
+                for d in dims.iter().skip(1).rev() {
+                    inner = TypeRef::Synth(Rc::new(Type::Array {
+                        elem: inner,
+                        count: *d,
+                    }));
+                }
+                Type::Array { elem: inner, count }
+            }
+            _ => Type::Void,
+        };
+        Ok(ty)
+    }
+
+    // ---------------------------------------------------------- addr2line
+
+    fn a2l(&self) -> &addr2line::Context<R> {
+        self.a2l.get_or_init(|| {
+            addr2line::Context::from_arc_dwarf(self.dwarf.clone())
+                .unwrap_or_else(|_| addr2line::Context::from_dwarf(self.empty_dwarf()).expect("empty dwarf"))
+        })
+    }
+
+    fn empty_dwarf(&self) -> Dwarf {
+        gimli::Dwarf::load(|_| -> Result<R> { Ok(gimli::EndianSlice::new(&[], gimli::LittleEndian)) }).unwrap()
+    }
+
+    /// Source frames at a link-time pc, innermost (inlined) first.
+    pub fn frames_at(&self, pc: u64) -> Vec<SourceFrame> {
+        let mut out = Vec::new();
+        let ctx = self.a2l();
+        let unit_off = match ctx.find_dwarf_and_unit(pc).skip_all_loads() {
+            Some(u) => u.header.debug_info_offset().map(|o| o.0 as u64),
+            None => None,
+        };
+        if let Ok(mut it) = ctx.find_frames(pc).skip_all_loads() {
+            while let Ok(Some(f)) = it.next() {
+                let function = f
+                    .function
+                    .as_ref()
+                    .and_then(|n| n.raw_name().ok().map(|s| s.into_owned()));
+                let (file, line) = match &f.location {
+                    Some(l) => (l.file.map(|s| s.to_string()), l.line),
+                    None => (None, None),
+                };
+                let die = match (f.dw_die_offset, unit_off) {
+                    (Some(d), Some(u)) => Some(u + d.0 as u64),
+                    _ => None,
+                };
+                out.push(SourceFrame {
+                    function,
+                    file,
+                    line,
+                    die,
+                    inlined: false,
+                });
+            }
+        }
+        let n = out.len();
+        for (i, f) in out.iter_mut().enumerate() {
+            f.inlined = i + 1 < n;
+        }
+        out
+    }
+
+    /// file:line of a link-time address.
+    pub fn location_at(&self, pc: u64) -> Option<(String, u32)> {
+        let l = self.a2l().find_location(pc).ok()??;
+        Some((l.file?.to_string(), l.line?))
+    }
+
+    /// Addresses of the statements at FILE:LINE (file matched by suffix).
+    /// When no row has exactly that line, the next line with code is used.
+    pub fn line_addresses(&self, file: &str, line: u32) -> Result<Vec<(u64, String, u32)>> {
+        let mut best: Option<u32> = None;
+        let mut hits: Vec<(u64, String, u32)> = Vec::new();
+        let mut it = self.dwarf.units();
+        while let Ok(Some(h)) = it.next() {
+            let unit = match self.dwarf.unit(h) {
+                Ok(u) => u,
+                Err(_) => continue,
+            };
+            let prog = match &unit.line_program {
+                Some(p) => p.clone(),
+                None => continue,
+            };
+            // Which file indices match?
+            let header = prog.header().clone();
+            let mut matching = Vec::new();
+            for (i, fe) in header.file_names().iter().enumerate() {
+                let name = self
+                    .dwarf
+                    .attr_string(&unit, fe.path_name())
+                    .map(|s| String::from_utf8_lossy(s.slice()).into_owned())
+                    .unwrap_or_default();
+                let dir = fe
+                    .directory(&header)
+                    .and_then(|d| self.dwarf.attr_string(&unit, d).ok())
+                    .map(|s| String::from_utf8_lossy(s.slice()).into_owned())
+                    .unwrap_or_default();
+                let full = format!("{dir}/{name}");
+                if full.ends_with(&format!("/{file}")) || name == file {
+                    let idx = if header.version() >= 5 { i as u64 } else { i as u64 + 1 };
+                    matching.push((idx, name));
+                }
+            }
+            if matching.is_empty() {
+                continue;
+            }
+            let mut rows = prog.rows();
+            while let Ok(Some((_, row))) = rows.next_row() {
+                if !row.is_stmt() || row.end_sequence() {
+                    continue;
+                }
+                let Some(l) = row.line() else { continue };
+                let l = l.get() as u32;
+                if l < line {
+                    continue;
+                }
+                if let Some((_, fname)) = matching.iter().find(|(i, _)| *i == row.file_index()) {
+                    match best {
+                        Some(b) if l > b => continue,
+                        Some(b) if l < b => hits.clear(),
+                        _ => {}
+                    }
+                    best = Some(l);
+                    if !hits.iter().any(|(a, _, _)| *a == row.address()) {
+                        hits.push((row.address(), fname.clone(), l));
+                    }
+                }
+            }
+        }
+        // Keep one address per function (the lowest), like gdb's locations.
+        hits.sort();
+        let mut out: Vec<(u64, String, u32)> = Vec::new();
+        for h in hits {
+            let f = self.frames_at(h.0).first().and_then(|f| f.die);
+            if out.iter().any(|o| self.frames_at(o.0).first().and_then(|f| f.die) == f && f.is_some()) {
+                continue;
+            }
+            out.push(h);
+        }
+        Ok(out)
+    }
+
+    // ------------------------------------------------------------ scopes
+
+    /// Parameters and locals visible at link-time `pc` in the scope `die`
+    /// (a subprogram or inlined_subroutine), innermost blocks included but
+    /// not nested inlined calls.  Also returns the DW_AT_frame_base of the
+    /// enclosing subprogram.
+    pub fn scope_vars(&self, die: u64, pc: u64) -> Result<(Vec<VarInfo>, Option<gimli::Expression<R>>)> {
+        let unit = self.unit_for_offset(die)?;
+        let u = &*unit;
+        let uoff = u.header.debug_info_offset().map(|o| o.0 as u64).unwrap_or(0);
+        let uo = gimli::DebugInfoOffset(die as usize)
+            .to_unit_offset(&u.header)
+            .ok_or_else(|| anyhow!("bad scope DIE"))?;
+        let mut out = Vec::new();
+        let mut tree = u.entries_tree(Some(uo)).map_err(|e| anyhow!("{e}"))?;
+        let root = tree.root().map_err(|e| anyhow!("{e}"))?;
+        let frame_base = match root.entry().attr_value(dw::DW_AT_frame_base) {
+            Some(AttributeValue::Exprloc(e)) => Some(e),
+            _ => None,
+        };
+        self.collect_vars(u, uoff, root, pc, &mut out, 0)?;
+        // A concrete out-of-line copy of an inline function may lack the
+        // frame base on an abstract origin: look at the subprogram chain.
+        Ok((out, frame_base))
+    }
+
+    fn collect_vars(
+        &self,
+        u: &gimli::Unit<R>,
+        uoff: u64,
+        node: gimli::EntriesTreeNode<R>,
+        pc: u64,
+        out: &mut Vec<VarInfo>,
+        depth: u32,
+    ) -> Result<()> {
+        let mut children = node.children();
+        while let Some(child) = children.next().map_err(|e| anyhow!("{e}"))? {
+            let e = child.entry().clone();
+            match e.tag() {
+                dw::DW_TAG_formal_parameter | dw::DW_TAG_variable => {
+                    let off = die_offset(u, e.offset());
+                    let name = match e.attr_value(dw::DW_AT_name).and_then(|v| self.attr_str(u, v)) {
+                        Some(n) => n,
+                        None => match self.die_name(off) {
+                            Some(n) => n,
+                            None => continue,
+                        },
+                    };
+                    let loc = match e.attr_value(dw::DW_AT_location) {
+                        Some(AttributeValue::Exprloc(x)) => LocDesc::Expr(x),
+                        Some(AttributeValue::LocationListsRef(o)) => LocDesc::List(o),
+                        Some(v @ AttributeValue::SecOffset(_)) | Some(v @ AttributeValue::DebugLocListsIndex(_)) => {
+                            match self.dwarf.attr_locations_offset(u, v) {
+                                Ok(Some(o)) => LocDesc::List(o),
+                                _ => LocDesc::None,
+                            }
+                        }
+                        _ => match e.attr_value(dw::DW_AT_const_value) {
+                            Some(AttributeValue::Block(b)) => LocDesc::Const(b.slice().to_vec()),
+                            Some(AttributeValue::Sdata(x)) => LocDesc::Const(x.to_le_bytes().to_vec()),
+                            Some(AttributeValue::Udata(x)) => LocDesc::Const(x.to_le_bytes().to_vec()),
+                            Some(AttributeValue::Data1(x)) => LocDesc::Const(vec![x]),
+                            Some(AttributeValue::Data2(x)) => LocDesc::Const(x.to_le_bytes().to_vec()),
+                            Some(AttributeValue::Data4(x)) => LocDesc::Const(x.to_le_bytes().to_vec()),
+                            Some(AttributeValue::Data8(x)) => LocDesc::Const(x.to_le_bytes().to_vec()),
+                            _ => LocDesc::None,
+                        },
+                    };
+                    // Static locals are globals; a declaration without a
+                    // location is not interesting.
+                    out.push(VarInfo {
+                        name,
+                        ty: self.die_type(off),
+                        loc,
+                        is_param: e.tag() == dw::DW_TAG_formal_parameter,
+                        unit: uoff,
+                    });
+                }
+                dw::DW_TAG_lexical_block => {
+                    if depth < 32 && self.die_contains(u, &e, pc) {
+                        self.collect_vars(u, uoff, child, pc, out, depth + 1)?;
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn die_contains(&self, u: &gimli::Unit<R>, e: &gimli::DebuggingInformationEntry<R>, pc: u64) -> bool {
+        match self.dwarf.die_ranges(u, e) {
+            Ok(mut r) => {
+                let mut any = false;
+                while let Ok(Some(range)) = r.next() {
+                    any = true;
+                    if pc >= range.begin && pc < range.end {
+                        return true;
+                    }
+                }
+                !any
+            }
+            Err(_) => true,
+        }
+    }
+
+    /// The location expression of a variable at link-time `pc`.
+    pub fn var_expression(&self, v: &VarInfo, pc: u64) -> Result<Option<gimli::Expression<R>>> {
+        match &v.loc {
+            LocDesc::Expr(e) => Ok(Some(*e)),
+            LocDesc::List(off) => {
+                let unit = self.unit_for_offset(v.unit)?;
+                let mut it = self.dwarf.locations(&unit, *off).map_err(|e| anyhow!("{e}"))?;
+                while let Some(entry) = it.next().map_err(|e| anyhow!("{e}"))? {
+                    if pc >= entry.range.begin && pc < entry.range.end {
+                        return Ok(Some(entry.data));
+                    }
+                }
+                Ok(None)
+            }
+            _ => Ok(None),
+        }
+    }
+}
+
+impl TypeSource for DebugInfo {
+    fn resolve(&self, t: &TypeRef) -> Rc<Type> {
+        match t {
+            TypeRef::Synth(t) => t.clone(),
+            TypeRef::Die(off) => {
+                if let Some(t) = self.type_cache.borrow().get(off) {
+                    return t.clone();
+                }
+                let ty = Rc::new(self.read_type(*off).unwrap_or(Type::Void));
+                self.type_cache.borrow_mut().insert(*off, ty.clone());
+                ty
+            }
+        }
+    }
+
+    fn type_by_name(&self, name: &str) -> Option<TypeRef> {
+        let name = name.trim();
+        if let Some(o) = self.index.types.get(name) {
+            return Some(TypeRef::Die(*o));
+        }
+        // C spellings of base types that DWARF names differently.
+        let alias = match name {
+            "long" | "long int" | "signed long" => "long int",
+            "unsigned long" | "unsigned long int" => "long unsigned int",
+            "unsigned" | "unsigned int" => "unsigned int",
+            "short" => "short int",
+            "unsigned short" => "short unsigned int",
+            "long long" => "long long int",
+            "unsigned long long" => "long long unsigned int",
+            "unsigned char" => "unsigned char",
+            "signed char" => "signed char",
+            _ => return None,
+        };
+        self.index.types.get(alias).map(|o| TypeRef::Die(*o))
+    }
+}
+
+pub fn symbol_at(symbols: &[ElfSymbol], addr: u64) -> Option<(&ElfSymbol, u64)> {
+    let i = match symbols.binary_search_by(|s| s.addr.cmp(&addr)) {
+        Ok(i) => i,
+        Err(0) => return None,
+        Err(i) => i - 1,
+    };
+    // Prefer a function symbol at that address whose size covers addr.
+    let mut j = i;
+    loop {
+        let s = &symbols[j];
+        if s.is_func && (addr < s.addr + s.size.max(1) || s.size == 0) {
+            return Some((s, addr - s.addr));
+        }
+        if j == 0 || symbols[j - 1].addr != s.addr {
+            break;
+        }
+        j -= 1;
+    }
+    let s = &symbols[i];
+    if addr < s.addr + s.size.max(1) {
+        Some((s, addr - s.addr))
+    } else {
+        None
+    }
+}
+
+/// gcc clone names: foo.isra.0, foo.part.0, foo.constprop.0, foo.lto_priv.0,
+/// foo.cold.
+pub fn is_clone_of(sym: &str, name: &str) -> bool {
+    sym.len() > name.len() + 1 && sym.starts_with(name) && sym.as_bytes()[name.len()] == b'.'
+}

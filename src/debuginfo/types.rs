@@ -1,0 +1,247 @@
+//! C types read from DWARF: base types, pointers, structs/unions with member
+//! offsets and bitfields, enums, typedefs, arrays, functions.  Types refer
+//! to each other lazily (by DIE offset) so recursive structs cost nothing
+//! until a member is followed.
+
+use std::rc::Rc;
+
+/// A reference to a type: a DIE in .debug_info, or a type pgdbg made up
+/// (a pointer created by `&`, a literal's `long`, a cast's `T *`).
+#[derive(Clone, Debug)]
+pub enum TypeRef {
+    Die(u64),
+    Synth(Rc<Type>),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Encoding {
+    Signed,
+    Unsigned,
+    SignedChar,
+    UnsignedChar,
+    Bool,
+    Float,
+}
+
+#[derive(Clone, Debug)]
+pub struct Member {
+    pub name: Option<String>,
+    pub ty: TypeRef,
+    /// Byte offset of the member (of its storage unit for bitfields).
+    pub offset: u64,
+    /// For bitfields: (bit offset from the start of the struct, bit size).
+    pub bits: Option<(u64, u64)>,
+}
+
+#[derive(Clone, Debug)]
+pub enum Type {
+    Void,
+    Base {
+        name: String,
+        size: u64,
+        enc: Encoding,
+    },
+    Pointer {
+        target: Option<TypeRef>,
+    },
+    Struct {
+        kw: &'static str,
+        name: Option<String>,
+        size: u64,
+        members: Vec<Member>,
+        /// An incomplete declaration (`struct X;`); resolve by name.
+        declaration: bool,
+    },
+    Enum {
+        name: Option<String>,
+        size: u64,
+        signed: bool,
+        values: Vec<(String, i64)>,
+    },
+    Typedef {
+        name: String,
+        target: Option<TypeRef>,
+    },
+    Array {
+        elem: TypeRef,
+        count: Option<u64>,
+    },
+    Function {
+        ret: Option<TypeRef>,
+    },
+    /// const/volatile/restrict/atomic wrapper.
+    Qualified {
+        kw: &'static str,
+        target: Option<TypeRef>,
+    },
+}
+
+impl Type {
+    pub fn long() -> TypeRef {
+        TypeRef::Synth(Rc::new(Type::Base {
+            name: "long".into(),
+            size: 8,
+            enc: Encoding::Signed,
+        }))
+    }
+    pub fn ulong() -> TypeRef {
+        TypeRef::Synth(Rc::new(Type::Base {
+            name: "unsigned long".into(),
+            size: 8,
+            enc: Encoding::Unsigned,
+        }))
+    }
+    pub fn int() -> TypeRef {
+        TypeRef::Synth(Rc::new(Type::Base {
+            name: "int".into(),
+            size: 4,
+            enc: Encoding::Signed,
+        }))
+    }
+    pub fn double() -> TypeRef {
+        TypeRef::Synth(Rc::new(Type::Base {
+            name: "double".into(),
+            size: 8,
+            enc: Encoding::Float,
+        }))
+    }
+    pub fn bool_() -> TypeRef {
+        TypeRef::Synth(Rc::new(Type::Base {
+            name: "bool".into(),
+            size: 1,
+            enc: Encoding::Bool,
+        }))
+    }
+    pub fn char_() -> TypeRef {
+        TypeRef::Synth(Rc::new(Type::Base {
+            name: "char".into(),
+            size: 1,
+            enc: Encoding::SignedChar,
+        }))
+    }
+    pub fn pointer_to(t: Option<TypeRef>) -> TypeRef {
+        TypeRef::Synth(Rc::new(Type::Pointer { target: t }))
+    }
+    pub fn void() -> TypeRef {
+        TypeRef::Synth(Rc::new(Type::Void))
+    }
+}
+
+/// What the debug info offers to resolve types; implemented by `DebugInfo`.
+pub trait TypeSource {
+    fn resolve(&self, t: &TypeRef) -> Rc<Type>;
+    /// Look up a type by C spelling: "CachedPlanSource", "struct Foo", "int".
+    fn type_by_name(&self, name: &str) -> Option<TypeRef>;
+}
+
+/// Strip typedefs and qualifiers, and complete struct declarations.
+pub fn strip(ts: &dyn TypeSource, t: &TypeRef) -> Rc<Type> {
+    let mut cur = ts.resolve(t);
+    for _ in 0..32 {
+        let next = match &*cur {
+            Type::Typedef { target, .. } | Type::Qualified { target, .. } => match target {
+                Some(t) => ts.resolve(t),
+                None => return Rc::new(Type::Void),
+            },
+            Type::Struct {
+                kw,
+                name: Some(n),
+                declaration: true,
+                ..
+            } => match ts.type_by_name(&format!("{kw} {n}")) {
+                Some(t) => {
+                    let r = ts.resolve(&t);
+                    if matches!(&*r, Type::Struct { declaration: true, .. }) {
+                        return r;
+                    }
+                    r
+                }
+                None => return cur,
+            },
+            _ => return cur,
+        };
+        cur = next;
+    }
+    cur
+}
+
+/// Size in bytes of a type.
+pub fn size_of(ts: &dyn TypeSource, t: &TypeRef) -> u64 {
+    match &*strip(ts, t) {
+        Type::Void => 1,
+        Type::Base { size, .. } => *size,
+        Type::Pointer { .. } => 8,
+        Type::Struct { size, .. } => *size,
+        Type::Enum { size, .. } => *size,
+        Type::Array { elem, count } => count.unwrap_or(0) * size_of(ts, elem),
+        Type::Function { .. } => 1,
+        Type::Typedef { .. } | Type::Qualified { .. } => 0,
+    }
+}
+
+/// The C spelling of a type, gdb style: "CachedPlanSource *", "int",
+/// "struct PlannedStmt", "char [64]".
+pub fn type_name(ts: &dyn TypeSource, t: &TypeRef) -> String {
+    let (base, suffix) = name_parts(ts, t, 0);
+    if suffix.is_empty() {
+        base
+    } else if suffix.starts_with('[') || suffix.starts_with('(') {
+        format!("{base} {suffix}")
+    } else {
+        format!("{base} {suffix}")
+    }
+}
+
+fn name_parts(ts: &dyn TypeSource, t: &TypeRef, depth: u32) -> (String, String) {
+    if depth > 16 {
+        return ("?".into(), String::new());
+    }
+    let ty = ts.resolve(t);
+    match &*ty {
+        Type::Void => ("void".into(), String::new()),
+        Type::Base { name, .. } => (name.clone(), String::new()),
+        Type::Typedef { name, .. } => (name.clone(), String::new()),
+        Type::Struct { kw, name, .. } => (
+            format!("{kw} {}", name.clone().unwrap_or_else(|| "{...}".into())),
+            String::new(),
+        ),
+        Type::Enum { name, .. } => (
+            format!("enum {}", name.clone().unwrap_or_else(|| "{...}".into())),
+            String::new(),
+        ),
+        Type::Qualified { kw, target } => {
+            let (b, s) = match target {
+                Some(t) => name_parts(ts, t, depth + 1),
+                None => ("void".into(), String::new()),
+            };
+            if s.is_empty() {
+                (format!("{kw} {b}"), s)
+            } else {
+                (b, format!("{s} {kw}"))
+            }
+        }
+        Type::Pointer { target } => {
+            let (b, s) = match target {
+                Some(t) => name_parts(ts, t, depth + 1),
+                None => ("void".into(), String::new()),
+            };
+            if s.starts_with('[') || s.starts_with('(') {
+                (b, format!("(*){s}"))
+            } else {
+                (b, format!("*{s}"))
+            }
+        }
+        Type::Array { elem, count } => {
+            let (b, s) = name_parts(ts, elem, depth + 1);
+            let c = count.map(|c| c.to_string()).unwrap_or_default();
+            (b, format!("{s}[{c}]"))
+        }
+        Type::Function { ret } => {
+            let (b, s) = match ret {
+                Some(t) => name_parts(ts, t, depth + 1),
+                None => ("void".into(), String::new()),
+            };
+            (b, format!("{s}(...)"))
+        }
+    }
+}

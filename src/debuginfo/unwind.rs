@@ -1,0 +1,262 @@
+//! Call-frame unwinding with CFI (.eh_frame via .eh_frame_hdr, or
+//! .debug_frame), across the binary and the shared libraries mapped into
+//! the target (a backend blocked in `epoll_wait` stops inside libc).
+
+use super::R;
+use super::elf::{ElfImage, ElfSymbol};
+use crate::target::regs::{DWARF_RA, DWARF_RSP, FrameRegs};
+use gimli::{
+    BaseAddresses, CfaRule, DebugFrame, EhFrame, EhFrameHdr, ParsedEhFrameHdr, RegisterRule, UnwindContext,
+    UnwindSection,
+};
+use std::cell::OnceCell;
+use std::path::PathBuf;
+
+pub struct UnwindTables {
+    eh_frame: Option<EhFrame<R>>,
+    hdr: Option<ParsedEhFrameHdr<R>>,
+    debug_frame: Option<DebugFrame<R>>,
+    bases: BaseAddresses,
+}
+
+/// Registers callee-saved in the System V ABI (value survives a call):
+/// rbx, rbp, r12-r15.
+const CALLEE_SAVED: [u16; 6] = [3, 6, 12, 13, 14, 15];
+
+impl UnwindTables {
+    pub fn from_image(img: &ElfImage) -> UnwindTables {
+        let le = gimli::LittleEndian;
+        let mut bases = BaseAddresses::default();
+        if let Some(a) = img.section_addr(".eh_frame_hdr") {
+            bases = bases.set_eh_frame_hdr(a);
+        }
+        if let Some(a) = img.section_addr(".eh_frame") {
+            bases = bases.set_eh_frame(a);
+        }
+        if let Some(a) = img.section_addr(".text") {
+            bases = bases.set_text(a);
+        }
+        if let Some(a) = img.section_addr(".got") {
+            bases = bases.set_got(a);
+        }
+        let ehf = img.section(".eh_frame");
+        let eh_frame = if ehf.is_empty() {
+            None
+        } else {
+            let mut s = EhFrame::new(ehf, le);
+            s.set_address_size(8);
+            Some(s)
+        };
+        let hdr_data = img.section(".eh_frame_hdr");
+        let hdr = if hdr_data.is_empty() {
+            None
+        } else {
+            EhFrameHdr::new(hdr_data, le).parse(&bases, 8).ok()
+        };
+        let df = img.section(".debug_frame");
+        let debug_frame = if df.is_empty() {
+            None
+        } else {
+            let mut s = DebugFrame::new(df, le);
+            s.set_address_size(8);
+            Some(s)
+        };
+        UnwindTables {
+            eh_frame,
+            hdr,
+            debug_frame,
+            bases,
+        }
+    }
+
+    /// Compute the caller's registers from `regs` (runtime values).
+    /// `lookup` is the link-time address used to find the FDE (pc, or pc-1
+    /// for frames above the innermost).  Returns (caller regs, CFA).
+    pub fn step(
+        &self,
+        regs: &FrameRegs,
+        lookup: u64,
+        read_u64: &dyn Fn(u64) -> Option<u64>,
+    ) -> Option<(FrameRegs, u64)> {
+        let mut ctx = UnwindContext::new();
+        if let (Some(eh), Some(hdr)) = (&self.eh_frame, &self.hdr) {
+            if let Some(table) = hdr.table() {
+                if let Ok(row) = table.unwind_info_for_address(eh, &self.bases, &mut ctx, lookup, EhFrame::cie_from_offset)
+                {
+                    let row = row.clone();
+                    return apply_row(&row, eh, regs, read_u64);
+                }
+            }
+        }
+        if let Some(eh) = &self.eh_frame {
+            if let Ok(row) = eh.unwind_info_for_address(&self.bases, &mut ctx, lookup, EhFrame::cie_from_offset) {
+                let row = row.clone();
+                return apply_row(&row, eh, regs, read_u64);
+            }
+        }
+        if let Some(df) = &self.debug_frame {
+            if let Ok(row) = df.unwind_info_for_address(&self.bases, &mut ctx, lookup, DebugFrame::cie_from_offset) {
+                let row = row.clone();
+                return apply_row(&row, df, regs, read_u64);
+            }
+        }
+        None
+    }
+}
+
+fn apply_row<S: UnwindSection<R>>(
+    row: &gimli::UnwindTableRow<usize>,
+    section: &S,
+    regs: &FrameRegs,
+    read_u64: &dyn Fn(u64) -> Option<u64>,
+) -> Option<(FrameRegs, u64)> {
+    let cfa = match row.cfa() {
+        CfaRule::RegisterAndOffset { register, offset } => {
+            (regs.get(register.0)? as i64).wrapping_add(*offset) as u64
+        }
+        CfaRule::Expression(e) => {
+            let expr = e.get(section).ok()?;
+            eval_simple(expr, regs, read_u64)?
+        }
+    };
+    let mut caller = FrameRegs::default();
+    for r in CALLEE_SAVED {
+        caller.set(r, regs.get(r));
+    }
+    let rule_value = |rule: RegisterRule<usize>| -> Option<Option<u64>> {
+        Some(match rule {
+            RegisterRule::Undefined => None,
+            RegisterRule::SameValue => return None,
+            RegisterRule::Offset(o) => read_u64((cfa as i64).wrapping_add(o) as u64),
+            RegisterRule::ValOffset(o) => Some((cfa as i64).wrapping_add(o) as u64),
+            RegisterRule::Register(r) => regs.get(r.0),
+            RegisterRule::Constant(c) => Some(c),
+            RegisterRule::Expression(e) => {
+                let expr = e.get(section).ok()?;
+                let addr = eval_with_cfa(expr, cfa, regs, read_u64)?;
+                read_u64(addr)
+            }
+            RegisterRule::ValExpression(e) => {
+                let expr = e.get(section).ok()?;
+                eval_with_cfa(expr, cfa, regs, read_u64)
+            }
+            _ => None,
+        })
+    };
+    for n in 0..17u16 {
+        if n == DWARF_RSP {
+            continue;
+        }
+        if let Some(rule) = row.register(gimli::Register(n)) {
+            if let Some(v) = rule_value(rule) {
+                caller.set(n, v);
+            }
+        }
+    }
+    // Return address: explicit rule, else undefined (end of stack).
+    let ra = match row.register(gimli::Register(DWARF_RA)) {
+        Some(rule) => rule_value(rule).flatten(),
+        None => None,
+    };
+    caller.set(DWARF_RA, ra);
+    caller.set(DWARF_RSP, Some(cfa));
+    Some((caller, cfa))
+}
+
+fn eval_simple(expr: gimli::Expression<R>, regs: &FrameRegs, read_u64: &dyn Fn(u64) -> Option<u64>) -> Option<u64> {
+    eval_with_cfa_opt(expr, None, regs, read_u64)
+}
+
+fn eval_with_cfa(
+    expr: gimli::Expression<R>,
+    cfa: u64,
+    regs: &FrameRegs,
+    read_u64: &dyn Fn(u64) -> Option<u64>,
+) -> Option<u64> {
+    eval_with_cfa_opt(expr, Some(cfa), regs, read_u64)
+}
+
+fn eval_with_cfa_opt(
+    expr: gimli::Expression<R>,
+    cfa: Option<u64>,
+    regs: &FrameRegs,
+    read_u64: &dyn Fn(u64) -> Option<u64>,
+) -> Option<u64> {
+    let enc = gimli::Encoding {
+        format: gimli::Format::Dwarf32,
+        version: 4,
+        address_size: 8,
+    };
+    let mut ev = expr.evaluation(enc);
+    if let Some(c) = cfa {
+        ev.set_initial_value(c);
+    }
+    let mut res = ev.evaluate().ok()?;
+    loop {
+        res = match res {
+            gimli::EvaluationResult::Complete => break,
+            gimli::EvaluationResult::RequiresRegister { register, .. } => ev
+                .resume_with_register(gimli::Value::Generic(regs.get(register.0)?))
+                .ok()?,
+            gimli::EvaluationResult::RequiresMemory { address, .. } => {
+                ev.resume_with_memory(gimli::Value::Generic(read_u64(address)?)).ok()?
+            }
+            _ => return None,
+        };
+    }
+    match ev.result().first()?.location {
+        gimli::Location::Address { address } => Some(address),
+        gimli::Location::Value { value } => value.to_u64(!0).ok(),
+        _ => None,
+    }
+}
+
+/// A file mapped into the target, with its lazily loaded unwind tables and
+/// symbols.
+pub struct Module {
+    pub path: PathBuf,
+    pub start: u64,
+    pub end: u64,
+    /// runtime = link-time + bias
+    pub bias: u64,
+    image: OnceCell<Option<(UnwindTables, Vec<ElfSymbol>)>>,
+}
+
+impl Module {
+    pub fn new(path: PathBuf, start: u64, end: u64, bias: u64) -> Module {
+        Module {
+            path,
+            start,
+            end,
+            bias,
+            image: OnceCell::new(),
+        }
+    }
+
+    fn loaded(&self) -> Option<&(UnwindTables, Vec<ElfSymbol>)> {
+        self.image
+            .get_or_init(|| {
+                let img = ElfImage::open(&self.path).ok()?;
+                let t = UnwindTables::from_image(&img);
+                let s = img.symbols();
+                Some((t, s))
+            })
+            .as_ref()
+    }
+
+    pub fn tables(&self) -> Option<&UnwindTables> {
+        self.loaded().map(|x| &x.0)
+    }
+
+    pub fn symbol(&self, runtime: u64) -> Option<(String, u64)> {
+        let (_, syms) = self.loaded()?;
+        super::symbol_at(syms, runtime - self.bias).map(|(s, off)| (s.name.clone(), off))
+    }
+
+    pub fn short_name(&self) -> String {
+        self.path
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+}

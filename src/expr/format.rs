@@ -1,0 +1,341 @@
+//! Values printed the way gdb prints them: `{magic = 195726186, ...}`,
+//! `(CachedPlanSource *) 0x55d5c1e3c1a8`, `0x55... "select ..."`, enum
+//! names, doubles in their shortest exact form.
+
+use super::eval::{EvalEnv, ValLoc, Value, bytes_of, member_value, scalar_from};
+use crate::debuginfo::types::{Encoding, Type, TypeRef, size_of, strip, type_name};
+
+/// Elements of arrays and characters of strings printed before "...".
+pub const PRINT_ELEMENTS: usize = 200;
+
+/// Output radix override (`print/x`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Radix {
+    Natural,
+    Hex,
+    Decimal,
+}
+
+pub fn format_value(env: &dyn EvalEnv, v: &Value, radix: Radix) -> String {
+    let t = strip(env, &v.ty);
+    match &*t {
+        Type::Pointer { .. } => {
+            let inner = format_inner(env, v, radix, 0);
+            format!("({}) {inner}", type_name(env, &v.ty))
+        }
+        Type::Function { .. } => match v.loc {
+            ValLoc::Memory(a) => format!(
+                "{{{}}} {a:#x}{}",
+                type_name(env, &v.ty),
+                env.symbol_for(a).map(|s| format!(" <{s}>")).unwrap_or_default()
+            ),
+            _ => "<function>".into(),
+        },
+        _ => format_inner(env, v, radix, 0),
+    }
+}
+
+fn format_inner(env: &dyn EvalEnv, v: &Value, radix: Radix, depth: usize) -> String {
+    if let ValLoc::Unavailable(why) = &v.loc {
+        return format!("<{why}>");
+    }
+    let bytes = match bytes_of(env, v) {
+        Ok(b) => b,
+        Err(_) => {
+            return match v.loc {
+                ValLoc::Memory(a) => format!("<error: Cannot access memory at address {a:#x}>"),
+                _ => "<error>".into(),
+            };
+        }
+    };
+    format_bytes(env, &v.ty, &bytes, v.loc.clone(), radix, depth)
+}
+
+fn format_bytes(env: &dyn EvalEnv, ty: &TypeRef, b: &[u8], loc: ValLoc, radix: Radix, depth: usize) -> String {
+    let t = strip(env, ty);
+    if depth > 8 {
+        return "{...}".into();
+    }
+    match &*t {
+        Type::Void => "void".into(),
+        Type::Base { enc, size, .. } => {
+            let s = match scalar_from(env, ty, b) {
+                Some(s) => s,
+                None => return "<unsupported>".into(),
+            };
+            match (enc, radix) {
+                (Encoding::Float, _) => {
+                    let f = s.as_f64();
+                    fmt_float(f, *size)
+                }
+                (_, Radix::Hex) => format!("{:#x}", s.as_i64() as u64 & mask(*size)),
+                (Encoding::Bool, _) => match s.as_i64() {
+                    0 => "false".into(),
+                    1 => "true".into(),
+                    n => n.to_string(),
+                },
+                (Encoding::SignedChar | Encoding::UnsignedChar, Radix::Natural) => {
+                    let c = s.as_i64();
+                    format!("{c} {}", char_lit(c as u8))
+                }
+                (Encoding::Unsigned | Encoding::UnsignedChar, _) => (s.as_i64() as u64 & mask(*size)).to_string(),
+                _ => s.as_i64().to_string(),
+            }
+        }
+        Type::Enum { values, size, .. } => {
+            let s = scalar_from(env, ty, b).map(|s| s.as_i64()).unwrap_or(0);
+            if radix == Radix::Hex {
+                return format!("{:#x}", s as u64 & mask(*size));
+            }
+            match values.iter().find(|(_, v)| *v == s) {
+                Some((n, _)) => n.clone(),
+                None => {
+                    // flags: A | B
+                    let mut rest = s;
+                    let mut parts = Vec::new();
+                    for (n, v) in values {
+                        if *v != 0 && v & (v - 1) == 0 && rest & v == *v {
+                            parts.push(n.clone());
+                            rest &= !v;
+                        }
+                    }
+                    if !parts.is_empty() && rest == 0 {
+                        format!("({})", parts.join(" | "))
+                    } else {
+                        s.to_string()
+                    }
+                }
+            }
+        }
+        Type::Pointer { target } => {
+            let mut a8 = [0u8; 8];
+            let n = b.len().min(8);
+            a8[..n].copy_from_slice(&b[..n]);
+            let a = u64::from_le_bytes(a8);
+            if a == 0 {
+                return "0x0".into();
+            }
+            if let Some(tt) = target {
+                let inner = strip(env, tt);
+                match &*inner {
+                    Type::Base {
+                        enc: Encoding::SignedChar | Encoding::UnsignedChar,
+                        size: 1,
+                        ..
+                    } if radix == Radix::Natural => {
+                        return format!("{a:#x} {}", read_string(env, a));
+                    }
+                    Type::Function { .. } => {
+                        return format!(
+                            "{a:#x}{}",
+                            env.symbol_for(a).map(|s| format!(" <{s}>")).unwrap_or_default()
+                        );
+                    }
+                    _ => {}
+                }
+            }
+            format!("{a:#x}")
+        }
+        Type::Struct { members, declaration, .. } => {
+            if *declaration {
+                return "<incomplete type>".into();
+            }
+            let whole = Value {
+                ty: ty.clone(),
+                loc: ValLoc::Bytes(b.to_vec()),
+            };
+            let mut parts = Vec::new();
+            for m in members {
+                let mv = match member_value(env, &whole, m) {
+                    Ok(v) => v,
+                    Err(_) => continue,
+                };
+                let mb = match &mv.loc {
+                    ValLoc::Bytes(x) => x.clone(),
+                    _ => continue,
+                };
+                let mloc = match loc {
+                    ValLoc::Memory(a) => ValLoc::Memory(a + m.offset),
+                    _ => ValLoc::Bytes(mb.clone()),
+                };
+                let s = format_bytes(env, &m.ty, &mb, mloc, radix, depth + 1);
+                match &m.name {
+                    Some(n) => parts.push(format!("{n} = {s}")),
+                    None => parts.push(s),
+                }
+            }
+            format!("{{{}}}", parts.join(", "))
+        }
+        Type::Array { elem, count } => {
+            let esize = size_of(env, elem) as usize;
+            let n = count.unwrap_or(0) as usize;
+            let et = strip(env, elem);
+            if let Type::Base {
+                enc: Encoding::SignedChar | Encoding::UnsignedChar,
+                size: 1,
+                ..
+            } = &*et
+            {
+                if radix == Radix::Natural {
+                    let s = &b[..n.min(b.len())];
+                    let end = s.iter().position(|&c| c == 0).unwrap_or(s.len());
+                    let mut out = quote(&s[..end.min(PRINT_ELEMENTS)]);
+                    if end > PRINT_ELEMENTS {
+                        out.push_str("...");
+                    }
+                    return out;
+                }
+            }
+            if esize == 0 {
+                return "{}".into();
+            }
+            let mut parts = Vec::new();
+            let shown = n.min(PRINT_ELEMENTS);
+            // gdb-style "<repeats N times>" for runs of identical elements
+            let mut i = 0;
+            while i < shown {
+                let s0 = i * esize;
+                if s0 + esize > b.len() {
+                    break;
+                }
+                let cur = &b[s0..s0 + esize];
+                let mut j = i + 1;
+                while j < n && (j + 1) * esize <= b.len() && &b[j * esize..(j + 1) * esize] == cur {
+                    j += 1;
+                }
+                let eloc = match loc {
+                    ValLoc::Memory(a) => ValLoc::Memory(a + s0 as u64),
+                    _ => ValLoc::Bytes(cur.to_vec()),
+                };
+                let s = format_bytes(env, elem, cur, eloc, radix, depth + 1);
+                if j - i >= 10 {
+                    parts.push(format!("{s} <repeats {} times>", j - i));
+                    i = j;
+                } else {
+                    parts.push(s);
+                    i += 1;
+                }
+            }
+            let mut out = format!("{{{}", parts.join(", "));
+            if n > PRINT_ELEMENTS {
+                out.push_str("...");
+            }
+            out.push('}');
+            out
+        }
+        Type::Function { .. } => "<function>".into(),
+        Type::Typedef { .. } | Type::Qualified { .. } => "<?>".into(),
+    }
+}
+
+fn mask(size: u64) -> u64 {
+    if size >= 8 { u64::MAX } else { (1u64 << (size * 8)) - 1 }
+}
+
+/// Shortest representation that reads back to the same double (what
+/// PostgreSQL's own float8out prints with extra_float_digits = 1).
+pub fn fmt_float(f: f64, size: u64) -> String {
+    if size == 4 {
+        let s = format!("{}", f as f32);
+        return s;
+    }
+    if f.is_nan() {
+        return "nan(0x8000000000000)".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    format!("{f}")
+}
+
+fn char_lit(c: u8) -> String {
+    match c {
+        0 => "'\\000'".into(),
+        b'\n' => "'\\n'".into(),
+        b'\t' => "'\\t'".into(),
+        b'\'' => "'\\''".into(),
+        b'\\' => "'\\\\'".into(),
+        32..=126 => format!("'{}'", c as char),
+        _ => format!("'\\{c:03o}'"),
+    }
+}
+
+pub fn quote(s: &[u8]) -> String {
+    let mut out = String::from("\"");
+    let text = String::from_utf8_lossy(s);
+    for ch in text.chars() {
+        match ch {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 32 => out.push_str(&format!("\\{:03o}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// `"text"` at a target address, or `<error: ...>`.
+pub fn read_string(env: &dyn EvalEnv, addr: u64) -> String {
+    let mut out = Vec::new();
+    let mut a = addr;
+    let mut truncated = true;
+    while out.len() < PRINT_ELEMENTS {
+        let page_left = 4096 - (a as usize & 4095);
+        let n = page_left.min(PRINT_ELEMENTS - out.len()).min(64);
+        let mut buf = vec![0u8; n];
+        if env.read_mem(a, &mut buf).is_err() {
+            if out.is_empty() {
+                return format!("<error: Cannot access memory at address {addr:#x}>");
+            }
+            truncated = false;
+            break;
+        }
+        if let Some(p) = buf.iter().position(|&c| c == 0) {
+            out.extend_from_slice(&buf[..p]);
+            truncated = false;
+            break;
+        }
+        out.extend_from_slice(&buf);
+        a += n as u64;
+    }
+    let mut s = quote(&out);
+    if truncated {
+        s.push_str("...");
+    }
+    s
+}
+
+/// A value as JSON for capture files: numbers stay numbers.
+pub fn to_json(env: &dyn EvalEnv, v: &Value) -> serde_json::Value {
+    let t = strip(env, &v.ty);
+    if let ValLoc::Unavailable(w) = &v.loc {
+        return serde_json::Value::String(format!("<{w}>"));
+    }
+    match &*t {
+        Type::Base { .. } | Type::Enum { .. } => {
+            if let Ok(b) = bytes_of(env, v) {
+                if let Some(s) = scalar_from(env, &v.ty, &b) {
+                    if let Type::Enum { .. } = &*t {
+                        return serde_json::Value::String(format_value(env, v, Radix::Natural));
+                    }
+                    return match s {
+                        super::eval::Scalar::F(f) => serde_json::json!(f),
+                        super::eval::Scalar::I(i) => {
+                            if let Type::Base { enc: Encoding::Bool, .. } = &*t {
+                                serde_json::json!(i != 0)
+                            } else {
+                                serde_json::json!(i)
+                            }
+                        }
+                        super::eval::Scalar::U(u) => serde_json::json!(u),
+                    };
+                }
+            }
+            serde_json::Value::String(format_value(env, v, Radix::Natural))
+        }
+        _ => serde_json::Value::String(format_value(env, v, Radix::Natural)),
+    }
+}

@@ -1,0 +1,6 @@
+//! C expressions for `print`: parsing, evaluation over DWARF types, and
+//! gdb-style formatting.
+
+pub mod eval;
+pub mod format;
+pub mod parse;

@@ -1,0 +1,75 @@
+//! pgdbg's own signals.  Ctrl-C (SIGINT) while the backend runs asks the
+//! wait loop to stop it with PTRACE_INTERRUPT; SIGTERM/SIGHUP (a kill, a
+//! closed terminal) make pgdbg stop the backend, restore it and detach
+//! before exiting.  Handlers only set flags: all ptrace work stays on the
+//! thread that attached.
+
+use crate::target::WaitHooks;
+use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+
+static INTERRUPT: AtomicBool = AtomicBool::new(false);
+static TERMINATE: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    if sig == libc::SIGINT {
+        INTERRUPT.store(true, Ordering::SeqCst);
+    } else {
+        TERMINATE.store(sig, Ordering::SeqCst);
+    }
+}
+
+/// Install the handlers (without SA_RESTART, so a blocking waitpid returns
+/// EINTR) and ignore SIGPIPE (a closed pipe must not kill us before we
+/// clean up).
+pub fn install() {
+    let act = SigAction::new(SigHandler::Handler(on_signal), SaFlags::empty(), SigSet::empty());
+    for s in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
+        // SAFETY: the handler only stores to atomics.
+        let _ = unsafe { sigaction(s, &act) };
+    }
+    let ign = SigAction::new(SigHandler::SigIgn, SaFlags::empty(), SigSet::empty());
+    let _ = unsafe { sigaction(Signal::SIGPIPE, &ign) };
+}
+
+/// Block our signals in the calling thread (helper threads), so that they
+/// are delivered to the tracer thread.
+pub fn block_in_this_thread() {
+    let mut set = SigSet::empty();
+    set.add(Signal::SIGINT);
+    set.add(Signal::SIGTERM);
+    set.add(Signal::SIGHUP);
+    let _ = set.thread_block();
+}
+
+/// The signal that asked pgdbg to terminate, if any.
+pub fn terminating() -> Option<i32> {
+    match TERMINATE.load(Ordering::SeqCst) {
+        0 => None,
+        s => Some(s),
+    }
+}
+
+pub fn take_interrupt() -> bool {
+    INTERRUPT.swap(false, Ordering::SeqCst)
+}
+
+pub fn clear_interrupt() {
+    INTERRUPT.store(false, Ordering::SeqCst);
+}
+
+/// Wait-loop hooks backed by the flags above.
+pub struct Hooks;
+
+impl WaitHooks for Hooks {
+    fn user_interrupt(&self) -> bool {
+        take_interrupt()
+    }
+    fn terminate(&self) -> bool {
+        terminating().is_some()
+    }
+}
+
+pub fn signal_name(sig: i32) -> String {
+    Signal::try_from(sig).map(|s| format!("{s:?}")).unwrap_or_else(|_| format!("signal {sig}"))
+}

@@ -1,0 +1,211 @@
+//! The interactive prompt.  rustyline runs on a helper thread that only
+//! reads lines when asked, so the terminal is in normal mode while the
+//! backend runs (Ctrl-C then reaches pgdbg as SIGINT and becomes a
+//! PTRACE_INTERRUPT).  All ptrace work stays on the main thread.
+
+use crate::command;
+use crate::guard;
+use crate::session::{Flow, Session};
+use anyhow::Result;
+use rustyline::completion::{Completer, Pair};
+use rustyline::error::ReadlineError;
+use rustyline::highlight::Highlighter;
+use rustyline::hint::Hinter;
+use rustyline::validate::Validator;
+use rustyline::{Context, Helper};
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+pub const PROMPT: &str = "(pgdbg) ";
+
+/// Tab completion: command names first, then function, global and type
+/// names for the arguments.
+pub struct PgdbgHelper {
+    pub symbols: Arc<RwLock<Vec<String>>>,
+}
+
+impl Completer for PgdbgHelper {
+    type Candidate = Pair;
+    fn complete(&self, line: &str, pos: usize, _ctx: &Context<'_>) -> rustyline::Result<(usize, Vec<Pair>)> {
+        let before = &line[..pos];
+        let start = before
+            .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.'))
+            .map(|i| i + 1)
+            .unwrap_or(0);
+        let word = &before[start..];
+        let first_word = before[..start].trim().is_empty();
+        let mut out: Vec<Pair> = Vec::new();
+        if first_word {
+            for n in command::command_names() {
+                if n.starts_with(word) {
+                    out.push(Pair {
+                        display: n.to_string(),
+                        replacement: format!("{n} "),
+                    });
+                }
+            }
+        } else if !word.is_empty() {
+            let syms = self.symbols.read().map(|s| s.clone()).unwrap_or_default();
+            let lo = syms.partition_point(|s| s.as_str() < word);
+            for s in syms[lo..].iter().take_while(|s| s.starts_with(word)).take(500) {
+                out.push(Pair {
+                    display: s.clone(),
+                    replacement: s.clone(),
+                });
+            }
+            if before.trim_start().starts_with("info ") && start == before.find("info ").unwrap_or(0) + 5 {
+                out.clear();
+                for n in ["breakpoints", "locals", "args", "registers", "frame", "address"] {
+                    if n.starts_with(word) {
+                        out.push(Pair {
+                            display: n.into(),
+                            replacement: n.into(),
+                        });
+                    }
+                }
+            }
+        }
+        Ok((start, out))
+    }
+}
+
+impl Hinter for PgdbgHelper {
+    type Hint = String;
+}
+impl Highlighter for PgdbgHelper {}
+impl Validator for PgdbgHelper {}
+impl Helper for PgdbgHelper {}
+
+enum Input {
+    Line(String),
+    Interrupted,
+    Eof,
+}
+
+fn history_path() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("PGDBG_HISTORY") {
+        return Some(PathBuf::from(p));
+    }
+    let home = std::env::var_os("HOME")?;
+    Some(PathBuf::from(home).join(".cache").join("pgdbg").join("history"))
+}
+
+/// Run the prompt until quit/detach/EOF, the backend's exit, or a
+/// terminating signal.  Returns the exit code.
+pub fn run(session: &mut Session) -> Result<i32> {
+    let mut names = session.di.function_names();
+    names.extend(session.di.index.types.keys().filter(|k| !k.contains(' ')).cloned());
+    names.sort();
+    names.dedup();
+    let symbols = Arc::new(RwLock::new(names));
+    let (req_tx, req_rx) = mpsc::channel::<()>();
+    let (in_tx, in_rx) = mpsc::channel::<Input>();
+    let helper_syms = symbols.clone();
+    let _reader = std::thread::spawn(move || {
+        guard::block_in_this_thread();
+        let config = rustyline::Config::builder()
+            .auto_add_history(true)
+            .max_history_size(2000)
+            .map(|b| b.build())
+            .unwrap_or_default();
+        let mut rl: rustyline::Editor<PgdbgHelper, rustyline::history::DefaultHistory> =
+            match rustyline::Editor::with_config(config) {
+                Ok(r) => r,
+                Err(_) => {
+                    let _ = in_tx.send(Input::Eof);
+                    return;
+                }
+            };
+        rl.set_helper(Some(PgdbgHelper { symbols: helper_syms }));
+        let hist = history_path();
+        if let Some(h) = &hist {
+            let _ = rl.load_history(h);
+        }
+        while req_rx.recv().is_ok() {
+            let r = rl.readline(PROMPT);
+            let msg = match r {
+                Ok(l) => Input::Line(l),
+                Err(ReadlineError::Interrupted) => Input::Interrupted,
+                Err(_) => Input::Eof,
+            };
+            if let Some(h) = &hist {
+                if let Some(d) = h.parent() {
+                    let _ = std::fs::create_dir_all(d);
+                }
+                let _ = rl.save_history(h);
+            }
+            if in_tx.send(msg).is_err() {
+                break;
+            }
+        }
+    });
+    let mut stdout = std::io::stdout();
+    let mut last_line = String::new();
+    loop {
+        if guard::terminating().is_some() {
+            return Ok(1);
+        }
+        if req_tx.send(()).is_err() {
+            return Ok(0);
+        }
+        let input = loop {
+            match in_rx.recv_timeout(Duration::from_millis(100)) {
+                Ok(i) => break i,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    if guard::terminating().is_some() {
+                        return Ok(1);
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => break Input::Eof,
+            }
+        };
+        let line = match input {
+            Input::Line(l) => l,
+            Input::Interrupted => {
+                let _ = writeln!(stdout, "Quit");
+                continue;
+            }
+            Input::Eof => {
+                let _ = writeln!(stdout, "quit");
+                let msg = session.detach()?;
+                let _ = writeln!(stdout, "{msg}");
+                return Ok(0);
+            }
+        };
+        // An empty line repeats the last command, as in gdb (continue, bt...).
+        let line = if line.trim().is_empty() { last_line.clone() } else { line };
+        if line.trim().is_empty() {
+            continue;
+        }
+        last_line = line.clone();
+        let cmd = match command::parse(&line) {
+            Ok(c) => c,
+            Err(e) => {
+                let _ = writeln!(stdout, "{e}");
+                continue;
+            }
+        };
+        guard::clear_interrupt();
+        match session.execute(&cmd) {
+            Ok((text, flow)) => {
+                if !text.is_empty() {
+                    let t = text.strip_prefix('\n').unwrap_or(&text);
+                    let _ = writeln!(stdout, "{t}");
+                }
+                let _ = stdout.flush();
+                match flow {
+                    Flow::Continue => {}
+                    Flow::Quit => return Ok(0),
+                    Flow::TargetGone => return Ok(0),
+                    Flow::Terminate => return Ok(1),
+                }
+            }
+            Err(e) => {
+                let _ = writeln!(stdout, "{}", e.to_string().replace('\n', " "));
+            }
+        }
+    }
+}

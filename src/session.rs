@@ -1,0 +1,1143 @@
+//! A debugging session on one backend: the target, its debug info, the
+//! breakpoints, the frames of the current stop, and the commands.
+
+use crate::breakpoints::{BpLocation, Breakpoints};
+use crate::capture::Capture;
+use crate::command::{Command, help_text};
+use crate::debuginfo::location::{FrameContext, Place, eval_location};
+use crate::debuginfo::types::{TypeRef, TypeSource, size_of};
+use crate::debuginfo::unwind::Module;
+use crate::debuginfo::{DebugInfo, SourceFrame, VarInfo};
+use crate::expr::eval::{EvalEnv, ValLoc, Value, eval};
+use crate::expr::format::{Radix, format_value, to_json};
+use crate::expr::parse;
+use crate::guard;
+use crate::postgres;
+use crate::target::regs::FrameRegs;
+use crate::target::{Stop, Target, procfs};
+use anyhow::{Result, anyhow, bail};
+use std::cell::RefCell;
+use std::io::Write;
+use std::path::PathBuf;
+use std::rc::Rc;
+
+/// One frame of a backtrace: physical frames, with inlined calls expanded.
+#[derive(Clone, Debug)]
+pub struct Frame {
+    pub level: usize,
+    /// Runtime pc of the physical frame.
+    pub pc: u64,
+    /// Runtime address used for lookups (pc, or pc-1 above frame 0).
+    pub lookup: u64,
+    pub regs: FrameRegs,
+    pub cfa: Option<u64>,
+    pub phys: usize,
+    pub function: Option<String>,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+    pub die: Option<u64>,
+    /// This frame is an inlined call inside the next one.
+    pub inlined: bool,
+    /// DIE of the physical (out-of-line) function, for the frame base.
+    pub phys_die: Option<u64>,
+    /// Module name for frames outside the postgres binary.
+    pub module: Option<String>,
+    /// ELF symbol and offset of pc.
+    pub symbol: Option<(String, u64)>,
+}
+
+/// What happened after `continue`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunOutcome {
+    Stopped,
+    TargetGone,
+    Terminating,
+}
+
+pub struct Session {
+    pub pid: i32,
+    pub target: Target,
+    pub di: Rc<DebugInfo>,
+    pub bias: u64,
+    pub exe_path: PathBuf,
+    pub pg_version: Option<String>,
+    pub kind: postgres::ProcessKind,
+    modules: Vec<Module>,
+    pub bps: Breakpoints,
+    frames: Option<Vec<Frame>>,
+    selected: usize,
+    history: RefCell<Vec<Value>>,
+    pub capture: Option<Capture>,
+    pub last_stop: Option<Stop>,
+    /// Output of commands (stdout in the CLI, a buffer in tests).
+    pub out: Box<dyn Write>,
+}
+
+impl Session {
+    pub fn new(
+        pid: i32,
+        target: Target,
+        di: Rc<DebugInfo>,
+        exe_path: PathBuf,
+        kind: postgres::ProcessKind,
+        capture: Option<Capture>,
+    ) -> Result<Session> {
+        let pg_version = postgres::version_string(di.binary.data);
+        let bias = compute_bias(pid, &di)?;
+        let mut s = Session {
+            pid,
+            target,
+            di,
+            bias,
+            exe_path,
+            pg_version,
+            kind,
+            modules: Vec::new(),
+            bps: Breakpoints::default(),
+            frames: None,
+            selected: 0,
+            history: RefCell::new(Vec::new()),
+            capture,
+            last_stop: Some(Stop::Interrupted),
+            out: Box::new(std::io::stdout()),
+        };
+        s.refresh_modules();
+        s.emit(
+            "attach",
+            serde_json::json!({"version": s.pg_version, "binary": s.exe_path.display().to_string(), "build_id": s.di.build_id}),
+        );
+        Ok(s)
+    }
+
+    fn emit(&mut self, event: &str, fields: serde_json::Value) {
+        if let Some(c) = &mut self.capture {
+            c.event(event, self.pid, fields);
+        }
+    }
+
+    fn refresh_modules(&mut self) {
+        let maps = procfs::maps(self.pid).unwrap_or_default();
+        let mut mods: Vec<Module> = Vec::new();
+        for m in &maps {
+            let Some(p) = &m.path else { continue };
+            if let Some(existing) = mods.iter_mut().find(|x| &x.path == p) {
+                existing.end = existing.end.max(m.end);
+                continue;
+            }
+            if m.offset == 0 {
+                let bias = if self.is_main_binary(p) { self.bias } else { m.start };
+                mods.push(Module::new(p.clone(), m.start, m.end, bias));
+            }
+        }
+        self.modules = mods;
+    }
+
+    fn is_main_binary(&self, p: &std::path::Path) -> bool {
+        let exe = procfs::exe_path(self.pid).ok();
+        exe.as_deref() == Some(p)
+    }
+
+    fn module_for(&self, addr: u64) -> Option<&Module> {
+        self.modules.iter().find(|m| addr >= m.start && addr < m.end)
+    }
+
+    fn in_main(&self, addr: u64) -> bool {
+        match self.module_for(addr) {
+            Some(m) => m.bias == self.bias && self.is_main_binary(&m.path),
+            None => false,
+        }
+    }
+
+    // --------------------------------------------------------- breakpoints
+
+    /// Resolve a location spec to runtime addresses.
+    pub fn resolve_location(&self, spec: &str) -> Result<Vec<BpLocation>> {
+        resolve_location(&self.di, self.bias, spec)
+    }
+
+    pub fn add_breakpoint(&mut self, spec: &str, temporary: bool) -> Result<String> {
+        let locs = self.resolve_location(spec)?;
+        let mut inserted = Vec::new();
+        for l in &locs {
+            if let Err(e) = self.target.insert_breakpoint(l.addr) {
+                for a in inserted {
+                    let _ = self.target.remove_breakpoint(a);
+                }
+                return Err(e);
+            }
+            inserted.push(l.addr);
+        }
+        let bp = self.bps.add(spec.to_string(), locs, temporary);
+        let first = &bp.locations[0];
+        let where_ = match &first.file_line {
+            Some((f, l)) => format!(" ({}:{l})", basename(f)),
+            None => String::new(),
+        };
+        let n = bp.locations.len();
+        let inl = bp.locations.iter().filter(|l| l.inlined).count();
+        let detail = if inl > 0 {
+            format!(", {inl} inlined")
+        } else {
+            String::new()
+        };
+        let msg = format!(
+            "{} {} at {}{where_}, {n} location{}{detail}",
+            if temporary { "Temporary breakpoint" } else { "Breakpoint" },
+            bp.id,
+            first.function,
+            if n == 1 { "" } else { "s" }
+        );
+        let id = bp.id;
+        let locs_json: Vec<serde_json::Value> = bp
+            .locations
+            .iter()
+            .map(|l| serde_json::json!({"address": format!("{:#x}", l.addr), "function": l.function, "inlined": l.inlined}))
+            .collect();
+        self.emit(
+            "breakpoint",
+            serde_json::json!({"id": id, "spec": spec, "locations": locs_json}),
+        );
+        Ok(msg)
+    }
+
+    pub fn delete_breakpoints(&mut self, ids: &[u32]) -> Result<String> {
+        let ids: Vec<u32> = if ids.is_empty() { self.bps.ids() } else { ids.to_vec() };
+        let mut msgs = Vec::new();
+        for id in ids {
+            match self.bps.remove(id) {
+                Some(addrs) => {
+                    for a in addrs {
+                        self.target.remove_breakpoint(a)?;
+                    }
+                }
+                None => msgs.push(format!("No breakpoint number {id}.")),
+            }
+        }
+        Ok(msgs.join("\n"))
+    }
+
+    pub fn info_breakpoints(&self) -> String {
+        if self.bps.list.is_empty() {
+            return "No breakpoints.".into();
+        }
+        let mut s = String::from("Num     Type           Disp Enb Address            What\n");
+        for b in &self.bps.list {
+            let disp = if b.temporary { "del " } else { "keep" };
+            if b.locations.len() == 1 {
+                let l = &b.locations[0];
+                s.push_str(&format!(
+                    "{:<7} breakpoint     {disp} y   {:#018x} {}\n",
+                    b.id,
+                    l.addr,
+                    describe_loc(l)
+                ));
+            } else {
+                s.push_str(&format!(
+                    "{:<7} breakpoint     {disp} y   <MULTIPLE>         {}\n",
+                    b.id, b.spec
+                ));
+                for (i, l) in b.locations.iter().enumerate() {
+                    s.push_str(&format!(
+                        "{:<7} {:<22}  y   {:#018x} {}\n",
+                        format!("{}.{}", b.id, i + 1),
+                        "",
+                        l.addr,
+                        describe_loc(l)
+                    ));
+                }
+            }
+            if b.hits > 0 {
+                s.push_str(&format!(
+                    "\tbreakpoint already hit {} time{}\n",
+                    b.hits,
+                    if b.hits == 1 { "" } else { "s" }
+                ));
+            }
+        }
+        s.trim_end().to_string()
+    }
+
+    // -------------------------------------------------------------- running
+
+    /// Continue until the next stop.  Handles stepping over the breakpoint
+    /// at the current pc.
+    pub fn cont(&mut self) -> Result<(RunOutcome, String)> {
+        if self.target.is_gone() {
+            bail!("the backend is gone; nothing to continue");
+        }
+        self.frames = None;
+        self.selected = 0;
+        let regs = self.target.regs()?;
+        if self.target.breakpoint_inserted(regs.rip) {
+            if let Some(stop) = self.target.step_over_breakpoint(regs.rip)? {
+                return self.report_stop(stop);
+            }
+        }
+        let stop = self.target.cont_and_wait(&guard::Hooks)?;
+        self.report_stop(stop)
+    }
+
+    fn report_stop(&mut self, stop: Stop) -> Result<(RunOutcome, String)> {
+        self.last_stop = Some(stop.clone());
+        self.frames = None;
+        self.selected = 0;
+        match stop {
+            Stop::Breakpoint { addr } => {
+                let mut ids = Vec::new();
+                let mut temp = Vec::new();
+                for b in self.bps.at(addr) {
+                    b.hits += 1;
+                    ids.push(b.id);
+                    if b.temporary {
+                        temp.push(b.id);
+                    }
+                }
+                let head = self.frame_line(0, false)?;
+                let src = self.source_line(0).map(|s| format!("\n{s}")).unwrap_or_default();
+                let frame = self.frames()?.first().cloned();
+                self.emit(
+                    "stop",
+                    serde_json::json!({
+                        "reason": "breakpoint",
+                        "breakpoints": ids,
+                        "address": format!("{addr:#x}"),
+                        "function": frame.as_ref().and_then(|f| f.function.clone()),
+                        "file": frame.as_ref().and_then(|f| f.file.as_deref().map(basename)),
+                        "line": frame.as_ref().and_then(|f| f.line),
+                    }),
+                );
+                let label = if temp.is_empty() { "Breakpoint" } else { "Temporary breakpoint" };
+                if !temp.is_empty() {
+                    self.delete_breakpoints(&temp)?;
+                }
+                let ids_s: Vec<String> = ids.iter().map(|i| i.to_string()).collect();
+                Ok((RunOutcome::Stopped, format!("\n{label} {}, {head}{src}", ids_s.join(", "))))
+            }
+            Stop::Interrupted => {
+                let head = self.frame_line(0, true)?;
+                self.emit("stop", serde_json::json!({"reason": "interrupted"}));
+                Ok((
+                    RunOutcome::Stopped,
+                    format!("\nProgram stopped (interrupted; the backend got no signal).\n{head}"),
+                ))
+            }
+            Stop::Signal(sig) => {
+                let head = self.frame_line(0, true).unwrap_or_default();
+                self.emit("stop", serde_json::json!({"reason": "signal", "signal": format!("{sig:?}")}));
+                Ok((
+                    RunOutcome::Stopped,
+                    format!(
+                        "\nProgram received signal {sig:?}; it will be delivered when you continue or detach.\n{head}"
+                    ),
+                ))
+            }
+            Stop::HardwareBreak { dr6 } => Ok((RunOutcome::Stopped, format!("\nHardware breakpoint (dr6={dr6:#x})"))),
+            Stop::Exited(code) => {
+                self.emit("exit", serde_json::json!({"status": code}));
+                Ok((
+                    RunOutcome::TargetGone,
+                    format!("\nBackend {} exited with status {code}.", self.pid),
+                ))
+            }
+            Stop::Killed(sig) => {
+                self.emit("exit", serde_json::json!({"signal": format!("{sig:?}")}));
+                Ok((
+                    RunOutcome::TargetGone,
+                    format!("\nBackend {} was killed by signal {sig:?}.", self.pid),
+                ))
+            }
+            Stop::ToolTerminating => Ok((RunOutcome::Terminating, String::new())),
+        }
+    }
+
+    /// Interrupt a running target (used by tests and the REPL).
+    pub fn detach(&mut self) -> Result<String> {
+        let n = self.bps.all_addresses().len();
+        self.bps = Breakpoints::default();
+        self.frames = None;
+        let gone = self.target.is_gone();
+        self.target.detach()?;
+        self.emit("detach", serde_json::json!({}));
+        if let Some(c) = &mut self.capture {
+            c.flush();
+        }
+        if gone {
+            Ok(format!("Backend {} is gone.", self.pid))
+        } else {
+            Ok(format!(
+                "Detached from backend {} ({n} breakpoint location{} removed; it runs as before).",
+                self.pid,
+                if n == 1 { "" } else { "s" }
+            ))
+        }
+    }
+
+    // --------------------------------------------------------------- frames
+
+    pub fn frames(&mut self) -> Result<&Vec<Frame>> {
+        if self.frames.is_none() {
+            let f = self.unwind(256)?;
+            self.frames = Some(f);
+        }
+        Ok(self.frames.as_ref().expect("set above"))
+    }
+
+    fn unwind(&mut self, max: usize) -> Result<Vec<Frame>> {
+        if self.target.is_gone() {
+            bail!("the backend is gone");
+        }
+        let regs = self.target.regs()?;
+        let mut cur = FrameRegs::from_regs(&regs);
+        let mut out: Vec<Frame> = Vec::new();
+        let target = &self.target;
+        let read_u64 = |a: u64| target.read_u64(a).ok();
+        let mut phys = 0usize;
+        let mut refreshed = false;
+        while out.len() < max {
+            let pc = cur.pc();
+            if pc == 0 {
+                break;
+            }
+            let lookup = if phys == 0 { pc } else { pc - 1 };
+            if self.module_for(lookup).is_none() && !refreshed {
+                // a library loaded after attach
+                refreshed = true;
+                let maps = procfs::maps(self.pid).unwrap_or_default();
+                let _ = maps;
+            }
+            let main = self.in_main(lookup);
+            let (step, module_name, symbol) = match self.module_for(lookup) {
+                Some(m) => {
+                    let tables = if main { Some(&self.di.main_unwind) } else { m.tables() };
+                    let step = tables.and_then(|t| t.step(&cur, lookup - m.bias, &read_u64));
+                    let sym = if main {
+                        self.di.symbol_at(lookup - self.bias).map(|(s, off)| (s.name.clone(), off + (pc - lookup)))
+                    } else {
+                        m.symbol(lookup).map(|(s, off)| (s, off + (pc - lookup)))
+                    };
+                    (step, if main { None } else { Some(m.short_name()) }, sym)
+                }
+                None => (None, None, None),
+            };
+            let cfa = step.as_ref().map(|s| s.1);
+            let source: Vec<SourceFrame> = if main {
+                self.di.frames_at(lookup - self.bias)
+            } else {
+                Vec::new()
+            };
+            if source.is_empty() {
+                out.push(Frame {
+                    level: out.len(),
+                    pc,
+                    lookup,
+                    regs: cur.clone(),
+                    cfa,
+                    phys,
+                    function: symbol.as_ref().map(|s| s.0.clone()),
+                    file: None,
+                    line: None,
+                    die: None,
+                    inlined: false,
+                    phys_die: None,
+                    module: module_name.clone(),
+                    symbol: symbol.clone(),
+                });
+            } else {
+                let phys_die = source.last().and_then(|f| f.die);
+                for sf in &source {
+                    out.push(Frame {
+                        level: out.len(),
+                        pc,
+                        lookup,
+                        regs: cur.clone(),
+                        cfa,
+                        phys,
+                        function: sf.function.clone().or_else(|| symbol.as_ref().map(|s| s.0.clone())),
+                        file: sf.file.clone(),
+                        line: sf.line,
+                        die: sf.die,
+                        inlined: sf.inlined,
+                        phys_die,
+                        module: None,
+                        symbol: symbol.clone(),
+                    });
+                }
+            }
+            let Some((caller, _)) = step else { break };
+            if caller.pc() == 0 || caller.sp() <= cur.sp() {
+                break;
+            }
+            cur = caller;
+            phys += 1;
+        }
+        Ok(out)
+    }
+
+    fn frame_ctx<'a>(&'a self, f: &'a Frame) -> SessionFrameCtx<'a> {
+        SessionFrameCtx { s: self, f }
+    }
+
+    /// Variables (params first) visible in frame `f`.
+    fn frame_vars(&self, f: &Frame) -> Vec<VarInfo> {
+        match f.die {
+            Some(d) => self
+                .di
+                .scope_vars(d, f.lookup - self.bias)
+                .map(|(v, _)| v)
+                .unwrap_or_default(),
+            None => Vec::new(),
+        }
+    }
+
+    fn var_value(&self, f: &Frame, v: &VarInfo) -> Value {
+        let ty = v.ty.clone().unwrap_or_else(crate::debuginfo::types::Type::int);
+        if let crate::debuginfo::LocDesc::Const(b) = &v.loc {
+            return Value {
+                ty,
+                loc: ValLoc::Bytes(b.clone()),
+            };
+        }
+        let expr = match self.di.var_expression(v, f.lookup - self.bias) {
+            Ok(Some(e)) => e,
+            _ => {
+                return Value {
+                    ty,
+                    loc: ValLoc::Unavailable("optimized out".into()),
+                };
+            }
+        };
+        let unit = match self.di.unit_for_offset(v.unit) {
+            Ok(u) => u,
+            Err(_) => {
+                return Value {
+                    ty,
+                    loc: ValLoc::Unavailable("optimized out".into()),
+                };
+            }
+        };
+        let size = size_of(&*self.di, &ty);
+        let ctx = self.frame_ctx(f);
+        let loc = match eval_location(expr, unit.encoding(), size, &ctx, &self.di.dwarf, &unit) {
+            Ok(Place::Memory(a)) => ValLoc::Memory(a),
+            Ok(Place::Bytes(b)) => ValLoc::Bytes(b),
+            Ok(Place::OptimizedOut) => ValLoc::Unavailable("optimized out".into()),
+            Ok(Place::NotSaved(_)) => ValLoc::Unavailable("optimized out".into()),
+            Err(_) => ValLoc::Unavailable("optimized out".into()),
+        };
+        Value { ty, loc }
+    }
+
+    fn frame_args(&self, f: &Frame) -> String {
+        let vars = self.frame_vars(f);
+        let mut parts = Vec::new();
+        for v in vars.iter().filter(|v| v.is_param) {
+            let val = self.var_value(f, v);
+            parts.push(format!("{}={}", v.name, short_value(self, &val)));
+        }
+        parts.join(", ")
+    }
+
+    /// `choose_custom_plan (plansource=0x..., boundParams=0x0) at plancache.c:1028`
+    fn frame_line(&mut self, level: usize, with_addr: bool) -> Result<String> {
+        let frames = self.frames()?.clone();
+        let f = match frames.get(level) {
+            Some(f) => f.clone(),
+            None => return Ok(String::new()),
+        };
+        let first_of_phys = level == 0 || frames[level - 1].phys != f.phys;
+        let addr = if (with_addr || f.phys > 0) && first_of_phys && !self.at_line_start(&f) {
+            format!("{:#018x} in ", f.pc)
+        } else {
+            String::new()
+        };
+        let name = f.function.clone().unwrap_or_else(|| "??".into());
+        let off = match (&f.symbol, first_of_phys) {
+            (Some((sname, o)), true) if *o > 0 && f.phys > 0 => {
+                if *sname == name || crate::debuginfo::is_clone_of(sname, &name) {
+                    format!("+{o}")
+                } else {
+                    String::new()
+                }
+            }
+            _ => String::new(),
+        };
+        let args = self.frame_args(&f);
+        let loc = match (&f.file, f.line) {
+            (Some(file), Some(line)) => format!(" at {}:{line}", basename(file)),
+            _ => match &f.module {
+                Some(m) => format!(" from {m}"),
+                None => String::new(),
+            },
+        };
+        Ok(format!("{addr}{name}{off} ({args}){loc}"))
+    }
+
+    fn at_line_start(&self, f: &Frame) -> bool {
+        f.phys == 0
+            && matches!(self.last_stop, Some(Stop::Breakpoint { .. }))
+            && self.bps.all_addresses().contains(&f.pc)
+    }
+
+    fn source_line(&mut self, level: usize) -> Option<String> {
+        let f = self.frames().ok()?.get(level)?.clone();
+        let file = f.file?;
+        let line = f.line?;
+        let text = std::fs::read_to_string(&file).ok()?;
+        let l = text.lines().nth(line as usize - 1)?;
+        Some(format!("{line}\t{l}"))
+    }
+
+    pub fn backtrace(&mut self, limit: Option<usize>) -> Result<String> {
+        let n = self.frames()?.len();
+        let shown = limit.unwrap_or(n).min(n);
+        let mut lines = Vec::new();
+        let mut json_frames = Vec::new();
+        for i in 0..shown {
+            lines.push(format!("#{i:<2} {}", self.frame_line(i, false)?));
+            let f = &self.frames()?[i];
+            json_frames.push(serde_json::json!({
+                "level": i, "function": f.function, "file": f.file.as_deref().map(basename),
+                "line": f.line, "pc": format!("{:#x}", f.pc), "inlined": f.inlined,
+            }));
+        }
+        if shown < n {
+            lines.push("(More stack frames follow...)".into());
+        }
+        self.emit("backtrace", serde_json::json!({"frames": json_frames}));
+        Ok(lines.join("\n"))
+    }
+
+    pub fn select_frame(&mut self, n: usize) -> Result<String> {
+        let len = self.frames()?.len();
+        if n >= len {
+            bail!("no frame {n}: the stack has {len} frames (0-{})", len.saturating_sub(1));
+        }
+        self.selected = n;
+        let line = self.frame_line(n, true)?;
+        let src = self.source_line(n).map(|s| format!("\n{s}")).unwrap_or_default();
+        Ok(format!("#{n:<2} {line}{src}"))
+    }
+
+    // ---------------------------------------------------------------- print
+
+    pub fn print(&mut self, expr: &str, radix: Radix) -> Result<String> {
+        let di = self.di.clone();
+        let is_type = |n: &str| di.type_by_name(n).is_some();
+        let e = parse::parse(expr, &is_type)?;
+        if self.target.is_gone() {
+            bail!("the backend is gone");
+        }
+        let _ = self.frames()?;
+        let v = eval(self, &e)?;
+        let text = format_value(self, &v, radix);
+        let json = to_json(self, &v);
+        self.history.borrow_mut().push(v);
+        let n = self.history.borrow().len();
+        self.emit("print", serde_json::json!({"expr": expr, "value": json, "text": text}));
+        Ok(format!("${n} = {text}"))
+    }
+
+    fn selected_frame(&self) -> Option<&Frame> {
+        self.frames.as_ref().and_then(|f| f.get(self.selected))
+    }
+
+    pub fn info_vars(&mut self, params: bool) -> Result<String> {
+        let _ = self.frames()?;
+        let f = match self.selected_frame() {
+            Some(f) => f.clone(),
+            None => bail!("no frame selected"),
+        };
+        let vars = self.frame_vars(&f);
+        let mut lines = Vec::new();
+        for v in vars.iter().filter(|v| v.is_param == params) {
+            let val = self.var_value(&f, v);
+            lines.push(format!("{} = {}", v.name, format_value(self, &val, Radix::Natural)));
+        }
+        if lines.is_empty() {
+            return Ok(if params { "No arguments.".into() } else { "No locals.".into() });
+        }
+        Ok(lines.join("\n"))
+    }
+
+    pub fn info_registers(&mut self) -> Result<String> {
+        let _ = self.frames()?;
+        let f = self.selected_frame().cloned().ok_or_else(|| anyhow!("no frame"))?;
+        let names = [
+            (0, "rax"),
+            (3, "rbx"),
+            (2, "rcx"),
+            (1, "rdx"),
+            (4, "rsi"),
+            (5, "rdi"),
+            (6, "rbp"),
+            (7, "rsp"),
+            (8, "r8"),
+            (9, "r9"),
+            (10, "r10"),
+            (11, "r11"),
+            (12, "r12"),
+            (13, "r13"),
+            (14, "r14"),
+            (15, "r15"),
+            (16, "rip"),
+        ];
+        let mut s = Vec::new();
+        for (n, name) in names {
+            match f.regs.get(n) {
+                Some(v) => s.push(format!("{name:<8}{v:#018x}  {}", v as i64)),
+                None => s.push(format!("{name:<8}<not saved>")),
+            }
+        }
+        Ok(s.join("\n"))
+    }
+
+    pub fn info_address(&self, sym: &str) -> Result<String> {
+        let locs = self.di.function_locations(sym);
+        if !locs.is_empty() {
+            let ool: Vec<String> = locs
+                .iter()
+                .filter(|l| !l.inlined)
+                .map(|l| format!("{:#x}", l.addr + self.bias))
+                .collect();
+            let inl = locs.iter().filter(|l| l.inlined).count();
+            return Ok(format!(
+                "Symbol \"{sym}\" is a function at address{} {}{}.",
+                if ool.len() > 1 { "es" } else { "" },
+                if ool.is_empty() { "(none out of line)".to_string() } else { ool.join(", ") },
+                if inl > 0 {
+                    format!(", and is inlined at {inl} place{}", if inl == 1 { "" } else { "s" })
+                } else {
+                    String::new()
+                }
+            ));
+        }
+        if let Some((a, _)) = self.di.global(sym) {
+            return Ok(format!("Symbol \"{sym}\" is static storage at address {:#x}.", a + self.bias));
+        }
+        bail!("no symbol \"{sym}\" in {}", self.exe_path.display())
+    }
+
+    pub fn info(&mut self) -> String {
+        let state = if self.target.is_gone() {
+            "gone".to_string()
+        } else {
+            match &self.last_stop {
+                Some(Stop::Breakpoint { .. }) => {
+                    let f = self.frame_line(0, false).unwrap_or_default();
+                    format!("stopped at a breakpoint: {f}")
+                }
+                Some(Stop::Signal(s)) => format!("stopped by signal {s:?}"),
+                _ => "stopped (interrupted)".to_string(),
+            }
+        };
+        let kind = match &self.kind {
+            postgres::ProcessKind::ClientBackend { title } => format!("client backend ({title})"),
+            postgres::ProcessKind::Auxiliary { role } => format!("{role} (not a client backend)"),
+            _ => "?".into(),
+        };
+        format!(
+            "pid:         {}\nprocess:     {kind}\npostgres:    {}\nbinary:      {}\nbuild-id:    {}\ndebug info:  {}\nindex:       {} functions, {} globals, {} types ({})\nload bias:   {:#x}\nbreakpoints: {}\nstate:       {state}",
+            self.pid,
+            self.pg_version.clone().unwrap_or_else(|| "unknown version".into()),
+            self.exe_path.display(),
+            if self.di.build_id.is_empty() { "none" } else { &self.di.build_id },
+            self.di.source,
+            self.di.index.functions.len(),
+            self.di.index.globals.len(),
+            self.di.index.types.len(),
+            if self.di.index_from_cache { "from cache" } else { "built now" },
+            self.bias,
+            self.bps.list.len(),
+        )
+    }
+
+    /// Run one command; returns the text to show and whether the session
+    /// should end.
+    pub fn execute(&mut self, cmd: &Command) -> Result<(String, Flow)> {
+        Ok(match cmd {
+            Command::Nothing => (String::new(), Flow::Continue),
+            Command::Break { location, temporary } => (self.add_breakpoint(location, *temporary)?, Flow::Continue),
+            Command::Delete(ids) => (self.delete_breakpoints(ids)?, Flow::Continue),
+            Command::InfoBreakpoints => (self.info_breakpoints(), Flow::Continue),
+            Command::Continue => {
+                let (outcome, text) = self.cont()?;
+                match outcome {
+                    RunOutcome::Stopped => (text, Flow::Continue),
+                    RunOutcome::TargetGone => (text, Flow::TargetGone),
+                    RunOutcome::Terminating => (text, Flow::Terminate),
+                }
+            }
+            Command::Print { radix, expr } => (self.print(expr, *radix)?, Flow::Continue),
+            Command::Backtrace(n) => (self.backtrace(*n)?, Flow::Continue),
+            Command::Frame(n) => {
+                let n = n.unwrap_or(self.selected);
+                (self.select_frame(n)?, Flow::Continue)
+            }
+            Command::Up(n) => {
+                let len = self.frames()?.len();
+                let t = (self.selected + n).min(len.saturating_sub(1));
+                if t == self.selected && *n > 0 {
+                    bail!("initial frame selected; you cannot go up");
+                }
+                (self.select_frame(t)?, Flow::Continue)
+            }
+            Command::Down(n) => {
+                if self.selected == 0 {
+                    bail!("bottom (innermost) frame selected; you cannot go down");
+                }
+                let t = self.selected.saturating_sub(*n);
+                (self.select_frame(t)?, Flow::Continue)
+            }
+            Command::Info => (self.info(), Flow::Continue),
+            Command::InfoAddress(s) => (self.info_address(s)?, Flow::Continue),
+            Command::InfoLocals => (self.info_vars(false)?, Flow::Continue),
+            Command::InfoArgs => (self.info_vars(true)?, Flow::Continue),
+            Command::InfoRegisters => (self.info_registers()?, Flow::Continue),
+            Command::InfoFrame => {
+                let _ = self.frames()?;
+                let f = self.selected_frame().cloned().ok_or_else(|| anyhow!("no frame"))?;
+                (
+                    format!(
+                        "Stack level {}, frame at {}:\n rip = {:#x} in {}{}\n {}",
+                        f.level,
+                        f.cfa.map(|c| format!("{c:#x}")).unwrap_or_else(|| "?".into()),
+                        f.pc,
+                        f.function.clone().unwrap_or_else(|| "??".into()),
+                        match (&f.file, f.line) {
+                            (Some(fl), Some(l)) => format!(" ({}:{l})", basename(fl)),
+                            _ => String::new(),
+                        },
+                        if f.inlined { "inlined into the frame above" } else { "physical frame" }
+                    ),
+                    Flow::Continue,
+                )
+            }
+            Command::Echo(t) => (t.clone(), Flow::Continue),
+            Command::Detach => (self.detach()?, Flow::Quit),
+            Command::Quit => (self.detach()?, Flow::Quit),
+            Command::Help(t) => (help_text(t.as_deref()), Flow::Continue),
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    Continue,
+    Quit,
+    TargetGone,
+    Terminate,
+}
+
+fn describe_loc(l: &BpLocation) -> String {
+    let mut s = format!("in {}", l.function);
+    if let Some((f, line)) = &l.file_line {
+        s.push_str(&format!(" at {}:{line}", basename(f)));
+    }
+    if l.inlined {
+        if let Some(into) = &l.inlined_into {
+            s.push_str(&format!(" (inlined into {into})"));
+        } else {
+            s.push_str(" (inlined)");
+        }
+    }
+    s
+}
+
+pub fn basename(p: &str) -> &str {
+    p.rsplit('/').next().unwrap_or(p)
+}
+
+/// Resolve FUNCTION, FILE:LINE or *ADDRESS to breakpoint locations
+/// (runtime addresses).  Usable before attaching (bias 0) to validate
+/// scripts.
+pub fn resolve_location(di: &DebugInfo, bias: u64, spec: &str) -> Result<Vec<BpLocation>> {
+    let spec = spec.trim();
+    if let Some(a) = spec.strip_prefix('*') {
+        let a = a.trim();
+        let addr = if let Some(h) = a.strip_prefix("0x") {
+            u64::from_str_radix(h, 16)
+        } else {
+            a.parse()
+        }
+        .map_err(|_| anyhow!("bad address '{a}'"))?;
+        let link = addr.wrapping_sub(bias);
+        let fr = di.frames_at(link);
+        return Ok(vec![BpLocation {
+            addr,
+            function: fr
+                .first()
+                .and_then(|f| f.function.clone())
+                .unwrap_or_else(|| format!("{addr:#x}")),
+            inlined: false,
+            inlined_into: None,
+            file_line: di.location_at(link),
+        }]);
+    }
+    if let Some((file, line)) = spec.rsplit_once(':') {
+        if let Ok(line) = line.parse::<u32>() {
+            let hits = di.line_addresses(file, line)?;
+            if hits.is_empty() {
+                bail!("no code at {file}:{line} (is the file name right? try the function name instead)");
+            }
+            return Ok(hits
+                .into_iter()
+                .map(|(a, f, l)| {
+                    let fr = di.frames_at(a);
+                    BpLocation {
+                        addr: a + bias,
+                        function: fr
+                            .first()
+                            .and_then(|x| x.function.clone())
+                            .unwrap_or_else(|| "??".into()),
+                        inlined: fr.len() > 1,
+                        inlined_into: fr.last().and_then(|x| x.function.clone()).filter(|_| fr.len() > 1),
+                        file_line: Some((f, l)),
+                    }
+                })
+                .collect());
+        }
+    }
+    if !spec.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.') {
+        bail!("bad location '{spec}': use FUNCTION, FILE:LINE or *ADDRESS");
+    }
+    let locs = di.function_locations(spec);
+    if locs.is_empty() {
+        let close = suggest(di, spec);
+        bail!(
+            "no function \"{spec}\" in this postgres binary{}",
+            close.map(|c| format!(" (did you mean {c}?)")).unwrap_or_default()
+        );
+    }
+    Ok(locs
+        .into_iter()
+        .map(|l| {
+            let fr = di.frames_at(l.addr);
+            let into = if l.inlined {
+                // the outermost frame at that address is the physical caller
+                fr.last().and_then(|f| f.function.clone())
+            } else {
+                None
+            };
+            BpLocation {
+                addr: l.addr + bias,
+                function: spec.to_string(),
+                inlined: l.inlined,
+                inlined_into: into,
+                file_line: di.location_at(l.addr),
+            }
+        })
+        .collect())
+}
+
+fn suggest(di: &DebugInfo, name: &str) -> Option<String> {
+    let lname = name.to_lowercase();
+    let mut best: Option<(usize, &String)> = None;
+    for k in di.index.functions.keys() {
+        let d = edit_distance(&lname, &k.to_lowercase());
+        if d <= 3 && best.is_none_or(|(bd, _)| d < bd) {
+            best = Some((d, k));
+        }
+    }
+    best.map(|(_, k)| k.clone())
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    if a.len().abs_diff(b.len()) > 3 {
+        return 99;
+    }
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for i in 1..=a.len() {
+        let mut cur = vec![i; b.len() + 1];
+        for j in 1..=b.len() {
+            let c = if a[i - 1] == b[j - 1] { 0 } else { 1 };
+            cur[j] = (prev[j] + 1).min(cur[j - 1] + 1).min(prev[j - 1] + c);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// Load bias of the main binary: AT_ENTRY minus the ELF entry point, cross
+/// checked against /proc/PID/maps.
+fn compute_bias(pid: i32, di: &DebugInfo) -> Result<u64> {
+    let entry = di.binary.entry();
+    if let Some(at) = procfs::auxv_entry(pid) {
+        return Ok(at.wrapping_sub(entry));
+    }
+    let exe = procfs::exe_path(pid)?;
+    for m in procfs::maps(pid)? {
+        if m.path.as_deref() == Some(exe.as_path()) && m.offset == 0 {
+            return Ok(m.start.wrapping_sub(di.binary.first_load_vaddr()));
+        }
+    }
+    bail!("cannot find where {} is loaded in process {pid}", exe.display())
+}
+
+/// Short form of a value for frame lines: scalars and pointers as they
+/// are, aggregates as "...".
+fn short_value(env: &dyn EvalEnv, v: &Value) -> String {
+    use crate::debuginfo::types::{Type, strip};
+    if let ValLoc::Unavailable(w) = &v.loc {
+        return format!("<{w}>");
+    }
+    match &*strip(env, &v.ty) {
+        Type::Struct { .. } | Type::Array { .. } => "...".into(),
+        Type::Pointer { .. } => {
+            let s = format_value(env, v, Radix::Natural);
+            // drop the "(T *) " prefix
+            match s.find(") ") {
+                Some(i) if s.starts_with('(') => s[i + 2..].to_string(),
+                _ => s,
+            }
+        }
+        _ => format_value(env, v, Radix::Natural),
+    }
+}
+
+struct SessionFrameCtx<'a> {
+    s: &'a Session,
+    f: &'a Frame,
+}
+
+impl FrameContext for SessionFrameCtx<'_> {
+    fn reg(&self, n: u16) -> Option<u64> {
+        self.f.regs.get(n)
+    }
+    fn cfa(&self) -> Option<u64> {
+        self.f.cfa
+    }
+    fn frame_base(&self) -> Option<u64> {
+        let die = self.f.phys_die?;
+        let (_, fb) = self.s.di.scope_vars(die, self.f.lookup - self.s.bias).ok()?;
+        let fb = fb?;
+        let unit = self.s.di.unit_for_offset(die).ok()?;
+        // Frame bases are simple (DW_OP_call_frame_cfa): evaluate without a
+        // frame base of their own.
+        let ctx = SessionFrameCtx { s: self.s, f: self.f };
+        match eval_location(fb, unit.encoding(), 8, &NoFrameBase(&ctx), &self.s.di.dwarf, &unit).ok()? {
+            Place::Memory(a) => Some(a),
+            Place::Bytes(b) => {
+                let mut x = [0u8; 8];
+                x[..b.len().min(8)].copy_from_slice(&b[..b.len().min(8)]);
+                Some(u64::from_le_bytes(x))
+            }
+            _ => None,
+        }
+    }
+    fn read_mem(&self, addr: u64, buf: &mut [u8]) -> Result<()> {
+        self.s.target.read(addr, buf)
+    }
+    fn bias(&self) -> u64 {
+        self.s.bias
+    }
+}
+
+struct NoFrameBase<'a>(&'a SessionFrameCtx<'a>);
+impl FrameContext for NoFrameBase<'_> {
+    fn reg(&self, n: u16) -> Option<u64> {
+        self.0.reg(n)
+    }
+    fn cfa(&self) -> Option<u64> {
+        self.0.cfa()
+    }
+    fn frame_base(&self) -> Option<u64> {
+        None
+    }
+    fn read_mem(&self, addr: u64, buf: &mut [u8]) -> Result<()> {
+        self.0.read_mem(addr, buf)
+    }
+    fn bias(&self) -> u64 {
+        self.0.bias()
+    }
+}
+
+impl TypeSource for Session {
+    fn resolve(&self, t: &TypeRef) -> Rc<crate::debuginfo::types::Type> {
+        self.di.resolve(t)
+    }
+    fn type_by_name(&self, name: &str) -> Option<TypeRef> {
+        self.di.type_by_name(name)
+    }
+}
+
+impl EvalEnv for Session {
+    fn variable(&self, name: &str) -> Result<Option<Value>> {
+        if let Some(f) = self.selected_frame() {
+            let vars = self.frame_vars(f);
+            if let Some(v) = vars.iter().rev().find(|v| v.name == name) {
+                return Ok(Some(self.var_value(f, v)));
+            }
+        }
+        if let Some((addr, ty)) = self.di.global(name) {
+            let ty = match ty {
+                Some(t) => t,
+                None => bail!("'{name}' has no type in the debug info; cast it: print *(int *) &{name}"),
+            };
+            return Ok(Some(Value {
+                ty,
+                loc: ValLoc::Memory(addr + self.bias),
+            }));
+        }
+        Ok(None)
+    }
+
+    fn function_address(&self, name: &str) -> Option<u64> {
+        self.di
+            .function_locations(name)
+            .iter()
+            .find(|l| !l.inlined)
+            .map(|l| l.addr + self.bias)
+    }
+
+    fn register(&self, name: &str) -> Option<u64> {
+        let f = self.selected_frame()?;
+        let n = match name {
+            "rip" | "pc" => 16,
+            "rsp" | "sp" => 7,
+            "rbp" | "fp" => 6,
+            "rax" => 0,
+            "rdx" => 1,
+            "rcx" => 2,
+            "rbx" => 3,
+            "rsi" => 4,
+            "rdi" => 5,
+            "r8" => 8,
+            "r9" => 9,
+            "r10" => 10,
+            "r11" => 11,
+            "r12" => 12,
+            "r13" => 13,
+            "r14" => 14,
+            "r15" => 15,
+            _ => return None,
+        };
+        if n == 16 {
+            return Some(f.pc);
+        }
+        f.regs.get(n)
+    }
+
+    fn read_mem(&self, addr: u64, buf: &mut [u8]) -> Result<()> {
+        self.target.read(addr, buf)
+    }
+
+    fn history(&self, n: Option<usize>) -> Option<Value> {
+        let h = self.history.borrow();
+        match n {
+            None => h.last().cloned(),
+            Some(0) => None,
+            Some(i) => h.get(i - 1).cloned(),
+        }
+    }
+
+    fn symbol_for(&self, addr: u64) -> Option<String> {
+        if let Some((s, off)) = self.di.symbol_at(addr.wrapping_sub(self.bias)) {
+            return Some(if off == 0 { s.name.clone() } else { format!("{}+{off}", s.name) });
+        }
+        self.module_for(addr)
+            .and_then(|m| m.symbol(addr))
+            .map(|(s, off)| if off == 0 { s } else { format!("{s}+{off}") })
+    }
+}

@@ -1,0 +1,736 @@
+//! The target process: ptrace attach/detach, the wait loop, registers and
+//! memory.  Nothing in here knows about PostgreSQL or DWARF.
+//!
+//! Invariants kept by this layer:
+//! * attach is `PTRACE_SEIZE` + `PTRACE_INTERRUPT`: no SIGSTOP is ever left
+//!   pending in the target;
+//! * a running target is stopped with `PTRACE_INTERRUPT`, never with a signal
+//!   (for a backend SIGINT is a query cancel);
+//! * signals the target receives are passed straight through unless they are
+//!   faults the user must see;
+//! * after a breakpoint trap `rip` is rewound to the breakpoint address before
+//!   the stop is reported, so a stop never leaves `rip` in the middle of an
+//!   instruction.
+
+pub mod procfs;
+pub mod regs;
+pub mod signals;
+
+use anyhow::{Context, Result, anyhow, bail};
+use nix::errno::Errno;
+use nix::sys::ptrace;
+use nix::sys::signal::Signal;
+use nix::sys::uio::{RemoteIoVec, process_vm_readv};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::Pid;
+use std::collections::{BTreeMap, VecDeque};
+use std::io::IoSliceMut;
+
+pub use regs::Registers;
+
+const INT3: u8 = 0xcc;
+const SI_KERNEL: i32 = 0x80;
+const TRAP_BRKPT: i32 = 1;
+const TRAP_TRACE: i32 = 2;
+const TRAP_HWBKPT: i32 = 4;
+
+/// Why the target stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stop {
+    /// An int3 we inserted was hit; `rip` has been rewound to `addr`.
+    Breakpoint { addr: u64 },
+    /// A hardware debug register fired (DR6 low bits).
+    HardwareBreak { dr6: u64 },
+    /// Stopped by `interrupt()` (user Ctrl-C or a tool request).
+    Interrupted,
+    /// A signal the user should see (a fault); it will be delivered on the
+    /// next resume unless discarded.
+    Signal(Signal),
+    /// The target exited with a status.
+    Exited(i32),
+    /// The target was killed by a signal.
+    Killed(Signal),
+    /// pgdbg itself was asked to terminate (SIGTERM/SIGHUP) while waiting;
+    /// the target is stopped and must be detached.
+    ToolTerminating,
+}
+
+/// A traced process.
+pub struct Target {
+    pid: Pid,
+    /// Addresses where an int3 is currently written, with the original byte.
+    inserted: BTreeMap<u64, u8>,
+    /// Signals that arrived while we could not deliver them (during a
+    /// single-step); delivered on the next resume.
+    deferred: VecDeque<Signal>,
+    /// A fault signal reported to the user, delivered on the next resume.
+    pending_fault: Option<Signal>,
+    /// Number of PTRACE_INTERRUPTs whose event stop has not been seen.
+    interrupts_outstanding: u32,
+    /// Interrupts whose stop will still arrive after another stop was
+    /// reported first; their event stops are swallowed.
+    stale_interrupts: u32,
+    /// Set once the target is gone (exited/killed); nothing to restore.
+    gone: bool,
+    /// Whether the target is currently stopped under ptrace.
+    stopped: bool,
+    /// Debug registers we have modified (DR7 non-zero).
+    debugregs_dirty: bool,
+    attached: bool,
+}
+
+/// Outcome of checking for a pending tool signal while waiting.
+pub trait WaitHooks {
+    /// The user pressed Ctrl-C: the wait should interrupt the target.
+    fn user_interrupt(&self) -> bool;
+    /// pgdbg received SIGTERM/SIGHUP: stop the target and return.
+    fn terminate(&self) -> bool;
+}
+
+/// Hooks that never interrupt.
+pub struct NoHooks;
+impl WaitHooks for NoHooks {
+    fn user_interrupt(&self) -> bool {
+        false
+    }
+    fn terminate(&self) -> bool {
+        false
+    }
+}
+
+impl Target {
+    /// Seize and stop `pid`.  The caller has already checked that the process
+    /// exists and is a sensible target.
+    pub fn attach(pid: i32) -> Result<Target> {
+        let pid = Pid::from_raw(pid);
+        ptrace::seize(pid, ptrace::Options::empty()).map_err(|e| match e {
+            Errno::EPERM => anyhow!(
+                "no permission to trace process {pid}: run pgdbg as the same user as the server or as root (and check kernel.yama.ptrace_scope)"
+            ),
+            Errno::ESRCH => anyhow!("no process with PID {pid}: check the PID (pg_stat_activity.pid)"),
+            e => anyhow!("cannot attach to process {pid}: {e}"),
+        })?;
+        let mut t = Target {
+            pid,
+            inserted: BTreeMap::new(),
+            deferred: VecDeque::new(),
+            pending_fault: None,
+            interrupts_outstanding: 0,
+            stale_interrupts: 0,
+            gone: false,
+            stopped: false,
+            debugregs_dirty: false,
+            attached: true,
+        };
+        t.interrupt()?;
+        match t.wait(&NoHooks)? {
+            Stop::Interrupted => {}
+            Stop::Exited(c) => bail!("process {pid} exited (status {c}) while attaching"),
+            Stop::Killed(s) => bail!("process {pid} was killed by {s:?} while attaching"),
+            other => {
+                // A fault at the moment of attach: keep it for delivery.
+                log::debug(&format!("attach stop: {other:?}"));
+            }
+        }
+        Ok(t)
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.pid.as_raw()
+    }
+
+    pub fn is_gone(&self) -> bool {
+        self.gone
+    }
+
+    pub fn is_stopped(&self) -> bool {
+        self.stopped
+    }
+
+    /// Ask a running target to stop (PTRACE_INTERRUPT).
+    pub fn interrupt(&mut self) -> Result<()> {
+        if self.gone {
+            return Ok(());
+        }
+        ptrace::interrupt(self.pid).context("PTRACE_INTERRUPT")?;
+        self.interrupts_outstanding += 1;
+        Ok(())
+    }
+
+    // ---------------------------------------------------------------- memory
+
+    /// Read `buf.len()` bytes at `addr` (one process_vm_readv).
+    pub fn read(&self, addr: u64, buf: &mut [u8]) -> Result<()> {
+        if buf.is_empty() {
+            return Ok(());
+        }
+        let len = buf.len();
+        let remote = [RemoteIoVec {
+            base: addr as usize,
+            len,
+        }];
+        let mut local = [IoSliceMut::new(buf)];
+        match process_vm_readv(self.pid, &mut local, &remote) {
+            Ok(n) if n == len => {}
+            Ok(n) => bail!("cannot read {len} bytes at {addr:#x}: only {n} readable"),
+            Err(e) => bail!("cannot access memory at address {addr:#x} ({e})"),
+        }
+        self.hide_breakpoints(addr, buf);
+        Ok(())
+    }
+
+    /// Read several ranges with a single syscall.  Each range must be readable.
+    pub fn read_many(&self, ranges: &mut [(u64, &mut [u8])]) -> Result<()> {
+        let remote: Vec<RemoteIoVec> = ranges
+            .iter()
+            .map(|(a, b)| RemoteIoVec {
+                base: *a as usize,
+                len: b.len(),
+            })
+            .collect();
+        let total: usize = remote.iter().map(|r| r.len).sum();
+        let mut local: Vec<IoSliceMut> = ranges.iter_mut().map(|(_, b)| IoSliceMut::new(b)).collect();
+        let n = process_vm_readv(self.pid, &mut local, &remote)
+            .map_err(|e| anyhow!("cannot read target memory ({e})"))?;
+        if n != total {
+            bail!("cannot read target memory: short read ({n} of {total} bytes)");
+        }
+        drop(local);
+        for (a, b) in ranges.iter_mut() {
+            self.hide_breakpoints(*a, b);
+        }
+        Ok(())
+    }
+
+    pub fn read_u64(&self, addr: u64) -> Result<u64> {
+        let mut b = [0u8; 8];
+        self.read(addr, &mut b)?;
+        Ok(u64::from_le_bytes(b))
+    }
+
+    pub fn read_u32(&self, addr: u64) -> Result<u32> {
+        let mut b = [0u8; 4];
+        self.read(addr, &mut b)?;
+        Ok(u32::from_le_bytes(b))
+    }
+
+    /// Read a NUL-terminated string of at most `max` bytes.
+    pub fn read_cstr(&self, addr: u64, max: usize) -> Result<(Vec<u8>, bool)> {
+        let mut out = Vec::new();
+        let mut a = addr;
+        while out.len() < max {
+            // read up to the end of the page
+            let page_left = 4096 - (a as usize & 4095);
+            let n = page_left.min(max - out.len()).min(256);
+            let mut buf = vec![0u8; n];
+            self.read(a, &mut buf)?;
+            if let Some(p) = buf.iter().position(|&c| c == 0) {
+                out.extend_from_slice(&buf[..p]);
+                return Ok((out, true));
+            }
+            out.extend_from_slice(&buf);
+            a += n as u64;
+        }
+        Ok((out, false))
+    }
+
+    /// Hide inserted int3 bytes from readers.
+    fn hide_breakpoints(&self, addr: u64, buf: &mut [u8]) {
+        let end = addr + buf.len() as u64;
+        for (&a, &orig) in self.inserted.range(addr..end) {
+            buf[(a - addr) as usize] = orig;
+        }
+    }
+
+    /// Write bytes into the target (works on read-only text: PTRACE_POKEDATA).
+    /// The target must be stopped.
+    pub fn write(&mut self, addr: u64, data: &[u8]) -> Result<()> {
+        let mut off = 0usize;
+        while off < data.len() {
+            let a = addr + off as u64;
+            let aligned = a & !7;
+            let word = ptrace::read(self.pid, aligned as ptrace::AddressType)
+                .map_err(|e| anyhow!("cannot read target memory at {aligned:#x} ({e})"))?;
+            let mut bytes = (word as u64).to_le_bytes();
+            let start = (a - aligned) as usize;
+            let n = (8 - start).min(data.len() - off);
+            bytes[start..start + n].copy_from_slice(&data[off..off + n]);
+            ptrace::write(self.pid, aligned as ptrace::AddressType, u64::from_le_bytes(bytes) as i64)
+                .map_err(|e| anyhow!("cannot write target memory at {aligned:#x} ({e})"))?;
+            off += n;
+        }
+        Ok(())
+    }
+
+    /// Write an int3 at `addr`, remembering the original byte.
+    pub fn insert_breakpoint(&mut self, addr: u64) -> Result<()> {
+        if self.inserted.contains_key(&addr) {
+            return Ok(());
+        }
+        let mut orig = [0u8; 1];
+        self.read(addr, &mut orig)?;
+        self.write(addr, &[INT3])?;
+        self.inserted.insert(addr, orig[0]);
+        cleanup_registry::record(self.pid.as_raw(), addr, orig[0]);
+        Ok(())
+    }
+
+    /// Restore the original byte at `addr`.
+    pub fn remove_breakpoint(&mut self, addr: u64) -> Result<()> {
+        if let Some(orig) = self.inserted.get(&addr).copied() {
+            if !self.gone {
+                self.write(addr, &[orig])?;
+            }
+            self.inserted.remove(&addr);
+            cleanup_registry::forget(addr);
+        }
+        Ok(())
+    }
+
+    pub fn breakpoint_inserted(&self, addr: u64) -> bool {
+        self.inserted.contains_key(&addr)
+    }
+
+    /// Original (file) bytes at an address, as the code would be without us.
+    pub fn original_byte(&self, addr: u64) -> Option<u8> {
+        self.inserted.get(&addr).copied()
+    }
+
+    // ------------------------------------------------------------- registers
+
+    pub fn regs(&self) -> Result<Registers> {
+        let r = ptrace::getregs(self.pid).map_err(|e| anyhow!("cannot read registers ({e})"))?;
+        Ok(Registers::from_user(&r))
+    }
+
+    pub fn set_regs(&mut self, regs: &Registers) -> Result<()> {
+        ptrace::setregs(self.pid, regs.to_user()).map_err(|e| anyhow!("cannot write registers ({e})"))
+    }
+
+    pub fn fpregs(&self) -> Result<libc::user_fpregs_struct> {
+        let mut fp: libc::user_fpregs_struct = unsafe { std::mem::zeroed() };
+        let r = unsafe {
+            libc::ptrace(
+                libc::PTRACE_GETFPREGS,
+                self.pid.as_raw(),
+                std::ptr::null_mut::<libc::c_void>(),
+                &mut fp as *mut _ as *mut libc::c_void,
+            )
+        };
+        if r < 0 {
+            bail!("cannot read FP registers ({})", Errno::last());
+        }
+        Ok(fp)
+    }
+
+    pub fn set_fpregs(&mut self, fp: &libc::user_fpregs_struct) -> Result<()> {
+        let r = unsafe {
+            libc::ptrace(
+                libc::PTRACE_SETFPREGS,
+                self.pid.as_raw(),
+                std::ptr::null_mut::<libc::c_void>(),
+                fp as *const _ as *mut libc::c_void,
+            )
+        };
+        if r < 0 {
+            bail!("cannot write FP registers ({})", Errno::last());
+        }
+        Ok(())
+    }
+
+    /// Write debug register `n` (0-7).
+    pub fn set_debugreg(&mut self, n: usize, value: u64) -> Result<()> {
+        let off = debugreg_offset(n);
+        ptrace::write_user(self.pid, off as ptrace::AddressType, value as i64)
+            .map_err(|e| anyhow!("cannot write debug register {n} ({e})"))?;
+        if n == 7 {
+            self.debugregs_dirty = value != 0;
+            cleanup_registry::set_debugregs_dirty(value != 0);
+        }
+        Ok(())
+    }
+
+    pub fn debugreg(&self, n: usize) -> Result<u64> {
+        let off = debugreg_offset(n);
+        let v = ptrace::read_user(self.pid, off as ptrace::AddressType)
+            .map_err(|e| anyhow!("cannot read debug register {n} ({e})"))?;
+        Ok(v as u64)
+    }
+
+    // -------------------------------------------------------------- running
+
+    /// Resume the target (delivering any deferred signal) and wait for the
+    /// next stop the user should see.  Breakpoint stepping is the caller's
+    /// business: call `step_over_breakpoint` first when `rip` sits on one.
+    pub fn cont_and_wait(&mut self, hooks: &dyn WaitHooks) -> Result<Stop> {
+        self.resume()?;
+        self.wait(hooks)
+    }
+
+    fn resume(&mut self) -> Result<()> {
+        let sig = self.pending_fault.take().or_else(|| self.deferred.pop_front());
+        // Any further deferred signals are re-sent to the target.
+        while let Some(s) = self.deferred.pop_front() {
+            let _ = nix::sys::signal::kill(self.pid, s);
+        }
+        ptrace::cont(self.pid, sig).map_err(|e| anyhow!("cannot resume process {} ({e})", self.pid))?;
+        self.stopped = false;
+        Ok(())
+    }
+
+    /// Execute one instruction with the original code at `addr` (where an
+    /// int3 of ours is inserted and `rip == addr`), then put the int3 back.
+    /// Signals arriving meanwhile are deferred to the next resume.
+    pub fn step_over_breakpoint(&mut self, addr: u64) -> Result<Option<Stop>> {
+        let orig = match self.inserted.get(&addr) {
+            Some(&b) => b,
+            None => return Ok(None),
+        };
+        self.write(addr, &[orig])?;
+        cleanup_registry::forget(addr);
+        let res = self.single_step_raw();
+        // Re-insert even when the step failed, unless the target is gone.
+        if !self.gone {
+            self.write(addr, &[INT3])?;
+            cleanup_registry::record(self.pid.as_raw(), addr, orig);
+        } else {
+            self.inserted.clear();
+            cleanup_registry::clear();
+        }
+        res
+    }
+
+    /// Single-step once; returns Some(stop) only when the target died or a
+    /// breakpoint was hit in the single instruction (cannot happen for the
+    /// instruction itself).
+    fn single_step_raw(&mut self) -> Result<Option<Stop>> {
+        loop {
+            ptrace::step(self.pid, None).map_err(|e| anyhow!("PTRACE_SINGLESTEP failed ({e})"))?;
+            self.stopped = false;
+            let status = self.waitpid_blocking()?;
+            match status {
+                WaitStatus::Exited(_, code) => {
+                    self.mark_gone();
+                    return Ok(Some(Stop::Exited(code)));
+                }
+                WaitStatus::Signaled(_, sig, _) => {
+                    self.mark_gone();
+                    return Ok(Some(Stop::Killed(sig)));
+                }
+                WaitStatus::Stopped(_, Signal::SIGTRAP) => {
+                    self.stopped = true;
+                    let code = self.siginfo_code().unwrap_or(TRAP_TRACE);
+                    if code == TRAP_TRACE || code == TRAP_BRKPT || code == TRAP_HWBKPT {
+                        return Ok(None);
+                    }
+                    // A SIGTRAP sent by someone: defer and retry the step.
+                    self.deferred.push_back(Signal::SIGTRAP);
+                }
+                WaitStatus::Stopped(_, sig) => {
+                    // A signal arrived before the instruction ran: defer it,
+                    // step again without it.
+                    self.stopped = true;
+                    self.deferred.push_back(sig);
+                }
+                WaitStatus::PtraceEvent(_, _, _) => {
+                    self.stopped = true;
+                    if self.interrupts_outstanding > 0 {
+                        self.interrupts_outstanding -= 1;
+                    }
+                    // step again
+                }
+                _ => {
+                    self.stopped = true;
+                }
+            }
+        }
+    }
+
+    fn siginfo_code(&self) -> Option<i32> {
+        ptrace::getsiginfo(self.pid).ok().map(|si| si.si_code)
+    }
+
+    fn mark_gone(&mut self) {
+        self.gone = true;
+        self.stopped = false;
+        self.attached = false;
+        self.inserted.clear();
+        cleanup_registry::clear();
+    }
+
+    fn waitpid_blocking(&mut self) -> Result<WaitStatus> {
+        loop {
+            match waitpid(self.pid, Some(WaitPidFlag::__WALL)) {
+                Ok(s) => return Ok(s),
+                Err(Errno::EINTR) => continue,
+                Err(Errno::ECHILD) => {
+                    self.mark_gone();
+                    bail!("process {} is gone", self.pid)
+                }
+                Err(e) => bail!("waitpid failed ({e})"),
+            }
+        }
+    }
+
+    /// Wait for the next stop worth reporting.  Pass-through signals are
+    /// re-delivered at once; stale interrupt stops are swallowed.  When
+    /// pgdbg itself gets Ctrl-C (`hooks.user_interrupt`) or SIGTERM/SIGHUP
+    /// (`hooks.terminate`) while waiting, the target is interrupted.
+    pub fn wait(&mut self, hooks: &dyn WaitHooks) -> Result<Stop> {
+        let mut interrupted_for_tool = false;
+        let mut interrupted_for_user = false;
+        loop {
+            let status = match waitpid(self.pid, Some(WaitPidFlag::__WALL)) {
+                Ok(s) => s,
+                Err(Errno::EINTR) => {
+                    if hooks.terminate() && !interrupted_for_tool {
+                        interrupted_for_tool = true;
+                        if !interrupted_for_user {
+                            self.interrupt()?;
+                        }
+                    } else if hooks.user_interrupt() && !interrupted_for_user && !interrupted_for_tool {
+                        interrupted_for_user = true;
+                        self.interrupt()?;
+                    }
+                    continue;
+                }
+                Err(Errno::ECHILD) => {
+                    self.mark_gone();
+                    return Ok(Stop::Exited(-1));
+                }
+                Err(e) => bail!("waitpid failed ({e})"),
+            };
+            let terminating = interrupted_for_tool || hooks.terminate();
+            match status {
+                WaitStatus::Exited(_, code) => {
+                    self.mark_gone();
+                    return Ok(Stop::Exited(code));
+                }
+                WaitStatus::Signaled(_, sig, _) => {
+                    self.mark_gone();
+                    return Ok(Stop::Killed(sig));
+                }
+                WaitStatus::PtraceEvent(_, _sig, ev) if ev == libc::PTRACE_EVENT_STOP => {
+                    self.stopped = true;
+                    if self.stale_interrupts > 0 && !terminating {
+                        // The stop of an interrupt that lost the race against
+                        // another stop reported earlier: swallow it.
+                        self.stale_interrupts -= 1;
+                        self.cont_raw(None)?;
+                        continue;
+                    }
+                    if self.stale_interrupts > 0 {
+                        self.stale_interrupts -= 1;
+                    } else if self.interrupts_outstanding > 0 {
+                        self.interrupts_outstanding -= 1;
+                    }
+                    if terminating {
+                        return self.reported(Stop::ToolTerminating);
+                    }
+                    // Our interrupt (attach, Ctrl-C, an explicit stop) or a
+                    // group-stop by someone's SIGSTOP.
+                    return self.reported(Stop::Interrupted);
+                }
+                WaitStatus::PtraceEvent(_, _, _) => {
+                    self.stopped = true;
+                    self.cont_raw(None)?;
+                }
+                WaitStatus::Stopped(_, Signal::SIGTRAP) => {
+                    self.stopped = true;
+                    let code = self.siginfo_code().unwrap_or(SI_KERNEL);
+                    if code == SI_KERNEL || code == TRAP_BRKPT {
+                        let mut regs = self.regs()?;
+                        let addr = regs.rip.wrapping_sub(1);
+                        if self.inserted.contains_key(&addr) {
+                            regs.rip = addr;
+                            self.set_regs(&regs)?;
+                            if terminating {
+                                return self.reported(Stop::ToolTerminating);
+                            }
+                            return self.reported(Stop::Breakpoint { addr });
+                        }
+                        // An int3 that is not ours (compiled in): a fault.
+                        self.pending_fault = Some(Signal::SIGTRAP);
+                        return self.reported(Stop::Signal(Signal::SIGTRAP));
+                    }
+                    if code == TRAP_HWBKPT || code == TRAP_TRACE {
+                        let dr6 = self.debugreg(6).unwrap_or(0);
+                        let _ = self.set_debugreg(6, 0);
+                        if terminating {
+                            return self.reported(Stop::ToolTerminating);
+                        }
+                        return self.reported(Stop::HardwareBreak { dr6 });
+                    }
+                    // SIGTRAP sent by a process: pass it on.
+                    self.cont_raw(Some(Signal::SIGTRAP))?;
+                }
+                WaitStatus::Stopped(_, sig) => {
+                    self.stopped = true;
+                    if signals::pass_through(sig) {
+                        if terminating {
+                            // Keep the signal for delivery at detach.
+                            self.deferred.push_back(sig);
+                            return self.reported(Stop::ToolTerminating);
+                        }
+                        self.cont_raw(Some(sig))?;
+                        continue;
+                    }
+                    self.pending_fault = Some(sig);
+                    return self.reported(Stop::Signal(sig));
+                }
+                _ => {
+                    self.stopped = true;
+                    self.cont_raw(None)?;
+                }
+            }
+        }
+    }
+
+    fn cont_raw(&mut self, sig: Option<Signal>) -> Result<()> {
+        ptrace::cont(self.pid, sig).map_err(|e| anyhow!("cannot resume process {} ({e})", self.pid))?;
+        self.stopped = false;
+        Ok(())
+    }
+
+    /// Bookkeeping when a stop is handed to the caller: interrupts still in
+    /// flight become stale (their stop will come later and is swallowed).
+    fn reported(&mut self, stop: Stop) -> Result<Stop> {
+        self.stale_interrupts += self.interrupts_outstanding;
+        self.interrupts_outstanding = 0;
+        Ok(stop)
+    }
+
+    /// Make sure the target is stopped (interrupting it if it runs).
+    pub fn ensure_stopped(&mut self) -> Result<Option<Stop>> {
+        if self.stopped || self.gone {
+            return Ok(None);
+        }
+        self.interrupt()?;
+        let s = self.wait(&NoHooks)?;
+        Ok(Some(s))
+    }
+
+    /// Discard a fault signal instead of delivering it.
+    pub fn discard_pending_fault(&mut self) {
+        self.pending_fault = None;
+    }
+
+    /// Restore every code byte and debug register and detach.  Safe to call
+    /// more than once and on a dead target.
+    pub fn detach(&mut self) -> Result<()> {
+        if !self.attached || self.gone {
+            self.attached = false;
+            cleanup_registry::clear();
+            return Ok(());
+        }
+        if !self.stopped {
+            self.ensure_stopped()?;
+            if self.gone {
+                return Ok(());
+            }
+        }
+        let mut first_err: Option<anyhow::Error> = None;
+        let addrs: Vec<u64> = self.inserted.keys().copied().collect();
+        for a in addrs {
+            if let Err(e) = self.remove_breakpoint(a) {
+                first_err.get_or_insert(e);
+            }
+        }
+        if self.debugregs_dirty {
+            if let Err(e) = self.set_debugreg(7, 0) {
+                first_err.get_or_insert(e);
+            }
+            for n in 0..4 {
+                let _ = self.set_debugreg(n, 0);
+            }
+        }
+        let sig = self.pending_fault.take().or_else(|| self.deferred.pop_front());
+        while let Some(s) = self.deferred.pop_front() {
+            let _ = nix::sys::signal::kill(self.pid, s);
+        }
+        match ptrace::detach(self.pid, sig) {
+            Ok(()) => {}
+            Err(Errno::ESRCH) => {}
+            Err(e) => {
+                first_err.get_or_insert(anyhow!("PTRACE_DETACH failed ({e})"));
+            }
+        }
+        self.attached = false;
+        self.stopped = false;
+        cleanup_registry::clear();
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Target {
+    fn drop(&mut self) {
+        if self.attached && !self.gone {
+            let _ = self.detach();
+        }
+    }
+}
+
+fn debugreg_offset(n: usize) -> usize {
+    std::mem::offset_of!(libc::user, u_debugreg) + n * 8
+}
+
+/// A tiny process-global record of what is written into the target, for the
+/// last-resort cleanup in the fatal-signal path (see `guard`).  It mirrors
+/// `Target::inserted`.
+pub mod cleanup_registry {
+    use std::sync::Mutex;
+
+    pub struct Registry {
+        pub pid: i32,
+        pub bytes: Vec<(u64, u8)>,
+        pub debugregs_dirty: bool,
+    }
+
+    static REG: Mutex<Registry> = Mutex::new(Registry {
+        pid: 0,
+        bytes: Vec::new(),
+        debugregs_dirty: false,
+    });
+
+    pub fn record(pid: i32, addr: u64, orig: u8) {
+        if let Ok(mut r) = REG.lock() {
+            r.pid = pid;
+            if !r.bytes.iter().any(|(a, _)| *a == addr) {
+                r.bytes.push((addr, orig));
+            }
+        }
+    }
+    pub fn forget(addr: u64) {
+        if let Ok(mut r) = REG.lock() {
+            r.bytes.retain(|(a, _)| *a != addr);
+        }
+    }
+    pub fn clear() {
+        if let Ok(mut r) = REG.lock() {
+            r.bytes.clear();
+            r.debugregs_dirty = false;
+        }
+    }
+    pub fn set_debugregs_dirty(d: bool) {
+        if let Ok(mut r) = REG.lock() {
+            r.debugregs_dirty = d;
+        }
+    }
+    pub fn snapshot() -> Option<(i32, Vec<(u64, u8)>, bool)> {
+        REG.try_lock()
+            .ok()
+            .map(|r| (r.pid, r.bytes.clone(), r.debugregs_dirty))
+    }
+}
+
+/// Minimal debug logging, enabled with PGDBG_DEBUG=1.
+pub mod log {
+    pub fn debug(msg: &str) {
+        if std::env::var_os("PGDBG_DEBUG").is_some() {
+            eprintln!("pgdbg-debug: {msg}");
+        }
+    }
+}

@@ -1,0 +1,107 @@
+//! Facts about a process from /proc, read without stopping it.
+
+use anyhow::{Result, anyhow};
+use std::path::PathBuf;
+
+#[derive(Debug, Clone)]
+pub struct Mapping {
+    pub start: u64,
+    pub end: u64,
+    pub perms: String,
+    pub offset: u64,
+    pub path: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Status {
+    pub name: String,
+    pub ppid: i32,
+    pub tracer_pid: i32,
+    pub uid: u32,
+    pub state: String,
+}
+
+pub fn exists(pid: i32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+pub fn status(pid: i32) -> Result<Status> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .map_err(|_| anyhow!("no process with PID {pid}"))?;
+    let mut st = Status::default();
+    for line in s.lines() {
+        let (k, v) = match line.split_once(':') {
+            Some(x) => x,
+            None => continue,
+        };
+        let v = v.trim();
+        match k {
+            "Name" => st.name = v.to_string(),
+            "PPid" => st.ppid = v.parse().unwrap_or(0),
+            "TracerPid" => st.tracer_pid = v.parse().unwrap_or(0),
+            "Uid" => st.uid = v.split_whitespace().next().and_then(|x| x.parse().ok()).unwrap_or(0),
+            "State" => st.state = v.to_string(),
+            _ => {}
+        }
+    }
+    Ok(st)
+}
+
+/// The process title (argv as rewritten by the process), NULs as spaces.
+pub fn cmdline(pid: i32) -> String {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|b| {
+            let s: Vec<u8> = b.iter().map(|&c| if c == 0 { b' ' } else { c }).collect();
+            String::from_utf8_lossy(&s).trim().to_string()
+        })
+        .unwrap_or_default()
+}
+
+/// Path of the executable as the kernel knows it (may end in " (deleted)").
+pub fn exe_path(pid: i32) -> Result<PathBuf> {
+    std::fs::read_link(format!("/proc/{pid}/exe")).map_err(|e| match e.kind() {
+        std::io::ErrorKind::PermissionDenied => anyhow!(
+            "no permission to read /proc/{pid}/exe: run pgdbg as the user that owns the server, or as root"
+        ),
+        _ => anyhow!("cannot read /proc/{pid}/exe ({e}): is PID {pid} a live user process?"),
+    })
+}
+
+pub fn maps(pid: i32) -> Result<Vec<Mapping>> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/maps")).map_err(|e| anyhow!("cannot read /proc/{pid}/maps ({e})"))?;
+    let mut out = Vec::new();
+    for line in s.lines() {
+        let mut it = line.split_whitespace();
+        let range = it.next().unwrap_or("");
+        let perms = it.next().unwrap_or("").to_string();
+        let offset = u64::from_str_radix(it.next().unwrap_or("0"), 16).unwrap_or(0);
+        let _dev = it.next();
+        let _inode = it.next();
+        let path: String = it.collect::<Vec<_>>().join(" ");
+        let (a, b) = range.split_once('-').unwrap_or(("0", "0"));
+        out.push(Mapping {
+            start: u64::from_str_radix(a, 16).unwrap_or(0),
+            end: u64::from_str_radix(b, 16).unwrap_or(0),
+            perms,
+            offset,
+            path: if path.starts_with('/') { Some(PathBuf::from(path)) } else { None },
+        });
+    }
+    Ok(out)
+}
+
+/// AT_ENTRY from /proc/PID/auxv: the runtime entry point of the executable.
+pub fn auxv_entry(pid: i32) -> Option<u64> {
+    let b = std::fs::read(format!("/proc/{pid}/auxv")).ok()?;
+    for c in b.chunks_exact(16) {
+        let k = u64::from_le_bytes(c[..8].try_into().ok()?);
+        let v = u64::from_le_bytes(c[8..].try_into().ok()?);
+        if k == libc::AT_ENTRY {
+            return Some(v);
+        }
+        if k == 0 {
+            break;
+        }
+    }
+    None
+}

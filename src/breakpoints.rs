@@ -31,7 +31,12 @@ pub struct Breakpoints {
 }
 
 impl Breakpoints {
-    pub fn add(&mut self, spec: String, locations: Vec<BpLocation>, temporary: bool) -> &Breakpoint {
+    pub fn add(
+        &mut self,
+        spec: String,
+        locations: Vec<BpLocation>,
+        temporary: bool,
+    ) -> &Breakpoint {
         self.next_id += 1;
         self.list.push(Breakpoint {
             id: self.next_id,
@@ -57,7 +62,9 @@ impl Breakpoints {
     }
 
     pub fn uses(&self, addr: u64) -> bool {
-        self.list.iter().any(|b| b.locations.iter().any(|l| l.addr == addr))
+        self.list
+            .iter()
+            .any(|b| b.locations.iter().any(|l| l.addr == addr))
     }
 
     /// Breakpoints with a location at `addr`.

@@ -35,9 +35,11 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Cmd {
     /// Attach to a backend (seize it with ptrace) and open a session
-    #[command(after_help = "In the session: break choose_custom_plan, continue, print plansource->generic_cost, bt, \
+    #[command(
+        after_help = "In the session: break choose_custom_plan, continue, print plansource->generic_cost, bt, \
 detach. Ctrl-C stops a running 'continue' without signalling the backend.\n\nScript files hold the same commands, \
-one per line, '#' starts a comment; they are checked before attaching.")]
+one per line, '#' starts a comment; they are checked before attaching."
+    )]
     Attach {
         /// PID of the backend (select pg_backend_pid(), or pg_stat_activity.pid)
         pid: Option<String>,
@@ -53,6 +55,9 @@ one per line, '#' starts a comment; they are checked before attaching.")]
         /// Do not print the banner and progress lines
         #[arg(long, short = 'q')]
         quiet: bool,
+        /// Allow a process that is not a PostgreSQL backend (test fixtures)
+        #[arg(long, hide = true)]
+        any_process: bool,
     },
 }
 
@@ -69,7 +74,11 @@ pub fn main() -> i32 {
                 _ => {
                     // One line: clap's first line, without the usage block.
                     let msg = e.to_string();
-                    let first = msg.lines().next().unwrap_or("bad arguments").trim_start_matches("error: ");
+                    let first = msg
+                        .lines()
+                        .next()
+                        .unwrap_or("bad arguments")
+                        .trim_start_matches("error: ");
                     eprintln!("pgdbg: error: {first} (see pgdbg --help)");
                     return 2;
                 }
@@ -86,7 +95,8 @@ pub fn main() -> i32 {
             capture,
             debug_file,
             quiet,
-        } => run_attach(pid, script, capture, debug_file, quiet),
+            any_process,
+        } => run_attach(pid, script, capture, debug_file, quiet, any_process),
     });
     match res {
         Ok(Ok(code)) => code,
@@ -117,13 +127,17 @@ fn parse_pid(pid: Option<String>) -> Result<i32> {
 
 /// Check the process before touching it: exists, postgres, not the
 /// postmaster, not traced already.
-fn check_target(pid: i32) -> Result<ProcessKind> {
+fn check_target(pid: i32, any_process: bool) -> Result<ProcessKind> {
     if !procfs::exists(pid) {
         bail!("no process with PID {pid}: check the PID (select pid from pg_stat_activity)");
     }
     let st = procfs::status(pid)?;
+    // /proc/PID/exe needs the same permission as ptrace: fail early with the
+    // right message.
+    procfs::exe_path(pid)?;
     let kind = postgres::classify(pid)?;
     match &kind {
+        _ if any_process => {}
         ProcessKind::NotPostgres { name } => bail!(
             "process {pid} ({name}) is not a PostgreSQL process: give the PID of a backend (select pg_backend_pid() in its session)"
         ),
@@ -133,15 +147,14 @@ fn check_target(pid: i32) -> Result<ProcessKind> {
         _ => {}
     }
     if st.tracer_pid != 0 {
-        let who = procfs::status(st.tracer_pid).map(|s| s.name).unwrap_or_else(|_| "?".into());
+        let who = procfs::status(st.tracer_pid)
+            .map(|s| s.name)
+            .unwrap_or_else(|_| "?".into());
         bail!(
             "process {pid} is already traced by PID {} ({who}): detach that debugger first",
             st.tracer_pid
         );
     }
-    // /proc/PID/exe needs the same permission as ptrace: fail early with the
-    // right message.
-    procfs::exe_path(pid)?;
     Ok(kind)
 }
 
@@ -149,7 +162,8 @@ fn check_target(pid: i32) -> Result<ProcessKind> {
 type Script = Vec<(usize, String, Command)>;
 
 fn load_script(path: &PathBuf, di: &DebugInfo) -> Result<Script> {
-    let text = std::fs::read_to_string(path).map_err(|e| anyhow!("cannot read script {}: {e}", path.display()))?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| anyhow!("cannot read script {}: {e}", path.display()))?;
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let n = i + 1;
@@ -157,7 +171,8 @@ fn load_script(path: &PathBuf, di: &DebugInfo) -> Result<Script> {
         match &cmd {
             Command::Nothing => continue,
             Command::Break { location, .. } => {
-                resolve_location(di, 0, location).map_err(|e| anyhow!("{}:{n}: {e}", path.display()))?;
+                resolve_location(di, 0, location)
+                    .map_err(|e| anyhow!("{}:{n}: {e}", path.display()))?;
             }
             Command::Print { expr, .. } => {
                 crate::expr::parse::parse(expr, &|t| {
@@ -167,7 +182,10 @@ fn load_script(path: &PathBuf, di: &DebugInfo) -> Result<Script> {
             }
             Command::InfoAddress(sym) => {
                 if di.function_locations(sym).is_empty() && di.global(sym).is_none() {
-                    bail!("{}:{n}: no symbol \"{sym}\" in this postgres binary", path.display());
+                    bail!(
+                        "{}:{n}: no symbol \"{sym}\" in this postgres binary",
+                        path.display()
+                    );
                 }
             }
             _ => {}
@@ -183,12 +201,17 @@ fn run_attach(
     capture: Option<PathBuf>,
     debug_file: Option<PathBuf>,
     quiet: bool,
+    any_process: bool,
 ) -> Result<i32> {
     let pid = parse_pid(pid)?;
-    let kind = check_target(pid)?;
+    let kind = check_target(pid, any_process)?;
     let exe_link = PathBuf::from(format!("/proc/{pid}/exe"));
     let real = procfs::exe_path(pid)?;
-    let real_clean = PathBuf::from(real.to_string_lossy().trim_end_matches(" (deleted)").to_string());
+    let real_clean = PathBuf::from(
+        real.to_string_lossy()
+            .trim_end_matches(" (deleted)")
+            .to_string(),
+    );
     let t0 = std::time::Instant::now();
     let show_progress = !quiet;
     if show_progress && std::io::stderr().is_terminal() {
@@ -222,12 +245,18 @@ fn run_attach(
     if !quiet {
         let what = match &kind {
             ProcessKind::ClientBackend { title } => format!("backend {pid} ({title})"),
-            ProcessKind::Auxiliary { role } => format!("{role} process {pid} (not a client backend)"),
+            ProcessKind::Auxiliary { role } => {
+                format!("{role} process {pid} (not a client backend)")
+            }
             _ => format!("process {pid}"),
         };
         eprintln!(
             "Attached to {what}, {}; debug info {}.",
-            session.pg_version.as_deref().map(short_version).unwrap_or("unknown version"),
+            session
+                .pg_version
+                .as_deref()
+                .map(short_version)
+                .unwrap_or("unknown version"),
             session.di.source
         );
     }
@@ -267,6 +296,12 @@ fn run_script(session: &mut Session, path: &PathBuf, cmds: Script) -> Result<i32
                     let t = text.strip_prefix('\n').unwrap_or(&text);
                     let _ = writeln!(stdout, "{t}");
                     let _ = stdout.flush();
+                }
+                if cmd == Command::Continue
+                    && session.last_stop == Some(crate::target::Stop::Interrupted)
+                {
+                    eprintln!("pgdbg: interrupted: script stopped at line {n}");
+                    return Ok(130);
                 }
                 match flow {
                     Flow::Continue => {}

@@ -36,17 +36,42 @@ pub const COMMANDS: &[(&str, &[&str], &str, &str)] = &[
         "break FUNCTION | FILE:LINE | *ADDRESS",
         "stop when the backend reaches FUNCTION (every out-of-line copy and inlined instance)",
     ),
-    ("tbreak", &[], "tbreak LOCATION", "like break, deleted after its first hit"),
-    ("delete", &["d"], "delete [N...]", "delete breakpoints N (all without arguments)"),
-    ("continue", &["c", "cont"], "continue", "run the backend until the next breakpoint (Ctrl-C stops it)"),
+    (
+        "tbreak",
+        &[],
+        "tbreak LOCATION",
+        "like break, deleted after its first hit",
+    ),
+    (
+        "delete",
+        &["d"],
+        "delete [N...]",
+        "delete breakpoints N (all without arguments)",
+    ),
+    (
+        "continue",
+        &["c", "cont"],
+        "continue",
+        "run the backend until the next breakpoint (Ctrl-C stops it)",
+    ),
     (
         "print",
         &["p", "inspect"],
         "print[/x|/d] EXPR",
         "evaluate a C expression at the current stop: plansource->generic_cost, *MyProc, ...",
     ),
-    ("backtrace", &["bt", "where"], "backtrace [N]", "show the call stack (inlined frames included)"),
-    ("frame", &["f"], "frame [N]", "select frame N (or show the selected frame)"),
+    (
+        "backtrace",
+        &["bt", "where"],
+        "backtrace [N]",
+        "show the call stack (inlined frames included)",
+    ),
+    (
+        "frame",
+        &["f"],
+        "frame [N]",
+        "select frame N (or show the selected frame)",
+    ),
     ("up", &[], "up [N]", "select the caller's frame"),
     ("down", &[], "down [N]", "select the callee's frame"),
     (
@@ -56,9 +81,24 @@ pub const COMMANDS: &[(&str, &[&str], &str, &str)] = &[
         "pid, PostgreSQL version, binary, build-id, debug info, state; or the named table",
     ),
     ("echo", &[], "echo TEXT", "print TEXT (for scripts)"),
-    ("detach", &[], "detach", "restore the backend exactly as it was and let it run"),
-    ("quit", &["q", "exit"], "quit", "detach and exit (also Ctrl-D)"),
-    ("help", &["h", "?"], "help [COMMAND]", "list commands, or explain one"),
+    (
+        "detach",
+        &[],
+        "detach",
+        "restore the backend exactly as it was and let it run",
+    ),
+    (
+        "quit",
+        &["q", "exit"],
+        "quit",
+        "detach and exit (also Ctrl-D)",
+    ),
+    (
+        "help",
+        &["h", "?"],
+        "help [COMMAND]",
+        "list commands, or explain one",
+    ),
 ];
 
 pub fn command_names() -> Vec<&'static str> {
@@ -77,7 +117,11 @@ fn canonical(word: &str) -> Option<&'static str> {
         .map(|c| c.0)
         .filter(|n| n.starts_with(word) && word.len() >= 2)
         .collect();
-    if cands.len() == 1 { Some(cands[0]) } else { None }
+    if cands.len() == 1 {
+        Some(cands[0])
+    } else {
+        None
+    }
 }
 
 fn num_arg(rest: &str, what: &str) -> Result<Option<usize>> {
@@ -107,7 +151,9 @@ pub fn parse(line: &str) -> Result<Command> {
     Ok(match name {
         "break" | "tbreak" => {
             if rest.is_empty() {
-                bail!("{name} needs a location: {name} FUNCTION, {name} FILE:LINE or {name} *ADDRESS");
+                bail!(
+                    "{name} needs a location: {name} FUNCTION, {name} FILE:LINE or {name} *ADDRESS"
+                );
             }
             Command::Break {
                 location: rest.to_string(),
@@ -179,7 +225,11 @@ pub fn parse(line: &str) -> Result<Command> {
         "echo" => Command::Echo(rest.replace("\\n", "\n")),
         "detach" => Command::Detach,
         "quit" => Command::Quit,
-        "help" => Command::Help(if rest.is_empty() { None } else { Some(rest.to_string()) }),
+        "help" => Command::Help(if rest.is_empty() {
+            None
+        } else {
+            Some(rest.to_string())
+        }),
         _ => unreachable!(),
     })
 }

@@ -23,7 +23,11 @@ extern "C" fn on_signal(sig: libc::c_int) {
 /// EINTR) and ignore SIGPIPE (a closed pipe must not kill us before we
 /// clean up).
 pub fn install() {
-    let act = SigAction::new(SigHandler::Handler(on_signal), SaFlags::empty(), SigSet::empty());
+    let act = SigAction::new(
+        SigHandler::Handler(on_signal),
+        SaFlags::empty(),
+        SigSet::empty(),
+    );
     for s in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
         // SAFETY: the handler only stores to atomics.
         let _ = unsafe { sigaction(s, &act) };
@@ -71,5 +75,7 @@ impl WaitHooks for Hooks {
 }
 
 pub fn signal_name(sig: i32) -> String {
-    Signal::try_from(sig).map(|s| format!("{s:?}")).unwrap_or_else(|_| format!("signal {sig}"))
+    Signal::try_from(sig)
+        .map(|s| format!("{s:?}"))
+        .unwrap_or_else(|_| format!("signal {sig}"))
 }

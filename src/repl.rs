@@ -29,7 +29,12 @@ pub struct PgdbgHelper {
 
 impl Completer for PgdbgHelper {
     type Candidate = Pair;
-    fn complete(&self, line: &str, pos: usize, _ctx: &Context<'_>) -> rustyline::Result<(usize, Vec<Pair>)> {
+    fn complete(
+        &self,
+        line: &str,
+        pos: usize,
+        _ctx: &Context<'_>,
+    ) -> rustyline::Result<(usize, Vec<Pair>)> {
         let before = &line[..pos];
         let start = before
             .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.'))
@@ -50,15 +55,28 @@ impl Completer for PgdbgHelper {
         } else if !word.is_empty() {
             let syms = self.symbols.read().map(|s| s.clone()).unwrap_or_default();
             let lo = syms.partition_point(|s| s.as_str() < word);
-            for s in syms[lo..].iter().take_while(|s| s.starts_with(word)).take(500) {
+            for s in syms[lo..]
+                .iter()
+                .take_while(|s| s.starts_with(word))
+                .take(500)
+            {
                 out.push(Pair {
                     display: s.clone(),
                     replacement: s.clone(),
                 });
             }
-            if before.trim_start().starts_with("info ") && start == before.find("info ").unwrap_or(0) + 5 {
+            if before.trim_start().starts_with("info ")
+                && start == before.find("info ").unwrap_or(0) + 5
+            {
                 out.clear();
-                for n in ["breakpoints", "locals", "args", "registers", "frame", "address"] {
+                for n in [
+                    "breakpoints",
+                    "locals",
+                    "args",
+                    "registers",
+                    "frame",
+                    "address",
+                ] {
                     if n.starts_with(word) {
                         out.push(Pair {
                             display: n.into(),
@@ -90,14 +108,27 @@ fn history_path() -> Option<PathBuf> {
         return Some(PathBuf::from(p));
     }
     let home = std::env::var_os("HOME")?;
-    Some(PathBuf::from(home).join(".cache").join("pgdbg").join("history"))
+    Some(
+        PathBuf::from(home)
+            .join(".cache")
+            .join("pgdbg")
+            .join("history"),
+    )
 }
 
 /// Run the prompt until quit/detach/EOF, the backend's exit, or a
 /// terminating signal.  Returns the exit code.
 pub fn run(session: &mut Session) -> Result<i32> {
     let mut names = session.di.function_names();
-    names.extend(session.di.index.types.keys().filter(|k| !k.contains(' ')).cloned());
+    names.extend(
+        session
+            .di
+            .index
+            .types
+            .keys()
+            .filter(|k| !k.contains(' '))
+            .cloned(),
+    );
     names.sort();
     names.dedup();
     let symbols = Arc::new(RwLock::new(names));
@@ -119,7 +150,9 @@ pub fn run(session: &mut Session) -> Result<i32> {
                     return;
                 }
             };
-        rl.set_helper(Some(PgdbgHelper { symbols: helper_syms }));
+        rl.set_helper(Some(PgdbgHelper {
+            symbols: helper_syms,
+        }));
         let hist = history_path();
         if let Some(h) = &hist {
             let _ = rl.load_history(h);
@@ -176,7 +209,11 @@ pub fn run(session: &mut Session) -> Result<i32> {
             }
         };
         // An empty line repeats the last command, as in gdb (continue, bt...).
-        let line = if line.trim().is_empty() { last_line.clone() } else { line };
+        let line = if line.trim().is_empty() {
+            last_line.clone()
+        } else {
+            line
+        };
         if line.trim().is_empty() {
             continue;
         }

@@ -125,7 +125,11 @@ impl Session {
                 continue;
             }
             if m.offset == 0 {
-                let bias = if self.is_main_binary(p) { self.bias } else { m.start };
+                let bias = if self.is_main_binary(p) {
+                    self.bias
+                } else {
+                    m.start
+                };
                 mods.push(Module::new(p.clone(), m.start, m.end, bias));
             }
         }
@@ -138,7 +142,9 @@ impl Session {
     }
 
     fn module_for(&self, addr: u64) -> Option<&Module> {
-        self.modules.iter().find(|m| addr >= m.start && addr < m.end)
+        self.modules
+            .iter()
+            .find(|m| addr >= m.start && addr < m.end)
     }
 
     fn in_main(&self, addr: u64) -> bool {
@@ -182,7 +188,11 @@ impl Session {
         };
         let msg = format!(
             "{} {} at {}{where_}, {n} location{}{detail}",
-            if temporary { "Temporary breakpoint" } else { "Breakpoint" },
+            if temporary {
+                "Temporary breakpoint"
+            } else {
+                "Breakpoint"
+            },
             bp.id,
             first.function,
             if n == 1 { "" } else { "s" }
@@ -201,7 +211,11 @@ impl Session {
     }
 
     pub fn delete_breakpoints(&mut self, ids: &[u32]) -> Result<String> {
-        let ids: Vec<u32> = if ids.is_empty() { self.bps.ids() } else { ids.to_vec() };
+        let ids: Vec<u32> = if ids.is_empty() {
+            self.bps.ids()
+        } else {
+            ids.to_vec()
+        };
         let mut msgs = Vec::new();
         for id in ids {
             match self.bps.remove(id) {
@@ -293,7 +307,10 @@ impl Session {
                     }
                 }
                 let head = self.frame_line(0, false)?;
-                let src = self.source_line(0).map(|s| format!("\n{s}")).unwrap_or_default();
+                let src = self
+                    .source_line(0)
+                    .map(|s| format!("\n{s}"))
+                    .unwrap_or_default();
                 let frame = self.frames()?.first().cloned();
                 self.emit(
                     "stop",
@@ -306,12 +323,19 @@ impl Session {
                         "line": frame.as_ref().and_then(|f| f.line),
                     }),
                 );
-                let label = if temp.is_empty() { "Breakpoint" } else { "Temporary breakpoint" };
+                let label = if temp.is_empty() {
+                    "Breakpoint"
+                } else {
+                    "Temporary breakpoint"
+                };
                 if !temp.is_empty() {
                     self.delete_breakpoints(&temp)?;
                 }
                 let ids_s: Vec<String> = ids.iter().map(|i| i.to_string()).collect();
-                Ok((RunOutcome::Stopped, format!("\n{label} {}, {head}{src}", ids_s.join(", "))))
+                Ok((
+                    RunOutcome::Stopped,
+                    format!("\n{label} {}, {head}{src}", ids_s.join(", ")),
+                ))
             }
             Stop::Interrupted => {
                 let head = self.frame_line(0, true)?;
@@ -323,7 +347,10 @@ impl Session {
             }
             Stop::Signal(sig) => {
                 let head = self.frame_line(0, true).unwrap_or_default();
-                self.emit("stop", serde_json::json!({"reason": "signal", "signal": format!("{sig:?}")}));
+                self.emit(
+                    "stop",
+                    serde_json::json!({"reason": "signal", "signal": format!("{sig:?}")}),
+                );
                 Ok((
                     RunOutcome::Stopped,
                     format!(
@@ -331,7 +358,10 @@ impl Session {
                     ),
                 ))
             }
-            Stop::HardwareBreak { dr6 } => Ok((RunOutcome::Stopped, format!("\nHardware breakpoint (dr6={dr6:#x})"))),
+            Stop::HardwareBreak { dr6 } => Ok((
+                RunOutcome::Stopped,
+                format!("\nHardware breakpoint (dr6={dr6:#x})"),
+            )),
             Stop::Exited(code) => {
                 self.emit("exit", serde_json::json!({"status": code}));
                 Ok((
@@ -408,10 +438,16 @@ impl Session {
             let main = self.in_main(lookup);
             let (step, module_name, symbol) = match self.module_for(lookup) {
                 Some(m) => {
-                    let tables = if main { Some(&self.di.main_unwind) } else { m.tables() };
+                    let tables = if main {
+                        Some(&self.di.main_unwind)
+                    } else {
+                        m.tables()
+                    };
                     let step = tables.and_then(|t| t.step(&cur, lookup - m.bias, &read_u64));
                     let sym = if main {
-                        self.di.symbol_at(lookup - self.bias).map(|(s, off)| (s.name.clone(), off + (pc - lookup)))
+                        self.di
+                            .symbol_at(lookup - self.bias)
+                            .map(|(s, off)| (s.name.clone(), off + (pc - lookup)))
                     } else {
                         m.symbol(lookup).map(|(s, off)| (s, off + (pc - lookup)))
                     };
@@ -452,7 +488,10 @@ impl Session {
                         regs: cur.clone(),
                         cfa,
                         phys,
-                        function: sf.function.clone().or_else(|| symbol.as_ref().map(|s| s.0.clone())),
+                        function: sf
+                            .function
+                            .clone()
+                            .or_else(|| symbol.as_ref().map(|s| s.0.clone())),
                         file: sf.file.clone(),
                         line: sf.line,
                         die: sf.die,
@@ -490,7 +529,9 @@ impl Session {
     }
 
     fn var_value(&self, f: &Frame, v: &VarInfo) -> Value {
-        let ty = v.ty.clone().unwrap_or_else(crate::debuginfo::types::Type::int);
+        let ty =
+            v.ty.clone()
+                .unwrap_or_else(crate::debuginfo::types::Type::int);
         if let crate::debuginfo::LocDesc::Const(b) = &v.loc {
             return Value {
                 ty,
@@ -610,11 +651,17 @@ impl Session {
     pub fn select_frame(&mut self, n: usize) -> Result<String> {
         let len = self.frames()?.len();
         if n >= len {
-            bail!("no frame {n}: the stack has {len} frames (0-{})", len.saturating_sub(1));
+            bail!(
+                "no frame {n}: the stack has {len} frames (0-{})",
+                len.saturating_sub(1)
+            );
         }
         self.selected = n;
         let line = self.frame_line(n, true)?;
-        let src = self.source_line(n).map(|s| format!("\n{s}")).unwrap_or_default();
+        let src = self
+            .source_line(n)
+            .map(|s| format!("\n{s}"))
+            .unwrap_or_default();
         Ok(format!("#{n:<2} {line}{src}"))
     }
 
@@ -633,7 +680,10 @@ impl Session {
         let json = to_json(self, &v);
         self.history.borrow_mut().push(v);
         let n = self.history.borrow().len();
-        self.emit("print", serde_json::json!({"expr": expr, "value": json, "text": text}));
+        self.emit(
+            "print",
+            serde_json::json!({"expr": expr, "value": json, "text": text}),
+        );
         Ok(format!("${n} = {text}"))
     }
 
@@ -651,17 +701,28 @@ impl Session {
         let mut lines = Vec::new();
         for v in vars.iter().filter(|v| v.is_param == params) {
             let val = self.var_value(&f, v);
-            lines.push(format!("{} = {}", v.name, format_value(self, &val, Radix::Natural)));
+            lines.push(format!(
+                "{} = {}",
+                v.name,
+                format_value(self, &val, Radix::Natural)
+            ));
         }
         if lines.is_empty() {
-            return Ok(if params { "No arguments.".into() } else { "No locals.".into() });
+            return Ok(if params {
+                "No arguments.".into()
+            } else {
+                "No locals.".into()
+            });
         }
         Ok(lines.join("\n"))
     }
 
     pub fn info_registers(&mut self) -> Result<String> {
         let _ = self.frames()?;
-        let f = self.selected_frame().cloned().ok_or_else(|| anyhow!("no frame"))?;
+        let f = self
+            .selected_frame()
+            .cloned()
+            .ok_or_else(|| anyhow!("no frame"))?;
         let names = [
             (0, "rax"),
             (3, "rbx"),
@@ -703,16 +764,26 @@ impl Session {
             return Ok(format!(
                 "Symbol \"{sym}\" is a function at address{} {}{}.",
                 if ool.len() > 1 { "es" } else { "" },
-                if ool.is_empty() { "(none out of line)".to_string() } else { ool.join(", ") },
+                if ool.is_empty() {
+                    "(none out of line)".to_string()
+                } else {
+                    ool.join(", ")
+                },
                 if inl > 0 {
-                    format!(", and is inlined at {inl} place{}", if inl == 1 { "" } else { "s" })
+                    format!(
+                        ", and is inlined at {inl} place{}",
+                        if inl == 1 { "" } else { "s" }
+                    )
                 } else {
                     String::new()
                 }
             ));
         }
         if let Some((a, _)) = self.di.global(sym) {
-            return Ok(format!("Symbol \"{sym}\" is static storage at address {:#x}.", a + self.bias));
+            return Ok(format!(
+                "Symbol \"{sym}\" is static storage at address {:#x}.",
+                a + self.bias
+            ));
         }
         bail!("no symbol \"{sym}\" in {}", self.exe_path.display())
     }
@@ -738,14 +809,24 @@ impl Session {
         format!(
             "pid:         {}\nprocess:     {kind}\npostgres:    {}\nbinary:      {}\nbuild-id:    {}\ndebug info:  {}\nindex:       {} functions, {} globals, {} types ({})\nload bias:   {:#x}\nbreakpoints: {}\nstate:       {state}",
             self.pid,
-            self.pg_version.clone().unwrap_or_else(|| "unknown version".into()),
+            self.pg_version
+                .clone()
+                .unwrap_or_else(|| "unknown version".into()),
             self.exe_path.display(),
-            if self.di.build_id.is_empty() { "none" } else { &self.di.build_id },
+            if self.di.build_id.is_empty() {
+                "none"
+            } else {
+                &self.di.build_id
+            },
             self.di.source,
             self.di.index.functions.len(),
             self.di.index.globals.len(),
             self.di.index.types.len(),
-            if self.di.index_from_cache { "from cache" } else { "built now" },
+            if self.di.index_from_cache {
+                "from cache"
+            } else {
+                "built now"
+            },
             self.bias,
             self.bps.list.len(),
         )
@@ -756,7 +837,10 @@ impl Session {
     pub fn execute(&mut self, cmd: &Command) -> Result<(String, Flow)> {
         Ok(match cmd {
             Command::Nothing => (String::new(), Flow::Continue),
-            Command::Break { location, temporary } => (self.add_breakpoint(location, *temporary)?, Flow::Continue),
+            Command::Break {
+                location,
+                temporary,
+            } => (self.add_breakpoint(location, *temporary)?, Flow::Continue),
             Command::Delete(ids) => (self.delete_breakpoints(ids)?, Flow::Continue),
             Command::InfoBreakpoints => (self.info_breakpoints(), Flow::Continue),
             Command::Continue => {
@@ -795,19 +879,28 @@ impl Session {
             Command::InfoRegisters => (self.info_registers()?, Flow::Continue),
             Command::InfoFrame => {
                 let _ = self.frames()?;
-                let f = self.selected_frame().cloned().ok_or_else(|| anyhow!("no frame"))?;
+                let f = self
+                    .selected_frame()
+                    .cloned()
+                    .ok_or_else(|| anyhow!("no frame"))?;
                 (
                     format!(
                         "Stack level {}, frame at {}:\n rip = {:#x} in {}{}\n {}",
                         f.level,
-                        f.cfa.map(|c| format!("{c:#x}")).unwrap_or_else(|| "?".into()),
+                        f.cfa
+                            .map(|c| format!("{c:#x}"))
+                            .unwrap_or_else(|| "?".into()),
                         f.pc,
                         f.function.clone().unwrap_or_else(|| "??".into()),
                         match (&f.file, f.line) {
                             (Some(fl), Some(l)) => format!(" ({}:{l})", basename(fl)),
                             _ => String::new(),
                         },
-                        if f.inlined { "inlined into the frame above" } else { "physical frame" }
+                        if f.inlined {
+                            "inlined into the frame above"
+                        } else {
+                            "physical frame"
+                        }
                     ),
                     Flow::Continue,
                 )
@@ -877,7 +970,9 @@ pub fn resolve_location(di: &DebugInfo, bias: u64, spec: &str) -> Result<Vec<BpL
         if let Ok(line) = line.parse::<u32>() {
             let hits = di.line_addresses(file, line)?;
             if hits.is_empty() {
-                bail!("no code at {file}:{line} (is the file name right? try the function name instead)");
+                bail!(
+                    "no code at {file}:{line} (is the file name right? try the function name instead)"
+                );
             }
             return Ok(hits
                 .into_iter()
@@ -890,14 +985,20 @@ pub fn resolve_location(di: &DebugInfo, bias: u64, spec: &str) -> Result<Vec<BpL
                             .and_then(|x| x.function.clone())
                             .unwrap_or_else(|| "??".into()),
                         inlined: fr.len() > 1,
-                        inlined_into: fr.last().and_then(|x| x.function.clone()).filter(|_| fr.len() > 1),
+                        inlined_into: fr
+                            .last()
+                            .and_then(|x| x.function.clone())
+                            .filter(|_| fr.len() > 1),
                         file_line: Some((f, l)),
                     }
                 })
                 .collect());
         }
     }
-    if !spec.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.') {
+    if !spec
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+    {
         bail!("bad location '{spec}': use FUNCTION, FILE:LINE or *ADDRESS");
     }
     let locs = di.function_locations(spec);
@@ -905,7 +1006,9 @@ pub fn resolve_location(di: &DebugInfo, bias: u64, spec: &str) -> Result<Vec<BpL
         let close = suggest(di, spec);
         bail!(
             "no function \"{spec}\" in this postgres binary{}",
-            close.map(|c| format!(" (did you mean {c}?)")).unwrap_or_default()
+            close
+                .map(|c| format!(" (did you mean {c}?)"))
+                .unwrap_or_default()
         );
     }
     Ok(locs
@@ -972,7 +1075,10 @@ fn compute_bias(pid: i32, di: &DebugInfo) -> Result<u64> {
             return Ok(m.start.wrapping_sub(di.binary.first_load_vaddr()));
         }
     }
-    bail!("cannot find where {} is loaded in process {pid}", exe.display())
+    bail!(
+        "cannot find where {} is loaded in process {pid}",
+        exe.display()
+    )
 }
 
 /// Short form of a value for frame lines: scalars and pointers as they
@@ -1010,13 +1116,29 @@ impl FrameContext for SessionFrameCtx<'_> {
     }
     fn frame_base(&self) -> Option<u64> {
         let die = self.f.phys_die?;
-        let (_, fb) = self.s.di.scope_vars(die, self.f.lookup - self.s.bias).ok()?;
+        let (_, fb) = self
+            .s
+            .di
+            .scope_vars(die, self.f.lookup - self.s.bias)
+            .ok()?;
         let fb = fb?;
         let unit = self.s.di.unit_for_offset(die).ok()?;
         // Frame bases are simple (DW_OP_call_frame_cfa): evaluate without a
         // frame base of their own.
-        let ctx = SessionFrameCtx { s: self.s, f: self.f };
-        match eval_location(fb, unit.encoding(), 8, &NoFrameBase(&ctx), &self.s.di.dwarf, &unit).ok()? {
+        let ctx = SessionFrameCtx {
+            s: self.s,
+            f: self.f,
+        };
+        match eval_location(
+            fb,
+            unit.encoding(),
+            8,
+            &NoFrameBase(&ctx),
+            &self.s.di.dwarf,
+            &unit,
+        )
+        .ok()?
+        {
             Place::Memory(a) => Some(a),
             Place::Bytes(b) => {
                 let mut x = [0u8; 8];
@@ -1073,7 +1195,9 @@ impl EvalEnv for Session {
         if let Some((addr, ty)) = self.di.global(name) {
             let ty = match ty {
                 Some(t) => t,
-                None => bail!("'{name}' has no type in the debug info; cast it: print *(int *) &{name}"),
+                None => {
+                    bail!("'{name}' has no type in the debug info; cast it: print *(int *) &{name}")
+                }
             };
             return Ok(Some(Value {
                 ty,
@@ -1132,9 +1256,17 @@ impl EvalEnv for Session {
         }
     }
 
+    fn data_symbol_for(&self, addr: u64) -> Option<String> {
+        self.di.data_symbol_at(addr.wrapping_sub(self.bias))
+    }
+
     fn symbol_for(&self, addr: u64) -> Option<String> {
         if let Some((s, off)) = self.di.symbol_at(addr.wrapping_sub(self.bias)) {
-            return Some(if off == 0 { s.name.clone() } else { format!("{}+{off}", s.name) });
+            return Some(if off == 0 {
+                s.name.clone()
+            } else {
+                format!("{}+{off}", s.name)
+            });
         }
         self.module_for(addr)
             .and_then(|m| m.symbol(addr))

@@ -24,12 +24,15 @@ pub struct ElfSymbol {
 
 impl ElfImage {
     pub fn open(path: &Path) -> Result<ElfImage> {
-        let f = std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+        let f =
+            std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
         // SAFETY: the file is mapped read-only; a concurrent truncation of a
         // binary in use is not something we defend against.
-        let map = unsafe { memmap2::Mmap::map(&f) }.with_context(|| format!("cannot map {}", path.display()))?;
+        let map = unsafe { memmap2::Mmap::map(&f) }
+            .with_context(|| format!("cannot map {}", path.display()))?;
         let data: &'static [u8] = Box::leak(Box::new(map));
-        let file = object::File::parse(data).map_err(|e| anyhow!("{} is not an ELF file ({e})", path.display()))?;
+        let file = object::File::parse(data)
+            .map_err(|e| anyhow!("{} is not an ELF file ({e})", path.display()))?;
         Ok(ElfImage {
             path: path.to_path_buf(),
             data,
@@ -95,7 +98,10 @@ impl ElfImage {
         let mut out = Vec::new();
         for sym in self.file.symbols().chain(self.file.dynamic_symbols()) {
             let is_func = sym.kind() == SymbolKind::Text;
-            if !(is_func || sym.kind() == SymbolKind::Data) || sym.address() == 0 || !sym.is_definition() {
+            if !(is_func || sym.kind() == SymbolKind::Data)
+                || sym.address() == 0
+                || !sym.is_definition()
+            {
                 continue;
             }
             if let Ok(name) = sym.name() {
@@ -152,7 +158,10 @@ pub fn find_debug_file(
     if let Some(p) = explicit {
         let img = ElfImage::open(p)?;
         if !img.has_dwarf() {
-            return Err(anyhow!("--debug-file {} has no DWARF (.debug_info)", p.display()));
+            return Err(anyhow!(
+                "--debug-file {} has no DWARF (.debug_info)",
+                p.display()
+            ));
         }
         if let (Some(w), Some(got)) = (&want, img.build_id()) {
             if *w != got {
@@ -171,7 +180,10 @@ pub fn find_debug_file(
     if let Some(id) = &want {
         if id.len() > 2 {
             for root in &roots {
-                let p = root.join(".build-id").join(&id[..2]).join(format!("{}.debug", &id[2..]));
+                let p = root
+                    .join(".build-id")
+                    .join(&id[..2])
+                    .join(format!("{}.debug", &id[2..]));
                 if p.exists() {
                     if let Ok(img) = ElfImage::open(&p) {
                         if img.has_dwarf() && img.build_id().as_deref() == Some(id.as_str()) {

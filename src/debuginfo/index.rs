@@ -52,7 +52,9 @@ impl Index {
             None => {
                 let base = std::env::var_os("XDG_CACHE_HOME")
                     .map(PathBuf::from)
-                    .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+                    .or_else(|| {
+                        std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache"))
+                    })?;
                 base.join("pgdbg").join("index")
             }
         };
@@ -90,10 +92,17 @@ impl Index {
     /// Walk all units.  `entry_of` maps a function's ranges to its entry for
     /// functions split into hot/cold parts (chosen by the caller from the
     /// ELF symbols).
-    pub fn build(dwarf: &Dwarf, build_id: &str, entry_of: &(dyn Fn(&[u64]) -> u64 + Sync)) -> Result<Index> {
+    pub fn build(
+        dwarf: &Dwarf,
+        build_id: &str,
+        entry_of: &(dyn Fn(&[u64]) -> u64 + Sync),
+    ) -> Result<Index> {
         let mut headers = Vec::new();
         let mut it = dwarf.units();
-        while let Some(h) = it.next().map_err(|e| anyhow!("bad DWARF unit header: {e}"))? {
+        while let Some(h) = it
+            .next()
+            .map_err(|e| anyhow!("bad DWARF unit header: {e}"))?
+        {
             headers.push(h);
         }
         let units: Vec<u64> = headers
@@ -101,7 +110,10 @@ impl Index {
             .filter_map(|h| h.debug_info_offset().map(|o| o.0 as u64))
             .collect();
         // Split the units over two threads by size.
-        let total: u64 = headers.iter().map(|h| h.length_including_self() as u64).sum();
+        let total: u64 = headers
+            .iter()
+            .map(|h| h.length_including_self() as u64)
+            .sum();
         let mut split = headers.len();
         let mut acc = 0u64;
         for (i, h) in headers.iter().enumerate() {
@@ -212,7 +224,9 @@ pub fn global_ref(unit: &gimli::Unit<R>, v: AttributeValue<R>) -> Option<u64> {
 }
 
 pub fn die_offset(unit: &gimli::Unit<R>, o: gimli::UnitOffset<usize>) -> u64 {
-    o.to_debug_info_offset(&unit.header).map(|x| x.0 as u64).unwrap_or(0)
+    o.to_debug_info_offset(&unit.header)
+        .map(|x| x.0 as u64)
+        .unwrap_or(0)
 }
 
 fn scan_unit(
@@ -222,14 +236,18 @@ fn scan_unit(
     entry_of: &(dyn Fn(&[u64]) -> u64 + Sync),
 ) -> Result<()> {
     let mut cursor = unit.entries();
-    while let Some(e) = cursor.next_dfs().map_err(|e| anyhow!("DWARF parse error: {e}"))? {
+    while let Some(e) = cursor
+        .next_dfs()
+        .map_err(|e| anyhow!("DWARF parse error: {e}"))?
+    {
         let tag: DwTag = e.tag();
         let off = die_offset(unit, e.offset());
         match tag {
             dw::DW_TAG_subprogram => {
                 if let Some(n) = e.attr_value(dw::DW_AT_name) {
                     if let Ok(s) = dwarf.attr_string(unit, n) {
-                        raw.names.insert(off, String::from_utf8_lossy(s.slice()).into_owned());
+                        raw.names
+                            .insert(off, String::from_utf8_lossy(s.slice()).into_owned());
                     }
                 } else if let Some(r) = e
                     .attr_value(dw::DW_AT_abstract_origin)
@@ -242,8 +260,13 @@ fn scan_unit(
                     Some(v) => dwarf.attr_address(unit, v).ok().flatten(),
                     None => match dwarf.die_ranges(unit, e) {
                         Ok(ranges) => {
-                            let starts: Vec<u64> = ranges.filter_map(|r| r.ok()).map(|r| r.begin).collect();
-                            if starts.is_empty() { None } else { Some(entry_of(&starts)) }
+                            let starts: Vec<u64> =
+                                ranges.filter_map(|r| r.ok()).map(|r| r.begin).collect();
+                            if starts.is_empty() {
+                                None
+                            } else {
+                                Some(entry_of(&starts))
+                            }
                         }
                         Err(_) => None,
                     },
@@ -262,7 +285,10 @@ fn scan_unit(
                 }
             }
             dw::DW_TAG_inlined_subroutine => {
-                let origin = match e.attr_value(dw::DW_AT_abstract_origin).and_then(|v| global_ref(unit, v)) {
+                let origin = match e
+                    .attr_value(dw::DW_AT_abstract_origin)
+                    .and_then(|v| global_ref(unit, v))
+                {
                     Some(o) => o,
                     None => continue,
                 };
@@ -298,9 +324,13 @@ fn scan_unit(
             dw::DW_TAG_variable if e.depth() == 1 => {
                 if let Some(n) = e.attr_value(dw::DW_AT_name) {
                     if let Ok(s) = dwarf.attr_string(unit, n) {
-                        raw.names.insert(off, String::from_utf8_lossy(s.slice()).into_owned());
+                        raw.names
+                            .insert(off, String::from_utf8_lossy(s.slice()).into_owned());
                     }
-                } else if let Some(r) = e.attr_value(dw::DW_AT_specification).and_then(|v| global_ref(unit, v)) {
+                } else if let Some(r) = e
+                    .attr_value(dw::DW_AT_specification)
+                    .and_then(|v| global_ref(unit, v))
+                {
                     raw.refs.insert(off, r);
                 }
                 if let Some(AttributeValue::Exprloc(expr)) = e.attr_value(dw::DW_AT_location) {
@@ -319,7 +349,10 @@ fn scan_unit(
                 if e.attr_value(dw::DW_AT_declaration).is_some() {
                     continue;
                 }
-                let name = match e.attr_value(dw::DW_AT_name).and_then(|n| dwarf.attr_string(unit, n).ok()) {
+                let name = match e
+                    .attr_value(dw::DW_AT_name)
+                    .and_then(|n| dwarf.attr_string(unit, n).ok())
+                {
                     Some(s) => String::from_utf8_lossy(s.slice()).into_owned(),
                     None => continue,
                 };

@@ -45,7 +45,9 @@ pub fn eval_location(
         return Ok(Place::OptimizedOut);
     }
     let mut eval = expr.evaluation(encoding);
-    let mut res = eval.evaluate().map_err(|e| anyhow!("bad DWARF expression: {e}"))?;
+    let mut res = eval
+        .evaluate()
+        .map_err(|e| anyhow!("bad DWARF expression: {e}"))?;
     loop {
         res = match res {
             EvaluationResult::Complete => break,
@@ -67,7 +69,9 @@ pub fn eval_location(
                 Some(c) => eval.resume_with_call_frame_cfa(c),
                 None => return Ok(Place::OptimizedOut),
             },
-            EvaluationResult::RequiresRelocatedAddress(a) => eval.resume_with_relocated_address(a + ctx.bias()),
+            EvaluationResult::RequiresRelocatedAddress(a) => {
+                eval.resume_with_relocated_address(a + ctx.bias())
+            }
             EvaluationResult::RequiresIndexedAddress { index, relocate } => {
                 let a = dwarf.address(unit, index).map_err(|e| anyhow!("{e}"))?;
                 eval.resume_with_indexed_address(if relocate { a + ctx.bias() } else { a })
@@ -76,7 +80,9 @@ pub fn eval_location(
                 Some(v) => eval.resume_with_entry_value(Value::Generic(v)),
                 None => return Ok(Place::OptimizedOut),
             },
-            EvaluationResult::RequiresBaseType(_) => eval.resume_with_base_type(gimli::ValueType::Generic),
+            EvaluationResult::RequiresBaseType(_) => {
+                eval.resume_with_base_type(gimli::ValueType::Generic)
+            }
             _ => return Ok(Place::OptimizedOut),
         }
         .map_err(|e| anyhow!("bad DWARF expression: {e}"))?;

@@ -77,7 +77,11 @@ pub fn no_debug_info_message(bin_path: &Path, build_id: &str) -> String {
     format!(
         "no debug info for {} (build-id {}): {pkg}, or pass --debug-file FILE (looked in the binary, /usr/lib/debug/.build-id/{}/{}.debug and the .gnu_debuglink target)",
         bin_path.display(),
-        if build_id.is_empty() { "none" } else { build_id },
+        if build_id.is_empty() {
+            "none"
+        } else {
+            build_id
+        },
         build_id.get(..2).unwrap_or("??"),
         build_id.get(2..).unwrap_or("??")
     )
@@ -91,7 +95,11 @@ fn owning_package(p: &Path) -> Option<String> {
         .output()
         .ok()?;
     let s = String::from_utf8_lossy(&out.stdout);
-    s.lines().next()?.split(':').next().map(|x| x.trim().to_string())
+    s.lines()
+        .next()?
+        .split(':')
+        .next()
+        .map(|x| x.trim().to_string())
 }
 
 impl DebugInfo {
@@ -107,7 +115,10 @@ impl DebugInfo {
         };
         let dimg: &ElfImage = debug_file.as_ref().unwrap_or(&binary);
         let mut dwarf: Dwarf = gimli::Dwarf::load(|id| -> Result<R> {
-            Ok(gimli::EndianSlice::new(dimg.section(id.name()), gimli::LittleEndian))
+            Ok(gimli::EndianSlice::new(
+                dimg.section(id.name()),
+                gimli::LittleEndian,
+            ))
         })?;
         if let Some((alt, _id)) = dimg.debugaltlink() {
             // dwz supplementary file
@@ -119,7 +130,10 @@ impl DebugInfo {
             if let Ok(sup) = ElfImage::open(&altp) {
                 let sup: &'static ElfImage = Box::leak(Box::new(sup));
                 dwarf.load_sup(|id| -> Result<R> {
-                    Ok(gimli::EndianSlice::new(sup.section(id.name()), gimli::LittleEndian))
+                    Ok(gimli::EndianSlice::new(
+                        sup.section(id.name()),
+                        gimli::LittleEndian,
+                    ))
                 })?;
             }
         }
@@ -188,6 +202,25 @@ impl DebugInfo {
         symbol_at(&self.symbols, addr)
     }
 
+    /// A data symbol covering link-time `addr` (`saved_plan_list`, `ActivePortal+8`).
+    pub fn data_symbol_at(&self, addr: u64) -> Option<String> {
+        let i = match self.symbols.binary_search_by(|s| s.addr.cmp(&addr)) {
+            Ok(i) => i,
+            Err(0) => return None,
+            Err(i) => i - 1,
+        };
+        let s = &self.symbols[i];
+        if s.is_func || addr >= s.addr + s.size.max(1) {
+            return None;
+        }
+        let off = addr - s.addr;
+        Some(if off == 0 {
+            s.name.clone()
+        } else {
+            format!("{}+{off}", s.name)
+        })
+    }
+
     pub fn function_names(&self) -> Vec<String> {
         let mut v: Vec<String> = self.index.functions.keys().cloned().collect();
         v.extend(self.index.globals.keys().cloned());
@@ -245,7 +278,9 @@ impl DebugInfo {
         for _ in 0..4 {
             let (name, next) = self
                 .with_die(cur, |u, e| {
-                    let n = e.attr_value(dw::DW_AT_name).and_then(|v| self.attr_str(u, v));
+                    let n = e
+                        .attr_value(dw::DW_AT_name)
+                        .and_then(|v| self.attr_str(u, v));
                     let r = e
                         .attr_value(dw::DW_AT_abstract_origin)
                         .or_else(|| e.attr_value(dw::DW_AT_specification))
@@ -303,9 +338,17 @@ impl DebugInfo {
         let root = tree.root().map_err(|e| anyhow!("{e}"))?;
         let e = root.entry().clone();
         let u = &*unit;
-        let name = e.attr_value(dw::DW_AT_name).and_then(|v| self.attr_str(u, v));
-        let size = e.attr_value(dw::DW_AT_byte_size).and_then(|v| v.udata_value()).unwrap_or(0);
-        let target = e.attr_value(dw::DW_AT_type).and_then(|v| global_ref(u, v)).map(TypeRef::Die);
+        let name = e
+            .attr_value(dw::DW_AT_name)
+            .and_then(|v| self.attr_str(u, v));
+        let size = e
+            .attr_value(dw::DW_AT_byte_size)
+            .and_then(|v| v.udata_value())
+            .unwrap_or(0);
+        let target = e
+            .attr_value(dw::DW_AT_type)
+            .and_then(|v| global_ref(u, v))
+            .map(TypeRef::Die);
         let ty = match e.tag() {
             dw::DW_TAG_base_type => {
                 let enc = match e.attr_value(dw::DW_AT_encoding) {
@@ -331,13 +374,29 @@ impl DebugInfo {
                 name: name.unwrap_or_default(),
                 target,
             },
-            dw::DW_TAG_const_type => Type::Qualified { kw: "const", target },
-            dw::DW_TAG_volatile_type => Type::Qualified { kw: "volatile", target },
-            dw::DW_TAG_restrict_type => Type::Qualified { kw: "restrict", target },
-            dw::DW_TAG_atomic_type => Type::Qualified { kw: "_Atomic", target },
+            dw::DW_TAG_const_type => Type::Qualified {
+                kw: "const",
+                target,
+            },
+            dw::DW_TAG_volatile_type => Type::Qualified {
+                kw: "volatile",
+                target,
+            },
+            dw::DW_TAG_restrict_type => Type::Qualified {
+                kw: "restrict",
+                target,
+            },
+            dw::DW_TAG_atomic_type => Type::Qualified {
+                kw: "_Atomic",
+                target,
+            },
             dw::DW_TAG_subroutine_type => Type::Function { ret: target },
             dw::DW_TAG_structure_type | dw::DW_TAG_union_type | dw::DW_TAG_class_type => {
-                let kw = if e.tag() == dw::DW_TAG_union_type { "union" } else { "struct" };
+                let kw = if e.tag() == dw::DW_TAG_union_type {
+                    "union"
+                } else {
+                    "struct"
+                };
                 let declaration = e.attr_value(dw::DW_AT_declaration).is_some();
                 let mut members = Vec::new();
                 let mut children = root.children();
@@ -346,7 +405,9 @@ impl DebugInfo {
                     if c.tag() != dw::DW_TAG_member {
                         continue;
                     }
-                    let mname = c.attr_value(dw::DW_AT_name).and_then(|v| self.attr_str(u, v));
+                    let mname = c
+                        .attr_value(dw::DW_AT_name)
+                        .and_then(|v| self.attr_str(u, v));
                     let mty = match c.attr_value(dw::DW_AT_type).and_then(|v| global_ref(u, v)) {
                         Some(t) => TypeRef::Die(t),
                         None => continue,
@@ -355,7 +416,9 @@ impl DebugInfo {
                         Some(v) => v.udata_value().unwrap_or(0),
                         None => 0,
                     };
-                    let bit_size = c.attr_value(dw::DW_AT_bit_size).and_then(|v| v.udata_value());
+                    let bit_size = c
+                        .attr_value(dw::DW_AT_bit_size)
+                        .and_then(|v| v.udata_value());
                     let bits = bit_size.map(|bs| {
                         let dbo = c
                             .attr_value(dw::DW_AT_data_bit_offset)
@@ -421,7 +484,9 @@ impl DebugInfo {
                 while let Some(child) = children.next().map_err(|e| anyhow!("{e}"))? {
                     let c = child.entry();
                     if c.tag() == dw::DW_TAG_subrange_type {
-                        let n = if let Some(v) = c.attr_value(dw::DW_AT_count).and_then(|v| v.udata_value()) {
+                        let n = if let Some(v) =
+                            c.attr_value(dw::DW_AT_count).and_then(|v| v.udata_value())
+                        {
                             Some(v)
                         } else {
                             c.attr_value(dw::DW_AT_upper_bound)
@@ -454,13 +519,17 @@ impl DebugInfo {
 
     fn a2l(&self) -> &addr2line::Context<R> {
         self.a2l.get_or_init(|| {
-            addr2line::Context::from_arc_dwarf(self.dwarf.clone())
-                .unwrap_or_else(|_| addr2line::Context::from_dwarf(self.empty_dwarf()).expect("empty dwarf"))
+            addr2line::Context::from_arc_dwarf(self.dwarf.clone()).unwrap_or_else(|_| {
+                addr2line::Context::from_dwarf(self.empty_dwarf()).expect("empty dwarf")
+            })
         })
     }
 
     fn empty_dwarf(&self) -> Dwarf {
-        gimli::Dwarf::load(|_| -> Result<R> { Ok(gimli::EndianSlice::new(&[], gimli::LittleEndian)) }).unwrap()
+        gimli::Dwarf::load(|_| -> Result<R> {
+            Ok(gimli::EndianSlice::new(&[], gimli::LittleEndian))
+        })
+        .unwrap()
     }
 
     /// Source frames at a link-time pc, innermost (inlined) first.
@@ -498,11 +567,70 @@ impl DebugInfo {
         for (i, f) in out.iter_mut().enumerate() {
             f.inlined = i + 1 < n;
         }
+        // Several line rows can start at one address (the `{` of a function
+        // and its first statement); like gdb, report the last one.
+        if let Some(first) = out.first_mut() {
+            if let Some((file, line)) = self.last_row_at(pc) {
+                first.file = Some(file);
+                first.line = Some(line);
+            }
+        }
         out
+    }
+
+    /// The last is_stmt line-table row at exactly `pc`, if any.
+    fn last_row_at(&self, pc: u64) -> Option<(String, u32)> {
+        let ctx = self.a2l();
+        let unit = ctx.find_dwarf_and_unit(pc).skip_all_loads()?;
+        let prog = unit.line_program.clone()?;
+        let mut rows = prog.rows();
+        let mut found: Option<(u64, u32)> = None;
+        let mut seen_exact = 0;
+        while let Ok(Some((header, row))) = rows.next_row() {
+            if row.end_sequence() || row.address() != pc || !row.is_stmt() {
+                continue;
+            }
+            let _ = header;
+            seen_exact += 1;
+            if let Some(l) = row.line() {
+                found = Some((row.file_index(), l.get() as u32));
+            }
+        }
+        if seen_exact < 2 {
+            return None;
+        }
+        let (fidx, line) = found?;
+        let header = rows.header();
+        let fe = header.file(fidx)?;
+        let name = unit.attr_string(fe.path_name()).ok()?;
+        let name = String::from_utf8_lossy(name.slice()).into_owned();
+        let path = if name.starts_with('/') {
+            name
+        } else {
+            let dir = fe
+                .directory(header)
+                .and_then(|d| unit.attr_string(d).ok())
+                .map(|s| String::from_utf8_lossy(s.slice()).into_owned())
+                .unwrap_or_default();
+            let dir = if dir.starts_with('/') {
+                dir
+            } else {
+                let comp = unit
+                    .comp_dir
+                    .map(|c| String::from_utf8_lossy(c.slice()).into_owned())
+                    .unwrap_or_default();
+                format!("{comp}/{dir}")
+            };
+            format!("{dir}/{name}")
+        };
+        Some((path, line))
     }
 
     /// file:line of a link-time address.
     pub fn location_at(&self, pc: u64) -> Option<(String, u32)> {
+        if let Some(x) = self.last_row_at(pc) {
+            return Some(x);
+        }
         let l = self.a2l().find_location(pc).ok()??;
         Some((l.file?.to_string(), l.line?))
     }
@@ -538,7 +666,11 @@ impl DebugInfo {
                     .unwrap_or_default();
                 let full = format!("{dir}/{name}");
                 if full.ends_with(&format!("/{file}")) || name == file {
-                    let idx = if header.version() >= 5 { i as u64 } else { i as u64 + 1 };
+                    let idx = if header.version() >= 5 {
+                        i as u64
+                    } else {
+                        i as u64 + 1
+                    };
                     matching.push((idx, name));
                 }
             }
@@ -573,7 +705,10 @@ impl DebugInfo {
         let mut out: Vec<(u64, String, u32)> = Vec::new();
         for h in hits {
             let f = self.frames_at(h.0).first().and_then(|f| f.die);
-            if out.iter().any(|o| self.frames_at(o.0).first().and_then(|f| f.die) == f && f.is_some()) {
+            if out
+                .iter()
+                .any(|o| self.frames_at(o.0).first().and_then(|f| f.die) == f && f.is_some())
+            {
                 continue;
             }
             out.push(h);
@@ -587,10 +722,18 @@ impl DebugInfo {
     /// (a subprogram or inlined_subroutine), innermost blocks included but
     /// not nested inlined calls.  Also returns the DW_AT_frame_base of the
     /// enclosing subprogram.
-    pub fn scope_vars(&self, die: u64, pc: u64) -> Result<(Vec<VarInfo>, Option<gimli::Expression<R>>)> {
+    pub fn scope_vars(
+        &self,
+        die: u64,
+        pc: u64,
+    ) -> Result<(Vec<VarInfo>, Option<gimli::Expression<R>>)> {
         let unit = self.unit_for_offset(die)?;
         let u = &*unit;
-        let uoff = u.header.debug_info_offset().map(|o| o.0 as u64).unwrap_or(0);
+        let uoff = u
+            .header
+            .debug_info_offset()
+            .map(|o| o.0 as u64)
+            .unwrap_or(0);
         let uo = gimli::DebugInfoOffset(die as usize)
             .to_unit_offset(&u.header)
             .ok_or_else(|| anyhow!("bad scope DIE"))?;
@@ -622,7 +765,10 @@ impl DebugInfo {
             match e.tag() {
                 dw::DW_TAG_formal_parameter | dw::DW_TAG_variable => {
                     let off = die_offset(u, e.offset());
-                    let name = match e.attr_value(dw::DW_AT_name).and_then(|v| self.attr_str(u, v)) {
+                    let name = match e
+                        .attr_value(dw::DW_AT_name)
+                        .and_then(|v| self.attr_str(u, v))
+                    {
                         Some(n) => n,
                         None => match self.die_name(off) {
                             Some(n) => n,
@@ -632,7 +778,8 @@ impl DebugInfo {
                     let loc = match e.attr_value(dw::DW_AT_location) {
                         Some(AttributeValue::Exprloc(x)) => LocDesc::Expr(x),
                         Some(AttributeValue::LocationListsRef(o)) => LocDesc::List(o),
-                        Some(v @ AttributeValue::SecOffset(_)) | Some(v @ AttributeValue::DebugLocListsIndex(_)) => {
+                        Some(v @ AttributeValue::SecOffset(_))
+                        | Some(v @ AttributeValue::DebugLocListsIndex(_)) => {
                             match self.dwarf.attr_locations_offset(u, v) {
                                 Ok(Some(o)) => LocDesc::List(o),
                                 _ => LocDesc::None,
@@ -640,12 +787,22 @@ impl DebugInfo {
                         }
                         _ => match e.attr_value(dw::DW_AT_const_value) {
                             Some(AttributeValue::Block(b)) => LocDesc::Const(b.slice().to_vec()),
-                            Some(AttributeValue::Sdata(x)) => LocDesc::Const(x.to_le_bytes().to_vec()),
-                            Some(AttributeValue::Udata(x)) => LocDesc::Const(x.to_le_bytes().to_vec()),
+                            Some(AttributeValue::Sdata(x)) => {
+                                LocDesc::Const(x.to_le_bytes().to_vec())
+                            }
+                            Some(AttributeValue::Udata(x)) => {
+                                LocDesc::Const(x.to_le_bytes().to_vec())
+                            }
                             Some(AttributeValue::Data1(x)) => LocDesc::Const(vec![x]),
-                            Some(AttributeValue::Data2(x)) => LocDesc::Const(x.to_le_bytes().to_vec()),
-                            Some(AttributeValue::Data4(x)) => LocDesc::Const(x.to_le_bytes().to_vec()),
-                            Some(AttributeValue::Data8(x)) => LocDesc::Const(x.to_le_bytes().to_vec()),
+                            Some(AttributeValue::Data2(x)) => {
+                                LocDesc::Const(x.to_le_bytes().to_vec())
+                            }
+                            Some(AttributeValue::Data4(x)) => {
+                                LocDesc::Const(x.to_le_bytes().to_vec())
+                            }
+                            Some(AttributeValue::Data8(x)) => {
+                                LocDesc::Const(x.to_le_bytes().to_vec())
+                            }
                             _ => LocDesc::None,
                         },
                     };
@@ -670,7 +827,12 @@ impl DebugInfo {
         Ok(())
     }
 
-    fn die_contains(&self, u: &gimli::Unit<R>, e: &gimli::DebuggingInformationEntry<R>, pc: u64) -> bool {
+    fn die_contains(
+        &self,
+        u: &gimli::Unit<R>,
+        e: &gimli::DebuggingInformationEntry<R>,
+        pc: u64,
+    ) -> bool {
         match self.dwarf.die_ranges(u, e) {
             Ok(mut r) => {
                 let mut any = false;
@@ -692,7 +854,10 @@ impl DebugInfo {
             LocDesc::Expr(e) => Ok(Some(*e)),
             LocDesc::List(off) => {
                 let unit = self.unit_for_offset(v.unit)?;
-                let mut it = self.dwarf.locations(&unit, *off).map_err(|e| anyhow!("{e}"))?;
+                let mut it = self
+                    .dwarf
+                    .locations(&unit, *off)
+                    .map_err(|e| anyhow!("{e}"))?;
                 while let Some(entry) = it.next().map_err(|e| anyhow!("{e}"))? {
                     if pc >= entry.range.begin && pc < entry.range.end {
                         return Ok(Some(entry.data));

@@ -151,7 +151,13 @@ pub fn strip(ts: &dyn TypeSource, t: &TypeRef) -> Rc<Type> {
             } => match ts.type_by_name(&format!("{kw} {n}")) {
                 Some(t) => {
                     let r = ts.resolve(&t);
-                    if matches!(&*r, Type::Struct { declaration: true, .. }) {
+                    if matches!(
+                        &*r,
+                        Type::Struct {
+                            declaration: true,
+                            ..
+                        }
+                    ) {
                         return r;
                     }
                     r

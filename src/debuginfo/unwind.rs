@@ -6,8 +6,8 @@ use super::R;
 use super::elf::{ElfImage, ElfSymbol};
 use crate::target::regs::{DWARF_RA, DWARF_RSP, FrameRegs};
 use gimli::{
-    BaseAddresses, CfaRule, DebugFrame, EhFrame, EhFrameHdr, ParsedEhFrameHdr, RegisterRule, UnwindContext,
-    UnwindSection,
+    BaseAddresses, CfaRule, DebugFrame, EhFrame, EhFrameHdr, ParsedEhFrameHdr, RegisterRule,
+    UnwindContext, UnwindSection,
 };
 use std::cell::OnceCell;
 use std::path::PathBuf;
@@ -81,21 +81,33 @@ impl UnwindTables {
         let mut ctx = UnwindContext::new();
         if let (Some(eh), Some(hdr)) = (&self.eh_frame, &self.hdr) {
             if let Some(table) = hdr.table() {
-                if let Ok(row) = table.unwind_info_for_address(eh, &self.bases, &mut ctx, lookup, EhFrame::cie_from_offset)
-                {
+                if let Ok(row) = table.unwind_info_for_address(
+                    eh,
+                    &self.bases,
+                    &mut ctx,
+                    lookup,
+                    EhFrame::cie_from_offset,
+                ) {
                     let row = row.clone();
                     return apply_row(&row, eh, regs, read_u64);
                 }
             }
         }
         if let Some(eh) = &self.eh_frame {
-            if let Ok(row) = eh.unwind_info_for_address(&self.bases, &mut ctx, lookup, EhFrame::cie_from_offset) {
+            if let Ok(row) =
+                eh.unwind_info_for_address(&self.bases, &mut ctx, lookup, EhFrame::cie_from_offset)
+            {
                 let row = row.clone();
                 return apply_row(&row, eh, regs, read_u64);
             }
         }
         if let Some(df) = &self.debug_frame {
-            if let Ok(row) = df.unwind_info_for_address(&self.bases, &mut ctx, lookup, DebugFrame::cie_from_offset) {
+            if let Ok(row) = df.unwind_info_for_address(
+                &self.bases,
+                &mut ctx,
+                lookup,
+                DebugFrame::cie_from_offset,
+            ) {
                 let row = row.clone();
                 return apply_row(&row, df, regs, read_u64);
             }
@@ -163,7 +175,11 @@ fn apply_row<S: UnwindSection<R>>(
     Some((caller, cfa))
 }
 
-fn eval_simple(expr: gimli::Expression<R>, regs: &FrameRegs, read_u64: &dyn Fn(u64) -> Option<u64>) -> Option<u64> {
+fn eval_simple(
+    expr: gimli::Expression<R>,
+    regs: &FrameRegs,
+    read_u64: &dyn Fn(u64) -> Option<u64>,
+) -> Option<u64> {
     eval_with_cfa_opt(expr, None, regs, read_u64)
 }
 
@@ -198,9 +214,9 @@ fn eval_with_cfa_opt(
             gimli::EvaluationResult::RequiresRegister { register, .. } => ev
                 .resume_with_register(gimli::Value::Generic(regs.get(register.0)?))
                 .ok()?,
-            gimli::EvaluationResult::RequiresMemory { address, .. } => {
-                ev.resume_with_memory(gimli::Value::Generic(read_u64(address)?)).ok()?
-            }
+            gimli::EvaluationResult::RequiresMemory { address, .. } => ev
+                .resume_with_memory(gimli::Value::Generic(read_u64(address)?))
+                .ok()?,
             _ => return None,
         };
     }

@@ -31,6 +31,10 @@ pub trait EvalEnv: TypeSource {
     fn history(&self, n: Option<usize>) -> Option<Value>;
     /// Symbol name for a runtime code address.
     fn symbol_for(&self, addr: u64) -> Option<String>;
+    /// Symbol name for a runtime address of static data.
+    fn data_symbol_for(&self, _addr: u64) -> Option<String> {
+        None
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -134,7 +138,8 @@ pub fn scalar(env: &dyn EvalEnv, v: &Value) -> Result<Scalar> {
         }
     }
     let b = bytes_of(env, v)?;
-    scalar_from(env, &v.ty, &b).ok_or_else(|| anyhow!("a value of type {} is not a number", type_name(env, &v.ty)))
+    scalar_from(env, &v.ty, &b)
+        .ok_or_else(|| anyhow!("a value of type {} is not a number", type_name(env, &v.ty)))
 }
 
 fn synth_scalar(s: Scalar) -> Value {
@@ -221,7 +226,11 @@ fn member(env: &dyn EvalEnv, v: &Value, name: &str) -> Result<Value> {
     bail!("there is no member named '{name}' in {sname}")
 }
 
-pub fn member_value(env: &dyn EvalEnv, v: &Value, m: &crate::debuginfo::types::Member) -> Result<Value> {
+pub fn member_value(
+    env: &dyn EvalEnv,
+    v: &Value,
+    m: &crate::debuginfo::types::Member,
+) -> Result<Value> {
     if let Some((bitoff, bits)) = m.bits {
         let b = bytes_of(env, v)?;
         let mut raw: u128 = 0;
@@ -298,9 +307,12 @@ pub fn eval(env: &dyn EvalEnv, e: &Expr) -> Result<Value> {
             },
             None => bail!("no register ${r} (registers: $rip $rsp $rax ... $r15, $pc, $sp)"),
         },
-        Expr::History(n) => env
-            .history(*n)
-            .ok_or_else(|| anyhow!("history is empty or has no value ${}", n.map(|x| x.to_string()).unwrap_or_default()))?,
+        Expr::History(n) => env.history(*n).ok_or_else(|| {
+            anyhow!(
+                "history is empty or has no value ${}",
+                n.map(|x| x.to_string()).unwrap_or_default()
+            )
+        })?,
         Expr::Member(a, name) => {
             let v = eval(env, a)?;
             member(env, &v, name)?
@@ -425,7 +437,11 @@ fn binary(env: &dyn EvalEnv, op: BinOp, a: &Expr, b: &Expr) -> Result<Value> {
             let base = scalar(env, &va)?.as_i64();
             let n = scalar(env, &vb)?.as_i64();
             let sz = size_of(env, t).max(1) as i64;
-            let r = if op == BinOp::Add { base + n * sz } else { base - n * sz };
+            let r = if op == BinOp::Add {
+                base + n * sz
+            } else {
+                base - n * sz
+            };
             return Ok(Value {
                 ty: va.ty.clone(),
                 loc: ValLoc::Bytes(r.to_le_bytes().to_vec()),
@@ -480,14 +496,34 @@ fn binary(env: &dyn EvalEnv, op: BinOp, a: &Expr, b: &Expr) -> Result<Value> {
             wrap(r)
         }
         BinOp::Shl => wrap(p.wrapping_shl(q as u32)),
-        BinOp::Shr => wrap(if unsigned { ((p as u64) >> (q as u32)) as i64 } else { p >> (q as u32) }),
+        BinOp::Shr => wrap(if unsigned {
+            ((p as u64) >> (q as u32)) as i64
+        } else {
+            p >> (q as u32)
+        }),
         BinOp::BitAnd => wrap(p & q),
         BinOp::BitOr => wrap(p | q),
         BinOp::BitXor => wrap(p ^ q),
-        BinOp::Lt => cmp(if unsigned { (p as u64) < (q as u64) } else { p < q }),
-        BinOp::Gt => cmp(if unsigned { (p as u64) > (q as u64) } else { p > q }),
-        BinOp::Le => cmp(if unsigned { (p as u64) <= (q as u64) } else { p <= q }),
-        BinOp::Ge => cmp(if unsigned { (p as u64) >= (q as u64) } else { p >= q }),
+        BinOp::Lt => cmp(if unsigned {
+            (p as u64) < (q as u64)
+        } else {
+            p < q
+        }),
+        BinOp::Gt => cmp(if unsigned {
+            (p as u64) > (q as u64)
+        } else {
+            p > q
+        }),
+        BinOp::Le => cmp(if unsigned {
+            (p as u64) <= (q as u64)
+        } else {
+            p <= q
+        }),
+        BinOp::Ge => cmp(if unsigned {
+            (p as u64) >= (q as u64)
+        } else {
+            p >= q
+        }),
         BinOp::Eq => cmp(p == q),
         BinOp::Ne => cmp(p != q),
         BinOp::And | BinOp::Or => unreachable!(),

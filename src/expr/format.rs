@@ -19,15 +19,33 @@ pub enum Radix {
 pub fn format_value(env: &dyn EvalEnv, v: &Value, radix: Radix) -> String {
     let t = strip(env, &v.ty);
     match &*t {
-        Type::Pointer { .. } => {
+        Type::Pointer { target } => {
             let inner = format_inner(env, v, radix, 0);
-            format!("({}) {inner}", type_name(env, &v.ty))
+            // gdb omits the type for strings: `$1 = 0x55... "select ..."`
+            let is_string = radix == Radix::Natural
+                && target.as_ref().is_some_and(|t| {
+                    matches!(
+                        &*strip(env, t),
+                        Type::Base {
+                            enc: Encoding::SignedChar | Encoding::UnsignedChar,
+                            size: 1,
+                            ..
+                        }
+                    )
+                });
+            if is_string {
+                inner
+            } else {
+                format!("({}) {inner}", type_name(env, &v.ty))
+            }
         }
         Type::Function { .. } => match v.loc {
             ValLoc::Memory(a) => format!(
                 "{{{}}} {a:#x}{}",
                 type_name(env, &v.ty),
-                env.symbol_for(a).map(|s| format!(" <{s}>")).unwrap_or_default()
+                env.symbol_for(a)
+                    .map(|s| format!(" <{s}>"))
+                    .unwrap_or_default()
             ),
             _ => "<function>".into(),
         },
@@ -51,7 +69,14 @@ fn format_inner(env: &dyn EvalEnv, v: &Value, radix: Radix, depth: usize) -> Str
     format_bytes(env, &v.ty, &bytes, v.loc.clone(), radix, depth)
 }
 
-fn format_bytes(env: &dyn EvalEnv, ty: &TypeRef, b: &[u8], loc: ValLoc, radix: Radix, depth: usize) -> String {
+fn format_bytes(
+    env: &dyn EvalEnv,
+    ty: &TypeRef,
+    b: &[u8],
+    loc: ValLoc,
+    radix: Radix,
+    depth: usize,
+) -> String {
     let t = strip(env, ty);
     if depth > 8 {
         return "{...}".into();
@@ -78,7 +103,9 @@ fn format_bytes(env: &dyn EvalEnv, ty: &TypeRef, b: &[u8], loc: ValLoc, radix: R
                     let c = s.as_i64();
                     format!("{c} {}", char_lit(c as u8))
                 }
-                (Encoding::Unsigned | Encoding::UnsignedChar, _) => (s.as_i64() as u64 & mask(*size)).to_string(),
+                (Encoding::Unsigned | Encoding::UnsignedChar, _) => {
+                    (s.as_i64() as u64 & mask(*size)).to_string()
+                }
                 _ => s.as_i64().to_string(),
             }
         }
@@ -128,15 +155,24 @@ fn format_bytes(env: &dyn EvalEnv, ty: &TypeRef, b: &[u8], loc: ValLoc, radix: R
                     Type::Function { .. } => {
                         return format!(
                             "{a:#x}{}",
-                            env.symbol_for(a).map(|s| format!(" <{s}>")).unwrap_or_default()
+                            env.symbol_for(a)
+                                .map(|s| format!(" <{s}>"))
+                                .unwrap_or_default()
                         );
                     }
                     _ => {}
                 }
             }
-            format!("{a:#x}")
+            match env.data_symbol_for(a) {
+                Some(sym) => format!("{a:#x} <{sym}>"),
+                None => format!("{a:#x}"),
+            }
         }
-        Type::Struct { members, declaration, .. } => {
+        Type::Struct {
+            members,
+            declaration,
+            ..
+        } => {
             if *declaration {
                 return "<incomplete type>".into();
             }
@@ -229,7 +265,11 @@ fn format_bytes(env: &dyn EvalEnv, ty: &TypeRef, b: &[u8], loc: ValLoc, radix: R
 }
 
 fn mask(size: u64) -> u64 {
-    if size >= 8 { u64::MAX } else { (1u64 << (size * 8)) - 1 }
+    if size >= 8 {
+        u64::MAX
+    } else {
+        (1u64 << (size * 8)) - 1
+    }
 }
 
 /// Shortest representation that reads back to the same double (what
@@ -324,7 +364,11 @@ pub fn to_json(env: &dyn EvalEnv, v: &Value) -> serde_json::Value {
                     return match s {
                         super::eval::Scalar::F(f) => serde_json::json!(f),
                         super::eval::Scalar::I(i) => {
-                            if let Type::Base { enc: Encoding::Bool, .. } = &*t {
+                            if let Type::Base {
+                                enc: Encoding::Bool,
+                                ..
+                            } = &*t
+                            {
                                 serde_json::json!(i != 0)
                             } else {
                                 serde_json::json!(i)

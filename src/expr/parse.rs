@@ -73,8 +73,8 @@ enum Tok {
 }
 
 const PUNCT: &[&str] = &[
-    "->", "<<", ">>", "<=", ">=", "==", "!=", "&&", "||", "+", "-", "*", "/", "%", "<", ">", "&", "|", "^", "!",
-    "~", "(", ")", "[", "]", ".",
+    "->", "<<", ">>", "<=", ">=", "==", "!=", "&&", "||", "+", "-", "*", "/", "%", "<", ">", "&",
+    "|", "^", "!", "~", "(", ")", "[", "]", ".",
 ];
 
 fn lex(s: &str) -> Result<Vec<Tok>> {
@@ -98,18 +98,29 @@ fn lex(s: &str) -> Result<Vec<Tok>> {
                     .map_err(|_| anyhow::anyhow!("bad number '{}'", &s[start..i]))?;
                 out.push(Tok::Int(v));
             } else {
-                while i < b.len() && ((b[i] as char).is_ascii_digit() || b[i] == b'.' || b[i] == b'e' || b[i] == b'E')
+                while i < b.len()
+                    && ((b[i] as char).is_ascii_digit()
+                        || b[i] == b'.'
+                        || b[i] == b'e'
+                        || b[i] == b'E')
                 {
-                    if (b[i] == b'e' || b[i] == b'E') && i + 1 < b.len() && (b[i + 1] == b'-' || b[i + 1] == b'+') {
+                    if (b[i] == b'e' || b[i] == b'E')
+                        && i + 1 < b.len()
+                        && (b[i + 1] == b'-' || b[i + 1] == b'+')
+                    {
                         i += 1;
                     }
                     i += 1;
                 }
                 let t = &s[start..i];
                 if t.contains('.') || t.contains('e') || t.contains('E') {
-                    out.push(Tok::Float(t.parse().map_err(|_| anyhow::anyhow!("bad number '{t}'"))?));
+                    out.push(Tok::Float(
+                        t.parse().map_err(|_| anyhow::anyhow!("bad number '{t}'"))?,
+                    ));
                 } else {
-                    out.push(Tok::Int(t.parse().map_err(|_| anyhow::anyhow!("bad number '{t}'"))?));
+                    out.push(Tok::Int(
+                        t.parse().map_err(|_| anyhow::anyhow!("bad number '{t}'"))?,
+                    ));
                 }
             }
             // integer suffixes
@@ -180,7 +191,8 @@ fn lex(s: &str) -> Result<Vec<Tok>> {
 }
 
 const BASE_TYPE_WORDS: &[&str] = &[
-    "unsigned", "signed", "int", "long", "short", "char", "double", "float", "void", "_Bool", "bool",
+    "unsigned", "signed", "int", "long", "short", "char", "double", "float", "void", "_Bool",
+    "bool",
 ];
 
 struct Parser<'a> {
@@ -195,7 +207,11 @@ pub fn parse(s: &str, is_type: &dyn Fn(&str) -> bool) -> Result<Expr> {
     if toks.is_empty() {
         bail!("expression expected");
     }
-    let mut p = Parser { toks, pos: 0, is_type };
+    let mut p = Parser {
+        toks,
+        pos: 0,
+        is_type,
+    };
     let e = p.expr(0)?;
     if p.pos < p.toks.len() {
         bail!("unexpected '{}' in expression", p.describe(p.pos));
@@ -396,7 +412,10 @@ impl Parser<'_> {
                 self.pos += 1;
                 Ok(s.clone())
             }
-            _ => bail!("expected a field name but found '{}'", self.describe(self.pos)),
+            _ => bail!(
+                "expected a field name but found '{}'",
+                self.describe(self.pos)
+            ),
         }
     }
 
@@ -435,9 +454,12 @@ pub fn identifiers(e: &Expr, out: &mut Vec<String>) {
     match e {
         Expr::Ident(s) => out.push(s.clone()),
         Expr::Member(a, _) | Expr::Arrow(a, _) => identifiers(a, out),
-        Expr::Deref(a) | Expr::AddrOf(a) | Expr::Neg(a) | Expr::Not(a) | Expr::BitNot(a) | Expr::Cast(_, a) => {
-            identifiers(a, out)
-        }
+        Expr::Deref(a)
+        | Expr::AddrOf(a)
+        | Expr::Neg(a)
+        | Expr::Not(a)
+        | Expr::BitNot(a)
+        | Expr::Cast(_, a) => identifiers(a, out),
         Expr::Index(a, b) | Expr::Binary(_, a, b) => {
             identifiers(a, out);
             identifiers(b, out);
@@ -463,7 +485,10 @@ mod tests {
     fn arrows_and_members() {
         assert_eq!(
             p("plansource->generic_cost"),
-            Expr::Arrow(Box::new(Expr::Ident("plansource".into())), "generic_cost".into())
+            Expr::Arrow(
+                Box::new(Expr::Ident("plansource".into())),
+                "generic_cost".into()
+            )
         );
         assert_eq!(
             p("*my_wait_event_info"),
@@ -494,7 +519,9 @@ mod tests {
         );
         // not a type: a parenthesised expression
         assert_eq!(p("(x)"), Expr::Ident("x".into()));
-        assert!(matches!(p("(unsigned long) 3"), Expr::Cast(TypeSpec { ref base, pointers: 0 }, _) if base == "unsigned long"));
+        assert!(
+            matches!(p("(unsigned long) 3"), Expr::Cast(TypeSpec { ref base, pointers: 0 }, _) if base == "unsigned long")
+        );
     }
 
     #[test]

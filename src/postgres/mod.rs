@@ -6,11 +6,17 @@ use crate::target::procfs;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ProcessKind {
     /// A client backend; the title's words after "postgres: ".
-    ClientBackend { title: String },
+    ClientBackend {
+        title: String,
+    },
     /// checkpointer, walwriter, autovacuum worker, ...
-    Auxiliary { role: String },
+    Auxiliary {
+        role: String,
+    },
     Postmaster,
-    NotPostgres { name: String },
+    NotPostgres {
+        name: String,
+    },
 }
 
 const AUX_ROLES: &[&str] = &[
@@ -40,7 +46,10 @@ const AUX_ROLES: &[&str] = &[
 fn is_postgres_exe(pid: i32) -> bool {
     match procfs::exe_path(pid) {
         Ok(p) => {
-            let n = p.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+            let n = p
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_default();
             let n = n.trim_end_matches(" (deleted)");
             n == "postgres" || n == "postmaster"
         }
@@ -64,10 +73,20 @@ pub fn classify(pid: i32) -> anyhow::Result<ProcessKind> {
         return Ok(ProcessKind::Postmaster);
     }
     let title = procfs::cmdline(pid);
-    let rest = title.strip_prefix("postgres: ").unwrap_or(&title).to_string();
+    let rest = title
+        .strip_prefix("postgres: ")
+        .unwrap_or(&title)
+        .to_string();
     for role in AUX_ROLES {
-        if rest.starts_with(role) || rest.split_once(": ").map(|(_, r)| r.starts_with(role)).unwrap_or(false) {
-            return Ok(ProcessKind::Auxiliary { role: role.to_string() });
+        if rest.starts_with(role)
+            || rest
+                .split_once(": ")
+                .map(|(_, r)| r.starts_with(role))
+                .unwrap_or(false)
+        {
+            return Ok(ProcessKind::Auxiliary {
+                role: role.to_string(),
+            });
         }
     }
     Ok(ProcessKind::ClientBackend { title: rest })

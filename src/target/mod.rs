@@ -189,7 +189,8 @@ impl Target {
             })
             .collect();
         let total: usize = remote.iter().map(|r| r.len).sum();
-        let mut local: Vec<IoSliceMut> = ranges.iter_mut().map(|(_, b)| IoSliceMut::new(b)).collect();
+        let mut local: Vec<IoSliceMut> =
+            ranges.iter_mut().map(|(_, b)| IoSliceMut::new(b)).collect();
         let n = process_vm_readv(self.pid, &mut local, &remote)
             .map_err(|e| anyhow!("cannot read target memory ({e})"))?;
         if n != total {
@@ -255,8 +256,12 @@ impl Target {
             let start = (a - aligned) as usize;
             let n = (8 - start).min(data.len() - off);
             bytes[start..start + n].copy_from_slice(&data[off..off + n]);
-            ptrace::write(self.pid, aligned as ptrace::AddressType, u64::from_le_bytes(bytes) as i64)
-                .map_err(|e| anyhow!("cannot write target memory at {aligned:#x} ({e})"))?;
+            ptrace::write(
+                self.pid,
+                aligned as ptrace::AddressType,
+                u64::from_le_bytes(bytes) as i64,
+            )
+            .map_err(|e| anyhow!("cannot write target memory at {aligned:#x} ({e})"))?;
             off += n;
         }
         Ok(())
@@ -304,7 +309,8 @@ impl Target {
     }
 
     pub fn set_regs(&mut self, regs: &Registers) -> Result<()> {
-        ptrace::setregs(self.pid, regs.to_user()).map_err(|e| anyhow!("cannot write registers ({e})"))
+        ptrace::setregs(self.pid, regs.to_user())
+            .map_err(|e| anyhow!("cannot write registers ({e})"))
     }
 
     pub fn fpregs(&self) -> Result<libc::user_fpregs_struct> {
@@ -368,12 +374,16 @@ impl Target {
     }
 
     fn resume(&mut self) -> Result<()> {
-        let sig = self.pending_fault.take().or_else(|| self.deferred.pop_front());
+        let sig = self
+            .pending_fault
+            .take()
+            .or_else(|| self.deferred.pop_front());
         // Any further deferred signals are re-sent to the target.
         while let Some(s) = self.deferred.pop_front() {
             let _ = nix::sys::signal::kill(self.pid, s);
         }
-        ptrace::cont(self.pid, sig).map_err(|e| anyhow!("cannot resume process {} ({e})", self.pid))?;
+        ptrace::cont(self.pid, sig)
+            .map_err(|e| anyhow!("cannot resume process {} ({e})", self.pid))?;
         self.stopped = false;
         Ok(())
     }
@@ -488,7 +498,10 @@ impl Target {
                         if !interrupted_for_user {
                             self.interrupt()?;
                         }
-                    } else if hooks.user_interrupt() && !interrupted_for_user && !interrupted_for_tool {
+                    } else if hooks.user_interrupt()
+                        && !interrupted_for_user
+                        && !interrupted_for_tool
+                    {
                         interrupted_for_user = true;
                         self.interrupt()?;
                     }
@@ -587,7 +600,8 @@ impl Target {
     }
 
     fn cont_raw(&mut self, sig: Option<Signal>) -> Result<()> {
-        ptrace::cont(self.pid, sig).map_err(|e| anyhow!("cannot resume process {} ({e})", self.pid))?;
+        ptrace::cont(self.pid, sig)
+            .map_err(|e| anyhow!("cannot resume process {} ({e})", self.pid))?;
         self.stopped = false;
         Ok(())
     }
@@ -644,7 +658,10 @@ impl Target {
                 let _ = self.set_debugreg(n, 0);
             }
         }
-        let sig = self.pending_fault.take().or_else(|| self.deferred.pop_front());
+        let sig = self
+            .pending_fault
+            .take()
+            .or_else(|| self.deferred.pop_front());
         while let Some(s) = self.deferred.pop_front() {
             let _ = nix::sys::signal::kill(self.pid, s);
         }

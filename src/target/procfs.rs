@@ -39,7 +39,13 @@ pub fn status(pid: i32) -> Result<Status> {
             "Name" => st.name = v.to_string(),
             "PPid" => st.ppid = v.parse().unwrap_or(0),
             "TracerPid" => st.tracer_pid = v.parse().unwrap_or(0),
-            "Uid" => st.uid = v.split_whitespace().next().and_then(|x| x.parse().ok()).unwrap_or(0),
+            "Uid" => {
+                st.uid = v
+                    .split_whitespace()
+                    .next()
+                    .and_then(|x| x.parse().ok())
+                    .unwrap_or(0)
+            }
             "State" => st.state = v.to_string(),
             _ => {}
         }
@@ -68,7 +74,8 @@ pub fn exe_path(pid: i32) -> Result<PathBuf> {
 }
 
 pub fn maps(pid: i32) -> Result<Vec<Mapping>> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/maps")).map_err(|e| anyhow!("cannot read /proc/{pid}/maps ({e})"))?;
+    let s = std::fs::read_to_string(format!("/proc/{pid}/maps"))
+        .map_err(|e| anyhow!("cannot read /proc/{pid}/maps ({e})"))?;
     let mut out = Vec::new();
     for line in s.lines() {
         let mut it = line.split_whitespace();
@@ -84,7 +91,11 @@ pub fn maps(pid: i32) -> Result<Vec<Mapping>> {
             end: u64::from_str_radix(b, 16).unwrap_or(0),
             perms,
             offset,
-            path: if path.starts_with('/') { Some(PathBuf::from(path)) } else { None },
+            path: if path.starts_with('/') {
+                Some(PathBuf::from(path))
+            } else {
+                None
+            },
         });
     }
     Ok(out)

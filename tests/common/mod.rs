@@ -1,0 +1,428 @@
+//! Test harness: real PostgreSQL clusters started by the tests themselves
+//! (through scripts/pg-cluster, as an unprivileged user), client sessions,
+//! and the pgdbg binary.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn pgdbg_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_pgdbg"))
+}
+
+/// Install prefix of a PostgreSQL build: $PGDBG_PG<major>, else
+/// scripts/pg-build (cached after the first build).
+pub fn pg_prefix(major: u32) -> PathBuf {
+    if let Ok(p) = std::env::var(format!("PGDBG_PG{major}")) {
+        return PathBuf::from(p);
+    }
+    let out = Command::new(repo().join("scripts/pg-build"))
+        .arg(major.to_string())
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("run scripts/pg-build");
+    assert!(out.status.success(), "scripts/pg-build {major} failed");
+    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+}
+
+/// A throwaway cluster; stopped and removed on drop.
+pub struct Cluster {
+    pub dir: PathBuf,
+    pub bin: PathBuf,
+    pub postmaster_pid: i32,
+    pub major: u32,
+}
+
+impl Cluster {
+    pub fn start(major: u32) -> Cluster {
+        Self::start_with(major, &[])
+    }
+
+    pub fn start_with(major: u32, settings: &[&str]) -> Cluster {
+        let prefix = pg_prefix(major);
+        let mut cmd = Command::new(repo().join("scripts/pg-cluster"));
+        cmd.arg("start").arg(&prefix);
+        for s in settings {
+            cmd.arg("--set").arg(s);
+        }
+        let out = cmd.stderr(Stdio::piped()).output().expect("run pg-cluster");
+        assert!(
+            out.status.success(),
+            "pg-cluster start failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let get = |k: &str| -> String {
+            text.lines()
+                .find_map(|l| l.strip_prefix(&format!("{k}=")))
+                .unwrap_or_else(|| panic!("pg-cluster printed no {k}: {text}"))
+                .to_string()
+        };
+        Cluster {
+            dir: PathBuf::from(get("PGDBG_CLUSTER")),
+            bin: PathBuf::from(get("PGBIN")),
+            postmaster_pid: get("PGDBG_POSTMASTER_PID").parse().unwrap(),
+            major,
+        }
+    }
+
+    pub fn connstr(&self) -> String {
+        format!(
+            "host={} port=5432 user=postgres dbname=postgres",
+            self.dir.display()
+        )
+    }
+
+    pub fn connect(&self) -> Client {
+        let c = postgres::Client::connect(&self.connstr(), postgres::NoTls)
+            .expect("connect to test cluster");
+        Client { c: Some(c) }
+    }
+
+    pub fn seed(&self, tables: &[&str]) {
+        let out = Command::new(repo().join("scripts/seed-tables"))
+            .arg(&self.dir)
+            .args(tables)
+            .output()
+            .expect("seed-tables");
+        assert!(
+            out.status.success(),
+            "seed-tables failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("postmaster.log")).unwrap_or_default()
+    }
+
+    /// The postmaster restarted the cluster or a backend died of a signal.
+    pub fn assert_no_crash(&self) {
+        let log = self.log();
+        assert!(
+            !log.contains("terminated by signal") && !log.contains("was terminated by"),
+            "postmaster log shows a crashed backend:\n{log}"
+        );
+        assert!(
+            std::path::Path::new(&format!("/proc/{}", self.postmaster_pid)).exists(),
+            "postmaster is gone"
+        );
+    }
+
+    pub fn postgres_binary(&self) -> PathBuf {
+        self.bin.join("postgres")
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = Command::new(repo().join("scripts/pg-cluster"))
+            .arg("stop")
+            .arg(&self.dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// A client session (one backend).
+pub struct Client {
+    pub c: Option<postgres::Client>,
+}
+
+impl Client {
+    pub fn pid(&mut self) -> i32 {
+        self.query_one_i64("select pg_backend_pid()") as i32
+    }
+    pub fn exec(&mut self, sql: &str) {
+        self.c
+            .as_mut()
+            .unwrap()
+            .batch_execute(sql)
+            .unwrap_or_else(|e| panic!("{sql}: {e:?}"));
+    }
+    // Only the simple protocol: the driver names its own prepared
+    // statements s0, s1, ..., which would clash with seed 000's SQL-level s1.
+    pub fn query_one_i64(&mut self, sql: &str) -> i64 {
+        let t = self.simple_text(sql);
+        t.trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("{sql}: not a number: {t}"))
+    }
+    pub fn query_one_text(&mut self, sql: &str) -> String {
+        self.simple_text(sql)
+    }
+    /// First column of the first row, as text (simple protocol).
+    pub fn simple_text(&mut self, sql: &str) -> String {
+        let msgs = self
+            .c
+            .as_mut()
+            .unwrap()
+            .simple_query(sql)
+            .unwrap_or_else(|e| panic!("{sql}: {e:?}"));
+        for m in msgs {
+            if let postgres::SimpleQueryMessage::Row(r) = m {
+                return r.get(0).unwrap_or("").to_string();
+            }
+        }
+        panic!("{sql}: no rows")
+    }
+    /// Run `sql` on a thread (it may block at a breakpoint); join later.
+    pub fn spawn_text(
+        &mut self,
+        sql: &str,
+    ) -> std::thread::JoinHandle<(postgres::Client, Result<String, String>)> {
+        let mut c = self.c.take().unwrap();
+        let sql = sql.to_string();
+        std::thread::spawn(move || {
+            let r = c.simple_query(&sql).map_err(|e| e.to_string()).map(|msgs| {
+                msgs.iter()
+                    .filter_map(|m| match m {
+                        postgres::SimpleQueryMessage::Row(r) => r.get(0).map(|s| s.to_string()),
+                        _ => None,
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            });
+            (c, r)
+        })
+    }
+    pub fn rejoin(
+        &mut self,
+        h: std::thread::JoinHandle<(postgres::Client, Result<String, String>)>,
+    ) -> Result<String, String> {
+        let (c, r) = h.join().expect("client thread");
+        self.c = Some(c);
+        r
+    }
+}
+
+/// Seed 000's prepared statement, executed 6 times.
+pub const S1: &str =
+    "prepare s1 as select max(md5(v)) from mediumtab where n between $1::numeric and $2::numeric";
+
+pub fn write_script(name: &str, lines: &[&str]) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("pgdbg-test-{}-{name}.gdb", std::process::id()));
+    std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+    p
+}
+
+/// pgdbg running in the background.
+pub struct Pgdbg {
+    pub child: Child,
+}
+
+impl Pgdbg {
+    pub fn spawn(args: &[&str]) -> Pgdbg {
+        let child = Command::new(pgdbg_bin())
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn pgdbg");
+        Pgdbg { child }
+    }
+
+    /// Wait for exit with a generous bound; returns (status code, stdout, stderr).
+    pub fn wait(mut self, limit: Duration) -> (i32, String, String) {
+        let t0 = Instant::now();
+        loop {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                let (out, err) = self.drain();
+                return (st.code().unwrap_or(-1), out, err);
+            }
+            if t0.elapsed() > limit {
+                let _ = self.child.kill();
+                let (out, err) = self.drain();
+                panic!("pgdbg did not finish within {limit:?}\nstdout:\n{out}\nstderr:\n{err}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Pgdbg {
+    fn drain(&mut self) -> (String, String) {
+        let mut out = String::new();
+        let mut err = String::new();
+        if let Some(mut s) = self.child.stdout.take() {
+            let _ = s.read_to_string(&mut out);
+        }
+        if let Some(mut s) = self.child.stderr.take() {
+            let _ = s.read_to_string(&mut err);
+        }
+        (out, err)
+    }
+
+    /// pgdbg with stdout going to a file (for long outputs).
+    pub fn spawn_to_file(args: &[&str], stdout: &Path) -> Pgdbg {
+        let f = std::fs::File::create(stdout).unwrap();
+        let child = Command::new(pgdbg_bin())
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(f))
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn pgdbg");
+        Pgdbg { child }
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+}
+
+/// Run pgdbg to completion.
+pub fn pgdbg(args: &[&str]) -> (i32, String, String) {
+    let out: Output = Command::new(pgdbg_bin())
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run pgdbg");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+pub fn tracer_pid(pid: i32) -> i32 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines().find_map(|l| {
+                l.strip_prefix("TracerPid:")
+                    .map(|v| v.trim().parse().unwrap_or(0))
+            })
+        })
+        .unwrap_or(0)
+}
+
+pub fn proc_state(pid: i32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("State:").map(|v| v.trim().to_string()))
+        })
+        .unwrap_or_default()
+}
+
+pub fn wait_until(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !f() {
+        assert!(t0.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Parse `$N = VALUE` lines of pgdbg/gdb output, in order.
+pub fn print_values(out: &str) -> Vec<String> {
+    out.lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            if !l.starts_with('$') {
+                return None;
+            }
+            l.split_once(" = ").map(|(_, v)| v.to_string())
+        })
+        .collect()
+}
+
+/// The code bytes of `symbol` in the live process equal those in the file.
+pub fn code_matches_file(pid: i32, binary: &Path, symbol: &str, len: usize) -> bool {
+    use object::{Object, ObjectSection, ObjectSymbol};
+    let data = std::fs::read(binary).unwrap();
+    let file = object::File::parse(&*data).unwrap();
+    let sym = file
+        .symbols()
+        .find(|s| s.name().ok() == Some(symbol))
+        .unwrap_or_else(|| panic!("no symbol {symbol}"));
+    let addr = sym.address();
+    let sec = file
+        .sections()
+        .find(|s| addr >= s.address() && addr < s.address() + s.size())
+        .unwrap();
+    let (foff, _) = sec.file_range().unwrap();
+    let file_off = (foff + (addr - sec.address())) as usize;
+    let want = &data[file_off..file_off + len];
+    // runtime address: PIE base (mapping of offset 0) + link-time address
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap();
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+    let base = maps
+        .lines()
+        .find(|l| {
+            l.ends_with(exe.to_str().unwrap()) && l.split_whitespace().nth(2) == Some("00000000")
+        })
+        .map(|l| u64::from_str_radix(l.split('-').next().unwrap(), 16).unwrap())
+        .unwrap();
+    use std::os::unix::fs::FileExt;
+    let mem = std::fs::File::open(format!("/proc/{pid}/mem")).unwrap();
+    let mut got = vec![0u8; len];
+    mem.read_exact_at(&mut got, base + addr).unwrap();
+    got == want
+}
+
+/// Lines of a child's stderr until one contains `needle`.
+pub fn read_until(r: &mut impl BufRead, needle: &str, limit: Duration) -> String {
+    let t0 = Instant::now();
+    let mut acc = String::new();
+    let mut line = String::new();
+    while t0.elapsed() < limit {
+        line.clear();
+        if r.read_line(&mut line).unwrap_or(0) == 0 {
+            break;
+        }
+        acc.push_str(&line);
+        if line.contains(needle) {
+            return acc;
+        }
+    }
+    panic!("did not see '{needle}' in:\n{acc}");
+}
+
+pub fn stderr_reader(p: &mut Pgdbg) -> BufReader<std::process::ChildStderr> {
+    BufReader::new(p.child.stderr.take().unwrap())
+}
+
+pub fn majors() -> Vec<u32> {
+    match std::env::var("PGDBG_MAJORS") {
+        Ok(s) => s.split(',').filter_map(|x| x.trim().parse().ok()).collect(),
+        Err(_) => vec![15, 18],
+    }
+}
+
+/// The planner's own generic-plan cost for seed 000's s1: EXPLAIN EXECUTE
+/// of the same statement under force_generic_plan in another session.
+pub fn planner_generic_cost(cl: &Cluster) -> f64 {
+    let mut b = cl.connect();
+    b.exec("set plan_cache_mode = force_generic_plan");
+    b.exec(S1);
+    let j = b.simple_text("explain (format json) execute s1(10,30)");
+    let v: serde_json::Value = serde_json::from_str(&j).unwrap();
+    v[0]["Plan"]["Total Cost"].as_f64().unwrap()
+}
+
+/// Result of `execute s1(a,b)` computed by another session.
+pub fn s1_result(cl: &Cluster, a: i32, b: i32) -> String {
+    let mut c = cl.connect();
+    c.exec(S1);
+    c.simple_text(&format!("execute s1({a},{b})"))
+}
+
+/// A session that prepared s1 and executed it 6 times (seed 000).
+pub fn session_after_six(cl: &Cluster) -> Client {
+    let mut a = cl.connect();
+    a.exec(S1);
+    for _ in 0..6 {
+        a.exec("execute s1(60,70)");
+    }
+    a
+}

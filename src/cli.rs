@@ -297,9 +297,7 @@ fn run_script(session: &mut Session, path: &PathBuf, cmds: Script) -> Result<i32
                     let _ = writeln!(stdout, "{t}");
                     let _ = stdout.flush();
                 }
-                if cmd == Command::Continue
-                    && session.last_stop == Some(crate::target::Stop::Interrupted)
-                {
+                if guard::sigint_seen() {
                     eprintln!("pgdbg: interrupted: script stopped at line {n}");
                     return Ok(130);
                 }

@@ -9,11 +9,14 @@ use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 static INTERRUPT: AtomicBool = AtomicBool::new(false);
+/// Sticky: a SIGINT arrived (scripts stop at the next command boundary).
+static SIGINT_SEEN: AtomicBool = AtomicBool::new(false);
 static TERMINATE: AtomicI32 = AtomicI32::new(0);
 
 extern "C" fn on_signal(sig: libc::c_int) {
     if sig == libc::SIGINT {
         INTERRUPT.store(true, Ordering::SeqCst);
+        SIGINT_SEEN.store(true, Ordering::SeqCst);
     } else {
         TERMINATE.store(sig, Ordering::SeqCst);
     }
@@ -60,6 +63,12 @@ pub fn take_interrupt() -> bool {
 
 pub fn clear_interrupt() {
     INTERRUPT.store(false, Ordering::SeqCst);
+    SIGINT_SEEN.store(false, Ordering::SeqCst);
+}
+
+/// Whether SIGINT arrived since the last `clear_interrupt`.
+pub fn sigint_seen() -> bool {
+    SIGINT_SEEN.load(Ordering::SeqCst)
 }
 
 /// Wait-loop hooks backed by the flags above.

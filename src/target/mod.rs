@@ -490,23 +490,22 @@ impl Target {
         let mut interrupted_for_tool = false;
         let mut interrupted_for_user = false;
         loop {
-            let status = match waitpid(self.pid, Some(WaitPidFlag::__WALL)) {
-                Ok(s) => s,
-                Err(Errno::EINTR) => {
-                    if hooks.terminate() && !interrupted_for_tool {
-                        interrupted_for_tool = true;
-                        if !interrupted_for_user {
-                            self.interrupt()?;
-                        }
-                    } else if hooks.user_interrupt()
-                        && !interrupted_for_user
-                        && !interrupted_for_tool
-                    {
-                        interrupted_for_user = true;
+            // Checked before every blocking wait, not only on EINTR: the
+            // signal may have arrived while we were busy elsewhere.
+            if !self.stopped {
+                if hooks.terminate() && !interrupted_for_tool {
+                    interrupted_for_tool = true;
+                    if !interrupted_for_user {
                         self.interrupt()?;
                     }
-                    continue;
+                } else if !interrupted_for_user && !interrupted_for_tool && hooks.user_interrupt() {
+                    interrupted_for_user = true;
+                    self.interrupt()?;
                 }
+            }
+            let status = match waitpid(self.pid, Some(WaitPidFlag::__WALL)) {
+                Ok(s) => s,
+                Err(Errno::EINTR) => continue,
                 Err(Errno::ECHILD) => {
                     self.mark_gone();
                     return Ok(Stop::Exited(-1));

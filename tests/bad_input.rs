@@ -1,0 +1,290 @@
+//! Bad input: one clear line on stderr naming the problem and what to do, a
+//! non-zero exit, and the target untouched.
+
+mod common;
+use common::*;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// The error is one line, mentions `needle`, and the exit is non-zero.
+fn assert_one_line_error(code: i32, err: &str, needle: &str) {
+    assert_ne!(code, 0, "exit status must be non-zero; stderr: {err}");
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "expected one line on stderr, got:\n{err}");
+    assert!(lines[0].starts_with("pgdbg: error: "), "{}", lines[0]);
+    assert!(
+        lines[0].contains(needle),
+        "expected '{needle}' in: {}",
+        lines[0]
+    );
+}
+
+/// The backend was never stopped or traced and still answers.
+fn assert_untouched(c: &mut Client, pid: i32) {
+    assert_eq!(tracer_pid(pid), 0);
+    assert!(
+        !proc_state(pid).starts_with('t'),
+        "backend is in a tracing stop"
+    );
+    assert_eq!(c.pid(), pid);
+}
+
+#[test]
+fn pid_missing_or_not_a_number_or_absent() {
+    let (code, _, err) = pgdbg(&["attach"]);
+    assert_one_line_error(code, &err, "needs the PID of a backend");
+    let (code, _, err) = pgdbg(&["attach", "abc"]);
+    assert_one_line_error(code, &err, "'abc' is not a PID");
+    // a PID no process has
+    let mut free = 4_000_000;
+    while std::path::Path::new(&format!("/proc/{free}")).exists() {
+        free -= 1;
+    }
+    let (code, _, err) = pgdbg(&["attach", &free.to_string()]);
+    assert_one_line_error(code, &err, &format!("no process with PID {free}"));
+    let (code, _, err) = pgdbg(&["attach", "12", "--no-such-flag"]);
+    assert_ne!(code, 0);
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+#[test]
+fn not_postgres_and_postmaster_and_permission_and_traced() {
+    // not a PostgreSQL process
+    let mut sleeper = Command::new("sleep").arg("60").spawn().unwrap();
+    let spid = sleeper.id() as i32;
+    let (code, _, err) = pgdbg(&["attach", &spid.to_string()]);
+    assert_one_line_error(code, &err, "is not a PostgreSQL process");
+    assert_eq!(tracer_pid(spid), 0);
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+
+    let cl = Cluster::start(15);
+    // the postmaster
+    let (code, _, err) = pgdbg(&["attach", &cl.postmaster_pid.to_string()]);
+    assert_one_line_error(code, &err, "is the postmaster, not a backend");
+    assert_eq!(tracer_pid(cl.postmaster_pid), 0);
+
+    let mut a = cl.connect();
+    let pid = a.pid();
+
+    // no permission: an unprivileged user may not trace the server's backend
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(pgdbg_bin())
+        .args(["attach", &pid.to_string()])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_one_line_error(out.status.code().unwrap_or(-1), &err, "no permission");
+    assert_untouched(&mut a, pid);
+
+    // already traced by another debugger (a first pgdbg waiting at a breakpoint)
+    let script = write_script("holder", &["break choose_custom_plan", "continue"]);
+    let holder = Pgdbg::spawn(&[
+        "attach",
+        &pid.to_string(),
+        "--script",
+        script.to_str().unwrap(),
+    ]);
+    wait_until("first pgdbg to attach", Duration::from_secs(30), || {
+        tracer_pid(pid) != 0
+    });
+    let (code, _, err) = pgdbg(&["attach", &pid.to_string()]);
+    assert_one_line_error(
+        code,
+        &err,
+        &format!("already traced by PID {} (pgdbg)", holder.pid()),
+    );
+    unsafe {
+        libc::kill(holder.pid(), libc::SIGTERM);
+    }
+    let (code, _, _) = holder.wait(Duration::from_secs(30));
+    assert_eq!(code, 143);
+    assert_untouched(&mut a, pid);
+    cl.assert_no_crash();
+}
+
+#[test]
+fn script_errors_are_reported_before_attaching() {
+    let cl = Cluster::start(15);
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["break nosuchfunction"],
+            ":1: no function \"nosuchfunction\"",
+        ),
+        (
+            &["# comment", "brk choose_custom_plan"],
+            ":2: unknown command 'brk'",
+        ),
+        (
+            &["break choose_custom_plan", "continue", "print plansource->"],
+            ":3: expected a field name",
+        ),
+        (
+            &["print (", "continue"],
+            ":1: unexpected 'end of expression'",
+        ),
+        (&["frame x"], ":1: frame takes a number"),
+        (
+            &["break choose_custom_plann"],
+            "did you mean choose_custom_plan?",
+        ),
+    ];
+    for (i, (lines, needle)) in cases.iter().enumerate() {
+        let script = write_script(&format!("bad{i}"), lines);
+        let (code, out, err) = pgdbg(&[
+            "attach",
+            &pid.to_string(),
+            "--script",
+            script.to_str().unwrap(),
+        ]);
+        assert_one_line_error(code, &err, needle);
+        assert!(
+            err.contains(script.to_str().unwrap()),
+            "the error names the file: {err}"
+        );
+        assert!(out.is_empty(), "{out}");
+        assert_untouched(&mut a, pid);
+    }
+    // a missing script file
+    let (code, _, err) = pgdbg(&["attach", &pid.to_string(), "--script", "/nonexistent/x.gdb"]);
+    assert_one_line_error(code, &err, "cannot read script /nonexistent/x.gdb");
+    assert_untouched(&mut a, pid);
+}
+
+/// A runtime error in a script (an unknown variable at the stop) names the
+/// line, stops the script, and detaches cleanly.
+#[test]
+fn runtime_error_in_script_detaches() {
+    let cl = Cluster::start(15);
+    cl.seed(&["mediumtab"]);
+    let mut a = session_after_six(&cl);
+    let pid = a.pid();
+    let script = write_script(
+        "runtime",
+        &[
+            "break choose_custom_plan",
+            "continue",
+            "print no_such_variable",
+            "print 1",
+        ],
+    );
+    let p = Pgdbg::spawn(&[
+        "attach",
+        &pid.to_string(),
+        "--script",
+        script.to_str().unwrap(),
+    ]);
+    wait_until("attach", Duration::from_secs(30), || tracer_pid(pid) != 0);
+    let h = a.spawn_text("execute s1(10,30)");
+    let (code, out, err) = p.wait(Duration::from_secs(60));
+    assert_ne!(code, 0);
+    assert!(
+        err.contains(":3: no symbol \"no_such_variable\" in the current context"),
+        "{err}"
+    );
+    assert!(
+        !out.contains("$1 = 1"),
+        "the script must stop at the error: {out}"
+    );
+    a.rejoin(h)
+        .expect("the statement completes after the error");
+    assert_untouched(&mut a, pid);
+    cl.assert_no_crash();
+}
+
+/// A postgres binary without debug info (a stripped copy of the 15 build,
+/// running a real cluster): a one-line error naming the build-id and the
+/// fix; with --debug-file pointing at the unstripped binary it works.
+#[test]
+fn no_debug_info_names_build_id_and_fix() {
+    let cl = Cluster::start(15);
+    let prefix = pg_prefix(15);
+    // A stripped installation: bin/postgres stripped, share and lib shared.
+    let root = std::env::temp_dir().join(format!("pgdbg-stripped-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(root.join("bin")).unwrap();
+    let stripped = root.join("bin/postgres");
+    let st = Command::new("strip")
+        .args(["--strip-debug", "-o"])
+        .arg(&stripped)
+        .arg(prefix.join("bin/postgres"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    std::os::unix::fs::symlink(prefix.join("share"), root.join("share")).unwrap();
+    std::os::unix::fs::symlink(prefix.join("lib"), root.join("lib")).unwrap();
+    Command::new("chmod")
+        .args(["-R", "a+rX"])
+        .arg(&root)
+        .status()
+        .unwrap();
+    // restart the cluster's server from the stripped binary
+    let data = cl.dir.join("data");
+    let pg_ctl = |args: &[&str]| {
+        let st = Command::new("runuser")
+            .args(["-u", "pgdbg", "--"])
+            .arg(cl.bin.join("pg_ctl"))
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(st.success(), "pg_ctl {args:?}");
+    };
+    pg_ctl(&["stop", "-D", data.to_str().unwrap(), "-m", "fast", "-w"]);
+    pg_ctl(&[
+        "start",
+        "-D",
+        data.to_str().unwrap(),
+        "-p",
+        stripped.to_str().unwrap(),
+        "-l",
+        cl.dir.join("postmaster.log").to_str().unwrap(),
+        "-w",
+    ]);
+    let mut a = cl.connect();
+    let pid = a.pid();
+    assert_eq!(
+        std::fs::read_link(format!("/proc/{pid}/exe")).unwrap(),
+        stripped
+    );
+    let (code, _, err) = pgdbg(&["attach", &pid.to_string()]);
+    assert_one_line_error(code, &err, "no debug info for");
+    assert!(err.contains("build-id "), "{err}");
+    assert!(err.contains("--debug-file"), "{err}");
+    assert_untouched(&mut a, pid);
+
+    // The fix the message names works.
+    let script = write_script("debugfile", &["print MyProcPid", "info", "detach"]);
+    let (code, out, err) = pgdbg(&[
+        "attach",
+        &pid.to_string(),
+        "--debug-file",
+        prefix.join("bin/postgres").to_str().unwrap(),
+        "--script",
+        script.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains(&format!("$1 = {pid}")), "{out}");
+    assert!(out.contains("(--debug-file)"), "{out}");
+    assert_untouched(&mut a, pid);
+
+    // A debug file of another build is refused.
+    let other = pg_prefix(18).join("bin/postgres");
+    let (code, _, err) = pgdbg(&[
+        "attach",
+        &pid.to_string(),
+        "--debug-file",
+        other.to_str().unwrap(),
+    ]);
+    assert_one_line_error(code, &err, "is for build-id");
+    assert_untouched(&mut a, pid);
+    drop(a);
+    // stop the server while the stripped binary still exists
+    pg_ctl(&["stop", "-D", data.to_str().unwrap(), "-m", "fast", "-w"]);
+    let _ = std::fs::remove_dir_all(&root);
+}

@@ -406,10 +406,56 @@ impl Session {
 
     pub fn frames(&mut self) -> Result<&Vec<Frame>> {
         if self.frames.is_none() {
-            let f = self.unwind(256)?;
+            let mut f = self.unwind(256)?;
+            self.hide_inline_entry_frames(&mut f);
             self.frames = Some(f);
         }
         Ok(self.frames.as_ref().expect("set above"))
+    }
+
+    /// At a breakpoint on FUNCTION whose first instruction also starts an
+    /// inlined call inside it, show FUNCTION as frame 0 (as gdb does), not
+    /// the inlined callee that begins at the same address.
+    fn hide_inline_entry_frames(&self, frames: &mut Vec<Frame>) {
+        let Some(Stop::Breakpoint { addr }) = self.last_stop else {
+            return;
+        };
+        let names: Vec<&str> = self
+            .bps
+            .list
+            .iter()
+            .flat_map(|b| b.locations.iter())
+            .filter(|l| l.addr == addr)
+            .map(|l| l.function.as_str())
+            .collect();
+        if names.is_empty() {
+            return;
+        }
+        let mut dropped = false;
+        while frames.len() > 1
+            && frames[0].inlined
+            && frames[0].phys == 0
+            && frames[0].pc == addr
+            && !frames[0]
+                .function
+                .as_deref()
+                .is_some_and(|f| names.contains(&f))
+            && frames
+                .iter()
+                .any(|f| f.phys == 0 && f.function.as_deref().is_some_and(|n| names.contains(&n)))
+        {
+            let gone = frames.remove(0);
+            // the caller's line is where the call happens
+            if frames[0].line.is_none() {
+                frames[0].line = gone.line;
+            }
+            dropped = true;
+        }
+        if dropped {
+            for (i, f) in frames.iter_mut().enumerate() {
+                f.level = i;
+            }
+        }
     }
 
     fn unwind(&mut self, max: usize) -> Result<Vec<Frame>> {

@@ -213,13 +213,7 @@ fn format_bytes(
             } = &*et
             {
                 if radix == Radix::Natural {
-                    let s = &b[..n.min(b.len())];
-                    let end = s.iter().position(|&c| c == 0).unwrap_or(s.len());
-                    let mut out = quote(&s[..end.min(PRINT_ELEMENTS)]);
-                    if end > PRINT_ELEMENTS {
-                        out.push_str("...");
-                    }
-                    return out;
+                    return char_array(&b[..n.min(b.len())]);
                 }
             }
             if esize == 0 {
@@ -262,6 +256,64 @@ fn format_bytes(
         Type::Function { .. } => "<function>".into(),
         Type::Typedef { .. } | Type::Qualified { .. } => "<?>".into(),
     }
+}
+
+/// A char array as gdb prints it: the trailing NUL dropped, runs of more
+/// than 10 equal bytes as `'c' <repeats N times>`, the rest quoted:
+/// `"lbl", '\000' <repeats 12 times>`.
+fn char_array(bytes: &[u8]) -> String {
+    let truncated = bytes.len() > PRINT_ELEMENTS;
+    let mut b = &bytes[..bytes.len().min(PRINT_ELEMENTS)];
+    if !truncated && b.last() == Some(&0) {
+        b = &b[..b.len() - 1];
+    }
+    if b.is_empty() {
+        return "\"\"".into();
+    }
+    let mut parts: Vec<String> = Vec::new();
+    let mut run_text: Vec<u8> = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        let mut j = i + 1;
+        while j < b.len() && b[j] == b[i] {
+            j += 1;
+        }
+        if j - i > 10 {
+            if !run_text.is_empty() {
+                parts.push(quote_c(&run_text));
+                run_text.clear();
+            }
+            parts.push(format!("{} <repeats {} times>", char_lit(b[i]), j - i));
+        } else {
+            run_text.extend_from_slice(&b[i..j]);
+        }
+        i = j;
+    }
+    if !run_text.is_empty() {
+        parts.push(quote_c(&run_text));
+    }
+    let mut s = parts.join(", ");
+    if truncated {
+        s.push_str("...");
+    }
+    s
+}
+
+/// Quote bytes as a C string literal (octal escapes for control bytes).
+fn quote_c(s: &[u8]) -> String {
+    let mut out = String::from("\"");
+    for &c in s {
+        match c {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            b'\n' => out.push_str("\\n"),
+            b'\t' => out.push_str("\\t"),
+            32..=126 => out.push(c as char),
+            _ => out.push_str(&format!("\\{c:03o}")),
+        }
+    }
+    out.push('"');
+    out
 }
 
 fn mask(size: u64) -> u64 {

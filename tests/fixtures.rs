@@ -1,0 +1,227 @@
+//! Fast tier: a small C program compiled here with gcc -O2 -g exercises the
+//! debugger core in seconds (inlined functions, nested structs, a global
+//! pointer to a global, a process sleeping in a syscall).  These complement
+//! the PostgreSQL tests; they do not replace them.
+
+mod common;
+use common::*;
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+fn build_fixture() -> PathBuf {
+    let out = std::env::temp_dir().join(format!("pgdbg-fixture-inline-{}", std::process::id()));
+    if !out.exists() {
+        let st = Command::new("gcc")
+            .args(["-O2", "-g", "-o"])
+            .arg(&out)
+            .arg(repo().join("tests/fixtures/inline.c"))
+            .status()
+            .expect("gcc");
+        assert!(st.success(), "compiling the fixture failed");
+    }
+    out
+}
+
+struct Fixture {
+    child: Child,
+}
+
+impl Fixture {
+    fn start(mode: &str) -> Fixture {
+        let mut child = Command::new(build_fixture())
+            .arg(mode)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.as_mut().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert!(line.starts_with("ready"), "{line}");
+        Fixture { child }
+    }
+    fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+    fn alive(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn run(pid: i32, lines: &[&str]) -> (i32, String, String) {
+    let script = write_script(&format!("fx{}", lines.len()), lines);
+    pgdbg(&[
+        "attach",
+        &pid.to_string(),
+        "--any-process",
+        "-q",
+        "--script",
+        script.to_str().unwrap(),
+    ])
+}
+
+#[test]
+fn inlined_function_has_all_its_locations() {
+    let mut fx = Fixture::start("sleep");
+    let (code, out, err) = run(
+        fx.pid(),
+        &[
+            "break hot",
+            "info breakpoints",
+            "info address hot",
+            "detach",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("Breakpoint 1 at hot"), "{out}");
+    assert!(out.contains("3 locations, 2 inlined"), "{out}");
+    assert!(
+        out.contains("(inlined into f1)") && out.contains("(inlined into f2)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("is a function at address") && out.contains("inlined at 2 places"),
+        "{out}"
+    );
+    assert!(fx.alive());
+    assert_eq!(tracer_pid(fx.pid()), 0);
+}
+
+#[test]
+fn structs_globals_and_pointers_print_like_gdb() {
+    let mut fx = Fixture::start("sleep");
+    let exprs = [
+        "g_ptr->in.d",
+        "g_ptr->pin->name",
+        "g_ptr->flags",
+        "g_ptr->more",
+        "g_outer.arr[2]",
+        "g_ptr->c",
+        "g_ptr->label",
+        "*g_ptr->pin",
+        "g_ptr->tag * 2 + 1",
+        "&g_outer == g_ptr",
+        "g_outer.in",
+        "*g_ptr",
+        "(long) g_ptr->in.a",
+        "sizeof(struct outer)",
+        "g_ptr->arr",
+    ];
+    let mut lines: Vec<String> = exprs.iter().map(|e| format!("print {e}")).collect();
+    lines.push("detach".into());
+    let refs: Vec<&str> = lines.iter().map(|s| s.as_str()).collect();
+    let (code, out, err) = run(fx.pid(), &refs);
+    assert_eq!(code, 0, "{err}");
+    let ours = print_values(&out);
+    let expected_literal = [
+        "0.125",
+        "0x", // pointer + string, checked below
+        "5",
+        "17",
+        "30",
+        "BLUE",
+        "\"lbl\", '\\000' <repeats 12 times>",
+        "{a = 7, d = 2.5, name = 0x",
+        "85",
+        "1",
+        "{a = -3, d = 0.125, name = 0x",
+        "{tag = 42, in = {a = -3, d = 0.125, name = 0x",
+        "-3",
+        "",
+        "{10, 20, 30, 40}",
+    ];
+    assert!(ours[1].ends_with("\"inner one\""), "{}", ours[1]);
+    for (i, e) in exprs.iter().enumerate() {
+        if i == 6 || i == 13 {
+            continue; // compared with gdb below
+        }
+        assert!(
+            ours[i].starts_with(expected_literal[i]),
+            "print {e}: got {}, want {}...",
+            ours[i],
+            expected_literal[i]
+        );
+    }
+    // gdb, when installed, prints exactly the same
+    let mut gdb = Command::new("gdb");
+    gdb.args(["-nx", "-batch", "-p", &fx.pid().to_string()]);
+    for e in &exprs {
+        gdb.args(["-ex", &format!("print {e}")]);
+    }
+    if let Ok(g) = gdb.output() {
+        let theirs = print_values(&String::from_utf8_lossy(&g.stdout));
+        if theirs.len() == exprs.len() {
+            for (i, e) in exprs.iter().enumerate() {
+                assert_eq!(ours[i], theirs[i], "print {e}: pgdbg vs gdb");
+            }
+        }
+    }
+    assert!(fx.alive());
+}
+
+#[test]
+fn interrupt_in_syscall_backtrace_through_libc() {
+    let mut fx = Fixture::start("sleep");
+    let (code, out, err) = run(fx.pid(), &["bt", "frame 1", "info locals", "detach"]);
+    assert_eq!(code, 0, "{err}");
+    let bt: Vec<&str> = out.lines().filter(|l| l.starts_with('#')).collect();
+    assert!(bt.len() >= 3, "{out}");
+    let wf = bt
+        .iter()
+        .position(|l| l.contains("wait_forever"))
+        .unwrap_or_else(|| panic!("no wait_forever frame:\n{out}"));
+    assert!(
+        wf >= 1,
+        "libc frames come first (the process sleeps in nanosleep):\n{out}"
+    );
+    assert!(bt[wf].contains("inline.c:"), "{}", bt[wf]);
+    assert!(bt.iter().skip(wf).any(|l| l.contains("main")), "{out}");
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(fx.alive(), "the fixture must survive attach/detach");
+    assert_eq!(tracer_pid(fx.pid()), 0);
+    assert!(!proc_state(fx.pid()).starts_with('t'));
+}
+
+#[test]
+fn breakpoint_in_inlined_copy_shows_inline_frames_and_params() {
+    let mut fx = Fixture::start("spin");
+    let (code, out, err) = run(
+        fx.pid(),
+        &[
+            "break f2",
+            "continue",
+            "print v",
+            "delete",
+            "break hot",
+            "continue",
+            "bt 3",
+            "print x",
+            "continue",
+            "continue",
+            "info breakpoints",
+            "detach",
+        ],
+    );
+    assert_eq!(code, 0, "{err}\n{out}");
+    assert!(out.contains("Breakpoint 1, f2 (v="), "{out}");
+    // the hot() stops: inlined frames name their caller
+    let bt: Vec<&str> = out.lines().filter(|l| l.starts_with('#')).collect();
+    assert!(bt[0].starts_with("#0  hot (x="), "{out}");
+    assert!(bt[0].contains("inline.c:"), "{out}");
+    assert!(
+        bt[1].contains(" f1 (") || bt[1].contains(" f2 (") || bt[1].contains(" main"),
+        "{out}"
+    );
+    assert!(out.contains("breakpoint already hit 3 times"), "{out}");
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(fx.alive(), "the fixture keeps running after detach");
+}

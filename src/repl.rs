@@ -140,6 +140,7 @@ pub fn run(session: &mut Session) -> Result<i32> {
         let config = rustyline::Config::builder()
             .auto_add_history(true)
             .max_history_size(2000)
+            .map(|b| b.completion_type(rustyline::CompletionType::List))
             .map(|b| b.build())
             .unwrap_or_default();
         let mut rl: rustyline::Editor<PgdbgHelper, rustyline::history::DefaultHistory> =

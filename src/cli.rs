@@ -180,13 +180,13 @@ fn load_script(path: &PathBuf, di: &DebugInfo) -> Result<Script> {
                 })
                 .map_err(|e| anyhow!("{}:{n}: {e}", path.display()))?;
             }
-            Command::InfoAddress(sym) => {
-                if di.function_locations(sym).is_empty() && di.global(sym).is_none() {
-                    bail!(
-                        "{}:{n}: no symbol \"{sym}\" in this postgres binary",
-                        path.display()
-                    );
-                }
+            Command::InfoAddress(sym)
+                if di.function_locations(sym).is_empty() && di.global(sym).is_none() =>
+            {
+                bail!(
+                    "{}:{n}: no symbol \"{sym}\" in this postgres binary",
+                    path.display()
+                );
             }
             _ => {}
         }
@@ -284,7 +284,7 @@ fn short_version(v: &str) -> &str {
     v.split(" on ").next().unwrap_or(v)
 }
 
-fn run_script(session: &mut Session, path: &PathBuf, cmds: Script) -> Result<i32> {
+fn run_script(session: &mut Session, path: &std::path::Path, cmds: Script) -> Result<i32> {
     let mut stdout = std::io::stdout();
     for (n, _text, cmd) in cmds {
         if guard::terminating().is_some() {

@@ -282,10 +282,10 @@ impl Session {
         self.frames = None;
         self.selected = 0;
         let regs = self.target.regs()?;
-        if self.target.breakpoint_inserted(regs.rip) {
-            if let Some(stop) = self.target.step_over_breakpoint(regs.rip)? {
-                return self.report_stop(stop);
-            }
+        if self.target.breakpoint_inserted(regs.rip)
+            && let Some(stop) = self.target.step_over_breakpoint(regs.rip)?
+        {
+            return self.report_stop(stop);
         }
         let stop = self.target.cont_and_wait(&guard::Hooks)?;
         self.report_stop(stop)
@@ -462,25 +462,20 @@ impl Session {
         if self.target.is_gone() {
             bail!("the backend is gone");
         }
+        // Libraries may have been loaded since the last stop.
+        self.refresh_modules();
         let regs = self.target.regs()?;
         let mut cur = FrameRegs::from_regs(&regs);
         let mut out: Vec<Frame> = Vec::new();
         let target = &self.target;
         let read_u64 = |a: u64| target.read_u64(a).ok();
         let mut phys = 0usize;
-        let mut refreshed = false;
         while out.len() < max {
             let pc = cur.pc();
             if pc == 0 {
                 break;
             }
             let lookup = if phys == 0 { pc } else { pc - 1 };
-            if self.module_for(lookup).is_none() && !refreshed {
-                // a library loaded after attach
-                refreshed = true;
-                let maps = procfs::maps(self.pid).unwrap_or_default();
-                let _ = maps;
-            }
             let main = self.in_main(lookup);
             let (step, module_name, symbol) = match self.module_for(lookup) {
                 Some(m) => {
@@ -1012,34 +1007,34 @@ pub fn resolve_location(di: &DebugInfo, bias: u64, spec: &str) -> Result<Vec<BpL
             file_line: di.location_at(link),
         }]);
     }
-    if let Some((file, line)) = spec.rsplit_once(':') {
-        if let Ok(line) = line.parse::<u32>() {
-            let hits = di.line_addresses(file, line)?;
-            if hits.is_empty() {
-                bail!(
-                    "no code at {file}:{line} (is the file name right? try the function name instead)"
-                );
-            }
-            return Ok(hits
-                .into_iter()
-                .map(|(a, f, l)| {
-                    let fr = di.frames_at(a);
-                    BpLocation {
-                        addr: a + bias,
-                        function: fr
-                            .first()
-                            .and_then(|x| x.function.clone())
-                            .unwrap_or_else(|| "??".into()),
-                        inlined: fr.len() > 1,
-                        inlined_into: fr
-                            .last()
-                            .and_then(|x| x.function.clone())
-                            .filter(|_| fr.len() > 1),
-                        file_line: Some((f, l)),
-                    }
-                })
-                .collect());
+    if let Some((file, line)) = spec.rsplit_once(':')
+        && let Ok(line) = line.parse::<u32>()
+    {
+        let hits = di.line_addresses(file, line)?;
+        if hits.is_empty() {
+            bail!(
+                "no code at {file}:{line} (is the file name right? try the function name instead)"
+            );
         }
+        return Ok(hits
+            .into_iter()
+            .map(|(a, f, l)| {
+                let fr = di.frames_at(a);
+                BpLocation {
+                    addr: a + bias,
+                    function: fr
+                        .first()
+                        .and_then(|x| x.function.clone())
+                        .unwrap_or_else(|| "??".into()),
+                    inlined: fr.len() > 1,
+                    inlined_into: fr
+                        .last()
+                        .and_then(|x| x.function.clone())
+                        .filter(|_| fr.len() > 1),
+                    file_line: Some((f, l)),
+                }
+            })
+            .collect());
     }
     if !spec
         .chars()

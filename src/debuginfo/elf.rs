@@ -163,13 +163,13 @@ pub fn find_debug_file(
                 p.display()
             ));
         }
-        if let (Some(w), Some(got)) = (&want, img.build_id()) {
-            if *w != got {
-                return Err(anyhow!(
-                    "--debug-file {} is for build-id {got}, but the target binary has build-id {w}: give the debug file of this exact build",
-                    p.display()
-                ));
-            }
+        if let (Some(w), Some(got)) = (&want, img.build_id())
+            && *w != got
+        {
+            return Err(anyhow!(
+                "--debug-file {} is for build-id {got}, but the target binary has build-id {w}: give the debug file of this exact build",
+                p.display()
+            ));
         }
         return Ok(Some((Some(img), DebugSource::Explicit(p.to_path_buf()))));
     }
@@ -177,20 +177,20 @@ pub fn find_debug_file(
         return Ok(Some((None, DebugSource::Embedded)));
     }
     let roots = debug_roots();
-    if let Some(id) = &want {
-        if id.len() > 2 {
-            for root in &roots {
-                let p = root
-                    .join(".build-id")
-                    .join(&id[..2])
-                    .join(format!("{}.debug", &id[2..]));
-                if p.exists() {
-                    if let Ok(img) = ElfImage::open(&p) {
-                        if img.has_dwarf() && img.build_id().as_deref() == Some(id.as_str()) {
-                            return Ok(Some((Some(img), DebugSource::BuildId(p))));
-                        }
-                    }
-                }
+    if let Some(id) = &want
+        && id.len() > 2
+    {
+        for root in &roots {
+            let p = root
+                .join(".build-id")
+                .join(&id[..2])
+                .join(format!("{}.debug", &id[2..]));
+            if p.exists()
+                && let Ok(img) = ElfImage::open(&p)
+                && img.has_dwarf()
+                && img.build_id().as_deref() == Some(id.as_str())
+            {
+                return Ok(Some((Some(img), DebugSource::BuildId(p))));
             }
         }
     }
@@ -202,15 +202,16 @@ pub fn find_debug_file(
             cands.push(root.join(rel).join(&name));
         }
         for p in cands {
-            if p.exists() && p != bin_path_for_links {
-                if let Ok(img) = ElfImage::open(&p) {
-                    let same = match (&want, img.build_id()) {
-                        (Some(w), Some(g)) => *w == g,
-                        _ => true,
-                    };
-                    if img.has_dwarf() && same {
-                        return Ok(Some((Some(img), DebugSource::Debuglink(p))));
-                    }
+            if p.exists()
+                && p != bin_path_for_links
+                && let Ok(img) = ElfImage::open(&p)
+            {
+                let same = match (&want, img.build_id()) {
+                    (Some(w), Some(g)) => *w == g,
+                    _ => true,
+                };
+                if img.has_dwarf() && same {
+                    return Ok(Some((Some(img), DebugSource::Debuglink(p))));
                 }
             }
         }

@@ -271,17 +271,18 @@ fn scan_unit(
                         Err(_) => None,
                     },
                 };
-                if let Some(addr) = addr {
-                    if addr != 0 && !unit.header.is_tombstone_address(addr) {
-                        raw.funcs.push((
-                            off,
-                            FuncLoc {
-                                addr,
-                                inlined: false,
-                                die: off,
-                            },
-                        ));
-                    }
+                if let Some(addr) = addr
+                    && addr != 0
+                    && !unit.header.is_tombstone_address(addr)
+                {
+                    raw.funcs.push((
+                        off,
+                        FuncLoc {
+                            addr,
+                            inlined: false,
+                            die: off,
+                        },
+                    ));
                 }
             }
             dw::DW_TAG_inlined_subroutine => {
@@ -308,17 +309,18 @@ fn scan_unit(
                         .and_then(|mut r| r.next().ok().flatten())
                         .map(|r| r.begin),
                 };
-                if let Some(addr) = addr {
-                    if addr != 0 && !unit.header.is_tombstone_address(addr) {
-                        raw.funcs.push((
-                            origin,
-                            FuncLoc {
-                                addr,
-                                inlined: true,
-                                die: off,
-                            },
-                        ));
-                    }
+                if let Some(addr) = addr
+                    && addr != 0
+                    && !unit.header.is_tombstone_address(addr)
+                {
+                    raw.funcs.push((
+                        origin,
+                        FuncLoc {
+                            addr,
+                            inlined: true,
+                            die: off,
+                        },
+                    ));
                 }
             }
             dw::DW_TAG_variable if e.depth() == 1 => {
@@ -333,10 +335,10 @@ fn scan_unit(
                 {
                     raw.refs.insert(off, r);
                 }
-                if let Some(AttributeValue::Exprloc(expr)) = e.attr_value(dw::DW_AT_location) {
-                    if let Some(addr) = static_address(dwarf, unit, expr) {
-                        raw.vars.push((off, GlobalVar { addr, die: off }));
-                    }
+                if let Some(AttributeValue::Exprloc(expr)) = e.attr_value(dw::DW_AT_location)
+                    && let Some(addr) = static_address(dwarf, unit, expr)
+                {
+                    raw.vars.push((off, GlobalVar { addr, die: off }));
                 }
             }
             dw::DW_TAG_structure_type

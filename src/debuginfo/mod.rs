@@ -146,10 +146,10 @@ impl DebugInfo {
                 let entry_of = |starts: &[u64]| -> u64 {
                     // Prefer a range start that an ELF symbol names, not a .cold part.
                     for s in starts {
-                        if let Ok(i) = syms.binary_search_by(|x| x.addr.cmp(s)) {
-                            if !syms[i].name.contains(".cold") {
-                                return *s;
-                            }
+                        if let Ok(i) = syms.binary_search_by(|x| x.addr.cmp(s))
+                            && !syms[i].name.contains(".cold")
+                        {
+                            return *s;
                         }
                     }
                     starts[0]
@@ -445,10 +445,10 @@ impl DebugInfo {
                 let mut values = Vec::new();
                 let mut children = root.children();
                 let mut signed = false;
-                if let Some(TypeRef::Die(t)) = &target {
-                    if let Type::Base { enc, .. } = self.read_type(*t)? {
-                        signed = enc == Encoding::Signed;
-                    }
+                if let Some(TypeRef::Die(t)) = &target
+                    && let Type::Base { enc, .. } = self.read_type(*t)?
+                {
+                    signed = enc == Encoding::Signed;
                 }
                 while let Some(child) = children.next().map_err(|e| anyhow!("{e}"))? {
                     let c = child.entry();
@@ -569,11 +569,11 @@ impl DebugInfo {
         }
         // Several line rows can start at one address (the `{` of a function
         // and its first statement); like gdb, report the last one.
-        if let Some(first) = out.first_mut() {
-            if let Some((file, line)) = self.last_row_at(pc) {
-                first.file = Some(file);
-                first.line = Some(line);
-            }
+        if let Some(first) = out.first_mut()
+            && let Some((file, line)) = self.last_row_at(pc)
+        {
+            first.file = Some(file);
+            first.line = Some(line);
         }
         out
     }
@@ -816,10 +816,8 @@ impl DebugInfo {
                         unit: uoff,
                     });
                 }
-                dw::DW_TAG_lexical_block => {
-                    if depth < 32 && self.die_contains(u, &e, pc) {
-                        self.collect_vars(u, uoff, child, pc, out, depth + 1)?;
-                    }
+                dw::DW_TAG_lexical_block if depth < 32 && self.die_contains(u, &e, pc) => {
+                    self.collect_vars(u, uoff, child, pc, out, depth + 1)?;
                 }
                 _ => {}
             }

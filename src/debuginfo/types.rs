@@ -191,8 +191,6 @@ pub fn type_name(ts: &dyn TypeSource, t: &TypeRef) -> String {
     let (base, suffix) = name_parts(ts, t, 0);
     if suffix.is_empty() {
         base
-    } else if suffix.starts_with('[') || suffix.starts_with('(') {
-        format!("{base} {suffix}")
     } else {
         format!("{base} {suffix}")
     }

@@ -79,38 +79,36 @@ impl UnwindTables {
         read_u64: &dyn Fn(u64) -> Option<u64>,
     ) -> Option<(FrameRegs, u64)> {
         let mut ctx = UnwindContext::new();
-        if let (Some(eh), Some(hdr)) = (&self.eh_frame, &self.hdr) {
-            if let Some(table) = hdr.table() {
-                if let Ok(row) = table.unwind_info_for_address(
-                    eh,
-                    &self.bases,
-                    &mut ctx,
-                    lookup,
-                    EhFrame::cie_from_offset,
-                ) {
-                    let row = row.clone();
-                    return apply_row(&row, eh, regs, read_u64);
-                }
-            }
+        if let (Some(eh), Some(hdr)) = (&self.eh_frame, &self.hdr)
+            && let Some(table) = hdr.table()
+            && let Ok(row) = table.unwind_info_for_address(
+                eh,
+                &self.bases,
+                &mut ctx,
+                lookup,
+                EhFrame::cie_from_offset,
+            )
+        {
+            let row = row.clone();
+            return apply_row(&row, eh, regs, read_u64);
         }
-        if let Some(eh) = &self.eh_frame {
-            if let Ok(row) =
+        if let Some(eh) = &self.eh_frame
+            && let Ok(row) =
                 eh.unwind_info_for_address(&self.bases, &mut ctx, lookup, EhFrame::cie_from_offset)
-            {
-                let row = row.clone();
-                return apply_row(&row, eh, regs, read_u64);
-            }
+        {
+            let row = row.clone();
+            return apply_row(&row, eh, regs, read_u64);
         }
-        if let Some(df) = &self.debug_frame {
-            if let Ok(row) = df.unwind_info_for_address(
+        if let Some(df) = &self.debug_frame
+            && let Ok(row) = df.unwind_info_for_address(
                 &self.bases,
                 &mut ctx,
                 lookup,
                 DebugFrame::cie_from_offset,
-            ) {
-                let row = row.clone();
-                return apply_row(&row, df, regs, read_u64);
-            }
+            )
+        {
+            let row = row.clone();
+            return apply_row(&row, df, regs, read_u64);
         }
         None
     }
@@ -159,10 +157,10 @@ fn apply_row<S: UnwindSection<R>>(
         if n == DWARF_RSP {
             continue;
         }
-        if let Some(rule) = row.register(gimli::Register(n)) {
-            if let Some(v) = rule_value(rule) {
-                caller.set(n, v);
-            }
+        if let Some(rule) = row.register(gimli::Register(n))
+            && let Some(v) = rule_value(rule)
+        {
+            caller.set(n, v);
         }
     }
     // Return address: explicit rule, else undefined (end of stack).

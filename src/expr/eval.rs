@@ -132,10 +132,10 @@ pub fn scalar(env: &dyn EvalEnv, v: &Value) -> Result<Scalar> {
             return Ok(Scalar::U(a));
         }
     }
-    if let Type::Function { .. } = &*t {
-        if let ValLoc::Memory(a) = v.loc {
-            return Ok(Scalar::U(a));
-        }
+    if let Type::Function { .. } = &*t
+        && let ValLoc::Memory(a) = v.loc
+    {
+        return Ok(Scalar::U(a));
     }
     let b = bytes_of(env, v)?;
     scalar_from(env, &v.ty, &b)

@@ -211,10 +211,9 @@ fn format_bytes(
                 size: 1,
                 ..
             } = &*et
+                && radix == Radix::Natural
             {
-                if radix == Radix::Natural {
-                    return char_array(&b[..n.min(b.len())]);
-                }
+                return char_array(&b[..n.min(b.len())]);
             }
             if esize == 0 {
                 return "{}".into();
@@ -408,27 +407,27 @@ pub fn to_json(env: &dyn EvalEnv, v: &Value) -> serde_json::Value {
     }
     match &*t {
         Type::Base { .. } | Type::Enum { .. } => {
-            if let Ok(b) = bytes_of(env, v) {
-                if let Some(s) = scalar_from(env, &v.ty, &b) {
-                    if let Type::Enum { .. } = &*t {
-                        return serde_json::Value::String(format_value(env, v, Radix::Natural));
-                    }
-                    return match s {
-                        super::eval::Scalar::F(f) => serde_json::json!(f),
-                        super::eval::Scalar::I(i) => {
-                            if let Type::Base {
-                                enc: Encoding::Bool,
-                                ..
-                            } = &*t
-                            {
-                                serde_json::json!(i != 0)
-                            } else {
-                                serde_json::json!(i)
-                            }
-                        }
-                        super::eval::Scalar::U(u) => serde_json::json!(u),
-                    };
+            if let Ok(b) = bytes_of(env, v)
+                && let Some(s) = scalar_from(env, &v.ty, &b)
+            {
+                if let Type::Enum { .. } = &*t {
+                    return serde_json::Value::String(format_value(env, v, Radix::Natural));
                 }
+                return match s {
+                    super::eval::Scalar::F(f) => serde_json::json!(f),
+                    super::eval::Scalar::I(i) => {
+                        if let Type::Base {
+                            enc: Encoding::Bool,
+                            ..
+                        } = &*t
+                        {
+                            serde_json::json!(i != 0)
+                        } else {
+                            serde_json::json!(i)
+                        }
+                    }
+                    super::eval::Scalar::U(u) => serde_json::json!(u),
+                };
             }
             serde_json::Value::String(format_value(env, v, Radix::Natural))
         }

@@ -279,14 +279,8 @@ impl Parser<'_> {
 
     fn expr(&mut self, min: u8) -> Result<Expr> {
         let mut lhs = self.unary()?;
-        loop {
-            let op = match self.toks.get(self.pos) {
-                Some(Tok::P(p)) => match prec(p) {
-                    Some(x) => x,
-                    None => break,
-                },
-                _ => break,
-            };
+        while let Some(Tok::P(p)) = self.toks.get(self.pos) {
+            let Some(op) = prec(p) else { break };
             if op.0 < min {
                 break;
             }
@@ -364,10 +358,10 @@ impl Parser<'_> {
             if self.peek_p("(") {
                 let save = self.pos;
                 self.pos += 1;
-                if let Some(t) = self.type_spec() {
-                    if self.eat_p(")") {
-                        return Ok(Expr::Sizeof(Box::new(SizeofArg::Type(t))));
-                    }
+                if let Some(t) = self.type_spec()
+                    && self.eat_p(")")
+                {
+                    return Ok(Expr::Sizeof(Box::new(SizeofArg::Type(t))));
                 }
                 self.pos = save;
             }
@@ -377,11 +371,11 @@ impl Parser<'_> {
         if self.peek_p("(") {
             let save = self.pos;
             self.pos += 1;
-            if let Some(t) = self.type_spec() {
-                if self.eat_p(")") {
-                    let inner = self.unary()?;
-                    return Ok(Expr::Cast(t, Box::new(inner)));
-                }
+            if let Some(t) = self.type_spec()
+                && self.eat_p(")")
+            {
+                let inner = self.unary()?;
+                return Ok(Expr::Cast(t, Box::new(inner)));
             }
             self.pos = save;
         }

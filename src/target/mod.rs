@@ -276,7 +276,6 @@ impl Target {
         self.read(addr, &mut orig)?;
         self.write(addr, &[INT3])?;
         self.inserted.insert(addr, orig[0]);
-        cleanup_registry::record(self.pid.as_raw(), addr, orig[0]);
         Ok(())
     }
 
@@ -287,7 +286,6 @@ impl Target {
                 self.write(addr, &[orig])?;
             }
             self.inserted.remove(&addr);
-            cleanup_registry::forget(addr);
         }
         Ok(())
     }
@@ -351,7 +349,6 @@ impl Target {
             .map_err(|e| anyhow!("cannot write debug register {n} ({e})"))?;
         if n == 7 {
             self.debugregs_dirty = value != 0;
-            cleanup_registry::set_debugregs_dirty(value != 0);
         }
         Ok(())
     }
@@ -397,15 +394,12 @@ impl Target {
             None => return Ok(None),
         };
         self.write(addr, &[orig])?;
-        cleanup_registry::forget(addr);
         let res = self.single_step_raw();
         // Re-insert even when the step failed, unless the target is gone.
         if !self.gone {
             self.write(addr, &[INT3])?;
-            cleanup_registry::record(self.pid.as_raw(), addr, orig);
         } else {
             self.inserted.clear();
-            cleanup_registry::clear();
         }
         res
     }
@@ -465,7 +459,6 @@ impl Target {
         self.stopped = false;
         self.attached = false;
         self.inserted.clear();
-        cleanup_registry::clear();
     }
 
     fn waitpid_blocking(&mut self) -> Result<WaitStatus> {
@@ -633,7 +626,6 @@ impl Target {
     pub fn detach(&mut self) -> Result<()> {
         if !self.attached || self.gone {
             self.attached = false;
-            cleanup_registry::clear();
             return Ok(());
         }
         if !self.stopped {
@@ -673,7 +665,6 @@ impl Target {
         }
         self.attached = false;
         self.stopped = false;
-        cleanup_registry::clear();
         match first_err {
             Some(e) => Err(e),
             None => Ok(()),
@@ -691,55 +682,6 @@ impl Drop for Target {
 
 fn debugreg_offset(n: usize) -> usize {
     std::mem::offset_of!(libc::user, u_debugreg) + n * 8
-}
-
-/// A tiny process-global record of what is written into the target, for the
-/// last-resort cleanup in the fatal-signal path (see `guard`).  It mirrors
-/// `Target::inserted`.
-pub mod cleanup_registry {
-    use std::sync::Mutex;
-
-    pub struct Registry {
-        pub pid: i32,
-        pub bytes: Vec<(u64, u8)>,
-        pub debugregs_dirty: bool,
-    }
-
-    static REG: Mutex<Registry> = Mutex::new(Registry {
-        pid: 0,
-        bytes: Vec::new(),
-        debugregs_dirty: false,
-    });
-
-    pub fn record(pid: i32, addr: u64, orig: u8) {
-        if let Ok(mut r) = REG.lock() {
-            r.pid = pid;
-            if !r.bytes.iter().any(|(a, _)| *a == addr) {
-                r.bytes.push((addr, orig));
-            }
-        }
-    }
-    pub fn forget(addr: u64) {
-        if let Ok(mut r) = REG.lock() {
-            r.bytes.retain(|(a, _)| *a != addr);
-        }
-    }
-    pub fn clear() {
-        if let Ok(mut r) = REG.lock() {
-            r.bytes.clear();
-            r.debugregs_dirty = false;
-        }
-    }
-    pub fn set_debugregs_dirty(d: bool) {
-        if let Ok(mut r) = REG.lock() {
-            r.debugregs_dirty = d;
-        }
-    }
-    pub fn snapshot() -> Option<(i32, Vec<(u64, u8)>, bool)> {
-        REG.try_lock()
-            .ok()
-            .map(|r| (r.pid, r.bytes.clone(), r.debugregs_dirty))
-    }
 }
 
 /// Minimal debug logging, enabled with PGDBG_DEBUG=1.

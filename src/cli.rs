@@ -46,6 +46,9 @@ one per line, '#' starts a comment; they are checked before attaching."
         /// Run the commands in FILE, then detach (no prompt)
         #[arg(long, short = 'x', value_name = "FILE")]
         script: Option<PathBuf>,
+        /// Run COMMAND (like a script line; repeatable, after --script), then detach
+        #[arg(long = "ex", short = 'e', value_name = "COMMAND")]
+        ex: Vec<String>,
         /// Append every event (stops, prints, backtraces) to FILE as JSON lines
         #[arg(long, value_name = "FILE")]
         capture: Option<PathBuf>,
@@ -92,11 +95,12 @@ pub fn main() -> i32 {
         Cmd::Attach {
             pid,
             script,
+            ex,
             capture,
             debug_file,
             quiet,
             any_process,
-        } => run_attach(pid, script, capture, debug_file, quiet, any_process),
+        } => run_attach(pid, script, ex, capture, debug_file, quiet, any_process),
     });
     match res {
         Ok(Ok(code)) => code,
@@ -161,9 +165,15 @@ fn check_target(pid: i32, any_process: bool) -> Result<ProcessKind> {
 /// A parsed script: (line number, text, command).
 type Script = Vec<(usize, String, Command)>;
 
-fn load_script(path: &PathBuf, di: &DebugInfo) -> Result<Script> {
+fn load_script(path: &std::path::Path, di: &DebugInfo) -> Result<Script> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| anyhow!("cannot read script {}: {e}", path.display()))?;
+    check_script(path, &text, di)
+}
+
+/// Parse and check every line (commands, break locations, expression
+/// syntax, symbols) before anything touches the target.
+fn check_script(path: &std::path::Path, text: &str, di: &DebugInfo) -> Result<Script> {
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let n = i + 1;
@@ -195,9 +205,11 @@ fn load_script(path: &PathBuf, di: &DebugInfo) -> Result<Script> {
     Ok(out)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run_attach(
     pid: Option<String>,
     script: Option<PathBuf>,
+    ex: Vec<String>,
     capture: Option<PathBuf>,
     debug_file: Option<PathBuf>,
     quiet: bool,
@@ -231,10 +243,15 @@ fn run_attach(
             &di.build_id.get(..12).unwrap_or(&di.build_id)
         );
     }
-    let script_cmds = match &script {
+    let mut script_cmds = match &script {
         Some(p) => Some(load_script(p, &di)?),
         None => None,
     };
+    let script_path = script.clone().unwrap_or_else(|| PathBuf::from("--ex"));
+    if !ex.is_empty() {
+        let extra = check_script(std::path::Path::new("--ex"), &ex.join("\n"), &di)?;
+        script_cmds.get_or_insert_with(Vec::new).extend(extra);
+    }
     let cap = match &capture {
         Some(p) => Some(Capture::open(p)?),
         None => None,
@@ -261,7 +278,7 @@ fn run_attach(
         );
     }
     let code = match script_cmds {
-        Some(cmds) => run_script(&mut session, script.as_ref().expect("script"), cmds),
+        Some(cmds) => run_script(&mut session, &script_path, cmds),
         None => crate::repl::run(&mut session),
     };
     // Whatever happened, leave the backend as we found it.

@@ -6,11 +6,17 @@ use anyhow::{Result, bail};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
-    Break { location: String, temporary: bool },
+    Break {
+        location: String,
+        temporary: bool,
+    },
     Delete(Vec<u32>),
     InfoBreakpoints,
     Continue,
-    Print { radix: Radix, expr: String },
+    Print {
+        radix: Radix,
+        expr: String,
+    },
     Backtrace(Option<usize>),
     Frame(Option<usize>),
     Up(usize),
@@ -22,6 +28,11 @@ pub enum Command {
     InfoRegisters,
     InfoFrame,
     Echo(String),
+    /// Watch plan-cache decisions.
+    PlanCache {
+        duration: Option<std::time::Duration>,
+        count: Option<u64>,
+    },
     Detach,
     Quit,
     Help(Option<String>),
@@ -79,6 +90,12 @@ pub const COMMANDS: &[(&str, &[&str], &str, &str)] = &[
         &["i"],
         "info [breakpoints|locals|args|registers|frame|address SYM]",
         "pid, PostgreSQL version, binary, build-id, debug info, state; or the named table",
+    ),
+    (
+        "plancache",
+        &[],
+        "plancache [--for DURATION] [--count N]",
+        "report every custom/generic plan choice with its costs and reason, until Ctrl-C, --for 10s or --count N",
     ),
     ("echo", &[], "echo TEXT", "print TEXT (for scripts)"),
     (
@@ -223,6 +240,10 @@ pub fn parse(line: &str) -> Result<Command> {
             }
         }
         "echo" => Command::Echo(rest.replace("\\n", "\n")),
+        "plancache" => {
+            let (duration, count) = parse_limits(rest, "plancache")?;
+            Command::PlanCache { duration, count }
+        }
         "detach" => Command::Detach,
         "quit" => Command::Quit,
         "help" => Command::Help(if rest.is_empty() {
@@ -232,6 +253,59 @@ pub fn parse(line: &str) -> Result<Command> {
         }),
         _ => unreachable!(),
     })
+}
+
+/// A duration: "10s", "500ms", "2m", "1h", or plain seconds.
+pub fn parse_duration(s: &str) -> Result<std::time::Duration> {
+    let s = s.trim();
+    let (num, mult) = if let Some(n) = s.strip_suffix("ms") {
+        (n, 0.001)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = s.strip_suffix('m') {
+        (n, 60.0)
+    } else if let Some(n) = s.strip_suffix('h') {
+        (n, 3600.0)
+    } else {
+        (s, 1.0)
+    };
+    match num.trim().parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() => Ok(std::time::Duration::from_secs_f64(v * mult)),
+        _ => bail!("bad duration '{s}': use e.g. 10s, 500ms, 2m"),
+    }
+}
+
+/// `--for DURATION` and `--count N` of probe commands.
+fn parse_limits(rest: &str, cmd: &str) -> Result<(Option<std::time::Duration>, Option<u64>)> {
+    let mut duration = None;
+    let mut count = None;
+    let mut it = rest.split_whitespace();
+    while let Some(w) = it.next() {
+        let (flag, inline) = match w.split_once('=') {
+            Some((f, v)) => (f, Some(v)),
+            None => (w, None),
+        };
+        let mut value = |name: &str| -> Result<String> {
+            match inline {
+                Some(v) => Ok(v.to_string()),
+                None => it
+                    .next()
+                    .map(|s| s.to_string())
+                    .ok_or_else(|| anyhow::anyhow!("{cmd}: {name} needs a value")),
+            }
+        };
+        match flag {
+            "--for" => duration = Some(parse_duration(&value("--for")?)?),
+            "--count" => {
+                let v = value("--count")?;
+                count = Some(v.parse::<u64>().ok().filter(|n| *n > 0).ok_or_else(|| {
+                    anyhow::anyhow!("{cmd}: --count takes a positive number, not '{v}'")
+                })?);
+            }
+            other => bail!("{cmd}: unknown option '{other}' (use --for DURATION, --count N)"),
+        }
+    }
+    Ok((duration, count))
 }
 
 pub fn help_text(topic: Option<&str>) -> String {

@@ -12,9 +12,15 @@ static INTERRUPT: AtomicBool = AtomicBool::new(false);
 /// Sticky: a SIGINT arrived (scripts stop at the next command boundary).
 static SIGINT_SEEN: AtomicBool = AtomicBool::new(false);
 static TERMINATE: AtomicI32 = AtomicI32::new(0);
+/// A `--for DURATION` limit expired (set by the timer thread).
+static DEADLINE: AtomicBool = AtomicBool::new(false);
+/// pthread_t of the tracer thread, for the timer's wake-up signal.
+static MAIN_THREAD: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 extern "C" fn on_signal(sig: libc::c_int) {
-    if sig == libc::SIGINT {
+    if sig == libc::SIGALRM {
+        // only wakes a blocking waitpid (EINTR); DEADLINE is already set
+    } else if sig == libc::SIGINT {
         INTERRUPT.store(true, Ordering::SeqCst);
         SIGINT_SEEN.store(true, Ordering::SeqCst);
     } else {
@@ -31,7 +37,13 @@ pub fn install() {
         SaFlags::empty(),
         SigSet::empty(),
     );
-    for s in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
+    MAIN_THREAD.store(unsafe { libc::pthread_self() } as u64, Ordering::SeqCst);
+    for s in [
+        Signal::SIGINT,
+        Signal::SIGTERM,
+        Signal::SIGHUP,
+        Signal::SIGALRM,
+    ] {
         // SAFETY: the handler only stores to atomics.
         let _ = unsafe { sigaction(s, &act) };
     }
@@ -46,6 +58,7 @@ pub fn block_in_this_thread() {
     set.add(Signal::SIGINT);
     set.add(Signal::SIGTERM);
     set.add(Signal::SIGHUP);
+    set.add(Signal::SIGALRM);
     let _ = set.thread_block();
 }
 
@@ -71,12 +84,58 @@ pub fn sigint_seen() -> bool {
     SIGINT_SEEN.load(Ordering::SeqCst)
 }
 
+pub fn deadline_hit() -> bool {
+    DEADLINE.load(Ordering::SeqCst)
+}
+
+/// A running `--for` timer; dropping it cancels the timer.
+pub struct Deadline {
+    cancel: std::sync::Arc<AtomicBool>,
+}
+
+impl Deadline {
+    /// After `d`, set the deadline flag and wake the tracer thread.
+    pub fn arm(d: std::time::Duration) -> Deadline {
+        DEADLINE.store(false, Ordering::SeqCst);
+        let cancel = std::sync::Arc::new(AtomicBool::new(false));
+        let c = cancel.clone();
+        std::thread::spawn(move || {
+            block_in_this_thread();
+            let t0 = std::time::Instant::now();
+            while t0.elapsed() < d {
+                if c.load(Ordering::SeqCst) {
+                    return;
+                }
+                std::thread::sleep((d - t0.elapsed()).min(std::time::Duration::from_millis(20)));
+            }
+            if c.load(Ordering::SeqCst) {
+                return;
+            }
+            DEADLINE.store(true, Ordering::SeqCst);
+            let main = MAIN_THREAD.load(Ordering::SeqCst);
+            if main != 0 {
+                unsafe {
+                    libc::pthread_kill(main as libc::pthread_t, libc::SIGALRM);
+                }
+            }
+        });
+        Deadline { cancel }
+    }
+}
+
+impl Drop for Deadline {
+    fn drop(&mut self) {
+        self.cancel.store(true, Ordering::SeqCst);
+        DEADLINE.store(false, Ordering::SeqCst);
+    }
+}
+
 /// Wait-loop hooks backed by the flags above.
 pub struct Hooks;
 
 impl WaitHooks for Hooks {
     fn user_interrupt(&self) -> bool {
-        take_interrupt()
+        take_interrupt() || deadline_hit()
     }
     fn terminate(&self) -> bool {
         terminating().is_some()

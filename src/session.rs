@@ -64,6 +64,8 @@ pub struct Session {
     pub kind: postgres::ProcessKind,
     modules: Vec<Module>,
     pub bps: Breakpoints,
+    /// pgdbg's own breakpoints (probes), with a use count.
+    internal: std::collections::BTreeMap<u64, u32>,
     frames: Option<Vec<Frame>>,
     selected: usize,
     history: RefCell<Vec<Value>>,
@@ -94,6 +96,7 @@ impl Session {
             kind,
             modules: Vec::new(),
             bps: Breakpoints::default(),
+            internal: std::collections::BTreeMap::new(),
             frames: None,
             selected: 0,
             history: RefCell::new(Vec::new()),
@@ -380,8 +383,176 @@ impl Session {
         }
     }
 
-    /// Interrupt a running target (used by tests and the REPL).
+    // ------------------------------------------------------------- probes
+
+    /// Arm one of pgdbg's own breakpoints (used by probes such as
+    /// `plancache`); counted, so nested users share an address.
+    pub fn arm_internal(&mut self, addr: u64) -> Result<()> {
+        let n = self.internal.entry(addr).or_insert(0);
+        if *n == 0 {
+            self.target.insert_breakpoint(addr)?;
+        }
+        *n += 1;
+        Ok(())
+    }
+
+    pub fn disarm_internal(&mut self, addr: u64) -> Result<()> {
+        if let Some(n) = self.internal.get_mut(&addr) {
+            *n -= 1;
+            if *n == 0 {
+                self.internal.remove(&addr);
+                if !self.bps.uses(addr) {
+                    self.target.remove_breakpoint(addr)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn is_internal(&self, addr: u64) -> bool {
+        self.internal.contains_key(&addr)
+    }
+
+    fn disarm_all_internal(&mut self) -> Result<()> {
+        let addrs: Vec<u64> = self.internal.keys().copied().collect();
+        self.internal.clear();
+        for a in addrs {
+            if !self.bps.uses(a) {
+                self.target.remove_breakpoint(a)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Registers at the current stop.
+    pub fn registers(&self) -> Result<crate::target::Registers> {
+        self.target.regs()
+    }
+
+    /// Write a line of probe output now (not buffered until the command ends).
+    pub fn say(&mut self, line: &str) {
+        let _ = writeln!(self.out, "{line}");
+        let _ = self.out.flush();
+    }
+
+    pub fn emit_event(&mut self, event: &str, fields: serde_json::Value) {
+        self.emit(event, fields);
+    }
+
+    /// Run the target, calling `h` at each stop on an internal breakpoint,
+    /// until `h` is done, `limit` passes, Ctrl-C, a user breakpoint, or the
+    /// target's end.  Internal breakpoints are all removed afterwards.
+    pub fn run_probes(
+        &mut self,
+        h: &mut dyn ProbeHandler,
+        limit: Option<std::time::Duration>,
+    ) -> Result<(ProbeEnd, String)> {
+        let deadline = limit.map(guard::Deadline::arm);
+        let res = self.probe_loop(h);
+        drop(deadline);
+        let cleanup = if self.target.is_gone() {
+            self.internal.clear();
+            Ok(())
+        } else {
+            self.disarm_all_internal()
+        };
+        let r = res?;
+        cleanup?;
+        Ok(r)
+    }
+
+    fn probe_loop(&mut self, h: &mut dyn ProbeHandler) -> Result<(ProbeEnd, String)> {
+        self.frames = None;
+        loop {
+            if h.done() {
+                return Ok((ProbeEnd::Done, String::new()));
+            }
+            if guard::deadline_hit() {
+                return Ok((ProbeEnd::Deadline, String::new()));
+            }
+            let regs = self.target.regs()?;
+            if self.target.breakpoint_inserted(regs.rip) {
+                if let Some(stop) = self.target.step_over_breakpoint(regs.rip)? {
+                    let (_, text) = self.report_stop(stop)?;
+                    return Ok((ProbeEnd::TargetGone, text));
+                }
+            }
+            let stop = self.target.cont_and_wait(&guard::Hooks)?;
+            match stop {
+                Stop::Breakpoint { addr }
+                    if self.internal.contains_key(&addr) && !self.bps.uses(addr) =>
+                {
+                    self.last_stop = Some(stop);
+                    self.frames = None;
+                    h.on_stop(self, addr)?;
+                }
+                Stop::Interrupted if guard::deadline_hit() => {
+                    self.last_stop = Some(stop);
+                    return Ok((ProbeEnd::Deadline, String::new()));
+                }
+                other => {
+                    let (outcome, text) = self.report_stop(other)?;
+                    let end = match outcome {
+                        RunOutcome::Stopped => ProbeEnd::Stopped,
+                        RunOutcome::TargetGone => ProbeEnd::TargetGone,
+                        RunOutcome::Terminating => ProbeEnd::Terminating,
+                    };
+                    return Ok((end, text));
+                }
+            }
+        }
+    }
+
+    /// `plancache`: report plan choices until a limit, Ctrl-C or a stop.
+    fn plancache(
+        &mut self,
+        duration: Option<std::time::Duration>,
+        count: Option<u64>,
+    ) -> Result<(String, Flow)> {
+        use crate::postgres::plancache::{PlanCacheLayouts, PlanCacheProbe};
+        let layouts = PlanCacheLayouts::new(self)?;
+        let mut probe = PlanCacheProbe::new(layouts, count);
+        probe.arm(self)?;
+        let limit = match (duration, count) {
+            (Some(d), _) => format!(" for {:.1}s", d.as_secs_f64()),
+            (None, Some(n)) => format!(" for {n} decisions"),
+            _ => "; Ctrl-C stops".into(),
+        };
+        self.say(&format!(
+            "plancache: watching the plan cache of backend {}{limit}",
+            self.pid
+        ));
+        let t0 = std::time::Instant::now();
+        let (end, text) = self.run_probes(&mut probe, duration)?;
+        let summary = format!(
+            "plancache: {} decision{} ({} custom, {} generic) in {:.1}s",
+            probe.decisions,
+            if probe.decisions == 1 { "" } else { "s" },
+            probe.decisions - probe.generic,
+            probe.generic,
+            t0.elapsed().as_secs_f64()
+        );
+        self.emit(
+            "plancache_end",
+            serde_json::json!({"decisions": probe.decisions, "generic": probe.generic}),
+        );
+        Ok(match end {
+            ProbeEnd::Done | ProbeEnd::Deadline => (summary, Flow::Continue),
+            ProbeEnd::Stopped => {
+                if matches!(self.last_stop, Some(Stop::Interrupted)) {
+                    (summary, Flow::Continue)
+                } else {
+                    (format!("{summary}{text}"), Flow::Continue)
+                }
+            }
+            ProbeEnd::TargetGone => (format!("{summary}{text}"), Flow::TargetGone),
+            ProbeEnd::Terminating => (summary, Flow::Terminate),
+        })
+    }
+
+    /// Restore the backend and detach.
     pub fn detach(&mut self) -> Result<String> {
+        self.internal.clear();
         let n = self.bps.all_addresses().len();
         self.bps = Breakpoints::default();
         self.frames = None;
@@ -394,10 +565,17 @@ impl Session {
         if gone {
             Ok(format!("Backend {} is gone.", self.pid))
         } else {
+            let removed = if n > 0 {
+                format!(
+                    " ({n} breakpoint location{} removed)",
+                    if n == 1 { "" } else { "s" }
+                )
+            } else {
+                String::new()
+            };
             Ok(format!(
-                "Detached from backend {} ({n} breakpoint location{} removed; it runs as before).",
-                self.pid,
-                if n == 1 { "" } else { "s" }
+                "Detached from backend {}{removed}; it runs as before.",
+                self.pid
             ))
         }
     }
@@ -947,11 +1125,30 @@ impl Session {
                 )
             }
             Command::Echo(t) => (t.clone(), Flow::Continue),
+            Command::PlanCache { duration, count } => self.plancache(*duration, *count)?,
             Command::Detach => (self.detach()?, Flow::Quit),
             Command::Quit => (self.detach()?, Flow::Quit),
             Command::Help(t) => (help_text(t.as_deref()), Flow::Continue),
         })
     }
+}
+
+/// A probe: called by `run_probes` at its internal breakpoints.
+pub trait ProbeHandler {
+    fn on_stop(&mut self, s: &mut Session, addr: u64) -> Result<()>;
+    /// True when the probe has seen enough (`--count`).
+    fn done(&self) -> bool;
+}
+
+/// Why `run_probes` returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProbeEnd {
+    Done,
+    Deadline,
+    /// Ctrl-C, a user breakpoint or a signal: the target is stopped.
+    Stopped,
+    TargetGone,
+    Terminating,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

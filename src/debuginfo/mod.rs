@@ -4,6 +4,7 @@
 
 pub mod elf;
 pub mod index;
+pub mod layout;
 pub mod location;
 pub mod types;
 pub mod unwind;

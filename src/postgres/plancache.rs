@@ -1,0 +1,516 @@
+//! The plan-cache inspector: every custom/generic plan decision a backend
+//! makes, with the costs PostgreSQL compared and why it chose.
+//!
+//! How the choice is learned: a breakpoint on `GetCachedPlan` (exported, so
+//! always out of line) reads the `CachedPlanSource` as it is before the
+//! decision; a one-shot breakpoint on the return address reads it again and
+//! compares the returned `CachedPlan *` with `plansource->gplan`.  The
+//! choice reported is the one PostgreSQL made, once per execution, even on
+//! the 6th execution where `choose_custom_plan` runs twice.  All struct
+//! layouts come from DWARF (`Layout`), one memory read per struct.
+
+use crate::debuginfo::layout::Layout;
+use crate::session::{ProbeHandler, Session};
+use anyhow::{Result, anyhow, bail};
+use std::collections::HashMap;
+
+/// `CACHEDPLANSOURCE_MAGIC` from plancache.h: a sanity check that the
+/// pointer really is a CachedPlanSource (not an offset).
+const CACHEDPLANSOURCE_MAGIC: i64 = 195726186;
+
+/// Layouts and addresses the inspector needs, resolved once per session.
+pub struct PlanCacheLayouts {
+    cps: Layout,
+    cplan: Layout,
+    list: Option<Layout>,
+    pstmt: Layout,
+    entries: Vec<u64>,
+    prepared_queries: Option<u64>,
+    htab: Option<Layout>,
+    hashhdr: Option<Layout>,
+    hashelement: Option<Layout>,
+    prep: Option<Layout>,
+    plan_cache_mode: Option<(u64, Vec<(String, i64)>)>,
+    cpu_operator_cost: Option<u64>,
+}
+
+impl PlanCacheLayouts {
+    pub fn new(s: &Session) -> Result<PlanCacheLayouts> {
+        let di = &*s.di;
+        let entries: Vec<u64> = di
+            .function_locations("GetCachedPlan")
+            .iter()
+            .filter(|l| !l.inlined)
+            .map(|l| l.addr + s.bias)
+            .collect();
+        if entries.is_empty() {
+            bail!("GetCachedPlan is not in this postgres binary: cannot watch the plan cache");
+        }
+        let global = |n: &str| di.global(n).map(|(a, _)| a + s.bias);
+        // The GUC is an `int`; its names come from the server's own GUC
+        // table (`plan_cache_mode_options`: "auto", "force_generic_plan",
+        // ...), read from the backend's memory.
+        let plan_cache_mode = di.global("plan_cache_mode").map(|(a, _)| {
+            let values = di
+                .global("plan_cache_mode_options")
+                .and_then(|(opts, _)| read_enum_options(s, opts + s.bias).ok())
+                .unwrap_or_default();
+            (a + s.bias, values)
+        });
+        Ok(PlanCacheLayouts {
+            cps: Layout::of(di, "CachedPlanSource")?,
+            cplan: Layout::of(di, "CachedPlan")?,
+            list: Layout::of(di, "List")
+                .ok()
+                .filter(|l| l.has("elements") && l.has("length")),
+            pstmt: Layout::of(di, "PlannedStmt")?,
+            entries,
+            prepared_queries: global("prepared_queries"),
+            htab: Layout::of(di, "HTAB").ok(),
+            hashhdr: Layout::of(di, "HASHHDR").ok(),
+            hashelement: Layout::of(di, "HASHELEMENT").ok(),
+            prep: Layout::of(di, "PreparedStatement").ok(),
+            plan_cache_mode,
+            cpu_operator_cost: global("cpu_operator_cost"),
+        })
+    }
+}
+
+fn read(s: &Session, addr: u64, len: u64) -> Result<Vec<u8>> {
+    let mut b = vec![0u8; len as usize];
+    crate::expr::eval::EvalEnv::read_mem(s, addr, &mut b)?;
+    Ok(b)
+}
+
+fn read_u64(s: &Session, addr: u64) -> Result<u64> {
+    let b = read(s, addr, 8)?;
+    Ok(u64::from_le_bytes(b.try_into().expect("8 bytes")))
+}
+
+fn read_cstring(s: &Session, addr: u64, max: usize) -> String {
+    let mut out = Vec::new();
+    let mut a = addr;
+    while out.len() < max {
+        let n = (4096 - (a as usize & 4095)).min(64).min(max - out.len());
+        let Ok(b) = read(s, a, n as u64) else { break };
+        if let Some(p) = b.iter().position(|&c| c == 0) {
+            out.extend_from_slice(&b[..p]);
+            break;
+        }
+        out.extend_from_slice(&b);
+        a += n as u64;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A GUC's `config_enum_entry` array: (name, value) until the NULL name.
+fn read_enum_options(s: &Session, addr: u64) -> Result<Vec<(String, i64)>> {
+    let l = Layout::of(&*s.di, "config_enum_entry")?;
+    let mut out = Vec::new();
+    for i in 0..32 {
+        let b = read(s, addr + i * l.size, l.size)?;
+        let name = l.ptr(&b, "name").unwrap_or(0);
+        if name == 0 {
+            break;
+        }
+        let hidden = l.boolean(&b, "hidden").unwrap_or(false);
+        if !hidden {
+            out.push((read_cstring(s, name, 64), l.int(&b, "val").unwrap_or(-1)));
+        }
+    }
+    Ok(out)
+}
+
+/// One decision, as reported.
+#[derive(Debug, Clone)]
+pub struct Decision {
+    pub statement: Option<String>,
+    pub query: String,
+    pub execution: i64,
+    pub generic: bool,
+    pub generic_cost: Option<f64>,
+    pub avg_custom_cost: Option<f64>,
+    pub total_custom_cost: f64,
+    pub num_custom_plans: i64,
+    pub num_generic_plans: Option<i64>,
+    pub custom_plan_cost: Option<f64>,
+    pub planning_cost: Option<f64>,
+    pub plan_cache_mode: String,
+    pub reason: &'static str,
+}
+
+struct Pending {
+    plansource: u64,
+    bound_params: u64,
+    ret: u64,
+    ret_rsp: u64,
+    before: Vec<u8>,
+}
+
+pub struct PlanCacheProbe {
+    l: PlanCacheLayouts,
+    pending: Vec<Pending>,
+    names: HashMap<u64, Option<String>>,
+    count_limit: Option<u64>,
+    pub decisions: u64,
+    pub generic: u64,
+    /// Executions seen per plansource (for 13, which has no
+    /// num_generic_plans).
+    generic_seen: HashMap<u64, i64>,
+    bad_magic_warned: bool,
+}
+
+impl PlanCacheProbe {
+    pub fn new(l: PlanCacheLayouts, count_limit: Option<u64>) -> PlanCacheProbe {
+        PlanCacheProbe {
+            l,
+            pending: Vec::new(),
+            names: HashMap::new(),
+            count_limit,
+            decisions: 0,
+            generic: 0,
+            generic_seen: HashMap::new(),
+            bad_magic_warned: false,
+        }
+    }
+
+    /// Arm the entry breakpoints.
+    pub fn arm(&self, s: &mut Session) -> Result<()> {
+        for &a in &self.l.entries {
+            s.arm_internal(a)?;
+        }
+        Ok(())
+    }
+
+    fn plan_cache_mode(&self, s: &Session) -> String {
+        let Some((addr, values)) = &self.l.plan_cache_mode else {
+            return "unknown".into();
+        };
+        let Ok(b) = read(s, *addr, 4) else {
+            return "unknown".into();
+        };
+        let v = i32::from_le_bytes(b.try_into().expect("4 bytes")) as i64;
+        match values.iter().find(|(_, x)| *x == v) {
+            Some((n, _)) => n.clone(),
+            None => v.to_string(),
+        }
+    }
+
+    /// Name of the prepared statement owning `plansource` (SQL PREPARE or a
+    /// named protocol-level statement), from the `prepared_queries` hash.
+    fn statement_name(&mut self, s: &Session, plansource: u64) -> Option<String> {
+        if let Some(n) = self.names.get(&plansource) {
+            return n.clone();
+        }
+        if let Ok(map) = self.scan_prepared(s) {
+            for (ps, name) in map {
+                self.names.insert(ps, Some(name));
+            }
+        }
+        self.names.entry(plansource).or_insert(None).clone()
+    }
+
+    fn scan_prepared(&self, s: &Session) -> Result<Vec<(u64, String)>> {
+        let (Some(pq), Some(htab), Some(hdr), Some(el), Some(prep)) = (
+            self.l.prepared_queries,
+            &self.l.htab,
+            &self.l.hashhdr,
+            &self.l.hashelement,
+            &self.l.prep,
+        ) else {
+            bail!("no prepared statement hash in the debug info");
+        };
+        let h = read_u64(s, pq)?;
+        if h == 0 {
+            return Ok(Vec::new());
+        }
+        let hb = read(s, h, htab.size)?;
+        let hctl = htab.ptr(&hb, "hctl").ok_or_else(|| anyhow!("HTAB.hctl"))?;
+        let dir = htab.ptr(&hb, "dir").ok_or_else(|| anyhow!("HTAB.dir"))?;
+        let ssize = htab.int(&hb, "ssize").unwrap_or(256).max(1) as u64;
+        let sshift = htab.int(&hb, "sshift").unwrap_or(8) as u64;
+        let hdrb = read(s, hctl, hdr.size)?;
+        let max_bucket = hdr.int(&hdrb, "max_bucket").unwrap_or(0) as u64;
+        let link_off = el.offset("link")?;
+        // entries follow MAXALIGN(sizeof(HASHELEMENT))
+        let entry_off = el.size.div_ceil(8) * 8;
+        let name_off = prep.offset("stmt_name")?;
+        let ps_off = prep.offset("plansource")?;
+        let mut out = Vec::new();
+        for b in 0..=max_bucket.min(1 << 20) {
+            let seg = read_u64(s, dir + (b >> sshift) * 8)?;
+            if seg == 0 {
+                continue;
+            }
+            let mut e = read_u64(s, seg + (b & (ssize - 1)) * 8)?;
+            let mut guard = 0;
+            while e != 0 && guard < 10_000 {
+                let entry = e + entry_off;
+                let name = read_cstring(s, entry + name_off, 64);
+                let ps = read_u64(s, entry + ps_off)?;
+                out.push((ps, name));
+                e = read_u64(s, e + link_off)?;
+                guard += 1;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Cost of planning charged to a custom plan (cached_plan_cost's
+    /// 1000 * cpu_operator_cost * (relations + 1) per statement).
+    fn planning_cost(&self, s: &Session, cached_plan: u64) -> Option<f64> {
+        let list = self.l.list.as_ref()?;
+        let coc = f64::from_le_bytes(
+            read(s, self.l.cpu_operator_cost?, 8)
+                .ok()?
+                .try_into()
+                .ok()?,
+        );
+        let cp = read(s, cached_plan, self.l.cplan.size).ok()?;
+        let stmts = self.l.cplan.ptr(&cp, "stmt_list")?;
+        let rels = |lptr: u64| -> Option<i64> {
+            if lptr == 0 {
+                return Some(0);
+            }
+            let lb = read(s, lptr, list.size).ok()?;
+            list.int(&lb, "length")
+        };
+        if stmts == 0 {
+            return None;
+        }
+        let lb = read(s, stmts, list.size).ok()?;
+        let n = list.int(&lb, "length")?;
+        let elems = list.ptr(&lb, "elements")?;
+        let mut total = 0.0;
+        for i in 0..n.min(64) as u64 {
+            let ps = read_u64(s, elems + i * 8).ok()?;
+            let pb = read(s, ps, self.l.pstmt.size).ok()?;
+            let rtable = self.l.pstmt.ptr(&pb, "rtable")?;
+            total += 1000.0 * coc * (rels(rtable)? + 1) as f64;
+        }
+        Some(total)
+    }
+
+    fn on_entry(&mut self, s: &mut Session) -> Result<()> {
+        let r = s.registers()?;
+        let plansource = r.rdi;
+        // Frames of calls that returned (or were left by an ERROR's
+        // longjmp) are stale.
+        let mut i = 0;
+        while i < self.pending.len() {
+            if r.rsp >= self.pending[i].ret_rsp {
+                let p = self.pending.remove(i);
+                s.disarm_internal(p.ret)?;
+            } else {
+                i += 1;
+            }
+        }
+        let before = read(s, plansource, self.l.cps.size)?;
+        if self.l.cps.int(&before, "magic") != Some(CACHEDPLANSOURCE_MAGIC) {
+            if !self.bad_magic_warned {
+                self.bad_magic_warned = true;
+                s.say("plancache: GetCachedPlan's argument does not look like a CachedPlanSource (bad magic); skipped");
+            }
+            return Ok(());
+        }
+        let ret = read_u64(s, r.rsp)?;
+        s.arm_internal(ret)?;
+        self.pending.push(Pending {
+            plansource,
+            bound_params: r.rsi,
+            ret,
+            ret_rsp: r.rsp + 8,
+            before,
+        });
+        Ok(())
+    }
+
+    fn on_return(&mut self, s: &mut Session, addr: u64) -> Result<()> {
+        let r = s.registers()?;
+        let Some(i) = self
+            .pending
+            .iter()
+            .rposition(|p| p.ret == addr && p.ret_rsp == r.rsp)
+        else {
+            return Ok(());
+        };
+        let p = self.pending.remove(i);
+        s.disarm_internal(p.ret)?;
+        let after = read(s, p.plansource, self.l.cps.size)?;
+        let mut d = self.decide(s, &p, &after, r.rax)?;
+        d.statement = self.statement_name(s, p.plansource);
+        self.decisions += 1;
+        if d.generic {
+            self.generic += 1;
+        }
+        s.say(&format_decision(&d));
+        s.emit_event("plan_choice", decision_json(&d));
+        Ok(())
+    }
+
+    fn decide(&mut self, s: &Session, p: &Pending, after: &[u8], plan: u64) -> Result<Decision> {
+        let l = &self.l.cps;
+        let gplan = l.ptr(after, "gplan").unwrap_or(0);
+        let generic = plan != 0 && plan == gplan;
+        let n_before = l.int(&p.before, "num_custom_plans").unwrap_or(0);
+        let total_before = l.float(&p.before, "total_custom_cost").unwrap_or(0.0);
+        let n_after = l.int(after, "num_custom_plans").unwrap_or(0);
+        let total_after = l.float(after, "total_custom_cost").unwrap_or(0.0);
+        let gen_cost = l.float(after, "generic_cost").filter(|c| *c >= 0.0);
+        let avg = if n_before > 0 {
+            Some(total_before / n_before as f64)
+        } else {
+            None
+        };
+        let num_generic = l.int(after, "num_generic_plans");
+        if generic {
+            *self.generic_seen.entry(p.plansource).or_insert(0) += 1;
+        }
+        let execution = n_after
+            + num_generic.unwrap_or_else(|| *self.generic_seen.get(&p.plansource).unwrap_or(&0));
+        let mode = self.plan_cache_mode(s);
+        let oneshot = l.boolean(&p.before, "is_oneshot").unwrap_or(false);
+        let reason = if oneshot {
+            "one_shot"
+        } else if p.bound_params == 0 && generic {
+            "no_parameters"
+        } else if mode == "force_generic_plan" || mode == "force_custom_plan" {
+            "forced_by_plan_cache_mode"
+        } else if !generic && n_before < 5 {
+            "fewer_than_5_custom_plans"
+        } else {
+            match (gen_cost, avg) {
+                (Some(g), Some(a)) if (g < a) == generic => "cost",
+                _ => "cursor_options",
+            }
+        };
+        let (custom_cost, planning) = if generic {
+            (None, None)
+        } else {
+            (
+                if n_after > n_before {
+                    Some(total_after - total_before)
+                } else {
+                    None
+                },
+                self.planning_cost(s, plan),
+            )
+        };
+        let query_ptr = l.ptr(&p.before, "query_string").unwrap_or(0);
+        let query = if query_ptr != 0 {
+            read_cstring(s, query_ptr, 1024)
+        } else {
+            String::new()
+        };
+        Ok(Decision {
+            statement: None,
+            query,
+            execution,
+            generic,
+            generic_cost: gen_cost,
+            avg_custom_cost: avg,
+            total_custom_cost: total_after,
+            num_custom_plans: n_after,
+            num_generic_plans: num_generic,
+            custom_plan_cost: custom_cost,
+            planning_cost: planning,
+            plan_cache_mode: mode,
+            reason,
+        })
+    }
+}
+
+impl ProbeHandler for PlanCacheProbe {
+    fn on_stop(&mut self, s: &mut Session, addr: u64) -> Result<()> {
+        if self.l.entries.contains(&addr) {
+            self.on_entry(s)
+        } else {
+            self.on_return(s, addr)
+        }
+    }
+    fn done(&self) -> bool {
+        self.count_limit.is_some_and(|n| self.decisions >= n)
+    }
+}
+
+fn fmt3(x: f64) -> String {
+    let s = format!("{x:.3}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    s.to_string()
+}
+
+pub fn label(d: &Decision) -> String {
+    match &d.statement {
+        Some(n) => n.clone(),
+        None => {
+            let q: String = d.query.split_whitespace().collect::<Vec<_>>().join(" ");
+            let q = if q.chars().count() > 50 {
+                format!("{}...", q.chars().take(50).collect::<String>())
+            } else {
+                q
+            };
+            format!("<unnamed> \"{q}\"")
+        }
+    }
+}
+
+pub fn format_decision(d: &Decision) -> String {
+    let who = format!("{} #{}", label(d), d.execution);
+    let choice = if d.generic {
+        "GENERIC plan"
+    } else {
+        "custom plan"
+    };
+    let gcost = d
+        .generic_cost
+        .map(fmt3)
+        .unwrap_or_else(|| "not built yet".into());
+    let avg = d
+        .avg_custom_cost
+        .map(fmt3)
+        .unwrap_or_else(|| "none yet".into());
+    let planning = d
+        .planning_cost
+        .map(|p| format!(" ({} planning)", fmt3(p)))
+        .unwrap_or_default();
+    let why = match d.reason {
+        "cost" if d.generic => format!("generic {gcost} < avg custom {avg}"),
+        "cost" => {
+            let rel = match (d.avg_custom_cost, d.generic_cost) {
+                (Some(a), Some(g)) if a < g => "<",
+                _ => "<=",
+            };
+            format!("avg custom {avg}{planning} {rel} generic {gcost}")
+        }
+        "fewer_than_5_custom_plans" => format!(
+            "fewer than 5 custom plans so far ({}); generic {gcost}",
+            d.num_custom_plans - 1
+        ),
+        "forced_by_plan_cache_mode" => format!(
+            "plan_cache_mode = {} (generic {gcost}, avg custom {avg})",
+            d.plan_cache_mode
+        ),
+        "one_shot" => "one-shot statement, never cached".into(),
+        "no_parameters" => "no parameters: the generic plan is as good".into(),
+        _ => format!("cursor options (generic {gcost}, avg custom {avg})"),
+    };
+    format!("{who}: {choice}  {why}")
+}
+
+pub fn decision_json(d: &Decision) -> serde_json::Value {
+    serde_json::json!({
+        "statement": d.statement,
+        "query": d.query,
+        "execution": d.execution,
+        "choice": if d.generic { "generic" } else { "custom" },
+        "generic_cost": d.generic_cost,
+        "avg_custom_cost": d.avg_custom_cost,
+        "total_custom_cost": d.total_custom_cost,
+        "num_custom_plans": d.num_custom_plans,
+        "num_generic_plans": d.num_generic_plans,
+        "custom_plan_cost": d.custom_plan_cost,
+        "planning_cost": d.planning_cost,
+        "plan_cache_mode": d.plan_cache_mode,
+        "reason": d.reason,
+    })
+}

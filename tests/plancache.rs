@@ -1,0 +1,351 @@
+//! `plancache` on real PostgreSQL 15 and 18: seed 000's three cases, a
+//! plpgsql loop and a `pgbench -M prepared` client.  Every decision is
+//! checked against what the planner's own numbers predict (EXPLAIN costs
+//! plus the planning charge, and choose_custom_plan's rule) and against
+//! pg_prepared_statements afterwards.
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::time::Duration;
+
+/// Run `plancache --count n` on `pid` while `work` runs statements; returns
+/// (stdout, plan_choice events).
+fn watch(pid: i32, n: usize, work: impl FnOnce()) -> (String, Vec<Value>) {
+    let cap = std::env::temp_dir().join(format!("pgdbg-pc-{}-{pid}-{n}.jsonl", std::process::id()));
+    let _ = std::fs::remove_file(&cap);
+    let p = Pgdbg::spawn(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--ex",
+        &format!("plancache --count {n}"),
+        "--ex",
+        "detach",
+        "--capture",
+        cap.to_str().unwrap(),
+    ]);
+    let mut p = p;
+    wait_until("pgdbg to attach", Duration::from_secs(30), || {
+        if let Ok(Some(_)) = p.child.try_wait() {
+            let mut err = String::new();
+            std::io::Read::read_to_string(p.child.stderr.as_mut().unwrap(), &mut err).unwrap();
+            panic!("pgdbg exited before attaching: {err}");
+        }
+        tracer_pid(pid) != 0
+    });
+    // plancache arms its breakpoints right after attaching; the statements
+    // queue on the socket meanwhile.
+    work();
+    let (code, out, err) = p.wait(Duration::from_secs(120));
+    assert_eq!(code, 0, "pgdbg failed:\n{out}\n{err}");
+    assert_eq!(tracer_pid(pid), 0);
+    let events: Vec<Value> = std::fs::read_to_string(&cap)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|e: &Value| e["event"] == "plan_choice")
+        .collect();
+    let _ = std::fs::remove_file(&cap);
+    assert_eq!(events.len(), n, "decisions reported:\n{out}");
+    (out, events)
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// EXPLAIN total cost of `execute NAME(args)` under a forced plan_cache_mode.
+fn explain_cost(cl: &Cluster, prepare: &str, mode: &str, exec: &str) -> f64 {
+    let mut b = cl.connect();
+    b.exec(&format!("set plan_cache_mode = {mode}"));
+    b.exec(prepare);
+    let j = b.simple_text(&format!("explain (format json) {exec}"));
+    let v: Value = serde_json::from_str(&j).unwrap();
+    v[0]["Plan"]["Total Cost"].as_f64().unwrap()
+}
+
+fn prepared_counts(c: &mut Client, name: &str) -> (i64, i64) {
+    let g = c.query_one_i64(&format!(
+        "select generic_plans from pg_prepared_statements where name = '{name}'"
+    ));
+    let cu = c.query_one_i64(&format!(
+        "select custom_plans from pg_prepared_statements where name = '{name}'"
+    ));
+    (g, cu)
+}
+
+/// choose_custom_plan's rule replayed on the planner's numbers: given each
+/// execution's custom-plan cost and the generic cost, the expected choices.
+fn replay(custom_costs: &[f64], generic: f64) -> Vec<bool> {
+    let (mut total, mut n) = (0.0, 0);
+    let mut out = Vec::new();
+    for c in custom_costs {
+        let generic_wins = n >= 5 && generic < total / n as f64;
+        out.push(generic_wins);
+        if !generic_wins {
+            total += c;
+            n += 1;
+        }
+    }
+    out
+}
+
+const RANGE: &str =
+    "prepare s1 as select max(md5(v)) from mediumtab where n between $1::numeric and $2::numeric";
+const POINT: &str = "prepare s2 as select v from mediumtab where n = $1::numeric";
+const BIG: &str = "prepare s3 as select v from bigtab where n = $1::numeric";
+
+fn seed000_cases(major: u32) {
+    let cl = Cluster::start(major);
+    cl.seed(&["mediumtab", "bigtab"]);
+
+    // 1. The range statement: custom while ranges are small, generic after
+    //    several wide ranges raise the average custom cost.
+    let args: Vec<(i32, i32)> = [(60, 70); 6]
+        .into_iter()
+        .chain([(10, 12000); 6])
+        .chain([(10, 30); 2])
+        .collect();
+    let generic = explain_cost(&cl, RANGE, "force_generic_plan", "execute s1(10,30)");
+    let mut costs = Vec::new();
+    for (x, y) in &args {
+        costs.push(
+            explain_cost(
+                &cl,
+                RANGE,
+                "force_custom_plan",
+                &format!("execute s1({x},{y})"),
+            ) + 5.0,
+        );
+    }
+    let expected = replay(&costs, generic);
+    assert!(
+        expected.iter().any(|g| *g),
+        "the scenario must switch to generic: {costs:?} vs {generic}"
+    );
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let (out, ev) = watch(pid, args.len(), || {
+        a.exec(RANGE);
+        for (x, y) in &args {
+            a.exec(&format!("execute s1({x},{y})"));
+        }
+    });
+    for (i, e) in ev.iter().enumerate() {
+        assert_eq!(e["statement"], "s1", "{e}");
+        assert_eq!(e["execution"], (i + 1) as i64);
+        assert_eq!(
+            e["choice"] == "generic",
+            expected[i],
+            "execution {}: {e}\n{out}",
+            i + 1
+        );
+        assert_eq!(e["plan_cache_mode"], "auto");
+        if e["choice"] == "custom" {
+            assert!((f(&e["planning_cost"]) - 5.0).abs() < 1e-9, "{e}");
+            assert!(
+                (f(&e["custom_plan_cost"]) - costs[i]).abs() < 0.006,
+                "execution {}: custom cost {} but EXPLAIN + planning = {}",
+                i + 1,
+                e["custom_plan_cost"],
+                costs[i]
+            );
+        }
+        if i >= 5 {
+            assert!((f(&e["generic_cost"]) - generic).abs() < 0.006, "{e}");
+            assert_eq!(e["reason"], "cost");
+        } else {
+            assert_eq!(e["reason"], "fewer_than_5_custom_plans");
+        }
+    }
+    if major == 15 {
+        assert_eq!(f(&ev[6]["generic_cost"]), 226.435);
+    }
+    assert!(
+        out.contains("s1 #1: custom plan  fewer than 5 custom plans so far"),
+        "{out}"
+    );
+    assert!(
+        out.contains(": GENERIC plan  generic 226.435 < avg custom "),
+        "{out}"
+    );
+    assert!(out.contains("s1 #7: custom plan  avg custom "), "{out}");
+    let gens = ev.iter().filter(|e| e["choice"] == "generic").count() as i64;
+    assert_eq!(
+        prepared_counts(&mut a, "s1"),
+        (gens, args.len() as i64 - gens)
+    );
+
+    // 2. The point statement: generic 8.4425 < custom 13.4425, generic from
+    //    the 6th execution on.
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let (_, ev) = watch(pid, 8, || {
+        a.exec(POINT);
+        for i in 0..8 {
+            a.exec(&format!("execute s2({})", 1000 + i));
+        }
+    });
+    let generic = explain_cost(&cl, POINT, "force_generic_plan", "execute s2(1)");
+    let custom = explain_cost(&cl, POINT, "force_custom_plan", "execute s2(1)") + 5.0;
+    for (i, e) in ev.iter().enumerate() {
+        assert_eq!(e["choice"] == "generic", i >= 5, "execution {}: {e}", i + 1);
+    }
+    assert!((f(&ev[6]["generic_cost"]) - generic).abs() < 0.006);
+    assert!(
+        (f(&ev[5]["avg_custom_cost"]) - custom).abs() < 0.006,
+        "{}",
+        ev[5]
+    );
+    if major == 15 {
+        assert_eq!(f(&ev[6]["generic_cost"]), 8.4425);
+        assert_eq!(f(&ev[5]["avg_custom_cost"]), 13.4425);
+    }
+    assert_eq!(prepared_counts(&mut a, "s2"), (3, 5));
+
+    // 3. 1000 partitions: custom forever under auto ...
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let (_, ev) = watch(pid, 7, || {
+        a.exec(BIG);
+        for i in 0..7 {
+            a.exec(&format!("execute s3({})", 5000 + i * 7919));
+        }
+    });
+    assert!(ev.iter().all(|e| e["choice"] == "custom"), "{ev:?}");
+    let g = f(&ev[6]["generic_cost"]);
+    let avg = f(&ev[6]["avg_custom_cost"]);
+    assert!(g > 100.0 * avg, "generic {g} vs avg custom {avg}");
+    if major == 15 {
+        assert!((g - 8307.5).abs() < 1e-6, "generic {g}");
+        assert!((avg - 15.8025).abs() < 1e-9, "avg custom {avg}");
+    }
+    // ... and generic every time under force_generic_plan.
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let (out, ev) = watch(pid, 3, || {
+        a.exec("set plan_cache_mode = force_generic_plan");
+        a.exec(BIG);
+        for i in 0..3 {
+            a.exec(&format!("execute s3({})", 777 + i));
+        }
+    });
+    for e in &ev {
+        assert_eq!(e["choice"], "generic", "{e}");
+        assert_eq!(e["reason"], "forced_by_plan_cache_mode");
+        assert_eq!(e["plan_cache_mode"], "force_generic_plan");
+    }
+    assert!(
+        out.contains("GENERIC plan  plan_cache_mode = force_generic_plan"),
+        "{out}"
+    );
+    assert_eq!(prepared_counts(&mut a, "s3"), (3, 0));
+
+    // 4. A plpgsql loop (seed 000's runload): SPI statements, no name.  The
+    //    loop runs longer than the watch; its own expressions may show up
+    //    too (18 plans simple expressions through the plan cache).
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let (out, ev) = watch(pid, 12, || {
+        a.simple_text("select runload(200)");
+    });
+    let loop_stmt: Vec<&Value> = ev
+        .iter()
+        .filter(|e| e["query"].as_str().unwrap().contains("bigtab"))
+        .collect();
+    assert!(
+        loop_stmt.len() >= 6,
+        "the loop's statement is reported:\n{out}"
+    );
+    for e in &ev {
+        assert!(e["statement"].is_null(), "{e}");
+    }
+    for (i, e) in loop_stmt.iter().enumerate() {
+        assert_eq!(e["choice"], "custom", "{e}");
+        assert_eq!(e["execution"], (i + 1) as i64, "{e}");
+    }
+    assert!(out.contains("<unnamed> \""), "{out}");
+    cl.assert_no_crash();
+
+    // 5. pgbench -M prepared: protocol-level named statements.
+    let script = std::env::temp_dir().join(format!("pgdbg-pgbench-{}.sql", std::process::id()));
+    std::fs::write(
+        &script,
+        "\\sleep 1500 ms\n\\set n random(1, 1000000)\nselect v from mediumtab where n = :n;\n",
+    )
+    .unwrap();
+    let mut pgbench = std::process::Command::new(cl.bin.join("pgbench"))
+        .args(["-n", "-M", "prepared", "-c", "1", "-t", "10", "-f"])
+        .arg(&script)
+        .args(["-h", cl.dir.to_str().unwrap(), "-U", "postgres", "postgres"])
+        .env("PGAPPNAME", "pgdbg-test-pgbench")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut c = cl.connect();
+    let mut bpid = 0;
+    // pgbench may open a short-lived connection first: take a backend that
+    // is still there a moment later.
+    wait_until("pgbench's backend", Duration::from_secs(20), || {
+        let q = "select coalesce(max(pid), 0)::text from pg_stat_activity where application_name = 'pgdbg-test-pgbench'";
+        let first: i32 = c.simple_text(q).parse().unwrap();
+        if first == 0 {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        bpid = c.simple_text(q).parse().unwrap();
+        bpid == first
+    });
+    let (_, ev) = watch(bpid, 6, || {});
+    assert!(pgbench.wait().unwrap().success());
+    for (i, e) in ev.iter().enumerate() {
+        let name = e["statement"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no statement name: {e}"));
+        assert!(
+            name.starts_with("P_"),
+            "pgbench names its statements P_...: {e}"
+        );
+        assert_eq!(e["choice"] == "generic", i >= 5, "{e}");
+    }
+    cl.assert_no_crash();
+}
+
+#[test]
+fn plancache_seed000_15() {
+    seed000_cases(15);
+}
+
+#[test]
+fn plancache_seed000_18() {
+    seed000_cases(18);
+}
+
+/// `--for` ends a watch that sees nothing, and the breakpoints are gone.
+#[test]
+fn plancache_for_duration_disarms() {
+    let cl = Cluster::start(15);
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let (code, out, err) = pgdbg(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--ex",
+        "plancache --for 500ms",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("plancache: 0 decisions"), "{out}");
+    assert!(code_matches_file(
+        pid,
+        &cl.postgres_binary(),
+        "GetCachedPlan",
+        32
+    ));
+    assert_eq!(a.pid(), pid);
+    let (code, _, err) = pgdbg(&["attach", &pid.to_string(), "--ex", "plancache --for xyz"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("--ex:1: bad duration 'xyz'"), "{err}");
+}

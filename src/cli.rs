@@ -55,6 +55,9 @@ one per line, '#' starts a comment; they are checked before attaching."
         /// Read DWARF from FILE (a separate debug file of this exact build)
         #[arg(long, value_name = "FILE")]
         debug_file: Option<PathBuf>,
+        /// Abandon an inferior call (call, plan) that takes longer (e.g. 5s)
+        #[arg(long, value_name = "DURATION", default_value = "5s")]
+        call_timeout: String,
         /// Do not print the banner and progress lines
         #[arg(long, short = 'q')]
         quiet: bool,
@@ -98,9 +101,19 @@ pub fn main() -> i32 {
             ex,
             capture,
             debug_file,
+            call_timeout,
             quiet,
             any_process,
-        } => run_attach(pid, script, ex, capture, debug_file, quiet, any_process),
+        } => run_attach(
+            pid,
+            script,
+            ex,
+            capture,
+            debug_file,
+            &call_timeout,
+            quiet,
+            any_process,
+        ),
     });
     match res {
         Ok(Ok(code)) => code,
@@ -212,10 +225,13 @@ fn run_attach(
     ex: Vec<String>,
     capture: Option<PathBuf>,
     debug_file: Option<PathBuf>,
+    call_timeout: &str,
     quiet: bool,
     any_process: bool,
 ) -> Result<i32> {
     let pid = parse_pid(pid)?;
+    let call_timeout =
+        command::parse_duration(call_timeout).map_err(|e| anyhow!("--call-timeout: {e}"))?;
     let kind = check_target(pid, any_process)?;
     let exe_link = PathBuf::from(format!("/proc/{pid}/exe"));
     let real = procfs::exe_path(pid)?;
@@ -259,6 +275,7 @@ fn run_attach(
     guard::install();
     let target = Target::attach(pid)?;
     let mut session = Session::new(pid, target, di, real_clean.clone(), kind.clone(), cap)?;
+    session.call_timeout = call_timeout;
     if !quiet {
         let what = match &kind {
             ProcessKind::ClientBackend { title } => format!("backend {pid} ({title})"),

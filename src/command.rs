@@ -33,6 +33,15 @@ pub enum Command {
         duration: Option<std::time::Duration>,
         count: Option<u64>,
     },
+    /// `call FUNC(ARGS)`
+    Call(String),
+    /// `plan [--next] [--format F] [--verbose] [--costs off]`
+    Plan {
+        next: bool,
+        format: String,
+        verbose: bool,
+        costs: bool,
+    },
     Detach,
     Quit,
     Help(Option<String>),
@@ -96,6 +105,18 @@ pub const COMMANDS: &[(&str, &[&str], &str, &str)] = &[
         &[],
         "plancache [--for DURATION] [--count N]",
         "report every custom/generic plan choice with its costs and reason, until Ctrl-C, --for 10s or --count N",
+    ),
+    (
+        "call",
+        &[],
+        "call FUNC(ARGS)",
+        "call a function inside the backend (integer, pointer, double args), e.g. call pgstat_get_wait_event(0x0100003d)",
+    ),
+    (
+        "plan",
+        &[],
+        "plan [--next] [--format text|json|yaml|xml] [--verbose] [--costs off]",
+        "EXPLAIN the query the backend runs (--next: the next one to start), computed inside the backend",
     ),
     ("echo", &[], "echo TEXT", "print TEXT (for scripts)"),
     (
@@ -240,6 +261,43 @@ pub fn parse(line: &str) -> Result<Command> {
             }
         }
         "echo" => Command::Echo(rest.replace("\\n", "\n")),
+        "call" => {
+            if !(rest.contains('(') && rest.ends_with(')')) {
+                bail!("call needs FUNC(ARGS), e.g. call pgstat_get_wait_event(0x0100003d)");
+            }
+            Command::Call(rest.to_string())
+        }
+        "plan" => {
+            let (mut next, mut format, mut verbose, mut costs) =
+                (false, "text".to_string(), false, true);
+            let mut it = rest.split_whitespace();
+            while let Some(w) = it.next() {
+                match w {
+                    "--next" => next = true,
+                    "--verbose" => verbose = true,
+                    "--format" => {
+                        format = it.next().unwrap_or("").to_lowercase();
+                        if !["text", "json", "yaml", "xml"].contains(&format.as_str()) {
+                            bail!("plan --format takes text, json, yaml or xml");
+                        }
+                    }
+                    "--costs" => match it.next() {
+                        Some("off") | Some("false") => costs = false,
+                        Some("on") | Some("true") => costs = true,
+                        _ => bail!("plan --costs takes on or off"),
+                    },
+                    other => bail!(
+                        "plan: unknown option '{other}' (use --next, --format F, --verbose, --costs off)"
+                    ),
+                }
+            }
+            Command::Plan {
+                next,
+                format,
+                verbose,
+                costs,
+            }
+        }
         "plancache" => {
             let (duration, count) = parse_limits(rest, "plancache")?;
             Command::PlanCache { duration, count }

@@ -15,6 +15,7 @@ pub mod command;
 pub mod debuginfo;
 pub mod expr;
 pub mod guard;
+pub mod infcall;
 pub mod postgres;
 pub mod repl;
 pub mod session;

@@ -73,6 +73,8 @@ pub struct Session {
     pub last_stop: Option<Stop>,
     /// Output of commands (stdout in the CLI, a buffer in tests).
     pub out: Box<dyn Write>,
+    /// How long an inferior call may take before it is abandoned.
+    pub call_timeout: std::time::Duration,
 }
 
 impl Session {
@@ -103,6 +105,7 @@ impl Session {
             capture,
             last_stop: Some(Stop::Interrupted),
             out: Box::new(std::io::stdout()),
+            call_timeout: std::time::Duration::from_secs(5),
         };
         s.refresh_modules();
         s.emit(
@@ -501,6 +504,201 @@ impl Session {
                 }
             }
         }
+    }
+
+    /// `call FUNC(ARGS)`: run a function inside the backend, gdb style.
+    fn call_function(&mut self, text: &str) -> Result<String> {
+        use crate::expr::eval::Scalar;
+        use crate::infcall::Arg;
+        use crate::postgres::call::{BackendCalls, Called};
+        let open = text
+            .find('(')
+            .ok_or_else(|| anyhow!("call needs FUNC(ARGS)"))?;
+        let name = text[..open].trim();
+        let inner = text[open + 1..text.len() - 1].trim();
+        let addr = crate::postgres::call::function_address(self, name)?;
+        let _ = self.frames()?;
+        // Values now; string literals are copied into the backend once the
+        // call frame exists.
+        let mut specs: Vec<Result<Arg, String>> = Vec::new();
+        for a in split_args(inner) {
+            let di = self.di.clone();
+            let is_type = |n: &str| di.type_by_name(n).is_some();
+            let e = parse::parse(&a, &is_type)?;
+            if let crate::expr::parse::Expr::Str(text) = e {
+                specs.push(Err(text));
+                continue;
+            }
+            let v = eval(self, &e)?;
+            specs.push(Ok(match crate::expr::eval::scalar(self, &v)? {
+                Scalar::F(f) => Arg::Double(f),
+                Scalar::I(i) => Arg::Int(i as u64),
+                Scalar::U(u) => Arg::Int(u),
+            }));
+        }
+        let ret_ty = self
+            .di
+            .function_locations(name)
+            .iter()
+            .find(|l| !l.inlined && l.die != 0)
+            .and_then(|l| self.di.die_type(l.die));
+        let timeout = self.call_timeout;
+        let mut calls = BackendCalls::open(self, timeout, false)?;
+        let mut args = Vec::new();
+        for sp in specs {
+            args.push(match sp {
+                Ok(a) => a,
+                Err(text) => Arg::Int(calls.push_cstr(&text)?),
+            });
+        }
+        let res = calls.call_addr(addr, &args);
+        let close = calls.close();
+        let res = res?;
+        close?;
+        self.frames = None;
+        let r = match res {
+            Called::Value(r) => r,
+            Called::Error(e) => {
+                self.emit("call", serde_json::json!({"function": name, "error": e}));
+                bail!(
+                    "ERROR inside the backend: {e} (the call was unwound; the backend's state is restored)"
+                )
+            }
+        };
+        let Some(ty) = ret_ty else {
+            return Ok(String::new()); // void
+        };
+        let is_float = matches!(
+            &*crate::debuginfo::types::strip(&*self.di, &ty),
+            crate::debuginfo::types::Type::Base {
+                enc: crate::debuginfo::types::Encoding::Float,
+                ..
+            }
+        );
+        let bytes = if is_float {
+            r.xmm0.to_le_bytes()
+        } else {
+            r.rax.to_le_bytes()
+        };
+        let size = size_of(&*self.di, &ty).clamp(1, 8) as usize;
+        let v = Value {
+            ty,
+            loc: ValLoc::Bytes(bytes[..size].to_vec()),
+        };
+        let text = format_value(self, &v, Radix::Natural);
+        let json = to_json(self, &v);
+        self.history.borrow_mut().push(v);
+        let n = self.history.borrow().len();
+        self.emit(
+            "call",
+            serde_json::json!({"function": name, "value": json, "text": text}),
+        );
+        Ok(format!("${n} = {text}"))
+    }
+
+    /// `plan`: EXPLAIN the running query (or, with --next, the next one).
+    fn plan(
+        &mut self,
+        next: bool,
+        opts: &crate::postgres::explain::ExplainOpts,
+    ) -> Result<(String, Flow)> {
+        use crate::postgres::explain;
+        let (qd, nested) = if next {
+            let entries: Vec<u64> = self
+                .di
+                .function_locations("standard_ExecutorRun")
+                .iter()
+                .filter(|l| !l.inlined)
+                .map(|l| l.addr + self.bias)
+                .collect();
+            if entries.is_empty() {
+                bail!("standard_ExecutorRun is not in this binary");
+            }
+            for &a in &entries {
+                self.arm_internal(a)?;
+            }
+            let mut probe = OneStop::default();
+            let (end, text) = self.run_probes(&mut probe, None)?;
+            match end {
+                ProbeEnd::Done => {}
+                ProbeEnd::TargetGone => return Ok((text, Flow::TargetGone)),
+                ProbeEnd::Terminating => return Ok((String::new(), Flow::Terminate)),
+                _ => {
+                    return Ok((
+                        format!("plan --next: stopped before a statement started{text}"),
+                        Flow::Continue,
+                    ));
+                }
+            }
+            let qd = self.target.regs()?.rdi;
+            let nested = explain::active_query_desc(self)?
+                .map(|(_, a)| a != qd)
+                .unwrap_or(true);
+            (qd, nested)
+        } else {
+            let (_, qd) = self.safe_running_query()?;
+            let nested = self
+                .frames()?
+                .iter()
+                .filter(|f| f.function.as_deref() == Some("standard_ExecutorRun"))
+                .count()
+                > 1;
+            (qd, nested)
+        };
+        let query = explain::source_text(self, qd);
+        let timeout = self.call_timeout;
+        let text = explain::explain(self, qd, opts, timeout)?;
+        self.frames = None;
+        self.emit(
+            "plan",
+            serde_json::json!({"query": query, "format": opts.format, "text": text, "nested": nested}),
+        );
+        let head = if nested {
+            format!("-- nested statement (SPI/plpgsql): {}\n", one_line(&query))
+        } else {
+            format!("-- {}\n", one_line(&query))
+        };
+        Ok((format!("{head}{text}"), Flow::Continue))
+    }
+
+    /// Interrupt the running query at a point where calling into the
+    /// backend is safe (retrying a few times); returns (portal, queryDesc).
+    fn safe_running_query(&mut self) -> Result<(u64, u64)> {
+        use crate::postgres::{call, explain};
+        for attempt in 0..200 {
+            self.frames = None;
+            let Some((portal, qd)) = explain::active_query_desc(self)? else {
+                bail!(
+                    "backend {} is not running a query (no active portal): use plan --next to catch the next one",
+                    self.pid
+                );
+            };
+            match call::unsafe_reason(self)? {
+                None => return Ok((portal, qd)),
+                Some(why) if attempt == 199 => {
+                    bail!("no safe point found in the running query: {why}")
+                }
+                Some(_) => {
+                    // let it run a little, then look again
+                    let deadline =
+                        guard::Deadline::arm(std::time::Duration::from_millis(2 + attempt % 7));
+                    let regs = self.target.regs()?;
+                    if self.target.breakpoint_inserted(regs.rip) {
+                        self.target.step_over_breakpoint(regs.rip)?;
+                    }
+                    let stop = self.target.cont_and_wait(&guard::Hooks)?;
+                    drop(deadline);
+                    match stop {
+                        Stop::Interrupted | Stop::Breakpoint { .. } => {}
+                        other => {
+                            let (_, text) = self.report_stop(other)?;
+                            bail!("the backend stopped while looking for a safe point:{text}");
+                        }
+                    }
+                }
+            }
+        }
+        unreachable!()
     }
 
     /// `plancache`: report plan choices until a limit, Ctrl-C or a stop.
@@ -1126,11 +1324,74 @@ impl Session {
             }
             Command::Echo(t) => (t.clone(), Flow::Continue),
             Command::PlanCache { duration, count } => self.plancache(*duration, *count)?,
+            Command::Call(text) => (self.call_function(text)?, Flow::Continue),
+            Command::Plan {
+                next,
+                format,
+                verbose,
+                costs,
+            } => {
+                let opts = crate::postgres::explain::ExplainOpts {
+                    format: format.clone(),
+                    verbose: *verbose,
+                    costs: *costs,
+                };
+                self.plan(*next, &opts)?
+            }
             Command::Detach => (self.detach()?, Flow::Quit),
             Command::Quit => (self.detach()?, Flow::Quit),
             Command::Help(t) => (help_text(t.as_deref()), Flow::Continue),
         })
     }
+}
+
+/// Stop at the first hit of the armed internal breakpoints.
+#[derive(Default)]
+struct OneStop {
+    hit: bool,
+}
+
+impl ProbeHandler for OneStop {
+    fn on_stop(&mut self, _s: &mut Session, _addr: u64) -> Result<()> {
+        self.hit = true;
+        Ok(())
+    }
+    fn done(&self) -> bool {
+        self.hit
+    }
+}
+
+fn one_line(s: &str) -> String {
+    let t: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if t.chars().count() > 100 {
+        format!("{}...", t.chars().take(100).collect::<String>())
+    } else {
+        t
+    }
+}
+
+/// Split call arguments at top-level commas.
+fn split_args(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut depth = 0;
+    let mut cur = String::new();
+    for c in s.chars() {
+        match c {
+            '(' | '[' => depth += 1,
+            ')' | ']' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(cur.trim().to_string());
+                cur.clear();
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(c);
+    }
+    if !cur.trim().is_empty() {
+        out.push(cur.trim().to_string());
+    }
+    out
 }
 
 /// A probe: called by `run_probes` at its internal breakpoints.

@@ -290,6 +290,11 @@ impl Target {
         Ok(())
     }
 
+    /// Every address where an int3 of ours is written.
+    pub fn inserted_addresses(&self) -> Vec<u64> {
+        self.inserted.keys().copied().collect()
+    }
+
     pub fn breakpoint_inserted(&self, addr: u64) -> bool {
         self.inserted.contains_key(&addr)
     }

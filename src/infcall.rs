@@ -1,0 +1,311 @@
+//! Inferior calls: run a function inside the stopped target, following
+//! gdb's amd64 procedure.
+//!
+//! * all registers are saved, including the whole xstate (FP/SSE/AVX) and
+//!   `orig_rax`; `orig_rax = -1` while calling so an interrupted system call
+//!   is not restarted at the injected pc; everything is put back at the end;
+//! * the call runs on the target's own stack, below the red zone, 16-byte
+//!   aligned (`rsp % 16 == 8` at function entry), with a scratch area above
+//!   the frames for data the calls need (strings, out-parameters);
+//! * the return address is the ELF entry point (`_start`, never executed
+//!   again), where an int3 waits;
+//! * the target's other breakpoints are lifted during calls;
+//! * a timeout (or Ctrl-C) interrupts a call that does not return, a fault
+//!   inside the call abandons it, signals the target lives on are passed
+//!   through; `traps` are extra addresses (e.g. an error handler) that end a
+//!   call as `CallOutcome::Trapped`.
+//!
+//! No PostgreSQL knowledge here: `postgres::call` adds the backend guards.
+
+use crate::guard;
+use crate::target::{Registers, Stop, Target};
+use anyhow::{Result, anyhow, bail};
+use std::time::Duration;
+
+const NT_X86_XSTATE: libc::c_int = 0x202;
+const XSTATE_MAX: usize = 4096;
+
+#[derive(Clone, Copy, Debug)]
+pub enum Arg {
+    Int(u64),
+    Double(f64),
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct CallResult {
+    pub rax: u64,
+    pub xmm0: f64,
+}
+
+#[derive(Debug, Clone)]
+pub enum CallOutcome {
+    Returned(CallResult),
+    /// Stopped at one of the trap addresses (registers at the trap).
+    Trapped {
+        addr: u64,
+        regs: Registers,
+    },
+    /// Did not return in time (or Ctrl-C): abandoned.
+    TimedOut,
+    /// A fault (SIGSEGV...) inside the call: abandoned, signal discarded.
+    Faulted(String),
+}
+
+fn get_xstate(pid: i32) -> Result<Vec<u8>> {
+    let mut buf = vec![0u8; XSTATE_MAX];
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr() as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
+    let r = unsafe {
+        libc::ptrace(
+            libc::PTRACE_GETREGSET,
+            pid,
+            NT_X86_XSTATE as usize as *mut libc::c_void,
+            &mut iov as *mut _ as *mut libc::c_void,
+        )
+    };
+    if r < 0 {
+        bail!(
+            "cannot read the FP/SSE/AVX state ({})",
+            std::io::Error::last_os_error()
+        );
+    }
+    buf.truncate(iov.iov_len);
+    Ok(buf)
+}
+
+fn set_xstate(pid: i32, buf: &[u8]) -> Result<()> {
+    let mut b = buf.to_vec();
+    let mut iov = libc::iovec {
+        iov_base: b.as_mut_ptr() as *mut libc::c_void,
+        iov_len: b.len(),
+    };
+    let r = unsafe {
+        libc::ptrace(
+            libc::PTRACE_SETREGSET,
+            pid,
+            NT_X86_XSTATE as usize as *mut libc::c_void,
+            &mut iov as *mut _ as *mut libc::c_void,
+        )
+    };
+    if r < 0 {
+        bail!(
+            "cannot restore the FP/SSE/AVX state ({})",
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(())
+}
+
+/// A series of calls with the target's state saved once and restored at
+/// `finish` (or on drop).
+pub struct CallFrame<'t> {
+    target: &'t mut Target,
+    saved_regs: Registers,
+    saved_xstate: Vec<u8>,
+    lifted: Vec<u64>,
+    ret_addr: u64,
+    inserted_ret: bool,
+    traps: Vec<u64>,
+    scratch_top: u64,
+    scratch_next: u64,
+    stack_top: u64,
+    finished: bool,
+    pub timeout: Duration,
+}
+
+impl<'t> CallFrame<'t> {
+    /// Save the state of a stopped target.  `ret_addr` is where calls
+    /// return to (the runtime ELF entry point); `traps` end a call early.
+    pub fn begin(
+        target: &'t mut Target,
+        ret_addr: u64,
+        traps: &[u64],
+        timeout: Duration,
+    ) -> Result<CallFrame<'t>> {
+        if !target.is_stopped() || target.is_gone() {
+            bail!("the backend must be stopped to call a function in it");
+        }
+        let saved_regs = target.regs()?;
+        let saved_xstate = get_xstate(target.pid())?;
+        // Lift every breakpoint so the call runs the original code.
+        let lifted = target.inserted_addresses();
+        for &a in &lifted {
+            target.remove_breakpoint(a)?;
+        }
+        let mut f = CallFrame {
+            target,
+            saved_regs,
+            saved_xstate,
+            lifted,
+            ret_addr,
+            inserted_ret: false,
+            traps: traps.to_vec(),
+            scratch_top: 0,
+            scratch_next: 0,
+            stack_top: 0,
+            finished: false,
+            timeout,
+        };
+        f.target.insert_breakpoint(ret_addr)?;
+        f.inserted_ret = true;
+        for &t in traps {
+            f.target.insert_breakpoint(t)?;
+        }
+        // red zone (128) + margin; a 4 KiB scratch area; frames below it
+        let base = (saved_regs.rsp - 256) & !0xf;
+        f.scratch_top = base;
+        f.scratch_next = base - 4096;
+        f.stack_top = (base - 4096 - 64) & !0xf;
+        Ok(f)
+    }
+
+    /// Copy bytes into the scratch area; returns their address.
+    pub fn push_bytes(&mut self, data: &[u8]) -> Result<u64> {
+        let len = (data.len() as u64 + 15) & !15;
+        if self.scratch_next + len > self.scratch_top {
+            bail!("scratch area full");
+        }
+        let a = self.scratch_next;
+        self.target.write(a, data)?;
+        self.scratch_next += len;
+        Ok(a)
+    }
+
+    pub fn push_cstr(&mut self, s: &str) -> Result<u64> {
+        let mut b = s.as_bytes().to_vec();
+        b.push(0);
+        self.push_bytes(&b)
+    }
+
+    pub fn target(&mut self) -> &mut Target {
+        self.target
+    }
+
+    /// Call `func(args)`; integer/pointer args in rdi, rsi, rdx, rcx, r8,
+    /// r9, doubles in xmm0-7.
+    pub fn call(&mut self, func: u64, args: &[Arg]) -> Result<CallOutcome> {
+        let ints: Vec<u64> = args
+            .iter()
+            .filter_map(|a| if let Arg::Int(v) = a { Some(*v) } else { None })
+            .collect();
+        let dbls: Vec<f64> = args
+            .iter()
+            .filter_map(|a| {
+                if let Arg::Double(v) = a {
+                    Some(*v)
+                } else {
+                    None
+                }
+            })
+            .collect();
+        if ints.len() > 6 || dbls.len() > 8 {
+            bail!("too many arguments (at most 6 integer/pointer and 8 double)");
+        }
+        let mut r = self.saved_regs;
+        let sp = self.stack_top - 8; // return address slot; sp % 16 == 8
+        self.target.write(sp, &self.ret_addr.to_le_bytes())?;
+        r.rsp = sp;
+        r.rip = func;
+        r.orig_rax = u64::MAX;
+        r.rax = dbls.len() as u64;
+        let slots = [
+            &mut r.rdi, &mut r.rsi, &mut r.rdx, &mut r.rcx, &mut r.r8, &mut r.r9,
+        ];
+        for (slot, v) in slots.into_iter().zip(ints.iter()) {
+            *slot = *v;
+        }
+        self.target.set_regs(&r)?;
+        if !dbls.is_empty() {
+            let mut fp = self.target.fpregs()?;
+            for (i, d) in dbls.iter().enumerate() {
+                let bits = d.to_bits();
+                fp.xmm_space[i * 4] = bits as u32;
+                fp.xmm_space[i * 4 + 1] = (bits >> 32) as u32;
+            }
+            self.target.set_fpregs(&fp)?;
+        }
+        let deadline = guard::Deadline::arm(self.timeout);
+        let outcome = loop {
+            let stop = self.target.cont_and_wait(&guard::Hooks)?;
+            match stop {
+                Stop::Breakpoint { addr } if addr == self.ret_addr => {
+                    let regs = self.target.regs()?;
+                    if regs.rsp == sp + 8 {
+                        let fp = self.target.fpregs()?;
+                        let xmm0 = f64::from_bits(
+                            fp.xmm_space[0] as u64 | ((fp.xmm_space[1] as u64) << 32),
+                        );
+                        break CallOutcome::Returned(CallResult {
+                            rax: regs.rax,
+                            xmm0,
+                        });
+                    }
+                    // A nested return through _start cannot happen; be safe.
+                    break CallOutcome::Faulted("returned to an unexpected frame".into());
+                }
+                Stop::Breakpoint { addr } if self.traps.contains(&addr) => {
+                    let regs = self.target.regs()?;
+                    break CallOutcome::Trapped { addr, regs };
+                }
+                Stop::Breakpoint { addr } => {
+                    break CallOutcome::Faulted(format!(
+                        "stopped at an unexpected breakpoint {addr:#x}"
+                    ));
+                }
+                Stop::Interrupted => break CallOutcome::TimedOut,
+                Stop::Signal(sig) => {
+                    self.target.discard_pending_fault();
+                    break CallOutcome::Faulted(format!("the call got signal {sig:?}"));
+                }
+                Stop::HardwareBreak { .. } => continue,
+                Stop::Exited(c) => bail!("the backend exited (status {c}) during the call"),
+                Stop::Killed(s) => bail!("the backend was killed by {s:?} during the call"),
+                Stop::ToolTerminating => break CallOutcome::TimedOut,
+            }
+        };
+        drop(deadline);
+        Ok(outcome)
+    }
+
+    /// Put everything back: registers, xstate, breakpoints.
+    pub fn finish(mut self) -> Result<()> {
+        self.restore()
+    }
+
+    fn restore(&mut self) -> Result<()> {
+        if self.finished || self.target.is_gone() {
+            self.finished = true;
+            return Ok(());
+        }
+        self.finished = true;
+        let mut first: Option<anyhow::Error> = None;
+        let mut keep = |r: Result<()>| {
+            if let Err(e) = r {
+                first.get_or_insert(e);
+            }
+        };
+        keep(self.target.set_regs(&self.saved_regs));
+        keep(set_xstate(self.target.pid(), &self.saved_xstate));
+        for t in self.traps.clone() {
+            keep(self.target.remove_breakpoint(t));
+        }
+        if self.inserted_ret {
+            keep(self.target.remove_breakpoint(self.ret_addr));
+        }
+        for a in self.lifted.clone() {
+            keep(self.target.insert_breakpoint(a));
+        }
+        match first {
+            Some(e) => Err(anyhow!("restoring the backend after a call: {e}")),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for CallFrame<'_> {
+    fn drop(&mut self) {
+        let _ = self.restore();
+    }
+}

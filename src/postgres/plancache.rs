@@ -151,6 +151,8 @@ pub struct PlanCacheProbe {
     l: PlanCacheLayouts,
     pending: Vec<Pending>,
     names: HashMap<u64, Option<String>>,
+    /// query text by (plansource, query_string pointer)
+    queries: HashMap<(u64, u64), String>,
     count_limit: Option<u64>,
     pub decisions: u64,
     pub generic: u64,
@@ -166,6 +168,7 @@ impl PlanCacheProbe {
             l,
             pending: Vec::new(),
             names: HashMap::new(),
+            queries: HashMap::new(),
             count_limit,
             decisions: 0,
             generic: 0,
@@ -305,7 +308,10 @@ impl PlanCacheProbe {
                 i += 1;
             }
         }
-        let before = read(s, plansource, self.l.cps.size)?;
+        // one process_vm_readv: the CachedPlanSource and the return address
+        let mut before = vec![0u8; self.l.cps.size as usize];
+        let mut retb = [0u8; 8];
+        s.read_many(&mut [(plansource, &mut before[..]), (r.rsp, &mut retb[..])])?;
         if self.l.cps.int(&before, "magic") != Some(CACHEDPLANSOURCE_MAGIC) {
             if !self.bad_magic_warned {
                 self.bad_magic_warned = true;
@@ -313,7 +319,7 @@ impl PlanCacheProbe {
             }
             return Ok(());
         }
-        let ret = read_u64(s, r.rsp)?;
+        let ret = u64::from_le_bytes(retb);
         s.arm_internal(ret)?;
         self.pending.push(Pending {
             plansource,
@@ -397,10 +403,13 @@ impl PlanCacheProbe {
             )
         };
         let query_ptr = l.ptr(&p.before, "query_string").unwrap_or(0);
-        let query = if query_ptr != 0 {
-            read_cstring(s, query_ptr, 1024)
-        } else {
-            String::new()
+        let query = match self.queries.get(&(p.plansource, query_ptr)) {
+            Some(q) => q.clone(),
+            None => {
+                let q = if query_ptr != 0 { read_cstring(s, query_ptr, 1024) } else { String::new() };
+                self.queries.insert((p.plansource, query_ptr), q.clone());
+                q
+            }
         };
         Ok(Decision {
             statement: None,

@@ -77,6 +77,10 @@ pub struct Target {
     /// Debug registers we have modified (DR7 non-zero).
     debugregs_dirty: bool,
     attached: bool,
+    /// Registers of the current stop (valid while stopped).
+    regs_cache: std::cell::Cell<Option<Registers>>,
+    /// /proc/PID/mem, for one-syscall writes (text pages included).
+    mem: Option<std::fs::File>,
 }
 
 /// Outcome of checking for a pending tool signal while waiting.
@@ -121,6 +125,12 @@ impl Target {
             stopped: false,
             debugregs_dirty: false,
             attached: true,
+            regs_cache: std::cell::Cell::new(None),
+            mem: std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(format!("/proc/{}/mem", pid.as_raw()))
+                .ok(),
         };
         t.interrupt()?;
         match t.wait(&NoHooks)? {
@@ -243,9 +253,16 @@ impl Target {
         }
     }
 
-    /// Write bytes into the target (works on read-only text: PTRACE_POKEDATA).
-    /// The target must be stopped.
+    /// Write bytes into the target, read-only text included: one pwrite to
+    /// /proc/PID/mem, else PTRACE_POKEDATA word by word.  The target must
+    /// be stopped.
     pub fn write(&mut self, addr: u64, data: &[u8]) -> Result<()> {
+        if let Some(f) = &self.mem {
+            use std::os::unix::fs::FileExt;
+            if f.write_all_at(data, addr).is_ok() {
+                return Ok(());
+            }
+        }
         let mut off = 0usize;
         while off < data.len() {
             let a = addr + off as u64;
@@ -307,13 +324,27 @@ impl Target {
     // ------------------------------------------------------------- registers
 
     pub fn regs(&self) -> Result<Registers> {
+        if self.stopped {
+            if let Some(r) = self.regs_cache.get() {
+                return Ok(r);
+            }
+        }
         let r = ptrace::getregs(self.pid).map_err(|e| anyhow!("cannot read registers ({e})"))?;
-        Ok(Registers::from_user(&r))
+        let r = Registers::from_user(&r);
+        if self.stopped {
+            self.regs_cache.set(Some(r));
+        }
+        Ok(r)
     }
 
     pub fn set_regs(&mut self, regs: &Registers) -> Result<()> {
+        self.regs_cache.set(None);
         ptrace::setregs(self.pid, regs.to_user())
-            .map_err(|e| anyhow!("cannot write registers ({e})"))
+            .map_err(|e| anyhow!("cannot write registers ({e})"))?;
+        if self.stopped {
+            self.regs_cache.set(Some(*regs));
+        }
+        Ok(())
     }
 
     pub fn fpregs(&self) -> Result<libc::user_fpregs_struct> {
@@ -386,7 +417,7 @@ impl Target {
         }
         ptrace::cont(self.pid, sig)
             .map_err(|e| anyhow!("cannot resume process {} ({e})", self.pid))?;
-        self.stopped = false;
+        self.set_running();
         Ok(())
     }
 
@@ -398,6 +429,9 @@ impl Target {
             Some(&b) => b,
             None => return Ok(None),
         };
+        if self.emulate_at(addr)? {
+            return Ok(None);
+        }
         self.write(addr, &[orig])?;
         let res = self.single_step_raw();
         // Re-insert even when the step failed, unless the target is gone.
@@ -409,13 +443,63 @@ impl Target {
         res
     }
 
+    /// Step over simple instructions without single-stepping: function
+    /// prologues start with `push %reg` or `endbr64`, which are emulated
+    /// (the int3 stays in place, no extra stop).  Returns false when the
+    /// instruction at `addr` is not one of those.
+    fn emulate_at(&mut self, addr: u64) -> Result<bool> {
+        let mut code = [0u8; 4];
+        if self.read(addr, &mut code).is_err() {
+            return Ok(false);
+        }
+        let mut r = self.regs()?;
+        if r.rip != addr {
+            return Ok(false);
+        }
+        let push = |n: u8, r: &Registers| -> u64 {
+            match n {
+                0 => r.rax,
+                1 => r.rcx,
+                2 => r.rdx,
+                3 => r.rbx,
+                4 => r.rsp,
+                5 => r.rbp,
+                6 => r.rsi,
+                7 => r.rdi,
+                8 => r.r8,
+                9 => r.r9,
+                10 => r.r10,
+                11 => r.r11,
+                12 => r.r12,
+                13 => r.r13,
+                14 => r.r14,
+                _ => r.r15,
+            }
+        };
+        let (value, len) = match code {
+            [b @ 0x50..=0x57, ..] => (Some(push(b - 0x50, &r)), 1),
+            [0x41, b @ 0x50..=0x57, ..] => (Some(push(b - 0x50 + 8, &r)), 2),
+            [0xf3, 0x0f, 0x1e, 0xfa] => (None, 4), // endbr64
+            [0x90, ..] => (None, 1),
+            _ => return Ok(false),
+        };
+        if let Some(v) = value {
+            let sp = r.rsp - 8;
+            self.write(sp, &v.to_le_bytes())?;
+            r.rsp = sp;
+        }
+        r.rip = addr + len;
+        self.set_regs(&r)?;
+        Ok(true)
+    }
+
     /// Single-step once; returns Some(stop) only when the target died or a
     /// breakpoint was hit in the single instruction (cannot happen for the
     /// instruction itself).
     fn single_step_raw(&mut self) -> Result<Option<Stop>> {
         loop {
             ptrace::step(self.pid, None).map_err(|e| anyhow!("PTRACE_SINGLESTEP failed ({e})"))?;
-            self.stopped = false;
+            self.set_running();
             let status = self.waitpid_blocking()?;
             match status {
                 WaitStatus::Exited(_, code) => {
@@ -459,9 +543,15 @@ impl Target {
         ptrace::getsiginfo(self.pid).ok().map(|si| si.si_code)
     }
 
+    /// The target runs (or is gone): cached registers are stale.
+    fn set_running(&mut self) {
+        self.stopped = false;
+        self.regs_cache.set(None);
+    }
+
     fn mark_gone(&mut self) {
         self.gone = true;
-        self.stopped = false;
+        self.set_running();
         self.attached = false;
         self.inserted.clear();
     }
@@ -547,6 +637,20 @@ impl Target {
                 }
                 WaitStatus::Stopped(_, Signal::SIGTRAP) => {
                     self.stopped = true;
+                    // Fast path: an int3 of ours just executed (no debug
+                    // registers in use, so no other trap can look like it).
+                    if !self.debugregs_dirty {
+                        let mut regs = self.regs()?;
+                        let addr = regs.rip.wrapping_sub(1);
+                        if self.inserted.contains_key(&addr) {
+                            regs.rip = addr;
+                            self.set_regs(&regs)?;
+                            if terminating {
+                                return self.reported(Stop::ToolTerminating);
+                            }
+                            return self.reported(Stop::Breakpoint { addr });
+                        }
+                    }
                     let code = self.siginfo_code().unwrap_or(SI_KERNEL);
                     if code == SI_KERNEL || code == TRAP_BRKPT {
                         let mut regs = self.regs()?;
@@ -599,7 +703,7 @@ impl Target {
     fn cont_raw(&mut self, sig: Option<Signal>) -> Result<()> {
         ptrace::cont(self.pid, sig)
             .map_err(|e| anyhow!("cannot resume process {} ({e})", self.pid))?;
-        self.stopped = false;
+        self.set_running();
         Ok(())
     }
 
@@ -669,7 +773,7 @@ impl Target {
             }
         }
         self.attached = false;
-        self.stopped = false;
+        self.set_running();
         match first_err {
             Some(e) => Err(e),
             None => Ok(()),

@@ -116,3 +116,37 @@ pub fn auxv_entry(pid: i32) -> Option<u64> {
     }
     None
 }
+
+/// The CPU the process last ran on (/proc/PID/stat field 39).
+pub fn last_cpu(pid: i32) -> Option<usize> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // fields after the parenthesised command name
+    let rest = &s[s.rfind(')')? + 2..];
+    rest.split_whitespace().nth(36)?.parse().ok()
+}
+
+/// Run the calling thread on `cpu` only; returns the previous mask to
+/// restore with `restore_affinity`.
+pub fn pin_to_cpu(cpu: usize) -> Option<libc::cpu_set_t> {
+    unsafe {
+        let mut old: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut old) != 0 {
+            return None;
+        }
+        if !libc::CPU_ISSET(cpu, &old) {
+            return None;
+        }
+        let mut one: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut one);
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one) != 0 {
+            return None;
+        }
+        Some(old)
+    }
+}
+
+pub fn restore_affinity(old: &libc::cpu_set_t) {
+    unsafe {
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), old);
+    }
+}

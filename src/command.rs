@@ -42,6 +42,13 @@ pub enum Command {
         verbose: bool,
         costs: bool,
     },
+    /// `wait`: the current wait event
+    Wait,
+    /// `waits sample [--hz N] [--for D]`
+    WaitsSample {
+        hz: f64,
+        duration: Option<std::time::Duration>,
+    },
     Detach,
     Quit,
     Help(Option<String>),
@@ -117,6 +124,18 @@ pub const COMMANDS: &[(&str, &[&str], &str, &str)] = &[
         &[],
         "plan [--next] [--format text|json|yaml|xml] [--verbose] [--costs off]",
         "EXPLAIN the query the backend runs (--next: the next one to start), computed inside the backend",
+    ),
+    (
+        "wait",
+        &[],
+        "wait",
+        "what the backend waits on now, as pg_stat_activity names it (Client: ClientRead, Lock: relation, ...)",
+    ),
+    (
+        "waits",
+        &[],
+        "waits sample [--hz N] [--for DURATION]",
+        "let the backend run and sample its wait event N times a second (default 100) without stopping it; print a profile",
     ),
     ("echo", &[], "echo TEXT", "print TEXT (for scripts)"),
     (
@@ -297,6 +316,44 @@ pub fn parse(line: &str) -> Result<Command> {
                 verbose,
                 costs,
             }
+        }
+        "wait" => {
+            if !rest.is_empty() {
+                bail!("wait takes no arguments (did you mean 'waits sample'?)");
+            }
+            Command::Wait
+        }
+        "waits" => {
+            let sub = rest.split_whitespace().next().unwrap_or("");
+            if sub != "sample" {
+                bail!("waits needs a subcommand: waits sample [--hz N] [--for DURATION]");
+            }
+            let opts = rest["sample".len()..].trim();
+            // --hz N, then the common limits
+            let mut hz = 100.0;
+            let mut others = Vec::new();
+            let mut it = opts.split_whitespace();
+            while let Some(w) = it.next() {
+                if w == "--hz" {
+                    let v = it.next().unwrap_or("");
+                    hz = v
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|h| *h >= 1.0 && *h <= 20000.0)
+                        .ok_or_else(|| {
+                            anyhow::anyhow!(
+                                "waits sample: --hz takes a rate from 1 to 20000, not '{v}'"
+                            )
+                        })?;
+                } else {
+                    others.push(w);
+                }
+            }
+            let (duration, count) = parse_limits(&others.join(" "), "waits sample")?;
+            if count.is_some() {
+                bail!("waits sample takes --for DURATION, not --count");
+            }
+            Command::WaitsSample { hz, duration }
         }
         "plancache" => {
             let (duration, count) = parse_limits(rest, "plancache")?;

@@ -491,11 +491,11 @@ impl Session {
                 return Ok((ProbeEnd::Deadline, String::new()));
             }
             let regs = self.target.regs()?;
-            if self.target.breakpoint_inserted(regs.rip) {
-                if let Some(stop) = self.target.step_over_breakpoint(regs.rip)? {
-                    let (_, text) = self.report_stop(stop)?;
-                    return Ok((ProbeEnd::TargetGone, text));
-                }
+            if self.target.breakpoint_inserted(regs.rip)
+                && let Some(stop) = self.target.step_over_breakpoint(regs.rip)?
+            {
+                let (_, text) = self.report_stop(stop)?;
+                return Ok((ProbeEnd::TargetGone, text));
             }
             let stop = self.target.cont_and_wait(&guard::Hooks)?;
             match stop {
@@ -716,6 +716,105 @@ impl Session {
             }
         }
         unreachable!()
+    }
+
+    /// `wait`: the wait event now.
+    fn wait_now(&mut self) -> Result<String> {
+        use crate::postgres::waits::{WaitNames, read_word, word_address};
+        let addr = word_address(self)?;
+        let info = read_word(self, addr)?;
+        let mut names = WaitNames::load(&self.di.build_id);
+        let mut note = String::new();
+        if info != 0
+            && !names.map.contains_key(&info)
+            && let Err(e) = names.resolve(self, &[info])
+        {
+            note = format!(" (name not resolved: {e})");
+        }
+        self.frames = None;
+        let (t, e) = names.describe(info);
+        self.emit(
+            "wait_now",
+            serde_json::json!({"wait_event_type": t, "wait_event": e, "info": info}),
+        );
+        Ok(format!("{}  [{info:#010x}]{note}", names.label(info)))
+    }
+
+    /// `waits sample`: let the backend run and sample its wait-event word.
+    fn waits_sample(
+        &mut self,
+        hz: f64,
+        duration: Option<std::time::Duration>,
+    ) -> Result<(String, Flow)> {
+        use crate::postgres::waits::{Sampler, WaitNames, word_address};
+        let addr = word_address(self)?;
+        self.say(&format!(
+            "waits: sampling backend {} at {hz} Hz{}",
+            self.pid,
+            match duration {
+                Some(d) => format!(" for {:.1}s", d.as_secs_f64()),
+                None => "; Ctrl-C stops".into(),
+            }
+        ));
+        let t0 = std::time::Instant::now();
+        let sampler = Sampler::start(self.pid, addr, hz);
+        let mut probe = NoStop;
+        let res = self.run_probes(&mut probe, duration);
+        let (counts, total) = sampler.finish();
+        let elapsed = t0.elapsed().as_secs_f64();
+        let (end, text) = res?;
+        let flow = match end {
+            ProbeEnd::TargetGone => Flow::TargetGone,
+            ProbeEnd::Terminating => Flow::Terminate,
+            _ => Flow::Continue,
+        };
+        let mut names = WaitNames::load(&self.di.build_id);
+        let keys: Vec<u32> = counts.keys().copied().collect();
+        let mut note = String::new();
+        if flow == Flow::Continue
+            && let Err(e) = names.resolve(self, &keys)
+        {
+            note = format!("\n(names not resolved here: {e})");
+        }
+        self.frames = None;
+        let mut rows: Vec<(u32, u64)> = counts.into_iter().collect();
+        rows.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        let mut out = format!(
+            "{:<16} {:<32} {:>9} {:>7}\n",
+            "wait_event_type", "wait_event", "samples", "share"
+        );
+        let mut profile = Vec::new();
+        for (info, n) in &rows {
+            let (t, e) = names.describe(*info);
+            let share = if total > 0 {
+                *n as f64 * 100.0 / total as f64
+            } else {
+                0.0
+            };
+            out.push_str(&format!(
+                "{:<16} {:<32} {:>9} {:>6.1}%\n",
+                t.clone().unwrap_or_else(|| if *info == 0 {
+                    "(on CPU)".into()
+                } else {
+                    "?".into()
+                }),
+                e.clone().unwrap_or_default(),
+                n,
+                share
+            ));
+            profile.push(serde_json::json!({
+                "wait_event_type": t, "wait_event": e, "info": info, "samples": n, "share": share / 100.0,
+            }));
+        }
+        out.push_str(&format!(
+            "{total} samples in {elapsed:.1}s ({:.0}/s){note}{text}",
+            total as f64 / elapsed.max(1e-9)
+        ));
+        self.emit(
+            "wait_samples",
+            serde_json::json!({"hz": hz, "duration_s": elapsed, "samples": total, "profile": profile}),
+        );
+        Ok((out, flow))
     }
 
     /// `plancache`: report plan choices until a limit, Ctrl-C or a stop.
@@ -1342,6 +1441,8 @@ impl Session {
             Command::Echo(t) => (t.clone(), Flow::Continue),
             Command::PlanCache { duration, count } => self.plancache(*duration, *count)?,
             Command::Call(text) => (self.call_function(text)?, Flow::Continue),
+            Command::Wait => (self.wait_now()?, Flow::Continue),
+            Command::WaitsSample { hz, duration } => self.waits_sample(*hz, *duration)?,
             Command::Plan {
                 next,
                 format,
@@ -1359,6 +1460,18 @@ impl Session {
             Command::Quit => (self.detach()?, Flow::Quit),
             Command::Help(t) => (help_text(t.as_deref()), Flow::Continue),
         })
+    }
+}
+
+/// A probe with no breakpoints: the target just runs (waits sample).
+struct NoStop;
+
+impl ProbeHandler for NoStop {
+    fn on_stop(&mut self, _s: &mut Session, _addr: u64) -> Result<()> {
+        Ok(())
+    }
+    fn done(&self) -> bool {
+        false
     }
 }
 

@@ -70,13 +70,21 @@ fn run_plan_cases(major: u32) {
     assert_eq!(code, 0, "{out}\n{err}");
     let ps = plans(&out);
     assert_eq!(ps.len(), 2, "{out}");
-    assert!(ps[0].0.contains("prepare s1 as select max(md5(v))"), "{}", ps[0].0);
+    assert!(
+        ps[0].0.contains("prepare s1 as select max(md5(v))"),
+        "{}",
+        ps[0].0
+    );
     let expected = explain_rows(&mut a, "explain execute s1(10,30)");
     assert_eq!(ps[0].1, expected, "plan --next vs EXPLAIN EXECUTE");
     let j: serde_json::Value = serde_json::from_str(&ps[1].1).expect("JSON output parses");
     assert_eq!(j[0]["Plan"]["Node Type"], "Aggregate");
     assert_eq!(j[0]["Plan"]["Plans"][0]["Index Name"], "mediumtab_n_idx");
-    assert!(j[0]["Plan"]["Output"].is_array(), "--verbose adds Output: {}", ps[1].1);
+    assert!(
+        j[0]["Plan"]["Output"].is_array(),
+        "--verbose adds Output: {}",
+        ps[1].1
+    );
     assert_eq!(a.pid(), pid);
 
     // the 1000-partition point lookup under force_generic_plan
@@ -84,7 +92,15 @@ fn run_plan_cases(major: u32) {
     b.exec("set plan_cache_mode = force_generic_plan");
     b.exec("prepare s3 as select v from bigtab where n = $1::numeric");
     let pid = b.pid();
-    let p = Pgdbg::spawn(&["attach", &pid.to_string(), "-q", "--ex", "plan --next", "--ex", "detach"]);
+    let p = Pgdbg::spawn(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--ex",
+        "plan --next",
+        "--ex",
+        "detach",
+    ]);
     wait_until("attach", Duration::from_secs(30), || tracer_pid(pid) != 0);
     let v = b.simple_text("execute s3(123457)");
     assert_eq!(v, "Big table record 123457");
@@ -92,14 +108,27 @@ fn run_plan_cases(major: u32) {
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("Subplans Removed: 999"), "{out}");
     assert!(out.contains("Append"), "{out}");
-    assert_eq!(body(&out), explain_rows(&mut b, "explain execute s3(123457)"));
+    assert_eq!(
+        body(&out),
+        explain_rows(&mut b, "explain execute s3(123457)")
+    );
 
     // a query explained while it runs, then finishing with its result
     let mut c = cl.connect();
     let pid = c.pid();
-    let h = c.spawn_text("select count(*) from (select pg_sleep(0.001) from generate_series(1, 2500)) s");
+    let h = c.spawn_text(
+        "select count(*) from (select pg_sleep(0.001) from generate_series(1, 2500)) s",
+    );
     std::thread::sleep(Duration::from_millis(700));
-    let (code, out, err) = pgdbg(&["attach", &pid.to_string(), "-q", "--ex", "plan", "--ex", "detach"]);
+    let (code, out, err) = pgdbg(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--ex",
+        "plan",
+        "--ex",
+        "detach",
+    ]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("Aggregate"), "{out}");
     assert!(out.contains("Function Scan on generate_series"), "{out}");
@@ -166,7 +195,13 @@ fn call_faults(major: u32) {
     a.exec("begin");
     a.exec("create temp table t(x int)");
     a.exec("insert into t values (1)");
-    let (code, _, err) = pgdbg(&["attach", &pid.to_string(), "-q", "--ex", "call pg_strtoint32(\"abc\")"]);
+    let (code, _, err) = pgdbg(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--ex",
+        "call pg_strtoint32(\"abc\")",
+    ]);
     assert_ne!(code, 0);
     assert!(
         err.contains("ERROR inside the backend: invalid input syntax for type integer: \"abc\""),
@@ -186,7 +221,11 @@ fn call_faults(major: u32) {
         "print InterruptHoldoffCount",
     ]);
     assert_eq!(code, 0);
-    assert_eq!(print_values(&out), vec!["-1", "0"], "error state and holdoff restored");
+    assert_eq!(
+        print_values(&out),
+        vec!["-1", "0"],
+        "error state and holdoff restored"
+    );
 
     // a call that hangs past --call-timeout is abandoned
     let (code, _, err) = pgdbg(&[
@@ -223,7 +262,13 @@ fn call_faults(major: u32) {
     assert_eq!(tracer_pid(pid), 0);
     assert!(code_matches_file(pid, &cl.postgres_binary(), "_start", 16));
     // pg_cancel_backend arriving during a call: held off, the call returns
-    let p = Pgdbg::spawn(&["attach", &pid.to_string(), "-q", "--ex", "call pg_usleep(1500000)"]);
+    let p = Pgdbg::spawn(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--ex",
+        "call pg_usleep(1500000)",
+    ]);
     wait_until("attach", Duration::from_secs(30), || tracer_pid(pid) != 0);
     std::thread::sleep(Duration::from_millis(400));
     let mut other = cl.connect();
@@ -242,11 +287,19 @@ fn call_faults(major: u32) {
     a.exec("set statement_timeout = '400ms'");
     let h = a.spawn_text("select pg_sleep(3)");
     std::thread::sleep(Duration::from_millis(200));
-    let (code, _, err) = pgdbg(&["attach", &pid.to_string(), "-q", "--ex", "call pg_usleep(800000)"]);
+    let (code, _, err) = pgdbg(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--ex",
+        "call pg_usleep(800000)",
+    ]);
     assert_eq!(code, 0, "{err}");
     let r = a.rejoin(h);
     assert!(
-        r.as_ref().err().is_some_and(|e| e.contains("statement timeout")),
+        r.as_ref()
+            .err()
+            .is_some_and(|e| e.contains("statement timeout")),
         "{r:?}"
     );
     a.exec("reset statement_timeout");

@@ -359,10 +359,10 @@ impl<'s> BackendCalls<'s> {
         if let Err(e) = self.write(h, &v) {
             first.get_or_insert(e);
         }
-        if let Some(f) = self.frame.take() {
-            if let Err(e) = f.finish() {
-                first.get_or_insert(e);
-            }
+        if let Some(f) = self.frame.take()
+            && let Err(e) = f.finish()
+        {
+            first.get_or_insert(e);
         }
         let _ = self.pid;
         match first {

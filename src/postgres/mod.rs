@@ -118,3 +118,4 @@ pub fn major_of(version: &str) -> Option<u32> {
 pub mod call;
 pub mod explain;
 pub mod plancache;
+pub mod waits;

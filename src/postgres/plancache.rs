@@ -406,7 +406,11 @@ impl PlanCacheProbe {
         let query = match self.queries.get(&(p.plansource, query_ptr)) {
             Some(q) => q.clone(),
             None => {
-                let q = if query_ptr != 0 { read_cstring(s, query_ptr, 1024) } else { String::new() };
+                let q = if query_ptr != 0 {
+                    read_cstring(s, query_ptr, 1024)
+                } else {
+                    String::new()
+                };
                 self.queries.insert((p.plansource, query_ptr), q.clone());
                 q
             }

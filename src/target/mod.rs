@@ -324,10 +324,10 @@ impl Target {
     // ------------------------------------------------------------- registers
 
     pub fn regs(&self) -> Result<Registers> {
-        if self.stopped {
-            if let Some(r) = self.regs_cache.get() {
-                return Ok(r);
-            }
+        if self.stopped
+            && let Some(r) = self.regs_cache.get()
+        {
+            return Ok(r);
         }
         let r = ptrace::getregs(self.pid).map_err(|e| anyhow!("cannot read registers ({e})"))?;
         let r = Registers::from_user(&r);

@@ -181,15 +181,18 @@ impl Client {
         let mut c = self.c.take().unwrap();
         let sql = sql.to_string();
         std::thread::spawn(move || {
-            let r = c.simple_query(&sql).map_err(|e| format!("{e:?}")).map(|msgs| {
-                msgs.iter()
-                    .filter_map(|m| match m {
-                        postgres::SimpleQueryMessage::Row(r) => r.get(0).map(|s| s.to_string()),
-                        _ => None,
-                    })
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            });
+            let r = c
+                .simple_query(&sql)
+                .map_err(|e| format!("{e:?}"))
+                .map(|msgs| {
+                    msgs.iter()
+                        .filter_map(|m| match m {
+                            postgres::SimpleQueryMessage::Row(r) => r.get(0).map(|s| s.to_string()),
+                            _ => None,
+                        })
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                });
             (c, r)
         })
     }

@@ -1,0 +1,218 @@
+//! Wait events: the word a backend writes when it starts and stops waiting,
+//! read without stopping it, and the names of its values as the backend
+//! itself spells them (`pgstat_get_wait_event_type` / `pgstat_get_wait_event`
+//! called inside the backend, then cached on disk per build-id), so every
+//! major's numbering is right without a table typed into pgdbg.
+
+use super::call::{BackendCalls, Called};
+use crate::debuginfo::layout::Layout;
+use crate::infcall::Arg;
+use crate::session::Session;
+use anyhow::{Result, anyhow, bail};
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+
+fn read_u64(s: &Session, a: u64) -> Result<u64> {
+    let mut b = [0u8; 8];
+    crate::expr::eval::EvalEnv::read_mem(s, a, &mut b)?;
+    Ok(u64::from_le_bytes(b))
+}
+
+/// Address of the backend's wait-event word: `*my_wait_event_info` (14+),
+/// else `&MyProc->wait_event_info` (13).
+pub fn word_address(s: &Session) -> Result<u64> {
+    if let Some((a, _)) = s.di.global("my_wait_event_info") {
+        let p = read_u64(s, a + s.bias)?;
+        if p != 0 {
+            return Ok(p);
+        }
+    }
+    let (myproc, _) =
+        s.di.global("MyProc")
+            .ok_or_else(|| anyhow!("neither my_wait_event_info nor MyProc is in the debug info"))?;
+    let proc_ = read_u64(s, myproc + s.bias)?;
+    if proc_ == 0 {
+        bail!("MyProc is NULL: this process has no wait events");
+    }
+    let l = Layout::of(&*s.di, "PGPROC")?;
+    Ok(proc_ + l.offset("wait_event_info")?)
+}
+
+pub fn read_word(s: &Session, addr: u64) -> Result<u32> {
+    let mut b = [0u8; 4];
+    crate::expr::eval::EvalEnv::read_mem(s, addr, &mut b)?;
+    Ok(u32::from_le_bytes(b))
+}
+
+/// Names of wait-event values for one build, cached in
+/// ~/.cache/pgdbg/waitnames/BUILD-ID.json.
+#[derive(Default)]
+pub struct WaitNames {
+    pub map: HashMap<u32, (String, String)>,
+    path: Option<PathBuf>,
+}
+
+impl WaitNames {
+    pub fn load(build_id: &str) -> WaitNames {
+        let path = crate::debuginfo::index::Index::cache_path(build_id).and_then(|p| {
+            p.parent().map(|d| {
+                d.with_file_name("waitnames")
+                    .join(format!("{build_id}.json"))
+            })
+        });
+        let mut map = HashMap::new();
+        if let Some(p) = &path
+            && let Ok(t) = std::fs::read_to_string(p)
+            && let Ok(m) = serde_json::from_str::<BTreeMap<String, (String, String)>>(&t)
+        {
+            for (k, v) in m {
+                if let Ok(n) = u32::from_str_radix(k.trim_start_matches("0x"), 16) {
+                    map.insert(n, v);
+                }
+            }
+        }
+        WaitNames { map, path }
+    }
+
+    fn store(&self) {
+        let Some(p) = &self.path else { return };
+        if let Some(d) = p.parent() {
+            let _ = std::fs::create_dir_all(d);
+        }
+        let m: BTreeMap<String, &(String, String)> = self
+            .map
+            .iter()
+            .map(|(k, v)| (format!("{k:#010x}"), v))
+            .collect();
+        if let Ok(t) = serde_json::to_string_pretty(&m) {
+            let tmp = p.with_extension(format!("tmp{}", std::process::id()));
+            if std::fs::write(&tmp, t).is_ok() {
+                let _ = std::fs::rename(&tmp, p);
+            }
+        }
+    }
+
+    /// (wait_event_type, wait_event) as pg_stat_activity shows them; None
+    /// for both when the backend is not waiting.
+    pub fn describe(&self, info: u32) -> (Option<String>, Option<String>) {
+        if info == 0 {
+            return (None, None);
+        }
+        match self.map.get(&info) {
+            Some((t, e)) => (Some(t.clone()), Some(e.clone())),
+            None => (None, Some(format!("{info:#010x}"))),
+        }
+    }
+
+    pub fn label(&self, info: u32) -> String {
+        match self.describe(info) {
+            (None, None) => "on CPU".into(),
+            (Some(t), Some(e)) => format!("{t}: {e}"),
+            (_, Some(e)) => format!("unresolved {e}"),
+            _ => "?".into(),
+        }
+    }
+
+    /// Ask the backend for the names of `infos` not known yet (the target
+    /// must be stopped at a safe point).  Returns false when it could not.
+    pub fn resolve(&mut self, s: &mut Session, infos: &[u32]) -> Result<bool> {
+        let missing: Vec<u32> = infos
+            .iter()
+            .copied()
+            .filter(|i| *i != 0 && !self.map.contains_key(i))
+            .collect();
+        if missing.is_empty() {
+            return Ok(true);
+        }
+        let f_type = super::call::function_address(s, "pgstat_get_wait_event_type")?;
+        let f_event = super::call::function_address(s, "pgstat_get_wait_event")?;
+        let timeout = s.call_timeout;
+        let mut calls = BackendCalls::open(s, timeout, false)?;
+        let mut got = Vec::new();
+        for info in missing {
+            let mut names = Vec::new();
+            for f in [f_type, f_event] {
+                match calls.call_addr(f, &[Arg::Int(info as u64)])? {
+                    Called::Value(r) if r.rax != 0 => names.push(calls.read_cstr(r.rax, 128)?),
+                    _ => names.push("?".into()),
+                }
+            }
+            got.push((info, names[0].clone(), names[1].clone()));
+        }
+        calls.close()?;
+        for (i, t, e) in got {
+            self.map.insert(i, (t, e));
+        }
+        self.store();
+        Ok(true)
+    }
+}
+
+/// Sample the word from another thread while the target runs.
+pub struct Sampler {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    handle: Option<std::thread::JoinHandle<(BTreeMap<u32, u64>, u64)>>,
+}
+
+impl Sampler {
+    /// Start sampling `addr` of `pid` at `hz` (process_vm_readv: the backend
+    /// is never stopped for a sample).
+    pub fn start(pid: i32, addr: u64, hz: f64) -> Sampler {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let st = stop.clone();
+        let handle = std::thread::spawn(move || {
+            crate::guard::block_in_this_thread();
+            let mut counts: BTreeMap<u32, u64> = BTreeMap::new();
+            let mut total = 0u64;
+            let period = std::time::Duration::from_secs_f64(1.0 / hz.max(1.0));
+            let mut next = std::time::Instant::now();
+            // a cheap xorshift for jitter (avoid sampling in lockstep with
+            // periodic work)
+            let mut x: u64 = 0x9e3779b97f4a7c15 ^ pid as u64;
+            while !st.load(std::sync::atomic::Ordering::Relaxed) {
+                let mut b = [0u8; 4];
+                let local = [std::io::IoSliceMut::new(&mut b)];
+                let mut local = local;
+                let remote = [nix::sys::uio::RemoteIoVec {
+                    base: addr as usize,
+                    len: 4,
+                }];
+                match nix::sys::uio::process_vm_readv(
+                    nix::unistd::Pid::from_raw(pid),
+                    &mut local,
+                    &remote,
+                ) {
+                    Ok(4) => {
+                        *counts.entry(u32::from_le_bytes(b)).or_insert(0) += 1;
+                        total += 1;
+                    }
+                    _ => break, // the backend is gone
+                }
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let jitter = 0.8 + (x % 400) as f64 / 1000.0; // 0.8 .. 1.2
+                next += period.mul_f64(jitter);
+                let now = std::time::Instant::now();
+                if next > now {
+                    std::thread::sleep(next - now);
+                } else {
+                    next = now;
+                }
+            }
+            (counts, total)
+        });
+        Sampler {
+            stop,
+            handle: Some(handle),
+        }
+    }
+
+    pub fn finish(mut self) -> (BTreeMap<u32, u64>, u64) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.handle
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_default()
+    }
+}

@@ -1,0 +1,154 @@
+//! Wait events on real PostgreSQL 15 and 18: `wait` agrees with
+//! pg_stat_activity (idle, pg_sleep, a row lock, LOCK TABLE), and `waits
+//! sample` profiles a backend without harming it, ending cleanly on --for
+//! and on SIGTERM.
+
+mod common;
+use common::*;
+use std::time::Duration;
+
+/// pg_stat_activity's "type: event" for `pid`, seen from another session.
+fn activity(c: &mut Client, pid: i32) -> String {
+    c.simple_text(&format!(
+        "select coalesce(wait_event_type, '') || ': ' || coalesce(wait_event, '') from pg_stat_activity where pid = {pid}"
+    ))
+}
+
+fn pgdbg_wait(pid: i32) -> String {
+    let (code, out, err) = pgdbg(&["attach", &pid.to_string(), "-q", "--ex", "wait"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(tracer_pid(pid), 0);
+    // "Client: ClientRead  [0x06000000]"
+    out.lines()
+        .next()
+        .unwrap_or("")
+        .split("  [")
+        .next()
+        .unwrap_or("")
+        .to_string()
+}
+
+fn wait_agrees_with_pg_stat_activity(major: u32) {
+    let cl = Cluster::start(major);
+    let mut a = cl.connect();
+    let mut b = cl.connect();
+    let mut obs = cl.connect();
+    let pid = a.pid();
+    a.exec("create table t(id int primary key, x int); insert into t values (1, 0); create table t2(y int)");
+
+    // idle
+    let ours = pgdbg_wait(pid);
+    assert_eq!(ours, "Client: ClientRead");
+    assert_eq!(activity(&mut obs, pid), ours);
+
+    // pg_sleep
+    let h = a.spawn_text("select pg_sleep(2)");
+    wait_until("pg_sleep to start", Duration::from_secs(10), || {
+        activity(&mut obs, pid) == "Timeout: PgSleep"
+    });
+    assert_eq!(pgdbg_wait(pid), "Timeout: PgSleep");
+    a.rejoin(h).unwrap();
+
+    // blocked on a row lock held by another session
+    b.exec("begin; update t set x = x + 1 where id = 1");
+    let h = a.spawn_text("update t set x = x + 10 where id = 1");
+    wait_until("the row lock wait", Duration::from_secs(10), || {
+        activity(&mut obs, pid) == "Lock: transactionid"
+    });
+    assert_eq!(pgdbg_wait(pid), "Lock: transactionid");
+    b.exec("commit");
+    a.rejoin(h).unwrap();
+
+    // blocked on LOCK TABLE
+    b.exec("begin; lock table t2 in access exclusive mode");
+    let h = a.spawn_text("select count(*) from t2");
+    wait_until("the relation lock wait", Duration::from_secs(10), || {
+        activity(&mut obs, pid) == "Lock: relation"
+    });
+    assert_eq!(pgdbg_wait(pid), "Lock: relation");
+    b.exec("commit");
+    assert_eq!(a.rejoin(h).unwrap(), "0");
+    assert_eq!(a.query_one_i64("select x from t where id = 1"), 11);
+    cl.assert_no_crash();
+}
+
+#[test]
+fn wait_15() {
+    wait_agrees_with_pg_stat_activity(15);
+}
+
+#[test]
+fn wait_18() {
+    wait_agrees_with_pg_stat_activity(18);
+}
+
+fn sampling(major: u32) {
+    let cl = Cluster::start(major);
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let cap =
+        std::env::temp_dir().join(format!("pgdbg-waits-{major}-{}.jsonl", std::process::id()));
+    let _ = std::fs::remove_file(&cap);
+    let h = a.spawn_text("select pg_sleep(2.5)");
+    std::thread::sleep(Duration::from_millis(300));
+    let (code, out, err) = pgdbg(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--ex",
+        "waits sample --hz 1000 --for 1s",
+        "--capture",
+        cap.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let top = out.lines().nth(2).unwrap_or("");
+    assert!(
+        top.starts_with("Timeout") && top.contains("PgSleep"),
+        "{out}"
+    );
+    let ev: Vec<serde_json::Value> = std::fs::read_to_string(&cap)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|e: &serde_json::Value| e["event"] == "wait_samples")
+        .collect();
+    assert_eq!(ev.len(), 1);
+    let samples = ev[0]["samples"].as_u64().unwrap();
+    assert!(samples >= 300, "at 1000 Hz for 1 s: {samples} samples");
+    let p = &ev[0]["profile"][0];
+    assert_eq!(p["wait_event"], "PgSleep");
+    assert!(p["share"].as_f64().unwrap() > 0.9, "{p}");
+    assert_eq!(a.rejoin(h).unwrap(), "");
+    assert_eq!(tracer_pid(pid), 0);
+
+    // sampling ended by SIGTERM to pgdbg: the backend runs on
+    let h = a.spawn_text("select pg_sleep(2)");
+    let p = Pgdbg::spawn(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--ex",
+        "waits sample --hz 2000",
+    ]);
+    wait_until("attach", Duration::from_secs(30), || tracer_pid(pid) != 0);
+    std::thread::sleep(Duration::from_millis(500));
+    unsafe {
+        libc::kill(p.pid(), libc::SIGTERM);
+    }
+    let (code, _, err) = p.wait(Duration::from_secs(30));
+    assert_eq!(code, 143, "{err}");
+    assert_eq!(tracer_pid(pid), 0);
+    a.rejoin(h).unwrap();
+    assert_eq!(a.pid(), pid);
+    cl.assert_no_crash();
+}
+
+#[test]
+fn waits_sample_15() {
+    sampling(15);
+}
+
+#[test]
+fn waits_sample_18() {
+    sampling(18);
+}

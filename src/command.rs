@@ -49,6 +49,12 @@ pub enum Command {
         hz: f64,
         duration: Option<std::time::Duration>,
     },
+    /// `waits trace [--for D] [--stacks N] [--quiet]`
+    WaitsTrace {
+        duration: Option<std::time::Duration>,
+        stacks: usize,
+        quiet: bool,
+    },
     Detach,
     Quit,
     Help(Option<String>),
@@ -134,7 +140,7 @@ pub const COMMANDS: &[(&str, &[&str], &str, &str)] = &[
     (
         "waits",
         &[],
-        "waits sample [--hz N] [--for DURATION]",
+        "waits sample [--hz N] [--for DURATION] | waits trace [--for DURATION] [--stacks N] [--quiet]",
         "let the backend run and sample its wait event N times a second (default 100) without stopping it; print a profile",
     ),
     ("echo", &[], "echo TEXT", "print TEXT (for scripts)"),
@@ -325,6 +331,39 @@ pub fn parse(line: &str) -> Result<Command> {
         }
         "waits" => {
             let sub = rest.split_whitespace().next().unwrap_or("");
+            if sub == "trace" {
+                let mut stacks = 0usize;
+                let mut quiet = false;
+                let mut others = Vec::new();
+                let mut it = rest["trace".len()..].split_whitespace();
+                while let Some(w) = it.next() {
+                    match w {
+                        "--stacks" => {
+                            let v = it.next().unwrap_or("");
+                            stacks =
+                                v.parse::<usize>()
+                                    .ok()
+                                    .filter(|n| *n <= 64)
+                                    .ok_or_else(|| {
+                                        anyhow::anyhow!(
+                                            "waits trace: --stacks takes 0 to 64 frames, not '{v}'"
+                                        )
+                                    })?;
+                        }
+                        "--quiet" => quiet = true,
+                        other => others.push(other),
+                    }
+                }
+                let (duration, count) = parse_limits(&others.join(" "), "waits trace")?;
+                if count.is_some() {
+                    bail!("waits trace takes --for DURATION, not --count");
+                }
+                return Ok(Command::WaitsTrace {
+                    duration,
+                    stacks,
+                    quiet,
+                });
+            }
             if sub != "sample" {
                 bail!("waits needs a subcommand: waits sample [--hz N] [--for DURATION]");
             }

@@ -427,6 +427,62 @@ impl Session {
         Ok(())
     }
 
+    /// Arm a 4-byte write watchpoint (debug register slot 0) at `addr`.
+    pub fn watch_word(&mut self, addr: u64) -> Result<()> {
+        self.target.set_write_watchpoint(0, addr, 4)
+    }
+
+    /// Physical frames as `function+offset` (ELF symbols only, no DWARF):
+    /// cheap enough to take at every traced wait.
+    pub fn quick_stack(&mut self, n: usize) -> Vec<String> {
+        let Ok(regs) = self.target.regs() else {
+            return Vec::new();
+        };
+        let mut cur = FrameRegs::from_regs(&regs);
+        let target = &self.target;
+        let read_u64 = |a: u64| target.read_u64(a).ok();
+        let mut out = Vec::new();
+        for i in 0..n {
+            let pc = cur.pc();
+            if pc == 0 {
+                break;
+            }
+            let lookup = if i == 0 { pc } else { pc - 1 };
+            let Some(m) = self
+                .modules
+                .iter()
+                .find(|m| lookup >= m.start && lookup < m.end)
+            else {
+                out.push(format!("{pc:#x}"));
+                break;
+            };
+            let main = m.bias == self.bias;
+            let name = if main {
+                self.di
+                    .symbol_at(lookup - self.bias)
+                    .map(|(s, off)| format!("{}+{}", s.name, off + (pc - lookup)))
+            } else {
+                m.symbol(lookup)
+                    .map(|(s, off)| format!("{s}+{}", off + (pc - lookup)))
+            };
+            out.push(name.unwrap_or_else(|| format!("{pc:#x}")));
+            let tables = if main {
+                Some(&self.di.main_unwind)
+            } else {
+                m.tables()
+            };
+            let Some((caller, _)) = tables.and_then(|t| t.step(&cur, lookup - m.bias, &read_u64))
+            else {
+                break;
+            };
+            if caller.pc() == 0 || caller.sp() <= cur.sp() {
+                break;
+            }
+            cur = caller;
+        }
+        out
+    }
+
     /// Several target memory ranges in one system call.
     pub fn read_many(&self, ranges: &mut [(u64, &mut [u8])]) -> Result<()> {
         self.target.read_many(ranges)
@@ -475,6 +531,7 @@ impl Session {
             Ok(())
         } else {
             self.disarm_all_internal()
+                .and_then(|_| self.target.clear_watchpoints())
         };
         let r = res?;
         cleanup?;
@@ -505,6 +562,11 @@ impl Session {
                     self.last_stop = Some(stop);
                     self.frames = None;
                     h.on_stop(self, addr)?;
+                }
+                Stop::HardwareBreak { dr6 } => {
+                    self.last_stop = Some(stop);
+                    self.frames = None;
+                    h.on_watch(self, dr6)?;
                 }
                 Stop::Interrupted if guard::deadline_hit() => {
                     self.last_stop = Some(stop);
@@ -815,6 +877,38 @@ impl Session {
             serde_json::json!({"hz": hz, "duration_s": elapsed, "samples": total, "profile": profile}),
         );
         Ok((out, flow))
+    }
+
+    /// `waits trace`: every wait, via a hardware watchpoint on the word.
+    fn waits_trace(
+        &mut self,
+        duration: Option<std::time::Duration>,
+        stacks: usize,
+        quiet: bool,
+    ) -> Result<(String, Flow)> {
+        use crate::postgres::waits::TraceProbe;
+        let mut probe = TraceProbe::new(self, stacks, quiet)?;
+        self.say(&format!(
+            "waits: tracing backend {} (hardware watchpoint on its wait-event word){}",
+            self.pid,
+            match duration {
+                Some(d) => format!(" for {:.1}s", d.as_secs_f64()),
+                None => "; Ctrl-C stops".into(),
+            }
+        ));
+        // run_probes disarms the breakpoints and clears the debug registers
+        let res = self.run_probes(&mut probe, duration);
+        let (end, text) = res?;
+        let flow = match end {
+            ProbeEnd::TargetGone => Flow::TargetGone,
+            ProbeEnd::Terminating => Flow::Terminate,
+            _ => Flow::Continue,
+        };
+        if flow == Flow::Continue {
+            probe.close(self);
+        }
+        self.frames = None;
+        Ok((format!("{}{text}", probe.summary()), flow))
     }
 
     /// `plancache`: report plan choices until a limit, Ctrl-C or a stop.
@@ -1443,6 +1537,11 @@ impl Session {
             Command::Call(text) => (self.call_function(text)?, Flow::Continue),
             Command::Wait => (self.wait_now()?, Flow::Continue),
             Command::WaitsSample { hz, duration } => self.waits_sample(*hz, *duration)?,
+            Command::WaitsTrace {
+                duration,
+                stacks,
+                quiet,
+            } => self.waits_trace(*duration, *stacks, *quiet)?,
             Command::Plan {
                 next,
                 format,
@@ -1527,6 +1626,10 @@ fn split_args(s: &str) -> Vec<String> {
 /// A probe: called by `run_probes` at its internal breakpoints.
 pub trait ProbeHandler {
     fn on_stop(&mut self, s: &mut Session, addr: u64) -> Result<()>;
+    /// A hardware watchpoint fired (DR6 tells which).
+    fn on_watch(&mut self, _s: &mut Session, _dr6: u64) -> Result<()> {
+        Ok(())
+    }
     /// True when the probe has seen enough (`--count`).
     fn done(&self) -> bool;
 }

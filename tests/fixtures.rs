@@ -171,6 +171,8 @@ fn structs_globals_and_pointers_print_like_gdb() {
 #[test]
 fn interrupt_in_syscall_backtrace_through_libc() {
     let mut fx = Fixture::start("sleep");
+    // let it get from printing "ready" into its nanosleep loop
+    std::thread::sleep(Duration::from_millis(300));
     let (code, out, err) = run(fx.pid(), &["bt", "frame 1", "info locals", "detach"]);
     assert_eq!(code, 0, "{err}");
     let bt: Vec<&str> = out.lines().filter(|l| l.starts_with('#')).collect();

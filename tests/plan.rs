@@ -45,8 +45,7 @@ fn explain_rows(c: &mut Client, sql: &str) -> String {
 }
 
 fn run_plan_cases(major: u32) {
-    let cl = Cluster::start(major);
-    cl.seed(&["mediumtab", "bigtab"]);
+    let cl = Cluster::start_seeded(major);
 
     // plan --next on seed 000's execute s1(10,30) = EXPLAIN EXECUTE s1(10,30)
     let mut a = cl.connect();

@@ -97,8 +97,7 @@ const POINT: &str = "prepare s2 as select v from mediumtab where n = $1::numeric
 const BIG: &str = "prepare s3 as select v from bigtab where n = $1::numeric";
 
 fn seed000_cases(major: u32) {
-    let cl = Cluster::start(major);
-    cl.seed(&["mediumtab", "bigtab"]);
+    let cl = Cluster::start_seeded(major);
 
     // 1. The range statement: custom while ranges are small, generic after
     //    several wide ranges raise the average custom cost.

@@ -152,3 +152,149 @@ fn waits_sample_15() {
 fn waits_sample_18() {
     sampling(18);
 }
+
+/// Seed 000's experiment: 1000 partitions, concurrent runload loops under
+/// force_generic_plan; `waits trace --stacks 7` shows LWLock: LockManager
+/// waits whose stacks go through LockRelationOid and AcquireExecutorLocks,
+/// and statement times; under the default plan_cache_mode those stacks are
+/// rare.  (2 cores: the names and stacks are asserted, not milliseconds.)
+fn lock_manager_stacks(major: u32) -> (usize, usize) {
+    let cl = Cluster::start_seeded(major);
+    let mut counts = Vec::new();
+    for mode in ["force_generic_plan", "auto"] {
+        let mut load = Vec::new();
+        for _ in 0..3 {
+            let mut c = cl.connect();
+            c.exec(&format!(
+                "set plan_cache_mode = {mode}; set statement_timeout = '6s'"
+            ));
+            let h = c.spawn_text("call runload_commit(100000000)");
+            load.push((c, h));
+        }
+        let mut a = cl.connect();
+        a.exec(&format!(
+            "set plan_cache_mode = {mode}; set statement_timeout = '5s'"
+        ));
+        let pid = a.pid();
+        let h = a.spawn_text("call runload_commit(100000000)");
+        std::thread::sleep(Duration::from_millis(500));
+        let cap = std::env::temp_dir().join(format!(
+            "pgdbg-trace-{major}-{mode}-{}.jsonl",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_file(&cap);
+        let (code, out, err) = pgdbg(&[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--ex",
+            "waits trace --for 2s --stacks 7 --quiet",
+            "--capture",
+            cap.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "{err}");
+        assert!(out.contains("Wait events summary:"), "{out}");
+        assert!(
+            out.contains("select v from bigtab where n = k"),
+            "statement times: {out}"
+        );
+        let ev: Vec<serde_json::Value> = std::fs::read_to_string(&cap)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert!(ev.iter().any(|e| e["event"] == "statement"), "{out}");
+        let lm: Vec<&serde_json::Value> = ev
+            .iter()
+            .filter(|e| e["event"] == "wait" && e["wait_event"] == "LockManager")
+            .collect();
+        for e in &lm {
+            assert_eq!(e["wait_event_type"], "LWLock");
+        }
+        let with_ael = lm
+            .iter()
+            .filter(|e| {
+                let st: Vec<&str> = e["stack"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter_map(|f| f.as_str())
+                    .collect();
+                st.first().is_some_and(|f| f.starts_with("LWLockAcquire+"))
+                    && st.iter().any(|f| f.starts_with("LockRelationOid+"))
+                    && st.iter().any(|f| f.starts_with("AcquireExecutorLocks+"))
+            })
+            .count();
+        counts.push(with_ael);
+        // the loops end by their statement_timeout; the backends live on
+        let r = a.rejoin(h);
+        assert!(format!("{r:?}").contains("statement timeout"), "{r:?}");
+        assert_eq!(a.query_one_i64("select 1"), 1);
+        for (mut c, h) in load {
+            let _ = c.rejoin(h);
+            assert_eq!(c.query_one_i64("select 2"), 2);
+        }
+        let _ = std::fs::remove_file(&cap);
+    }
+    cl.assert_no_crash();
+    (counts[0], counts[1])
+}
+
+#[test]
+fn waits_trace_lock_manager_15() {
+    let (generic, auto) = lock_manager_stacks(15);
+    assert!(
+        generic >= 10,
+        "LockManager waits via AcquireExecutorLocks under force_generic_plan: {generic}"
+    );
+    assert!(auto * 5 <= generic, "rare under auto: {auto} vs {generic}");
+}
+
+#[test]
+fn waits_trace_lock_manager_18() {
+    let (generic, auto) = lock_manager_stacks(18);
+    assert!(
+        generic >= 10,
+        "LockManager waits via AcquireExecutorLocks under force_generic_plan: {generic}"
+    );
+    assert!(auto * 5 <= generic, "rare under auto: {auto} vs {generic}");
+}
+
+/// Tracing ends cleanly (debug registers cleared) on --for, SIGINT and
+/// SIGTERM: the backend keeps waiting afterwards without dying of SIGTRAP.
+#[test]
+fn waits_trace_clears_debug_registers() {
+    let cl = Cluster::start(15);
+    let mut a = cl.connect();
+    let pid = a.pid();
+    for (sig, code) in [(0, 0), (libc::SIGINT, 130), (libc::SIGTERM, 143)] {
+        let h = a.spawn_text(
+            "select count(*) from (select pg_sleep(0.02) from generate_series(1, 60)) s",
+        );
+        let args: Vec<&str> = if sig == 0 {
+            vec!["attach", "-q", "--ex", "waits trace --for 500ms"]
+        } else {
+            vec!["attach", "-q", "--ex", "waits trace"]
+        };
+        let pid_s = pid.to_string();
+        let mut full = vec![args[0], &pid_s];
+        full.extend(&args[1..]);
+        let p = Pgdbg::spawn(&full);
+        wait_until("attach", Duration::from_secs(30), || tracer_pid(pid) != 0);
+        std::thread::sleep(Duration::from_millis(400));
+        if sig != 0 {
+            unsafe {
+                libc::kill(p.pid(), sig);
+            }
+        }
+        let (status, out, err) = p.wait(Duration::from_secs(30));
+        assert_eq!(status, code, "{out}\n{err}");
+        if sig == 0 {
+            assert!(out.contains("Timeout: PgSleep"), "{out}");
+        }
+        // ~40 more waits after we left: a forgotten DR7 would kill it
+        assert_eq!(a.rejoin(h).unwrap(), "60");
+        assert_eq!(tracer_pid(pid), 0);
+    }
+    cl.assert_no_crash();
+}

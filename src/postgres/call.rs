@@ -166,7 +166,30 @@ impl<'s> BackendCalls<'s> {
         timeout: Duration,
         private_context: bool,
     ) -> Result<BackendCalls<'s>> {
-        if let Some(why) = unsafe_reason(s)? {
+        Self::open_checked(s, timeout, private_context, true)
+    }
+
+    /// For functions that only read constant tables (the wait-event name
+    /// functions): callable even while the backend holds LWLocks.
+    pub fn open_pure(s: &'s mut Session, timeout: Duration) -> Result<BackendCalls<'s>> {
+        Self::open_checked(s, timeout, false, false)
+    }
+
+    fn open_checked(
+        s: &'s mut Session,
+        timeout: Duration,
+        private_context: bool,
+        check: bool,
+    ) -> Result<BackendCalls<'s>> {
+        if !check {
+            // still never inside a critical section
+            let g = Guards::new(s)?;
+            if let Some(c) = g.crit {
+                if read_i32(s, c)? > 0 {
+                    bail!("the backend is in a critical section");
+                }
+            }
+        } else if let Some(why) = unsafe_reason(s)? {
             bail!(
                 "unsafe to call a function here: {why}; continue to a safe stop first, e.g. a breakpoint on standard_ExecutorRun (what plan --next does) or an idle backend"
             );

@@ -127,7 +127,9 @@ impl WaitNames {
         let f_type = super::call::function_address(s, "pgstat_get_wait_event_type")?;
         let f_event = super::call::function_address(s, "pgstat_get_wait_event")?;
         let timeout = s.call_timeout;
-        let mut calls = BackendCalls::open(s, timeout, false)?;
+        // pgstat_get_wait_event* only read constant tables: callable even
+        // while the backend holds LWLocks (e.g. at the end of an LWLock wait)
+        let mut calls = BackendCalls::open_pure(s, timeout)?;
         let mut got = Vec::new();
         for info in missing {
             let mut names = Vec::new();
@@ -214,5 +216,211 @@ impl Sampler {
             .take()
             .and_then(|h| h.join().ok())
             .unwrap_or_default()
+    }
+}
+
+/// One traced wait.
+#[derive(Debug, Clone)]
+pub struct WaitRecord {
+    pub info: u32,
+    pub duration_ns: u128,
+    pub stack: Vec<String>,
+}
+
+/// `waits trace`: a hardware watchpoint on the wait-event word (every wait
+/// with its duration and, optionally, the stack at its start) and
+/// breakpoints on standard_ExecutorStart/End (statement times).
+pub struct TraceProbe {
+    word: u64,
+    last: u32,
+    current: Option<(u32, std::time::Instant, Vec<String>)>,
+    stacks: usize,
+    pub names: WaitNames,
+    pub waits: Vec<WaitRecord>,
+    starts: Vec<u64>,
+    ends: Vec<u64>,
+    open: HashMap<u64, (std::time::Instant, String)>,
+    pub statements: Vec<(String, u128)>,
+    quiet: bool,
+}
+
+impl TraceProbe {
+    pub fn new(s: &mut Session, stacks: usize, quiet: bool) -> Result<TraceProbe> {
+        let word = word_address(s)?;
+        let last = read_word(s, word)?;
+        let locs = |n: &str| -> Vec<u64> {
+            s.di.function_locations(n)
+                .iter()
+                .filter(|l| !l.inlined)
+                .map(|l| l.addr + s.bias)
+                .collect()
+        };
+        let starts = locs("standard_ExecutorStart");
+        let ends = locs("standard_ExecutorEnd");
+        for &a in starts.iter().chain(ends.iter()) {
+            s.arm_internal(a)?;
+        }
+        s.watch_word(word)?;
+        let names = WaitNames::load(&s.di.build_id);
+        Ok(TraceProbe {
+            word,
+            last,
+            current: if last != 0 {
+                Some((last, std::time::Instant::now(), Vec::new()))
+            } else {
+                None
+            },
+            stacks,
+            names,
+            waits: Vec::new(),
+            starts,
+            ends,
+            open: HashMap::new(),
+            statements: Vec::new(),
+            quiet,
+        })
+    }
+
+    fn finish_wait(&mut self, s: &mut Session, now: std::time::Instant) {
+        let Some((info, t0, stack)) = self.current.take() else {
+            return;
+        };
+        let d = now.duration_since(t0).as_nanos();
+        if !self.names.map.contains_key(&info) {
+            let _ = self.names.resolve(s, &[info]);
+        }
+        let (t, e) = self.names.describe(info);
+        if !self.quiet {
+            let st = if stack.is_empty() {
+                String::new()
+            } else {
+                format!("  {}", stack.join(" <- "))
+            };
+            s.say(&format!(
+                "wait {:<28} {:>10.3} ms{st}",
+                self.names.label(info),
+                d as f64 / 1e6
+            ));
+        }
+        s.emit_event(
+            "wait",
+            serde_json::json!({"wait_event_type": t, "wait_event": e, "info": info, "duration_ns": d as u64, "stack": stack}),
+        );
+        self.waits.push(WaitRecord {
+            info,
+            duration_ns: d,
+            stack,
+        });
+    }
+
+    /// Close the wait in progress (at the end of tracing).
+    pub fn close(&mut self, s: &mut Session) {
+        self.finish_wait(s, std::time::Instant::now());
+    }
+
+    /// The summary tables (seed 000's "Wait events summary").
+    pub fn summary(&self) -> String {
+        let mut per: BTreeMap<String, (u64, u128, u128)> = BTreeMap::new();
+        let mut total = 0u128;
+        for w in &self.waits {
+            let e = per.entry(self.names.label(w.info)).or_insert((0, 0, 0));
+            e.0 += 1;
+            e.1 += w.duration_ns;
+            e.2 = e.2.max(w.duration_ns);
+            total += w.duration_ns;
+        }
+        let mut rows: Vec<_> = per.into_iter().collect();
+        rows.sort_by(|a, b| b.1.1.cmp(&a.1.1));
+        let mut out = String::from("Wait events summary:\n");
+        out.push_str(&format!(
+            "  {:<34} {:>8} {:>12} {:>12}\n",
+            "event", "count", "total ms", "max ms"
+        ));
+        for (name, (n, tot, max)) in rows {
+            out.push_str(&format!(
+                "  {:<34} {:>8} {:>12.3} {:>12.3}\n",
+                name,
+                n,
+                tot as f64 / 1e6,
+                max as f64 / 1e6
+            ));
+        }
+        out.push_str(&format!(
+            "  total wait time {:.3} ms in {} waits\n",
+            total as f64 / 1e6,
+            self.waits.len()
+        ));
+        let mut st: BTreeMap<String, (u64, u128)> = BTreeMap::new();
+        for (q, d) in &self.statements {
+            let e = st.entry(q.clone()).or_insert((0, 0));
+            e.0 += 1;
+            e.1 += d;
+        }
+        if !st.is_empty() {
+            out.push_str("Statements:\n");
+            let mut rows: Vec<_> = st.into_iter().collect();
+            rows.sort_by(|a, b| b.1.1.cmp(&a.1.1));
+            for (q, (n, tot)) in rows {
+                let q: String = q.split_whitespace().collect::<Vec<_>>().join(" ");
+                let q = if q.chars().count() > 60 {
+                    format!("{}...", q.chars().take(60).collect::<String>())
+                } else {
+                    q
+                };
+                out.push_str(&format!(
+                    "  {:>6} x {:>10.3} ms  {q}\n",
+                    n,
+                    tot as f64 / 1e6
+                ));
+            }
+        }
+        out.trim_end().to_string()
+    }
+}
+
+impl crate::session::ProbeHandler for TraceProbe {
+    fn on_stop(&mut self, s: &mut Session, addr: u64) -> Result<()> {
+        let qd = s.registers()?.rdi;
+        let now = std::time::Instant::now();
+        if self.starts.contains(&addr) {
+            let q = super::explain::source_text(s, qd);
+            self.open.insert(qd, (now, q));
+        } else if self.ends.contains(&addr) {
+            if let Some((t0, q)) = self.open.remove(&qd) {
+                let d = now.duration_since(t0).as_nanos();
+                s.emit_event(
+                    "statement",
+                    serde_json::json!({"query": q, "duration_ns": d as u64}),
+                );
+                self.statements.push((q, d));
+            }
+        }
+        Ok(())
+    }
+
+    fn on_watch(&mut self, s: &mut Session, dr6: u64) -> Result<()> {
+        if dr6 & 1 == 0 {
+            return Ok(());
+        }
+        let v = read_word(s, self.word)?;
+        if v == self.last {
+            return Ok(());
+        }
+        let now = std::time::Instant::now();
+        self.finish_wait(s, now);
+        if v != 0 {
+            let stack = if self.stacks > 0 {
+                s.quick_stack(self.stacks)
+            } else {
+                Vec::new()
+            };
+            self.current = Some((v, now, stack));
+        }
+        self.last = v;
+        Ok(())
+    }
+
+    fn done(&self) -> bool {
+        false
     }
 }

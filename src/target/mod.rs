@@ -389,6 +389,45 @@ impl Target {
         Ok(())
     }
 
+    /// Arm debug-register slot `slot` (0-3) as a write watchpoint of
+    /// `len` bytes (1, 2, 4, 8; naturally aligned) at `addr`.  DR0-3 are
+    /// written before DR7, as the hardware wants.
+    pub fn set_write_watchpoint(&mut self, slot: usize, addr: u64, len: u64) -> Result<()> {
+        if slot > 3 {
+            bail!("only 4 hardware watchpoints exist");
+        }
+        if addr % len != 0 {
+            bail!("a {len}-byte watchpoint must be {len}-byte aligned ({addr:#x} is not)");
+        }
+        let len_bits = match len {
+            1 => 0b00,
+            2 => 0b01,
+            4 => 0b11,
+            8 => 0b10,
+            _ => bail!("watchpoint length must be 1, 2, 4 or 8"),
+        };
+        self.set_debugreg(slot, addr)?;
+        let mut dr7 = self.debugreg(7).unwrap_or(0);
+        let shift = 16 + slot * 4;
+        dr7 &= !(0b1111u64 << shift);
+        dr7 |= (0b01u64 | (len_bits << 2)) << shift; // RW = write
+        dr7 |= 1 << (slot * 2); // local enable
+        self.set_debugreg(7, dr7)?;
+        Ok(())
+    }
+
+    /// Disable every watchpoint (DR7 first, then DR0-3).
+    pub fn clear_watchpoints(&mut self) -> Result<()> {
+        if !self.debugregs_dirty || self.gone {
+            return Ok(());
+        }
+        self.set_debugreg(7, 0)?;
+        for n in 0..4 {
+            let _ = self.set_debugreg(n, 0);
+        }
+        Ok(())
+    }
+
     pub fn debugreg(&self, n: usize) -> Result<u64> {
         let off = debugreg_offset(n);
         let v = ptrace::read_user(self.pid, off as ptrace::AddressType)

@@ -37,6 +37,10 @@ pub struct Cluster {
     pub bin: PathBuf,
     pub postmaster_pid: i32,
     pub major: u32,
+    /// Stop without removing the directory (the seeded clusters).
+    keep: bool,
+    /// Length of postmaster.log when this run started it.
+    log_start: usize,
 }
 
 impl Cluster {
@@ -44,10 +48,34 @@ impl Cluster {
         Self::start_with(major, &[])
     }
 
+    /// A cluster with seed 000's tables that survives between test runs
+    /// (stopped after each use, seeded once per machine: 1000 partitions
+    /// take half a minute to create).
+    pub fn start_seeded(major: u32) -> Cluster {
+        let base = std::env::var_os("PGDBG_CACHE")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/pgdbg")
+            });
+        let dir = base.join("clusters").join(format!("seeded-{major}"));
+        std::fs::create_dir_all(dir.parent().unwrap()).unwrap();
+        let mut c = Self::start_in(major, &[], Some(&dir));
+        c.keep = true;
+        c.seed(&["mediumtab", "bigtab"]);
+        c
+    }
+
     pub fn start_with(major: u32, settings: &[&str]) -> Cluster {
+        Self::start_in(major, settings, None)
+    }
+
+    fn start_in(major: u32, settings: &[&str], dir: Option<&Path>) -> Cluster {
         let prefix = pg_prefix(major);
         let mut cmd = Command::new(repo().join("scripts/pg-cluster"));
         cmd.arg("start").arg(&prefix);
+        if let Some(d) = dir {
+            cmd.arg("--dir").arg(d);
+        }
         for s in settings {
             cmd.arg("--set").arg(s);
         }
@@ -64,11 +92,17 @@ impl Cluster {
                 .unwrap_or_else(|| panic!("pg-cluster printed no {k}: {text}"))
                 .to_string()
         };
+        let dir = PathBuf::from(get("PGDBG_CLUSTER"));
+        let log_start = std::fs::metadata(dir.join("postmaster.log"))
+            .map(|m| m.len() as usize)
+            .unwrap_or(0);
         Cluster {
-            dir: PathBuf::from(get("PGDBG_CLUSTER")),
+            dir,
             bin: PathBuf::from(get("PGBIN")),
             postmaster_pid: get("PGDBG_POSTMASTER_PID").parse().unwrap(),
             major,
+            keep: false,
+            log_start,
         }
     }
 
@@ -98,8 +132,10 @@ impl Cluster {
         );
     }
 
+    /// postmaster.log since this test started the server.
     pub fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.join("postmaster.log")).unwrap_or_default()
+        let all = std::fs::read(self.dir.join("postmaster.log")).unwrap_or_default();
+        String::from_utf8_lossy(&all[self.log_start.min(all.len())..]).into_owned()
     }
 
     /// The postmaster restarted the cluster or a backend died of a signal.
@@ -122,12 +158,12 @@ impl Cluster {
 
 impl Drop for Cluster {
     fn drop(&mut self) {
-        let _ = Command::new(repo().join("scripts/pg-cluster"))
-            .arg("stop")
-            .arg(&self.dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
+        let mut cmd = Command::new(repo().join("scripts/pg-cluster"));
+        cmd.arg("stop").arg(&self.dir);
+        if self.keep {
+            cmd.arg("--keep");
+        }
+        let _ = cmd.stdout(Stdio::null()).stderr(Stdio::null()).status();
     }
 }
 

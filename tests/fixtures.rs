@@ -227,3 +227,30 @@ fn breakpoint_in_inlined_copy_shows_inline_frames_and_params() {
     std::thread::sleep(Duration::from_millis(100));
     assert!(fx.alive(), "the fixture keeps running after detach");
 }
+
+/// `break FILE:LINE` resolves through the line table (here a line inside
+/// f2, whose code is partly the inlined hot()).
+#[test]
+fn break_file_line() {
+    let src = std::fs::read_to_string(repo().join("tests/fixtures/inline.c")).unwrap();
+    let line = src
+        .lines()
+        .position(|l| l.contains("return hot(v * 2) - 1;"))
+        .unwrap()
+        + 1;
+    let mut fx = Fixture::start("spin");
+    let spec = format!("break inline.c:{line}");
+    let (code, out, err) = run(fx.pid(), &[&spec, "continue", "bt 2", "detach"]);
+    assert_eq!(code, 0, "{err}\n{out}");
+    assert!(out.contains(&format!("inline.c:{line}")), "{out}");
+    assert!(out.contains("Breakpoint 1, "), "{out}");
+    assert!(
+        out.contains(" f2 ("),
+        "the stop is in f2 (or hot inlined into it): {out}"
+    );
+    assert!(fx.alive());
+    // a line without code and a file that does not exist are clear errors
+    let (code, _, err) = run(fx.pid(), &["break nosuchfile.c:10"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("no code at nosuchfile.c:10"), "{err}");
+}

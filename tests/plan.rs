@@ -318,3 +318,86 @@ fn call_faults_15() {
 fn call_faults_18() {
     call_faults(18);
 }
+
+/// 1000 `plan --next` dumps against a backend executing statements in a
+/// loop: no crash, and the backend's memory (MemoryContextMemAllocated of
+/// TopMemoryContext, asked inside the backend) does not grow with the count.
+fn thousand_dumps(major: u32) {
+    let cl = Cluster::start(major);
+    cl.seed(&["mediumtab"]);
+    let mut a = cl.connect();
+    a.exec(S1);
+    let pid = a.pid();
+    let n = 1000;
+    let mut lines = vec!["call MemoryContextMemAllocated(TopMemoryContext, 1)".to_string()];
+    lines.extend(std::iter::repeat_n("plan --next".to_string(), n));
+    let refs: Vec<&str> = lines.iter().map(|s| s.as_str()).collect();
+    let script = write_script(&format!("dumps{major}"), &refs);
+    let out_file =
+        std::env::temp_dir().join(format!("pgdbg-dumps-{major}-{}.out", std::process::id()));
+    let p = Pgdbg::spawn_to_file(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--script",
+            script.to_str().unwrap(),
+        ],
+        &out_file,
+    );
+    wait_until("attach", Duration::from_secs(30), || tracer_pid(pid) != 0);
+    // the load: the session executes s1 until pgdbg is done and detached
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let st = stop.clone();
+    let mut c = a.c.take().unwrap();
+    let load = std::thread::spawn(move || {
+        let mut done = 0;
+        while !st.load(std::sync::atomic::Ordering::SeqCst) {
+            c.simple_query("execute s1(10,30)")
+                .expect("execute during plan dumps");
+            done += 1;
+        }
+        (c, done)
+    });
+    let (code, _, err) = p.wait(Duration::from_secs(600));
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let (c, done) = load.join().unwrap();
+    a.c = Some(c);
+    assert_eq!(code, 0, "{err}");
+    assert!(done >= n, "the session ran {done} statements");
+    let out = std::fs::read_to_string(&out_file).unwrap();
+    assert_eq!(
+        out.matches("Aggregate  (cost=").count(),
+        n,
+        "every dump printed a plan"
+    );
+    // memory now, asked the same way
+    let (code, after, err) = pgdbg(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--ex",
+        "call MemoryContextMemAllocated(TopMemoryContext, 1)",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let before: i64 = print_values(&out)[0].parse().unwrap();
+    let after: i64 = print_values(&after)[0].parse().unwrap();
+    assert!(
+        after - before < 512 * 1024,
+        "backend memory grew by {} bytes over {n} dumps ({before} -> {after})",
+        after - before
+    );
+    assert_eq!(a.query_one_i64("select 3"), 3);
+    cl.assert_no_crash();
+    let _ = std::fs::remove_file(&out_file);
+}
+
+#[test]
+fn thousand_plan_dumps_15() {
+    thousand_dumps(15);
+}
+
+#[test]
+fn thousand_plan_dumps_18() {
+    thousand_dumps(18);
+}

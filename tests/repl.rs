@@ -13,7 +13,9 @@ struct Tmux {
 
 impl Tmux {
     fn new(cmd: &str) -> Tmux {
-        let socket = format!("pgdbg-test-{}", std::process::id());
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let socket = format!("pgdbg-test-{}-{n}", std::process::id());
         let st = Command::new("tmux")
             .args([
                 "-L",

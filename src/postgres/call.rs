@@ -184,10 +184,10 @@ impl<'s> BackendCalls<'s> {
         if !check {
             // still never inside a critical section
             let g = Guards::new(s)?;
-            if let Some(c) = g.crit {
-                if read_i32(s, c)? > 0 {
-                    bail!("the backend is in a critical section");
-                }
+            if let Some(c) = g.crit
+                && read_i32(s, c)? > 0
+            {
+                bail!("the backend is in a critical section");
             }
         } else if let Some(why) = unsafe_reason(s)? {
             bail!(

@@ -385,15 +385,15 @@ impl crate::session::ProbeHandler for TraceProbe {
         if self.starts.contains(&addr) {
             let q = super::explain::source_text(s, qd);
             self.open.insert(qd, (now, q));
-        } else if self.ends.contains(&addr) {
-            if let Some((t0, q)) = self.open.remove(&qd) {
-                let d = now.duration_since(t0).as_nanos();
-                s.emit_event(
-                    "statement",
-                    serde_json::json!({"query": q, "duration_ns": d as u64}),
-                );
-                self.statements.push((q, d));
-            }
+        } else if self.ends.contains(&addr)
+            && let Some((t0, q)) = self.open.remove(&qd)
+        {
+            let d = now.duration_since(t0).as_nanos();
+            s.emit_event(
+                "statement",
+                serde_json::json!({"query": q, "duration_ns": d as u64}),
+            );
+            self.statements.push((q, d));
         }
         Ok(())
     }

@@ -396,7 +396,7 @@ impl Target {
         if slot > 3 {
             bail!("only 4 hardware watchpoints exist");
         }
-        if addr % len != 0 {
+        if !addr.is_multiple_of(len) {
             bail!("a {len}-byte watchpoint must be {len}-byte aligned ({addr:#x} is not)");
         }
         let len_bits = match len {

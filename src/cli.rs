@@ -33,7 +33,25 @@ struct Cli {
 }
 
 #[derive(Subcommand, Debug)]
+enum SymbolsCmd {
+    /// Write the layout pack of a debug build (JSON): the structs, global
+    /// types and GUC enums pgdbg reads, for stripped binaries of that major
+    Extract {
+        /// A postgres binary with DWARF (e.g. ~/.cache/pgdbg/pg/15/bin/postgres)
+        binary: PathBuf,
+        /// Output file (default: standard output)
+        #[arg(short = 'o', long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
 enum Cmd {
+    /// Layout packs for stripped binaries
+    Symbols {
+        #[command(subcommand)]
+        action: SymbolsCmd,
+    },
     /// Attach to a backend (seize it with ptrace) and open a session
     #[command(
         after_help = "In the session: break choose_custom_plan, continue, print plansource->generic_cost, bt, \
@@ -55,6 +73,10 @@ one per line, '#' starts a comment; they are checked before attaching."
         /// Read DWARF from FILE (a separate debug file of this exact build)
         #[arg(long, value_name = "FILE")]
         debug_file: Option<PathBuf>,
+        /// Use this layout pack instead of DWARF (stripped binaries; the
+        /// packs for PostgreSQL 15 and 18 are built in and picked automatically)
+        #[arg(long, value_name = "FILE")]
+        symbols: Option<PathBuf>,
         /// Abandon an inferior call (call, plan) that takes longer (e.g. 5s)
         #[arg(long, value_name = "DURATION", default_value = "5s")]
         call_timeout: String,
@@ -85,14 +107,14 @@ pub fn main() -> i32 {
                         .next()
                         .unwrap_or("bad arguments")
                         .trim_start_matches("error: ");
-                    eprintln!("pgdbg: error: {first} (see pgdbg --help)");
+                    crate::errln!("pgdbg: error: {first} (see pgdbg --help)");
                     return 2;
                 }
             }
         }
     };
     std::panic::set_hook(Box::new(|info| {
-        eprintln!("pgdbg: internal error: {info}; the backend is being restored and detached");
+        crate::errln!("pgdbg: internal error: {info}; the backend is being restored and detached");
     }));
     let res = std::panic::catch_unwind(|| match cli.cmd {
         Cmd::Attach {
@@ -101,6 +123,7 @@ pub fn main() -> i32 {
             ex,
             capture,
             debug_file,
+            symbols,
             call_timeout,
             quiet,
             any_process,
@@ -110,15 +133,19 @@ pub fn main() -> i32 {
             ex,
             capture,
             debug_file,
+            symbols,
             &call_timeout,
             quiet,
             any_process,
         ),
+        Cmd::Symbols { action } => match action {
+            SymbolsCmd::Extract { binary, output } => extract_pack(&binary, output.as_deref()),
+        },
     });
     match res {
         Ok(Ok(code)) => code,
         Ok(Err(e)) => {
-            eprintln!("pgdbg: error: {}", one_line(&e));
+            crate::errln!("pgdbg: error: {}", one_line(&e));
             1
         }
         Err(_) => 101,
@@ -225,6 +252,7 @@ fn run_attach(
     ex: Vec<String>,
     capture: Option<PathBuf>,
     debug_file: Option<PathBuf>,
+    symbols: Option<PathBuf>,
     call_timeout: &str,
     quiet: bool,
     any_process: bool,
@@ -243,15 +271,32 @@ fn run_attach(
     let t0 = std::time::Instant::now();
     let show_progress = !quiet;
     if show_progress && std::io::stderr().is_terminal() {
-        eprint!("Reading debug info of {} ...", real_clean.display());
+        crate::errp!("Reading debug info of {} ...", real_clean.display());
     }
-    let di = DebugInfo::load(&exe_link, &real_clean, debug_file.as_deref());
+    let di = DebugInfo::load(
+        &exe_link,
+        &real_clean,
+        debug_file.as_deref(),
+        symbols.as_deref(),
+    );
     if show_progress && std::io::stderr().is_terminal() {
-        eprint!("\r\x1b[K");
+        crate::errp!("\r\x1b[K");
     }
     let di = Rc::new(di?);
-    if show_progress && !di.index_from_cache {
-        eprintln!(
+    if let Some(p) = &di.pack {
+        crate::errln!(
+            "pgdbg: no debug info for {} (build-id {}): using its exported symbols and the layout pack for PostgreSQL {}",
+            real_clean.display(),
+            if di.build_id.is_empty() {
+                "none"
+            } else {
+                &di.build_id
+            },
+            p.major
+        );
+    }
+    if show_progress && !di.index_from_cache && di.pack.is_none() {
+        crate::errln!(
             "Indexed debug info of {} in {:.2}s ({} functions; cached for the next attach to build {}).",
             real_clean.display(),
             t0.elapsed().as_secs_f64(),
@@ -276,6 +321,10 @@ fn run_attach(
     let target = Target::attach(pid)?;
     let mut session = Session::new(pid, target, di, real_clean.clone(), kind.clone(), cap)?;
     session.call_timeout = call_timeout;
+    if let Err(e) = session.check_pack() {
+        let _ = session.detach();
+        return Err(e);
+    }
     if !quiet {
         let what = match &kind {
             ProcessKind::ClientBackend { title } => format!("backend {pid} ({title})"),
@@ -284,7 +333,7 @@ fn run_attach(
             }
             _ => format!("process {pid}"),
         };
-        eprintln!(
+        crate::errln!(
             "Attached to {what}, {}; debug info {}.",
             session
                 .pg_version
@@ -301,7 +350,7 @@ fn run_attach(
     // Whatever happened, leave the backend as we found it.
     let detach_res = session.detach();
     if let Some(sig) = guard::terminating() {
-        eprintln!(
+        crate::errln!(
             "pgdbg: received {}: backend {pid} restored and detached",
             guard::signal_name(sig)
         );
@@ -312,6 +361,25 @@ fn run_attach(
         (Err(e), _) => Err(e),
         (Ok(_), Err(e)) => Err(anyhow!("detach failed: {e}")),
     }
+}
+
+fn extract_pack(binary: &std::path::Path, output: Option<&std::path::Path>) -> Result<i32> {
+    let di = DebugInfo::load(binary, binary, None, None)?;
+    if di.pack.is_some() {
+        bail!(
+            "{} has no DWARF: extract packs from a debug build (scripts/pg-build MAJOR)",
+            binary.display()
+        );
+    }
+    let pack = crate::debuginfo::pack::Pack::extract(&di)?;
+    let json = pack.to_json();
+    match output {
+        Some(p) => {
+            std::fs::write(p, json).map_err(|e| anyhow!("cannot write {}: {e}", p.display()))?
+        }
+        None => print!("{json}"),
+    }
+    Ok(0)
 }
 
 fn short_version(v: &str) -> &str {
@@ -332,7 +400,7 @@ fn run_script(session: &mut Session, path: &std::path::Path, cmds: Script) -> Re
                     let _ = stdout.flush();
                 }
                 if guard::sigint_seen() {
-                    eprintln!("pgdbg: interrupted: script stopped at line {n}");
+                    crate::errln!("pgdbg: interrupted: script stopped at line {n}");
                     return Ok(130);
                 }
                 match flow {

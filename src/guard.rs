@@ -3,23 +3,49 @@
 //! closed terminal) make pgdbg stop the backend, restore it and detach
 //! before exiting.  Handlers only set flags: all ptrace work stays on the
 //! thread that attached.
+//!
+//! A flag set just before the tracer thread blocks in `waitpid` would be
+//! missed until the next stop; a ticker thread closes that window by
+//! waking the tracer (SIGALRM, EINTR) while a flag is pending and it waits.
 
 use crate::target::WaitHooks;
 use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 static INTERRUPT: AtomicBool = AtomicBool::new(false);
 /// Sticky: a SIGINT arrived (scripts stop at the next command boundary).
 static SIGINT_SEEN: AtomicBool = AtomicBool::new(false);
 static TERMINATE: AtomicI32 = AtomicI32::new(0);
-/// A `--for DURATION` limit expired (set by the timer thread).
-static DEADLINE: AtomicBool = AtomicBool::new(false);
-/// pthread_t of the tracer thread, for the timer's wake-up signal.
-static MAIN_THREAD: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+/// pthread_t of the tracer thread, for wake-ups.
+static MAIN_THREAD: AtomicU64 = AtomicU64::new(0);
+/// The tracer thread is blocked in waitpid.
+static IN_WAIT: AtomicBool = AtomicBool::new(false);
+/// Active deadlines, innermost last (a call's timeout inside a `--for`).
+static DEADLINES: Mutex<Vec<Arc<AtomicBool>>> = Mutex::new(Vec::new());
+
+/// Write to stderr without ever panicking (a closed pipe must not turn
+/// into a panic while the backend is attached).
+#[macro_export]
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// `eprint!` that never panics.
+#[macro_export]
+macro_rules! errp {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr(), $($arg)*);
+    }};
+}
 
 extern "C" fn on_signal(sig: libc::c_int) {
     if sig == libc::SIGALRM {
-        // only wakes a blocking waitpid (EINTR); DEADLINE is already set
+        // only wakes a blocking waitpid (EINTR)
     } else if sig == libc::SIGINT {
         INTERRUPT.store(true, Ordering::SeqCst);
         SIGINT_SEEN.store(true, Ordering::SeqCst);
@@ -28,16 +54,25 @@ extern "C" fn on_signal(sig: libc::c_int) {
     }
 }
 
+fn wake_tracer() {
+    let main = MAIN_THREAD.load(Ordering::SeqCst);
+    if main != 0 {
+        unsafe {
+            libc::pthread_kill(main as libc::pthread_t, libc::SIGALRM);
+        }
+    }
+}
+
 /// Install the handlers (without SA_RESTART, so a blocking waitpid returns
-/// EINTR) and ignore SIGPIPE (a closed pipe must not kill us before we
-/// clean up).
+/// EINTR), ignore SIGPIPE (a closed pipe must not kill us before we clean
+/// up), and start the ticker.
 pub fn install() {
+    MAIN_THREAD.store(unsafe { libc::pthread_self() } as u64, Ordering::SeqCst);
     let act = SigAction::new(
         SigHandler::Handler(on_signal),
         SaFlags::empty(),
         SigSet::empty(),
     );
-    MAIN_THREAD.store(unsafe { libc::pthread_self() } as u64, Ordering::SeqCst);
     for s in [
         Signal::SIGINT,
         Signal::SIGTERM,
@@ -49,6 +84,23 @@ pub fn install() {
     }
     let ign = SigAction::new(SigHandler::SigIgn, SaFlags::empty(), SigSet::empty());
     let _ = unsafe { sigaction(Signal::SIGPIPE, &ign) };
+    std::thread::spawn(|| {
+        block_in_this_thread();
+        loop {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            let pending = INTERRUPT.load(Ordering::SeqCst)
+                || TERMINATE.load(Ordering::SeqCst) != 0
+                || deadline_hit();
+            if pending && IN_WAIT.load(Ordering::SeqCst) {
+                wake_tracer();
+            }
+        }
+    });
+}
+
+/// Mark the tracer thread as blocked in waitpid (for the ticker).
+pub fn set_in_wait(w: bool) {
+    IN_WAIT.store(w, Ordering::SeqCst);
 }
 
 /// Block our signals in the calling thread (helper threads), so that they
@@ -84,21 +136,30 @@ pub fn sigint_seen() -> bool {
     SIGINT_SEEN.load(Ordering::SeqCst)
 }
 
+/// Whether the innermost active deadline has passed.
 pub fn deadline_hit() -> bool {
-    DEADLINE.load(Ordering::SeqCst)
+    DEADLINES
+        .lock()
+        .map(|d| d.last().is_some_and(|f| f.load(Ordering::SeqCst)))
+        .unwrap_or(false)
 }
 
-/// A running `--for` timer; dropping it cancels the timer.
+/// A running timer (`--for`, a call's timeout).  Deadlines nest: only the
+/// innermost one counts while it is active.  Dropping it cancels it.
 pub struct Deadline {
-    cancel: std::sync::Arc<AtomicBool>,
+    flag: Arc<AtomicBool>,
+    cancel: Arc<AtomicBool>,
 }
 
 impl Deadline {
-    /// After `d`, set the deadline flag and wake the tracer thread.
+    /// After `d`, set this deadline's flag and wake the tracer thread.
     pub fn arm(d: std::time::Duration) -> Deadline {
-        DEADLINE.store(false, Ordering::SeqCst);
-        let cancel = std::sync::Arc::new(AtomicBool::new(false));
-        let c = cancel.clone();
+        let flag = Arc::new(AtomicBool::new(false));
+        if let Ok(mut v) = DEADLINES.lock() {
+            v.push(flag.clone());
+        }
+        let cancel = Arc::new(AtomicBool::new(false));
+        let (f, c) = (flag.clone(), cancel.clone());
         std::thread::spawn(move || {
             block_in_this_thread();
             let t0 = std::time::Instant::now();
@@ -108,25 +169,21 @@ impl Deadline {
                 }
                 std::thread::sleep((d - t0.elapsed()).min(std::time::Duration::from_millis(20)));
             }
-            if c.load(Ordering::SeqCst) {
-                return;
-            }
-            DEADLINE.store(true, Ordering::SeqCst);
-            let main = MAIN_THREAD.load(Ordering::SeqCst);
-            if main != 0 {
-                unsafe {
-                    libc::pthread_kill(main as libc::pthread_t, libc::SIGALRM);
-                }
+            if !c.load(Ordering::SeqCst) {
+                f.store(true, Ordering::SeqCst);
+                wake_tracer();
             }
         });
-        Deadline { cancel }
+        Deadline { flag, cancel }
     }
 }
 
 impl Drop for Deadline {
     fn drop(&mut self) {
         self.cancel.store(true, Ordering::SeqCst);
-        DEADLINE.store(false, Ordering::SeqCst);
+        if let Ok(mut v) = DEADLINES.lock() {
+            v.retain(|f| !Arc::ptr_eq(f, &self.flag));
+        }
     }
 }
 
@@ -139,6 +196,27 @@ impl WaitHooks for Hooks {
     }
     fn terminate(&self) -> bool {
         terminating().is_some()
+    }
+    fn waiting(&self, blocked: bool) {
+        set_in_wait(blocked);
+    }
+}
+
+/// Hooks while a function runs inside the backend: only the call's own
+/// timeout interrupts it.  Ctrl-C and SIGTERM wait for the call to return
+/// (abandoning a call mid-way could leave a lock held or the allocator
+/// half-updated); they are acted on right after.
+pub struct CallHooks;
+
+impl WaitHooks for CallHooks {
+    fn user_interrupt(&self) -> bool {
+        deadline_hit()
+    }
+    fn terminate(&self) -> bool {
+        false
+    }
+    fn waiting(&self, blocked: bool) {
+        set_in_wait(blocked);
     }
 }
 

@@ -113,6 +113,13 @@ pub struct CallFrame<'t> {
     stack_top: u64,
     finished: bool,
     pub timeout: Duration,
+    /// Signals that were waiting for delivery: kept away from the calls.
+    held_signals: Option<(
+        Option<nix::sys::signal::Signal>,
+        std::collections::VecDeque<nix::sys::signal::Signal>,
+    )>,
+    /// Stack pointer of the call in progress (for `resume`).
+    call_sp: u64,
 }
 
 impl<'t> CallFrame<'t> {
@@ -129,6 +136,7 @@ impl<'t> CallFrame<'t> {
         }
         let saved_regs = target.regs()?;
         let saved_xstate = get_xstate(target.pid())?;
+        let held_signals = Some(target.take_pending_signals());
         // Lift every breakpoint so the call runs the original code.
         let lifted = target.inserted_addresses();
         for &a in &lifted {
@@ -147,6 +155,8 @@ impl<'t> CallFrame<'t> {
             stack_top: 0,
             finished: false,
             timeout,
+            held_signals,
+            call_sp: 0,
         };
         f.target.insert_breakpoint(ret_addr)?;
         f.inserted_ret = true;
@@ -226,9 +236,35 @@ impl<'t> CallFrame<'t> {
             }
             self.target.set_fpregs(&fp)?;
         }
+        self.call_sp = sp;
+        self.wait_call()
+    }
+
+    /// Continue a call that stopped at a trap (e.g. an error the callee
+    /// catches itself).
+    pub fn resume(&mut self) -> Result<CallOutcome> {
+        self.wait_call()
+    }
+
+    fn wait_call(&mut self) -> Result<CallOutcome> {
+        let sp = self.call_sp;
         let deadline = guard::Deadline::arm(self.timeout);
         let outcome = loop {
-            let stop = self.target.cont_and_wait(&guard::Hooks)?;
+            let rip = self.target.regs()?.rip;
+            if self.target.breakpoint_inserted(rip) {
+                if let Some(stop) = self.target.step_over_breakpoint(rip)? {
+                    match stop {
+                        Stop::Signal(sig) => {
+                            self.target.discard_pending_fault();
+                            break CallOutcome::Faulted(format!("the call got signal {sig:?}"));
+                        }
+                        Stop::Exited(c) => bail!("the backend exited (status {c}) during the call"),
+                        Stop::Killed(s) => bail!("the backend was killed by {s:?} during the call"),
+                        _ => {}
+                    }
+                }
+            }
+            let stop = self.target.cont_and_wait(&guard::CallHooks)?;
             match stop {
                 Stop::Breakpoint { addr } if addr == self.ret_addr => {
                     let regs = self.target.regs()?;
@@ -296,6 +332,9 @@ impl<'t> CallFrame<'t> {
         }
         for a in self.lifted.clone() {
             keep(self.target.insert_breakpoint(a));
+        }
+        if let Some(p) = self.held_signals.take() {
+            self.target.restore_pending_signals(p);
         }
         match first {
             Some(e) => Err(anyhow!("restoring the backend after a call: {e}")),

@@ -388,6 +388,30 @@ impl Session {
 
     // ------------------------------------------------------------- probes
 
+    /// With a layout pack instead of DWARF: check it against live data
+    /// (`MyProc->pid` must be this PID) before trusting any answer.
+    pub fn check_pack(&self) -> Result<()> {
+        let Some(pack) = &self.di.pack else {
+            return Ok(());
+        };
+        let l = crate::debuginfo::layout::Layout::of(&*self.di, "PGPROC")?;
+        let (myproc, _) = self.di.global("MyProc").ok_or_else(|| {
+            anyhow!("MyProc is not exported by this binary: the layout pack cannot be checked")
+        })?;
+        let p = self.target.read_u64(myproc + self.bias)?;
+        let mut b = [0u8; 4];
+        self.target.read(p + l.offset("pid")?, &mut b)?;
+        let got = i32::from_le_bytes(b);
+        if got != self.pid {
+            bail!(
+                "the layout pack for PostgreSQL {} does not match this binary (MyProc->pid reads {got}, expected {}): give the pack of this exact major with --symbols, or the debug info",
+                pack.major,
+                self.pid
+            );
+        }
+        Ok(())
+    }
+
     /// Arm one of pgdbg's own breakpoints (used by probes such as
     /// `plancache`); counted, so nested users share an address.
     pub fn arm_internal(&mut self, addr: u64) -> Result<()> {
@@ -530,8 +554,10 @@ impl Session {
             self.internal.clear();
             Ok(())
         } else {
-            self.disarm_all_internal()
-                .and_then(|_| self.target.clear_watchpoints())
+            // both, even when the first fails
+            let a = self.disarm_all_internal();
+            let b = self.target.clear_watchpoints();
+            a.and(b)
         };
         let r = res?;
         cleanup?;
@@ -1434,7 +1460,7 @@ impl Session {
             _ => "?".into(),
         };
         format!(
-            "pid:         {}\nprocess:     {kind}\npostgres:    {}\nbinary:      {}\nbuild-id:    {}\ndebug info:  {}\nindex:       {} functions, {} globals, {} types ({})\nload bias:   {:#x}\nbreakpoints: {}\nstate:       {state}",
+            "pid:         {}\nprocess:     {kind}\npostgres:    {}\nbinary:      {}\nbuild-id:    {}\ndebug info:  {}{}\nindex:       {} functions, {} globals, {} types ({})\nload bias:   {:#x}\nbreakpoints: {}\nstate:       {state}",
             self.pid,
             self.pg_version
                 .clone()
@@ -1446,6 +1472,11 @@ impl Session {
                 &self.di.build_id
             },
             self.di.source,
+            if self.di.pack.is_some() {
+                "\n             without DWARF: no locals/parameters, source lines or inlined frames, no static functions (break on exported ones), no prepared-statement names in plancache, no ERROR messages from calls"
+            } else {
+                ""
+            },
             self.di.index.functions.len(),
             self.di.index.globals.len(),
             self.di.index.types.len(),

@@ -133,6 +133,8 @@ pub enum DebugSource {
     BuildId(PathBuf),
     Debuglink(PathBuf),
     Explicit(PathBuf),
+    /// No DWARF: a layout pack (description).
+    Pack(String),
 }
 
 impl std::fmt::Display for DebugSource {
@@ -142,6 +144,7 @@ impl std::fmt::Display for DebugSource {
             DebugSource::BuildId(p) => write!(f, "{} (by build-id)", p.display()),
             DebugSource::Debuglink(p) => write!(f, "{} (by .gnu_debuglink)", p.display()),
             DebugSource::Explicit(p) => write!(f, "{} (--debug-file)", p.display()),
+            DebugSource::Pack(d) => write!(f, "{d}"),
         }
     }
 }

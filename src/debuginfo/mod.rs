@@ -6,6 +6,7 @@ pub mod elf;
 pub mod index;
 pub mod layout;
 pub mod location;
+pub mod pack;
 pub mod types;
 pub mod unwind;
 
@@ -68,6 +69,8 @@ pub struct DebugInfo {
     units: RefCell<HashMap<u64, Rc<gimli::Unit<R>>>>,
     type_cache: RefCell<HashMap<u64, Rc<Type>>>,
     a2l: OnceCell<addr2line::Context<R>>,
+    /// Stripped binary: struct layouts and global types from a layout pack.
+    pub pack: Option<pack::Pack>,
 }
 
 /// Error text for a binary without DWARF.
@@ -107,12 +110,22 @@ impl DebugInfo {
     /// Load debug info for the binary at `exe` (usually /proc/PID/exe).
     /// `real_path` is the binary's path as the system knows it (for
     /// .gnu_debuglink lookups and messages).
-    pub fn load(exe: &Path, real_path: &Path, explicit: Option<&Path>) -> Result<DebugInfo> {
+    pub fn load(
+        exe: &Path,
+        real_path: &Path,
+        explicit: Option<&Path>,
+        pack_file: Option<&Path>,
+    ) -> Result<DebugInfo> {
         let binary = ElfImage::open(exe)?;
         let build_id = binary.build_id().unwrap_or_default();
-        let (debug_file, source) = match elf::find_debug_file(&binary, real_path, explicit)? {
+        let found = if pack_file.is_some() {
+            None
+        } else {
+            elf::find_debug_file(&binary, real_path, explicit)?
+        };
+        let (debug_file, source) = match found {
             Some(x) => x,
-            None => bail!("{}", no_debug_info_message(real_path, &build_id)),
+            None => return Self::load_with_pack(binary, real_path, build_id, pack_file),
         };
         let dimg: &ElfImage = debug_file.as_ref().unwrap_or(&binary);
         let mut dwarf: Dwarf = gimli::Dwarf::load(|id| -> Result<R> {
@@ -173,7 +186,85 @@ impl DebugInfo {
             units: RefCell::new(HashMap::new()),
             type_cache: RefCell::new(HashMap::new()),
             a2l: OnceCell::new(),
+            pack: None,
         })
+    }
+
+    /// No DWARF anywhere: ELF symbols (.dynsym) plus the layout pack of the
+    /// binary's major (or `--symbols FILE`).
+    fn load_with_pack(
+        binary: ElfImage,
+        real_path: &Path,
+        build_id: String,
+        pack_file: Option<&Path>,
+    ) -> Result<DebugInfo> {
+        let version = crate::postgres::version_string(binary.data);
+        let major = version.as_deref().and_then(crate::postgres::major_of);
+        let pack = match pack_file {
+            Some(p) => {
+                let pk = pack::Pack::load_file(p)?;
+                if let Some(m) = major {
+                    if pk.major != m {
+                        bail!(
+                            "layout pack {} is for PostgreSQL {} but {} is PostgreSQL {m}: use the pack of major {m}",
+                            p.display(),
+                            pk.major,
+                            real_path.display()
+                        );
+                    }
+                }
+                pk
+            }
+            None => {
+                let Some(m) = major else {
+                    bail!("{}", no_debug_info_message(real_path, &build_id));
+                };
+                match pack::Pack::embedded(m) {
+                    Some(Ok(pk)) => pk,
+                    _ => bail!(
+                        "{} (and pgdbg has no layout pack for PostgreSQL {m}; it has {:?}: make one with pgdbg symbols extract from a debug build and pass --symbols FILE)",
+                        no_debug_info_message(real_path, &build_id),
+                        pack::Pack::embedded_majors()
+                    ),
+                }
+            }
+        };
+        let symbols = binary.symbols();
+        if !symbols.iter().any(|s| s.name == "GetCachedPlan") {
+            bail!(
+                "{} exports no PostgreSQL symbols (.dynsym): no debug info and nothing to use a layout pack with",
+                real_path.display()
+            );
+        }
+        let main_unwind = unwind::UnwindTables::from_image(&binary);
+        let dwarf: Dwarf = gimli::Dwarf::load(|_| -> Result<R> {
+            Ok(gimli::EndianSlice::new(&[], gimli::LittleEndian))
+        })?;
+        let source = DebugSource::Pack(format!(
+            "none: exported symbols + layout pack for PostgreSQL {} (from {})",
+            pack.major,
+            pack.version.split(" on ").next().unwrap_or(&pack.version)
+        ));
+        Ok(DebugInfo {
+            binary,
+            debug_file: None,
+            source,
+            build_id,
+            dwarf: Arc::new(dwarf),
+            index: Index::default(),
+            index_from_cache: false,
+            symbols,
+            main_unwind,
+            units: RefCell::new(HashMap::new()),
+            type_cache: RefCell::new(HashMap::new()),
+            a2l: OnceCell::new(),
+            pack: Some(pack),
+        })
+    }
+
+    /// Options of a GUC enum (plan_cache_mode...) recorded in the pack.
+    pub fn pack_guc_enum(&self, guc: &str) -> Option<Vec<(String, i64)>> {
+        self.pack.as_ref()?.guc_enums.get(guc).cloned()
     }
 
     // ------------------------------------------------------------ symbols
@@ -323,6 +414,14 @@ impl DebugInfo {
     pub fn global(&self, name: &str) -> Option<(u64, Option<TypeRef>)> {
         if let Some(g) = self.index.globals.get(name) {
             return Some((g.addr, self.die_type(g.die)));
+        }
+        if let Some(p) = &self.pack {
+            let addr = self
+                .symbols
+                .iter()
+                .find(|s| !s.is_func && s.name == name)?
+                .addr;
+            return Some((addr, p.type_of_global(name)));
         }
         self.symbols
             .iter()
@@ -873,6 +972,16 @@ impl TypeSource for DebugInfo {
     fn resolve(&self, t: &TypeRef) -> Rc<Type> {
         match t {
             TypeRef::Synth(t) => t.clone(),
+            TypeRef::Named(n) => match self.type_by_name(n) {
+                Some(TypeRef::Named(_)) | None => Rc::new(Type::Struct {
+                    kw: "struct",
+                    name: Some(n.clone()),
+                    size: 0,
+                    members: Vec::new(),
+                    declaration: true,
+                }),
+                Some(t) => self.resolve(&t),
+            },
             TypeRef::Die(off) => {
                 if let Some(t) = self.type_cache.borrow().get(off) {
                     return t.clone();
@@ -886,6 +995,28 @@ impl TypeSource for DebugInfo {
 
     fn type_by_name(&self, name: &str) -> Option<TypeRef> {
         let name = name.trim();
+        if let Some(p) = &self.pack {
+            if let Some(t) = p.struct_type(name) {
+                return Some(t);
+            }
+            let base = |n: &str, size: u64, enc: Encoding| {
+                Some(TypeRef::Synth(Rc::new(Type::Base {
+                    name: n.into(),
+                    size,
+                    enc,
+                })))
+            };
+            return match name {
+                "int" | "int32" => base("int", 4, Encoding::Signed),
+                "long" | "int64" => base("long", 8, Encoding::Signed),
+                "unsigned int" | "uint32" | "Oid" => base("unsigned int", 4, Encoding::Unsigned),
+                "unsigned long" | "uint64" | "Size" => base("unsigned long", 8, Encoding::Unsigned),
+                "char" => base("char", 1, Encoding::SignedChar),
+                "double" => base("double", 8, Encoding::Float),
+                "bool" => base("bool", 1, Encoding::Bool),
+                _ => None,
+            };
+        }
         if let Some(o) = self.index.types.get(name) {
             return Some(TypeRef::Die(*o));
         }

@@ -11,6 +11,8 @@ use std::rc::Rc;
 pub enum TypeRef {
     Die(u64),
     Synth(Rc<Type>),
+    /// A struct known by name (layout packs), resolved when followed.
+    Named(String),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -30,6 +30,8 @@ struct Guards {
     errordata_depth: Option<u64>,
     errordata: Option<u64>,
     held_lwlocks: Option<u64>,
+    exception_stack: Option<u64>,
+    error_context_stack: Option<u64>,
     re_throw: Vec<u64>,
     flush_error: Option<u64>,
     context_delete: Option<u64>,
@@ -74,6 +76,8 @@ impl Guards {
             errordata_depth: g("errordata_stack_depth"),
             errordata: g("errordata"),
             held_lwlocks: g("num_held_lwlocks"),
+            exception_stack: g("PG_exception_stack"),
+            error_context_stack: g("error_context_stack"),
             re_throw: s
                 .di
                 .function_locations("pg_re_throw")
@@ -149,6 +153,14 @@ pub struct BackendCalls<'s> {
     saved_crit: Option<Vec<u8>>,
     saved_context: u64,
     private_context: Option<u64>,
+    /// PG_exception_stack / error_context_stack when the series opened: a
+    /// call that does not return normally may leave them pointing into its
+    /// abandoned frames.
+    saved_exception_stack: Option<u64>,
+    saved_error_context: Option<u64>,
+    /// A call was abandoned (timeout, fault): its state is unknown, so the
+    /// private context is left alone rather than deleted.
+    abandoned: bool,
     pid: i32,
 }
 
@@ -218,8 +230,19 @@ impl<'s> BackendCalls<'s> {
             saved_crit,
             saved_context,
             private_context: None,
+            saved_exception_stack: None,
+            saved_error_context: None,
+            abandoned: false,
             pid,
         };
+        if let Some(a) = bc.g.exception_stack {
+            bc.saved_exception_stack =
+                Some(u64::from_le_bytes(bc.read(a, 8)?.try_into().expect("8")));
+        }
+        if let Some(a) = bc.g.error_context_stack {
+            bc.saved_error_context =
+                Some(u64::from_le_bytes(bc.read(a, 8)?.try_into().expect("8")));
+        }
         // hold off interrupts for the whole series
         let held =
             (u32::from_le_bytes(bc.saved_holdoff.clone().try_into().expect("4")) + 1).to_le_bytes();
@@ -275,31 +298,57 @@ impl<'s> BackendCalls<'s> {
         Ok(String::from_utf8_lossy(&b).into_owned())
     }
 
-    /// Call the function at `addr`.  An ERROR inside it is caught.
+    /// Call the function at `addr`.  An ERROR inside it is caught (unless
+    /// the callee catches it itself with its own PG_TRY).
     pub fn call_addr(&mut self, addr: u64, args: &[Arg]) -> Result<Called> {
-        let out = self.frame_mut().call(addr, args)?;
-        match out {
-            CallOutcome::Returned(r) => Ok(Called::Value(r)),
-            CallOutcome::Trapped { .. } => {
-                let msg = self
-                    .error_message()
-                    .unwrap_or_else(|| "an ERROR was raised".into());
-                self.recover_from_error()?;
-                Ok(Called::Error(msg))
-            }
-            CallOutcome::TimedOut => {
-                if crate::guard::terminating().is_some() {
-                    bail!("pgdbg is terminating: the call was abandoned and the backend restored");
+        let mut out = self.frame_mut().call(addr, args)?;
+        loop {
+            match out {
+                CallOutcome::Returned(r) => return Ok(Called::Value(r)),
+                CallOutcome::Trapped { .. } => {
+                    // pg_re_throw: would the longjmp leave our call?  If the
+                    // callee set up its own PG_TRY, let it catch the error.
+                    if let (Some(a), Some(saved)) =
+                        (self.g.exception_stack, self.saved_exception_stack)
+                    {
+                        let now = u64::from_le_bytes(self.read(a, 8)?.try_into().expect("8"));
+                        if now != saved {
+                            out = self.frame_mut().resume()?;
+                            continue;
+                        }
+                    }
+                    let msg = self.error_message().unwrap_or_else(|| {
+                        "an ERROR was raised (its message needs debug info)".into()
+                    });
+                    self.recover_from_error()?;
+                    return Ok(Called::Error(msg));
                 }
-                bail!(
-                    "the call did not return within {:.1}s: abandoned, the backend's registers restored (raise --call-timeout if it is just slow)",
-                    self.frame_mut().timeout.as_secs_f64()
-                )
-            }
-            CallOutcome::Faulted(why) => {
-                bail!("{why}: the call was abandoned and the backend restored")
+                CallOutcome::TimedOut => {
+                    self.abandoned = true;
+                    self.restore_error_stacks()?;
+                    bail!(
+                        "the call did not return within {:.1}s: abandoned, the backend's registers restored (raise --call-timeout if it is just slow)",
+                        self.frame_mut().timeout.as_secs_f64()
+                    )
+                }
+                CallOutcome::Faulted(why) => {
+                    self.abandoned = true;
+                    self.restore_error_stacks()?;
+                    bail!("{why}: the call was abandoned and the backend restored")
+                }
             }
         }
+    }
+
+    /// Put PG_exception_stack and error_context_stack back.
+    fn restore_error_stacks(&mut self) -> Result<()> {
+        if let (Some(a), Some(v)) = (self.g.exception_stack, self.saved_exception_stack) {
+            self.write(a, &v.to_le_bytes())?;
+        }
+        if let (Some(a), Some(v)) = (self.g.error_context_stack, self.saved_error_context) {
+            self.write(a, &v.to_le_bytes())?;
+        }
+        Ok(())
     }
 
     /// The message of the error being thrown (errordata[depth].message).
@@ -322,6 +371,7 @@ impl<'s> BackendCalls<'s> {
     /// After a trapped ERROR: flush the error state and put the counters
     /// and the memory context back.
     fn recover_from_error(&mut self) -> Result<()> {
+        self.restore_error_stacks()?;
         if let Some(f) = self.g.flush_error {
             match self.frame_mut().call(f, &[])? {
                 CallOutcome::Returned(_) => {}
@@ -361,7 +411,27 @@ impl<'s> BackendCalls<'s> {
         if let Err(e) = self.write(cc, &saved_ctx.to_le_bytes()) {
             first.get_or_insert(e);
         }
-        if let Some(ctx) = self.private_context.take() {
+        if let Err(e) = self.restore_error_stacks() {
+            first.get_or_insert(e);
+        }
+        for (a, v) in [
+            (self.g.cancel_holdoff, self.saved_cancel.clone()),
+            (self.g.crit, self.saved_crit.clone()),
+        ] {
+            if let (Some(a), Some(v)) = (a, v) {
+                if let Err(e) = self.write(a, &v) {
+                    first.get_or_insert(e);
+                }
+            }
+        }
+        // After an abandoned call the context's state is unknown: leave it
+        // (a few KB under TopMemoryContext) rather than delete it.
+        let ctx_to_delete = if self.abandoned {
+            None
+        } else {
+            self.private_context.take()
+        };
+        if let Some(ctx) = ctx_to_delete {
             // MemoryContextDelete(ctx): everything the calls allocated
             if let Some(del) = self.g.context_delete {
                 match self.frame_mut().call(del, &[Arg::Int(ctx)]) {

@@ -54,6 +54,7 @@ impl PlanCacheLayouts {
             let values = di
                 .global("plan_cache_mode_options")
                 .and_then(|(opts, _)| read_enum_options(s, opts + s.bias).ok())
+                .or_else(|| di.pack_guc_enum("plan_cache_mode"))
                 .unwrap_or_default();
             (a + s.bias, values)
         });
@@ -301,7 +302,8 @@ impl PlanCacheProbe {
         // longjmp) are stale.
         let mut i = 0;
         while i < self.pending.len() {
-            if r.rsp >= self.pending[i].ret_rsp {
+            // a frame at or above the stale call's own depth: it is gone
+            if r.rsp + 8 >= self.pending[i].ret_rsp {
                 let p = self.pending.remove(i);
                 s.disarm_internal(p.ret)?;
             } else {
@@ -344,7 +346,20 @@ impl PlanCacheProbe {
         s.disarm_internal(p.ret)?;
         let after = read(s, p.plansource, self.l.cps.size)?;
         let mut d = self.decide(s, &p, &after, r.rax)?;
-        d.statement = self.statement_name(s, p.plansource);
+        d.statement = self.statement_name(s, p.plansource).or_else(|| {
+            // Without the prepared_queries hash (no DWARF: it is static),
+            // an SQL-level PREPARE still names itself in its text.
+            let mut w = d.query.split_whitespace();
+            match (w.next(), w.next(), w.next()) {
+                (Some(p), Some(name), Some(a))
+                    if p.eq_ignore_ascii_case("prepare")
+                        && (a.eq_ignore_ascii_case("as") || a.starts_with('(')) =>
+                {
+                    Some(name.split('(').next().unwrap_or(name).to_string())
+                }
+                _ => None,
+            }
+        });
         self.decisions += 1;
         if d.generic {
             self.generic += 1;

@@ -330,7 +330,7 @@ impl TraceProbe {
             total += w.duration_ns;
         }
         let mut rows: Vec<_> = per.into_iter().collect();
-        rows.sort_by(|a, b| b.1.1.cmp(&a.1.1));
+        rows.sort_by_key(|r| std::cmp::Reverse(r.1.1));
         let mut out = String::from("Wait events summary:\n");
         out.push_str(&format!(
             "  {:<34} {:>8} {:>12} {:>12}\n",
@@ -359,7 +359,7 @@ impl TraceProbe {
         if !st.is_empty() {
             out.push_str("Statements:\n");
             let mut rows: Vec<_> = st.into_iter().collect();
-            rows.sort_by(|a, b| b.1.1.cmp(&a.1.1));
+            rows.sort_by_key(|r| std::cmp::Reverse(r.1.1));
             for (q, (n, tot)) in rows {
                 let q: String = q.split_whitespace().collect::<Vec<_>>().join(" ");
                 let q = if q.chars().count() > 60 {

@@ -89,6 +89,8 @@ pub trait WaitHooks {
     fn user_interrupt(&self) -> bool;
     /// pgdbg received SIGTERM/SIGHUP: stop the target and return.
     fn terminate(&self) -> bool;
+    /// Called with true before blocking in waitpid and false after.
+    fn waiting(&self, _blocked: bool) {}
 }
 
 /// Hooks that never interrupt.
@@ -524,7 +526,10 @@ impl Target {
         };
         if let Some(v) = value {
             let sp = r.rsp - 8;
-            self.write(sp, &v.to_le_bytes())?;
+            if self.write(sp, &v.to_le_bytes()).is_err() {
+                // e.g. a stack page not grown yet: single-step instead
+                return Ok(false);
+            }
             r.rsp = sp;
         }
         r.rip = addr + len;
@@ -558,15 +563,24 @@ impl Target {
                     // A SIGTRAP sent by someone: defer and retry the step.
                     self.deferred.push_back(Signal::SIGTRAP);
                 }
-                WaitStatus::Stopped(_, sig) => {
+                WaitStatus::Stopped(_, sig) if signals::pass_through(sig) => {
                     // A signal arrived before the instruction ran: defer it,
                     // step again without it.
                     self.stopped = true;
                     self.deferred.push_back(sig);
                 }
+                WaitStatus::Stopped(_, sig) => {
+                    // The instruction itself faults: report it (stepping
+                    // again would fault forever).
+                    self.stopped = true;
+                    self.pending_fault = Some(sig);
+                    return Ok(Some(Stop::Signal(sig)));
+                }
                 WaitStatus::PtraceEvent(_, _, _) => {
                     self.stopped = true;
-                    if self.interrupts_outstanding > 0 {
+                    if self.stale_interrupts > 0 {
+                        self.stale_interrupts -= 1;
+                    } else if self.interrupts_outstanding > 0 {
                         self.interrupts_outstanding -= 1;
                     }
                     // step again
@@ -630,7 +644,10 @@ impl Target {
                     self.interrupt()?;
                 }
             }
-            let status = match waitpid(self.pid, Some(WaitPidFlag::__WALL)) {
+            hooks.waiting(true);
+            let waited = waitpid(self.pid, Some(WaitPidFlag::__WALL));
+            hooks.waiting(false);
+            let status = match waited {
                 Ok(s) => s,
                 Err(Errno::EINTR) => continue,
                 Err(Errno::ECHILD) => {
@@ -651,7 +668,7 @@ impl Target {
                 }
                 WaitStatus::PtraceEvent(_, _sig, ev) if ev == libc::PTRACE_EVENT_STOP => {
                     self.stopped = true;
-                    if self.stale_interrupts > 0 && !terminating {
+                    if self.stale_interrupts > 0 && !terminating && !interrupted_for_user {
                         // The stop of an interrupt that lost the race against
                         // another stop reported earlier: swallow it.
                         self.stale_interrupts -= 1;
@@ -764,6 +781,22 @@ impl Target {
         Ok(Some(s))
     }
 
+    /// Take the signals waiting for delivery (a call must not receive
+    /// them); give them back with `restore_pending_signals`.
+    pub fn take_pending_signals(&mut self) -> (Option<Signal>, VecDeque<Signal>) {
+        (
+            self.pending_fault.take(),
+            std::mem::take(&mut self.deferred),
+        )
+    }
+
+    pub fn restore_pending_signals(&mut self, p: (Option<Signal>, VecDeque<Signal>)) {
+        self.pending_fault = p.0;
+        let mut d = p.1;
+        d.extend(self.deferred.drain(..));
+        self.deferred = d;
+    }
+
     /// Discard a fault signal instead of delivering it.
     pub fn discard_pending_fault(&mut self) {
         self.pending_fault = None;
@@ -836,7 +869,7 @@ fn debugreg_offset(n: usize) -> usize {
 pub mod log {
     pub fn debug(msg: &str) {
         if std::env::var_os("PGDBG_DEBUG").is_some() {
-            eprintln!("pgdbg-debug: {msg}");
+            crate::errln!("pgdbg-debug: {msg}");
         }
     }
 }

@@ -251,17 +251,17 @@ impl<'t> CallFrame<'t> {
         let deadline = guard::Deadline::arm(self.timeout);
         let outcome = loop {
             let rip = self.target.regs()?.rip;
-            if self.target.breakpoint_inserted(rip) {
-                if let Some(stop) = self.target.step_over_breakpoint(rip)? {
-                    match stop {
-                        Stop::Signal(sig) => {
-                            self.target.discard_pending_fault();
-                            break CallOutcome::Faulted(format!("the call got signal {sig:?}"));
-                        }
-                        Stop::Exited(c) => bail!("the backend exited (status {c}) during the call"),
-                        Stop::Killed(s) => bail!("the backend was killed by {s:?} during the call"),
-                        _ => {}
+            if self.target.breakpoint_inserted(rip)
+                && let Some(stop) = self.target.step_over_breakpoint(rip)?
+            {
+                match stop {
+                    Stop::Signal(sig) => {
+                        self.target.discard_pending_fault();
+                        break CallOutcome::Faulted(format!("the call got signal {sig:?}"));
                     }
+                    Stop::Exited(c) => bail!("the backend exited (status {c}) during the call"),
+                    Stop::Killed(s) => bail!("the backend was killed by {s:?} during the call"),
+                    _ => {}
                 }
             }
             let stop = self.target.cont_and_wait(&guard::CallHooks)?;

@@ -252,7 +252,18 @@ fn no_debug_info_names_build_id_and_fix() {
         std::fs::read_link(format!("/proc/{pid}/exe")).unwrap(),
         stripped
     );
-    let (code, _, err) = pgdbg(&["attach", &pid.to_string()]);
+    // Without layout packs (PGDBG_NO_PACKS=1; with them pgdbg would fall
+    // back to the 15 pack, see tests/stripped.rs):
+    let out = Command::new(pgdbg_bin())
+        .args(["attach", &pid.to_string()])
+        .env("PGDBG_NO_PACKS", "1")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let (code, err) = (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
     assert_one_line_error(code, &err, "no debug info for");
     assert!(err.contains("build-id "), "{err}");
     assert!(err.contains("--debug-file"), "{err}");

@@ -203,20 +203,20 @@ impl DebugInfo {
         let pack = match pack_file {
             Some(p) => {
                 let pk = pack::Pack::load_file(p)?;
-                if let Some(m) = major {
-                    if pk.major != m {
-                        bail!(
-                            "layout pack {} is for PostgreSQL {} but {} is PostgreSQL {m}: use the pack of major {m}",
-                            p.display(),
-                            pk.major,
-                            real_path.display()
-                        );
-                    }
+                if let Some(m) = major
+                    && pk.major != m
+                {
+                    bail!(
+                        "layout pack {} is for PostgreSQL {} but {} is PostgreSQL {m}: use the pack of major {m}",
+                        p.display(),
+                        pk.major,
+                        real_path.display()
+                    );
                 }
                 pk
             }
             None => {
-                let Some(m) = major else {
+                let Some(m) = major.filter(|_| std::env::var_os("PGDBG_NO_PACKS").is_none()) else {
                     bail!("{}", no_debug_info_message(real_path, &build_id));
                 };
                 match pack::Pack::embedded(m) {

@@ -371,10 +371,10 @@ fn read_enum_table(img: &ElfImage, addr: u64) -> Result<Vec<(String, i64)>> {
     let mut relocs: BTreeMap<u64, u64> = BTreeMap::new();
     if let Some(it) = img.file.dynamic_relocations() {
         for (off, r) in it {
-            if let object::RelocationFlags::Elf { r_type } = r.flags() {
-                if r_type == object::elf::R_X86_64_RELATIVE {
-                    relocs.insert(off, r.addend() as u64);
-                }
+            if let object::RelocationFlags::Elf { r_type } = r.flags()
+                && r_type == object::elf::R_X86_64_RELATIVE
+            {
+                relocs.insert(off, r.addend() as u64);
             }
         }
     }

@@ -418,10 +418,10 @@ impl<'s> BackendCalls<'s> {
             (self.g.cancel_holdoff, self.saved_cancel.clone()),
             (self.g.crit, self.saved_crit.clone()),
         ] {
-            if let (Some(a), Some(v)) = (a, v) {
-                if let Err(e) = self.write(a, &v) {
-                    first.get_or_insert(e);
-                }
+            if let (Some(a), Some(v)) = (a, v)
+                && let Err(e) = self.write(a, &v)
+            {
+                first.get_or_insert(e);
             }
         }
         // After an abandoned call the context's state is unknown: leave it

@@ -346,20 +346,9 @@ impl PlanCacheProbe {
         s.disarm_internal(p.ret)?;
         let after = read(s, p.plansource, self.l.cps.size)?;
         let mut d = self.decide(s, &p, &after, r.rax)?;
-        d.statement = self.statement_name(s, p.plansource).or_else(|| {
-            // Without the prepared_queries hash (no DWARF: it is static),
-            // an SQL-level PREPARE still names itself in its text.
-            let mut w = d.query.split_whitespace();
-            match (w.next(), w.next(), w.next()) {
-                (Some(p), Some(name), Some(a))
-                    if p.eq_ignore_ascii_case("prepare")
-                        && (a.eq_ignore_ascii_case("as") || a.starts_with('(')) =>
-                {
-                    Some(name.split('(').next().unwrap_or(name).to_string())
-                }
-                _ => None,
-            }
-        });
+        d.statement = self
+            .statement_name(s, p.plansource)
+            .or_else(|| prepare_name_in(&d.query));
         self.decisions += 1;
         if d.generic {
             self.generic += 1;
@@ -459,6 +448,32 @@ impl ProbeHandler for PlanCacheProbe {
     fn done(&self) -> bool {
         self.count_limit.is_some_and(|n| self.decisions >= n)
     }
+}
+
+/// Without the prepared_queries hash (no DWARF: it is static), an
+/// SQL-level PREPARE still names itself in its text: the NAME of the one
+/// `PREPARE NAME AS` / `PREPARE NAME (` in it.
+fn prepare_name_in(query: &str) -> Option<String> {
+    let w: Vec<&str> = query
+        .split(|c: char| c.is_whitespace() || c == ';')
+        .filter(|x| !x.is_empty())
+        .collect();
+    let mut found = None;
+    for i in 0..w.len().saturating_sub(1) {
+        if w[i].eq_ignore_ascii_case("prepare") {
+            let name = w[i + 1].split('(').next().unwrap_or("");
+            let next_ok = w[i + 1].contains('(')
+                || w.get(i + 2)
+                    .is_some_and(|a| a.eq_ignore_ascii_case("as") || a.starts_with('('));
+            if !name.is_empty() && next_ok {
+                if found.is_some() {
+                    return None; // ambiguous
+                }
+                found = Some(name.to_string());
+            }
+        }
+    }
+    found
 }
 
 fn fmt3(x: f64) -> String {

@@ -36,7 +36,6 @@ pub struct Cluster {
     pub dir: PathBuf,
     pub bin: PathBuf,
     pub postmaster_pid: i32,
-    pub major: u32,
     /// Stop without removing the directory (the seeded clusters).
     keep: bool,
     /// Length of postmaster.log when this run started it.
@@ -52,27 +51,31 @@ impl Cluster {
     /// (stopped after each use, seeded once per machine: 1000 partitions
     /// take half a minute to create).
     pub fn start_seeded(major: u32) -> Cluster {
+        Self::start_seeded_prefix(&pg_prefix(major), &format!("seeded-{major}"))
+    }
+
+    /// Like `start_seeded`, for any installation (e.g. Debian's package).
+    pub fn start_seeded_prefix(prefix: &Path, key: &str) -> Cluster {
         let base = std::env::var_os("PGDBG_CACHE")
             .map(PathBuf::from)
             .unwrap_or_else(|| {
                 PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/pgdbg")
             });
-        let dir = base.join("clusters").join(format!("seeded-{major}"));
+        let dir = base.join("clusters").join(key);
         std::fs::create_dir_all(dir.parent().unwrap()).unwrap();
-        let mut c = Self::start_in(major, &[], Some(&dir));
+        let mut c = Self::start_in(prefix, &[], Some(&dir));
         c.keep = true;
         c.seed(&["mediumtab", "bigtab"]);
         c
     }
 
     pub fn start_with(major: u32, settings: &[&str]) -> Cluster {
-        Self::start_in(major, settings, None)
+        Self::start_in(&pg_prefix(major), settings, None)
     }
 
-    fn start_in(major: u32, settings: &[&str], dir: Option<&Path>) -> Cluster {
-        let prefix = pg_prefix(major);
+    fn start_in(prefix: &Path, settings: &[&str], dir: Option<&Path>) -> Cluster {
         let mut cmd = Command::new(repo().join("scripts/pg-cluster"));
-        cmd.arg("start").arg(&prefix);
+        cmd.arg("start").arg(prefix);
         if let Some(d) = dir {
             cmd.arg("--dir").arg(d);
         }
@@ -100,7 +103,6 @@ impl Cluster {
             dir,
             bin: PathBuf::from(get("PGBIN")),
             postmaster_pid: get("PGDBG_POSTMASTER_PID").parse().unwrap(),
-            major,
             keep: false,
             log_start,
         }

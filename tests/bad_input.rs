@@ -201,51 +201,11 @@ fn runtime_error_in_script_detaches() {
 /// fix; with --debug-file pointing at the unstripped binary it works.
 #[test]
 fn no_debug_info_names_build_id_and_fix() {
-    let cl = Cluster::start(15);
+    let mut cl = Cluster::start(15);
     let prefix = pg_prefix(15);
-    // A stripped installation: bin/postgres stripped, share and lib shared.
+    // restart the cluster's server from a stripped (--strip-debug) copy
     let root = std::env::temp_dir().join(format!("pgdbg-stripped-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&root);
-    std::fs::create_dir_all(root.join("bin")).unwrap();
-    let stripped = root.join("bin/postgres");
-    let st = Command::new("strip")
-        .args(["--strip-debug", "-o"])
-        .arg(&stripped)
-        .arg(prefix.join("bin/postgres"))
-        .status()
-        .unwrap();
-    assert!(st.success());
-    std::os::unix::fs::symlink(prefix.join("share"), root.join("share")).unwrap();
-    std::os::unix::fs::symlink(prefix.join("lib"), root.join("lib")).unwrap();
-    Command::new("chmod")
-        .args(["-R", "a+rX"])
-        .arg(&root)
-        .status()
-        .unwrap();
-    // restart the cluster's server from the stripped binary
-    let data = cl.dir.join("data");
-    let pg_ctl = |args: &[&str]| {
-        let st = Command::new("runuser")
-            .args(["-u", "pgdbg", "--"])
-            .arg(cl.bin.join("pg_ctl"))
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .unwrap();
-        assert!(st.success(), "pg_ctl {args:?}");
-    };
-    pg_ctl(&["stop", "-D", data.to_str().unwrap(), "-m", "fast", "-w"]);
-    pg_ctl(&[
-        "start",
-        "-D",
-        data.to_str().unwrap(),
-        "-p",
-        stripped.to_str().unwrap(),
-        "-l",
-        cl.dir.join("postmaster.log").to_str().unwrap(),
-        "-w",
-    ]);
+    let stripped = cl.restart_from_stripped_copy(&prefix, &root, "--strip-debug");
     let mut a = cl.connect();
     let pid = a.pid();
     assert_eq!(
@@ -296,6 +256,6 @@ fn no_debug_info_names_build_id_and_fix() {
     assert_untouched(&mut a, pid);
     drop(a);
     // stop the server while the stripped binary still exists
-    pg_ctl(&["stop", "-D", data.to_str().unwrap(), "-m", "fast", "-w"]);
+    cl.stop_stripped();
     let _ = std::fs::remove_dir_all(&root);
 }

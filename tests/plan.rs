@@ -33,17 +33,6 @@ fn plans(out: &str) -> Vec<(String, String)> {
     v
 }
 
-fn explain_rows(c: &mut Client, sql: &str) -> String {
-    let msgs = c.c.as_mut().unwrap().simple_query(sql).unwrap();
-    msgs.iter()
-        .filter_map(|m| match m {
-            postgres::SimpleQueryMessage::Row(r) => r.get(0).map(|s| s.to_string()),
-            _ => None,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 fn run_plan_cases(major: u32) {
     let cl = Cluster::start_seeded(major);
 
@@ -74,7 +63,7 @@ fn run_plan_cases(major: u32) {
         "{}",
         ps[0].0
     );
-    let expected = explain_rows(&mut a, "explain execute s1(10,30)");
+    let expected = a.explain_rows("explain execute s1(10,30)");
     assert_eq!(ps[0].1, expected, "plan --next vs EXPLAIN EXECUTE");
     let j: serde_json::Value = serde_json::from_str(&ps[1].1).expect("JSON output parses");
     assert_eq!(j[0]["Plan"]["Node Type"], "Aggregate");
@@ -107,10 +96,7 @@ fn run_plan_cases(major: u32) {
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("Subplans Removed: 999"), "{out}");
     assert!(out.contains("Append"), "{out}");
-    assert_eq!(
-        body(&out),
-        explain_rows(&mut b, "explain execute s3(123457)")
-    );
+    assert_eq!(body(&out), b.explain_rows("explain execute s3(123457)"));
 
     // a query explained while it runs, then finishing with its result
     let mut c = cl.connect();

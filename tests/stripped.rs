@@ -4,8 +4,7 @@
 
 mod common;
 use common::*;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::PathBuf;
 use std::time::Duration;
 
 const DEBIAN_15: &str = "/usr/lib/postgresql/15";
@@ -49,17 +48,6 @@ fn first_line_value(out: &str) -> String {
         .next()
         .unwrap_or("")
         .to_string()
-}
-
-fn explain_rows(c: &mut Client, sql: &str) -> String {
-    let msgs = c.c.as_mut().unwrap().simple_query(sql).unwrap();
-    msgs.iter()
-        .filter_map(|m| match m {
-            postgres::SimpleQueryMessage::Row(r) => r.get(0).map(|s| s.to_string()),
-            _ => None,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// wait, plan --next and plancache on a stripped server.
@@ -118,10 +106,7 @@ fn check_stripped(cl: &Cluster, major: u32, bigtab: bool) {
         .lines()
         .filter(|l| !l.starts_with("-- ") && !l.starts_with("Detached from"))
         .collect();
-    assert_eq!(
-        plan.join("\n"),
-        explain_rows(&mut a, "explain execute s2(4242)")
-    );
+    assert_eq!(plan.join("\n"), a.explain_rows("explain execute s2(4242)"));
 
     // plancache: the point statement goes generic at the 6th execution; the
     // SQL-level name comes from its text (the hash of names is static)
@@ -213,9 +198,7 @@ fn strip_all_copy_of_18() {
     let mut cl = Cluster::start(18);
     cl.seed(&["mediumtab"]);
     let root = std::env::temp_dir().join(format!("pgdbg-stripall-{}", std::process::id()));
-    let stripped = restart_from_stripped_copy(&cl, &pg_prefix(18), &root, "--strip-all");
-    let pidfile = std::fs::read_to_string(cl.dir.join("data/postmaster.pid")).unwrap();
-    cl.postmaster_pid = pidfile.lines().next().unwrap().trim().parse().unwrap();
+    let stripped = cl.restart_from_stripped_copy(&pg_prefix(18), &root, "--strip-all");
     let mut a = cl.connect();
     let pid = a.pid();
     assert_eq!(
@@ -224,7 +207,7 @@ fn strip_all_copy_of_18() {
     );
     drop(a);
     check_stripped(&cl, 18, false);
-    stop_stripped(&cl);
+    cl.stop_stripped();
     let _ = std::fs::remove_dir_all(&root);
 }
 
@@ -264,64 +247,4 @@ fn wrong_or_corrupted_pack_is_refused() {
     assert_eq!(tracer_pid(pid), 0);
     assert_eq!(a.query_one_i64("select 5"), 5);
     let _ = std::fs::remove_file(&bad);
-}
-
-fn pg_ctl(cl: &Cluster, args: &[&str]) {
-    let st = Command::new("runuser")
-        .args(["-u", "pgdbg", "--"])
-        .arg(cl.bin.join("pg_ctl"))
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(st.success(), "pg_ctl {args:?}");
-}
-
-/// Restart `cl`'s server from a stripped copy of `prefix`'s postgres.
-fn restart_from_stripped_copy(cl: &Cluster, prefix: &Path, root: &Path, how: &str) -> PathBuf {
-    let _ = std::fs::remove_dir_all(root);
-    std::fs::create_dir_all(root.join("bin")).unwrap();
-    let stripped = root.join("bin/postgres");
-    let st = Command::new("strip")
-        .args([how, "-o"])
-        .arg(&stripped)
-        .arg(prefix.join("bin/postgres"))
-        .status()
-        .unwrap();
-    assert!(st.success());
-    std::os::unix::fs::symlink(prefix.join("share"), root.join("share")).unwrap();
-    std::os::unix::fs::symlink(prefix.join("lib"), root.join("lib")).unwrap();
-    Command::new("chmod")
-        .args(["-R", "a+rX"])
-        .arg(root)
-        .status()
-        .unwrap();
-    let data = cl.dir.join("data");
-    pg_ctl(
-        cl,
-        &["stop", "-D", data.to_str().unwrap(), "-m", "fast", "-w"],
-    );
-    pg_ctl(
-        cl,
-        &[
-            "start",
-            "-D",
-            data.to_str().unwrap(),
-            "-p",
-            stripped.to_str().unwrap(),
-            "-l",
-            cl.dir.join("postmaster.log").to_str().unwrap(),
-            "-w",
-        ],
-    );
-    stripped
-}
-
-fn stop_stripped(cl: &Cluster) {
-    let data = cl.dir.join("data");
-    pg_ctl(
-        cl,
-        &["stop", "-D", data.to_str().unwrap(), "-m", "fast", "-w"],
-    );
 }

@@ -156,6 +156,65 @@ impl Cluster {
     pub fn postgres_binary(&self) -> PathBuf {
         self.bin.join("postgres")
     }
+
+    /// pg_ctl of this cluster, run as its owner.
+    pub fn pg_ctl(&self, args: &[&str]) {
+        let st = Command::new("runuser")
+            .args(["-u", "pgdbg", "--"])
+            .arg(self.bin.join("pg_ctl"))
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(st.success(), "pg_ctl {args:?}");
+    }
+
+    /// Restart the server from a stripped copy (`strip HOW`) of `prefix`'s
+    /// postgres, installed under `root` (share/ and lib/ linked); returns
+    /// the copy's path and records the new postmaster PID.
+    pub fn restart_from_stripped_copy(&mut self, prefix: &Path, root: &Path, how: &str) -> PathBuf {
+        let _ = std::fs::remove_dir_all(root);
+        std::fs::create_dir_all(root.join("bin")).unwrap();
+        let stripped = root.join("bin/postgres");
+        let st = Command::new("strip")
+            .args([how, "-o"])
+            .arg(&stripped)
+            .arg(prefix.join("bin/postgres"))
+            .status()
+            .unwrap();
+        assert!(st.success());
+        std::os::unix::fs::symlink(prefix.join("share"), root.join("share")).unwrap();
+        std::os::unix::fs::symlink(prefix.join("lib"), root.join("lib")).unwrap();
+        Command::new("chmod")
+            .args(["-R", "a+rX"])
+            .arg(root)
+            .status()
+            .unwrap();
+        let data = self.dir.join("data");
+        let log = self.dir.join("postmaster.log");
+        self.pg_ctl(&["stop", "-D", data.to_str().unwrap(), "-m", "fast", "-w"]);
+        self.pg_ctl(&[
+            "start",
+            "-D",
+            data.to_str().unwrap(),
+            "-p",
+            stripped.to_str().unwrap(),
+            "-l",
+            log.to_str().unwrap(),
+            "-w",
+        ]);
+        let pidfile = std::fs::read_to_string(data.join("postmaster.pid")).unwrap();
+        self.postmaster_pid = pidfile.lines().next().unwrap().trim().parse().unwrap();
+        stripped
+    }
+
+    /// Stop a server started by `restart_from_stripped_copy` (while the
+    /// copy still exists).
+    pub fn stop_stripped(&self) {
+        let data = self.dir.join("data");
+        self.pg_ctl(&["stop", "-D", data.to_str().unwrap(), "-m", "fast", "-w"]);
+    }
 }
 
 impl Drop for Cluster {
@@ -211,6 +270,18 @@ impl Client {
         }
         panic!("{sql}: no rows")
     }
+    /// All rows' first column, joined by newlines (EXPLAIN output).
+    pub fn explain_rows(&mut self, sql: &str) -> String {
+        let msgs = self.c.as_mut().unwrap().simple_query(sql).unwrap();
+        msgs.iter()
+            .filter_map(|m| match m {
+                postgres::SimpleQueryMessage::Row(r) => r.get(0).map(|s| s.to_string()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
     /// Run `sql` on a thread (it may block at a breakpoint); join later.
     pub fn spawn_text(
         &mut self,

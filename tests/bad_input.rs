@@ -172,13 +172,15 @@ fn runtime_error_in_script_detaches() {
             "print 1",
         ],
     );
-    let p = Pgdbg::spawn(&[
-        "attach",
-        &pid.to_string(),
-        "--script",
-        script.to_str().unwrap(),
-    ]);
-    wait_until("attach", Duration::from_secs(30), || tracer_pid(pid) != 0);
+    let p = Pgdbg::spawn_attached(
+        &[
+            "attach",
+            &pid.to_string(),
+            "--script",
+            script.to_str().unwrap(),
+        ],
+        pid,
+    );
     let h = a.spawn_text("execute s1(10,30)");
     let (code, out, err) = p.wait(Duration::from_secs(60));
     assert_ne!(code, 0);

@@ -40,18 +40,20 @@ fn run_plan_cases(major: u32) {
     let mut a = cl.connect();
     a.exec(S1);
     let pid = a.pid();
-    let p = Pgdbg::spawn(&[
-        "attach",
-        &pid.to_string(),
-        "-q",
-        "--ex",
-        "plan --next",
-        "--ex",
-        "plan --next --format json --verbose",
-        "--ex",
-        "detach",
-    ]);
-    wait_until("attach", Duration::from_secs(30), || tracer_pid(pid) != 0);
+    let p = Pgdbg::spawn_attached(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--ex",
+            "plan --next",
+            "--ex",
+            "plan --next --format json --verbose",
+            "--ex",
+            "detach",
+        ],
+        pid,
+    );
     a.simple_text("execute s1(10,30)");
     a.simple_text("execute s1(10,30)");
     let (code, out, err) = p.wait(Duration::from_secs(60));
@@ -80,16 +82,18 @@ fn run_plan_cases(major: u32) {
     b.exec("set plan_cache_mode = force_generic_plan");
     b.exec("prepare s3 as select v from bigtab where n = $1::numeric");
     let pid = b.pid();
-    let p = Pgdbg::spawn(&[
-        "attach",
-        &pid.to_string(),
-        "-q",
-        "--ex",
-        "plan --next",
-        "--ex",
-        "detach",
-    ]);
-    wait_until("attach", Duration::from_secs(30), || tracer_pid(pid) != 0);
+    let p = Pgdbg::spawn_attached(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--ex",
+            "plan --next",
+            "--ex",
+            "detach",
+        ],
+        pid,
+    );
     let v = b.simple_text("execute s3(123457)");
     assert_eq!(v, "Big table record 123457");
     let (code, out, err) = p.wait(Duration::from_secs(60));
@@ -123,18 +127,20 @@ fn run_plan_cases(major: u32) {
     // nested statements (plpgsql): the innermost plan, flagged as nested
     let mut d = cl.connect();
     let pid = d.pid();
-    let p = Pgdbg::spawn(&[
-        "attach",
-        &pid.to_string(),
-        "-q",
-        "--ex",
-        "plan --next",
-        "--ex",
-        "plan --next",
-        "--ex",
-        "detach",
-    ]);
-    wait_until("attach", Duration::from_secs(30), || tracer_pid(pid) != 0);
+    let p = Pgdbg::spawn_attached(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--ex",
+            "plan --next",
+            "--ex",
+            "plan --next",
+            "--ex",
+            "detach",
+        ],
+        pid,
+    );
     d.simple_text("select runload(3)");
     let (code, out, err) = p.wait(Duration::from_secs(60));
     assert_eq!(code, 0, "{err}");
@@ -228,16 +234,18 @@ fn call_faults(major: u32) {
 
     // pgdbg killed with SIGTERM in the middle of a call (pg_usleep returns
     // early on a signal, so this runs before the steps that send some)
-    let p = Pgdbg::spawn(&[
-        "attach",
-        &pid.to_string(),
-        "-q",
-        "--call-timeout",
-        "60s",
-        "--ex",
-        "call pg_usleep(5000000)",
-    ]);
-    wait_until("attach", Duration::from_secs(30), || tracer_pid(pid) != 0);
+    let p = Pgdbg::spawn_attached(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--call-timeout",
+            "60s",
+            "--ex",
+            "call pg_usleep(5000000)",
+        ],
+        pid,
+    );
     std::thread::sleep(Duration::from_millis(500));
     unsafe {
         libc::kill(p.pid(), libc::SIGTERM);
@@ -247,14 +255,16 @@ fn call_faults(major: u32) {
     assert_eq!(tracer_pid(pid), 0);
     assert!(code_matches_file(pid, &cl.postgres_binary(), "_start", 16));
     // pg_cancel_backend arriving during a call: held off, the call returns
-    let p = Pgdbg::spawn(&[
-        "attach",
-        &pid.to_string(),
-        "-q",
-        "--ex",
-        "call pg_usleep(1500000)",
-    ]);
-    wait_until("attach", Duration::from_secs(30), || tracer_pid(pid) != 0);
+    let p = Pgdbg::spawn_attached(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--ex",
+            "call pg_usleep(1500000)",
+        ],
+        pid,
+    );
     std::thread::sleep(Duration::from_millis(400));
     let mut other = cl.connect();
     other.exec(&format!("select pg_cancel_backend({pid})"));

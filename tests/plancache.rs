@@ -26,14 +26,7 @@ fn watch(pid: i32, n: usize, work: impl FnOnce()) -> (String, Vec<Value>) {
         cap.to_str().unwrap(),
     ]);
     let mut p = p;
-    wait_until("pgdbg to attach", Duration::from_secs(30), || {
-        if let Ok(Some(_)) = p.child.try_wait() {
-            let mut err = String::new();
-            std::io::Read::read_to_string(p.child.stderr.as_mut().unwrap(), &mut err).unwrap();
-            panic!("pgdbg exited before attaching: {err}");
-        }
-        tracer_pid(pid) != 0
-    });
+    p.wait_attached(pid);
     // plancache arms its breakpoints right after attaching; the statements
     // queue on the socket meanwhile.
     work();

@@ -89,16 +89,18 @@ fn check_stripped(cl: &Cluster, major: u32, bigtab: bool) {
 
     // plan --next = EXPLAIN EXECUTE
     a.exec("prepare s2 as select v from mediumtab where n = $1::numeric");
-    let p = Pgdbg::spawn(&[
-        "attach",
-        &pid.to_string(),
-        "-q",
-        "--ex",
-        "plan --next",
-        "--ex",
-        "detach",
-    ]);
-    wait_until("attach", Duration::from_secs(30), || tracer_pid(pid) != 0);
+    let p = Pgdbg::spawn_attached(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--ex",
+            "plan --next",
+            "--ex",
+            "detach",
+        ],
+        pid,
+    );
     a.simple_text("execute s2(4242)");
     let (code, out, err) = p.wait(Duration::from_secs(60));
     assert_eq!(code, 0, "{err}");
@@ -117,27 +119,24 @@ fn check_stripped(cl: &Cluster, major: u32, bigtab: bool) {
         std::process::id()
     ));
     let _ = std::fs::remove_file(&cap);
-    let p = Pgdbg::spawn(&[
-        "attach",
-        &pid.to_string(),
-        "-q",
-        "--ex",
-        "plancache --count 7",
-        "--capture",
-        cap.to_str().unwrap(),
-    ]);
-    wait_until("attach", Duration::from_secs(30), || tracer_pid(pid) != 0);
+    let p = Pgdbg::spawn_attached(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--ex",
+            "plancache --count 7",
+            "--capture",
+            cap.to_str().unwrap(),
+        ],
+        pid,
+    );
     for i in 0..7 {
         a.simple_text(&format!("execute s2({})", 100 + i));
     }
     let (code, out, err) = p.wait(Duration::from_secs(60));
     assert_eq!(code, 0, "{err}");
-    let ev: Vec<serde_json::Value> = std::fs::read_to_string(&cap)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .filter(|e: &serde_json::Value| e["event"] == "plan_choice")
-        .collect();
+    let ev: Vec<serde_json::Value> = read_events(&cap, "plan_choice");
     assert_eq!(ev.len(), 7, "{out}");
     for (i, e) in ev.iter().enumerate() {
         assert_eq!(e["statement"], "s2", "{e}");
@@ -151,27 +150,24 @@ fn check_stripped(cl: &Cluster, major: u32, bigtab: bool) {
         a.exec("prepare s3 as select v from bigtab where n = $1::numeric");
         let (_, ev) = {
             let _ = std::fs::remove_file(&cap);
-            let p = Pgdbg::spawn(&[
-                "attach",
-                &pid.to_string(),
-                "-q",
-                "--ex",
-                "plancache --count 7",
-                "--capture",
-                cap.to_str().unwrap(),
-            ]);
-            wait_until("attach", Duration::from_secs(30), || tracer_pid(pid) != 0);
+            let p = Pgdbg::spawn_attached(
+                &[
+                    "attach",
+                    &pid.to_string(),
+                    "-q",
+                    "--ex",
+                    "plancache --count 7",
+                    "--capture",
+                    cap.to_str().unwrap(),
+                ],
+                pid,
+            );
             for i in 0..7 {
                 a.simple_text(&format!("execute s3({})", 5000 + i * 7919));
             }
             let (code, out, err) = p.wait(Duration::from_secs(60));
             assert_eq!(code, 0, "{err}");
-            let ev: Vec<serde_json::Value> = std::fs::read_to_string(&cap)
-                .unwrap()
-                .lines()
-                .map(|l| serde_json::from_str(l).unwrap())
-                .filter(|e: &serde_json::Value| e["event"] == "plan_choice")
-                .collect();
+            let ev: Vec<serde_json::Value> = read_events(&cap, "plan_choice");
             (out, ev)
         };
         assert!(ev.iter().all(|e| e["choice"] == "custom"));

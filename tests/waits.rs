@@ -106,12 +106,7 @@ fn sampling(major: u32) {
         top.starts_with("Timeout") && top.contains("PgSleep"),
         "{out}"
     );
-    let ev: Vec<serde_json::Value> = std::fs::read_to_string(&cap)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .filter(|e: &serde_json::Value| e["event"] == "wait_samples")
-        .collect();
+    let ev: Vec<serde_json::Value> = read_events(&cap, "wait_samples");
     assert_eq!(ev.len(), 1);
     let samples = ev[0]["samples"].as_u64().unwrap();
     assert!(samples >= 300, "at 1000 Hz for 1 s: {samples} samples");
@@ -123,14 +118,16 @@ fn sampling(major: u32) {
 
     // sampling ended by SIGTERM to pgdbg: the backend runs on
     let h = a.spawn_text("select pg_sleep(2)");
-    let p = Pgdbg::spawn(&[
-        "attach",
-        &pid.to_string(),
-        "-q",
-        "--ex",
-        "waits sample --hz 2000",
-    ]);
-    wait_until("attach", Duration::from_secs(30), || tracer_pid(pid) != 0);
+    let p = Pgdbg::spawn_attached(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--ex",
+            "waits sample --hz 2000",
+        ],
+        pid,
+    );
     std::thread::sleep(Duration::from_millis(500));
     unsafe {
         libc::kill(p.pid(), libc::SIGTERM);

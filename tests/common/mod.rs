@@ -373,6 +373,27 @@ impl Pgdbg {
         (out, err)
     }
 
+    /// Spawn pgdbg and wait until it has seized `pid` (TracerPid set);
+    /// fails at once with its stderr if it exits first.
+    pub fn spawn_attached(args: &[&str], pid: i32) -> Pgdbg {
+        let mut p = Pgdbg::spawn(args);
+        p.wait_attached(pid);
+        p
+    }
+
+    pub fn wait_attached(&mut self, pid: i32) {
+        wait_until("pgdbg to attach", Duration::from_secs(30), || {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                let mut err = String::new();
+                if let Some(e) = self.child.stderr.as_mut() {
+                    let _ = e.read_to_string(&mut err);
+                }
+                panic!("pgdbg exited before attaching: {err}");
+            }
+            tracer_pid(pid) != 0
+        });
+    }
+
     /// pgdbg with stdout going to a file (for long outputs).
     pub fn spawn_to_file(args: &[&str], stdout: &Path) -> Pgdbg {
         let f = std::fs::File::create(stdout).unwrap();
@@ -537,4 +558,14 @@ pub fn session_after_six(cl: &Cluster) -> Client {
         a.exec("execute s1(60,70)");
     }
     a
+}
+
+/// The events of one kind in a capture file.
+pub fn read_events(path: &Path, event: &str) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("capture lines are JSON"))
+        .filter(|e| e["event"] == event)
+        .collect()
 }

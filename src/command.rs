@@ -32,6 +32,7 @@ pub enum Command {
     PlanCache {
         duration: Option<std::time::Duration>,
         count: Option<u64>,
+        fast: bool,
     },
     /// `call FUNC(ARGS)`
     Call(String),
@@ -116,8 +117,8 @@ pub const COMMANDS: &[(&str, &[&str], &str, &str)] = &[
     (
         "plancache",
         &[],
-        "plancache [--for DURATION] [--count N]",
-        "report every custom/generic plan choice with its costs and reason, until Ctrl-C, --for 10s or --count N",
+        "plancache [--for DURATION] [--count N] [--fast]",
+        "report every custom/generic plan choice with its costs and reason, until Ctrl-C, --for 10s or --count N; --fast: one stop per decision (reported when the next statement starts, no planning charge)",
     ),
     (
         "call",
@@ -395,8 +396,14 @@ pub fn parse(line: &str) -> Result<Command> {
             Command::WaitsSample { hz, duration }
         }
         "plancache" => {
-            let (duration, count) = parse_limits(rest, "plancache")?;
-            Command::PlanCache { duration, count }
+            let fast = rest.split_whitespace().any(|w| w == "--fast");
+            let others: Vec<&str> = rest.split_whitespace().filter(|w| *w != "--fast").collect();
+            let (duration, count) = parse_limits(&others.join(" "), "plancache")?;
+            Command::PlanCache {
+                duration,
+                count,
+                fast,
+            }
         }
         "detach" => Command::Detach,
         "quit" => Command::Quit,

@@ -942,10 +942,11 @@ impl Session {
         &mut self,
         duration: Option<std::time::Duration>,
         count: Option<u64>,
+        fast: bool,
     ) -> Result<(String, Flow)> {
         use crate::postgres::plancache::{PlanCacheLayouts, PlanCacheProbe};
         let layouts = PlanCacheLayouts::new(self)?;
-        let mut probe = PlanCacheProbe::new(layouts, count);
+        let mut probe = PlanCacheProbe::new(layouts, count, fast)?;
         probe.arm(self)?;
         let limit = match (duration, count) {
             (Some(d), _) => format!(" for {:.1}s", d.as_secs_f64()),
@@ -958,6 +959,10 @@ impl Session {
         ));
         let t0 = std::time::Instant::now();
         let (end, text) = self.run_probes(&mut probe, duration)?;
+        if fast && !self.target.is_gone() {
+            // executions that finished after the last GetCachedPlan entry
+            probe.flush_fast(self)?;
+        }
         let summary = format!(
             "plancache: {} decision{} ({} custom, {} generic) in {:.1}s",
             probe.decisions,
@@ -1564,7 +1569,11 @@ impl Session {
                 )
             }
             Command::Echo(t) => (t.clone(), Flow::Continue),
-            Command::PlanCache { duration, count } => self.plancache(*duration, *count)?,
+            Command::PlanCache {
+                duration,
+                count,
+                fast,
+            } => self.plancache(*duration, *count, *fast)?,
             Command::Call(text) => (self.call_function(text)?, Flow::Continue),
             Command::Wait => (self.wait_now()?, Flow::Continue),
             Command::WaitsSample { hz, duration } => self.waits_sample(*hz, *duration)?,

@@ -12,6 +12,11 @@ use std::time::Duration;
 /// Run `plancache --count n` on `pid` while `work` runs statements; returns
 /// (stdout, plan_choice events).
 fn watch(pid: i32, n: usize, work: impl FnOnce()) -> (String, Vec<Value>) {
+    watch_cmd(pid, &format!("plancache --count {n}"), n, work)
+}
+
+/// Like `watch`, with any plancache command line.
+fn watch_cmd(pid: i32, cmd: &str, n: usize, work: impl FnOnce()) -> (String, Vec<Value>) {
     let cap = std::env::temp_dir().join(format!("pgdbg-pc-{}-{pid}-{n}.jsonl", std::process::id()));
     let _ = std::fs::remove_file(&cap);
     let p = Pgdbg::spawn(&[
@@ -19,7 +24,7 @@ fn watch(pid: i32, n: usize, work: impl FnOnce()) -> (String, Vec<Value>) {
         &pid.to_string(),
         "-q",
         "--ex",
-        &format!("plancache --count {n}"),
+        cmd,
         "--ex",
         "detach",
         "--capture",
@@ -340,4 +345,42 @@ fn plancache_for_duration_disarms() {
     let (code, _, err) = pgdbg(&["attach", &pid.to_string(), "--ex", "plancache --for xyz"]);
     assert_ne!(code, 0);
     assert!(err.contains("--ex:1: bad duration 'xyz'"), "{err}");
+}
+
+/// `plancache --fast`: one stop per decision, the choice from the counters,
+/// reported when the next statement starts; the same choices and costs.
+fn fast_mode(major: u32) {
+    let cl = Cluster::start(major);
+    cl.seed(&["mediumtab"]);
+    let mut a = cl.connect();
+    let pid = a.pid();
+    // the 8th decision is reported at the 9th GetCachedPlan
+    let (_, ev) = watch_cmd(pid, "plancache --fast --count 8", 8, || {
+        a.exec(POINT);
+        for i in 0..9 {
+            a.exec(&format!("execute s2({})", 2000 + i));
+        }
+    });
+    for (i, e) in ev.iter().enumerate() {
+        assert_eq!(e["execution"], (i + 1) as i64, "{e}");
+        assert_eq!(e["choice"] == "generic", i >= 5, "execution {}: {e}", i + 1);
+        assert!(e["planning_cost"].is_null(), "{e}");
+        assert_eq!(e["statement"], "s2");
+    }
+    if major == 15 {
+        assert_eq!(f(&ev[5]["generic_cost"]), 8.4425);
+        assert_eq!(f(&ev[5]["avg_custom_cost"]), 13.4425);
+    }
+    assert_eq!(prepared_counts(&mut a, "s2"), (4, 5));
+    cl.assert_no_crash();
+}
+
+#[test]
+fn plancache_fast_15() {
+    fast_mode(15);
+}
+
+#[test]
+fn plancache_fast_18() {
+    fast_mode(18);
 }

@@ -155,6 +155,8 @@ pub struct PlanCacheProbe {
     /// query text by (plansource, query_string pointer)
     queries: HashMap<(u64, u64), String>,
     count_limit: Option<u64>,
+    /// One stop per decision: no return breakpoint (see `flush_fast`).
+    fast: bool,
     pub decisions: u64,
     pub generic: u64,
     /// Executions seen per plansource (for 13, which has no
@@ -164,13 +166,27 @@ pub struct PlanCacheProbe {
 }
 
 impl PlanCacheProbe {
-    pub fn new(l: PlanCacheLayouts, count_limit: Option<u64>) -> PlanCacheProbe {
+    pub fn new(
+        l: PlanCacheLayouts,
+        count_limit: Option<u64>,
+        fast: bool,
+    ) -> Result<PlanCacheProbe> {
+        if fast && !l.cps.has("num_generic_plans") {
+            bail!(
+                "plancache --fast needs CachedPlanSource.num_generic_plans (PostgreSQL 14+); use plancache without --fast"
+            );
+        }
+        Ok(Self::new_inner(l, count_limit, fast))
+    }
+
+    fn new_inner(l: PlanCacheLayouts, count_limit: Option<u64>, fast: bool) -> PlanCacheProbe {
         PlanCacheProbe {
             l,
             pending: Vec::new(),
             names: HashMap::new(),
             queries: HashMap::new(),
             count_limit,
+            fast,
             decisions: 0,
             generic: 0,
             generic_seen: HashMap::new(),
@@ -345,7 +361,20 @@ impl PlanCacheProbe {
         let p = self.pending.remove(i);
         s.disarm_internal(p.ret)?;
         let after = read(s, p.plansource, self.l.cps.size)?;
-        let mut d = self.decide(s, &p, &after, r.rax)?;
+        let gplan = self.l.cps.ptr(&after, "gplan").unwrap_or(0);
+        let generic = r.rax != 0 && r.rax == gplan;
+        self.report(s, &p, &after, generic, Some(r.rax))
+    }
+
+    fn report(
+        &mut self,
+        s: &mut Session,
+        p: &Pending,
+        after: &[u8],
+        generic: bool,
+        plan: Option<u64>,
+    ) -> Result<()> {
+        let mut d = self.decide(s, p, after, generic, plan)?;
         d.statement = self
             .statement_name(s, p.plansource)
             .or_else(|| prepare_name_in(&d.query));
@@ -358,10 +387,61 @@ impl PlanCacheProbe {
         Ok(())
     }
 
-    fn decide(&mut self, s: &Session, p: &Pending, after: &[u8], plan: u64) -> Result<Decision> {
+    /// --fast: report the pending executions whose counters moved (their
+    /// GetCachedPlan has returned); the others are still running.
+    pub fn flush_fast(&mut self, s: &mut Session) -> Result<()> {
+        let mut i = 0;
+        while i < self.pending.len() {
+            let after = read(s, self.pending[i].plansource, self.l.cps.size)?;
+            let l = &self.l.cps;
+            let before = &self.pending[i].before;
+            let dc = l.int(&after, "num_custom_plans").unwrap_or(0)
+                - l.int(before, "num_custom_plans").unwrap_or(0);
+            let dg = l.int(&after, "num_generic_plans").unwrap_or(0)
+                - l.int(before, "num_generic_plans").unwrap_or(0);
+            if dc + dg > 0 {
+                let p = self.pending.remove(i);
+                self.report(s, &p, &after, dg > 0 && dc == 0, None)?;
+            } else {
+                i += 1;
+            }
+        }
+        // executions left by an ERROR never move their counters
+        if self.pending.len() > 64 {
+            self.pending.drain(..self.pending.len() - 64);
+        }
+        Ok(())
+    }
+
+    fn on_entry_fast(&mut self, s: &mut Session) -> Result<()> {
+        self.flush_fast(s)?;
+        let plansource = s.registers()?.rdi;
+        let before = read(s, plansource, self.l.cps.size)?;
+        if self.l.cps.int(&before, "magic") != Some(CACHEDPLANSOURCE_MAGIC) {
+            return Ok(());
+        }
+        self.pending.push(Pending {
+            plansource,
+            bound_params: s.registers()?.rsi,
+            ret: 0,
+            ret_rsp: 0,
+            before,
+        });
+        Ok(())
+    }
+
+    /// `plan`: the CachedPlan GetCachedPlan returned (None in --fast mode,
+    /// where the choice comes from the counters and the planning charge is
+    /// not known).
+    fn decide(
+        &mut self,
+        s: &Session,
+        p: &Pending,
+        after: &[u8],
+        generic: bool,
+        plan: Option<u64>,
+    ) -> Result<Decision> {
         let l = &self.l.cps;
-        let gplan = l.ptr(after, "gplan").unwrap_or(0);
-        let generic = plan != 0 && plan == gplan;
         let n_before = l.int(&p.before, "num_custom_plans").unwrap_or(0);
         let total_before = l.float(&p.before, "total_custom_cost").unwrap_or(0.0);
         let n_after = l.int(after, "num_custom_plans").unwrap_or(0);
@@ -403,7 +483,7 @@ impl PlanCacheProbe {
                 } else {
                     None
                 },
-                self.planning_cost(s, plan),
+                plan.and_then(|pl| self.planning_cost(s, pl)),
             )
         };
         let query_ptr = l.ptr(&p.before, "query_string").unwrap_or(0);
@@ -440,7 +520,11 @@ impl PlanCacheProbe {
 impl ProbeHandler for PlanCacheProbe {
     fn on_stop(&mut self, s: &mut Session, addr: u64) -> Result<()> {
         if self.l.entries.contains(&addr) {
-            self.on_entry(s)
+            if self.fast {
+                self.on_entry_fast(s)
+            } else {
+                self.on_entry(s)
+            }
         } else {
             self.on_return(s, addr)
         }

@@ -416,6 +416,9 @@ impl PlanCacheProbe {
     fn on_entry_fast(&mut self, s: &mut Session) -> Result<()> {
         self.flush_fast(s)?;
         let plansource = s.registers()?.rdi;
+        // an earlier execution of it that never moved the counters was left
+        // by an ERROR: forget it, or both would be reported now
+        self.pending.retain(|p| p.plansource != plansource);
         let before = read(s, plansource, self.l.cps.size)?;
         if self.l.cps.int(&before, "magic") != Some(CACHEDPLANSOURCE_MAGIC) {
             return Ok(());

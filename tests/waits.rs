@@ -295,3 +295,48 @@ fn waits_trace_clears_debug_registers() {
     }
     cl.assert_no_crash();
 }
+
+/// Tracing a backend that waits thousands of times a second, stopped
+/// repeatedly: a watchpoint trap racing the end of tracing must never be
+/// handed to the backend (a SIGTRAP kills it and restarts the cluster).
+#[test]
+fn waits_trace_busy_backend_survives_repeated_tracing() {
+    let cl = Cluster::start(15);
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let st = stop.clone();
+    let mut c = a.c.take().unwrap();
+    let load = std::thread::spawn(move || {
+        let mut n = 0u64;
+        while !st.load(std::sync::atomic::Ordering::SeqCst) {
+            c.simple_query("select 1")
+                .expect("the backend must survive tracing");
+            n += 1;
+        }
+        (c, n)
+    });
+    for i in 0..8 {
+        let dur = if i % 2 == 0 { "700ms" } else { "300ms" };
+        let (code, out, err) = pgdbg(&[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--ex",
+            &format!("waits trace --for {dur} --quiet"),
+        ]);
+        assert_eq!(code, 0, "{out}\n{err}");
+        assert!(out.contains("Client: ClientRead"), "{out}");
+        assert!(
+            std::path::Path::new(&format!("/proc/{pid}")).exists(),
+            "run {i}: backend died"
+        );
+        cl.assert_no_crash();
+    }
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let (c, n) = load.join().unwrap();
+    a.c = Some(c);
+    assert!(n > 100, "{n} statements");
+    assert_eq!(a.pid(), pid);
+    cl.assert_no_crash();
+}

@@ -427,7 +427,7 @@ impl Target {
         for n in 0..4 {
             let _ = self.set_debugreg(n, 0);
         }
-        Ok(())
+        self.drain_sigtrap()
     }
 
     pub fn debugreg(&self, n: usize) -> Result<u64> {
@@ -560,8 +560,8 @@ impl Target {
                     if code == TRAP_TRACE || code == TRAP_BRKPT || code == TRAP_HWBKPT {
                         return Ok(None);
                     }
-                    // A SIGTRAP sent by someone: defer and retry the step.
-                    self.deferred.push_back(Signal::SIGTRAP);
+                    // Some other trap (a late watchpoint hit): never handed to
+                    // the backend (a SIGTRAP kills it); step again.
                 }
                 WaitStatus::Stopped(_, sig) if signals::pass_through(sig) => {
                     // A signal arrived before the instruction ran: defer it,
@@ -719,20 +719,30 @@ impl Target {
                             }
                             return self.reported(Stop::Breakpoint { addr });
                         }
-                        // An int3 that is not ours (compiled in): a fault.
-                        self.pending_fault = Some(Signal::SIGTRAP);
-                        return self.reported(Stop::Signal(Signal::SIGTRAP));
                     }
-                    if code == TRAP_HWBKPT || code == TRAP_TRACE {
-                        let dr6 = self.debugreg(6).unwrap_or(0);
+                    // Anything else is a debug event: a watchpoint hit (its
+                    // si_code is not always TRAP_HWBKPT), a late one after
+                    // the watchpoint was cleared, or a stray trap.  A SIGTRAP
+                    // is never handed to the backend: it would kill it.
+                    let dr6 = if self.debugregs_dirty {
+                        self.debugreg(6).unwrap_or(0)
+                    } else {
+                        0
+                    };
+                    if dr6 & 0xf != 0 {
                         let _ = self.set_debugreg(6, 0);
                         if terminating {
                             return self.reported(Stop::ToolTerminating);
                         }
                         return self.reported(Stop::HardwareBreak { dr6 });
                     }
-                    // SIGTRAP sent by a process: pass it on.
-                    self.cont_raw(Some(Signal::SIGTRAP))?;
+                    log::debug(&format!(
+                        "swallowed a SIGTRAP (si_code {code}, dr6 {dr6:#x})"
+                    ));
+                    if terminating {
+                        return self.reported(Stop::ToolTerminating);
+                    }
+                    self.cont_raw(None)?;
                 }
                 WaitStatus::Stopped(_, sig) => {
                     self.stopped = true;
@@ -802,6 +812,63 @@ impl Target {
         self.pending_fault = None;
     }
 
+    /// Whether the kernel holds a SIGTRAP for the target that it has not
+    /// delivered yet (/proc/PID/status SigPnd/ShdPnd).
+    fn sigtrap_pending(&self) -> bool {
+        let Ok(st) = std::fs::read_to_string(format!("/proc/{}/status", self.pid)) else {
+            return false;
+        };
+        let bit = 1u64 << (libc::SIGTRAP - 1);
+        st.lines().any(|l| {
+            (l.starts_with("SigPnd:") || l.starts_with("ShdPnd:"))
+                && u64::from_str_radix(l.split_whitespace().nth(1).unwrap_or("0"), 16).unwrap_or(0)
+                    & bit
+                    != 0
+        })
+    }
+
+    /// Consume a SIGTRAP the kernel still holds for the target (a
+    /// watchpoint that fired as we stopped it): let it be reported to us
+    /// and drop it, so it is not delivered after we detach.
+    pub fn drain_sigtrap(&mut self) -> Result<()> {
+        for _ in 0..8 {
+            if self.gone || !self.stopped || !self.sigtrap_pending() {
+                return Ok(());
+            }
+            self.cont_raw(None)?;
+            match self.waitpid_blocking()? {
+                WaitStatus::Exited(_, _) | WaitStatus::Signaled(_, _, _) => {
+                    self.mark_gone();
+                    return Ok(());
+                }
+                WaitStatus::Stopped(_, Signal::SIGTRAP) => {
+                    self.stopped = true;
+                    // rewind if it was one of our int3s after all
+                    let mut regs = self.regs()?;
+                    let addr = regs.rip.wrapping_sub(1);
+                    if self.inserted.contains_key(&addr) {
+                        regs.rip = addr;
+                        self.set_regs(&regs)?;
+                    }
+                }
+                WaitStatus::Stopped(_, sig) => {
+                    self.stopped = true;
+                    self.deferred.push_back(sig);
+                }
+                WaitStatus::PtraceEvent(_, _, _) => {
+                    self.stopped = true;
+                    if self.stale_interrupts > 0 {
+                        self.stale_interrupts -= 1;
+                    } else if self.interrupts_outstanding > 0 {
+                        self.interrupts_outstanding -= 1;
+                    }
+                }
+                _ => self.stopped = true,
+            }
+        }
+        Ok(())
+    }
+
     /// Restore every code byte and debug register and detach.  Safe to call
     /// more than once and on a dead target.
     pub fn detach(&mut self) -> Result<()> {
@@ -830,12 +897,25 @@ impl Target {
                 let _ = self.set_debugreg(n, 0);
             }
         }
+        // a SIGTRAP the kernel still holds would kill the backend after
+        // we leave: take it now
+        if let Err(e) = self.drain_sigtrap() {
+            first_err.get_or_insert(e);
+        }
+        self.deferred.retain(|s| *s != Signal::SIGTRAP);
+        if self.pending_fault == Some(Signal::SIGTRAP) {
+            self.pending_fault = None;
+        }
         let sig = self
             .pending_fault
             .take()
             .or_else(|| self.deferred.pop_front());
         while let Some(s) = self.deferred.pop_front() {
             let _ = nix::sys::signal::kill(self.pid, s);
+        }
+        if self.gone {
+            self.attached = false;
+            return Ok(());
         }
         match ptrace::detach(self.pid, sig) {
             Ok(()) => {}

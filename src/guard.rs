@@ -167,7 +167,10 @@ impl Deadline {
                 if c.load(Ordering::SeqCst) {
                     return;
                 }
-                std::thread::sleep((d - t0.elapsed()).min(std::time::Duration::from_millis(20)));
+                std::thread::sleep(
+                    d.saturating_sub(t0.elapsed())
+                        .min(std::time::Duration::from_millis(20)),
+                );
             }
             if !c.load(Ordering::SeqCst) {
                 f.store(true, Ordering::SeqCst);

@@ -240,7 +240,9 @@ fn lock_manager_stacks(major: u32) -> (usize, usize) {
 #[test]
 fn waits_trace_lock_manager_15() {
     let (generic, auto) = lock_manager_stacks(15);
-    eprintln!("LockManager waits via AcquireExecutorLocks: force_generic_plan {generic}, auto {auto}");
+    eprintln!(
+        "LockManager waits via AcquireExecutorLocks: force_generic_plan {generic}, auto {auto}"
+    );
     assert!(
         generic >= 10,
         "LockManager waits via AcquireExecutorLocks under force_generic_plan: {generic}"
@@ -251,7 +253,9 @@ fn waits_trace_lock_manager_15() {
 #[test]
 fn waits_trace_lock_manager_18() {
     let (generic, auto) = lock_manager_stacks(18);
-    eprintln!("LockManager waits via AcquireExecutorLocks: force_generic_plan {generic}, auto {auto}");
+    eprintln!(
+        "LockManager waits via AcquireExecutorLocks: force_generic_plan {generic}, auto {auto}"
+    );
     assert!(
         generic >= 10,
         "LockManager waits via AcquireExecutorLocks under force_generic_plan: {generic}"

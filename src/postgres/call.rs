@@ -35,6 +35,7 @@ struct Guards {
     re_throw: Vec<u64>,
     flush_error: Option<u64>,
     context_delete: Option<u64>,
+    release_all_lwlocks: Option<u64>,
     /// (sizeof(ErrorData), offsetof(ErrorData, message))
     errordata_layout: Option<(u64, u64)>,
 }
@@ -87,6 +88,7 @@ impl Guards {
                 .collect(),
             flush_error: func_addr(s, "FlushErrorState"),
             context_delete: func_addr(s, "MemoryContextDelete"),
+            release_all_lwlocks: func_addr(s, "LWLockReleaseAll"),
             errordata_layout: Layout::of(&*s.di, "ErrorData")
                 .ok()
                 .and_then(|l| l.offset("message").ok().map(|o| (l.size, o))),
@@ -161,6 +163,8 @@ pub struct BackendCalls<'s> {
     /// A call was abandoned (timeout, fault): its state is unknown, so the
     /// private context is left alone rather than deleted.
     abandoned: bool,
+    /// num_held_lwlocks when the series opened (None without DWARF).
+    saved_held_lwlocks: Option<i32>,
     pid: i32,
 }
 
@@ -233,8 +237,12 @@ impl<'s> BackendCalls<'s> {
             saved_exception_stack: None,
             saved_error_context: None,
             abandoned: false,
+            saved_held_lwlocks: None,
             pid,
         };
+        if let Some(a) = bc.g.held_lwlocks {
+            bc.saved_held_lwlocks = Some(i32::from_le_bytes(bc.read(a, 4)?.try_into().expect("4")));
+        }
         if let Some(a) = bc.g.exception_stack {
             bc.saved_exception_stack =
                 Some(u64::from_le_bytes(bc.read(a, 8)?.try_into().expect("8")));
@@ -326,6 +334,7 @@ impl<'s> BackendCalls<'s> {
                 CallOutcome::TimedOut => {
                     self.abandoned = true;
                     self.restore_error_stacks()?;
+                    self.release_leaked_lwlocks()?;
                     bail!(
                         "the call did not return within {:.1}s: abandoned, the backend's registers restored (raise --call-timeout if it is just slow)",
                         self.frame_mut().timeout.as_secs_f64()
@@ -334,9 +343,31 @@ impl<'s> BackendCalls<'s> {
                 CallOutcome::Faulted(why) => {
                     self.abandoned = true;
                     self.restore_error_stacks()?;
+                    self.release_leaked_lwlocks()?;
                     bail!("{why}: the call was abandoned and the backend restored")
                 }
             }
+        }
+    }
+
+    /// After a call that did not return normally: LWLocks it took are
+    /// still held (an ERROR would have released them in AbortTransaction).
+    /// When none were held before the series, release them all, as the
+    /// error path would; returns how many were released.
+    fn release_leaked_lwlocks(&mut self) -> Result<i32> {
+        let (Some(a), Some(saved)) = (self.g.held_lwlocks, self.saved_held_lwlocks) else {
+            return Ok(0);
+        };
+        let now = i32::from_le_bytes(self.read(a, 4)?.try_into().expect("4"));
+        if now <= saved || saved != 0 {
+            return Ok(0);
+        }
+        let Some(f) = self.g.release_all_lwlocks else {
+            return Ok(0);
+        };
+        match self.frame_mut().call(f, &[])? {
+            CallOutcome::Returned(_) => Ok(now),
+            other => bail!("releasing the {now} LWLock(s) left by the call failed ({other:?})"),
         }
     }
 
@@ -372,6 +403,7 @@ impl<'s> BackendCalls<'s> {
     /// and the memory context back.
     fn recover_from_error(&mut self) -> Result<()> {
         self.restore_error_stacks()?;
+        self.release_leaked_lwlocks()?;
         if let Some(f) = self.g.flush_error {
             match self.frame_mut().call(f, &[])? {
                 CallOutcome::Returned(_) => {}

@@ -159,6 +159,21 @@ impl Target {
         self.stopped
     }
 
+    /// Interrupt, unless an interrupt whose stop has not been seen is
+    /// already pending (the kernel merges them: a second one would be
+    /// counted but never stop the target); then adopt that one.
+    fn interrupt_or_adopt(&mut self) -> Result<()> {
+        if self.stale_interrupts > 0 {
+            self.stale_interrupts -= 1;
+            self.interrupts_outstanding += 1;
+            return Ok(());
+        }
+        if self.interrupts_outstanding > 0 {
+            return Ok(());
+        }
+        self.interrupt()
+    }
+
     /// Ask a running target to stop (PTRACE_INTERRUPT).
     pub fn interrupt(&mut self) -> Result<()> {
         if self.gone {
@@ -637,11 +652,11 @@ impl Target {
                 if hooks.terminate() && !interrupted_for_tool {
                     interrupted_for_tool = true;
                     if !interrupted_for_user {
-                        self.interrupt()?;
+                        self.interrupt_or_adopt()?;
                     }
                 } else if !interrupted_for_user && !interrupted_for_tool && hooks.user_interrupt() {
                     interrupted_for_user = true;
-                    self.interrupt()?;
+                    self.interrupt_or_adopt()?;
                 }
             }
             hooks.waiting(true);
@@ -679,6 +694,17 @@ impl Target {
                         self.stale_interrupts -= 1;
                     } else if self.interrupts_outstanding > 0 {
                         self.interrupts_outstanding -= 1;
+                    }
+                    // The interrupt may have landed just after one of our
+                    // int3s executed, before its SIGTRAP was taken: rip is
+                    // one past the breakpoint.  Rewind now, while the int3
+                    // is still known; the queued SIGTRAP is swallowed when it
+                    // is reported (or drained at detach).
+                    let mut regs = self.regs()?;
+                    let bp = regs.rip.wrapping_sub(1);
+                    if self.inserted.contains_key(&bp) && self.sigtrap_pending() {
+                        regs.rip = bp;
+                        self.set_regs(&regs)?;
                     }
                     if terminating {
                         return self.reported(Stop::ToolTerminating);
@@ -883,6 +909,16 @@ impl Target {
             }
         }
         let mut first_err: Option<anyhow::Error> = None;
+        // A SIGTRAP still queued for one of our int3s: take it while the
+        // breakpoint is known, so rip is rewound (drained again below).
+        {
+            let mut regs = self.regs()?;
+            let bp = regs.rip.wrapping_sub(1);
+            if self.inserted.contains_key(&bp) && self.sigtrap_pending() {
+                regs.rip = bp;
+                self.set_regs(&regs)?;
+            }
+        }
         let addrs: Vec<u64> = self.inserted.keys().copied().collect();
         for a in addrs {
             if let Err(e) = self.remove_breakpoint(a) {

@@ -9,46 +9,6 @@ use common::*;
 use serde_json::Value;
 use std::time::Duration;
 
-/// Run `plancache --count n` on `pid` while `work` runs statements; returns
-/// (stdout, plan_choice events).
-fn watch(pid: i32, n: usize, work: impl FnOnce()) -> (String, Vec<Value>) {
-    watch_cmd(pid, &format!("plancache --count {n}"), n, work)
-}
-
-/// Like `watch`, with any plancache command line.
-fn watch_cmd(pid: i32, cmd: &str, n: usize, work: impl FnOnce()) -> (String, Vec<Value>) {
-    let cap = std::env::temp_dir().join(format!("pgdbg-pc-{}-{pid}-{n}.jsonl", std::process::id()));
-    let _ = std::fs::remove_file(&cap);
-    let p = Pgdbg::spawn(&[
-        "attach",
-        &pid.to_string(),
-        "-q",
-        "--ex",
-        cmd,
-        "--ex",
-        "detach",
-        "--capture",
-        cap.to_str().unwrap(),
-    ]);
-    let mut p = p;
-    p.wait_attached(pid);
-    // plancache arms its breakpoints right after attaching; the statements
-    // queue on the socket meanwhile.
-    work();
-    let (code, out, err) = p.wait(Duration::from_secs(120));
-    assert_eq!(code, 0, "pgdbg failed:\n{out}\n{err}");
-    assert_eq!(tracer_pid(pid), 0);
-    let events: Vec<Value> = std::fs::read_to_string(&cap)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .filter(|e: &Value| e["event"] == "plan_choice")
-        .collect();
-    let _ = std::fs::remove_file(&cap);
-    assert_eq!(events.len(), n, "decisions reported:\n{out}");
-    (out, events)
-}
-
 fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
 }

@@ -114,30 +114,11 @@ fn check_stripped(cl: &Cluster, major: u32, bigtab: bool) {
     // SQL-level name comes from its text (the hash of names is static)
     a.exec("deallocate s2");
     a.exec("prepare s2 as select v from mediumtab where n = $1::numeric");
-    let cap = std::env::temp_dir().join(format!(
-        "pgdbg-stripped-{major}-{}.jsonl",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_file(&cap);
-    let p = Pgdbg::spawn_attached(
-        &[
-            "attach",
-            &pid.to_string(),
-            "-q",
-            "--ex",
-            "plancache --count 7",
-            "--capture",
-            cap.to_str().unwrap(),
-        ],
-        pid,
-    );
-    for i in 0..7 {
-        a.simple_text(&format!("execute s2({})", 100 + i));
-    }
-    let (code, out, err) = p.wait(Duration::from_secs(60));
-    assert_eq!(code, 0, "{err}");
-    let ev: Vec<serde_json::Value> = read_events(&cap, "plan_choice");
-    assert_eq!(ev.len(), 7, "{out}");
+    let (_, ev) = watch(pid, 7, || {
+        for i in 0..7 {
+            a.simple_text(&format!("execute s2({})", 100 + i));
+        }
+    });
     for (i, e) in ev.iter().enumerate() {
         assert_eq!(e["statement"], "s2", "{e}");
         assert_eq!(e["choice"] == "generic", i >= 5, "{e}");
@@ -148,35 +129,17 @@ fn check_stripped(cl: &Cluster, major: u32, bigtab: bool) {
     if bigtab {
         // seed 000's numbers: generic 8307.5 vs average custom 15.8025
         a.exec("prepare s3 as select v from bigtab where n = $1::numeric");
-        let (_, ev) = {
-            let _ = std::fs::remove_file(&cap);
-            let p = Pgdbg::spawn_attached(
-                &[
-                    "attach",
-                    &pid.to_string(),
-                    "-q",
-                    "--ex",
-                    "plancache --count 7",
-                    "--capture",
-                    cap.to_str().unwrap(),
-                ],
-                pid,
-            );
+        let (_, ev) = watch(pid, 7, || {
             for i in 0..7 {
                 a.simple_text(&format!("execute s3({})", 5000 + i * 7919));
             }
-            let (code, out, err) = p.wait(Duration::from_secs(60));
-            assert_eq!(code, 0, "{err}");
-            let ev: Vec<serde_json::Value> = read_events(&cap, "plan_choice");
-            (out, ev)
-        };
+        });
         assert!(ev.iter().all(|e| e["choice"] == "custom"));
         let g = ev[6]["generic_cost"].as_f64().unwrap();
         let avg = ev[6]["avg_custom_cost"].as_f64().unwrap();
         assert!((g - 8307.5).abs() < 1e-6, "generic {g}");
         assert!((avg - 15.8025).abs() < 1e-9, "avg custom {avg}");
     }
-    let _ = std::fs::remove_file(&cap);
     assert_eq!(tracer_pid(pid), 0);
     cl.assert_no_crash();
 }

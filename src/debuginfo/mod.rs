@@ -366,44 +366,41 @@ impl DebugInfo {
 
     /// Name of a DIE, following abstract_origin/specification.
     pub fn die_name(&self, off: u64) -> Option<String> {
-        let mut cur = off;
-        for _ in 0..4 {
-            let (name, next) = self
-                .with_die(cur, |u, e| {
-                    let n = e
-                        .attr_value(dw::DW_AT_name)
-                        .and_then(|v| self.attr_str(u, v));
-                    let r = e
-                        .attr_value(dw::DW_AT_abstract_origin)
-                        .or_else(|| e.attr_value(dw::DW_AT_specification))
-                        .and_then(|v| global_ref(u, v));
-                    (n, r)
-                })
-                .ok()?;
-            if name.is_some() {
-                return name;
-            }
-            cur = next?;
-        }
-        None
+        self.follow_origin(off, |u, e| {
+            e.attr_value(dw::DW_AT_name)
+                .and_then(|v| self.attr_str(u, v))
+        })
     }
 
     /// Type of a variable/parameter/member DIE, following abstract_origin.
     pub fn die_type(&self, off: u64) -> Option<TypeRef> {
+        self.follow_origin(off, |u, e| {
+            e.attr_value(dw::DW_AT_type)
+                .and_then(|v| global_ref(u, v))
+                .map(TypeRef::Die)
+        })
+    }
+
+    /// The first answer of `get` on the DIE at `off` or on the DIEs its
+    /// DW_AT_abstract_origin / DW_AT_specification chain leads to.
+    fn follow_origin<T>(
+        &self,
+        off: u64,
+        get: impl Fn(&gimli::Unit<R>, &gimli::DebuggingInformationEntry<R>) -> Option<T>,
+    ) -> Option<T> {
         let mut cur = off;
         for _ in 0..4 {
-            let (t, next) = self
+            let (found, next) = self
                 .with_die(cur, |u, e| {
-                    let t = e.attr_value(dw::DW_AT_type).and_then(|v| global_ref(u, v));
-                    let r = e
+                    let next = e
                         .attr_value(dw::DW_AT_abstract_origin)
                         .or_else(|| e.attr_value(dw::DW_AT_specification))
                         .and_then(|v| global_ref(u, v));
-                    (t, r)
+                    (get(u, e), next)
                 })
                 .ok()?;
-            if let Some(t) = t {
-                return Some(TypeRef::Die(t));
+            if found.is_some() {
+                return found;
             }
             cur = next?;
         }

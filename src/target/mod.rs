@@ -324,6 +324,21 @@ impl Target {
         Ok(())
     }
 
+    /// The address of our int3 just behind `rip`, if the instruction that
+    /// last ran (or was about to report) is one of them.
+    fn int3_behind_rip(&self) -> Result<Option<u64>> {
+        let addr = self.regs()?.rip.wrapping_sub(1);
+        Ok(self.inserted.contains_key(&addr).then_some(addr))
+    }
+
+    /// Put `rip` back on the breakpoint at `addr` (the int3 stood in for
+    /// the instruction there, which has not run).
+    fn rewind_to(&mut self, addr: u64) -> Result<()> {
+        let mut regs = self.regs()?;
+        regs.rip = addr;
+        self.set_regs(&regs)
+    }
+
     /// Every address where an int3 of ours is written.
     pub fn inserted_addresses(&self) -> Vec<u64> {
         self.inserted.keys().copied().collect()
@@ -700,11 +715,10 @@ impl Target {
                     // one past the breakpoint.  Rewind now, while the int3
                     // is still known; the queued SIGTRAP is swallowed when it
                     // is reported (or drained at detach).
-                    let mut regs = self.regs()?;
-                    let bp = regs.rip.wrapping_sub(1);
-                    if self.inserted.contains_key(&bp) && self.sigtrap_pending() {
-                        regs.rip = bp;
-                        self.set_regs(&regs)?;
+                    if let Some(bp) = self.int3_behind_rip()?
+                        && self.sigtrap_pending()
+                    {
+                        self.rewind_to(bp)?;
                     }
                     if terminating {
                         return self.reported(Stop::ToolTerminating);
@@ -719,33 +733,26 @@ impl Target {
                 }
                 WaitStatus::Stopped(_, Signal::SIGTRAP) => {
                     self.stopped = true;
-                    // Fast path: an int3 of ours just executed (no debug
-                    // registers in use, so no other trap can look like it).
-                    if !self.debugregs_dirty {
-                        let mut regs = self.regs()?;
-                        let addr = regs.rip.wrapping_sub(1);
-                        if self.inserted.contains_key(&addr) {
-                            regs.rip = addr;
-                            self.set_regs(&regs)?;
-                            if terminating {
-                                return self.reported(Stop::ToolTerminating);
-                            }
-                            return self.reported(Stop::Breakpoint { addr });
+                    // An int3 of ours just executed?  Without debug registers
+                    // in use no other trap can look like one (no siginfo
+                    // needed); with them, siginfo must say it was an int3.
+                    let ours = match self.int3_behind_rip()? {
+                        Some(a) if !self.debugregs_dirty => Some(a),
+                        Some(a) => matches!(
+                            self.siginfo_code().unwrap_or(SI_KERNEL),
+                            SI_KERNEL | TRAP_BRKPT
+                        )
+                        .then_some(a),
+                        None => None,
+                    };
+                    if let Some(addr) = ours {
+                        self.rewind_to(addr)?;
+                        if terminating {
+                            return self.reported(Stop::ToolTerminating);
                         }
+                        return self.reported(Stop::Breakpoint { addr });
                     }
                     let code = self.siginfo_code().unwrap_or(SI_KERNEL);
-                    if code == SI_KERNEL || code == TRAP_BRKPT {
-                        let mut regs = self.regs()?;
-                        let addr = regs.rip.wrapping_sub(1);
-                        if self.inserted.contains_key(&addr) {
-                            regs.rip = addr;
-                            self.set_regs(&regs)?;
-                            if terminating {
-                                return self.reported(Stop::ToolTerminating);
-                            }
-                            return self.reported(Stop::Breakpoint { addr });
-                        }
-                    }
                     // Anything else is a debug event: a watchpoint hit (its
                     // si_code is not always TRAP_HWBKPT), a late one after
                     // the watchpoint was cleared, or a stray trap.  A SIGTRAP
@@ -870,11 +877,8 @@ impl Target {
                 WaitStatus::Stopped(_, Signal::SIGTRAP) => {
                     self.stopped = true;
                     // rewind if it was one of our int3s after all
-                    let mut regs = self.regs()?;
-                    let addr = regs.rip.wrapping_sub(1);
-                    if self.inserted.contains_key(&addr) {
-                        regs.rip = addr;
-                        self.set_regs(&regs)?;
+                    if let Some(bp) = self.int3_behind_rip()? {
+                        self.rewind_to(bp)?;
                     }
                 }
                 WaitStatus::Stopped(_, sig) => {
@@ -911,13 +915,10 @@ impl Target {
         let mut first_err: Option<anyhow::Error> = None;
         // A SIGTRAP still queued for one of our int3s: take it while the
         // breakpoint is known, so rip is rewound (drained again below).
+        if let Some(bp) = self.int3_behind_rip()?
+            && self.sigtrap_pending()
         {
-            let mut regs = self.regs()?;
-            let bp = regs.rip.wrapping_sub(1);
-            if self.inserted.contains_key(&bp) && self.sigtrap_pending() {
-                regs.rip = bp;
-                self.set_regs(&regs)?;
-            }
+            self.rewind_to(bp)?;
         }
         let addrs: Vec<u64> = self.inserted.keys().copied().collect();
         for a in addrs {

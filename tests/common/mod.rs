@@ -569,3 +569,44 @@ pub fn read_events(path: &Path, event: &str) -> Vec<serde_json::Value> {
         .filter(|e| e["event"] == event)
         .collect()
 }
+
+/// Run `plancache --count n` on `pid` while `work` runs statements; returns
+/// (stdout, plan_choice events).
+pub fn watch(pid: i32, n: usize, work: impl FnOnce()) -> (String, Vec<serde_json::Value>) {
+    watch_cmd(pid, &format!("plancache --count {n}"), n, work)
+}
+
+/// Like `watch`, with any plancache command line.
+pub fn watch_cmd(
+    pid: i32,
+    cmd: &str,
+    n: usize,
+    work: impl FnOnce(),
+) -> (String, Vec<serde_json::Value>) {
+    let cap = std::env::temp_dir().join(format!("pgdbg-pc-{}-{pid}-{n}.jsonl", std::process::id()));
+    let _ = std::fs::remove_file(&cap);
+    let p = Pgdbg::spawn_attached(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--ex",
+            cmd,
+            "--ex",
+            "detach",
+            "--capture",
+            cap.to_str().unwrap(),
+        ],
+        pid,
+    );
+    // plancache arms its breakpoints right after attaching; the statements
+    // queue on the socket meanwhile.
+    work();
+    let (code, out, err) = p.wait(Duration::from_secs(120));
+    assert_eq!(code, 0, "pgdbg failed:\n{out}\n{err}");
+    assert_eq!(tracer_pid(pid), 0);
+    let events = read_events(&cap, "plan_choice");
+    let _ = std::fs::remove_file(&cap);
+    assert_eq!(events.len(), n, "decisions reported:\n{out}");
+    (out, events)
+}

@@ -22,6 +22,12 @@ pub struct Breakpoint {
     pub locations: Vec<BpLocation>,
     pub hits: u64,
     pub temporary: bool,
+    /// `break LOC if EXPR`: the hit counts only when EXPR is non-zero.
+    pub condition: Option<String>,
+    /// `commands` block run at each hit.
+    pub commands: Vec<crate::command::Command>,
+    /// Their lines as written.
+    pub commands_text: Vec<String>,
 }
 
 #[derive(Default)]
@@ -36,6 +42,7 @@ impl Breakpoints {
         spec: String,
         locations: Vec<BpLocation>,
         temporary: bool,
+        condition: Option<String>,
     ) -> &Breakpoint {
         self.next_id += 1;
         self.list.push(Breakpoint {
@@ -44,6 +51,9 @@ impl Breakpoints {
             locations,
             hits: 0,
             temporary,
+            condition,
+            commands: Vec::new(),
+            commands_text: Vec::new(),
         });
         self.list.last().expect("just pushed")
     }
@@ -84,6 +94,10 @@ impl Breakpoints {
         v.sort();
         v.dedup();
         v
+    }
+
+    pub fn get_mut(&mut self, id: u32) -> Option<&mut Breakpoint> {
+        self.list.iter_mut().find(|b| b.id == id)
     }
 
     pub fn ids(&self) -> Vec<u32> {

@@ -4,8 +4,11 @@
 use anyhow::{Context, Result};
 use std::io::Write;
 
+/// Each event is one `write(2)` on a file opened with `O_APPEND`, so the
+/// workers of a multi-backend attach can share one capture file without
+/// interleaving their lines.
 pub struct Capture {
-    out: std::io::BufWriter<std::fs::File>,
+    out: std::fs::File,
 }
 
 impl Capture {
@@ -15,9 +18,7 @@ impl Capture {
             .append(true)
             .open(path)
             .with_context(|| format!("cannot open capture file {}", path.display()))?;
-        Ok(Capture {
-            out: std::io::BufWriter::new(f),
-        })
+        Ok(Capture { out: f })
     }
 
     pub fn event(&mut self, event: &str, pid: i32, fields: serde_json::Value) {
@@ -34,8 +35,9 @@ impl Capture {
                 obj.insert(k, v);
             }
         }
-        let _ = writeln!(self.out, "{}", serde_json::Value::Object(obj));
-        let _ = self.out.flush();
+        let mut line = serde_json::Value::Object(obj).to_string();
+        line.push('\n');
+        let _ = self.out.write_all(line.as_bytes());
     }
 
     pub fn flush(&mut self) {

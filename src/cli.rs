@@ -4,11 +4,11 @@
 //! it was.
 
 use crate::capture::Capture;
-use crate::command::{self, Command};
+use crate::command;
 use crate::debuginfo::DebugInfo;
 use crate::guard;
 use crate::postgres::{self, ProcessKind};
-use crate::session::{Flow, Session, resolve_location};
+use crate::session::{Flow, Session};
 use crate::target::{Target, procfs};
 use anyhow::{Result, anyhow, bail};
 use clap::{Parser, Subcommand};
@@ -59,8 +59,26 @@ detach. Ctrl-C stops a running 'continue' without signalling the backend.\n\nScr
 one per line, '#' starts a comment; they are checked before attaching."
     )]
     Attach {
-        /// PID of the backend (select pg_backend_pid(), or pg_stat_activity.pid)
-        pid: Option<String>,
+        /// PID of the backend (select pg_backend_pid(), or pg_stat_activity.pid);
+        /// several PIDs run the script on each of them at once
+        #[arg(value_name = "PID")]
+        pids: Vec<String>,
+        /// Every client backend of the cluster whose data directory or
+        /// socket directory is DIR, including backends that start while the
+        /// script runs (needs --script or --ex)
+        #[arg(long, value_name = "DIR")]
+        cluster: Option<PathBuf>,
+        /// End the script after DURATION (e.g. 10s): the command running then
+        /// stops, the backend is restored and detached
+        #[arg(long = "for", value_name = "DURATION")]
+        for_: Option<String>,
+        /// End the script after N breakpoint hits (per backend)
+        #[arg(long, value_name = "N")]
+        count: Option<u64>,
+        /// Replace ${NAME} in the script by VALUE (repeatable), e.g.
+        /// --define QUERYID=-4913012823401
+        #[arg(long, short = 'D', value_name = "NAME=VALUE")]
+        define: Vec<String>,
         /// Run the commands in FILE, then detach (no prompt)
         #[arg(long, short = 'x', value_name = "FILE")]
         script: Option<PathBuf>,
@@ -86,6 +104,22 @@ one per line, '#' starts a comment; they are checked before attaching."
         /// Allow a process that is not a PostgreSQL backend (test fixtures)
         #[arg(long, hide = true)]
         any_process: bool,
+        /// Run as one of the per-backend workers of a multi-backend attach
+        #[arg(long, hide = true)]
+        worker: bool,
+    },
+    /// List the client backends of a cluster (or of every cluster on this
+    /// machine): pid, user, database, client, state from the process titles
+    #[command(
+        after_help = "Examples:\n  pgdbg ps                          every cluster's client backends\n  pgdbg ps --cluster /var/lib/postgresql/15/main\n  pgdbg ps --cluster /var/run/postgresql --json\n\nThen: pgdbg attach PID (one backend) or pgdbg attach --cluster DIR --script FILE (all of them)."
+    )]
+    Ps {
+        /// Data directory or socket directory of the cluster
+        #[arg(long, value_name = "DIR")]
+        cluster: Option<PathBuf>,
+        /// One JSON object per backend, one per line
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -118,7 +152,11 @@ pub fn main() -> i32 {
     }));
     let res = std::panic::catch_unwind(|| match cli.cmd {
         Cmd::Attach {
-            pid,
+            pids,
+            cluster,
+            for_,
+            count,
+            define,
             script,
             ex,
             capture,
@@ -127,17 +165,29 @@ pub fn main() -> i32 {
             call_timeout,
             quiet,
             any_process,
-        } => run_attach(
-            pid,
-            script,
-            ex,
-            capture,
-            debug_file,
-            symbols,
-            &call_timeout,
-            quiet,
-            any_process,
-        ),
+            worker,
+        } => {
+            let opts = AttachOpts {
+                script,
+                ex,
+                capture,
+                debug_file,
+                symbols,
+                call_timeout,
+                quiet,
+                any_process,
+                worker,
+                for_,
+                count,
+                define,
+            };
+            if pids.len() > 1 || cluster.is_some() {
+                crate::multi::run(&pids, cluster.as_deref(), &opts)
+            } else {
+                run_attach(pids.into_iter().next(), &opts)
+            }
+        }
+        Cmd::Ps { cluster, json } => run_ps(cluster.as_deref(), json),
         Cmd::Symbols { action } => match action {
             SymbolsCmd::Extract { binary, output } => extract_pack(&binary, output.as_deref()),
         },
@@ -156,7 +206,7 @@ fn one_line(e: &anyhow::Error) -> String {
     e.to_string().replace('\n', " ")
 }
 
-fn parse_pid(pid: Option<String>) -> Result<i32> {
+pub fn parse_pid(pid: Option<String>) -> Result<i32> {
     let s = pid.ok_or_else(|| {
         anyhow!("attach needs the PID of a backend: pgdbg attach PID (find it with: select pid, query from pg_stat_activity)")
     })?;
@@ -171,7 +221,7 @@ fn parse_pid(pid: Option<String>) -> Result<i32> {
 
 /// Check the process before touching it: exists, postgres, not the
 /// postmaster, not traced already.
-fn check_target(pid: i32, any_process: bool) -> Result<ProcessKind> {
+pub fn check_target(pid: i32, any_process: bool) -> Result<ProcessKind> {
     if !procfs::exists(pid) {
         bail!("no process with PID {pid}: check the PID (select pid from pg_stat_activity)");
     }
@@ -202,65 +252,48 @@ fn check_target(pid: i32, any_process: bool) -> Result<ProcessKind> {
     Ok(kind)
 }
 
-/// A parsed script: (line number, text, command).
-type Script = Vec<(usize, String, Command)>;
+use crate::script::Script;
 
-fn load_script(path: &std::path::Path, di: &DebugInfo) -> Result<Script> {
+fn load_script(
+    path: &std::path::Path,
+    di: &DebugInfo,
+    defs: &[(String, String)],
+) -> Result<Script> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| anyhow!("cannot read script {}: {e}", path.display()))?;
-    check_script(path, &text, di)
+    let w = path.display().to_string();
+    crate::script::check(&w, &crate::script::substitute(&w, &text, defs)?, di)
 }
 
-/// Parse and check every line (commands, break locations, expression
-/// syntax, symbols) before anything touches the target.
-fn check_script(path: &std::path::Path, text: &str, di: &DebugInfo) -> Result<Script> {
-    let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let n = i + 1;
-        let cmd = command::parse(line).map_err(|e| anyhow!("{}:{n}: {e}", path.display()))?;
-        match &cmd {
-            Command::Nothing => continue,
-            Command::Break { location, .. } => {
-                resolve_location(di, 0, location)
-                    .map_err(|e| anyhow!("{}:{n}: {e}", path.display()))?;
-            }
-            Command::Print { expr, .. } => {
-                crate::expr::parse::parse(expr, &|t| {
-                    crate::debuginfo::types::TypeSource::type_by_name(di, t).is_some()
-                })
-                .map_err(|e| anyhow!("{}:{n}: {e}", path.display()))?;
-            }
-            Command::InfoAddress(sym)
-                if di.function_locations(sym).is_empty() && di.global(sym).is_none() =>
-            {
-                bail!(
-                    "{}:{n}: no symbol \"{sym}\" in this postgres binary",
-                    path.display()
-                );
-            }
-            _ => {}
-        }
-        out.push((n, line.trim().to_string(), cmd));
+/// The options of `pgdbg attach` besides the targets.
+#[derive(Debug, Clone)]
+pub struct AttachOpts {
+    pub script: Option<PathBuf>,
+    pub ex: Vec<String>,
+    pub capture: Option<PathBuf>,
+    pub debug_file: Option<PathBuf>,
+    pub symbols: Option<PathBuf>,
+    pub call_timeout: String,
+    pub quiet: bool,
+    pub any_process: bool,
+    pub worker: bool,
+    pub for_: Option<String>,
+    pub count: Option<u64>,
+    pub define: Vec<String>,
+}
+
+impl AttachOpts {
+    /// `--for`, parsed.
+    pub fn duration(&self) -> Result<Option<std::time::Duration>> {
+        self.for_
+            .as_deref()
+            .map(|d| command::parse_duration(d).map_err(|e| anyhow!("--for: {e}")))
+            .transpose()
     }
-    Ok(out)
 }
 
-#[allow(clippy::too_many_arguments)]
-fn run_attach(
-    pid: Option<String>,
-    script: Option<PathBuf>,
-    ex: Vec<String>,
-    capture: Option<PathBuf>,
-    debug_file: Option<PathBuf>,
-    symbols: Option<PathBuf>,
-    call_timeout: &str,
-    quiet: bool,
-    any_process: bool,
-) -> Result<i32> {
-    let pid = parse_pid(pid)?;
-    let call_timeout =
-        command::parse_duration(call_timeout).map_err(|e| anyhow!("--call-timeout: {e}"))?;
-    let kind = check_target(pid, any_process)?;
+/// Load the debug info of a process's binary (with progress on a terminal).
+pub fn load_debuginfo(pid: i32, opts: &AttachOpts) -> Result<(Rc<DebugInfo>, PathBuf)> {
     let exe_link = PathBuf::from(format!("/proc/{pid}/exe"));
     let real = procfs::exe_path(pid)?;
     let real_clean = PathBuf::from(
@@ -269,21 +302,23 @@ fn run_attach(
             .to_string(),
     );
     let t0 = std::time::Instant::now();
-    let show_progress = !quiet;
+    let show_progress = !opts.quiet;
     if show_progress && std::io::stderr().is_terminal() {
         crate::errp!("Reading debug info of {} ...", real_clean.display());
     }
     let di = DebugInfo::load(
         &exe_link,
         &real_clean,
-        debug_file.as_deref(),
-        symbols.as_deref(),
+        opts.debug_file.as_deref(),
+        opts.symbols.as_deref(),
     );
     if show_progress && std::io::stderr().is_terminal() {
         crate::errp!("\r\x1b[K");
     }
     let di = Rc::new(di?);
-    if let Some(p) = &di.pack {
+    if let Some(p) = &di.pack
+        && !opts.worker
+    {
         crate::errln!(
             "pgdbg: no debug info for {} (build-id {}): using its exported symbols and the layout pack for PostgreSQL {}",
             real_clean.display(),
@@ -304,15 +339,43 @@ fn run_attach(
             &di.build_id.get(..12).unwrap_or(&di.build_id)
         );
     }
-    let mut script_cmds = match &script {
-        Some(p) => Some(load_script(p, &di)?),
+    Ok((di, real_clean))
+}
+
+/// `--script` and `--ex`, checked against the debug info.
+pub fn load_scripts(opts: &AttachOpts, di: &DebugInfo) -> Result<Option<Script>> {
+    let mut defs = Vec::new();
+    for d in &opts.define {
+        let Some((k, v)) = d.split_once('=') else {
+            bail!("--define takes NAME=VALUE, not '{d}'");
+        };
+        defs.push((k.trim().to_string(), v.to_string()));
+    }
+    let mut script_cmds = match &opts.script {
+        Some(p) => Some(load_script(p, di, &defs)?),
         None => None,
     };
-    let script_path = script.clone().unwrap_or_else(|| PathBuf::from("--ex"));
-    if !ex.is_empty() {
-        let extra = check_script(std::path::Path::new("--ex"), &ex.join("\n"), &di)?;
+    if !opts.ex.is_empty() {
+        let text = crate::script::substitute("--ex", &opts.ex.join("\n"), &defs)?;
+        let extra = crate::script::check("--ex", &text, di)?;
         script_cmds.get_or_insert_with(Vec::new).extend(extra);
     }
+    Ok(script_cmds)
+}
+
+fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
+    let pid = parse_pid(pid)?;
+    let call_timeout =
+        command::parse_duration(&opts.call_timeout).map_err(|e| anyhow!("--call-timeout: {e}"))?;
+    let limit = opts.duration()?;
+    if (limit.is_some() || opts.count.is_some()) && opts.script.is_none() && opts.ex.is_empty() {
+        bail!("--for and --count limit a script: give --script FILE or --ex COMMAND");
+    }
+    let kind = check_target(pid, opts.any_process)?;
+    let (di, real_clean) = load_debuginfo(pid, opts)?;
+    let script_cmds = load_scripts(opts, &di)?;
+    let script_path = opts.script.clone().unwrap_or_else(|| PathBuf::from("--ex"));
+    let (capture, quiet) = (&opts.capture, opts.quiet);
     let cap = match &capture {
         Some(p) => Some(Capture::open(p)?),
         None => None,
@@ -321,6 +384,7 @@ fn run_attach(
     let target = Target::attach(pid)?;
     let mut session = Session::new(pid, target, di, real_clean.clone(), kind.clone(), cap)?;
     session.call_timeout = call_timeout;
+    session.hit_limit = opts.count;
     if let Err(e) = session.check_pack() {
         let _ = session.detach();
         return Err(e);
@@ -344,7 +408,10 @@ fn run_attach(
         );
     }
     let code = match script_cmds {
-        Some(cmds) => run_script(&mut session, &script_path, cmds),
+        Some(cmds) => {
+            let _deadline = limit.map(guard::Deadline::arm);
+            run_script(&mut session, &script_path, cmds, opts)
+        }
         None => crate::repl::run(&mut session),
     };
     // Whatever happened, leave the backend as we found it.
@@ -386,11 +453,34 @@ fn short_version(v: &str) -> &str {
     v.split(" on ").next().unwrap_or(v)
 }
 
-fn run_script(session: &mut Session, path: &std::path::Path, cmds: Script) -> Result<i32> {
+fn run_script(
+    session: &mut Session,
+    path: &std::path::Path,
+    cmds: Script,
+    opts: &AttachOpts,
+) -> Result<i32> {
     let mut stdout = std::io::stdout();
     for (n, _text, cmd) in cmds {
         if guard::terminating().is_some() {
             return Ok(1);
+        }
+        if guard::deadline_hit() {
+            if !opts.quiet {
+                crate::errln!(
+                    "pgdbg: --for {} reached at line {n}: detaching",
+                    opts.for_.as_deref().unwrap_or("")
+                );
+            }
+            return Ok(0);
+        }
+        if session.hit_limit.is_some_and(|l| session.hits_total >= l) {
+            if !opts.quiet {
+                crate::errln!(
+                    "pgdbg: --count reached ({} hits): detaching",
+                    session.hits_total
+                );
+            }
+            return Ok(0);
         }
         match session.execute(&cmd) {
             Ok((text, flow)) => {
@@ -406,6 +496,10 @@ fn run_script(session: &mut Session, path: &std::path::Path, cmds: Script) -> Re
                 match flow {
                     Flow::Continue => {}
                     Flow::Quit => return Ok(0),
+                    Flow::TargetGone if opts.worker => {
+                        crate::errln!("backend {} exited; its capture ends here", session.pid);
+                        return Ok(0);
+                    }
                     Flow::TargetGone => {
                         bail!("{}:{n}: the backend exited; script stopped", path.display())
                     }
@@ -415,5 +509,53 @@ fn run_script(session: &mut Session, path: &std::path::Path, cmds: Script) -> Re
             Err(e) => bail!("{}:{n}: {}", path.display(), one_line(&e)),
         }
     }
+    Ok(0)
+}
+
+/// `pgdbg ps [--cluster DIR] [--json]`
+fn run_ps(cluster: Option<&std::path::Path>, json: bool) -> Result<i32> {
+    use crate::postgres::cluster;
+    let postmasters = match cluster {
+        Some(d) => vec![cluster::postmaster_of(d)?],
+        None => cluster::postmasters(),
+    };
+    if postmasters.is_empty() {
+        bail!(
+            "no running PostgreSQL cluster found on this machine (pgdbg ps --cluster DIR names one)"
+        );
+    }
+    let mut out = String::new();
+    for pm in postmasters {
+        let data_dir = procfs::cmdline(pm);
+        let backends = cluster::backends(pm);
+        if json {
+            for b in &backends {
+                let mut v = serde_json::to_value(b)?;
+                v["postmaster"] = pm.into();
+                out.push_str(&format!("{v}\n"));
+            }
+            continue;
+        }
+        out.push_str(&format!(
+            "postmaster {pm} ({}): {} client backend{}\n",
+            data_dir.trim(),
+            backends.len(),
+            if backends.len() == 1 { "" } else { "s" }
+        ));
+        if backends.is_empty() {
+            continue;
+        }
+        out.push_str(&format!(
+            "{:>8}  {:<12} {:<12} {:<22} {}\n",
+            "pid", "user", "database", "client", "state"
+        ));
+        for b in &backends {
+            out.push_str(&format!(
+                "{:>8}  {:<12} {:<12} {:<22} {}\n",
+                b.pid, b.user, b.database, b.client, b.state
+            ));
+        }
+    }
+    print!("{out}");
     Ok(0)
 }

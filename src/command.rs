@@ -9,6 +9,46 @@ pub enum Command {
     Break {
         location: String,
         temporary: bool,
+        /// `break LOC if EXPR`: stop only when EXPR is non-zero.
+        condition: Option<String>,
+    },
+    /// `condition N [EXPR]`: set (or remove) breakpoint N's condition.
+    Condition {
+        id: u32,
+        expr: Option<String>,
+    },
+    /// `commands [N]` opens a block (ended by `end`) run at each hit of
+    /// breakpoint N (the last one set by default).  The parser returns
+    /// this with an empty body; `script::assemble` fills it in.
+    Commands {
+        id: Option<u32>,
+        body: Vec<Command>,
+        /// The body's lines as written (for `info breakpoints`).
+        text: Vec<String>,
+    },
+    /// `end` closes a `commands` block.
+    End,
+    /// `silent` as a block's first command: no "Breakpoint N, ..." line.
+    Silent,
+    /// `printf "FORMAT", EXPR...`
+    Printf {
+        format: String,
+        args: Vec<String>,
+    },
+    /// `trace FUNC [ARGEXPR...] [--for D] [--count N] [--stacks N] [--quiet]`
+    Trace {
+        function: String,
+        args: Vec<String>,
+        duration: Option<std::time::Duration>,
+        count: Option<u64>,
+        stacks: usize,
+        quiet: bool,
+    },
+    /// `count FUNC... [--by-phase] [--for D]`
+    Count {
+        functions: Vec<String>,
+        by_phase: bool,
+        duration: Option<std::time::Duration>,
     },
     Delete(Vec<u32>),
     InfoBreakpoints,
@@ -67,14 +107,51 @@ pub const COMMANDS: &[(&str, &[&str], &str, &str)] = &[
     (
         "break",
         &["b", "br"],
-        "break FUNCTION | FILE:LINE | *ADDRESS",
-        "stop when the backend reaches FUNCTION (every out-of-line copy and inlined instance)",
+        "break FUNCTION | FILE:LINE | *ADDRESS [if EXPR]",
+        "stop when the backend reaches FUNCTION (every out-of-line copy and inlined instance); with 'if', only when EXPR is non-zero",
     ),
     (
         "tbreak",
         &[],
-        "tbreak LOCATION",
+        "tbreak LOCATION [if EXPR]",
         "like break, deleted after its first hit",
+    ),
+    (
+        "condition",
+        &[],
+        "condition N [EXPR]",
+        "stop at breakpoint N only when EXPR is non-zero (no EXPR: always)",
+    ),
+    (
+        "commands",
+        &[],
+        "commands [N] ... end",
+        "commands to run at each hit of breakpoint N (default: the last one), one per line, closed by 'end'; 'silent' first hides the stop line, 'continue' last resumes",
+    ),
+    ("end", &[], "end", "close a commands block"),
+    (
+        "silent",
+        &[],
+        "silent",
+        "(first line of a commands block) do not print the stop line",
+    ),
+    (
+        "printf",
+        &[],
+        "printf \"FORMAT\", EXPR...",
+        "formatted output of expressions, C style: %d %u %ld %x %f %g %s (char *) %c %p %%",
+    ),
+    (
+        "trace",
+        &[],
+        "trace FUNC [ARGEXPR...] [--for D] [--count N] [--stacks N] [--quiet]",
+        "record every call of FUNC with the values of ARGEXPRs at entry (trace LockRelationOid relid lockmode); capture events 'trace'",
+    ),
+    (
+        "count",
+        &[],
+        "count FUNC... [--by-phase] [--for D]",
+        "count calls of FUNCs until Ctrl-C or --for; --by-phase splits them into planning, execution and other",
     ),
     (
         "delete",
@@ -214,14 +291,113 @@ pub fn parse(line: &str) -> Result<Command> {
     };
     Ok(match name {
         "break" | "tbreak" => {
-            if rest.is_empty() {
+            let (location, condition) = split_condition(rest);
+            if location.is_empty() {
                 bail!(
                     "{name} needs a location: {name} FUNCTION, {name} FILE:LINE or {name} *ADDRESS"
                 );
             }
+            if condition.as_deref() == Some("") {
+                bail!("{name} {location} if: the condition is missing");
+            }
             Command::Break {
-                location: rest.to_string(),
+                location: location.to_string(),
                 temporary: name == "tbreak",
+                condition,
+            }
+        }
+        "condition" => {
+            let (n, e) = rest.split_at(rest.find(char::is_whitespace).unwrap_or(rest.len()));
+            let id = n.parse::<u32>().map_err(|_| {
+                anyhow::anyhow!("condition needs a breakpoint number: condition N EXPR")
+            })?;
+            let e = e.trim();
+            Command::Condition {
+                id,
+                expr: (!e.is_empty()).then(|| e.to_string()),
+            }
+        }
+        "commands" => Command::Commands {
+            id: num_arg(rest, "commands")?.map(|n| n as u32),
+            body: Vec::new(),
+            text: Vec::new(),
+        },
+        "end" => Command::End,
+        "silent" => Command::Silent,
+        "printf" => {
+            let (format, args) = parse_printf(rest)?;
+            Command::Printf { format, args }
+        }
+        "trace" => {
+            let mut words = Vec::new();
+            let mut stacks = 0usize;
+            let mut quiet = false;
+            let mut limits = Vec::new();
+            let mut it = rest.split_whitespace();
+            while let Some(w) = it.next() {
+                match w {
+                    "--stacks" => {
+                        let v = it.next().unwrap_or("");
+                        stacks = v
+                            .parse::<usize>()
+                            .ok()
+                            .filter(|n| *n <= 64)
+                            .ok_or_else(|| {
+                                anyhow::anyhow!("trace: --stacks takes 0 to 64 frames, not '{v}'")
+                            })?;
+                    }
+                    "--quiet" => quiet = true,
+                    "--for" | "--count" => {
+                        limits.push(w.to_string());
+                        limits.push(it.next().unwrap_or("").to_string());
+                    }
+                    w if w.starts_with("--") => limits.push(w.to_string()),
+                    w => words.push(w.to_string()),
+                }
+            }
+            let (duration, count) = parse_limits(&limits.join(" "), "trace")?;
+            if words.is_empty() {
+                bail!(
+                    "trace needs a function: trace FUNC [ARGEXPR...], e.g. trace LockRelationOid relid lockmode"
+                );
+            }
+            let function = words.remove(0);
+            Command::Trace {
+                function,
+                args: words,
+                duration,
+                count,
+                stacks,
+                quiet,
+            }
+        }
+        "count" => {
+            let mut functions = Vec::new();
+            let mut by_phase = false;
+            let mut limits = Vec::new();
+            let mut it = rest.split_whitespace();
+            while let Some(w) = it.next() {
+                match w {
+                    "--by-phase" => by_phase = true,
+                    "--for" => {
+                        limits.push(w.to_string());
+                        limits.push(it.next().unwrap_or("").to_string());
+                    }
+                    w if w.starts_with("--") => limits.push(w.to_string()),
+                    w => functions.push(w.to_string()),
+                }
+            }
+            let (duration, count) = parse_limits(&limits.join(" "), "count")?;
+            if count.is_some() {
+                bail!("count takes --for DURATION, not --count");
+            }
+            if functions.is_empty() {
+                bail!("count needs one or more functions: count FUNC... [--by-phase] [--for D]");
+            }
+            Command::Count {
+                functions,
+                by_phase,
+                duration,
             }
         }
         "delete" => {
@@ -416,6 +592,131 @@ pub fn parse(line: &str) -> Result<Command> {
     })
 }
 
+/// `LOC if EXPR` -> (LOC, Some(EXPR)); `Some("")` when EXPR is missing.
+fn split_condition(rest: &str) -> (&str, Option<String>) {
+    if let Some(i) = rest.find(" if ") {
+        return (rest[..i].trim(), Some(rest[i + 4..].trim().to_string()));
+    }
+    if let Some(l) = rest.strip_suffix(" if") {
+        return (l.trim(), Some(String::new()));
+    }
+    if let Some(e) = rest.strip_prefix("if ") {
+        return ("", Some(e.trim().to_string()));
+    }
+    (rest, None)
+}
+
+/// `"FORMAT", EXPR, EXPR` -> (FORMAT with escapes resolved, [EXPR...]).
+fn parse_printf(rest: &str) -> Result<(String, Vec<String>)> {
+    let usage = "printf needs a quoted format: printf \"%d rows\\n\", expr";
+    let mut chars = rest.trim().chars();
+    if chars.next() != Some('"') {
+        bail!("{usage}");
+    }
+    let mut format = String::new();
+    let mut closed = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => {
+                closed = true;
+                break;
+            }
+            '\\' => match chars.next() {
+                Some('n') => format.push('\n'),
+                Some('t') => format.push('\t'),
+                Some('"') => format.push('"'),
+                Some('\\') => format.push('\\'),
+                Some(o) => bail!("printf: unknown escape '\\{o}' in the format"),
+                None => break,
+            },
+            c => format.push(c),
+        }
+    }
+    if !closed {
+        bail!("printf: the format string is not closed with '\"'");
+    }
+    let tail = chars.as_str().trim();
+    let args = if tail.is_empty() {
+        Vec::new()
+    } else {
+        let Some(t) = tail.strip_prefix(',') else {
+            bail!("printf: expected ',' after the format, not '{tail}'");
+        };
+        split_args(t)
+    };
+    let wanted = printf_conversions(&format)?.len();
+    if wanted != args.len() {
+        bail!(
+            "printf: the format has {wanted} conversion{} but {} argument{} given",
+            if wanted == 1 { "" } else { "s" },
+            args.len(),
+            if args.len() == 1 { " is" } else { "s are" }
+        );
+    }
+    Ok((format, args))
+}
+
+/// The conversions of a printf format, e.g. ["d", "ld", "s"].
+pub fn printf_conversions(format: &str) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    let mut it = format.chars().peekable();
+    while let Some(c) = it.next() {
+        if c != '%' {
+            continue;
+        }
+        let mut spec = String::new();
+        loop {
+            let Some(&n) = it.peek() else {
+                bail!("printf: the format ends inside a conversion ('%{spec}')");
+            };
+            it.next();
+            if n == '%' && spec.is_empty() {
+                break;
+            }
+            spec.push(n);
+            if n.is_ascii_alphabetic() && !matches!(n, 'l' | 'h' | 'z' | 'j') {
+                if !matches!(
+                    n,
+                    'd' | 'i' | 'u' | 'x' | 'X' | 'o' | 'f' | 'g' | 'e' | 's' | 'c' | 'p'
+                ) {
+                    bail!("printf: unsupported conversion '%{spec}' (use %d %u %x %f %g %s %c %p)");
+                }
+                out.push(spec.clone());
+                break;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Split expressions at top-level commas (not inside (), [] or quotes).
+pub fn split_args(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut depth = 0i32;
+    let mut quote: Option<char> = None;
+    let mut cur = String::new();
+    for c in s.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '\'') => quote = Some(c),
+            (None, '(' | '[') => depth += 1,
+            (None, ')' | ']') => depth -= 1,
+            (None, ',') if depth == 0 => {
+                out.push(cur.trim().to_string());
+                cur.clear();
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(c);
+    }
+    if !cur.trim().is_empty() {
+        out.push(cur.trim().to_string());
+    }
+    out
+}
+
 /// A duration: "10s", "500ms", "2m", "1h", or plain seconds.
 pub fn parse_duration(s: &str) -> Result<std::time::Duration> {
     let s = s.trim();
@@ -516,7 +817,8 @@ mod tests {
             parse("b choose_custom_plan").unwrap(),
             Command::Break {
                 location: "choose_custom_plan".into(),
-                temporary: false
+                temporary: false,
+                condition: None,
             }
         );
         assert_eq!(parse("c").unwrap(), Command::Continue);

@@ -136,16 +136,26 @@ pub fn sigint_seen() -> bool {
     SIGINT_SEEN.load(Ordering::SeqCst)
 }
 
-/// Whether the innermost active deadline has passed.
+/// Whether any active deadline has passed: a probe's `--for` or the
+/// whole script's `--for` around it.
 pub fn deadline_hit() -> bool {
+    DEADLINES
+        .lock()
+        .map(|d| d.iter().any(|f| f.load(Ordering::SeqCst)))
+        .unwrap_or(false)
+}
+
+/// Whether the innermost active deadline has passed (an inferior call's
+/// timeout: an outer `--for` must not abandon a call half-way).
+pub fn innermost_deadline_hit() -> bool {
     DEADLINES
         .lock()
         .map(|d| d.last().is_some_and(|f| f.load(Ordering::SeqCst)))
         .unwrap_or(false)
 }
 
-/// A running timer (`--for`, a call's timeout).  Deadlines nest: only the
-/// innermost one counts while it is active.  Dropping it cancels it.
+/// A running timer (`--for`, a call's timeout).  Deadlines nest: probes
+/// stop at any of them, inferior calls only at the innermost (their own).  Dropping it cancels it.
 pub struct Deadline {
     flag: Arc<AtomicBool>,
     cancel: Arc<AtomicBool>,
@@ -213,7 +223,7 @@ pub struct CallHooks;
 
 impl WaitHooks for CallHooks {
     fn user_interrupt(&self) -> bool {
-        deadline_hit()
+        innermost_deadline_hit()
     }
     fn terminate(&self) -> bool {
         false

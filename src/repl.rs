@@ -3,7 +3,7 @@
 //! backend runs (Ctrl-C then reaches pgdbg as SIGINT and becomes a
 //! PTRACE_INTERRUPT).  All ptrace work stays on the main thread.
 
-use crate::command;
+use crate::command::{self, Command};
 use crate::guard;
 use crate::session::{Flow, Session};
 use anyhow::Result;
@@ -132,7 +132,7 @@ pub fn run(session: &mut Session) -> Result<i32> {
     names.sort();
     names.dedup();
     let symbols = Arc::new(RwLock::new(names));
-    let (req_tx, req_rx) = mpsc::channel::<()>();
+    let (req_tx, req_rx) = mpsc::channel::<&'static str>();
     let (in_tx, in_rx) = mpsc::channel::<Input>();
     let helper_syms = symbols.clone();
     let _reader = std::thread::spawn(move || {
@@ -158,8 +158,8 @@ pub fn run(session: &mut Session) -> Result<i32> {
         if let Some(h) = &hist {
             let _ = rl.load_history(h);
         }
-        while req_rx.recv().is_ok() {
-            let r = rl.readline(PROMPT);
+        while let Ok(prompt) = req_rx.recv() {
+            let r = rl.readline(prompt);
             let msg = match r {
                 Ok(l) => Input::Line(l),
                 Err(ReadlineError::Interrupted) => Input::Interrupted,
@@ -178,23 +178,29 @@ pub fn run(session: &mut Session) -> Result<i32> {
     });
     let mut stdout = std::io::stdout();
     let mut last_line = String::new();
+    // One line from the reader thread; None when pgdbg is terminating.
+    let read = |prompt: &'static str| -> Option<Input> {
+        if req_tx.send(prompt).is_err() {
+            return Some(Input::Eof);
+        }
+        loop {
+            match in_rx.recv_timeout(Duration::from_millis(100)) {
+                Ok(i) => return Some(i),
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    if guard::terminating().is_some() {
+                        return None;
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => return Some(Input::Eof),
+            }
+        }
+    };
     loop {
         if guard::terminating().is_some() {
             return Ok(1);
         }
-        if req_tx.send(()).is_err() {
-            return Ok(0);
-        }
-        let input = loop {
-            match in_rx.recv_timeout(Duration::from_millis(100)) {
-                Ok(i) => break i,
-                Err(mpsc::RecvTimeoutError::Timeout) => {
-                    if guard::terminating().is_some() {
-                        return Ok(1);
-                    }
-                }
-                Err(mpsc::RecvTimeoutError::Disconnected) => break Input::Eof,
-            }
+        let Some(input) = read(PROMPT) else {
+            return Ok(1);
         };
         let line = match input {
             Input::Line(l) => l,
@@ -219,13 +225,61 @@ pub fn run(session: &mut Session) -> Result<i32> {
             continue;
         }
         last_line = line.clone();
-        let cmd = match command::parse(&line) {
+        let mut cmd = match command::parse(&line) {
             Ok(c) => c,
             Err(e) => {
                 let _ = writeln!(stdout, "{e}");
                 continue;
             }
         };
+        if let Command::Commands { id, .. } = &cmd {
+            // gdb's way: the block's lines follow at a ">" prompt
+            let which = match id {
+                Some(n) => n.to_string(),
+                None => match session.bps.list.last() {
+                    Some(b) => b.id.to_string(),
+                    None => {
+                        let _ = writeln!(stdout, "No breakpoints specified.");
+                        continue;
+                    }
+                },
+            };
+            let _ = writeln!(
+                stdout,
+                "Type commands for breakpoint(s) {which}, one per line.\nEnd with a line saying just \"end\"."
+            );
+            let _ = stdout.flush();
+            let mut block = vec![format!("commands {which}")];
+            let mut aborted = false;
+            loop {
+                match read(">") {
+                    None => return Ok(1),
+                    Some(Input::Line(l)) => {
+                        let done = l.trim() == "end";
+                        block.push(l);
+                        if done {
+                            break;
+                        }
+                    }
+                    Some(_) => {
+                        aborted = true;
+                        break;
+                    }
+                }
+            }
+            if aborted {
+                let _ = writeln!(stdout, "Quit (commands not changed)");
+                continue;
+            }
+            match crate::script::assemble("commands", &block.join("\n")) {
+                Ok(mut v) if v.len() == 1 => cmd = v.remove(0).2,
+                Ok(_) => continue,
+                Err(e) => {
+                    let _ = writeln!(stdout, "{e}");
+                    continue;
+                }
+            }
+        }
         guard::clear_interrupt();
         match session.execute(&cmd) {
             Ok((text, flow)) => {

@@ -8,7 +8,7 @@ use crate::debuginfo::location::{FrameContext, Place, eval_location};
 use crate::debuginfo::types::{TypeRef, TypeSource, size_of};
 use crate::debuginfo::unwind::Module;
 use crate::debuginfo::{DebugInfo, SourceFrame, VarInfo};
-use crate::expr::eval::{EvalEnv, ValLoc, Value, eval};
+use crate::expr::eval::{EvalEnv, ValLoc, Value, eval, scalar};
 use crate::expr::format::{Radix, format_value, to_json};
 use crate::expr::parse;
 use crate::guard;
@@ -75,6 +75,12 @@ pub struct Session {
     pub out: Box<dyn Write>,
     /// How long an inferior call may take before it is abandoned.
     pub call_timeout: std::time::Duration,
+    /// Breakpoints whose condition held at the last stop (None: all).
+    passing: Option<Vec<u32>>,
+    /// `--count N` of a script: stop after N breakpoint hits.
+    pub hit_limit: Option<u64>,
+    /// Breakpoint hits counted against `hit_limit`.
+    pub hits_total: u64,
 }
 
 impl Session {
@@ -106,6 +112,9 @@ impl Session {
             last_stop: Some(Stop::Interrupted),
             out: Box::new(std::io::stdout()),
             call_timeout: std::time::Duration::from_secs(5),
+            passing: None,
+            hit_limit: None,
+            hits_total: 0,
         };
         s.refresh_modules();
         s.emit(
@@ -167,8 +176,18 @@ impl Session {
         resolve_location(&self.di, self.bias, spec)
     }
 
-    pub fn add_breakpoint(&mut self, spec: &str, temporary: bool) -> Result<String> {
+    pub fn add_breakpoint(
+        &mut self,
+        spec: &str,
+        temporary: bool,
+        condition: Option<&str>,
+    ) -> Result<String> {
         let locs = self.resolve_location(spec)?;
+        if let Some(c) = condition {
+            let di = self.di.clone();
+            parse::parse(c, &|t| di.type_by_name(t).is_some())
+                .map_err(|e| anyhow!("condition '{c}': {e}"))?;
+        }
         let mut inserted = Vec::new();
         for l in &locs {
             if let Err(e) = self.target.insert_breakpoint(l.addr) {
@@ -179,7 +198,12 @@ impl Session {
             }
             inserted.push(l.addr);
         }
-        let bp = self.bps.add(spec.to_string(), locs, temporary);
+        let bp = self.bps.add(
+            spec.to_string(),
+            locs,
+            temporary,
+            condition.map(str::to_string),
+        );
         let first = &bp.locations[0];
         let where_ = match &first.file_line {
             Some((f, l)) => format!(" ({}:{l})", basename(f)),
@@ -193,7 +217,7 @@ impl Session {
             String::new()
         };
         let msg = format!(
-            "{} {} at {}{where_}, {n} location{}{detail}",
+            "{} {} at {}{where_}, {n} location{}{detail}{}",
             if temporary {
                 "Temporary breakpoint"
             } else {
@@ -201,7 +225,11 @@ impl Session {
             },
             bp.id,
             first.function,
-            if n == 1 { "" } else { "s" }
+            if n == 1 { "" } else { "s" },
+            bp.condition
+                .as_deref()
+                .map(|c| format!(", stops only if {c}"))
+                .unwrap_or_default()
         );
         let id = bp.id;
         let locs_json: Vec<serde_json::Value> = bp
@@ -266,6 +294,12 @@ impl Session {
                     ));
                 }
             }
+            if let Some(c) = &b.condition {
+                s.push_str(&format!("\tstop only if {c}\n"));
+            }
+            for c in &b.commands_text {
+                s.push_str(&format!("\t  {c}\n"));
+            }
             if b.hits > 0 {
                 s.push_str(&format!(
                     "\tbreakpoint already hit {} time{}\n",
@@ -285,16 +319,158 @@ impl Session {
         if self.target.is_gone() {
             bail!("the backend is gone; nothing to continue");
         }
-        self.frames = None;
-        self.selected = 0;
-        let regs = self.target.regs()?;
-        if self.target.breakpoint_inserted(regs.rip)
-            && let Some(stop) = self.target.step_over_breakpoint(regs.rip)?
-        {
+        loop {
+            self.frames = None;
+            self.selected = 0;
+            self.passing = None;
+            let regs = self.target.regs()?;
+            if self.target.breakpoint_inserted(regs.rip)
+                && let Some(stop) = self.target.step_over_breakpoint(regs.rip)?
+            {
+                return self.report_stop(stop);
+            }
+            let stop = self.target.cont_and_wait(&guard::Hooks)?;
+            if let Stop::Breakpoint { addr } = stop
+                && self.bps.uses(addr)
+            {
+                self.last_stop = Some(stop.clone());
+                let (passing, note) = self.conditions_at(addr);
+                if passing.is_empty() {
+                    continue; // no condition held: not a stop
+                }
+                self.passing = Some(passing);
+                let (o, text) = self.report_stop(stop)?;
+                return Ok((o, format!("{text}{note}")));
+            }
             return self.report_stop(stop);
         }
-        let stop = self.target.cont_and_wait(&guard::Hooks)?;
-        self.report_stop(stop)
+    }
+
+    /// The breakpoints at `addr` whose condition holds (or that have none);
+    /// a condition that cannot be evaluated counts as held, with a note
+    /// (as gdb does).
+    fn conditions_at(&mut self, addr: u64) -> (Vec<u32>, String) {
+        let bps: Vec<(u32, Option<String>)> = self
+            .bps
+            .at(addr)
+            .iter()
+            .map(|b| (b.id, b.condition.clone()))
+            .collect();
+        let mut passing = Vec::new();
+        let mut note = String::new();
+        for (id, cond) in bps {
+            let Some(c) = cond else {
+                passing.push(id);
+                continue;
+            };
+            match self
+                .eval_expr(&c)
+                .and_then(|v| Ok(scalar(self, &v)?.truthy()))
+            {
+                Ok(true) => passing.push(id),
+                Ok(false) => {}
+                Err(e) => {
+                    note.push_str(&format!(
+                        "\nError in testing condition for breakpoint {id}: {e}"
+                    ));
+                    passing.push(id);
+                }
+            }
+        }
+        self.frames = None;
+        self.selected = 0;
+        (passing, note)
+    }
+
+    /// Evaluate an expression in the selected frame of the current stop.
+    pub fn eval_expr(&mut self, expr: &str) -> Result<Value> {
+        let di = self.di.clone();
+        let e = parse::parse(expr, &|n| di.type_by_name(n).is_some())?;
+        if self.target.is_gone() {
+            bail!("the backend is gone");
+        }
+        let _ = self.frames()?;
+        eval(self, &e)
+    }
+
+    /// `continue` in a script or at the prompt: run until a stop; at a
+    /// breakpoint with a `commands` block, run the block, and go on while
+    /// it ends with `continue`.
+    fn continue_running(&mut self) -> Result<(String, Flow)> {
+        loop {
+            let (outcome, text) = self.cont()?;
+            match outcome {
+                RunOutcome::Stopped => {}
+                RunOutcome::TargetGone => return Ok((text, Flow::TargetGone)),
+                RunOutcome::Terminating => return Ok((text, Flow::Terminate)),
+            }
+            let Some(ids) = self.passing.clone() else {
+                // not a breakpoint: an interrupt (Ctrl-C, --for) or a signal
+                if guard::deadline_hit() {
+                    return Ok((String::new(), Flow::Continue));
+                }
+                return Ok((text, Flow::Continue));
+            };
+            self.hits_total += 1;
+            let limit_hit = self.hit_limit.is_some_and(|n| self.hits_total >= n);
+            let body: Vec<Command> = self
+                .bps
+                .list
+                .iter()
+                .filter(|b| ids.contains(&b.id))
+                .flat_map(|b| b.commands.iter().cloned())
+                .collect();
+            if body.is_empty() {
+                return Ok((text, Flow::Continue));
+            }
+            if body.first() != Some(&Command::Silent) {
+                self.say(text.strip_prefix('\n').unwrap_or(&text));
+            }
+            let mut resume = false;
+            for c in &body {
+                match c {
+                    Command::Silent => {}
+                    Command::Continue => {
+                        resume = true;
+                        break;
+                    }
+                    c => match self.execute(c) {
+                        Ok((t, flow)) => {
+                            if !t.is_empty() {
+                                self.say(t.strip_prefix('\n').unwrap_or(&t));
+                            }
+                            if flow != Flow::Continue {
+                                return Ok((String::new(), flow));
+                            }
+                        }
+                        Err(e) => {
+                            let ids: Vec<String> = ids.iter().map(|i| i.to_string()).collect();
+                            self.say(&format!(
+                                "Error in commands of breakpoint {}: {}",
+                                ids.join(", "),
+                                e.to_string().replace('\n', " ")
+                            ));
+                            break;
+                        }
+                    },
+                }
+            }
+            if !resume || limit_hit || guard::deadline_hit() || guard::sigint_seen() {
+                return Ok((String::new(), Flow::Continue));
+            }
+        }
+    }
+
+    /// `printf "FORMAT", EXPR...`
+    pub fn printf(&mut self, format: &str, args: &[String]) -> Result<String> {
+        let mut values = Vec::new();
+        for a in args {
+            values.push(self.eval_expr(a)?);
+        }
+        let text = crate::expr::printf::printf(self, format, &values)?;
+        self.emit("printf", serde_json::json!({"text": text}));
+        // output is line based: the format's own final newline ends the line
+        Ok(text.strip_suffix('\n').unwrap_or(&text).to_string())
     }
 
     fn report_stop(&mut self, stop: Stop) -> Result<(RunOutcome, String)> {
@@ -305,7 +481,11 @@ impl Session {
             Stop::Breakpoint { addr } => {
                 let mut ids = Vec::new();
                 let mut temp = Vec::new();
+                let passing = self.passing.clone();
                 for b in self.bps.at(addr) {
+                    if passing.as_ref().is_some_and(|p| !p.contains(&b.id)) {
+                        continue;
+                    }
                     b.hits += 1;
                     ids.push(b.id);
                     if b.temporary {
@@ -463,8 +643,6 @@ impl Session {
             return Vec::new();
         };
         let mut cur = FrameRegs::from_regs(&regs);
-        let target = &self.target;
-        let read_u64 = |a: u64| target.read_u64(a).ok();
         let mut out = Vec::new();
         for i in 0..n {
             let pc = cur.pc();
@@ -472,16 +650,11 @@ impl Session {
                 break;
             }
             let lookup = if i == 0 { pc } else { pc - 1 };
-            let Some(m) = self
-                .modules
-                .iter()
-                .find(|m| lookup >= m.start && lookup < m.end)
-            else {
+            let Some(m) = self.module_for(lookup) else {
                 out.push(format!("{pc:#x}"));
                 break;
             };
-            let main = m.bias == self.bias;
-            let name = if main {
+            let name = if m.bias == self.bias {
                 self.di
                     .symbol_at(lookup - self.bias)
                     .map(|(s, off)| format!("{}+{}", s.name, off + (pc - lookup)))
@@ -490,21 +663,51 @@ impl Session {
                     .map(|(s, off)| format!("{s}+{}", off + (pc - lookup)))
             };
             out.push(name.unwrap_or_else(|| format!("{pc:#x}")));
-            let tables = if main {
-                Some(&self.di.main_unwind)
-            } else {
-                m.tables()
-            };
-            let Some((caller, _)) = tables.and_then(|t| t.step(&cur, lookup - m.bias, &read_u64))
-            else {
-                break;
-            };
-            if caller.pc() == 0 || caller.sp() <= cur.sp() {
-                break;
+            match self.unwind_one(&cur, lookup) {
+                Some(caller) => cur = caller,
+                None => break,
             }
-            cur = caller;
         }
         out
+    }
+
+    /// The caller's registers of a physical frame (CFI only), or None at
+    /// the outermost frame.
+    fn unwind_one(&self, cur: &FrameRegs, lookup: u64) -> Option<FrameRegs> {
+        let m = self.module_for(lookup)?;
+        let tables = if m.bias == self.bias {
+            Some(&self.di.main_unwind)
+        } else {
+            m.tables()
+        };
+        let target = &self.target;
+        let read_u64 = |a: u64| target.read_u64(a).ok();
+        let (caller, _) = tables?.step(cur, lookup - m.bias, &read_u64)?;
+        (caller.pc() != 0 && caller.sp() > cur.sp()).then_some(caller)
+    }
+
+    /// Where the physical function of the current stop returns to: (return
+    /// address, stack pointer after the return, i.e. its CFA).  While the
+    /// function runs, the stack pointer stays below that.
+    pub fn return_point(&self) -> Option<(u64, u64)> {
+        let regs = self.target.regs().ok()?;
+        let cur = FrameRegs::from_regs(&regs);
+        self.unwind_one(&cur, cur.pc()).map(|c| (c.pc(), c.sp()))
+    }
+
+    /// Frames of the current stop with the innermost frame of `function`
+    /// selected (an inlined callee starting at the same address is skipped).
+    /// Only the innermost few frames are unwound (probes run this at every
+    /// hit).
+    pub fn select_function_frame(&mut self, function: &str) -> Result<()> {
+        let frames = self.unwind(4)?;
+        let i = frames
+            .iter()
+            .position(|f| f.function.as_deref() == Some(function))
+            .unwrap_or(0);
+        self.frames = Some(frames);
+        self.selected = i;
+        Ok(())
     }
 
     /// Several target memory ranges in one system call.
@@ -626,7 +829,7 @@ impl Session {
         // Values now; string literals are copied into the backend once the
         // call frame exists.
         let mut specs: Vec<Result<Arg, String>> = Vec::new();
-        for a in split_args(inner) {
+        for a in crate::command::split_args(inner) {
             let di = self.di.clone();
             let is_type = |n: &str| di.type_by_name(n).is_some();
             let e = parse::parse(&a, &is_type)?;
@@ -740,6 +943,13 @@ impl Session {
                 .map(|(_, a)| a != qd)
                 .unwrap_or(true);
             (qd, nested)
+        } else if let Some(qd) = self.query_desc_at_executor_entry()? {
+            // stopped by a breakpoint at standard_ExecutorRun (e.g. a
+            // `commands` block): explain the statement it is about to run
+            let nested = explain::active_query_desc(self)?
+                .map(|(_, a)| a != qd)
+                .unwrap_or(true);
+            (qd, nested)
         } else {
             let (_, qd) = self.safe_running_query()?;
             let nested = self
@@ -764,6 +974,27 @@ impl Session {
             format!("-- {}\n", one_line(&query))
         };
         Ok((format!("{head}{text}"), Flow::Continue))
+    }
+
+    /// At the entry of standard_ExecutorRun/Finish/End (a breakpoint stop):
+    /// their first argument, the QueryDesc with its plan state built.
+    fn query_desc_at_executor_entry(&mut self) -> Result<Option<u64>> {
+        let Some(Stop::Breakpoint { addr }) = self.last_stop else {
+            return Ok(None);
+        };
+        let at_entry = [
+            "standard_ExecutorRun",
+            "standard_ExecutorFinish",
+            "standard_ExecutorEnd",
+        ]
+        .iter()
+        .flat_map(|f| self.di.function_locations(f))
+        .any(|l| !l.inlined && l.addr + self.bias == addr);
+        Ok(if at_entry {
+            Some(self.target.regs()?.rdi)
+        } else {
+            None
+        })
     }
 
     /// Interrupt the running query at a point where calling into the
@@ -975,7 +1206,13 @@ impl Session {
             "plancache_end",
             serde_json::json!({"decisions": probe.decisions, "generic": probe.generic}),
         );
-        Ok(match end {
+        Ok(self.probe_outcome(end, summary, text))
+    }
+
+    /// What a probe command shows and how the session goes on, from how
+    /// its `run_probes` ended.
+    pub fn probe_outcome(&self, end: ProbeEnd, summary: String, text: String) -> (String, Flow) {
+        match end {
             ProbeEnd::Done | ProbeEnd::Deadline => (summary, Flow::Continue),
             ProbeEnd::Stopped => {
                 if matches!(self.last_stop, Some(Stop::Interrupted)) {
@@ -986,7 +1223,7 @@ impl Session {
             }
             ProbeEnd::TargetGone => (format!("{summary}{text}"), Flow::TargetGone),
             ProbeEnd::Terminating => (summary, Flow::Terminate),
-        })
+        }
     }
 
     /// Restore the backend and detach.
@@ -1326,14 +1563,7 @@ impl Session {
     // ---------------------------------------------------------------- print
 
     pub fn print(&mut self, expr: &str, radix: Radix) -> Result<String> {
-        let di = self.di.clone();
-        let is_type = |n: &str| di.type_by_name(n).is_some();
-        let e = parse::parse(expr, &is_type)?;
-        if self.target.is_gone() {
-            bail!("the backend is gone");
-        }
-        let _ = self.frames()?;
-        let v = eval(self, &e)?;
+        let v = self.eval_expr(expr)?;
         let text = format_value(self, &v, radix);
         let json = to_json(self, &v);
         self.history.borrow_mut().push(v);
@@ -1503,17 +1733,62 @@ impl Session {
             Command::Break {
                 location,
                 temporary,
-            } => (self.add_breakpoint(location, *temporary)?, Flow::Continue),
+                condition,
+            } => (
+                self.add_breakpoint(location, *temporary, condition.as_deref())?,
+                Flow::Continue,
+            ),
+            Command::Condition { id, expr } => {
+                if let Some(e) = expr {
+                    let di = self.di.clone();
+                    parse::parse(e, &|t| di.type_by_name(t).is_some())?;
+                }
+                let b = self
+                    .bps
+                    .get_mut(*id)
+                    .ok_or_else(|| anyhow!("No breakpoint number {id}."))?;
+                b.condition = expr.clone();
+                let msg = match expr {
+                    Some(_) => String::new(),
+                    None => format!("Breakpoint {id} now unconditional."),
+                };
+                (msg, Flow::Continue)
+            }
+            Command::Commands { id, body, text } => {
+                let id = match id {
+                    Some(i) => *i,
+                    None => self.bps.list.last().map(|b| b.id).ok_or_else(|| {
+                        anyhow!("No breakpoints specified: set one before 'commands'")
+                    })?,
+                };
+                let b = self
+                    .bps
+                    .get_mut(id)
+                    .ok_or_else(|| anyhow!("No breakpoint number {id}."))?;
+                b.commands = body.clone();
+                b.commands_text = text.clone();
+                (String::new(), Flow::Continue)
+            }
+            Command::End | Command::Silent => {
+                bail!("'end' and 'silent' only make sense in a commands block")
+            }
+            Command::Printf { format, args } => (self.printf(format, args)?, Flow::Continue),
+            Command::Trace {
+                function,
+                args,
+                duration,
+                count,
+                stacks,
+                quiet,
+            } => crate::probes::trace(self, function, args, *duration, *count, *stacks, *quiet)?,
+            Command::Count {
+                functions,
+                by_phase,
+                duration,
+            } => crate::probes::count(self, functions, *by_phase, *duration)?,
             Command::Delete(ids) => (self.delete_breakpoints(ids)?, Flow::Continue),
             Command::InfoBreakpoints => (self.info_breakpoints(), Flow::Continue),
-            Command::Continue => {
-                let (outcome, text) = self.cont()?;
-                match outcome {
-                    RunOutcome::Stopped => (text, Flow::Continue),
-                    RunOutcome::TargetGone => (text, Flow::TargetGone),
-                    RunOutcome::Terminating => (text, Flow::Terminate),
-                }
-            }
+            Command::Continue => self.continue_running()?,
             Command::Print { radix, expr } => (self.print(expr, *radix)?, Flow::Continue),
             Command::Backtrace(n) => (self.backtrace(*n)?, Flow::Continue),
             Command::Frame(n) => {
@@ -1637,30 +1912,6 @@ fn one_line(s: &str) -> String {
     } else {
         t
     }
-}
-
-/// Split call arguments at top-level commas.
-fn split_args(s: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut depth = 0;
-    let mut cur = String::new();
-    for c in s.chars() {
-        match c {
-            '(' | '[' => depth += 1,
-            ')' | ']' => depth -= 1,
-            ',' if depth == 0 => {
-                out.push(cur.trim().to_string());
-                cur.clear();
-                continue;
-            }
-            _ => {}
-        }
-        cur.push(c);
-    }
-    if !cur.trim().is_empty() {
-        out.push(cur.trim().to_string());
-    }
-    out
 }
 
 /// A probe: called by `run_probes` at its internal breakpoints.

@@ -4,3 +4,4 @@
 pub mod eval;
 pub mod format;
 pub mod parse;
+pub mod printf;

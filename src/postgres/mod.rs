@@ -116,6 +116,21 @@ pub fn major_of(version: &str) -> Option<u32> {
     v.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
 }
 pub mod call;
+pub mod cluster;
 pub mod explain;
 pub mod plancache;
 pub mod waits;
+
+/// Functions that delimit the phases of a statement, for `count
+/// --by-phase`: a call counts in the phase of the innermost of these that
+/// is running.  (Exported in every major, so stripped binaries have them.)
+pub const PHASE_FUNCTIONS: &[(&str, &str)] = &[
+    ("standard_planner", "planning"),
+    ("standard_ExecutorStart", "execution"),
+    ("standard_ExecutorRun", "execution"),
+    ("standard_ExecutorFinish", "execution"),
+    ("standard_ExecutorEnd", "execution"),
+];
+
+/// The phase names `count --by-phase` reports, in order.
+pub const PHASES: &[&str] = &["planning", "execution", "other"];

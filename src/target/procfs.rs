@@ -150,3 +150,23 @@ pub fn restore_affinity(old: &libc::cpu_set_t) {
         libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), old);
     }
 }
+
+/// Every process id in /proc.
+pub fn all_pids() -> Vec<i32> {
+    let mut v: Vec<i32> = std::fs::read_dir("/proc")
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// The children of `ppid` (from each process's status).
+pub fn children_of(ppid: i32) -> Vec<i32> {
+    all_pids()
+        .into_iter()
+        .filter(|p| status(*p).is_ok_and(|s| s.ppid == ppid))
+        .collect()
+}

@@ -1,0 +1,256 @@
+//! `pgdbg attach PID PID...` and `pgdbg attach --cluster DIR`: one worker
+//! pgdbg process per backend, each a complete single-backend session (its
+//! own tracer, breakpoints and cleanup), all appending to one capture file.
+//! A worker whose backend exits ends on its own without disturbing the
+//! others; with `--cluster`, backends that start later get a worker too.
+//! This process only supervises: it checks the script once before anything
+//! is attached, prefixes each worker's output with `[PID]`, forwards
+//! Ctrl-C/SIGTERM and waits for every worker to detach.
+
+use crate::cli::{AttachOpts, load_debuginfo, load_scripts};
+use crate::guard;
+use crate::postgres::{ProcessKind, classify, cluster};
+use anyhow::{Result, anyhow, bail};
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, Write};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+struct Worker {
+    child: Child,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+pub fn run(pids: &[String], cluster_dir: Option<&Path>, opts: &AttachOpts) -> Result<i32> {
+    if opts.script.is_none() && opts.ex.is_empty() {
+        bail!(
+            "attaching to several backends needs --script FILE or --ex COMMAND (the prompt works on one backend: pgdbg attach PID)"
+        );
+    }
+    if cluster_dir.is_some() && !pids.is_empty() {
+        bail!("give either PIDs or --cluster DIR, not both");
+    }
+    let limit = opts.duration()?;
+    crate::command::parse_duration(&opts.call_timeout)
+        .map_err(|e| anyhow!("--call-timeout: {e}"))?;
+    // Targets, all checked before anything is attached.
+    let postmaster = cluster_dir.map(cluster::postmaster_of).transpose()?;
+    let mut initial = Vec::new();
+    for p in pids {
+        let pid = crate::cli::parse_pid(Some(p.clone()))?;
+        crate::cli::check_target(pid, opts.any_process)?;
+        initial.push(pid);
+    }
+    if let Some(pm) = postmaster {
+        initial.extend(cluster::backends(pm).iter().map(|b| b.pid));
+    }
+    // The script, checked once against the binary's debug info.
+    let binary_of = postmaster.or(initial.first().copied());
+    let Some(binary_pid) = binary_of else {
+        bail!("no backend to attach to");
+    };
+    let (di, _) = load_debuginfo(binary_pid, opts)?;
+    load_scripts(opts, &di)?;
+    drop(di);
+    if let Some(c) = &opts.capture {
+        // create it now so that a bad path fails before any attach
+        crate::capture::Capture::open(c)?;
+    }
+    guard::install();
+    let t0 = Instant::now();
+    let mut workers: BTreeMap<i32, Worker> = BTreeMap::new();
+    let mut seen: BTreeSet<i32> = BTreeSet::new();
+    let mut failed = 0usize;
+    let mut exited_backends = 0usize;
+    let mut stopping = false;
+    let mut pending = initial;
+    if !opts.quiet {
+        crate::errln!(
+            "pgdbg: running the script on {} backend{}{}{}",
+            pending.len(),
+            if pending.len() == 1 { "" } else { "s" },
+            if postmaster.is_some() {
+                " (and on every backend that starts)"
+            } else {
+                ""
+            },
+            limit
+                .map(|d| format!(" for {:.1}s", d.as_secs_f64()))
+                .unwrap_or_else(|| "; Ctrl-C stops".into())
+        );
+    }
+    loop {
+        let remaining = limit.map(|d| d.saturating_sub(t0.elapsed()));
+        let out_of_time = remaining.is_some_and(|r| r.is_zero());
+        if guard::sigint_seen() || guard::terminating().is_some() {
+            if !stopping {
+                let sig = if guard::terminating().is_some() {
+                    libc::SIGTERM
+                } else {
+                    libc::SIGINT
+                };
+                for w in workers.values() {
+                    // SAFETY: plain kill(2) to our own child.
+                    unsafe { libc::kill(w.child.id() as i32, sig) };
+                }
+            }
+            stopping = true;
+        }
+        if out_of_time {
+            stopping = true;
+        }
+        if !stopping {
+            for pid in pending.drain(..) {
+                if !seen.insert(pid) {
+                    continue;
+                }
+                match spawn_worker(pid, opts, remaining) {
+                    Ok(w) => {
+                        workers.insert(pid, w);
+                    }
+                    Err(e) => {
+                        failed += 1;
+                        crate::errln!("[{pid}] pgdbg: error: {e}");
+                    }
+                }
+            }
+        }
+        // reap
+        let mut done = Vec::new();
+        for (pid, w) in workers.iter_mut() {
+            if let Ok(Some(st)) = w.child.try_wait() {
+                done.push((*pid, st));
+            }
+        }
+        for (pid, st) in done {
+            if let Some(w) = workers.remove(&pid) {
+                for t in w.threads {
+                    let _ = t.join();
+                }
+            }
+            if !crate::target::procfs::exists(pid) {
+                exited_backends += 1;
+            } else if !st.success() && !stopping {
+                failed += 1;
+            }
+        }
+        if workers.is_empty() && (stopping || postmaster.is_none()) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        if let Some(pm) = postmaster
+            && !stopping
+        {
+            if !crate::target::procfs::exists(pm) {
+                crate::errln!("pgdbg: the postmaster {pm} is gone");
+                stopping = true;
+            }
+            for b in cluster::backends(pm) {
+                if !seen.contains(&b.pid) && is_client_backend(b.pid) {
+                    pending.push(b.pid);
+                }
+            }
+        }
+    }
+    if !opts.quiet {
+        crate::errln!(
+            "pgdbg: {} backend{} traced, {exited_backends} exited during the script{}{}",
+            seen.len(),
+            if seen.len() == 1 { "" } else { "s" },
+            if failed > 0 {
+                format!(", {failed} failed")
+            } else {
+                String::new()
+            },
+            opts.capture
+                .as_ref()
+                .map(|c| format!("; capture in {}", c.display()))
+                .unwrap_or_default()
+        );
+    }
+    if let Some(sig) = guard::terminating() {
+        return Ok(128 + sig);
+    }
+    Ok(if failed > 0 { 1 } else { 0 })
+}
+
+fn is_client_backend(pid: i32) -> bool {
+    matches!(classify(pid), Ok(ProcessKind::ClientBackend { .. }))
+}
+
+/// Start `pgdbg attach PID --worker ...` with the same script, in its own
+/// process group (Ctrl-C reaches it through us, once).
+fn spawn_worker(pid: i32, opts: &AttachOpts, remaining: Option<Duration>) -> Result<Worker> {
+    let exe = std::env::current_exe()?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.arg("attach")
+        .arg(pid.to_string())
+        .arg("--worker")
+        .arg("-q");
+    if let Some(s) = &opts.script {
+        cmd.arg("--script").arg(s);
+    }
+    for e in &opts.ex {
+        cmd.arg("--ex").arg(e);
+    }
+    for d in &opts.define {
+        cmd.arg("--define").arg(d);
+    }
+    if let Some(c) = &opts.capture {
+        cmd.arg("--capture").arg(c);
+    }
+    if let Some(d) = &opts.debug_file {
+        cmd.arg("--debug-file").arg(d);
+    }
+    if let Some(s) = &opts.symbols {
+        cmd.arg("--symbols").arg(s);
+    }
+    cmd.arg("--call-timeout").arg(&opts.call_timeout);
+    if let Some(r) = remaining {
+        cmd.arg("--for").arg(format!("{}ms", r.as_millis().max(1)));
+    }
+    if let Some(n) = opts.count {
+        cmd.arg("--count").arg(n.to_string());
+    }
+    if opts.any_process {
+        cmd.arg("--any-process");
+    }
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let mut child = cmd.spawn()?;
+    let mut threads = Vec::new();
+    if let Some(o) = child.stdout.take() {
+        threads.push(prefix_lines(pid, o, false));
+    }
+    if let Some(e) = child.stderr.take() {
+        threads.push(prefix_lines(pid, e, true));
+    }
+    Ok(Worker { child, threads })
+}
+
+/// Copy a worker's output line by line, each line prefixed with `[PID] `.
+fn prefix_lines(
+    pid: i32,
+    r: impl std::io::Read + Send + 'static,
+    to_stderr: bool,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        guard::block_in_this_thread();
+        let rd = std::io::BufReader::new(r);
+        for line in rd.lines() {
+            let Ok(line) = line else { break };
+            let l = format!("[{pid}] {line}\n");
+            if to_stderr {
+                let _ = std::io::stderr().write_all(l.as_bytes());
+            } else {
+                let mut o = std::io::stdout().lock();
+                let _ = o.write_all(l.as_bytes());
+                let _ = o.flush();
+            }
+        }
+    })
+}

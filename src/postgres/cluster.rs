@@ -1,0 +1,125 @@
+//! A cluster's processes: the postmaster behind a data or socket
+//! directory, and its client backends with what their process titles say
+//! (`postgres: USER DATABASE HOST STATE`).  Reads /proc only.
+
+use super::{ProcessKind, classify};
+use crate::target::procfs;
+use anyhow::{Result, anyhow, bail};
+use std::path::Path;
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Backend {
+    pub pid: i32,
+    pub user: String,
+    pub database: String,
+    pub client: String,
+    /// idle, active, "idle in transaction", or the command tag shown while
+    /// a statement runs (SELECT, EXECUTE, ...).
+    pub state: String,
+}
+
+/// The postmaster's PID from a data directory (`postmaster.pid`) or a
+/// socket directory (`.s.PGSQL.PORT.lock`).
+pub fn postmaster_of(dir: &Path) -> Result<i32> {
+    let mut candidates = vec![dir.join("postmaster.pid")];
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        let mut locks: Vec<_> = rd
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with(".s.PGSQL.") && n.ends_with(".lock"))
+            })
+            .collect();
+        locks.sort();
+        candidates.extend(locks);
+    } else {
+        bail!(
+            "cannot read directory {}: give the data directory or the socket directory of a running cluster",
+            dir.display()
+        );
+    }
+    for c in candidates {
+        let Ok(text) = std::fs::read_to_string(&c) else {
+            continue;
+        };
+        let Some(pid) = text
+            .lines()
+            .next()
+            .and_then(|l| l.trim().parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if pid > 0 && classify(pid).is_ok_and(|k| k == ProcessKind::Postmaster) {
+            return Ok(pid);
+        }
+        bail!(
+            "{} names PID {pid}, which is not a running postmaster: is the cluster stopped?",
+            c.display()
+        );
+    }
+    Err(anyhow!(
+        "no postmaster.pid or .s.PGSQL.*.lock in {}: give the data directory or the socket directory of a running cluster",
+        dir.display()
+    ))
+}
+
+/// Every running postmaster on this machine.
+pub fn postmasters() -> Vec<i32> {
+    procfs::all_pids()
+        .into_iter()
+        .filter(|p| classify(*p).is_ok_and(|k| k == ProcessKind::Postmaster))
+        .collect()
+}
+
+/// The client backends of a postmaster, by PID.
+pub fn backends(postmaster: i32) -> Vec<Backend> {
+    procfs::children_of(postmaster)
+        .into_iter()
+        .filter_map(|pid| match classify(pid) {
+            Ok(ProcessKind::ClientBackend { title }) => parse_title(pid, &title),
+            _ => None,
+        })
+        .collect()
+}
+
+/// `USER DATABASE HOST STATE...` (after "postgres: "), with an optional
+/// leading `CLUSTER_NAME:`.
+pub fn parse_title(pid: i32, title: &str) -> Option<Backend> {
+    let mut words: Vec<&str> = title.split_whitespace().collect();
+    if words.first().is_some_and(|w| w.ends_with(':')) {
+        words.remove(0);
+    }
+    if words.len() < 3 {
+        return None;
+    }
+    Some(Backend {
+        pid,
+        user: words[0].to_string(),
+        database: words[1].to_string(),
+        client: words[2].to_string(),
+        state: words[3..].join(" "),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn titles() {
+        let b = parse_title(7, "pgdbg postgres [local] idle in transaction").unwrap();
+        assert_eq!(
+            (
+                b.user.as_str(),
+                b.database.as_str(),
+                b.client.as_str(),
+                b.state.as_str()
+            ),
+            ("pgdbg", "postgres", "[local]", "idle in transaction")
+        );
+        let b = parse_title(7, "main: alice shop 10.0.0.5(51234) SELECT").unwrap();
+        assert_eq!((b.user.as_str(), b.state.as_str()), ("alice", "SELECT"));
+        assert!(parse_title(7, "checkpointer").is_none());
+    }
+}

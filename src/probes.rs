@@ -1,0 +1,277 @@
+//! Generic probes on functions: `trace FUNC ARGEXPR...` records each call
+//! with argument values, `count FUNC...` counts calls (optionally by
+//! statement phase).  Both run on internal breakpoints through
+//! `Session::run_probes`, removed when they end.
+
+use crate::expr::format::Radix;
+use crate::expr::format::{format_value, to_json};
+use crate::session::{Flow, ProbeHandler, Session};
+use anyhow::{Result, bail};
+use std::collections::{BTreeMap, HashMap};
+
+/// Every runtime address of `function` (out-of-line copies, clones and
+/// inlined instances).
+fn addresses(s: &Session, function: &str) -> Result<Vec<u64>> {
+    let locs = s.resolve_location(function)?;
+    if locs.is_empty() {
+        bail!("no code for {function}");
+    }
+    Ok(locs.iter().map(|l| l.addr).collect())
+}
+
+fn limit_text(duration: Option<std::time::Duration>, count: Option<u64>) -> String {
+    match (duration, count) {
+        (Some(d), _) => format!(" for {:.1}s", d.as_secs_f64()),
+        (None, Some(n)) => format!(" for {n} calls"),
+        _ => "; Ctrl-C stops".into(),
+    }
+}
+
+struct Trace {
+    function: String,
+    args: Vec<String>,
+    stacks: usize,
+    quiet: bool,
+    count: Option<u64>,
+    calls: u64,
+    /// argument -> value text -> calls
+    values: Vec<BTreeMap<String, u64>>,
+}
+
+impl ProbeHandler for Trace {
+    fn on_stop(&mut self, s: &mut Session, _addr: u64) -> Result<()> {
+        self.calls += 1;
+        s.select_function_frame(&self.function)?;
+        let mut json = serde_json::Map::new();
+        let mut shown = Vec::new();
+        for (i, a) in self.args.iter().enumerate() {
+            let (j, text) = match s.eval_expr(a) {
+                Ok(v) => (to_json(s, &v), format_value(s, &v, Radix::Natural)),
+                Err(e) => {
+                    let t = format!("<error: {e}>");
+                    (serde_json::Value::String(t.clone()), t)
+                }
+            };
+            *self.values[i].entry(text.clone()).or_insert(0) += 1;
+            shown.push(format!("{a}={text}"));
+            json.insert(a.clone(), j);
+        }
+        let stack = if self.stacks > 0 {
+            s.quick_stack(self.stacks)
+        } else {
+            Vec::new()
+        };
+        if !self.quiet {
+            let st = if stack.is_empty() {
+                String::new()
+            } else {
+                format!("  {}", stack.join(" <- "))
+            };
+            s.say(&format!("{}({}){st}", self.function, shown.join(", ")));
+        }
+        let mut ev = serde_json::json!({"function": self.function, "args": json});
+        if self.stacks > 0 {
+            ev["stack"] = serde_json::json!(stack);
+        }
+        s.emit_event("trace", ev);
+        Ok(())
+    }
+    fn done(&self) -> bool {
+        self.count.is_some_and(|n| self.calls >= n)
+    }
+}
+
+/// `trace FUNC ARGEXPR... [--for D] [--count N] [--stacks N] [--quiet]`
+pub fn trace(
+    s: &mut Session,
+    function: &str,
+    args: &[String],
+    duration: Option<std::time::Duration>,
+    count: Option<u64>,
+    stacks: usize,
+    quiet: bool,
+) -> Result<(String, Flow)> {
+    let addrs = addresses(s, function)?;
+    let mut probe = Trace {
+        function: function.to_string(),
+        args: args.to_vec(),
+        stacks,
+        quiet,
+        count,
+        calls: 0,
+        values: vec![BTreeMap::new(); args.len()],
+    };
+    for a in &addrs {
+        s.arm_internal(*a)?;
+    }
+    s.say(&format!(
+        "trace: {function} ({} location{}) in backend {}{}",
+        addrs.len(),
+        if addrs.len() == 1 { "" } else { "s" },
+        s.pid,
+        limit_text(duration, count)
+    ));
+    let t0 = std::time::Instant::now();
+    let (end, text) = s.run_probes(&mut probe, duration)?;
+    let secs = t0.elapsed().as_secs_f64();
+    let mut summary = format!(
+        "trace: {} call{} of {function} in {secs:.1}s",
+        probe.calls,
+        if probe.calls == 1 { "" } else { "s" }
+    );
+    for (i, a) in args.iter().enumerate() {
+        let mut top: Vec<(&String, &u64)> = probe.values[i].iter().collect();
+        top.sort_by(|x, y| y.1.cmp(x.1).then(x.0.cmp(y.0)));
+        let shown: Vec<String> = top
+            .iter()
+            .take(5)
+            .map(|(v, n)| format!("{v} ({n})"))
+            .collect();
+        let more = top.len().saturating_sub(5);
+        summary.push_str(&format!(
+            "\n  {a}: {}{}",
+            shown.join(", "),
+            if more > 0 {
+                format!(", ... {more} more values")
+            } else {
+                String::new()
+            }
+        ));
+    }
+    s.emit_event(
+        "trace_end",
+        serde_json::json!({"function": function, "calls": probe.calls, "duration_s": secs}),
+    );
+    Ok(s.probe_outcome(end, summary, text))
+}
+
+struct Count {
+    /// address -> counted function
+    counted: HashMap<u64, usize>,
+    /// address -> phase it starts
+    phase_entry: HashMap<u64, &'static str>,
+    /// functions, in the order given
+    names: Vec<String>,
+    /// calls per function, per phase (index in PHASES)
+    calls: Vec<[u64; 3]>,
+    /// running phase functions, innermost last: (stack pointer after they
+    /// return, phase, return address with a breakpoint)
+    running: Vec<(u64, &'static str, u64)>,
+}
+
+impl Count {
+    fn phase_index(&self) -> usize {
+        let phase = self.running.last().map(|r| r.1).unwrap_or("other");
+        crate::postgres::PHASES
+            .iter()
+            .position(|p| *p == phase)
+            .unwrap_or(2)
+    }
+}
+
+impl ProbeHandler for Count {
+    fn on_stop(&mut self, s: &mut Session, addr: u64) -> Result<()> {
+        let sp = s.registers()?.rsp;
+        // Phase functions that returned (we stop at their return address)
+        // or were left by an ERROR's longjmp: their frame is gone when the
+        // stack pointer is at or above where it is after their return.
+        while let Some(&(ret_sp, _, ret_addr)) = self.running.last() {
+            if ret_sp > sp {
+                break;
+            }
+            self.running.pop();
+            s.disarm_internal(ret_addr)?;
+        }
+        if let Some(&f) = self.counted.get(&addr) {
+            let p = self.phase_index();
+            self.calls[f][p] += 1;
+        }
+        if let Some(&phase) = self.phase_entry.get(&addr)
+            && let Some((ret_addr, ret_sp)) = s.return_point()
+        {
+            s.arm_internal(ret_addr)?;
+            self.running.push((ret_sp, phase, ret_addr));
+        }
+        Ok(())
+    }
+    fn done(&self) -> bool {
+        false
+    }
+}
+
+/// `count FUNC... [--by-phase] [--for D]`
+pub fn count(
+    s: &mut Session,
+    functions: &[String],
+    by_phase: bool,
+    duration: Option<std::time::Duration>,
+) -> Result<(String, Flow)> {
+    let mut probe = Count {
+        counted: HashMap::new(),
+        phase_entry: HashMap::new(),
+        names: functions.to_vec(),
+        calls: vec![[0; 3]; functions.len()],
+        running: Vec::new(),
+    };
+    let mut addrs = Vec::new();
+    for (i, f) in functions.iter().enumerate() {
+        for a in addresses(s, f)? {
+            probe.counted.entry(a).or_insert(i);
+            addrs.push(a);
+        }
+    }
+    if by_phase {
+        for (f, phase) in crate::postgres::PHASE_FUNCTIONS {
+            // a binary without one of them simply has no such phase entry
+            if let Ok(v) = addresses(s, f) {
+                for a in v {
+                    probe.phase_entry.insert(a, phase);
+                    addrs.push(a);
+                }
+            }
+        }
+    }
+    addrs.sort();
+    addrs.dedup();
+    for a in &addrs {
+        s.arm_internal(*a)?;
+    }
+    s.say(&format!(
+        "count: {} in backend {}{}{}",
+        functions.join(", "),
+        s.pid,
+        if by_phase { " by phase" } else { "" },
+        limit_text(duration, None)
+    ));
+    let t0 = std::time::Instant::now();
+    let (end, text) = s.run_probes(&mut probe, duration)?;
+    let secs = t0.elapsed().as_secs_f64();
+    let width = functions.iter().map(|f| f.len()).max().unwrap_or(8).max(8);
+    let mut summary = if by_phase {
+        format!(
+            "{:<width$} {:>10} {:>10} {:>10} {:>10}",
+            "function", "calls", "planning", "execution", "other"
+        )
+    } else {
+        format!("{:<width$} {:>10}", "function", "calls")
+    };
+    for (i, f) in probe.names.iter().enumerate() {
+        let c = probe.calls[i];
+        let total: u64 = c.iter().sum();
+        if by_phase {
+            summary.push_str(&format!(
+                "\n{f:<width$} {total:>10} {:>10} {:>10} {:>10}",
+                c[0], c[1], c[2]
+            ));
+        } else {
+            summary.push_str(&format!("\n{f:<width$} {total:>10}"));
+        }
+        let mut ev = serde_json::json!({"function": f, "calls": total, "duration_s": secs});
+        if by_phase {
+            ev["phases"] = serde_json::json!({"planning": c[0], "execution": c[1], "other": c[2]});
+        }
+        s.emit_event("count", ev);
+    }
+    summary.push_str(&format!("\n({secs:.1}s)"));
+    Ok(s.probe_outcome(end, summary, text))
+}

@@ -18,5 +18,6 @@ pub mod guard;
 pub mod infcall;
 pub mod postgres;
 pub mod repl;
+pub mod report;
 pub mod session;
 pub mod target;

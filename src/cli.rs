@@ -52,6 +52,21 @@ enum Cmd {
         #[command(subcommand)]
         action: SymbolsCmd,
     },
+    /// Summarize a capture file: tables, JSON, folded stacks or a flame graph
+    ///
+    /// Tables: plan choices per prepared statement (custom/generic, switches,
+    /// costs, last reason), waits per event (count, total, avg, p50, p99,
+    /// max), statement times, wait samples, probe counts, traced arguments.
+    #[command(
+        after_help = "Reads the JSON lines written by 'pgdbg attach PID --capture FILE', from any number of \
+backends, and needs no PostgreSQL.\n\nExamples:\n  pgdbg report out.jsonl                         tables, one section per kind of event\n  \
+pgdbg report out.jsonl --json                  the same as one JSON document\n  \
+pgdbg report out.jsonl --folded                wait stacks as folded lines (flamegraph.pl's input)\n  \
+pgdbg report out.jsonl --flamegraph waits.svg  flame graph of the wait stacks (µs waited)\n  \
+pgdbg report out.jsonl --flamegraph calls.svg --stacks trace   ... of traced call stacks\n\n\
+Stacks come from 'waits trace --stacks N' (wait events) and 'trace ... --stacks N' (trace events)."
+    )]
+    Report(crate::report::ReportArgs),
     /// Attach to a backend (seize it with ptrace) and open a session
     #[command(
         after_help = "In the session: break choose_custom_plan, continue, print plansource->generic_cost, bt, \
@@ -188,6 +203,7 @@ pub fn main() -> i32 {
             }
         }
         Cmd::Ps { cluster, json } => run_ps(cluster.as_deref(), json),
+        Cmd::Report(args) => crate::report::run(&args),
         Cmd::Symbols { action } => match action {
             SymbolsCmd::Extract { binary, output } => extract_pack(&binary, output.as_deref()),
         },

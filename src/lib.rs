@@ -20,6 +20,7 @@ pub mod multi;
 pub mod postgres;
 pub mod probes;
 pub mod repl;
+pub mod report;
 pub mod script;
 pub mod session;
 pub mod target;

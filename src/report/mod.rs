@@ -1,0 +1,927 @@
+//! `pgdbg report CAPTURE`: turn a capture file (JSON lines written by
+//! `attach --capture`) into the tables a performance engineer reads: plan
+//! choices per prepared statement, waits per event with percentiles,
+//! statement times, wait-sample profiles, probe counts and traced
+//! arguments; or, with `--folded` / `--flamegraph`, the recorded stacks.
+//!
+//! Parsing ([`parse_capture`]) and rendering ([`build`], [`render_text`],
+//! [`text_report`]) are pure, so tests call them without files.
+
+pub mod flame;
+
+use anyhow::{Result, anyhow, bail};
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::io::Write;
+use std::path::PathBuf;
+
+pub use flame::StackKind;
+
+/// Report on a capture file
+#[derive(clap::Args, Debug)]
+pub struct ReportArgs {
+    /// Capture file written by `pgdbg attach PID --capture FILE`
+    pub capture: PathBuf,
+    /// Write a flame graph (SVG) of the recorded stacks to OUT.svg
+    #[arg(long, value_name = "OUT.svg")]
+    pub flamegraph: Option<PathBuf>,
+    /// Print the recorded stacks as folded lines (`root;...;leaf WEIGHT`,
+    /// flamegraph.pl's input) instead of the tables
+    #[arg(long, conflicts_with = "json")]
+    pub folded: bool,
+    /// Print the report as one JSON document instead of the tables
+    #[arg(long)]
+    pub json: bool,
+    /// Which stacks to fold: `waits` (wait stacks, weighted by µs waited)
+    /// or `trace` (traced calls, one per call); default: waits when the
+    /// capture has wait stacks, else trace
+    #[arg(long, value_enum, value_name = "KIND")]
+    pub stacks: Option<StackKind>,
+}
+
+/// One line of a capture file.
+#[derive(Debug, Clone)]
+pub struct Event {
+    /// 1-based line number in the file.
+    pub line: usize,
+    pub kind: String,
+    pub ts: f64,
+    pub pid: i64,
+    /// The whole object, for the kind-specific fields.
+    pub v: Value,
+}
+
+/// Parse a capture's text. `name` is used in errors (`name:LINE: ...`).
+/// Blank lines are skipped; every other line must be a JSON object with
+/// `event` (string), `ts` (number) and `pid` (integer).
+pub fn parse_capture(name: &str, text: &str) -> Result<Vec<Event>> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let n = i + 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let v: Value = serde_json::from_str(line).map_err(|e| {
+            // serde_json counts lines of this one line: keep the column.
+            let why = e.to_string();
+            let why = why.split(" at line ").next().unwrap_or(&why).to_string();
+            anyhow!(
+                "{name}:{n}: not a valid JSON line: {why} at column {}",
+                e.column()
+            )
+        })?;
+        let Some(obj) = v.as_object() else {
+            bail!("{name}:{n}: not a capture event (a JSON object was expected)");
+        };
+        let kind = obj
+            .get("event")
+            .and_then(Value::as_str)
+            .ok_or_else(|| anyhow!("{name}:{n}: not a capture event (no \"event\" string)"))?
+            .to_string();
+        let ts = obj
+            .get("ts")
+            .and_then(Value::as_f64)
+            .ok_or_else(|| anyhow!("{name}:{n}: event without a numeric \"ts\""))?;
+        let pid = obj
+            .get("pid")
+            .and_then(Value::as_i64)
+            .ok_or_else(|| anyhow!("{name}:{n}: event without an integer \"pid\""))?;
+        out.push(Event {
+            line: n,
+            kind,
+            ts,
+            pid,
+            v,
+        });
+    }
+    Ok(out)
+}
+
+// ---------------------------------------------------------------------
+// Report content (also the JSON document)
+
+#[derive(Debug, Serialize)]
+pub struct Header {
+    pub file: String,
+    pub events: usize,
+    pub backends: usize,
+    pub first_ts: f64,
+    pub last_ts: f64,
+    pub span_s: f64,
+    pub exited: usize,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PlanRow {
+    pub statement: String,
+    pub query: String,
+    pub executions: u64,
+    pub custom: u64,
+    pub generic: u64,
+    pub switches: u64,
+    pub generic_cost_min: Option<f64>,
+    pub generic_cost_max: Option<f64>,
+    pub avg_custom_cost_min: Option<f64>,
+    pub avg_custom_cost_max: Option<f64>,
+    pub last_reason: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct WaitRow {
+    pub wait_event_type: String,
+    pub wait_event: String,
+    pub count: u64,
+    pub total_ms: f64,
+    pub avg_ms: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct StatementRow {
+    pub query: String,
+    pub count: u64,
+    pub total_ms: f64,
+    pub avg_ms: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SampleRow {
+    pub wait_event_type: String,
+    pub wait_event: String,
+    pub samples: u64,
+    pub share_pct: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ProbeRow {
+    pub function: String,
+    /// "count", "trace" or "break".
+    pub source: String,
+    pub calls: u64,
+    pub planning: Option<u64>,
+    pub execution: Option<u64>,
+    pub other: Option<u64>,
+    pub backends: usize,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ArgValue {
+    pub value: String,
+    pub count: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct TracedArg {
+    pub function: String,
+    pub argument: String,
+    /// Number of distinct values seen.
+    pub distinct: usize,
+    /// The top 10, by count then value.
+    pub top: Vec<ArgValue>,
+    /// Calls whose value is not in `top`.
+    pub others: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub header: Header,
+    pub plan_choices: Vec<PlanRow>,
+    pub waits: Vec<WaitRow>,
+    pub statements: Vec<StatementRow>,
+    pub wait_samples: Vec<SampleRow>,
+    pub probe_counts: Vec<ProbeRow>,
+    pub traced_args: Vec<TracedArg>,
+}
+
+/// Longest query text shown; longer ones end in "...".
+pub const QUERY_WIDTH: usize = 60;
+/// Values listed per traced argument.
+pub const TOP_VALUES: usize = 10;
+
+/// Query text on one line: whitespace runs become one space, and text
+/// longer than [`QUERY_WIDTH`] characters is cut to that width, ending
+/// in "...".
+pub fn shorten_query(q: &str) -> String {
+    let one: String = q.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one.chars().count() <= QUERY_WIDTH {
+        return one;
+    }
+    let mut s: String = one.chars().take(QUERY_WIDTH - 3).collect();
+    s.push_str("...");
+    s
+}
+
+/// Nearest-rank percentile of an ascending slice (n >= 1): the element at
+/// index ceil(p/100*n) - 1.
+pub fn percentile(sorted: &[u64], p: u64) -> u64 {
+    assert!(!sorted.is_empty());
+    let n = sorted.len() as u64;
+    let rank = (p * n).div_ceil(100).max(1);
+    sorted[(rank - 1) as usize]
+}
+
+/// A cost with at most 4 decimals, trailing zeros trimmed: 226.435,
+/// 8307.5, 15.8025, 100.
+pub fn fmt_cost(c: f64) -> String {
+    let s = format!("{c:.4}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "-0" { "0".into() } else { s.into() }
+}
+
+fn fmt_ms(ms: f64) -> String {
+    format!("{ms:.3}")
+}
+
+fn ns_to_ms(ns: u64) -> f64 {
+    ns as f64 / 1e6
+}
+
+fn str_or(v: &Value, key: &str, dflt: &str) -> String {
+    v.get(key)
+        .and_then(Value::as_str)
+        .unwrap_or(dflt)
+        .to_string()
+}
+
+/// A non-negative integer field (floats are rounded; missing is 0).
+fn uint(v: &Value, key: &str) -> u64 {
+    match v.get(key) {
+        Some(x) => x
+            .as_u64()
+            .or_else(|| x.as_f64().map(|f| f.max(0.0).round() as u64))
+            .unwrap_or(0),
+        None => 0,
+    }
+}
+
+fn min_max(acc: &mut Option<(f64, f64)>, x: Option<f64>) {
+    if let Some(x) = x {
+        *acc = Some(match *acc {
+            None => (x, x),
+            Some((lo, hi)) => (lo.min(x), hi.max(x)),
+        });
+    }
+}
+
+fn durations(mut ns: Vec<u64>) -> (u64, f64, f64, f64, f64, f64) {
+    ns.sort_unstable();
+    let total: u64 = ns.iter().sum();
+    let n = ns.len() as u64;
+    (
+        n,
+        ns_to_ms(total),
+        total as f64 / n as f64 / 1e6,
+        ns_to_ms(percentile(&ns, 50)),
+        ns_to_ms(percentile(&ns, 99)),
+        ns_to_ms(*ns.last().unwrap()),
+    )
+}
+
+/// Label part of a wait event: the name, or "?" when null/missing.
+fn wait_part(v: &Value, key: &str) -> String {
+    str_or(v, key, "?")
+}
+
+/// How a traced argument's value is shown: numbers as they are, strings
+/// quoted (JSON escapes keep the table on one line, and "5" stays apart
+/// from 5).
+fn arg_value_text(v: &Value) -> String {
+    v.to_string()
+}
+
+/// Order of values with equal counts: numbers by value, then the rest
+/// by their text.
+fn cmp_values(a: &str, b: &str) -> std::cmp::Ordering {
+    let num = |s: &str| s.parse::<f64>().ok().filter(|_| !s.starts_with('"'));
+    match (num(a), num(b)) {
+        (Some(x), Some(y)) => x.total_cmp(&y).then_with(|| a.cmp(b)),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => a.cmp(b),
+    }
+}
+
+/// Aggregate parsed events into the report.
+pub fn build(file: &str, events: &[Event]) -> Report {
+    let pids: BTreeSet<i64> = events.iter().map(|e| e.pid).collect();
+    let first_ts = events.iter().map(|e| e.ts).fold(f64::INFINITY, f64::min);
+    let last_ts = events
+        .iter()
+        .map(|e| e.ts)
+        .fold(f64::NEG_INFINITY, f64::max);
+    let (first_ts, last_ts) = if events.is_empty() {
+        (0.0, 0.0)
+    } else {
+        (first_ts, last_ts)
+    };
+    let header = Header {
+        file: file.to_string(),
+        events: events.len(),
+        backends: pids.len(),
+        first_ts,
+        last_ts,
+        span_s: last_ts - first_ts,
+        exited: events.iter().filter(|e| e.kind == "exit").count(),
+    };
+
+    // Plan choices.
+    #[derive(Default)]
+    struct PlanAcc {
+        executions: u64,
+        custom: u64,
+        generic: u64,
+        switches: u64,
+        gcost: Option<(f64, f64)>,
+        acost: Option<(f64, f64)>,
+        last_reason: String,
+    }
+    let mut plans: HashMap<(String, String), PlanAcc> = HashMap::new();
+    let mut last_choice: HashMap<(i64, String, String), String> = HashMap::new();
+    // Waits and statements: durations per key.
+    let mut waits: HashMap<(String, String), Vec<u64>> = HashMap::new();
+    let mut stmts: HashMap<String, Vec<u64>> = HashMap::new();
+    let mut samples: HashMap<(String, String), u64> = HashMap::new();
+    // Probe counts: (source rank, function) -> (calls, phases, pids).
+    struct ProbeAcc {
+        calls: u64,
+        phases: Option<[u64; 3]>,
+        pids: BTreeSet<i64>,
+    }
+    let mut probes: HashMap<(u8, String), ProbeAcc> = HashMap::new();
+    let mut args: BTreeMap<(String, String), HashMap<String, u64>> = BTreeMap::new();
+
+    for e in events {
+        let v = &e.v;
+        match e.kind.as_str() {
+            "plan_choice" => {
+                let stmt = str_or(v, "statement", "-");
+                let query = shorten_query(&str_or(v, "query", ""));
+                let choice = str_or(v, "choice", "?");
+                let key = (stmt, query);
+                let acc = plans.entry(key.clone()).or_default();
+                acc.executions += 1;
+                match choice.as_str() {
+                    "custom" => acc.custom += 1,
+                    "generic" => acc.generic += 1,
+                    _ => {}
+                }
+                let prev = last_choice.insert((e.pid, key.0, key.1), choice.clone());
+                if prev.is_some_and(|p| p != choice) {
+                    acc.switches += 1;
+                }
+                min_max(
+                    &mut acc.gcost,
+                    v.get("generic_cost").and_then(Value::as_f64),
+                );
+                min_max(
+                    &mut acc.acost,
+                    v.get("avg_custom_cost").and_then(Value::as_f64),
+                );
+                acc.last_reason = str_or(v, "reason", "");
+            }
+            "wait" => {
+                let key = (wait_part(v, "wait_event_type"), wait_part(v, "wait_event"));
+                waits.entry(key).or_default().push(uint(v, "duration_ns"));
+            }
+            "statement" => {
+                let q = shorten_query(&str_or(v, "query", "?"));
+                stmts.entry(q).or_default().push(uint(v, "duration_ns"));
+            }
+            "wait_samples" => {
+                for p in v
+                    .get("profile")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    let key = (wait_part(p, "wait_event_type"), wait_part(p, "wait_event"));
+                    *samples.entry(key).or_default() += uint(p, "samples");
+                }
+            }
+            "count" => {
+                let f = str_or(v, "function", "?");
+                let acc = probes.entry((0, f)).or_insert(ProbeAcc {
+                    calls: 0,
+                    phases: None,
+                    pids: BTreeSet::new(),
+                });
+                acc.calls += uint(v, "calls");
+                acc.pids.insert(e.pid);
+                if let Some(ph) = v.get("phases").filter(|p| p.is_object()) {
+                    let sums = acc.phases.get_or_insert([0; 3]);
+                    sums[0] += uint(ph, "planning");
+                    sums[1] += uint(ph, "execution");
+                    sums[2] += uint(ph, "other");
+                }
+            }
+            "trace" => {
+                let f = str_or(v, "function", "?");
+                let acc = probes.entry((1, f.clone())).or_insert(ProbeAcc {
+                    calls: 0,
+                    phases: None,
+                    pids: BTreeSet::new(),
+                });
+                acc.calls += 1;
+                acc.pids.insert(e.pid);
+                if let Some(a) = v.get("args").and_then(Value::as_object) {
+                    for (name, val) in a {
+                        *args
+                            .entry((f.clone(), name.clone()))
+                            .or_default()
+                            .entry(arg_value_text(val))
+                            .or_default() += 1;
+                    }
+                }
+            }
+            "stop" if v.get("reason").and_then(Value::as_str) == Some("breakpoint") => {
+                let f = str_or(v, "function", "?");
+                let acc = probes.entry((2, f)).or_insert(ProbeAcc {
+                    calls: 0,
+                    phases: None,
+                    pids: BTreeSet::new(),
+                });
+                acc.calls += 1;
+                acc.pids.insert(e.pid);
+            }
+            _ => {}
+        }
+    }
+
+    let mut plan_choices: Vec<PlanRow> = plans
+        .into_iter()
+        .map(|((statement, query), a)| PlanRow {
+            statement,
+            query,
+            executions: a.executions,
+            custom: a.custom,
+            generic: a.generic,
+            switches: a.switches,
+            generic_cost_min: a.gcost.map(|c| c.0),
+            generic_cost_max: a.gcost.map(|c| c.1),
+            avg_custom_cost_min: a.acost.map(|c| c.0),
+            avg_custom_cost_max: a.acost.map(|c| c.1),
+            last_reason: a.last_reason,
+        })
+        .collect();
+    plan_choices.sort_by(|a, b| {
+        b.executions
+            .cmp(&a.executions)
+            .then_with(|| a.statement.cmp(&b.statement))
+            .then_with(|| a.query.cmp(&b.query))
+    });
+
+    let mut wait_rows: Vec<WaitRow> = waits
+        .into_iter()
+        .map(|((t, ev), ns)| {
+            let (count, total_ms, avg_ms, p50_ms, p99_ms, max_ms) = durations(ns);
+            WaitRow {
+                wait_event_type: t,
+                wait_event: ev,
+                count,
+                total_ms,
+                avg_ms,
+                p50_ms,
+                p99_ms,
+                max_ms,
+            }
+        })
+        .collect();
+    wait_rows.sort_by(|a, b| {
+        b.total_ms.total_cmp(&a.total_ms).then_with(|| {
+            (&a.wait_event_type, &a.wait_event).cmp(&(&b.wait_event_type, &b.wait_event))
+        })
+    });
+
+    let mut statements: Vec<StatementRow> = stmts
+        .into_iter()
+        .map(|(query, ns)| {
+            let (count, total_ms, avg_ms, p50_ms, p99_ms, max_ms) = durations(ns);
+            StatementRow {
+                query,
+                count,
+                total_ms,
+                avg_ms,
+                p50_ms,
+                p99_ms,
+                max_ms,
+            }
+        })
+        .collect();
+    statements.sort_by(|a, b| {
+        b.total_ms
+            .total_cmp(&a.total_ms)
+            .then_with(|| a.query.cmp(&b.query))
+    });
+
+    let total_samples: u64 = samples.values().sum();
+    let mut wait_samples: Vec<SampleRow> = samples
+        .into_iter()
+        .map(|((t, ev), n)| SampleRow {
+            wait_event_type: t,
+            wait_event: ev,
+            samples: n,
+            share_pct: if total_samples == 0 {
+                0.0
+            } else {
+                n as f64 * 100.0 / total_samples as f64
+            },
+        })
+        .collect();
+    wait_samples.sort_by(|a, b| {
+        b.samples.cmp(&a.samples).then_with(|| {
+            (&a.wait_event_type, &a.wait_event).cmp(&(&b.wait_event_type, &b.wait_event))
+        })
+    });
+
+    let mut probe_rows: Vec<(u8, ProbeRow)> = probes
+        .into_iter()
+        .map(|((rank, function), a)| {
+            (
+                rank,
+                ProbeRow {
+                    function,
+                    source: ["count", "trace", "break"][rank as usize].to_string(),
+                    calls: a.calls,
+                    planning: a.phases.map(|p| p[0]),
+                    execution: a.phases.map(|p| p[1]),
+                    other: a.phases.map(|p| p[2]),
+                    backends: a.pids.len(),
+                },
+            )
+        })
+        .collect();
+    probe_rows.sort_by(|(ra, a), (rb, b)| {
+        ra.cmp(rb)
+            .then_with(|| b.calls.cmp(&a.calls))
+            .then_with(|| a.function.cmp(&b.function))
+    });
+
+    let traced_args = args
+        .into_iter()
+        .map(|((function, argument), counts)| {
+            let distinct = counts.len();
+            let total: u64 = counts.values().sum();
+            let mut all: Vec<(String, u64)> = counts.into_iter().collect();
+            all.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| cmp_values(&a.0, &b.0)));
+            all.truncate(TOP_VALUES);
+            let shown: u64 = all.iter().map(|a| a.1).sum();
+            TracedArg {
+                function,
+                argument,
+                distinct,
+                top: all
+                    .into_iter()
+                    .map(|(value, count)| ArgValue { value, count })
+                    .collect(),
+                others: total - shown,
+            }
+        })
+        .collect();
+
+    Report {
+        header,
+        plan_choices,
+        waits: wait_rows,
+        statements,
+        wait_samples,
+        probe_counts: probe_rows.into_iter().map(|(_, r)| r).collect(),
+        traced_args,
+    }
+}
+
+// ---------------------------------------------------------------------
+// Text
+
+/// A fixed-width table: columns separated by two spaces, numbers right
+/// aligned, no trailing blanks.
+struct Table {
+    head: Vec<&'static str>,
+    right: Vec<bool>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    fn new(cols: &[(&'static str, bool)]) -> Table {
+        Table {
+            head: cols.iter().map(|c| c.0).collect(),
+            right: cols.iter().map(|c| c.1).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    fn row(&mut self, cells: Vec<String>) {
+        debug_assert_eq!(cells.len(), self.head.len());
+        self.rows.push(cells);
+    }
+
+    fn render(&self, out: &mut String) {
+        let width = |s: &str| s.chars().count();
+        let mut w: Vec<usize> = self.head.iter().map(|h| width(h)).collect();
+        for r in &self.rows {
+            for (i, c) in r.iter().enumerate() {
+                w[i] = w[i].max(width(c));
+            }
+        }
+        let head: Vec<String> = self.head.iter().map(|h| h.to_string()).collect();
+        for cells in std::iter::once(&head).chain(self.rows.iter()) {
+            let mut line = String::new();
+            for (i, c) in cells.iter().enumerate() {
+                if i > 0 {
+                    line.push_str("  ");
+                }
+                let pad = " ".repeat(w[i] - width(c));
+                if self.right[i] {
+                    line.push_str(&pad);
+                    line.push_str(c);
+                } else {
+                    line.push_str(c);
+                    line.push_str(&pad);
+                }
+            }
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+    }
+}
+
+fn cost_range(lo: Option<f64>, hi: Option<f64>) -> String {
+    match (lo, hi) {
+        (Some(lo), Some(hi)) if lo == hi => fmt_cost(lo),
+        (Some(lo), Some(hi)) => format!("{}..{}", fmt_cost(lo), fmt_cost(hi)),
+        _ => "-".into(),
+    }
+}
+
+fn opt_num(x: Option<u64>) -> String {
+    x.map(|n| n.to_string()).unwrap_or_default()
+}
+
+/// The text report.
+pub fn render_text(r: &Report) -> String {
+    let h = &r.header;
+    let mut out = format!(
+        "Capture {}: {} event{} from {} backend{} over {:.3} s",
+        h.file,
+        h.events,
+        if h.events == 1 { "" } else { "s" },
+        h.backends,
+        if h.backends == 1 { "" } else { "s" },
+        h.span_s
+    );
+    if h.exited > 0 {
+        out.push_str(&format!(", {} exited", h.exited));
+    }
+    out.push('\n');
+
+    let mut sections: Vec<(&str, Table)> = Vec::new();
+    if !r.plan_choices.is_empty() {
+        let mut t = Table::new(&[
+            ("statement", false),
+            ("query", false),
+            ("executions", true),
+            ("custom", true),
+            ("generic", true),
+            ("switches", true),
+            ("generic_cost", true),
+            ("avg_custom_cost", true),
+            ("last reason", false),
+        ]);
+        for p in &r.plan_choices {
+            t.row(vec![
+                p.statement.clone(),
+                p.query.clone(),
+                p.executions.to_string(),
+                p.custom.to_string(),
+                p.generic.to_string(),
+                p.switches.to_string(),
+                cost_range(p.generic_cost_min, p.generic_cost_max),
+                cost_range(p.avg_custom_cost_min, p.avg_custom_cost_max),
+                p.last_reason.clone(),
+            ]);
+        }
+        sections.push(("Plan choices per statement", t));
+    }
+    if !r.waits.is_empty() {
+        let mut t = Table::new(&[
+            ("wait_event_type", false),
+            ("wait_event", false),
+            ("count", true),
+            ("total ms", true),
+            ("avg ms", true),
+            ("p50 ms", true),
+            ("p99 ms", true),
+            ("max ms", true),
+        ]);
+        for w in &r.waits {
+            t.row(vec![
+                w.wait_event_type.clone(),
+                w.wait_event.clone(),
+                w.count.to_string(),
+                fmt_ms(w.total_ms),
+                fmt_ms(w.avg_ms),
+                fmt_ms(w.p50_ms),
+                fmt_ms(w.p99_ms),
+                fmt_ms(w.max_ms),
+            ]);
+        }
+        sections.push(("Waits per event", t));
+    }
+    if !r.statements.is_empty() {
+        let mut t = Table::new(&[
+            ("query", false),
+            ("count", true),
+            ("total ms", true),
+            ("avg ms", true),
+            ("p50 ms", true),
+            ("p99 ms", true),
+            ("max ms", true),
+        ]);
+        for s in &r.statements {
+            t.row(vec![
+                s.query.clone(),
+                s.count.to_string(),
+                fmt_ms(s.total_ms),
+                fmt_ms(s.avg_ms),
+                fmt_ms(s.p50_ms),
+                fmt_ms(s.p99_ms),
+                fmt_ms(s.max_ms),
+            ]);
+        }
+        sections.push(("Statements", t));
+    }
+    if !r.wait_samples.is_empty() {
+        let mut t = Table::new(&[
+            ("wait_event_type", false),
+            ("wait_event", false),
+            ("samples", true),
+            ("share %", true),
+        ]);
+        for s in &r.wait_samples {
+            t.row(vec![
+                s.wait_event_type.clone(),
+                s.wait_event.clone(),
+                s.samples.to_string(),
+                format!("{:.1}", s.share_pct),
+            ]);
+        }
+        sections.push(("Wait samples", t));
+    }
+    if !r.probe_counts.is_empty() {
+        let mut t = Table::new(&[
+            ("function", false),
+            ("source", false),
+            ("calls", true),
+            ("planning", true),
+            ("execution", true),
+            ("other", true),
+            ("backends", true),
+        ]);
+        for p in &r.probe_counts {
+            t.row(vec![
+                p.function.clone(),
+                p.source.clone(),
+                p.calls.to_string(),
+                opt_num(p.planning),
+                opt_num(p.execution),
+                opt_num(p.other),
+                p.backends.to_string(),
+            ]);
+        }
+        sections.push(("Probe counts", t));
+    }
+    if !r.traced_args.is_empty() {
+        let mut t = Table::new(&[
+            ("function", false),
+            ("argument", false),
+            ("value", false),
+            ("count", true),
+        ]);
+        let mut last_fn = "";
+        for a in &r.traced_args {
+            let mut first = true;
+            for v in &a.top {
+                // Function and argument only where they change.
+                t.row(vec![
+                    if a.function != last_fn {
+                        a.function.clone()
+                    } else {
+                        String::new()
+                    },
+                    if first {
+                        a.argument.clone()
+                    } else {
+                        String::new()
+                    },
+                    v.value.clone(),
+                    v.count.to_string(),
+                ]);
+                last_fn = &a.function;
+                first = false;
+            }
+            if a.others > 0 {
+                t.row(vec![
+                    String::new(),
+                    String::new(),
+                    format!("({} other values)", a.distinct - a.top.len()),
+                    a.others.to_string(),
+                ]);
+            }
+        }
+        sections.push(("Traced arguments", t));
+    }
+    for (title, t) in sections {
+        out.push('\n');
+        out.push_str(title);
+        out.push('\n');
+        t.render(&mut out);
+    }
+    out
+}
+
+/// Text report of parsed events (`file` is the name in the header).
+pub fn text_report(file: &str, events: &[Event]) -> String {
+    render_text(&build(file, events))
+}
+
+/// The JSON document of `--json`.
+pub fn json_report(file: &str, events: &[Event]) -> Value {
+    serde_json::to_value(build(file, events)).expect("report serializes")
+}
+
+// ---------------------------------------------------------------------
+// Command
+
+/// Read and parse a capture file; errors are one line naming the file.
+pub fn load(path: &std::path::Path) -> Result<Vec<Event>> {
+    let name = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|e| anyhow!("cannot read capture {name}: {e}"))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let line = 1 + e.as_bytes()[..e.utf8_error().valid_up_to()]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count();
+        anyhow!("{name}:{line}: not UTF-8 text")
+    })?;
+    let events = parse_capture(&name, &text)?;
+    if events.is_empty() {
+        bail!(
+            "capture {name} is empty: no events (record some with: pgdbg attach PID --capture {name})"
+        );
+    }
+    Ok(events)
+}
+
+/// Write to stdout; a closed pipe (`| head`) is not an error.
+fn emit(text: &str) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(anyhow!("cannot write to standard output: {e}"))
+        }
+        _ => Ok(()),
+    }
+}
+
+pub fn run(args: &ReportArgs) -> Result<i32> {
+    let events = load(&args.capture)?;
+    let name = args.capture.display().to_string();
+    if args.folded || args.flamegraph.is_some() {
+        let folded = flame::fold(&name, &events, args.stacks)?;
+        if let Some(out) = &args.flamegraph {
+            flame::write_svg(&folded, out)?;
+            crate::errln!(
+                "pgdbg: wrote {}: flame graph of {} distinct {} stacks from {} {} events",
+                out.display(),
+                folded.lines.len(),
+                folded.kind.name(),
+                folded.events,
+                folded.kind.event()
+            );
+        }
+        if args.folded {
+            emit(&folded.text())?;
+        }
+        if args.json {
+            emit(&format!(
+                "{:#}\n",
+                json_report(&args.capture.display().to_string(), &events)
+            ))?;
+        }
+        return Ok(0);
+    }
+    if args.stacks.is_some() {
+        bail!("--stacks chooses the stacks of --folded or --flamegraph: add one of them");
+    }
+    if args.json {
+        emit(&format!("{:#}\n", json_report(&name, &events)))?;
+    } else {
+        emit(&text_report(&name, &events))?;
+    }
+    Ok(0)
+}

@@ -1,0 +1,296 @@
+//! `pgdbg report`: runs the built binary on hand-written captures in
+//! tests/data/report/ (no PostgreSQL needed).
+//!
+//! The expected report (capture.txt) was checked cell by cell against
+//! numbers worked out by hand from capture.jsonl, not copied blindly from
+//! the program's output. Some of them:
+//!
+//! - s1: 8 plan_choice events, 5 from pid 4711 (custom, custom, custom,
+//!   generic, generic: 1 switch) interleaved with 3 from pid 4712
+//!   (custom, generic, custom: 2 switches) -> executions 8, custom 5,
+//!   generic 3, switches 3 (not 5, which counting across pids in file
+//!   order would give); generic_cost 226.435..8307.5, avg_custom_cost
+//!   13.71..8400 (15.8025 lies in between); last reason is pid 4711's #5.
+//! - LWLock:LockManager waits of 220, 150, 80, 1000, 300 us: sorted
+//!   80 150 220 300 1000, n = 5; p50 = index ceil(0.50*5)-1 = 2 -> 0.220
+//!   ms; p99 = index ceil(0.99*5)-1 = 4 -> 1.000 ms; total 1.750, avg
+//!   0.350.
+//! - IO:DataFileRead waits of 2000000, 499600, 120400 ns: total 2.620 ms,
+//!   avg 2.62/3 = 0.873; p50 = index ceil(1.5)-1 = 1 -> 0.4996 -> 0.500.
+//! - SELECT statement times 1.2, 0.9, 3.1, 0.7 ms: sorted 0.7 0.9 1.2
+//!   3.1, p50 = index ceil(2)-1 = 1 -> 0.900 (an interpolating median
+//!   would say 1.050), p99 = index ceil(3.96)-1 = 3 -> 3.100, avg 1.475.
+//! - Wait samples: ClientRead 200+50 = 250 of 400 = 62.5 %, null/null 60
+//!   and LockManager 40+20 = 60 (15.0 % each, tie broken by label: '?'
+//!   sorts before 'L'), DataFileRead 30 = 7.5 %.
+//! - LWLockAcquire counts: 5000+3000 calls, planning 1200+800, execution
+//!   3500+2000, other 300+200, 2 backends.
+//! - Folded waits: the 7-frame LockManager stack waited 220+150+1000 =
+//!   1370 us, the LockReleaseAll one 80+300 = 380 us, the DataFileRead
+//!   one 2000 + round(499.6) + round(120.4) = 2620 us; ClientRead and the
+//!   null wait have no stack and are left out.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+const DATA: &str = "tests/data/report";
+
+/// Run `pgdbg ARGS` in the crate's directory (so paths in the header are
+/// the relative ones the expected files hold).
+fn pgdbg(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pgdbg"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run pgdbg")
+}
+
+fn data(name: &str) -> String {
+    format!("{DATA}/{name}")
+}
+
+fn expected(name: &str) -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(DATA).join(name))
+        .expect("expected file")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).expect("utf-8 stdout")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).expect("utf-8 stderr")
+}
+
+fn assert_same(got: &str, want: &str) {
+    if got != want {
+        for (i, (g, w)) in got.lines().zip(want.lines()).enumerate() {
+            if g != w {
+                panic!(
+                    "first difference at line {}:\n got: {g:?}\nwant: {w:?}\n\nwhole output:\n{got}",
+                    i + 1
+                );
+            }
+        }
+        panic!(
+            "outputs differ in length ({} vs {} lines):\n{got}",
+            got.lines().count(),
+            want.lines().count()
+        );
+    }
+}
+
+#[test]
+fn text_report_matches_expected_file() {
+    let o = pgdbg(&["report", &data("capture.jsonl")]);
+    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    assert_same(&stdout(&o), &expected("capture.txt"));
+    assert!(stderr(&o).is_empty(), "stderr: {}", stderr(&o));
+}
+
+#[test]
+fn pure_renderer_gives_the_same_text() {
+    let name = data("capture.jsonl");
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(&name)).unwrap();
+    let events = pgdbg::report::parse_capture(&name, &text).unwrap();
+    assert_eq!(events.len(), 65);
+    assert_same(
+        &pgdbg::report::text_report(&name, &events),
+        &expected("capture.txt"),
+    );
+}
+
+#[test]
+fn folded_wait_stacks_by_default() {
+    let o = pgdbg(&["report", &data("capture.jsonl"), "--folded"]);
+    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    assert_same(&stdout(&o), &expected("capture.waits.folded"));
+    let o = pgdbg(&[
+        "report",
+        &data("capture.jsonl"),
+        "--folded",
+        "--stacks",
+        "waits",
+    ]);
+    assert_same(&stdout(&o), &expected("capture.waits.folded"));
+}
+
+#[test]
+fn folded_trace_stacks_on_request() {
+    let o = pgdbg(&[
+        "report",
+        &data("capture.jsonl"),
+        "--folded",
+        "--stacks",
+        "trace",
+    ]);
+    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    assert_same(&stdout(&o), &expected("capture.trace.folded"));
+}
+
+#[test]
+fn flamegraph_svg() {
+    let dir = std::env::temp_dir().join(format!("pgdbg-report-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("waits.svg");
+    let o = pgdbg(&[
+        "report",
+        &data("capture.jsonl"),
+        "--flamegraph",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    assert!(stdout(&o).is_empty(), "no tables with --flamegraph alone");
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "one confirmation line: {err}");
+    assert!(err.contains("3 distinct wait stacks"), "{err}");
+    let svg = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        svg.starts_with("<?xml") || svg.starts_with("<svg"),
+        "not SVG: {}",
+        &svg[..svg.len().min(100)]
+    );
+    assert!(svg.trim_end().ends_with("</svg>"));
+    assert!(svg.contains("AcquireExecutorLocks"));
+    assert!(svg.contains("LWLock:LockManager"));
+    assert!(svg.contains("Wait stacks"));
+
+    let out = dir.join("calls.svg");
+    let o = pgdbg(&[
+        "report",
+        &data("capture.jsonl"),
+        "--flamegraph",
+        out.to_str().unwrap(),
+        "--stacks",
+        "trace",
+    ]);
+    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    let svg = std::fs::read_to_string(&out).unwrap();
+    assert!(svg.contains("Traced call stacks"));
+    assert!(svg.contains("index_beginscan"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn json_document() {
+    let o = pgdbg(&["report", &data("capture.jsonl"), "--json"]);
+    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("valid JSON");
+    for key in [
+        "header",
+        "plan_choices",
+        "waits",
+        "statements",
+        "wait_samples",
+        "probe_counts",
+        "traced_args",
+    ] {
+        assert!(v.get(key).is_some(), "no {key}");
+    }
+    let h = &v["header"];
+    assert_eq!(h["events"], 65);
+    assert_eq!(h["backends"], 3);
+    assert_eq!(h["exited"], 1);
+    let plans = v["plan_choices"].as_array().unwrap();
+    assert_eq!(plans.len(), 2);
+    assert_eq!(plans[0]["statement"], "s1");
+    assert_eq!(plans[0]["executions"], 8);
+    assert_eq!(plans[0]["switches"], 3);
+    assert_eq!(plans[0]["generic_cost_max"], 8307.5);
+    assert_eq!(plans[1]["generic_cost_min"], serde_json::Value::Null);
+    let waits = v["waits"].as_array().unwrap();
+    assert_eq!(waits.len(), 4);
+    let lm = waits
+        .iter()
+        .find(|w| w["wait_event"] == "LockManager")
+        .unwrap();
+    assert_eq!(lm["count"], 5);
+    assert!((lm["p50_ms"].as_f64().unwrap() - 0.220).abs() < 1e-9);
+    assert!((lm["p99_ms"].as_f64().unwrap() - 1.0).abs() < 1e-9);
+    assert_eq!(v["statements"].as_array().unwrap().len(), 2);
+    assert_eq!(v["wait_samples"][0]["samples"], 250);
+    let probes = v["probe_counts"].as_array().unwrap();
+    assert_eq!(probes.len(), 7);
+    assert_eq!(probes[0]["function"], "LWLockAcquire");
+    assert_eq!(probes[0]["calls"], 8000);
+    assert_eq!(probes[0]["planning"], 2000);
+    assert_eq!(probes[1]["planning"], serde_json::Value::Null);
+    let args = v["traced_args"].as_array().unwrap();
+    let block = args.iter().find(|a| a["argument"] == "blockNum").unwrap();
+    assert_eq!(block["distinct"], 12);
+    assert_eq!(block["top"].as_array().unwrap().len(), 10);
+    assert_eq!(block["others"], 2);
+}
+
+fn assert_one_line_error(o: &Output, needle: &str) {
+    assert!(!o.status.success(), "should fail");
+    assert!(stdout(o).is_empty(), "stdout: {}", stdout(o));
+    let err = stderr(o);
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(err.contains(needle), "{needle:?} not in {err:?}");
+}
+
+#[test]
+fn bad_json_line_names_file_and_line() {
+    let o = pgdbg(&["report", &data("bad-line.jsonl")]);
+    assert_one_line_error(&o, "tests/data/report/bad-line.jsonl:3:");
+}
+
+#[test]
+fn missing_and_empty_captures() {
+    let o = pgdbg(&["report", &data("no-such-capture.jsonl")]);
+    assert_one_line_error(&o, "no-such-capture.jsonl");
+
+    let dir = std::env::temp_dir().join(format!("pgdbg-report-empty-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let empty = dir.join("empty.jsonl");
+    std::fs::write(&empty, "\n\n").unwrap();
+    let o = pgdbg(&["report", empty.to_str().unwrap()]);
+    assert_one_line_error(&o, "is empty");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn no_stacks_is_an_error_saying_where_stacks_come_from() {
+    // bad-line.jsonl's first two lines: a wait without a stack.
+    let dir = std::env::temp_dir().join(format!("pgdbg-report-nostack-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cap = dir.join("nostack.jsonl");
+    let text = expected("bad-line.jsonl");
+    std::fs::write(&cap, text.lines().take(2).collect::<Vec<_>>().join("\n")).unwrap();
+    let svg = dir.join("x.svg");
+    let o = pgdbg(&[
+        "report",
+        cap.to_str().unwrap(),
+        "--flamegraph",
+        svg.to_str().unwrap(),
+    ]);
+    assert_one_line_error(&o, "waits trace --stacks N");
+    assert!(stderr(&o).contains("trace ... --stacks N"));
+    assert!(!svg.exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn helpers() {
+    use pgdbg::report::{fmt_cost, percentile, shorten_query};
+    assert_eq!(fmt_cost(226.435), "226.435");
+    assert_eq!(fmt_cost(8307.5), "8307.5");
+    assert_eq!(fmt_cost(15.8025), "15.8025");
+    assert_eq!(fmt_cost(100.0), "100");
+    assert_eq!(fmt_cost(0.00004), "0");
+    // Nearest rank: index ceil(p/100*n)-1.
+    assert_eq!(percentile(&[7], 50), 7);
+    assert_eq!(percentile(&[7], 99), 7);
+    assert_eq!(percentile(&[1, 2, 3, 4], 50), 2);
+    let hundred: Vec<u64> = (1..=100).collect();
+    assert_eq!(percentile(&hundred, 99), 99);
+    assert_eq!(percentile(&hundred, 50), 50);
+    let q = shorten_query("select\n  1,   2");
+    assert_eq!(q, "select 1, 2");
+    let long = "x".repeat(61);
+    let s = shorten_query(&long);
+    assert_eq!(s.chars().count(), 60);
+    assert!(s.ends_with("..."));
+    assert_eq!(shorten_query(&"y".repeat(60)), "y".repeat(60));
+}

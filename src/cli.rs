@@ -45,6 +45,8 @@ enum SymbolsCmd {
     },
 }
 
+// parsed once per run: the size of the attach variant does not matter
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 enum Cmd {
     /// Layout packs for stripped binaries
@@ -71,7 +73,14 @@ Stacks come from 'waits trace --stacks N' (wait events) and 'trace ... --stacks 
     #[command(
         after_help = "In the session: break choose_custom_plan, continue, print plansource->generic_cost, bt, \
 detach. Ctrl-C stops a running 'continue' without signalling the backend.\n\nScript files hold the same commands, \
-one per line, '#' starts a comment; they are checked before attaching."
+one per line, '#' starts a comment; they are checked before attaching (commands, locations, and expressions \
+type-checked in the function they run in; errors name FILE:LINE).\n\nCapture scripts (ready ones in scripts/examples/):\n  \
+break standard_ExecutorRun if queryDesc->plannedstmt->queryId == ${QUERYID}\n  commands\n    silent\n    \
+printf \"%s\\n\", queryDesc->sourceText\n    plan\n    continue\n  end\n  continue\n\nExamples:\n  \
+pgdbg attach 4711 --script s.pgdbg --define QUERYID=123 --for 60s --capture out.jsonl\n  \
+pgdbg attach 4711 4712 4713 --ex 'count ReadBufferExtended --by-phase' --for 10s\n  \
+pgdbg attach --cluster /var/lib/postgresql/15/main --script scripts/examples/planner-vs-executor.pgdbg --for 10s --capture c.jsonl\n  \
+pgdbg report out.jsonl"
     )]
     Attach {
         /// PID of the backend (select pg_backend_pid(), or pg_stat_activity.pid);

@@ -225,3 +225,139 @@ fn ctrl_d_and_closed_terminal() {
     assert_eq!(a.pid(), pid);
     cl.assert_no_crash();
 }
+
+/// A conditional breakpoint with a gdb-style `commands` block typed at the
+/// `>` prompt: `silent` hides the stop line, `printf` reports, `continue`
+/// lets the backend go on; Ctrl-C at the `>` prompt leaves the block as it
+/// was.
+#[test]
+fn commands_block_and_condition_in_tmux() {
+    let cl = Cluster::start(15);
+    let mut a = cl.connect();
+    let pid = a.pid(); // a SELECT itself: asked before the breakpoint is set
+    a.exec("create temp table t_x(a int)");
+    let hist = std::env::temp_dir().join(format!("pgdbg-hist-cmds-{}", std::process::id()));
+    let _ = std::fs::remove_file(&hist);
+    let cmd = format!(
+        "PGDBG_HISTORY={} {} attach {pid}; echo PGDBG-EXITED $?; sleep 30",
+        hist.display(),
+        pgdbg_bin().display()
+    );
+    let t = Tmux::new(&cmd);
+    t.wait_for("(pgdbg) ", Duration::from_secs(30));
+    // The block's prompt: an empty line saying just ">".
+    let at_block_prompt = || {
+        wait_until("the '>' prompt", Duration::from_secs(20), || {
+            t.screen().lines().any(|l| l.trim_end() == ">")
+        })
+    };
+    // What the last `info breakpoints` printed.
+    let info_breakpoints = || {
+        let n = t.count("(pgdbg) info breakpoints");
+        t.type_line("info breakpoints");
+        wait_until("info breakpoints", Duration::from_secs(20), || {
+            let s = t.screen();
+            s.matches("(pgdbg) info breakpoints").count() > n && s.trim_end().ends_with("(pgdbg)")
+        });
+        let s = t.screen();
+        let i = s.rfind("(pgdbg) info breakpoints").unwrap();
+        s[i..].to_string()
+    };
+
+    // A breakpoint that stops only for SELECT (CMD_SELECT = 1).
+    t.type_line("break standard_ExecutorRun if queryDesc->operation == 1");
+    let s = t.wait_for(
+        "stops only if queryDesc->operation == 1",
+        Duration::from_secs(20),
+    );
+    assert!(s.contains("Breakpoint 1 at standard_ExecutorRun"), "{s}");
+
+    // The block, one line at each ">" prompt.
+    t.type_line("commands");
+    t.wait_for(
+        "Type commands for breakpoint(s) 1, one per line.",
+        Duration::from_secs(20),
+    );
+    t.wait_for(
+        "End with a line saying just \"end\".",
+        Duration::from_secs(20),
+    );
+    let printf = r#"printf "select in %d: %s\n", MyProcPid, queryDesc->sourceText"#;
+    for line in ["silent", printf, "continue", "end"] {
+        at_block_prompt();
+        t.type_line(line);
+        t.wait_for(&format!(">{line}"), Duration::from_secs(20));
+    }
+    t.wait_for(">end\n(pgdbg) ", Duration::from_secs(20));
+
+    let info = info_breakpoints();
+    assert!(info.contains("standard_ExecutorRun"), "{info}");
+    assert!(
+        info.contains("stop only if queryDesc->operation == 1"),
+        "{info}"
+    );
+    for line in ["silent", printf, "continue"] {
+        assert!(info.contains(line), "'{line}' not in:\n{info}");
+    }
+
+    // The backend runs; an INSERT does not satisfy the condition, a SELECT
+    // runs the block, which prints and goes on.
+    t.type_line("continue");
+    let h = a.spawn_text("insert into t_x values (1)");
+    a.rejoin(h)
+        .expect("insert completes: the condition is false");
+    let h = a.spawn_text("select 41+1");
+    assert_eq!(
+        a.rejoin(h).expect("select completes: the block continues"),
+        "42"
+    );
+    let s = t.wait_for(
+        &format!("select in {pid}: select 41+1"),
+        Duration::from_secs(20),
+    );
+    assert!(!s.contains("insert into t_x"), "{s}");
+    assert!(!s.contains("Breakpoint 1,"), "silent, yet:\n{s}");
+    assert_eq!(t.count(&format!("select in {pid}: ")), 1, "{s}");
+
+    // Ctrl-C stops the running `continue`.
+    t.keys(&["C-c"]);
+    t.wait_for(
+        "Program stopped (interrupted; the backend got no signal)",
+        Duration::from_secs(20),
+    );
+    let info = info_breakpoints();
+    assert!(info.contains("breakpoint already hit 1 time\n"), "{info}");
+
+    // Ctrl-C at the ">" prompt abandons a new block; the old one stays.
+    t.type_line("commands 1");
+    wait_until(
+        "the second commands prompt",
+        Duration::from_secs(20),
+        || t.count("Type commands for breakpoint(s) 1, one per line.") == 2,
+    );
+    at_block_prompt();
+    t.type_line("print 1");
+    t.wait_for(">print 1", Duration::from_secs(20));
+    at_block_prompt();
+    t.keys(&["C-c"]);
+    t.wait_for("Quit (commands not changed)", Duration::from_secs(20));
+    let info = info_breakpoints();
+    assert!(!info.contains("print 1"), "{info}");
+    for line in ["silent", printf, "continue"] {
+        assert!(info.contains(line), "'{line}' not in:\n{info}");
+    }
+
+    t.type_line("quit");
+    t.wait_for("PGDBG-EXITED 0", Duration::from_secs(20));
+    assert!(t.screen().contains("Detached from backend"));
+    assert_eq!(tracer_pid(pid), 0);
+    assert_eq!(a.simple_text("select 1"), "1");
+    assert!(code_matches_file(
+        pid,
+        &cl.postgres_binary(),
+        "standard_ExecutorRun",
+        32
+    ));
+    let _ = std::fs::remove_file(&hist);
+    cl.assert_no_crash();
+}

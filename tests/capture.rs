@@ -1,0 +1,704 @@
+//! Scripted captures (issue 6): the example scripts of scripts/examples/
+//! run against real clusters with seed 000's tables, across one or many
+//! backends, and their captures answer what the seed found; scripts with
+//! errors fail before anything is attached.
+
+mod common;
+use common::*;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+fn example(name: &str) -> String {
+    repo()
+        .join("scripts/examples")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+fn temp(name: &str) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("pgdbg-cap-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_file(&p);
+    p
+}
+
+/// Wait until `file` (pgdbg's stdout) contains `needle`: the probe is armed.
+fn wait_for_output(file: &Path, needle: &str) {
+    wait_until(needle, Duration::from_secs(60), || {
+        std::fs::read_to_string(file).is_ok_and(|s| s.contains(needle))
+    });
+}
+
+fn all_events(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("capture lines are JSON"))
+        .collect()
+}
+
+/// `EXPLAIN (ANALYZE, BUFFERS)` "Buffers: shared hit=A read=B" -> A+B.
+fn buffers(line: &str) -> u64 {
+    line.split_whitespace()
+        .filter_map(|w| {
+            let (k, v) = w.split_once('=')?;
+            matches!(k, "hit" | "read").then(|| v.parse::<u64>().ok())?
+        })
+        .sum()
+}
+
+// ---------------------------------------------------------------- errors
+
+/// Every kind of script error is reported with FILE:LINE before anything
+/// is attached (the backend is never traced), also with --cluster.
+fn script_errors(major: u32) {
+    let cl = Cluster::start_seeded(major);
+    let mut c = cl.connect();
+    let pid = c.pid();
+    let cases: &[(&str, &[&str], usize, &str)] = &[
+        (
+            "syntax",
+            &["# a comment", "break standard_ExecutorRun if queryDesc->"],
+            2,
+            "",
+        ),
+        (
+            "unknown-function",
+            &[
+                "count query_planner",
+                "",
+                "trace NoSuchFunctionAnywhere relid",
+            ],
+            3,
+            "NoSuchFunctionAnywhere",
+        ),
+        (
+            "bad-member",
+            &["break standard_ExecutorRun if queryDesc->plannedstmt->no_such_field == 1"],
+            1,
+            "no_such_field",
+        ),
+        (
+            "bad-block",
+            &[
+                "break standard_ExecutorRun",
+                "commands",
+                "  silent",
+                "  printf \"%d\\n\", queryDesc->operation",
+                "  printf \"%s\\n\", queryDesc->sourceTxt",
+                "  continue",
+                "end",
+            ],
+            2,
+            "sourceTxt",
+        ),
+        (
+            "trace-arg",
+            &["trace LockRelationOid relid lockmode nosuchparam"],
+            1,
+            "nosuchparam",
+        ),
+        (
+            "unclosed",
+            &["break standard_ExecutorRun", "commands", "  bt"],
+            2,
+            "end",
+        ),
+        (
+            "undefined",
+            &["break standard_ExecutorRun if queryDesc->plannedstmt->queryId == ${QUERYID}"],
+            1,
+            "QUERYID",
+        ),
+        (
+            "printf-arity",
+            &["printf \"%d %d\\n\", MyProcPid"],
+            1,
+            "conversion",
+        ),
+    ];
+    for (name, lines, line, needle) in cases {
+        let s = write_script(&format!("err-{major}-{name}"), lines);
+        let sp = s.display().to_string();
+        for target in [
+            vec!["attach".to_string(), pid.to_string()],
+            vec![
+                "attach".to_string(),
+                "--cluster".to_string(),
+                cl.dir.display().to_string(),
+            ],
+        ] {
+            let mut args: Vec<&str> = target.iter().map(|s| s.as_str()).collect();
+            args.extend(["--script", &sp, "--for", "5s"]);
+            let (code, out, err) = pgdbg(&args);
+            assert_ne!(code, 0, "{name}: {out}{err}");
+            let want = format!("{sp}:{line}:");
+            assert!(err.contains(&want), "{name}: wants {want}: {err}");
+            assert!(err.contains(needle), "{name}: wants {needle}: {err}");
+            assert_eq!(err.trim().lines().count(), 1, "{name}: one line: {err}");
+            assert!(!err.contains("Attached"), "{name}: {err}");
+            assert_eq!(tracer_pid(pid), 0);
+        }
+        let _ = std::fs::remove_file(&s);
+    }
+    assert_eq!(c.query_one_i64("select 7"), 7);
+    cl.assert_no_crash();
+}
+
+#[test]
+fn script_errors_before_attach_15() {
+    script_errors(15);
+}
+
+#[test]
+fn script_errors_before_attach_18() {
+    script_errors(18);
+}
+
+// ------------------------------------------------------- buffers by phase
+
+/// scripts/examples/buffers-by-phase.pgdbg: ReadBufferExtended calls while
+/// planning and while executing a statement equal EXPLAIN (ANALYZE,
+/// BUFFERS)'s "Planning: Buffers" and the plan's "Buffers"; with the rest
+/// (parse analysis, ...) they add up to every call the statement made.
+fn buffers_by_phase(major: u32) {
+    let cl = Cluster::start_seeded(major);
+    // a new session: its catalog caches are cold, so planning reads too
+    let mut c = cl.connect();
+    let pid = c.pid();
+    let cap = temp(&format!("buffers-{major}.jsonl"));
+    let out = temp(&format!("buffers-{major}.out"));
+    let script = example("buffers-by-phase.pgdbg");
+    let p = Pgdbg::spawn_to_file(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--script",
+            &script,
+            "--for",
+            "5s",
+            "--capture",
+            cap.to_str().unwrap(),
+        ],
+        &out,
+    );
+    wait_for_output(&out, "count: ReadBufferExtended");
+    let plan = c.explain_rows(
+        "explain (analyze, buffers, costs off, timing off) select v from mediumtab where n = 4242",
+    );
+    let (code, _, err) = p.wait(Duration::from_secs(60));
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = plan.lines().collect();
+    let planning_line = lines
+        .iter()
+        .position(|l| l.trim() == "Planning:")
+        .map(|i| lines[i + 1])
+        .unwrap_or_else(|| panic!("no Planning: Buffers in {plan}"));
+    let exec_line = lines
+        .iter()
+        .find(|l| l.trim_start().starts_with("Buffers:"))
+        .unwrap_or_else(|| panic!("no Buffers in {plan}"));
+    let (want_planning, want_exec) = (buffers(planning_line), buffers(exec_line));
+    let ev = read_events(&cap, "count");
+    assert_eq!(ev.len(), 1, "{ev:?}");
+    let e = &ev[0];
+    assert_eq!(e["function"], "ReadBufferExtended");
+    let ph = &e["phases"];
+    let (planning, execution, other) = (
+        ph["planning"].as_u64().unwrap(),
+        ph["execution"].as_u64().unwrap(),
+        ph["other"].as_u64().unwrap(),
+    );
+    println!(
+        "PG {major}: planning {planning} (EXPLAIN {want_planning}), execution {execution} (EXPLAIN {want_exec}), other {other}\n{plan}"
+    );
+    assert!(want_planning > 0 && want_exec > 0, "{plan}");
+    assert_eq!(planning, want_planning, "{plan}");
+    assert_eq!(execution, want_exec, "{plan}");
+    assert_eq!(
+        e["calls"].as_u64().unwrap(),
+        planning + execution + other,
+        "phases add up to the total"
+    );
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        text.contains("planning") && text.contains("execution"),
+        "{text}"
+    );
+    assert_eq!(tracer_pid(pid), 0);
+    assert_eq!(c.query_one_i64("select 5"), 5);
+    cl.assert_no_crash();
+}
+
+#[test]
+fn buffers_by_phase_15() {
+    buffers_by_phase(15);
+}
+
+#[test]
+fn buffers_by_phase_18() {
+    buffers_by_phase(18);
+}
+
+// ----------------------------------------- planner vs executor, 6 backends
+
+/// scripts/examples/planner-vs-executor.pgdbg over --cluster while 6
+/// backends run seed 000's load: under force_generic_plan query_planner is
+/// (almost) never called while executors start; under auto every execution
+/// plans.  One capture holds the counts of all 6.
+fn planner_vs_executor(major: u32) {
+    let cl = Cluster::start_seeded(major);
+    for mode in ["force_generic_plan", "auto"] {
+        let mut load = Vec::new();
+        let mut pids = Vec::new();
+        for _ in 0..6 {
+            let mut c = cl.connect();
+            c.exec(&format!(
+                "set plan_cache_mode = {mode}; set statement_timeout = '9s'"
+            ));
+            pids.push(c.pid());
+            let h = c.spawn_text("call runload_commit(100000000)");
+            load.push((c, h));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        let cap = temp(&format!("pve-{major}-{mode}.jsonl"));
+        let script = example("planner-vs-executor.pgdbg");
+        let (code, out, err) = pgdbg(&[
+            "attach",
+            "--cluster",
+            cl.dir.to_str().unwrap(),
+            "--script",
+            &script,
+            "--for",
+            "3s",
+            "--capture",
+            cap.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "{out}{err}");
+        let ev = read_events(&cap, "count");
+        let sum = |f: &str| -> u64 {
+            ev.iter()
+                .filter(|e| {
+                    e["function"] == f && pids.contains(&(e["pid"].as_i64().unwrap() as i32))
+                })
+                .map(|e| e["calls"].as_u64().unwrap())
+                .sum()
+        };
+        let counted: std::collections::BTreeSet<i64> = ev
+            .iter()
+            .filter(|e| e["function"] == "standard_ExecutorStart" && e["calls"].as_u64() > Some(0))
+            .map(|e| e["pid"].as_i64().unwrap())
+            .collect();
+        for p in &pids {
+            assert!(
+                counted.contains(&(*p as i64)),
+                "{mode}: backend {p} counted: {ev:?}"
+            );
+        }
+        let (planner, executor) = (sum("query_planner"), sum("standard_ExecutorStart"));
+        println!(
+            "PG {major} {mode}: query_planner {planner}, standard_ExecutorStart {executor} over 6 backends"
+        );
+        assert!(executor >= 60, "{mode}: {executor} executions");
+        if mode == "force_generic_plan" {
+            assert!(
+                planner * 20 <= executor,
+                "{mode}: planner {planner} vs executor {executor}"
+            );
+        } else {
+            let diff = planner.abs_diff(executor);
+            assert!(
+                diff * 20 <= executor,
+                "{mode}: planner {planner} vs executor {executor}"
+            );
+        }
+        // the report sums them per function over the backends
+        let (code, rep, err) = pgdbg(&["report", cap.to_str().unwrap()]);
+        assert_eq!(code, 0, "{err}");
+        let row = rep
+            .lines()
+            .find(|l| l.starts_with("standard_ExecutorStart"))
+            .unwrap_or_else(|| panic!("{rep}"));
+        let all: u64 = ev
+            .iter()
+            .filter(|e| e["function"] == "standard_ExecutorStart")
+            .map(|e| e["calls"].as_u64().unwrap())
+            .sum();
+        assert!(
+            row.split_whitespace().any(|w| w == all.to_string()),
+            "report row {row:?} sums {all}: {rep}"
+        );
+        for (mut c, h) in load {
+            let r = c.rejoin(h);
+            assert!(format!("{r:?}").contains("statement timeout"), "{r:?}");
+            assert_eq!(c.query_one_i64("select 3"), 3);
+        }
+        for p in &pids {
+            assert_eq!(tracer_pid(*p), 0);
+        }
+        let _ = std::fs::remove_file(&cap);
+    }
+    cl.assert_no_crash();
+}
+
+#[test]
+fn planner_vs_executor_six_backends_15() {
+    planner_vs_executor(15);
+}
+
+#[test]
+fn planner_vs_executor_six_backends_18() {
+    planner_vs_executor(18);
+}
+
+// ------------------------------------------------ backends come and go
+
+/// A capture of a whole cluster survives one backend being terminated and
+/// a new one starting: the others' counts are all there, the new backend
+/// is captured, the terminated one's exit is recorded.
+fn backends_come_and_go(major: u32) {
+    let cl = Cluster::start_seeded(major);
+    let mut load = Vec::new();
+    let mut pids = Vec::new();
+    for _ in 0..3 {
+        let mut c = cl.connect();
+        c.exec("set statement_timeout = '12s'");
+        pids.push(c.pid());
+        let h = c.spawn_text("call runload_commit(100000000)");
+        load.push((c, h));
+    }
+    let mut ctl = cl.connect();
+    let cap = temp(&format!("churn-{major}.jsonl"));
+    let out = temp(&format!("churn-{major}.out"));
+    let script = write_script(&format!("churn-{major}"), &["count standard_ExecutorStart"]);
+    let p = Pgdbg::spawn_to_file(
+        &[
+            "attach",
+            "--cluster",
+            cl.dir.to_str().unwrap(),
+            "--script",
+            script.to_str().unwrap(),
+            "--for",
+            "6s",
+            "--capture",
+            cap.to_str().unwrap(),
+        ],
+        &out,
+    );
+    wait_until(
+        "all load backends attached",
+        Duration::from_secs(30),
+        || pids.iter().all(|p| tracer_pid(*p) != 0),
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    // one goes away...
+    let victim = pids[0];
+    assert_eq!(
+        ctl.simple_text(&format!("select pg_terminate_backend({victim})")),
+        "t"
+    );
+    // ...and a new one arrives
+    let mut newc = cl.connect();
+    newc.exec("set statement_timeout = '12s'");
+    let newpid = newc.pid();
+    let hn = newc.spawn_text("call runload_commit(100000000)");
+    wait_until("the new backend attached", Duration::from_secs(30), || {
+        tracer_pid(newpid) != 0
+    });
+    let (code, _, err) = p.wait(Duration::from_secs(60));
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(code, 0, "{text}{err}");
+    let ev = all_events(&cap);
+    let count_of = |pid: i32| -> Option<u64> {
+        ev.iter()
+            .find(|e| e["event"] == "count" && e["pid"] == pid)
+            .and_then(|e| e["calls"].as_u64())
+    };
+    for p in &pids[1..] {
+        let n = count_of(*p).unwrap_or_else(|| panic!("no count for survivor {p}: {text}"));
+        assert!(n > 50, "survivor {p}: {n} executions");
+        assert!(
+            ev.iter().any(|e| e["event"] == "detach" && e["pid"] == *p),
+            "{p} detached"
+        );
+        assert_eq!(tracer_pid(*p), 0);
+    }
+    let n = count_of(newpid).unwrap_or_else(|| panic!("no count for the new backend: {text}"));
+    assert!(n > 0, "new backend: {n}");
+    assert!(
+        ev.iter()
+            .any(|e| e["event"] == "exit" && e["pid"] == victim),
+        "the terminated backend's exit is recorded: {text}"
+    );
+    assert!(err.contains("exited during the script"), "{err}");
+    // the survivors go on until their statement_timeout
+    let (mut victim_c, vh) = load.remove(0);
+    let r = victim_c.rejoin(vh);
+    assert!(r.is_err(), "the terminated session's loop failed: {r:?}");
+    for (mut c, h) in load {
+        let r = c.rejoin(h);
+        assert!(format!("{r:?}").contains("statement timeout"), "{r:?}");
+        assert_eq!(c.query_one_i64("select 4"), 4);
+    }
+    let r = newc.rejoin(hn);
+    assert!(format!("{r:?}").contains("statement timeout"), "{r:?}");
+    cl.assert_no_crash();
+}
+
+#[test]
+fn cluster_capture_survives_backends_coming_and_going_15() {
+    backends_come_and_go(15);
+}
+
+#[test]
+fn cluster_capture_survives_backends_coming_and_going_18() {
+    backends_come_and_go(18);
+}
+
+// ------------------------------------------------- relation locks per run
+
+/// scripts/examples/relation-locks.pgdbg: under force_generic_plan each
+/// execution of the 1000-partition point lookup locks 1000+ relations
+/// (AcquireExecutorLocks); the trace records relid and lockmode of each.
+fn relation_locks(major: u32) {
+    let cl = Cluster::start_seeded(major);
+    let mut c = cl.connect();
+    c.exec("set plan_cache_mode = force_generic_plan");
+    c.exec("prepare p(numeric) as select v from bigtab where n = $1");
+    c.exec("execute p(1)");
+    c.exec("execute p(2)");
+    let pid = c.pid();
+    let cap = temp(&format!("locks-{major}.jsonl"));
+    let out = temp(&format!("locks-{major}.out"));
+    let script = example("relation-locks.pgdbg");
+    let p = Pgdbg::spawn_to_file(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--script",
+            &script,
+            "--for",
+            "6s",
+            "--capture",
+            cap.to_str().unwrap(),
+        ],
+        &out,
+    );
+    wait_for_output(&out, "trace: LockRelationOid");
+    const RUNS: u64 = 3;
+    for k in 0..RUNS {
+        c.exec(&format!("execute p({})", 1000 + k * 7));
+    }
+    let (code, _, err) = p.wait(Duration::from_secs(60));
+    assert_eq!(code, 0, "{err}");
+    let ev = read_events(&cap, "trace");
+    let calls = ev.len() as u64;
+    let relids: std::collections::BTreeSet<i64> = ev
+        .iter()
+        .map(|e| e["args"]["relid"].as_i64().expect("relid is a number"))
+        .collect();
+    println!(
+        "PG {major}: {calls} LockRelationOid calls in {RUNS} executions, {} relations",
+        relids.len()
+    );
+    assert!(calls >= 1000 * RUNS, "{calls} calls for {RUNS} executions");
+    assert!(relids.len() >= 1000, "{} relations", relids.len());
+    assert!(
+        ev.iter()
+            .all(|e| e["function"] == "LockRelationOid" && e["args"]["lockmode"] == 1)
+    );
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        text.contains(&format!("trace: {calls} calls of LockRelationOid")),
+        "{text}"
+    );
+    let (code, rep, err) = pgdbg(&["report", cap.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        rep.lines()
+            .any(|l| l.starts_with("LockRelationOid") && l.contains(&calls.to_string())),
+        "{rep}"
+    );
+    assert!(rep.contains("Traced arguments"), "{rep}");
+    assert_eq!(
+        c.simple_text("execute p(77)"),
+        c.simple_text("select v from bigtab where n = 77")
+    );
+    cl.assert_no_crash();
+}
+
+#[test]
+fn relation_locks_per_generic_execution_15() {
+    relation_locks(15);
+}
+
+#[test]
+fn relation_locks_per_generic_execution_18() {
+    relation_locks(18);
+}
+
+// ------------------------------------------------------ plan of a queryId
+
+/// scripts/examples/plan-of-queryid.pgdbg: the plan is printed for the
+/// statement with that queryId only, each time it runs, by a conditional
+/// breakpoint with a commands block.
+fn plan_of_queryid(major: u32) {
+    let cl = Cluster::start_seeded(major);
+    let mut c = cl.connect();
+    c.exec("set compute_query_id = on");
+    let ex = c.explain_rows("explain (verbose, costs off) select v from mediumtab where n = 5");
+    let qid = ex
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Query Identifier: "))
+        .unwrap_or_else(|| panic!("{ex}"))
+        .to_string();
+    let pid = c.pid();
+    let cap = temp(&format!("qid-{major}.jsonl"));
+    let out = temp(&format!("qid-{major}.out"));
+    let script = example("plan-of-queryid.pgdbg");
+    let define = format!("QUERYID={qid}");
+    let p = Pgdbg::spawn_to_file(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--script",
+            &script,
+            "--define",
+            &define,
+            "--for",
+            "4s",
+            "--capture",
+            cap.to_str().unwrap(),
+        ],
+        &out,
+    );
+    wait_for_output(&out, "Breakpoint 1 at standard_ExecutorRun");
+    assert_eq!(c.query_one_i64("select 40 + 2"), 42);
+    c.exec("select v from mediumtab where n = 5");
+    c.exec("select count(*) from mediumtab where n < 3");
+    c.exec("select v from mediumtab where n = 77");
+    let (code, _, err) = p.wait(Duration::from_secs(60));
+    assert_eq!(code, 0, "{err}");
+    let text = std::fs::read_to_string(&out).unwrap();
+    let plans = read_events(&cap, "plan");
+    assert_eq!(plans.len(), 2, "two runs of that queryId: {text}");
+    assert!(
+        plans[0]["query"].as_str().unwrap().contains("n = 5"),
+        "{plans:?}"
+    );
+    assert!(
+        plans[1]["query"].as_str().unwrap().contains("n = 77"),
+        "{plans:?}"
+    );
+    for p in &plans {
+        assert!(
+            p["text"].as_str().unwrap().contains("Index Cond: (n = "),
+            "{p}"
+        );
+    }
+    assert!(
+        text.contains(&format!("queryId {qid}, backend {pid}:")),
+        "{text}"
+    );
+    assert!(
+        !text.contains("count(*)") && !text.contains("40 + 2"),
+        "{text}"
+    );
+    assert!(!text.contains("Breakpoint 1, "), "silent: {text}");
+    assert_eq!(tracer_pid(pid), 0);
+    cl.assert_no_crash();
+}
+
+#[test]
+fn plan_of_one_queryid_15() {
+    plan_of_queryid(15);
+}
+
+#[test]
+fn plan_of_one_queryid_18() {
+    plan_of_queryid(18);
+}
+
+// --------------------------------------- LockManager waits, flame graph
+
+/// scripts/examples/lockmanager-waits.pgdbg under seed 000's load with a
+/// generic plan, then `pgdbg report --flamegraph`: the SVG's stacks go
+/// through AcquireExecutorLocks to LWLock:LockManager.
+fn lockmanager_flamegraph(major: u32) {
+    let cl = Cluster::start_seeded(major);
+    let mut load = Vec::new();
+    for _ in 0..3 {
+        let mut c = cl.connect();
+        c.exec("set plan_cache_mode = force_generic_plan; set statement_timeout = '6s'");
+        let h = c.spawn_text("call runload_commit(100000000)");
+        load.push((c, h));
+    }
+    let mut a = cl.connect();
+    a.exec("set plan_cache_mode = force_generic_plan; set statement_timeout = '5s'");
+    let pid = a.pid();
+    let h = a.spawn_text("call runload_commit(100000000)");
+    std::thread::sleep(Duration::from_millis(500));
+    let cap = temp(&format!("lm-{major}.jsonl"));
+    let script = example("lockmanager-waits.pgdbg");
+    let (code, out, err) = pgdbg(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--script",
+        &script,
+        "--for",
+        "2s",
+        "--capture",
+        cap.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let svg = temp(&format!("lm-{major}.svg"));
+    let (code, _, err) = pgdbg(&[
+        "report",
+        cap.to_str().unwrap(),
+        "--flamegraph",
+        svg.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let s = std::fs::read_to_string(&svg).unwrap();
+    assert!(s.contains("<svg"), "an SVG");
+    assert!(
+        s.contains("AcquireExecutorLocks"),
+        "stacks through AcquireExecutorLocks"
+    );
+    assert!(s.contains("LWLock:LockManager"), "the wait as the leaf");
+    let (code, folded, _) = pgdbg(&["report", cap.to_str().unwrap(), "--folded"]);
+    assert_eq!(code, 0);
+    assert!(
+        folded.lines().any(|l| l.contains("AcquireExecutorLocks;")
+            && l.contains("LockRelationOid;")
+            && l.split(' ')
+                .next()
+                .unwrap()
+                .ends_with(";LWLock:LockManager")),
+        "{folded}"
+    );
+    let (code, rep, _) = pgdbg(&["report", cap.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    assert!(rep.contains("LockManager"), "{rep}");
+    let r = a.rejoin(h);
+    assert!(format!("{r:?}").contains("statement timeout"), "{r:?}");
+    for (mut c, h) in load {
+        let _ = c.rejoin(h);
+        assert_eq!(c.query_one_i64("select 2"), 2);
+    }
+    cl.assert_no_crash();
+}
+
+#[test]
+fn lockmanager_waits_flamegraph_15() {
+    lockmanager_flamegraph(15);
+}
+
+#[test]
+fn lockmanager_waits_flamegraph_18() {
+    lockmanager_flamegraph(18);
+}

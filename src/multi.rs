@@ -65,6 +65,8 @@ pub fn run(pids: &[String], cluster_dir: Option<&Path>, opts: &AttachOpts) -> Re
     let mut failed = 0usize;
     let mut exited_backends = 0usize;
     let mut stopping = false;
+    // signals already forwarded: each new Ctrl-C/SIGTERM is passed on
+    let mut forwarded = (false, false);
     let mut pending = initial;
     if !opts.quiet {
         crate::errln!(
@@ -84,17 +86,23 @@ pub fn run(pids: &[String], cluster_dir: Option<&Path>, opts: &AttachOpts) -> Re
     loop {
         let remaining = limit.map(|d| d.saturating_sub(t0.elapsed()));
         let out_of_time = remaining.is_some_and(|r| r.is_zero());
-        if guard::sigint_seen() || guard::terminating().is_some() {
-            if !stopping {
-                let sig = if guard::terminating().is_some() {
-                    libc::SIGTERM
-                } else {
-                    libc::SIGINT
-                };
-                for w in workers.values() {
-                    // SAFETY: plain kill(2) to our own child.
-                    unsafe { libc::kill(w.child.id() as i32, sig) };
-                }
+        let (int_now, term_now) = (guard::sigint_seen(), guard::terminating().is_some());
+        // (Ctrl-C is cleared once forwarded, so each new one shows up here)
+        if int_now || (term_now && !forwarded.1) {
+            // the first Ctrl-C ends the workers' scripts (SIGINT); another
+            // one, or SIGTERM/SIGHUP, makes them detach at once (SIGTERM)
+            let sig = if term_now || forwarded.0 {
+                libc::SIGTERM
+            } else {
+                libc::SIGINT
+            };
+            for w in workers.values() {
+                // SAFETY: plain kill(2) to our own child.
+                unsafe { libc::kill(w.child.id() as i32, sig) };
+            }
+            forwarded = (forwarded.0 || int_now, forwarded.1 || term_now);
+            if int_now {
+                guard::clear_interrupt();
             }
             stopping = true;
         }
@@ -217,10 +225,23 @@ fn spawn_worker(pid: i32, opts: &AttachOpts, remaining: Option<Duration>) -> Res
     if opts.any_process {
         cmd.arg("--any-process");
     }
+    let parent = std::process::id() as i32;
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
+    // SAFETY: prctl and getppid are async-signal-safe; nothing else runs
+    // between fork and exec.  If this supervisor dies (even by SIGKILL), the
+    // worker gets SIGTERM and restores its backend.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
     let mut child = cmd.spawn()?;
     let mut threads = Vec::new();
     if let Some(o) = child.stdout.take() {
@@ -240,10 +261,20 @@ fn prefix_lines(
 ) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         guard::block_in_this_thread();
-        let rd = std::io::BufReader::new(r);
-        for line in rd.lines() {
-            let Ok(line) = line else { break };
-            let l = format!("[{pid}] {line}\n");
+        // never stop draining: a worker blocked on a full pipe could hold
+        // its backend stopped at a breakpoint
+        let mut rd = std::io::BufReader::new(r);
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            match rd.read_until(b'\n', &mut buf) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            }
+            let line = String::from_utf8_lossy(&buf);
+            let l = format!("[{pid}] {}\n", line.trim_end_matches('\n'));
             if to_stderr {
                 let _ = std::io::stderr().write_all(l.as_bytes());
             } else {

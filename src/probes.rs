@@ -19,6 +19,19 @@ fn addresses(s: &Session, function: &str) -> Result<Vec<u64>> {
     Ok(locs.iter().map(|l| l.addr).collect())
 }
 
+/// Arm internal breakpoints at all `addrs`, or none of them.
+fn arm_all(s: &mut Session, addrs: &[u64]) -> Result<()> {
+    for (i, a) in addrs.iter().enumerate() {
+        if let Err(e) = s.arm_internal(*a) {
+            for b in &addrs[..i] {
+                let _ = s.disarm_internal(*b);
+            }
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
 fn limit_text(duration: Option<std::time::Duration>, count: Option<u64>) -> String {
     match (duration, count) {
         (Some(d), _) => format!(" for {:.1}s", d.as_secs_f64()),
@@ -101,9 +114,7 @@ pub fn trace(
         calls: 0,
         values: vec![BTreeMap::new(); args.len()],
     };
-    for a in &addrs {
-        s.arm_internal(*a)?;
-    }
+    arm_all(s, &addrs)?;
     s.say(&format!(
         "trace: {function} ({} location{}) in backend {}{}",
         addrs.len(),
@@ -230,12 +241,17 @@ pub fn count(
                 }
             }
         }
+        // after an ERROR, phases left by longjmp end where the error is
+        // cleaned up (a stop there pops them: its stack pointer is above)
+        for f in crate::postgres::ERROR_CLEANUP_FUNCTIONS {
+            if let Ok(v) = addresses(s, f) {
+                addrs.extend(v);
+            }
+        }
     }
     addrs.sort();
     addrs.dedup();
-    for a in &addrs {
-        s.arm_internal(*a)?;
-    }
+    arm_all(s, &addrs)?;
     s.say(&format!(
         "count: {} in backend {}{}{}",
         functions.join(", "),

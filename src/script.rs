@@ -6,7 +6,7 @@
 //! the prints of its `commands` block in F's parameters and locals).
 
 use crate::command::{self, Command};
-use crate::debuginfo::types::{Type, TypeRef, TypeSource, size_of};
+use crate::debuginfo::types::{Type, TypeRef, TypeSource};
 use crate::debuginfo::{DebugInfo, VarInfo};
 use crate::expr::eval::{EvalEnv, ValLoc, Value, eval};
 use anyhow::{Result, anyhow, bail};
@@ -144,8 +144,13 @@ pub fn check(where_: &str, text: &str, di: &DebugInfo) -> Result<Script> {
                             .unwrap_or_default()
                     );
                 };
+                let mut scope = scope.as_deref();
                 for c in body {
-                    check_one(di, scope.as_deref(), c).map_err(at)?;
+                    if matches!(c, Command::Up(_) | Command::Down(_) | Command::Frame(_)) {
+                        // another frame: its variables are not known here
+                        scope = None;
+                    }
+                    check_one(di, scope, c).map_err(at)?;
                 }
             }
             c => check_one(di, None, c).map_err(at)?,
@@ -212,29 +217,52 @@ fn plain_function(spec: &str) -> Option<String> {
 pub fn typecheck(di: &DebugInfo, function: Option<&str>, expr: &str) -> Result<()> {
     let is_type = |t: &str| di.type_by_name(t).is_some();
     let e = crate::expr::parse::parse(expr, &is_type)?;
-    let vars = function.map(|f| scope_of(di, f)).unwrap_or_default();
+    let scope = function.and_then(|f| scope_of(di, f));
     let env = TypeOnly {
         di,
-        vars,
-        locals_known: function.is_some() && di.pack.is_none(),
+        locals_known: scope.is_some() && di.pack.is_none(),
+        vars: scope.unwrap_or_default(),
     };
     match eval(&env, &e) {
         Ok(_) => Ok(()),
-        // value-dependent failures are not type errors
-        Err(e) if e.to_string().contains("division by zero") => Ok(()),
+        // value-dependent failures are not type errors, and a name whose
+        // type cannot be known before attaching checks nothing
+        Err(e)
+            if ["division by zero", "history is empty", UNKNOWN]
+                .iter()
+                .any(|m| e.to_string().contains(m)) =>
+        {
+            Ok(())
+        }
         Err(e) => Err(e),
     }
 }
 
-/// Parameters and locals of a function at its first location with a DIE.
-fn scope_of(di: &DebugInfo, function: &str) -> Vec<VarInfo> {
-    di.function_locations(function)
+/// Marks an evaluation that met a name of unknown type (not an error).
+const UNKNOWN: &str = "pgdbg: unknown before attaching";
+
+/// Parameters and locals of every location of a function with a DIE (the
+/// copies of a static function in several files included); None when no
+/// location has one.
+fn scope_of(di: &DebugInfo, function: &str) -> Option<Vec<VarInfo>> {
+    let mut vars = Vec::new();
+    let mut found = false;
+    for l in di
+        .function_locations(function)
         .iter()
         .filter(|l| l.die != 0)
-        .find_map(|l| di.scope_vars(l.die, l.addr).ok())
-        .map(|(v, _)| v)
-        .unwrap_or_default()
+    {
+        if let Ok((v, _)) = di.scope_vars(l.die, l.addr) {
+            found = true;
+            vars.extend(v);
+        }
+    }
+    found.then_some(vars)
 }
+
+/// Where values of the type-only evaluation live: any address, since every
+/// read gives zeros (locals must be in memory for `&x` and `x[i]`).
+const NOWHERE: u64 = 0x1000;
 
 /// An evaluation environment with types and no memory.
 struct TypeOnly<'a> {
@@ -257,11 +285,9 @@ impl TypeSource for TypeOnly<'_> {
 impl EvalEnv for TypeOnly<'_> {
     fn variable(&self, name: &str) -> Result<Option<Value>> {
         if let Some(v) = self.vars.iter().rev().find(|v| v.name == name) {
-            let ty = v.ty.clone().unwrap_or_else(Type::int);
-            let size = size_of(self, &ty) as usize;
             return Ok(Some(Value {
-                ty,
-                loc: ValLoc::Bytes(vec![0; size.max(1)]),
+                ty: v.ty.clone().unwrap_or_else(Type::int),
+                loc: ValLoc::Memory(NOWHERE),
             }));
         }
         if let Some((addr, ty)) = self.di.global(name) {
@@ -272,10 +298,7 @@ impl EvalEnv for TypeOnly<'_> {
         }
         if !self.locals_known {
             // a local of wherever the backend will be stopped: unknowable now
-            return Ok(Some(Value {
-                ty: Type::int(),
-                loc: ValLoc::Bytes(vec![0; 4]),
-            }));
+            bail!("{UNKNOWN}");
         }
         Ok(None)
     }
@@ -290,10 +313,8 @@ impl EvalEnv for TypeOnly<'_> {
         Ok(())
     }
     fn history(&self, _n: Option<usize>) -> Option<Value> {
-        Some(Value {
-            ty: Type::int(),
-            loc: ValLoc::Bytes(vec![0; 4]),
-        })
+        // `$1` is whatever was printed: unknowable now
+        None
     }
     fn symbol_for(&self, _addr: u64) -> Option<String> {
         None

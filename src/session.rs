@@ -77,6 +77,9 @@ pub struct Session {
     pub call_timeout: std::time::Duration,
     /// Breakpoints whose condition held at the last stop (None: all).
     passing: Option<Vec<u32>>,
+    /// The `commands` blocks of those breakpoints (taken before a
+    /// temporary breakpoint is deleted by its stop).
+    stop_commands: Vec<(u32, Vec<Command>)>,
     /// `--count N` of a script: stop after N breakpoint hits.
     pub hit_limit: Option<u64>,
     /// Breakpoint hits counted against `hit_limit`.
@@ -113,6 +116,7 @@ impl Session {
             out: Box::new(std::io::stdout()),
             call_timeout: std::time::Duration::from_secs(5),
             passing: None,
+            stop_commands: Vec::new(),
             hit_limit: None,
             hits_total: 0,
         };
@@ -323,6 +327,7 @@ impl Session {
             self.frames = None;
             self.selected = 0;
             self.passing = None;
+            self.stop_commands.clear();
             let regs = self.target.regs()?;
             if self.target.breakpoint_inserted(regs.rip)
                 && let Some(stop) = self.target.step_over_breakpoint(regs.rip)?
@@ -338,12 +343,24 @@ impl Session {
                 if passing.is_empty() {
                     continue; // no condition held: not a stop
                 }
-                self.passing = Some(passing);
+                self.set_passing(passing);
                 let (o, text) = self.report_stop(stop)?;
                 return Ok((o, format!("{text}{note}")));
             }
             return self.report_stop(stop);
         }
+    }
+
+    /// Record the breakpoints hit at this stop and their commands.
+    fn set_passing(&mut self, passing: Vec<u32>) {
+        self.stop_commands = self
+            .bps
+            .list
+            .iter()
+            .filter(|b| passing.contains(&b.id))
+            .map(|b| (b.id, b.commands.clone()))
+            .collect();
+        self.passing = Some(passing);
     }
 
     /// The breakpoints at `addr` whose condition holds (or that have none);
@@ -413,12 +430,10 @@ impl Session {
             };
             self.hits_total += 1;
             let limit_hit = self.hit_limit.is_some_and(|n| self.hits_total >= n);
-            let body: Vec<Command> = self
-                .bps
-                .list
-                .iter()
-                .filter(|b| ids.contains(&b.id))
-                .flat_map(|b| b.commands.iter().cloned())
+            let body: Vec<Command> = std::mem::take(&mut self.stop_commands)
+                .into_iter()
+                .filter(|(id, _)| ids.contains(id))
+                .flat_map(|(_, c)| c)
                 .collect();
             if body.is_empty() {
                 return Ok((text, Flow::Continue));
@@ -692,7 +707,10 @@ impl Session {
     pub fn return_point(&self) -> Option<(u64, u64)> {
         let regs = self.target.regs().ok()?;
         let cur = FrameRegs::from_regs(&regs);
-        self.unwind_one(&cur, cur.pc()).map(|c| (c.pc(), c.sp()))
+        let caller = self.unwind_one(&cur, cur.pc())?;
+        // only ever a code address of a mapped module gets an int3
+        self.module_for(caller.pc())?;
+        Some((caller.pc(), caller.sp()))
     }
 
     /// Frames of the current stop with the innermost frame of `function`
@@ -762,6 +780,9 @@ impl Session {
             let b = self.target.clear_watchpoints();
             a.and(b)
         };
+        // frames a probe cached (a few, for its arguments) are not the stop's
+        self.frames = None;
+        self.selected = 0;
         let r = res?;
         cleanup?;
         Ok(r)
@@ -770,6 +791,8 @@ impl Session {
     fn probe_loop(&mut self, h: &mut dyn ProbeHandler) -> Result<(ProbeEnd, String)> {
         self.frames = None;
         loop {
+            self.passing = None;
+            self.stop_commands.clear();
             if h.done() {
                 return Ok((ProbeEnd::Done, String::new()));
             }
@@ -800,6 +823,21 @@ impl Session {
                 Stop::Interrupted if guard::deadline_hit() => {
                     self.last_stop = Some(stop);
                     return Ok((ProbeEnd::Deadline, String::new()));
+                }
+                Stop::Breakpoint { addr } if self.bps.uses(addr) => {
+                    // a user breakpoint ends the probe only if its condition holds
+                    self.last_stop = Some(stop.clone());
+                    self.frames = None;
+                    let (passing, note) = self.conditions_at(addr);
+                    if passing.is_empty() {
+                        if self.internal.contains_key(&addr) {
+                            h.on_stop(self, addr)?;
+                        }
+                        continue;
+                    }
+                    self.set_passing(passing);
+                    let (_, text) = self.report_stop(stop)?;
+                    return Ok((ProbeEnd::Stopped, format!("{text}{note}")));
                 }
                 other => {
                     let (outcome, text) = self.report_stop(other)?;

@@ -132,5 +132,12 @@ pub const PHASE_FUNCTIONS: &[(&str, &str)] = &[
     ("standard_ExecutorEnd", "execution"),
 ];
 
+/// Where PostgreSQL cleans up after an ERROR (top level and plpgsql
+/// exception blocks): frames below the caller's were left by longjmp.
+pub const ERROR_CLEANUP_FUNCTIONS: &[&str] = &[
+    "AbortCurrentTransaction",
+    "RollbackAndReleaseCurrentSubTransaction",
+];
+
 /// The phase names `count --by-phase` reports, in order.
 pub const PHASES: &[&str] = &["planning", "execution", "other"];

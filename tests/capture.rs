@@ -702,3 +702,131 @@ fn lockmanager_waits_flamegraph_15() {
 fn lockmanager_waits_flamegraph_18() {
     lockmanager_flamegraph(18);
 }
+
+// ------------------------------------------- valid scripts, tbreak blocks
+
+/// The checks before attaching accept what is valid: names whose scope is
+/// only known at the stop (top level), `$N`, `&param->field`, array
+/// elements, casts, a block that moves to another frame; a tbreak's block
+/// runs at its (only) hit; a false condition never stops.
+#[test]
+fn valid_scripts_run_and_tbreak_blocks_15() {
+    let cl = Cluster::start_seeded(15);
+    let mut c = cl.connect();
+    let pid = c.pid();
+    let s = write_script(
+        "valid-15",
+        &[
+            "print MyProcPid",
+            "print $1 + 1",
+            "print (long) MyProcPid * 2",
+            "break choose_custom_plan if plansource->magic == 195726186 && plansource->num_custom_plans < 0",
+            "commands",
+            "  print &plansource->generic_cost",
+            "  print plansource->query_string[0]",
+            "  up",
+            "  print some_local_of_the_caller",
+            "end",
+            "tbreak standard_ExecutorRun if queryDesc->operation == 1",
+            "commands",
+            "  silent",
+            "  printf \"tbreak block: %s (%d)\\n\", queryDesc->sourceText, queryDesc->operation",
+            "  continue",
+            "end",
+            "info breakpoints",
+            "continue",
+        ],
+    );
+    let out = temp("valid-15.out");
+    let p = Pgdbg::spawn_to_file(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--script",
+            s.to_str().unwrap(),
+            "--for",
+            "3s",
+        ],
+        &out,
+    );
+    wait_for_output(&out, "Temporary breakpoint 2 at standard_ExecutorRun");
+    c.exec("create temp table tb_x(a int); insert into tb_x values (1)");
+    assert_eq!(c.query_one_i64("select 40 + 3"), 43);
+    assert_eq!(c.query_one_i64("select 40 + 4"), 44);
+    let (code, _, err) = p.wait(Duration::from_secs(60));
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(code, 0, "{text}{err}");
+    assert!(text.contains(&format!("$1 = {pid}")), "{text}");
+    assert!(text.contains(&format!("$2 = {}", pid + 1)), "{text}");
+    // the tbreak's block ran once, for the first SELECT, then it was gone
+    let block_lines = text
+        .lines()
+        .filter(|l| l.starts_with("tbreak block: "))
+        .count();
+    assert_eq!(block_lines, 1, "{text}");
+    assert!(text.contains("tbreak block: select 40 + 3 (1)"), "{text}");
+    assert!(
+        !text.contains("Breakpoint 1,"),
+        "the false condition never stopped: {text}"
+    );
+    assert!(
+        text.contains("stop only if plansource->magic == 195726186"),
+        "{text}"
+    );
+    assert_eq!(tracer_pid(pid), 0);
+    assert_eq!(c.query_one_i64("select 9"), 9);
+    cl.assert_no_crash();
+}
+
+// ---------------------------------------------- the supervisor's death
+
+/// A multi-backend capture whose supervisor is killed (SIGKILL: it cannot
+/// clean up) still leaves every backend untraced: each worker gets SIGTERM
+/// from the kernel (PR_SET_PDEATHSIG) and restores its backend; a SIGTERM
+/// to the supervisor is forwarded.
+#[test]
+fn workers_restore_backends_when_the_supervisor_dies_15() {
+    let cl = Cluster::start_seeded(15);
+    for sig in [libc::SIGKILL, libc::SIGTERM] {
+        let mut load = Vec::new();
+        let mut pids = Vec::new();
+        for _ in 0..3 {
+            let mut c = cl.connect();
+            c.exec("set statement_timeout = '8s'");
+            pids.push(c.pid());
+            let h = c.spawn_text("call runload_commit(100000000)");
+            load.push((c, h));
+        }
+        let ps: Vec<String> = pids.iter().map(|p| p.to_string()).collect();
+        let mut args = vec!["attach"];
+        args.extend(ps.iter().map(|s| s.as_str()));
+        args.extend(["--ex", "count standard_ExecutorStart LockRelationOid"]);
+        let p = Pgdbg::spawn(&args);
+        wait_until("all three attached", Duration::from_secs(30), || {
+            pids.iter().all(|p| tracer_pid(*p) != 0)
+        });
+        std::thread::sleep(Duration::from_millis(500));
+        // SAFETY: signalling our own child process.
+        unsafe { libc::kill(p.pid(), sig) };
+        wait_until("every backend untraced", Duration::from_secs(30), || {
+            pids.iter().all(|p| tracer_pid(*p) == 0)
+        });
+        let _ = p.wait(Duration::from_secs(30));
+        for p in &pids {
+            assert!(
+                code_matches_file(*p, &cl.postgres_binary(), "standard_ExecutorStart", 16),
+                "{sig}: no int3 left in {p}"
+            );
+        }
+        for (mut c, h) in load {
+            let r = c.rejoin(h);
+            assert!(
+                format!("{r:?}").contains("statement timeout"),
+                "{sig}: {r:?}"
+            );
+            assert_eq!(c.query_one_i64("select 6"), 6);
+        }
+    }
+    cl.assert_no_crash();
+}

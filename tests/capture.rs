@@ -830,3 +830,134 @@ fn workers_restore_backends_when_the_supervisor_dies_15() {
     }
     cl.assert_no_crash();
 }
+
+// ------------------------------------------------ plan choices, report
+
+/// scripts/examples/plan-choices.pgdbg on seed 000's mediumtab point
+/// statement (generic 8.4425 < custom 13.4425 on 15): custom for the first
+/// five executions, generic from the sixth; the report's row says so.
+fn plan_choices_example(major: u32) {
+    let cl = Cluster::start_seeded(major);
+    let mut c = cl.connect();
+    c.exec("prepare pt(numeric) as select v from mediumtab where n = $1");
+    let pid = c.pid();
+    let cap = temp(&format!("choices-{major}.jsonl"));
+    let out = temp(&format!("choices-{major}.out"));
+    let p = Pgdbg::spawn_to_file(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--script",
+            &example("plan-choices.pgdbg"),
+            "--for",
+            "4s",
+            "--capture",
+            cap.to_str().unwrap(),
+        ],
+        &out,
+    );
+    wait_for_output(&out, "plancache: watching");
+    for k in 0..8 {
+        c.exec(&format!("execute pt({})", 100 + k));
+    }
+    let (code, _, err) = p.wait(Duration::from_secs(60));
+    assert_eq!(code, 0, "{err}");
+    let ev = read_events(&cap, "plan_choice");
+    let choices: Vec<&str> = ev.iter().map(|e| e["choice"].as_str().unwrap()).collect();
+    assert_eq!(
+        choices,
+        [
+            "custom", "custom", "custom", "custom", "custom", "generic", "generic", "generic"
+        ],
+        "{ev:?}"
+    );
+    assert_eq!(
+        c.simple_text("select generic_plans || ' ' || custom_plans from pg_prepared_statements where name = 'pt'"),
+        "3 5"
+    );
+    let (code, rep, err) = pgdbg(&["report", cap.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let row = rep
+        .lines()
+        .find(|l| l.starts_with("pt "))
+        .unwrap_or_else(|| panic!("{rep}"));
+    let cols: Vec<&str> = row.split_whitespace().collect();
+    // statement, query..., executions, custom, generic, switches, ...
+    let i = cols
+        .iter()
+        .position(|w| *w == "$1")
+        .expect("query ends with $1");
+    assert_eq!(&cols[i + 1..i + 5], ["8", "5", "3", "1"], "{row}");
+    if major == 15 {
+        assert!(row.contains("8.4425"), "generic cost 8.4425: {row}");
+    }
+    assert_eq!(tracer_pid(pid), 0);
+    cl.assert_no_crash();
+}
+
+#[test]
+fn plan_choices_example_15() {
+    plan_choices_example(15);
+}
+
+#[test]
+fn plan_choices_example_18() {
+    plan_choices_example(18);
+}
+
+// ------------------------------------------------------------------ ps
+
+/// `pgdbg ps` finds the same backends from the data directory and from the
+/// socket directory, with what their titles say, and one line of error for
+/// a directory that holds no cluster.
+#[test]
+fn ps_lists_client_backends() {
+    let cl = Cluster::start_seeded(15);
+    let mut a = cl.connect();
+    let mut b = cl.connect();
+    a.exec("begin; select 1");
+    let (pa, pb) = (a.pid(), b.pid());
+    let data = cl.dir.join("data");
+    let (code, by_data, err) = pgdbg(&["ps", "--cluster", data.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let (code, by_socket, err) = pgdbg(&["ps", "--cluster", cl.dir.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(by_data, by_socket);
+    assert!(
+        by_data.contains(&format!("postmaster {}", cl.postmaster_pid)),
+        "{by_data}"
+    );
+    let line = |pid: i32| {
+        by_data
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(&pid.to_string()))
+            .unwrap_or_else(|| panic!("{pid} in {by_data}"))
+            .to_string()
+    };
+    assert!(line(pa).ends_with("idle in transaction"), "{by_data}");
+    assert!(
+        line(pb).contains("postgres") && line(pb).ends_with("idle"),
+        "{by_data}"
+    );
+    assert!(
+        !by_data.contains("checkpointer"),
+        "only client backends: {by_data}"
+    );
+    let (code, json, _) = pgdbg(&["ps", "--cluster", data.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0);
+    let rows: Vec<serde_json::Value> = json
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(
+        rows.iter()
+            .any(|r| r["pid"] == pa && r["state"] == "idle in transaction"),
+        "{json}"
+    );
+    let (code, _, err) = pgdbg(&["ps", "--cluster", "/tmp"]);
+    assert_ne!(code, 0);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("/tmp"), "{err}");
+    a.exec("commit");
+}

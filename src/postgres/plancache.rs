@@ -163,6 +163,8 @@ pub struct PlanCacheProbe {
     /// num_generic_plans).
     generic_seen: HashMap<u64, i64>,
     bad_magic_warned: bool,
+    /// plan_cache_mode as read with the other data of this stop.
+    mode_now: Option<i32>,
 }
 
 impl PlanCacheProbe {
@@ -191,6 +193,7 @@ impl PlanCacheProbe {
             generic: 0,
             generic_seen: HashMap::new(),
             bad_magic_warned: false,
+            mode_now: None,
         }
     }
 
@@ -206,10 +209,15 @@ impl PlanCacheProbe {
         let Some((addr, values)) = &self.l.plan_cache_mode else {
             return "unknown".into();
         };
-        let Ok(b) = read(s, *addr, 4) else {
-            return "unknown".into();
+        let v = match self.mode_now {
+            Some(v) => v as i64,
+            None => {
+                let Ok(b) = read(s, *addr, 4) else {
+                    return "unknown".into();
+                };
+                i32::from_le_bytes(b.try_into().expect("4 bytes")) as i64
+            }
         };
-        let v = i32::from_le_bytes(b.try_into().expect("4 bytes")) as i64;
         match values.iter().find(|(_, x)| *x == v) {
             Some((n, _)) => n.clone(),
             None => v.to_string(),
@@ -390,9 +398,18 @@ impl PlanCacheProbe {
     /// --fast: report the pending executions whose counters moved (their
     /// GetCachedPlan has returned); the others are still running.
     pub fn flush_fast(&mut self, s: &mut Session) -> Result<()> {
+        self.flush_fast_read(s, None)
+    }
+
+    /// `flush_fast` with the pending plansources already read (`after[i]`
+    /// for `pending[i]`), when they were read together with other data.
+    fn flush_fast_read(&mut self, s: &mut Session, mut pre: Option<Vec<Vec<u8>>>) -> Result<()> {
         let mut i = 0;
         while i < self.pending.len() {
-            let after = read(s, self.pending[i].plansource, self.l.cps.size)?;
+            let after = match pre.as_mut() {
+                Some(v) if !v.is_empty() => v.remove(0),
+                _ => read(s, self.pending[i].plansource, self.l.cps.size)?,
+            };
             let l = &self.l.cps;
             let before = &self.pending[i].before;
             let dc = l.int(&after, "num_custom_plans").unwrap_or(0)
@@ -414,12 +431,44 @@ impl PlanCacheProbe {
     }
 
     fn on_entry_fast(&mut self, s: &mut Session) -> Result<()> {
-        self.flush_fast(s)?;
         let plansource = s.registers()?.rdi;
+        // One process_vm_readv for the pending executions' plansources (to
+        // report them), this one's, and plan_cache_mode.
+        let size = self.l.cps.size as usize;
+        let mut bufs = vec![vec![0u8; size]; self.pending.len() + 1];
+        let mut mode = [0u8; 4];
+        let read_all = {
+            let mut ranges: Vec<(u64, &mut [u8])> = self
+                .pending
+                .iter()
+                .map(|p| p.plansource)
+                .chain(std::iter::once(plansource))
+                .zip(bufs.iter_mut())
+                .map(|(a, b)| (a, &mut b[..]))
+                .collect();
+            if let Some((a, _)) = &self.l.plan_cache_mode {
+                ranges.push((*a, &mut mode[..]));
+            }
+            s.read_many(&mut ranges).is_ok()
+        };
+        let before = if read_all {
+            self.mode_now = self
+                .l
+                .plan_cache_mode
+                .as_ref()
+                .map(|_| i32::from_le_bytes(mode));
+            let before = bufs.pop().expect("one more than pending");
+            self.flush_fast_read(s, Some(bufs))?;
+            self.mode_now = None;
+            before
+        } else {
+            // some address no longer readable: one by one
+            self.flush_fast(s)?;
+            read(s, plansource, self.l.cps.size)?
+        };
         // an earlier execution of it that never moved the counters was left
         // by an ERROR: forget it, or both would be reported now
         self.pending.retain(|p| p.plansource != plansource);
-        let before = read(s, plansource, self.l.cps.size)?;
         if self.l.cps.int(&before, "magic") != Some(CACHEDPLANSOURCE_MAGIC) {
             return Ok(());
         }

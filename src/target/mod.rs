@@ -79,6 +79,13 @@ pub struct Target {
     attached: bool,
     /// Registers of the current stop (valid while stopped).
     regs_cache: std::cell::Cell<Option<Registers>>,
+    /// The cached registers hold a change not yet written to the kernel
+    /// (rip rewound onto an int3): written before the target runs or is
+    /// detached, or dropped when a step-over writes all registers anyway.
+    regs_dirty: bool,
+    /// The (original) first bytes of the instructions under our int3s, for
+    /// step-over emulation without reading them at every hit.
+    code_cache: std::collections::HashMap<u64, [u8; 4]>,
     /// /proc/PID/mem, for one-syscall writes (text pages included).
     mem: Option<std::fs::File>,
 }
@@ -128,6 +135,8 @@ impl Target {
             debugregs_dirty: false,
             attached: true,
             regs_cache: std::cell::Cell::new(None),
+            regs_dirty: false,
+            code_cache: std::collections::HashMap::new(),
             mem: std::fs::OpenOptions::new()
                 .read(true)
                 .write(true)
@@ -320,6 +329,7 @@ impl Target {
                 self.write(addr, &[orig])?;
             }
             self.inserted.remove(&addr);
+            self.code_cache.remove(&addr);
         }
         Ok(())
     }
@@ -336,7 +346,29 @@ impl Target {
     fn rewind_to(&mut self, addr: u64) -> Result<()> {
         let mut regs = self.regs()?;
         regs.rip = addr;
-        self.set_regs(&regs)
+        if !self.stopped {
+            return self.set_regs(&regs);
+        }
+        // written lazily: most stops end in a step-over that writes all
+        // registers anyway (one PTRACE_SETREGS per hit instead of two)
+        self.regs_cache.set(Some(regs));
+        self.regs_dirty = true;
+        Ok(())
+    }
+
+    /// Write registers changed only in the cache (before the target runs).
+    fn flush_regs(&mut self) -> Result<()> {
+        if !self.regs_dirty {
+            return Ok(());
+        }
+        let r = self
+            .regs_cache
+            .get()
+            .ok_or_else(|| anyhow!("internal: changed registers lost"))?;
+        ptrace::setregs(self.pid, r.to_user())
+            .map_err(|e| anyhow!("cannot write registers ({e})"))?;
+        self.regs_dirty = false;
+        Ok(())
     }
 
     /// Every address where an int3 of ours is written.
@@ -373,6 +405,7 @@ impl Target {
         self.regs_cache.set(None);
         ptrace::setregs(self.pid, regs.to_user())
             .map_err(|e| anyhow!("cannot write registers ({e})"))?;
+        self.regs_dirty = false;
         if self.stopped {
             self.regs_cache.set(Some(*regs));
         }
@@ -486,6 +519,7 @@ impl Target {
         while let Some(s) = self.deferred.pop_front() {
             let _ = nix::sys::signal::kill(self.pid, s);
         }
+        self.flush_regs()?;
         ptrace::cont(self.pid, sig)
             .map_err(|e| anyhow!("cannot resume process {} ({e})", self.pid))?;
         self.set_running();
@@ -519,10 +553,17 @@ impl Target {
     /// (the int3 stays in place, no extra stop).  Returns false when the
     /// instruction at `addr` is not one of those.
     fn emulate_at(&mut self, addr: u64) -> Result<bool> {
-        let mut code = [0u8; 4];
-        if self.read(addr, &mut code).is_err() {
-            return Ok(false);
-        }
+        let code = match self.code_cache.get(&addr) {
+            Some(c) => *c,
+            None => {
+                let mut code = [0u8; 4];
+                if self.read(addr, &mut code).is_err() {
+                    return Ok(false);
+                }
+                self.code_cache.insert(addr, code);
+                code
+            }
+        };
         let mut r = self.regs()?;
         if r.rip != addr {
             return Ok(false);
@@ -572,6 +613,7 @@ impl Target {
     /// instruction itself).
     fn single_step_raw(&mut self) -> Result<Option<Stop>> {
         loop {
+            self.flush_regs()?;
             ptrace::step(self.pid, None).map_err(|e| anyhow!("PTRACE_SINGLESTEP failed ({e})"))?;
             self.set_running();
             let status = self.waitpid_blocking()?;
@@ -630,6 +672,7 @@ impl Target {
     fn set_running(&mut self) {
         self.stopped = false;
         self.regs_cache.set(None);
+        self.regs_dirty = false;
     }
 
     fn mark_gone(&mut self) {
@@ -800,6 +843,7 @@ impl Target {
     }
 
     fn cont_raw(&mut self, sig: Option<Signal>) -> Result<()> {
+        self.flush_regs()?;
         ptrace::cont(self.pid, sig)
             .map_err(|e| anyhow!("cannot resume process {} ({e})", self.pid))?;
         self.set_running();
@@ -953,6 +997,9 @@ impl Target {
         if self.gone {
             self.attached = false;
             return Ok(());
+        }
+        if let Err(e) = self.flush_regs() {
+            first_err.get_or_insert(e);
         }
         match ptrace::detach(self.pid, sig) {
             Ok(()) => {}

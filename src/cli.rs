@@ -92,45 +92,8 @@ pgdbg report out.jsonl"
         /// script runs (needs --script or --ex)
         #[arg(long, value_name = "DIR")]
         cluster: Option<PathBuf>,
-        /// End the script after DURATION (e.g. 10s): the command running then
-        /// stops, the backend is restored and detached
-        #[arg(long = "for", value_name = "DURATION")]
-        for_: Option<String>,
-        /// End the script after N breakpoint hits (per backend)
-        #[arg(long, value_name = "N")]
-        count: Option<u64>,
-        /// Replace ${NAME} in the script by VALUE (repeatable), e.g.
-        /// --define QUERYID=-4913012823401
-        #[arg(long, short = 'D', value_name = "NAME=VALUE")]
-        define: Vec<String>,
-        /// Run the commands in FILE, then detach (no prompt)
-        #[arg(long, short = 'x', value_name = "FILE")]
-        script: Option<PathBuf>,
-        /// Run COMMAND (like a script line; repeatable, after --script), then detach
-        #[arg(long = "ex", short = 'e', value_name = "COMMAND")]
-        ex: Vec<String>,
-        /// Append every event (stops, prints, backtraces) to FILE as JSON lines
-        #[arg(long, value_name = "FILE")]
-        capture: Option<PathBuf>,
-        /// Read DWARF from FILE (a separate debug file of this exact build)
-        #[arg(long, value_name = "FILE")]
-        debug_file: Option<PathBuf>,
-        /// Use this layout pack instead of DWARF (stripped binaries; the
-        /// packs for PostgreSQL 15 and 18 are built in and picked automatically)
-        #[arg(long, value_name = "FILE")]
-        symbols: Option<PathBuf>,
-        /// Abandon an inferior call (call, plan) that takes longer (e.g. 5s)
-        #[arg(long, value_name = "DURATION", default_value = "5s")]
-        call_timeout: String,
-        /// Do not print the banner and progress lines
-        #[arg(long, short = 'q')]
-        quiet: bool,
-        /// Allow a process that is not a PostgreSQL backend (test fixtures)
-        #[arg(long, hide = true)]
-        any_process: bool,
-        /// Run as one of the per-backend workers of a multi-backend attach
-        #[arg(long, hide = true)]
-        worker: bool,
+        #[command(flatten)]
+        opts: AttachOpts,
     },
     /// List the client backends of a cluster (or of every cluster on this
     /// machine): pid, user, database, client, state from the process titles
@@ -178,33 +141,8 @@ pub fn main() -> i32 {
         Cmd::Attach {
             pids,
             cluster,
-            for_,
-            count,
-            define,
-            script,
-            ex,
-            capture,
-            debug_file,
-            symbols,
-            call_timeout,
-            quiet,
-            any_process,
-            worker,
+            opts,
         } => {
-            let opts = AttachOpts {
-                script,
-                ex,
-                capture,
-                debug_file,
-                symbols,
-                call_timeout,
-                quiet,
-                any_process,
-                worker,
-                for_,
-                count,
-                define,
-            };
             if pids.len() > 1 || cluster.is_some() {
                 crate::multi::run(&pids, cluster.as_deref(), &opts)
             } else {
@@ -291,20 +229,47 @@ fn load_script(
 }
 
 /// The options of `pgdbg attach` besides the targets.
-#[derive(Debug, Clone)]
+#[derive(clap::Args, Debug, Clone)]
 pub struct AttachOpts {
-    pub script: Option<PathBuf>,
-    pub ex: Vec<String>,
-    pub capture: Option<PathBuf>,
-    pub debug_file: Option<PathBuf>,
-    pub symbols: Option<PathBuf>,
-    pub call_timeout: String,
-    pub quiet: bool,
-    pub any_process: bool,
-    pub worker: bool,
+    /// End the script after DURATION (e.g. 10s): the command running then
+    /// stops, the backend is restored and detached
+    #[arg(long = "for", value_name = "DURATION")]
     pub for_: Option<String>,
+    /// End the script after N breakpoint hits (per backend)
+    #[arg(long, value_name = "N")]
     pub count: Option<u64>,
+    /// Replace ${NAME} in the script by VALUE (repeatable), e.g.
+    /// --define QUERYID=-4913012823401
+    #[arg(long, short = 'D', value_name = "NAME=VALUE")]
     pub define: Vec<String>,
+    /// Run the commands in FILE, then detach (no prompt)
+    #[arg(long, short = 'x', value_name = "FILE")]
+    pub script: Option<PathBuf>,
+    /// Run COMMAND (like a script line; repeatable, after --script), then detach
+    #[arg(long = "ex", short = 'e', value_name = "COMMAND")]
+    pub ex: Vec<String>,
+    /// Append every event (stops, prints, backtraces) to FILE as JSON lines
+    #[arg(long, value_name = "FILE")]
+    pub capture: Option<PathBuf>,
+    /// Read DWARF from FILE (a separate debug file of this exact build)
+    #[arg(long, value_name = "FILE")]
+    pub debug_file: Option<PathBuf>,
+    /// Use this layout pack instead of DWARF (stripped binaries; the
+    /// packs for PostgreSQL 15 and 18 are built in and picked automatically)
+    #[arg(long, value_name = "FILE")]
+    pub symbols: Option<PathBuf>,
+    /// Abandon an inferior call (call, plan) that takes longer (e.g. 5s)
+    #[arg(long, value_name = "DURATION", default_value = "5s")]
+    pub call_timeout: String,
+    /// Do not print the banner and progress lines
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    /// Allow a process that is not a PostgreSQL backend (test fixtures)
+    #[arg(long, hide = true)]
+    pub any_process: bool,
+    /// Run as one of the per-backend workers of a multi-backend attach
+    #[arg(long, hide = true)]
+    pub worker: bool,
 }
 
 impl AttachOpts {

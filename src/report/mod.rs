@@ -127,10 +127,9 @@ pub struct PlanRow {
     pub last_reason: String,
 }
 
+/// Count and time statistics of a group of durations (waits, statements).
 #[derive(Debug, Serialize)]
-pub struct WaitRow {
-    pub wait_event_type: String,
-    pub wait_event: String,
+pub struct Durations {
     pub count: u64,
     pub total_ms: f64,
     pub avg_ms: f64,
@@ -139,15 +138,45 @@ pub struct WaitRow {
     pub max_ms: f64,
 }
 
+impl Durations {
+    /// The table cells: count, total, avg, p50, p99, max.
+    fn cells(&self) -> Vec<String> {
+        let mut v = vec![self.count.to_string()];
+        v.extend(
+            [
+                self.total_ms,
+                self.avg_ms,
+                self.p50_ms,
+                self.p99_ms,
+                self.max_ms,
+            ]
+            .map(fmt_ms),
+        );
+        v
+    }
+    const HEADERS: [(&'static str, bool); 6] = [
+        ("count", true),
+        ("total ms", true),
+        ("avg ms", true),
+        ("p50 ms", true),
+        ("p99 ms", true),
+        ("max ms", true),
+    ];
+}
+
+#[derive(Debug, Serialize)]
+pub struct WaitRow {
+    pub wait_event_type: String,
+    pub wait_event: String,
+    #[serde(flatten)]
+    pub d: Durations,
+}
+
 #[derive(Debug, Serialize)]
 pub struct StatementRow {
     pub query: String,
-    pub count: u64,
-    pub total_ms: f64,
-    pub avg_ms: f64,
-    pub p50_ms: f64,
-    pub p99_ms: f64,
-    pub max_ms: f64,
+    #[serde(flatten)]
+    pub d: Durations,
 }
 
 #[derive(Debug, Serialize)]
@@ -269,18 +298,18 @@ fn min_max(acc: &mut Option<(f64, f64)>, x: Option<f64>) {
     }
 }
 
-fn durations(mut ns: Vec<u64>) -> (u64, f64, f64, f64, f64, f64) {
+fn durations(mut ns: Vec<u64>) -> Durations {
     ns.sort_unstable();
     let total: u64 = ns.iter().sum();
     let n = ns.len() as u64;
-    (
-        n,
-        ns_to_ms(total),
-        total as f64 / n as f64 / 1e6,
-        ns_to_ms(percentile(&ns, 50)),
-        ns_to_ms(percentile(&ns, 99)),
-        ns_to_ms(*ns.last().unwrap()),
-    )
+    Durations {
+        count: n,
+        total_ms: ns_to_ms(total),
+        avg_ms: total as f64 / n as f64 / 1e6,
+        p50_ms: ns_to_ms(percentile(&ns, 50)),
+        p99_ms: ns_to_ms(percentile(&ns, 99)),
+        max_ms: ns_to_ms(*ns.last().unwrap()),
+    }
 }
 
 /// Label part of a wait event: the name, or "?" when null/missing.
@@ -478,44 +507,28 @@ pub fn build(file: &str, events: &[Event]) -> Report {
 
     let mut wait_rows: Vec<WaitRow> = waits
         .into_iter()
-        .map(|((t, ev), ns)| {
-            let (count, total_ms, avg_ms, p50_ms, p99_ms, max_ms) = durations(ns);
-            WaitRow {
-                wait_event_type: t,
-                wait_event: ev,
-                count,
-                total_ms,
-                avg_ms,
-                p50_ms,
-                p99_ms,
-                max_ms,
-            }
+        .map(|((t, ev), ns)| WaitRow {
+            wait_event_type: t,
+            wait_event: ev,
+            d: durations(ns),
         })
         .collect();
     wait_rows.sort_by(|a, b| {
-        b.total_ms.total_cmp(&a.total_ms).then_with(|| {
+        b.d.total_ms.total_cmp(&a.d.total_ms).then_with(|| {
             (&a.wait_event_type, &a.wait_event).cmp(&(&b.wait_event_type, &b.wait_event))
         })
     });
 
     let mut statements: Vec<StatementRow> = stmts
         .into_iter()
-        .map(|(query, ns)| {
-            let (count, total_ms, avg_ms, p50_ms, p99_ms, max_ms) = durations(ns);
-            StatementRow {
-                query,
-                count,
-                total_ms,
-                avg_ms,
-                p50_ms,
-                p99_ms,
-                max_ms,
-            }
+        .map(|(query, ns)| StatementRow {
+            query,
+            d: durations(ns),
         })
         .collect();
     statements.sort_by(|a, b| {
-        b.total_ms
-            .total_cmp(&a.total_ms)
+        b.d.total_ms
+            .total_cmp(&a.d.total_ms)
             .then_with(|| a.query.cmp(&b.query))
     });
 
@@ -708,50 +721,24 @@ pub fn render_text(r: &Report) -> String {
         sections.push(("Plan choices per statement", t));
     }
     if !r.waits.is_empty() {
-        let mut t = Table::new(&[
-            ("wait_event_type", false),
-            ("wait_event", false),
-            ("count", true),
-            ("total ms", true),
-            ("avg ms", true),
-            ("p50 ms", true),
-            ("p99 ms", true),
-            ("max ms", true),
-        ]);
+        let mut cols = vec![("wait_event_type", false), ("wait_event", false)];
+        cols.extend(Durations::HEADERS);
+        let mut t = Table::new(&cols);
         for w in &r.waits {
-            t.row(vec![
-                w.wait_event_type.clone(),
-                w.wait_event.clone(),
-                w.count.to_string(),
-                fmt_ms(w.total_ms),
-                fmt_ms(w.avg_ms),
-                fmt_ms(w.p50_ms),
-                fmt_ms(w.p99_ms),
-                fmt_ms(w.max_ms),
-            ]);
+            let mut row = vec![w.wait_event_type.clone(), w.wait_event.clone()];
+            row.extend(w.d.cells());
+            t.row(row);
         }
         sections.push(("Waits per event", t));
     }
     if !r.statements.is_empty() {
-        let mut t = Table::new(&[
-            ("query", false),
-            ("count", true),
-            ("total ms", true),
-            ("avg ms", true),
-            ("p50 ms", true),
-            ("p99 ms", true),
-            ("max ms", true),
-        ]);
+        let mut cols = vec![("query", false)];
+        cols.extend(Durations::HEADERS);
+        let mut t = Table::new(&cols);
         for s in &r.statements {
-            t.row(vec![
-                s.query.clone(),
-                s.count.to_string(),
-                fmt_ms(s.total_ms),
-                fmt_ms(s.avg_ms),
-                fmt_ms(s.p50_ms),
-                fmt_ms(s.p99_ms),
-                fmt_ms(s.max_ms),
-            ]);
+            let mut row = vec![s.query.clone()];
+            row.extend(s.d.cells());
+            t.row(row);
         }
         sections.push(("Statements", t));
     }

@@ -165,6 +165,10 @@ pub struct PlanCacheProbe {
     bad_magic_warned: bool,
     /// plan_cache_mode as read with the other data of this stop.
     mode_now: Option<i32>,
+    /// Where the entry breakpoints are: GetCachedPlan's entries, or in
+    /// --fast mode a point a little further where only registers have
+    /// changed (see `Target::register_only_point`).
+    points: Vec<u64>,
 }
 
 impl PlanCacheProbe {
@@ -194,12 +198,28 @@ impl PlanCacheProbe {
             generic_seen: HashMap::new(),
             bad_magic_warned: false,
             mode_now: None,
+            points: Vec::new(),
         }
     }
 
     /// Arm the entry breakpoints.
-    pub fn arm(&self, s: &mut Session) -> Result<()> {
-        for &a in &self.l.entries {
+    pub fn arm(&mut self, s: &mut Session) -> Result<()> {
+        // --fast reads only the argument registers at its stop: it may stop
+        // past the pushes that start GetCachedPlan (no stack write to step
+        // over there); the full mode needs the return address at rsp
+        self.points = self
+            .l
+            .entries
+            .iter()
+            .map(|&e| {
+                if self.fast && std::env::var_os("PGDBG_ENTRY_ONLY").is_none() {
+                    s.target.register_only_point(e)
+                } else {
+                    e
+                }
+            })
+            .collect();
+        for &a in &self.points {
             s.arm_internal(a)?;
         }
         Ok(())
@@ -571,7 +591,7 @@ impl PlanCacheProbe {
 
 impl ProbeHandler for PlanCacheProbe {
     fn on_stop(&mut self, s: &mut Session, addr: u64) -> Result<()> {
-        if self.l.entries.contains(&addr) {
+        if self.points.contains(&addr) {
             if self.fast {
                 self.on_entry_fast(s)
             } else {

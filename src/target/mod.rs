@@ -548,6 +548,33 @@ impl Target {
         res
     }
 
+    /// A cheaper place than `entry` for a probe that only reads argument
+    /// registers: the first `mov r64, r64` after the `endbr64`/`push` run
+    /// that starts a function.  Up to there the argument registers hold
+    /// what they held at entry (pushes only move rsp), and stepping over a
+    /// register move writes no memory.  `entry` itself when the function
+    /// starts otherwise.
+    pub fn register_only_point(&self, entry: u64) -> u64 {
+        let mut code = [0u8; 32];
+        if self.read(entry, &mut code).is_err() {
+            return entry;
+        }
+        let mut off = 0usize;
+        while off + 4 <= code.len() {
+            let len = match code[off..] {
+                [0xf3, 0x0f, 0x1e, 0xfa, ..] => 4,
+                [0x50..=0x57, ..] => 1,
+                [0x41, 0x50..=0x57, ..] => 2,
+                _ => break,
+            };
+            off += len;
+        }
+        match regs::decode_mov_reg(&code[off..]) {
+            Some((_, dst, _)) if off > 0 && dst != 4 => entry + off as u64,
+            _ => entry,
+        }
+    }
+
     /// Step over simple instructions without single-stepping: function
     /// prologues start with `push %reg` or `endbr64`, which are emulated
     /// (the int3 stays in place, no extra stop).  Returns false when the
@@ -568,29 +595,20 @@ impl Target {
         if r.rip != addr {
             return Ok(false);
         }
-        let push = |n: u8, r: &Registers| -> u64 {
-            match n {
-                0 => r.rax,
-                1 => r.rcx,
-                2 => r.rdx,
-                3 => r.rbx,
-                4 => r.rsp,
-                5 => r.rbp,
-                6 => r.rsi,
-                7 => r.rdi,
-                8 => r.r8,
-                9 => r.r9,
-                10 => r.r10,
-                11 => r.r11,
-                12 => r.r12,
-                13 => r.r13,
-                14 => r.r14,
-                _ => r.r15,
+        if let Some((len, dst, src)) = regs::decode_mov_reg(&code) {
+            // a register copy: no memory touched (never into rsp here)
+            if dst == 4 {
+                return Ok(false);
             }
-        };
+            let v = r.gpr(src);
+            *r.gpr_mut(dst) = v;
+            r.rip = addr + len;
+            self.set_regs(&r)?;
+            return Ok(true);
+        }
         let (value, len) = match code {
-            [b @ 0x50..=0x57, ..] => (Some(push(b - 0x50, &r)), 1),
-            [0x41, b @ 0x50..=0x57, ..] => (Some(push(b - 0x50 + 8, &r)), 2),
+            [b @ 0x50..=0x57, ..] => (Some(r.gpr(b - 0x50)), 1),
+            [0x41, b @ 0x50..=0x57, ..] => (Some(r.gpr(b - 0x50 + 8)), 2),
             [0xf3, 0x0f, 0x1e, 0xfa] => (None, 4), // endbr64
             [0x90, ..] => (None, 1),
             _ => return Ok(false),

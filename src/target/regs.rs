@@ -186,3 +186,64 @@ impl FrameRegs {
         self.get(DWARF_RSP).unwrap_or(0)
     }
 }
+
+impl Registers {
+    /// General-purpose register by its x86 encoding number (0 rax, 1 rcx,
+    /// 2 rdx, 3 rbx, 4 rsp, 5 rbp, 6 rsi, 7 rdi, 8-15 r8-r15).
+    pub fn gpr(&self, n: u8) -> u64 {
+        let mut r = *self;
+        *r.gpr_mut(n)
+    }
+
+    pub fn gpr_mut(&mut self, n: u8) -> &mut u64 {
+        match n & 15 {
+            0 => &mut self.rax,
+            1 => &mut self.rcx,
+            2 => &mut self.rdx,
+            3 => &mut self.rbx,
+            4 => &mut self.rsp,
+            5 => &mut self.rbp,
+            6 => &mut self.rsi,
+            7 => &mut self.rdi,
+            8 => &mut self.r8,
+            9 => &mut self.r9,
+            10 => &mut self.r10,
+            11 => &mut self.r11,
+            12 => &mut self.r12,
+            13 => &mut self.r13,
+            14 => &mut self.r14,
+            _ => &mut self.r15,
+        }
+    }
+}
+
+/// `mov r64, r64` (REX.W 89/8B with a register ModRM): (length, dst, src).
+pub fn decode_mov_reg(code: &[u8]) -> Option<(u64, u8, u8)> {
+    let [rex @ 0x48..=0x4f, op @ (0x89 | 0x8b), modrm, ..] = *code else {
+        return None;
+    };
+    if modrm >> 6 != 0b11 {
+        return None;
+    }
+    let reg = ((modrm >> 3) & 7) | if rex & 4 != 0 { 8 } else { 0 };
+    let rm = (modrm & 7) | if rex & 1 != 0 { 8 } else { 0 };
+    let (dst, src) = if op == 0x89 { (rm, reg) } else { (reg, rm) };
+    Some((3, dst, src))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mov_reg_decoding() {
+        // mov %rcx,%r14 ; mov %rdi,%rbx ; mov %rsp,%rbp ; mov (%rdi),%rax
+        assert_eq!(decode_mov_reg(&[0x49, 0x89, 0xce]), Some((3, 14, 1)));
+        assert_eq!(decode_mov_reg(&[0x48, 0x89, 0xfb]), Some((3, 3, 7)));
+        assert_eq!(decode_mov_reg(&[0x48, 0x89, 0xe5]), Some((3, 5, 4)));
+        assert_eq!(decode_mov_reg(&[0x48, 0x8b, 0x07]), None);
+        // mov %r12,%rsi (4c 89 e6) ; 8b form: mov %rsi,%r13 (4c 8b ee)
+        assert_eq!(decode_mov_reg(&[0x4c, 0x89, 0xe6]), Some((3, 6, 12)));
+        assert_eq!(decode_mov_reg(&[0x4c, 0x8b, 0xee]), Some((3, 13, 6)));
+    }
+}

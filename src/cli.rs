@@ -12,7 +12,7 @@ use crate::session::{Flow, Session};
 use crate::target::{Target, procfs};
 use anyhow::{Result, anyhow, bail};
 use clap::{Parser, Subcommand};
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::rc::Rc;
 
@@ -155,6 +155,7 @@ pub fn main() -> i32 {
             SymbolsCmd::Extract { binary, output } => extract_pack(&binary, output.as_deref()),
         },
     });
+    guard::flush_out();
     match res {
         Ok(Ok(code)) => code,
         Ok(Err(e)) => {
@@ -449,7 +450,6 @@ fn run_script(
     cmds: Script,
     opts: &AttachOpts,
 ) -> Result<i32> {
-    let mut stdout = std::io::stdout();
     for (n, _text, cmd) in cmds {
         if guard::terminating().is_some() {
             return Ok(1);
@@ -472,12 +472,12 @@ fn run_script(
             }
             return Ok(0);
         }
+        // all output goes through the queue: a stalled reader of stdout
+        // never stops the tracer (written at exit, after the detach)
         match session.execute(&cmd) {
             Ok((text, flow)) => {
                 if !text.is_empty() {
-                    let t = text.strip_prefix('\n').unwrap_or(&text);
-                    let _ = writeln!(stdout, "{t}");
-                    let _ = stdout.flush();
+                    guard::out_line(text.strip_prefix('\n').unwrap_or(&text));
                 }
                 if guard::sigint_seen() {
                     crate::errln!("pgdbg: interrupted: script stopped at line {n}");

@@ -21,6 +21,15 @@ static TERMINATE: AtomicI32 = AtomicI32::new(0);
 static MAIN_THREAD: AtomicU64 = AtomicU64::new(0);
 /// The tracer thread is blocked in waitpid.
 static IN_WAIT: AtomicBool = AtomicBool::new(false);
+/// Lines of probe output not written yet (see `out_line`).
+static OUT_BUF: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+/// Serializes writers of OUT_BUF's contents, so chunks keep their order.
+static OUT_WRITE: Mutex<()> = Mutex::new(());
+static OUT_DROPPED: AtomicU64 = AtomicU64::new(0);
+/// Past this much unwritten output, lines are dropped (and counted) rather
+/// than stopping the tracer, which may hold the backend at a breakpoint.
+const OUT_CAP: usize = 64 << 20;
+
 /// Active deadlines, innermost last (a call's timeout inside a `--for`).
 static DEADLINES: Mutex<Vec<Arc<AtomicBool>>> = Mutex::new(Vec::new());
 
@@ -88,6 +97,9 @@ pub fn install() {
         block_in_this_thread();
         loop {
             std::thread::sleep(std::time::Duration::from_millis(50));
+            if OUT_BUF.lock().is_ok_and(|b| !b.is_empty()) {
+                flush_out();
+            }
             let pending = INTERRUPT.load(Ordering::SeqCst)
                 || TERMINATE.load(Ordering::SeqCst) != 0
                 || deadline_hit();
@@ -237,4 +249,42 @@ pub fn signal_name(sig: i32) -> String {
     Signal::try_from(sig)
         .map(|s| format!("{s:?}"))
         .unwrap_or_else(|_| format!("signal {sig}"))
+}
+
+/// Queue a line for standard output: written by the timer thread within
+/// 50 ms, or by `flush_out`.  Probes print a line per event without a write
+/// system call each, and a reader that stalls never blocks the tracer.
+pub fn out_line(line: &str) {
+    let Ok(mut b) = OUT_BUF.lock() else {
+        return;
+    };
+    if b.len() + line.len() + 1 > OUT_CAP {
+        OUT_DROPPED.fetch_add(1, Ordering::SeqCst);
+        return;
+    }
+    b.extend_from_slice(line.as_bytes());
+    b.push(b'\n');
+}
+
+/// Write the queued lines now (before any other output, and at exit).
+pub fn flush_out() {
+    use std::io::Write;
+    let Ok(_w) = OUT_WRITE.lock() else {
+        return;
+    };
+    let data = match OUT_BUF.lock() {
+        Ok(mut b) => std::mem::take(&mut *b),
+        Err(_) => return,
+    };
+    if !data.is_empty() {
+        let mut o = std::io::stdout().lock();
+        let _ = o.write_all(&data);
+        let _ = o.flush();
+    }
+    let dropped = OUT_DROPPED.swap(0, Ordering::SeqCst);
+    if dropped > 0 {
+        crate::errln!(
+            "pgdbg: {dropped} output lines dropped: standard output was not read fast enough"
+        );
+    }
 }

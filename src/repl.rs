@@ -281,7 +281,9 @@ pub fn run(session: &mut Session) -> Result<i32> {
             }
         }
         guard::clear_interrupt();
-        match session.execute(&cmd) {
+        let res = session.execute(&cmd);
+        guard::flush_out();
+        match res {
             Ok((text, flow)) => {
                 if !text.is_empty() {
                     let t = text.strip_prefix('\n').unwrap_or(&text);

@@ -17,7 +17,6 @@ use crate::target::regs::FrameRegs;
 use crate::target::{Stop, Target, procfs};
 use anyhow::{Result, anyhow, bail};
 use std::cell::RefCell;
-use std::io::Write;
 use std::path::PathBuf;
 use std::rc::Rc;
 
@@ -71,8 +70,6 @@ pub struct Session {
     history: RefCell<Vec<Value>>,
     pub capture: Option<Capture>,
     pub last_stop: Option<Stop>,
-    /// Output of commands (stdout in the CLI, a buffer in tests).
-    pub out: Box<dyn Write>,
     /// How long an inferior call may take before it is abandoned.
     pub call_timeout: std::time::Duration,
     /// Breakpoints whose condition held at the last stop (None: all).
@@ -113,7 +110,6 @@ impl Session {
             history: RefCell::new(Vec::new()),
             capture,
             last_stop: Some(Stop::Interrupted),
-            out: Box::new(std::io::stdout()),
             call_timeout: std::time::Duration::from_secs(5),
             passing: None,
             stop_commands: Vec::new(),
@@ -740,8 +736,7 @@ impl Session {
 
     /// Write a line of probe output now (not buffered until the command ends).
     pub fn say(&mut self, line: &str) {
-        let _ = writeln!(self.out, "{line}");
-        let _ = self.out.flush();
+        guard::out_line(line);
     }
 
     pub fn emit_event(&mut self, event: &str, fields: serde_json::Value) {

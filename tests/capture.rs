@@ -961,3 +961,59 @@ fn ps_lists_client_backends() {
     assert!(err.contains("/tmp"), "{err}");
     a.exec("commit");
 }
+
+// ------------------------------------------ a reader that does not read
+
+/// Probe output goes through a queue written by a timer thread: when
+/// nobody reads pgdbg's standard output (a full pipe), the tracer still
+/// runs, the backend is not held at a breakpoint, and the script ends and
+/// detaches on time; the output comes out when the pipe is read.
+#[test]
+fn unread_output_does_not_hold_the_backend_15() {
+    let cl = Cluster::start_seeded(15);
+    let mut c = cl.connect();
+    let pid = c.pid();
+    let cap = temp("unread.jsonl");
+    let mut p = Pgdbg::spawn(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--ex",
+        "trace standard_ExecutorStart queryDesc->sourceText eflags --for 3s",
+        "--capture",
+        cap.to_str().unwrap(),
+    ]);
+    p.wait_attached(pid);
+    // dynamic SQL: one executor start per iteration, each a long trace line
+    let h = c.spawn_text(
+        "do $$ begin for i in 1..20000 loop execute 'select ' || i || ' as a_rather_long_column_name_to_make_the_line_longer'; end loop; end $$",
+    );
+    wait_until("the backend detached", Duration::from_secs(60), || {
+        tracer_pid(pid) == 0
+    });
+    let traced = read_events(&cap, "trace").len();
+    // ~150 bytes a line: far more than a 64 KiB pipe holds
+    assert!(traced > 2000, "{traced} calls traced");
+    let r = c.rejoin(h);
+    assert!(r.is_ok(), "{r:?}");
+    // now read what pgdbg has been waiting to write, and let it exit
+    let mut so = p.child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut out = String::new();
+        std::io::Read::read_to_string(&mut so, &mut out).unwrap();
+        out
+    });
+    let (code, _, err) = p.wait(Duration::from_secs(60));
+    let out = reader.join().unwrap();
+    assert_eq!(code, 0, "{err}");
+    let lines = out
+        .lines()
+        .filter(|l| l.starts_with("standard_ExecutorStart("))
+        .count();
+    assert_eq!(lines, traced, "every traced call printed");
+    assert!(
+        out.contains(&format!("trace: {traced} calls of standard_ExecutorStart")),
+        "{err}"
+    );
+    cl.assert_no_crash();
+}

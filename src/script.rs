@@ -59,8 +59,7 @@ pub fn assemble(where_: &str, text: &str) -> Result<Script> {
                 body.push(Command::Silent);
                 lines.push("silent".into());
             }
-            (Some((_, _, body)), c @ (Command::Break { .. } | Command::Delete(_))) => {
-                let _ = (body, c);
+            (Some(_), Command::Break { .. } | Command::Delete(_)) => {
                 bail!("{where_}:{n}: breakpoints cannot be set or deleted from a commands block")
             }
             (Some((_, _, body)), c) => {

@@ -222,11 +222,12 @@ fn load_script(
     path: &std::path::Path,
     di: &DebugInfo,
     defs: &[(String, String)],
+    scopes: &mut Vec<Option<String>>,
 ) -> Result<Script> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| anyhow!("cannot read script {}: {e}", path.display()))?;
     let w = path.display().to_string();
-    crate::script::check(&w, &crate::script::substitute(&w, &text, defs)?, di)
+    crate::script::check_after(&w, &crate::script::substitute(&w, &text, defs)?, di, scopes)
 }
 
 /// The options of `pgdbg attach` besides the targets.
@@ -342,13 +343,15 @@ pub fn load_scripts(opts: &AttachOpts, di: &DebugInfo) -> Result<Option<Script>>
         };
         defs.push((k.trim().to_string(), v.to_string()));
     }
+    // breakpoints of the script, by number, for `--ex` lines that follow
+    let mut scopes = Vec::new();
     let mut script_cmds = match &opts.script {
-        Some(p) => Some(load_script(p, di, &defs)?),
+        Some(p) => Some(load_script(p, di, &defs, &mut scopes)?),
         None => None,
     };
     if !opts.ex.is_empty() {
         let text = crate::script::substitute("--ex", &opts.ex.join("\n"), &defs)?;
-        let extra = crate::script::check("--ex", &text, di)?;
+        let extra = crate::script::check_after("--ex", &text, di, &mut scopes)?;
         script_cmds.get_or_insert_with(Vec::new).extend(extra);
     }
     Ok(script_cmds)

@@ -104,9 +104,19 @@ pub fn substitute(where_: &str, text: &str, defines: &[(String, String)]) -> Res
 
 /// Parse and check a whole script against the binary's debug info.
 pub fn check(where_: &str, text: &str, di: &DebugInfo) -> Result<Script> {
+    check_after(where_, text, di, &mut Vec::new())
+}
+
+/// `check` of a text that runs after others (`--ex` after `--script`):
+/// `scopes` holds the function of each breakpoint they set, by number
+/// (None: not a plain function), and gets this text's breakpoints added.
+pub fn check_after(
+    where_: &str,
+    text: &str,
+    di: &DebugInfo,
+    scopes: &mut Vec<Option<String>>,
+) -> Result<Script> {
     let script = assemble(where_, text)?;
-    // scope of each breakpoint the script creates, by number
-    let mut scopes: Vec<Option<String>> = Vec::new();
     for (n, _, cmd) in &script {
         let at = |e: anyhow::Error| anyhow!("{where_}:{n}: {e}");
         match cmd {

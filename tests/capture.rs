@@ -747,6 +747,9 @@ fn valid_scripts_run_and_tbreak_blocks_15() {
             s.to_str().unwrap(),
             "--for",
             "3s",
+            // --ex lines follow the script: its breakpoint 1 is known there
+            "--ex",
+            "condition 1 plansource->num_custom_plans < -1",
         ],
         &out,
     );
@@ -760,6 +763,20 @@ fn valid_scripts_run_and_tbreak_blocks_15() {
     assert!(text.contains(&format!("$1 = {pid}")), "{text}");
     assert!(text.contains(&format!("$2 = {}", pid + 1)), "{text}");
     // the tbreak's block ran once, for the first SELECT, then it was gone
+    // ... and checked in breakpoint 1's function
+    let (code, _, err) = pgdbg(&[
+        "attach",
+        &pid.to_string(),
+        "--script",
+        s.to_str().unwrap(),
+        "--ex",
+        "condition 1 plansource->no_such_member > 0",
+    ]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("--ex:1:") && err.contains("no_such_member"),
+        "{err}"
+    );
     let block_lines = text
         .lines()
         .filter(|l| l.starts_with("tbreak block: "))

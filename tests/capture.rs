@@ -22,6 +22,29 @@ fn temp(name: &str) -> PathBuf {
     p
 }
 
+/// `pgdbg attach PID -q --script scripts/examples/NAME --for D EXTRA...
+/// --capture CAP` in the background, stdout to a file, returned once that
+/// output shows `armed`; with the capture and stdout paths (`key` names
+/// them).
+fn start_example(
+    pid: i32,
+    name: &str,
+    key: &str,
+    for_: &str,
+    extra: &[&str],
+    armed: &str,
+) -> (Pgdbg, PathBuf, PathBuf) {
+    let cap = temp(&format!("{key}.jsonl"));
+    let out = temp(&format!("{key}.out"));
+    let (pid, script) = (pid.to_string(), example(name));
+    let mut args = vec!["attach", &pid, "-q", "--script", &script, "--for", for_];
+    args.extend(extra);
+    args.extend(["--capture", cap.to_str().unwrap()]);
+    let p = Pgdbg::spawn_to_file(&args, &out);
+    wait_for_output(&out, armed);
+    (p, cap, out)
+}
+
 /// Wait until `file` (pgdbg's stdout) contains `needle`: the probe is armed.
 fn wait_for_output(file: &Path, needle: &str) {
     wait_until(needle, Duration::from_secs(60), || {
@@ -166,24 +189,14 @@ fn buffers_by_phase(major: u32) {
     // a new session: its catalog caches are cold, so planning reads too
     let mut c = cl.connect();
     let pid = c.pid();
-    let cap = temp(&format!("buffers-{major}.jsonl"));
-    let out = temp(&format!("buffers-{major}.out"));
-    let script = example("buffers-by-phase.pgdbg");
-    let p = Pgdbg::spawn_to_file(
-        &[
-            "attach",
-            &pid.to_string(),
-            "-q",
-            "--script",
-            &script,
-            "--for",
-            "5s",
-            "--capture",
-            cap.to_str().unwrap(),
-        ],
-        &out,
+    let (p, cap, out) = start_example(
+        pid,
+        "buffers-by-phase.pgdbg",
+        &format!("buffers-{major}"),
+        "5s",
+        &[],
+        "count: ReadBufferExtended",
     );
-    wait_for_output(&out, "count: ReadBufferExtended");
     let plan = c.explain_rows(
         "explain (analyze, buffers, costs off, timing off) select v from mediumtab where n = 4242",
     );
@@ -469,24 +482,14 @@ fn relation_locks(major: u32) {
     c.exec("execute p(1)");
     c.exec("execute p(2)");
     let pid = c.pid();
-    let cap = temp(&format!("locks-{major}.jsonl"));
-    let out = temp(&format!("locks-{major}.out"));
-    let script = example("relation-locks.pgdbg");
-    let p = Pgdbg::spawn_to_file(
-        &[
-            "attach",
-            &pid.to_string(),
-            "-q",
-            "--script",
-            &script,
-            "--for",
-            "6s",
-            "--capture",
-            cap.to_str().unwrap(),
-        ],
-        &out,
+    let (p, cap, out) = start_example(
+        pid,
+        "relation-locks.pgdbg",
+        &format!("locks-{major}"),
+        "6s",
+        &[],
+        "trace: LockRelationOid",
     );
-    wait_for_output(&out, "trace: LockRelationOid");
     const RUNS: u64 = 3;
     for k in 0..RUNS {
         c.exec(&format!("execute p({})", 1000 + k * 7));
@@ -555,27 +558,15 @@ fn plan_of_queryid(major: u32) {
         .unwrap_or_else(|| panic!("{ex}"))
         .to_string();
     let pid = c.pid();
-    let cap = temp(&format!("qid-{major}.jsonl"));
-    let out = temp(&format!("qid-{major}.out"));
-    let script = example("plan-of-queryid.pgdbg");
     let define = format!("QUERYID={qid}");
-    let p = Pgdbg::spawn_to_file(
-        &[
-            "attach",
-            &pid.to_string(),
-            "-q",
-            "--script",
-            &script,
-            "--define",
-            &define,
-            "--for",
-            "4s",
-            "--capture",
-            cap.to_str().unwrap(),
-        ],
-        &out,
+    let (p, cap, out) = start_example(
+        pid,
+        "plan-of-queryid.pgdbg",
+        &format!("qid-{major}"),
+        "4s",
+        &["--define", &define],
+        "Breakpoint 1 at standard_ExecutorRun",
     );
-    wait_for_output(&out, "Breakpoint 1 at standard_ExecutorRun");
     assert_eq!(c.query_one_i64("select 40 + 2"), 42);
     c.exec("select v from mediumtab where n = 5");
     c.exec("select count(*) from mediumtab where n < 3");
@@ -858,23 +849,14 @@ fn plan_choices_example(major: u32) {
     let mut c = cl.connect();
     c.exec("prepare pt(numeric) as select v from mediumtab where n = $1");
     let pid = c.pid();
-    let cap = temp(&format!("choices-{major}.jsonl"));
-    let out = temp(&format!("choices-{major}.out"));
-    let p = Pgdbg::spawn_to_file(
-        &[
-            "attach",
-            &pid.to_string(),
-            "-q",
-            "--script",
-            &example("plan-choices.pgdbg"),
-            "--for",
-            "4s",
-            "--capture",
-            cap.to_str().unwrap(),
-        ],
-        &out,
+    let (p, cap, _) = start_example(
+        pid,
+        "plan-choices.pgdbg",
+        &format!("choices-{major}"),
+        "4s",
+        &[],
+        "plancache: watching",
     );
-    wait_for_output(&out, "plancache: watching");
     for k in 0..8 {
         c.exec(&format!("execute pt({})", 100 + k));
     }

@@ -72,11 +72,10 @@ pub struct Session {
     pub last_stop: Option<Stop>,
     /// How long an inferior call may take before it is abandoned.
     pub call_timeout: std::time::Duration,
-    /// Breakpoints whose condition held at the last stop (None: all).
-    passing: Option<Vec<u32>>,
-    /// The `commands` blocks of those breakpoints (taken before a
-    /// temporary breakpoint is deleted by its stop).
-    stop_commands: Vec<(u32, Vec<Command>)>,
+    /// At a breakpoint stop: the breakpoints whose condition held, with
+    /// their `commands` blocks (taken before a temporary breakpoint is
+    /// deleted by its stop).  None: not known, all breakpoints there count.
+    hit: Option<Vec<(u32, Vec<Command>)>>,
     /// `--count N` of a script: stop after N breakpoint hits.
     pub hit_limit: Option<u64>,
     /// Breakpoint hits counted against `hit_limit`.
@@ -111,8 +110,7 @@ impl Session {
             capture,
             last_stop: Some(Stop::Interrupted),
             call_timeout: std::time::Duration::from_secs(5),
-            passing: None,
-            stop_commands: Vec::new(),
+            hit: None,
             hit_limit: None,
             hits_total: 0,
         };
@@ -322,8 +320,7 @@ impl Session {
         loop {
             self.frames = None;
             self.selected = 0;
-            self.passing = None;
-            self.stop_commands.clear();
+            self.hit = None;
             let regs = self.target.regs()?;
             if self.target.breakpoint_inserted(regs.rip)
                 && let Some(stop) = self.target.step_over_breakpoint(regs.rip)?
@@ -349,14 +346,14 @@ impl Session {
 
     /// Record the breakpoints hit at this stop and their commands.
     fn set_passing(&mut self, passing: Vec<u32>) {
-        self.stop_commands = self
-            .bps
-            .list
-            .iter()
-            .filter(|b| passing.contains(&b.id))
-            .map(|b| (b.id, b.commands.clone()))
-            .collect();
-        self.passing = Some(passing);
+        self.hit = Some(
+            self.bps
+                .list
+                .iter()
+                .filter(|b| passing.contains(&b.id))
+                .map(|b| (b.id, b.commands.clone()))
+                .collect(),
+        );
     }
 
     /// The breakpoints at `addr` whose condition holds (or that have none);
@@ -417,7 +414,7 @@ impl Session {
                 RunOutcome::TargetGone => return Ok((text, Flow::TargetGone)),
                 RunOutcome::Terminating => return Ok((text, Flow::Terminate)),
             }
-            let Some(ids) = self.passing.clone() else {
+            let Some(hit) = self.hit.take() else {
                 // not a breakpoint: an interrupt (Ctrl-C, --for) or a signal
                 if guard::deadline_hit() {
                     return Ok((String::new(), Flow::Continue));
@@ -426,11 +423,8 @@ impl Session {
             };
             self.hits_total += 1;
             let limit_hit = self.hit_limit.is_some_and(|n| self.hits_total >= n);
-            let body: Vec<Command> = std::mem::take(&mut self.stop_commands)
-                .into_iter()
-                .filter(|(id, _)| ids.contains(id))
-                .flat_map(|(_, c)| c)
-                .collect();
+            let ids: Vec<u32> = hit.iter().map(|(id, _)| *id).collect();
+            let body: Vec<Command> = hit.into_iter().flat_map(|(_, c)| c).collect();
             if body.is_empty() {
                 return Ok((text, Flow::Continue));
             }
@@ -492,7 +486,10 @@ impl Session {
             Stop::Breakpoint { addr } => {
                 let mut ids = Vec::new();
                 let mut temp = Vec::new();
-                let passing = self.passing.clone();
+                let passing: Option<Vec<u32>> = self
+                    .hit
+                    .as_ref()
+                    .map(|h| h.iter().map(|(id, _)| *id).collect());
                 for b in self.bps.at(addr) {
                     if passing.as_ref().is_some_and(|p| !p.contains(&b.id)) {
                         continue;
@@ -786,8 +783,7 @@ impl Session {
     fn probe_loop(&mut self, h: &mut dyn ProbeHandler) -> Result<(ProbeEnd, String)> {
         self.frames = None;
         loop {
-            self.passing = None;
-            self.stop_commands.clear();
+            self.hit = None;
             if h.done() {
                 return Ok((ProbeEnd::Done, String::new()));
             }

@@ -549,7 +549,7 @@ impl Target {
     }
 
     /// A cheaper place than `entry` for a probe that only reads argument
-    /// registers: the first `mov r64, r64` after the `endbr64`/`push` run
+    /// registers: the first `mov r64, r64` after the `endbr64`/`push`/`nop` run
     /// that starts a function.  Up to there the argument registers hold
     /// what they held at entry (pushes only move rsp), and stepping over a
     /// register move writes no memory.  `entry` itself when the function
@@ -561,13 +561,10 @@ impl Target {
         }
         let mut off = 0usize;
         while off + 4 <= code.len() {
-            let len = match code[off..] {
-                [0xf3, 0x0f, 0x1e, 0xfa, ..] => 4,
-                [0x50..=0x57, ..] => 1,
-                [0x41, 0x50..=0x57, ..] => 2,
-                _ => break,
+            let Some((len, _)) = regs::decode_push_or_nop(&code[off..]) else {
+                break;
             };
-            off += len;
+            off += len as usize;
         }
         match regs::decode_mov_reg(&code[off..]) {
             Some((_, dst, _)) if off > 0 && dst != 4 => entry + off as u64,
@@ -606,14 +603,10 @@ impl Target {
             self.set_regs(&r)?;
             return Ok(true);
         }
-        let (value, len) = match code {
-            [b @ 0x50..=0x57, ..] => (Some(r.gpr(b - 0x50)), 1),
-            [0x41, b @ 0x50..=0x57, ..] => (Some(r.gpr(b - 0x50 + 8)), 2),
-            [0xf3, 0x0f, 0x1e, 0xfa] => (None, 4), // endbr64
-            [0x90, ..] => (None, 1),
-            _ => return Ok(false),
+        let Some((len, pushed)) = regs::decode_push_or_nop(&code) else {
+            return Ok(false);
         };
-        if let Some(v) = value {
+        if let Some(v) = pushed.map(|n| r.gpr(n)) {
             let sp = r.rsp - 8;
             if self.write(sp, &v.to_le_bytes()).is_err() {
                 // e.g. a stack page not grown yet: single-step instead

@@ -217,6 +217,18 @@ impl Registers {
     }
 }
 
+/// A prologue instruction that touches no register but rsp: `push r64`
+/// (length, Some(register)), or `endbr64`/`nop` (length, None).
+pub fn decode_push_or_nop(code: &[u8]) -> Option<(u64, Option<u8>)> {
+    match *code {
+        [b @ 0x50..=0x57, ..] => Some((1, Some(b - 0x50))),
+        [0x41, b @ 0x50..=0x57, ..] => Some((2, Some(b - 0x50 + 8))),
+        [0xf3, 0x0f, 0x1e, 0xfa, ..] => Some((4, None)), // endbr64
+        [0x90, ..] => Some((1, None)),
+        _ => None,
+    }
+}
+
 /// `mov r64, r64` (REX.W 89/8B with a register ModRM): (length, dst, src).
 pub fn decode_mov_reg(code: &[u8]) -> Option<(u64, u8, u8)> {
     let [rex @ 0x48..=0x4f, op @ (0x89 | 0x8b), modrm, ..] = *code else {
@@ -234,6 +246,18 @@ pub fn decode_mov_reg(code: &[u8]) -> Option<(u64, u8, u8)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn push_and_nop_decoding() {
+        assert_eq!(decode_push_or_nop(&[0x41, 0x57, 0, 0]), Some((2, Some(15))));
+        assert_eq!(decode_push_or_nop(&[0x55, 0, 0, 0]), Some((1, Some(5))));
+        assert_eq!(
+            decode_push_or_nop(&[0xf3, 0x0f, 0x1e, 0xfa]),
+            Some((4, None))
+        );
+        assert_eq!(decode_push_or_nop(&[0x90]), Some((1, None)));
+        assert_eq!(decode_push_or_nop(&[0x49, 0x89, 0xce]), None);
+    }
 
     #[test]
     fn mov_reg_decoding() {

@@ -4,6 +4,16 @@
 use crate::expr::format::Radix;
 use anyhow::{Result, bail};
 
+/// How `plancache --fast` learns each entry of GetCachedPlan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fast {
+    /// An in-process recorder (no stop; one stop per decision when it
+    /// cannot be placed).
+    InProcess,
+    /// One ptrace stop per decision.
+    Stop,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
     Break {
@@ -72,7 +82,8 @@ pub enum Command {
     PlanCache {
         duration: Option<std::time::Duration>,
         count: Option<u64>,
-        fast: bool,
+        /// `--fast` / `--fast=stop`
+        fast: Option<Fast>,
     },
     /// `call FUNC(ARGS)`
     Call(String),
@@ -194,8 +205,8 @@ pub const COMMANDS: &[(&str, &[&str], &str, &str)] = &[
     (
         "plancache",
         &[],
-        "plancache [--for DURATION] [--count N] [--fast]",
-        "report every custom/generic plan choice with its costs and reason, until Ctrl-C, --for 10s or --count N; --fast: one stop per decision (reported when the next statement starts, no planning charge)",
+        "plancache [--for DURATION] [--count N] [--fast[=stop]]",
+        "report every custom/generic plan choice with its costs and reason, until Ctrl-C, --for 10s or --count N (two stops per decision); --fast (14+): the choice from the plansource's counters, recorded inside the backend with no stop (a jump at GetCachedPlan's entry to a ring buffer pgdbg reads 50 times a second; no planning charge); --fast=stop: one stop per decision instead",
     ),
     (
         "call",
@@ -572,8 +583,20 @@ pub fn parse(line: &str) -> Result<Command> {
             Command::WaitsSample { hz, duration }
         }
         "plancache" => {
-            let fast = rest.split_whitespace().any(|w| w == "--fast");
-            let others: Vec<&str> = rest.split_whitespace().filter(|w| *w != "--fast").collect();
+            let mut fast = None;
+            let mut others: Vec<&str> = Vec::new();
+            for w in rest.split_whitespace() {
+                match w {
+                    "--fast" | "--fast=ring" => fast = Some(Fast::InProcess),
+                    "--fast=stop" => fast = Some(Fast::Stop),
+                    w if w.starts_with("--fast=") => {
+                        bail!(
+                            "plancache: bad {w} (--fast, or --fast=stop for one stop per decision)"
+                        )
+                    }
+                    w => others.push(w),
+                }
+            }
             let (duration, count) = parse_limits(&others.join(" "), "plancache")?;
             Command::PlanCache {
                 duration,

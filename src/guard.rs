@@ -30,6 +30,16 @@ static OUT_DROPPED: AtomicU64 = AtomicU64::new(0);
 /// than stopping the tracer, which may hold the backend at a breakpoint.
 const OUT_CAP: usize = 64 << 20;
 
+/// A probe's periodic poll is due (see `Ticker`).
+static POLL_DUE: AtomicBool = AtomicBool::new(false);
+/// The ticker's period, in microseconds (the probe may change it).
+static POLL_US: AtomicU64 = AtomicU64::new(20_000);
+
+/// Change the period of a running `Ticker` (from its next tick).
+pub fn set_poll_interval(d: std::time::Duration) {
+    POLL_US.store(d.as_micros().max(1000) as u64, Ordering::SeqCst);
+}
+
 /// Active deadlines, innermost last (a call's timeout inside a `--for`).
 static DEADLINES: Mutex<Vec<Arc<AtomicBool>>> = Mutex::new(Vec::new());
 
@@ -209,6 +219,70 @@ impl Drop for Deadline {
         if let Ok(mut v) = DEADLINES.lock() {
             v.retain(|f| !Arc::ptr_eq(f, &self.flag));
         }
+    }
+}
+
+/// A periodic tick for probes that read the target now and then (an
+/// in-process recorder's ring): every `every`, the running target is
+/// interrupted so the probe can read it while it is stopped.  Dropping it
+/// stops the ticks.
+pub struct Ticker {
+    cancel: Arc<AtomicBool>,
+}
+
+impl Ticker {
+    pub fn start(every: std::time::Duration) -> Ticker {
+        let cancel = Arc::new(AtomicBool::new(false));
+        let c = cancel.clone();
+        POLL_DUE.store(false, Ordering::SeqCst);
+        set_poll_interval(every);
+        std::thread::spawn(move || {
+            block_in_this_thread();
+            loop {
+                std::thread::sleep(std::time::Duration::from_micros(
+                    POLL_US.load(Ordering::SeqCst),
+                ));
+                if c.load(Ordering::SeqCst) {
+                    return;
+                }
+                POLL_DUE.store(true, Ordering::SeqCst);
+                if IN_WAIT.load(Ordering::SeqCst) {
+                    wake_tracer();
+                }
+            }
+        });
+        Ticker { cancel }
+    }
+}
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        self.cancel.store(true, Ordering::SeqCst);
+        POLL_DUE.store(false, Ordering::SeqCst);
+    }
+}
+
+/// Wait-loop hooks of a probe with a `Ticker`: like `Hooks`, and the
+/// target is also interrupted when a poll is due; `user` tells whether an
+/// interrupt was the user's (Ctrl-C) rather than the ticker's.
+#[derive(Default)]
+pub struct PollHooks {
+    pub user: std::cell::Cell<bool>,
+}
+
+impl WaitHooks for PollHooks {
+    fn user_interrupt(&self) -> bool {
+        if take_interrupt() {
+            self.user.set(true);
+            return true;
+        }
+        deadline_hit() || POLL_DUE.swap(false, Ordering::SeqCst)
+    }
+    fn terminate(&self) -> bool {
+        terminating().is_some()
+    }
+    fn waiting(&self, blocked: bool) {
+        set_in_wait(blocked);
     }
 }
 

@@ -753,7 +753,9 @@ impl Session {
         // pgdbg never compete for it, and every stop/resume becomes a local
         // context switch instead of a cross-CPU wake-up (about 5x cheaper
         // per stop on the 2-CPU machines measured; PGDBG_NO_PIN=1 disables).
-        let pinned = if std::env::var_os("PGDBG_NO_PIN").is_none() {
+        // A polling probe (the in-process recorder) stops the backend only
+        // 50 times a second: its work is better done on another CPU.
+        let pinned = if std::env::var_os("PGDBG_NO_PIN").is_none() && h.poll_every().is_none() {
             procfs::last_cpu(self.pid).and_then(procfs::pin_to_cpu)
         } else {
             None
@@ -782,23 +784,51 @@ impl Session {
 
     fn probe_loop(&mut self, h: &mut dyn ProbeHandler) -> Result<(ProbeEnd, String)> {
         self.frames = None;
+        let ticker = h.poll_every().map(guard::Ticker::start);
+        let poll_hooks = guard::PollHooks::default();
+        let hooks: &dyn crate::target::WaitHooks = if ticker.is_some() {
+            &poll_hooks
+        } else {
+            &guard::Hooks
+        };
+        // resumed already (after a poll), the next stop is only waited for
+        let mut running = false;
         loop {
             self.hit = None;
-            if h.done() {
-                return Ok((ProbeEnd::Done, String::new()));
-            }
-            if guard::deadline_hit() {
-                return Ok((ProbeEnd::Deadline, String::new()));
-            }
-            let regs = self.target.regs()?;
-            if self.target.breakpoint_inserted(regs.rip)
-                && let Some(stop) = self.target.step_over_breakpoint(regs.rip)?
-            {
-                let (_, text) = self.report_stop(stop)?;
-                return Ok((ProbeEnd::TargetGone, text));
-            }
-            let stop = self.target.cont_and_wait(&guard::Hooks)?;
+            let stop = if running {
+                running = false;
+                if h.done() || guard::deadline_hit() {
+                    self.target.interrupt()?;
+                }
+                self.target.wait(hooks)?
+            } else {
+                if h.done() {
+                    return Ok((ProbeEnd::Done, String::new()));
+                }
+                if guard::deadline_hit() {
+                    return Ok((ProbeEnd::Deadline, String::new()));
+                }
+                if let Some(gone) = self.step_over_here()? {
+                    return Ok(gone);
+                }
+                self.target.cont_and_wait(hooks)?
+            };
             match stop {
+                Stop::Interrupted
+                    if ticker.is_some() && !poll_hooks.user.get() && !guard::deadline_hit() =>
+                {
+                    self.last_stop = Some(stop);
+                    h.on_poll(self)?;
+                    if h.done() {
+                        continue;
+                    }
+                    if let Some(gone) = self.step_over_here()? {
+                        return Ok(gone);
+                    }
+                    self.target.resume()?;
+                    running = true;
+                    h.after_poll(self)?;
+                }
                 Stop::Breakpoint { addr }
                     if self.internal.contains_key(&addr) && !self.bps.uses(addr) =>
                 {
@@ -841,6 +871,19 @@ impl Session {
                 }
             }
         }
+    }
+
+    /// Step over the breakpoint rip sits on, if any, before resuming; the
+    /// probe's end if the target died meanwhile.
+    fn step_over_here(&mut self) -> Result<Option<(ProbeEnd, String)>> {
+        let rip = self.target.regs()?.rip;
+        if self.target.breakpoint_inserted(rip)
+            && let Some(stop) = self.target.step_over_breakpoint(rip)?
+        {
+            let (_, text) = self.report_stop(stop)?;
+            return Ok(Some((ProbeEnd::TargetGone, text)));
+        }
+        Ok(None)
     }
 
     /// `call FUNC(ARGS)`: run a function inside the backend, gdb style.
@@ -1202,29 +1245,46 @@ impl Session {
         &mut self,
         duration: Option<std::time::Duration>,
         count: Option<u64>,
-        fast: bool,
+        fast: Option<crate::command::Fast>,
     ) -> Result<(String, Flow)> {
+        use crate::command::Fast;
         use crate::postgres::plancache::{PlanCacheLayouts, PlanCacheProbe};
         let layouts = PlanCacheLayouts::new(self)?;
-        let mut probe = PlanCacheProbe::new(layouts, count, fast)?;
+        let mut probe = PlanCacheProbe::new(
+            layouts,
+            count,
+            fast.is_some(),
+            fast == Some(Fast::InProcess),
+        )?;
         probe.arm(self)?;
         let limit = match (duration, count) {
             (Some(d), _) => format!(" for {:.1}s", d.as_secs_f64()),
             (None, Some(n)) => format!(" for {n} decisions"),
             _ => "; Ctrl-C stops".into(),
         };
+        let how = if probe.in_process() {
+            " (recorded in-process, no stops)"
+        } else {
+            ""
+        };
         self.say(&format!(
-            "plancache: watching the plan cache of backend {}{limit}",
+            "plancache: watching the plan cache of backend {}{limit}{how}",
             self.pid
         ));
         let t0 = std::time::Instant::now();
-        let (end, text) = self.run_probes(&mut probe, duration)?;
-        if fast && !self.target.is_gone() {
-            // executions that finished after the last GetCachedPlan entry
-            probe.flush_fast(self)?;
-        }
+        let res = self.run_probes(&mut probe, duration);
+        // the decisions still unreported, and the recorder out, even after
+        // an error (detach would take it out too)
+        let finished = probe.finish(self);
+        let (end, text) = res?;
+        finished?;
+        let lost = if probe.lost > 0 {
+            format!("; {} not recorded (ring full)", probe.lost)
+        } else {
+            String::new()
+        };
         let summary = format!(
-            "plancache: {} decision{} ({} custom, {} generic) in {:.1}s",
+            "plancache: {} decision{} ({} custom, {} generic) in {:.1}s{lost}",
             probe.decisions,
             if probe.decisions == 1 { "" } else { "s" },
             probe.decisions - probe.generic,
@@ -1233,7 +1293,7 @@ impl Session {
         );
         self.emit(
             "plancache_end",
-            serde_json::json!({"decisions": probe.decisions, "generic": probe.generic}),
+            serde_json::json!({"decisions": probe.decisions, "generic": probe.generic, "lost": probe.lost}),
         );
         Ok(self.probe_outcome(end, summary, text))
     }
@@ -1952,6 +2012,20 @@ pub trait ProbeHandler {
     }
     /// True when the probe has seen enough (`--count`).
     fn done(&self) -> bool;
+    /// How often `on_poll` wants to run (the target is interrupted for it).
+    fn poll_every(&self) -> Option<std::time::Duration> {
+        None
+    }
+    /// The periodic read of a polling probe; the target is stopped.
+    fn on_poll(&mut self, _s: &mut Session) -> Result<()> {
+        Ok(())
+    }
+    /// Right after `on_poll`, with the target running again: work that
+    /// needs no access to it (formatting, output), so the target is not
+    /// held stopped for it.
+    fn after_poll(&mut self, _s: &mut Session) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// Why `run_probes` returned.

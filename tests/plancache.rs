@@ -307,40 +307,217 @@ fn plancache_for_duration_disarms() {
     assert!(err.contains("--ex:1: bad duration 'xyz'"), "{err}");
 }
 
-/// `plancache --fast`: one stop per decision, the choice from the counters,
-/// reported when the next statement starts; the same choices and costs.
-fn fast_mode(major: u32) {
+/// `plancache --fast`: the choice from the counters, the same choices and
+/// costs; recorded in-process (no stop) or with `--fast=stop` one stop per
+/// decision.
+fn fast_mode(major: u32, cmd: &str, in_process: bool) {
     let cl = Cluster::start(major);
     cl.seed(&["mediumtab"]);
     let mut a = cl.connect();
     let pid = a.pid();
-    // the 8th decision is reported at the 9th GetCachedPlan
-    let (_, ev) = watch_cmd(pid, "plancache --fast --count 8", 8, || {
+    let maps_before = anon_exec_maps(pid);
+    // with stops, the 8th decision is reported at the 9th GetCachedPlan
+    let (out, ev) = watch_cmd(pid, cmd, 8, || {
         a.exec(POINT);
         for i in 0..9 {
             a.exec(&format!("execute s2({})", 2000 + i));
         }
     });
+    assert_eq!(
+        out.contains("(recorded in-process, no stops)"),
+        in_process,
+        "{out}"
+    );
     for (i, e) in ev.iter().enumerate() {
         assert_eq!(e["execution"], (i + 1) as i64, "{e}");
         assert_eq!(e["choice"] == "generic", i >= 5, "execution {}: {e}", i + 1);
         assert!(e["planning_cost"].is_null(), "{e}");
         assert_eq!(e["statement"], "s2");
+        assert_eq!(e["plan_cache_mode"], "auto");
     }
     if major == 15 {
         assert_eq!(f(&ev[5]["generic_cost"]), 8.4425);
         assert_eq!(f(&ev[5]["avg_custom_cost"]), 13.4425);
     }
     assert_eq!(prepared_counts(&mut a, "s2"), (4, 5));
+    // as found: the code and the address space
+    assert!(code_matches_file(
+        pid,
+        &cl.postgres_binary(),
+        "GetCachedPlan",
+        32
+    ));
+    assert_eq!(anon_exec_maps(pid), maps_before);
     cl.assert_no_crash();
+}
+
+/// Anonymous executable mappings (the in-process recorder's code page is
+/// one while it is in place).
+fn anon_exec_maps(pid: i32) -> Vec<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/maps"))
+        .unwrap()
+        .lines()
+        .filter(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            w.len() == 5 && w[1].contains('x')
+        })
+        .map(|l| l.to_string())
+        .collect()
 }
 
 #[test]
 fn plancache_fast_15() {
-    fast_mode(15);
+    fast_mode(15, "plancache --fast --count 8", true);
 }
 
 #[test]
 fn plancache_fast_18() {
-    fast_mode(18);
+    fast_mode(18, "plancache --fast --count 8", true);
+}
+
+#[test]
+fn plancache_fast_stop_15() {
+    fast_mode(15, "plancache --fast=stop --count 8", false);
+}
+
+/// A plpgsql loop: every execution of its statement goes through
+/// GetCachedPlan (one decision per iteration).
+fn plpgsql_loop(n: u32) -> String {
+    format!(
+        "do $$ declare r text; begin for k in 1..{n} loop \
+         select v into r from mediumtab where n = k; end loop; end $$"
+    )
+}
+
+/// The in-process recorder under load, then pgdbg told to stop (SIGTERM)
+/// or killed (SIGKILL) while the backend runs through it.
+/// SIGTERM: every decision up to then was reported once, in order, with
+/// the right choice; the backend is left as found (code, mappings,
+/// untraced) and finishes its loop.  SIGKILL: nothing can be cleaned up,
+/// but the jump leads to valid code: the backend finishes its loop and
+/// goes on working, the cluster does not restart; a new `plancache --fast`
+/// sees GetCachedPlan patched and stops at each decision instead.
+fn ring_under_load(major: u32) {
+    let cl = Cluster::start(major);
+    cl.seed(&["mediumtab"]);
+    let bin = cl.postgres_binary();
+    for (sig, code) in [(libc::SIGTERM, 143), (libc::SIGKILL, -1)] {
+        let mut a = cl.connect();
+        let pid = a.pid();
+        let maps_before = anon_exec_maps(pid);
+        let cap = std::env::temp_dir().join(format!(
+            "pgdbg-ring-{major}-{sig}-{}.jsonl",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_file(&cap);
+        // stdout to a file: thousands of lines, nobody reading a pipe
+        let out_file = std::env::temp_dir().join(format!(
+            "pgdbg-ring-{major}-{sig}-{}.out",
+            std::process::id()
+        ));
+        let mut p = Pgdbg::spawn_to_file(
+            &[
+                "attach",
+                &pid.to_string(),
+                "-q",
+                "--ex",
+                "plancache --fast",
+                "--capture",
+                cap.to_str().unwrap(),
+            ],
+            &out_file,
+        );
+        p.wait_attached(pid);
+        wait_until("the recorder", Duration::from_secs(30), || {
+            anon_exec_maps(pid).len() > maps_before.len()
+        });
+        let h = a.spawn_text(&plpgsql_loop(300_000));
+        wait_until("1000 decisions", Duration::from_secs(60), || {
+            read_events(&cap, "plan_choice").len() >= 1000
+        });
+        unsafe {
+            libc::kill(p.pid(), sig);
+        }
+        let (status, _, err) = p.wait(Duration::from_secs(30));
+        let out = std::fs::read_to_string(&out_file).unwrap_or_default();
+        let _ = std::fs::remove_file(&out_file);
+        assert_eq!(status, code, "{err}");
+        if sig == libc::SIGTERM {
+            let lines = out.lines().filter(|l| l.contains(" plan  ")).count();
+            assert!(lines >= 1000, "{lines} decision lines\n{err}");
+        }
+        wait_until("untraced", Duration::from_secs(10), || tracer_pid(pid) == 0);
+        let all = read_events(&cap, "plan_choice");
+        // the loop's statement (its bounds are one-shot expressions of their own)
+        let ev: Vec<&Value> = all
+            .iter()
+            .filter(|e| {
+                e["query"]
+                    .as_str()
+                    .unwrap()
+                    .contains("from mediumtab where n = k")
+            })
+            .collect();
+        assert!(ev.len() >= 1000 - 2, "{}", ev.len());
+        // In order, each once, the right choice.  A loop this fast (about
+        // 100 000 decisions/s) can outrun the ring at times: decisions not
+        // recorded are counted, never guessed.
+        let mut last = 0;
+        for e in &ev {
+            let x = e["execution"].as_i64().unwrap();
+            assert!(x > last, "{e}");
+            last = x;
+            assert_eq!(e["choice"] == "generic", x > 5, "{e}");
+        }
+        assert_eq!(ev[0]["execution"], 1);
+        if sig == libc::SIGTERM {
+            let end = read_events(&cap, "plancache_end");
+            assert_eq!(end.len(), 1);
+            assert_eq!(end[0]["decisions"], all.len() as u64);
+            // every execution up to the last reported one: reported or
+            // lost (calls lost after it are counted too)
+            let lost = end[0]["lost"].as_i64().unwrap();
+            assert!(ev.len() as i64 + lost >= last, "lost {lost}");
+            let says = out
+                .lines()
+                .filter(|l| l.contains("not recorded (the ring was full)"));
+            assert_eq!(says.count() > 0, lost > 0, "{lost}");
+            assert!(code_matches_file(pid, &bin, "GetCachedPlan", 32));
+            assert_eq!(anon_exec_maps(pid), maps_before);
+        } else {
+            // the detour stays: the jump and its page
+            assert!(!code_matches_file(pid, &bin, "GetCachedPlan", 32));
+        }
+        let r = a.rejoin(h);
+        assert!(r.is_ok(), "the loop failed: {r:?}");
+        assert_eq!(a.pid(), pid);
+        assert_eq!(
+            a.query_one_i64("select count(*) from mediumtab where n <= 10"),
+            10
+        );
+        if sig == libc::SIGKILL {
+            let (code, out, err) = pgdbg(&[
+                "attach",
+                &pid.to_string(),
+                "-q",
+                "--ex",
+                "plancache --fast --for 300ms",
+            ]);
+            assert_eq!(code, 0, "{out}\n{err}");
+            assert!(out.contains("cannot record inside the backend"), "{out}");
+            assert_eq!(tracer_pid(pid), 0);
+        }
+        cl.assert_no_crash();
+        let _ = std::fs::remove_file(&cap);
+    }
+}
+
+#[test]
+fn plancache_ring_under_load_15() {
+    ring_under_load(15);
+}
+
+#[test]
+fn plancache_ring_under_load_18() {
+    ring_under_load(18);
 }

@@ -8,9 +8,19 @@
 //! choice reported is the one PostgreSQL made, once per execution, even on
 //! the 6th execution where `choose_custom_plan` runs twice.  All struct
 //! layouts come from DWARF (`Layout`), one memory read per struct.
+//!
+//! `--fast` (14+) learns the choice from the plansource's counters instead
+//! (`num_custom_plans` / `num_generic_plans` move by one when
+//! GetCachedPlan has chosen), so only the entry is needed.  By default it
+//! records the entries in-process (`target::recorder`: a detour at
+//! GetCachedPlan copies the plansource's counters and costs into a ring
+//! buffer, read 50 times a second), so the backend never stops for a
+//! decision; `--fast=stop` (or when no detour can be placed) stops at each
+//! entry instead.
 
 use crate::debuginfo::layout::Layout;
 use crate::session::{ProbeHandler, Session};
+use crate::target::recorder::{RecordSpec, Recorder};
 use anyhow::{Result, anyhow, bail};
 use std::collections::HashMap;
 
@@ -125,6 +135,8 @@ fn read_enum_options(s: &Session, addr: u64) -> Result<Vec<(String, i64)>> {
 /// One decision, as reported.
 #[derive(Debug, Clone)]
 pub struct Decision {
+    /// When GetCachedPlan was entered, if known better than "now".
+    pub ts: Option<f64>,
     pub statement: Option<String>,
     pub query: String,
     pub execution: i64,
@@ -146,7 +158,36 @@ struct Pending {
     ret: u64,
     ret_rsp: u64,
     before: Vec<u8>,
+    /// plan_cache_mode at the entry (recorded in-process)
+    mode: Option<i32>,
+    ts: Option<f64>,
 }
+
+/// The CachedPlanSource fields the in-process recorder copies: all that
+/// `decide` and `flush_fast_read` read.
+const RECORDED_FIELDS: &[&str] = &[
+    "magic",
+    "query_string",
+    "num_custom_plans",
+    "num_generic_plans",
+    "total_custom_cost",
+    "generic_cost",
+    "is_oneshot",
+];
+
+/// An execution's choice as its plansource's counters tell it.
+enum Settled {
+    /// Not chosen yet (GetCachedPlan still running, or left by an ERROR).
+    Running,
+    /// Chosen; `after`: the plansource one decision later.
+    Done { generic: bool, after: Vec<u8> },
+    /// Both counters moved (calls lost in between): unknown.
+    Ambiguous,
+}
+
+/// How often the in-process recorder's ring is read (a quarter of it
+/// while it fills fast).
+const RING_POLL: std::time::Duration = std::time::Duration::from_millis(20);
 
 pub struct PlanCacheProbe {
     l: PlanCacheLayouts,
@@ -169,20 +210,36 @@ pub struct PlanCacheProbe {
     /// --fast mode a point a little further where only registers have
     /// changed (see `Target::register_only_point`).
     points: Vec<u64>,
+    /// --fast: try the in-process recorder first.
+    want_ring: bool,
+    recorder: Option<Recorder>,
+    /// Decisions the ring had no room for.
+    pub lost: u64,
+    /// Not reported yet.
+    new_lost: u64,
+    /// Taken from the ring at the last poll, with their times.
+    polled: Vec<(crate::target::recorder::Record, f64)>,
+    /// The plansources' state at the last poll.
+    snapshot: HashMap<u64, Vec<u8>>,
 }
 
 impl PlanCacheProbe {
+    /// `fast`: learn choices from the counters (one stop per decision, or
+    /// none with `ring`).
     pub fn new(
         l: PlanCacheLayouts,
         count_limit: Option<u64>,
         fast: bool,
+        ring: bool,
     ) -> Result<PlanCacheProbe> {
         if fast && !l.cps.has("num_generic_plans") {
             bail!(
                 "plancache --fast needs CachedPlanSource.num_generic_plans (PostgreSQL 14+); use plancache without --fast"
             );
         }
-        Ok(Self::new_inner(l, count_limit, fast))
+        let mut p = Self::new_inner(l, count_limit, fast);
+        p.want_ring = fast && ring;
+        Ok(p)
     }
 
     fn new_inner(l: PlanCacheLayouts, count_limit: Option<u64>, fast: bool) -> PlanCacheProbe {
@@ -199,11 +256,266 @@ impl PlanCacheProbe {
             bad_magic_warned: false,
             mode_now: None,
             points: Vec::new(),
+            want_ring: false,
+            recorder: None,
+            lost: 0,
+            new_lost: 0,
+            polled: Vec::new(),
+            snapshot: HashMap::new(),
         }
+    }
+
+    /// Whether decisions are recorded in-process (no stops).
+    pub fn in_process(&self) -> bool {
+        self.recorder.is_some()
+    }
+
+    /// Put the in-process recorder on GetCachedPlan's entry.
+    fn install_recorder(&mut self, s: &mut Session) -> Result<()> {
+        let [entry] = self.l.entries[..] else {
+            bail!(
+                "GetCachedPlan has {} out-of-line copies",
+                self.l.entries.len()
+            );
+        };
+        // the function's code (main part and .cold/.part pieces), to check
+        // that nothing in it branches into the bytes the detour replaces
+        let mut bodies = Vec::new();
+        for sym in s.di.symbols.iter().filter(|x| {
+            x.is_func
+                && x.size > 0
+                && (x.name == "GetCachedPlan" || x.name.starts_with("GetCachedPlan."))
+        }) {
+            let mut b = vec![0u8; sym.size.min(1 << 20) as usize];
+            s.target.read(sym.addr + s.bias, &mut b)?;
+            bodies.push((sym.addr + s.bias, b));
+        }
+        if !bodies.iter().any(|(a, _)| *a == entry) {
+            bail!("no symbol gives GetCachedPlan's size");
+        }
+        let mut fields = Vec::new();
+        for f in RECORDED_FIELDS {
+            let fl = self.l.cps.field(f)?;
+            fields.push((fl.offset, fl.size));
+        }
+        let spec = RecordSpec {
+            global32: self.l.plan_cache_mode.as_ref().map(|(a, _)| *a),
+            fields,
+            struct_size: self.l.cps.size,
+        };
+        self.recorder = Some(Recorder::install(&mut s.target, entry, spec, &bodies)?);
+        Ok(())
+    }
+
+    /// While the backend is stopped: take what the recorder holds, the
+    /// plansources' state now, and the names and texts of plansources not
+    /// seen before (memory reads only; `after_poll` does the rest once the
+    /// backend runs again).
+    fn snapshot_ring(&mut self, s: &mut Session) -> Result<()> {
+        let Some(rec) = self.recorder.as_mut() else {
+            return Ok(());
+        };
+        let (records, dropped) = rec.drain(&mut s.target)?;
+        let times: Vec<f64> = records.iter().map(|r| rec.wall_time(r.tsc)).collect();
+        self.new_lost += dropped;
+        // a busy statement (a plpgsql loop): read the ring 4 times as often
+        crate::guard::set_poll_interval(
+            if records.len() as u64 > crate::target::recorder::CAPACITY / 16 || dropped > 0 {
+                RING_POLL / 4
+            } else {
+                RING_POLL
+            },
+        );
+        let mut sources: Vec<u64> = self.pending.iter().map(|p| p.plansource).collect();
+        for r in &records {
+            if !sources.contains(&r.rdi) {
+                sources.push(r.rdi);
+            }
+            // first sight of this statement: its name and text, read now
+            let qp = self.l.cps.ptr(&r.fields, "query_string").unwrap_or(0);
+            if !self.queries.contains_key(&(r.rdi, qp)) {
+                self.query_text(s, r.rdi, &r.fields);
+                self.names.remove(&r.rdi);
+                self.statement_name(s, r.rdi);
+            }
+        }
+        let size = self.l.cps.size as usize;
+        let mut bufs = vec![vec![0u8; size]; sources.len()];
+        let all = {
+            let mut ranges: Vec<(u64, &mut [u8])> = sources
+                .iter()
+                .zip(bufs.iter_mut())
+                .map(|(a, b)| (*a, &mut b[..]))
+                .collect();
+            s.read_many(&mut ranges).is_ok()
+        };
+        self.snapshot.clear();
+        for (a, b) in sources.into_iter().zip(bufs) {
+            // one by one when some plansource is gone (DEALLOCATE)
+            let b = if all { Ok(b) } else { read(s, a, size as u64) };
+            if let Ok(b) = b {
+                self.snapshot.insert(a, b);
+            }
+        }
+        self.polled.extend(records.into_iter().zip(times));
+        Ok(())
+    }
+
+    /// Report the decisions `snapshot_ring` found complete: a call's choice
+    /// shows in the counters its plansource has at its next call, or had at
+    /// the snapshot.  Needs no access to the backend (names and texts are
+    /// cached), so it runs while the backend does.
+    fn report_ring(&mut self, s: &mut Session) -> Result<()> {
+        if self.new_lost > 0 {
+            let n = std::mem::take(&mut self.new_lost);
+            self.lost += n;
+            s.say(&format!(
+                "plancache: {n} decision{} not recorded (the ring was full)",
+                if n == 1 { "" } else { "s" }
+            ));
+        }
+        for (r, ts) in std::mem::take(&mut self.polled) {
+            if self.done() {
+                break;
+            }
+            if let Some(i) = self.pending.iter().position(|p| p.plansource == r.rdi) {
+                let p = self.pending.remove(i);
+                match self.settle(&p.before, &r.fields) {
+                    Settled::Done { generic, after } => {
+                        self.report(s, &p, &after, generic, None)?
+                    }
+                    // unmoved: that execution ended in an ERROR
+                    Settled::Running => {}
+                    Settled::Ambiguous => self.lost += 1,
+                }
+            }
+            if self.l.cps.int(&r.fields, "magic") != Some(CACHEDPLANSOURCE_MAGIC) {
+                continue;
+            }
+            self.pending.push(Pending {
+                plansource: r.rdi,
+                bound_params: r.rsi,
+                ret: 0,
+                ret_rsp: 0,
+                before: r.fields,
+                mode: Some(r.global32 as i32),
+                ts: Some(ts),
+            });
+        }
+        // the last call of each plansource: its counters at the snapshot
+        let snapshot = std::mem::take(&mut self.snapshot);
+        let mut i = 0;
+        while i < self.pending.len() && !self.done() {
+            let Some(after) = snapshot.get(&self.pending[i].plansource) else {
+                // gone (DEALLOCATE): nothing to learn
+                self.pending.remove(i);
+                continue;
+            };
+            match self.settle(&self.pending[i].before, after) {
+                Settled::Running => i += 1,
+                Settled::Done { generic, after } => {
+                    let p = self.pending.remove(i);
+                    self.report(s, &p, &after, generic, None)?;
+                }
+                Settled::Ambiguous => {
+                    self.pending.remove(i);
+                    self.lost += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The query text of a plansource (`before`: its struct), cached.
+    fn query_text(&mut self, s: &Session, plansource: u64, before: &[u8]) -> String {
+        let query_ptr = self.l.cps.ptr(before, "query_string").unwrap_or(0);
+        if let Some(q) = self.queries.get(&(plansource, query_ptr)) {
+            return q.clone();
+        }
+        let q = if query_ptr != 0 {
+            read_cstring(s, query_ptr, 1024)
+        } else {
+            String::new()
+        };
+        self.queries.insert((plansource, query_ptr), q.clone());
+        q
+    }
+
+    /// How much num_custom_plans and num_generic_plans grew.
+    fn counters_moved(&self, before: &[u8], after: &[u8]) -> (i64, i64) {
+        let l = &self.l.cps;
+        let d = |f: &str| l.int(after, f).unwrap_or(0) - l.int(before, f).unwrap_or(0);
+        (d("num_custom_plans"), d("num_generic_plans"))
+    }
+
+    /// What the counters say of the execution that started at `before`,
+    /// seen at `after` (its plansource's next call, or later).  When the
+    /// ring lost the calls in between, the counters moved by more than one:
+    /// the choice is still known if they all went the same way (the
+    /// counters of the decision are then put back to one step past
+    /// `before`); if both moved it is not.
+    fn settle(&self, before: &[u8], after: &[u8]) -> Settled {
+        let (dc, dg) = self.counters_moved(before, after);
+        let generic = match (dc, dg) {
+            (0, 0) => return Settled::Running,
+            (_, 0) if dc > 0 => false,
+            (0, _) if dg > 0 => true,
+            _ => return Settled::Ambiguous,
+        };
+        let mut after = after.to_vec();
+        if dc + dg > 1 {
+            let l = &self.l.cps;
+            for (f, d) in [("num_custom_plans", dc), ("num_generic_plans", dg)] {
+                let (Ok(fl), Some(v)) = (l.field(f), l.int(before, f)) else {
+                    continue;
+                };
+                let v = v + d.min(1);
+                let (o, n) = (fl.offset as usize, fl.size as usize);
+                after[o..o + n].copy_from_slice(&v.to_le_bytes()[..n]);
+            }
+            // the custom plans' total past this one is not known (null)
+            if let Ok(fl) = l.field("total_custom_cost")
+                && dc > 1
+                && fl.size == 8
+            {
+                let o = fl.offset as usize;
+                after[o..o + 8].copy_from_slice(&f64::NAN.to_le_bytes());
+            }
+        }
+        Settled::Done { generic, after }
+    }
+
+    /// End of a watch: report what is complete and take the recorder out.
+    pub fn finish(&mut self, s: &mut Session) -> Result<()> {
+        if s.target.is_gone() {
+            self.recorder = None;
+            return Ok(());
+        }
+        let polled = if self.recorder.is_some() {
+            self.snapshot_ring(s).and_then(|_| self.report_ring(s))
+        } else if self.fast {
+            self.flush_fast(s)
+        } else {
+            Ok(())
+        };
+        if let Some(r) = self.recorder.take()
+            && !r.remove(&mut s.target)?
+        {
+            s.say("plancache: the recorder's pages stay mapped in the backend (its stack points into them); they are never run again");
+        }
+        polled
     }
 
     /// Arm the entry breakpoints.
     pub fn arm(&mut self, s: &mut Session) -> Result<()> {
+        if self.want_ring {
+            match self.install_recorder(s) {
+                Ok(()) => return Ok(()),
+                Err(e) => s.say(&format!(
+                    "plancache: cannot record inside the backend ({e:#}); stopping at each decision instead"
+                )),
+            }
+        }
         // --fast reads only the argument registers at its stop: it may stop
         // past the pushes that start GetCachedPlan (no stack write to step
         // over there); the full mode needs the return address at rsp
@@ -225,11 +537,11 @@ impl PlanCacheProbe {
         Ok(())
     }
 
-    fn plan_cache_mode(&self, s: &Session) -> String {
+    fn plan_cache_mode(&self, s: &Session, recorded: Option<i32>) -> String {
         let Some((addr, values)) = &self.l.plan_cache_mode else {
             return "unknown".into();
         };
-        let v = match self.mode_now {
+        let v = match recorded.or(self.mode_now) {
             Some(v) => v as i64,
             None => {
                 let Ok(b) = read(s, *addr, 4) else {
@@ -373,6 +685,8 @@ impl PlanCacheProbe {
             ret,
             ret_rsp: r.rsp + 8,
             before,
+            mode: None,
+            ts: None,
         });
         Ok(())
     }
@@ -425,22 +739,20 @@ impl PlanCacheProbe {
     /// for `pending[i]`), when they were read together with other data.
     fn flush_fast_read(&mut self, s: &mut Session, mut pre: Option<Vec<Vec<u8>>>) -> Result<()> {
         let mut i = 0;
-        while i < self.pending.len() {
+        while i < self.pending.len() && !self.done() {
             let after = match pre.as_mut() {
                 Some(v) if !v.is_empty() => v.remove(0),
                 _ => read(s, self.pending[i].plansource, self.l.cps.size)?,
             };
-            let l = &self.l.cps;
-            let before = &self.pending[i].before;
-            let dc = l.int(&after, "num_custom_plans").unwrap_or(0)
-                - l.int(before, "num_custom_plans").unwrap_or(0);
-            let dg = l.int(&after, "num_generic_plans").unwrap_or(0)
-                - l.int(before, "num_generic_plans").unwrap_or(0);
-            if dc + dg > 0 {
-                let p = self.pending.remove(i);
-                self.report(s, &p, &after, dg > 0 && dc == 0, None)?;
-            } else {
-                i += 1;
+            match self.settle(&self.pending[i].before, &after) {
+                Settled::Running => i += 1,
+                Settled::Done { generic, after } => {
+                    let p = self.pending.remove(i);
+                    self.report(s, &p, &after, generic, None)?;
+                }
+                Settled::Ambiguous => {
+                    self.pending.remove(i);
+                }
             }
         }
         // executions left by an ERROR never move their counters
@@ -498,6 +810,8 @@ impl PlanCacheProbe {
             ret: 0,
             ret_rsp: 0,
             before,
+            mode: None,
+            ts: None,
         });
         Ok(())
     }
@@ -530,7 +844,7 @@ impl PlanCacheProbe {
         }
         let execution = n_after
             + num_generic.unwrap_or_else(|| *self.generic_seen.get(&p.plansource).unwrap_or(&0));
-        let mode = self.plan_cache_mode(s);
+        let mode = self.plan_cache_mode(s, p.mode);
         let oneshot = l.boolean(&p.before, "is_oneshot").unwrap_or(false);
         let reason = if oneshot {
             "one_shot"
@@ -558,20 +872,9 @@ impl PlanCacheProbe {
                 plan.and_then(|pl| self.planning_cost(s, pl)),
             )
         };
-        let query_ptr = l.ptr(&p.before, "query_string").unwrap_or(0);
-        let query = match self.queries.get(&(p.plansource, query_ptr)) {
-            Some(q) => q.clone(),
-            None => {
-                let q = if query_ptr != 0 {
-                    read_cstring(s, query_ptr, 1024)
-                } else {
-                    String::new()
-                };
-                self.queries.insert((p.plansource, query_ptr), q.clone());
-                q
-            }
-        };
+        let query = self.query_text(s, p.plansource, &p.before);
         Ok(Decision {
+            ts: p.ts,
             statement: None,
             query,
             execution,
@@ -590,6 +893,15 @@ impl PlanCacheProbe {
 }
 
 impl ProbeHandler for PlanCacheProbe {
+    fn poll_every(&self) -> Option<std::time::Duration> {
+        self.recorder.is_some().then_some(RING_POLL)
+    }
+    fn on_poll(&mut self, s: &mut Session) -> Result<()> {
+        self.snapshot_ring(s)
+    }
+    fn after_poll(&mut self, s: &mut Session) -> Result<()> {
+        self.report_ring(s)
+    }
     fn on_stop(&mut self, s: &mut Session, addr: u64) -> Result<()> {
         if self.points.contains(&addr) {
             if self.fast {
@@ -697,7 +1009,7 @@ pub fn format_decision(d: &Decision) -> String {
 }
 
 pub fn decision_json(d: &Decision) -> serde_json::Value {
-    serde_json::json!({
+    let mut v = serde_json::json!({
         "statement": d.statement,
         "query": d.query,
         "execution": d.execution,
@@ -711,5 +1023,9 @@ pub fn decision_json(d: &Decision) -> serde_json::Value {
         "planning_cost": d.planning_cost,
         "plan_cache_mode": d.plan_cache_mode,
         "reason": d.reason,
-    })
+    });
+    if let Some(ts) = d.ts {
+        v["ts"] = ts.into();
+    }
+    v
 }

@@ -12,7 +12,9 @@
 //!   the stop is reported, so a stop never leaves `rip` in the middle of an
 //!   instruction.
 
+pub mod detour;
 pub mod procfs;
+pub mod recorder;
 pub mod regs;
 pub mod signals;
 
@@ -88,6 +90,8 @@ pub struct Target {
     code_cache: std::collections::HashMap<u64, [u8; 4]>,
     /// /proc/PID/mem, for one-syscall writes (text pages included).
     mem: Option<std::fs::File>,
+    /// Jumps to code of ours written over function entries (detour.rs).
+    detours: Vec<detour::Detour>,
 }
 
 /// Outcome of checking for a pending tool signal while waiting.
@@ -142,6 +146,7 @@ impl Target {
                 .write(true)
                 .open(format!("/proc/{}/mem", pid.as_raw()))
                 .ok(),
+            detours: Vec::new(),
         };
         t.interrupt()?;
         match t.wait(&NoHooks)? {
@@ -510,7 +515,9 @@ impl Target {
         self.wait(hooks)
     }
 
-    fn resume(&mut self) -> Result<()> {
+    /// Resume the target (delivering any deferred signal) without waiting;
+    /// `wait` collects the next stop.
+    pub fn resume(&mut self) -> Result<()> {
         let sig = self
             .pending_fault
             .take()
@@ -974,6 +981,9 @@ impl Target {
             && self.sigtrap_pending()
         {
             self.rewind_to(bp)?;
+        }
+        if let Err(e) = self.remove_all_detours() {
+            first_err.get_or_insert(e);
         }
         let addrs: Vec<u64> = self.inserted.keys().copied().collect();
         for a in addrs {

@@ -1,0 +1,432 @@
+//! Detours: a `jmp` written over the first instructions of a function, to
+//! code of ours in pages mapped into the target, which then runs the
+//! displaced instructions and jumps back.  Unlike an int3, a detour costs
+//! the target no stop: the code it jumps to runs inside the target at full
+//! speed (see `recorder.rs`), and if pgdbg dies without cleaning up
+//! (SIGKILL) the target goes on working, since the jump leads to valid
+//! code.  Nothing here knows about PostgreSQL.
+//!
+//! Safety rules kept here:
+//! * the displaced instructions are decoded (iced-x86) and must be plain
+//!   (no branch, nothing relative to rip), so they run the same anywhere;
+//! * no branch of the function's own code may land inside the bytes the
+//!   `jmp` overwrites (the function is disassembled to check);
+//! * pages are mapped and unmapped by system calls the target makes itself
+//!   (`inject_syscall`: `syscall; int3` at the ELF entry point, which never
+//!   runs again, with every register restored afterwards);
+//! * removal puts the original bytes back first, steps the target out of
+//!   our code if it is inside it, and unmaps the pages only when no word
+//!   of the stack points into them (a signal handler that interrupted our
+//!   code would return there); otherwise they stay mapped, harmlessly.
+
+use super::{Target, procfs};
+use anyhow::{Context, Result, anyhow, bail};
+use iced_x86::{Decoder, DecoderOptions, FlowControl};
+use nix::sys::ptrace;
+use nix::sys::signal::Signal;
+use nix::sys::wait::WaitStatus;
+
+/// Length of `jmp rel32`.
+pub const JMP_LEN: usize = 5;
+const PAGE: u64 = 4096;
+/// How far a `rel32` reaches, with a margin.
+const REACH: u64 = (1 << 31) - (1 << 24);
+
+/// A detour in place.
+#[derive(Debug, Clone)]
+pub struct Detour {
+    pub site: u64,
+    /// The original bytes under the jump (whole instructions).
+    pub orig: Vec<u8>,
+    /// Our code: mapping start and length.
+    pub code: (u64, u64),
+    /// Our data pages: mapping start and length.
+    pub data: (u64, u64),
+}
+
+/// How many bytes at `site` a detour displaces: whole instructions covering
+/// at least `JMP_LEN` bytes, each of which must run unchanged at another
+/// address.  `code` holds the bytes at `site` (at least 32).  `bodies` is
+/// the function's code (address, bytes): none of its branches may land
+/// strictly inside the displaced bytes.
+pub fn displaced_len(site: u64, code: &[u8], bodies: &[(u64, Vec<u8>)]) -> Result<usize> {
+    let mut dec = Decoder::with_ip(64, code, site, DecoderOptions::NONE);
+    let mut len = 0usize;
+    while len < JMP_LEN {
+        if !dec.can_decode() {
+            bail!("cannot decode the instructions at {site:#x}");
+        }
+        let ins = dec.decode();
+        if ins.is_invalid() {
+            bail!("invalid instruction at {:#x}", ins.ip());
+        }
+        if ins.flow_control() != FlowControl::Next || ins.is_ip_rel_memory_operand() {
+            bail!(
+                "the instruction at {:#x} ({:?}) cannot be moved",
+                ins.ip(),
+                ins.mnemonic()
+            );
+        }
+        len += ins.len();
+    }
+    let (lo, hi) = (site + 1, site + len as u64);
+    for (addr, bytes) in bodies {
+        let mut dec = Decoder::with_ip(64, bytes, *addr, DecoderOptions::NONE);
+        for ins in &mut dec {
+            let target = match ins.flow_control() {
+                FlowControl::UnconditionalBranch
+                | FlowControl::ConditionalBranch
+                | FlowControl::Call => ins.near_branch_target(),
+                _ => 0,
+            };
+            if (lo..hi).contains(&target) {
+                bail!(
+                    "the code at {:#x} branches into the first instructions ({target:#x})",
+                    ins.ip()
+                );
+            }
+        }
+    }
+    Ok(len)
+}
+
+/// `jmp rel32` from `from` to `to`.
+pub fn jmp(from: u64, to: u64) -> Result<[u8; 5]> {
+    let rel = to.wrapping_sub(from + 5) as i64;
+    let rel: i32 = rel
+        .try_into()
+        .map_err(|_| anyhow!("{to:#x} is out of jump range of {from:#x}"))?;
+    let mut b = [0xe9, 0, 0, 0, 0];
+    b[1..].copy_from_slice(&rel.to_le_bytes());
+    Ok(b)
+}
+
+/// Free address ranges of `len` bytes within jump reach of `near`, nearest
+/// first.  The space above the heap (brk grows there) and below the stack
+/// is left alone; one guard page is kept under the next mapping.
+fn gaps_near(maps: &[procfs::Mapping], near: u64, len: u64) -> Vec<u64> {
+    let mut m: Vec<&procfs::Mapping> = maps.iter().collect();
+    m.sort_by_key(|x| x.start);
+    let mut out = Vec::new();
+    let mut prev_end = 0x10000u64; // mmap_min_addr
+    let mut prev_is_heap = false;
+    for x in &m {
+        let next_is_stack = x.path.as_ref().is_some_and(|p| p.as_os_str() == "[stack]");
+        if !prev_is_heap && !next_is_stack && x.start >= prev_end + len + 2 * PAGE {
+            let a = x.start - len - PAGE;
+            if a.abs_diff(near) < REACH && (a + len).abs_diff(near) < REACH {
+                out.push(a);
+            }
+        }
+        prev_end = prev_end.max(x.end);
+        prev_is_heap = x.path.as_ref().is_some_and(|p| p.as_os_str() == "[heap]");
+    }
+    out.sort_by_key(|a| a.abs_diff(near));
+    out
+}
+
+impl Target {
+    /// Make the target run one system call and return its result (a
+    /// negative errno on failure).  The target must be stopped; all its
+    /// registers (including `orig_rax`, so an interrupted system call
+    /// restarts as it would have) and the borrowed code bytes are restored.
+    /// Signals arriving meanwhile are kept for the next resume.
+    pub fn inject_syscall(&mut self, nr: i64, args: [u64; 6]) -> Result<i64> {
+        if self.gone || !self.stopped {
+            bail!("internal: inject_syscall needs a stopped target");
+        }
+        let at = procfs::auxv_entry(self.pid())
+            .ok_or_else(|| anyhow!("no AT_ENTRY in /proc/{}/auxv", self.pid()))?;
+        if (at..at + 3).any(|a| self.inserted.contains_key(&a)) {
+            bail!("a breakpoint sits on the entry point");
+        }
+        let mut saved_code = [0u8; 3];
+        self.read(at, &mut saved_code)?;
+        let saved = self.regs()?;
+        self.write(at, &[0x0f, 0x05, 0xcc])?; // syscall; int3
+        let mut r = saved;
+        r.rax = nr as u64;
+        r.rdi = args[0];
+        r.rsi = args[1];
+        r.rdx = args[2];
+        r.r10 = args[3];
+        r.r8 = args[4];
+        r.r9 = args[5];
+        r.rip = at;
+        r.orig_rax = u64::MAX; // no syscall restart at the new rip
+        let res = self
+            .set_regs(&r)
+            .and_then(|_| self.run_until_trap_at(at + 3));
+        let w = if self.gone {
+            Ok(())
+        } else {
+            self.write(at, &saved_code)
+        };
+        let s = if self.gone {
+            Ok(())
+        } else {
+            self.set_regs(&saved)
+        };
+        let rax = res?;
+        w?;
+        s?;
+        Ok(rax as i64)
+    }
+
+    /// Resume until a SIGTRAP with `rip == addr` (an int3 of ours just
+    /// before it); pass-through signals are kept for later.
+    fn run_until_trap_at(&mut self, addr: u64) -> Result<u64> {
+        loop {
+            ptrace::cont(self.pid, None).map_err(|e| anyhow!("cannot resume ({e})"))?;
+            self.set_running();
+            match self.waitpid_blocking()? {
+                WaitStatus::Exited(_, _) | WaitStatus::Signaled(_, _, _) => {
+                    self.mark_gone();
+                    bail!("process {} ended during a system call of pgdbg", self.pid);
+                }
+                WaitStatus::Stopped(_, Signal::SIGTRAP) => {
+                    self.stopped = true;
+                    let r = self.regs()?;
+                    if r.rip == addr {
+                        return Ok(r.rax);
+                    }
+                    bail!("unexpected trap at {:#x} during a system call", r.rip);
+                }
+                WaitStatus::Stopped(_, sig) if super::signals::pass_through(sig) => {
+                    self.stopped = true;
+                    self.deferred.push_back(sig);
+                }
+                WaitStatus::Stopped(_, sig) => {
+                    self.stopped = true;
+                    bail!("signal {sig:?} during a system call of pgdbg");
+                }
+                WaitStatus::PtraceEvent(_, _, _) => {
+                    self.stopped = true;
+                    if self.stale_interrupts > 0 {
+                        self.stale_interrupts -= 1;
+                    } else if self.interrupts_outstanding > 0 {
+                        self.interrupts_outstanding -= 1;
+                    }
+                }
+                _ => self.stopped = true,
+            }
+        }
+    }
+
+    /// Map `len` bytes of anonymous private memory in the target, within
+    /// `rel32` reach of `near` when given.
+    pub fn map_pages(&mut self, near: Option<u64>, len: u64, prot: i32) -> Result<u64> {
+        let len = len.div_ceil(PAGE) * PAGE;
+        let flags = (libc::MAP_PRIVATE | libc::MAP_ANONYMOUS) as u64;
+        let mmap = |t: &mut Target, addr: u64, extra: u64| {
+            t.inject_syscall(
+                libc::SYS_mmap,
+                [addr, len, prot as u64, flags | extra, u64::MAX, 0],
+            )
+        };
+        let Some(near) = near else {
+            let r = mmap(self, 0, 0)?;
+            if r < 0 {
+                bail!("mmap in the target failed (errno {})", -r);
+            }
+            return Ok(r as u64);
+        };
+        let maps = procfs::maps(self.pid())?;
+        for a in gaps_near(&maps, near, len).into_iter().take(8) {
+            let r = mmap(self, a, libc::MAP_FIXED_NOREPLACE as u64)?;
+            if r as u64 == a {
+                return Ok(a);
+            }
+            if r > 0 {
+                // a kernel without MAP_FIXED_NOREPLACE put it elsewhere
+                self.unmap_pages(r as u64, len)?;
+            }
+        }
+        bail!("no free address space within jump reach of {near:#x}")
+    }
+
+    pub fn unmap_pages(&mut self, addr: u64, len: u64) -> Result<()> {
+        let r = self.inject_syscall(libc::SYS_munmap, [addr, len, 0, 0, 0, 0])?;
+        if r < 0 {
+            bail!("munmap in the target failed (errno {})", -r);
+        }
+        Ok(())
+    }
+
+    /// Write a detour at `site` (a function's entry): `len` bytes of whole
+    /// instructions (`displaced_len`) are replaced by a jump to `code`,
+    /// which must be mapped; `body` is what runs there before the displaced
+    /// instructions and the jump back (both appended here).
+    pub fn install_detour(
+        &mut self,
+        site: u64,
+        len: usize,
+        body: &[u8],
+        code: (u64, u64),
+        data: (u64, u64),
+    ) -> Result<()> {
+        if self.gone || !self.stopped {
+            bail!("internal: install_detour needs a stopped target");
+        }
+        if self.detours.iter().any(|d| d.site == site) {
+            bail!("a detour is already at {site:#x}");
+        }
+        let range = site..site + len as u64;
+        if self.inserted.keys().any(|a| range.contains(a)) {
+            bail!("a breakpoint is set at {site:#x}: delete it first");
+        }
+        let rip = self.regs()?.rip;
+        if rip > site && rip < site + len as u64 {
+            bail!("the target is stopped inside the instructions to displace");
+        }
+        let mut orig = vec![0u8; len];
+        self.read(site, &mut orig)?;
+        let mut text = body.to_vec();
+        text.extend_from_slice(&orig);
+        let back_from = code.0 + text.len() as u64;
+        text.extend_from_slice(&jmp(back_from, site + len as u64)?);
+        if text.len() as u64 > code.1 {
+            bail!("internal: detour code does not fit its page");
+        }
+        let to_code = jmp(site, code.0)?;
+        self.write(code.0, &text)?;
+        self.write(site, &to_code)?;
+        self.detours.push(Detour {
+            site,
+            orig,
+            code,
+            data,
+        });
+        Ok(())
+    }
+
+    pub fn has_detour(&self, site: u64) -> bool {
+        self.detours.iter().any(|d| d.site == site)
+    }
+
+    /// Undo the detour at `site`: the original bytes back, the target out of
+    /// our code, our pages unmapped when nothing can return into them.
+    /// Returns false when the pages had to stay mapped.
+    pub fn remove_detour(&mut self, site: u64) -> Result<bool> {
+        let Some(i) = self.detours.iter().position(|d| d.site == site) else {
+            return Ok(true);
+        };
+        let d = self.detours.remove(i);
+        if self.gone {
+            return Ok(true);
+        }
+        if !self.stopped {
+            self.ensure_stopped()?;
+            if self.gone {
+                return Ok(true);
+            }
+        }
+        self.write(d.site, &d.orig)
+            .context("cannot restore the code under a detour")?;
+        let in_code = |a: u64| a >= d.code.0 && a < d.code.0 + d.code.1;
+        // our code is straight-line: a few steps take the target out of it
+        let mut steps = 0;
+        while in_code(self.regs()?.rip) {
+            if steps == 1000 {
+                bail!("the target does not leave the detour code");
+            }
+            if let Some(stop) = self.single_step_raw()? {
+                if self.gone {
+                    return Ok(true);
+                }
+                bail!("the target stopped in the detour code: {stop:?}");
+            }
+            steps += 1;
+        }
+        if self.stack_points_into(d.code)? {
+            super::log::debug("detour pages left mapped: the stack points into them");
+            return Ok(false);
+        }
+        self.unmap_pages(d.code.0, d.code.1)?;
+        self.unmap_pages(d.data.0, d.data.1)?;
+        Ok(true)
+    }
+
+    /// Whether any word between rsp and the top of its stack mapping holds
+    /// an address in `range` (a saved rip of an interrupted detour).
+    fn stack_points_into(&self, range: (u64, u64)) -> Result<bool> {
+        let rsp = self.regs()?.rsp;
+        let maps = procfs::maps(self.pid())?;
+        let Some(m) = maps.iter().find(|m| m.start <= rsp && rsp < m.end) else {
+            return Ok(true); // unknown stack: keep the pages
+        };
+        let from = rsp & !7;
+        let mut buf = vec![0u8; (m.end - from) as usize];
+        self.read(from, &mut buf)?;
+        Ok(buf.chunks_exact(8).any(|w| {
+            let v = u64::from_le_bytes(w.try_into().expect("8 bytes"));
+            v >= range.0 && v < range.0 + range.1
+        }))
+    }
+
+    /// Undo every detour (detach, drop).
+    pub(super) fn remove_all_detours(&mut self) -> Result<()> {
+        let mut first = Ok(());
+        let sites: Vec<u64> = self.detours.iter().map(|d| d.site).collect();
+        for s in sites {
+            if let Err(e) = self.remove_detour(s)
+                && first.is_ok()
+            {
+                first = Err(e);
+            }
+        }
+        first
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prologue_pushes_and_moves_are_displaced_whole() {
+        // push r15; push r14; mov r14, rcx; push r13 (GetCachedPlan, gcc 12 -O2)
+        let mut code = vec![0x41, 0x57, 0x41, 0x56, 0x49, 0x89, 0xce, 0x41, 0x55];
+        code.resize(32, 0x90);
+        assert_eq!(displaced_len(0x1000, &code, &[]).unwrap(), 7);
+        // a branch of the function into the displaced bytes forbids it
+        let body = vec![(0x1100, vec![0xe9, 0xff, 0xfe, 0xff, 0xff])]; // jmp 0x1004
+        assert!(displaced_len(0x1000, &code, &body).is_err());
+        // to the entry itself is fine
+        let body = vec![(0x1100, vec![0xe9, 0xfb, 0xfe, 0xff, 0xff])]; // jmp 0x1000
+        assert_eq!(displaced_len(0x1000, &code, &body).unwrap(), 7);
+        // rip-relative or branching first instructions are refused
+        let mut lea = vec![0x48, 0x8d, 0x05, 0, 0, 0, 0]; // lea rax, [rip+0]
+        lea.resize(32, 0x90);
+        assert!(displaced_len(0x1000, &lea, &[]).is_err());
+        let mut call = vec![0xe8, 0, 0, 0, 0];
+        call.resize(32, 0x90);
+        assert!(displaced_len(0x1000, &call, &[]).is_err());
+    }
+
+    #[test]
+    fn jumps_encode_relative_to_their_end() {
+        assert_eq!(jmp(0x1000, 0x1005).unwrap(), [0xe9, 0, 0, 0, 0]);
+        assert_eq!(jmp(0x1000, 0x1000).unwrap(), [0xe9, 0xfb, 0xff, 0xff, 0xff]);
+        assert!(jmp(0x1000, 0x1_0000_1000).is_err());
+    }
+
+    #[test]
+    fn gaps_skip_heap_and_stack_neighbourhoods() {
+        let m = |start: u64, end: u64, path: &str| procfs::Mapping {
+            start,
+            end,
+            perms: "r-xp".into(),
+            offset: 0,
+            path: (!path.is_empty()).then(|| path.into()),
+        };
+        let maps = vec![
+            m(0x400000, 0x500000, "/bin/postgres"),
+            m(0x600000, 0x700000, "[heap]"),
+            m(0x7f0000000000, 0x7f0000100000, "[stack]"),
+        ];
+        let g = gaps_near(&maps, 0x450000, 0x2000);
+        // below the binary only: not above the heap, not under the stack
+        assert_eq!(g, vec![0x400000 - 0x2000 - PAGE, 0x600000 - 0x2000 - PAGE]);
+    }
+}

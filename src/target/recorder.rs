@@ -1,0 +1,334 @@
+//! An in-process recorder: a detour at a function's entry whose code
+//! copies the call's first two arguments, one 4-byte global and chosen
+//! fields of the struct the first argument points at into a ring buffer in
+//! the target's memory.  The target never stops for it (a few dozen
+//! instructions per call); pgdbg empties the ring now and then, while the
+//! target is stopped.  Like gdb's fast tracepoints with their in-process
+//! agent, minus the agent library.  Nothing here knows about PostgreSQL.
+//!
+//! The ring: a 64-byte header (`head`, written by the target; `tail`,
+//! written by pgdbg; `dropped`, calls not recorded because the ring was
+//! full) then `CAPACITY` slots.  A slot: sequence number, time stamp
+//! counter, rdi, rsi, the global, then each field in 8 bytes.  The code
+//! runs at a function's entry, where the System V ABI makes the flags and
+//! `rax` dead; it saves `rcx`/`rdx` (arguments) on the stack below the
+//! return address, which is free there.
+
+use super::Target;
+use super::detour::{JMP_LEN, displaced_len};
+use anyhow::{Result, bail};
+
+/// Slots in the ring (a power of two): 50 ms of calls at 300 000 per
+/// second (a plpgsql loop of index lookups), when it is read every 5 to
+/// 20 ms.  1.5 MB with 7 fields.
+pub const CAPACITY: u64 = 16384;
+const HEADER: u64 = 64;
+const SLOT_FIXED: u64 = 40;
+
+/// What to record at each call.
+#[derive(Debug, Clone)]
+pub struct RecordSpec {
+    /// A 4-byte global read at each call.
+    pub global32: Option<u64>,
+    /// (offset, size in 1/2/4/8) of fields of the struct at rdi.
+    pub fields: Vec<(u64, u64)>,
+    /// Size of that struct: records give it back with the fields in place.
+    pub struct_size: u64,
+}
+
+/// One recorded call.
+#[derive(Debug, Clone)]
+pub struct Record {
+    pub seq: u64,
+    pub tsc: u64,
+    pub rdi: u64,
+    pub rsi: u64,
+    pub global32: u32,
+    /// `struct_size` bytes: the recorded fields at their offsets, zeros
+    /// elsewhere.
+    pub fields: Vec<u8>,
+}
+
+pub struct Recorder {
+    pub site: u64,
+    spec: RecordSpec,
+    data: u64,
+    slot: u64,
+    tail: u64,
+    dropped: u64,
+    tsc0: u64,
+    t0: std::time::SystemTime,
+}
+
+fn rdtsc() -> u64 {
+    // SAFETY: rdtsc has no preconditions on x86-64.
+    unsafe { core::arch::x86_64::_rdtsc() }
+}
+
+/// The machine code of the recorder (before the displaced instructions).
+fn emit(data: u64, slot: u64, spec: &RecordSpec) -> Vec<u8> {
+    let mut c: Vec<u8> = Vec::with_capacity(256);
+    let d32 = |c: &mut Vec<u8>, v: u64| c.extend_from_slice(&(v as u32).to_le_bytes());
+    c.extend_from_slice(&[0x50, 0x51, 0x52]); // push rax; push rcx; push rdx
+    c.extend_from_slice(&[0x48, 0xba]); // movabs rdx, data
+    c.extend_from_slice(&data.to_le_bytes());
+    c.extend_from_slice(&[0x48, 0x8b, 0x02]); // mov rax, [rdx]        head
+    c.extend_from_slice(&[0x48, 0x89, 0xc1]); // mov rcx, rax
+    c.extend_from_slice(&[0x48, 0x2b, 0x4a, 0x08]); // sub rcx, [rdx+8]  - tail
+    c.extend_from_slice(&[0x48, 0x81, 0xf9]); // cmp rcx, CAPACITY
+    d32(&mut c, CAPACITY);
+    c.extend_from_slice(&[0x0f, 0x83]); // jae full
+    let jae_at = c.len();
+    d32(&mut c, 0);
+    c.extend_from_slice(&[0x48, 0x89, 0xc1]); // mov rcx, rax
+    c.extend_from_slice(&[0x48, 0x81, 0xe1]); // and rcx, CAPACITY-1
+    d32(&mut c, CAPACITY - 1);
+    c.extend_from_slice(&[0x48, 0x69, 0xc9]); // imul rcx, rcx, slot
+    d32(&mut c, slot);
+    c.extend_from_slice(&[0x48, 0x8d, 0x4c, 0x0a, HEADER as u8]); // lea rcx, [rdx+rcx+HEADER]
+    c.extend_from_slice(&[0x48, 0x89, 0x01]); // mov [rcx], rax        seq
+    c.extend_from_slice(&[0x0f, 0x31]); // rdtsc
+    c.extend_from_slice(&[0x48, 0xc1, 0xe2, 0x20]); // shl rdx, 32
+    c.extend_from_slice(&[0x48, 0x09, 0xd0]); // or rax, rdx
+    c.extend_from_slice(&[0x48, 0x89, 0x41, 0x08]); // mov [rcx+8], rax   tsc
+    c.extend_from_slice(&[0x48, 0x89, 0x79, 0x10]); // mov [rcx+16], rdi
+    c.extend_from_slice(&[0x48, 0x89, 0x71, 0x18]); // mov [rcx+24], rsi
+    if let Some(g) = spec.global32 {
+        c.extend_from_slice(&[0x48, 0xb8]); // movabs rax, g
+        c.extend_from_slice(&g.to_le_bytes());
+        c.extend_from_slice(&[0x8b, 0x00]); // mov eax, [rax]
+        c.extend_from_slice(&[0x89, 0x41, 0x20]); // mov [rcx+32], eax
+    }
+    for (i, &(off, size)) in spec.fields.iter().enumerate() {
+        let dst = SLOT_FIXED + 8 * i as u64;
+        // load into (r/e)ax from [rdi+off], store to [rcx+dst]
+        let (load, store): (&[u8], &[u8]) = match size {
+            8 => (&[0x48, 0x8b, 0x87], &[0x48, 0x89, 0x81]),
+            4 => (&[0x8b, 0x87], &[0x89, 0x81]),
+            2 => (&[0x0f, 0xb7, 0x87], &[0x66, 0x89, 0x81]),
+            _ => (&[0x0f, 0xb6, 0x87], &[0x88, 0x81]),
+        };
+        c.extend_from_slice(load);
+        d32(&mut c, off);
+        c.extend_from_slice(store);
+        d32(&mut c, dst);
+    }
+    c.extend_from_slice(&[0x48, 0xba]); // movabs rdx, data
+    c.extend_from_slice(&data.to_le_bytes());
+    c.extend_from_slice(&[0x48, 0xff, 0x02]); // inc qword [rdx]       head++
+    c.extend_from_slice(&[0xeb, 0x04]); // jmp done
+    let full = c.len();
+    c.extend_from_slice(&[0x48, 0xff, 0x42, 0x10]); // full: inc qword [rdx+16]
+    c.extend_from_slice(&[0x5a, 0x59, 0x58]); // done: pop rdx; pop rcx; pop rax
+    let rel = (full - (jae_at + 4)) as u32;
+    c[jae_at..jae_at + 4].copy_from_slice(&rel.to_le_bytes());
+    c
+}
+
+impl Recorder {
+    /// Put a recorder at `site`, a function's entry.  `bodies` is the
+    /// function's code, to check that nothing branches into the bytes the
+    /// detour overwrites.  The target must be stopped.
+    pub fn install(
+        t: &mut Target,
+        site: u64,
+        spec: RecordSpec,
+        bodies: &[(u64, Vec<u8>)],
+    ) -> Result<Recorder> {
+        if spec.fields.iter().any(|&(o, s)| {
+            !matches!(s, 1 | 2 | 4 | 8) || o + s > spec.struct_size || o > i32::MAX as u64
+        }) {
+            bail!("internal: bad recorder field");
+        }
+        let mut code = [0u8; 32];
+        t.read(site, &mut code)?;
+        let len = displaced_len(site, &code, bodies)?;
+        let slot = SLOT_FIXED + 8 * spec.fields.len() as u64;
+        let data_len = HEADER + CAPACITY * slot;
+        let data = t.map_pages(None, data_len, libc::PROT_READ | libc::PROT_WRITE)?;
+        let page = 4096;
+        let code_at = match t.map_pages(Some(site), page, libc::PROT_READ | libc::PROT_EXEC) {
+            Ok(a) => a,
+            Err(e) => {
+                let _ = t.unmap_pages(data, data_len);
+                return Err(e);
+            }
+        };
+        let body = emit(data, slot, &spec);
+        if let Err(e) = t.install_detour(site, len, &body, (code_at, page), (data, data_len)) {
+            let _ = t.unmap_pages(code_at, page);
+            let _ = t.unmap_pages(data, data_len);
+            return Err(e);
+        }
+        debug_assert!(len >= JMP_LEN);
+        Ok(Recorder {
+            site,
+            spec,
+            data,
+            slot,
+            tail: 0,
+            dropped: 0,
+            tsc0: rdtsc(),
+            t0: std::time::SystemTime::now(),
+        })
+    }
+
+    /// The calls recorded since the last drain, oldest first, and how many
+    /// more calls found the ring full since then.  The target should be
+    /// stopped (the ring is then consistent and `tail` can be written).
+    pub fn drain(&mut self, t: &mut Target) -> Result<(Vec<Record>, u64)> {
+        let mut hdr = [0u8; 24];
+        t.read(self.data, &mut hdr)?;
+        let word = |i: usize| u64::from_le_bytes(hdr[i * 8..i * 8 + 8].try_into().expect("8"));
+        let (head, dropped) = (word(0), word(2));
+        let new_dropped = dropped.saturating_sub(self.dropped);
+        self.dropped = dropped;
+        if head <= self.tail {
+            return Ok((Vec::new(), new_dropped));
+        }
+        let n = (head - self.tail).min(CAPACITY);
+        let first = head - n;
+        let mut buf = vec![0u8; (n * self.slot) as usize];
+        // one or two contiguous runs of slots
+        let i0 = first % CAPACITY;
+        let run1 = n.min(CAPACITY - i0);
+        {
+            let (a, b) = buf.split_at_mut((run1 * self.slot) as usize);
+            let mut ranges: Vec<(u64, &mut [u8])> = vec![(self.data + HEADER + i0 * self.slot, a)];
+            if n > run1 {
+                ranges.push((self.data + HEADER, b));
+            }
+            t.read_many(&mut ranges)?;
+        }
+        let mut out = Vec::with_capacity(n as usize);
+        for (k, s) in buf.chunks_exact(self.slot as usize).enumerate() {
+            let w = |o: usize| u64::from_le_bytes(s[o..o + 8].try_into().expect("8"));
+            if w(0) != first + k as u64 {
+                continue; // not written yet (cannot happen while stopped)
+            }
+            let mut fields = vec![0u8; self.spec.struct_size as usize];
+            for (i, &(off, size)) in self.spec.fields.iter().enumerate() {
+                let src = SLOT_FIXED as usize + 8 * i;
+                fields[off as usize..(off + size) as usize]
+                    .copy_from_slice(&s[src..src + size as usize]);
+            }
+            out.push(Record {
+                seq: w(0),
+                tsc: w(8),
+                rdi: w(16),
+                rsi: w(24),
+                global32: u32::from_le_bytes(s[32..36].try_into().expect("4")),
+                fields,
+            });
+        }
+        self.tail = head;
+        t.write(self.data + 8, &head.to_le_bytes())?;
+        Ok((out, new_dropped))
+    }
+
+    /// Seconds since the epoch at which a record's time stamp counter was
+    /// read (the TSC rate measured between install and now).
+    pub fn wall_time(&self, tsc: u64) -> f64 {
+        let now = std::time::SystemTime::now();
+        let now_tsc = rdtsc();
+        let secs = |t: std::time::SystemTime| {
+            t.duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs_f64())
+                .unwrap_or(0.0)
+        };
+        let span = secs(now) - secs(self.t0);
+        let ticks = now_tsc.saturating_sub(self.tsc0) as f64;
+        if span < 0.005 || ticks <= 0.0 || tsc > now_tsc {
+            return secs(now);
+        }
+        let age = now_tsc.saturating_sub(tsc) as f64 * span / ticks;
+        secs(now) - age
+    }
+
+    /// Remove the detour (and its pages when nothing can return into
+    /// them).  Drain first: what is still in the ring is lost.
+    pub fn remove(self, t: &mut Target) -> Result<bool> {
+        t.remove_detour(self.site)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iced_x86::{Decoder, DecoderOptions, Formatter, NasmFormatter};
+
+    /// The emitted code decodes to the instructions its comments name.
+    #[test]
+    fn recorder_code_decodes_as_written() {
+        let spec = RecordSpec {
+            global32: Some(0x1122_3344_5566),
+            fields: vec![(0, 4), (0x40, 8), (0x88, 1), (0x90, 2)],
+            struct_size: 0x100,
+        };
+        let code = emit(0x7f00_0000_0000, 128, &spec);
+        let mut dec = Decoder::with_ip(64, &code, 0x1000, DecoderOptions::NONE);
+        let mut f = NasmFormatter::new();
+        let mut text = Vec::new();
+        for ins in &mut dec {
+            assert!(!ins.is_invalid());
+            let mut s = String::new();
+            f.format(&ins, &mut s);
+            text.push(s);
+        }
+        let want = [
+            "push rax",
+            "push rcx",
+            "push rdx",
+            "mov rdx,7F0000000000h",
+            "mov rax,[rdx]",
+            "mov rcx,rax",
+            "sub rcx,[rdx+8]",
+            "cmp rcx,4000h",
+            "jae near 0000000000001",
+            "mov rcx,rax",
+            "and rcx,3FFFh",
+            "imul rcx,80h", // nasm's short form of imul rcx,rcx,80h
+            "lea rcx,[rdx+rcx+40h]",
+            "mov [rcx],rax",
+            "rdtsc",
+            "shl rdx,20h",
+            "or rax,rdx",
+            "mov [rcx+8],rax",
+            "mov [rcx+10h],rdi",
+            "mov [rcx+18h],rsi",
+            "mov rax,112233445566h",
+            "mov eax,[rax]",
+            "mov [rcx+20h],eax",
+            "mov eax,[rdi]",
+            "mov [rcx+28h],eax",
+            "mov rax,[rdi+40h]",
+            "mov [rcx+30h],rax",
+            "movzx eax,byte [rdi+88h]",
+            "mov [rcx+38h],al",
+            "movzx eax,word [rdi+90h]",
+            "mov [rcx+40h],ax",
+            "mov rdx,7F0000000000h",
+            "inc qword [rdx]",
+            "jmp short 0000000000001",
+            "inc qword [rdx+10h]",
+            "pop rdx",
+            "pop rcx",
+            "pop rax",
+        ];
+        assert_eq!(text.len(), want.len(), "{text:#?}");
+        for (got, w) in text.iter().zip(want) {
+            assert!(got.starts_with(w), "{got} != {w}\n{text:#?}");
+        }
+        // jae lands on `inc qword [rdx+10h]`, jmp short on `pop rdx`
+        let ends: Vec<(u64, u64, usize)> = {
+            let mut d = Decoder::with_ip(64, &code, 0x1000, DecoderOptions::NONE);
+            (&mut d)
+                .into_iter()
+                .map(|i| (i.ip(), i.near_branch_target(), i.len()))
+                .collect()
+        };
+        let ip_of = |n: usize| ends[n].0;
+        assert_eq!(ends[8].1, ip_of(34));
+        assert_eq!(ends[33].1, ip_of(35));
+    }
+}

@@ -21,23 +21,37 @@ impl Capture {
         Ok(Capture { out: f })
     }
 
+    /// Append one event: `event`, `ts` (now, unless `fields` has its own),
+    /// `pid`, then `fields`' members, as one line written by one `write`.
     pub fn event(&mut self, event: &str, pid: i32, fields: serde_json::Value) {
-        let ts = std::time::SystemTime::now()
+        let mut ts = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs_f64())
             .unwrap_or(0.0);
-        let mut obj = serde_json::Map::new();
-        obj.insert("event".into(), event.into());
-        obj.insert("ts".into(), serde_json::json!(ts));
-        obj.insert("pid".into(), pid.into());
-        if let serde_json::Value::Object(m) = fields {
-            for (k, v) in m {
-                obj.insert(k, v);
-            }
+        let members = match fields {
+            serde_json::Value::Object(m) => m,
+            _ => serde_json::Map::new(),
+        };
+        if let Some(t) = members.get("ts").and_then(|v| v.as_f64()) {
+            ts = t;
         }
-        let mut line = serde_json::Value::Object(obj).to_string();
-        line.push('\n');
-        let _ = self.out.write_all(line.as_bytes());
+        let mut line = Vec::with_capacity(256);
+        line.extend_from_slice(b"{\"event\":");
+        let _ = serde_json::to_writer(&mut line, event);
+        line.extend_from_slice(b",\"ts\":");
+        let _ = serde_json::to_writer(&mut line, &ts);
+        line.extend_from_slice(format!(",\"pid\":{pid}").as_bytes());
+        for (k, v) in &members {
+            if k == "ts" || k == "event" || k == "pid" {
+                continue;
+            }
+            line.push(b',');
+            let _ = serde_json::to_writer(&mut line, k);
+            line.push(b':');
+            let _ = serde_json::to_writer(&mut line, v);
+        }
+        line.extend_from_slice(b"}\n");
+        let _ = self.out.write_all(&line);
     }
 
     pub fn flush(&mut self) {

@@ -395,8 +395,9 @@ fn plpgsql_loop(n: u32) -> String {
 /// the right choice; the backend is left as found (code, mappings,
 /// untraced) and finishes its loop.  SIGKILL: nothing can be cleaned up,
 /// but the jump leads to valid code: the backend finishes its loop and
-/// goes on working, the cluster does not restart; a new `plancache --fast`
-/// sees GetCachedPlan patched and stops at each decision instead.
+/// goes on working, the cluster does not restart; the next `plancache`
+/// recognizes the orphan recorder and removes it (code and mappings as
+/// found).
 fn ring_under_load(major: u32) {
     let cl = Cluster::start(major);
     cl.seed(&["mediumtab"]);
@@ -496,6 +497,7 @@ fn ring_under_load(major: u32) {
             10
         );
         if sig == libc::SIGKILL {
+            // the next pgdbg finds the orphan, takes it out and records
             let (code, out, err) = pgdbg(&[
                 "attach",
                 &pid.to_string(),
@@ -504,8 +506,14 @@ fn ring_under_load(major: u32) {
                 "plancache --fast --for 300ms",
             ]);
             assert_eq!(code, 0, "{out}\n{err}");
-            assert!(out.contains("cannot record inside the backend"), "{out}");
+            assert!(
+                out.contains("removed the in-process recorder an earlier pgdbg left"),
+                "{out}"
+            );
+            assert!(out.contains("(recorded in-process, no stops)"), "{out}");
             assert_eq!(tracer_pid(pid), 0);
+            assert!(code_matches_file(pid, &bin, "GetCachedPlan", 32));
+            assert_eq!(anon_exec_maps(pid), maps_before);
         }
         cl.assert_no_crash();
         let _ = std::fs::remove_file(&cap);
@@ -520,4 +528,27 @@ fn plancache_ring_under_load_15() {
 #[test]
 fn plancache_ring_under_load_18() {
     ring_under_load(18);
+}
+
+/// One-shot statements (plpgsql's dynamic EXECUTE): each plansource is
+/// freed right after its only decision, and the next one often takes its
+/// address; every decision is still reported, once.
+#[test]
+fn plancache_fast_one_shot_15() {
+    let cl = Cluster::start(15);
+    cl.seed(&["mediumtab"]);
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let (_, ev) = watch_cmd(pid, "plancache --fast --count 50", 50, || {
+        a.exec(
+            "do $$ declare r text; begin for k in 1..50 loop \
+             execute 'select v from mediumtab where n = $1' into r using k; end loop; end $$",
+        );
+    });
+    for e in &ev {
+        assert_eq!(e["reason"], "one_shot", "{e}");
+        assert_eq!(e["choice"], "custom", "{e}");
+        assert_eq!(e["execution"], 1, "{e}");
+    }
+    cl.assert_no_crash();
 }

@@ -87,6 +87,17 @@ impl ElfImage {
         self.file.section_by_name(name).map(|s| s.address())
     }
 
+    /// The file's bytes at link-time address `addr` (code as built, before
+    /// any breakpoint or patch in a running process).
+    pub fn bytes_at(&self, addr: u64, len: u64) -> Option<&'static [u8]> {
+        self.file.sections().find_map(|s| {
+            if addr < s.address() || addr + len > s.address() + s.size() {
+                return None;
+            }
+            s.data_range(addr, len).ok().flatten()
+        })
+    }
+
     /// Lowest virtual address of a PT_LOAD segment (0 for PIE/shared objects).
     pub fn first_load_vaddr(&self) -> u64 {
         self.file.segments().map(|s| s.address()).min().unwrap_or(0)

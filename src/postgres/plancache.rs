@@ -183,6 +183,8 @@ enum Settled {
     Done { generic: bool, after: Vec<u8> },
     /// Both counters moved (calls lost in between): unknown.
     Ambiguous,
+    /// The plansource is no longer there.
+    Gone,
 }
 
 /// How often the in-process recorder's ring is read (a quarter of it
@@ -385,14 +387,14 @@ impl PlanCacheProbe {
                         self.report(s, &p, &after, generic, None)?
                     }
                     // unmoved: that execution ended in an ERROR
-                    Settled::Running => {}
+                    Settled::Running | Settled::Gone => {}
                     Settled::Ambiguous => self.lost += 1,
                 }
             }
             if self.l.cps.int(&r.fields, "magic") != Some(CACHEDPLANSOURCE_MAGIC) {
                 continue;
             }
-            self.pending.push(Pending {
+            let p = Pending {
                 plansource: r.rdi,
                 bound_params: r.rsi,
                 ret: 0,
@@ -400,7 +402,18 @@ impl PlanCacheProbe {
                 before: r.fields,
                 mode: Some(r.global32 as i32),
                 ts: Some(ts),
-            });
+            };
+            if self.l.cps.boolean(&p.before, "is_oneshot") == Some(true) {
+                // always a custom plan, and the plansource is freed right
+                // after (its address often reused by the next one)
+                self.report_oneshot(s, &p)?;
+                continue;
+            }
+            self.pending.push(p);
+        }
+        // statements left by an ERROR never move their counters
+        if self.pending.len() > 1024 {
+            self.pending.drain(..self.pending.len() - 1024);
         }
         // the last call of each plansource: its counters at the snapshot
         let snapshot = std::mem::take(&mut self.snapshot);
@@ -421,9 +434,32 @@ impl PlanCacheProbe {
                     self.pending.remove(i);
                     self.lost += 1;
                 }
+                Settled::Gone => {
+                    self.pending.remove(i);
+                }
             }
         }
         Ok(())
+    }
+
+    /// A one-shot statement's decision, known at entry: a custom plan.
+    fn report_oneshot(&mut self, s: &mut Session, p: &Pending) -> Result<()> {
+        let l = &self.l.cps;
+        let mut after = p.before.clone();
+        if let (Ok(fl), Some(n)) = (
+            l.field("num_custom_plans"),
+            l.int(&p.before, "num_custom_plans"),
+        ) {
+            let (o, len) = (fl.offset as usize, fl.size as usize);
+            after[o..o + len].copy_from_slice(&(n + 1).to_le_bytes()[..len]);
+        }
+        if let Ok(fl) = l.field("total_custom_cost")
+            && fl.size == 8
+        {
+            let o = fl.offset as usize;
+            after[o..o + 8].copy_from_slice(&f64::NAN.to_le_bytes());
+        }
+        self.report(s, p, &after, false, None)
     }
 
     /// The query text of a plansource (`before`: its struct), cached.
@@ -455,6 +491,13 @@ impl PlanCacheProbe {
     /// counters of the decision are then put back to one step past
     /// `before`); if both moved it is not.
     fn settle(&self, before: &[u8], after: &[u8]) -> Settled {
+        let l = &self.l.cps;
+        // freed (DEALLOCATE) or reused for another statement since
+        if l.int(after, "magic") != Some(CACHEDPLANSOURCE_MAGIC)
+            || l.ptr(after, "query_string") != l.ptr(before, "query_string")
+        {
+            return Settled::Gone;
+        }
         let (dc, dg) = self.counters_moved(before, after);
         let generic = match (dc, dg) {
             (0, 0) => return Settled::Running,
@@ -508,6 +551,15 @@ impl PlanCacheProbe {
 
     /// Arm the entry breakpoints.
     pub fn arm(&mut self, s: &mut Session) -> Result<()> {
+        // a recorder an earlier pgdbg could not take out (SIGKILL)
+        for &e in &self.l.entries.clone() {
+            let Some(orig) = s.di.binary.bytes_at(e - s.bias, 16) else {
+                continue;
+            };
+            if Recorder::remove_orphan(&mut s.target, e, orig)? {
+                s.say("plancache: removed the in-process recorder an earlier pgdbg left in this backend (killed with SIGKILL?)");
+            }
+        }
         if self.want_ring {
             match self.install_recorder(s) {
                 Ok(()) => return Ok(()),
@@ -725,7 +777,9 @@ impl PlanCacheProbe {
             self.generic += 1;
         }
         s.say(&format_decision(&d));
-        s.emit_event("plan_choice", decision_json(&d));
+        if s.capture.is_some() {
+            s.emit_event("plan_choice", decision_json(&d));
+        }
         Ok(())
     }
 
@@ -750,7 +804,7 @@ impl PlanCacheProbe {
                     let p = self.pending.remove(i);
                     self.report(s, &p, &after, generic, None)?;
                 }
-                Settled::Ambiguous => {
+                Settled::Ambiguous | Settled::Gone => {
                     self.pending.remove(i);
                 }
             }

@@ -279,6 +279,10 @@ impl Target {
         if rip > site && rip < site + len as u64 {
             bail!("the target is stopped inside the instructions to displace");
         }
+        // nor may a signal frame return there (a handler running now)
+        if self.stack_points_into((site + 1, len as u64 - 1))? {
+            bail!("the stack holds an address inside the instructions to displace");
+        }
         let mut orig = vec![0u8; len];
         self.read(site, &mut orig)?;
         let mut text = body.to_vec();
@@ -290,7 +294,11 @@ impl Target {
         }
         let to_code = jmp(site, code.0)?;
         self.write(code.0, &text)?;
-        self.write(site, &to_code)?;
+        if let Err(e) = self.write(site, &to_code) {
+            // a word-by-word write may have half happened
+            let _ = self.write(site, &orig);
+            return Err(e);
+        }
         self.detours.push(Detour {
             site,
             orig,
@@ -298,6 +306,14 @@ impl Target {
             data,
         });
         Ok(())
+    }
+
+    /// Take charge of a detour found in the target (left by an earlier
+    /// pgdbg that was killed), so that `remove_detour` undoes it.
+    pub fn adopt_detour(&mut self, d: Detour) {
+        if !self.has_detour(d.site) {
+            self.detours.push(d);
+        }
     }
 
     pub fn has_detour(&self, site: u64) -> bool {
@@ -311,18 +327,22 @@ impl Target {
         let Some(i) = self.detours.iter().position(|d| d.site == site) else {
             return Ok(true);
         };
-        let d = self.detours.remove(i);
         if self.gone {
+            self.detours.clear();
             return Ok(true);
         }
         if !self.stopped {
             self.ensure_stopped()?;
             if self.gone {
+                self.detours.clear();
                 return Ok(true);
             }
         }
+        let d = self.detours[i].clone();
+        // forgotten only once the original bytes are back
         self.write(d.site, &d.orig)
             .context("cannot restore the code under a detour")?;
+        self.detours.remove(i);
         let in_code = |a: u64| a >= d.code.0 && a < d.code.0 + d.code.1;
         // our code is straight-line: a few steps take the target out of it
         let mut steps = 0;
@@ -347,8 +367,16 @@ impl Target {
         Ok(true)
     }
 
+    /// Whether an address is among the bytes a detour replaced.
+    pub fn in_detour(&self, addr: u64) -> bool {
+        self.detours
+            .iter()
+            .any(|d| addr >= d.site && addr < d.site + d.orig.len() as u64)
+    }
+
     /// Whether any word between rsp and the top of its stack mapping holds
-    /// an address in `range` (a saved rip of an interrupted detour).
+    /// an address in `range` (start, length): a saved rip of an interrupted
+    /// detour.
     fn stack_points_into(&self, range: (u64, u64)) -> Result<bool> {
         let rsp = self.regs()?.rsp;
         let maps = procfs::maps(self.pid())?;

@@ -320,6 +320,9 @@ impl Target {
         if self.inserted.contains_key(&addr) {
             return Ok(());
         }
+        if self.in_detour(addr) {
+            bail!("{addr:#x} is under a jump pgdbg wrote (an in-process recorder)");
+        }
         let mut orig = [0u8; 1];
         self.read(addr, &mut orig)?;
         self.write(addr, &[INT3])?;

@@ -23,6 +23,7 @@ use anyhow::{Result, bail};
 /// 20 ms.  1.5 MB with 7 fields.
 pub const CAPACITY: u64 = 16384;
 const HEADER: u64 = 64;
+const PAGE: u64 = 4096;
 const SLOT_FIXED: u64 = 40;
 
 /// What to record at each call.
@@ -144,9 +145,9 @@ impl Recorder {
         t.read(site, &mut code)?;
         let len = displaced_len(site, &code, bodies)?;
         let slot = SLOT_FIXED + 8 * spec.fields.len() as u64;
-        let data_len = HEADER + CAPACITY * slot;
+        let data_len = (HEADER + CAPACITY * slot).div_ceil(PAGE) * PAGE;
         let data = t.map_pages(None, data_len, libc::PROT_READ | libc::PROT_WRITE)?;
-        let page = 4096;
+        let page = PAGE;
         let code_at = match t.map_pages(Some(site), page, libc::PROT_READ | libc::PROT_EXEC) {
             Ok(a) => a,
             Err(e) => {
@@ -243,6 +244,80 @@ impl Recorder {
         }
         let age = now_tsc.saturating_sub(tsc) as f64 * span / ticks;
         secs(now) - age
+    }
+
+    /// A recorder left at `site` by a pgdbg that could not clean up (killed
+    /// with SIGKILL): a `jmp` there into an anonymous executable page that
+    /// starts like our code and ends, after a copy of the file's own bytes
+    /// (`original`, the code at `site` as built), with the jump back.  When
+    /// all of that holds, it is undone like our own detours (original bytes
+    /// back, pages unmapped when safe) and true is returned.
+    pub fn remove_orphan(t: &mut Target, site: u64, original: &[u8]) -> Result<bool> {
+        let mut jmp = [0u8; 5];
+        t.read(site, &mut jmp)?;
+        if jmp[0] != 0xe9 || t.has_detour(site) {
+            return Ok(false);
+        }
+        let rel = i32::from_le_bytes(jmp[1..].try_into().expect("4")) as i64;
+        let code = (site as i64 + 5 + rel) as u64;
+        // Lengths come from the code itself, never from /proc/PID/maps (the
+        // kernel merges neighbouring anonymous mappings: unmapping a maps
+        // line could take the backend's own memory with it).
+        let maps = super::procfs::maps(t.pid())?;
+        let inside = |a: u64, len: u64, perms: &str| {
+            maps.iter()
+                .any(|m| m.start <= a && a + len <= m.end && m.path.is_none() && m.perms == perms)
+        };
+        let code_len = PAGE;
+        if code % PAGE != 0 || !inside(code, code_len, "r-xp") {
+            return Ok(false);
+        }
+        let mut page = vec![0u8; code_len as usize];
+        t.read(code, &mut page)?;
+        if page[..5] != [0x50, 0x51, 0x52, 0x48, 0xba] {
+            return Ok(false);
+        }
+        let data = u64::from_le_bytes(page[5..13].try_into().expect("8"));
+        // the ring's size (`cmp rcx, CAPACITY`, `imul rcx, rcx, SLOT`) and
+        // the jump back: the first `jmp rel32` to just past `site`
+        let dec = iced_x86::Decoder::with_ip(64, &page, code, iced_x86::DecoderOptions::NONE);
+        let (mut cap, mut slot, mut back) = (None, None, None);
+        for i in dec {
+            use iced_x86::Mnemonic::{Cmp, Imul, Jmp};
+            match i.mnemonic() {
+                Cmp if cap.is_none() => cap = Some(i.immediate32() as u64),
+                Imul if slot.is_none() => slot = Some(i.immediate32() as u64),
+                Jmp if i.len() == 5
+                    && i.near_branch_target() > site
+                    && i.near_branch_target() <= site + 16 =>
+                {
+                    back = Some(i);
+                    break;
+                }
+                _ => {}
+            }
+        }
+        let (Some(cap), Some(slot), Some(back)) = (cap, slot, back) else {
+            return Ok(false);
+        };
+        let data_len = (HEADER + cap * slot).div_ceil(PAGE) * PAGE;
+        if data % PAGE != 0 || !inside(data, data_len, "rw-p") {
+            return Ok(false);
+        }
+        let len = (back.near_branch_target() - site) as usize;
+        let copy_at = (back.ip() - code) as usize;
+        if len > original.len() || copy_at < len || page[copy_at - len..copy_at] != original[..len]
+        {
+            return Ok(false);
+        }
+        t.adopt_detour(super::detour::Detour {
+            site,
+            orig: original[..len].to_vec(),
+            code: (code, code_len),
+            data: (data, data_len),
+        });
+        t.remove_detour(site)?;
+        Ok(true)
     }
 
     /// Remove the detour (and its pages when nothing can return into

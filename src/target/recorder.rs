@@ -269,7 +269,7 @@ impl Recorder {
                 .any(|m| m.start <= a && a + len <= m.end && m.path.is_none() && m.perms == perms)
         };
         let code_len = PAGE;
-        if code % PAGE != 0 || !inside(code, code_len, "r-xp") {
+        if !code.is_multiple_of(PAGE) || !inside(code, code_len, "r-xp") {
             return Ok(false);
         }
         let mut page = vec![0u8; code_len as usize];
@@ -301,7 +301,7 @@ impl Recorder {
             return Ok(false);
         };
         let data_len = (HEADER + cap * slot).div_ceil(PAGE) * PAGE;
-        if data % PAGE != 0 || !inside(data, data_len, "rw-p") {
+        if !data.is_multiple_of(PAGE) || !inside(data, data_len, "rw-p") {
             return Ok(false);
         }
         let len = (back.near_branch_target() - site) as usize;

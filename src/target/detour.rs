@@ -176,6 +176,7 @@ impl Target {
     /// Resume until a SIGTRAP with `rip == addr` (an int3 of ours just
     /// before it); pass-through signals are kept for later.
     fn run_until_trap_at(&mut self, addr: u64) -> Result<u64> {
+        let mut stale_traps = 0;
         loop {
             ptrace::cont(self.pid, None).map_err(|e| anyhow!("cannot resume ({e})"))?;
             self.set_running();
@@ -190,7 +191,13 @@ impl Target {
                     if r.rip == addr {
                         return Ok(r.rax);
                     }
-                    bail!("unexpected trap at {:#x} during a system call", r.rip);
+                    // a SIGTRAP queued before (a watchpoint that fired as
+                    // the target stopped): only `syscall; int3` runs here,
+                    // so it is stale; dropped, never delivered
+                    stale_traps += 1;
+                    if stale_traps > 8 {
+                        bail!("unexpected traps at {:#x} during a system call", r.rip);
+                    }
                 }
                 WaitStatus::Stopped(_, sig) if super::signals::pass_through(sig) => {
                     self.stopped = true;

@@ -206,7 +206,7 @@ pub const COMMANDS: &[(&str, &[&str], &str, &str)] = &[
         "plancache",
         &[],
         "plancache [--for DURATION] [--count N] [--fast[=stop]]",
-        "report every custom/generic plan choice with its costs and reason, until Ctrl-C, --for 10s or --count N (two stops per decision); --fast (14+): the choice from the plansource's counters, recorded inside the backend with no stop (a jump at GetCachedPlan's entry to a ring buffer pgdbg reads 50 times a second; no planning charge); --fast=stop: one stop per decision instead",
+        "report every custom/generic plan choice with its costs and reason, until Ctrl-C, --for 10s or --count N (two stops per decision); --fast (14+): the choice from the plansource's counters, recorded inside the backend with no stop (a jump at GetCachedPlan's entry to a ring buffer pgdbg reads 50 to 200 times a second; no planning charge); --fast=stop: one stop per decision instead",
     ),
     (
         "call",

@@ -827,7 +827,11 @@ impl Session {
                     }
                     self.target.resume()?;
                     running = true;
-                    h.after_poll(self)?;
+                    if let Err(e) = h.after_poll(self) {
+                        // callers expect a stopped target
+                        let _ = self.target.ensure_stopped();
+                        return Err(e);
+                    }
                 }
                 Stop::Breakpoint { addr }
                     if self.internal.contains_key(&addr) && !self.bps.uses(addr) =>

@@ -14,7 +14,7 @@
 //! GetCachedPlan has chosen), so only the entry is needed.  By default it
 //! records the entries in-process (`target::recorder`: a detour at
 //! GetCachedPlan copies the plansource's counters and costs into a ring
-//! buffer, read 50 times a second), so the backend never stops for a
+//! buffer, read 50 to 200 times a second), so the backend never stops for a
 //! decision; `--fast=stop` (or when no detour can be placed) stops at each
 //! entry instead.
 
@@ -329,16 +329,25 @@ impl PlanCacheProbe {
             },
         );
         let mut sources: Vec<u64> = self.pending.iter().map(|p| p.plansource).collect();
+        let mut fresh = Vec::new();
         for r in &records {
             if !sources.contains(&r.rdi) {
                 sources.push(r.rdi);
             }
-            // first sight of this statement: its name and text, read now
+            // first sight of this statement: its text, and below its name,
+            // read now
             let qp = self.l.cps.ptr(&r.fields, "query_string").unwrap_or(0);
             if !self.queries.contains_key(&(r.rdi, qp)) {
                 self.query_text(s, r.rdi, &r.fields);
-                self.names.remove(&r.rdi);
-                self.statement_name(s, r.rdi);
+                fresh.push(r.rdi);
+            }
+        }
+        if !fresh.is_empty() {
+            // one scan of the prepared statements for all of them
+            let named = self.scan_prepared(s).unwrap_or_default();
+            for ps in fresh {
+                let name = named.iter().find(|(p, _)| *p == ps).map(|(_, n)| n.clone());
+                self.names.insert(ps, name);
             }
         }
         let size = self.l.cps.size as usize;
@@ -444,22 +453,32 @@ impl PlanCacheProbe {
 
     /// A one-shot statement's decision, known at entry: a custom plan.
     fn report_oneshot(&mut self, s: &mut Session, p: &Pending) -> Result<()> {
-        let l = &self.l.cps;
         let mut after = p.before.clone();
-        if let (Ok(fl), Some(n)) = (
-            l.field("num_custom_plans"),
-            l.int(&p.before, "num_custom_plans"),
-        ) {
-            let (o, len) = (fl.offset as usize, fl.size as usize);
-            after[o..o + len].copy_from_slice(&(n + 1).to_le_bytes()[..len]);
+        // its cost is not in the counters' view (the plansource goes away)
+        self.one_step_past(&p.before, &mut after, 1, 0, false);
+        self.report(s, p, &after, false, None)
+    }
+
+    /// Make `after` the plansource one decision past `before`: the moved
+    /// counter one up (`dc`/`dg`: how far each really moved) and, unless
+    /// `total_known`, total_custom_cost unknown (NaN, reported as null).
+    fn one_step_past(&self, before: &[u8], after: &mut [u8], dc: i64, dg: i64, total_known: bool) {
+        let l = &self.l.cps;
+        for (f, d) in [("num_custom_plans", dc), ("num_generic_plans", dg)] {
+            let (Ok(fl), Some(v)) = (l.field(f), l.int(before, f)) else {
+                continue;
+            };
+            let v = v + d.min(1);
+            let (o, n) = (fl.offset as usize, fl.size as usize);
+            after[o..o + n].copy_from_slice(&v.to_le_bytes()[..n]);
         }
         if let Ok(fl) = l.field("total_custom_cost")
             && fl.size == 8
+            && !total_known
         {
             let o = fl.offset as usize;
             after[o..o + 8].copy_from_slice(&f64::NAN.to_le_bytes());
         }
-        self.report(s, p, &after, false, None)
     }
 
     /// The query text of a plansource (`before`: its struct), cached.
@@ -507,23 +526,9 @@ impl PlanCacheProbe {
         };
         let mut after = after.to_vec();
         if dc + dg > 1 {
-            let l = &self.l.cps;
-            for (f, d) in [("num_custom_plans", dc), ("num_generic_plans", dg)] {
-                let (Ok(fl), Some(v)) = (l.field(f), l.int(before, f)) else {
-                    continue;
-                };
-                let v = v + d.min(1);
-                let (o, n) = (fl.offset as usize, fl.size as usize);
-                after[o..o + n].copy_from_slice(&v.to_le_bytes()[..n]);
-            }
-            // the custom plans' total past this one is not known (null)
-            if let Ok(fl) = l.field("total_custom_cost")
-                && dc > 1
-                && fl.size == 8
-            {
-                let o = fl.offset as usize;
-                after[o..o + 8].copy_from_slice(&f64::NAN.to_le_bytes());
-            }
+            // generic plans leave the total as it was; several custom
+            // plans' costs cannot be told apart
+            self.one_step_past(before, &mut after, dc, dg, dc == 0);
         }
         Settled::Done { generic, after }
     }

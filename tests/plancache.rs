@@ -351,20 +351,6 @@ fn fast_mode(major: u32, cmd: &str, in_process: bool) {
     cl.assert_no_crash();
 }
 
-/// Anonymous executable mappings (the in-process recorder's code page is
-/// one while it is in place).
-fn anon_exec_maps(pid: i32) -> Vec<String> {
-    std::fs::read_to_string(format!("/proc/{pid}/maps"))
-        .unwrap()
-        .lines()
-        .filter(|l| {
-            let w: Vec<&str> = l.split_whitespace().collect();
-            w.len() == 5 && w[1].contains('x')
-        })
-        .map(|l| l.to_string())
-        .collect()
-}
-
 #[test]
 fn plancache_fast_15() {
     fast_mode(15, "plancache --fast --count 8", true);

@@ -361,3 +361,57 @@ fn commands_block_and_condition_in_tmux() {
     let _ = std::fs::remove_file(&hist);
     cl.assert_no_crash();
 }
+
+/// `plancache --fast` at the prompt (completed with Tab): decisions appear
+/// while the backend runs through the in-process recorder; Ctrl-C ends the
+/// watch with its summary and takes the recorder out; the session goes on.
+#[test]
+fn plancache_fast_and_ctrl_c_in_tmux() {
+    let cl = Cluster::start(15);
+    cl.seed(&["mediumtab"]);
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let maps_before = anon_exec_maps(pid);
+    let cmd = format!(
+        "{} attach {pid}; echo PGDBG-EXITED $?; sleep 30",
+        pgdbg_bin().display()
+    );
+    let t = Tmux::new(&cmd);
+    t.wait_for("(pgdbg) ", Duration::from_secs(30));
+    t.keys(&["-l", "planc"]);
+    t.keys(&["Tab"]);
+    t.wait_for("(pgdbg) plancache", Duration::from_secs(20));
+    t.keys(&["-l", " --fast"]);
+    t.keys(&["Enter"]);
+    t.wait_for("(recorded in-process, no stops)", Duration::from_secs(20));
+    a.exec("prepare s2 as select v from mediumtab where n = $1::numeric");
+    for i in 0..7 {
+        a.exec(&format!("execute s2({})", 100 + i));
+    }
+    let s = t.wait_for("s2 #7: GENERIC plan", Duration::from_secs(20));
+    assert!(s.contains("s2 #5: custom plan"), "{s}");
+    assert!(
+        s.contains("s2 #6: GENERIC plan  generic 8.443 < avg custom 13.443"),
+        "{s}"
+    );
+    t.keys(&["C-c"]);
+    let s = t.wait_for(
+        "plancache: 7 decisions (5 custom, 2 generic)",
+        Duration::from_secs(20),
+    );
+    assert!(s.trim_end().ends_with("(pgdbg)"), "{s}");
+    // the recorder is out while the session goes on (backend still traced)
+    assert!(code_matches_file(
+        pid,
+        &cl.postgres_binary(),
+        "GetCachedPlan",
+        32
+    ));
+    assert_eq!(anon_exec_maps(pid), maps_before);
+    assert_ne!(tracer_pid(pid), 0);
+    t.type_line("quit");
+    t.wait_for("PGDBG-EXITED 0", Duration::from_secs(20));
+    assert_eq!(tracer_pid(pid), 0);
+    a.exec("execute s2(1)");
+    cl.assert_no_crash();
+}

@@ -55,6 +55,7 @@ fn check_stripped(cl: &Cluster, major: u32, bigtab: bool) {
     let mut a = cl.connect();
     let pid = a.pid();
     let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap();
+    let maps_before = anon_exec_maps(pid);
 
     // the one-line notice, the mode in `info`, and `wait` = pg_stat_activity
     let (code, out, err) = pgdbg(&[
@@ -125,6 +126,24 @@ fn check_stripped(cl: &Cluster, major: u32, bigtab: bool) {
     }
     assert!((ev[6]["generic_cost"].as_f64().unwrap() - 8.4425).abs() < 1e-9);
     assert!((ev[5]["avg_custom_cost"].as_f64().unwrap() - 13.4425).abs() < 1e-9);
+
+    // --fast: the in-process recorder, placed with the layout pack's
+    // offsets and the exported symbol's size; the same choices
+    a.exec("deallocate s2");
+    a.exec("prepare s2 as select v from mediumtab where n = $1::numeric");
+    let (out, ev) = watch_cmd(pid, "plancache --fast --count 7", 7, || {
+        for i in 0..7 {
+            a.simple_text(&format!("execute s2({})", 100 + i));
+        }
+    });
+    assert!(out.contains("(recorded in-process, no stops)"), "{out}");
+    for (i, e) in ev.iter().enumerate() {
+        assert_eq!(e["statement"], "s2", "{e}");
+        assert_eq!(e["execution"], (i + 1) as i64, "{e}");
+        assert_eq!(e["choice"] == "generic", i >= 5, "{e}");
+    }
+    assert!((ev[6]["generic_cost"].as_f64().unwrap() - 8.4425).abs() < 1e-9);
+    assert_eq!(anon_exec_maps(pid), maps_before);
 
     if bigtab {
         // seed 000's numbers: generic 8307.5 vs average custom 15.8025

@@ -209,11 +209,7 @@ impl Target {
                 }
                 WaitStatus::PtraceEvent(_, _, _) => {
                     self.stopped = true;
-                    if self.stale_interrupts > 0 {
-                        self.stale_interrupts -= 1;
-                    } else if self.interrupts_outstanding > 0 {
-                        self.interrupts_outstanding -= 1;
-                    }
+                    self.interrupt_stop_seen();
                 }
                 _ => self.stopped = true,
             }

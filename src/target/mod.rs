@@ -188,6 +188,16 @@ impl Target {
         self.interrupt()
     }
 
+    /// The event stop of one of our PTRACE_INTERRUPTs was seen while a
+    /// loop of our own was waiting for something else: account for it.
+    fn interrupt_stop_seen(&mut self) {
+        if self.stale_interrupts > 0 {
+            self.stale_interrupts -= 1;
+        } else if self.interrupts_outstanding > 0 {
+            self.interrupts_outstanding -= 1;
+        }
+    }
+
     /// Ask a running target to stop (PTRACE_INTERRUPT).
     pub fn interrupt(&mut self) -> Result<()> {
         if self.gone {
@@ -671,11 +681,7 @@ impl Target {
                 }
                 WaitStatus::PtraceEvent(_, _, _) => {
                     self.stopped = true;
-                    if self.stale_interrupts > 0 {
-                        self.stale_interrupts -= 1;
-                    } else if self.interrupts_outstanding > 0 {
-                        self.interrupts_outstanding -= 1;
-                    }
+                    self.interrupt_stop_seen();
                     // step again
                 }
                 _ => {
@@ -952,11 +958,7 @@ impl Target {
                 }
                 WaitStatus::PtraceEvent(_, _, _) => {
                     self.stopped = true;
-                    if self.stale_interrupts > 0 {
-                        self.stale_interrupts -= 1;
-                    } else if self.interrupts_outstanding > 0 {
-                        self.interrupts_outstanding -= 1;
-                    }
+                    self.interrupt_stop_seen();
                 }
                 _ => self.stopped = true,
             }

@@ -612,3 +612,17 @@ pub fn watch_cmd(
     assert_eq!(events.len(), n, "decisions reported:\n{out}");
     (out, events)
 }
+
+/// Anonymous executable mappings (the in-process recorder's code page is
+/// one while it is in place).
+pub fn anon_exec_maps(pid: i32) -> Vec<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/maps"))
+        .unwrap()
+        .lines()
+        .filter(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            w.len() == 5 && w[1].contains('x')
+        })
+        .map(|l| l.to_string())
+        .collect()
+}

@@ -425,29 +425,37 @@ impl PlanCacheProbe {
             self.pending.drain(..self.pending.len() - 1024);
         }
         // the last call of each plansource: its counters at the snapshot
-        let snapshot = std::mem::take(&mut self.snapshot);
-        let mut i = 0;
-        while i < self.pending.len() && !self.done() {
-            let Some(after) = snapshot.get(&self.pending[i].plansource) else {
-                // gone (DEALLOCATE): nothing to learn
-                self.pending.remove(i);
+        // (not in the snapshot: gone, DEALLOCATE)
+        let mut snapshot = std::mem::take(&mut self.snapshot);
+        let afters = self
+            .pending
+            .iter()
+            .map(|p| snapshot.remove(&p.plansource))
+            .collect();
+        self.settle_pending(s, afters)
+    }
+
+    /// Report the pending executions whose choice `afters` (the state of
+    /// each one's plansource now, in `pending`'s order; None: gone) shows;
+    /// keep those still running.
+    fn settle_pending(&mut self, s: &mut Session, afters: Vec<Option<Vec<u8>>>) -> Result<()> {
+        let mut keep = Vec::new();
+        for (p, after) in std::mem::take(&mut self.pending).into_iter().zip(afters) {
+            if self.done() {
+                keep.push(p);
                 continue;
+            }
+            let Some(after) = after else {
+                continue; // gone
             };
-            match self.settle(&self.pending[i].before, after) {
-                Settled::Running => i += 1,
-                Settled::Done { generic, after } => {
-                    let p = self.pending.remove(i);
-                    self.report(s, &p, &after, generic, None)?;
-                }
-                Settled::Ambiguous => {
-                    self.pending.remove(i);
-                    self.lost += 1;
-                }
-                Settled::Gone => {
-                    self.pending.remove(i);
-                }
+            match self.settle(&p.before, &after) {
+                Settled::Running => keep.push(p),
+                Settled::Done { generic, after } => self.report(s, &p, &after, generic, None)?,
+                Settled::Ambiguous => self.lost += 1,
+                Settled::Gone => {}
             }
         }
+        self.pending = keep;
         Ok(())
     }
 
@@ -797,23 +805,14 @@ impl PlanCacheProbe {
     /// `flush_fast` with the pending plansources already read (`after[i]`
     /// for `pending[i]`), when they were read together with other data.
     fn flush_fast_read(&mut self, s: &mut Session, mut pre: Option<Vec<Vec<u8>>>) -> Result<()> {
-        let mut i = 0;
-        while i < self.pending.len() && !self.done() {
-            let after = match pre.as_mut() {
-                Some(v) if !v.is_empty() => v.remove(0),
-                _ => read(s, self.pending[i].plansource, self.l.cps.size)?,
-            };
-            match self.settle(&self.pending[i].before, &after) {
-                Settled::Running => i += 1,
-                Settled::Done { generic, after } => {
-                    let p = self.pending.remove(i);
-                    self.report(s, &p, &after, generic, None)?;
-                }
-                Settled::Ambiguous | Settled::Gone => {
-                    self.pending.remove(i);
-                }
-            }
+        let mut afters = Vec::with_capacity(self.pending.len());
+        for (i, p) in self.pending.iter().enumerate() {
+            afters.push(Some(match pre.as_mut() {
+                Some(v) if i < v.len() => std::mem::take(&mut v[i]),
+                _ => read(s, p.plansource, self.l.cps.size)?,
+            }));
         }
+        self.settle_pending(s, afters)?;
         // executions left by an ERROR never move their counters
         if self.pending.len() > 64 {
             self.pending.drain(..self.pending.len() - 64);

@@ -33,6 +33,19 @@ impl Tmux {
         assert!(st.success());
         Tmux { socket }
     }
+    /// `pgdbg attach PID` at the prompt in a new tmux, with a fresh history
+    /// file of its own (returned); "PGDBG-EXITED <status>" when it exits.
+    fn repl(pid: i32, name: &str) -> (Tmux, std::path::PathBuf) {
+        let hist = std::env::temp_dir().join(format!("pgdbg-hist-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_file(&hist);
+        let t = Tmux::new(&format!(
+            "PGDBG_HISTORY={} {} attach {pid}; echo PGDBG-EXITED $?; sleep 30",
+            hist.display(),
+            pgdbg_bin().display()
+        ));
+        t.wait_for("(pgdbg) ", Duration::from_secs(30));
+        (t, hist)
+    }
     fn keys(&self, keys: &[&str]) {
         let st = Command::new("tmux")
             .args(["-L", &self.socket, "send-keys", "-t", "0"])
@@ -95,15 +108,7 @@ fn interactive_session_in_tmux() {
     cl.seed(&["mediumtab"]);
     let mut a = session_after_six(&cl);
     let pid = a.pid();
-    let hist = std::env::temp_dir().join(format!("pgdbg-hist-{}", std::process::id()));
-    let _ = std::fs::remove_file(&hist);
-    let cmd = format!(
-        "PGDBG_HISTORY={} {} attach {pid}; echo PGDBG-EXITED $?; sleep 30",
-        hist.display(),
-        pgdbg_bin().display()
-    );
-    let t = Tmux::new(&cmd);
-    t.wait_for("(pgdbg) ", Duration::from_secs(30));
+    let (t, hist) = Tmux::repl(pid, "main");
 
     // Tab completes a function name.
     t.keys(&["-l", "break choose_cu"]);
@@ -193,16 +198,12 @@ fn ctrl_d_and_closed_terminal() {
     let cl = Cluster::start(15);
     let mut a = cl.connect();
     let pid = a.pid();
-    let cmd = format!(
-        "{} attach {pid}; echo PGDBG-EXITED $?; sleep 30",
-        pgdbg_bin().display()
-    );
-    let t = Tmux::new(&cmd);
-    t.wait_for("(pgdbg) ", Duration::from_secs(30));
+    let (t, hist) = Tmux::repl(pid, "ctrl-d");
     t.keys(&["C-d"]);
     t.wait_for("PGDBG-EXITED 0", Duration::from_secs(10));
     assert_eq!(tracer_pid(pid), 0);
     drop(t);
+    let _ = std::fs::remove_file(&hist);
 
     let cmd = format!("{} attach {pid}", pgdbg_bin().display());
     let t = Tmux::new(&cmd);
@@ -236,15 +237,7 @@ fn commands_block_and_condition_in_tmux() {
     let mut a = cl.connect();
     let pid = a.pid(); // a SELECT itself: asked before the breakpoint is set
     a.exec("create temp table t_x(a int)");
-    let hist = std::env::temp_dir().join(format!("pgdbg-hist-cmds-{}", std::process::id()));
-    let _ = std::fs::remove_file(&hist);
-    let cmd = format!(
-        "PGDBG_HISTORY={} {} attach {pid}; echo PGDBG-EXITED $?; sleep 30",
-        hist.display(),
-        pgdbg_bin().display()
-    );
-    let t = Tmux::new(&cmd);
-    t.wait_for("(pgdbg) ", Duration::from_secs(30));
+    let (t, hist) = Tmux::repl(pid, "cmds");
     // The block's prompt: an empty line saying just ">".
     let at_block_prompt = || {
         wait_until("the '>' prompt", Duration::from_secs(20), || {
@@ -372,12 +365,7 @@ fn plancache_fast_and_ctrl_c_in_tmux() {
     let mut a = cl.connect();
     let pid = a.pid();
     let maps_before = anon_exec_maps(pid);
-    let cmd = format!(
-        "{} attach {pid}; echo PGDBG-EXITED $?; sleep 30",
-        pgdbg_bin().display()
-    );
-    let t = Tmux::new(&cmd);
-    t.wait_for("(pgdbg) ", Duration::from_secs(30));
+    let (t, hist) = Tmux::repl(pid, "plancache");
     t.keys(&["-l", "planc"]);
     t.keys(&["Tab"]);
     t.wait_for("(pgdbg) plancache", Duration::from_secs(20));
@@ -414,4 +402,5 @@ fn plancache_fast_and_ctrl_c_in_tmux() {
     assert_eq!(tracer_pid(pid), 0);
     a.exec("execute s2(1)");
     cl.assert_no_crash();
+    let _ = std::fs::remove_file(&hist);
 }

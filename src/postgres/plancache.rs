@@ -318,7 +318,7 @@ impl PlanCacheProbe {
             return Ok(());
         };
         let (records, dropped) = rec.drain(&mut s.target)?;
-        let times: Vec<f64> = records.iter().map(|r| rec.wall_time(r.tsc)).collect();
+        let times = rec.wall_times(&records);
         self.new_lost += dropped;
         // a busy statement (a plpgsql loop): read the ring 4 times as often
         crate::guard::set_poll_interval(

@@ -227,23 +227,29 @@ impl Recorder {
         Ok((out, new_dropped))
     }
 
-    /// Seconds since the epoch at which a record's time stamp counter was
-    /// read (the TSC rate measured between install and now).
-    pub fn wall_time(&self, tsc: u64) -> f64 {
-        let now = std::time::SystemTime::now();
-        let now_tsc = rdtsc();
+    /// Seconds since the epoch at which each record's time stamp counter
+    /// was read (the TSC rate measured between install and now; the clock
+    /// read once for all of them).
+    pub fn wall_times(&self, records: &[Record]) -> Vec<f64> {
         let secs = |t: std::time::SystemTime| {
             t.duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_secs_f64())
                 .unwrap_or(0.0)
         };
-        let span = secs(now) - secs(self.t0);
+        let now = secs(std::time::SystemTime::now());
+        let now_tsc = rdtsc();
+        let span = now - secs(self.t0);
         let ticks = now_tsc.saturating_sub(self.tsc0) as f64;
-        if span < 0.005 || ticks <= 0.0 || tsc > now_tsc {
-            return secs(now);
-        }
-        let age = now_tsc.saturating_sub(tsc) as f64 * span / ticks;
-        secs(now) - age
+        records
+            .iter()
+            .map(|r| {
+                if span < 0.005 || ticks <= 0.0 || r.tsc > now_tsc {
+                    now
+                } else {
+                    now - now_tsc.saturating_sub(r.tsc) as f64 * span / ticks
+                }
+            })
+            .collect()
     }
 
     /// A recorder left at `site` by a pgdbg that could not clean up (killed

@@ -1,9 +1,13 @@
 //! Inferior calls: run a function inside the stopped target, following
 //! gdb's amd64 procedure.
 //!
-//! * all registers are saved, including the whole xstate (FP/SSE/AVX) and
-//!   `orig_rax`; `orig_rax = -1` while calling so an interrupted system call
-//!   is not restarted at the injected pc; everything is put back at the end;
+//! * all registers are saved, including the whole xstate (FP/SSE/AVX/AVX-512/
+//!   AMX, sized by the kernel: `target::xstate`), `orig_rax`, the FS/GS bases
+//!   and armed debug registers; a save that is not whole refuses the call
+//!   before anything changed; `orig_rax = -1` while calling so an
+//!   interrupted system call is not restarted at the injected pc; debug
+//!   registers are disarmed while the call runs; everything is put back at
+//!   the end and read back to check it;
 //! * the call runs on the target's own stack, below the red zone, 16-byte
 //!   aligned (`rsp % 16 == 8` at function entry), with a scratch area above
 //!   the frames for data the calls need (strings, out-parameters);
@@ -18,12 +22,10 @@
 //! No PostgreSQL knowledge here: `postgres::call` adds the backend guards.
 
 use crate::guard;
+use crate::target::xstate::XState;
 use crate::target::{Registers, Stop, Target};
 use anyhow::{Result, anyhow, bail};
 use std::time::Duration;
-
-const NT_X86_XSTATE: libc::c_int = 0x202;
-const XSTATE_MAX: usize = 4096;
 
 #[derive(Clone, Copy, Debug)]
 pub enum Arg {
@@ -51,59 +53,14 @@ pub enum CallOutcome {
     Faulted(String),
 }
 
-fn get_xstate(pid: i32) -> Result<Vec<u8>> {
-    let mut buf = vec![0u8; XSTATE_MAX];
-    let mut iov = libc::iovec {
-        iov_base: buf.as_mut_ptr() as *mut libc::c_void,
-        iov_len: buf.len(),
-    };
-    let r = unsafe {
-        libc::ptrace(
-            libc::PTRACE_GETREGSET,
-            pid,
-            NT_X86_XSTATE as usize as *mut libc::c_void,
-            &mut iov as *mut _ as *mut libc::c_void,
-        )
-    };
-    if r < 0 {
-        bail!(
-            "cannot read the FP/SSE/AVX state ({})",
-            std::io::Error::last_os_error()
-        );
-    }
-    buf.truncate(iov.iov_len);
-    Ok(buf)
-}
-
-fn set_xstate(pid: i32, buf: &[u8]) -> Result<()> {
-    let mut b = buf.to_vec();
-    let mut iov = libc::iovec {
-        iov_base: b.as_mut_ptr() as *mut libc::c_void,
-        iov_len: b.len(),
-    };
-    let r = unsafe {
-        libc::ptrace(
-            libc::PTRACE_SETREGSET,
-            pid,
-            NT_X86_XSTATE as usize as *mut libc::c_void,
-            &mut iov as *mut _ as *mut libc::c_void,
-        )
-    };
-    if r < 0 {
-        bail!(
-            "cannot restore the FP/SSE/AVX state ({})",
-            std::io::Error::last_os_error()
-        );
-    }
-    Ok(())
-}
-
 /// A series of calls with the target's state saved once and restored at
 /// `finish` (or on drop).
 pub struct CallFrame<'t> {
     target: &'t mut Target,
     saved_regs: Registers,
-    saved_xstate: Vec<u8>,
+    saved_xstate: XState,
+    /// DR0-3 and DR7 when a watchpoint was armed: disarmed during calls.
+    saved_debugregs: Option<[u64; 5]>,
     lifted: Vec<u64>,
     ret_addr: u64,
     inserted_ret: bool,
@@ -135,7 +92,22 @@ impl<'t> CallFrame<'t> {
             bail!("the backend must be stopped to call a function in it");
         }
         let saved_regs = target.regs()?;
-        let saved_xstate = get_xstate(target.pid())?;
+        let saved_xstate = XState::save(target.pid())
+            .map_err(|e| anyhow!("{e:#}; the backend was not changed"))?;
+        let dr7 = target.debugreg(7)?;
+        let saved_debugregs = if dr7 != 0 {
+            let mut d = [0u64; 5];
+            for (n, slot) in d.iter_mut().take(4).enumerate() {
+                *slot = target.debugreg(n)?;
+            }
+            d[4] = dr7;
+            // disarmed first: a call that writes a watched word must not
+            // stop in it
+            target.set_debugreg(7, 0)?;
+            Some(d)
+        } else {
+            None
+        };
         let held_signals = Some(target.take_pending_signals());
         // Lift every breakpoint so the call runs the original code.
         let lifted = target.inserted_addresses();
@@ -146,6 +118,7 @@ impl<'t> CallFrame<'t> {
             target,
             saved_regs,
             saved_xstate,
+            saved_debugregs,
             lifted,
             ret_addr,
             inserted_ret: false,
@@ -323,7 +296,23 @@ impl<'t> CallFrame<'t> {
             }
         };
         keep(self.target.set_regs(&self.saved_regs));
-        keep(set_xstate(self.target.pid(), &self.saved_xstate));
+        keep(self.target.check_regs_read_back(&self.saved_regs));
+        keep(self.saved_xstate.restore(self.target.pid()));
+        if let Some(d) = self.saved_debugregs.take() {
+            // DR0-3 before DR7, as the hardware wants
+            for (n, v) in d.iter().take(4).enumerate() {
+                keep(self.target.set_debugreg(n, *v));
+            }
+            keep(self.target.set_debugreg(7, d[4]));
+            keep(match self.target.debugreg(7) {
+                Ok(v) if v == d[4] => Ok(()),
+                Ok(v) => Err(anyhow!(
+                    "debug register 7 reads {v:#x} after the call, {:#x} before",
+                    d[4]
+                )),
+                Err(e) => Err(e),
+            });
+        }
         for t in self.traps.clone() {
             keep(self.target.remove_breakpoint(t));
         }

@@ -1788,7 +1788,7 @@ impl Session {
             _ => "?".into(),
         };
         format!(
-            "pid:         {}\nprocess:     {kind}\npostgres:    {}\nbinary:      {}\nbuild-id:    {}\ndebug info:  {}{}\nindex:       {} functions, {} globals, {} types ({})\nload bias:   {:#x}\nbreakpoints: {}\nstate:       {state}",
+            "pid:         {}\nprocess:     {kind}\npostgres:    {}\nbinary:      {}\nbuild-id:    {}\ndebug info:  {}{}\nindex:       {} functions, {} globals, {} types ({})\nload bias:   {:#x}\ncpu state:   {}\nbreakpoints: {}\nstate:       {state}",
             self.pid,
             self.pg_version
                 .clone()
@@ -1814,6 +1814,10 @@ impl Session {
                 "built now"
             },
             self.bias,
+            match crate::target::xstate::XState::save(self.pid) {
+                Ok(x) => format!("{} saved around each call", x.describe()),
+                Err(e) => format!("{e:#}"),
+            },
             self.bps.list.len(),
         )
     }

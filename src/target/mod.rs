@@ -17,6 +17,7 @@ pub mod procfs;
 pub mod recorder;
 pub mod regs;
 pub mod signals;
+pub mod xstate;
 
 use anyhow::{Context, Result, anyhow, bail};
 use nix::errno::Errno;
@@ -426,6 +427,27 @@ impl Target {
         self.regs_dirty = false;
         if self.stopped {
             self.regs_cache.set(Some(*regs));
+        }
+        Ok(())
+    }
+
+    /// Read the registers from the kernel (not the cache) and check that
+    /// what matters to the target's code equals `want`: every general
+    /// register, rip, `orig_rax` (a restarted system call), the FS/GS bases
+    /// (thread-local storage) and the arithmetic flags.
+    pub fn check_regs_read_back(&self, want: &Registers) -> Result<()> {
+        let r = ptrace::getregs(self.pid)
+            .map_err(|e| anyhow!("cannot read registers back ({e})"))?;
+        let got = Registers::from_user(&r);
+        const ARITH_FLAGS: u64 = 0xcd5; // CF PF AF ZF SF DF OF
+        let mut a = got;
+        let mut b = *want;
+        for x in [&mut a, &mut b] {
+            x.eflags &= ARITH_FLAGS;
+            (x.cs, x.ss, x.ds, x.es, x.fs, x.gs) = (0, 0, 0, 0, 0, 0);
+        }
+        if a != b {
+            bail!("the registers read back after writing them differ: {got:x?} (wanted {want:x?})");
         }
         Ok(())
     }

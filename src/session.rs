@@ -1122,15 +1122,14 @@ impl Session {
         let mut note = String::new();
         if info != 0
             && !names.map.contains_key(&info)
-            && let Err(e) = names.resolve(self, &[info])
+            && let Some(e) = names.try_resolve(self, &[info])
         {
             note = format!(" (name not resolved: {e})");
         }
         self.frames = None;
-        let (t, e) = names.describe(info);
         self.emit(
             "wait_now",
-            serde_json::json!({"wait_event_type": t, "wait_event": e, "info": info}),
+            serde_json::Value::Object(names.event_fields(info)),
         );
         Ok(format!("{}  [{info:#010x}]{note}", names.label(info)))
     }
@@ -1167,7 +1166,7 @@ impl Session {
         let keys: Vec<u32> = counts.keys().copied().collect();
         let mut note = String::new();
         if flow == Flow::Continue
-            && let Err(e) = names.resolve(self, &keys)
+            && let Some(e) = names.try_resolve(self, &keys)
         {
             note = format!("\n(names not resolved here: {e})");
         }
@@ -1191,15 +1190,16 @@ impl Session {
                 t.clone().unwrap_or_else(|| if *info == 0 {
                     "(on CPU)".into()
                 } else {
-                    "?".into()
+                    "unresolved".into()
                 }),
                 e.clone().unwrap_or_default(),
                 n,
                 share
             ));
-            profile.push(serde_json::json!({
-                "wait_event_type": t, "wait_event": e, "info": info, "samples": n, "share": share / 100.0,
-            }));
+            let mut m = names.event_fields(*info);
+            m.insert("samples".into(), (*n).into());
+            m.insert("share".into(), (share / 100.0).into());
+            profile.push(serde_json::Value::Object(m));
         }
         out.push_str(&format!(
             "{total} samples in {elapsed:.1}s ({:.0}/s){note}{text}",

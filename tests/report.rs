@@ -294,3 +294,41 @@ fn helpers() {
     assert!(s.ends_with("..."));
     assert_eq!(shorten_query(&"y".repeat(60)), "y".repeat(60));
 }
+
+/// A wait pgdbg could not name (its name calls failed) is said as such: the
+/// table types it "unresolved" with its raw wait_event_info, the folded
+/// stacks end in "unresolved:0x...", never a bare number posing as a name.
+#[test]
+fn unresolved_waits_are_said_as_such() {
+    let dir = std::env::temp_dir().join(format!("pgdbg-report-unres-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cap = dir.join("unresolved.jsonl");
+    std::fs::write(
+        &cap,
+        concat!(
+            r#"{"event":"attach","ts":1.0,"pid":7,"postgres":"15.18"}"#,
+            "\n",
+            r#"{"event":"wait","ts":2.0,"pid":7,"wait_event_type":null,"wait_event":"0x01000042","info":16777282,"unresolved":"cannot read the FP/SSE/AVX state","duration_ns":5000,"stack":["LWLockAcquire+126","LockRelationOid+79"]}"#,
+            "\n",
+            r#"{"event":"wait","ts":3.0,"pid":7,"wait_event_type":"Client","wait_event":"ClientRead","info":100663296,"duration_ns":7000,"stack":["secure_read+1"]}"#,
+            "\n",
+        ),
+    )
+    .unwrap();
+    let c = cap.to_str().unwrap();
+    let o = pgdbg(&["report", c]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("unresolved") && l.contains("0x01000042")),
+        "{out}"
+    );
+    let o = pgdbg(&["report", c, "--folded"]);
+    let out = stdout(&o);
+    assert!(
+        out.contains("LockRelationOid;LWLockAcquire;unresolved:0x01000042 5"),
+        "{out}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

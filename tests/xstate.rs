@@ -138,11 +138,17 @@ fn calls_leave_every_vector_and_x87_register_as_found() {
     } else {
         0
     };
-    assert_eq!(fx.level, want_level, "the fixture checks the widest registers");
+    assert_eq!(
+        fx.level, want_level,
+        "the fixture checks the widest registers"
+    );
     let (code, out, err) = calls(&fx, "widest");
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(out.contains("= 85 'U'"), "memset ran in the fixture: {out}");
-    assert!(out.contains("clobbered = 1") || out.contains("= 1\n"), "{out}");
+    assert!(
+        out.contains("clobbered = 1") || out.contains("= 1\n"),
+        "{out}"
+    );
     // the size pgdbg saved is CPUID leaf 0xD's for the enabled features
     let cpu_line = out
         .lines()

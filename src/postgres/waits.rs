@@ -50,6 +50,9 @@ pub fn read_word(s: &Session, addr: u64) -> Result<u32> {
 pub struct WaitNames {
     pub map: HashMap<u32, (String, String)>,
     path: Option<PathBuf>,
+    /// Why the last attempt to name waits failed (said with every wait it
+    /// left unnamed).
+    pub failed: Option<String>,
 }
 
 impl WaitNames {
@@ -71,7 +74,11 @@ impl WaitNames {
                 }
             }
         }
-        WaitNames { map, path }
+        WaitNames {
+            map,
+            path,
+            failed: None,
+        }
     }
 
     fn store(&self) {
@@ -101,6 +108,44 @@ impl WaitNames {
         match self.map.get(&info) {
             Some((t, e)) => (Some(t.clone()), Some(e.clone())),
             None => (None, Some(format!("{info:#010x}"))),
+        }
+    }
+
+    /// Why `info` has no name, when it has none (a wait, not "on CPU").
+    pub fn unresolved(&self, info: u32) -> Option<String> {
+        if info == 0 || self.map.contains_key(&info) {
+            return None;
+        }
+        Some(
+            self.failed
+                .clone()
+                .unwrap_or_else(|| "the backend was not asked for its name".into()),
+        )
+    }
+
+    /// The fields of a capture event for `info`: `wait_event_type`,
+    /// `wait_event`, `info`, and `unresolved` (why) when it has no name.
+    pub fn event_fields(&self, info: u32) -> serde_json::Map<String, serde_json::Value> {
+        let (t, e) = self.describe(info);
+        let mut m = serde_json::Map::new();
+        m.insert("wait_event_type".into(), t.into());
+        m.insert("wait_event".into(), e.into());
+        m.insert("info".into(), info.into());
+        if let Some(why) = self.unresolved(info) {
+            m.insert("unresolved".into(), why.into());
+        }
+        m
+    }
+
+    /// Ask for names and remember why it failed, if it did.
+    pub fn try_resolve(&mut self, s: &mut Session, infos: &[u32]) -> Option<String> {
+        match self.resolve(s, infos) {
+            Ok(_) => None,
+            Err(e) => {
+                let why = format!("{e:#}");
+                self.failed = Some(why.clone());
+                Some(why)
+            }
         }
     }
 
@@ -287,9 +332,8 @@ impl TraceProbe {
         };
         let d = now.duration_since(t0).as_nanos();
         if !self.names.map.contains_key(&info) {
-            let _ = self.names.resolve(s, &[info]);
+            self.names.try_resolve(s, &[info]);
         }
-        let (t, e) = self.names.describe(info);
         if !self.quiet {
             let st = if stack.is_empty() {
                 String::new()
@@ -302,10 +346,12 @@ impl TraceProbe {
                 d as f64 / 1e6
             ));
         }
-        s.emit_event(
-            "wait",
-            serde_json::json!({"wait_event_type": t, "wait_event": e, "info": info, "duration_ns": d as u64, "stack": stack}),
-        );
+        s.emit_event("wait", {
+            let mut m = self.names.event_fields(info);
+            m.insert("duration_ns".into(), (d as u64).into());
+            m.insert("stack".into(), stack.clone().into());
+            serde_json::Value::Object(m)
+        });
         self.waits.push(WaitRecord {
             info,
             duration_ns: d,
@@ -350,6 +396,17 @@ impl TraceProbe {
             total as f64 / 1e6,
             self.waits.len()
         ));
+        let unnamed = self
+            .waits
+            .iter()
+            .filter(|w| self.names.unresolved(w.info).is_some())
+            .count();
+        if unnamed > 0 {
+            out.push_str(&format!(
+                "  {unnamed} waits could not be named ({}): shown by their raw wait_event_info\n",
+                self.names.failed.as_deref().unwrap_or("no name known")
+            ));
+        }
         let mut st: BTreeMap<String, (u64, u128)> = BTreeMap::new();
         for (q, d) in &self.statements {
             let e = st.entry(q.clone()).or_insert((0, 0));

@@ -131,7 +131,10 @@ pub fn fold(name: &str, events: &[Event], kind: Option<StackKind>) -> Result<Fol
         frames.reverse();
         let weight = match kind {
             StackKind::Waits => {
-                let t = e.v.get("wait_event_type").and_then(Value::as_str);
+                let t =
+                    e.v.get("wait_event_type")
+                        .and_then(Value::as_str)
+                        .or(e.v.get("unresolved").map(|_| "unresolved"));
                 let ev = e.v.get("wait_event").and_then(Value::as_str);
                 frames
                     .push(format!("{}:{}", t.unwrap_or("?"), ev.unwrap_or("?")).replace(';', ":"));

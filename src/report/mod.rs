@@ -313,7 +313,15 @@ fn durations(mut ns: Vec<u64>) -> Durations {
 }
 
 /// Label part of a wait event: the name, or "?" when null/missing.
+/// A wait's type or name; a wait pgdbg could not name (`unresolved` in the
+/// event) is typed "unresolved" and named by its raw wait_event_info.
 fn wait_part(v: &Value, key: &str) -> String {
+    if key == "wait_event_type"
+        && v.get(key).is_none_or(Value::is_null)
+        && v.get("unresolved").is_some()
+    {
+        return "unresolved".into();
+    }
     str_or(v, key, "?")
 }
 

@@ -166,6 +166,7 @@ impl Target {
             Ok(())
         } else {
             self.set_regs(&saved)
+                .and_then(|_| self.check_regs_read_back(&saved))
         };
         let rax = res?;
         w?;

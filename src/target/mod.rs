@@ -436,8 +436,8 @@ impl Target {
     /// register, rip, `orig_rax` (a restarted system call), the FS/GS bases
     /// (thread-local storage) and the arithmetic flags.
     pub fn check_regs_read_back(&self, want: &Registers) -> Result<()> {
-        let r = ptrace::getregs(self.pid)
-            .map_err(|e| anyhow!("cannot read registers back ({e})"))?;
+        let r =
+            ptrace::getregs(self.pid).map_err(|e| anyhow!("cannot read registers back ({e})"))?;
         let got = Registers::from_user(&r);
         const ARITH_FLAGS: u64 = 0xcd5; // CF PF AF ZF SF DF OF
         let mut a = got;

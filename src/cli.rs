@@ -410,6 +410,16 @@ fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
     };
     // Whatever happened, leave the backend as we found it.
     let detach_res = session.detach();
+    // the queued output now (a closed or full standard output is one more
+    // failed write, reported below)
+    guard::flush_out();
+    if let Some(what) = guard::output_failure() {
+        match &detach_res {
+            Ok(_) => crate::errln!("pgdbg: {what}; the backend was restored and detached"),
+            Err(e) => crate::errln!("pgdbg: {what}; detach failed: {}", one_line(e)),
+        }
+        return Ok(guard::OUTPUT_FAILED_EXIT);
+    }
     if let Some(sig) = guard::terminating() {
         crate::errln!(
             "pgdbg: received {}: backend {pid} restored and detached",
@@ -454,7 +464,7 @@ fn run_script(
     opts: &AttachOpts,
 ) -> Result<i32> {
     for (n, _text, cmd) in cmds {
-        if guard::terminating().is_some() {
+        if guard::must_stop() {
             return Ok(1);
         }
         if guard::deadline_hit() {

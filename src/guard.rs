@@ -30,6 +30,19 @@ static OUT_DROPPED: AtomicU64 = AtomicU64::new(0);
 /// than stopping the tracer, which may hold the backend at a breakpoint.
 const OUT_CAP: usize = 64 << 20;
 
+/// A write of probe output or of the capture file failed: the running
+/// command stops as on SIGTERM (the backend is restored and detached) and
+/// pgdbg exits with [`OUTPUT_FAILED_EXIT`].  The first failure's text.
+static OUTPUT_FAILED: AtomicBool = AtomicBool::new(false);
+static OUTPUT_ERROR: Mutex<Option<String>> = Mutex::new(None);
+/// Standard output failed: queued lines are discarded, not written again.
+static STDOUT_BROKEN: AtomicBool = AtomicBool::new(false);
+
+/// Exit status after a failed write of output or capture (sysexits'
+/// EX_IOERR); the supervisor of a multi-backend attach stops every worker
+/// when one exits with it (they share the capture file).
+pub const OUTPUT_FAILED_EXIT: i32 = 74;
+
 /// A probe's periodic poll is due (see `Ticker`).
 static POLL_DUE: AtomicBool = AtomicBool::new(false);
 /// The ticker's period, in microseconds (the probe may change it).
@@ -112,6 +125,7 @@ pub fn install() {
             }
             let pending = INTERRUPT.load(Ordering::SeqCst)
                 || TERMINATE.load(Ordering::SeqCst) != 0
+                || OUTPUT_FAILED.load(Ordering::SeqCst)
                 || deadline_hit();
             if pending && IN_WAIT.load(Ordering::SeqCst) {
                 wake_tracer();
@@ -142,6 +156,35 @@ pub fn terminating() -> Option<i32> {
         0 => None,
         s => Some(s),
     }
+}
+
+/// Record a failed write (`what`: "writing capture FILE failed: OS
+/// error"; only the first one is kept) and make the running command stop
+/// like on SIGTERM: the wait loop interrupts the backend, the probe or
+/// `continue` ends, the session detaches.
+pub fn output_failed(what: String) {
+    if let Ok(mut e) = OUTPUT_ERROR.lock()
+        && e.is_none()
+    {
+        *e = Some(what);
+    }
+    OUTPUT_FAILED.store(true, Ordering::SeqCst);
+    if IN_WAIT.load(Ordering::SeqCst) {
+        wake_tracer();
+    }
+}
+
+/// The first failed write, if any (see `output_failed`).
+pub fn output_failure() -> Option<String> {
+    if !OUTPUT_FAILED.load(Ordering::SeqCst) {
+        return None;
+    }
+    OUTPUT_ERROR.lock().ok().and_then(|e| e.clone())
+}
+
+/// The session must end now: a terminating signal or a failed write.
+pub fn must_stop() -> bool {
+    terminating().is_some() || OUTPUT_FAILED.load(Ordering::SeqCst)
 }
 
 pub fn take_interrupt() -> bool {
@@ -279,7 +322,7 @@ impl WaitHooks for PollHooks {
         deadline_hit() || POLL_DUE.swap(false, Ordering::SeqCst)
     }
     fn terminate(&self) -> bool {
-        terminating().is_some()
+        must_stop()
     }
     fn waiting(&self, blocked: bool) {
         set_in_wait(blocked);
@@ -294,7 +337,7 @@ impl WaitHooks for Hooks {
         take_interrupt() || deadline_hit()
     }
     fn terminate(&self) -> bool {
-        terminating().is_some()
+        must_stop()
     }
     fn waiting(&self, blocked: bool) {
         set_in_wait(blocked);
@@ -350,10 +393,13 @@ pub fn flush_out() {
         Ok(mut b) => std::mem::take(&mut *b),
         Err(_) => return,
     };
-    if !data.is_empty() {
+    if !data.is_empty() && !STDOUT_BROKEN.load(Ordering::SeqCst) {
         let mut o = std::io::stdout().lock();
-        let _ = o.write_all(&data);
-        let _ = o.flush();
+        // (SIGPIPE is ignored: a closed pipe is EPIPE here)
+        if let Err(e) = o.write_all(&data).and_then(|_| o.flush()) {
+            STDOUT_BROKEN.store(true, Ordering::SeqCst);
+            output_failed(format!("writing standard output failed: {e}"));
+        }
     }
     let dropped = OUT_DROPPED.swap(0, Ordering::SeqCst);
     if dropped > 0 {

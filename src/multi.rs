@@ -65,6 +65,9 @@ pub fn run(pids: &[String], cluster_dir: Option<&Path>, opts: &AttachOpts) -> Re
     let mut failed = 0usize;
     let mut exited_backends = 0usize;
     let mut stopping = false;
+    // a worker could not write the shared capture (or its output): the
+    // capture is lost for all, every worker is stopped
+    let mut output_failed = false;
     // signals already forwarded: each new Ctrl-C/SIGTERM is passed on
     let mut forwarded = (false, false);
     let mut pending = initial;
@@ -86,7 +89,7 @@ pub fn run(pids: &[String], cluster_dir: Option<&Path>, opts: &AttachOpts) -> Re
     loop {
         let remaining = limit.map(|d| d.saturating_sub(t0.elapsed()));
         let out_of_time = remaining.is_some_and(|r| r.is_zero());
-        let (int_now, term_now) = (guard::sigint_seen(), guard::terminating().is_some());
+        let (int_now, term_now) = (guard::sigint_seen(), guard::must_stop() || output_failed);
         // (Ctrl-C is cleared once forwarded, so each new one shows up here)
         if int_now || (term_now && !forwarded.1) {
             // the first Ctrl-C ends the workers' scripts (SIGINT); another
@@ -138,7 +141,11 @@ pub fn run(pids: &[String], cluster_dir: Option<&Path>, opts: &AttachOpts) -> Re
                     let _ = t.join();
                 }
             }
-            if !crate::target::procfs::exists(pid) {
+            if st.code() == Some(guard::OUTPUT_FAILED_EXIT) {
+                // the worker said which write failed
+                failed += 1;
+                output_failed = true;
+            } else if !crate::target::procfs::exists(pid) {
                 exited_backends += 1;
             } else if !st.success() && !stopping {
                 failed += 1;
@@ -177,6 +184,14 @@ pub fn run(pids: &[String], cluster_dir: Option<&Path>, opts: &AttachOpts) -> Re
                 .map(|c| format!("; capture in {}", c.display()))
                 .unwrap_or_default()
         );
+    }
+    if let Some(what) = guard::output_failure() {
+        // our own standard output (the workers' lines are relayed by us)
+        crate::errln!("pgdbg: {what}; the backends were restored and detached");
+        return Ok(guard::OUTPUT_FAILED_EXIT);
+    }
+    if output_failed {
+        return Ok(guard::OUTPUT_FAILED_EXIT);
     }
     if let Some(sig) = guard::terminating() {
         return Ok(128 + sig);
@@ -265,6 +280,7 @@ fn prefix_lines(
         // its backend stopped at a breakpoint
         let mut rd = std::io::BufReader::new(r);
         let mut buf = Vec::new();
+        let mut stdout_broken = false;
         loop {
             buf.clear();
             match rd.read_until(b'\n', &mut buf) {
@@ -277,10 +293,14 @@ fn prefix_lines(
             let l = format!("[{pid}] {}\n", line.trim_end_matches('\n'));
             if to_stderr {
                 let _ = std::io::stderr().write_all(l.as_bytes());
-            } else {
+            } else if !stdout_broken {
                 let mut o = std::io::stdout().lock();
-                let _ = o.write_all(l.as_bytes());
-                let _ = o.flush();
+                if let Err(e) = o.write_all(l.as_bytes()).and_then(|_| o.flush()) {
+                    // keep draining (the worker must not block); the
+                    // supervisor stops every worker
+                    stdout_broken = true;
+                    guard::output_failed(format!("writing standard output failed: {e}"));
+                }
             }
         }
     })

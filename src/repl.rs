@@ -187,7 +187,7 @@ pub fn run(session: &mut Session) -> Result<i32> {
             match in_rx.recv_timeout(Duration::from_millis(100)) {
                 Ok(i) => return Some(i),
                 Err(mpsc::RecvTimeoutError::Timeout) => {
-                    if guard::terminating().is_some() {
+                    if guard::must_stop() {
                         return None;
                     }
                 }
@@ -196,7 +196,7 @@ pub fn run(session: &mut Session) -> Result<i32> {
         }
     };
     loop {
-        if guard::terminating().is_some() {
+        if guard::must_stop() {
             return Ok(1);
         }
         let Some(input) = read(PROMPT) else {
@@ -285,11 +285,16 @@ pub fn run(session: &mut Session) -> Result<i32> {
         guard::flush_out();
         match res {
             Ok((text, flow)) => {
-                if !text.is_empty() {
+                let written = if text.is_empty() {
+                    stdout.flush()
+                } else {
                     let t = text.strip_prefix('\n').unwrap_or(&text);
-                    let _ = writeln!(stdout, "{t}");
+                    writeln!(stdout, "{t}").and_then(|_| stdout.flush())
+                };
+                if let Err(e) = written {
+                    guard::output_failed(format!("writing standard output failed: {e}"));
+                    return Ok(1);
                 }
-                let _ = stdout.flush();
                 match flow {
                     Flow::Continue => {}
                     Flow::Quit => return Ok(0),

@@ -330,5 +330,195 @@ fn unresolved_waits_are_said_as_such() {
         out.contains("LockRelationOid;LWLockAcquire;unresolved:0x01000042 5"),
         "{out}"
     );
+
+fn temp_dir(key: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("pgdbg-report-{key}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The report of `cap` must be capture.txt's, but for the header's file
+/// name (capture.jsonl's 65 events plus an ignored last line).
+fn assert_tables_of_capture_jsonl(o: &Output) {
+    assert!(o.status.success(), "stderr: {}", stderr(o));
+    let out = stdout(o);
+    let want = expected("capture.txt");
+    let (head, rest) = out.split_once('\n').unwrap();
+    let (want_head, want_rest) = want.split_once('\n').unwrap();
+    assert!(
+        head.ends_with(want_head.split_once(": ").unwrap().1),
+        "{head}"
+    );
+    assert_same(rest, want_rest);
+}
+
+/// A writer killed mid-line (or a full disk) leaves a last line without
+/// its newline: the rest is reported, with one line saying so.
+#[test]
+fn truncated_last_line_is_ignored_with_a_note() {
+    let dir = temp_dir("truncated");
+    let good = expected("capture.jsonl");
+    assert!(good.ends_with('\n'));
+    let cases: &[(&str, &[u8])] = &[
+        (
+            "json",
+            b"{\"event\":\"wait\",\"ts\":1700000001.0,\"pid\":4711,\"wait_",
+        ),
+        // cut inside a two-byte character
+        (
+            "utf8",
+            b"{\"event\":\"statement\",\"ts\":1.0,\"pid\":1,\"query\":\"caf\xc3",
+        ),
+        ("number", b"{\"event\":\"wait\",\"ts\":1700000001."),
+    ];
+    for (key, tail) in cases {
+        let cap = dir.join(format!("{key}.jsonl"));
+        let mut bytes = good.as_bytes().to_vec();
+        bytes.extend_from_slice(tail);
+        std::fs::write(&cap, &bytes).unwrap();
+        let o = pgdbg(&["report", cap.to_str().unwrap()]);
+        assert_tables_of_capture_jsonl(&o);
+        let err = stderr(&o);
+        assert_eq!(err.lines().count(), 1, "{key}: one line: {err}");
+        assert!(
+            err.contains(&format!(
+                "{}: the last line (line 66) is incomplete (a writer was killed?): ignored",
+                cap.display()
+            )),
+            "{key}: {err}"
+        );
+        // the same for the folded stacks and the JSON document
+        let o = pgdbg(&["report", cap.to_str().unwrap(), "--folded"]);
+        assert!(o.status.success(), "{key}: {}", stderr(&o));
+        assert_same(&stdout(&o), &expected("capture.waits.folded"));
+        let o = pgdbg(&["report", cap.to_str().unwrap(), "--json"]);
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("valid JSON");
+        assert_eq!(v["header"]["events"], 65);
+    }
+    // the same cut line followed by more lines is an error, naming it
+    let cap = dir.join("middle.jsonl");
+    std::fs::write(
+        &cap,
+        format!(
+            "{good}{{\"event\":\"wait\",\"ts\":1700000001.0,\n{}",
+            good.lines().next().unwrap()
+        ),
+    )
+    .unwrap();
+    let o = pgdbg(&["report", cap.to_str().unwrap()]);
+    assert_one_line_error(&o, &format!("{}:66: not a valid JSON line", cap.display()));
+    // a complete last line without its newline is used
+    let cap = dir.join("no-newline.jsonl");
+    std::fs::write(&cap, good.trim_end_matches('\n')).unwrap();
+    let o = pgdbg(&["report", cap.to_str().unwrap()]);
+    assert_tables_of_capture_jsonl(&o);
+    assert!(stderr(&o).is_empty(), "{}", stderr(&o));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Run `pgdbg ARGS` to its end; (stdout, stderr, exit code, max RSS in
+/// KiB) from wait4's rusage of this one child.
+#[allow(clippy::zombie_processes)] // reaped by wait4, not Child::wait
+fn pgdbg_rss(args: &[&str]) -> (String, String, i32, i64) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pgdbg"))
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run pgdbg");
+    let (mut so, mut se) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let t_out = std::thread::spawn(move || {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut so, &mut s).unwrap();
+        s
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut se, &mut s).unwrap();
+        s
+    });
+    let mut status = 0;
+    // SAFETY: plain wait4 on our own child, which std has not reaped.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let r = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut ru) };
+    assert_eq!(r, child.id() as i32, "wait4");
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        -1
+    };
+    (
+        t_out.join().unwrap(),
+        t_err.join().unwrap(),
+        code,
+        ru.ru_maxrss,
+    )
+}
+
+/// `report` streams: a 200 MB capture (900 000 wait events with
+/// stacks) is reported in a few MB. The version that read the whole file
+/// and kept every event's JSON used 1383 MB for a 215 MB capture.
+#[test]
+fn large_capture_in_bounded_memory() {
+    use std::io::Write;
+    let dir = temp_dir("large");
+    let cap = dir.join("large.jsonl");
+    let mut w = std::io::BufWriter::new(std::fs::File::create(&cap).unwrap());
+    let waits = [
+        ("LWLock", "LockManager", "LWLockAcquire+126"),
+        ("IO", "DataFileRead", "pg_pread+20"),
+        ("Client", "ClientRead", "WaitEventSetWait+100"),
+    ];
+    let n: u64 = 900_000;
+    let mut total_us = [0u64; 3];
+    let mut size = 0;
+    for i in 0..n {
+        let k = (i % 3) as usize;
+        let (t, e, top) = waits[k];
+        let us = 1 + (i * 7919) % 1000;
+        total_us[k] += us;
+        let line = format!(
+            "{{\"event\":\"wait\",\"ts\":{}.{:06},\"pid\":{},\"wait_event_type\":\"{t}\",\"wait_event\":\"{e}\",\"duration_ns\":{},\"stack\":[\"{top}\",\"LockAcquireExtended+298\",\"LockRelationOid+79\",\"AcquireExecutorLocks+101\"]}}\n",
+            1_700_000_000 + i / 1_000_000,
+            i % 1_000_000,
+            4711 + i % 4,
+            us * 1000
+        );
+        size += line.len();
+        w.write_all(line.as_bytes()).unwrap();
+    }
+    w.flush().unwrap();
+    drop(w);
+    assert!(size > 200_000_000, "{size} bytes");
+    let path = cap.to_str().unwrap();
+    let limit_kib = 64 * 1024;
+
+    let (out, err, code, rss) = pgdbg_rss(&["report", path]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with(&format!("Capture {path}: {n} events from 4 backends")),
+        "{out}"
+    );
+    // every event counted: n/3 per wait event, totals in ms
+    for (k, (t, e, _)) in waits.iter().enumerate() {
+        let row = out
+            .lines()
+            .find(|l| l.starts_with(t) && l.contains(e))
+            .unwrap_or_else(|| panic!("no {t} {e} row:\n{out}"));
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(cells[2], (n / 3).to_string(), "{row}");
+        assert_eq!(
+            cells[3],
+            format!("{:.3}", total_us[k] as f64 / 1000.0),
+            "{row}"
+        );
+    }
+    assert!(rss < limit_kib, "report used {rss} KiB for {size} bytes");
+
+    let (out, err, code, rss) = pgdbg_rss(&["report", path, "--folded"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.lines().count(), 3, "{out}");
+    assert!(rss < limit_kib, "report --folded used {rss} KiB");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -102,30 +102,36 @@ fn has_stack(e: &Event) -> bool {
         .is_some_and(|a| !a.is_empty())
 }
 
-/// Fold the stacks of `kind` (default: waits when some `wait` event has a
-/// stack, else trace). Errors when there are none.
-pub fn fold(name: &str, events: &[Event], kind: Option<StackKind>) -> Result<Folded> {
-    let waits = events.iter().any(|e| e.kind == "wait" && has_stack(e));
-    let traces = events.iter().any(|e| e.kind == "trace" && has_stack(e));
-    let kind = match kind {
-        Some(StackKind::Waits) if !waits => bail!(
-            "capture {name} has no wait events with stacks (record them with: waits trace --stacks N)"
-        ),
-        Some(StackKind::Trace) if !traces => bail!(
-            "capture {name} has no trace events with stacks (record them with: trace ... --stacks N)"
-        ),
-        Some(k) => k,
-        None if waits => StackKind::Waits,
-        None if traces => StackKind::Trace,
-        None => bail!(
-            "capture {name} has no stacks: they come with wait events (waits trace --stacks N) and trace events (trace ... --stacks N)"
-        ),
-    };
-    let mut merged: BTreeMap<String, u64> = BTreeMap::new();
-    let mut n = 0;
-    for e in events {
-        if e.kind != kind.event() || !has_stack(e) {
-            continue;
+/// Folded stacks merged one event at a time ([`Folder::add`]): memory
+/// grows with the distinct stacks, not with the events.
+pub struct Folder {
+    /// The kind asked for; None: both, chosen at the end.
+    want: Option<StackKind>,
+    waits: BTreeMap<String, u64>,
+    wait_events: usize,
+    traces: BTreeMap<String, u64>,
+    trace_events: usize,
+}
+
+impl Folder {
+    pub fn new(want: Option<StackKind>) -> Folder {
+        Folder {
+            want,
+            waits: BTreeMap::new(),
+            wait_events: 0,
+            traces: BTreeMap::new(),
+            trace_events: 0,
+        }
+    }
+
+    pub fn add(&mut self, e: &Event) {
+        let kind = match e.kind.as_str() {
+            "wait" => StackKind::Waits,
+            "trace" => StackKind::Trace,
+            _ => return,
+        };
+        if self.want.is_some_and(|w| w != kind) || !has_stack(e) {
+            return;
         }
         let mut frames = stack_of(&e.v);
         frames.reverse();
@@ -146,14 +152,53 @@ pub fn fold(name: &str, events: &[Event], kind: Option<StackKind>) -> Result<Fol
             }
             StackKind::Trace => 1,
         };
+        let (merged, n) = match kind {
+            StackKind::Waits => (&mut self.waits, &mut self.wait_events),
+            StackKind::Trace => (&mut self.traces, &mut self.trace_events),
+        };
         *merged.entry(frames.join(";")).or_default() += weight;
-        n += 1;
+        *n += 1;
     }
-    Ok(Folded {
-        kind,
-        lines: merged.into_iter().collect(),
-        events: n,
-    })
+
+    /// The stacks of the kind asked for (default: waits when some `wait`
+    /// event has a stack, else trace). Errors when there are none.
+    pub fn finish(self, name: &str) -> Result<Folded> {
+        let waits = self.wait_events > 0;
+        let traces = self.trace_events > 0;
+        let kind = match self.want {
+            Some(StackKind::Waits) if !waits => bail!(
+                "capture {name} has no wait events with stacks (record them with: waits trace --stacks N)"
+            ),
+            Some(StackKind::Trace) if !traces => bail!(
+                "capture {name} has no trace events with stacks (record them with: trace ... --stacks N)"
+            ),
+            Some(k) => k,
+            None if waits => StackKind::Waits,
+            None if traces => StackKind::Trace,
+            None => bail!(
+                "capture {name} has no stacks: they come with wait events (waits trace --stacks N) and trace events (trace ... --stacks N)"
+            ),
+        };
+        let (merged, events) = match kind {
+            StackKind::Waits => (self.waits, self.wait_events),
+            StackKind::Trace => (self.traces, self.trace_events),
+        };
+        Ok(Folded {
+            kind,
+            lines: merged.into_iter().collect(),
+            events,
+        })
+    }
+}
+
+/// Fold the stacks of `kind` (default: waits when some `wait` event has a
+/// stack, else trace). Errors when there are none.
+pub fn fold(name: &str, events: &[Event], kind: Option<StackKind>) -> Result<Folded> {
+    let mut f = Folder::new(kind);
+    for e in events {
+        f.add(e);
+    }
+    f.finish(name)
 }
 
 /// Write the flame graph SVG of `folded` to `out` (with inferno).

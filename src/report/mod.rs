@@ -52,25 +52,74 @@ pub struct Event {
     pub v: Value,
 }
 
-/// Parse a capture's text. `name` is used in errors (`name:LINE: ...`).
-/// Blank lines are skipped; every other line must be a JSON object with
-/// `event` (string), `ts` (number) and `pid` (integer).
-pub fn parse_capture(name: &str, text: &str) -> Result<Vec<Event>> {
-    let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let n = i + 1;
+/// How a capture's reading ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Scanned {
+    /// Events read.
+    pub events: usize,
+    /// The number of the last line when it was incomplete (no newline at
+    /// the end, and not a whole JSON value: a writer killed mid-line, or
+    /// a full disk); it is ignored.
+    pub incomplete_last: Option<usize>,
+}
+
+/// Read a capture line by line from `r`, handing each event to `sink`
+/// (nothing is kept: memory does not grow with the capture). `name` is
+/// used in errors (`name:LINE: ...`). Blank lines are skipped; every
+/// other line must be a JSON object with `event` (string), `ts` (number)
+/// and `pid` (integer), except an incomplete last line (see
+/// [`Scanned::incomplete_last`]).
+pub fn scan_capture(
+    name: &str,
+    mut r: impl std::io::BufRead,
+    mut sink: impl FnMut(Event),
+) -> Result<Scanned> {
+    let mut buf = Vec::with_capacity(4096);
+    let mut n = 0;
+    let mut events = 0;
+    loop {
+        buf.clear();
+        let got = match r.read_until(b'\n', &mut buf) {
+            Ok(g) => g,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => bail!("cannot read capture {name}: {e}"),
+        };
+        if got == 0 {
+            break;
+        }
+        n += 1;
+        let complete = buf.last() == Some(&b'\n');
+        let mut bytes = &buf[..];
+        if complete {
+            bytes = &bytes[..bytes.len() - 1];
+            bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
+        }
+        let incomplete = Scanned {
+            events,
+            incomplete_last: Some(n),
+        };
+        let line = match std::str::from_utf8(bytes) {
+            Ok(l) => l,
+            // cut inside a multi-byte character
+            Err(_) if !complete => return Ok(incomplete),
+            Err(_) => bail!("{name}:{n}: not UTF-8 text"),
+        };
         if line.trim().is_empty() {
             continue;
         }
-        let v: Value = serde_json::from_str(line).map_err(|e| {
-            // serde_json counts lines of this one line: keep the column.
-            let why = e.to_string();
-            let why = why.split(" at line ").next().unwrap_or(&why).to_string();
-            anyhow!(
-                "{name}:{n}: not a valid JSON line: {why} at column {}",
-                e.column()
-            )
-        })?;
+        let v: Value = match serde_json::from_str(line) {
+            Ok(v) => v,
+            Err(_) if !complete => return Ok(incomplete),
+            Err(e) => {
+                // serde_json counts lines of this one line: keep the column.
+                let why = e.to_string();
+                let why = why.split(" at line ").next().unwrap_or(&why).to_string();
+                bail!(
+                    "{name}:{n}: not a valid JSON line: {why} at column {}",
+                    e.column()
+                );
+            }
+        };
         let Some(obj) = v.as_object() else {
             bail!("{name}:{n}: not a capture event (a JSON object was expected)");
         };
@@ -87,7 +136,8 @@ pub fn parse_capture(name: &str, text: &str) -> Result<Vec<Event>> {
             .get("pid")
             .and_then(Value::as_i64)
             .ok_or_else(|| anyhow!("{name}:{n}: event without an integer \"pid\""))?;
-        out.push(Event {
+        events += 1;
+        sink(Event {
             line: n,
             kind,
             ts,
@@ -95,6 +145,17 @@ pub fn parse_capture(name: &str, text: &str) -> Result<Vec<Event>> {
             v,
         });
     }
+    Ok(Scanned {
+        events,
+        incomplete_last: None,
+    })
+}
+
+/// Parse a capture's text into its events (see [`scan_capture`]; an
+/// incomplete last line is left out).
+pub fn parse_capture(name: &str, text: &str) -> Result<Vec<Event>> {
+    let mut out = Vec::new();
+    scan_capture(name, text.as_bytes(), |e| out.push(e))?;
     Ok(out)
 }
 
@@ -344,71 +405,79 @@ fn cmp_values(a: &str, b: &str) -> std::cmp::Ordering {
     }
 }
 
-/// Aggregate parsed events into the report.
-pub fn build(file: &str, events: &[Event]) -> Report {
-    let pids: BTreeSet<i64> = events.iter().map(|e| e.pid).collect();
-    let first_ts = events.iter().map(|e| e.ts).fold(f64::INFINITY, f64::min);
-    let last_ts = events
-        .iter()
-        .map(|e| e.ts)
-        .fold(f64::NEG_INFINITY, f64::max);
-    let (first_ts, last_ts) = if events.is_empty() {
-        (0.0, 0.0)
-    } else {
-        (first_ts, last_ts)
-    };
-    let header = Header {
-        file: file.to_string(),
-        events: events.len(),
-        backends: pids.len(),
-        first_ts,
-        last_ts,
-        span_s: last_ts - first_ts,
-        exited: events.iter().filter(|e| e.kind == "exit").count(),
-    };
+/// Accumulated plan choices of one (statement, query).
+#[derive(Default)]
+struct PlanAcc {
+    executions: u64,
+    custom: u64,
+    generic: u64,
+    switches: u64,
+    gcost: Option<(f64, f64)>,
+    acost: Option<(f64, f64)>,
+    last_reason: String,
+}
 
-    // Plan choices.
-    #[derive(Default)]
-    struct PlanAcc {
-        executions: u64,
-        custom: u64,
-        generic: u64,
-        switches: u64,
-        gcost: Option<(f64, f64)>,
-        acost: Option<(f64, f64)>,
-        last_reason: String,
-    }
-    let mut plans: HashMap<(String, String), PlanAcc> = HashMap::new();
-    let mut last_choice: HashMap<(i64, String, String), String> = HashMap::new();
-    // Waits and statements: durations per key.
-    let mut waits: HashMap<(String, String), Vec<u64>> = HashMap::new();
-    let mut stmts: HashMap<String, Vec<u64>> = HashMap::new();
-    let mut samples: HashMap<(String, String), u64> = HashMap::new();
-    // Probe counts: (source rank, function) -> (calls, phases, pids).
-    struct ProbeAcc {
-        calls: u64,
-        phases: Option<[u64; 3]>,
-        pids: BTreeSet<i64>,
-    }
-    let mut probes: HashMap<(u8, String), ProbeAcc> = HashMap::new();
-    let mut args: BTreeMap<(String, String), HashMap<String, u64>> = BTreeMap::new();
+/// Accumulated calls of one probed function.
+#[derive(Default)]
+struct ProbeAcc {
+    calls: u64,
+    phases: Option<[u64; 3]>,
+    pids: BTreeSet<i64>,
+}
 
-    for e in events {
+/// The report, built one event at a time ([`Aggregator::add`]): what it
+/// keeps grows with the number of distinct statements, wait events,
+/// functions and argument values, and with one duration per wait and
+/// statement (for the percentiles), never with the events themselves.
+#[derive(Default)]
+pub struct Aggregator {
+    events: usize,
+    pids: BTreeSet<i64>,
+    /// (first, last) timestamp.
+    span: Option<(f64, f64)>,
+    exited: usize,
+    plans: HashMap<(String, String), PlanAcc>,
+    last_choice: HashMap<(i64, String, String), String>,
+    /// Durations (ns) per wait event and per statement.
+    waits: HashMap<(String, String), Vec<u64>>,
+    stmts: HashMap<String, Vec<u64>>,
+    samples: HashMap<(String, String), u64>,
+    /// (source rank: count, trace, break; function) -> calls.
+    probes: HashMap<(u8, String), ProbeAcc>,
+    args: BTreeMap<(String, String), HashMap<String, u64>>,
+}
+
+impl Aggregator {
+    pub fn new() -> Aggregator {
+        Aggregator::default()
+    }
+
+    /// Count one event.
+    pub fn add(&mut self, e: &Event) {
+        self.events += 1;
+        self.pids.insert(e.pid);
+        self.span = Some(match self.span {
+            None => (e.ts, e.ts),
+            Some((lo, hi)) => (lo.min(e.ts), hi.max(e.ts)),
+        });
         let v = &e.v;
         match e.kind.as_str() {
+            "exit" => self.exited += 1,
             "plan_choice" => {
                 let stmt = str_or(v, "statement", "-");
                 let query = shorten_query(&str_or(v, "query", ""));
                 let choice = str_or(v, "choice", "?");
                 let key = (stmt, query);
-                let acc = plans.entry(key.clone()).or_default();
+                let acc = self.plans.entry(key.clone()).or_default();
                 acc.executions += 1;
                 match choice.as_str() {
                     "custom" => acc.custom += 1,
                     "generic" => acc.generic += 1,
                     _ => {}
                 }
-                let prev = last_choice.insert((e.pid, key.0, key.1), choice.clone());
+                let prev = self
+                    .last_choice
+                    .insert((e.pid, key.0, key.1), choice.clone());
                 if prev.is_some_and(|p| p != choice) {
                     acc.switches += 1;
                 }
@@ -424,11 +493,17 @@ pub fn build(file: &str, events: &[Event]) -> Report {
             }
             "wait" => {
                 let key = (wait_part(v, "wait_event_type"), wait_part(v, "wait_event"));
-                waits.entry(key).or_default().push(uint(v, "duration_ns"));
+                self.waits
+                    .entry(key)
+                    .or_default()
+                    .push(uint(v, "duration_ns"));
             }
             "statement" => {
                 let q = shorten_query(&str_or(v, "query", "?"));
-                stmts.entry(q).or_default().push(uint(v, "duration_ns"));
+                self.stmts
+                    .entry(q)
+                    .or_default()
+                    .push(uint(v, "duration_ns"));
             }
             "wait_samples" => {
                 for p in v
@@ -438,16 +513,12 @@ pub fn build(file: &str, events: &[Event]) -> Report {
                     .flatten()
                 {
                     let key = (wait_part(p, "wait_event_type"), wait_part(p, "wait_event"));
-                    *samples.entry(key).or_default() += uint(p, "samples");
+                    *self.samples.entry(key).or_default() += uint(p, "samples");
                 }
             }
             "count" => {
                 let f = str_or(v, "function", "?");
-                let acc = probes.entry((0, f)).or_insert(ProbeAcc {
-                    calls: 0,
-                    phases: None,
-                    pids: BTreeSet::new(),
-                });
+                let acc = self.probes.entry((0, f)).or_default();
                 acc.calls += uint(v, "calls");
                 acc.pids.insert(e.pid);
                 if let Some(ph) = v.get("phases").filter(|p| p.is_object()) {
@@ -459,30 +530,23 @@ pub fn build(file: &str, events: &[Event]) -> Report {
             }
             "trace" => {
                 let f = str_or(v, "function", "?");
-                let acc = probes.entry((1, f.clone())).or_insert(ProbeAcc {
-                    calls: 0,
-                    phases: None,
-                    pids: BTreeSet::new(),
-                });
-                acc.calls += 1;
-                acc.pids.insert(e.pid);
                 if let Some(a) = v.get("args").and_then(Value::as_object) {
                     for (name, val) in a {
-                        *args
+                        *self
+                            .args
                             .entry((f.clone(), name.clone()))
                             .or_default()
                             .entry(arg_value_text(val))
                             .or_default() += 1;
                     }
                 }
+                let acc = self.probes.entry((1, f)).or_default();
+                acc.calls += 1;
+                acc.pids.insert(e.pid);
             }
             "stop" if v.get("reason").and_then(Value::as_str) == Some("breakpoint") => {
                 let f = str_or(v, "function", "?");
-                let acc = probes.entry((2, f)).or_insert(ProbeAcc {
-                    calls: 0,
-                    phases: None,
-                    pids: BTreeSet::new(),
-                });
+                let acc = self.probes.entry((2, f)).or_default();
                 acc.calls += 1;
                 acc.pids.insert(e.pid);
             }
@@ -490,130 +554,164 @@ pub fn build(file: &str, events: &[Event]) -> Report {
         }
     }
 
-    let mut plan_choices: Vec<PlanRow> = plans
-        .into_iter()
-        .map(|((statement, query), a)| PlanRow {
-            statement,
-            query,
-            executions: a.executions,
-            custom: a.custom,
-            generic: a.generic,
-            switches: a.switches,
-            generic_cost_min: a.gcost.map(|c| c.0),
-            generic_cost_max: a.gcost.map(|c| c.1),
-            avg_custom_cost_min: a.acost.map(|c| c.0),
-            avg_custom_cost_max: a.acost.map(|c| c.1),
-            last_reason: a.last_reason,
-        })
-        .collect();
-    plan_choices.sort_by(|a, b| {
-        b.executions
-            .cmp(&a.executions)
-            .then_with(|| a.statement.cmp(&b.statement))
-            .then_with(|| a.query.cmp(&b.query))
-    });
-
-    let mut wait_rows: Vec<WaitRow> = waits
-        .into_iter()
-        .map(|((t, ev), ns)| WaitRow {
-            wait_event_type: t,
-            wait_event: ev,
-            d: durations(ns),
-        })
-        .collect();
-    wait_rows.sort_by(|a, b| {
-        b.d.total_ms.total_cmp(&a.d.total_ms).then_with(|| {
-            (&a.wait_event_type, &a.wait_event).cmp(&(&b.wait_event_type, &b.wait_event))
-        })
-    });
-
-    let mut statements: Vec<StatementRow> = stmts
-        .into_iter()
-        .map(|(query, ns)| StatementRow {
-            query,
-            d: durations(ns),
-        })
-        .collect();
-    statements.sort_by(|a, b| {
-        b.d.total_ms
-            .total_cmp(&a.d.total_ms)
-            .then_with(|| a.query.cmp(&b.query))
-    });
-
-    let total_samples: u64 = samples.values().sum();
-    let mut wait_samples: Vec<SampleRow> = samples
-        .into_iter()
-        .map(|((t, ev), n)| SampleRow {
-            wait_event_type: t,
-            wait_event: ev,
-            samples: n,
-            share_pct: if total_samples == 0 {
-                0.0
-            } else {
-                n as f64 * 100.0 / total_samples as f64
-            },
-        })
-        .collect();
-    wait_samples.sort_by(|a, b| {
-        b.samples.cmp(&a.samples).then_with(|| {
-            (&a.wait_event_type, &a.wait_event).cmp(&(&b.wait_event_type, &b.wait_event))
-        })
-    });
-
-    let mut probe_rows: Vec<(u8, ProbeRow)> = probes
-        .into_iter()
-        .map(|((rank, function), a)| {
-            (
-                rank,
-                ProbeRow {
-                    function,
-                    source: ["count", "trace", "break"][rank as usize].to_string(),
-                    calls: a.calls,
-                    planning: a.phases.map(|p| p[0]),
-                    execution: a.phases.map(|p| p[1]),
-                    other: a.phases.map(|p| p[2]),
-                    backends: a.pids.len(),
-                },
-            )
-        })
-        .collect();
-    probe_rows.sort_by(|(ra, a), (rb, b)| {
-        ra.cmp(rb)
-            .then_with(|| b.calls.cmp(&a.calls))
-            .then_with(|| a.function.cmp(&b.function))
-    });
-
-    let traced_args = args
-        .into_iter()
-        .map(|((function, argument), counts)| {
-            let distinct = counts.len();
-            let total: u64 = counts.values().sum();
-            let mut all: Vec<(String, u64)> = counts.into_iter().collect();
-            all.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| cmp_values(&a.0, &b.0)));
-            all.truncate(TOP_VALUES);
-            let shown: u64 = all.iter().map(|a| a.1).sum();
-            TracedArg {
-                function,
-                argument,
-                distinct,
-                top: all
-                    .into_iter()
-                    .map(|(value, count)| ArgValue { value, count })
-                    .collect(),
-                others: total - shown,
-            }
-        })
-        .collect();
-
-    Report {
-        header,
-        plan_choices,
-        waits: wait_rows,
-        statements,
-        wait_samples,
-        probe_counts: probe_rows.into_iter().map(|(_, r)| r).collect(),
-        traced_args,
+    /// Events counted so far.
+    pub fn events(&self) -> usize {
+        self.events
     }
+
+    /// The report (`file` is the name in the header).
+    pub fn finish(self, file: &str) -> Report {
+        let (first_ts, last_ts) = self.span.unwrap_or((0.0, 0.0));
+        let header = Header {
+            file: file.to_string(),
+            events: self.events,
+            backends: self.pids.len(),
+            first_ts,
+            last_ts,
+            span_s: last_ts - first_ts,
+            exited: self.exited,
+        };
+
+        let mut plan_choices: Vec<PlanRow> = self
+            .plans
+            .into_iter()
+            .map(|((statement, query), a)| PlanRow {
+                statement,
+                query,
+                executions: a.executions,
+                custom: a.custom,
+                generic: a.generic,
+                switches: a.switches,
+                generic_cost_min: a.gcost.map(|c| c.0),
+                generic_cost_max: a.gcost.map(|c| c.1),
+                avg_custom_cost_min: a.acost.map(|c| c.0),
+                avg_custom_cost_max: a.acost.map(|c| c.1),
+                last_reason: a.last_reason,
+            })
+            .collect();
+        plan_choices.sort_by(|a, b| {
+            b.executions
+                .cmp(&a.executions)
+                .then_with(|| a.statement.cmp(&b.statement))
+                .then_with(|| a.query.cmp(&b.query))
+        });
+
+        let mut wait_rows: Vec<WaitRow> = self
+            .waits
+            .into_iter()
+            .map(|((t, ev), ns)| WaitRow {
+                wait_event_type: t,
+                wait_event: ev,
+                d: durations(ns),
+            })
+            .collect();
+        wait_rows.sort_by(|a, b| {
+            b.d.total_ms.total_cmp(&a.d.total_ms).then_with(|| {
+                (&a.wait_event_type, &a.wait_event).cmp(&(&b.wait_event_type, &b.wait_event))
+            })
+        });
+
+        let mut statements: Vec<StatementRow> = self
+            .stmts
+            .into_iter()
+            .map(|(query, ns)| StatementRow {
+                query,
+                d: durations(ns),
+            })
+            .collect();
+        statements.sort_by(|a, b| {
+            b.d.total_ms
+                .total_cmp(&a.d.total_ms)
+                .then_with(|| a.query.cmp(&b.query))
+        });
+
+        let total_samples: u64 = self.samples.values().sum();
+        let mut wait_samples: Vec<SampleRow> = self
+            .samples
+            .into_iter()
+            .map(|((t, ev), n)| SampleRow {
+                wait_event_type: t,
+                wait_event: ev,
+                samples: n,
+                share_pct: if total_samples == 0 {
+                    0.0
+                } else {
+                    n as f64 * 100.0 / total_samples as f64
+                },
+            })
+            .collect();
+        wait_samples.sort_by(|a, b| {
+            b.samples.cmp(&a.samples).then_with(|| {
+                (&a.wait_event_type, &a.wait_event).cmp(&(&b.wait_event_type, &b.wait_event))
+            })
+        });
+
+        let mut probe_rows: Vec<(u8, ProbeRow)> = self
+            .probes
+            .into_iter()
+            .map(|((rank, function), a)| {
+                (
+                    rank,
+                    ProbeRow {
+                        function,
+                        source: ["count", "trace", "break"][rank as usize].to_string(),
+                        calls: a.calls,
+                        planning: a.phases.map(|p| p[0]),
+                        execution: a.phases.map(|p| p[1]),
+                        other: a.phases.map(|p| p[2]),
+                        backends: a.pids.len(),
+                    },
+                )
+            })
+            .collect();
+        probe_rows.sort_by(|(ra, a), (rb, b)| {
+            ra.cmp(rb)
+                .then_with(|| b.calls.cmp(&a.calls))
+                .then_with(|| a.function.cmp(&b.function))
+        });
+
+        let traced_args = self
+            .args
+            .into_iter()
+            .map(|((function, argument), counts)| {
+                let distinct = counts.len();
+                let total: u64 = counts.values().sum();
+                let mut all: Vec<(String, u64)> = counts.into_iter().collect();
+                all.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| cmp_values(&a.0, &b.0)));
+                all.truncate(TOP_VALUES);
+                let shown: u64 = all.iter().map(|a| a.1).sum();
+                TracedArg {
+                    function,
+                    argument,
+                    distinct,
+                    top: all
+                        .into_iter()
+                        .map(|(value, count)| ArgValue { value, count })
+                        .collect(),
+                    others: total - shown,
+                }
+            })
+            .collect();
+
+        Report {
+            header,
+            plan_choices,
+            waits: wait_rows,
+            statements,
+            wait_samples,
+            probe_counts: probe_rows.into_iter().map(|(_, r)| r).collect(),
+            traced_args,
+        }
+    }
+}
+
+/// Aggregate parsed events into the report.
+pub fn build(file: &str, events: &[Event]) -> Report {
+    let mut a = Aggregator::new();
+    for e in events {
+        a.add(e);
+    }
+    a.finish(file)
 }
 
 // ---------------------------------------------------------------------
@@ -846,29 +944,42 @@ pub fn text_report(file: &str, events: &[Event]) -> String {
 
 /// The JSON document of `--json`.
 pub fn json_report(file: &str, events: &[Event]) -> Value {
-    serde_json::to_value(build(file, events)).expect("report serializes")
+    to_json(build(file, events))
 }
 
 // ---------------------------------------------------------------------
 // Command
 
-/// Read and parse a capture file; errors are one line naming the file.
-pub fn load(path: &std::path::Path) -> Result<Vec<Event>> {
+fn open_capture(path: &std::path::Path) -> Result<std::io::BufReader<std::fs::File>> {
+    let f = std::fs::File::open(path)
+        .map_err(|e| anyhow!("cannot read capture {}: {e}", path.display()))?;
+    Ok(std::io::BufReader::with_capacity(1 << 16, f))
+}
+
+/// Read a capture file, handing each event to `sink`; errors are one line
+/// naming the file. An incomplete last line is reported on stderr and
+/// left out; a capture without events is an error.
+pub fn read(path: &std::path::Path, sink: impl FnMut(Event)) -> Result<Scanned> {
     let name = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| anyhow!("cannot read capture {name}: {e}"))?;
-    let text = String::from_utf8(bytes).map_err(|e| {
-        let line = 1 + e.as_bytes()[..e.utf8_error().valid_up_to()]
-            .iter()
-            .filter(|&&b| b == b'\n')
-            .count();
-        anyhow!("{name}:{line}: not UTF-8 text")
-    })?;
-    let events = parse_capture(&name, &text)?;
-    if events.is_empty() {
+    let scanned = scan_capture(&name, open_capture(path)?, sink)?;
+    if let Some(n) = scanned.incomplete_last {
+        crate::errln!(
+            "pgdbg: {name}: the last line (line {n}) is incomplete (a writer was killed?): ignored"
+        );
+    }
+    if scanned.events == 0 {
         bail!(
             "capture {name} is empty: no events (record some with: pgdbg attach PID --capture {name})"
         );
     }
+    Ok(scanned)
+}
+
+/// Read and parse a whole capture file into memory (every event kept:
+/// `run` streams instead).
+pub fn load(path: &std::path::Path) -> Result<Vec<Event>> {
+    let mut events = Vec::new();
+    read(path, |e| events.push(e))?;
     Ok(events)
 }
 
@@ -884,10 +995,25 @@ fn emit(text: &str) -> Result<()> {
 }
 
 pub fn run(args: &ReportArgs) -> Result<i32> {
-    let events = load(&args.capture)?;
     let name = args.capture.display().to_string();
-    if args.folded || args.flamegraph.is_some() {
-        let folded = flame::fold(&name, &events, args.stacks)?;
+    let stacks = args.folded || args.flamegraph.is_some();
+    if !stacks && args.stacks.is_some() {
+        bail!("--stacks chooses the stacks of --folded or --flamegraph: add one of them");
+    }
+    // one pass over the file, feeding what the output needs
+    let tables = args.json || !stacks;
+    let mut agg = Aggregator::new();
+    let mut folder = flame::Folder::new(args.stacks);
+    read(&args.capture, |e| {
+        if tables {
+            agg.add(&e);
+        }
+        if stacks {
+            folder.add(&e);
+        }
+    })?;
+    if stacks {
+        let folded = folder.finish(&name)?;
         if let Some(out) = &args.flamegraph {
             flame::write_svg(&folded, out)?;
             crate::errln!(
@@ -903,20 +1029,18 @@ pub fn run(args: &ReportArgs) -> Result<i32> {
             emit(&folded.text())?;
         }
         if args.json {
-            emit(&format!(
-                "{:#}\n",
-                json_report(&args.capture.display().to_string(), &events)
-            ))?;
+            emit(&format!("{:#}\n", to_json(agg.finish(&name))))?;
         }
         return Ok(0);
     }
-    if args.stacks.is_some() {
-        bail!("--stacks chooses the stacks of --folded or --flamegraph: add one of them");
-    }
     if args.json {
-        emit(&format!("{:#}\n", json_report(&name, &events)))?;
+        emit(&format!("{:#}\n", to_json(agg.finish(&name))))?;
     } else {
-        emit(&text_report(&name, &events))?;
+        emit(&render_text(&agg.finish(&name)))?;
     }
     Ok(0)
+}
+
+fn to_json(r: Report) -> Value {
+    serde_json::to_value(r).expect("report serializes")
 }

@@ -153,6 +153,35 @@ impl Cluster {
         );
     }
 
+    /// Wait (at most 20 s) until every backend of `pids` is running a
+    /// statement that contains `query` (pg_stat_activity): a workload a test
+    /// relies on is checked, never assumed from a sleep.
+    pub fn wait_active(&self, pids: &[i32], query: &str) {
+        let mut c = self.connect();
+        let list = pids
+            .iter()
+            .map(|p| p.to_string())
+            .collect::<Vec<_>>()
+            .join(",");
+        let sql = format!(
+            "select count(*) from pg_stat_activity where pid in ({list}) and state = 'active' and position({} in query) > 0",
+            sql_literal(query)
+        );
+        wait_until(
+            &format!("backends {list} running {query:?}"),
+            Duration::from_secs(20),
+            || c.query_one_i64(&sql) == pids.len() as i64,
+        );
+    }
+
+    /// Cancel the statements of `pids` (pg_cancel_backend).
+    pub fn cancel(&self, pids: &[i32]) {
+        let mut c = self.connect();
+        for p in pids {
+            c.query_one_text(&format!("select pg_cancel_backend({p})::text"));
+        }
+    }
+
     pub fn postgres_binary(&self) -> PathBuf {
         self.bin.join("postgres")
     }
@@ -318,6 +347,11 @@ impl Client {
 /// Seed 000's prepared statement, executed 6 times.
 pub const S1: &str =
     "prepare s1 as select max(md5(v)) from mediumtab where n between $1::numeric and $2::numeric";
+
+/// `s` as an SQL string literal.
+pub fn sql_literal(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
 
 pub fn write_script(name: &str, lines: &[&str]) -> PathBuf {
     let p = std::env::temp_dir().join(format!("pgdbg-test-{}-{name}.gdb", std::process::id()));

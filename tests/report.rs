@@ -330,6 +330,8 @@ fn unresolved_waits_are_said_as_such() {
         out.contains("LockRelationOid;LWLockAcquire;unresolved:0x01000042 5"),
         "{out}"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
 
 fn temp_dir(key: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("pgdbg-report-{key}-{}", std::process::id()));

@@ -1239,6 +1239,8 @@ impl Session {
         };
         if flow == Flow::Continue {
             probe.close(self);
+        } else if flow == Flow::Terminate {
+            probe.abandon(self);
         }
         self.frames = None;
         Ok((format!("{}{text}", probe.summary()), flow))

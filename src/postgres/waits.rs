@@ -287,7 +287,17 @@ pub struct TraceProbe {
     open: HashMap<u64, (std::time::Instant, String)>,
     pub statements: Vec<(String, u128)>,
     quiet: bool,
+    /// Ended waits not reported yet, with their end time (capture `ts`):
+    /// a wait whose name could not be asked for (e.g. an IO wait ending
+    /// inside a critical section, where no call is made) waits here until
+    /// the backend stops at a point where it can be named, so that waits are
+    /// reported in order and named; at the end of tracing whatever is left
+    /// is reported as unresolved, with the reason.
+    unreported: Vec<(WaitRecord, f64)>,
 }
+
+/// Ended waits held back for their names at most (then reported unnamed).
+const MAX_UNREPORTED: usize = 10_000;
 
 impl TraceProbe {
     pub fn new(s: &mut Session, stacks: usize, quiet: bool) -> Result<TraceProbe> {
@@ -323,6 +333,7 @@ impl TraceProbe {
             open: HashMap::new(),
             statements: Vec::new(),
             quiet,
+            unreported: Vec::new(),
         })
     }
 
@@ -331,37 +342,82 @@ impl TraceProbe {
             return;
         };
         let d = now.duration_since(t0).as_nanos();
-        if !self.names.map.contains_key(&info) {
-            self.names.try_resolve(s, &[info]);
+        let ts = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs_f64())
+            .unwrap_or(0.0);
+        self.unreported.push((
+            WaitRecord {
+                info,
+                duration_ns: d,
+                stack,
+            },
+            ts,
+        ));
+        self.report_named(s, false);
+    }
+
+    /// Name the unreported waits if the backend can be asked now, and
+    /// report them in order; with `last`, or when too many are held back,
+    /// report them all, named or not.
+    fn report_named(&mut self, s: &mut Session, last: bool) {
+        let missing: Vec<u32> = self
+            .unreported
+            .iter()
+            .map(|(w, _)| w.info)
+            .filter(|i| self.names.unresolved(*i).is_some())
+            .collect();
+        if !missing.is_empty() {
+            self.names.try_resolve(s, &missing);
         }
+        let all_named = self
+            .unreported
+            .iter()
+            .all(|(w, _)| self.names.unresolved(w.info).is_none());
+        if !all_named && !last && self.unreported.len() < MAX_UNREPORTED {
+            return;
+        }
+        for (w, ts) in std::mem::take(&mut self.unreported) {
+            self.report(s, w, ts);
+        }
+    }
+
+    fn report(&mut self, s: &mut Session, w: WaitRecord, ts: f64) {
         if !self.quiet {
-            let st = if stack.is_empty() {
+            let st = if w.stack.is_empty() {
                 String::new()
             } else {
-                format!("  {}", stack.join(" <- "))
+                format!("  {}", w.stack.join(" <- "))
             };
             s.say(&format!(
                 "wait {:<28} {:>10.3} ms{st}",
-                self.names.label(info),
-                d as f64 / 1e6
+                self.names.label(w.info),
+                w.duration_ns as f64 / 1e6
             ));
         }
         s.emit_event("wait", {
-            let mut m = self.names.event_fields(info);
-            m.insert("duration_ns".into(), (d as u64).into());
-            m.insert("stack".into(), stack.clone().into());
+            let mut m = self.names.event_fields(w.info);
+            m.insert("ts".into(), ts.into());
+            m.insert("duration_ns".into(), (w.duration_ns as u64).into());
+            m.insert("stack".into(), w.stack.clone().into());
             serde_json::Value::Object(m)
         });
-        self.waits.push(WaitRecord {
-            info,
-            duration_ns: d,
-            stack,
-        });
+        self.waits.push(w);
     }
 
-    /// Close the wait in progress (at the end of tracing).
+    /// Report the waits held back without asking for names (the session is
+    /// ending: no more calls).
+    pub fn abandon(&mut self, s: &mut Session) {
+        for (w, ts) in std::mem::take(&mut self.unreported) {
+            self.report(s, w, ts);
+        }
+    }
+
+    /// Close the wait in progress and report every wait held back (at the
+    /// end of tracing).
     pub fn close(&mut self, s: &mut Session) {
         self.finish_wait(s, std::time::Instant::now());
+        self.report_named(s, true);
     }
 
     /// The summary tables (seed 000's "Wait events summary").

@@ -894,7 +894,9 @@ impl Session {
     fn call_function(&mut self, text: &str) -> Result<String> {
         use crate::expr::eval::Scalar;
         use crate::infcall::Arg;
-        use crate::postgres::call::{BackendCalls, Called};
+        use crate::postgres::call::{
+            BackendCalls, Called, Given, HARMLESS_IN_ANY_TRANSACTION, Prepared,
+        };
         let open = text
             .find('(')
             .ok_or_else(|| anyhow!("call needs FUNC(ARGS)"))?;
@@ -904,22 +906,33 @@ impl Session {
         let _ = self.frames()?;
         // Values now; string literals are copied into the backend once the
         // call frame exists.
-        let mut specs: Vec<Result<Arg, String>> = Vec::new();
+        let mut given = Vec::new();
         for a in crate::command::split_args(inner) {
             let di = self.di.clone();
             let is_type = |n: &str| di.type_by_name(n).is_some();
             let e = parse::parse(&a, &is_type)?;
             if let crate::expr::parse::Expr::Str(text) = e {
-                specs.push(Err(text));
+                given.push(Given::Str(text));
                 continue;
             }
             let v = eval(self, &e)?;
-            specs.push(Ok(match crate::expr::eval::scalar(self, &v)? {
-                Scalar::F(f) => Arg::Double(f),
-                Scalar::I(i) => Arg::Int(i as u64),
-                Scalar::U(u) => Arg::Int(u),
-            }));
+            let is_ptr = matches!(
+                &*crate::debuginfo::types::strip(&*self.di, &v.ty),
+                crate::debuginfo::types::Type::Pointer { .. }
+                    | crate::debuginfo::types::Type::Array { .. }
+                    | crate::debuginfo::types::Type::Function { .. }
+            );
+            given.push(match crate::expr::eval::scalar(self, &v)? {
+                Scalar::F(f) => Given::Float(f),
+                Scalar::I(i) if is_ptr => Given::Ptr(i as u64),
+                Scalar::U(u) if is_ptr => Given::Ptr(u),
+                Scalar::I(i) => Given::Int(i as u64),
+                Scalar::U(u) => Given::Int(u),
+            });
         }
+        // count and types against the DWARF prototype, before anything is
+        // changed in the backend
+        let specs = crate::postgres::call::prepare_args(self, name, given)?;
         let ret_ty = self
             .di
             .function_locations(name)
@@ -927,12 +940,18 @@ impl Session {
             .find(|l| !l.inlined && l.die != 0)
             .and_then(|l| self.di.die_type(l.die));
         let timeout = self.call_timeout;
-        let mut calls = BackendCalls::open(self, timeout, false)?;
+        // Functions harmless in any transaction state skip that check (an
+        // aborted transaction refuses every other call).
+        let mut calls = if HARMLESS_IN_ANY_TRANSACTION.contains(&name) {
+            BackendCalls::open_harmless(self, timeout)?
+        } else {
+            BackendCalls::open(self, timeout, false)?
+        };
         let mut args = Vec::new();
         for sp in specs {
             args.push(match sp {
-                Ok(a) => a,
-                Err(text) => Arg::Int(calls.push_cstr(&text)?),
+                Prepared::Arg(a) => a,
+                Prepared::Str(text) => Arg::Int(calls.push_cstr(&text)?),
             });
         }
         let res = calls.call_addr(addr, &args);

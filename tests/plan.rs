@@ -397,3 +397,163 @@ fn thousand_plan_dumps_15() {
 fn thousand_plan_dumps_18() {
     thousand_dumps(18);
 }
+
+/// One line on stderr, non-zero exit: the error of a refused command.
+fn refused(pid: i32, cmd: &str) -> String {
+    let (code, out, err) = pgdbg(&["attach", &pid.to_string(), "-q", "--ex", cmd]);
+    assert_ne!(code, 0, "{cmd} must be refused: {out}");
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "{cmd}: one line expected: {err}");
+    assert!(!out.contains("$1 ="), "{cmd} must not run: {out}");
+    lines[0].to_string()
+}
+
+/// The postmaster log has no crash, no PANIC and no abort loop.
+fn assert_log_clean(cl: &Cluster) {
+    cl.assert_no_crash();
+    let log = cl.log();
+    for bad in [
+        "PANIC",
+        "terminated by signal",
+        "AbortTransaction while in ABORT state",
+        "is not owned by resource owner",
+    ] {
+        assert!(!log.contains(bad), "server log has '{bad}':\n{log}");
+    }
+}
+
+/// Calls in an aborted transaction (issue 20, row 2): refused with one line
+/// naming the state, the wait-name functions still callable, ROLLBACK and
+/// the next statements fine, no PANIC.  Then `call` checks its arguments
+/// against the DWARF prototype.
+fn call_checks(major: u32) {
+    let cl = Cluster::start(major);
+    let mut a = cl.connect();
+    let pid = a.pid();
+
+    // the exact scenario of the issue: begin; select 1/0; call GetCurrentTransactionId()
+    a.exec("begin");
+    let r = a.c.as_mut().unwrap().simple_query("select 1/0");
+    assert!(format!("{r:?}").contains("division by zero"), "{r:?}");
+    let line = refused(pid, "call GetCurrentTransactionId()");
+    assert!(
+        line.contains(
+            "the backend's transaction is aborted (TBLOCK_ABORT: a failed statement in a transaction block); calls could corrupt it: ROLLBACK first, or call only functions known to be harmless there"
+        ),
+        "{line}"
+    );
+    // plan allocates and may take locks: refused the same way at a stop
+    // inside the aborted transaction (here: no query runs, so it says that)
+    let line = refused(pid, "plan");
+    assert!(line.contains("is not running a query"), "{line}");
+    // the harmless ones still work there, and `wait` names the wait
+    let (code, out, err) = pgdbg(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--ex",
+        "call pgstat_get_wait_event_type(0x06000000)",
+        "--ex",
+        "call GetCurrentTransactionIdIfAny()",
+        "--ex",
+        "wait",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v = print_values(&out);
+    assert!(v[0].ends_with("\"Client\""), "{out}");
+    assert!(out.contains("Client: ClientRead"), "{out}");
+    a.exec("rollback");
+    assert_eq!(a.query_one_i64("select 41 + 1"), 42);
+    a.exec("begin");
+    a.exec("create temp table t(x int)");
+    a.exec("insert into t values (1)");
+    a.exec("commit");
+    assert_eq!(a.query_one_i64("select count(*) from t"), 1);
+
+    // a failed statement after a savepoint: TBLOCK_SUBABORT
+    a.exec("begin");
+    a.exec("savepoint s");
+    let r = a.c.as_mut().unwrap().simple_query("select 1/0");
+    assert!(r.is_err());
+    let line = refused(pid, "call GetCurrentTransactionId()");
+    assert!(
+        line.contains("aborted (TBLOCK_SUBABORT: a failed statement after a SAVEPOINT)"),
+        "{line}"
+    );
+    a.exec("rollback to savepoint s");
+    // a live transaction again: calls allowed
+    let (code, out, err) = pgdbg(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--ex",
+        "call GetCurrentTransactionNestLevel()",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(print_values(&out), vec!["2"], "{out}");
+    a.exec("commit");
+    assert_eq!(a.query_one_i64("select 7"), 7);
+
+    // argument counts and types against the prototype
+    let cases: &[(&str, &str)] = &[
+        (
+            "call pg_strtoint32()",
+            "pg_strtoint32 takes 1 argument (const char *s), 0 given",
+        ),
+        (
+            "call pg_strtoint32(\"1\", 2)",
+            "pg_strtoint32 takes 1 argument (const char *s), 2 given",
+        ),
+        (
+            "call pg_strtoint32(1.5)",
+            "argument 1 of pg_strtoint32(const char *s) is a pointer: a double (1.5) given",
+        ),
+        (
+            "call float8out_internal(\"x\")",
+            "argument 1 of float8out_internal(double num) is floating point: a string (\"x\") given",
+        ),
+        (
+            "call GetCurrentTransactionNestLevel(1)",
+            "GetCurrentTransactionNestLevel takes no arguments (void), 1 given",
+        ),
+        (
+            "call errmsg()",
+            "errmsg takes at least 1 argument (const char *fmt, ...), 0 given",
+        ),
+    ];
+    for (cmd, want) in cases {
+        let line = refused(pid, cmd);
+        assert!(line.ends_with(&format!(": {want}")), "{cmd}: {line}");
+        assert_eq!(tracer_pid(pid), 0);
+    }
+    // what fits is called; an integer given to a double is converted as C would
+    let (code, out, err) = pgdbg(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--ex",
+        "call pg_strtoint32(\"123\")",
+        "--ex",
+        "call float8out_internal(2)",
+        "--ex",
+        "call float8out_internal(0.25)",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v = print_values(&out);
+    assert_eq!(v[0], "123", "{out}");
+    assert!(v[1].ends_with("\"2\""), "{out}");
+    assert!(v[2].ends_with("\"0.25\""), "{out}");
+    assert_eq!(a.query_one_i64("select 8"), 8);
+    assert_eq!(a.pid(), pid);
+    assert_log_clean(&cl);
+}
+
+#[test]
+fn call_checks_15() {
+    call_checks(15);
+}
+
+#[test]
+fn call_checks_18() {
+    call_checks(18);
+}

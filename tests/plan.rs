@@ -557,3 +557,177 @@ fn call_checks_15() {
 fn call_checks_18() {
     call_checks(18);
 }
+
+/// `plan` where there is no plan of the backend's own (issue 20): the
+/// checkpointer (refused at once, `plan --next` too, instead of waiting
+/// forever), an idle backend (`plan --next` says it waits), a parallel
+/// worker (names its leader), a DO block (its nested statement's plan, or
+/// why none), and a stop in the middle of an abort (refused: EXPLAIN
+/// allocates and looks up catalogs).
+fn plan_elsewhere(major: u32) {
+    let cl = Cluster::start(major);
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let mut obs = cl.connect();
+
+    let ckpt = obs
+        .query_one_i64("select pid from pg_stat_activity where backend_type = 'checkpointer'")
+        as i32;
+    for cmd in ["plan", "plan --next"] {
+        let p = Pgdbg::spawn(&[
+            "attach",
+            &ckpt.to_string(),
+            "-q",
+            "--ex",
+            cmd,
+            "--for",
+            "10s",
+        ]);
+        let (code, _, err) = p.wait(Duration::from_secs(60));
+        assert_ne!(code, 0, "{cmd}: {err}");
+        assert_eq!(err.lines().count(), 1, "{cmd}: {err}");
+        assert!(
+            err.contains(&format!(
+                "process {ckpt} is the checkpointer, which never runs queries"
+            )),
+            "{cmd}: {err}"
+        );
+        assert_eq!(tracer_pid(ckpt), 0);
+    }
+
+    // plan --next on an idle backend: it says that it waits, and how to end it
+    let p = Pgdbg::spawn_attached(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--ex",
+            "plan --next",
+            "--for",
+            "2s",
+        ],
+        pid,
+    );
+    let (_, _, err) = p.wait(Duration::from_secs(60));
+    assert!(
+        err.contains(&format!(
+            "plan --next: waiting for the next statement of backend {pid} to start (Ctrl-C ends the wait)"
+        )),
+        "{err}"
+    );
+    assert_eq!(tracer_pid(pid), 0);
+    assert_eq!(a.query_one_i64("select 1"), 1);
+
+    // a parallel worker: its leader named
+    a.exec("set max_parallel_workers_per_gather = 1");
+    a.exec("set parallel_setup_cost = 0");
+    a.exec("set parallel_tuple_cost = 0");
+    a.exec(if major >= 16 {
+        "set debug_parallel_query = on"
+    } else {
+        "set force_parallel_mode = on"
+    });
+    let h = a.spawn_text(
+        "select count(*) from (select pg_sleep(0.001) from generate_series(1, 4000)) s",
+    );
+    let mut worker = 0;
+    wait_until("a parallel worker", Duration::from_secs(20), || {
+        worker = obs
+            .simple_text(&format!(
+                "select coalesce(max(pid), 0) from pg_stat_activity where leader_pid = {pid} and pid <> {pid}"
+            ))
+            .parse()
+            .unwrap();
+        worker != 0
+    });
+    let line = refused(worker, "plan");
+    assert!(
+        line.contains(&format!(
+            "process {worker} is a parallel worker of leader PID {pid}"
+        )) && line.contains(&format!("pgdbg attach {pid} --ex plan")),
+        "{line}"
+    );
+    assert_eq!(a.rejoin(h).unwrap(), "4000");
+    a.exec("reset all");
+
+    // a DO block sleeping in a nested statement: that statement's plan
+    let h = a.spawn_text("do $$ begin perform pg_sleep(3); end $$");
+    wait_until("the DO block's pg_sleep", Duration::from_secs(10), || {
+        obs.simple_text(&format!(
+            "select coalesce(wait_event, '') from pg_stat_activity where pid = {pid}"
+        )) == "PgSleep"
+    });
+    let (code, out, err) = pgdbg(&["attach", &pid.to_string(), "-q", "--ex", "plan"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with("-- nested statement (SPI/plpgsql): SELECT pg_sleep(3)"),
+        "{out}"
+    );
+    assert!(out.contains("Result  (cost="), "{out}");
+    a.rejoin(h).unwrap();
+    // a DO block between nested statements (a loop of simple expressions):
+    // why there is no plan to show
+    let h = a.spawn_text(
+        "do $$ declare i int := 0; begin while i < 2000000000 loop i := i + 1; end loop; end $$",
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let line = refused(pid, "plan");
+    assert!(
+        line.contains(&format!("backend {pid} runs a utility statement (do $$"))
+            && line.contains("no nested statement is executing at this moment"),
+        "{line}"
+    );
+    obs.exec(&format!("select pg_cancel_backend({pid})"));
+    let r = a.rejoin(h);
+    assert!(format!("{r:?}").contains("canceling statement"), "{r:?}");
+
+    // plan at a stop in the middle of an abort: a plpgsql exception block
+    // rolling back its subtransaction, inside a running query
+    a.exec(
+        "create function f_exc() returns int language plpgsql as $$ \
+         begin begin perform 1/0; exception when division_by_zero then return 1; end; return 0; end $$",
+    );
+    let p = Pgdbg::spawn_attached(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--ex",
+            "break AtSubAbort_Portals",
+            "--ex",
+            "continue",
+            "--ex",
+            "plan",
+            "--ex",
+            "print 1",
+        ],
+        pid,
+    );
+    let h = a.spawn_text("select f_exc()");
+    let (code, out, err) = p.wait(Duration::from_secs(60));
+    assert_ne!(code, 0, "{out}\n{err}");
+    assert!(
+        err.contains(
+            "the backend's transaction is in the middle of an abort (TRANS_ABORT, TBLOCK_SUBINPROGRESS); calls could corrupt it"
+        ),
+        "{err}"
+    );
+    assert!(
+        !out.contains("$1 = 1"),
+        "the script stops at the refusal: {out}"
+    );
+    assert_eq!(a.rejoin(h).unwrap(), "1");
+    assert_eq!(a.query_one_i64("select 2"), 2);
+    assert_eq!(a.pid(), pid);
+    assert_log_clean(&cl);
+}
+
+#[test]
+fn plan_elsewhere_15() {
+    plan_elsewhere(15);
+}
+
+#[test]
+fn plan_elsewhere_18() {
+    plan_elsewhere(18);
+}

@@ -936,6 +936,7 @@ impl Session {
         // count and types against the DWARF prototype, before anything is
         // changed in the backend
         let specs = crate::postgres::call::prepare_args(self, name, given)?;
+        crate::postgres::call::check_outside_transaction(self, name)?;
         let ret_ty = self
             .di
             .function_locations(name)

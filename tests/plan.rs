@@ -493,6 +493,31 @@ fn call_checks(major: u32) {
     assert_eq!(print_values(&out), vec!["2"], "{out}");
     a.exec("commit");
     assert_eq!(a.query_one_i64("select 7"), 7);
+    // idle, outside any transaction: a transaction ID would be assigned
+    // with no transaction to end it (its lock kept until the backend exits)
+    let line = refused(pid, "call GetCurrentTransactionId()");
+    assert!(
+        line.contains("the backend is outside any transaction (TRANS_DEFAULT): GetCurrentTransactionId would assign a transaction ID"),
+        "{line}"
+    );
+    let xid_locks =
+        format!("select count(*) from pg_locks where pid = {pid} and locktype = 'transactionid'");
+    let mut obs = cl.connect();
+    assert_eq!(obs.query_one_i64(&xid_locks), 0);
+    // inside a block it is the block's own ID, released at its end
+    a.exec("begin");
+    let (code, out, err) = pgdbg(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--ex",
+        "call GetCurrentTransactionId()",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let xid = a.query_one_text("select txid_current()::text");
+    assert_eq!(print_values(&out), vec![xid], "{out}");
+    a.exec("commit");
+    assert_eq!(obs.query_one_i64(&xid_locks), 0);
 
     // argument counts and types against the prototype
     let cases: &[(&str, &str)] = &[

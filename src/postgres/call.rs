@@ -215,6 +215,46 @@ const UNSAFE_BLOCK_STATES: &[(&str, &str, bool)] = &[
     ),
 ];
 
+/// Functions that assign a transaction ID when there is none.  Outside any
+/// transaction (an idle backend) the ID is assigned and locked with no
+/// transaction to end it: its lock stays until the backend exits.
+const ASSIGN_XID: &[&str] = &[
+    "GetCurrentTransactionId",
+    "GetTopTransactionId",
+    "GetCurrentFullTransactionId",
+    "GetTopFullTransactionId",
+];
+
+/// Refuse `call name()` when it would assign a transaction ID outside any
+/// transaction (TRANS_DEFAULT, read from DWARF; no check without it).
+pub fn check_outside_transaction(s: &Session, name: &str) -> Result<()> {
+    if !ASSIGN_XID.contains(&name) {
+        return Ok(());
+    }
+    let Some((addr, Some(ty))) = s.di.global("CurrentTransactionState") else {
+        return Ok(());
+    };
+    let Type::Pointer { target: Some(t) } = &*strip(&*s.di, &ty) else {
+        return Ok(());
+    };
+    let Ok(l) = Layout::of_type(&*s.di, "TransactionStateData", t) else {
+        return Ok(());
+    };
+    let Ok(f) = l.field("state") else {
+        return Ok(());
+    };
+    let p = read_u64(s, addr + s.bias)?;
+    let mut b = vec![0u8; l.size as usize];
+    crate::expr::eval::EvalEnv::read_mem(s, p, &mut b)?;
+    let state = l.int(&b, "state").and_then(|v| enumerator(s, &f.ty, v));
+    if state.as_deref() == Some("TRANS_DEFAULT") {
+        bail!(
+            "the backend is outside any transaction (TRANS_DEFAULT): {name} would assign a transaction ID that no transaction ends, its lock held until the backend exits: call it inside a transaction block (BEGIN in the session first)"
+        );
+    }
+    Ok(())
+}
+
 /// `TransState`s in which calls are fine: idle, or a live transaction.
 const SAFE_TRANS_STATES: &[&str] = &["TRANS_DEFAULT", "TRANS_INPROGRESS"];
 

@@ -1010,7 +1010,10 @@ impl Session {
         opts: &crate::postgres::explain::ExplainOpts,
     ) -> Result<(String, Flow)> {
         use crate::postgres::explain;
-        self.plan_applies()?;
+        // a parallel worker stopped at its executor's entry (a breakpoint)
+        // can show its part of the plan; otherwise it names its leader
+        let at_entry = !next && self.query_desc_at_executor_entry()?.is_some();
+        self.plan_applies(at_entry)?;
         if next && !PLAN_NEXT_SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
             crate::errln!(
                 "plan --next: waiting for the next statement of backend {} to start (Ctrl-C ends the wait)",
@@ -1106,14 +1109,14 @@ impl Session {
 
     /// `plan` on a process that never runs a query of its own: one line
     /// saying what it is and where to look instead.
-    fn plan_applies(&mut self) -> Result<()> {
+    fn plan_applies(&mut self, at_executor_entry: bool) -> Result<()> {
         if let Some(role) = self.kind.never_runs_queries() {
             bail!(
                 "process {} is the {role}, which never runs queries: plan has nothing to show there; attach to a client backend (select pid, query from pg_stat_activity)",
                 self.pid
             );
         }
-        if self.kind.is_parallel_worker() {
+        if self.kind.is_parallel_worker() && !at_executor_entry {
             let leader = crate::postgres::parallel_leader_from_title(self.pid).or_else(|| {
                 let (a, _) = self.di.global("ParallelLeaderPid")?;
                 let mut b = [0u8; 4];

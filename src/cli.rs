@@ -192,7 +192,23 @@ pub fn check_target(pid: i32, any_process: bool) -> Result<ProcessKind> {
     let st = procfs::status(pid)?;
     // /proc/PID/exe needs the same permission as ptrace: fail early with the
     // right message.
-    procfs::exe_path(pid)?;
+    if let Err(e) = procfs::exe_path(pid) {
+        // a process whose name is not postgres is not a backend, readable
+        // or not (PID 1 in a container, where even root may not read it)
+        if st.name != "postgres" && st.name != "postmaster" {
+            bail!(
+                "process {pid} ({}) is not a PostgreSQL process: give the PID of a backend (select pg_backend_pid() in its session)",
+                st.name
+            );
+        }
+        // SAFETY: geteuid(2) has no preconditions and cannot fail.
+        if unsafe { libc::geteuid() } == 0 {
+            bail!(
+                "process {pid} (postgres): even root may not read /proc/{pid}/exe or trace it here (ptrace is restricted: a container without CAP_SYS_PTRACE, or kernel.yama.ptrace_scope = 3)"
+            );
+        }
+        return Err(e);
+    }
     let kind = postgres::classify(pid)?;
     match &kind {
         _ if any_process => {}

@@ -212,13 +212,13 @@ pub const COMMANDS: &[(&str, &[&str], &str, &str)] = &[
         "call",
         &[],
         "call FUNC(ARGS)",
-        "call a function inside the backend (integer, pointer, double args), e.g. call pgstat_get_wait_event(0x0100003d)",
+        "call a function inside the backend (integer, pointer, double args, checked against its prototype), e.g. call pgstat_get_wait_event(0x0100003d); refused while the backend's transaction is aborted or half-ended (ROLLBACK first), except functions harmless there (pgstat_get_wait_event, pgstat_get_wait_event_type, IsTransactionState, ...)",
     ),
     (
         "plan",
         &[],
         "plan [--next] [--format text|json|yaml|xml] [--verbose] [--costs off]",
-        "EXPLAIN the query the backend runs (--next: the next one to start), computed inside the backend",
+        "EXPLAIN the query the backend runs (--next: the next one to start; inside a DO block: its nested statement), computed inside the backend; refused like call in an aborted transaction",
     ),
     (
         "wait",

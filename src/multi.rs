@@ -40,6 +40,10 @@ pub fn run(pids: &[String], cluster_dir: Option<&Path>, opts: &AttachOpts) -> Re
     let mut initial = Vec::new();
     for p in pids {
         let pid = crate::cli::parse_pid(Some(p.clone()))?;
+        if initial.contains(&pid) {
+            crate::errln!("pgdbg: PID {pid} is given more than once: attaching to it once");
+            continue;
+        }
         crate::cli::check_target(pid, opts.any_process)?;
         initial.push(pid);
     }

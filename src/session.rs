@@ -82,6 +82,9 @@ pub struct Session {
     pub hits_total: u64,
 }
 
+/// `plan --next` said once that it waits (and how to end the wait).
+static PLAN_NEXT_SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 impl Session {
     pub fn new(
         pid: i32,
@@ -894,7 +897,9 @@ impl Session {
     fn call_function(&mut self, text: &str) -> Result<String> {
         use crate::expr::eval::Scalar;
         use crate::infcall::Arg;
-        use crate::postgres::call::{BackendCalls, Called};
+        use crate::postgres::call::{
+            BackendCalls, Called, Given, HARMLESS_IN_ANY_TRANSACTION, Prepared,
+        };
         let open = text
             .find('(')
             .ok_or_else(|| anyhow!("call needs FUNC(ARGS)"))?;
@@ -904,22 +909,34 @@ impl Session {
         let _ = self.frames()?;
         // Values now; string literals are copied into the backend once the
         // call frame exists.
-        let mut specs: Vec<Result<Arg, String>> = Vec::new();
+        let mut given = Vec::new();
         for a in crate::command::split_args(inner) {
             let di = self.di.clone();
             let is_type = |n: &str| di.type_by_name(n).is_some();
             let e = parse::parse(&a, &is_type)?;
             if let crate::expr::parse::Expr::Str(text) = e {
-                specs.push(Err(text));
+                given.push(Given::Str(text));
                 continue;
             }
             let v = eval(self, &e)?;
-            specs.push(Ok(match crate::expr::eval::scalar(self, &v)? {
-                Scalar::F(f) => Arg::Double(f),
-                Scalar::I(i) => Arg::Int(i as u64),
-                Scalar::U(u) => Arg::Int(u),
-            }));
+            let is_ptr = matches!(
+                &*crate::debuginfo::types::strip(&*self.di, &v.ty),
+                crate::debuginfo::types::Type::Pointer { .. }
+                    | crate::debuginfo::types::Type::Array { .. }
+                    | crate::debuginfo::types::Type::Function { .. }
+            );
+            given.push(match crate::expr::eval::scalar(self, &v)? {
+                Scalar::F(f) => Given::Float(f),
+                Scalar::I(i) if is_ptr => Given::Ptr(i as u64),
+                Scalar::U(u) if is_ptr => Given::Ptr(u),
+                Scalar::I(i) => Given::Int(i as u64),
+                Scalar::U(u) => Given::Int(u),
+            });
         }
+        // count and types against the DWARF prototype, before anything is
+        // changed in the backend
+        let specs = crate::postgres::call::prepare_args(self, name, given)?;
+        crate::postgres::call::check_outside_transaction(self, name)?;
         let ret_ty = self
             .di
             .function_locations(name)
@@ -927,12 +944,18 @@ impl Session {
             .find(|l| !l.inlined && l.die != 0)
             .and_then(|l| self.di.die_type(l.die));
         let timeout = self.call_timeout;
-        let mut calls = BackendCalls::open(self, timeout, false)?;
+        // Functions harmless in any transaction state skip that check (an
+        // aborted transaction refuses every other call).
+        let mut calls = if HARMLESS_IN_ANY_TRANSACTION.contains(&name) {
+            BackendCalls::open_harmless(self, timeout)?
+        } else {
+            BackendCalls::open(self, timeout, false)?
+        };
         let mut args = Vec::new();
         for sp in specs {
             args.push(match sp {
-                Ok(a) => a,
-                Err(text) => Arg::Int(calls.push_cstr(&text)?),
+                Prepared::Arg(a) => a,
+                Prepared::Str(text) => Arg::Int(calls.push_cstr(&text)?),
             });
         }
         let res = calls.call_addr(addr, &args);
@@ -987,6 +1010,16 @@ impl Session {
         opts: &crate::postgres::explain::ExplainOpts,
     ) -> Result<(String, Flow)> {
         use crate::postgres::explain;
+        // a parallel worker stopped at its executor's entry (a breakpoint)
+        // can show its part of the plan; otherwise it names its leader
+        let at_entry = !next && self.query_desc_at_executor_entry()?.is_some();
+        self.plan_applies(at_entry)?;
+        if next && !PLAN_NEXT_SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            crate::errln!(
+                "plan --next: waiting for the next statement of backend {} to start (Ctrl-C ends the wait)",
+                self.pid
+            );
+        }
         let (qd, nested) = if next {
             let entries: Vec<u64> = self
                 .di
@@ -1027,13 +1060,14 @@ impl Session {
                 .unwrap_or(true);
             (qd, nested)
         } else {
-            let (_, qd) = self.safe_running_query()?;
-            let nested = self
-                .frames()?
-                .iter()
-                .filter(|f| f.function.as_deref() == Some("standard_ExecutorRun"))
-                .count()
-                > 1;
+            let (portal_qd, qd) = self.safe_running_query()?;
+            let nested = !portal_qd
+                || self
+                    .frames()?
+                    .iter()
+                    .filter(|f| f.function.as_deref() == Some("standard_ExecutorRun"))
+                    .count()
+                    > 1;
             (qd, nested)
         };
         let query = explain::source_text(self, qd);
@@ -1073,40 +1107,150 @@ impl Session {
         })
     }
 
+    /// `plan` on a process that never runs a query of its own: one line
+    /// saying what it is and where to look instead.
+    fn plan_applies(&mut self, at_executor_entry: bool) -> Result<()> {
+        if let Some(role) = self.kind.never_runs_queries() {
+            bail!(
+                "process {} is the {role}, which never runs queries: plan has nothing to show there; attach to a client backend (select pid, query from pg_stat_activity)",
+                self.pid
+            );
+        }
+        if self.kind.is_parallel_worker() && !at_executor_entry {
+            let leader = crate::postgres::parallel_leader_from_title(self.pid).or_else(|| {
+                let (a, _) = self.di.global("ParallelLeaderPid")?;
+                let mut b = [0u8; 4];
+                self.target.read(a + self.bias, &mut b).ok()?;
+                Some(i32::from_le_bytes(b)).filter(|p| *p > 0)
+            });
+            match leader {
+                Some(l) => bail!(
+                    "process {} is a parallel worker of leader PID {l}: it runs part of the leader's plan; attach to the leader for the whole plan (pgdbg attach {l} --ex plan)",
+                    self.pid
+                ),
+                None => bail!(
+                    "process {} is a parallel worker: it runs part of its leader's plan; attach to the leader for the whole plan (pg_stat_activity.leader_pid)",
+                    self.pid
+                ),
+            }
+        }
+        Ok(())
+    }
+
+    /// The statement the backend runs: (whether it is the active portal's,
+    /// its QueryDesc), or why there is none (and whether waiting a little
+    /// may find one: a utility statement such as DO or CALL between its
+    /// nested statements).
+    fn running_query_desc(&mut self) -> Result<std::result::Result<(bool, u64), (String, bool)>> {
+        use crate::postgres::explain;
+        if let Some((_, qd)) = explain::active_query_desc(self)? {
+            return Ok(Ok((true, qd)));
+        }
+        // no QueryDesc in the portal: a utility statement (DO, CALL, ...)
+        // may be running a nested statement through SPI; its QueryDesc is
+        // the executor's argument on the stack
+        let frames = self.frames()?.clone();
+        let mut unreadable = None;
+        for f in &frames {
+            let func = f.function.as_deref().unwrap_or("");
+            if !["standard_ExecutorRun", "ExecutorRun", "_SPI_pquery"].contains(&func) {
+                continue;
+            }
+            let vars = self.frame_vars(f);
+            let Some(v) = vars.iter().find(|v| v.is_param && v.name == "queryDesc") else {
+                continue;
+            };
+            let val = self.var_value(f, v);
+            match crate::expr::eval::scalar(self, &val) {
+                Ok(sc) if sc.as_i64() != 0 => return Ok(Ok((false, sc.as_i64() as u64))),
+                Ok(_) => {}
+                Err(_) => {
+                    unreadable.get_or_insert((f.level, func.to_string()));
+                }
+            }
+        }
+        if let Some((level, func)) = unreadable {
+            return Ok(Err((
+                format!(
+                    "backend {} runs a nested statement (frame #{level}, {func}) whose queryDesc the debug info cannot locate at this point (optimized out): use plan --next to catch the next nested statement",
+                    self.pid
+                ),
+                true,
+            )));
+        }
+        let portal = self
+            .di
+            .global("ActivePortal")
+            .and_then(|(a, _)| {
+                let mut b = [0u8; 8];
+                self.target.read(a + self.bias, &mut b).ok()?;
+                Some(u64::from_le_bytes(b))
+            })
+            .unwrap_or(0);
+        if portal != 0 {
+            let text = self
+                .di
+                .global("debug_query_string")
+                .and_then(|(a, _)| {
+                    let mut b = [0u8; 8];
+                    self.target.read(a + self.bias, &mut b).ok()?;
+                    let p = u64::from_le_bytes(b);
+                    if p == 0 {
+                        return None;
+                    }
+                    let (t, _) = self.target.read_cstr(p, 200).ok()?;
+                    Some(String::from_utf8_lossy(&t).into_owned())
+                })
+                .map(|t| format!(" ({})", one_line(&t)))
+                .unwrap_or_default();
+            return Ok(Err((
+                format!(
+                    "backend {} runs a utility statement{text}, which has no plan of its own, and no nested statement is executing at this moment (a DO block or procedure between statements): use plan --next to catch its next nested statement",
+                    self.pid
+                ),
+                true,
+            )));
+        }
+        Ok(Err((
+            format!(
+                "backend {} is not running a query (no active portal): use plan --next to catch the next one",
+                self.pid
+            ),
+            false,
+        )))
+    }
+
     /// Interrupt the running query at a point where calling into the
-    /// backend is safe (retrying a few times); returns (portal, queryDesc).
-    fn safe_running_query(&mut self) -> Result<(u64, u64)> {
-        use crate::postgres::{call, explain};
+    /// backend is safe (retrying a few times); returns (whether the
+    /// statement is the active portal's, its queryDesc).
+    fn safe_running_query(&mut self) -> Result<(bool, u64)> {
+        use crate::postgres::call;
         for attempt in 0..200 {
             self.frames = None;
-            let Some((portal, qd)) = explain::active_query_desc(self)? else {
-                bail!(
-                    "backend {} is not running a query (no active portal): use plan --next to catch the next one",
-                    self.pid
-                );
-            };
-            match call::unsafe_reason(self)? {
-                None => return Ok((portal, qd)),
-                Some(why) if attempt == 199 => {
-                    bail!("no safe point found in the running query: {why}")
-                }
-                Some(_) => {
-                    // let it run a little, then look again
-                    let deadline =
-                        guard::Deadline::arm(std::time::Duration::from_millis(2 + attempt % 7));
-                    let regs = self.target.regs()?;
-                    if self.target.breakpoint_inserted(regs.rip) {
-                        self.target.step_over_breakpoint(regs.rip)?;
+            match self.running_query_desc()? {
+                Err((why, retry)) if !retry || attempt == 199 => bail!("{why}"),
+                Err(_) => {}
+                Ok(found) => match call::unsafe_reason(self)? {
+                    None => return Ok(found),
+                    Some(why) if attempt == 199 => {
+                        bail!("no safe point found in the running query: {why}")
                     }
-                    let stop = self.target.cont_and_wait(&guard::Hooks)?;
-                    drop(deadline);
-                    match stop {
-                        Stop::Interrupted | Stop::Breakpoint { .. } => {}
-                        other => {
-                            let (_, text) = self.report_stop(other)?;
-                            bail!("the backend stopped while looking for a safe point:{text}");
-                        }
-                    }
+                    Some(_) => {}
+                },
+            }
+            // let it run a little, then look again
+            let deadline = guard::Deadline::arm(std::time::Duration::from_millis(2 + attempt % 7));
+            let regs = self.target.regs()?;
+            if self.target.breakpoint_inserted(regs.rip) {
+                self.target.step_over_breakpoint(regs.rip)?;
+            }
+            let stop = self.target.cont_and_wait(&guard::Hooks)?;
+            drop(deadline);
+            match stop {
+                Stop::Interrupted | Stop::Breakpoint { .. } => {}
+                other => {
+                    let (_, text) = self.report_stop(other)?;
+                    bail!("the backend stopped while looking for a safe point:{text}");
                 }
             }
         }

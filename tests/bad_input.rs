@@ -47,6 +47,45 @@ fn pid_missing_or_not_a_number_or_absent() {
     assert_eq!(err.lines().count(), 1, "{err}");
 }
 
+/// PID 1 is no backend, whoever asks: as root (where a container may hide
+/// even root's view of /proc/1/exe) the answer is not "run as root".
+#[test]
+fn pid_1_is_not_a_backend() {
+    let (code, _, err) = pgdbg(&["attach", "1"]);
+    assert_one_line_error(code, &err, "process 1 (");
+    assert!(err.contains("is not a PostgreSQL process"), "{err}");
+    // SAFETY: geteuid(2) has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        assert!(!err.contains("as root"), "root told to run as root: {err}");
+    }
+    assert_eq!(tracer_pid(1), 0);
+}
+
+/// The same PID twice: attached once, said in one line.
+#[test]
+fn same_pid_twice_is_attached_once() {
+    let cl = Cluster::start(15);
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let p = pid.to_string();
+    let (code, out, err) = pgdbg(&["attach", &p, &p, "--ex", "print MyProcPid"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains(&format!(
+            "pgdbg: PID {pid} is given more than once: attaching to it once"
+        )),
+        "{err}"
+    );
+    assert!(err.contains("running the script on 1 backend;"), "{err}");
+    assert_eq!(
+        out.matches(&format!("$1 = {pid}")).count(),
+        1,
+        "one worker: {out}"
+    );
+    assert_untouched(&mut a, pid);
+    cl.assert_no_crash();
+}
+
 #[test]
 fn not_postgres_and_postmaster_and_permission_and_traced() {
     // not a PostgreSQL process

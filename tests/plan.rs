@@ -397,3 +397,362 @@ fn thousand_plan_dumps_15() {
 fn thousand_plan_dumps_18() {
     thousand_dumps(18);
 }
+
+/// One line on stderr, non-zero exit: the error of a refused command.
+fn refused(pid: i32, cmd: &str) -> String {
+    let (code, out, err) = pgdbg(&["attach", &pid.to_string(), "-q", "--ex", cmd]);
+    assert_ne!(code, 0, "{cmd} must be refused: {out}");
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "{cmd}: one line expected: {err}");
+    assert!(!out.contains("$1 ="), "{cmd} must not run: {out}");
+    lines[0].to_string()
+}
+
+/// The postmaster log has no crash, no PANIC and no abort loop.
+fn assert_log_clean(cl: &Cluster) {
+    cl.assert_no_crash();
+    let log = cl.log();
+    for bad in [
+        "PANIC",
+        "terminated by signal",
+        "AbortTransaction while in ABORT state",
+        "is not owned by resource owner",
+    ] {
+        assert!(!log.contains(bad), "server log has '{bad}':\n{log}");
+    }
+}
+
+/// Calls in an aborted transaction (issue 20, row 2): refused with one line
+/// naming the state, the wait-name functions still callable, ROLLBACK and
+/// the next statements fine, no PANIC.  Then `call` checks its arguments
+/// against the DWARF prototype.
+fn call_checks(major: u32) {
+    let cl = Cluster::start(major);
+    let mut a = cl.connect();
+    let pid = a.pid();
+
+    // the exact scenario of the issue: begin; select 1/0; call GetCurrentTransactionId()
+    a.exec("begin");
+    let r = a.c.as_mut().unwrap().simple_query("select 1/0");
+    assert!(format!("{r:?}").contains("division by zero"), "{r:?}");
+    let line = refused(pid, "call GetCurrentTransactionId()");
+    assert!(
+        line.contains(
+            "the backend's transaction is aborted (TBLOCK_ABORT: a failed statement in a transaction block); calls could corrupt it: ROLLBACK first, or call only functions known to be harmless there"
+        ),
+        "{line}"
+    );
+    // plan allocates and may take locks: refused the same way at a stop
+    // inside the aborted transaction (here: no query runs, so it says that)
+    let line = refused(pid, "plan");
+    assert!(line.contains("is not running a query"), "{line}");
+    // the harmless ones still work there, and `wait` names the wait
+    let (code, out, err) = pgdbg(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--ex",
+        "call pgstat_get_wait_event_type(0x06000000)",
+        "--ex",
+        "call GetCurrentTransactionIdIfAny()",
+        "--ex",
+        "wait",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v = print_values(&out);
+    assert!(v[0].ends_with("\"Client\""), "{out}");
+    assert!(out.contains("Client: ClientRead"), "{out}");
+    a.exec("rollback");
+    assert_eq!(a.query_one_i64("select 41 + 1"), 42);
+    a.exec("begin");
+    a.exec("create temp table t(x int)");
+    a.exec("insert into t values (1)");
+    a.exec("commit");
+    assert_eq!(a.query_one_i64("select count(*) from t"), 1);
+
+    // a failed statement after a savepoint: TBLOCK_SUBABORT
+    a.exec("begin");
+    a.exec("savepoint s");
+    let r = a.c.as_mut().unwrap().simple_query("select 1/0");
+    assert!(r.is_err());
+    let line = refused(pid, "call GetCurrentTransactionId()");
+    assert!(
+        line.contains("aborted (TBLOCK_SUBABORT: a failed statement after a SAVEPOINT)"),
+        "{line}"
+    );
+    a.exec("rollback to savepoint s");
+    // a live transaction again: calls allowed
+    let (code, out, err) = pgdbg(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--ex",
+        "call GetCurrentTransactionNestLevel()",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(print_values(&out), vec!["2"], "{out}");
+    a.exec("commit");
+    assert_eq!(a.query_one_i64("select 7"), 7);
+    // idle, outside any transaction: a transaction ID would be assigned
+    // with no transaction to end it (its lock kept until the backend exits)
+    let line = refused(pid, "call GetCurrentTransactionId()");
+    assert!(
+        line.contains("the backend is outside any transaction (TRANS_DEFAULT): GetCurrentTransactionId would assign a transaction ID"),
+        "{line}"
+    );
+    let xid_locks =
+        format!("select count(*) from pg_locks where pid = {pid} and locktype = 'transactionid'");
+    let mut obs = cl.connect();
+    assert_eq!(obs.query_one_i64(&xid_locks), 0);
+    // inside a block it is the block's own ID, released at its end
+    a.exec("begin");
+    let (code, out, err) = pgdbg(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--ex",
+        "call GetCurrentTransactionId()",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let xid = a.query_one_text("select txid_current()::text");
+    assert_eq!(print_values(&out), vec![xid], "{out}");
+    a.exec("commit");
+    assert_eq!(obs.query_one_i64(&xid_locks), 0);
+
+    // argument counts and types against the prototype
+    let cases: &[(&str, &str)] = &[
+        (
+            "call pg_strtoint32()",
+            "pg_strtoint32 takes 1 argument (const char *s), 0 given",
+        ),
+        (
+            "call pg_strtoint32(\"1\", 2)",
+            "pg_strtoint32 takes 1 argument (const char *s), 2 given",
+        ),
+        (
+            "call pg_strtoint32(1.5)",
+            "argument 1 of pg_strtoint32(const char *s) is a pointer: a double (1.5) given",
+        ),
+        (
+            "call float8out_internal(\"x\")",
+            "argument 1 of float8out_internal(double num) is floating point: a string (\"x\") given",
+        ),
+        (
+            "call GetCurrentTransactionNestLevel(1)",
+            "GetCurrentTransactionNestLevel takes no arguments (void), 1 given",
+        ),
+        (
+            "call errmsg()",
+            "errmsg takes at least 1 argument (const char *fmt, ...), 0 given",
+        ),
+    ];
+    for (cmd, want) in cases {
+        let line = refused(pid, cmd);
+        assert!(line.ends_with(&format!(": {want}")), "{cmd}: {line}");
+        assert_eq!(tracer_pid(pid), 0);
+    }
+    // what fits is called; an integer given to a double is converted as C would
+    let (code, out, err) = pgdbg(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--ex",
+        "call pg_strtoint32(\"123\")",
+        "--ex",
+        "call float8out_internal(2)",
+        "--ex",
+        "call float8out_internal(0.25)",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v = print_values(&out);
+    assert_eq!(v[0], "123", "{out}");
+    assert!(v[1].ends_with("\"2\""), "{out}");
+    assert!(v[2].ends_with("\"0.25\""), "{out}");
+    assert_eq!(a.query_one_i64("select 8"), 8);
+    assert_eq!(a.pid(), pid);
+    assert_log_clean(&cl);
+}
+
+#[test]
+fn call_checks_15() {
+    call_checks(15);
+}
+
+#[test]
+fn call_checks_18() {
+    call_checks(18);
+}
+
+/// `plan` where there is no plan of the backend's own (issue 20): the
+/// checkpointer (refused at once, `plan --next` too, instead of waiting
+/// forever), an idle backend (`plan --next` says it waits), a parallel
+/// worker (names its leader), a DO block (its nested statement's plan, or
+/// why none), and a stop in the middle of an abort (refused: EXPLAIN
+/// allocates and looks up catalogs).
+fn plan_elsewhere(major: u32) {
+    let cl = Cluster::start(major);
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let mut obs = cl.connect();
+
+    let ckpt = obs
+        .query_one_i64("select pid from pg_stat_activity where backend_type = 'checkpointer'")
+        as i32;
+    for cmd in ["plan", "plan --next"] {
+        let p = Pgdbg::spawn(&[
+            "attach",
+            &ckpt.to_string(),
+            "-q",
+            "--ex",
+            cmd,
+            "--for",
+            "10s",
+        ]);
+        let (code, _, err) = p.wait(Duration::from_secs(60));
+        assert_ne!(code, 0, "{cmd}: {err}");
+        assert_eq!(err.lines().count(), 1, "{cmd}: {err}");
+        assert!(
+            err.contains(&format!(
+                "process {ckpt} is the checkpointer, which never runs queries"
+            )),
+            "{cmd}: {err}"
+        );
+        assert_eq!(tracer_pid(ckpt), 0);
+    }
+
+    // plan --next on an idle backend: it says that it waits, and how to end it
+    let p = Pgdbg::spawn_attached(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--ex",
+            "plan --next",
+            "--for",
+            "2s",
+        ],
+        pid,
+    );
+    let (_, _, err) = p.wait(Duration::from_secs(60));
+    assert!(
+        err.contains(&format!(
+            "plan --next: waiting for the next statement of backend {pid} to start (Ctrl-C ends the wait)"
+        )),
+        "{err}"
+    );
+    assert_eq!(tracer_pid(pid), 0);
+    assert_eq!(a.query_one_i64("select 1"), 1);
+
+    // a parallel worker: its leader named
+    a.exec("set max_parallel_workers_per_gather = 1");
+    a.exec("set parallel_setup_cost = 0");
+    a.exec("set parallel_tuple_cost = 0");
+    a.exec(if major >= 16 {
+        "set debug_parallel_query = on"
+    } else {
+        "set force_parallel_mode = on"
+    });
+    let h = a.spawn_text(
+        "select count(*) from (select pg_sleep(0.001) from generate_series(1, 4000)) s",
+    );
+    let mut worker = 0;
+    wait_until("a parallel worker", Duration::from_secs(20), || {
+        worker = obs
+            .simple_text(&format!(
+                "select coalesce(max(pid), 0) from pg_stat_activity where leader_pid = {pid} and pid <> {pid}"
+            ))
+            .parse()
+            .unwrap();
+        worker != 0
+    });
+    let line = refused(worker, "plan");
+    assert!(
+        line.contains(&format!(
+            "process {worker} is a parallel worker of leader PID {pid}"
+        )) && line.contains(&format!("pgdbg attach {pid} --ex plan")),
+        "{line}"
+    );
+    assert_eq!(a.rejoin(h).unwrap(), "4000");
+    a.exec("reset all");
+
+    // a DO block sleeping in a nested statement: that statement's plan
+    let h = a.spawn_text("do $$ begin perform pg_sleep(3); end $$");
+    wait_until("the DO block's pg_sleep", Duration::from_secs(10), || {
+        obs.simple_text(&format!(
+            "select coalesce(wait_event, '') from pg_stat_activity where pid = {pid}"
+        )) == "PgSleep"
+    });
+    let (code, out, err) = pgdbg(&["attach", &pid.to_string(), "-q", "--ex", "plan"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with("-- nested statement (SPI/plpgsql): SELECT pg_sleep(3)"),
+        "{out}"
+    );
+    assert!(out.contains("Result  (cost="), "{out}");
+    a.rejoin(h).unwrap();
+    // a DO block between nested statements (a loop of simple expressions):
+    // why there is no plan to show
+    let h = a.spawn_text(
+        "do $$ declare i int := 0; begin while i < 2000000000 loop i := i + 1; end loop; end $$",
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let line = refused(pid, "plan");
+    assert!(
+        line.contains(&format!("backend {pid} runs a utility statement (do $$"))
+            && line.contains("no nested statement is executing at this moment"),
+        "{line}"
+    );
+    obs.exec(&format!("select pg_cancel_backend({pid})"));
+    let r = a.rejoin(h);
+    assert!(format!("{r:?}").contains("canceling statement"), "{r:?}");
+
+    // plan at a stop in the middle of an abort: a plpgsql exception block
+    // rolling back its subtransaction, inside a running query
+    a.exec(
+        "create function f_exc() returns int language plpgsql as $$ \
+         begin begin perform 1/0; exception when division_by_zero then return 1; end; return 0; end $$",
+    );
+    let p = Pgdbg::spawn_attached(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--ex",
+            "break AtSubAbort_Portals",
+            "--ex",
+            "continue",
+            "--ex",
+            "plan",
+            "--ex",
+            "print 1",
+        ],
+        pid,
+    );
+    let h = a.spawn_text("select f_exc()");
+    let (code, out, err) = p.wait(Duration::from_secs(60));
+    assert_ne!(code, 0, "{out}\n{err}");
+    assert!(
+        err.contains(
+            "the backend's transaction is in the middle of an abort (TRANS_ABORT, TBLOCK_SUBINPROGRESS); calls could corrupt it"
+        ),
+        "{err}"
+    );
+    assert!(
+        !out.contains("$1 = 1"),
+        "the script stops at the refusal: {out}"
+    );
+    assert_eq!(a.rejoin(h).unwrap(), "1");
+    assert_eq!(a.query_one_i64("select 2"), 2);
+    assert_eq!(a.pid(), pid);
+    assert_log_clean(&cl);
+}
+
+#[test]
+fn plan_elsewhere_15() {
+    plan_elsewhere(15);
+}
+
+#[test]
+fn plan_elsewhere_18() {
+    plan_elsewhere(18);
+}

@@ -88,6 +88,33 @@ fn check_stripped(cl: &Cluster, major: u32, bigtab: bool) {
     assert_eq!(first_line_value(&out), "Timeout: PgSleep");
     a.rejoin(h).unwrap();
 
+    // calls in an aborted transaction: refused, the state read through
+    // exported functions (CurrentTransactionState is static); wait names
+    // still resolved there; ROLLBACK and the next statements fine
+    let call = |cmd: &str| pgdbg(&["attach", &pid.to_string(), "-q", "--ex", cmd]);
+    a.exec("begin");
+    assert!(a.c.as_mut().unwrap().simple_query("select 1/0").is_err());
+    let (code, out, err) = call("call GetCurrentTransactionId()");
+    assert_ne!(code, 0, "{out}");
+    assert!(
+        err.contains(
+            "the backend's transaction is aborted (transaction status E: a failed transaction block"
+        ),
+        "{err}"
+    );
+    let (code, out, err) = call("wait");
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(first_line_value(&out), "Client: ClientRead");
+    a.exec("rollback");
+    // idle, and in a live transaction block: calls made
+    let (code, _, err) = call("call pg_strtoint32(\"12\")");
+    assert_eq!(code, 0, "{err}");
+    a.exec("begin");
+    let (code, _, err) = call("call pg_strtoint32(\"13\")");
+    assert_eq!(code, 0, "{err}");
+    a.exec("commit");
+    assert_eq!(a.query_one_i64("select 6"), 6);
+
     // plan --next = EXPLAIN EXECUTE
     a.exec("prepare s2 as select v from mediumtab where n = $1::numeric");
     let p = Pgdbg::spawn_attached(

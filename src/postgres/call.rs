@@ -15,6 +15,7 @@
 //!   deleted afterwards.
 
 use crate::debuginfo::layout::Layout;
+use crate::debuginfo::types::{Encoding, Type, TypeRef, size_of, strip, type_name};
 use crate::infcall::{Arg, CallFrame, CallOutcome, CallResult};
 use crate::session::Session;
 use anyhow::{Result, anyhow, bail};
@@ -146,6 +147,202 @@ pub fn unsafe_reason(s: &mut Session) -> Result<Option<String>> {
     Ok(None)
 }
 
+/// Functions harmless in any transaction state, even an aborted one: they
+/// read constant tables or the transaction state itself, allocate nothing
+/// and take no lock.  `call` runs them where other functions are refused
+/// (see `transaction_state`); pgdbg uses the first two for wait names.
+pub const HARMLESS_IN_ANY_TRANSACTION: &[&str] = &[
+    "pgstat_get_wait_event",
+    "pgstat_get_wait_event_type",
+    "IsTransactionState",
+    "IsAbortedTransactionBlockState",
+    "TransactionBlockStatusCode",
+    "GetCurrentTransactionNestLevel",
+    "GetTopTransactionIdIfAny",
+    "GetCurrentTransactionIdIfAny",
+];
+
+/// Where a transaction state forbids calls: the line that says so.
+fn refusal(what: &str, hint: &str) -> String {
+    format!(
+        "the backend's transaction is {what}; calls could corrupt it: {hint}, or call only functions known to be harmless there ({})",
+        HARMLESS_IN_ANY_TRANSACTION[..2].join(", ")
+    )
+}
+
+/// `TBlockState`s in which calling backend code is unsafe: (enumerator,
+/// what it means, the transaction is aborted rather than being ended).
+const UNSAFE_BLOCK_STATES: &[(&str, &str, bool)] = &[
+    (
+        "TBLOCK_ABORT",
+        "a failed statement in a transaction block",
+        true,
+    ),
+    (
+        "TBLOCK_SUBABORT",
+        "a failed statement after a SAVEPOINT",
+        true,
+    ),
+    (
+        "TBLOCK_ABORT_END",
+        "a failed transaction block, ROLLBACK received",
+        false,
+    ),
+    (
+        "TBLOCK_SUBABORT_END",
+        "a failed subtransaction, ROLLBACK received",
+        false,
+    ),
+    (
+        "TBLOCK_ABORT_PENDING",
+        "a live transaction block, ROLLBACK received",
+        false,
+    ),
+    (
+        "TBLOCK_SUBABORT_PENDING",
+        "a live subtransaction, ROLLBACK received",
+        false,
+    ),
+    (
+        "TBLOCK_SUBRESTART",
+        "a live subtransaction, ROLLBACK TO received",
+        false,
+    ),
+    (
+        "TBLOCK_SUBABORT_RESTART",
+        "a failed subtransaction, ROLLBACK TO received",
+        false,
+    ),
+];
+
+/// Functions that assign a transaction ID when there is none.  Outside any
+/// transaction (an idle backend) the ID is assigned and locked with no
+/// transaction to end it: its lock stays until the backend exits.
+const ASSIGN_XID: &[&str] = &[
+    "GetCurrentTransactionId",
+    "GetTopTransactionId",
+    "GetCurrentFullTransactionId",
+    "GetTopFullTransactionId",
+];
+
+/// Refuse `call name()` when it would assign a transaction ID outside any
+/// transaction (TRANS_DEFAULT, read from DWARF; no check without it).
+pub fn check_outside_transaction(s: &Session, name: &str) -> Result<()> {
+    if !ASSIGN_XID.contains(&name) {
+        return Ok(());
+    }
+    let Some((addr, Some(ty))) = s.di.global("CurrentTransactionState") else {
+        return Ok(());
+    };
+    let Type::Pointer { target: Some(t) } = &*strip(&*s.di, &ty) else {
+        return Ok(());
+    };
+    let Ok(l) = Layout::of_type(&*s.di, "TransactionStateData", t) else {
+        return Ok(());
+    };
+    let Ok(f) = l.field("state") else {
+        return Ok(());
+    };
+    let p = read_u64(s, addr + s.bias)?;
+    let mut b = vec![0u8; l.size as usize];
+    crate::expr::eval::EvalEnv::read_mem(s, p, &mut b)?;
+    let state = l.int(&b, "state").and_then(|v| enumerator(s, &f.ty, v));
+    if state.as_deref() == Some("TRANS_DEFAULT") {
+        bail!(
+            "the backend is outside any transaction (TRANS_DEFAULT): {name} would assign a transaction ID that no transaction ends, its lock held until the backend exits: call it inside a transaction block (BEGIN in the session first)"
+        );
+    }
+    Ok(())
+}
+
+/// `TransState`s in which calls are fine: idle, or a live transaction.
+const SAFE_TRANS_STATES: &[&str] = &["TRANS_DEFAULT", "TRANS_INPROGRESS"];
+
+/// The backend's transaction state, as far as calls are concerned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TxnState {
+    /// Idle or a live transaction: calls are fine.
+    Safe,
+    /// Calls could corrupt it: the line that says why.
+    Unsafe(String),
+    /// It could not be read: why.
+    Unknown(String),
+}
+
+/// The name of the enumerator of `ty` whose value is `v` (DWARF's
+/// enumerators, never numbers).
+fn enumerator(s: &Session, ty: &TypeRef, v: i64) -> Option<String> {
+    match &*strip(&*s.di, ty) {
+        Type::Enum { values, .. } => values.iter().find(|(_, x)| *x == v).map(|(n, _)| n.clone()),
+        _ => None,
+    }
+}
+
+/// `CurrentTransactionState->state` and `->blockState`, by enumerator name,
+/// from DWARF (None when the debug info lacks them: stripped binaries).
+fn transaction_state_dwarf(s: &Session) -> Option<TxnState> {
+    let (addr, ty) = s.di.global("CurrentTransactionState")?;
+    let ty = ty?;
+    let target = match &*strip(&*s.di, &ty) {
+        Type::Pointer { target: Some(t) } => t.clone(),
+        _ => return None,
+    };
+    let l = Layout::of_type(&*s.di, "TransactionStateData", &target).ok()?;
+    let (state_f, block_f) = (l.field("state").ok()?, l.field("blockState").ok()?);
+    let unknown = |why: String| Some(TxnState::Unknown(why));
+    let p = match read_u64(s, addr + s.bias) {
+        Ok(p) if p != 0 => p,
+        Ok(_) => return unknown("CurrentTransactionState is NULL".into()),
+        Err(e) => return unknown(format!("CurrentTransactionState unreadable: {e}")),
+    };
+    let mut b = vec![0u8; l.size as usize];
+    if let Err(e) = crate::expr::eval::EvalEnv::read_mem(s, p, &mut b) {
+        return unknown(format!("the transaction state unreadable: {e}"));
+    }
+    let (state, block) = (l.int(&b, "state")?, l.int(&b, "blockState")?);
+    let Some(state_name) = enumerator(s, &state_f.ty, state) else {
+        return unknown(format!(
+            "TransState {state} has no enumerator in the debug info"
+        ));
+    };
+    let Some(block_name) = enumerator(s, &block_f.ty, block) else {
+        return unknown(format!(
+            "TBlockState {block} has no enumerator in the debug info"
+        ));
+    };
+    if let Some((n, what, aborted)) = UNSAFE_BLOCK_STATES.iter().find(|(n, ..)| *n == block_name) {
+        return Some(TxnState::Unsafe(if *aborted {
+            refusal(&format!("aborted ({n}: {what})"), "ROLLBACK first")
+        } else {
+            refusal(
+                &format!("being rolled back ({n}: {what})"),
+                "let the ROLLBACK finish first (continue to a later stop)",
+            )
+        }));
+    }
+    if !SAFE_TRANS_STATES.contains(&state_name.as_str()) {
+        let what = match state_name.as_str() {
+            "TRANS_ABORT" => "in the middle of an abort",
+            "TRANS_COMMIT" => "in the middle of its commit",
+            "TRANS_PREPARE" => "in the middle of PREPARE TRANSACTION",
+            "TRANS_START" => "starting",
+            _ => "in a state where calls are unsafe",
+        };
+        return Some(TxnState::Unsafe(refusal(
+            &format!("{what} ({state_name}, {block_name})"),
+            "let it finish first (continue to a later stop)",
+        )));
+    }
+    Some(TxnState::Safe)
+}
+
+fn unknown_state_line(why: &str) -> String {
+    format!(
+        "cannot read the backend's transaction state ({why}): calls are refused except functions harmless in any state ({})",
+        HARMLESS_IN_ANY_TRANSACTION.join(", ")
+    )
+}
+
 /// An open series of guarded calls.
 pub struct BackendCalls<'s> {
     frame: Option<CallFrame<'s>>,
@@ -175,29 +372,49 @@ pub enum Called {
     Error(String),
 }
 
+/// Which guards a call series applies before it starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Checks {
+    /// The stop (critical section, LWLocks, error handling, allocator) and
+    /// the transaction state.
+    All,
+    /// The stop only: for functions harmless in any transaction state.
+    StopOnly,
+    /// Only the critical section: for functions that read constant tables.
+    Pure,
+}
+
 impl<'s> BackendCalls<'s> {
-    /// Open a call series at the current stop (refused when unsafe).
+    /// Open a call series at the current stop (refused when unsafe, or when
+    /// the backend's transaction is aborted or half-ended).
     pub fn open(
         s: &'s mut Session,
         timeout: Duration,
         private_context: bool,
     ) -> Result<BackendCalls<'s>> {
-        Self::open_checked(s, timeout, private_context, true)
+        Self::open_checked(s, timeout, private_context, Checks::All)
+    }
+
+    /// For functions on `HARMLESS_IN_ANY_TRANSACTION`: the stop's checks,
+    /// not the transaction state.
+    pub fn open_harmless(s: &'s mut Session, timeout: Duration) -> Result<BackendCalls<'s>> {
+        Self::open_checked(s, timeout, false, Checks::StopOnly)
     }
 
     /// For functions that only read constant tables (the wait-event name
-    /// functions): callable even while the backend holds LWLocks.
+    /// functions): callable even while the backend holds LWLocks, and in
+    /// any transaction state.
     pub fn open_pure(s: &'s mut Session, timeout: Duration) -> Result<BackendCalls<'s>> {
-        Self::open_checked(s, timeout, false, false)
+        Self::open_checked(s, timeout, false, Checks::Pure)
     }
 
     fn open_checked(
         s: &'s mut Session,
         timeout: Duration,
         private_context: bool,
-        check: bool,
+        checks: Checks,
     ) -> Result<BackendCalls<'s>> {
-        if !check {
+        if checks == Checks::Pure {
             // still never inside a critical section
             let g = Guards::new(s)?;
             if let Some(c) = g.crit
@@ -209,6 +426,24 @@ impl<'s> BackendCalls<'s> {
             bail!(
                 "unsafe to call a function here: {why}; continue to a safe stop first, e.g. a breakpoint on standard_ExecutorRun (what plan --next does) or an idle backend"
             );
+        }
+        // The transaction state: from DWARF, or else (stripped binaries)
+        // asked through exported functions once the call frame exists.
+        let mut state_by_calls = None;
+        if checks == Checks::All {
+            match transaction_state_dwarf(s) {
+                Some(TxnState::Safe) => {}
+                Some(TxnState::Unsafe(line)) => bail!("{line}"),
+                Some(TxnState::Unknown(why)) => bail!("{}", unknown_state_line(&why)),
+                None => {
+                    let f = |n: &str| func_addr(s, n);
+                    state_by_calls = Some((
+                        f("TransactionBlockStatusCode"),
+                        f("IsTransactionState"),
+                        f("GetCurrentTransactionNestLevel"),
+                    ));
+                }
+            }
         }
         let g = Guards::new(s)?;
         let entry = s.di.binary.entry() + s.bias;
@@ -256,6 +491,14 @@ impl<'s> BackendCalls<'s> {
             (u32::from_le_bytes(bc.saved_holdoff.clone().try_into().expect("4")) + 1).to_le_bytes();
         let holdoff = bc.g.holdoff;
         bc.frame_mut().target().write(holdoff, &held)?;
+        if let Some(fs) = state_by_calls {
+            // on refusal, dropping `bc` puts everything back
+            match bc.transaction_state_by_calls(fs)? {
+                TxnState::Safe => {}
+                TxnState::Unsafe(line) => bail!("{line}"),
+                TxnState::Unknown(why) => bail!("{}", unknown_state_line(&why)),
+            }
+        }
         if private_context {
             let (Some(top), Some(create)) = (top, create) else {
                 bail!("cannot create a private memory context in this build");
@@ -281,6 +524,43 @@ impl<'s> BackendCalls<'s> {
             }
         }
         Ok(bc)
+    }
+
+    /// Without DWARF for `CurrentTransactionState` (a static): the state
+    /// from exported functions that only read it.  Coarser than the DWARF
+    /// names: `TransactionBlockStatusCode()` is 'E' in every failed or
+    /// rolling-back block state, `IsTransactionState()` is true only in
+    /// TRANS_INPROGRESS, and a nesting level of 0 outside a transaction.
+    fn transaction_state_by_calls(
+        &mut self,
+        (code, in_progress, nest): (Option<u64>, Option<u64>, Option<u64>),
+    ) -> Result<TxnState> {
+        let (Some(code), Some(in_progress), Some(nest)) = (code, in_progress, nest) else {
+            return Ok(TxnState::Unknown(
+                "TransactionBlockStatusCode, IsTransactionState or GetCurrentTransactionNestLevel is not in this binary".into(),
+            ));
+        };
+        let mut ask = |f: u64, what: &str| -> Result<u64> {
+            match self.call_addr(f, &[])? {
+                Called::Value(r) => Ok(r.rax),
+                Called::Error(e) => bail!("{what} raised an ERROR: {e}"),
+            }
+        };
+        let status = ask(code, "TransactionBlockStatusCode")? as u8;
+        let live = ask(in_progress, "IsTransactionState")? as u8 != 0;
+        let level = ask(nest, "GetCurrentTransactionNestLevel")? as u32 as i32;
+        Ok(match status {
+            b'E' => TxnState::Unsafe(refusal(
+                "aborted (transaction status E: a failed transaction block, or its ROLLBACK under way; the exact state needs debug info)",
+                "ROLLBACK first",
+            )),
+            b'I' | b'T' if live || level == 0 => TxnState::Safe,
+            b'I' | b'T' => TxnState::Unsafe(refusal(
+                "in the middle of its commit or abort (not TRANS_INPROGRESS; the exact state needs debug info)",
+                "let it finish first (continue to a later stop)",
+            )),
+            other => TxnState::Unknown(format!("TransactionBlockStatusCode() returned {other:#x}")),
+        })
     }
 
     fn frame_mut(&mut self) -> &mut CallFrame<'s> {
@@ -507,4 +787,248 @@ impl Drop for BackendCalls<'_> {
 pub fn function_address(s: &Session, name: &str) -> Result<u64> {
     func_addr(s, name)
         .ok_or_else(|| anyhow!("no out-of-line function \"{name}\" to call in this binary"))
+}
+
+/// A function's parameters from DWARF: (name, type) each, and whether it
+/// takes `...` after them.
+#[derive(Debug, Clone)]
+pub struct Prototype {
+    pub params: Vec<(Option<String>, Option<TypeRef>)>,
+    pub variadic: bool,
+}
+
+/// What one DIE of a function says: its parameter DIEs, `...`,
+/// DW_AT_prototyped, and the DIE it refers to (abstract origin or
+/// specification).
+fn subprogram_facts(s: &Session, off: u64) -> Option<(Vec<u64>, bool, bool, Option<u64>)> {
+    use crate::debuginfo::index::{die_offset, global_ref};
+    use gimli::constants as dw;
+    s.di.with_die(off, |u, e| {
+        let next = e
+            .attr_value(dw::DW_AT_abstract_origin)
+            .or_else(|| e.attr_value(dw::DW_AT_specification))
+            .and_then(|v| global_ref(u, v));
+        let prototyped = matches!(
+            e.attr_value(dw::DW_AT_prototyped),
+            Some(gimli::AttributeValue::Flag(true))
+        );
+        let (mut params, mut variadic) = (Vec::new(), false);
+        if let Ok(mut tree) = u.entries_tree(Some(e.offset()))
+            && let Ok(root) = tree.root()
+        {
+            let mut children = root.children();
+            while let Ok(Some(c)) = children.next() {
+                match c.entry().tag() {
+                    dw::DW_TAG_formal_parameter => params.push(die_offset(u, c.entry().offset())),
+                    dw::DW_TAG_unspecified_parameters => variadic = true,
+                    _ => {}
+                }
+            }
+        }
+        (params, variadic, prototyped, next)
+    })
+    .ok()
+}
+
+/// The prototype of `name` from DWARF (None without DWARF, or when the
+/// debug info does not say: then no check is made).
+pub fn prototype(s: &Session, name: &str) -> Option<Prototype> {
+    let die =
+        s.di.function_locations(name)
+            .iter()
+            .find(|l| !l.inlined && l.die != 0)?
+            .die;
+    // the concrete copy, then its abstract origin / declaration: the last
+    // one that lists parameters lists all of them
+    let mut chain = Vec::new();
+    let mut cur = Some(die);
+    while let Some(off) = cur {
+        if chain.len() >= 4 {
+            break;
+        }
+        let facts = subprogram_facts(s, off)?;
+        cur = facts.3;
+        chain.push(facts);
+    }
+    let variadic = chain.iter().any(|f| f.1);
+    let prototyped = chain.iter().any(|f| f.2);
+    let with_params: Vec<&Vec<u64>> = chain
+        .iter()
+        .map(|f| &f.0)
+        .filter(|p| !p.is_empty())
+        .collect();
+    let Some(params) = with_params.last() else {
+        return (prototyped || variadic).then(|| Prototype {
+            params: Vec::new(),
+            variadic,
+        });
+    };
+    let params = params
+        .iter()
+        .enumerate()
+        .map(|(i, &p)| {
+            // a declaration's parameters may have no names: take the
+            // definition's
+            let name = s.di.die_name(p).or_else(|| {
+                with_params
+                    .iter()
+                    .find_map(|ps| ps.get(i).and_then(|&q| s.di.die_name(q)))
+            });
+            (name, s.di.die_type(p))
+        })
+        .collect();
+    Some(Prototype { params, variadic })
+}
+
+impl Prototype {
+    fn param_text(s: &Session, p: &(Option<String>, Option<TypeRef>)) -> String {
+        let ty =
+            p.1.as_ref()
+                .map(|t| type_name(&*s.di, t))
+                .unwrap_or_else(|| "?".into());
+        match &p.0 {
+            Some(n) if ty.ends_with('*') => format!("{ty}{n}"),
+            Some(n) => format!("{ty} {n}"),
+            None => ty,
+        }
+    }
+
+    /// "const char *s", "void", "const char *fmt, ..."
+    pub fn text(&self, s: &Session) -> String {
+        let mut v: Vec<String> = self.params.iter().map(|p| Self::param_text(s, p)).collect();
+        if self.variadic {
+            v.push("...".into());
+        }
+        if v.is_empty() {
+            "void".into()
+        } else {
+            v.join(", ")
+        }
+    }
+}
+
+/// One argument of `call` as the user wrote it, evaluated.
+#[derive(Debug, Clone)]
+pub enum Given {
+    /// A string literal (copied into the backend).
+    Str(String),
+    /// A value of pointer (or array, function) type.
+    Ptr(u64),
+    Int(u64),
+    Float(f64),
+}
+
+impl Given {
+    fn what(&self) -> String {
+        match self {
+            Given::Str(t) => format!("a string (\"{t}\")"),
+            Given::Ptr(a) => format!("a pointer ({a:#x})"),
+            Given::Int(i) => format!("an integer ({})", *i as i64),
+            Given::Float(f) => format!("a double ({f})"),
+        }
+    }
+}
+
+/// An argument ready for the call: a value, or a string to copy into the
+/// backend first.
+#[derive(Debug, Clone)]
+pub enum Prepared {
+    Arg(Arg),
+    Str(String),
+}
+
+/// Check `call name(given...)` against the DWARF prototype (count, and
+/// types roughly: pointers, integers, floating point) and convert as C
+/// would (an integer to a double parameter); one line naming the
+/// prototype when it does not fit.  Without a prototype, no check.
+pub fn prepare_args(s: &Session, name: &str, given: Vec<Given>) -> Result<Vec<Prepared>> {
+    let plain = |g: Given| match g {
+        Given::Str(t) => Prepared::Str(t),
+        Given::Ptr(a) | Given::Int(a) => Prepared::Arg(Arg::Int(a)),
+        Given::Float(f) => Prepared::Arg(Arg::Double(f)),
+    };
+    let Some(proto) = prototype(s, name) else {
+        return Ok(given.into_iter().map(plain).collect());
+    };
+    let n = proto.params.len();
+    let fits = if proto.variadic {
+        given.len() >= n
+    } else {
+        given.len() == n
+    };
+    if !fits {
+        let takes = match (n, proto.variadic) {
+            (0, false) => "no arguments".to_string(),
+            (1, false) => "1 argument".to_string(),
+            (n, false) => format!("{n} arguments"),
+            (1, true) => "at least 1 argument".to_string(),
+            (n, true) => format!("at least {n} arguments"),
+        };
+        bail!(
+            "{name} takes {takes} ({}), {} given",
+            proto.text(s),
+            given.len()
+        );
+    }
+    let mut out = Vec::new();
+    for (i, g) in given.into_iter().enumerate() {
+        let Some(p) = proto.params.get(i) else {
+            out.push(plain(g)); // after `...`: as given
+            continue;
+        };
+        let Some(ty) = &p.1 else {
+            out.push(plain(g));
+            continue;
+        };
+        let bad = |wants: &str, g: &Given| {
+            anyhow!(
+                "argument {} of {name}({}) is {wants}: {} given",
+                i + 1,
+                proto.text(s),
+                g.what()
+            )
+        };
+        let size = size_of(&*s.di, ty);
+        let prepared = match &*strip(&*s.di, ty) {
+            Type::Pointer { .. } => match g {
+                Given::Float(_) => return Err(bad("a pointer", &g)),
+                g => plain(g),
+            },
+            Type::Base {
+                enc: Encoding::Float,
+                ..
+            } => {
+                let v = match g {
+                    Given::Float(f) => f,
+                    Given::Int(v) => v as i64 as f64,
+                    g => return Err(bad("floating point", &g)),
+                };
+                match size {
+                    // a float travels in the low 32 bits of its register
+                    4 => Prepared::Arg(Arg::Double(f64::from_bits((v as f32).to_bits() as u64))),
+                    8 => Prepared::Arg(Arg::Double(v)),
+                    _ => bail!(
+                        "argument {} of {name}({}) is a {size}-byte float: call cannot pass it",
+                        i + 1,
+                        proto.text(s)
+                    ),
+                }
+            }
+            Type::Base { .. } | Type::Enum { .. } => match g {
+                Given::Float(f) => Prepared::Arg(Arg::Int(f as i64 as u64)),
+                // a string where a pointer-sized integer (Datum, uintptr_t)
+                // is expected passes its address, as in C with a cast
+                Given::Str(_) if size < 8 => return Err(bad("an integer", &g)),
+                g => plain(g),
+            },
+            _ => bail!(
+                "argument {} of {name}({}) is passed by value as a {}: call cannot pass it",
+                i + 1,
+                proto.text(s),
+                type_name(&*s.di, ty)
+            ),
+        };
+        out.push(prepared);
+    }
+    Ok(out)
 }

@@ -43,6 +43,49 @@ const AUX_ROLES: &[&str] = &[
     "dead-end",
 ];
 
+/// Auxiliary processes that never run a query (they have no executor):
+/// `plan` has nothing to show there and `plan --next` would wait forever.
+const NEVER_RUN_QUERIES: &[&str] = &[
+    "checkpointer",
+    "background writer",
+    "walwriter",
+    "autovacuum launcher",
+    "logical replication launcher",
+    "stats collector",
+    "archiver",
+    "startup",
+    "walreceiver",
+    "walsummarizer",
+    "io worker",
+    "slotsync worker",
+    "dead-end",
+];
+
+impl ProcessKind {
+    /// The role of an auxiliary process that never runs a query.
+    pub fn never_runs_queries(&self) -> Option<&str> {
+        match self {
+            ProcessKind::Auxiliary { role } if NEVER_RUN_QUERIES.contains(&role.as_str()) => {
+                Some(role)
+            }
+            _ => None,
+        }
+    }
+
+    pub fn is_parallel_worker(&self) -> bool {
+        matches!(self, ProcessKind::Auxiliary { role } if role == "parallel worker")
+    }
+}
+
+/// The leader of a parallel worker, from its title ("postgres: parallel
+/// worker for PID 4711").
+pub fn parallel_leader_from_title(pid: i32) -> Option<i32> {
+    let title = procfs::cmdline(pid);
+    let rest = &title[title.find("parallel worker for PID ")? + "parallel worker for PID ".len()..];
+    let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+    digits.parse().ok().filter(|p| *p > 0)
+}
+
 fn is_postgres_exe(pid: i32) -> bool {
     match procfs::exe_path(pid) {
         Ok(p) => {

@@ -673,7 +673,10 @@ fn lockmanager_flamegraph(major: u32) {
         }
     }
     assert!(lm_stack(&folded), "{folded}");
-    assert!(!folded.contains("unresolved:"), "every wait named: {folded}");
+    assert!(
+        !folded.contains("unresolved:"),
+        "every wait named: {folded}"
+    );
     let svg = temp(&format!("lm-{major}.svg"));
     let (code, _, err) = pgdbg(&[
         "report",

@@ -255,7 +255,7 @@ pub fn run(session: &mut Session) -> Result<i32> {
                 match read(">") {
                     None => return Ok(1),
                     Some(Input::Line(l)) => {
-                        let done = l.trim() == "end";
+                        let done = command::strip_comment(&l).trim() == "end";
                         block.push(l);
                         if done {
                             break;

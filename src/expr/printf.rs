@@ -4,13 +4,112 @@ use crate::expr::eval::{EvalEnv, Scalar, Value, scalar};
 use crate::expr::format::read_string;
 use anyhow::{Result, bail};
 
+/// Widest field and longest precision a conversion may ask for.
+pub const MAX_WIDTH: usize = 4096;
+/// Longest text one printf may produce.
+pub const MAX_OUTPUT: usize = 1 << 20;
+
+/// A conversion's flags, width, precision and conversion character, read
+/// from `it` (just after the `%`).
+struct Spec {
+    flags: String,
+    width: usize,
+    precision: Option<usize>,
+    conv: char,
+}
+
+/// Digits at `it` as a number of at most `MAX_WIDTH` (`what` names it in
+/// the error).
+fn number(
+    it: &mut std::iter::Peekable<std::str::Chars<'_>>,
+    what: &str,
+) -> Result<Option<usize>> {
+    let mut digits = String::new();
+    while let Some(&d) = it.peek().filter(|d| d.is_ascii_digit()) {
+        digits.push(d);
+        it.next();
+    }
+    if digits.is_empty() {
+        return Ok(None);
+    }
+    match digits.parse::<usize>() {
+        Ok(n) if n <= MAX_WIDTH => Ok(Some(n)),
+        _ => bail!("printf: {what} {digits} is too large (at most {MAX_WIDTH})"),
+    }
+}
+
+fn spec(it: &mut std::iter::Peekable<std::str::Chars<'_>>) -> Result<Spec> {
+    let mut flags = String::new();
+    while let Some(&f) = it.peek() {
+        if matches!(f, '-' | '0' | '+' | ' ' | '#') {
+            flags.push(f);
+            it.next();
+        } else {
+            break;
+        }
+    }
+    if it.peek() == Some(&'*') {
+        bail!("printf: '*' widths are not supported: write the width in the format");
+    }
+    let width = number(it, "field width")?.unwrap_or(0);
+    let mut precision: Option<usize> = None;
+    if it.peek() == Some(&'.') {
+        it.next();
+        if it.peek() == Some(&'*') {
+            bail!("printf: '.*' precisions are not supported: write the precision in the format");
+        }
+        precision = Some(number(it, "precision")?.unwrap_or(0));
+    }
+    while matches!(it.peek(), Some('l' | 'h' | 'z' | 'j' | 'L' | 'q' | 't')) {
+        it.next();
+    }
+    let Some(conv) = it.next() else {
+        bail!("printf: the format ends inside a conversion");
+    };
+    if !matches!(
+        conv,
+        'd' | 'i' | 'u' | 'x' | 'X' | 'o' | 'f' | 'g' | 'e' | 's' | 'c' | 'p'
+    ) {
+        bail!("printf: unsupported conversion '%{conv}' (use %d %u %x %f %g %s %c %p)");
+    }
+    Ok(Spec {
+        flags,
+        width,
+        precision,
+        conv,
+    })
+}
+
+/// Check the conversions of `format` (widths and precisions included):
+/// the conversion characters in order.
+pub fn conversions(format: &str) -> Result<Vec<char>> {
+    let mut out = Vec::new();
+    let mut it = format.chars().peekable();
+    while let Some(c) = it.next() {
+        if c != '%' {
+            continue;
+        }
+        if it.peek() == Some(&'%') {
+            it.next();
+            continue;
+        }
+        out.push(spec(&mut it)?.conv);
+    }
+    Ok(out)
+}
+
 /// Format `values` by `format` (conversions as checked by
 /// `command::printf_conversions`: flags, width and precision are kept).
+/// Widths and precisions above `MAX_WIDTH` and output above `MAX_OUTPUT`
+/// are errors, never a panic.
 pub fn printf(env: &dyn EvalEnv, format: &str, values: &[Value]) -> Result<String> {
     let mut out = String::new();
     let mut it = format.chars().peekable();
     let mut args = values.iter();
     while let Some(c) = it.next() {
+        if out.len() > MAX_OUTPUT {
+            bail!("printf: the output would be longer than {MAX_OUTPUT} bytes");
+        }
         if c != '%' {
             out.push(c);
             continue;
@@ -20,37 +119,12 @@ pub fn printf(env: &dyn EvalEnv, format: &str, values: &[Value]) -> Result<Strin
             out.push('%');
             continue;
         }
-        // flags, width, precision, length, conversion
-        let mut flags = String::new();
-        while let Some(&f) = it.peek() {
-            if matches!(f, '-' | '0' | '+' | ' ' | '#') {
-                flags.push(f);
-                it.next();
-            } else {
-                break;
-            }
-        }
-        let mut width = String::new();
-        while let Some(&d) = it.peek().filter(|d| d.is_ascii_digit()) {
-            width.push(d);
-            it.next();
-        }
-        let mut precision: Option<usize> = None;
-        if it.peek() == Some(&'.') {
-            it.next();
-            let mut p = String::new();
-            while let Some(&d) = it.peek().filter(|d| d.is_ascii_digit()) {
-                p.push(d);
-                it.next();
-            }
-            precision = Some(p.parse().unwrap_or(0));
-        }
-        while matches!(it.peek(), Some('l' | 'h' | 'z' | 'j')) {
-            it.next();
-        }
-        let Some(conv) = it.next() else {
-            bail!("printf: the format ends inside a conversion");
-        };
+        let Spec {
+            flags,
+            width: w,
+            precision,
+            conv,
+        } = spec(&mut it)?;
         let Some(v) = args.next() else {
             bail!("printf: not enough arguments for the format");
         };
@@ -87,12 +161,14 @@ pub fn printf(env: &dyn EvalEnv, format: &str, values: &[Value]) -> Result<Strin
             }
             other => bail!("printf: unsupported conversion '%{other}'"),
         };
+        if body.len() > MAX_OUTPUT {
+            bail!("printf: the output would be longer than {MAX_OUTPUT} bytes");
+        }
         let body = if (flags.contains('#')) && matches!(conv, 'x' | 'X') {
             format!("0x{body}")
         } else {
             body
         };
-        let w: usize = width.parse().unwrap_or(0);
         if body.chars().count() >= w {
             out.push_str(&body);
         } else if flags.contains('-') {
@@ -107,6 +183,9 @@ pub fn printf(env: &dyn EvalEnv, format: &str, values: &[Value]) -> Result<Strin
         } else {
             out.push_str(&format!("{body:>w$}"));
         }
+    }
+    if out.len() > MAX_OUTPUT {
+        bail!("printf: the output would be longer than {MAX_OUTPUT} bytes");
     }
     Ok(out)
 }

@@ -867,6 +867,56 @@ mod tests {
         assert_eq!(parse("  # comment").unwrap(), Command::Nothing);
     }
 
+    /// `#` starts a comment anywhere outside a string or character
+    /// literal; `print/x`, `break *0x...` and `$1` are not comments.
+    #[test]
+    fn trailing_comments() {
+        assert_eq!(
+            parse("print 1 + 2   # three").unwrap(),
+            Command::Print {
+                radix: Radix::Natural,
+                expr: "1 + 2".into()
+            }
+        );
+        assert_eq!(
+            parse("p/x $1# hex").unwrap(),
+            Command::Print {
+                radix: Radix::Hex,
+                expr: "$1".into()
+            }
+        );
+        assert_eq!(
+            parse("break *0x55d5c1e3c1a8 # an address").unwrap(),
+            Command::Break {
+                location: "*0x55d5c1e3c1a8".into(),
+                temporary: false,
+                condition: None,
+            }
+        );
+        assert_eq!(
+            parse("break f if x == '#' # a char").unwrap(),
+            Command::Break {
+                location: "f".into(),
+                temporary: false,
+                condition: Some("x == '#'".into()),
+            }
+        );
+        assert_eq!(
+            parse(r#"printf "%#x # not a comment \" # still not\n", v # comment"#).unwrap(),
+            Command::Printf {
+                format: "%#x # not a comment \" # still not\n".into(),
+                args: vec!["v".into()],
+            }
+        );
+        assert_eq!(parse("continue # go on").unwrap(), Command::Continue);
+        assert_eq!(parse("#").unwrap(), Command::Nothing);
+        assert_eq!(strip_comment("print 'a' # x"), "print 'a' ");
+        assert_eq!(strip_comment("print '\\'' # x"), "print '\\'' ");
+        assert_eq!(strip_comment("echo don't # x"), "echo don't ");
+        assert_eq!(strip_comment("print \"unclosed # x"), "print \"unclosed # x");
+        assert_eq!(strip_comment("print é # x"), "print é ");
+    }
+
     #[test]
     fn errors_name_the_problem() {
         let e = parse("brk foo").unwrap_err().to_string();

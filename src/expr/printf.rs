@@ -213,3 +213,118 @@ fn unescape(s: &str) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::debuginfo::types::Type;
+    use crate::expr::eval::ValLoc;
+    use crate::expr::testenv::Env;
+
+    fn long(v: i64) -> Value {
+        Value {
+            ty: Type::long(),
+            loc: ValLoc::Bytes(v.to_le_bytes().to_vec()),
+        }
+    }
+
+    fn double(v: f64) -> Value {
+        Value {
+            ty: Type::double(),
+            loc: ValLoc::Bytes(v.to_le_bytes().to_vec()),
+        }
+    }
+
+    fn string_at(addr: u64) -> Value {
+        Value {
+            ty: Type::pointer_to(Some(Type::char_())),
+            loc: ValLoc::Bytes(addr.to_le_bytes().to_vec()),
+        }
+    }
+
+    /// Row 5 of the hardening issue: `printf "%999999999d\n", 1` panicked
+    /// in the formatting machinery ("Formatting argument out of range").
+    #[test]
+    fn huge_width_or_precision_is_an_error_not_a_panic() {
+        let cases = [
+            ("%999999999d\n", "field width 999999999 is too large (at most 4096)"),
+            ("%.999999999f\n", "precision 999999999 is too large (at most 4096)"),
+            ("%99999999999999999999999x", "field width 99999999999999999999999 is too large"),
+            ("%4097s", "field width 4097 is too large"),
+            ("%*d", "'*' widths are not supported"),
+            ("%.*d", "'.*' precisions are not supported"),
+        ];
+        for (f, want) in cases {
+            let e = printf(&Env, f, &[long(1)]).unwrap_err().to_string();
+            assert!(e.starts_with("printf: ") && e.contains(want), "{f}: {e}");
+            let e = conversions(f).unwrap_err().to_string();
+            assert!(e.contains(want), "{f}: {e}");
+        }
+        // the largest width allowed works
+        let s = printf(&Env, "%4096d|%-4096.4096f|", &[long(-42), double(1.5)]).unwrap();
+        assert_eq!(s.len(), 4096 + 4096 + 2 + 2);
+        assert!(s.starts_with(' ') && s[..4096].ends_with("-42"));
+        assert_eq!(printf(&Env, "%05d|%-5d|%5s|", &[long(-42), long(7), string_at(0)])
+            .unwrap()
+            .len(), 5 + 1 + 5 + 1 + "<error: Cannot access memory at address 0x0>".len() + 1);
+    }
+
+    #[test]
+    fn a_format_of_only_a_newline_is_a_newline() {
+        assert_eq!(printf(&Env, "\n", &[]).unwrap(), "\n");
+        assert_eq!(printf(&Env, "%d%%\n", &[long(5)]).unwrap(), "5%\n");
+    }
+
+    /// A small deterministic PRNG (xorshift64*) for the fuzz-style test.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    /// Many random formats (flags, widths and precisions of any length,
+    /// length modifiers, any conversion character, stray '%', non-ASCII)
+    /// over random values of every kind: printf and the format check
+    /// return Ok or Err, never panic, and output stays bounded.
+    #[test]
+    fn random_formats_never_panic() {
+        let pieces = [
+            "%", "%%", "-", "0", "+", " ", "#", ".", "*", "l", "ll", "h", "hh", "z", "j", "L",
+            "d", "i", "u", "x", "X", "o", "f", "g", "e", "s", "c", "p", "n", "q", "é", "\n",
+            "abc", "9", "99", "4096", "4097", "65535", "65536", "999999999", "18446744073709551616",
+        ];
+        let mut rng = Rng(0x5eed_1234_abcd_0001);
+        let mut ok = 0;
+        for _ in 0..20_000 {
+            let mut f = String::new();
+            for _ in 0..rng.below(8) + 1 {
+                f.push_str(pieces[rng.below(pieces.len() as u64) as usize]);
+            }
+            let mut vals = Vec::new();
+            for _ in 0..rng.below(4) {
+                vals.push(match rng.below(6) {
+                    0 => long(rng.next() as i64),
+                    1 => long([i64::MIN, i64::MAX, 0, -1][rng.below(4) as usize]),
+                    2 => double(f64::from_bits(rng.next())),
+                    3 => double([f64::NAN, f64::INFINITY, -0.0, 1e308, 5e-324][rng.below(5) as usize]),
+                    4 => string_at(rng.next()),
+                    _ => string_at(rng.below(8192)),
+                });
+            }
+            let _ = conversions(&f);
+            if let Ok(s) = printf(&Env, &f, &vals) {
+                assert!(s.len() <= MAX_OUTPUT + 4 * MAX_WIDTH, "{f:?}");
+                ok += 1;
+            }
+        }
+        // the generator reaches the formatting paths, not only errors
+        assert!(ok > 1000, "only {ok} formats formatted");
+    }
+}

@@ -207,7 +207,10 @@ pub fn run(session: &mut Session) -> Result<i32> {
         rl.set_helper(Some(PgdbgHelper {
             symbols: helper_syms,
         }));
-        let hist = history_path();
+        // a history "file" that is not a regular file (PGDBG_HISTORY=/dev/null
+        // to keep none) is neither read nor written: rustyline's save would
+        // chmod it to 0600
+        let hist = history_path().filter(|h| std::fs::metadata(h).map_or(true, |m| m.is_file()));
         if let Some(h) = &hist {
             let _ = rl.load_history(h);
         }

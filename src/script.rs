@@ -146,7 +146,7 @@ pub fn check_after(
                 let func = plain_function(location);
                 if let Some(c) = condition {
                     typecheck(di, func.as_deref(), c)
-                        .map_err(|e| anyhow!("{where_}:{n}: condition '{c}': {e}"))?;
+                        .map_err(|e| anyhow!("{where_}:{n}: condition '{}': {e}", short(c)))?;
                 }
                 scopes.push(func);
             }
@@ -194,7 +194,7 @@ fn check_one(di: &DebugInfo, scope: Option<&str>, cmd: &Command) -> Result<()> {
         Command::Print { expr, .. } => typecheck(di, scope, expr),
         Command::Printf { args, .. } => {
             for a in args {
-                typecheck(di, scope, a).map_err(|e| anyhow!("printf argument '{a}': {e}"))?;
+                typecheck(di, scope, a).map_err(|e| anyhow!("printf argument '{}': {e}", short(a)))?;
             }
             Ok(())
         }
@@ -207,7 +207,7 @@ fn check_one(di: &DebugInfo, scope: Option<&str>, cmd: &Command) -> Result<()> {
             function_must_exist(di, function)?;
             for a in args {
                 typecheck(di, Some(function), a)
-                    .map_err(|e| anyhow!("trace argument '{a}': {e}"))?;
+                    .map_err(|e| anyhow!("trace argument '{}': {e}", short(a)))?;
             }
             Ok(())
         }
@@ -219,6 +219,15 @@ fn check_one(di: &DebugInfo, scope: Option<&str>, cmd: &Command) -> Result<()> {
         }
         _ => Ok(()),
     }
+}
+
+/// An expression as quoted in an error: a pasted monster is cut to its
+/// first 60 characters.
+fn short(e: &str) -> String {
+    if e.chars().count() <= 80 {
+        return e.to_string();
+    }
+    format!("{}...", e.chars().take(60).collect::<String>())
 }
 
 /// A function the binary has (by name, with gdb's suggestion otherwise).

@@ -913,7 +913,10 @@ mod tests {
         assert_eq!(strip_comment("print 'a' # x"), "print 'a' ");
         assert_eq!(strip_comment("print '\\'' # x"), "print '\\'' ");
         assert_eq!(strip_comment("echo don't # x"), "echo don't ");
-        assert_eq!(strip_comment("print \"unclosed # x"), "print \"unclosed # x");
+        assert_eq!(
+            strip_comment("print \"unclosed # x"),
+            "print \"unclosed # x"
+        );
         assert_eq!(strip_comment("print é # x"), "print é ");
     }
 

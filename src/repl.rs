@@ -367,7 +367,10 @@ mod tests {
             split_paste("print 1\nprint 2\r\nprint 3\rbt\n"),
             ["print 1", "print 2", "print 3", "bt"]
         );
-        assert_eq!(split_paste("print 1\n\nprint 2"), ["print 1", "", "print 2"]);
+        assert_eq!(
+            split_paste("print 1\n\nprint 2"),
+            ["print 1", "", "print 2"]
+        );
         assert_eq!(split_paste("one"), ["one"]);
     }
 }

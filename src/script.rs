@@ -194,7 +194,8 @@ fn check_one(di: &DebugInfo, scope: Option<&str>, cmd: &Command) -> Result<()> {
         Command::Print { expr, .. } => typecheck(di, scope, expr),
         Command::Printf { args, .. } => {
             for a in args {
-                typecheck(di, scope, a).map_err(|e| anyhow!("printf argument '{}': {e}", short(a)))?;
+                typecheck(di, scope, a)
+                    .map_err(|e| anyhow!("printf argument '{}': {e}", short(a)))?;
             }
             Ok(())
         }

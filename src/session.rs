@@ -183,8 +183,7 @@ impl Session {
         let locs = self.resolve_location(spec)?;
         if let Some(c) = condition {
             let di = self.di.clone();
-            parse::parse_in(c, &di)
-                .map_err(|e| anyhow!("condition '{c}': {e}"))?;
+            parse::parse_in(c, &di).map_err(|e| anyhow!("condition '{c}': {e}"))?;
         }
         let mut inserted = Vec::new();
         for l in &locs {

@@ -39,7 +39,10 @@ fn monsters() -> Vec<(&'static str, String)> {
         ("20000 '&'", format!("{}MyProcPid", "& ".repeat(n))),
         ("20000 casts", format!("{}MyProcPid", "(long)".repeat(n))),
         // (8000: one argument of --ex is at most 128 KiB)
-        ("8000 '->'", format!("MyProc{}", "->links.next".repeat(8000))),
+        (
+            "8000 '->'",
+            format!("MyProc{}", "->links.next".repeat(8000)),
+        ),
         ("20000 '+'", format!("1{}", "+1".repeat(n))),
     ]
 }
@@ -254,7 +257,7 @@ fn monster_in_scripts(major: u32) {
             "--script",
             script.to_str().unwrap(),
         ]);
-        assert_one_line_error(code, &err, &format!(":4: printf argument"));
+        assert_one_line_error(code, &err, ":4: printf argument");
         assert!(err.contains(TOO_DEEP), "{what}: {err}");
         assert_eq!(tracer_pid(pid), 0);
     }
@@ -354,11 +357,7 @@ fn script_lines_comments_casts_and_printf_newline() {
         format!("$1 = 42\n\n{pid} # not a comment\n"),
         "stderr: {err}"
     );
-    assert_one_line_error(
-        code,
-        &err,
-        ":4: no symbol \"größe\" in the current context",
-    );
+    assert_one_line_error(code, &err, ":4: no symbol \"größe\" in the current context");
     assert_eq!(tracer_pid(pid), 0);
     assert_eq!(a.pid(), pid);
     cl.assert_no_crash();

@@ -132,8 +132,7 @@ fn lex(s: &str) -> Result<Vec<Tok>> {
                     .map_err(|_| anyhow::anyhow!("bad number '{}'", text(start, i)))?;
                 out.push(Tok::Int(v));
             } else {
-                while i < cs.len() && (cs[i].is_ascii_digit() || matches!(cs[i], '.' | 'e' | 'E'))
-                {
+                while i < cs.len() && (cs[i].is_ascii_digit() || matches!(cs[i], '.' | 'e' | 'E')) {
                     if matches!(cs[i], 'e' | 'E') && matches!(cs.get(i + 1), Some('-' | '+')) {
                         i += 1;
                     }
@@ -196,12 +195,12 @@ fn lex(s: &str) -> Result<Vec<Tok>> {
             out.push(Tok::Str(v));
             continue;
         }
-        if c == '\'' {
-            if let Some((ch, len)) = char_literal(&cs, i + 1) {
-                out.push(Tok::Int(ch as u64));
-                i += 1 + len;
-                continue;
-            }
+        if c == '\''
+            && let Some((ch, len)) = char_literal(&cs, i + 1)
+        {
+            out.push(Tok::Int(ch as u64));
+            i += 1 + len;
+            continue;
         }
         let rest = text(i, cs.len().min(i + 2));
         match PUNCT.iter().find(|p| rest.starts_with(**p)) {
@@ -220,12 +219,15 @@ const BASE_TYPE_WORDS: &[&str] = &[
     "bool",
 ];
 
+/// The closest known type name to an unknown one, if any.
+type SimilarType<'a> = dyn Fn(&str) -> Option<String> + 'a;
+
 struct Parser<'a> {
     toks: Vec<Tok>,
     pos: usize,
     is_type: &'a dyn Fn(&str) -> bool,
     /// A similar type name for "no type named X" (when known).
-    similar_type: Option<&'a dyn Fn(&str) -> Option<String>>,
+    similar_type: Option<&'a SimilarType<'a>>,
     /// Active recursion levels (parentheses, unary operators, casts).
     nest: usize,
 }
@@ -242,13 +244,17 @@ pub fn parse(s: &str, is_type: &dyn Fn(&str) -> bool) -> Result<Expr> {
 /// type it does not have.
 pub fn parse_in(s: &str, di: &crate::debuginfo::DebugInfo) -> Result<Expr> {
     use crate::debuginfo::types::TypeSource;
-    parse_inner(s, &|t| di.type_by_name(t).is_some(), Some(&|t| similar_type(di, t)))
+    parse_inner(
+        s,
+        &|t| di.type_by_name(t).is_some(),
+        Some(&|t| similar_type(di, t)),
+    )
 }
 
 fn parse_inner(
     s: &str,
     is_type: &dyn Fn(&str) -> bool,
-    similar_type: Option<&dyn Fn(&str) -> Option<String>>,
+    similar_type: Option<&SimilarType<'_>>,
 ) -> Result<Expr> {
     let toks = lex(s)?;
     if toks.is_empty() {
@@ -707,8 +713,7 @@ mod tests {
         ];
         on_small_stack(move || {
             for c in &cases {
-                let e = parse(c, &|t| t == "int" || t == "long")
-                    .expect_err(&c[..40.min(c.len())]);
+                let e = parse(c, &|t| t == "int" || t == "long").expect_err(&c[..40.min(c.len())]);
                 assert_eq!(e.to_string(), too_deep_msg(), "{}", &c[..40]);
             }
         });
@@ -728,9 +733,12 @@ mod tests {
             (format!("{}7", "(long)".repeat(d)), 7),
             (
                 format!("{}7{}", "-(".repeat(d / 2), ")".repeat(d / 2)),
-                if (d / 2) % 2 == 0 { 7 } else { -7 },
+                if (d / 2).is_multiple_of(2) { 7 } else { -7 },
             ),
-            (format!("{}2{}", "(1+".repeat(d / 2), ")".repeat(d / 2)), 2 + d as i64 / 2),
+            (
+                format!("{}2{}", "(1+".repeat(d / 2), ")".repeat(d / 2)),
+                2 + d as i64 / 2,
+            ),
         ];
         on_small_stack(move || {
             for (c, want) in &cases {
@@ -764,13 +772,20 @@ mod tests {
 
     #[test]
     fn cast_to_an_unknown_type_names_it() {
-        for s in ["(NoSuchType)1", "(NoSuchType) x", "(NoSuchType *)p", "(NoSuchType)(x)"] {
+        for s in [
+            "(NoSuchType)1",
+            "(NoSuchType) x",
+            "(NoSuchType *)p",
+            "(NoSuchType)(x)",
+        ] {
             let e = parse(s, &|_| false).unwrap_err().to_string();
             assert_eq!(e, "no type named 'NoSuchType' in the debug info", "{s}");
         }
-        let e = parse_inner("(CachedPlanSorce *)p", &|_| false, Some(&|_| {
-            Some("CachedPlanSource".to_string())
-        }))
+        let e = parse_inner(
+            "(CachedPlanSorce *)p",
+            &|_| false,
+            Some(&|_| Some("CachedPlanSource".to_string())),
+        )
         .unwrap_err()
         .to_string();
         assert!(e.ends_with("(did you mean CachedPlanSource?)"), "{e}");

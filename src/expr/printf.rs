@@ -20,10 +20,7 @@ struct Spec {
 
 /// Digits at `it` as a number of at most `MAX_WIDTH` (`what` names it in
 /// the error).
-fn number(
-    it: &mut std::iter::Peekable<std::str::Chars<'_>>,
-    what: &str,
-) -> Result<Option<usize>> {
+fn number(it: &mut std::iter::Peekable<std::str::Chars<'_>>, what: &str) -> Result<Option<usize>> {
     let mut digits = String::new();
     while let Some(&d) = it.peek().filter(|d| d.is_ascii_digit()) {
         digits.push(d);
@@ -247,9 +244,18 @@ mod tests {
     #[test]
     fn huge_width_or_precision_is_an_error_not_a_panic() {
         let cases = [
-            ("%999999999d\n", "field width 999999999 is too large (at most 4096)"),
-            ("%.999999999f\n", "precision 999999999 is too large (at most 4096)"),
-            ("%99999999999999999999999x", "field width 99999999999999999999999 is too large"),
+            (
+                "%999999999d\n",
+                "field width 999999999 is too large (at most 4096)",
+            ),
+            (
+                "%.999999999f\n",
+                "precision 999999999 is too large (at most 4096)",
+            ),
+            (
+                "%99999999999999999999999x",
+                "field width 99999999999999999999999 is too large",
+            ),
             ("%4097s", "field width 4097 is too large"),
             ("%*d", "'*' widths are not supported"),
             ("%.*d", "'.*' precisions are not supported"),
@@ -264,9 +270,12 @@ mod tests {
         let s = printf(&Env, "%4096d|%-4096.4096f|", &[long(-42), double(1.5)]).unwrap();
         assert_eq!(s.len(), 4096 + 4096 + 2 + 2);
         assert!(s.starts_with(' ') && s[..4096].ends_with("-42"));
-        assert_eq!(printf(&Env, "%05d|%-5d|%5s|", &[long(-42), long(7), string_at(0)])
-            .unwrap()
-            .len(), 5 + 1 + 5 + 1 + "<error: Cannot access memory at address 0x0>".len() + 1);
+        assert_eq!(
+            printf(&Env, "%05d|%-5d|%5s|", &[long(-42), long(7), string_at(0)])
+                .unwrap()
+                .len(),
+            5 + 1 + 5 + 1 + "<error: Cannot access memory at address 0x0>".len() + 1
+        );
     }
 
     #[test]
@@ -296,9 +305,47 @@ mod tests {
     #[test]
     fn random_formats_never_panic() {
         let pieces = [
-            "%", "%%", "-", "0", "+", " ", "#", ".", "*", "l", "ll", "h", "hh", "z", "j", "L",
-            "d", "i", "u", "x", "X", "o", "f", "g", "e", "s", "c", "p", "n", "q", "é", "\n",
-            "abc", "9", "99", "4096", "4097", "65535", "65536", "999999999", "18446744073709551616",
+            "%",
+            "%%",
+            "-",
+            "0",
+            "+",
+            " ",
+            "#",
+            ".",
+            "*",
+            "l",
+            "ll",
+            "h",
+            "hh",
+            "z",
+            "j",
+            "L",
+            "d",
+            "i",
+            "u",
+            "x",
+            "X",
+            "o",
+            "f",
+            "g",
+            "e",
+            "s",
+            "c",
+            "p",
+            "n",
+            "q",
+            "é",
+            "\n",
+            "abc",
+            "9",
+            "99",
+            "4096",
+            "4097",
+            "65535",
+            "65536",
+            "999999999",
+            "18446744073709551616",
         ];
         let mut rng = Rng(0x5eed_1234_abcd_0001);
         let mut ok = 0;
@@ -313,7 +360,9 @@ mod tests {
                     0 => long(rng.next() as i64),
                     1 => long([i64::MIN, i64::MAX, 0, -1][rng.below(4) as usize]),
                     2 => double(f64::from_bits(rng.next())),
-                    3 => double([f64::NAN, f64::INFINITY, -0.0, 1e308, 5e-324][rng.below(5) as usize]),
+                    3 => double(
+                        [f64::NAN, f64::INFINITY, -0.0, 1e308, 5e-324][rng.below(5) as usize],
+                    ),
                     4 => string_at(rng.next()),
                     _ => string_at(rng.below(8192)),
                 });

@@ -120,14 +120,28 @@ pub fn main() -> i32 {
                     let _ = e.print();
                     return 0;
                 }
+                ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+                | ErrorKind::MissingSubcommand => {
+                    crate::errln!("pgdbg: error: {}", missing_subcommand());
+                    return 2;
+                }
                 _ => {
-                    // One line: clap's first line, without the usage block.
+                    // One line: clap's message (its first paragraph, e.g.
+                    // "the following required arguments were not provided:
+                    // <CAPTURE>"), without the usage block.
                     let msg = e.to_string();
                     let first = msg
                         .lines()
-                        .next()
-                        .unwrap_or("bad arguments")
-                        .trim_start_matches("error: ");
+                        .map(str::trim)
+                        .take_while(|l| !l.is_empty() && !l.starts_with("Usage:"))
+                        .collect::<Vec<_>>()
+                        .join(" ");
+                    let first = first.trim_start_matches("error: ");
+                    let first = if first.is_empty() {
+                        "bad arguments"
+                    } else {
+                        first
+                    };
                     crate::errln!("pgdbg: error: {first} (see pgdbg --help)");
                     return 2;
                 }
@@ -164,6 +178,41 @@ pub fn main() -> i32 {
         }
         Err(_) => 101,
     }
+}
+
+/// "pgdbg symbols needs a subcommand: pgdbg symbols extract BINARY ..."
+/// for a command line that stops at a command which has subcommands.
+fn missing_subcommand() -> String {
+    use clap::CommandFactory;
+    let mut cmd = Cli::command();
+    let mut path = vec!["pgdbg".to_string()];
+    for a in std::env::args().skip(1) {
+        match cmd.find_subcommand(&a) {
+            Some(s) => {
+                path.push(s.get_name().to_string());
+                cmd = s.clone();
+            }
+            None => break,
+        }
+    }
+    let path = path.join(" ");
+    let subs: Vec<String> = cmd
+        .get_subcommands_mut()
+        .filter(|s| !s.is_hide_set() && s.get_name() != "help")
+        .map(|s| {
+            // "Usage: extract [OPTIONS] <BINARY>" -> "extract [OPTIONS] BINARY"
+            let usage = s.render_usage().to_string();
+            let usage = usage.trim().trim_start_matches("Usage:").trim();
+            format!("{path} {}", usage.replace(['<', '>'], ""))
+        })
+        .collect();
+    if subs.is_empty() {
+        return format!("{path} needs arguments (see {path} --help)");
+    }
+    format!(
+        "{path} needs a subcommand: {} (see {path} --help)",
+        subs.join(", ")
+    )
 }
 
 fn one_line(e: &anyhow::Error) -> String {

@@ -286,9 +286,42 @@ fn num_arg(rest: &str, what: &str) -> Result<Option<usize>> {
     }
 }
 
+/// `line` without its comment: `#` starts one anywhere outside a string
+/// (`"..."`) or character (`'#'`) literal.
+pub fn strip_comment(line: &str) -> &str {
+    let cs: Vec<(usize, char)> = line.char_indices().collect();
+    let mut i = 0;
+    while i < cs.len() {
+        match cs[i].1 {
+            '#' => return &line[..cs[i].0],
+            '"' => {
+                i += 1;
+                while i < cs.len() && cs[i].1 != '"' {
+                    if cs[i].1 == '\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+            }
+            '\'' => {
+                // a character literal: 'c' or '\c'
+                let at = |k: usize| cs.get(i + k).map(|x| x.1);
+                if at(1) == Some('\\') && at(3) == Some('\'') {
+                    i += 3;
+                } else if at(1).is_some() && at(2) == Some('\'') {
+                    i += 2;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    line
+}
+
 pub fn parse(line: &str) -> Result<Command> {
-    let line = line.trim();
-    if line.is_empty() || line.starts_with('#') {
+    let line = strip_comment(line).trim();
+    if line.is_empty() {
         return Ok(Command::Nothing);
     }
     // print/x
@@ -679,37 +712,14 @@ fn parse_printf(rest: &str) -> Result<(String, Vec<String>)> {
     Ok((format, args))
 }
 
-/// The conversions of a printf format, e.g. ["d", "ld", "s"].
+/// The conversions of a printf format, e.g. ["d", "x", "s"] (their
+/// widths and precisions checked too: at most
+/// `printf::MAX_WIDTH`).
 pub fn printf_conversions(format: &str) -> Result<Vec<String>> {
-    let mut out = Vec::new();
-    let mut it = format.chars().peekable();
-    while let Some(c) = it.next() {
-        if c != '%' {
-            continue;
-        }
-        let mut spec = String::new();
-        loop {
-            let Some(&n) = it.peek() else {
-                bail!("printf: the format ends inside a conversion ('%{spec}')");
-            };
-            it.next();
-            if n == '%' && spec.is_empty() {
-                break;
-            }
-            spec.push(n);
-            if n.is_ascii_alphabetic() && !matches!(n, 'l' | 'h' | 'z' | 'j') {
-                if !matches!(
-                    n,
-                    'd' | 'i' | 'u' | 'x' | 'X' | 'o' | 'f' | 'g' | 'e' | 's' | 'c' | 'p'
-                ) {
-                    bail!("printf: unsupported conversion '%{spec}' (use %d %u %x %f %g %s %c %p)");
-                }
-                out.push(spec.clone());
-                break;
-            }
-        }
-    }
-    Ok(out)
+    Ok(crate::expr::printf::conversions(format)?
+        .into_iter()
+        .map(String::from)
+        .collect())
 }
 
 /// Split expressions at top-level commas (not inside (), [] or quotes).
@@ -855,6 +865,59 @@ mod tests {
         );
         assert_eq!(parse("i b").unwrap(), Command::InfoBreakpoints);
         assert_eq!(parse("  # comment").unwrap(), Command::Nothing);
+    }
+
+    /// `#` starts a comment anywhere outside a string or character
+    /// literal; `print/x`, `break *0x...` and `$1` are not comments.
+    #[test]
+    fn trailing_comments() {
+        assert_eq!(
+            parse("print 1 + 2   # three").unwrap(),
+            Command::Print {
+                radix: Radix::Natural,
+                expr: "1 + 2".into()
+            }
+        );
+        assert_eq!(
+            parse("p/x $1# hex").unwrap(),
+            Command::Print {
+                radix: Radix::Hex,
+                expr: "$1".into()
+            }
+        );
+        assert_eq!(
+            parse("break *0x55d5c1e3c1a8 # an address").unwrap(),
+            Command::Break {
+                location: "*0x55d5c1e3c1a8".into(),
+                temporary: false,
+                condition: None,
+            }
+        );
+        assert_eq!(
+            parse("break f if x == '#' # a char").unwrap(),
+            Command::Break {
+                location: "f".into(),
+                temporary: false,
+                condition: Some("x == '#'".into()),
+            }
+        );
+        assert_eq!(
+            parse(r#"printf "%#x # not a comment \" # still not\n", v # comment"#).unwrap(),
+            Command::Printf {
+                format: "%#x # not a comment \" # still not\n".into(),
+                args: vec!["v".into()],
+            }
+        );
+        assert_eq!(parse("continue # go on").unwrap(), Command::Continue);
+        assert_eq!(parse("#").unwrap(), Command::Nothing);
+        assert_eq!(strip_comment("print 'a' # x"), "print 'a' ");
+        assert_eq!(strip_comment("print '\\'' # x"), "print '\\'' ");
+        assert_eq!(strip_comment("echo don't # x"), "echo don't ");
+        assert_eq!(
+            strip_comment("print \"unclosed # x"),
+            "print \"unclosed # x"
+        );
+        assert_eq!(strip_comment("print é # x"), "print é ");
     }
 
     #[test]

@@ -99,8 +99,60 @@ impl Helper for PgdbgHelper {}
 
 enum Input {
     Line(String),
+    /// A line of a multi-line paste after its first: run as it is (an empty
+    /// one is skipped, it does not repeat the last command).
+    Pasted(String),
     Interrupted,
     Eof,
+}
+
+/// The lines read from the reader thread, one at a time: a bracketed
+/// paste comes as one "line" holding newlines; its lines are run one after
+/// the other, in order, as gdb does.
+struct Lines<'a> {
+    req_tx: &'a mpsc::Sender<&'static str>,
+    in_rx: &'a mpsc::Receiver<Input>,
+    pending: std::collections::VecDeque<String>,
+}
+
+impl Lines<'_> {
+    /// The next line; None when pgdbg is terminating.
+    fn read(&mut self, prompt: &'static str) -> Option<Input> {
+        if let Some(l) = self.pending.pop_front() {
+            return Some(Input::Pasted(l));
+        }
+        if self.req_tx.send(prompt).is_err() {
+            return Some(Input::Eof);
+        }
+        let input = loop {
+            match self.in_rx.recv_timeout(Duration::from_millis(100)) {
+                Ok(i) => break i,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    if guard::must_stop() {
+                        return None;
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => return Some(Input::Eof),
+            }
+        };
+        match input {
+            Input::Line(l) if l.contains(['\n', '\r']) => {
+                let mut lines = split_paste(&l).into_iter();
+                let first = lines.next().unwrap_or_default();
+                self.pending.extend(lines);
+                Some(Input::Line(first))
+            }
+            other => Some(other),
+        }
+    }
+}
+
+/// The lines of a pasted text (CR, LF or CRLF ends), without the empty
+/// line after a final newline.
+fn split_paste(text: &str) -> Vec<String> {
+    let text = text.replace("\r\n", "\n").replace('\r', "\n");
+    let text = text.strip_suffix('\n').unwrap_or(&text);
+    text.split('\n').map(str::to_string).collect()
 }
 
 fn history_path() -> Option<PathBuf> {
@@ -137,8 +189,9 @@ pub fn run(session: &mut Session) -> Result<i32> {
     let helper_syms = symbols.clone();
     let _reader = std::thread::spawn(move || {
         guard::block_in_this_thread();
+        // history gets each line of a multi-line paste (below)
         let config = rustyline::Config::builder()
-            .auto_add_history(true)
+            .auto_add_history(false)
             .max_history_size(2000)
             .map(|b| b.completion_type(rustyline::CompletionType::List))
             .map(|b| b.build())
@@ -154,14 +207,24 @@ pub fn run(session: &mut Session) -> Result<i32> {
         rl.set_helper(Some(PgdbgHelper {
             symbols: helper_syms,
         }));
-        let hist = history_path();
+        // a history "file" that is not a regular file (PGDBG_HISTORY=/dev/null
+        // to keep none) is neither read nor written: rustyline's save would
+        // chmod it to 0600
+        let hist = history_path().filter(|h| std::fs::metadata(h).map_or(true, |m| m.is_file()));
         if let Some(h) = &hist {
             let _ = rl.load_history(h);
         }
         while let Ok(prompt) = req_rx.recv() {
             let r = rl.readline(prompt);
             let msg = match r {
-                Ok(l) => Input::Line(l),
+                Ok(l) => {
+                    for h in split_paste(&l) {
+                        if !h.trim().is_empty() {
+                            let _ = rl.add_history_entry(h);
+                        }
+                    }
+                    Input::Line(l)
+                }
                 Err(ReadlineError::Interrupted) => Input::Interrupted,
                 Err(_) => Input::Eof,
             };
@@ -178,32 +241,22 @@ pub fn run(session: &mut Session) -> Result<i32> {
     });
     let mut stdout = std::io::stdout();
     let mut last_line = String::new();
-    // One line from the reader thread; None when pgdbg is terminating.
-    let read = |prompt: &'static str| -> Option<Input> {
-        if req_tx.send(prompt).is_err() {
-            return Some(Input::Eof);
-        }
-        loop {
-            match in_rx.recv_timeout(Duration::from_millis(100)) {
-                Ok(i) => return Some(i),
-                Err(mpsc::RecvTimeoutError::Timeout) => {
-                    if guard::must_stop() {
-                        return None;
-                    }
-                }
-                Err(mpsc::RecvTimeoutError::Disconnected) => return Some(Input::Eof),
-            }
-        }
+    let mut lines = Lines {
+        req_tx: &req_tx,
+        in_rx: &in_rx,
+        pending: Default::default(),
     };
     loop {
         if guard::must_stop() {
             return Ok(1);
         }
-        let Some(input) = read(PROMPT) else {
+        let Some(input) = lines.read(PROMPT) else {
             return Ok(1);
         };
         let line = match input {
             Input::Line(l) => l,
+            Input::Pasted(l) if l.trim().is_empty() => continue,
+            Input::Pasted(l) => l,
             Input::Interrupted => {
                 let _ = writeln!(stdout, "Quit");
                 continue;
@@ -252,10 +305,10 @@ pub fn run(session: &mut Session) -> Result<i32> {
             let mut block = vec![format!("commands {which}")];
             let mut aborted = false;
             loop {
-                match read(">") {
+                match lines.read(">") {
                     None => return Ok(1),
-                    Some(Input::Line(l)) => {
-                        let done = l.trim() == "end";
+                    Some(Input::Line(l) | Input::Pasted(l)) => {
+                        let done = command::strip_comment(&l).trim() == "end";
                         block.push(l);
                         if done {
                             break;
@@ -306,5 +359,23 @@ pub fn run(session: &mut Session) -> Result<i32> {
                 let _ = writeln!(stdout, "{}", e.to_string().replace('\n', " "));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_paste;
+
+    #[test]
+    fn a_paste_splits_into_its_lines() {
+        assert_eq!(
+            split_paste("print 1\nprint 2\r\nprint 3\rbt\n"),
+            ["print 1", "print 2", "print 3", "bt"]
+        );
+        assert_eq!(
+            split_paste("print 1\n\nprint 2"),
+            ["print 1", "", "print 2"]
+        );
+        assert_eq!(split_paste("one"), ["one"]);
     }
 }

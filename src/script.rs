@@ -19,18 +19,29 @@ pub type Script = Vec<(usize, String, Command)>;
 /// `Command::Commands` each.  `where_` names the source in errors
 /// ("FILE:LINE: ...").
 pub fn assemble(where_: &str, text: &str) -> Result<Script> {
+    Ok(assemble_lines(where_, text)?.0)
+}
+
+/// `assemble`, with the line number of each command of each entry's
+/// `commands` block (empty for other entries), for errors that name the
+/// line of the command that has them.
+fn assemble_lines(where_: &str, text: &str) -> Result<(Script, Vec<Vec<usize>>)> {
     let mut out: Script = Vec::new();
+    let mut body_lines: Vec<Vec<usize>> = Vec::new();
     // the open block: (its line, its id, its body)
     let mut open: Option<(usize, Option<u32>, Vec<Command>)> = None;
     let mut lines: Vec<String> = Vec::new();
+    let mut numbers: Vec<usize> = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let n = i + 1;
         let cmd = command::parse(line).map_err(|e| anyhow!("{where_}:{n}: {e}"))?;
+        let line = command::strip_comment(line);
         match (&mut open, cmd) {
             (_, Command::Nothing) => {}
             (None, Command::Commands { id, .. }) => {
                 open = Some((n, id, Vec::new()));
                 lines.clear();
+                numbers.clear();
             }
             (Some(_), Command::Commands { .. }) => {
                 bail!(
@@ -50,6 +61,7 @@ pub fn assemble(where_: &str, text: &str) -> Result<Script> {
                     text: std::mem::take(&mut lines),
                 };
                 out.push((*start, format!("commands (line {start}-{n})"), c));
+                body_lines.push(std::mem::take(&mut numbers));
                 open = None;
             }
             (Some((_, _, body)), Command::Silent) if !body.is_empty() => {
@@ -58,6 +70,7 @@ pub fn assemble(where_: &str, text: &str) -> Result<Script> {
             (Some((_, _, body)), Command::Silent) => {
                 body.push(Command::Silent);
                 lines.push("silent".into());
+                numbers.push(n);
             }
             (Some(_), Command::Break { .. } | Command::Delete(_)) => {
                 bail!("{where_}:{n}: breakpoints cannot be set or deleted from a commands block")
@@ -65,14 +78,18 @@ pub fn assemble(where_: &str, text: &str) -> Result<Script> {
             (Some((_, _, body)), c) => {
                 body.push(c);
                 lines.push(line.trim().to_string());
+                numbers.push(n);
             }
-            (None, c) => out.push((n, line.trim().to_string(), c)),
+            (None, c) => {
+                out.push((n, line.trim().to_string(), c));
+                body_lines.push(Vec::new());
+            }
         }
     }
     if let Some((start, _, _)) = open {
         bail!("{where_}:{start}: 'commands' block is not closed with 'end'");
     }
-    Ok(out)
+    Ok((out, body_lines))
 }
 
 /// Replace `${NAME}` by the value of `--define NAME=VALUE`; an undefined
@@ -116,8 +133,8 @@ pub fn check_after(
     di: &DebugInfo,
     scopes: &mut Vec<Option<String>>,
 ) -> Result<Script> {
-    let script = assemble(where_, text)?;
-    for (n, _, cmd) in &script {
+    let (script, body_lines) = assemble_lines(where_, text)?;
+    for ((n, _, cmd), body_lines) in script.iter().zip(&body_lines) {
         let at = |e: anyhow::Error| anyhow!("{where_}:{n}: {e}");
         match cmd {
             Command::Break {
@@ -129,7 +146,7 @@ pub fn check_after(
                 let func = plain_function(location);
                 if let Some(c) = condition {
                     typecheck(di, func.as_deref(), c)
-                        .map_err(|e| anyhow!("{where_}:{n}: condition '{c}': {e}"))?;
+                        .map_err(|e| anyhow!("{where_}:{n}: condition '{}': {e}", short(c)))?;
                 }
                 scopes.push(func);
             }
@@ -154,12 +171,14 @@ pub fn check_after(
                     );
                 };
                 let mut scope = scope.as_deref();
-                for c in body {
+                for (k, c) in body.iter().enumerate() {
                     if matches!(c, Command::Up(_) | Command::Down(_) | Command::Frame(_)) {
                         // another frame: its variables are not known here
                         scope = None;
                     }
-                    check_one(di, scope, c).map_err(at)?;
+                    // the error names the line of the command in the block
+                    let line = body_lines.get(k).copied().unwrap_or(*n);
+                    check_one(di, scope, c).map_err(|e| anyhow!("{where_}:{line}: {e}"))?;
                 }
             }
             c => check_one(di, None, c).map_err(at)?,
@@ -175,7 +194,8 @@ fn check_one(di: &DebugInfo, scope: Option<&str>, cmd: &Command) -> Result<()> {
         Command::Print { expr, .. } => typecheck(di, scope, expr),
         Command::Printf { args, .. } => {
             for a in args {
-                typecheck(di, scope, a).map_err(|e| anyhow!("printf argument '{a}': {e}"))?;
+                typecheck(di, scope, a)
+                    .map_err(|e| anyhow!("printf argument '{}': {e}", short(a)))?;
             }
             Ok(())
         }
@@ -188,7 +208,7 @@ fn check_one(di: &DebugInfo, scope: Option<&str>, cmd: &Command) -> Result<()> {
             function_must_exist(di, function)?;
             for a in args {
                 typecheck(di, Some(function), a)
-                    .map_err(|e| anyhow!("trace argument '{a}': {e}"))?;
+                    .map_err(|e| anyhow!("trace argument '{}': {e}", short(a)))?;
             }
             Ok(())
         }
@@ -200,6 +220,15 @@ fn check_one(di: &DebugInfo, scope: Option<&str>, cmd: &Command) -> Result<()> {
         }
         _ => Ok(()),
     }
+}
+
+/// An expression as quoted in an error: a pasted monster is cut to its
+/// first 60 characters.
+fn short(e: &str) -> String {
+    if e.chars().count() <= 80 {
+        return e.to_string();
+    }
+    format!("{}...", e.chars().take(60).collect::<String>())
 }
 
 /// A function the binary has (by name, with gdb's suggestion otherwise).
@@ -224,8 +253,7 @@ fn plain_function(spec: &str) -> Option<String> {
 /// casts fail here, before attaching.  Variables are the parameters and
 /// locals of `function` (at its first location) and the globals.
 pub fn typecheck(di: &DebugInfo, function: Option<&str>, expr: &str) -> Result<()> {
-    let is_type = |t: &str| di.type_by_name(t).is_some();
-    let e = crate::expr::parse::parse(expr, &is_type)?;
+    let e = crate::expr::parse::parse_in(expr, di)?;
     let scope = function.and_then(|f| scope_of(di, f));
     let env = TypeOnly {
         di,

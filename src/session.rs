@@ -186,8 +186,7 @@ impl Session {
         let locs = self.resolve_location(spec)?;
         if let Some(c) = condition {
             let di = self.di.clone();
-            parse::parse(c, &|t| di.type_by_name(t).is_some())
-                .map_err(|e| anyhow!("condition '{c}': {e}"))?;
+            parse::parse_in(c, &di).map_err(|e| anyhow!("condition '{c}': {e}"))?;
         }
         let mut inserted = Vec::new();
         for l in &locs {
@@ -398,7 +397,7 @@ impl Session {
     /// Evaluate an expression in the selected frame of the current stop.
     pub fn eval_expr(&mut self, expr: &str) -> Result<Value> {
         let di = self.di.clone();
-        let e = parse::parse(expr, &|n| di.type_by_name(n).is_some())?;
+        let e = parse::parse_in(expr, &di)?;
         if self.target.is_gone() {
             bail!("the backend is gone");
         }
@@ -477,8 +476,13 @@ impl Session {
         }
         let text = crate::expr::printf::printf(self, format, &values)?;
         self.emit("printf", serde_json::json!({"text": text}));
-        // output is line based: the format's own final newline ends the line
-        Ok(text.strip_suffix('\n').unwrap_or(&text).to_string())
+        // output is line based: the format's own final newline ends the
+        // line; the leading newline (which every caller strips) keeps a
+        // text that is only "\n", or starts with one, from being lost
+        if text.is_empty() {
+            return Ok(text);
+        }
+        Ok(format!("\n{}", text.strip_suffix('\n').unwrap_or(&text)))
     }
 
     fn report_stop(&mut self, stop: Stop) -> Result<(RunOutcome, String)> {
@@ -1984,7 +1988,7 @@ impl Session {
             Command::Condition { id, expr } => {
                 if let Some(e) = expr {
                     let di = self.di.clone();
-                    parse::parse(e, &|t| di.type_by_name(t).is_some())?;
+                    parse::parse_in(e, &di)?;
                 }
                 let b = self
                     .bps

@@ -112,7 +112,8 @@ fn script_errors(major: u32) {
                 "  continue",
                 "end",
             ],
-            2,
+            // the line of the bad printf, not the block's first line
+            5,
             "sourceTxt",
         ),
         (

@@ -404,3 +404,90 @@ fn plancache_fast_and_ctrl_c_in_tmux() {
     cl.assert_no_crash();
     let _ = std::fs::remove_file(&hist);
 }
+
+/// Several lines pasted at the prompt all run, in order, as in gdb: a
+/// plain paste (the terminal sends the lines at once; pgdbg used to run
+/// the first and drop the rest) and a bracketed paste (one edit buffer
+/// holding newlines; pgdbg used to run it as one command, "unexpected
+/// 'print' in expression").  A pasted `commands` block fills the `>`
+/// prompts too.
+#[test]
+fn pasted_lines_all_run_in_order() {
+    let cl = Cluster::start(15);
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let (t, hist) = Tmux::repl(pid, "paste");
+    let paste = |text: &str, bracketed: bool| {
+        let st = Command::new("tmux")
+            .args(["-L", &t.socket, "set-buffer", "--", text])
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let mut args = vec!["-L", &t.socket, "paste-buffer", "-t", "0"];
+        if bracketed {
+            args.push("-p");
+        }
+        assert!(Command::new("tmux").args(&args).status().unwrap().success());
+    };
+    let in_order = |screen: &str, values: &[&str]| {
+        let mut at = 0;
+        for v in values {
+            let i = screen[at..]
+                .find(v)
+                .unwrap_or_else(|| panic!("'{v}' missing or out of order in:\n{screen}"));
+            at += i + v.len();
+        }
+    };
+
+    // plain paste: the three lines reach pgdbg at once
+    paste("print 101\nprint 202\nprint 303\n", false);
+    let s = t.wait_for("$3 = 303", Duration::from_secs(20));
+    in_order(&s, &["$1 = 101", "$2 = 202", "$3 = 303"]);
+
+    // bracketed paste: inserted as one edit buffer, run on Enter
+    paste("print 404\nprint 505\n\nprint 606\n", true);
+    std::thread::sleep(Duration::from_millis(300));
+    t.keys(&["Enter"]);
+    let s = t.wait_for("$6 = 606", Duration::from_secs(20));
+    in_order(&s, &["$4 = 404", "$5 = 505", "$6 = 606"]);
+    assert!(!s.contains("unexpected 'print'"), "{s}");
+
+    // a whole breakpoint with its commands block, pasted
+    paste(
+        "break pg_backend_pid\ncommands\nsilent\nprintf \"hit %d\\n\", MyProcPid\ncontinue\nend\ninfo breakpoints\n",
+        true,
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    t.keys(&["Enter"]);
+    let s = t.wait_for("  continue", Duration::from_secs(20));
+    in_order(
+        &s,
+        &[
+            "Breakpoint 1 at pg_backend_pid",
+            "Type commands for breakpoint(s) 1",
+            "pg_backend_pid",
+            "  silent",
+            "  printf \"hit %d\\n\", MyProcPid",
+            "  continue",
+        ],
+    );
+    t.type_line("continue");
+    assert_eq!(a.pid(), pid);
+    t.wait_for(&format!("hit {pid}"), Duration::from_secs(20));
+    t.keys(&["C-c"]);
+    wait_until("the prompt after Ctrl-C", Duration::from_secs(20), || {
+        t.screen().trim_end().ends_with("(pgdbg)")
+    });
+    t.type_line("quit");
+    t.wait_for("PGDBG-EXITED 0", Duration::from_secs(20));
+    assert_eq!(tracer_pid(pid), 0);
+    let history = std::fs::read_to_string(&hist).unwrap_or_default();
+    for l in ["print 202", "print 505", "print 606", "commands"] {
+        assert!(
+            history.lines().any(|h| h == l),
+            "'{l}' not a line of the history:\n{history}"
+        );
+    }
+    let _ = std::fs::remove_file(&hist);
+    cl.assert_no_crash();
+}

@@ -173,18 +173,29 @@ pub fn strip(ts: &dyn TypeSource, t: &TypeRef) -> Rc<Type> {
     cur
 }
 
-/// Size in bytes of a type.
+/// Size in bytes of a type.  Arrays of arrays are followed in a loop, at
+/// most 64 deep (a malformed self-containing array type gives 0).
 pub fn size_of(ts: &dyn TypeSource, t: &TypeRef) -> u64 {
-    match &*strip(ts, t) {
-        Type::Void => 1,
-        Type::Base { size, .. } => *size,
-        Type::Pointer { .. } => 8,
-        Type::Struct { size, .. } => *size,
-        Type::Enum { size, .. } => *size,
-        Type::Array { elem, count } => count.unwrap_or(0) * size_of(ts, elem),
-        Type::Function { .. } => 1,
-        Type::Typedef { .. } | Type::Qualified { .. } => 0,
+    let mut mult: u64 = 1;
+    let mut cur = strip(ts, t);
+    for _ in 0..64 {
+        let one = match &*cur {
+            Type::Void => 1,
+            Type::Base { size, .. } => *size,
+            Type::Pointer { .. } => 8,
+            Type::Struct { size, .. } => *size,
+            Type::Enum { size, .. } => *size,
+            Type::Array { elem, count } => {
+                mult = mult.saturating_mul(count.unwrap_or(0));
+                cur = strip(ts, elem);
+                continue;
+            }
+            Type::Function { .. } => 1,
+            Type::Typedef { .. } | Type::Qualified { .. } => 0,
+        };
+        return mult.saturating_mul(one);
     }
+    0
 }
 
 /// The C spelling of a type, gdb style: "CachedPlanSource *", "int",

@@ -188,6 +188,12 @@ fn pointee(env: &dyn EvalEnv, v: &Value) -> Result<(Option<TypeRef>, u64)> {
 }
 
 fn member(env: &dyn EvalEnv, v: &Value, name: &str) -> Result<Value> {
+    member_at(env, v, name, 0)
+}
+
+/// `member`, `depth` anonymous members down (bounded: a malformed
+/// self-containing type must not recurse without end).
+fn member_at(env: &dyn EvalEnv, v: &Value, name: &str, depth: usize) -> Result<Value> {
     let t = strip(env, &v.ty);
     let (members, sname) = match &*t {
         Type::Struct {
@@ -216,7 +222,9 @@ fn member(env: &dyn EvalEnv, v: &Value, name: &str) -> Result<Value> {
             None => {
                 // anonymous struct/union member: search inside
                 let inner = member_value(env, v, m)?;
-                if let Ok(x) = member(env, &inner, name) {
+                if depth < 16
+                    && let Ok(x) = member_at(env, &inner, name, depth + 1)
+                {
                     return Ok(x);
                 }
             }
@@ -335,7 +343,7 @@ pub fn eval(env: &dyn EvalEnv, e: &Expr) -> Result<Value> {
             let sz = size_of(env, &t) as i64;
             Value {
                 ty: t,
-                loc: ValLoc::Memory((addr as i64 + idx * sz) as u64),
+                loc: ValLoc::Memory((addr as i64).wrapping_add(idx.wrapping_mul(sz)) as u64),
             }
         }
         Expr::Deref(a) => {
@@ -363,7 +371,7 @@ pub fn eval(env: &dyn EvalEnv, e: &Expr) -> Result<Value> {
             let s = scalar(env, &eval(env, a)?)?;
             synth_scalar(match s {
                 Scalar::F(f) => Scalar::F(-f),
-                other => Scalar::I(-other.as_i64()),
+                other => Scalar::I(other.as_i64().wrapping_neg()),
             })
         }
         Expr::Not(a) => {
@@ -438,9 +446,9 @@ fn binary(env: &dyn EvalEnv, op: BinOp, a: &Expr, b: &Expr) -> Result<Value> {
             let n = scalar(env, &vb)?.as_i64();
             let sz = size_of(env, t).max(1) as i64;
             let r = if op == BinOp::Add {
-                base + n * sz
+                base.wrapping_add(n.wrapping_mul(sz))
             } else {
-                base - n * sz
+                base.wrapping_sub(n.wrapping_mul(sz))
             };
             return Ok(Value {
                 ty: va.ty.clone(),
@@ -497,9 +505,9 @@ fn binary(env: &dyn EvalEnv, op: BinOp, a: &Expr, b: &Expr) -> Result<Value> {
         }
         BinOp::Shl => wrap(p.wrapping_shl(q as u32)),
         BinOp::Shr => wrap(if unsigned {
-            ((p as u64) >> (q as u32)) as i64
+            (p as u64).wrapping_shr(q as u32) as i64
         } else {
-            p >> (q as u32)
+            p.wrapping_shr(q as u32)
         }),
         BinOp::BitAnd => wrap(p & q),
         BinOp::BitOr => wrap(p | q),

@@ -8,6 +8,7 @@
 //! - `session`, `command`: a debugging session and its command language;
 //! - `repl`, `cli`, `guard`, `capture`: the user-facing parts.
 
+pub mod attach;
 pub mod breakpoints;
 pub mod capture;
 pub mod cli;

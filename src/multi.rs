@@ -7,7 +7,7 @@
 //! is attached, prefixes each worker's output with `[PID]`, forwards
 //! Ctrl-C/SIGTERM and waits for every worker to detach.
 
-use crate::cli::{AttachOpts, load_debuginfo, load_scripts};
+use crate::attach::{AttachOpts, load_debuginfo, load_scripts};
 use crate::guard;
 use crate::postgres::{ProcessKind, classify, cluster};
 use anyhow::{Result, anyhow, bail};
@@ -39,12 +39,12 @@ pub fn run(pids: &[String], cluster_dir: Option<&Path>, opts: &AttachOpts) -> Re
     let postmaster = cluster_dir.map(cluster::postmaster_of).transpose()?;
     let mut initial = Vec::new();
     for p in pids {
-        let pid = crate::cli::parse_pid(Some(p.clone()))?;
+        let pid = crate::attach::parse_pid(Some(p.clone()))?;
         if initial.contains(&pid) {
             crate::errln!("pgdbg: PID {pid} is given more than once: attaching to it once");
             continue;
         }
-        crate::cli::check_target(pid, opts.any_process)?;
+        crate::attach::check_target(pid, opts.any_process)?;
         initial.push(pid);
     }
     if let Some(pm) = postmaster {
@@ -212,38 +212,7 @@ fn is_client_backend(pid: i32) -> bool {
 fn spawn_worker(pid: i32, opts: &AttachOpts, remaining: Option<Duration>) -> Result<Worker> {
     let exe = std::env::current_exe()?;
     let mut cmd = std::process::Command::new(exe);
-    cmd.arg("attach")
-        .arg(pid.to_string())
-        .arg("--worker")
-        .arg("-q");
-    if let Some(s) = &opts.script {
-        cmd.arg("--script").arg(s);
-    }
-    for e in &opts.ex {
-        cmd.arg("--ex").arg(e);
-    }
-    for d in &opts.define {
-        cmd.arg("--define").arg(d);
-    }
-    if let Some(c) = &opts.capture {
-        cmd.arg("--capture").arg(c);
-    }
-    if let Some(d) = &opts.debug_file {
-        cmd.arg("--debug-file").arg(d);
-    }
-    if let Some(s) = &opts.symbols {
-        cmd.arg("--symbols").arg(s);
-    }
-    cmd.arg("--call-timeout").arg(&opts.call_timeout);
-    if let Some(r) = remaining {
-        cmd.arg("--for").arg(format!("{}ms", r.as_millis().max(1)));
-    }
-    if let Some(n) = opts.count {
-        cmd.arg("--count").arg(n.to_string());
-    }
-    if opts.any_process {
-        cmd.arg("--any-process");
-    }
+    cmd.args(opts.worker_args(pid, remaining));
     let parent = std::process::id() as i32;
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -1,0 +1,408 @@
+//! `pgdbg attach`: the checks before a process is touched, loading its
+//! debug info and scripts, attaching, running a script or the REPL, and
+//! leaving the backend as it was found.  `cli.rs` parses the command line
+//! and calls in here; `multi.rs` (several backends) uses the same pieces
+//! for each worker.
+
+use crate::capture::Capture;
+use crate::cli::one_line;
+use crate::command;
+use crate::debuginfo::DebugInfo;
+use crate::guard;
+use crate::postgres::{self, ProcessKind};
+use crate::script::Script;
+use crate::session::{Flow, Session};
+use crate::target::{Target, procfs};
+use anyhow::{Result, anyhow, bail};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::rc::Rc;
+
+pub fn parse_pid(pid: Option<String>) -> Result<i32> {
+    let s = pid.ok_or_else(|| {
+        anyhow!("attach needs the PID of a backend: pgdbg attach PID (find it with: select pid, query from pg_stat_activity)")
+    })?;
+    let n: i64 = s.trim().parse().map_err(|_| {
+        anyhow!("'{s}' is not a PID: give the number of a backend process (select pg_backend_pid() in its session)")
+    })?;
+    if n <= 0 || n > i32::MAX as i64 {
+        bail!("{n} is not a valid PID: give the number of a backend process");
+    }
+    Ok(n as i32)
+}
+
+/// Check the process before touching it: exists, postgres, not the
+/// postmaster, not traced already.
+pub fn check_target(pid: i32, any_process: bool) -> Result<ProcessKind> {
+    if !procfs::exists(pid) {
+        bail!("no process with PID {pid}: check the PID (select pid from pg_stat_activity)");
+    }
+    let st = procfs::status(pid)?;
+    // /proc/PID/exe needs the same permission as ptrace: fail early with the
+    // right message.
+    if let Err(e) = procfs::exe_path(pid) {
+        // a process whose name is not postgres is not a backend, readable
+        // or not (PID 1 in a container, where even root may not read it)
+        if st.name != "postgres" && st.name != "postmaster" {
+            bail!(
+                "process {pid} ({}) is not a PostgreSQL process: give the PID of a backend (select pg_backend_pid() in its session)",
+                st.name
+            );
+        }
+        // SAFETY: geteuid(2) has no preconditions and cannot fail.
+        if unsafe { libc::geteuid() } == 0 {
+            bail!(
+                "process {pid} (postgres): even root may not read /proc/{pid}/exe or trace it here (ptrace is restricted: a container without CAP_SYS_PTRACE, or kernel.yama.ptrace_scope = 3)"
+            );
+        }
+        return Err(e);
+    }
+    let kind = postgres::classify(pid)?;
+    match &kind {
+        _ if any_process => {}
+        ProcessKind::NotPostgres { name } => bail!(
+            "process {pid} ({name}) is not a PostgreSQL process: give the PID of a backend (select pg_backend_pid() in its session)"
+        ),
+        ProcessKind::Postmaster => bail!(
+            "process {pid} is the postmaster, not a backend: stopping it would stall the whole cluster; attach to a backend instead (select pid from pg_stat_activity)"
+        ),
+        _ => {}
+    }
+    if st.tracer_pid != 0 {
+        let who = procfs::status(st.tracer_pid)
+            .map(|s| s.name)
+            .unwrap_or_else(|_| "?".into());
+        bail!(
+            "process {pid} is already traced by PID {} ({who}): detach that debugger first",
+            st.tracer_pid
+        );
+    }
+    Ok(kind)
+}
+
+fn load_script(
+    path: &std::path::Path,
+    di: &DebugInfo,
+    defs: &[(String, String)],
+    scopes: &mut Vec<Option<String>>,
+) -> Result<Script> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| anyhow!("cannot read script {}: {e}", path.display()))?;
+    let w = path.display().to_string();
+    crate::script::check_after(&w, &crate::script::substitute(&w, &text, defs)?, di, scopes)
+}
+
+/// The options of `pgdbg attach` besides the targets.
+#[derive(clap::Args, Debug, Clone)]
+pub struct AttachOpts {
+    /// End the script after DURATION (e.g. 10s): the command running then
+    /// stops, the backend is restored and detached
+    #[arg(long = "for", value_name = "DURATION")]
+    pub for_: Option<String>,
+    /// End the script after N breakpoint hits (per backend)
+    #[arg(long, value_name = "N")]
+    pub count: Option<u64>,
+    /// Replace ${NAME} in the script by VALUE (repeatable), e.g.
+    /// --define QUERYID=-4913012823401
+    #[arg(long, short = 'D', value_name = "NAME=VALUE")]
+    pub define: Vec<String>,
+    /// Run the commands in FILE, then detach (no prompt)
+    #[arg(long, short = 'x', value_name = "FILE")]
+    pub script: Option<PathBuf>,
+    /// Run COMMAND (like a script line; repeatable, after --script), then detach
+    #[arg(long = "ex", short = 'e', value_name = "COMMAND")]
+    pub ex: Vec<String>,
+    /// Append every event (stops, prints, backtraces) to FILE as JSON lines
+    #[arg(long, value_name = "FILE")]
+    pub capture: Option<PathBuf>,
+    /// Read DWARF from FILE (a separate debug file of this exact build)
+    #[arg(long, value_name = "FILE")]
+    pub debug_file: Option<PathBuf>,
+    /// Use this layout pack instead of DWARF (stripped binaries; the
+    /// packs for PostgreSQL 15 and 18 are built in and picked automatically)
+    #[arg(long, value_name = "FILE")]
+    pub symbols: Option<PathBuf>,
+    /// Abandon an inferior call (call, plan) that takes longer (e.g. 5s)
+    #[arg(long, value_name = "DURATION", default_value = "5s")]
+    pub call_timeout: String,
+    /// Do not print the banner and progress lines
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    /// Allow a process that is not a PostgreSQL backend (test fixtures)
+    #[arg(long, hide = true)]
+    pub any_process: bool,
+    /// Run as one of the per-backend workers of a multi-backend attach
+    #[arg(long, hide = true)]
+    pub worker: bool,
+}
+
+impl AttachOpts {
+    /// The command line of the worker that attaches to `pid` for a
+    /// multi-backend attach: these options, with the time left of `--for`.
+    /// (Next to the struct, so a new option is passed on in the same place.)
+    pub fn worker_args(
+        &self,
+        pid: i32,
+        remaining: Option<std::time::Duration>,
+    ) -> Vec<std::ffi::OsString> {
+        let mut a: Vec<std::ffi::OsString> = vec![
+            "attach".into(),
+            pid.to_string().into(),
+            "--worker".into(),
+            "-q".into(),
+        ];
+        let mut opt = |k: &str, v: std::ffi::OsString| {
+            a.push(k.into());
+            a.push(v);
+        };
+        if let Some(s) = &self.script {
+            opt("--script", s.into());
+        }
+        for e in &self.ex {
+            opt("--ex", e.into());
+        }
+        for d in &self.define {
+            opt("--define", d.into());
+        }
+        if let Some(c) = &self.capture {
+            opt("--capture", c.into());
+        }
+        if let Some(d) = &self.debug_file {
+            opt("--debug-file", d.into());
+        }
+        if let Some(s) = &self.symbols {
+            opt("--symbols", s.into());
+        }
+        opt("--call-timeout", (&self.call_timeout).into());
+        if let Some(r) = remaining {
+            opt("--for", format!("{}ms", r.as_millis().max(1)).into());
+        }
+        if let Some(n) = self.count {
+            opt("--count", n.to_string().into());
+        }
+        if self.any_process {
+            a.push("--any-process".into());
+        }
+        a
+    }
+
+    /// `--for`, parsed.
+    pub fn duration(&self) -> Result<Option<std::time::Duration>> {
+        self.for_
+            .as_deref()
+            .map(|d| command::parse_duration(d).map_err(|e| anyhow!("--for: {e}")))
+            .transpose()
+    }
+}
+
+/// Load the debug info of a process's binary (with progress on a terminal).
+pub fn load_debuginfo(pid: i32, opts: &AttachOpts) -> Result<(Rc<DebugInfo>, PathBuf)> {
+    let exe_link = PathBuf::from(format!("/proc/{pid}/exe"));
+    let real = procfs::exe_path(pid)?;
+    let real_clean = PathBuf::from(
+        real.to_string_lossy()
+            .trim_end_matches(" (deleted)")
+            .to_string(),
+    );
+    let t0 = std::time::Instant::now();
+    let show_progress = !opts.quiet;
+    if show_progress && std::io::stderr().is_terminal() {
+        crate::errp!("Reading debug info of {} ...", real_clean.display());
+    }
+    let di = DebugInfo::load(
+        &exe_link,
+        &real_clean,
+        opts.debug_file.as_deref(),
+        opts.symbols.as_deref(),
+    );
+    if show_progress && std::io::stderr().is_terminal() {
+        crate::errp!("\r\x1b[K");
+    }
+    let di = Rc::new(di?);
+    if let Some(p) = &di.pack
+        && !opts.worker
+    {
+        crate::errln!(
+            "pgdbg: no debug info for {} (build-id {}): using its exported symbols and the layout pack for PostgreSQL {}",
+            real_clean.display(),
+            if di.build_id.is_empty() {
+                "none"
+            } else {
+                &di.build_id
+            },
+            p.major
+        );
+    }
+    if show_progress && !di.index_from_cache && di.pack.is_none() {
+        crate::errln!(
+            "Indexed debug info of {} in {:.2}s ({} functions; cached for the next attach to build {}).",
+            real_clean.display(),
+            t0.elapsed().as_secs_f64(),
+            di.index.functions.len(),
+            &di.build_id.get(..12).unwrap_or(&di.build_id)
+        );
+    }
+    Ok((di, real_clean))
+}
+
+/// `--script` and `--ex`, checked against the debug info.
+pub fn load_scripts(opts: &AttachOpts, di: &DebugInfo) -> Result<Option<Script>> {
+    let mut defs = Vec::new();
+    for d in &opts.define {
+        let Some((k, v)) = d.split_once('=') else {
+            bail!("--define takes NAME=VALUE, not '{d}'");
+        };
+        defs.push((k.trim().to_string(), v.to_string()));
+    }
+    // breakpoints of the script, by number, for `--ex` lines that follow
+    let mut scopes = Vec::new();
+    let mut script_cmds = match &opts.script {
+        Some(p) => Some(load_script(p, di, &defs, &mut scopes)?),
+        None => None,
+    };
+    if !opts.ex.is_empty() {
+        let text = crate::script::substitute("--ex", &opts.ex.join("\n"), &defs)?;
+        let extra = crate::script::check_after("--ex", &text, di, &mut scopes)?;
+        script_cmds.get_or_insert_with(Vec::new).extend(extra);
+    }
+    Ok(script_cmds)
+}
+
+pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
+    let pid = parse_pid(pid)?;
+    let call_timeout =
+        command::parse_duration(&opts.call_timeout).map_err(|e| anyhow!("--call-timeout: {e}"))?;
+    let limit = opts.duration()?;
+    if (limit.is_some() || opts.count.is_some()) && opts.script.is_none() && opts.ex.is_empty() {
+        bail!("--for and --count limit a script: give --script FILE or --ex COMMAND");
+    }
+    let kind = check_target(pid, opts.any_process)?;
+    let (di, real_clean) = load_debuginfo(pid, opts)?;
+    let script_cmds = load_scripts(opts, &di)?;
+    let script_path = opts.script.clone().unwrap_or_else(|| PathBuf::from("--ex"));
+    let (capture, quiet) = (&opts.capture, opts.quiet);
+    let cap = match &capture {
+        Some(p) => Some(Capture::open(p)?),
+        None => None,
+    };
+    guard::install();
+    let target = Target::attach(pid)?;
+    let mut session = Session::new(pid, target, di, real_clean.clone(), kind.clone(), cap)?;
+    session.call_timeout = call_timeout;
+    session.hit_limit = opts.count;
+    if let Err(e) = session.check_pack() {
+        let _ = session.detach();
+        return Err(e);
+    }
+    if !quiet {
+        let what = match &kind {
+            ProcessKind::ClientBackend { title } => format!("backend {pid} ({title})"),
+            ProcessKind::Auxiliary { role } => {
+                format!("{role} process {pid} (not a client backend)")
+            }
+            _ => format!("process {pid}"),
+        };
+        crate::errln!(
+            "Attached to {what}, {}; debug info {}.",
+            session
+                .pg_version
+                .as_deref()
+                .map(short_version)
+                .unwrap_or("unknown version"),
+            session.di.source
+        );
+    }
+    let code = match script_cmds {
+        Some(cmds) => {
+            let _deadline = limit.map(guard::Deadline::arm);
+            run_script(&mut session, &script_path, cmds, opts)
+        }
+        None => crate::repl::run(&mut session),
+    };
+    // Whatever happened, leave the backend as we found it.
+    let detach_res = session.detach();
+    // the queued output now (a closed or full standard output is one more
+    // failed write, reported below)
+    guard::flush_out();
+    if let Some(what) = guard::output_failure() {
+        match &detach_res {
+            Ok(_) => crate::errln!("pgdbg: {what}; the backend was restored and detached"),
+            Err(e) => crate::errln!("pgdbg: {what}; detach failed: {}", one_line(e)),
+        }
+        return Ok(guard::OUTPUT_FAILED_EXIT);
+    }
+    if let Some(sig) = guard::terminating() {
+        crate::errln!(
+            "pgdbg: received {}: backend {pid} restored and detached",
+            guard::signal_name(sig)
+        );
+        return Ok(128 + sig);
+    }
+    match (code, detach_res) {
+        (Ok(c), Ok(_)) => Ok(c),
+        (Err(e), _) => Err(e),
+        (Ok(_), Err(e)) => Err(anyhow!("detach failed: {e}")),
+    }
+}
+
+fn short_version(v: &str) -> &str {
+    v.split(" on ").next().unwrap_or(v)
+}
+
+fn run_script(
+    session: &mut Session,
+    path: &std::path::Path,
+    cmds: Script,
+    opts: &AttachOpts,
+) -> Result<i32> {
+    for (n, _text, cmd) in cmds {
+        if guard::must_stop() {
+            return Ok(1);
+        }
+        if guard::deadline_hit() {
+            if !opts.quiet {
+                crate::errln!(
+                    "pgdbg: --for {} reached at line {n}: detaching",
+                    opts.for_.as_deref().unwrap_or("")
+                );
+            }
+            return Ok(0);
+        }
+        if session.hit_limit.is_some_and(|l| session.hits_total >= l) {
+            if !opts.quiet {
+                crate::errln!(
+                    "pgdbg: --count reached ({} hits): detaching",
+                    session.hits_total
+                );
+            }
+            return Ok(0);
+        }
+        // all output goes through the queue: a stalled reader of stdout
+        // never stops the tracer (written at exit, after the detach)
+        match session.execute(&cmd) {
+            Ok((text, flow)) => {
+                if !text.is_empty() {
+                    guard::out_line(text.strip_prefix('\n').unwrap_or(&text));
+                }
+                if guard::sigint_seen() {
+                    crate::errln!("pgdbg: interrupted: script stopped at line {n}");
+                    return Ok(130);
+                }
+                match flow {
+                    Flow::Continue => {}
+                    Flow::Quit => return Ok(0),
+                    Flow::TargetGone if opts.worker => {
+                        crate::errln!("backend {} exited; its capture ends here", session.pid);
+                        return Ok(0);
+                    }
+                    Flow::TargetGone => {
+                        bail!("{}:{n}: the backend exited; script stopped", path.display())
+                    }
+                    Flow::Terminate => return Ok(1),
+                }
+            }
+            Err(e) => bail!("{}:{n}: {}", path.display(), one_line(&e)),
+        }
+    }
+    Ok(0)
+}

@@ -214,6 +214,7 @@ pub fn load_debuginfo(pid: i32, opts: &AttachOpts) -> Result<(Rc<DebugInfo>, Pat
         &real_clean,
         opts.debug_file.as_deref(),
         opts.symbols.as_deref(),
+        &postgres::packs::Packs,
     );
     if show_progress && std::io::stderr().is_terminal() {
         crate::errp!("\r\x1b[K");

@@ -215,14 +215,14 @@ pub(crate) fn one_line(e: &anyhow::Error) -> String {
 }
 
 fn extract_pack(binary: &std::path::Path, output: Option<&std::path::Path>) -> Result<i32> {
-    let di = DebugInfo::load(binary, binary, None, None)?;
+    let di = DebugInfo::load(binary, binary, None, None, &crate::postgres::packs::Packs)?;
     if di.pack.is_some() {
         bail!(
             "{} has no DWARF: extract packs from a debug build (scripts/pg-build MAJOR)",
             binary.display()
         );
     }
-    let pack = crate::debuginfo::pack::Pack::extract(&di)?;
+    let pack = crate::postgres::packs::extract(&di)?;
     let json = pack.to_json();
     match output {
         Some(p) => {

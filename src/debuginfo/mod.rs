@@ -110,11 +110,14 @@ impl DebugInfo {
     /// Load debug info for the binary at `exe` (usually /proc/PID/exe).
     /// `real_path` is the binary's path as the system knows it (for
     /// .gnu_debuglink lookups and messages).
+    /// Without DWARF, `packs` names the layout pack to use (`pack_file`:
+    /// `--symbols FILE`, which also skips the DWARF search).
     pub fn load(
         exe: &Path,
         real_path: &Path,
         explicit: Option<&Path>,
         pack_file: Option<&Path>,
+        packs: &dyn pack::PackSource,
     ) -> Result<DebugInfo> {
         let binary = ElfImage::open(exe)?;
         let build_id = binary.build_id().unwrap_or_default();
@@ -125,7 +128,7 @@ impl DebugInfo {
         };
         let (debug_file, source) = match found {
             Some(x) => x,
-            None => return Self::load_with_pack(binary, real_path, build_id, pack_file),
+            None => return Self::load_with_pack(binary, real_path, build_id, pack_file, packs),
         };
         let dimg: &ElfImage = debug_file.as_ref().unwrap_or(&binary);
         let mut dwarf: Dwarf = gimli::Dwarf::load(|id| -> Result<R> {
@@ -197,45 +200,10 @@ impl DebugInfo {
         real_path: &Path,
         build_id: String,
         pack_file: Option<&Path>,
+        packs: &dyn pack::PackSource,
     ) -> Result<DebugInfo> {
-        let version = crate::postgres::version_string(binary.data);
-        let major = version.as_deref().and_then(crate::postgres::major_of);
-        let pack = match pack_file {
-            Some(p) => {
-                let pk = pack::Pack::load_file(p)?;
-                if let Some(m) = major
-                    && pk.major != m
-                {
-                    bail!(
-                        "layout pack {} is for PostgreSQL {} but {} is PostgreSQL {m}: use the pack of major {m}",
-                        p.display(),
-                        pk.major,
-                        real_path.display()
-                    );
-                }
-                pk
-            }
-            None => {
-                let Some(m) = major.filter(|_| std::env::var_os("PGDBG_NO_PACKS").is_none()) else {
-                    bail!("{}", no_debug_info_message(real_path, &build_id));
-                };
-                match pack::Pack::embedded(m) {
-                    Some(Ok(pk)) => pk,
-                    _ => bail!(
-                        "{} (and pgdbg has no layout pack for PostgreSQL {m}; it has {:?}: make one with pgdbg symbols extract from a debug build and pass --symbols FILE)",
-                        no_debug_info_message(real_path, &build_id),
-                        pack::Pack::embedded_majors()
-                    ),
-                }
-            }
-        };
+        let pack = packs.pack_for(&binary, real_path, &build_id, pack_file)?;
         let symbols = binary.symbols();
-        if !symbols.iter().any(|s| s.name == "GetCachedPlan") {
-            bail!(
-                "{} exports no PostgreSQL symbols (.dynsym): no debug info and nothing to use a layout pack with",
-                real_path.display()
-            );
-        }
         let main_unwind = unwind::UnwindTables::from_image(&binary);
         let dwarf: Dwarf = gimli::Dwarf::load(|_| -> Result<R> {
             Ok(gimli::EndianSlice::new(&[], gimli::LittleEndian))

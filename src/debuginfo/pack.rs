@@ -15,43 +15,30 @@ use std::rc::Rc;
 /// Bump when the layout of `Pack` changes.
 pub const PACK_FORMAT: u32 = 1;
 
-/// Structs (and unions) pgdbg's features read.
-pub const STRUCTS: &[&str] = &[
-    "CachedPlanSource",
-    "CachedPlan",
-    "List",
-    "PlannedStmt",
-    "Query",
-    "ExplainState",
-    "StringInfoData",
-    "PortalData",
-    "QueryDesc",
-    "ErrorData",
-    "PGPROC",
-    "config_enum_entry",
-    "MemoryContextData",
-    "Latch",
-];
+/// What a pack records: named by the layer that knows the program
+/// (`postgres::packs`), so this module stays free of PostgreSQL names.
+pub struct PackSpec {
+    /// Structs (and unions) to record.
+    pub structs: &'static [&'static str],
+    /// Structs without which a pack is refused as incomplete.
+    pub required: &'static [&'static str],
+    /// Globals whose types are recorded (addresses come from `.dynsym`).
+    pub globals: &'static [&'static str],
+    /// (setting, option table): enum option tables recorded by name.
+    pub guc_enums: &'static [(&'static str, &'static str)],
+}
 
-/// Exported globals whose types the pack records (addresses come from the
-/// stripped binary's .dynsym).
-pub const GLOBALS: &[&str] = &[
-    "MyProc",
-    "MyProcPid",
-    "my_wait_event_info",
-    "ActivePortal",
-    "debug_query_string",
-    "CurrentMemoryContext",
-    "TopMemoryContext",
-    "InterruptHoldoffCount",
-    "QueryCancelHoldoffCount",
-    "CritSectionCount",
-    "plan_cache_mode",
-    "cpu_operator_cost",
-];
-
-/// GUC enum option tables (static in the server) recorded by name.
-pub const GUC_ENUMS: &[(&str, &str)] = &[("plan_cache_mode", "plan_cache_mode_options")];
+/// Finds the pack of a binary that has no DWARF (`file`: one the user
+/// named).  Implemented where the program is known (`postgres::packs`).
+pub trait PackSource {
+    fn pack_for(
+        &self,
+        binary: &ElfImage,
+        real_path: &std::path::Path,
+        build_id: &str,
+        file: Option<&std::path::Path>,
+    ) -> Result<Pack>;
+}
 
 /// A C type, as much as pgdbg needs: named structs are referenced by name.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -107,13 +94,9 @@ pub struct Pack {
     pub guc_enums: BTreeMap<String, Vec<(String, i64)>>,
 }
 
-const EMBEDDED: &[(u32, &str)] = &[
-    (15, include_str!("../../symbols/pg15.json")),
-    (18, include_str!("../../symbols/pg18.json")),
-];
-
 impl Pack {
-    pub fn parse(text: &str, origin: &str) -> Result<Pack> {
+    /// Parse a pack; `required` structs must be in it.
+    pub fn parse(text: &str, origin: &str, required: &[&str]) -> Result<Pack> {
         let p: Pack = serde_json::from_str(text).map_err(|e| {
             anyhow!(
                 "layout pack {origin} is corrupted ({e}): regenerate it with pgdbg symbols extract"
@@ -125,8 +108,8 @@ impl Pack {
                 p.format
             );
         }
-        for s in ["CachedPlanSource", "PGPROC", "PortalData"] {
-            if !p.structs.contains_key(s) {
+        for s in required {
+            if !p.structs.contains_key(*s) {
                 bail!(
                     "layout pack {origin} is incomplete (no {s}): regenerate it with pgdbg symbols extract"
                 );
@@ -135,22 +118,10 @@ impl Pack {
         Ok(p)
     }
 
-    pub fn load_file(path: &std::path::Path) -> Result<Pack> {
+    pub fn load_file(path: &std::path::Path, required: &[&str]) -> Result<Pack> {
         let t = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read layout pack {}", path.display()))?;
-        Self::parse(&t, &path.display().to_string())
-    }
-
-    /// The pack compiled into pgdbg for a major.
-    pub fn embedded(major: u32) -> Option<Result<Pack>> {
-        EMBEDDED
-            .iter()
-            .find(|(m, _)| *m == major)
-            .map(|(m, t)| Self::parse(t, &format!("symbols/pg{m}.json (built in)")))
-    }
-
-    pub fn embedded_majors() -> Vec<u32> {
-        EMBEDDED.iter().map(|(m, _)| *m).collect()
+        Self::parse(&t, &path.display().to_string(), required)
     }
 
     pub fn to_json(&self) -> String {
@@ -159,18 +130,11 @@ impl Pack {
 
     // ------------------------------------------------------------ extract
 
-    /// Extract a pack from a binary with DWARF.
-    pub fn extract(di: &DebugInfo) -> Result<Pack> {
-        let version = crate::postgres::version_string(di.binary.data).ok_or_else(|| {
-            anyhow!(
-                "no PostgreSQL version string in {}",
-                di.binary.path.display()
-            )
-        })?;
-        let major = crate::postgres::major_of(&version)
-            .ok_or_else(|| anyhow!("cannot parse version {version}"))?;
+    /// Extract what `spec` names from a binary with DWARF, as the pack of
+    /// `major` (`version`: the build's version string).
+    pub fn extract(di: &DebugInfo, spec: &PackSpec, major: u32, version: String) -> Result<Pack> {
         let mut structs = BTreeMap::new();
-        for name in STRUCTS {
+        for name in spec.structs {
             let Some(t) = di
                 .type_by_name(name)
                 .or_else(|| di.type_by_name(&format!("struct {name}")))
@@ -207,13 +171,13 @@ impl Pack {
             }
         }
         let mut globals = BTreeMap::new();
-        for g in GLOBALS {
+        for g in spec.globals {
             if let Some((_, Some(t))) = di.global(g) {
                 globals.insert(g.to_string(), to_pack(di, &t, 0));
             }
         }
         let mut guc_enums = BTreeMap::new();
-        for (guc, table) in GUC_ENUMS {
+        for (guc, table) in spec.guc_enums {
             if let Some((addr, _)) = di.global(table) {
                 let opts = read_enum_table(&di.binary, addr)?;
                 if !opts.is_empty() {

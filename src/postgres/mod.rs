@@ -161,6 +161,7 @@ pub fn major_of(version: &str) -> Option<u32> {
 pub mod call;
 pub mod cluster;
 pub mod explain;
+pub mod packs;
 pub mod plancache;
 pub mod waits;
 

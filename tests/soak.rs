@@ -98,20 +98,6 @@ fn dr7(pid: i32) -> u64 {
     }
 }
 
-/// PIDs of guardians watching `pid`.
-fn guardians_of(pid: i32) -> Vec<i32> {
-    let want = format!("__pgdbg_guardian\0{pid}\0");
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|p| {
-            std::fs::read(format!("/proc/{p}/cmdline"))
-                .map(|c| String::from_utf8_lossy(&c).contains(&want))
-                .unwrap_or(false)
-        })
-        .collect()
-}
-
 struct Rng(u64);
 impl Rng {
     fn below(&mut self, n: u64) -> u64 {

@@ -379,8 +379,9 @@ fn plpgsql_loop(n: u32) -> String {
 /// or killed (SIGKILL) while the backend runs through it.
 /// SIGTERM: every decision up to then was reported once, in order, with
 /// the right choice; the backend is left as found (code, mappings,
-/// untraced) and finishes its loop.  SIGKILL: nothing can be cleaned up,
-/// but the jump leads to valid code: the backend finishes its loop and
+/// untraced) and finishes its loop.  SIGKILL of pgdbg and of its guardian
+/// (which would otherwise take the recorder out): nothing can be cleaned
+/// up, but the jump leads to valid code: the backend finishes its loop and
 /// goes on working, the cluster does not restart; the next `plancache`
 /// recognizes the orphan recorder and removes it (code and mappings as
 /// found).
@@ -422,6 +423,11 @@ fn ring_under_load(major: u32) {
         wait_until("1000 decisions", Duration::from_secs(60), || {
             read_events(&cap, "plan_choice").len() >= 1000
         });
+        if sig == libc::SIGKILL {
+            let g = guardians_of(pid);
+            assert_eq!(g.len(), 1, "one guardian for the backend");
+            unsafe { libc::kill(g[0], libc::SIGKILL) };
+        }
         unsafe {
             libc::kill(p.pid(), sig);
         }

@@ -297,18 +297,26 @@ impl Target {
             bail!("internal: detour code does not fit its page");
         }
         let to_code = jmp(site, code.0)?;
+        let d = Detour {
+            site,
+            orig: orig.clone(),
+            code,
+            data,
+        };
+        if let Some(g) = self.guardian()? {
+            g.note_detour(&d)?;
+        }
         self.write(code.0, &text)?;
         if let Err(e) = self.write(site, &to_code) {
             // a word-by-word write may have half happened
-            let _ = self.write(site, &orig);
+            if self.write(site, &orig).is_ok()
+                && let Some(g) = &mut self.guardian
+            {
+                g.forget_detour(site);
+            }
             return Err(e);
         }
-        self.detours.push(Detour {
-            site,
-            orig,
-            code,
-            data,
-        });
+        self.detours.push(d);
         Ok(())
     }
 
@@ -347,6 +355,9 @@ impl Target {
         self.write(d.site, &d.orig)
             .context("cannot restore the code under a detour")?;
         self.detours.remove(i);
+        if let Some(g) = &mut self.guardian {
+            g.forget_detour(d.site);
+        }
         let in_code = |a: u64| a >= d.code.0 && a < d.code.0 + d.code.1;
         // our code is straight-line: a few steps take the target out of it
         let mut steps = 0;

@@ -13,6 +13,7 @@
 //!   instruction.
 
 pub mod detour;
+pub mod guardian;
 pub mod procfs;
 pub mod recorder;
 pub mod regs;
@@ -93,6 +94,9 @@ pub struct Target {
     mem: Option<std::fs::File>,
     /// Jumps to code of ours written over function entries (detour.rs).
     detours: Vec<detour::Detour>,
+    /// The process that restores the backend if pgdbg dies (guardian.rs),
+    /// started before the first change.
+    guardian: Option<guardian::Guardian>,
 }
 
 /// Outcome of checking for a pending tool signal while waiting.
@@ -120,6 +124,13 @@ impl Target {
     /// Seize and stop `pid`.  The caller has already checked that the process
     /// exists and is a sensible target.
     pub fn attach(pid: i32) -> Result<Target> {
+        Self::attach_prepared(pid, |_| {})
+    }
+
+    /// `attach`, with `prepare` run on the target after the seize and
+    /// before the first stop is waited for (the guardian hands over the
+    /// breakpoints it restores, so a trap of one of them is recognized).
+    pub(crate) fn attach_prepared(pid: i32, prepare: impl FnOnce(&mut Target)) -> Result<Target> {
         let pid = Pid::from_raw(pid);
         ptrace::seize(pid, ptrace::Options::empty()).map_err(|e| match e {
             Errno::EPERM => anyhow!(
@@ -148,7 +159,9 @@ impl Target {
                 .open(format!("/proc/{}/mem", pid.as_raw()))
                 .ok(),
             detours: Vec::new(),
+            guardian: None,
         };
+        prepare(&mut t);
         t.interrupt()?;
         match t.wait(&NoHooks)? {
             Stop::Interrupted => {}
@@ -336,6 +349,9 @@ impl Target {
         }
         let mut orig = [0u8; 1];
         self.read(addr, &mut orig)?;
+        if let Some(g) = self.guardian()? {
+            g.note_breakpoint(addr, orig[0])?;
+        }
         self.write(addr, &[INT3])?;
         self.inserted.insert(addr, orig[0]);
         Ok(())
@@ -349,8 +365,19 @@ impl Target {
             }
             self.inserted.remove(&addr);
             self.code_cache.remove(&addr);
+            if let Some(g) = &mut self.guardian {
+                g.forget_breakpoint(addr);
+            }
         }
         Ok(())
+    }
+
+    /// The guardian of this target, started on first use (guardian.rs).
+    fn guardian(&mut self) -> Result<Option<&mut guardian::Guardian>> {
+        if self.guardian.is_none() {
+            self.guardian = guardian::Guardian::start(self.pid())?;
+        }
+        Ok(self.guardian.as_mut())
     }
 
     /// The address of our int3 just behind `rip`, if the instruction that
@@ -486,10 +513,21 @@ impl Target {
     /// Write debug register `n` (0-7).
     pub fn set_debugreg(&mut self, n: usize, value: u64) -> Result<()> {
         let off = debugreg_offset(n);
+        if n == 7
+            && value != 0
+            && let Some(g) = self.guardian()?
+        {
+            g.note_debugregs(true);
+        }
         ptrace::write_user(self.pid, off as ptrace::AddressType, value as i64)
             .map_err(|e| anyhow!("cannot write debug register {n} ({e})"))?;
         if n == 7 {
             self.debugregs_dirty = value != 0;
+            if value == 0
+                && let Some(g) = &mut self.guardian
+            {
+                g.note_debugregs(false);
+            }
         }
         Ok(())
     }
@@ -729,6 +767,9 @@ impl Target {
         self.set_running();
         self.attached = false;
         self.inserted.clear();
+        if let Some(g) = &mut self.guardian {
+            g.forget_all();
+        }
     }
 
     fn waitpid_blocking(&mut self) -> Result<WaitStatus> {
@@ -1058,6 +1099,10 @@ impl Target {
         }
         self.attached = false;
         self.set_running();
+        if let Some(g) = &mut self.guardian {
+            // clean when everything was restored; else it tries again
+            g.finish();
+        }
         match first_err {
             Some(e) => Err(e),
             None => Ok(()),

@@ -660,3 +660,17 @@ pub fn anon_exec_maps(pid: i32) -> Vec<String> {
         .map(|l| l.to_string())
         .collect()
 }
+
+/// PIDs of the guardians (src/target/guardian.rs) watching `pid`.
+pub fn guardians_of(pid: i32) -> Vec<i32> {
+    let want = format!("__pgdbg_guardian\0{pid}\0");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|p| {
+            std::fs::read(format!("/proc/{p}/cmdline"))
+                .map(|c| String::from_utf8_lossy(&c).contains(&want))
+                .unwrap_or(false)
+        })
+        .collect()
+}

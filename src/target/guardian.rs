@@ -1,0 +1,460 @@
+//! The guardian: a small process that outlives pgdbg and undoes what pgdbg
+//! changed in a backend when pgdbg dies without detaching (SIGKILL, the OOM
+//! killer, a crash of pgdbg itself).  Without it the kernel detaches the
+//! backend, and the next hit of a left-behind int3 (or a write to a word a
+//! debug register watches) delivers a SIGTRAP that kills the backend; the
+//! postmaster then restarts every backend of the cluster.
+//!
+//! How it works:
+//! * before the first int3, debug register or detour is written into a
+//!   backend, pgdbg starts `pgdbg` again (`/proc/self/exe`) as a guardian
+//!   in its own session (`setsid`), ignoring SIGINT/SIGTERM/SIGHUP; it is
+//!   not killed with pgdbg;
+//! * both share an anonymous memory file (memfd): pgdbg records there every
+//!   patched code byte (address, original byte), whether DR7 is armed and
+//!   every detour, *before* it changes the backend and forgets an entry only
+//!   *after* the backend is restored.  A record is two stores into shared
+//!   memory (no system call): pgdbg arms and disarms internal breakpoints
+//!   thousands of times a second.  An entry recorded for a change that was
+//!   never made is harmless: restoring it writes the byte that is there;
+//! * the guardian blocks reading a pipe whose only writer is pgdbg.  pgdbg
+//!   sets the "clean" flag when it has detached, closes the pipe and reaps
+//!   the guardian, which exits.  When the pipe closes without that flag and
+//!   something is still recorded, pgdbg died: the guardian waits until the
+//!   backend has no tracer (`TracerPid: 0`), seizes it (`PTRACE_SEIZE` +
+//!   `PTRACE_INTERRUPT`, as pgdbg does), takes the recorded state as its
+//!   own (a pending SIGTRAP of one of our int3s rewinds rip and is
+//!   dropped) and detaches with `Target::detach`: code bytes, debug
+//!   registers and detours restored exactly as pgdbg's own detach does.
+//!
+//! Not covered by the guardian alone: a backend that hits an int3 between
+//! pgdbg's death and the guardian's seize, or that was stopped at a hit
+//! whose SIGTRAP pgdbg had not collected yet (the kernel delivers it when
+//! the tracer dies).
+
+use super::{Target, detour::Detour, procfs};
+use anyhow::{Result, anyhow, bail};
+use std::collections::HashMap;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+const MAGIC: u64 = 0x7067_6462_6775_6172; // "pgdbguar"
+/// Words of the header: magic, state, debug registers armed, backend PID.
+const HDR: usize = 8;
+const W_MAGIC: usize = 0;
+const W_STATE: usize = 1;
+const W_DEBUGREGS: usize = 2;
+const STATE_ACTIVE: u64 = 0;
+const STATE_CLEAN: u64 = 1;
+/// Breakpoint slots: (address + 1, original byte); 0 marks a free slot.
+pub const BP_SLOTS: usize = 16384;
+/// Detour slots: site + 1, length, 16 original bytes, code, data.
+const DETOUR_SLOTS: usize = 16;
+const DETOUR_WORDS: usize = 8;
+const WORDS: usize = HDR + 2 * BP_SLOTS + DETOUR_SLOTS * DETOUR_WORDS;
+const BYTES: usize = WORDS * 8;
+
+/// Set in the guardian process: its own Target never starts a guardian.
+static IN_GUARDIAN: AtomicBool = AtomicBool::new(false);
+
+/// The name of the hidden command line that runs a guardian.
+pub const ARG: &str = "__pgdbg_guardian";
+
+struct Shared {
+    words: *const AtomicU64,
+}
+
+impl Shared {
+    fn map(fd: i32) -> Result<Shared> {
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                BYTES,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            bail!(
+                "cannot map the guardian's table ({})",
+                std::io::Error::last_os_error()
+            );
+        }
+        Ok(Shared {
+            words: p as *const AtomicU64,
+        })
+    }
+    fn w(&self, i: usize) -> &AtomicU64 {
+        assert!(i < WORDS);
+        unsafe { &*self.words.add(i) }
+    }
+    fn get(&self, i: usize) -> u64 {
+        self.w(i).load(Ordering::Acquire)
+    }
+    fn set(&self, i: usize, v: u64) {
+        self.w(i).store(v, Ordering::Release)
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        unsafe { libc::munmap(self.words as *mut libc::c_void, BYTES) };
+    }
+}
+
+/// pgdbg's side: the guardian of one backend.
+pub struct Guardian {
+    shared: Shared,
+    child: Option<std::process::Child>,
+    pipe_w: Option<OwnedFd>,
+    bp_slot: HashMap<u64, usize>,
+    free: Vec<usize>,
+    next_slot: usize,
+    detour_slot: HashMap<u64, usize>,
+}
+
+// The table is ours alone in this process (the guardian only reads it
+// after pgdbg is gone).
+unsafe impl Send for Guardian {}
+
+fn cloexec_off(fd: i32) -> std::io::Result<()> {
+    if unsafe { libc::fcntl(fd, libc::F_SETFD, 0) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The start time of a process (field 22 of /proc/PID/stat), against PID
+/// reuse.
+fn start_time(pid: i32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &s[s.rfind(')')? + 2..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+impl Guardian {
+    /// Start the guardian of `pid`; None in the guardian itself.
+    pub fn start(pid: i32) -> Result<Option<Guardian>> {
+        if IN_GUARDIAN.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
+        let fail = |what: &str, e: std::io::Error| {
+            anyhow!(
+                "cannot start the guardian that restores the backend if pgdbg is killed ({what}: {e}); nothing was changed in the backend"
+            )
+        };
+        let memfd = unsafe { libc::memfd_create(c"pgdbg-guardian".as_ptr(), libc::MFD_CLOEXEC) };
+        if memfd < 0 {
+            return Err(fail("memfd_create", std::io::Error::last_os_error()));
+        }
+        let memfd = unsafe { OwnedFd::from_raw_fd(memfd) };
+        if unsafe { libc::ftruncate(memfd.as_raw_fd(), BYTES as libc::off_t) } < 0 {
+            return Err(fail("ftruncate", std::io::Error::last_os_error()));
+        }
+        let shared = Shared::map(memfd.as_raw_fd())?;
+        shared.set(W_MAGIC, MAGIC);
+        shared.set(W_STATE, STATE_ACTIVE);
+        shared.set(3, pid as u64);
+        let mut fds = [0i32; 2];
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
+            return Err(fail("pipe", std::io::Error::last_os_error()));
+        }
+        let (pipe_r, pipe_w) =
+            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        let start = start_time(pid).unwrap_or(0);
+        let (mfd, rfd) = (memfd.as_raw_fd(), pipe_r.as_raw_fd());
+        let mut cmd = std::process::Command::new("/proc/self/exe");
+        cmd.arg(ARG)
+            .arg(pid.to_string())
+            .arg(start.to_string())
+            .arg(std::process::id().to_string())
+            .arg(mfd.to_string())
+            .arg(rfd.to_string())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null());
+        use std::os::unix::process::CommandExt;
+        unsafe {
+            cmd.pre_exec(move || {
+                libc::setsid();
+                cloexec_off(mfd)?;
+                cloexec_off(rfd)
+            });
+        }
+        let child = cmd.spawn().map_err(|e| fail("spawn", e))?;
+        drop(pipe_r);
+        drop(memfd);
+        Ok(Some(Guardian {
+            shared,
+            child: Some(child),
+            pipe_w: Some(pipe_w),
+            bp_slot: HashMap::new(),
+            free: Vec::new(),
+            next_slot: 0,
+            detour_slot: HashMap::new(),
+        }))
+    }
+
+    /// Record an int3 about to be written at `addr` over `orig`.
+    pub fn note_breakpoint(&mut self, addr: u64, orig: u8) -> Result<()> {
+        if self.bp_slot.contains_key(&addr) {
+            return Ok(());
+        }
+        let slot = match self.free.pop() {
+            Some(s) => s,
+            None if self.next_slot < BP_SLOTS => {
+                self.next_slot += 1;
+                self.next_slot - 1
+            }
+            None => bail!(
+                "more than {BP_SLOTS} breakpoint addresses at once: delete some breakpoints first"
+            ),
+        };
+        let i = HDR + 2 * slot;
+        self.shared.set(i + 1, orig as u64);
+        self.shared.set(i, addr + 1);
+        self.bp_slot.insert(addr, slot);
+        Ok(())
+    }
+
+    /// The byte at `addr` is the original again.
+    pub fn forget_breakpoint(&mut self, addr: u64) {
+        if let Some(slot) = self.bp_slot.remove(&addr) {
+            self.shared.set(HDR + 2 * slot, 0);
+            self.free.push(slot);
+        }
+    }
+
+    pub fn note_debugregs(&mut self, armed: bool) {
+        self.shared.set(W_DEBUGREGS, armed as u64);
+    }
+
+    pub fn note_detour(&mut self, d: &Detour) -> Result<()> {
+        if self.detour_slot.contains_key(&d.site) {
+            return Ok(());
+        }
+        if d.orig.len() > 16 {
+            bail!("internal: a detour displaces more than 16 bytes");
+        }
+        let used: Vec<usize> = self.detour_slot.values().copied().collect();
+        let Some(slot) = (0..DETOUR_SLOTS).find(|s| !used.contains(s)) else {
+            bail!("more than {DETOUR_SLOTS} in-process recorders at once");
+        };
+        let i = HDR + 2 * BP_SLOTS + slot * DETOUR_WORDS;
+        let mut orig = [0u8; 16];
+        orig[..d.orig.len()].copy_from_slice(&d.orig);
+        self.shared.set(i + 1, d.orig.len() as u64);
+        self.shared
+            .set(i + 2, u64::from_le_bytes(orig[..8].try_into().expect("8")));
+        self.shared
+            .set(i + 3, u64::from_le_bytes(orig[8..].try_into().expect("8")));
+        self.shared.set(i + 4, d.code.0);
+        self.shared.set(i + 5, d.code.1);
+        self.shared.set(i + 6, d.data.0);
+        self.shared.set(i + 7, d.data.1);
+        self.shared.set(i, d.site + 1);
+        self.detour_slot.insert(d.site, slot);
+        Ok(())
+    }
+
+    pub fn forget_detour(&mut self, site: u64) {
+        if let Some(slot) = self.detour_slot.remove(&site) {
+            self.shared.set(HDR + 2 * BP_SLOTS + slot * DETOUR_WORDS, 0);
+        }
+    }
+
+    /// The backend is gone: nothing to restore.
+    pub fn forget_all(&mut self) {
+        let addrs: Vec<u64> = self.bp_slot.keys().copied().collect();
+        for a in addrs {
+            self.forget_breakpoint(a);
+        }
+        let sites: Vec<u64> = self.detour_slot.keys().copied().collect();
+        for s in sites {
+            self.forget_detour(s);
+        }
+        self.note_debugregs(false);
+    }
+
+    /// Whether nothing is recorded: the backend is as pgdbg found it.
+    fn empty(&self) -> bool {
+        self.bp_slot.is_empty() && self.detour_slot.is_empty() && self.shared.get(W_DEBUGREGS) == 0
+    }
+
+    /// pgdbg detached: tell the guardian, which exits, and reap it.  With
+    /// something still recorded (a restore that failed) the guardian is
+    /// left to try again once pgdbg has let go of the backend.
+    pub fn finish(&mut self) {
+        if self.empty() {
+            self.shared.set(W_STATE, STATE_CLEAN);
+        }
+        self.pipe_w = None;
+        if let Some(mut c) = self.child.take()
+            && self.shared.get(W_STATE) == STATE_CLEAN
+        {
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for Guardian {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+// ------------------------------------------------------------ the guardian
+
+/// `pgdbg __pgdbg_guardian PID START PGDBG_PID MEMFD PIPEFD`: never returns.
+pub fn main(args: &[String]) -> i32 {
+    IN_GUARDIAN.store(true, Ordering::Relaxed);
+    for s in [
+        libc::SIGINT,
+        libc::SIGTERM,
+        libc::SIGHUP,
+        libc::SIGQUIT,
+        libc::SIGTSTP,
+    ] {
+        unsafe { libc::signal(s, libc::SIG_IGN) };
+    }
+    match run(args) {
+        Ok(()) => 0,
+        Err(e) => {
+            crate::errln!("pgdbg guardian: {e:#}");
+            1
+        }
+    }
+}
+
+fn run(args: &[String]) -> Result<()> {
+    let num = |i: usize| -> Result<i64> {
+        args.get(i)
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| anyhow!("internal command line; not for use by hand"))
+    };
+    let (pid, start, pgdbg, mfd, rfd) = (
+        num(0)? as i32,
+        num(1)? as u64,
+        num(2)? as i32,
+        num(3)? as i32,
+        num(4)? as i32,
+    );
+    let shared = Shared::map(mfd)?;
+    unsafe { libc::close(mfd) };
+    if shared.get(W_MAGIC) != MAGIC {
+        bail!("internal command line; not for use by hand");
+    }
+    // wait for pgdbg to close the pipe (exit, detach or death)
+    let mut b = [0u8; 64];
+    loop {
+        let n = unsafe { libc::read(rfd, b.as_mut_ptr() as *mut libc::c_void, b.len()) };
+        if n == 0 || (n < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR))
+        {
+            break;
+        }
+    }
+    let t0 = std::time::Instant::now();
+    if shared.get(W_STATE) == STATE_CLEAN {
+        return Ok(());
+    }
+    let bps: Vec<(u64, u8)> = (0..BP_SLOTS)
+        .filter_map(|s| {
+            let a = shared.get(HDR + 2 * s);
+            (a != 0).then(|| (a - 1, shared.get(HDR + 2 * s + 1) as u8))
+        })
+        .collect();
+    let detours: Vec<Detour> = (0..DETOUR_SLOTS)
+        .filter_map(|s| {
+            let i = HDR + 2 * BP_SLOTS + s * DETOUR_WORDS;
+            let site = shared.get(i);
+            if site == 0 {
+                return None;
+            }
+            let len = (shared.get(i + 1) as usize).min(16);
+            let mut orig = shared.get(i + 2).to_le_bytes().to_vec();
+            orig.extend_from_slice(&shared.get(i + 3).to_le_bytes());
+            orig.truncate(len);
+            Some(Detour {
+                site: site - 1,
+                orig,
+                code: (shared.get(i + 4), shared.get(i + 5)),
+                data: (shared.get(i + 6), shared.get(i + 7)),
+            })
+        })
+        .collect();
+    let debugregs = shared.get(W_DEBUGREGS) != 0;
+    if bps.is_empty() && detours.is_empty() && !debugregs {
+        return Ok(());
+    }
+    // the kernel lets go of the backend just after closing pgdbg's files
+    let same = || procfs::exists(pid) && start_time(pid).unwrap_or(0) == start;
+    let mut other_tracer_since: Option<std::time::Instant> = None;
+    loop {
+        if !same() {
+            return Ok(()); // the backend is gone: nothing to restore
+        }
+        let tracer = procfs::status(pid).map(|s| s.tracer_pid).unwrap_or(0);
+        if tracer == 0 {
+            break;
+        }
+        if tracer == pgdbg {
+            // still pgdbg's: alive (a restore of its own failed and it
+            // goes on) or dying
+            std::thread::sleep(std::time::Duration::from_micros(20));
+            continue;
+        }
+        // someone else traces it now; they may let go
+        let since = *other_tracer_since.get_or_insert_with(std::time::Instant::now);
+        if since.elapsed() > std::time::Duration::from_secs(60) {
+            bail!(
+                "pgdbg ended without restoring backend {pid}, which another tracer (PID {tracer}) holds: it still has {} breakpoint bytes{}",
+                bps.len(),
+                if debugregs {
+                    " and debug registers"
+                } else {
+                    ""
+                }
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    let t_free = t0.elapsed();
+    let adopt = |t: &mut Target| {
+        for &(a, b) in &bps {
+            t.inserted.insert(a, b);
+        }
+        t.debugregs_dirty = debugregs;
+        for d in &detours {
+            t.adopt_detour(d.clone());
+        }
+    };
+    let mut t = Target::attach_prepared(pid, adopt)?;
+    let t_seized = t0.elapsed();
+    let res = t.detach();
+    let t_done = t0.elapsed();
+    let what = format!(
+        "{} breakpoint byte(s){}{}",
+        bps.len(),
+        if debugregs { ", debug registers" } else { "" },
+        if detours.is_empty() {
+            String::new()
+        } else {
+            format!(", {} jump(s)", detours.len())
+        }
+    );
+    if std::env::var_os("PGDBG_GUARDIAN_QUIET").is_none() || res.is_err() {
+        crate::errln!(
+            "pgdbg guardian: pgdbg (PID {pgdbg}) ended without detaching from backend {pid}; {} {what} ({} µs after pgdbg's end: backend free after {} µs, seized after {} µs)",
+            if res.is_ok() {
+                "restored"
+            } else {
+                "could not fully restore"
+            },
+            t_done.as_micros(),
+            t_free.as_micros(),
+            t_seized.as_micros()
+        );
+    }
+    res
+}

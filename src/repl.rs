@@ -65,23 +65,22 @@ impl Completer for PgdbgHelper {
                     replacement: s.clone(),
                 });
             }
-            if before.trim_start().starts_with("info ")
-                && start == before.find("info ").unwrap_or(0) + 5
-            {
-                out.clear();
-                for n in [
-                    "breakpoints",
-                    "locals",
-                    "args",
-                    "registers",
-                    "frame",
-                    "address",
-                ] {
-                    if n.starts_with(word) {
-                        out.push(Pair {
-                            display: n.into(),
-                            replacement: n.into(),
-                        });
+            // the second word of a command with subcommands (info, waits)
+            let mut words = before[..start].split_whitespace();
+            if let (Some(first), None) = (words.next(), words.next()) {
+                let subs = command::lookup(first)
+                    .map(command::subcommands)
+                    .unwrap_or_default();
+                if !subs.is_empty() {
+                    out.clear();
+                    for e in subs {
+                        let n = e.name.split_once(' ').map_or(e.name, |(_, s)| s);
+                        if n.starts_with(word) {
+                            out.push(Pair {
+                                display: n.into(),
+                                replacement: n.into(),
+                            });
+                        }
                     }
                 }
             }

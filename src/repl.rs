@@ -377,4 +377,27 @@ mod tests {
         );
         assert_eq!(split_paste("one"), ["one"]);
     }
+
+    /// Tab completes command names from the registry, and the second
+    /// word of a command with subcommands from its subcommands.
+    #[test]
+    fn completion_reads_the_registry() {
+        use super::PgdbgHelper;
+        use rustyline::completion::Completer;
+        let h = PgdbgHelper {
+            symbols: Default::default(),
+        };
+        let hist = rustyline::history::DefaultHistory::new();
+        let ctx = rustyline::Context::new(&hist);
+        let complete = |line: &str| -> Vec<String> {
+            let (_, v) = h.complete(line, line.len(), &ctx).unwrap();
+            v.into_iter().map(|p| p.replacement).collect()
+        };
+        assert_eq!(complete("inf"), ["info "]);
+        assert_eq!(complete("plan"), ["plan ", "plancache "]);
+        assert_eq!(complete("info lo"), ["locals"]);
+        assert_eq!(complete("i reg"), ["registers"]);
+        assert_eq!(complete("waits t"), ["trace"]);
+        assert!(complete("print lo").is_empty());
+    }
 }

@@ -162,6 +162,7 @@ pub fn check_after(
                     command::check(&ctx, c).map_err(|e| anyhow!("{where_}:{line}: {e}"))?;
                 }
             }
+            // checked above; nothing to note for the lines that follow
             _ => {}
         }
     }

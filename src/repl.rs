@@ -65,23 +65,22 @@ impl Completer for PgdbgHelper {
                     replacement: s.clone(),
                 });
             }
-            if before.trim_start().starts_with("info ")
-                && start == before.find("info ").unwrap_or(0) + 5
-            {
-                out.clear();
-                for n in [
-                    "breakpoints",
-                    "locals",
-                    "args",
-                    "registers",
-                    "frame",
-                    "address",
-                ] {
-                    if n.starts_with(word) {
-                        out.push(Pair {
-                            display: n.into(),
-                            replacement: n.into(),
-                        });
+            // the second word of a command with subcommands (info, waits)
+            let mut words = before[..start].split_whitespace();
+            if let (Some(first), None) = (words.next(), words.next()) {
+                let subs = command::lookup(first)
+                    .map(command::subcommands)
+                    .unwrap_or_default();
+                if !subs.is_empty() {
+                    out.clear();
+                    for e in subs {
+                        let n = e.name.split_once(' ').map_or(e.name, |(_, s)| s);
+                        if n.starts_with(word) {
+                            out.push(Pair {
+                                display: n.into(),
+                                replacement: n.into(),
+                            });
+                        }
                     }
                 }
             }
@@ -377,5 +376,28 @@ mod tests {
             ["print 1", "", "print 2"]
         );
         assert_eq!(split_paste("one"), ["one"]);
+    }
+
+    /// Tab completes command names from the registry, and the second
+    /// word of a command with subcommands from its subcommands.
+    #[test]
+    fn completion_reads_the_registry() {
+        use super::PgdbgHelper;
+        use rustyline::completion::Completer;
+        let h = PgdbgHelper {
+            symbols: Default::default(),
+        };
+        let hist = rustyline::history::DefaultHistory::new();
+        let ctx = rustyline::Context::new(&hist);
+        let complete = |line: &str| -> Vec<String> {
+            let (_, v) = h.complete(line, line.len(), &ctx).unwrap();
+            v.into_iter().map(|p| p.replacement).collect()
+        };
+        assert_eq!(complete("inf"), ["info "]);
+        assert_eq!(complete("plan"), ["plan ", "plancache "]);
+        assert_eq!(complete("info lo"), ["locals"]);
+        assert_eq!(complete("i reg"), ["registers"]);
+        assert_eq!(complete("waits t"), ["trace"]);
+        assert!(complete("print lo").is_empty());
     }
 }

@@ -117,6 +117,19 @@ fn script_errors(major: u32) {
             "sourceTxt",
         ),
         (
+            // a block's `condition` is checked like any other command
+            "block-condition",
+            &[
+                "break standard_ExecutorRun",
+                "commands",
+                "  condition 1 MyProc->no_such_member > 0",
+                "  continue",
+                "end",
+            ],
+            3,
+            "no_such_member",
+        ),
+        (
             "trace-arg",
             &["trace LockRelationOid relid lockmode nosuchparam"],
             1,

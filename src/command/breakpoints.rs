@@ -1,0 +1,236 @@
+//! Breakpoints: `break`, `tbreak`, `condition`, `commands` ... `end`,
+//! `silent`, `delete`, `info breakpoints`.
+
+use super::check::{CheckCtx, misrouted, no_check, plain_function, short};
+use super::{Command, Entry, args::num_arg};
+use anyhow::{Result, anyhow, bail};
+
+pub static ENTRIES: &[&Entry] = &[
+    &BREAK,
+    &TBREAK,
+    &CONDITION,
+    &COMMANDS,
+    &END,
+    &SILENT,
+    &DELETE,
+    &INFO_BREAKPOINTS,
+];
+
+pub static BREAK: Entry = Entry {
+    name: "break",
+    aliases: &["b", "br"],
+    usage: "break FUNCTION | FILE:LINE | *ADDRESS [if EXPR]",
+    summary: "stop where the backend reaches a function, a source line or an address",
+    help: "A breakpoint on every location of FUNCTION: its out-of-line copies, gcc's clones \
+           (.isra, .part, ...) and its inlined instances (\"3 locations, 2 inlined\"). With \
+           'if EXPR', the backend stops only when EXPR, evaluated at the hit in the function's \
+           scope, is non-zero; a false condition resumes it without a word.\n\n\
+           In a script, the location and the condition are checked before attaching.",
+    examples: &[
+        "break choose_custom_plan",
+        "break standard_ExecutorRun if queryDesc->plannedstmt->queryId == 42",
+    ],
+    parse: |rest| parse_break("break", rest),
+    check: check_break,
+};
+
+pub static TBREAK: Entry = Entry {
+    name: "tbreak",
+    aliases: &[],
+    usage: "tbreak LOCATION [if EXPR]",
+    summary: "like break, deleted after its first hit",
+    help: "A breakpoint like 'break' (the same locations and conditions) that is deleted when \
+           it is hit the first time.",
+    examples: &["tbreak exec_simple_query"],
+    parse: |rest| parse_break("tbreak", rest),
+    check: check_break,
+};
+
+fn parse_break(name: &str, rest: &str) -> Result<Command> {
+    let (location, condition) = split_condition(rest);
+    if location.is_empty() {
+        bail!("{name} needs a location: {name} FUNCTION, {name} FILE:LINE or {name} *ADDRESS");
+    }
+    if condition.as_deref() == Some("") {
+        bail!("{name} {location} if: the condition is missing");
+    }
+    Ok(Command::Break {
+        location: location.to_string(),
+        temporary: name == "tbreak",
+        condition,
+    })
+}
+
+/// `LOC if EXPR` -> (LOC, Some(EXPR)); `Some("")` when EXPR is missing.
+fn split_condition(rest: &str) -> (&str, Option<String>) {
+    if let Some(i) = rest.find(" if ") {
+        return (rest[..i].trim(), Some(rest[i + 4..].trim().to_string()));
+    }
+    if let Some(l) = rest.strip_suffix(" if") {
+        return (l.trim(), Some(String::new()));
+    }
+    if let Some(e) = rest.strip_prefix("if ") {
+        return ("", Some(e.trim().to_string()));
+    }
+    (rest, None)
+}
+
+/// The location resolves; the condition type-checks in the function's scope.
+fn check_break(ctx: &CheckCtx, cmd: &Command) -> Result<()> {
+    let Command::Break {
+        location,
+        condition,
+        ..
+    } = cmd
+    else {
+        return Err(misrouted("break", cmd));
+    };
+    ctx.location(location)?;
+    if let Some(c) = condition {
+        ctx.typecheck_in(plain_function(location).as_deref(), c)
+            .map_err(|e| anyhow!("condition '{}': {e}", short(c)))?;
+    }
+    Ok(())
+}
+
+pub static CONDITION: Entry = Entry {
+    name: "condition",
+    aliases: &[],
+    usage: "condition N [EXPR]",
+    summary: "stop at breakpoint N only when EXPR is non-zero (no EXPR: always)",
+    help: "EXPR is evaluated at each hit of breakpoint N, in the scope of its function; when it \
+           is zero the backend resumes without a word. Without EXPR, the condition is removed.\n\n\
+           In a script, breakpoint N must be set by an earlier line, and EXPR is type-checked in \
+           its function.",
+    examples: &[
+        "condition 1 plansource->num_custom_plans >= 5",
+        "condition 1",
+    ],
+    parse: |rest| {
+        let (n, e) = rest.split_at(rest.find(char::is_whitespace).unwrap_or(rest.len()));
+        let id = n
+            .parse::<u32>()
+            .map_err(|_| anyhow!("condition needs a breakpoint number: condition N EXPR"))?;
+        let e = e.trim();
+        Ok(Command::Condition {
+            id,
+            expr: (!e.is_empty()).then(|| e.to_string()),
+        })
+    },
+    check: |ctx, cmd| {
+        let Command::Condition { id, expr } = cmd else {
+            return Err(misrouted("condition", cmd));
+        };
+        // inside a commands block the breakpoints are not known (it runs
+        // after the script has set them all): no scope then
+        let scope = match ctx.breakpoints {
+            Some(_) => ctx
+                .breakpoint_scope(Some(*id))
+                .ok_or_else(|| anyhow!("no breakpoint {id} at this point of the script"))?,
+            None => None,
+        };
+        match expr {
+            Some(e) => ctx.typecheck_in(scope, e),
+            None => Ok(()),
+        }
+    },
+};
+
+pub static COMMANDS: Entry = Entry {
+    name: "commands",
+    aliases: &[],
+    usage: "commands [N] ... end",
+    summary: "commands run at each hit of breakpoint N (default: the last one set)",
+    help: "The lines after 'commands', one command each up to a line saying 'end', run at every \
+           hit of breakpoint N (default: the last one set). 'silent' as the first line hides \
+           the stop line; 'continue' as the last one resumes the backend, so the block observes \
+           without stopping. Breakpoints cannot be set or deleted inside a block. At the \
+           prompt, the block is typed at '>' prompts.\n\n\
+           In a script, breakpoint N must be set by an earlier line, and the block's commands \
+           are checked in its function's scope.",
+    examples: &[
+        "commands 1",
+        "commands\n  silent\n  printf \"%d custom plans\\n\", plansource->num_custom_plans\n  \
+         continue\nend",
+    ],
+    parse: |rest| {
+        Ok(Command::Commands {
+            id: num_arg(rest, "commands")?.map(|n| n as u32),
+            body: Vec::new(),
+            text: Vec::new(),
+        })
+    },
+    // the block's own commands are checked by `script::check_after`, each
+    // by its entry, in the scope of the breakpoint's function
+    check: |ctx, cmd| {
+        let Command::Commands { id, .. } = cmd else {
+            return Err(misrouted("commands", cmd));
+        };
+        if ctx.breakpoints.is_some() && ctx.breakpoint_scope(*id).is_none() {
+            bail!(
+                "commands needs a breakpoint set before it in the script{}",
+                id.map(|i| format!(" (there is no breakpoint {i})"))
+                    .unwrap_or_default()
+            );
+        }
+        Ok(())
+    },
+};
+
+pub static END: Entry = Entry {
+    name: "end",
+    aliases: &[],
+    usage: "end",
+    summary: "close a commands block",
+    help: "Ends the block of commands opened by 'commands'.",
+    examples: &["end"],
+    parse: |_| Ok(Command::End),
+    check: no_check,
+};
+
+pub static SILENT: Entry = Entry {
+    name: "silent",
+    aliases: &[],
+    usage: "silent",
+    summary: "(first line of a commands block) do not print the stop line",
+    help: "As the first command of a 'commands' block: a hit prints no \"Breakpoint N, ...\" \
+           line, only what the block prints.",
+    examples: &["silent"],
+    parse: |_| Ok(Command::Silent),
+    check: no_check,
+};
+
+pub static DELETE: Entry = Entry {
+    name: "delete",
+    aliases: &["d"],
+    usage: "delete [N...]",
+    summary: "delete breakpoints N (all without arguments)",
+    help: "Removes breakpoints N... from the backend (all of them without arguments); \
+           'delete breakpoints N...' is the same.",
+    examples: &["delete 1 2", "delete"],
+    parse: |rest| {
+        let rest = rest.strip_prefix("breakpoints").unwrap_or(rest).trim();
+        let mut ids = Vec::new();
+        for w in rest.split_whitespace() {
+            match w.parse::<u32>() {
+                Ok(n) => ids.push(n),
+                Err(_) => bail!("delete takes breakpoint numbers, not '{w}'"),
+            }
+        }
+        Ok(Command::Delete(ids))
+    },
+    check: no_check,
+};
+
+pub static INFO_BREAKPOINTS: Entry = Entry {
+    name: "info breakpoints",
+    aliases: &["break", "b", "br"],
+    usage: "info breakpoints",
+    summary: "the breakpoints with their locations, conditions, commands and hit counts",
+    help: "gdb's table: one row per breakpoint (and one per location of a breakpoint with \
+           several): its number, whether it is deleted at its first hit, its address and where \
+           that is; then its condition, its commands and how often it was hit.",
+    examples: &["info breakpoints", "i b"],
+    parse: |_| Ok(Command::InfoBreakpoints),
+    check: no_check,
+};

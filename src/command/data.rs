@@ -1,0 +1,306 @@
+//! Looking at the stopped backend: `print`, `printf`, `echo`, `call`,
+//! `backtrace`, `frame`, `up`, `down`, `info address|locals|args|registers|frame`.
+
+use super::check::{CheckCtx, misrouted, no_check, short};
+use super::{Command, Entry, args::num_arg, args::split_args};
+use crate::expr::format::Radix;
+use anyhow::{Result, anyhow, bail};
+
+pub static ENTRIES: &[&Entry] = &[
+    &PRINT,
+    &PRINTF,
+    &ECHO,
+    &CALL,
+    &BACKTRACE,
+    &FRAME,
+    &UP,
+    &DOWN,
+    &INFO_ADDRESS,
+    &INFO_LOCALS,
+    &INFO_ARGS,
+    &INFO_REGISTERS,
+    &INFO_FRAME,
+];
+
+pub static PRINT: Entry = Entry {
+    name: "print",
+    aliases: &["p", "inspect"],
+    usage: "print[/x|/d] EXPR",
+    summary: "evaluate a C expression at the current stop",
+    help: "EXPR is C over the backend's memory and DWARF types: locals and parameters of the \
+           selected frame, globals, ->, ., *, &, [i], casts, arithmetic, registers ($rip) and \
+           earlier results ($1); printed like gdb. /x prints integers in hex, /d in decimal.\n\n\
+           In a script, EXPR is type-checked before attaching (inside a commands block, in the \
+           breakpoint's function).",
+    examples: &["print plansource->generic_cost", "p/x MyProc->pid"],
+    parse: |rest| {
+        let (radix, expr) = if let Some(r) = rest.strip_prefix('/') {
+            let (f, e) = r.split_at(r.find(char::is_whitespace).unwrap_or(r.len()));
+            let radix = match f {
+                "x" => Radix::Hex,
+                "d" => Radix::Decimal,
+                _ => bail!("unknown print format '/{f}': use /x or /d"),
+            };
+            (radix, e.trim())
+        } else {
+            (Radix::Natural, rest)
+        };
+        if expr.is_empty() {
+            bail!("print needs an expression, e.g. print plansource->generic_cost");
+        }
+        Ok(Command::Print {
+            radix,
+            expr: expr.to_string(),
+        })
+    },
+    check: |ctx, cmd| match cmd {
+        Command::Print { expr, .. } => ctx.typecheck(expr),
+        _ => Err(misrouted("print", cmd)),
+    },
+};
+
+pub static PRINTF: Entry = Entry {
+    name: "printf",
+    aliases: &[],
+    usage: "printf \"FORMAT\", EXPR...",
+    summary: "formatted output of expressions, C style: %d %u %ld %x %f %g %s %c %p %%",
+    help: "FORMAT takes C's conversions %d %u %ld %x %f %g %s (a char *) %c %p and %%, with \
+           flags, widths and precisions, and the escapes \\n \\t \\\" \\\\; there must be one \
+           EXPR per conversion.\n\n\
+           In a script, each EXPR is type-checked like print's.",
+    examples: &[
+        "printf \"%s: %d custom plans\\n\", plansource->query_string, \
+                 plansource->num_custom_plans",
+    ],
+    parse: |rest| {
+        let (format, args) = parse_printf(rest)?;
+        Ok(Command::Printf { format, args })
+    },
+    check: |ctx, cmd| {
+        let Command::Printf { args, .. } = cmd else {
+            return Err(misrouted("printf", cmd));
+        };
+        for a in args {
+            ctx.typecheck(a)
+                .map_err(|e| anyhow!("printf argument '{}': {e}", short(a)))?;
+        }
+        Ok(())
+    },
+};
+
+/// `"FORMAT", EXPR, EXPR` -> (FORMAT with escapes resolved, [EXPR...]).
+fn parse_printf(rest: &str) -> Result<(String, Vec<String>)> {
+    let usage = "printf needs a quoted format: printf \"%d rows\\n\", expr";
+    let mut chars = rest.trim().chars();
+    if chars.next() != Some('"') {
+        bail!("{usage}");
+    }
+    let mut format = String::new();
+    let mut closed = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => {
+                closed = true;
+                break;
+            }
+            '\\' => match chars.next() {
+                Some('n') => format.push('\n'),
+                Some('t') => format.push('\t'),
+                Some('"') => format.push('"'),
+                Some('\\') => format.push('\\'),
+                Some(o) => bail!("printf: unknown escape '\\{o}' in the format"),
+                None => break,
+            },
+            c => format.push(c),
+        }
+    }
+    if !closed {
+        bail!("printf: the format string is not closed with '\"'");
+    }
+    let tail = chars.as_str().trim();
+    let args = if tail.is_empty() {
+        Vec::new()
+    } else {
+        let Some(t) = tail.strip_prefix(',') else {
+            bail!("printf: expected ',' after the format, not '{tail}'");
+        };
+        split_args(t)
+    };
+    let wanted = printf_conversions(&format)?.len();
+    if wanted != args.len() {
+        bail!(
+            "printf: the format has {wanted} conversion{} but {} argument{} given",
+            if wanted == 1 { "" } else { "s" },
+            args.len(),
+            if args.len() == 1 { " is" } else { "s are" }
+        );
+    }
+    Ok((format, args))
+}
+
+/// The conversions of a printf format, e.g. ["d", "x", "s"] (their
+/// widths and precisions checked too: at most
+/// `printf::MAX_WIDTH`).
+pub fn printf_conversions(format: &str) -> Result<Vec<String>> {
+    Ok(crate::expr::printf::conversions(format)?
+        .into_iter()
+        .map(String::from)
+        .collect())
+}
+
+pub static ECHO: Entry = Entry {
+    name: "echo",
+    aliases: &[],
+    usage: "echo TEXT",
+    summary: "print TEXT (for scripts)",
+    help: "Prints TEXT as it is; \\n in it is a line break.",
+    examples: &["echo plan choices:"],
+    parse: |rest| Ok(Command::Echo(rest.replace("\\n", "\n"))),
+    check: no_check,
+};
+
+pub static CALL: Entry = Entry {
+    name: "call",
+    aliases: &[],
+    usage: "call FUNC(ARGS)",
+    summary: "call a function inside the backend and print what it returns",
+    help: "The arguments (integers, pointers, doubles, strings) are checked against the \
+           function's prototype from the debug info; an integer given to a double is converted \
+           as C would. A call that has not returned after --call-timeout (default 5s) is \
+           abandoned.\n\n\
+           Refused while the backend's transaction is aborted or half-ended (ROLLBACK first), \
+           except for functions harmless there (pgstat_get_wait_event, \
+           pgstat_get_wait_event_type, IsTransactionState, ...).",
+    examples: &["call pgstat_get_wait_event(0x0100003d)"],
+    parse: |rest| {
+        if !(rest.contains('(') && rest.ends_with(')')) {
+            bail!("call needs FUNC(ARGS), e.g. call pgstat_get_wait_event(0x0100003d)");
+        }
+        Ok(Command::Call(rest.to_string()))
+    },
+    // the prototype is checked when the call is made
+    check: no_check,
+};
+
+pub static BACKTRACE: Entry = Entry {
+    name: "backtrace",
+    aliases: &["bt", "where"],
+    usage: "backtrace [N]",
+    summary: "show the call stack (inlined frames included)",
+    help: "One line per frame, innermost first: function+offset, arguments and file:line, \
+           unwound with the binary's and libc's call frame information; a function inlined into \
+           another is a frame of its own. N shows the innermost N frames only; 'backtrace full' \
+           is the same as 'backtrace'.",
+    examples: &["bt", "backtrace 5"],
+    parse: |rest| {
+        let r = rest.trim_start_matches("full").trim();
+        Ok(Command::Backtrace(num_arg(r, "backtrace")?))
+    },
+    check: no_check,
+};
+
+pub static FRAME: Entry = Entry {
+    name: "frame",
+    aliases: &["f"],
+    usage: "frame [N]",
+    summary: "select frame N (or show the selected frame)",
+    help: "Frame 0 is the innermost, as numbered by backtrace. print, info locals, info args, \
+           info registers and info frame work in the selected frame.",
+    examples: &["frame 1", "frame"],
+    parse: |rest| Ok(Command::Frame(num_arg(rest, "frame")?)),
+    check: no_check,
+};
+
+pub static UP: Entry = Entry {
+    name: "up",
+    aliases: &[],
+    usage: "up [N]",
+    summary: "select the caller's frame (N frames up)",
+    help: "Selects the frame N levels (default 1) above the selected one, towards main.",
+    examples: &["up", "up 2"],
+    parse: |rest| Ok(Command::Up(num_arg(rest, "up")?.unwrap_or(1))),
+    check: no_check,
+};
+
+pub static DOWN: Entry = Entry {
+    name: "down",
+    aliases: &[],
+    usage: "down [N]",
+    summary: "select the callee's frame (N frames down)",
+    help: "Selects the frame N levels (default 1) below the selected one, towards frame 0.",
+    examples: &["down", "down 2"],
+    parse: |rest| Ok(Command::Down(num_arg(rest, "down")?.unwrap_or(1))),
+    check: no_check,
+};
+
+pub static INFO_ADDRESS: Entry = Entry {
+    name: "info address",
+    aliases: &["addr"],
+    usage: "info address SYM",
+    summary: "where a function (all its copies, inlined ones counted) or a global lives",
+    help: "For a function, the addresses of its out-of-line copies and the number of places it \
+           is inlined; for a global, its address.\n\n\
+           In a script, SYM must be in the binary.",
+    examples: &["info address choose_custom_plan", "info address MyProc"],
+    parse: |arg| {
+        if arg.is_empty() {
+            bail!("info address needs a symbol name");
+        }
+        Ok(Command::InfoAddress(arg.to_string()))
+    },
+    check: |ctx: &CheckCtx, cmd| {
+        let Command::InfoAddress(sym) = cmd else {
+            return Err(misrouted("info address", cmd));
+        };
+        if ctx.di.function_locations(sym).is_empty() && ctx.di.global(sym).is_none() {
+            bail!("no symbol \"{sym}\" in this postgres binary")
+        }
+        Ok(())
+    },
+};
+
+pub static INFO_LOCALS: Entry = Entry {
+    name: "info locals",
+    aliases: &[],
+    usage: "info locals",
+    summary: "the local variables of the selected frame, with their values",
+    help: "One line per local variable of the selected frame's function, printed like print's.",
+    examples: &["info locals"],
+    parse: |_| Ok(Command::InfoLocals),
+    check: no_check,
+};
+
+pub static INFO_ARGS: Entry = Entry {
+    name: "info args",
+    aliases: &[],
+    usage: "info args",
+    summary: "the arguments of the selected frame, with their values",
+    help: "One line per parameter of the selected frame's function, printed like print's.",
+    examples: &["info args"],
+    parse: |_| Ok(Command::InfoArgs),
+    check: no_check,
+};
+
+pub static INFO_REGISTERS: Entry = Entry {
+    name: "info registers",
+    aliases: &["r", "reg"],
+    usage: "info registers",
+    summary: "the general registers in the selected frame",
+    help: "rax to r15 and rip, in hex and as signed integers, as they were in the selected frame \
+           (\"<not saved>\" where the unwinder cannot know a caller's value).",
+    examples: &["info registers"],
+    parse: |_| Ok(Command::InfoRegisters),
+    check: no_check,
+};
+
+pub static INFO_FRAME: Entry = Entry {
+    name: "info frame",
+    aliases: &["f"],
+    usage: "info frame",
+    summary: "the selected frame: its level, frame address, rip, function and line",
+    help: "The selected frame's level, canonical frame address, rip, function and file:line, \
+           and whether it is a physical frame or a function inlined into the frame above.",
+    examples: &["info frame"],
+    parse: |_| Ok(Command::InfoFrame),
+    check: no_check,
+};

@@ -1,0 +1,150 @@
+//! `info` (the process and pgdbg's view of it) and `help`, which reads
+//! the whole registry.
+
+use super::check::no_check;
+use super::{Command, Entry, REGISTRY, find, subcommands};
+use anyhow::bail;
+
+pub static ENTRIES: &[&Entry] = &[&INFO, &HELP];
+
+pub static INFO: Entry = Entry {
+    name: "info",
+    aliases: &["i"],
+    usage: "info [breakpoints|locals|args|registers|frame|address SYM]",
+    summary: "the backend: pid, version, binary, debug info, state ('help info': more)",
+    help: "Without a subcommand: the pid, the kind of process, the PostgreSQL version, the \
+           binary, its build-id, where the debug info came from (and what is missing without \
+           DWARF), the size of the index, the load bias and the state of the backend.",
+    examples: &["info", "i"],
+    parse: |rest| {
+        let what = rest.split_whitespace().next().unwrap_or("");
+        match what {
+            "" | "target" | "process" | "program" | "inferior" => Ok(Command::Info),
+            other => bail!(
+                "unknown info subcommand '{other}': try info, info breakpoints, info locals, info args, info registers, info frame, info address SYM"
+            ),
+        }
+    },
+    check: no_check,
+};
+
+pub static HELP: Entry = Entry {
+    name: "help",
+    aliases: &["h", "?"],
+    usage: "help [COMMAND]",
+    summary: "list commands, or explain one",
+    help: "Without COMMAND, one line per command; with it, what the command does, its options \
+           and examples. COMMAND may be an abbreviation, or a subcommand like 'info locals'.",
+    examples: &["help", "help break"],
+    parse: |rest| {
+        Ok(Command::Help(if rest.is_empty() {
+            None
+        } else {
+            Some(rest.to_string())
+        }))
+    },
+    check: no_check,
+};
+
+/// The width of the names column of `help`.
+const NAMES: usize = 20;
+
+/// The help text width (the listing and `help COMMAND` fit 100 columns).
+const WIDTH: usize = 98;
+
+/// `help`'s line for an entry: its names (a command's aliases too), then
+/// its summary.
+pub fn help_line(e: &Entry) -> String {
+    let names = if e.aliases.is_empty() || e.name.contains(' ') {
+        e.name.to_string()
+    } else {
+        format!("{}, {}", e.name, e.aliases.join(", "))
+    };
+    format!("  {names:<NAMES$} -- {}", e.summary)
+}
+
+/// `help` (the list) or `help COMMAND`.
+pub fn help_text(topic: Option<&str>) -> String {
+    let Some(t) = topic else {
+        let mut s = String::from(
+            "Commands (gdb's names and abbreviations work; 'help COMMAND' explains one):\n",
+        );
+        for (family, entries) in REGISTRY {
+            s.push_str(&format!("\n{family}\n"));
+            for e in *entries {
+                s.push_str(&help_line(e));
+                s.push('\n');
+            }
+        }
+        s.push_str(
+            "\nExample: why does a prepared statement get a custom plan? (EXECUTE it while \
+             'continue' waits)\n  \
+             break choose_custom_plan / continue / print plansource->generic_cost /\n  \
+             print plansource->total_custom_cost / plansource->num_custom_plans / bt / detach\n\
+             Ctrl-C stops a running 'continue' without signalling the backend; Ctrl-D quits \
+             (detaching).",
+        );
+        return s;
+    };
+    let Some(e) = find(t.trim()) else {
+        return format!("no command '{t}': type 'help' for the list");
+    };
+    let mut s = format!("{}\n", e.usage);
+    s.push_str(&wrap(e.summary, "  "));
+    for p in e.help.split("\n\n") {
+        s.push('\n');
+        s.push_str(&wrap(p, "  "));
+    }
+    let subs = subcommands(e);
+    if !subs.is_empty() {
+        s.push_str(&format!(
+            "\nSubcommands ('help {}' explains one):\n",
+            subs[0].name
+        ));
+        for sub in subs {
+            s.push_str(&help_line(sub));
+            s.push('\n');
+        }
+    }
+    if !e.examples.is_empty() {
+        s.push_str(&format!(
+            "\nExample{}:\n",
+            if e.examples.len() > 1 { "s" } else { "" }
+        ));
+        for ex in e.examples {
+            for l in ex.lines() {
+                s.push_str(&format!("  {l}\n"));
+            }
+        }
+    }
+    if !e.aliases.is_empty() {
+        let group = e.name.split_once(' ').map(|(g, _)| format!("{g} "));
+        let names: Vec<String> = e
+            .aliases
+            .iter()
+            .map(|a| format!("{}{a}", group.as_deref().unwrap_or("")))
+            .collect();
+        s.push_str(&format!("\nAliases: {}\n", names.join(", ")));
+    }
+    s.trim_end().to_string()
+}
+
+/// `text` as lines of at most WIDTH columns, each starting with `indent`.
+fn wrap(text: &str, indent: &str) -> String {
+    let mut out = String::new();
+    let mut line = String::from(indent);
+    for w in text.split_whitespace() {
+        if line.len() > indent.len() && line.chars().count() + 1 + w.chars().count() > WIDTH {
+            out.push_str(line.trim_end());
+            out.push('\n');
+            line = String::from(indent);
+        }
+        if line.len() > indent.len() {
+            line.push(' ');
+        }
+        line.push_str(w);
+    }
+    out.push_str(&line);
+    out.push('\n');
+    out
+}

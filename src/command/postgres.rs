@@ -1,0 +1,203 @@
+//! PostgreSQL's own questions: `plan`, `plancache`, `wait`, `waits sample`,
+//! `waits trace`.
+
+use super::args::{parse_limits, stacks_arg};
+use super::check::no_check;
+use super::{Command, Entry, Fast};
+use anyhow::{Result, anyhow, bail};
+
+pub static ENTRIES: &[&Entry] = &[
+    &PLAN,
+    &PLANCACHE,
+    &WAIT,
+    &WAITS,
+    &WAITS_SAMPLE,
+    &WAITS_TRACE,
+];
+
+pub static PLAN: Entry = Entry {
+    name: "plan",
+    aliases: &[],
+    usage: "plan [--next] [--format text|json|yaml|xml] [--verbose] [--costs off]",
+    summary: "EXPLAIN the query the backend runs, computed inside the backend",
+    help: "The plan of the running query, by the backend's own ExplainPrintPlan in a private \
+           memory context; --next waits for the next query to start. Inside a DO block or a \
+           procedure, the nested statement that runs. --format, --verbose and --costs are \
+           EXPLAIN's options.\n\n\
+           Refused like call while the transaction is aborted, on processes that never run \
+           queries (the checkpointer, ...) and on parallel workers (it names the leader to \
+           attach to).",
+    examples: &["plan", "plan --next --format json --costs off"],
+    parse: |rest| {
+        let (mut next, mut format, mut verbose, mut costs) =
+            (false, "text".to_string(), false, true);
+        let mut it = rest.split_whitespace();
+        while let Some(w) = it.next() {
+            match w {
+                "--next" => next = true,
+                "--verbose" => verbose = true,
+                "--format" => {
+                    format = it.next().unwrap_or("").to_lowercase();
+                    if !["text", "json", "yaml", "xml"].contains(&format.as_str()) {
+                        bail!("plan --format takes text, json, yaml or xml");
+                    }
+                }
+                "--costs" => match it.next() {
+                    Some("off") | Some("false") => costs = false,
+                    Some("on") | Some("true") => costs = true,
+                    _ => bail!("plan --costs takes on or off"),
+                },
+                other => bail!(
+                    "plan: unknown option '{other}' (use --next, --format F, --verbose, --costs off)"
+                ),
+            }
+        }
+        Ok(Command::Plan {
+            next,
+            format,
+            verbose,
+            costs,
+        })
+    },
+    check: no_check,
+};
+
+pub static PLANCACHE: Entry = Entry {
+    name: "plancache",
+    aliases: &[],
+    usage: "plancache [--for DURATION] [--count N] [--fast[=stop]]",
+    summary: "report every custom/generic plan choice with its costs and reason",
+    help: "Each decision of GetCachedPlan: custom or generic plan, the costs it compared and \
+           why, until Ctrl-C, --for 10s or --count N decisions. Two ptrace stops per decision \
+           (the exact choice from GetCachedPlan's return value, the planning charge of each \
+           custom plan).\n\n\
+           --fast (PostgreSQL 14+): no stop at all. A jump at GetCachedPlan's entry leads to \
+           an in-process recorder that copies the plansource's counters and costs into a ring \
+           buffer pgdbg reads 50 to 200 times a second; the choice is the counter that moved \
+           (no planning charge). --fast=stop: one stop per decision instead.",
+    examples: &["plancache --for 60s", "plancache --fast --count 100"],
+    parse: |rest| {
+        let mut fast = None;
+        let mut others: Vec<&str> = Vec::new();
+        for w in rest.split_whitespace() {
+            match w {
+                "--fast" | "--fast=ring" => fast = Some(Fast::InProcess),
+                "--fast=stop" => fast = Some(Fast::Stop),
+                w if w.starts_with("--fast=") => {
+                    bail!("plancache: bad {w} (--fast, or --fast=stop for one stop per decision)")
+                }
+                w => others.push(w),
+            }
+        }
+        let (duration, count) = parse_limits(&others.join(" "), "plancache")?;
+        Ok(Command::PlanCache {
+            duration,
+            count,
+            fast,
+        })
+    },
+    check: no_check,
+};
+
+pub static WAIT: Entry = Entry {
+    name: "wait",
+    aliases: &[],
+    usage: "wait",
+    summary: "what the backend waits on now, as pg_stat_activity names it",
+    help: "The backend's wait event word, read without stopping it and named by the backend \
+           itself (Client: ClientRead, Lock: relation, LWLock: LockManager, ...).",
+    examples: &["wait"],
+    parse: |rest| {
+        if !rest.is_empty() {
+            bail!("wait takes no arguments (did you mean 'waits sample'?)");
+        }
+        Ok(Command::Wait)
+    },
+    check: no_check,
+};
+
+/// `waits` alone: only its subcommands are commands.
+pub static WAITS: Entry = Entry {
+    name: "waits",
+    aliases: &[],
+    usage: "waits sample [--hz N] [--for D] | waits trace [--for D] [--stacks N] [--quiet]",
+    summary: "the backend's wait events over time: waits sample, waits trace",
+    help: "'waits sample' samples the wait event without stopping the backend; 'waits trace' \
+           records every wait with its duration.",
+    examples: &[],
+    parse: |_| bail!("waits needs a subcommand: waits sample [--hz N] [--for DURATION]"),
+    check: no_check,
+};
+
+pub static WAITS_SAMPLE: Entry = Entry {
+    name: "waits sample",
+    aliases: &[],
+    usage: "waits sample [--hz N] [--for DURATION]",
+    summary: "a wait-event profile by sampling, without stopping the backend",
+    help: "The backend runs; its wait event word is read N times a second (--hz, 1 to 20000, \
+           default 100) without stopping it, until Ctrl-C or --for D. Prints the profile: each \
+           wait event's share of the samples.",
+    examples: &["waits sample --hz 1000 --for 10s"],
+    parse: |opts| {
+        let mut hz = 100.0;
+        let mut others = Vec::new();
+        let mut it = opts.split_whitespace();
+        while let Some(w) = it.next() {
+            if w == "--hz" {
+                let v = it.next().unwrap_or("");
+                hz = v
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|h| *h >= 1.0 && *h <= 20000.0)
+                    .ok_or_else(|| {
+                        anyhow!("waits sample: --hz takes a rate from 1 to 20000, not '{v}'")
+                    })?;
+            } else {
+                others.push(w);
+            }
+        }
+        let (duration, count) = parse_limits(&others.join(" "), "waits sample")?;
+        if count.is_some() {
+            bail!("waits sample takes --for DURATION, not --count");
+        }
+        Ok(Command::WaitsSample { hz, duration })
+    },
+    check: no_check,
+};
+
+pub static WAITS_TRACE: Entry = Entry {
+    name: "waits trace",
+    aliases: &[],
+    usage: "waits trace [--for DURATION] [--stacks N] [--quiet]",
+    summary: "every wait with its duration (and stack), by a hardware watchpoint",
+    help: "A hardware watchpoint on the backend's wait event word stops it where each wait \
+           starts and ends: every wait is printed with its duration (--stacks N: and the \
+           innermost N frames, 0 to 64), with statement times, and a summary per wait event at \
+           the end; --quiet prints only the summary. Until Ctrl-C or --for D.",
+    examples: &["waits trace --for 10s --stacks 7"],
+    parse: parse_waits_trace,
+    check: no_check,
+};
+
+fn parse_waits_trace(opts: &str) -> Result<Command> {
+    let mut stacks = 0usize;
+    let mut quiet = false;
+    let mut others = Vec::new();
+    let mut it = opts.split_whitespace();
+    while let Some(w) = it.next() {
+        match w {
+            "--stacks" => stacks = stacks_arg("waits trace", it.next())?,
+            "--quiet" => quiet = true,
+            other => others.push(other),
+        }
+    }
+    let (duration, count) = parse_limits(&others.join(" "), "waits trace")?;
+    if count.is_some() {
+        bail!("waits trace takes --for DURATION, not --count");
+    }
+    Ok(Command::WaitsTrace {
+        duration,
+        stacks,
+        quiet,
+    })
+}

@@ -1,0 +1,43 @@
+//! Running and leaving: `continue`, `detach`, `quit`.
+
+use super::check::no_check;
+use super::{Command, Entry};
+
+pub static ENTRIES: &[&Entry] = &[&CONTINUE, &DETACH, &QUIT];
+
+pub static CONTINUE: Entry = Entry {
+    name: "continue",
+    aliases: &["c", "cont"],
+    usage: "continue",
+    summary: "run the backend until the next breakpoint (Ctrl-C stops it)",
+    help: "The backend runs until it hits a breakpoint whose condition holds, exits, or Ctrl-C \
+           stops it (with PTRACE_INTERRUPT: the backend itself gets no SIGINT). Signals the \
+           backend receives meanwhile are passed straight through.",
+    examples: &["continue", "c"],
+    parse: |_| Ok(Command::Continue),
+    check: no_check,
+};
+
+pub static DETACH: Entry = Entry {
+    name: "detach",
+    aliases: &[],
+    usage: "detach",
+    summary: "restore the backend exactly as it was and let it run",
+    help: "Removes every breakpoint and debug register, restores the registers and lets the \
+           backend go on as if pgdbg had never been there; pgdbg then exits. Errors, Ctrl-D, \
+           SIGTERM, SIGHUP and a closed terminal detach the same way.",
+    examples: &["detach"],
+    parse: |_| Ok(Command::Detach),
+    check: no_check,
+};
+
+pub static QUIT: Entry = Entry {
+    name: "quit",
+    aliases: &["q", "exit"],
+    usage: "quit",
+    summary: "detach and exit (also Ctrl-D)",
+    help: "The same as 'detach': the backend is restored and runs on, and pgdbg exits.",
+    examples: &["quit", "q"],
+    parse: |_| Ok(Command::Quit),
+    check: no_check,
+};

@@ -1,0 +1,373 @@
+use super::*;
+
+#[test]
+fn gdb_aliases() {
+    assert_eq!(
+        parse("b choose_custom_plan").unwrap(),
+        Command::Break {
+            location: "choose_custom_plan".into(),
+            temporary: false,
+            condition: None,
+        }
+    );
+    assert_eq!(parse("c").unwrap(), Command::Continue);
+    assert_eq!(parse("bt 5").unwrap(), Command::Backtrace(Some(5)));
+    assert_eq!(
+        parse("p/x MyProc->pid").unwrap(),
+        Command::Print {
+            radix: Radix::Hex,
+            expr: "MyProc->pid".into()
+        }
+    );
+    assert_eq!(parse("i b").unwrap(), Command::InfoBreakpoints);
+    assert_eq!(parse("  # comment").unwrap(), Command::Nothing);
+}
+
+/// `#` starts a comment anywhere outside a string or character
+/// literal; `print/x`, `break *0x...` and `$1` are not comments.
+#[test]
+fn trailing_comments() {
+    assert_eq!(
+        parse("print 1 + 2   # three").unwrap(),
+        Command::Print {
+            radix: Radix::Natural,
+            expr: "1 + 2".into()
+        }
+    );
+    assert_eq!(
+        parse("p/x $1# hex").unwrap(),
+        Command::Print {
+            radix: Radix::Hex,
+            expr: "$1".into()
+        }
+    );
+    assert_eq!(
+        parse("break *0x55d5c1e3c1a8 # an address").unwrap(),
+        Command::Break {
+            location: "*0x55d5c1e3c1a8".into(),
+            temporary: false,
+            condition: None,
+        }
+    );
+    assert_eq!(
+        parse("break f if x == '#' # a char").unwrap(),
+        Command::Break {
+            location: "f".into(),
+            temporary: false,
+            condition: Some("x == '#'".into()),
+        }
+    );
+    assert_eq!(
+        parse(r#"printf "%#x # not a comment \" # still not\n", v # comment"#).unwrap(),
+        Command::Printf {
+            format: "%#x # not a comment \" # still not\n".into(),
+            args: vec!["v".into()],
+        }
+    );
+    assert_eq!(parse("continue # go on").unwrap(), Command::Continue);
+    assert_eq!(parse("#").unwrap(), Command::Nothing);
+    assert_eq!(strip_comment("print 'a' # x"), "print 'a' ");
+    assert_eq!(strip_comment("print '\\'' # x"), "print '\\'' ");
+    assert_eq!(strip_comment("echo don't # x"), "echo don't ");
+    assert_eq!(
+        strip_comment("print \"unclosed # x"),
+        "print \"unclosed # x"
+    );
+    assert_eq!(strip_comment("print é # x"), "print é ");
+}
+
+#[test]
+fn errors_name_the_problem() {
+    let e = parse("brk foo").unwrap_err().to_string();
+    assert!(e.contains("unknown command 'brk'"), "{e}");
+    let e = parse("break").unwrap_err().to_string();
+    assert!(e.contains("needs a location"), "{e}");
+    let e = parse("frame x").unwrap_err().to_string();
+    assert!(e.contains("takes a number"), "{e}");
+}
+
+/// One command of each variant.  The match has no wildcard: a new variant
+/// does not compile until it is listed here too.
+fn one_of_each() -> Vec<Command> {
+    use Command as C;
+    let s = String::new;
+    let all = vec![
+        C::Break {
+            location: s(),
+            temporary: false,
+            condition: None,
+        },
+        C::Break {
+            location: s(),
+            temporary: true,
+            condition: None,
+        },
+        C::Condition { id: 1, expr: None },
+        C::Commands {
+            id: None,
+            body: vec![],
+            text: vec![],
+        },
+        C::End,
+        C::Silent,
+        C::Printf {
+            format: s(),
+            args: vec![],
+        },
+        C::Trace {
+            function: s(),
+            args: vec![],
+            duration: None,
+            count: None,
+            stacks: 0,
+            quiet: false,
+        },
+        C::Count {
+            functions: vec![],
+            by_phase: false,
+            duration: None,
+        },
+        C::Delete(vec![]),
+        C::InfoBreakpoints,
+        C::Continue,
+        C::Print {
+            radix: Radix::Natural,
+            expr: s(),
+        },
+        C::Backtrace(None),
+        C::Frame(None),
+        C::Up(1),
+        C::Down(1),
+        C::Info,
+        C::InfoAddress(s()),
+        C::InfoLocals,
+        C::InfoArgs,
+        C::InfoRegisters,
+        C::InfoFrame,
+        C::Echo(s()),
+        C::PlanCache {
+            duration: None,
+            count: None,
+            fast: None,
+        },
+        C::Call(s()),
+        C::Plan {
+            next: false,
+            format: s(),
+            verbose: false,
+            costs: true,
+        },
+        C::Wait,
+        C::WaitsSample {
+            hz: 1.0,
+            duration: None,
+        },
+        C::WaitsTrace {
+            duration: None,
+            stacks: 0,
+            quiet: false,
+        },
+        C::Detach,
+        C::Quit,
+        C::Help(None),
+        C::Nothing,
+    ];
+    for c in &all {
+        match c {
+            C::Break { .. }
+            | C::Condition { .. }
+            | C::Commands { .. }
+            | C::End
+            | C::Silent
+            | C::Printf { .. }
+            | C::Trace { .. }
+            | C::Count { .. }
+            | C::Delete(_)
+            | C::InfoBreakpoints
+            | C::Continue
+            | C::Print { .. }
+            | C::Backtrace(_)
+            | C::Frame(_)
+            | C::Up(_)
+            | C::Down(_)
+            | C::Info
+            | C::InfoAddress(_)
+            | C::InfoLocals
+            | C::InfoArgs
+            | C::InfoRegisters
+            | C::InfoFrame
+            | C::Echo(_)
+            | C::PlanCache { .. }
+            | C::Call(_)
+            | C::Plan { .. }
+            | C::Wait
+            | C::WaitsSample { .. }
+            | C::WaitsTrace { .. }
+            | C::Detach
+            | C::Quit
+            | C::Help(_)
+            | C::Nothing => {}
+        }
+    }
+    all
+}
+
+fn registered(e: &Entry) -> usize {
+    entries().filter(|x| std::ptr::eq(*x, e)).count()
+}
+
+/// Each entry's examples parse (every line of a block) and the first line
+/// of each gives a command whose check is that entry's; an entry without
+/// examples is a group of subcommands that is no command itself.
+#[test]
+fn every_entry_parses_to_its_own_check() {
+    for e in entries() {
+        assert_eq!(registered(e), 1, "{} is registered once", e.name);
+        if e.examples.is_empty() {
+            assert!(!subcommands(e).is_empty(), "{} has examples", e.name);
+            assert!(parse(e.name).is_err(), "{} alone is no command", e.name);
+            continue;
+        }
+        for ex in e.examples {
+            for l in ex.lines() {
+                parse(l).unwrap_or_else(|err| panic!("{}: '{l}': {err}", e.name));
+            }
+            let first = ex.lines().next().unwrap();
+            let cmd = parse(first).unwrap();
+            let owner = cmd.entry().expect("not an empty line");
+            assert!(
+                std::ptr::eq(owner, e),
+                "'{first}' (an example of {}) is checked by {}",
+                e.name,
+                owner.name
+            );
+        }
+    }
+}
+
+/// Every variant's entry is registered once, and its examples produce
+/// that variant: no command a parser can give escapes the checks.
+#[test]
+fn every_variant_has_one_registered_entry() {
+    use std::mem::discriminant;
+    for c in one_of_each() {
+        let Some(e) = c.entry() else {
+            assert_eq!(c, Command::Nothing);
+            continue;
+        };
+        assert_eq!(
+            registered(e),
+            1,
+            "{c:?}: its entry {} is registered",
+            e.name
+        );
+        let produced: Vec<Command> = e
+            .examples
+            .iter()
+            .map(|ex| parse(ex.lines().next().unwrap()).unwrap())
+            .collect();
+        assert!(
+            produced.iter().any(|p| discriminant(p) == discriminant(&c)),
+            "{c:?}: the examples of {} produce it",
+            e.name
+        );
+    }
+}
+
+/// Names, aliases and subcommands name one entry each.
+#[test]
+fn names_are_unique() {
+    let mut seen = std::collections::HashSet::new();
+    for e in entries() {
+        let group = e.name.split_once(' ').map(|(g, _)| g).unwrap_or("");
+        for n in
+            std::iter::once(e.name.rsplit(' ').next().unwrap()).chain(e.aliases.iter().copied())
+        {
+            assert!(seen.insert((group, n)), "'{group} {n}' names two entries");
+        }
+        if !group.is_empty() {
+            assert!(
+                lookup(group).is_some(),
+                "{}: its group is a command",
+                e.name
+            );
+        }
+    }
+}
+
+/// `help`'s list and every `help COMMAND` fit 100 columns, and `help`
+/// finds abbreviations and subcommands.
+#[test]
+fn help_fits_100_columns() {
+    let mut texts = vec![help_text(None)];
+    for e in entries() {
+        assert!(
+            info::help_line(e).chars().count() <= 100,
+            "{}",
+            info::help_line(e)
+        );
+        let h = help_text(Some(e.name));
+        assert!(h.starts_with(e.usage), "help {}: {h}", e.name);
+        for ex in e.examples {
+            assert!(
+                h.contains(ex.lines().next().unwrap()),
+                "help {} shows {ex}",
+                e.name
+            );
+        }
+        texts.push(h);
+    }
+    for t in &texts {
+        for l in t.lines() {
+            assert!(
+                l.chars().count() <= 100,
+                "{} columns: {l}",
+                l.chars().count()
+            );
+        }
+        assert!(!t.to_lowercase().contains("seed"), "{t}");
+    }
+    assert!(help_text(Some("i b")).starts_with("info breakpoints"));
+    assert!(help_text(Some("waits trace")).starts_with("waits trace"));
+    assert!(help_text(Some("cont")).starts_with("continue"));
+    assert!(help_text(Some("info")).contains("info locals"));
+    assert_eq!(
+        help_text(Some("nope")),
+        "no command 'nope': type 'help' for the list"
+    );
+}
+
+/// Subcommands are parsed by their own entries; the errors are the same.
+#[test]
+fn subcommands_parse() {
+    assert_eq!(parse("info registers").unwrap(), Command::InfoRegisters);
+    assert_eq!(parse("i r").unwrap(), Command::InfoRegisters);
+    assert_eq!(parse("info target").unwrap(), Command::Info);
+    assert_eq!(
+        parse("info address  MyProc ").unwrap(),
+        Command::InfoAddress("MyProc".into())
+    );
+    let e = parse("info address").unwrap_err().to_string();
+    assert_eq!(e, "info address needs a symbol name");
+    let e = parse("info loc").unwrap_err().to_string();
+    assert!(e.starts_with("unknown info subcommand 'loc'"), "{e}");
+    let e = parse("waits").unwrap_err().to_string();
+    assert!(e.starts_with("waits needs a subcommand"), "{e}");
+    let e = parse("waits samples").unwrap_err().to_string();
+    assert!(e.starts_with("waits needs a subcommand"), "{e}");
+    assert_eq!(
+        parse("waits trace --stacks 3 --for 2s").unwrap(),
+        Command::WaitsTrace {
+            duration: Some(std::time::Duration::from_secs(2)),
+            stacks: 3,
+            quiet: false
+        }
+    );
+    let e = parse("waits trace --stacks 65").unwrap_err().to_string();
+    assert_eq!(e, "waits trace: --stacks takes 0 to 64 frames, not '65'");
+    // a subcommand's alias is not a command's
+    assert_eq!(
+        parse("r").unwrap_err().to_string(),
+        "unknown command 'r': type 'help' for the list of commands"
+    );
+}

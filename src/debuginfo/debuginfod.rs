@@ -276,7 +276,7 @@ impl Download<'_> {
         let elapsed = t0.elapsed();
         if self.show {
             crate::errln!(
-                "Downloaded debug info for {} from {}: {} in {:.1} s",
+                "Downloaded debug info for {} from {}: {} in {:.2} s",
                 self.what.display(),
                 self.server,
                 size_text(bytes),
@@ -349,11 +349,13 @@ impl Download<'_> {
                 Ok(n) => n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => {
-                    let why = match e.kind() {
-                        std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => {
+                    let inner = e.get_ref().and_then(|i| i.downcast_ref::<ureq::Error>());
+                    let why = match (inner, e.kind()) {
+                        (Some(ue), _) => self.reason(ue),
+                        (None, std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock) => {
                             self.no_progress()
                         }
-                        _ => e.to_string(),
+                        (None, _) => e.to_string(),
                     };
                     return Err(format!(
                         "download cut short after {}: {why}",

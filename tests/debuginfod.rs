@@ -43,6 +43,15 @@ fn http_get(port: u16, path: &str) -> Option<(u16, Vec<u8>)> {
     Some((status, resp[head_end + 4..].to_vec()))
 }
 
+/// How many /buildid/.../debuginfo requests a debuginfod has answered.
+fn debuginfo_requests(port: u16) -> u64 {
+    let (_, body) = http_get(port, "/metrics").expect("debuginfod's /metrics");
+    String::from_utf8_lossy(&body)
+        .lines()
+        .find_map(|l| l.strip_prefix("http_requests_total{type=\"debuginfo\"} "))
+        .map_or(0, |n| n.trim().parse().unwrap())
+}
+
 impl Debuginfod {
     /// Serve the ELF files under `dir`; wait (bounded) until `files` of
     /// them are scanned.
@@ -60,7 +69,9 @@ impl Debuginfod {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .expect("elfutils' debuginfod is needed (scripts/test installs the debuginfod package)");
+            .expect(
+                "elfutils' debuginfod is needed (scripts/test installs the debuginfod package)",
+            );
         let mut d = Debuginfod {
             child: Some(child),
             url: format!("http://127.0.0.1:{port}"),
@@ -106,7 +117,11 @@ impl Drop for Debuginfod {
 
 /// A fake server on 127.0.0.1 for one request: answers with `head` and
 /// `body`, then keeps the connection open for `linger` (a stalled download).
-fn one_shot_server(head: String, body: Vec<u8>, linger: Duration) -> (String, std::thread::JoinHandle<()>) {
+fn one_shot_server(
+    head: String,
+    body: Vec<u8>,
+    linger: Duration,
+) -> (String, std::thread::JoinHandle<()>) {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://127.0.0.1:{}", l.local_addr().unwrap().port());
     let h = std::thread::spawn(move || {
@@ -180,7 +195,8 @@ fn cache_entries(cache: &Path, id: &str) -> Vec<String> {
 fn stripped_copy_gets_dwarf(major: u32) {
     let other = if major == 15 { 18 } else { 15 };
     let prefix = pg_prefix(major);
-    let work = std::env::temp_dir().join(format!("pgdbg-debuginfod-{major}-{}", std::process::id()));
+    let work =
+        std::env::temp_dir().join(format!("pgdbg-debuginfod-{major}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(work.join("debug")).unwrap();
     std::fs::create_dir_all(work.join("empty")).unwrap();
@@ -271,8 +287,14 @@ fn stripped_copy_gets_dwarf(major: u32) {
         )],
         "{err}"
     );
-    eprintln!("PostgreSQL {major}: {} (attached after {attach_secs:.2} s)", downloaded[0]);
-    assert!(!err.contains("pgdbg: debuginfod"), "no failure line:\n{err}");
+    eprintln!(
+        "PostgreSQL {major}: {} (attached after {attach_secs:.2} s)",
+        downloaded[0]
+    );
+    assert!(
+        !err.contains("pgdbg: debuginfod"),
+        "no failure line:\n{err}"
+    );
     assert!(!err.contains("layout pack"), "{err}");
     let cached = cache.join(&id).join("debuginfo");
     assert!(
@@ -294,7 +316,8 @@ fn stripped_copy_gets_dwarf(major: u32) {
     assert_eq!(vals[1], "6", "{out}");
     let bt: Vec<&str> = out.lines().filter(|l| l.starts_with('#')).collect();
     assert!(
-        bt[0].starts_with("#0  choose_custom_plan (plansource=0x") && bt[0].contains("plancache.c:"),
+        bt[0].starts_with("#0  choose_custom_plan (plansource=0x")
+            && bt[0].contains("plancache.c:"),
         "{out}"
     );
     // the cache: elfutils' layout, the served file byte for byte, read-only
@@ -309,6 +332,8 @@ fn stripped_copy_gets_dwarf(major: u32) {
         0o400
     );
     assert_eq!(tracer_pid(pid), 0);
+
+    assert_eq!(debuginfo_requests(server.port), 1);
 
     // 2. No server any more: the cache serves the next attach, silently.
     server.stop();
@@ -364,6 +389,30 @@ fn stripped_copy_gets_dwarf(major: u32) {
     );
     assert!(out.contains("layout pack for PostgreSQL"), "{out}");
     assert!(!cache2.join(&id).join("debuginfo").exists());
+    // several backends: the supervisor asks the servers once, its workers
+    // only read the cache (no line, no request from each of them)
+    let mut b = cl.connect();
+    let script = write_script(&format!("debuginfod-multi{major}"), &["wait"]);
+    let (code, out, err) = run(pgdbg_env(
+        &[
+            "attach",
+            &pid.to_string(),
+            &b.pid().to_string(),
+            "-q",
+            "--script",
+            script.to_str().unwrap(),
+        ],
+        &empty.url,
+        &cache2,
+        &[],
+    ));
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(err.matches("pgdbg: debuginfod").count(), 1, "{err}");
+    assert_eq!(out.matches("Client: ClientRead").count(), 2, "{out}");
+    assert_eq!(b.query_one_i64("select 8"), 8);
+    // ours above, 1., 3. and the supervisor
+    assert_eq!(debuginfo_requests(empty.port), 4);
+    drop(b);
     empty.stop();
 
     // 4. A server that sends another build's file (with DWARF): refused,
@@ -428,7 +477,10 @@ fn stripped_copy_gets_dwarf(major: u32) {
             &pid.to_string(),
             "-q",
             "--symbols",
-            repo().join(format!("symbols/pg{major}.json")).to_str().unwrap(),
+            repo()
+                .join(format!("symbols/pg{major}.json"))
+                .to_str()
+                .unwrap(),
             "--ex",
             "info",
         ],

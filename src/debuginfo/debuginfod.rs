@@ -240,9 +240,7 @@ impl Download<'_> {
             }
             ureq::Error::Timeout(_) => self.no_progress(),
             ureq::Error::Io(io) => match io.kind() {
-                std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => {
-                    self.no_progress()
-                }
+                std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => self.no_progress(),
                 _ if io.to_string().contains("lookup address") => {
                     let t = os_text(io);
                     let t = t.rsplit(": ").next().unwrap_or(&t).to_string();
@@ -375,7 +373,9 @@ impl Download<'_> {
                 .map_err(|e| format!("cannot write {}: {}", tmp.display(), os_text(&e)))?;
             if tty && last_shown.elapsed() >= Duration::from_millis(100) {
                 last_shown = Instant::now();
-                let of = total.map(|t| format!(" of {}", size_text(t))).unwrap_or_default();
+                let of = total
+                    .map(|t| format!(" of {}", size_text(t)))
+                    .unwrap_or_default();
                 crate::errp!(
                     "\r\x1b[KDownloading debug info for {} from {} ... {}{of} ({:.0} s)",
                     self.what.display(),

@@ -85,7 +85,10 @@ pub fn no_debug_info_message(bin_path: &Path, build_id: &str) -> String {
             "",
         )
     } else {
-        (", or pass --debug-file FILE", ", the servers of DEBUGINFOD_URLS")
+        (
+            ", or pass --debug-file FILE",
+            ", the servers of DEBUGINFOD_URLS",
+        )
     };
     format!(
         "no debug info for {} (build-id {}): {pkg}{todo} (looked in the binary, /usr/lib/debug/.build-id/{}/{}.debug{servers} and the .gnu_debuglink target)",
@@ -138,14 +141,15 @@ impl DebugInfo {
         } else {
             match elf::find_debug_file(&binary, real_path, explicit)? {
                 Some(x) => Some(x),
-                None if explicit.is_none() => debuginfod::find(&build_id, real_path, fetch)
-                    .map(|f| {
+                None if explicit.is_none() => {
+                    debuginfod::find(&build_id, real_path, fetch).map(|f| {
                         let source = DebugSource::Debuginfod {
                             server: f.server,
                             path: f.path,
                         };
                         (Some(f.image), source)
-                    }),
+                    })
+                }
                 None => None,
             }
         };

@@ -8,6 +8,7 @@ use crate::capture::Capture;
 use crate::cli::one_line;
 use crate::command;
 use crate::debuginfo::DebugInfo;
+use crate::debuginfo::debuginfod::Fetch;
 use crate::guard;
 use crate::postgres::{self, ProcessKind};
 use crate::script::Script;
@@ -209,12 +210,22 @@ pub fn load_debuginfo(pid: i32, opts: &AttachOpts) -> Result<(Rc<DebugInfo>, Pat
     if show_progress && std::io::stderr().is_terminal() {
         crate::errp!("Reading debug info of {} ...", real_clean.display());
     }
+    // debuginfod: the supervisor of a multi-backend attach downloads, its
+    // workers read the cache
+    let fetch = if opts.worker {
+        Fetch::CacheOnly
+    } else if show_progress {
+        Fetch::Progress
+    } else {
+        Fetch::Quiet
+    };
     let di = DebugInfo::load(
         &exe_link,
         &real_clean,
         opts.debug_file.as_deref(),
         opts.symbols.as_deref(),
         &postgres::packs::Packs,
+        fetch,
     );
     if show_progress && std::io::stderr().is_terminal() {
         crate::errp!("\r\x1b[K");

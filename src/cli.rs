@@ -215,7 +215,14 @@ pub(crate) fn one_line(e: &anyhow::Error) -> String {
 }
 
 fn extract_pack(binary: &std::path::Path, output: Option<&std::path::Path>) -> Result<i32> {
-    let di = DebugInfo::load(binary, binary, None, None, &crate::postgres::packs::Packs)?;
+    let di = DebugInfo::load(
+        binary,
+        binary,
+        None,
+        None,
+        &crate::postgres::packs::Packs,
+        crate::debuginfo::debuginfod::Fetch::Progress,
+    )?;
     if di.pack.is_some() {
         bail!(
             "{} has no DWARF: extract packs from a debug build (scripts/pg-build MAJOR)",

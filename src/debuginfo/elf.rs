@@ -144,6 +144,12 @@ pub enum DebugSource {
     BuildId(PathBuf),
     Debuglink(PathBuf),
     Explicit(PathBuf),
+    /// From a debuginfod server (`server`: downloaded now from it; None:
+    /// found in the debuginfod cache), kept at `path` in the cache.
+    Debuginfod {
+        server: Option<String>,
+        path: PathBuf,
+    },
     /// No DWARF: a layout pack (description).
     Pack(String),
 }
@@ -155,6 +161,13 @@ impl std::fmt::Display for DebugSource {
             DebugSource::BuildId(p) => write!(f, "{} (by build-id)", p.display()),
             DebugSource::Debuglink(p) => write!(f, "{} (by .gnu_debuglink)", p.display()),
             DebugSource::Explicit(p) => write!(f, "{} (--debug-file)", p.display()),
+            DebugSource::Debuginfod {
+                server: Some(s),
+                path,
+            } => write!(f, "debuginfod {s} (cached in {})", path.display()),
+            DebugSource::Debuginfod { server: None, path } => {
+                write!(f, "{} (debuginfod cache)", path.display())
+            }
             DebugSource::Pack(d) => write!(f, "{d}"),
         }
     }

@@ -2,6 +2,7 @@
 //! lines, inlined frames), CFI unwinding.  Addresses here are link-time
 //! addresses unless a name says `runtime`; the load bias converts.
 
+pub mod debuginfod;
 pub mod elf;
 pub mod index;
 pub mod layout;
@@ -78,8 +79,19 @@ pub fn no_debug_info_message(bin_path: &Path, build_id: &str) -> String {
     let pkg = owning_package(bin_path)
         .map(|p| format!("install {p}-dbgsym (or -dbg)"))
         .unwrap_or_else(|| "install the debug symbols package of this build".into());
+    let (todo, servers) = if debuginfod::urls().is_empty() {
+        (
+            ", pass --debug-file FILE, or set DEBUGINFOD_URLS to a debuginfod server",
+            "",
+        )
+    } else {
+        (
+            ", or pass --debug-file FILE",
+            ", the servers of DEBUGINFOD_URLS",
+        )
+    };
     format!(
-        "no debug info for {} (build-id {}): {pkg}, or pass --debug-file FILE (looked in the binary, /usr/lib/debug/.build-id/{}/{}.debug and the .gnu_debuglink target)",
+        "no debug info for {} (build-id {}): {pkg}{todo} (looked in the binary, /usr/lib/debug/.build-id/{}/{}.debug{servers} and the .gnu_debuglink target)",
         bin_path.display(),
         if build_id.is_empty() {
             "none"
@@ -111,20 +123,35 @@ impl DebugInfo {
     /// `real_path` is the binary's path as the system knows it (for
     /// .gnu_debuglink lookups and messages).
     /// Without DWARF, `packs` names the layout pack to use (`pack_file`:
-    /// `--symbols FILE`, which also skips the DWARF search).
+    /// `--symbols FILE`, which also skips the DWARF search).  When nothing
+    /// on disk has DWARF, `fetch` says whether the debuginfod servers of
+    /// `DEBUGINFOD_URLS` are asked (never with `explicit` or `pack_file`).
     pub fn load(
         exe: &Path,
         real_path: &Path,
         explicit: Option<&Path>,
         pack_file: Option<&Path>,
         packs: &dyn pack::PackSource,
+        fetch: debuginfod::Fetch,
     ) -> Result<DebugInfo> {
         let binary = ElfImage::open(exe)?;
         let build_id = binary.build_id().unwrap_or_default();
         let found = if pack_file.is_some() {
             None
         } else {
-            elf::find_debug_file(&binary, real_path, explicit)?
+            match elf::find_debug_file(&binary, real_path, explicit)? {
+                Some(x) => Some(x),
+                None if explicit.is_none() => {
+                    debuginfod::find(&build_id, real_path, fetch).map(|f| {
+                        let source = DebugSource::Debuginfod {
+                            server: f.server,
+                            path: f.path,
+                        };
+                        (Some(f.image), source)
+                    })
+                }
+                None => None,
+            }
         };
         let (debug_file, source) = match found {
             Some(x) => x,
@@ -137,14 +164,20 @@ impl DebugInfo {
                 gimli::LittleEndian,
             ))
         })?;
-        if let Some((alt, _id)) = dimg.debugaltlink() {
+        if let Some((alt, alt_id)) = dimg.debugaltlink() {
             // dwz supplementary file
             let altp = if Path::new(&alt).is_absolute() {
                 std::path::PathBuf::from(&alt)
             } else {
                 dimg.path.parent().unwrap_or(Path::new("/")).join(&alt)
             };
-            if let Ok(sup) = ElfImage::open(&altp) {
+            // not on disk: the supplementary file by its build-id, from
+            // debuginfod like the debug file (dwz-compressed packages)
+            let sup = ElfImage::open(&altp)
+                .ok()
+                .filter(|s| s.build_id().is_none_or(|b| b == alt_id))
+                .or_else(|| debuginfod::find(&alt_id, &altp, fetch).map(|f| f.image));
+            if let Some(sup) = sup {
                 let sup: &'static ElfImage = Box::leak(Box::new(sup));
                 dwarf.load_sup(|id| -> Result<R> {
                     Ok(gimli::EndianSlice::new(

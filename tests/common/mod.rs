@@ -12,6 +12,9 @@ pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The pgdbg binary.  The helpers below run it without `DEBUGINFOD_URLS`
+/// (a developer's shell may set it: stripped targets would then ask the
+/// servers); tests/debuginfod.rs sets its own.
 pub fn pgdbg_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_pgdbg"))
 }
@@ -368,6 +371,7 @@ impl Pgdbg {
     pub fn spawn(args: &[&str]) -> Pgdbg {
         let child = Command::new(pgdbg_bin())
             .args(args)
+            .env_remove("DEBUGINFOD_URLS")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -433,6 +437,7 @@ impl Pgdbg {
         let f = std::fs::File::create(stdout).unwrap();
         let child = Command::new(pgdbg_bin())
             .args(args)
+            .env_remove("DEBUGINFOD_URLS")
             .stdin(Stdio::null())
             .stdout(Stdio::from(f))
             .stderr(Stdio::piped())
@@ -450,6 +455,7 @@ impl Pgdbg {
 pub fn pgdbg(args: &[&str]) -> (i32, String, String) {
     let out: Output = Command::new(pgdbg_bin())
         .args(args)
+        .env_remove("DEBUGINFOD_URLS")
         .stdin(Stdio::null())
         .output()
         .expect("run pgdbg");

@@ -231,6 +231,9 @@ pub fn load_debuginfo(pid: i32, opts: &AttachOpts) -> Result<(Rc<DebugInfo>, Pat
         crate::errp!("\r\x1b[K");
     }
     let di = Rc::new(di?);
+    if let Some(note) = &di.index_note {
+        crate::errln!("pgdbg: {note}");
+    }
     if let Some(p) = &di.pack
         && !opts.worker
     {

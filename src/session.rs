@@ -6,7 +6,7 @@ use crate::capture::Capture;
 use crate::command::{Command, help_text};
 use crate::debuginfo::location::{FrameContext, Place, eval_location};
 use crate::debuginfo::types::{TypeRef, TypeSource, size_of};
-use crate::debuginfo::unwind::Module;
+use crate::debuginfo::unwind::{FileKey, Module};
 use crate::debuginfo::{DebugInfo, SourceFrame, VarInfo};
 use crate::expr::eval::{EvalEnv, ValLoc, Value, eval, scalar};
 use crate::expr::format::{Radix, format_value, to_json};
@@ -61,7 +61,7 @@ pub struct Session {
     pub exe_path: PathBuf,
     pub pg_version: Option<String>,
     pub kind: postgres::ProcessKind,
-    modules: Vec<Module>,
+    modules: Modules,
     pub bps: Breakpoints,
     /// pgdbg's own breakpoints (probes), with a use count.
     internal: std::collections::BTreeMap<u64, u32>,
@@ -104,7 +104,7 @@ impl Session {
             exe_path,
             pg_version,
             kind,
-            modules: Vec::new(),
+            modules: Modules::new(pid, bias),
             bps: Breakpoints::default(),
             internal: std::collections::BTreeMap::new(),
             frames: None,
@@ -117,7 +117,7 @@ impl Session {
             hit_limit: None,
             hits_total: 0,
         };
-        s.refresh_modules();
+        s.modules.refresh();
         s.emit(
             "attach",
             serde_json::json!({"version": s.pg_version, "binary": s.exe_path.display().to_string(), "build_id": s.di.build_id}),
@@ -131,50 +131,20 @@ impl Session {
         }
     }
 
-    fn refresh_modules(&mut self) {
-        let maps = procfs::maps(self.pid).unwrap_or_default();
-        let mut mods: Vec<Module> = Vec::new();
-        for m in &maps {
-            let Some(p) = &m.path else { continue };
-            if let Some(existing) = mods.iter_mut().find(|x| &x.path == p) {
-                existing.end = existing.end.max(m.end);
-                continue;
-            }
-            if m.offset == 0 {
-                let bias = if self.is_main_binary(p) {
-                    self.bias
-                } else {
-                    m.start
-                };
-                mods.push(Module::new(p.clone(), m.start, m.end, bias));
-            }
-        }
-        self.modules = mods;
-    }
-
-    fn is_main_binary(&self, p: &std::path::Path) -> bool {
-        let exe = procfs::exe_path(self.pid).ok();
-        exe.as_deref() == Some(p)
-    }
-
     fn module_for(&self, addr: u64) -> Option<&Module> {
-        self.modules
-            .iter()
-            .find(|m| addr >= m.start && addr < m.end)
+        self.modules.find(addr)
     }
 
     fn in_main(&self, addr: u64) -> bool {
-        match self.module_for(addr) {
-            Some(m) => m.bias == self.bias && self.is_main_binary(&m.path),
-            None => false,
-        }
+        self.module_for(addr)
+            .is_some_and(|m| m.main && m.bias == self.bias)
     }
 
     // --------------------------------------------------------- breakpoints
 
     /// Resolve a location spec to runtime addresses.
     pub fn resolve_location(&self, spec: &str) -> Result<Vec<BpLocation>> {
-        resolve_location(&self.di, self.bias, spec)
+        resolve(&self.di, self.bias, spec, true)
     }
 
     pub fn add_breakpoint(
@@ -336,7 +306,14 @@ impl Session {
                 self.last_stop = Some(stop.clone());
                 let (passing, note) = self.conditions_at(addr);
                 if passing.is_empty() {
-                    continue; // no condition held: not a stop
+                    // No condition held: not a stop, unless Ctrl-C or a
+                    // deadline came meanwhile (its interrupt may have lost
+                    // the race against this hit and been dropped).
+                    if guard::sigint_seen() || guard::deadline_hit() {
+                        guard::take_interrupt();
+                        return self.report_stop(Stop::Interrupted);
+                    }
+                    continue;
                 }
                 self.set_passing(passing);
                 let (o, text) = self.report_stop(stop)?;
@@ -370,6 +347,12 @@ impl Session {
             .collect();
         let mut passing = Vec::new();
         let mut note = String::new();
+        if bps.iter().any(|(_, c)| c.is_some()) {
+            // a condition is evaluated in frame 0: unwinding the innermost
+            // function is enough (not a whole backtrace at every hit)
+            self.selected = 0;
+            self.frames = self.top_frames().ok();
+        }
         for (id, cond) in bps {
             let Some(c) = cond else {
                 passing.push(id);
@@ -409,6 +392,27 @@ impl Session {
     /// breakpoint with a `commands` block, run the block, and go on while
     /// it ends with `continue`.
     fn continue_running(&mut self) -> Result<(String, Flow)> {
+        // Breakpoints that are passed over without stopping the user (a
+        // condition, a block ending in `continue`) may be hit thousands of
+        // times a second: run on the backend's CPU meanwhile, as probes do.
+        let busy = self
+            .bps
+            .list
+            .iter()
+            .any(|b| b.condition.is_some() || b.commands.last() == Some(&Command::Continue));
+        let pinned = if busy && std::env::var_os("PGDBG_NO_PIN").is_none() {
+            procfs::last_cpu(self.pid).and_then(procfs::pin_to_cpu)
+        } else {
+            None
+        };
+        let res = self.continue_loop();
+        if let Some(old) = &pinned {
+            procfs::restore_affinity(old);
+        }
+        res
+    }
+
+    fn continue_loop(&mut self) -> Result<(String, Flow)> {
         loop {
             let (outcome, text) = self.cont()?;
             match outcome {
@@ -462,8 +466,14 @@ impl Session {
                     },
                 }
             }
-            if !resume || limit_hit || guard::deadline_hit() || guard::sigint_seen() {
+            if !resume || limit_hit || guard::deadline_hit() {
                 return Ok((String::new(), Flow::Continue));
+            }
+            if guard::sigint_seen() {
+                // Ctrl-C while the block ran (or its interrupt lost the
+                // race against this hit): stop here, and say where
+                guard::take_interrupt();
+                return Ok((self.interrupted_text()?, Flow::Continue));
             }
         }
     }
@@ -483,6 +493,15 @@ impl Session {
             return Ok(text);
         }
         Ok(format!("\n{}", text.strip_suffix('\n').unwrap_or(&text)))
+    }
+
+    /// What an interrupted stop shows: the frame where the backend is.
+    fn interrupted_text(&mut self) -> Result<String> {
+        let head = self.frame_line(0, true)?;
+        self.emit("stop", serde_json::json!({"reason": "interrupted"}));
+        Ok(format!(
+            "\nProgram stopped (interrupted; the backend got no signal).\n{head}"
+        ))
     }
 
     fn report_stop(&mut self, stop: Stop) -> Result<(RunOutcome, String)> {
@@ -507,12 +526,23 @@ impl Session {
                         temp.push(b.id);
                     }
                 }
-                let head = self.frame_line(0, false)?;
-                let src = self
-                    .source_line(0)
-                    .map(|s| format!("\n{s}"))
-                    .unwrap_or_default();
-                let frame = self.frames()?.first().cloned();
+                // A `silent` block hides the stop line: then only the
+                // innermost frame is needed (for the capture), not a
+                // backtrace, frame arguments and the source line.
+                let silent = self.hit.as_ref().is_some_and(|h| {
+                    h.iter().flat_map(|(_, c)| c).next() == Some(&Command::Silent)
+                });
+                let (head, src, frame) = if silent {
+                    let frame = self.top_frames()?.into_iter().next();
+                    (String::new(), String::new(), frame)
+                } else {
+                    let head = self.frame_line(0, false)?;
+                    let src = self
+                        .source_line(0)
+                        .map(|s| format!("\n{s}"))
+                        .unwrap_or_default();
+                    (head, src, self.frames()?.first().cloned())
+                };
                 self.emit(
                     "stop",
                     serde_json::json!({
@@ -538,14 +568,7 @@ impl Session {
                     format!("\n{label} {}, {head}{src}", ids_s.join(", ")),
                 ))
             }
-            Stop::Interrupted => {
-                let head = self.frame_line(0, true)?;
-                self.emit("stop", serde_json::json!({"reason": "interrupted"}));
-                Ok((
-                    RunOutcome::Stopped,
-                    format!("\nProgram stopped (interrupted; the backend got no signal).\n{head}"),
-                ))
-            }
+            Stop::Interrupted => Ok((RunOutcome::Stopped, self.interrupted_text()?)),
             Stop::Signal(sig) => {
                 let head = self.frame_line(0, true).unwrap_or_default();
                 self.emit(
@@ -665,6 +688,7 @@ impl Session {
                 break;
             }
             let lookup = if i == 0 { pc } else { pc - 1 };
+            self.modules.cover(lookup);
             let Some(m) = self.module_for(lookup) else {
                 out.push(format!("{pc:#x}"));
                 break;
@@ -814,6 +838,12 @@ impl Session {
                 }
                 if guard::deadline_hit() {
                     return Ok((ProbeEnd::Deadline, String::new()));
+                }
+                if guard::sigint_seen() {
+                    // Ctrl-C whose interrupt lost the race against a hit
+                    guard::take_interrupt();
+                    let (_, text) = self.report_stop(Stop::Interrupted)?;
+                    return Ok((ProbeEnd::Stopped, text));
                 }
                 if let Some(gone) = self.step_over_here()? {
                     return Ok(gone);
@@ -1555,12 +1585,20 @@ impl Session {
         }
     }
 
+    /// The frames of the innermost physical function only (its inlined
+    /// calls included), as `frames` shows them: what an expression in
+    /// frame 0 needs, at a fraction of a backtrace's cost.  Not cached as
+    /// the stop's frames.
+    fn top_frames(&mut self) -> Result<Vec<Frame>> {
+        let mut f = self.unwind(1)?;
+        self.hide_inline_entry_frames(&mut f);
+        Ok(f)
+    }
+
     fn unwind(&mut self, max: usize) -> Result<Vec<Frame>> {
         if self.target.is_gone() {
             bail!("the backend is gone");
         }
-        // Libraries may have been loaded since the last stop.
-        self.refresh_modules();
         let regs = self.target.regs()?;
         let mut cur = FrameRegs::from_regs(&regs);
         let mut out: Vec<Frame> = Vec::new();
@@ -1573,6 +1611,7 @@ impl Session {
                 break;
             }
             let lookup = if phys == 0 { pc } else { pc - 1 };
+            self.modules.cover(lookup);
             let main = self.in_main(lookup);
             let (step, module_name, symbol) = match self.module_for(lookup) {
                 Some(m) => {
@@ -2228,15 +2267,22 @@ pub fn basename(p: &str) -> &str {
 /// (runtime addresses).  Usable before attaching (bias 0) to validate
 /// scripts.
 pub fn resolve_location(di: &DebugInfo, bias: u64, spec: &str) -> Result<Vec<BpLocation>> {
+    resolve(di, bias, spec, false)
+}
+
+/// `resolve_location`; `attached`: `bias` is the target's load bias (not
+/// a check before attaching), so a numeric *ADDRESS can be checked too.
+fn resolve(di: &DebugInfo, bias: u64, spec: &str, attached: bool) -> Result<Vec<BpLocation>> {
     let spec = spec.trim();
     if let Some(a) = spec.strip_prefix('*') {
-        let a = a.trim();
-        let addr = if let Some(h) = a.strip_prefix("0x") {
-            u64::from_str_radix(h, 16)
+        let (addr, by_name) = parse_address(di, bias, a.trim())?;
+        // before attaching, a name's address is a link-time one: say the name
+        let label = if by_name && !attached {
+            format!("*{}", a.trim())
         } else {
-            a.parse()
-        }
-        .map_err(|_| anyhow!("bad address '{a}'"))?;
+            format!("{addr:#x}")
+        };
+        check_instruction_start(di, bias, addr, &label, attached || by_name)?;
         let link = addr.wrapping_sub(bias);
         let fr = di.frames_at(link);
         return Ok(vec![BpLocation {
@@ -2253,6 +2299,9 @@ pub fn resolve_location(di: &DebugInfo, bias: u64, spec: &str) -> Result<Vec<BpL
     if let Some((file, line)) = spec.rsplit_once(':')
         && let Ok(line) = line.parse::<u32>()
     {
+        if line == 0 {
+            bail!("{file}:0: line numbers start at 1");
+        }
         let hits = di.line_addresses(file, line)?;
         if hits.is_empty() {
             bail!(
@@ -2316,6 +2365,97 @@ pub fn resolve_location(di: &DebugInfo, bias: u64, spec: &str) -> Result<Vec<BpL
         .collect())
 }
 
+/// The runtime address of `*ADDRESS`: a number (0x... or decimal) or
+/// FUNCTION[+OFFSET]; and whether it was given by name.
+fn parse_address(di: &DebugInfo, bias: u64, a: &str) -> Result<(u64, bool)> {
+    let num = |t: &str| -> Option<u64> {
+        let t = t.trim();
+        match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+            Some(h) => u64::from_str_radix(h, 16).ok(),
+            None => t.parse().ok(),
+        }
+    };
+    if let Some(v) = num(a) {
+        return Ok((v, false));
+    }
+    let bad = || anyhow!("bad address '{a}': use *0xADDRESS or *FUNCTION+OFFSET");
+    let (name, off) = match a.split_once('+') {
+        Some((n, o)) => (n.trim(), num(o).ok_or_else(bad)?),
+        None => (a, 0),
+    };
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+    {
+        return Err(bad());
+    }
+    let base = di
+        .symbols
+        .iter()
+        .find(|s| s.is_func && s.name == name)
+        .map(|s| s.addr)
+        .or_else(|| {
+            di.function_locations(name)
+                .iter()
+                .find(|l| !l.inlined)
+                .map(|l| l.addr)
+        })
+        .ok_or_else(|| anyhow!("no function \"{name}\" in this postgres binary"))?;
+    Ok((base.wrapping_add(off).wrapping_add(bias), true))
+}
+
+/// An int3 must replace the first byte of an instruction: one written
+/// inside an instruction changes what the backend executes (a crash at
+/// the hit, or later).  Decodes the containing function from its start and
+/// refuses an address that is not an instruction's first byte, naming the
+/// nearest starts.  `must_know`: an address in no known function is
+/// refused too (before attaching, a numeric address of a position
+/// independent binary cannot be checked yet: it is checked at attach).
+fn check_instruction_start(
+    di: &DebugInfo,
+    bias: u64,
+    addr: u64,
+    label: &str,
+    must_know: bool,
+) -> Result<()> {
+    use iced_x86::{Decoder, DecoderOptions};
+    let link = addr.wrapping_sub(bias);
+    let Some((name, start, end)) = di.code_range_at(link) else {
+        if must_know {
+            bail!(
+                "{label}: not in a function of the postgres binary that pgdbg knows: break *ADDRESS needs the first byte of an instruction there (or use break FUNCTION or FILE:LINE)"
+            );
+        }
+        return Ok(());
+    };
+    let Some(code) = di.binary.bytes_at(start, end - start) else {
+        bail!(
+            "{label} ({name}): the code of {name} is not in the binary's file, so the address cannot be checked: use break {name} or FILE:LINE"
+        );
+    };
+    let mut dec = Decoder::with_ip(64, code, start, DecoderOptions::NONE);
+    let mut before = start;
+    while dec.can_decode() && dec.ip() < link {
+        before = dec.ip();
+        let _ = dec.decode();
+    }
+    let after = dec.ip();
+    if after == link {
+        return Ok(());
+    }
+    let after_text = if after >= end {
+        format!("the end of {name} at +{}", end - start)
+    } else {
+        format!("+{}", after - start)
+    };
+    bail!(
+        "{label}: not the start of an instruction in {name} ({name}+{}; instructions start at {name}+{} and {after_text})",
+        link - start,
+        before - start
+    )
+}
+
 fn suggest(di: &DebugInfo, name: &str) -> Option<String> {
     let lname = name.to_lowercase();
     let mut best: Option<(usize, &String)> = None;
@@ -2344,6 +2484,87 @@ fn edit_distance(a: &str, b: &str) -> usize {
         prev = cur;
     }
     prev[b.len()]
+}
+
+/// The files mapped into the target, as of the last look at its
+/// /proc/PID/maps: taken at attach, and again when a pc is in none of them
+/// (a library loaded since), not at every stop.  Parsed images are cached
+/// per file (`unwind::Module`), so a new look maps nothing new.
+struct Modules {
+    pid: i32,
+    bias: u64,
+    list: Vec<Module>,
+    /// When the list was taken, and the pages found in no module since
+    /// (garbage pcs of a stack, code in anonymous memory): not looked up
+    /// again before a second has passed.
+    taken: std::time::Instant,
+    unmapped: std::collections::HashSet<u64>,
+}
+
+impl Modules {
+    fn new(pid: i32, bias: u64) -> Modules {
+        Modules {
+            pid,
+            bias,
+            list: Vec::new(),
+            taken: std::time::Instant::now(),
+            unmapped: std::collections::HashSet::new(),
+        }
+    }
+
+    fn refresh(&mut self) {
+        self.list = modules_of(self.pid, self.bias);
+        self.taken = std::time::Instant::now();
+    }
+
+    fn find(&self, addr: u64) -> Option<&Module> {
+        self.list.iter().find(|m| addr >= m.start && addr < m.end)
+    }
+
+    /// Make sure a module covering `addr` is known if the target has one
+    /// (takes a new list when `addr` is in none).
+    fn cover(&mut self, addr: u64) {
+        if self.find(addr).is_some() {
+            return;
+        }
+        let page = addr >> 12;
+        if self.taken.elapsed() >= std::time::Duration::from_secs(1) {
+            self.unmapped.clear();
+        } else if self.unmapped.contains(&page) {
+            return;
+        }
+        self.refresh();
+        if self.find(addr).is_none() {
+            self.unmapped.insert(page);
+        }
+    }
+}
+
+/// The files mapped into process `pid` (one module per file, from its
+/// mapping at offset 0 to its last mapping); the executable gets
+/// `main_bias`.
+fn modules_of(pid: i32, main_bias: u64) -> Vec<Module> {
+    let maps = procfs::maps(pid).unwrap_or_default();
+    let exe = procfs::exe_path(pid).ok();
+    let mut mods: Vec<Module> = Vec::new();
+    for m in &maps {
+        let Some(p) = &m.path else { continue };
+        if let Some(existing) = mods.iter_mut().find(|x| &x.path == p) {
+            existing.end = existing.end.max(m.end);
+            continue;
+        }
+        if m.offset == 0 {
+            let main = exe.as_deref() == Some(p.as_path());
+            let bias = if main { main_bias } else { m.start };
+            let key = FileKey {
+                path: p.clone(),
+                dev: m.dev.clone(),
+                inode: m.inode,
+            };
+            mods.push(Module::new(key, m.start, m.end, bias, main));
+        }
+    }
+    mods
 }
 
 /// Load bias of the main binary: AT_ENTRY minus the ELF entry point, cross

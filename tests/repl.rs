@@ -355,6 +355,95 @@ fn commands_block_and_condition_in_tmux() {
     cl.assert_no_crash();
 }
 
+/// Ctrl-C during a `continue` whose breakpoint is hit thousands of times a
+/// second without stopping the user (a `silent` + `continue` block, then a
+/// condition that never holds) ends it at once, every time, with the line
+/// saying where the backend stopped (it used to give a bare prompt, or be
+/// ignored).
+fn ctrl_c_while_hits_pass(major: u32) {
+    let cl = Cluster::start(major);
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let h = a.spawn_text(
+        "do $$ begin for i in 1..2000000000 loop perform pg_backend_pid(); end loop; end $$",
+    );
+    let (t, hist) = Tmux::repl(pid, &format!("ctrl-c-hits-{major}"));
+    let stopped = "Program stopped (interrupted; the backend got no signal).";
+    // `continue`, a second of hits, Ctrl-C: the stop line and where
+    let round = |what: &str| {
+        let n = t.count(stopped);
+        let c = t.count("(pgdbg) continue");
+        t.type_line("continue");
+        wait_until("continue", Duration::from_secs(20), || {
+            t.count("(pgdbg) continue") > c
+        });
+        std::thread::sleep(Duration::from_secs(1));
+        t.keys(&["C-c"]);
+        wait_until(
+            &format!("{what}: the stop after Ctrl-C"),
+            Duration::from_secs(10),
+            || t.count(stopped) > n && t.screen().trim_end().ends_with("(pgdbg)"),
+        );
+        let s = t.screen();
+        let tail = &s[s.rfind("(pgdbg) continue").unwrap()..];
+        let after = tail.split_once(stopped).map(|x| x.1).unwrap_or("");
+        let at = after.lines().nth(1).unwrap_or("");
+        // "FUNC (ARGS) at FILE:LINE", with "0x... in " unless at a line's start
+        assert!(
+            !at.starts_with("(pgdbg)") && at.contains(" (") && at.contains(')'),
+            "{what}: no location after the stop line:\n{tail}"
+        );
+    };
+    t.type_line("break pg_backend_pid");
+    t.wait_for("Breakpoint 1 at pg_backend_pid", Duration::from_secs(20));
+    t.type_line("commands");
+    for line in ["silent", "continue", "end"] {
+        wait_until("the '>' prompt", Duration::from_secs(20), || {
+            t.screen().lines().any(|l| l.trim_end() == ">")
+        });
+        t.type_line(line);
+        t.wait_for(&format!(">{line}"), Duration::from_secs(20));
+    }
+    t.wait_for(">end\n(pgdbg) ", Duration::from_secs(20));
+    for i in 0..3 {
+        round(&format!("silent block, round {i}"));
+    }
+    t.type_line("delete");
+    t.type_line("break AllocSetAlloc if size == 99999");
+    t.wait_for("stops only if size == 99999", Duration::from_secs(20));
+    for i in 0..3 {
+        round(&format!("condition, round {i}"));
+    }
+    t.type_line("quit");
+    t.wait_for("PGDBG-EXITED 0", Duration::from_secs(20));
+    assert_eq!(tracer_pid(pid), 0);
+    assert!(code_matches_file(
+        pid,
+        &cl.postgres_binary(),
+        "pg_backend_pid",
+        16
+    ));
+    cl.connect()
+        .exec(&format!("select pg_cancel_backend({pid})"));
+    let r = a.rejoin(h);
+    assert!(
+        r.as_ref().is_err_and(|e| e.contains("canceling statement")),
+        "{r:?}"
+    );
+    let _ = std::fs::remove_file(&hist);
+    cl.assert_no_crash();
+}
+
+#[test]
+fn ctrl_c_while_hits_pass_in_tmux_15() {
+    ctrl_c_while_hits_pass(15);
+}
+
+#[test]
+fn ctrl_c_while_hits_pass_in_tmux_18() {
+    ctrl_c_while_hits_pass(18);
+}
+
 /// `plancache --fast` at the prompt (completed with Tab): decisions appear
 /// while the backend runs through the in-process recorder; Ctrl-C ends the
 /// watch with its summary and takes the recorder out; the session goes on.

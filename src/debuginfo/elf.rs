@@ -1,7 +1,9 @@
 //! ELF images: the mapped file, its build-id, debug links, symbols and the
 //! sections the rest of debuginfo reads.  Images are mapped once and leaked,
 //! so every slice handed out is `'static` (a debugger session maps a handful
-//! of files and keeps them until it exits).
+//! of files and keeps them until it exits).  Never open the same file twice:
+//! the shared objects of the target go through `unwind::Module`'s
+//! per-file cache.
 
 use anyhow::{Context, Result, anyhow};
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};

@@ -11,8 +11,118 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-/// Bump when the layout of `Index` changes.
-const FORMAT: u32 = 3;
+/// Bump when the layout of `Index` or of the cache file changes.
+const FORMAT: u32 = 4;
+
+/// First bytes of a cache file.
+const MAGIC: &[u8; 8] = b"PGDBGIDX";
+
+/// Why a cache file was not used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CacheMiss {
+    /// No cache file (or no cache directory), or one an older pgdbg wrote:
+    /// built and stored now.
+    Absent,
+    /// A file that did not verify: the reason, for "did not verify (...)".
+    Bad { path: PathBuf, reason: String },
+}
+
+impl CacheMiss {
+    /// The line to show when the index had to be rebuilt because of a bad
+    /// cache file.
+    pub fn note(&self) -> Option<String> {
+        match self {
+            CacheMiss::Absent => None,
+            CacheMiss::Bad { path, reason } => Some(format!(
+                "index cache {} did not verify ({reason}); rebuilt",
+                path.display()
+            )),
+        }
+    }
+}
+
+/// 64-bit checksum of a cache file's content: every 8-byte word goes
+/// through a bijective step (xor, odd multiply, rotate), so any change of
+/// a single word always changes the sum.
+pub fn checksum(parts: &[&[u8]]) -> u64 {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut step = |w: u64| h = (h ^ w).wrapping_mul(K).rotate_left(29);
+    for p in parts {
+        step(p.len() as u64);
+        let mut chunks = p.chunks_exact(8);
+        for c in &mut chunks {
+            step(u64::from_le_bytes(c.try_into().expect("8 bytes")));
+        }
+        let rest = chunks.remainder();
+        let mut last = [0u8; 8];
+        last[..rest.len()].copy_from_slice(rest);
+        step(u64::from_le_bytes(last));
+    }
+    h ^ (h >> 31)
+}
+
+/// A cache file: MAGIC, format (u32), build-id length (u32) and bytes,
+/// payload length (u64), checksum of build-id and payload (u64), payload
+/// (the bincode of `Index`).
+fn encode(build_id: &str, payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(payload.len() + 64);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&FORMAT.to_le_bytes());
+    out.extend_from_slice(&(build_id.len() as u32).to_le_bytes());
+    out.extend_from_slice(build_id.as_bytes());
+    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    out.extend_from_slice(&checksum(&[build_id.as_bytes(), payload]).to_le_bytes());
+    out.extend_from_slice(payload);
+    out
+}
+
+/// Before format 4 a cache file was the bare bincode of `Index`, which
+/// starts with its format: that format, for such a file.
+fn older_format(data: &[u8]) -> Option<u32> {
+    let f = u32::from_le_bytes(data.get(..4)?.try_into().ok()?);
+    (data.get(..8) != Some(MAGIC) && (1..FORMAT).contains(&f)).then_some(f)
+}
+
+/// The payload of a cache file for `build_id`, or why it does not verify.
+fn decode<'a>(data: &'a [u8], build_id: &str) -> Result<&'a [u8], String> {
+    fn take<'b>(d: &mut &'b [u8], n: usize) -> Result<&'b [u8], String> {
+        if d.len() < n {
+            return Err("truncated".into());
+        }
+        let (a, b) = d.split_at(n);
+        *d = b;
+        Ok(a)
+    }
+    let mut d = data;
+    if take(&mut d, 8)? != MAGIC {
+        return Err(match older_format(data) {
+            Some(f) => format!("format {f} of an older pgdbg, without checksum"),
+            None => "not a pgdbg index".into(),
+        });
+    }
+    let format = u32::from_le_bytes(take(&mut d, 4)?.try_into().expect("4 bytes"));
+    if format != FORMAT {
+        return Err(format!("format {format}, this pgdbg writes {FORMAT}"));
+    }
+    let n = u32::from_le_bytes(take(&mut d, 4)?.try_into().expect("4 bytes")) as usize;
+    let id = take(&mut d, n)?;
+    if id != build_id.as_bytes() {
+        return Err(format!(
+            "build-id {}, the binary has {build_id}",
+            String::from_utf8_lossy(id)
+        ));
+    }
+    let len = u64::from_le_bytes(take(&mut d, 8)?.try_into().expect("8 bytes"));
+    let sum = u64::from_le_bytes(take(&mut d, 8)?.try_into().expect("8 bytes"));
+    if len != d.len() as u64 {
+        return Err("truncated".into());
+    }
+    if checksum(&[id, d]) != sum {
+        return Err("checksum".into());
+    }
+    Ok(d)
+}
 
 /// One place where a function's code starts.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
@@ -61,15 +171,26 @@ impl Index {
         Some(dir.join(format!("{build_id}.idx")))
     }
 
-    pub fn load_cached(build_id: &str) -> Option<Index> {
-        let p = Self::cache_path(build_id)?;
-        let data = std::fs::read(&p).ok()?;
-        let idx: Index = bincode::deserialize(&data).ok()?;
-        if idx.format == FORMAT && idx.build_id == build_id {
-            Some(idx)
-        } else {
-            None
+    /// The cached index of `build_id`, verified (magic, format, build-id,
+    /// length and checksum); otherwise why not.
+    pub fn load_cached(build_id: &str) -> Result<Index, CacheMiss> {
+        let p = Self::cache_path(build_id).ok_or(CacheMiss::Absent)?;
+        let data = std::fs::read(&p).map_err(|_| CacheMiss::Absent)?;
+        let bad = |reason: String| CacheMiss::Bad {
+            path: p.clone(),
+            reason,
+        };
+        if older_format(&data).is_some() {
+            // an upgrade, not a damaged file: rebuilt without a word
+            return Err(CacheMiss::Absent);
         }
+        let payload = decode(&data, build_id).map_err(bad)?;
+        let idx: Index =
+            bincode::deserialize(payload).map_err(|e| bad(format!("undecodable: {e}")))?;
+        if idx.format != FORMAT || idx.build_id != build_id {
+            return Err(bad("contents of another build".into()));
+        }
+        Ok(idx)
     }
 
     pub fn store_cached(&self) {
@@ -80,7 +201,8 @@ impl Index {
             if let Some(d) = p.parent() {
                 let _ = std::fs::create_dir_all(d);
             }
-            if let Ok(data) = bincode::serialize(self) {
+            if let Ok(payload) = bincode::serialize(self) {
+                let data = encode(&self.build_id, &payload);
                 let tmp = p.with_extension(format!("tmp{}", std::process::id()));
                 if std::fs::write(&tmp, data).is_ok() {
                     let _ = std::fs::rename(&tmp, &p);
@@ -379,5 +501,39 @@ fn static_address(dwarf: &Dwarf, unit: &gimli::Unit<R>, expr: gimli::Expression<
         Some(gimli::Operation::Address { address }) => Some(address),
         Some(gimli::Operation::AddressIndex { index }) => dwarf.address(unit, index).ok(),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cache_file_round_trip_and_corruption() {
+        let payload: Vec<u8> = (0..1000u32).flat_map(|i| i.to_le_bytes()).collect();
+        let f = encode("abcd", &payload);
+        assert_eq!(decode(&f, "abcd").unwrap(), &payload[..]);
+        assert_eq!(
+            decode(&f, "abce").unwrap_err(),
+            "build-id abcd, the binary has abce"
+        );
+        // any single byte changed in the payload or the checksum
+        for i in (f.len() - payload.len() - 8..f.len()).step_by(97) {
+            let mut g = f.clone();
+            g[i] ^= 0x08;
+            assert_eq!(decode(&g, "abcd").unwrap_err(), "checksum", "byte {i}");
+        }
+        assert_eq!(decode(&f[..f.len() - 1], "abcd").unwrap_err(), "truncated");
+        assert_eq!(
+            decode(b"garbage!", "abcd").unwrap_err(),
+            "not a pgdbg index"
+        );
+        assert_eq!(
+            decode(b"\x03\0\0\0\x28\0\0\0\0\0\0\0", "abcd").unwrap_err(),
+            "format 3 of an older pgdbg, without checksum"
+        );
+        let mut old = f.clone();
+        old[8] = 3;
+        assert!(decode(&old, "abcd").unwrap_err().starts_with("format 3"));
     }
 }

@@ -25,6 +25,20 @@ use types::{Encoding, Member, Type, TypeRef, TypeSource};
 pub type R = gimli::EndianSlice<'static, gimli::LittleEndian>;
 pub type Dwarf = gimli::Dwarf<R>;
 
+/// Variables of a scope at a pc, and the frame base of its subprogram.
+pub type ScopeVars = (Vec<VarInfo>, Option<gimli::Expression<R>>);
+
+/// Entries kept by the per-pc caches (`frames_at`, `scope_vars`): the pcs
+/// of breakpoints and recent stacks; past this the cache starts over.
+const PC_CACHE_MAX: usize = 4096;
+
+fn bounded_insert<K: std::hash::Hash + Eq, V>(m: &mut HashMap<K, V>, k: K, v: V) {
+    if m.len() >= PC_CACHE_MAX {
+        m.clear();
+    }
+    m.insert(k, v);
+}
+
 /// How a variable's location is described.
 #[derive(Clone, Debug)]
 pub enum LocDesc {
@@ -64,12 +78,18 @@ pub struct DebugInfo {
     pub dwarf: Arc<Dwarf>,
     pub index: Index,
     pub index_from_cache: bool,
+    /// Said once at attach: a cache file that did not verify and was rebuilt.
+    pub index_note: Option<String>,
     /// ELF symbols (function and data), sorted by address.
     pub symbols: Vec<ElfSymbol>,
     pub main_unwind: unwind::UnwindTables,
     units: RefCell<HashMap<u64, Rc<gimli::Unit<R>>>>,
     type_cache: RefCell<HashMap<u64, Rc<Type>>>,
     a2l: OnceCell<addr2line::Context<R>>,
+    /// `frames_at` and `scope_vars` by pc: a breakpoint hit at a known pc
+    /// (a condition evaluated at every hit) reads no DWARF.
+    frames_cache: RefCell<HashMap<u64, Vec<SourceFrame>>>,
+    scope_cache: RefCell<HashMap<(u64, u64), ScopeVars>>,
     /// Stripped binary: struct layouts and global types from a layout pack.
     pub pack: Option<pack::Pack>,
 }
@@ -189,9 +209,9 @@ impl DebugInfo {
         }
         let symbols = binary.symbols();
         let main_unwind = unwind::UnwindTables::from_image(&binary);
-        let (index, from_cache) = match Index::load_cached(&build_id) {
-            Some(i) => (i, true),
-            None => {
+        let (index, from_cache, index_note) = match Index::load_cached(&build_id) {
+            Ok(i) => (i, true, None),
+            Err(miss) => {
                 let syms = &symbols;
                 let entry_of = |starts: &[u64]| -> u64 {
                     // Prefer a range start that an ELF symbol names, not a .cold part.
@@ -206,7 +226,7 @@ impl DebugInfo {
                 };
                 let idx = Index::build(&dwarf, &build_id, &entry_of)?;
                 idx.store_cached();
-                (idx, false)
+                (idx, false, miss.note())
             }
         };
         Ok(DebugInfo {
@@ -217,11 +237,14 @@ impl DebugInfo {
             dwarf: Arc::new(dwarf),
             index,
             index_from_cache: from_cache,
+            index_note,
             symbols,
             main_unwind,
             units: RefCell::new(HashMap::new()),
             type_cache: RefCell::new(HashMap::new()),
             a2l: OnceCell::new(),
+            frames_cache: RefCell::new(HashMap::new()),
+            scope_cache: RefCell::new(HashMap::new()),
             pack: None,
         })
     }
@@ -254,11 +277,14 @@ impl DebugInfo {
             dwarf: Arc::new(dwarf),
             index: Index::default(),
             index_from_cache: false,
+            index_note: None,
             symbols,
             main_unwind,
             units: RefCell::new(HashMap::new()),
             type_cache: RefCell::new(HashMap::new()),
             a2l: OnceCell::new(),
+            frames_cache: RefCell::new(HashMap::new()),
+            scope_cache: RefCell::new(HashMap::new()),
             pack: Some(pack),
         })
     }
@@ -293,6 +319,50 @@ impl DebugInfo {
     /// The ELF symbol covering `addr` (link-time), with the offset into it.
     pub fn symbol_at(&self, addr: u64) -> Option<(&ElfSymbol, u64)> {
         symbol_at(&self.symbols, addr)
+    }
+
+    /// The function code containing link-time `addr`: (name, start, end)
+    /// of the ELF function symbol covering it (a `.cold` part has its own),
+    /// else of the DWARF range of the subprogram around it.
+    pub fn code_range_at(&self, addr: u64) -> Option<(String, u64, u64)> {
+        let i = match self.symbols.binary_search_by(|s| s.addr.cmp(&addr)) {
+            Ok(i) => {
+                // the last of the symbols at exactly addr
+                let mut i = i;
+                while i + 1 < self.symbols.len() && self.symbols[i + 1].addr == addr {
+                    i += 1;
+                }
+                Some(i)
+            }
+            Err(0) => None,
+            Err(i) => Some(i - 1),
+        };
+        if let Some(i) = i {
+            // functions do not overlap: the nearest sized function symbol
+            // at or below addr covers it, or none does
+            for s in self.symbols[..=i].iter().rev() {
+                if !s.is_func || s.size == 0 {
+                    continue;
+                }
+                if addr < s.addr + s.size {
+                    return Some((s.name.clone(), s.addr, s.addr + s.size));
+                }
+                break;
+            }
+        }
+        let outer = self.frames_at(addr).pop()?;
+        let (start, end) = self
+            .with_die(outer.die?, |u, e| {
+                let mut r = self.dwarf.die_ranges(u, e).ok()?;
+                while let Ok(Some(range)) = r.next() {
+                    if addr >= range.begin && addr < range.end {
+                        return Some((range.begin, range.end));
+                    }
+                }
+                None
+            })
+            .ok()??;
+        Some((outer.function?, start, end))
     }
 
     /// A data symbol covering link-time `addr` (`saved_plan_list`, `ActivePortal+8`).
@@ -632,6 +702,15 @@ impl DebugInfo {
 
     /// Source frames at a link-time pc, innermost (inlined) first.
     pub fn frames_at(&self, pc: u64) -> Vec<SourceFrame> {
+        if let Some(v) = self.frames_cache.borrow().get(&pc) {
+            return v.clone();
+        }
+        let v = self.frames_at_uncached(pc);
+        bounded_insert(&mut self.frames_cache.borrow_mut(), pc, v.clone());
+        v
+    }
+
+    fn frames_at_uncached(&self, pc: u64) -> Vec<SourceFrame> {
         let mut out = Vec::new();
         let ctx = self.a2l();
         let unit_off = match ctx.find_dwarf_and_unit(pc).skip_all_loads() {
@@ -737,6 +816,8 @@ impl DebugInfo {
     /// When no row has exactly that line, the next line with code is used.
     pub fn line_addresses(&self, file: &str, line: u32) -> Result<Vec<(u64, String, u32)>> {
         let mut best: Option<u32> = None;
+        // the last line with code in a matching file (None: no such file)
+        let mut last_line: Option<(String, u32)> = None;
         let mut hits: Vec<(u64, String, u32)> = Vec::new();
         let mut it = self.dwarf.units();
         while let Ok(Some(h)) = it.next() {
@@ -782,21 +863,30 @@ impl DebugInfo {
                 }
                 let Some(l) = row.line() else { continue };
                 let l = l.get() as u32;
+                let Some((_, fname)) = matching.iter().find(|(i, _)| *i == row.file_index()) else {
+                    continue;
+                };
+                if last_line.as_ref().is_none_or(|(_, m)| l > *m) {
+                    last_line = Some((fname.clone(), l));
+                }
                 if l < line {
                     continue;
                 }
-                if let Some((_, fname)) = matching.iter().find(|(i, _)| *i == row.file_index()) {
-                    match best {
-                        Some(b) if l > b => continue,
-                        Some(b) if l < b => hits.clear(),
-                        _ => {}
-                    }
-                    best = Some(l);
-                    if !hits.iter().any(|(a, _, _)| *a == row.address()) {
-                        hits.push((row.address(), fname.clone(), l));
-                    }
+                match best {
+                    Some(b) if l > b => continue,
+                    Some(b) if l < b => hits.clear(),
+                    _ => {}
+                }
+                best = Some(l);
+                if !hits.iter().any(|(a, _, _)| *a == row.address()) {
+                    hits.push((row.address(), fname.clone(), l));
                 }
             }
+        }
+        if hits.is_empty()
+            && let Some((fname, last)) = last_line
+        {
+            bail!("{file}:{line} is past the last line with code in {fname} (line {last})");
         }
         // Keep one address per function (the lowest), like gdb's locations.
         hits.sort();
@@ -820,11 +910,16 @@ impl DebugInfo {
     /// (a subprogram or inlined_subroutine), innermost blocks included but
     /// not nested inlined calls.  Also returns the DW_AT_frame_base of the
     /// enclosing subprogram.
-    pub fn scope_vars(
-        &self,
-        die: u64,
-        pc: u64,
-    ) -> Result<(Vec<VarInfo>, Option<gimli::Expression<R>>)> {
+    pub fn scope_vars(&self, die: u64, pc: u64) -> Result<ScopeVars> {
+        if let Some(v) = self.scope_cache.borrow().get(&(die, pc)) {
+            return Ok(v.clone());
+        }
+        let v = self.scope_vars_uncached(die, pc)?;
+        bounded_insert(&mut self.scope_cache.borrow_mut(), (die, pc), v.clone());
+        Ok(v)
+    }
+
+    fn scope_vars_uncached(&self, die: u64, pc: u64) -> Result<ScopeVars> {
         let unit = self.unit_for_offset(die)?;
         let u = &*unit;
         let uoff = u

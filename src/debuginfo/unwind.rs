@@ -10,7 +10,9 @@ use gimli::{
     UnwindContext, UnwindSection,
 };
 use std::cell::OnceCell;
+use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::Mutex;
 
 pub struct UnwindTables {
     eh_frame: Option<EhFrame<R>>,
@@ -225,46 +227,80 @@ fn eval_with_cfa_opt(
     }
 }
 
+/// Identity of a file mapped into the target: its path and the device and
+/// inode its mapping names in /proc/PID/maps.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct FileKey {
+    pub path: PathBuf,
+    pub dev: String,
+    pub inode: u64,
+}
+
+/// A shared object's unwind tables and symbols.
+pub struct ModuleImage {
+    tables: UnwindTables,
+    symbols: Vec<ElfSymbol>,
+}
+
+/// The parsed image of a mapped file, from a process-wide cache: each file
+/// is mapped and parsed once however often the module list is rebuilt
+/// (images live until pgdbg exits; None when the file cannot be read).
+fn image_of(key: &FileKey) -> Option<&'static ModuleImage> {
+    static CACHE: Mutex<Option<HashMap<FileKey, Option<&'static ModuleImage>>>> = Mutex::new(None);
+    let mut guard = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    let cache = guard.get_or_insert_with(HashMap::new);
+    if let Some(v) = cache.get(key) {
+        return *v;
+    }
+    let img = ElfImage::open(&key.path).ok().map(|img| {
+        let m: &'static ModuleImage = Box::leak(Box::new(ModuleImage {
+            tables: UnwindTables::from_image(&img),
+            symbols: img.symbols(),
+        }));
+        m
+    });
+    cache.insert(key.clone(), img);
+    img
+}
+
 /// A file mapped into the target, with its lazily loaded unwind tables and
 /// symbols.
 pub struct Module {
+    pub key: FileKey,
     pub path: PathBuf,
     pub start: u64,
     pub end: u64,
     /// runtime = link-time + bias
     pub bias: u64,
-    image: OnceCell<Option<(UnwindTables, Vec<ElfSymbol>)>>,
+    /// The target's executable (the postgres binary).
+    pub main: bool,
+    image: OnceCell<Option<&'static ModuleImage>>,
 }
 
 impl Module {
-    pub fn new(path: PathBuf, start: u64, end: u64, bias: u64) -> Module {
+    pub fn new(key: FileKey, start: u64, end: u64, bias: u64, main: bool) -> Module {
         Module {
-            path,
+            path: key.path.clone(),
+            key,
             start,
             end,
             bias,
+            main,
             image: OnceCell::new(),
         }
     }
 
-    fn loaded(&self) -> Option<&(UnwindTables, Vec<ElfSymbol>)> {
-        self.image
-            .get_or_init(|| {
-                let img = ElfImage::open(&self.path).ok()?;
-                let t = UnwindTables::from_image(&img);
-                let s = img.symbols();
-                Some((t, s))
-            })
-            .as_ref()
+    fn loaded(&self) -> Option<&'static ModuleImage> {
+        *self.image.get_or_init(|| image_of(&self.key))
     }
 
-    pub fn tables(&self) -> Option<&UnwindTables> {
-        self.loaded().map(|x| &x.0)
+    pub fn tables(&self) -> Option<&'static UnwindTables> {
+        self.loaded().map(|x| &x.tables)
     }
 
     pub fn symbol(&self, runtime: u64) -> Option<(String, u64)> {
-        let (_, syms) = self.loaded()?;
-        super::symbol_at(syms, runtime - self.bias).map(|(s, off)| (s.name.clone(), off))
+        let img = self.loaded()?;
+        super::symbol_at(&img.symbols, runtime - self.bias).map(|(s, off)| (s.name.clone(), off))
     }
 
     pub fn short_name(&self) -> String {

@@ -462,6 +462,7 @@ mod tests {
             perms: "r-xp".into(),
             offset: 0,
             path: (!path.is_empty()).then(|| path.into()),
+            ..Default::default()
         };
         let maps = vec![
             m(0x400000, 0x500000, "/bin/postgres"),

@@ -3,12 +3,15 @@
 use anyhow::{Result, anyhow};
 use std::path::PathBuf;
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Mapping {
     pub start: u64,
     pub end: u64,
     pub perms: String,
     pub offset: u64,
+    /// Device ("fd:01") and inode of the mapped file (0 for anonymous).
+    pub dev: String,
+    pub inode: u64,
     pub path: Option<PathBuf>,
 }
 
@@ -82,8 +85,8 @@ pub fn maps(pid: i32) -> Result<Vec<Mapping>> {
         let range = it.next().unwrap_or("");
         let perms = it.next().unwrap_or("").to_string();
         let offset = u64::from_str_radix(it.next().unwrap_or("0"), 16).unwrap_or(0);
-        let _dev = it.next();
-        let _inode = it.next();
+        let dev = it.next().unwrap_or("").to_string();
+        let inode = it.next().and_then(|i| i.parse().ok()).unwrap_or(0);
         let path: String = it.collect::<Vec<_>>().join(" ");
         let (a, b) = range.split_once('-').unwrap_or(("0", "0"));
         out.push(Mapping {
@@ -91,6 +94,8 @@ pub fn maps(pid: i32) -> Result<Vec<Mapping>> {
             end: u64::from_str_radix(b, 16).unwrap_or(0),
             perms,
             offset,
+            dev,
+            inode,
             path: if path.starts_with('/') {
                 Some(PathBuf::from(path))
             } else {

@@ -18,8 +18,8 @@
 //! decision; `--fast=stop` (or when no detour can be placed) stops at each
 //! entry instead.
 
+use super::backend::{Backend, ProbeHandler};
 use crate::debuginfo::layout::Layout;
-use crate::session::{ProbeHandler, Session};
 use crate::target::recorder::{RecordSpec, Recorder};
 use anyhow::{Result, anyhow, bail};
 use std::collections::HashMap;
@@ -45,60 +45,47 @@ pub struct PlanCacheLayouts {
 }
 
 impl PlanCacheLayouts {
-    pub fn new(s: &Session) -> Result<PlanCacheLayouts> {
-        let di = &*s.di;
-        let entries: Vec<u64> = di
-            .function_locations("GetCachedPlan")
-            .iter()
-            .filter(|l| !l.inlined)
-            .map(|l| l.addr + s.bias)
-            .collect();
+    pub fn new(s: &dyn Backend) -> Result<PlanCacheLayouts> {
+        let entries = s.function_addrs("GetCachedPlan");
         if entries.is_empty() {
             bail!("GetCachedPlan is not in this postgres binary: cannot watch the plan cache");
         }
-        let global = |n: &str| di.global(n).map(|(a, _)| a + s.bias);
         // The GUC is an `int`; its names come from the server's own GUC
         // table (`plan_cache_mode_options`: "auto", "force_generic_plan",
         // ...), read from the backend's memory.
-        let plan_cache_mode = di.global("plan_cache_mode").map(|(a, _)| {
-            let values = di
-                .global("plan_cache_mode_options")
-                .and_then(|(opts, _)| read_enum_options(s, opts + s.bias).ok())
-                .or_else(|| di.pack_guc_enum("plan_cache_mode"))
+        let plan_cache_mode = s.global_addr("plan_cache_mode").map(|a| {
+            let values = s
+                .global_addr("plan_cache_mode_options")
+                .and_then(|opts| read_enum_options(s, opts).ok())
+                .or_else(|| s.di().pack_guc_enum("plan_cache_mode"))
                 .unwrap_or_default();
-            (a + s.bias, values)
+            (a, values)
         });
         Ok(PlanCacheLayouts {
-            cps: Layout::of(di, "CachedPlanSource")?,
-            cplan: Layout::of(di, "CachedPlan")?,
-            list: Layout::of(di, "List")
+            cps: s.layout("CachedPlanSource")?,
+            cplan: s.layout("CachedPlan")?,
+            list: s
+                .layout("List")
                 .ok()
                 .filter(|l| l.has("elements") && l.has("length")),
-            pstmt: Layout::of(di, "PlannedStmt")?,
+            pstmt: s.layout("PlannedStmt")?,
             entries,
-            prepared_queries: global("prepared_queries"),
-            htab: Layout::of(di, "HTAB").ok(),
-            hashhdr: Layout::of(di, "HASHHDR").ok(),
-            hashelement: Layout::of(di, "HASHELEMENT").ok(),
-            prep: Layout::of(di, "PreparedStatement").ok(),
+            prepared_queries: s.global_addr("prepared_queries"),
+            htab: s.layout("HTAB").ok(),
+            hashhdr: s.layout("HASHHDR").ok(),
+            hashelement: s.layout("HASHELEMENT").ok(),
+            prep: s.layout("PreparedStatement").ok(),
             plan_cache_mode,
-            cpu_operator_cost: global("cpu_operator_cost"),
+            cpu_operator_cost: s.global_addr("cpu_operator_cost"),
         })
     }
 }
 
-fn read(s: &Session, addr: u64, len: u64) -> Result<Vec<u8>> {
-    let mut b = vec![0u8; len as usize];
-    crate::expr::eval::EvalEnv::read_mem(s, addr, &mut b)?;
-    Ok(b)
+fn read(s: &dyn Backend, addr: u64, len: u64) -> Result<Vec<u8>> {
+    s.read_bytes(addr, len as usize)
 }
 
-fn read_u64(s: &Session, addr: u64) -> Result<u64> {
-    let b = read(s, addr, 8)?;
-    Ok(u64::from_le_bytes(b.try_into().expect("8 bytes")))
-}
-
-fn read_cstring(s: &Session, addr: u64, max: usize) -> String {
+fn read_cstring(s: &dyn Backend, addr: u64, max: usize) -> String {
     let mut out = Vec::new();
     let mut a = addr;
     while out.len() < max {
@@ -115,8 +102,8 @@ fn read_cstring(s: &Session, addr: u64, max: usize) -> String {
 }
 
 /// A GUC's `config_enum_entry` array: (name, value) until the NULL name.
-fn read_enum_options(s: &Session, addr: u64) -> Result<Vec<(String, i64)>> {
-    let l = Layout::of(&*s.di, "config_enum_entry")?;
+fn read_enum_options(s: &dyn Backend, addr: u64) -> Result<Vec<(String, i64)>> {
+    let l = s.layout("config_enum_entry")?;
     let mut out = Vec::new();
     for i in 0..32 {
         let b = read(s, addr + i * l.size, l.size)?;
@@ -273,7 +260,7 @@ impl PlanCacheProbe {
     }
 
     /// Put the in-process recorder on GetCachedPlan's entry.
-    fn install_recorder(&mut self, s: &mut Session) -> Result<()> {
+    fn install_recorder(&mut self, s: &mut dyn Backend) -> Result<()> {
         let [entry] = self.l.entries[..] else {
             bail!(
                 "GetCachedPlan has {} out-of-line copies",
@@ -283,14 +270,14 @@ impl PlanCacheProbe {
         // the function's code (main part and .cold/.part pieces), to check
         // that nothing in it branches into the bytes the detour replaces
         let mut bodies = Vec::new();
-        for sym in s.di.symbols.iter().filter(|x| {
+        for sym in s.di().symbols.iter().filter(|x| {
             x.is_func
                 && x.size > 0
                 && (x.name == "GetCachedPlan" || x.name.starts_with("GetCachedPlan."))
         }) {
             let mut b = vec![0u8; sym.size.min(1 << 20) as usize];
-            s.target.read(sym.addr + s.bias, &mut b)?;
-            bodies.push((sym.addr + s.bias, b));
+            s.read(sym.addr + s.bias(), &mut b)?;
+            bodies.push((sym.addr + s.bias(), b));
         }
         if !bodies.iter().any(|(a, _)| *a == entry) {
             bail!("no symbol gives GetCachedPlan's size");
@@ -305,7 +292,7 @@ impl PlanCacheProbe {
             fields,
             struct_size: self.l.cps.size,
         };
-        self.recorder = Some(Recorder::install(&mut s.target, entry, spec, &bodies)?);
+        self.recorder = Some(s.install_recorder(entry, spec, &bodies)?);
         Ok(())
     }
 
@@ -313,11 +300,11 @@ impl PlanCacheProbe {
     /// plansources' state now, and the names and texts of plansources not
     /// seen before (memory reads only; `after_poll` does the rest once the
     /// backend runs again).
-    fn snapshot_ring(&mut self, s: &mut Session) -> Result<()> {
+    fn snapshot_ring(&mut self, s: &mut dyn Backend) -> Result<()> {
         let Some(rec) = self.recorder.as_mut() else {
             return Ok(());
         };
-        let (records, dropped) = rec.drain(&mut s.target)?;
+        let (records, dropped) = s.drain_recorder(rec)?;
         let times = rec.wall_times(&records);
         self.new_lost += dropped;
         // a busy statement (a plpgsql loop): read the ring 4 times as often
@@ -376,7 +363,7 @@ impl PlanCacheProbe {
     /// shows in the counters its plansource has at its next call, or had at
     /// the snapshot.  Needs no access to the backend (names and texts are
     /// cached), so it runs while the backend does.
-    fn report_ring(&mut self, s: &mut Session) -> Result<()> {
+    fn report_ring(&mut self, s: &mut dyn Backend) -> Result<()> {
         if self.new_lost > 0 {
             let n = std::mem::take(&mut self.new_lost);
             self.lost += n;
@@ -438,7 +425,7 @@ impl PlanCacheProbe {
     /// Report the pending executions whose choice `afters` (the state of
     /// each one's plansource now, in `pending`'s order; None: gone) shows;
     /// keep those still running.
-    fn settle_pending(&mut self, s: &mut Session, afters: Vec<Option<Vec<u8>>>) -> Result<()> {
+    fn settle_pending(&mut self, s: &mut dyn Backend, afters: Vec<Option<Vec<u8>>>) -> Result<()> {
         let mut keep = Vec::new();
         for (p, after) in std::mem::take(&mut self.pending).into_iter().zip(afters) {
             if self.done() {
@@ -460,7 +447,7 @@ impl PlanCacheProbe {
     }
 
     /// A one-shot statement's decision, known at entry: a custom plan.
-    fn report_oneshot(&mut self, s: &mut Session, p: &Pending) -> Result<()> {
+    fn report_oneshot(&mut self, s: &mut dyn Backend, p: &Pending) -> Result<()> {
         let mut after = p.before.clone();
         // its cost is not in the counters' view (the plansource goes away)
         self.one_step_past(&p.before, &mut after, 1, 0, false);
@@ -490,7 +477,7 @@ impl PlanCacheProbe {
     }
 
     /// The query text of a plansource (`before`: its struct), cached.
-    fn query_text(&mut self, s: &Session, plansource: u64, before: &[u8]) -> String {
+    fn query_text(&mut self, s: &dyn Backend, plansource: u64, before: &[u8]) -> String {
         let query_ptr = self.l.cps.ptr(before, "query_string").unwrap_or(0);
         if let Some(q) = self.queries.get(&(plansource, query_ptr)) {
             return q.clone();
@@ -542,8 +529,8 @@ impl PlanCacheProbe {
     }
 
     /// End of a watch: report what is complete and take the recorder out.
-    pub fn finish(&mut self, s: &mut Session) -> Result<()> {
-        if s.target.is_gone() {
+    pub fn finish(&mut self, s: &mut dyn Backend) -> Result<()> {
+        if s.is_gone() {
             self.recorder = None;
             return Ok(());
         }
@@ -555,7 +542,7 @@ impl PlanCacheProbe {
             Ok(())
         };
         if let Some(r) = self.recorder.take()
-            && !r.remove(&mut s.target)?
+            && !s.remove_recorder(r)?
         {
             s.say("plancache: the recorder's pages stay mapped in the backend (its stack points into them); they are never run again");
         }
@@ -563,13 +550,13 @@ impl PlanCacheProbe {
     }
 
     /// Arm the entry breakpoints.
-    pub fn arm(&mut self, s: &mut Session) -> Result<()> {
+    pub fn arm(&mut self, s: &mut dyn Backend) -> Result<()> {
         // a recorder an earlier pgdbg could not take out (SIGKILL)
         for &e in &self.l.entries.clone() {
-            let Some(orig) = s.di.binary.bytes_at(e - s.bias, 16) else {
+            let Some(orig) = s.di().binary.bytes_at(e - s.bias(), 16) else {
                 continue;
             };
-            if Recorder::remove_orphan(&mut s.target, e, orig)? {
+            if s.remove_orphan_recorder(e, orig)? {
                 s.say("plancache: removed the in-process recorder an earlier pgdbg left in this backend (killed with SIGKILL?)");
             }
         }
@@ -590,7 +577,7 @@ impl PlanCacheProbe {
             .iter()
             .map(|&e| {
                 if self.fast && std::env::var_os("PGDBG_ENTRY_ONLY").is_none() {
-                    s.target.register_only_point(e)
+                    s.register_only_point(e)
                 } else {
                     e
                 }
@@ -602,7 +589,7 @@ impl PlanCacheProbe {
         Ok(())
     }
 
-    fn plan_cache_mode(&self, s: &Session, recorded: Option<i32>) -> String {
+    fn plan_cache_mode(&self, s: &dyn Backend, recorded: Option<i32>) -> String {
         let Some((addr, values)) = &self.l.plan_cache_mode else {
             return "unknown".into();
         };
@@ -623,7 +610,7 @@ impl PlanCacheProbe {
 
     /// Name of the prepared statement owning `plansource` (SQL PREPARE or a
     /// named protocol-level statement), from the `prepared_queries` hash.
-    fn statement_name(&mut self, s: &Session, plansource: u64) -> Option<String> {
+    fn statement_name(&mut self, s: &dyn Backend, plansource: u64) -> Option<String> {
         if let Some(n) = self.names.get(&plansource) {
             return n.clone();
         }
@@ -635,7 +622,7 @@ impl PlanCacheProbe {
         self.names.entry(plansource).or_insert(None).clone()
     }
 
-    fn scan_prepared(&self, s: &Session) -> Result<Vec<(u64, String)>> {
+    fn scan_prepared(&self, s: &dyn Backend) -> Result<Vec<(u64, String)>> {
         let (Some(pq), Some(htab), Some(hdr), Some(el), Some(prep)) = (
             self.l.prepared_queries,
             &self.l.htab,
@@ -645,7 +632,7 @@ impl PlanCacheProbe {
         ) else {
             bail!("no prepared statement hash in the debug info");
         };
-        let h = read_u64(s, pq)?;
+        let h = s.read_u64(pq)?;
         if h == 0 {
             return Ok(Vec::new());
         }
@@ -663,18 +650,18 @@ impl PlanCacheProbe {
         let ps_off = prep.offset("plansource")?;
         let mut out = Vec::new();
         for b in 0..=max_bucket.min(1 << 20) {
-            let seg = read_u64(s, dir + (b >> sshift) * 8)?;
+            let seg = s.read_u64(dir + (b >> sshift) * 8)?;
             if seg == 0 {
                 continue;
             }
-            let mut e = read_u64(s, seg + (b & (ssize - 1)) * 8)?;
+            let mut e = s.read_u64(seg + (b & (ssize - 1)) * 8)?;
             let mut guard = 0;
             while e != 0 && guard < 10_000 {
                 let entry = e + entry_off;
                 let name = read_cstring(s, entry + name_off, 64);
-                let ps = read_u64(s, entry + ps_off)?;
+                let ps = s.read_u64(entry + ps_off)?;
                 out.push((ps, name));
-                e = read_u64(s, e + link_off)?;
+                e = s.read_u64(e + link_off)?;
                 guard += 1;
             }
         }
@@ -683,7 +670,7 @@ impl PlanCacheProbe {
 
     /// Cost of planning charged to a custom plan (cached_plan_cost's
     /// 1000 * cpu_operator_cost * (relations + 1) per statement).
-    fn planning_cost(&self, s: &Session, cached_plan: u64) -> Option<f64> {
+    fn planning_cost(&self, s: &dyn Backend, cached_plan: u64) -> Option<f64> {
         let list = self.l.list.as_ref()?;
         let coc = f64::from_le_bytes(
             read(s, self.l.cpu_operator_cost?, 8)
@@ -708,7 +695,7 @@ impl PlanCacheProbe {
         let elems = list.ptr(&lb, "elements")?;
         let mut total = 0.0;
         for i in 0..n.min(64) as u64 {
-            let ps = read_u64(s, elems + i * 8).ok()?;
+            let ps = s.read_u64(elems + i * 8).ok()?;
             let pb = read(s, ps, self.l.pstmt.size).ok()?;
             let rtable = self.l.pstmt.ptr(&pb, "rtable")?;
             total += 1000.0 * coc * (rels(rtable)? + 1) as f64;
@@ -716,7 +703,7 @@ impl PlanCacheProbe {
         Some(total)
     }
 
-    fn on_entry(&mut self, s: &mut Session) -> Result<()> {
+    fn on_entry(&mut self, s: &mut dyn Backend) -> Result<()> {
         let r = s.registers()?;
         let plansource = r.rdi;
         // Frames of calls that returned (or were left by an ERROR's
@@ -756,7 +743,7 @@ impl PlanCacheProbe {
         Ok(())
     }
 
-    fn on_return(&mut self, s: &mut Session, addr: u64) -> Result<()> {
+    fn on_return(&mut self, s: &mut dyn Backend, addr: u64) -> Result<()> {
         let r = s.registers()?;
         let Some(i) = self
             .pending
@@ -775,7 +762,7 @@ impl PlanCacheProbe {
 
     fn report(
         &mut self,
-        s: &mut Session,
+        s: &mut dyn Backend,
         p: &Pending,
         after: &[u8],
         generic: bool,
@@ -790,7 +777,7 @@ impl PlanCacheProbe {
             self.generic += 1;
         }
         s.say(&format_decision(&d));
-        if s.capture.is_some() {
+        if s.capturing() {
             s.emit_event("plan_choice", decision_json(&d));
         }
         Ok(())
@@ -798,13 +785,17 @@ impl PlanCacheProbe {
 
     /// --fast: report the pending executions whose counters moved (their
     /// GetCachedPlan has returned); the others are still running.
-    pub fn flush_fast(&mut self, s: &mut Session) -> Result<()> {
+    pub fn flush_fast(&mut self, s: &mut dyn Backend) -> Result<()> {
         self.flush_fast_read(s, None)
     }
 
     /// `flush_fast` with the pending plansources already read (`after[i]`
     /// for `pending[i]`), when they were read together with other data.
-    fn flush_fast_read(&mut self, s: &mut Session, mut pre: Option<Vec<Vec<u8>>>) -> Result<()> {
+    fn flush_fast_read(
+        &mut self,
+        s: &mut dyn Backend,
+        mut pre: Option<Vec<Vec<u8>>>,
+    ) -> Result<()> {
         let mut afters = Vec::with_capacity(self.pending.len());
         for (i, p) in self.pending.iter().enumerate() {
             afters.push(Some(match pre.as_mut() {
@@ -820,7 +811,7 @@ impl PlanCacheProbe {
         Ok(())
     }
 
-    fn on_entry_fast(&mut self, s: &mut Session) -> Result<()> {
+    fn on_entry_fast(&mut self, s: &mut dyn Backend) -> Result<()> {
         let plansource = s.registers()?.rdi;
         // One process_vm_readv for the pending executions' plansources (to
         // report them), this one's, and plan_cache_mode.
@@ -879,7 +870,7 @@ impl PlanCacheProbe {
     /// not known).
     fn decide(
         &mut self,
-        s: &Session,
+        s: &dyn Backend,
         p: &Pending,
         after: &[u8],
         generic: bool,
@@ -954,13 +945,13 @@ impl ProbeHandler for PlanCacheProbe {
     fn poll_every(&self) -> Option<std::time::Duration> {
         self.recorder.is_some().then_some(RING_POLL)
     }
-    fn on_poll(&mut self, s: &mut Session) -> Result<()> {
+    fn on_poll(&mut self, s: &mut dyn Backend) -> Result<()> {
         self.snapshot_ring(s)
     }
-    fn after_poll(&mut self, s: &mut Session) -> Result<()> {
+    fn after_poll(&mut self, s: &mut dyn Backend) -> Result<()> {
         self.report_ring(s)
     }
-    fn on_stop(&mut self, s: &mut Session, addr: u64) -> Result<()> {
+    fn on_stop(&mut self, s: &mut dyn Backend, addr: u64) -> Result<()> {
         if self.points.contains(&addr) {
             if self.fast {
                 self.on_entry_fast(s)

@@ -4,43 +4,36 @@
 //! called inside the backend, then cached on disk per build-id), so every
 //! major's numbering is right without a table typed into pgdbg.
 
+use super::backend::Backend;
 use super::call::{BackendCalls, Called};
-use crate::debuginfo::layout::Layout;
 use crate::infcall::Arg;
-use crate::session::Session;
 use anyhow::{Result, anyhow, bail};
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
-fn read_u64(s: &Session, a: u64) -> Result<u64> {
-    let mut b = [0u8; 8];
-    crate::expr::eval::EvalEnv::read_mem(s, a, &mut b)?;
-    Ok(u64::from_le_bytes(b))
-}
-
 /// Address of the backend's wait-event word: `*my_wait_event_info` (14+),
 /// else `&MyProc->wait_event_info` (13).
-pub fn word_address(s: &Session) -> Result<u64> {
-    if let Some((a, _)) = s.di.global("my_wait_event_info") {
-        let p = read_u64(s, a + s.bias)?;
+pub fn word_address(s: &dyn Backend) -> Result<u64> {
+    if let Some(a) = s.global_addr("my_wait_event_info") {
+        let p = s.read_u64(a)?;
         if p != 0 {
             return Ok(p);
         }
     }
-    let (myproc, _) =
-        s.di.global("MyProc")
-            .ok_or_else(|| anyhow!("neither my_wait_event_info nor MyProc is in the debug info"))?;
-    let proc_ = read_u64(s, myproc + s.bias)?;
+    let myproc = s
+        .global_addr("MyProc")
+        .ok_or_else(|| anyhow!("neither my_wait_event_info nor MyProc is in the debug info"))?;
+    let proc_ = s.read_u64(myproc)?;
     if proc_ == 0 {
         bail!("MyProc is NULL: this process has no wait events");
     }
-    let l = Layout::of(&*s.di, "PGPROC")?;
+    let l = s.layout("PGPROC")?;
     Ok(proc_ + l.offset("wait_event_info")?)
 }
 
-pub fn read_word(s: &Session, addr: u64) -> Result<u32> {
+pub fn read_word(s: &dyn Backend, addr: u64) -> Result<u32> {
     let mut b = [0u8; 4];
-    crate::expr::eval::EvalEnv::read_mem(s, addr, &mut b)?;
+    s.read(addr, &mut b)?;
     Ok(u32::from_le_bytes(b))
 }
 
@@ -138,7 +131,7 @@ impl WaitNames {
     }
 
     /// Ask for names and remember why it failed, if it did.
-    pub fn try_resolve(&mut self, s: &mut Session, infos: &[u32]) -> Option<String> {
+    pub fn try_resolve(&mut self, s: &mut dyn Backend, infos: &[u32]) -> Option<String> {
         match self.resolve(s, infos) {
             Ok(_) => None,
             Err(e) => {
@@ -160,7 +153,7 @@ impl WaitNames {
 
     /// Ask the backend for the names of `infos` not known yet (the target
     /// must be stopped at a safe point).  Returns false when it could not.
-    pub fn resolve(&mut self, s: &mut Session, infos: &[u32]) -> Result<bool> {
+    pub fn resolve(&mut self, s: &mut dyn Backend, infos: &[u32]) -> Result<bool> {
         let missing: Vec<u32> = infos
             .iter()
             .copied()
@@ -171,7 +164,7 @@ impl WaitNames {
         }
         let f_type = super::call::function_address(s, "pgstat_get_wait_event_type")?;
         let f_event = super::call::function_address(s, "pgstat_get_wait_event")?;
-        let timeout = s.call_timeout;
+        let timeout = s.call_timeout();
         // pgstat_get_wait_event* only read constant tables: callable even
         // while the backend holds LWLocks (e.g. at the end of an LWLock wait)
         let mut calls = BackendCalls::open_pure(s, timeout)?;
@@ -300,23 +293,26 @@ pub struct TraceProbe {
 const MAX_UNREPORTED: usize = 10_000;
 
 impl TraceProbe {
-    pub fn new(s: &mut Session, stacks: usize, quiet: bool) -> Result<TraceProbe> {
+    pub fn new(s: &mut dyn Backend, stacks: usize, quiet: bool) -> Result<TraceProbe> {
+        let names = WaitNames::load(&s.di().build_id);
+        Self::with_names(s, names, stacks, quiet)
+    }
+
+    /// `new` with the wait names known so far given.
+    fn with_names(
+        s: &mut dyn Backend,
+        names: WaitNames,
+        stacks: usize,
+        quiet: bool,
+    ) -> Result<TraceProbe> {
         let word = word_address(s)?;
         let last = read_word(s, word)?;
-        let locs = |n: &str| -> Vec<u64> {
-            s.di.function_locations(n)
-                .iter()
-                .filter(|l| !l.inlined)
-                .map(|l| l.addr + s.bias)
-                .collect()
-        };
-        let starts = locs("standard_ExecutorStart");
-        let ends = locs("standard_ExecutorEnd");
+        let starts = s.function_addrs("standard_ExecutorStart");
+        let ends = s.function_addrs("standard_ExecutorEnd");
         for &a in starts.iter().chain(ends.iter()) {
             s.arm_internal(a)?;
         }
         s.watch_word(word)?;
-        let names = WaitNames::load(&s.di.build_id);
         Ok(TraceProbe {
             word,
             last,
@@ -337,7 +333,7 @@ impl TraceProbe {
         })
     }
 
-    fn finish_wait(&mut self, s: &mut Session, now: std::time::Instant) {
+    fn finish_wait(&mut self, s: &mut dyn Backend, now: std::time::Instant) {
         let Some((info, t0, stack)) = self.current.take() else {
             return;
         };
@@ -360,7 +356,7 @@ impl TraceProbe {
     /// Name the unreported waits if the backend can be asked now, and
     /// report them in order; with `last`, or when too many are held back,
     /// report them all, named or not.
-    fn report_named(&mut self, s: &mut Session, last: bool) {
+    fn report_named(&mut self, s: &mut dyn Backend, last: bool) {
         let missing: Vec<u32> = self
             .unreported
             .iter()
@@ -382,7 +378,7 @@ impl TraceProbe {
         }
     }
 
-    fn report(&mut self, s: &mut Session, w: WaitRecord, ts: f64) {
+    fn report(&mut self, s: &mut dyn Backend, w: WaitRecord, ts: f64) {
         if !self.quiet {
             let st = if w.stack.is_empty() {
                 String::new()
@@ -407,7 +403,7 @@ impl TraceProbe {
 
     /// Report the waits held back without asking for names (the session is
     /// ending: no more calls).
-    pub fn abandon(&mut self, s: &mut Session) {
+    pub fn abandon(&mut self, s: &mut dyn Backend) {
         for (w, ts) in std::mem::take(&mut self.unreported) {
             self.report(s, w, ts);
         }
@@ -415,7 +411,7 @@ impl TraceProbe {
 
     /// Close the wait in progress and report every wait held back (at the
     /// end of tracing).
-    pub fn close(&mut self, s: &mut Session) {
+    pub fn close(&mut self, s: &mut dyn Backend) {
         self.finish_wait(s, std::time::Instant::now());
         self.report_named(s, true);
     }
@@ -491,8 +487,8 @@ impl TraceProbe {
     }
 }
 
-impl crate::session::ProbeHandler for TraceProbe {
-    fn on_stop(&mut self, s: &mut Session, addr: u64) -> Result<()> {
+impl super::backend::ProbeHandler for TraceProbe {
+    fn on_stop(&mut self, s: &mut dyn Backend, addr: u64) -> Result<()> {
         let qd = s.registers()?.rdi;
         let now = std::time::Instant::now();
         if self.starts.contains(&addr) {
@@ -511,7 +507,7 @@ impl crate::session::ProbeHandler for TraceProbe {
         Ok(())
     }
 
-    fn on_watch(&mut self, s: &mut Session, dr6: u64) -> Result<()> {
+    fn on_watch(&mut self, s: &mut dyn Backend, dr6: u64) -> Result<()> {
         if dr6 & 1 == 0 {
             return Ok(());
         }

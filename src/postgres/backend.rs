@@ -249,6 +249,14 @@ pub mod fake {
             r[o..o + data.len()].copy_from_slice(data);
         }
 
+        fn page_mapped(&self, a: u64) -> bool {
+            let page = a >> 12;
+            self.mem.iter().any(|(start, r)| {
+                let last = start + (r.len() as u64).max(1) - 1;
+                (start >> 12) <= page && page <= (last >> 12)
+            })
+        }
+
         /// The events named `name`, in order.
         pub fn events_named(&self, name: &str) -> Vec<&serde_json::Value> {
             self.events
@@ -323,15 +331,18 @@ pub mod fake {
                 })
                 .collect())
         }
+        /// Like a process's memory, mapped by pages: bytes of a page that
+        /// holds a region but outside it read as zeros.
         fn read(&self, addr: u64, buf: &mut [u8]) -> Result<()> {
-            if let Some((start, r)) = self.mem.range(..=addr).next_back() {
-                let o = (addr - start) as usize;
-                if o + buf.len() <= r.len() {
-                    buf.copy_from_slice(&r[o..o + buf.len()]);
-                    return Ok(());
-                }
+            for (i, byte) in buf.iter_mut().enumerate() {
+                let a = addr + i as u64;
+                *byte = match self.mem.range(..=a).next_back() {
+                    Some((start, r)) if a - start < r.len() as u64 => r[(a - start) as usize],
+                    _ if self.page_mapped(a) => 0,
+                    _ => anyhow::bail!("cannot read {} bytes at {addr:#x}", buf.len()),
+                };
             }
-            anyhow::bail!("cannot read {} bytes at {addr:#x}", buf.len())
+            Ok(())
         }
         fn registers(&self) -> Result<Registers> {
             Ok(self.regs)

@@ -20,7 +20,7 @@
 
 use super::backend::{Backend, ProbeHandler};
 use crate::debuginfo::layout::Layout;
-use crate::target::recorder::{RecordSpec, Recorder};
+use crate::target::recorder::{Record, RecordSpec, Recorder};
 use anyhow::{Result, anyhow, bail};
 use std::collections::HashMap;
 
@@ -207,7 +207,7 @@ pub struct PlanCacheProbe {
     /// Not reported yet.
     new_lost: u64,
     /// Taken from the ring at the last poll, with their times.
-    polled: Vec<(crate::target::recorder::Record, f64)>,
+    polled: Vec<(Record, f64)>,
     /// The plansources' state at the last poll.
     snapshot: HashMap<u64, Vec<u8>>,
 }
@@ -306,7 +306,6 @@ impl PlanCacheProbe {
         };
         let (records, dropped) = s.drain_recorder(rec)?;
         let times = rec.wall_times(&records);
-        self.new_lost += dropped;
         // a busy statement (a plpgsql loop): read the ring 4 times as often
         crate::guard::set_poll_interval(
             if records.len() as u64 > crate::target::recorder::CAPACITY / 16 || dropped > 0 {
@@ -315,9 +314,21 @@ impl PlanCacheProbe {
                 RING_POLL
             },
         );
+        self.take_records(s, records.into_iter().zip(times).collect(), dropped)
+    }
+
+    /// `snapshot_ring` once the ring is drained: the records (with their
+    /// times) and the count of calls the ring dropped.
+    fn take_records(
+        &mut self,
+        s: &dyn Backend,
+        records: Vec<(Record, f64)>,
+        dropped: u64,
+    ) -> Result<()> {
+        self.new_lost += dropped;
         let mut sources: Vec<u64> = self.pending.iter().map(|p| p.plansource).collect();
         let mut fresh = Vec::new();
-        for r in &records {
+        for (r, _) in &records {
             if !sources.contains(&r.rdi) {
                 sources.push(r.rdi);
             }
@@ -355,7 +366,7 @@ impl PlanCacheProbe {
                 self.snapshot.insert(a, b);
             }
         }
-        self.polled.extend(records.into_iter().zip(times));
+        self.polled.extend(records);
         Ok(())
     }
 
@@ -895,20 +906,15 @@ impl PlanCacheProbe {
             + num_generic.unwrap_or_else(|| *self.generic_seen.get(&p.plansource).unwrap_or(&0));
         let mode = self.plan_cache_mode(s, p.mode);
         let oneshot = l.boolean(&p.before, "is_oneshot").unwrap_or(false);
-        let reason = if oneshot {
-            "one_shot"
-        } else if p.bound_params == 0 && generic {
-            "no_parameters"
-        } else if mode == "force_generic_plan" || mode == "force_custom_plan" {
-            "forced_by_plan_cache_mode"
-        } else if !generic && n_before < 5 {
-            "fewer_than_5_custom_plans"
-        } else {
-            match (gen_cost, avg) {
-                (Some(g), Some(a)) if (g < a) == generic => "cost",
-                _ => "cursor_options",
-            }
-        };
+        let reason = choice_reason(
+            oneshot,
+            p.bound_params != 0,
+            &mode,
+            generic,
+            n_before,
+            gen_cost,
+            avg,
+        );
         let (custom_cost, planning) = if generic {
             (None, None)
         } else {
@@ -938,6 +944,39 @@ impl PlanCacheProbe {
             plan_cache_mode: mode,
             reason,
         })
+    }
+}
+
+/// Why the plan cache chose as it did, from what GetCachedPlan and
+/// choose_custom_plan look at: a one-shot statement is always planned
+/// custom; a statement without parameters (no `boundParams`) is given the
+/// generic plan; `plan_cache_mode` may force either; before 5 custom plans
+/// the choice is custom; after that the cheaper of the generic cost and the
+/// average custom cost (`n_before` custom plans) wins, and a choice against
+/// those costs was made by the cursor options (CURSOR_OPT_GENERIC_PLAN /
+/// CURSOR_OPT_CUSTOM_PLAN).
+fn choice_reason(
+    oneshot: bool,
+    has_params: bool,
+    mode: &str,
+    generic: bool,
+    n_before: i64,
+    generic_cost: Option<f64>,
+    avg_custom_cost: Option<f64>,
+) -> &'static str {
+    if oneshot {
+        "one_shot"
+    } else if !has_params && generic {
+        "no_parameters"
+    } else if mode == "force_generic_plan" || mode == "force_custom_plan" {
+        "forced_by_plan_cache_mode"
+    } else if !generic && n_before < 5 {
+        "fewer_than_5_custom_plans"
+    } else {
+        match (generic_cost, avg_custom_cost) {
+            (Some(g), Some(a)) if (g < a) == generic => "cost",
+            _ => "cursor_options",
+        }
     }
 }
 
@@ -1077,4 +1116,741 @@ pub fn decision_json(d: &Decision) -> serde_json::Value {
         v["ts"] = ts.into();
     }
     v
+}
+
+#[cfg(test)]
+mod tests {
+    //! The decision logic on a fake backend: plansources in an in-memory
+    //! memory map, laid out by test layouts (offsets invented here, as a
+    //! DWARF layout would give them), counters moved as GetCachedPlan
+    //! moves them.
+    use super::*;
+    use crate::debuginfo::layout::FieldKind::{Bool, Float, Pointer, Signed};
+    use crate::postgres::backend::fake::{FakeBackend, layout};
+    use crate::target::Registers;
+
+    /// Two CachedPlanSources.
+    const P: u64 = 0x1000;
+    const P2: u64 = 0x2000;
+    /// Their query strings.
+    const QUERY: u64 = 0x8000;
+    const QUERY2: u64 = 0x8800;
+    /// plan_cache_mode
+    const MODE: u64 = 0x9000;
+    /// A ParamListInfo (boundParams)
+    const PARAMS: u64 = 0x7f00_0000;
+    /// GetCachedPlan's entry, a return address in its caller, a stack.
+    const ENTRY: u64 = 0x40_0000;
+    const RET: u64 = 0x40_1234;
+    const STACK: u64 = 0x7ffd_0000;
+    /// A generic CachedPlan.
+    const GPLAN: u64 = 0x5000;
+
+    const S1: &str = "PREPARE s1 (int) AS SELECT * FROM t WHERE a = $1";
+
+    fn cps_layout(num_generic_plans: bool) -> Layout {
+        let mut f = vec![
+            ("magic", 4, Signed),
+            ("query_string", 8, Pointer),
+            ("gplan", 8, Pointer),
+            ("num_custom_plans", 8, Signed),
+        ];
+        if num_generic_plans {
+            f.push(("num_generic_plans", 8, Signed));
+        }
+        f.extend([
+            ("total_custom_cost", 8, Float),
+            ("generic_cost", 8, Float),
+            ("is_oneshot", 1, Bool),
+        ]);
+        layout("CachedPlanSource", &f)
+    }
+
+    fn layouts(cps: Layout) -> PlanCacheLayouts {
+        PlanCacheLayouts {
+            cps,
+            cplan: layout("CachedPlan", &[("stmt_list", 8, Pointer)]),
+            list: None,
+            pstmt: layout("PlannedStmt", &[("rtable", 8, Pointer)]),
+            entries: vec![ENTRY],
+            prepared_queries: None,
+            htab: None,
+            hashhdr: None,
+            hashelement: None,
+            prep: None,
+            plan_cache_mode: Some((
+                MODE,
+                vec![
+                    ("auto".into(), 0),
+                    ("force_generic_plan".into(), 1),
+                    ("force_custom_plan".into(), 2),
+                ],
+            )),
+            cpu_operator_cost: None,
+        }
+    }
+
+    /// A CachedPlanSource's state.
+    #[derive(Clone, Copy)]
+    struct Ps {
+        magic: i64,
+        query: u64,
+        gplan: u64,
+        custom: i64,
+        generic: i64,
+        total: f64,
+        generic_cost: f64,
+        oneshot: bool,
+    }
+
+    impl Ps {
+        fn new() -> Ps {
+            Ps {
+                magic: CACHEDPLANSOURCE_MAGIC,
+                query: QUERY,
+                gplan: 0,
+                custom: 0,
+                generic: 0,
+                total: 0.0,
+                // PostgreSQL's value until the generic plan is built
+                generic_cost: -1.0,
+                oneshot: false,
+            }
+        }
+
+        fn bytes(&self, l: &Layout) -> Vec<u8> {
+            let mut b = vec![0u8; l.size as usize];
+            let fields: [(&str, [u8; 8]); 8] = [
+                ("magic", self.magic.to_le_bytes()),
+                ("query_string", self.query.to_le_bytes()),
+                ("gplan", self.gplan.to_le_bytes()),
+                ("num_custom_plans", self.custom.to_le_bytes()),
+                ("num_generic_plans", self.generic.to_le_bytes()),
+                ("total_custom_cost", self.total.to_le_bytes()),
+                ("generic_cost", self.generic_cost.to_le_bytes()),
+                ("is_oneshot", (self.oneshot as u64).to_le_bytes()),
+            ];
+            for (f, v) in fields {
+                if let Ok(fl) = l.field(f) {
+                    let (o, n) = (fl.offset as usize, fl.size as usize);
+                    b[o..o + n].copy_from_slice(&v[..n]);
+                }
+            }
+            b
+        }
+
+        /// What the in-process recorder copies of it: the recorded fields
+        /// in place, zeros elsewhere.
+        fn recorded(&self, l: &Layout) -> Vec<u8> {
+            let full = self.bytes(l);
+            let mut b = vec![0u8; full.len()];
+            for f in RECORDED_FIELDS {
+                if let Ok(fl) = l.field(f) {
+                    let (o, n) = (fl.offset as usize, fl.size as usize);
+                    b[o..o + n].copy_from_slice(&full[o..o + n]);
+                }
+            }
+            b
+        }
+
+        /// GetCachedPlan chose a custom plan costing `cost`.
+        fn custom(mut self, cost: f64) -> Ps {
+            self.custom += 1;
+            self.total += cost;
+            self
+        }
+
+        /// GetCachedPlan chose the generic plan (built at `cost`).
+        fn generic(mut self, cost: f64) -> Ps {
+            self.generic += 1;
+            self.generic_cost = cost;
+            self.gplan = GPLAN;
+            self
+        }
+    }
+
+    fn record(ps: u64, st: &Ps, l: &Layout, mode: u32, ts: f64) -> (Record, f64) {
+        (
+            Record {
+                seq: 0,
+                tsc: 0,
+                rdi: ps,
+                rsi: PARAMS,
+                global32: mode,
+                fields: st.recorded(l),
+            },
+            ts,
+        )
+    }
+
+    fn backend() -> FakeBackend {
+        let mut s = FakeBackend::new();
+        s.map_str(QUERY, S1);
+        s.map_str(QUERY2, "SELECT count(*) FROM t WHERE b = $1");
+        s.map(MODE, 0i32.to_le_bytes().to_vec());
+        s
+    }
+
+    /// `plancache --fast` recording in-process (the ring's records are
+    /// given by the test).
+    fn ring_probe(count: Option<u64>) -> PlanCacheProbe {
+        PlanCacheProbe::new(layouts(cps_layout(true)), count, true, true).unwrap()
+    }
+
+    fn choices(s: &FakeBackend) -> Vec<serde_json::Value> {
+        s.events_named("plan_choice").into_iter().cloned().collect()
+    }
+
+    #[test]
+    fn reasons_follow_the_plan_cache_rules() {
+        let r = |oneshot, params, mode, generic, n, g, a| {
+            choice_reason(oneshot, params, mode, generic, n, g, a)
+        };
+        // a one-shot statement, whatever else holds
+        assert_eq!(
+            r(true, true, "auto", false, 9, Some(1.0), Some(2.0)),
+            "one_shot"
+        );
+        // no parameters: the generic plan, before any custom plan
+        assert_eq!(
+            r(false, false, "auto", true, 0, None, None),
+            "no_parameters"
+        );
+        // ... but a custom plan without parameters is not that rule's doing
+        assert_eq!(
+            r(false, false, "force_custom_plan", false, 0, None, None),
+            "forced_by_plan_cache_mode"
+        );
+        assert_eq!(
+            r(false, true, "force_generic_plan", true, 0, None, None),
+            "forced_by_plan_cache_mode"
+        );
+        for n in 0..5 {
+            assert_eq!(
+                r(false, true, "auto", false, n, Some(1.0), Some(100.0)),
+                "fewer_than_5_custom_plans"
+            );
+        }
+        // from the 6th execution on, the costs
+        assert_eq!(
+            r(false, true, "auto", true, 5, Some(5.0), Some(10.0)),
+            "cost"
+        );
+        assert_eq!(
+            r(false, true, "auto", false, 5, Some(20.0), Some(10.0)),
+            "cost"
+        );
+        // a tie keeps the custom plan (generic only when strictly cheaper)
+        assert_eq!(
+            r(false, true, "auto", false, 7, Some(10.0), Some(10.0)),
+            "cost"
+        );
+        assert_eq!(
+            r(false, true, "auto", true, 7, Some(10.0), Some(10.0)),
+            "cursor_options"
+        );
+        // a choice against the costs, or a generic plan before 5 custom
+        // ones: the cursor options
+        assert_eq!(
+            r(false, true, "auto", false, 5, Some(5.0), Some(10.0)),
+            "cursor_options"
+        );
+        assert_eq!(
+            r(false, true, "auto", true, 2, None, Some(10.0)),
+            "cursor_options"
+        );
+    }
+
+    #[test]
+    fn ring_reports_five_custom_plans_then_the_generic_one() {
+        let mut s = backend();
+        let mut probe = ring_probe(None);
+        let l = probe.l.cps.clone();
+        let mut st = Ps::new();
+        let mut records = Vec::new();
+        for k in 0..7 {
+            records.push(record(P, &st, &l, 0, 1000.0 + k as f64));
+            st = if k < 5 {
+                st.custom(10.0)
+            } else {
+                st.generic(5.0)
+            };
+        }
+        s.map(P, st.bytes(&l)); // the plansource at the snapshot
+        probe.take_records(&s, records, 0).unwrap();
+        probe.report_ring(&mut s).unwrap();
+        let mut want: Vec<String> = (1..=5)
+            .map(|k| {
+                format!(
+                    "s1 #{k}: custom plan  fewer than 5 custom plans so far ({}); generic not built yet",
+                    k - 1
+                )
+            })
+            .collect();
+        want.push("s1 #6: GENERIC plan  generic 5 < avg custom 10".into());
+        want.push("s1 #7: GENERIC plan  generic 5 < avg custom 10".into());
+        assert_eq!(s.lines, want);
+        assert_eq!((probe.decisions, probe.generic, probe.lost), (7, 2, 0));
+        assert!(probe.pending.is_empty());
+        let ev = choices(&s);
+        assert_eq!(ev.len(), 7);
+        assert_eq!(ev[0]["statement"], "s1");
+        assert_eq!(ev[0]["choice"], "custom");
+        assert_eq!(ev[0]["custom_plan_cost"], 10.0);
+        assert_eq!(ev[0]["ts"], 1000.0);
+        assert_eq!(ev[4]["avg_custom_cost"], 10.0);
+        assert_eq!(ev[5]["choice"], "generic");
+        assert_eq!(ev[5]["reason"], "cost");
+        assert_eq!(ev[5]["execution"], 6);
+        assert_eq!(ev[5]["num_generic_plans"], 1);
+        assert_eq!(ev[5]["plan_cache_mode"], "auto");
+        assert_eq!(ev[5]["ts"], 1005.0);
+        // the last one was settled by the snapshot
+        assert_eq!(ev[6]["num_generic_plans"], 2);
+    }
+
+    #[test]
+    fn ring_counts_what_it_cannot_tell() {
+        let mut s = backend();
+        let mut probe = ring_probe(None);
+        let l = probe.l.cps.clone();
+        // generic plan built (cost 20) but the custom ones are cheaper
+        let mut st = Ps::new();
+        for _ in 0..5 {
+            st = st.custom(10.0);
+        }
+        st.generic_cost = 20.0;
+        let r1 = st;
+        // the ring dropped calls: one custom and one generic plan between
+        // r1 and r2 (which was which is unknown)
+        let r2 = r1.custom(10.0).generic(20.0);
+        // and two custom plans between r2 and r3: still all custom
+        let r3 = r2.custom(10.0).custom(30.0);
+        s.map(P, r3.bytes(&l)); // r3's execution still running
+        let records = vec![
+            record(P, &r1, &l, 0, 1.0),
+            record(P, &r2, &l, 0, 2.0),
+            record(P, &r3, &l, 0, 3.0),
+        ];
+        probe.take_records(&s, records, 3).unwrap();
+        probe.report_ring(&mut s).unwrap();
+        assert_eq!(
+            s.lines,
+            vec![
+                "plancache: 3 decisions not recorded (the ring was full)",
+                // one decision past r2: the 7th custom plan, 8th execution
+                "s1 #8: custom plan  avg custom 10 < generic 20",
+            ]
+        );
+        // 3 dropped by the ring, 1 ambiguous
+        assert_eq!((probe.decisions, probe.lost), (1, 4));
+        let ev = choices(&s);
+        assert_eq!(ev[0]["num_custom_plans"], 7);
+        assert_eq!(ev[0]["num_generic_plans"], 1);
+        // several custom plans' costs cannot be told apart
+        assert!(ev[0]["custom_plan_cost"].is_null());
+        assert!(ev[0]["total_custom_cost"].is_null());
+        // r3's execution has not chosen yet
+        assert_eq!(probe.pending.len(), 1);
+        assert_eq!(probe.pending[0].plansource, P);
+    }
+
+    #[test]
+    fn ring_forgets_deallocated_statements_and_keeps_running_ones() {
+        let mut s = backend();
+        let mut probe = ring_probe(None);
+        let l = probe.l.cps.clone();
+        let a = Ps::new();
+        let b = Ps {
+            query: QUERY2,
+            ..Ps::new()
+        };
+        const P3: u64 = 0x3000;
+        // P is DEALLOCATEd before the snapshot (unreadable: read_many
+        // fails, the others are read one by one); P2 has not chosen yet;
+        // P3's memory was reused for another statement
+        s.map(P2, b.bytes(&l));
+        s.map(
+            P3,
+            Ps {
+                query: QUERY2,
+                ..a.custom(1.0)
+            }
+            .bytes(&l),
+        );
+        let records = vec![
+            record(P, &a, &l, 0, 1.0),
+            record(P2, &b, &l, 0, 2.0),
+            record(P3, &a, &l, 0, 3.0),
+        ];
+        probe.take_records(&s, records, 0).unwrap();
+        assert!(!probe.snapshot.contains_key(&P));
+        assert!(probe.snapshot.contains_key(&P2));
+        probe.report_ring(&mut s).unwrap();
+        assert!(s.lines.is_empty(), "{:?}", s.lines);
+        assert_eq!((probe.decisions, probe.lost), (0, 0));
+        let pending: Vec<u64> = probe.pending.iter().map(|p| p.plansource).collect();
+        assert_eq!(pending, vec![P2]);
+        // at the next poll P2 has chosen: reported from the snapshot alone
+        s.map(P2, b.custom(7.5).bytes(&l));
+        probe.take_records(&s, Vec::new(), 0).unwrap();
+        probe.report_ring(&mut s).unwrap();
+        assert_eq!(
+            s.lines,
+            vec![
+                "<unnamed> \"SELECT count(*) FROM t WHERE b = $1\" #1: custom plan  fewer than 5 custom plans so far (0); generic not built yet"
+            ]
+        );
+        assert_eq!(choices(&s)[0]["custom_plan_cost"], 7.5);
+        assert!(probe.pending.is_empty());
+    }
+
+    #[test]
+    fn ring_reports_a_one_shot_statement_at_once() {
+        let mut s = backend();
+        let mut probe = ring_probe(None);
+        let l = probe.l.cps.clone();
+        s.map_str(QUERY2, "SELECT 1");
+        let st = Ps {
+            query: QUERY2,
+            oneshot: true,
+            ..Ps::new()
+        };
+        probe
+            .take_records(&s, vec![record(P, &st, &l, 0, 1.0)], 0)
+            .unwrap();
+        probe.report_ring(&mut s).unwrap();
+        assert_eq!(
+            s.lines,
+            vec!["<unnamed> \"SELECT 1\" #1: custom plan  one-shot statement, never cached"]
+        );
+        let ev = choices(&s);
+        assert_eq!(ev[0]["reason"], "one_shot");
+        assert_eq!(ev[0]["num_custom_plans"], 1);
+        assert!(probe.pending.is_empty());
+    }
+
+    #[test]
+    fn ring_stops_reporting_at_the_count() {
+        let mut s = backend();
+        let mut probe = ring_probe(Some(2));
+        let l = probe.l.cps.clone();
+        let mut st = Ps::new();
+        let mut records = Vec::new();
+        for k in 0..4 {
+            records.push(record(P, &st, &l, 0, k as f64));
+            st = st.custom(1.0);
+        }
+        s.map(P, st.bytes(&l));
+        probe.take_records(&s, records, 0).unwrap();
+        probe.report_ring(&mut s).unwrap();
+        assert_eq!(probe.decisions, 2);
+        assert!(probe.done());
+        assert_eq!(s.lines.len(), 2);
+        assert!(
+            s.lines[1].starts_with("s1 #2: custom plan"),
+            "{:?}",
+            s.lines
+        );
+    }
+
+    #[test]
+    fn settle_pending_accounts_for_each_execution() {
+        let mut s = backend();
+        let mut probe = ring_probe(None);
+        let l = probe.l.cps.clone();
+        let st = Ps::new().custom(1.0).custom(1.0);
+        let pending = |ps: u64, before: &Ps| Pending {
+            plansource: ps,
+            bound_params: PARAMS,
+            ret: 0,
+            ret_rsp: 0,
+            before: before.bytes(&l),
+            mode: Some(0),
+            ts: None,
+        };
+        probe.pending = vec![
+            pending(P, &st),      // chose custom
+            pending(P2, &st),     // both counters moved: lost
+            pending(0x3000, &st), // gone
+            pending(0x4000, &st), // still running
+            pending(0x5000, &st), // chose generic
+        ];
+        let afters = vec![
+            Some(st.custom(2.0).bytes(&l)),
+            Some(st.custom(2.0).generic(1.0).bytes(&l)),
+            None,
+            Some(st.bytes(&l)),
+            Some(st.generic(1.0).bytes(&l)),
+        ];
+        probe.settle_pending(&mut s, afters).unwrap();
+        assert_eq!((probe.decisions, probe.generic, probe.lost), (2, 1, 1));
+        let pending: Vec<u64> = probe.pending.iter().map(|p| p.plansource).collect();
+        assert_eq!(pending, vec![0x4000]);
+        let ev = choices(&s);
+        assert_eq!(ev[0]["execution"], 3);
+        assert_eq!(ev[0]["custom_plan_cost"], 2.0);
+        // a generic plan before 5 custom ones: not the costs' doing
+        assert_eq!(ev[1]["choice"], "generic");
+        assert_eq!(ev[1]["reason"], "cursor_options");
+    }
+
+    /// Stopped at GetCachedPlan's entry for plansource `ps` (stack `sp`).
+    fn at_entry(s: &mut FakeBackend, ps: u64, sp: u64) {
+        s.regs = Registers {
+            rdi: ps,
+            rsi: PARAMS,
+            rsp: sp,
+            ..Default::default()
+        };
+        s.map(sp, RET.to_le_bytes().to_vec());
+    }
+
+    /// Stopped at the return address, GetCachedPlan having returned `plan`.
+    fn at_return(s: &mut FakeBackend, sp: u64, plan: u64) {
+        s.regs = Registers {
+            rax: plan,
+            rsp: sp + 8,
+            ..Default::default()
+        };
+    }
+
+    #[test]
+    fn stops_learn_the_choice_from_the_returned_plan() {
+        let mut s = backend();
+        let l = cps_layout(true);
+        let mut probe = PlanCacheProbe::new(layouts(l.clone()), None, false, false).unwrap();
+        probe.points = vec![ENTRY];
+        let mut st = Ps::new();
+        for _ in 0..5 {
+            st = st.custom(10.0);
+        }
+        s.map(P, st.bytes(&l));
+        at_entry(&mut s, P, STACK);
+        probe.on_stop(&mut s, ENTRY).unwrap();
+        assert_eq!(s.armed.get(&RET), Some(&1));
+        // GetCachedPlan built the generic plan and returned it
+        s.map(P, st.generic(5.0).bytes(&l));
+        at_return(&mut s, STACK, GPLAN);
+        probe.on_stop(&mut s, RET).unwrap();
+        assert!(s.armed.is_empty(), "return breakpoint left: {:?}", s.armed);
+        assert_eq!(
+            s.lines,
+            vec!["s1 #6: GENERIC plan  generic 5 < avg custom 10"]
+        );
+        // a return whose plan is not gplan: a custom plan
+        let st = st.generic(5.0);
+        at_entry(&mut s, P, STACK);
+        probe.on_stop(&mut s, ENTRY).unwrap();
+        s.map(P, st.custom(12.0).bytes(&l));
+        at_return(&mut s, STACK, 0x6000);
+        probe.on_stop(&mut s, RET).unwrap();
+        // custom although the generic plan is cheaper: the cursor options
+        assert_eq!(
+            s.lines[1],
+            "s1 #7: custom plan  cursor options (generic 5, avg custom 10)"
+        );
+        let ev = choices(&s);
+        assert_eq!(ev[1]["reason"], "cursor_options");
+        assert_eq!(ev[1]["custom_plan_cost"], 12.0);
+        assert_eq!(ev[1]["plan_cache_mode"], "auto");
+    }
+
+    #[test]
+    fn stops_drop_executions_left_by_an_error_and_skip_bad_magic() {
+        let mut s = backend();
+        let l = cps_layout(true);
+        let mut probe = PlanCacheProbe::new(layouts(l.clone()), None, false, false).unwrap();
+        probe.points = vec![ENTRY];
+        s.map(P, Ps::new().bytes(&l));
+        at_entry(&mut s, P, STACK);
+        probe.on_stop(&mut s, ENTRY).unwrap();
+        // a nested GetCachedPlan (deeper on the stack) keeps the outer one
+        at_entry(&mut s, P, STACK - 0x200);
+        probe.on_stop(&mut s, ENTRY).unwrap();
+        assert_eq!(probe.pending.len(), 2);
+        assert_eq!(s.armed.get(&RET), Some(&2));
+        // both calls were left by an ERROR's longjmp: the next entry at the
+        // outer depth finds their frames gone
+        at_entry(&mut s, P, STACK);
+        probe.on_stop(&mut s, ENTRY).unwrap();
+        assert_eq!(probe.pending.len(), 1);
+        assert_eq!(s.armed.get(&RET), Some(&1));
+        // not a CachedPlanSource: said once, nothing armed
+        s.map(
+            P2,
+            Ps {
+                magic: 7,
+                ..Ps::new()
+            }
+            .bytes(&l),
+        );
+        for _ in 0..2 {
+            at_entry(&mut s, P2, STACK - 0x400);
+            probe.on_stop(&mut s, ENTRY).unwrap();
+        }
+        assert_eq!(
+            s.lines,
+            vec![
+                "plancache: GetCachedPlan's argument does not look like a CachedPlanSource (bad magic); skipped"
+            ]
+        );
+        assert_eq!(probe.pending.len(), 1);
+        assert_eq!(s.armed.get(&RET), Some(&1));
+        assert_eq!(probe.decisions, 0);
+    }
+
+    #[test]
+    fn without_num_generic_plans_executions_count_the_generic_plans_seen() {
+        // PostgreSQL 13: no num_generic_plans, so no --fast
+        let l = cps_layout(false);
+        let e = PlanCacheProbe::new(layouts(l.clone()), None, true, false)
+            .err()
+            .expect("--fast refused");
+        assert!(
+            e.to_string()
+                .contains("needs CachedPlanSource.num_generic_plans (PostgreSQL 14+)")
+        );
+        let mut s = backend();
+        let mut probe = PlanCacheProbe::new(layouts(l.clone()), None, false, false).unwrap();
+        probe.points = vec![ENTRY];
+        let mut st = Ps::new();
+        for _ in 0..5 {
+            st = st.custom(10.0);
+        }
+        st = st.generic(5.0);
+        for _ in 0..2 {
+            s.map(P, st.bytes(&l));
+            at_entry(&mut s, P, STACK);
+            probe.on_stop(&mut s, ENTRY).unwrap();
+            at_return(&mut s, STACK, GPLAN);
+            probe.on_stop(&mut s, RET).unwrap();
+        }
+        assert_eq!(
+            s.lines,
+            vec![
+                "s1 #6: GENERIC plan  generic 5 < avg custom 10",
+                "s1 #7: GENERIC plan  generic 5 < avg custom 10",
+            ]
+        );
+        assert!(choices(&s)[0]["num_generic_plans"].is_null());
+    }
+
+    #[test]
+    fn fast_stops_settle_at_the_next_entry() {
+        let mut s = backend();
+        let l = cps_layout(true);
+        let mut probe = PlanCacheProbe::new(layouts(l.clone()), None, true, false).unwrap();
+        probe.points = vec![ENTRY];
+        let st = Ps::new();
+        s.map(P, st.bytes(&l));
+        at_entry(&mut s, P, STACK);
+        probe.on_stop(&mut s, ENTRY).unwrap();
+        assert!(s.armed.is_empty(), "--fast arms no return breakpoint");
+        // it chose a custom plan; plan_cache_mode was set meanwhile, read
+        // with the plansources at the next entry
+        let st = st.custom(3.0);
+        s.map(P, st.bytes(&l));
+        s.map(MODE, 2i32.to_le_bytes().to_vec());
+        probe.on_stop(&mut s, ENTRY).unwrap();
+        assert_eq!(
+            s.lines,
+            vec![
+                "s1 #1: custom plan  plan_cache_mode = force_custom_plan (generic not built yet, avg custom none yet)"
+            ]
+        );
+        // that execution raised an ERROR before choosing: the next entry of
+        // the same plansource replaces it, nothing reported
+        probe.on_stop(&mut s, ENTRY).unwrap();
+        assert_eq!(s.lines.len(), 1);
+        assert_eq!(probe.pending.len(), 1);
+        s.map(P, st.custom(4.0).bytes(&l));
+        probe.flush_fast(&mut s).unwrap();
+        assert_eq!(s.lines.len(), 2);
+        assert!(
+            s.lines[1].starts_with("s1 #2: custom plan"),
+            "{:?}",
+            s.lines
+        );
+        assert_eq!(choices(&s)[1]["custom_plan_cost"], 4.0);
+        assert_eq!(probe.decisions, 2);
+    }
+
+    #[test]
+    fn layouts_read_the_plan_cache_mode_names_from_the_backend() {
+        let mut s = backend();
+        let e = PlanCacheLayouts::new(&s).err().expect("no GetCachedPlan");
+        assert_eq!(
+            e.to_string(),
+            "GetCachedPlan is not in this postgres binary: cannot watch the plan cache"
+        );
+        s.functions.insert("GetCachedPlan".into(), vec![ENTRY]);
+        for l in [
+            cps_layout(true),
+            layout("CachedPlan", &[("stmt_list", 8, Pointer)]),
+            layout("PlannedStmt", &[("rtable", 8, Pointer)]),
+        ] {
+            s.layouts.insert(l.name.clone(), l);
+        }
+        let ce = layout(
+            "config_enum_entry",
+            &[
+                ("name", 8, Pointer),
+                ("val", 4, Signed),
+                ("hidden", 1, Bool),
+            ],
+        );
+        s.layouts.insert(ce.name.clone(), ce.clone());
+        const OPTS: u64 = 0xa000;
+        let entries = [
+            ("auto", 0i64, false, 0xb000u64),
+            ("force_generic_plan", 1, false, 0xb100),
+            ("force_custom_plan", 2, false, 0xb200),
+            ("an_alias", 2, true, 0xb300),
+        ];
+        let mut arr = vec![0u8; (ce.size * (entries.len() as u64 + 1)) as usize];
+        for (i, (name, val, hidden, at)) in entries.iter().enumerate() {
+            s.map_str(*at, name);
+            let base = i * ce.size as usize;
+            for (f, v) in [
+                ("name", *at),
+                ("val", *val as u64),
+                ("hidden", *hidden as u64),
+            ] {
+                let fl = ce.field(f).unwrap();
+                let o = base + fl.offset as usize;
+                arr[o..o + fl.size as usize].copy_from_slice(&v.to_le_bytes()[..fl.size as usize]);
+            }
+        }
+        s.map(OPTS, arr);
+        s.globals.insert("plan_cache_mode".into(), MODE);
+        s.globals.insert("plan_cache_mode_options".into(), OPTS);
+        let pl = PlanCacheLayouts::new(&s).unwrap();
+        assert_eq!(pl.entries, vec![ENTRY]);
+        let (addr, values) = pl.plan_cache_mode.unwrap();
+        assert_eq!(addr, MODE);
+        assert_eq!(
+            values,
+            vec![
+                ("auto".to_string(), 0),
+                ("force_generic_plan".to_string(), 1),
+                ("force_custom_plan".to_string(), 2),
+            ]
+        );
+        assert!(pl.list.is_none() && pl.prepared_queries.is_none());
+    }
+
+    #[test]
+    fn prepare_names_come_from_the_text_when_unambiguous() {
+        assert_eq!(prepare_name_in(S1).as_deref(), Some("s1"));
+        assert_eq!(
+            prepare_name_in("prepare q2(int) as select $1").as_deref(),
+            Some("q2")
+        );
+        assert_eq!(prepare_name_in("SELECT 1"), None);
+        assert_eq!(
+            prepare_name_in("PREPARE a AS SELECT 1; PREPARE b AS SELECT 2"),
+            None
+        );
+    }
 }

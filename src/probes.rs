@@ -11,11 +11,11 @@ use std::collections::{BTreeMap, HashMap};
 /// Every runtime address of `function` (out-of-line copies, clones and
 /// inlined instances).
 fn addresses(s: &dyn Backend, function: &str) -> Result<Vec<u64>> {
-    let locs = s.resolve_location(function)?;
-    if locs.is_empty() {
+    let addrs = s.location_addrs(function)?;
+    if addrs.is_empty() {
         bail!("no code for {function}");
     }
-    Ok(locs.iter().map(|l| l.addr).collect())
+    Ok(addrs)
 }
 
 /// Arm internal breakpoints at all `addrs`, or none of them.

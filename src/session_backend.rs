@@ -2,7 +2,6 @@
 //! use: each method hands over to the session's target, debug info,
 //! frames and output.
 
-use crate::breakpoints::BpLocation;
 use crate::debuginfo::DebugInfo;
 use crate::expr::format::{Radix, format_value, to_json};
 use crate::infcall::CallFrame;
@@ -23,8 +22,11 @@ impl Backend for Session {
     fn pid(&self) -> i32 {
         self.pid
     }
-    fn resolve_location(&self, spec: &str) -> Result<Vec<BpLocation>> {
-        Session::resolve_location(self, spec)
+    fn location_addrs(&self, spec: &str) -> Result<Vec<u64>> {
+        Ok(Session::resolve_location(self, spec)?
+            .iter()
+            .map(|l| l.addr)
+            .collect())
     }
     fn read(&self, addr: u64, buf: &mut [u8]) -> Result<()> {
         self.target.read(addr, buf)

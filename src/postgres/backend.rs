@@ -14,7 +14,6 @@
 //! Addresses given and returned are runtime addresses (link address plus
 //! the load bias).
 
-use crate::breakpoints::BpLocation;
 use crate::debuginfo::DebugInfo;
 use crate::debuginfo::layout::Layout;
 use crate::infcall::CallFrame;
@@ -50,8 +49,8 @@ pub trait Backend {
     fn layout(&self, name: &str) -> Result<Layout> {
         Layout::of(self.di(), name)
     }
-    /// Breakpoint locations of FUNCTION, FILE:LINE or *ADDRESS.
-    fn resolve_location(&self, spec: &str) -> Result<Vec<BpLocation>>;
+    /// Runtime addresses of FUNCTION, FILE:LINE or *ADDRESS, as `break` resolves it.
+    fn location_addrs(&self, spec: &str) -> Result<Vec<u64>>;
 
     // ------------------------------------------------------------- memory
 
@@ -315,21 +314,12 @@ pub mod fake {
                 .cloned()
                 .ok_or_else(|| anyhow!("type {name} is not in the debug info"))
         }
-        fn resolve_location(&self, spec: &str) -> Result<Vec<BpLocation>> {
+        fn location_addrs(&self, spec: &str) -> Result<Vec<u64>> {
             let addrs = self.function_addrs(spec);
             if addrs.is_empty() {
                 anyhow::bail!("no function \"{spec}\" in this postgres binary");
             }
-            Ok(addrs
-                .into_iter()
-                .map(|addr| BpLocation {
-                    addr,
-                    function: spec.into(),
-                    inlined: false,
-                    inlined_into: None,
-                    file_line: None,
-                })
-                .collect())
+            Ok(addrs)
         }
         /// Like a process's memory, mapped by pages: bytes of a page that
         /// holds a region but outside it read as zeros.

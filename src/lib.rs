@@ -24,4 +24,5 @@ pub mod repl;
 pub mod report;
 pub mod script;
 pub mod session;
+mod session_backend;
 pub mod target;

@@ -1,26 +1,25 @@
 //! Generic probes on functions: `trace FUNC ARGEXPR...` records each call
 //! with argument values, `count FUNC...` counts calls (optionally by
 //! statement phase).  Both run on internal breakpoints through
-//! `Session::run_probes`, removed when they end.
+//! `Backend::run_probes`, removed when they end.  Each command returns how
+//! the run ended, its summary and the stop's text, for the session to show.
 
-use crate::expr::format::Radix;
-use crate::expr::format::{format_value, to_json};
-use crate::session::{Flow, ProbeHandler, Session};
+use crate::postgres::backend::{Backend, ProbeEnd, ProbeHandler};
 use anyhow::{Result, bail};
 use std::collections::{BTreeMap, HashMap};
 
 /// Every runtime address of `function` (out-of-line copies, clones and
 /// inlined instances).
-fn addresses(s: &Session, function: &str) -> Result<Vec<u64>> {
-    let locs = s.resolve_location(function)?;
-    if locs.is_empty() {
+fn addresses(s: &dyn Backend, function: &str) -> Result<Vec<u64>> {
+    let addrs = s.location_addrs(function)?;
+    if addrs.is_empty() {
         bail!("no code for {function}");
     }
-    Ok(locs.iter().map(|l| l.addr).collect())
+    Ok(addrs)
 }
 
 /// Arm internal breakpoints at all `addrs`, or none of them.
-fn arm_all(s: &mut Session, addrs: &[u64]) -> Result<()> {
+fn arm_all(s: &mut dyn Backend, addrs: &[u64]) -> Result<()> {
     for (i, a) in addrs.iter().enumerate() {
         if let Err(e) = s.arm_internal(*a) {
             for b in &addrs[..i] {
@@ -52,14 +51,14 @@ struct Trace {
 }
 
 impl ProbeHandler for Trace {
-    fn on_stop(&mut self, s: &mut Session, _addr: u64) -> Result<()> {
+    fn on_stop(&mut self, s: &mut dyn Backend, _addr: u64) -> Result<()> {
         self.calls += 1;
         s.select_function_frame(&self.function)?;
         let mut json = serde_json::Map::new();
         let mut shown = Vec::new();
         for (i, a) in self.args.iter().enumerate() {
-            let (j, text) = match s.eval_expr(a) {
-                Ok(v) => (to_json(s, &v), format_value(s, &v, Radix::Natural)),
+            let (j, text) = match s.eval_text(a) {
+                Ok((text, j)) => (j, text),
                 Err(e) => {
                     let t = format!("<error: {e}>");
                     (serde_json::Value::String(t.clone()), t)
@@ -96,14 +95,14 @@ impl ProbeHandler for Trace {
 
 /// `trace FUNC ARGEXPR... [--for D] [--count N] [--stacks N] [--quiet]`
 pub fn trace(
-    s: &mut Session,
+    s: &mut dyn Backend,
     function: &str,
     args: &[String],
     duration: Option<std::time::Duration>,
     count: Option<u64>,
     stacks: usize,
     quiet: bool,
-) -> Result<(String, Flow)> {
+) -> Result<(ProbeEnd, String, String)> {
     let addrs = addresses(s, function)?;
     let mut probe = Trace {
         function: function.to_string(),
@@ -119,7 +118,7 @@ pub fn trace(
         "trace: {function} ({} location{}) in backend {}{}",
         addrs.len(),
         if addrs.len() == 1 { "" } else { "s" },
-        s.pid,
+        s.pid(),
         limit_text(duration, count)
     ));
     let t0 = std::time::Instant::now();
@@ -153,7 +152,7 @@ pub fn trace(
         "trace_end",
         serde_json::json!({"function": function, "calls": probe.calls, "duration_s": secs}),
     );
-    Ok(s.probe_outcome(end, summary, text))
+    Ok((end, summary, text))
 }
 
 struct Count {
@@ -181,7 +180,7 @@ impl Count {
 }
 
 impl ProbeHandler for Count {
-    fn on_stop(&mut self, s: &mut Session, addr: u64) -> Result<()> {
+    fn on_stop(&mut self, s: &mut dyn Backend, addr: u64) -> Result<()> {
         let sp = s.registers()?.rsp;
         // Phase functions that returned (we stop at their return address)
         // or were left by an ERROR's longjmp: their frame is gone when the
@@ -212,11 +211,11 @@ impl ProbeHandler for Count {
 
 /// `count FUNC... [--by-phase] [--for D]`
 pub fn count(
-    s: &mut Session,
+    s: &mut dyn Backend,
     functions: &[String],
     by_phase: bool,
     duration: Option<std::time::Duration>,
-) -> Result<(String, Flow)> {
+) -> Result<(ProbeEnd, String, String)> {
     let mut probe = Count {
         counted: HashMap::new(),
         phase_entry: HashMap::new(),
@@ -255,7 +254,7 @@ pub fn count(
     s.say(&format!(
         "count: {} in backend {}{}{}",
         functions.join(", "),
-        s.pid,
+        s.pid(),
         if by_phase { " by phase" } else { "" },
         limit_text(duration, None)
     ));
@@ -289,5 +288,5 @@ pub fn count(
         s.emit_event("count", ev);
     }
     summary.push_str(&format!("\n({secs:.1}s)"));
-    Ok(s.probe_outcome(end, summary, text))
+    Ok((end, summary, text))
 }

@@ -2066,12 +2066,20 @@ impl Session {
                 count,
                 stacks,
                 quiet,
-            } => crate::probes::trace(self, function, args, *duration, *count, *stacks, *quiet)?,
+            } => {
+                let (end, summary, text) =
+                    crate::probes::trace(self, function, args, *duration, *count, *stacks, *quiet)?;
+                self.probe_outcome(end, summary, text)
+            }
             Command::Count {
                 functions,
                 by_phase,
                 duration,
-            } => crate::probes::count(self, functions, *by_phase, *duration)?,
+            } => {
+                let (end, summary, text) =
+                    crate::probes::count(self, functions, *by_phase, *duration)?;
+                self.probe_outcome(end, summary, text)
+            }
             Command::Delete(ids) => (self.delete_breakpoints(ids)?, Flow::Continue),
             Command::InfoBreakpoints => (self.info_breakpoints(), Flow::Continue),
             Command::Continue => self.continue_running()?,
@@ -2167,7 +2175,7 @@ impl Session {
 struct NoStop;
 
 impl ProbeHandler for NoStop {
-    fn on_stop(&mut self, _s: &mut Session, _addr: u64) -> Result<()> {
+    fn on_stop(&mut self, _s: &mut dyn crate::postgres::Backend, _addr: u64) -> Result<()> {
         Ok(())
     }
     fn done(&self) -> bool {
@@ -2182,7 +2190,7 @@ struct OneStop {
 }
 
 impl ProbeHandler for OneStop {
-    fn on_stop(&mut self, _s: &mut Session, _addr: u64) -> Result<()> {
+    fn on_stop(&mut self, _s: &mut dyn crate::postgres::Backend, _addr: u64) -> Result<()> {
         self.hit = true;
         Ok(())
     }
@@ -2200,41 +2208,7 @@ fn one_line(s: &str) -> String {
     }
 }
 
-/// A probe: called by `run_probes` at its internal breakpoints.
-pub trait ProbeHandler {
-    fn on_stop(&mut self, s: &mut Session, addr: u64) -> Result<()>;
-    /// A hardware watchpoint fired (DR6 tells which).
-    fn on_watch(&mut self, _s: &mut Session, _dr6: u64) -> Result<()> {
-        Ok(())
-    }
-    /// True when the probe has seen enough (`--count`).
-    fn done(&self) -> bool;
-    /// How often `on_poll` wants to run (the target is interrupted for it).
-    fn poll_every(&self) -> Option<std::time::Duration> {
-        None
-    }
-    /// The periodic read of a polling probe; the target is stopped.
-    fn on_poll(&mut self, _s: &mut Session) -> Result<()> {
-        Ok(())
-    }
-    /// Right after `on_poll`, with the target running again: work that
-    /// needs no access to it (formatting, output), so the target is not
-    /// held stopped for it.
-    fn after_poll(&mut self, _s: &mut Session) -> Result<()> {
-        Ok(())
-    }
-}
-
-/// Why `run_probes` returned.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProbeEnd {
-    Done,
-    Deadline,
-    /// Ctrl-C, a user breakpoint or a signal: the target is stopped.
-    Stopped,
-    TargetGone,
-    Terminating,
-}
+pub use crate::postgres::backend::{ProbeEnd, ProbeHandler};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Flow {

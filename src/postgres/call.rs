@@ -14,10 +14,10 @@
 //!   under `TopMemoryContext`) holds everything the calls allocate and is
 //!   deleted afterwards.
 
+use super::backend::Backend;
 use crate::debuginfo::layout::Layout;
 use crate::debuginfo::types::{Encoding, Type, TypeRef, size_of, strip, type_name};
 use crate::infcall::{Arg, CallFrame, CallOutcome, CallResult};
-use crate::session::Session;
 use anyhow::{Result, anyhow, bail};
 use std::time::Duration;
 
@@ -41,32 +41,13 @@ struct Guards {
     errordata_layout: Option<(u64, u64)>,
 }
 
-fn addr_of_global(s: &Session, name: &str) -> Option<u64> {
-    s.di.global(name).map(|(a, _)| a + s.bias)
-}
-
-fn func_addr(s: &Session, name: &str) -> Option<u64> {
-    s.di.function_locations(name)
-        .iter()
-        .find(|l| !l.inlined)
-        .map(|l| l.addr + s.bias)
-}
-
-fn read_i32(s: &Session, a: u64) -> Result<i32> {
-    let mut b = [0u8; 4];
-    crate::expr::eval::EvalEnv::read_mem(s, a, &mut b)?;
-    Ok(i32::from_le_bytes(b))
-}
-
-fn read_u64(s: &Session, a: u64) -> Result<u64> {
-    let mut b = [0u8; 8];
-    crate::expr::eval::EvalEnv::read_mem(s, a, &mut b)?;
-    Ok(u64::from_le_bytes(b))
+fn func_addr(s: &dyn Backend, name: &str) -> Option<u64> {
+    s.function_addrs(name).first().copied()
 }
 
 impl Guards {
-    fn new(s: &Session) -> Result<Guards> {
-        let g = |n: &str| addr_of_global(s, n);
+    fn new(s: &dyn Backend) -> Result<Guards> {
+        let g = |n: &str| s.global_addr(n);
         Ok(Guards {
             holdoff: g("InterruptHoldoffCount")
                 .ok_or_else(|| anyhow!("InterruptHoldoffCount is not in the debug info"))?,
@@ -80,17 +61,12 @@ impl Guards {
             held_lwlocks: g("num_held_lwlocks"),
             exception_stack: g("PG_exception_stack"),
             error_context_stack: g("error_context_stack"),
-            re_throw: s
-                .di
-                .function_locations("pg_re_throw")
-                .iter()
-                .filter(|l| !l.inlined)
-                .map(|l| l.addr + s.bias)
-                .collect(),
+            re_throw: s.function_addrs("pg_re_throw"),
             flush_error: func_addr(s, "FlushErrorState"),
             context_delete: func_addr(s, "MemoryContextDelete"),
             release_all_lwlocks: func_addr(s, "LWLockReleaseAll"),
-            errordata_layout: Layout::of(&*s.di, "ErrorData")
+            errordata_layout: s
+                .layout("ErrorData")
                 .ok()
                 .and_then(|l| l.offset("message").ok().map(|o| (l.size, o))),
         })
@@ -98,10 +74,10 @@ impl Guards {
 }
 
 /// Why calling here would be unsafe, if it would.
-pub fn unsafe_reason(s: &mut Session) -> Result<Option<String>> {
+pub fn unsafe_reason(s: &mut dyn Backend) -> Result<Option<String>> {
     let g = Guards::new(s)?;
     if let Some(c) = g.crit {
-        let n = read_i32(s, c)?;
+        let n = s.read_i32(c)?;
         if n > 0 {
             return Ok(Some(format!(
                 "the backend is in a critical section (CritSectionCount = {n})"
@@ -109,7 +85,7 @@ pub fn unsafe_reason(s: &mut Session) -> Result<Option<String>> {
         }
     }
     if let Some(h) = g.held_lwlocks {
-        let n = read_i32(s, h)?;
+        let n = s.read_i32(h)?;
         if n > 0 {
             return Ok(Some(format!(
                 "the backend holds {n} LWLock{}",
@@ -118,16 +94,16 @@ pub fn unsafe_reason(s: &mut Session) -> Result<Option<String>> {
         }
     }
     if let Some(d) = g.errordata_depth {
-        let n = read_i32(s, d)?;
+        let n = s.read_i32(d)?;
         if n >= 0 {
             return Ok(Some(
                 "the backend is in the middle of reporting an error".into(),
             ));
         }
     }
-    let frames = s.frames()?.clone();
-    for f in frames.iter().take(12) {
-        let name = f.function.as_deref().unwrap_or("");
+    let frames = s.frame_functions()?;
+    for name in frames.iter().take(12) {
+        let name = name.as_str();
         if name.starts_with("AllocSet")
             || name.starts_with("GenerationA")
             || name.starts_with("SlabA")
@@ -227,25 +203,25 @@ const ASSIGN_XID: &[&str] = &[
 
 /// Refuse `call name()` when it would assign a transaction ID outside any
 /// transaction (TRANS_DEFAULT, read from DWARF; no check without it).
-pub fn check_outside_transaction(s: &Session, name: &str) -> Result<()> {
+pub fn check_outside_transaction(s: &dyn Backend, name: &str) -> Result<()> {
     if !ASSIGN_XID.contains(&name) {
         return Ok(());
     }
-    let Some((addr, Some(ty))) = s.di.global("CurrentTransactionState") else {
+    let Some((addr, Some(ty))) = s.di().global("CurrentTransactionState") else {
         return Ok(());
     };
-    let Type::Pointer { target: Some(t) } = &*strip(&*s.di, &ty) else {
+    let Type::Pointer { target: Some(t) } = &*strip(s.di(), &ty) else {
         return Ok(());
     };
-    let Ok(l) = Layout::of_type(&*s.di, "TransactionStateData", t) else {
+    let Ok(l) = Layout::of_type(s.di(), "TransactionStateData", t) else {
         return Ok(());
     };
     let Ok(f) = l.field("state") else {
         return Ok(());
     };
-    let p = read_u64(s, addr + s.bias)?;
+    let p = s.read_u64(addr + s.bias())?;
     let mut b = vec![0u8; l.size as usize];
-    crate::expr::eval::EvalEnv::read_mem(s, p, &mut b)?;
+    s.read(p, &mut b)?;
     let state = l.int(&b, "state").and_then(|v| enumerator(s, &f.ty, v));
     if state.as_deref() == Some("TRANS_DEFAULT") {
         bail!(
@@ -271,8 +247,8 @@ pub enum TxnState {
 
 /// The name of the enumerator of `ty` whose value is `v` (DWARF's
 /// enumerators, never numbers).
-fn enumerator(s: &Session, ty: &TypeRef, v: i64) -> Option<String> {
-    match &*strip(&*s.di, ty) {
+fn enumerator(s: &dyn Backend, ty: &TypeRef, v: i64) -> Option<String> {
+    match &*strip(s.di(), ty) {
         Type::Enum { values, .. } => values.iter().find(|(_, x)| *x == v).map(|(n, _)| n.clone()),
         _ => None,
     }
@@ -280,23 +256,23 @@ fn enumerator(s: &Session, ty: &TypeRef, v: i64) -> Option<String> {
 
 /// `CurrentTransactionState->state` and `->blockState`, by enumerator name,
 /// from DWARF (None when the debug info lacks them: stripped binaries).
-fn transaction_state_dwarf(s: &Session) -> Option<TxnState> {
-    let (addr, ty) = s.di.global("CurrentTransactionState")?;
+fn transaction_state_dwarf(s: &dyn Backend) -> Option<TxnState> {
+    let (addr, ty) = s.di().global("CurrentTransactionState")?;
     let ty = ty?;
-    let target = match &*strip(&*s.di, &ty) {
+    let target = match &*strip(s.di(), &ty) {
         Type::Pointer { target: Some(t) } => t.clone(),
         _ => return None,
     };
-    let l = Layout::of_type(&*s.di, "TransactionStateData", &target).ok()?;
+    let l = Layout::of_type(s.di(), "TransactionStateData", &target).ok()?;
     let (state_f, block_f) = (l.field("state").ok()?, l.field("blockState").ok()?);
     let unknown = |why: String| Some(TxnState::Unknown(why));
-    let p = match read_u64(s, addr + s.bias) {
+    let p = match s.read_u64(addr + s.bias()) {
         Ok(p) if p != 0 => p,
         Ok(_) => return unknown("CurrentTransactionState is NULL".into()),
         Err(e) => return unknown(format!("CurrentTransactionState unreadable: {e}")),
     };
     let mut b = vec![0u8; l.size as usize];
-    if let Err(e) = crate::expr::eval::EvalEnv::read_mem(s, p, &mut b) {
+    if let Err(e) = s.read(p, &mut b) {
         return unknown(format!("the transaction state unreadable: {e}"));
     }
     let (state, block) = (l.int(&b, "state")?, l.int(&b, "blockState")?);
@@ -388,7 +364,7 @@ impl<'s> BackendCalls<'s> {
     /// Open a call series at the current stop (refused when unsafe, or when
     /// the backend's transaction is aborted or half-ended).
     pub fn open(
-        s: &'s mut Session,
+        s: &'s mut dyn Backend,
         timeout: Duration,
         private_context: bool,
     ) -> Result<BackendCalls<'s>> {
@@ -397,19 +373,19 @@ impl<'s> BackendCalls<'s> {
 
     /// For functions on `HARMLESS_IN_ANY_TRANSACTION`: the stop's checks,
     /// not the transaction state.
-    pub fn open_harmless(s: &'s mut Session, timeout: Duration) -> Result<BackendCalls<'s>> {
+    pub fn open_harmless(s: &'s mut dyn Backend, timeout: Duration) -> Result<BackendCalls<'s>> {
         Self::open_checked(s, timeout, false, Checks::StopOnly)
     }
 
     /// For functions that only read constant tables (the wait-event name
     /// functions): callable even while the backend holds LWLocks, and in
     /// any transaction state.
-    pub fn open_pure(s: &'s mut Session, timeout: Duration) -> Result<BackendCalls<'s>> {
+    pub fn open_pure(s: &'s mut dyn Backend, timeout: Duration) -> Result<BackendCalls<'s>> {
         Self::open_checked(s, timeout, false, Checks::Pure)
     }
 
     fn open_checked(
-        s: &'s mut Session,
+        s: &'s mut dyn Backend,
         timeout: Duration,
         private_context: bool,
         checks: Checks,
@@ -418,7 +394,7 @@ impl<'s> BackendCalls<'s> {
             // still never inside a critical section
             let g = Guards::new(s)?;
             if let Some(c) = g.crit
-                && read_i32(s, c)? > 0
+                && s.read_i32(c)? > 0
             {
                 bail!("the backend is in a critical section");
             }
@@ -446,21 +422,15 @@ impl<'s> BackendCalls<'s> {
             }
         }
         let g = Guards::new(s)?;
-        let entry = s.di.binary.entry() + s.bias;
-        let pid = s.pid;
-        let read = |s: &Session, a: u64, n: usize| -> Result<Vec<u8>> {
-            let mut b = vec![0u8; n];
-            crate::expr::eval::EvalEnv::read_mem(s, a, &mut b)?;
-            Ok(b)
-        };
-        let saved_holdoff = read(s, g.holdoff, 4)?;
-        let saved_cancel = g.cancel_holdoff.map(|a| read(s, a, 4)).transpose()?;
-        let saved_crit = g.crit.map(|a| read(s, a, 4)).transpose()?;
-        let saved_context = read_u64(s, g.current_context)?;
+        let pid = s.pid();
+        let saved_holdoff = s.read_bytes(g.holdoff, 4)?;
+        let saved_cancel = g.cancel_holdoff.map(|a| s.read_bytes(a, 4)).transpose()?;
+        let saved_crit = g.crit.map(|a| s.read_bytes(a, 4)).transpose()?;
+        let saved_context = s.read_u64(g.current_context)?;
         let traps = g.re_throw.clone();
-        let top = g.top_context.map(|a| read_u64(s, a)).transpose()?;
+        let top = g.top_context.map(|a| s.read_u64(a)).transpose()?;
         let create = func_addr(s, "AllocSetContextCreateInternal");
-        let frame = CallFrame::begin(&mut s.target, entry, &traps, timeout)?;
+        let frame = s.begin_calls(&traps, timeout)?;
         let mut bc = BackendCalls {
             frame: Some(frame),
             g,
@@ -784,7 +754,7 @@ impl Drop for BackendCalls<'_> {
 }
 
 /// Resolve a function name to a runtime address for `call`.
-pub fn function_address(s: &Session, name: &str) -> Result<u64> {
+pub fn function_address(s: &dyn Backend, name: &str) -> Result<u64> {
     func_addr(s, name)
         .ok_or_else(|| anyhow!("no out-of-line function \"{name}\" to call in this binary"))
 }
@@ -800,44 +770,48 @@ pub struct Prototype {
 /// What one DIE of a function says: its parameter DIEs, `...`,
 /// DW_AT_prototyped, and the DIE it refers to (abstract origin or
 /// specification).
-fn subprogram_facts(s: &Session, off: u64) -> Option<(Vec<u64>, bool, bool, Option<u64>)> {
+fn subprogram_facts(s: &dyn Backend, off: u64) -> Option<(Vec<u64>, bool, bool, Option<u64>)> {
     use crate::debuginfo::index::{die_offset, global_ref};
     use gimli::constants as dw;
-    s.di.with_die(off, |u, e| {
-        let next = e
-            .attr_value(dw::DW_AT_abstract_origin)
-            .or_else(|| e.attr_value(dw::DW_AT_specification))
-            .and_then(|v| global_ref(u, v));
-        let prototyped = matches!(
-            e.attr_value(dw::DW_AT_prototyped),
-            Some(gimli::AttributeValue::Flag(true))
-        );
-        let (mut params, mut variadic) = (Vec::new(), false);
-        if let Ok(mut tree) = u.entries_tree(Some(e.offset()))
-            && let Ok(root) = tree.root()
-        {
-            let mut children = root.children();
-            while let Ok(Some(c)) = children.next() {
-                match c.entry().tag() {
-                    dw::DW_TAG_formal_parameter => params.push(die_offset(u, c.entry().offset())),
-                    dw::DW_TAG_unspecified_parameters => variadic = true,
-                    _ => {}
+    s.di()
+        .with_die(off, |u, e| {
+            let next = e
+                .attr_value(dw::DW_AT_abstract_origin)
+                .or_else(|| e.attr_value(dw::DW_AT_specification))
+                .and_then(|v| global_ref(u, v));
+            let prototyped = matches!(
+                e.attr_value(dw::DW_AT_prototyped),
+                Some(gimli::AttributeValue::Flag(true))
+            );
+            let (mut params, mut variadic) = (Vec::new(), false);
+            if let Ok(mut tree) = u.entries_tree(Some(e.offset()))
+                && let Ok(root) = tree.root()
+            {
+                let mut children = root.children();
+                while let Ok(Some(c)) = children.next() {
+                    match c.entry().tag() {
+                        dw::DW_TAG_formal_parameter => {
+                            params.push(die_offset(u, c.entry().offset()))
+                        }
+                        dw::DW_TAG_unspecified_parameters => variadic = true,
+                        _ => {}
+                    }
                 }
             }
-        }
-        (params, variadic, prototyped, next)
-    })
-    .ok()
+            (params, variadic, prototyped, next)
+        })
+        .ok()
 }
 
 /// The prototype of `name` from DWARF (None without DWARF, or when the
 /// debug info does not say: then no check is made).
-pub fn prototype(s: &Session, name: &str) -> Option<Prototype> {
-    let die =
-        s.di.function_locations(name)
-            .iter()
-            .find(|l| !l.inlined && l.die != 0)?
-            .die;
+pub fn prototype(s: &dyn Backend, name: &str) -> Option<Prototype> {
+    let die = s
+        .di()
+        .function_locations(name)
+        .iter()
+        .find(|l| !l.inlined && l.die != 0)?
+        .die;
     // the concrete copy, then its abstract origin / declaration: the last
     // one that lists parameters lists all of them
     let mut chain = Vec::new();
@@ -869,22 +843,22 @@ pub fn prototype(s: &Session, name: &str) -> Option<Prototype> {
         .map(|(i, &p)| {
             // a declaration's parameters may have no names: take the
             // definition's
-            let name = s.di.die_name(p).or_else(|| {
+            let name = s.di().die_name(p).or_else(|| {
                 with_params
                     .iter()
-                    .find_map(|ps| ps.get(i).and_then(|&q| s.di.die_name(q)))
+                    .find_map(|ps| ps.get(i).and_then(|&q| s.di().die_name(q)))
             });
-            (name, s.di.die_type(p))
+            (name, s.di().die_type(p))
         })
         .collect();
     Some(Prototype { params, variadic })
 }
 
 impl Prototype {
-    fn param_text(s: &Session, p: &(Option<String>, Option<TypeRef>)) -> String {
+    fn param_text(s: &dyn Backend, p: &(Option<String>, Option<TypeRef>)) -> String {
         let ty =
             p.1.as_ref()
-                .map(|t| type_name(&*s.di, t))
+                .map(|t| type_name(s.di(), t))
                 .unwrap_or_else(|| "?".into());
         match &p.0 {
             Some(n) if ty.ends_with('*') => format!("{ty}{n}"),
@@ -894,7 +868,7 @@ impl Prototype {
     }
 
     /// "const char *s", "void", "const char *fmt, ..."
-    pub fn text(&self, s: &Session) -> String {
+    pub fn text(&self, s: &dyn Backend) -> String {
         let mut v: Vec<String> = self.params.iter().map(|p| Self::param_text(s, p)).collect();
         if self.variadic {
             v.push("...".into());
@@ -941,7 +915,7 @@ pub enum Prepared {
 /// types roughly: pointers, integers, floating point) and convert as C
 /// would (an integer to a double parameter); one line naming the
 /// prototype when it does not fit.  Without a prototype, no check.
-pub fn prepare_args(s: &Session, name: &str, given: Vec<Given>) -> Result<Vec<Prepared>> {
+pub fn prepare_args(s: &dyn Backend, name: &str, given: Vec<Given>) -> Result<Vec<Prepared>> {
     let plain = |g: Given| match g {
         Given::Str(t) => Prepared::Str(t),
         Given::Ptr(a) | Given::Int(a) => Prepared::Arg(Arg::Int(a)),
@@ -988,8 +962,8 @@ pub fn prepare_args(s: &Session, name: &str, given: Vec<Given>) -> Result<Vec<Pr
                 g.what()
             )
         };
-        let size = size_of(&*s.di, ty);
-        let prepared = match &*strip(&*s.di, ty) {
+        let size = size_of(s.di(), ty);
+        let prepared = match &*strip(s.di(), ty) {
             Type::Pointer { .. } => match g {
                 Given::Float(_) => return Err(bad("a pointer", &g)),
                 g => plain(g),
@@ -1025,7 +999,7 @@ pub fn prepare_args(s: &Session, name: &str, given: Vec<Given>) -> Result<Vec<Pr
                 "argument {} of {name}({}) is passed by value as a {}: call cannot pass it",
                 i + 1,
                 proto.text(s),
-                type_name(&*s.di, ty)
+                type_name(s.di(), ty)
             ),
         };
         out.push(prepared);

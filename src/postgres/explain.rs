@@ -4,11 +4,10 @@
 //! `ExplainPrintPlan(es, queryDesc)`, `ExplainEndOutput`, read
 //! `es->str->data`; all in a private memory context deleted afterwards.
 
+use super::backend::Backend;
 use super::call::{BackendCalls, Called};
-use crate::debuginfo::layout::Layout;
 use crate::debuginfo::types::{Type, strip};
 use crate::infcall::Arg;
-use crate::session::Session;
 use anyhow::{Result, anyhow, bail};
 use std::time::Duration;
 
@@ -29,27 +28,18 @@ impl Default for ExplainOpts {
     }
 }
 
-fn global(s: &Session, name: &str) -> Option<u64> {
-    s.di.global(name).map(|(a, _)| a + s.bias)
-}
-
-fn read_u64(s: &Session, a: u64) -> Result<u64> {
-    let mut b = [0u8; 8];
-    crate::expr::eval::EvalEnv::read_mem(s, a, &mut b)?;
-    Ok(u64::from_le_bytes(b))
-}
-
 /// The QueryDesc of the portal the backend is running, if any:
 /// (ActivePortal, queryDesc).
-pub fn active_query_desc(s: &Session) -> Result<Option<(u64, u64)>> {
-    let ap = global(s, "ActivePortal")
+pub fn active_query_desc(s: &dyn Backend) -> Result<Option<(u64, u64)>> {
+    let ap = s
+        .global_addr("ActivePortal")
         .ok_or_else(|| anyhow!("ActivePortal is not in the debug info"))?;
-    let portal = read_u64(s, ap)?;
+    let portal = s.read_u64(ap)?;
     if portal == 0 {
         return Ok(None);
     }
-    let l = Layout::of(&*s.di, "PortalData")?;
-    let qd = read_u64(s, portal + l.offset("queryDesc")?)?;
+    let l = s.layout("PortalData")?;
+    let qd = s.read_u64(portal + l.offset("queryDesc")?)?;
     if qd == 0 {
         Ok(None)
     } else {
@@ -58,14 +48,14 @@ pub fn active_query_desc(s: &Session) -> Result<Option<(u64, u64)>> {
 }
 
 /// queryDesc->sourceText
-pub fn source_text(s: &Session, qd: u64) -> String {
-    let Ok(l) = Layout::of(&*s.di, "QueryDesc") else {
+pub fn source_text(s: &dyn Backend, qd: u64) -> String {
+    let Ok(l) = s.layout("QueryDesc") else {
         return String::new();
     };
     let Ok(off) = l.offset("sourceText") else {
         return String::new();
     };
-    let Ok(p) = read_u64(s, qd + off) else {
+    let Ok(p) = s.read_u64(qd + off) else {
         return String::new();
     };
     if p == 0 {
@@ -75,7 +65,7 @@ pub fn source_text(s: &Session, qd: u64) -> String {
     let mut a = p;
     while out.len() < 4096 {
         let mut b = [0u8; 64];
-        if crate::expr::eval::EvalEnv::read_mem(s, a, &mut b).is_err() {
+        if s.read(a, &mut b).is_err() {
             break;
         }
         if let Some(i) = b.iter().position(|&c| c == 0) {
@@ -90,15 +80,15 @@ pub fn source_text(s: &Session, qd: u64) -> String {
 
 /// Run EXPLAIN for `query_desc` inside the backend.
 pub fn explain(
-    s: &mut Session,
+    s: &mut dyn Backend,
     query_desc: u64,
     opts: &ExplainOpts,
     timeout: Duration,
 ) -> Result<String> {
-    let es_l = Layout::of(&*s.di, "ExplainState")?;
-    let si_l = Layout::of(&*s.di, "StringInfoData")?;
+    let es_l = s.layout("ExplainState")?;
+    let si_l = s.layout("StringInfoData")?;
     let fmt_field = es_l.field("format")?.clone();
-    let fmt_value = match &*strip(&*s.di, &fmt_field.ty) {
+    let fmt_value = match &*strip(s.di(), &fmt_field.ty) {
         Type::Enum { values, .. } => {
             let want = format!("EXPLAIN_FORMAT_{}", opts.format.to_uppercase());
             values

@@ -1,5 +1,7 @@
-//! PostgreSQL knowledge: which process is what, which version a binary is.
-//! No ptrace here: this layer reads /proc and binary data only.
+//! PostgreSQL knowledge: which process is what, which version a binary is,
+//! and the PostgreSQL commands (call, plan, wait/waits, plancache).  No
+//! ptrace here: this layer reads /proc and binary data, and reaches a
+//! traced backend only through the `Backend` trait (`backend.rs`).
 
 use crate::target::procfs;
 
@@ -158,12 +160,15 @@ pub fn major_of(version: &str) -> Option<u32> {
     let v = version.strip_prefix("PostgreSQL ").unwrap_or(version);
     v.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
 }
+pub mod backend;
 pub mod call;
 pub mod cluster;
 pub mod explain;
 pub mod packs;
 pub mod plancache;
 pub mod waits;
+
+pub use backend::{Backend, ProbeEnd, ProbeHandler};
 
 /// Functions that delimit the phases of a statement, for `count
 /// --by-phase`: a call counts in the phase of the innermost of these that

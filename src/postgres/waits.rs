@@ -4,43 +4,36 @@
 //! called inside the backend, then cached on disk per build-id), so every
 //! major's numbering is right without a table typed into pgdbg.
 
+use super::backend::Backend;
 use super::call::{BackendCalls, Called};
-use crate::debuginfo::layout::Layout;
 use crate::infcall::Arg;
-use crate::session::Session;
 use anyhow::{Result, anyhow, bail};
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
-fn read_u64(s: &Session, a: u64) -> Result<u64> {
-    let mut b = [0u8; 8];
-    crate::expr::eval::EvalEnv::read_mem(s, a, &mut b)?;
-    Ok(u64::from_le_bytes(b))
-}
-
 /// Address of the backend's wait-event word: `*my_wait_event_info` (14+),
 /// else `&MyProc->wait_event_info` (13).
-pub fn word_address(s: &Session) -> Result<u64> {
-    if let Some((a, _)) = s.di.global("my_wait_event_info") {
-        let p = read_u64(s, a + s.bias)?;
+pub fn word_address(s: &dyn Backend) -> Result<u64> {
+    if let Some(a) = s.global_addr("my_wait_event_info") {
+        let p = s.read_u64(a)?;
         if p != 0 {
             return Ok(p);
         }
     }
-    let (myproc, _) =
-        s.di.global("MyProc")
-            .ok_or_else(|| anyhow!("neither my_wait_event_info nor MyProc is in the debug info"))?;
-    let proc_ = read_u64(s, myproc + s.bias)?;
+    let myproc = s
+        .global_addr("MyProc")
+        .ok_or_else(|| anyhow!("neither my_wait_event_info nor MyProc is in the debug info"))?;
+    let proc_ = s.read_u64(myproc)?;
     if proc_ == 0 {
         bail!("MyProc is NULL: this process has no wait events");
     }
-    let l = Layout::of(&*s.di, "PGPROC")?;
+    let l = s.layout("PGPROC")?;
     Ok(proc_ + l.offset("wait_event_info")?)
 }
 
-pub fn read_word(s: &Session, addr: u64) -> Result<u32> {
+pub fn read_word(s: &dyn Backend, addr: u64) -> Result<u32> {
     let mut b = [0u8; 4];
-    crate::expr::eval::EvalEnv::read_mem(s, addr, &mut b)?;
+    s.read(addr, &mut b)?;
     Ok(u32::from_le_bytes(b))
 }
 
@@ -138,7 +131,7 @@ impl WaitNames {
     }
 
     /// Ask for names and remember why it failed, if it did.
-    pub fn try_resolve(&mut self, s: &mut Session, infos: &[u32]) -> Option<String> {
+    pub fn try_resolve(&mut self, s: &mut dyn Backend, infos: &[u32]) -> Option<String> {
         match self.resolve(s, infos) {
             Ok(_) => None,
             Err(e) => {
@@ -160,7 +153,7 @@ impl WaitNames {
 
     /// Ask the backend for the names of `infos` not known yet (the target
     /// must be stopped at a safe point).  Returns false when it could not.
-    pub fn resolve(&mut self, s: &mut Session, infos: &[u32]) -> Result<bool> {
+    pub fn resolve(&mut self, s: &mut dyn Backend, infos: &[u32]) -> Result<bool> {
         let missing: Vec<u32> = infos
             .iter()
             .copied()
@@ -171,7 +164,7 @@ impl WaitNames {
         }
         let f_type = super::call::function_address(s, "pgstat_get_wait_event_type")?;
         let f_event = super::call::function_address(s, "pgstat_get_wait_event")?;
-        let timeout = s.call_timeout;
+        let timeout = s.call_timeout();
         // pgstat_get_wait_event* only read constant tables: callable even
         // while the backend holds LWLocks (e.g. at the end of an LWLock wait)
         let mut calls = BackendCalls::open_pure(s, timeout)?;
@@ -300,23 +293,26 @@ pub struct TraceProbe {
 const MAX_UNREPORTED: usize = 10_000;
 
 impl TraceProbe {
-    pub fn new(s: &mut Session, stacks: usize, quiet: bool) -> Result<TraceProbe> {
+    pub fn new(s: &mut dyn Backend, stacks: usize, quiet: bool) -> Result<TraceProbe> {
+        let names = WaitNames::load(&s.di().build_id);
+        Self::with_names(s, names, stacks, quiet)
+    }
+
+    /// `new` with the wait names known so far given.
+    fn with_names(
+        s: &mut dyn Backend,
+        names: WaitNames,
+        stacks: usize,
+        quiet: bool,
+    ) -> Result<TraceProbe> {
         let word = word_address(s)?;
         let last = read_word(s, word)?;
-        let locs = |n: &str| -> Vec<u64> {
-            s.di.function_locations(n)
-                .iter()
-                .filter(|l| !l.inlined)
-                .map(|l| l.addr + s.bias)
-                .collect()
-        };
-        let starts = locs("standard_ExecutorStart");
-        let ends = locs("standard_ExecutorEnd");
+        let starts = s.function_addrs("standard_ExecutorStart");
+        let ends = s.function_addrs("standard_ExecutorEnd");
         for &a in starts.iter().chain(ends.iter()) {
             s.arm_internal(a)?;
         }
         s.watch_word(word)?;
-        let names = WaitNames::load(&s.di.build_id);
         Ok(TraceProbe {
             word,
             last,
@@ -337,7 +333,7 @@ impl TraceProbe {
         })
     }
 
-    fn finish_wait(&mut self, s: &mut Session, now: std::time::Instant) {
+    fn finish_wait(&mut self, s: &mut dyn Backend, now: std::time::Instant) {
         let Some((info, t0, stack)) = self.current.take() else {
             return;
         };
@@ -360,7 +356,7 @@ impl TraceProbe {
     /// Name the unreported waits if the backend can be asked now, and
     /// report them in order; with `last`, or when too many are held back,
     /// report them all, named or not.
-    fn report_named(&mut self, s: &mut Session, last: bool) {
+    fn report_named(&mut self, s: &mut dyn Backend, last: bool) {
         let missing: Vec<u32> = self
             .unreported
             .iter()
@@ -382,7 +378,7 @@ impl TraceProbe {
         }
     }
 
-    fn report(&mut self, s: &mut Session, w: WaitRecord, ts: f64) {
+    fn report(&mut self, s: &mut dyn Backend, w: WaitRecord, ts: f64) {
         if !self.quiet {
             let st = if w.stack.is_empty() {
                 String::new()
@@ -407,7 +403,7 @@ impl TraceProbe {
 
     /// Report the waits held back without asking for names (the session is
     /// ending: no more calls).
-    pub fn abandon(&mut self, s: &mut Session) {
+    pub fn abandon(&mut self, s: &mut dyn Backend) {
         for (w, ts) in std::mem::take(&mut self.unreported) {
             self.report(s, w, ts);
         }
@@ -415,7 +411,7 @@ impl TraceProbe {
 
     /// Close the wait in progress and report every wait held back (at the
     /// end of tracing).
-    pub fn close(&mut self, s: &mut Session) {
+    pub fn close(&mut self, s: &mut dyn Backend) {
         self.finish_wait(s, std::time::Instant::now());
         self.report_named(s, true);
     }
@@ -491,8 +487,8 @@ impl TraceProbe {
     }
 }
 
-impl crate::session::ProbeHandler for TraceProbe {
-    fn on_stop(&mut self, s: &mut Session, addr: u64) -> Result<()> {
+impl super::backend::ProbeHandler for TraceProbe {
+    fn on_stop(&mut self, s: &mut dyn Backend, addr: u64) -> Result<()> {
         let qd = s.registers()?.rdi;
         let now = std::time::Instant::now();
         if self.starts.contains(&addr) {
@@ -511,7 +507,7 @@ impl crate::session::ProbeHandler for TraceProbe {
         Ok(())
     }
 
-    fn on_watch(&mut self, s: &mut Session, dr6: u64) -> Result<()> {
+    fn on_watch(&mut self, s: &mut dyn Backend, dr6: u64) -> Result<()> {
         if dr6 & 1 == 0 {
             return Ok(());
         }
@@ -535,5 +531,376 @@ impl crate::session::ProbeHandler for TraceProbe {
 
     fn done(&self) -> bool {
         false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Wait names and `waits trace` on a fake backend: the wait-event word
+    //! in an in-memory memory map, written by the test as the backend
+    //! would write it.
+    use super::*;
+    use crate::debuginfo::layout::FieldKind::{Pointer, Signed, Unsigned};
+    use crate::postgres::backend::ProbeHandler;
+    use crate::postgres::backend::fake::{FakeBackend, layout};
+    use crate::target::Registers;
+
+    const LWLOCK: u32 = 0x0100_0033;
+    const IO: u32 = 0x0a00_0008;
+    /// `my_wait_event_info` (a pointer) and the word it points at.
+    const MY_WAIT: u64 = 0x1000;
+    const WORD: u64 = 0x2000;
+    /// Globals the call guards read.
+    const HOLDOFF: u64 = 0x3000;
+    const CONTEXT: u64 = 0x3100;
+    const CRIT: u64 = 0x3200;
+    const LWLOCKS_HELD: u64 = 0x3300;
+    const EXEC_START: u64 = 0x40_0000;
+    const EXEC_END: u64 = 0x40_1000;
+
+    fn names() -> WaitNames {
+        let mut n = WaitNames::default();
+        n.map
+            .insert(LWLOCK, ("LWLock".into(), "LockManager".into()));
+        n
+    }
+
+    fn backend() -> FakeBackend {
+        let mut s = FakeBackend::new();
+        s.globals.insert("my_wait_event_info".into(), MY_WAIT);
+        s.map(MY_WAIT, WORD.to_le_bytes().to_vec());
+        s.map(WORD, 0u32.to_le_bytes().to_vec());
+        for (name, a) in [
+            ("InterruptHoldoffCount", HOLDOFF),
+            ("CurrentMemoryContext", CONTEXT),
+            ("CritSectionCount", CRIT),
+            ("num_held_lwlocks", LWLOCKS_HELD),
+        ] {
+            s.globals.insert(name.into(), a);
+            s.map(a, vec![0u8; 8]);
+        }
+        for (name, a) in [
+            ("pgstat_get_wait_event_type", 0x50_0000),
+            ("pgstat_get_wait_event", 0x50_1000),
+            ("standard_ExecutorStart", EXEC_START),
+            ("standard_ExecutorEnd", EXEC_END),
+        ] {
+            s.functions.insert(name.into(), vec![a]);
+        }
+        s.stack = vec![
+            "LWLockAcquire+126".into(),
+            "LockAcquireExtended+298".into(),
+            "LockRelationOid+79".into(),
+        ];
+        s
+    }
+
+    /// The backend writes `info` into its wait-event word; the watchpoint
+    /// (DR6 bit 0) fires.
+    fn write_word(s: &mut FakeBackend, p: &mut TraceProbe, info: u32) {
+        s.poke(WORD, &info.to_le_bytes());
+        p.on_watch(s, 1).unwrap();
+    }
+
+    fn wait(s: &mut FakeBackend, p: &mut TraceProbe, info: u32) {
+        write_word(s, p, info);
+        write_word(s, p, 0);
+    }
+
+    #[test]
+    fn names_label_and_unresolved() {
+        let n = names();
+        assert_eq!(n.describe(0), (None, None));
+        assert_eq!(n.label(0), "on CPU");
+        assert_eq!(n.unresolved(0), None);
+        assert_eq!(
+            n.describe(LWLOCK),
+            (Some("LWLock".into()), Some("LockManager".into()))
+        );
+        assert_eq!(n.label(LWLOCK), "LWLock: LockManager");
+        assert_eq!(n.unresolved(LWLOCK), None);
+        assert_eq!(n.describe(IO), (None, Some("0x0a000008".into())));
+        assert_eq!(n.label(IO), "unresolved 0x0a000008");
+        assert_eq!(
+            n.unresolved(IO).as_deref(),
+            Some("the backend was not asked for its name")
+        );
+        let f = serde_json::Value::Object(n.event_fields(IO));
+        assert_eq!(
+            f,
+            serde_json::json!({"wait_event_type": null, "wait_event": "0x0a000008",
+                "info": IO, "unresolved": "the backend was not asked for its name"})
+        );
+        let f = serde_json::Value::Object(n.event_fields(LWLOCK));
+        assert_eq!(
+            f,
+            serde_json::json!({"wait_event_type": "LWLock", "wait_event": "LockManager", "info": LWLOCK})
+        );
+    }
+
+    #[test]
+    fn resolving_says_why_a_name_could_not_be_asked_for() {
+        let mut s = backend();
+        let mut n = names();
+        // known names and "on CPU" need no call (none could be made here)
+        s.functions.clear();
+        assert_eq!(n.try_resolve(&mut s, &[0, LWLOCK]), None);
+        assert!(n.failed.is_none());
+        // no name functions in the binary
+        let why = n.try_resolve(&mut s, &[IO]).expect("cannot resolve");
+        assert_eq!(
+            why,
+            "no out-of-line function \"pgstat_get_wait_event_type\" to call in this binary"
+        );
+        assert_eq!(n.unresolved(IO).as_deref(), Some(why.as_str()));
+        // inside a critical section no call is made, not even these
+        let mut s = backend();
+        s.poke(CRIT, &1i32.to_le_bytes());
+        assert_eq!(
+            n.try_resolve(&mut s, &[IO]).as_deref(),
+            Some("the backend is in a critical section")
+        );
+        assert_eq!(
+            n.label(IO),
+            "unresolved 0x0a000008",
+            "an unresolved wait keeps its raw value"
+        );
+        // holding LWLocks (the end of an LWLock wait) does not stop them:
+        // the guards pass and the call frame is opened (the fake has none)
+        s.poke(CRIT, &0i32.to_le_bytes());
+        s.poke(LWLOCKS_HELD, &2i32.to_le_bytes());
+        assert_eq!(
+            n.try_resolve(&mut s, &[IO]).as_deref(),
+            Some("the fake backend cannot run calls")
+        );
+        // whereas an ordinary call is refused there
+        let e = BackendCalls::open(&mut s, std::time::Duration::from_secs(1), false)
+            .err()
+            .expect("refused");
+        assert!(e.to_string().contains("the backend holds 2 LWLocks"), "{e}");
+    }
+
+    #[test]
+    fn word_address_falls_back_to_myproc() {
+        let mut s = backend();
+        assert_eq!(word_address(&s).unwrap(), WORD);
+        // 13: no my_wait_event_info, the word is MyProc->wait_event_info
+        s.globals.remove("my_wait_event_info");
+        const MYPROC: u64 = 0x6000;
+        const PROC: u64 = 0x7000;
+        s.globals.insert("MyProc".into(), MYPROC);
+        s.map(MYPROC, 0u64.to_le_bytes().to_vec());
+        let l = layout(
+            "PGPROC",
+            &[
+                ("links", 16, Pointer),
+                ("pid", 4, Signed),
+                ("wait_event_info", 4, Unsigned),
+            ],
+        );
+        let off = l.offset("wait_event_info").unwrap();
+        s.layouts.insert("PGPROC".into(), l);
+        assert_eq!(
+            word_address(&s).unwrap_err().to_string(),
+            "MyProc is NULL: this process has no wait events"
+        );
+        s.poke(MYPROC, &PROC.to_le_bytes());
+        assert_eq!(word_address(&s).unwrap(), PROC + off);
+    }
+
+    #[test]
+    fn trace_holds_unnamed_waits_back_and_reports_in_order() {
+        let mut s = backend();
+        let mut p = TraceProbe::with_names(&mut s, names(), 2, false).unwrap();
+        assert_eq!(s.watched, Some(WORD));
+        assert_eq!(
+            s.armed.keys().copied().collect::<Vec<_>>(),
+            vec![EXEC_START, EXEC_END]
+        );
+        // another debug register fired: not the word's
+        s.poke(WORD, &LWLOCK.to_le_bytes());
+        p.on_watch(&mut s, 0b10).unwrap();
+        assert!(p.current.is_none());
+        // the same value written again is no new wait
+        p.on_watch(&mut s, 1).unwrap();
+        p.on_watch(&mut s, 1).unwrap();
+        write_word(&mut s, &mut p, 0);
+        assert_eq!(s.lines.len(), 1);
+        assert!(
+            s.lines[0].starts_with("wait LWLock: LockManager"),
+            "{:?}",
+            s.lines
+        );
+        assert!(
+            s.lines[0].ends_with(" ms  LWLockAcquire+126 <- LockAcquireExtended+298"),
+            "{:?}",
+            s.lines
+        );
+        // an IO wait ends inside a critical section: it cannot be named
+        // there, and is held back; so is the wait after it (order)
+        s.poke(CRIT, &1i32.to_le_bytes());
+        wait(&mut s, &mut p, IO);
+        wait(&mut s, &mut p, LWLOCK);
+        assert_eq!(s.lines.len(), 1, "{:?}", s.lines);
+        assert_eq!(s.events_named("wait").len(), 1);
+        // once the name is known (asked at a later safe stop), the next
+        // ended wait lets all of them out, in order
+        p.names.map.insert(IO, ("IO".into(), "DataFileRead".into()));
+        wait(&mut s, &mut p, LWLOCK);
+        let labels: Vec<&str> = s
+            .lines
+            .iter()
+            .map(|l| l.split("  ").next().unwrap().trim_end())
+            .collect();
+        assert_eq!(
+            labels,
+            vec![
+                "wait LWLock: LockManager",
+                "wait IO: DataFileRead",
+                "wait LWLock: LockManager",
+                "wait LWLock: LockManager",
+            ]
+        );
+        let ev = s.events_named("wait");
+        assert_eq!(ev.len(), 4);
+        assert_eq!(ev[1]["wait_event"], "DataFileRead");
+        assert!(ev[1].get("unresolved").is_none());
+        // the held-back wait keeps the time it ended
+        assert!(ev[1]["ts"].as_f64() <= ev[3]["ts"].as_f64());
+        assert_eq!(
+            ev[0]["stack"],
+            serde_json::json!(["LWLockAcquire+126", "LockAcquireExtended+298"])
+        );
+        assert_eq!(p.waits.len(), 4);
+    }
+
+    #[test]
+    fn trace_end_reports_what_stayed_unnamed_with_the_reason() {
+        let mut s = backend();
+        let mut p = TraceProbe::with_names(&mut s, names(), 0, false).unwrap();
+        s.poke(CRIT, &1i32.to_le_bytes());
+        wait(&mut s, &mut p, IO);
+        write_word(&mut s, &mut p, LWLOCK); // still waiting at the end
+        assert!(s.lines.is_empty());
+        p.close(&mut s);
+        assert_eq!(s.lines.len(), 2, "{:?}", s.lines);
+        assert!(s.lines[0].starts_with("wait unresolved 0x0a000008"));
+        assert!(s.lines[1].starts_with("wait LWLock: LockManager"));
+        let ev = s.events_named("wait");
+        assert_eq!(ev[0]["unresolved"], "the backend is in a critical section");
+        assert_eq!(ev[0]["stack"], serde_json::json!([]));
+        let sum = p.summary();
+        assert!(
+            sum.contains(
+                "  1 waits could not be named (the backend is in a critical section): shown by their raw wait_event_info"
+            ),
+            "{sum}"
+        );
+        assert!(sum.contains("in 2 waits"), "{sum}");
+    }
+
+    #[test]
+    fn trace_abandon_reports_without_asking() {
+        let mut s = backend();
+        let mut p = TraceProbe::with_names(&mut s, names(), 0, true).unwrap();
+        s.poke(CRIT, &1i32.to_le_bytes());
+        wait(&mut s, &mut p, IO);
+        // asking now would fail differently
+        s.globals.remove("InterruptHoldoffCount");
+        p.abandon(&mut s);
+        assert_eq!(
+            p.names.failed.as_deref(),
+            Some("the backend is in a critical section")
+        );
+        // --quiet: events only
+        assert!(s.lines.is_empty());
+        assert_eq!(s.events_named("wait").len(), 1);
+        assert_eq!(p.waits.len(), 1);
+    }
+
+    #[test]
+    fn trace_lets_held_back_waits_out_when_too_many() {
+        let mut s = backend();
+        let mut p = TraceProbe::with_names(&mut s, names(), 0, true).unwrap();
+        s.poke(CRIT, &1i32.to_le_bytes());
+        for _ in 0..MAX_UNREPORTED - 1 {
+            wait(&mut s, &mut p, IO);
+        }
+        assert_eq!(s.events_named("wait").len(), 0);
+        wait(&mut s, &mut p, IO);
+        assert_eq!(s.events_named("wait").len(), MAX_UNREPORTED);
+        assert!(p.unreported.is_empty());
+    }
+
+    #[test]
+    fn trace_times_statements_between_executor_start_and_end() {
+        let mut s = backend();
+        const QD: u64 = 0x9000;
+        const TEXT: u64 = 0xa000;
+        let l = layout(
+            "QueryDesc",
+            &[
+                ("operation", 4, Signed),
+                ("plannedstmt", 8, Pointer),
+                ("sourceText", 8, Pointer),
+            ],
+        );
+        let mut qd = vec![0u8; l.size as usize];
+        let o = l.offset("sourceText").unwrap() as usize;
+        qd[o..o + 8].copy_from_slice(&TEXT.to_le_bytes());
+        s.layouts.insert("QueryDesc".into(), l);
+        s.map(QD, qd);
+        s.map_str(TEXT, "SELECT   count(*)\n FROM t");
+        let mut p = TraceProbe::with_names(&mut s, names(), 0, false).unwrap();
+        s.regs = Registers {
+            rdi: QD,
+            ..Default::default()
+        };
+        p.on_stop(&mut s, EXEC_START).unwrap();
+        p.on_stop(&mut s, EXEC_END).unwrap();
+        // an end without its start (tracing began mid-statement): nothing
+        s.regs.rdi = QD + 0x100;
+        p.on_stop(&mut s, EXEC_END).unwrap();
+        let ev = s.events_named("statement");
+        assert_eq!(ev.len(), 1);
+        assert_eq!(ev[0]["query"], "SELECT   count(*)\n FROM t");
+        assert_eq!(p.statements.len(), 1);
+        let sum = p.summary();
+        let row = sum
+            .lines()
+            .skip_while(|l| *l != "Statements:")
+            .nth(1)
+            .expect("a statement row");
+        assert!(row.trim_start().starts_with("1 x "), "{row}");
+        assert!(row.ends_with("ms  SELECT count(*) FROM t"), "{row}");
+    }
+
+    #[test]
+    fn summary_sums_waits_per_event() {
+        let mut s = backend();
+        let mut p = TraceProbe::with_names(&mut s, names(), 0, true).unwrap();
+        p.names.map.insert(IO, ("IO".into(), "DataFileRead".into()));
+        for (info, ms) in [(LWLOCK, 1u128), (IO, 2), (LWLOCK, 3)] {
+            p.waits.push(WaitRecord {
+                info,
+                duration_ns: ms * 1_000_000,
+                stack: Vec::new(),
+            });
+        }
+        let sum = p.summary();
+        let rows: Vec<Vec<&str>> = sum
+            .lines()
+            .skip(2)
+            .take(2)
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        // largest total first: count, total ms, max ms
+        assert_eq!(
+            rows[0],
+            vec!["LWLock:", "LockManager", "2", "4.000", "3.000"]
+        );
+        assert_eq!(rows[1], vec!["IO:", "DataFileRead", "1", "2.000", "2.000"]);
+        assert!(sum.contains("total wait time 6.000 ms in 3 waits"), "{sum}");
+        assert!(!sum.contains("could not be named"), "{sum}");
     }
 }

@@ -1,0 +1,420 @@
+//! What the PostgreSQL layer (and the generic probes) may do to a traced
+//! backend, as one trait: read its memory, look up symbols and struct
+//! layouts, look at the registers and frames of the current stop, arm
+//! pgdbg's own breakpoints and a watched word, run probes, write output,
+//! and use the two mechanisms that own target state (inferior call frames
+//! and the in-process recorder).
+//!
+//! `Session` implements it (`session_backend.rs`); nothing under
+//! `postgres/` sees `Session` itself.  The unit tests implement it over an
+//! in-memory memory map (`fake`), so the plan-cache and wait logic is
+//! tested without a live process, the way rbspy tests its interpreter
+//! knowledge on core dumps.
+//!
+//! Addresses given and returned are runtime addresses (link address plus
+//! the load bias).
+
+use crate::debuginfo::DebugInfo;
+use crate::debuginfo::layout::Layout;
+use crate::infcall::CallFrame;
+use crate::target::Registers;
+use crate::target::recorder::{Record, RecordSpec, Recorder};
+use anyhow::Result;
+use std::time::Duration;
+
+/// The traced backend, as the PostgreSQL layer and the probes reach it.
+pub trait Backend {
+    // ------------------------------------------------------------ symbols
+
+    /// The binary's debug info (DWARF, or ELF symbols plus a layout pack).
+    fn di(&self) -> &DebugInfo;
+    /// Load bias of the main binary: runtime address = link address + bias.
+    fn bias(&self) -> u64;
+    /// The backend's process id.
+    fn pid(&self) -> i32;
+    /// Runtime address of the global variable `name`.
+    fn global_addr(&self, name: &str) -> Option<u64> {
+        self.di().global(name).map(|(a, _)| a + self.bias())
+    }
+    /// Runtime addresses of the out-of-line copies of function `name`.
+    fn function_addrs(&self, name: &str) -> Vec<u64> {
+        self.di()
+            .function_locations(name)
+            .iter()
+            .filter(|l| !l.inlined)
+            .map(|l| l.addr + self.bias())
+            .collect()
+    }
+    /// The layout of struct `name` (DWARF or pack; never a typed-in offset).
+    fn layout(&self, name: &str) -> Result<Layout> {
+        Layout::of(self.di(), name)
+    }
+    /// Runtime addresses of FUNCTION, FILE:LINE or *ADDRESS, as `break` resolves it.
+    fn location_addrs(&self, spec: &str) -> Result<Vec<u64>>;
+
+    // ------------------------------------------------------------- memory
+
+    /// Read `buf.len()` bytes at `addr`.
+    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<()>;
+    /// Read several ranges at once (one system call on a live process).
+    fn read_many(&self, ranges: &mut [(u64, &mut [u8])]) -> Result<()> {
+        for (a, b) in ranges.iter_mut() {
+            self.read(*a, b)?;
+        }
+        Ok(())
+    }
+    /// `len` bytes at `addr`.
+    fn read_bytes(&self, addr: u64, len: usize) -> Result<Vec<u8>> {
+        let mut b = vec![0u8; len];
+        self.read(addr, &mut b)?;
+        Ok(b)
+    }
+    /// A little-endian u64 at `addr`.
+    fn read_u64(&self, addr: u64) -> Result<u64> {
+        let mut b = [0u8; 8];
+        self.read(addr, &mut b)?;
+        Ok(u64::from_le_bytes(b))
+    }
+    /// A little-endian i32 at `addr`.
+    fn read_i32(&self, addr: u64) -> Result<i32> {
+        let mut b = [0u8; 4];
+        self.read(addr, &mut b)?;
+        Ok(i32::from_le_bytes(b))
+    }
+
+    // ----------------------------------------------------------- the stop
+
+    /// Registers at the current stop.
+    fn registers(&self) -> Result<Registers>;
+    /// Function names of the current stop's frames, innermost first ("" when unknown).
+    fn frame_functions(&mut self) -> Result<Vec<String>>;
+    /// The innermost `n` physical frames as `function+offset` (ELF symbols, cheap).
+    fn quick_stack(&mut self, n: usize) -> Vec<String>;
+    /// Where the stopped function returns to: (return address, stack pointer after it).
+    fn return_point(&self) -> Option<(u64, u64)>;
+    /// Select the innermost frame of `function` for `eval_text`.
+    fn select_function_frame(&mut self, function: &str) -> Result<()>;
+    /// Evaluate a C expression in the selected frame: (text as `print` shows it, JSON).
+    fn eval_text(&mut self, expr: &str) -> Result<(String, serde_json::Value)>;
+
+    // ---------------------------------------------- breakpoints and probes
+
+    /// Arm one of pgdbg's own breakpoints (counted: nested users share it).
+    fn arm_internal(&mut self, addr: u64) -> Result<()>;
+    /// Disarm it (removed when its last user disarms it).
+    fn disarm_internal(&mut self, addr: u64) -> Result<()>;
+    /// Arm a 4-byte write watchpoint on `addr`.
+    fn watch_word(&mut self, addr: u64) -> Result<()>;
+    /// Run the backend, calling `h` at its stops, until `h` is done, `limit`, Ctrl-C or a stop.
+    fn run_probes(
+        &mut self,
+        h: &mut dyn ProbeHandler,
+        limit: Option<Duration>,
+    ) -> Result<(ProbeEnd, String)>;
+
+    // ------------------------------------------------------------- output
+
+    /// Write a line of output now.
+    fn say(&mut self, line: &str);
+    /// Append an event to the capture file, if there is one.
+    fn emit_event(&mut self, event: &str, fields: serde_json::Value);
+    /// Whether events are captured (to skip building them otherwise).
+    fn capturing(&self) -> bool;
+
+    // ----------------------------------- calls and the in-process recorder
+
+    /// How long an inferior call may take before it is abandoned.
+    fn call_timeout(&self) -> Duration;
+    /// The backend has exited.
+    fn is_gone(&self) -> bool;
+    /// Save the stopped backend's state for a series of calls (`traps` end a call early).
+    fn begin_calls(&mut self, traps: &[u64], timeout: Duration) -> Result<CallFrame<'_>>;
+    /// A point just past function entry `entry` where only registers have changed.
+    fn register_only_point(&self, entry: u64) -> u64;
+    /// Put an in-process recorder at `site` (`bodies`: the function's code).
+    fn install_recorder(
+        &mut self,
+        site: u64,
+        spec: RecordSpec,
+        bodies: &[(u64, Vec<u8>)],
+    ) -> Result<Recorder>;
+    /// Take the calls `r` recorded since the last drain, and how many it dropped.
+    fn drain_recorder(&mut self, r: &mut Recorder) -> Result<(Vec<Record>, u64)>;
+    /// Take the recorder out; false when its pages had to stay mapped.
+    fn remove_recorder(&mut self, r: Recorder) -> Result<bool>;
+    /// Undo a recorder an earlier pgdbg left at `site` (`original`: the file's bytes there).
+    fn remove_orphan_recorder(&mut self, site: u64, original: &[u8]) -> Result<bool>;
+}
+
+/// A probe: called by `Backend::run_probes` at its internal breakpoints.
+pub trait ProbeHandler {
+    fn on_stop(&mut self, s: &mut dyn Backend, addr: u64) -> Result<()>;
+    /// A hardware watchpoint fired (DR6 tells which).
+    fn on_watch(&mut self, _s: &mut dyn Backend, _dr6: u64) -> Result<()> {
+        Ok(())
+    }
+    /// True when the probe has seen enough (`--count`).
+    fn done(&self) -> bool;
+    /// How often `on_poll` wants to run (the target is interrupted for it).
+    fn poll_every(&self) -> Option<std::time::Duration> {
+        None
+    }
+    /// The periodic read of a polling probe; the target is stopped.
+    fn on_poll(&mut self, _s: &mut dyn Backend) -> Result<()> {
+        Ok(())
+    }
+    /// Right after `on_poll`, with the target running again: work that
+    /// needs no access to it (formatting, output), so the target is not
+    /// held stopped for it.
+    fn after_poll(&mut self, _s: &mut dyn Backend) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Why `run_probes` returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProbeEnd {
+    Done,
+    Deadline,
+    /// Ctrl-C, a user breakpoint or a signal: the target is stopped.
+    Stopped,
+    TargetGone,
+    Terminating,
+}
+
+/// A backend in memory for unit tests: a memory map, symbols and layouts
+/// given by the test, registers set by it, output collected.  No debug
+/// info, no calls, no recorder: those fail (or, for `di`, panic), so a test
+/// that reaches them sees it.
+#[cfg(test)]
+pub mod fake {
+    use super::*;
+    use crate::debuginfo::layout::{Field, FieldKind};
+    use anyhow::anyhow;
+    use std::collections::{BTreeMap, HashMap};
+
+    #[derive(Default)]
+    pub struct FakeBackend {
+        /// Readable regions: start address -> bytes.
+        pub mem: BTreeMap<u64, Vec<u8>>,
+        pub regs: Registers,
+        pub globals: HashMap<String, u64>,
+        pub functions: HashMap<String, Vec<u64>>,
+        pub layouts: HashMap<String, Layout>,
+        pub frames: Vec<String>,
+        pub stack: Vec<String>,
+        /// Internal breakpoints and their use counts.
+        pub armed: BTreeMap<u64, u32>,
+        pub watched: Option<u64>,
+        /// `say` lines, in order.
+        pub lines: Vec<String>,
+        /// Captured events, in order.
+        pub events: Vec<(String, serde_json::Value)>,
+        pub capture: bool,
+    }
+
+    impl FakeBackend {
+        pub fn new() -> FakeBackend {
+            FakeBackend {
+                capture: true,
+                ..Default::default()
+            }
+        }
+
+        /// Map `bytes` at `addr` (replacing a region that starts there).
+        pub fn map(&mut self, addr: u64, bytes: Vec<u8>) {
+            self.mem.insert(addr, bytes);
+        }
+
+        /// Map a NUL-terminated string at `addr`.
+        pub fn map_str(&mut self, addr: u64, s: &str) {
+            let mut b = s.as_bytes().to_vec();
+            b.push(0);
+            self.map(addr, b);
+        }
+
+        pub fn unmap(&mut self, addr: u64) {
+            self.mem.remove(&addr);
+        }
+
+        /// Write into mapped memory (the region must cover it).
+        pub fn poke(&mut self, addr: u64, data: &[u8]) {
+            let (start, r) = self
+                .mem
+                .range_mut(..=addr)
+                .next_back()
+                .expect("poke into mapped memory");
+            let o = (addr - start) as usize;
+            r[o..o + data.len()].copy_from_slice(data);
+        }
+
+        fn page_mapped(&self, a: u64) -> bool {
+            let page = a >> 12;
+            self.mem.iter().any(|(start, r)| {
+                let last = start + (r.len() as u64).max(1) - 1;
+                (start >> 12) <= page && page <= (last >> 12)
+            })
+        }
+
+        /// The events named `name`, in order.
+        pub fn events_named(&self, name: &str) -> Vec<&serde_json::Value> {
+            self.events
+                .iter()
+                .filter(|(n, _)| n == name)
+                .map(|(_, v)| v)
+                .collect()
+        }
+    }
+
+    /// A struct layout with its fields laid out one after the other
+    /// (8-byte aligned), as a test describes it: (name, size, kind).
+    pub fn layout(name: &str, fields: &[(&str, u64, FieldKind)]) -> Layout {
+        let mut off = 0;
+        let mut map = HashMap::new();
+        for &(n, size, kind) in fields {
+            map.insert(
+                n.to_string(),
+                Field {
+                    offset: off,
+                    size,
+                    kind,
+                    ty: crate::debuginfo::types::Type::int(),
+                },
+            );
+            off += size.div_ceil(8) * 8;
+        }
+        Layout {
+            name: name.into(),
+            size: off,
+            fields: map,
+        }
+    }
+
+    impl Backend for FakeBackend {
+        fn di(&self) -> &DebugInfo {
+            panic!(
+                "the fake backend has no debug info: give the test globals, functions and layouts"
+            )
+        }
+        fn bias(&self) -> u64 {
+            0
+        }
+        fn pid(&self) -> i32 {
+            4711
+        }
+        fn global_addr(&self, name: &str) -> Option<u64> {
+            self.globals.get(name).copied()
+        }
+        fn function_addrs(&self, name: &str) -> Vec<u64> {
+            self.functions.get(name).cloned().unwrap_or_default()
+        }
+        fn layout(&self, name: &str) -> Result<Layout> {
+            self.layouts
+                .get(name)
+                .cloned()
+                .ok_or_else(|| anyhow!("type {name} is not in the debug info"))
+        }
+        fn location_addrs(&self, spec: &str) -> Result<Vec<u64>> {
+            let addrs = self.function_addrs(spec);
+            if addrs.is_empty() {
+                anyhow::bail!("no function \"{spec}\" in this postgres binary");
+            }
+            Ok(addrs)
+        }
+        /// Like a process's memory, mapped by pages: bytes of a page that
+        /// holds a region but outside it read as zeros.
+        fn read(&self, addr: u64, buf: &mut [u8]) -> Result<()> {
+            for (i, byte) in buf.iter_mut().enumerate() {
+                let a = addr + i as u64;
+                *byte = match self.mem.range(..=a).next_back() {
+                    Some((start, r)) if a - start < r.len() as u64 => r[(a - start) as usize],
+                    _ if self.page_mapped(a) => 0,
+                    _ => anyhow::bail!("cannot read {} bytes at {addr:#x}", buf.len()),
+                };
+            }
+            Ok(())
+        }
+        fn registers(&self) -> Result<Registers> {
+            Ok(self.regs)
+        }
+        fn frame_functions(&mut self) -> Result<Vec<String>> {
+            Ok(self.frames.clone())
+        }
+        fn quick_stack(&mut self, n: usize) -> Vec<String> {
+            self.stack.iter().take(n).cloned().collect()
+        }
+        fn return_point(&self) -> Option<(u64, u64)> {
+            None
+        }
+        fn select_function_frame(&mut self, _function: &str) -> Result<()> {
+            Ok(())
+        }
+        fn eval_text(&mut self, expr: &str) -> Result<(String, serde_json::Value)> {
+            anyhow::bail!("the fake backend evaluates no expressions ({expr})")
+        }
+        fn arm_internal(&mut self, addr: u64) -> Result<()> {
+            *self.armed.entry(addr).or_insert(0) += 1;
+            Ok(())
+        }
+        fn disarm_internal(&mut self, addr: u64) -> Result<()> {
+            if let Some(n) = self.armed.get_mut(&addr) {
+                *n -= 1;
+                if *n == 0 {
+                    self.armed.remove(&addr);
+                }
+            }
+            Ok(())
+        }
+        fn watch_word(&mut self, addr: u64) -> Result<()> {
+            self.watched = Some(addr);
+            Ok(())
+        }
+        fn run_probes(
+            &mut self,
+            _h: &mut dyn ProbeHandler,
+            _limit: Option<Duration>,
+        ) -> Result<(ProbeEnd, String)> {
+            anyhow::bail!("the fake backend does not run")
+        }
+        fn say(&mut self, line: &str) {
+            self.lines.push(line.to_string());
+        }
+        fn emit_event(&mut self, event: &str, fields: serde_json::Value) {
+            if self.capture {
+                self.events.push((event.to_string(), fields));
+            }
+        }
+        fn capturing(&self) -> bool {
+            self.capture
+        }
+        fn call_timeout(&self) -> Duration {
+            Duration::from_secs(5)
+        }
+        fn is_gone(&self) -> bool {
+            false
+        }
+        fn begin_calls(&mut self, _traps: &[u64], _timeout: Duration) -> Result<CallFrame<'_>> {
+            anyhow::bail!("the fake backend cannot run calls")
+        }
+        fn register_only_point(&self, entry: u64) -> u64 {
+            entry
+        }
+        fn install_recorder(
+            &mut self,
+            _site: u64,
+            _spec: RecordSpec,
+            _bodies: &[(u64, Vec<u8>)],
+        ) -> Result<Recorder> {
+            anyhow::bail!("the fake backend has no in-process recorder")
+        }
+        fn drain_recorder(&mut self, _r: &mut Recorder) -> Result<(Vec<Record>, u64)> {
+            anyhow::bail!("the fake backend has no in-process recorder")
+        }
+        fn remove_recorder(&mut self, _r: Recorder) -> Result<bool> {
+            Ok(true)
+        }
+        fn remove_orphan_recorder(&mut self, _site: u64, _original: &[u8]) -> Result<bool> {
+            Ok(false)
+        }
+    }
+}

@@ -1,0 +1,116 @@
+//! `Session` as the `postgres::Backend` the PostgreSQL layer and the probes
+//! use: each method hands over to the session's target, debug info,
+//! frames and output.
+
+use crate::debuginfo::DebugInfo;
+use crate::expr::format::{Radix, format_value, to_json};
+use crate::infcall::CallFrame;
+use crate::postgres::backend::{Backend, ProbeEnd, ProbeHandler};
+use crate::session::Session;
+use crate::target::Registers;
+use crate::target::recorder::{Record, RecordSpec, Recorder};
+use anyhow::Result;
+use std::time::Duration;
+
+impl Backend for Session {
+    fn di(&self) -> &DebugInfo {
+        &self.di
+    }
+    fn bias(&self) -> u64 {
+        self.bias
+    }
+    fn pid(&self) -> i32 {
+        self.pid
+    }
+    fn location_addrs(&self, spec: &str) -> Result<Vec<u64>> {
+        Ok(Session::resolve_location(self, spec)?
+            .iter()
+            .map(|l| l.addr)
+            .collect())
+    }
+    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<()> {
+        self.target.read(addr, buf)
+    }
+    fn read_many(&self, ranges: &mut [(u64, &mut [u8])]) -> Result<()> {
+        Session::read_many(self, ranges)
+    }
+    fn registers(&self) -> Result<Registers> {
+        Session::registers(self)
+    }
+    fn frame_functions(&mut self) -> Result<Vec<String>> {
+        Ok(self
+            .frames()?
+            .iter()
+            .map(|f| f.function.clone().unwrap_or_default())
+            .collect())
+    }
+    fn quick_stack(&mut self, n: usize) -> Vec<String> {
+        Session::quick_stack(self, n)
+    }
+    fn return_point(&self) -> Option<(u64, u64)> {
+        Session::return_point(self)
+    }
+    fn select_function_frame(&mut self, function: &str) -> Result<()> {
+        Session::select_function_frame(self, function)
+    }
+    fn eval_text(&mut self, expr: &str) -> Result<(String, serde_json::Value)> {
+        let v = self.eval_expr(expr)?;
+        Ok((format_value(self, &v, Radix::Natural), to_json(self, &v)))
+    }
+    fn arm_internal(&mut self, addr: u64) -> Result<()> {
+        Session::arm_internal(self, addr)
+    }
+    fn disarm_internal(&mut self, addr: u64) -> Result<()> {
+        Session::disarm_internal(self, addr)
+    }
+    fn watch_word(&mut self, addr: u64) -> Result<()> {
+        Session::watch_word(self, addr)
+    }
+    fn run_probes(
+        &mut self,
+        h: &mut dyn ProbeHandler,
+        limit: Option<Duration>,
+    ) -> Result<(ProbeEnd, String)> {
+        Session::run_probes(self, h, limit)
+    }
+    fn say(&mut self, line: &str) {
+        Session::say(self, line)
+    }
+    fn emit_event(&mut self, event: &str, fields: serde_json::Value) {
+        Session::emit_event(self, event, fields)
+    }
+    fn capturing(&self) -> bool {
+        self.capture.is_some()
+    }
+    fn call_timeout(&self) -> Duration {
+        self.call_timeout
+    }
+    fn is_gone(&self) -> bool {
+        self.target.is_gone()
+    }
+    fn begin_calls(&mut self, traps: &[u64], timeout: Duration) -> Result<CallFrame<'_>> {
+        // calls return to the ELF entry point, where nothing else runs
+        let entry = self.di.binary.entry() + self.bias;
+        CallFrame::begin(&mut self.target, entry, traps, timeout)
+    }
+    fn register_only_point(&self, entry: u64) -> u64 {
+        self.target.register_only_point(entry)
+    }
+    fn install_recorder(
+        &mut self,
+        site: u64,
+        spec: RecordSpec,
+        bodies: &[(u64, Vec<u8>)],
+    ) -> Result<Recorder> {
+        Recorder::install(&mut self.target, site, spec, bodies)
+    }
+    fn drain_recorder(&mut self, r: &mut Recorder) -> Result<(Vec<Record>, u64)> {
+        r.drain(&mut self.target)
+    }
+    fn remove_recorder(&mut self, r: Recorder) -> Result<bool> {
+        r.remove(&mut self.target)
+    }
+    fn remove_orphan_recorder(&mut self, site: u64, original: &[u8]) -> Result<bool> {
+        Recorder::remove_orphan(&mut self.target, site, original)
+    }
+}

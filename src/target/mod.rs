@@ -78,6 +78,9 @@ pub struct Target {
     gone: bool,
     /// Whether the target is currently stopped under ptrace.
     stopped: bool,
+    /// How many times the target was let run: a stop's derived state (its
+    /// frames) is valid while this has not moved.
+    runs: u64,
     /// Debug registers we have modified (DR7 non-zero).
     debugregs_dirty: bool,
     attached: bool,
@@ -148,6 +151,7 @@ impl Target {
             stale_interrupts: 0,
             gone: false,
             stopped: false,
+            runs: 0,
             debugregs_dirty: false,
             attached: true,
             regs_cache: std::cell::Cell::new(None),
@@ -181,6 +185,11 @@ impl Target {
 
     pub fn is_gone(&self) -> bool {
         self.gone
+    }
+
+    /// Changes each time the target runs (see `set_running`).
+    pub fn run_count(&self) -> u64 {
+        self.runs
     }
 
     pub fn is_stopped(&self) -> bool {
@@ -755,8 +764,10 @@ impl Target {
         ptrace::getsiginfo(self.pid).ok().map(|si| si.si_code)
     }
 
-    /// The target runs (or is gone): cached registers are stale.
+    /// The target runs (or is gone): cached registers are stale, and so is
+    /// whatever a caller derived from this stop (`run_count` moves on).
     fn set_running(&mut self) {
+        self.runs = self.runs.wrapping_add(1);
         self.stopped = false;
         self.regs_cache.set(None);
         self.regs_dirty = false;

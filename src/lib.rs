@@ -24,5 +24,4 @@ pub mod repl;
 pub mod report;
 pub mod script;
 pub mod session;
-mod session_backend;
 pub mod target;

@@ -1,0 +1,214 @@
+//! User breakpoints: numbered, with conditions and `commands` blocks.
+use super::*;
+
+impl Session {
+    /// Resolve a location spec to runtime addresses.
+    pub fn resolve_location(&self, spec: &str) -> Result<Vec<BpLocation>> {
+        resolve(&self.di, self.bias, spec, true)
+    }
+
+    pub fn add_breakpoint(
+        &mut self,
+        spec: &str,
+        temporary: bool,
+        condition: Option<&str>,
+    ) -> Result<String> {
+        let locs = self.resolve_location(spec)?;
+        if let Some(c) = condition {
+            let di = self.di.clone();
+            parse::parse_in(c, &di).map_err(|e| anyhow!("condition '{c}': {e}"))?;
+        }
+        let mut inserted = Vec::new();
+        for l in &locs {
+            if let Err(e) = self.target.insert_breakpoint(l.addr) {
+                for a in inserted {
+                    let _ = self.target.remove_breakpoint(a);
+                }
+                return Err(e);
+            }
+            inserted.push(l.addr);
+        }
+        let bp = self.bps.add(
+            spec.to_string(),
+            locs,
+            temporary,
+            condition.map(str::to_string),
+        );
+        let first = &bp.locations[0];
+        let where_ = match &first.file_line {
+            Some((f, l)) => format!(" ({}:{l})", basename(f)),
+            None => String::new(),
+        };
+        let n = bp.locations.len();
+        let inl = bp.locations.iter().filter(|l| l.inlined).count();
+        let detail = if inl > 0 {
+            format!(", {inl} inlined")
+        } else {
+            String::new()
+        };
+        let msg = format!(
+            "{} {} at {}{where_}, {n} location{}{detail}{}",
+            if temporary {
+                "Temporary breakpoint"
+            } else {
+                "Breakpoint"
+            },
+            bp.id,
+            first.function,
+            if n == 1 { "" } else { "s" },
+            bp.condition
+                .as_deref()
+                .map(|c| format!(", stops only if {c}"))
+                .unwrap_or_default()
+        );
+        let id = bp.id;
+        let locs_json: Vec<serde_json::Value> = bp
+            .locations
+            .iter()
+            .map(|l| serde_json::json!({"address": format!("{:#x}", l.addr), "function": l.function, "inlined": l.inlined}))
+            .collect();
+        self.emit(
+            "breakpoint",
+            serde_json::json!({"id": id, "spec": spec, "locations": locs_json}),
+        );
+        Ok(msg)
+    }
+
+    pub fn delete_breakpoints(&mut self, ids: &[u32]) -> Result<String> {
+        let ids: Vec<u32> = if ids.is_empty() {
+            self.bps.ids()
+        } else {
+            ids.to_vec()
+        };
+        let mut msgs = Vec::new();
+        for id in ids {
+            match self.bps.remove(id) {
+                Some(addrs) => {
+                    for a in addrs {
+                        self.target.remove_breakpoint(a)?;
+                    }
+                }
+                None => msgs.push(format!("No breakpoint number {id}.")),
+            }
+        }
+        Ok(msgs.join("\n"))
+    }
+
+    pub fn info_breakpoints(&self) -> String {
+        if self.bps.list.is_empty() {
+            return "No breakpoints.".into();
+        }
+        let mut s = String::from("Num     Type           Disp Enb Address            What\n");
+        for b in &self.bps.list {
+            let disp = if b.temporary { "del " } else { "keep" };
+            if b.locations.len() == 1 {
+                let l = &b.locations[0];
+                s.push_str(&format!(
+                    "{:<7} breakpoint     {disp} y   {:#018x} {}\n",
+                    b.id,
+                    l.addr,
+                    describe_loc(l)
+                ));
+            } else {
+                s.push_str(&format!(
+                    "{:<7} breakpoint     {disp} y   <MULTIPLE>         {}\n",
+                    b.id, b.spec
+                ));
+                for (i, l) in b.locations.iter().enumerate() {
+                    s.push_str(&format!(
+                        "{:<7} {:<22}  y   {:#018x} {}\n",
+                        format!("{}.{}", b.id, i + 1),
+                        "",
+                        l.addr,
+                        describe_loc(l)
+                    ));
+                }
+            }
+            if let Some(c) = &b.condition {
+                s.push_str(&format!("\tstop only if {c}\n"));
+            }
+            for c in &b.commands_text {
+                s.push_str(&format!("\t  {c}\n"));
+            }
+            if b.hits > 0 {
+                s.push_str(&format!(
+                    "\tbreakpoint already hit {} time{}\n",
+                    b.hits,
+                    if b.hits == 1 { "" } else { "s" }
+                ));
+            }
+        }
+        s.trim_end().to_string()
+    }
+
+    /// Record the breakpoints hit at this stop and their commands.
+    pub(crate) fn set_passing(&mut self, passing: Vec<u32>) {
+        self.hit = Some(
+            self.bps
+                .list
+                .iter()
+                .filter(|b| passing.contains(&b.id))
+                .map(|b| (b.id, b.commands.clone()))
+                .collect(),
+        );
+    }
+
+    /// The breakpoints at `addr` whose condition holds (or that have none);
+    /// a condition that cannot be evaluated counts as held, with a note
+    /// (as gdb does).
+    pub(crate) fn conditions_at(&mut self, addr: u64) -> (Vec<u32>, String) {
+        let bps: Vec<(u32, Option<String>)> = self
+            .bps
+            .at(addr)
+            .iter()
+            .map(|b| (b.id, b.condition.clone()))
+            .collect();
+        let mut passing = Vec::new();
+        let mut note = String::new();
+        if bps.iter().any(|(_, c)| c.is_some()) {
+            // a condition is evaluated in frame 0: unwinding the innermost
+            // function is enough (not a whole backtrace at every hit)
+            let top = self.top_frames().ok();
+            let st = self.stop_state();
+            st.selected = 0;
+            st.frames = top;
+        }
+        for (id, cond) in bps {
+            let Some(c) = cond else {
+                passing.push(id);
+                continue;
+            };
+            match self
+                .eval_expr(&c)
+                .and_then(|v| Ok(scalar(self, &v)?.truthy()))
+            {
+                Ok(true) => passing.push(id),
+                Ok(false) => {}
+                Err(e) => {
+                    note.push_str(&format!(
+                        "\nError in testing condition for breakpoint {id}: {e}"
+                    ));
+                    passing.push(id);
+                }
+            }
+        }
+        // the partial unwind above is not the stop's frames
+        self.stop.forget();
+        (passing, note)
+    }
+}
+
+pub(crate) fn describe_loc(l: &BpLocation) -> String {
+    let mut s = format!("in {}", l.function);
+    if let Some((f, line)) = &l.file_line {
+        s.push_str(&format!(" at {}:{line}", basename(f)));
+    }
+    if l.inlined {
+        if let Some(into) = &l.inlined_into {
+            s.push_str(&format!(" (inlined into {into})"));
+        } else {
+            s.push_str(" (inlined)");
+        }
+    }
+    s
+}

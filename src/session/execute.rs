@@ -1,0 +1,165 @@
+//! `execute`: one parsed command run against the session.
+use super::*;
+
+impl Session {
+    /// Run one command; returns the text to show and whether the session
+    /// should end.
+    pub fn execute(&mut self, cmd: &Command) -> Result<(String, Flow)> {
+        Ok(match cmd {
+            Command::Nothing => (String::new(), Flow::Continue),
+            Command::Break {
+                location,
+                temporary,
+                condition,
+            } => (
+                self.add_breakpoint(location, *temporary, condition.as_deref())?,
+                Flow::Continue,
+            ),
+            Command::Condition { id, expr } => {
+                if let Some(e) = expr {
+                    let di = self.di.clone();
+                    parse::parse_in(e, &di)?;
+                }
+                let b = self
+                    .bps
+                    .get_mut(*id)
+                    .ok_or_else(|| anyhow!("No breakpoint number {id}."))?;
+                b.condition = expr.clone();
+                let msg = match expr {
+                    Some(_) => String::new(),
+                    None => format!("Breakpoint {id} now unconditional."),
+                };
+                (msg, Flow::Continue)
+            }
+            Command::Commands { id, body, text } => {
+                let id = match id {
+                    Some(i) => *i,
+                    None => self.bps.list.last().map(|b| b.id).ok_or_else(|| {
+                        anyhow!("No breakpoints specified: set one before 'commands'")
+                    })?,
+                };
+                let b = self
+                    .bps
+                    .get_mut(id)
+                    .ok_or_else(|| anyhow!("No breakpoint number {id}."))?;
+                b.commands = body.clone();
+                b.commands_text = text.clone();
+                (String::new(), Flow::Continue)
+            }
+            Command::End | Command::Silent => {
+                bail!("'end' and 'silent' only make sense in a commands block")
+            }
+            Command::Printf { format, args } => (self.printf(format, args)?, Flow::Continue),
+            Command::Trace {
+                function,
+                args,
+                duration,
+                count,
+                stacks,
+                quiet,
+            } => {
+                let (end, summary, text) =
+                    crate::probes::trace(self, function, args, *duration, *count, *stacks, *quiet)?;
+                self.probe_outcome(end, summary, text)
+            }
+            Command::Count {
+                functions,
+                by_phase,
+                duration,
+            } => {
+                let (end, summary, text) =
+                    crate::probes::count(self, functions, *by_phase, *duration)?;
+                self.probe_outcome(end, summary, text)
+            }
+            Command::Delete(ids) => (self.delete_breakpoints(ids)?, Flow::Continue),
+            Command::InfoBreakpoints => (self.info_breakpoints(), Flow::Continue),
+            Command::Continue => self.continue_running()?,
+            Command::Print { radix, expr } => (self.print(expr, *radix)?, Flow::Continue),
+            Command::Backtrace(n) => (self.backtrace(*n)?, Flow::Continue),
+            Command::Frame(n) => {
+                let n = n.unwrap_or(self.selected());
+                (self.select_frame(n)?, Flow::Continue)
+            }
+            Command::Up(n) => {
+                let len = self.frames()?.len();
+                let sel = self.selected();
+                let t = (sel + n).min(len.saturating_sub(1));
+                if t == sel && *n > 0 {
+                    bail!("initial frame selected; you cannot go up");
+                }
+                (self.select_frame(t)?, Flow::Continue)
+            }
+            Command::Down(n) => {
+                let sel = self.selected();
+                if sel == 0 {
+                    bail!("bottom (innermost) frame selected; you cannot go down");
+                }
+                let t = sel.saturating_sub(*n);
+                (self.select_frame(t)?, Flow::Continue)
+            }
+            Command::Info => (self.info(), Flow::Continue),
+            Command::InfoAddress(s) => (self.info_address(s)?, Flow::Continue),
+            Command::InfoLocals => (self.info_vars(false)?, Flow::Continue),
+            Command::InfoArgs => (self.info_vars(true)?, Flow::Continue),
+            Command::InfoRegisters => (self.info_registers()?, Flow::Continue),
+            Command::InfoFrame => {
+                let _ = self.frames()?;
+                let f = self
+                    .selected_frame()
+                    .cloned()
+                    .ok_or_else(|| anyhow!("no frame"))?;
+                (
+                    format!(
+                        "Stack level {}, frame at {}:\n rip = {:#x} in {}{}\n {}",
+                        f.level,
+                        f.cfa
+                            .map(|c| format!("{c:#x}"))
+                            .unwrap_or_else(|| "?".into()),
+                        f.pc,
+                        f.function.clone().unwrap_or_else(|| "??".into()),
+                        match (&f.file, f.line) {
+                            (Some(fl), Some(l)) => format!(" ({}:{l})", basename(fl)),
+                            _ => String::new(),
+                        },
+                        if f.inlined {
+                            "inlined into the frame above"
+                        } else {
+                            "physical frame"
+                        }
+                    ),
+                    Flow::Continue,
+                )
+            }
+            Command::Echo(t) => (t.clone(), Flow::Continue),
+            Command::PlanCache {
+                duration,
+                count,
+                fast,
+            } => self.plancache(*duration, *count, *fast)?,
+            Command::Call(text) => (self.call_function(text)?, Flow::Continue),
+            Command::Wait => (self.wait_now()?, Flow::Continue),
+            Command::WaitsSample { hz, duration } => self.waits_sample(*hz, *duration)?,
+            Command::WaitsTrace {
+                duration,
+                stacks,
+                quiet,
+            } => self.waits_trace(*duration, *stacks, *quiet)?,
+            Command::Plan {
+                next,
+                format,
+                verbose,
+                costs,
+            } => {
+                let opts = crate::postgres::explain::ExplainOpts {
+                    format: format.clone(),
+                    verbose: *verbose,
+                    costs: *costs,
+                };
+                self.plan(*next, &opts)?
+            }
+            Command::Detach => (self.detach()?, Flow::Quit),
+            Command::Quit => (self.detach()?, Flow::Quit),
+            Command::Help(t) => (help_text(t.as_deref()), Flow::Continue),
+        })
+    }
+}

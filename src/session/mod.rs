@@ -1,0 +1,356 @@
+//! A debugging session on one backend: the target, its debug info, the
+//! breakpoints, the frames of the current stop, and the commands.  The
+//! `impl Session` is spread over this folder by concern:
+//!
+//! | file | holds |
+//! | --- | --- |
+//! | `mod.rs` | the struct, construction, output (`say`, capture events), `info`, `detach` |
+//! | `execute.rs` | `execute`: one command of the registry (`crate::command`) run |
+//! | `breakpoints.rs` | user breakpoints: add, delete, list, conditions |
+//! | `locations.rs` | FUNCTION, FILE:LINE and *ADDRESS resolved to code locations |
+//! | `run.rs` | `continue`, stops and how they are reported, Ctrl-C |
+//! | `probes.rs` | pgdbg's own breakpoints and watchpoints, the probe loop |
+//! | `frames.rs` | unwinding, the frames of the current stop, `bt`, `frame` |
+//! | `values.rs` | expressions: `print`, `printf`, `info locals/args/registers/address` |
+//! | `pg.rs` | the PostgreSQL commands' entry points (`call`, `plan`, `wait`, `waits`, `plancache`); their logic is in `crate::postgres` |
+//! | `modules.rs` | the files mapped into the target (main binary, libraries) |
+//! | `backend.rs` | `Session` as the `postgres::Backend` the PostgreSQL layer uses |
+
+use crate::breakpoints::{BpLocation, Breakpoints};
+use crate::capture::Capture;
+use crate::command::{Command, help_text};
+use crate::debuginfo::location::{FrameContext, Place, eval_location};
+use crate::debuginfo::types::{TypeRef, TypeSource, size_of};
+use crate::debuginfo::unwind::{FileKey, Module};
+use crate::debuginfo::{DebugInfo, SourceFrame, VarInfo};
+use crate::expr::eval::{EvalEnv, ValLoc, Value, eval, scalar};
+use crate::expr::format::{Radix, format_value, to_json};
+use crate::expr::parse;
+use crate::guard;
+use crate::postgres;
+use crate::target::regs::FrameRegs;
+use crate::target::{Stop, Target, procfs};
+use anyhow::{Result, anyhow, bail};
+use std::cell::RefCell;
+use std::path::PathBuf;
+use std::rc::Rc;
+
+mod backend;
+mod breakpoints;
+mod execute;
+mod frames;
+mod locations;
+mod modules;
+mod pg;
+mod probes;
+mod run;
+mod values;
+
+pub use crate::postgres::backend::{ProbeEnd, ProbeHandler};
+use locations::resolve;
+pub use locations::{basename, resolve_location};
+use modules::{Modules, compute_bias};
+use probes::{NoStop, OneStop};
+
+/// One frame of a backtrace: physical frames, with inlined calls expanded.
+#[derive(Clone, Debug)]
+pub struct Frame {
+    pub level: usize,
+    /// Runtime pc of the physical frame.
+    pub pc: u64,
+    /// Runtime address used for lookups (pc, or pc-1 above frame 0).
+    pub lookup: u64,
+    pub regs: FrameRegs,
+    pub cfa: Option<u64>,
+    pub phys: usize,
+    pub function: Option<String>,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+    pub die: Option<u64>,
+    /// This frame is an inlined call inside the next one.
+    pub inlined: bool,
+    /// DIE of the physical (out-of-line) function, for the frame base.
+    pub phys_die: Option<u64>,
+    /// Module name for frames outside the postgres binary.
+    pub module: Option<String>,
+    /// ELF symbol and offset of pc.
+    pub symbol: Option<(String, u64)>,
+}
+
+/// What pgdbg derived from the current stop: its frames and the selected
+/// one.  It belongs to one stop of the target (`Target::run_count`): once
+/// the target has run (continue, a probe's hit, an inferior call, detach),
+/// `Session::stop_state` starts afresh, so no cache is invalidated by hand.
+/// (Only a partial unwind that stands in for the frames, e.g. at a
+/// condition's evaluation, is dropped explicitly with `forget`.)
+#[derive(Default)]
+pub(crate) struct StopState {
+    run: u64,
+    frames: Option<Vec<Frame>>,
+    selected: usize,
+}
+
+impl StopState {
+    /// Drop the frames (and the selection) of this stop.
+    fn forget(&mut self) {}
+}
+
+/// What happened after `continue`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunOutcome {
+    Stopped,
+    TargetGone,
+    Terminating,
+}
+
+pub struct Session {
+    pub pid: i32,
+    pub target: Target,
+    pub di: Rc<DebugInfo>,
+    pub bias: u64,
+    pub exe_path: PathBuf,
+    pub pg_version: Option<String>,
+    pub kind: postgres::ProcessKind,
+    modules: Modules,
+    pub bps: Breakpoints,
+    /// pgdbg's own breakpoints (probes), with a use count.
+    internal: std::collections::BTreeMap<u64, u32>,
+    /// What was derived from the current stop (frames, the selected one).
+    stop: StopState,
+    history: RefCell<Vec<Value>>,
+    pub capture: Option<Capture>,
+    pub last_stop: Option<Stop>,
+    /// How long an inferior call may take before it is abandoned.
+    pub call_timeout: std::time::Duration,
+    /// At a breakpoint stop: the breakpoints whose condition held, with
+    /// their `commands` blocks (taken before a temporary breakpoint is
+    /// deleted by its stop).  None: not known, all breakpoints there count.
+    hit: Option<Vec<(u32, Vec<Command>)>>,
+    /// `--count N` of a script: stop after N breakpoint hits.
+    pub hit_limit: Option<u64>,
+    /// Breakpoint hits counted against `hit_limit`.
+    pub hits_total: u64,
+}
+
+/// `plan --next` said once that it waits (and how to end the wait).
+static PLAN_NEXT_SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    Continue,
+    Quit,
+    TargetGone,
+    Terminate,
+}
+
+impl Session {
+    /// The state of the current stop, fresh if the target ran since it was
+    /// made.
+    pub(crate) fn stop_state(&mut self) -> &mut StopState {
+        let run = self.target.run_count();
+        if self.stop.run != run {
+            self.stop = StopState {
+                run,
+                ..StopState::default()
+            };
+        }
+        &mut self.stop
+    }
+
+    /// The current stop's state, if still valid (for `&self` readers).
+    fn stop_state_ref(&self) -> Option<&StopState> {
+        (self.stop.run == self.target.run_count()).then_some(&self.stop)
+    }
+
+    /// The selected frame's number at this stop.
+    pub(crate) fn selected(&mut self) -> usize {
+        self.stop_state().selected
+    }
+
+    pub fn new(
+        pid: i32,
+        target: Target,
+        di: Rc<DebugInfo>,
+        exe_path: PathBuf,
+        kind: postgres::ProcessKind,
+        capture: Option<Capture>,
+    ) -> Result<Session> {
+        let pg_version = postgres::version_string(di.binary.data);
+        let bias = compute_bias(pid, &di)?;
+        let mut s = Session {
+            pid,
+            target,
+            di,
+            bias,
+            exe_path,
+            pg_version,
+            kind,
+            modules: Modules::new(pid, bias),
+            bps: Breakpoints::default(),
+            internal: std::collections::BTreeMap::new(),
+            stop: StopState::default(),
+            history: RefCell::new(Vec::new()),
+            capture,
+            last_stop: Some(Stop::Interrupted),
+            call_timeout: std::time::Duration::from_secs(5),
+            hit: None,
+            hit_limit: None,
+            hits_total: 0,
+        };
+        s.modules.refresh();
+        s.emit(
+            "attach",
+            serde_json::json!({"version": s.pg_version, "binary": s.exe_path.display().to_string(), "build_id": s.di.build_id}),
+        );
+        Ok(s)
+    }
+
+    fn emit(&mut self, event: &str, fields: serde_json::Value) {
+        if let Some(c) = &mut self.capture {
+            c.event(event, self.pid, fields);
+        }
+    }
+
+    fn module_for(&self, addr: u64) -> Option<&Module> {
+        self.modules.find(addr)
+    }
+
+    fn in_main(&self, addr: u64) -> bool {
+        self.module_for(addr)
+            .is_some_and(|m| m.main && m.bias == self.bias)
+    }
+
+    /// With a layout pack instead of DWARF: check it against live data
+    /// (`MyProc->pid` must be this PID) before trusting any answer.
+    pub fn check_pack(&self) -> Result<()> {
+        let Some(pack) = &self.di.pack else {
+            return Ok(());
+        };
+        let l = crate::debuginfo::layout::Layout::of(&*self.di, "PGPROC")?;
+        let (myproc, _) = self.di.global("MyProc").ok_or_else(|| {
+            anyhow!("MyProc is not exported by this binary: the layout pack cannot be checked")
+        })?;
+        let p = self.target.read_u64(myproc + self.bias)?;
+        let mut b = [0u8; 4];
+        self.target.read(p + l.offset("pid")?, &mut b)?;
+        let got = i32::from_le_bytes(b);
+        if got != self.pid {
+            bail!(
+                "the layout pack for PostgreSQL {} does not match this binary (MyProc->pid reads {got}, expected {}): give the pack of this exact major with --symbols, or the debug info",
+                pack.major,
+                self.pid
+            );
+        }
+        Ok(())
+    }
+
+    /// Several target memory ranges in one system call.
+    pub fn read_many(&self, ranges: &mut [(u64, &mut [u8])]) -> Result<()> {
+        self.target.read_many(ranges)
+    }
+
+    /// Registers at the current stop.
+    pub fn registers(&self) -> Result<crate::target::Registers> {
+        self.target.regs()
+    }
+
+    /// Write a line of probe output now (not buffered until the command ends).
+    pub fn say(&mut self, line: &str) {
+        guard::out_line(line);
+    }
+
+    pub fn emit_event(&mut self, event: &str, fields: serde_json::Value) {
+        self.emit(event, fields);
+    }
+
+    /// Restore the backend and detach.
+    pub fn detach(&mut self) -> Result<String> {
+        self.internal.clear();
+        let n = self.bps.all_addresses().len();
+        self.bps = Breakpoints::default();
+        let gone = self.target.is_gone();
+        self.target.detach()?;
+        self.emit("detach", serde_json::json!({}));
+        if let Some(c) = &mut self.capture {
+            c.flush();
+        }
+        if gone {
+            Ok(format!("Backend {} is gone.", self.pid))
+        } else {
+            let removed = if n > 0 {
+                format!(
+                    " ({n} breakpoint location{} removed)",
+                    if n == 1 { "" } else { "s" }
+                )
+            } else {
+                String::new()
+            };
+            Ok(format!(
+                "Detached from backend {}{removed}; it runs as before.",
+                self.pid
+            ))
+        }
+    }
+
+    pub fn info(&mut self) -> String {
+        let state = if self.target.is_gone() {
+            "gone".to_string()
+        } else {
+            match &self.last_stop {
+                Some(Stop::Breakpoint { .. }) => {
+                    let f = self.frame_line(0, false).unwrap_or_default();
+                    format!("stopped at a breakpoint: {f}")
+                }
+                Some(Stop::Signal(s)) => format!("stopped by signal {s:?}"),
+                _ => "stopped (interrupted)".to_string(),
+            }
+        };
+        let kind = match &self.kind {
+            postgres::ProcessKind::ClientBackend { title } => format!("client backend ({title})"),
+            postgres::ProcessKind::Auxiliary { role } => format!("{role} (not a client backend)"),
+            _ => "?".into(),
+        };
+        format!(
+            "pid:         {}\nprocess:     {kind}\npostgres:    {}\nbinary:      {}\nbuild-id:    {}\ndebug info:  {}{}\nindex:       {} functions, {} globals, {} types ({})\nload bias:   {:#x}\ncpu state:   {}\nbreakpoints: {}\nstate:       {state}",
+            self.pid,
+            self.pg_version
+                .clone()
+                .unwrap_or_else(|| "unknown version".into()),
+            self.exe_path.display(),
+            if self.di.build_id.is_empty() {
+                "none"
+            } else {
+                &self.di.build_id
+            },
+            self.di.source,
+            if self.di.pack.is_some() {
+                "\n             without DWARF: no locals/parameters, source lines or inlined frames, no static functions (break on exported ones), no prepared-statement names in plancache, no ERROR messages from calls"
+            } else {
+                ""
+            },
+            self.di.index.functions.len(),
+            self.di.index.globals.len(),
+            self.di.index.types.len(),
+            if self.di.index_from_cache {
+                "from cache"
+            } else {
+                "built now"
+            },
+            self.bias,
+            match crate::target::xstate::XState::save(self.pid) {
+                Ok(x) => format!("{} saved around each call", x.describe()),
+                Err(e) => format!("{e:#}"),
+            },
+            self.bps.list.len(),
+        )
+    }
+}
+
+fn one_line(s: &str) -> String {
+    let t: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if t.chars().count() > 100 {
+        format!("{}...", t.chars().take(100).collect::<String>())
+    } else {
+        t
+    }
+}

@@ -1,0 +1,311 @@
+//! pgdbg's own breakpoints and watchpoints (probes), and the loop that
+//! runs the target through their hits without stopping the user.
+use super::*;
+
+impl Session {
+    /// Arm one of pgdbg's own breakpoints (used by probes such as
+    /// `plancache`); counted, so nested users share an address.
+    pub fn arm_internal(&mut self, addr: u64) -> Result<()> {
+        let n = self.internal.entry(addr).or_insert(0);
+        if *n == 0 {
+            self.target.insert_breakpoint(addr)?;
+        }
+        *n += 1;
+        Ok(())
+    }
+
+    pub fn disarm_internal(&mut self, addr: u64) -> Result<()> {
+        if let Some(n) = self.internal.get_mut(&addr) {
+            *n -= 1;
+            if *n == 0 {
+                self.internal.remove(&addr);
+                if !self.bps.uses(addr) {
+                    self.target.remove_breakpoint(addr)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn is_internal(&self, addr: u64) -> bool {
+        self.internal.contains_key(&addr)
+    }
+
+    pub(crate) fn disarm_all_internal(&mut self) -> Result<()> {
+        let addrs: Vec<u64> = self.internal.keys().copied().collect();
+        self.internal.clear();
+        for a in addrs {
+            if !self.bps.uses(a) {
+                self.target.remove_breakpoint(a)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Arm a 4-byte write watchpoint (debug register slot 0) at `addr`.
+    pub fn watch_word(&mut self, addr: u64) -> Result<()> {
+        self.target.set_write_watchpoint(0, addr, 4)
+    }
+
+    /// Physical frames as `function+offset` (ELF symbols only, no DWARF):
+    /// cheap enough to take at every traced wait.
+    pub fn quick_stack(&mut self, n: usize) -> Vec<String> {
+        let Ok(regs) = self.target.regs() else {
+            return Vec::new();
+        };
+        let mut cur = FrameRegs::from_regs(&regs);
+        let mut out = Vec::new();
+        for i in 0..n {
+            let pc = cur.pc();
+            if pc == 0 {
+                break;
+            }
+            let lookup = if i == 0 { pc } else { pc - 1 };
+            self.modules.cover(lookup);
+            let Some(m) = self.module_for(lookup) else {
+                out.push(format!("{pc:#x}"));
+                break;
+            };
+            let name = if m.bias == self.bias {
+                self.di
+                    .symbol_at(lookup - self.bias)
+                    .map(|(s, off)| format!("{}+{}", s.name, off + (pc - lookup)))
+            } else {
+                m.symbol(lookup)
+                    .map(|(s, off)| format!("{s}+{}", off + (pc - lookup)))
+            };
+            out.push(name.unwrap_or_else(|| format!("{pc:#x}")));
+            match self.unwind_one(&cur, lookup) {
+                Some(caller) => cur = caller,
+                None => break,
+            }
+        }
+        out
+    }
+
+    /// The caller's registers of a physical frame (CFI only), or None at
+    /// the outermost frame.
+    pub(crate) fn unwind_one(&self, cur: &FrameRegs, lookup: u64) -> Option<FrameRegs> {
+        let m = self.module_for(lookup)?;
+        let tables = if m.bias == self.bias {
+            Some(&self.di.main_unwind)
+        } else {
+            m.tables()
+        };
+        let target = &self.target;
+        let read_u64 = |a: u64| target.read_u64(a).ok();
+        let (caller, _) = tables?.step(cur, lookup - m.bias, &read_u64)?;
+        (caller.pc() != 0 && caller.sp() > cur.sp()).then_some(caller)
+    }
+
+    /// Where the physical function of the current stop returns to: (return
+    /// address, stack pointer after the return, i.e. its CFA).  While the
+    /// function runs, the stack pointer stays below that.
+    pub fn return_point(&self) -> Option<(u64, u64)> {
+        let regs = self.target.regs().ok()?;
+        let cur = FrameRegs::from_regs(&regs);
+        let caller = self.unwind_one(&cur, cur.pc())?;
+        // only ever a code address of a mapped module gets an int3
+        self.module_for(caller.pc())?;
+        Some((caller.pc(), caller.sp()))
+    }
+
+    /// Frames of the current stop with the innermost frame of `function`
+    /// selected (an inlined callee starting at the same address is skipped).
+    /// Only the innermost few frames are unwound (probes run this at every
+    /// hit).
+    pub fn select_function_frame(&mut self, function: &str) -> Result<()> {
+        let frames = self.unwind(4)?;
+        let i = frames
+            .iter()
+            .position(|f| f.function.as_deref() == Some(function))
+            .unwrap_or(0);
+        let st = self.stop_state();
+        st.frames = Some(frames);
+        st.selected = i;
+        Ok(())
+    }
+
+    /// Run the target, calling `h` at each stop on an internal breakpoint,
+    /// until `h` is done, `limit` passes, Ctrl-C, a user breakpoint, or the
+    /// target's end.  Internal breakpoints are all removed afterwards.
+    pub fn run_probes(
+        &mut self,
+        h: &mut dyn ProbeHandler,
+        limit: Option<std::time::Duration>,
+    ) -> Result<(ProbeEnd, String)> {
+        let deadline = limit.map(guard::Deadline::arm);
+        // Run on the backend's CPU while probing: a stopped backend and
+        // pgdbg never compete for it, and every stop/resume becomes a local
+        // context switch instead of a cross-CPU wake-up (about 5x cheaper
+        // per stop on the 2-CPU machines measured; PGDBG_NO_PIN=1 disables).
+        // A polling probe (the in-process recorder) stops the backend only
+        // 50 times a second: its work is better done on another CPU.
+        let pinned = if std::env::var_os("PGDBG_NO_PIN").is_none() && h.poll_every().is_none() {
+            procfs::last_cpu(self.pid).and_then(procfs::pin_to_cpu)
+        } else {
+            None
+        };
+        let res = self.probe_loop(h);
+        if let Some(old) = &pinned {
+            procfs::restore_affinity(old);
+        }
+        drop(deadline);
+        let cleanup = if self.target.is_gone() {
+            self.internal.clear();
+            Ok(())
+        } else {
+            // both, even when the first fails
+            let a = self.disarm_all_internal();
+            let b = self.target.clear_watchpoints();
+            a.and(b)
+        };
+        // frames a probe cached (a few, for its arguments) are not the stop's
+        self.stop.forget();
+        let r = res?;
+        cleanup?;
+        Ok(r)
+    }
+
+    pub(crate) fn probe_loop(&mut self, h: &mut dyn ProbeHandler) -> Result<(ProbeEnd, String)> {
+        let ticker = h.poll_every().map(guard::Ticker::start);
+        let poll_hooks = guard::PollHooks::default();
+        let hooks: &dyn crate::target::WaitHooks = if ticker.is_some() {
+            &poll_hooks
+        } else {
+            &guard::Hooks
+        };
+        // resumed already (after a poll), the next stop is only waited for
+        let mut running = false;
+        loop {
+            self.hit = None;
+            let stop = if running {
+                running = false;
+                if h.done() || guard::deadline_hit() {
+                    self.target.interrupt()?;
+                }
+                self.target.wait(hooks)?
+            } else {
+                if h.done() {
+                    return Ok((ProbeEnd::Done, String::new()));
+                }
+                if guard::deadline_hit() {
+                    return Ok((ProbeEnd::Deadline, String::new()));
+                }
+                if guard::sigint_seen() {
+                    // Ctrl-C whose interrupt lost the race against a hit
+                    guard::take_interrupt();
+                    let (_, text) = self.report_stop(Stop::Interrupted)?;
+                    return Ok((ProbeEnd::Stopped, text));
+                }
+                if let Some(gone) = self.step_over_here()? {
+                    return Ok(gone);
+                }
+                self.target.cont_and_wait(hooks)?
+            };
+            match stop {
+                Stop::Interrupted
+                    if ticker.is_some() && !poll_hooks.user.get() && !guard::deadline_hit() =>
+                {
+                    self.last_stop = Some(stop);
+                    h.on_poll(self)?;
+                    if h.done() {
+                        continue;
+                    }
+                    if let Some(gone) = self.step_over_here()? {
+                        return Ok(gone);
+                    }
+                    self.target.resume()?;
+                    running = true;
+                    if let Err(e) = h.after_poll(self) {
+                        // callers expect a stopped target
+                        let _ = self.target.ensure_stopped();
+                        return Err(e);
+                    }
+                }
+                Stop::Breakpoint { addr }
+                    if self.internal.contains_key(&addr) && !self.bps.uses(addr) =>
+                {
+                    self.last_stop = Some(stop);
+                    h.on_stop(self, addr)?;
+                }
+                Stop::HardwareBreak { dr6 } => {
+                    self.last_stop = Some(stop);
+                    h.on_watch(self, dr6)?;
+                }
+                Stop::Interrupted if guard::deadline_hit() => {
+                    self.last_stop = Some(stop);
+                    return Ok((ProbeEnd::Deadline, String::new()));
+                }
+                Stop::Breakpoint { addr } if self.bps.uses(addr) => {
+                    // a user breakpoint ends the probe only if its condition holds
+                    self.last_stop = Some(stop.clone());
+                    let (passing, note) = self.conditions_at(addr);
+                    if passing.is_empty() {
+                        if self.internal.contains_key(&addr) {
+                            h.on_stop(self, addr)?;
+                        }
+                        continue;
+                    }
+                    self.set_passing(passing);
+                    let (_, text) = self.report_stop(stop)?;
+                    return Ok((ProbeEnd::Stopped, format!("{text}{note}")));
+                }
+                other => {
+                    let (outcome, text) = self.report_stop(other)?;
+                    let end = match outcome {
+                        RunOutcome::Stopped => ProbeEnd::Stopped,
+                        RunOutcome::TargetGone => ProbeEnd::TargetGone,
+                        RunOutcome::Terminating => ProbeEnd::Terminating,
+                    };
+                    return Ok((end, text));
+                }
+            }
+        }
+    }
+
+    /// What a probe command shows and how the session goes on, from how
+    /// its `run_probes` ended.
+    pub fn probe_outcome(&self, end: ProbeEnd, summary: String, text: String) -> (String, Flow) {
+        match end {
+            ProbeEnd::Done | ProbeEnd::Deadline => (summary, Flow::Continue),
+            ProbeEnd::Stopped => {
+                if matches!(self.last_stop, Some(Stop::Interrupted)) {
+                    (summary, Flow::Continue)
+                } else {
+                    (format!("{summary}{text}"), Flow::Continue)
+                }
+            }
+            ProbeEnd::TargetGone => (format!("{summary}{text}"), Flow::TargetGone),
+            ProbeEnd::Terminating => (summary, Flow::Terminate),
+        }
+    }
+}
+
+/// A probe with no breakpoints: the target just runs (waits sample).
+pub(crate) struct NoStop;
+
+impl ProbeHandler for NoStop {
+    fn on_stop(&mut self, _s: &mut dyn crate::postgres::Backend, _addr: u64) -> Result<()> {
+        Ok(())
+    }
+    fn done(&self) -> bool {
+        false
+    }
+}
+
+/// Stop at the first hit of the armed internal breakpoints.
+#[derive(Default)]
+pub(crate) struct OneStop {
+    hit: bool,
+}
+
+impl ProbeHandler for OneStop {
+    fn on_stop(&mut self, _s: &mut dyn crate::postgres::Backend, _addr: u64) -> Result<()> {
+        self.hit = true;
+        Ok(())
+    }
+    fn done(&self) -> bool {
+        self.hit
+    }
+}

@@ -1,0 +1,252 @@
+//! Running: `continue`, the stops it ends in and how they are reported.
+use super::*;
+
+impl Session {
+    /// Continue until the next stop.  Handles stepping over the breakpoint
+    /// at the current pc.
+    pub fn cont(&mut self) -> Result<(RunOutcome, String)> {
+        if self.target.is_gone() {
+            bail!("the backend is gone; nothing to continue");
+        }
+        loop {
+            self.hit = None;
+            let regs = self.target.regs()?;
+            if self.target.breakpoint_inserted(regs.rip)
+                && let Some(stop) = self.target.step_over_breakpoint(regs.rip)?
+            {
+                return self.report_stop(stop);
+            }
+            let stop = self.target.cont_and_wait(&guard::Hooks)?;
+            if let Stop::Breakpoint { addr } = stop
+                && self.bps.uses(addr)
+            {
+                self.last_stop = Some(stop.clone());
+                let (passing, note) = self.conditions_at(addr);
+                if passing.is_empty() {
+                    // No condition held: not a stop, unless Ctrl-C or a
+                    // deadline came meanwhile (its interrupt may have lost
+                    // the race against this hit and been dropped).
+                    if guard::sigint_seen() || guard::deadline_hit() {
+                        guard::take_interrupt();
+                        return self.report_stop(Stop::Interrupted);
+                    }
+                    continue;
+                }
+                self.set_passing(passing);
+                let (o, text) = self.report_stop(stop)?;
+                return Ok((o, format!("{text}{note}")));
+            }
+            return self.report_stop(stop);
+        }
+    }
+
+    /// `continue` in a script or at the prompt: run until a stop; at a
+    /// breakpoint with a `commands` block, run the block, and go on while
+    /// it ends with `continue`.
+    pub(crate) fn continue_running(&mut self) -> Result<(String, Flow)> {
+        // Breakpoints that are passed over without stopping the user (a
+        // condition, a block ending in `continue`) may be hit thousands of
+        // times a second: run on the backend's CPU meanwhile, as probes do.
+        let busy = self
+            .bps
+            .list
+            .iter()
+            .any(|b| b.condition.is_some() || b.commands.last() == Some(&Command::Continue));
+        let pinned = if busy && std::env::var_os("PGDBG_NO_PIN").is_none() {
+            procfs::last_cpu(self.pid).and_then(procfs::pin_to_cpu)
+        } else {
+            None
+        };
+        let res = self.continue_loop();
+        if let Some(old) = &pinned {
+            procfs::restore_affinity(old);
+        }
+        res
+    }
+
+    pub(crate) fn continue_loop(&mut self) -> Result<(String, Flow)> {
+        loop {
+            let (outcome, text) = self.cont()?;
+            match outcome {
+                RunOutcome::Stopped => {}
+                RunOutcome::TargetGone => return Ok((text, Flow::TargetGone)),
+                RunOutcome::Terminating => return Ok((text, Flow::Terminate)),
+            }
+            let Some(hit) = self.hit.take() else {
+                // not a breakpoint: an interrupt (Ctrl-C, --for) or a signal
+                if guard::deadline_hit() {
+                    return Ok((String::new(), Flow::Continue));
+                }
+                return Ok((text, Flow::Continue));
+            };
+            self.hits_total += 1;
+            let limit_hit = self.hit_limit.is_some_and(|n| self.hits_total >= n);
+            let ids: Vec<u32> = hit.iter().map(|(id, _)| *id).collect();
+            let body: Vec<Command> = hit.into_iter().flat_map(|(_, c)| c).collect();
+            if body.is_empty() {
+                return Ok((text, Flow::Continue));
+            }
+            if body.first() != Some(&Command::Silent) {
+                self.say(text.strip_prefix('\n').unwrap_or(&text));
+            }
+            let mut resume = false;
+            for c in &body {
+                match c {
+                    Command::Silent => {}
+                    Command::Continue => {
+                        resume = true;
+                        break;
+                    }
+                    c => match self.execute(c) {
+                        Ok((t, flow)) => {
+                            if !t.is_empty() {
+                                self.say(t.strip_prefix('\n').unwrap_or(&t));
+                            }
+                            if flow != Flow::Continue {
+                                return Ok((String::new(), flow));
+                            }
+                        }
+                        Err(e) => {
+                            let ids: Vec<String> = ids.iter().map(|i| i.to_string()).collect();
+                            self.say(&format!(
+                                "Error in commands of breakpoint {}: {}",
+                                ids.join(", "),
+                                e.to_string().replace('\n', " ")
+                            ));
+                            break;
+                        }
+                    },
+                }
+            }
+            if !resume || limit_hit || guard::deadline_hit() {
+                return Ok((String::new(), Flow::Continue));
+            }
+            if guard::sigint_seen() {
+                // Ctrl-C while the block ran (or its interrupt lost the
+                // race against this hit): stop here, and say where
+                guard::take_interrupt();
+                return Ok((self.interrupted_text()?, Flow::Continue));
+            }
+        }
+    }
+
+    /// What an interrupted stop shows: the frame where the backend is.
+    pub(crate) fn interrupted_text(&mut self) -> Result<String> {
+        let head = self.frame_line(0, true)?;
+        self.emit("stop", serde_json::json!({"reason": "interrupted"}));
+        Ok(format!(
+            "\nProgram stopped (interrupted; the backend got no signal).\n{head}"
+        ))
+    }
+
+    pub(crate) fn report_stop(&mut self, stop: Stop) -> Result<(RunOutcome, String)> {
+        self.last_stop = Some(stop.clone());
+        match stop {
+            Stop::Breakpoint { addr } => {
+                let mut ids = Vec::new();
+                let mut temp = Vec::new();
+                let passing: Option<Vec<u32>> = self
+                    .hit
+                    .as_ref()
+                    .map(|h| h.iter().map(|(id, _)| *id).collect());
+                for b in self.bps.at(addr) {
+                    if passing.as_ref().is_some_and(|p| !p.contains(&b.id)) {
+                        continue;
+                    }
+                    b.hits += 1;
+                    ids.push(b.id);
+                    if b.temporary {
+                        temp.push(b.id);
+                    }
+                }
+                // A `silent` block hides the stop line: then only the
+                // innermost frame is needed (for the capture), not a
+                // backtrace, frame arguments and the source line.
+                let silent = self.hit.as_ref().is_some_and(|h| {
+                    h.iter().flat_map(|(_, c)| c).next() == Some(&Command::Silent)
+                });
+                let (head, src, frame) = if silent {
+                    let frame = self.top_frames()?.into_iter().next();
+                    (String::new(), String::new(), frame)
+                } else {
+                    let head = self.frame_line(0, false)?;
+                    let src = self
+                        .source_line(0)
+                        .map(|s| format!("\n{s}"))
+                        .unwrap_or_default();
+                    (head, src, self.frames()?.first().cloned())
+                };
+                self.emit(
+                    "stop",
+                    serde_json::json!({
+                        "reason": "breakpoint",
+                        "breakpoints": ids,
+                        "address": format!("{addr:#x}"),
+                        "function": frame.as_ref().and_then(|f| f.function.clone()),
+                        "file": frame.as_ref().and_then(|f| f.file.as_deref().map(basename)),
+                        "line": frame.as_ref().and_then(|f| f.line),
+                    }),
+                );
+                let label = if temp.is_empty() {
+                    "Breakpoint"
+                } else {
+                    "Temporary breakpoint"
+                };
+                if !temp.is_empty() {
+                    self.delete_breakpoints(&temp)?;
+                }
+                let ids_s: Vec<String> = ids.iter().map(|i| i.to_string()).collect();
+                Ok((
+                    RunOutcome::Stopped,
+                    format!("\n{label} {}, {head}{src}", ids_s.join(", ")),
+                ))
+            }
+            Stop::Interrupted => Ok((RunOutcome::Stopped, self.interrupted_text()?)),
+            Stop::Signal(sig) => {
+                let head = self.frame_line(0, true).unwrap_or_default();
+                self.emit(
+                    "stop",
+                    serde_json::json!({"reason": "signal", "signal": format!("{sig:?}")}),
+                );
+                Ok((
+                    RunOutcome::Stopped,
+                    format!(
+                        "\nProgram received signal {sig:?}; it will be delivered when you continue or detach.\n{head}"
+                    ),
+                ))
+            }
+            Stop::HardwareBreak { dr6 } => Ok((
+                RunOutcome::Stopped,
+                format!("\nHardware breakpoint (dr6={dr6:#x})"),
+            )),
+            Stop::Exited(code) => {
+                self.emit("exit", serde_json::json!({"status": code}));
+                Ok((
+                    RunOutcome::TargetGone,
+                    format!("\nBackend {} exited with status {code}.", self.pid),
+                ))
+            }
+            Stop::Killed(sig) => {
+                self.emit("exit", serde_json::json!({"signal": format!("{sig:?}")}));
+                Ok((
+                    RunOutcome::TargetGone,
+                    format!("\nBackend {} was killed by signal {sig:?}.", self.pid),
+                ))
+            }
+            Stop::ToolTerminating => Ok((RunOutcome::Terminating, String::new())),
+        }
+    }
+
+    /// Step over the breakpoint rip sits on, if any, before resuming; the
+    /// probe's end if the target died meanwhile.
+    pub(crate) fn step_over_here(&mut self) -> Result<Option<(ProbeEnd, String)>> {
+        let rip = self.target.regs()?.rip;
+        if self.target.breakpoint_inserted(rip)
+            && let Some(stop) = self.target.step_over_breakpoint(rip)?
+        {
+            let (_, text) = self.report_stop(stop)?;
+            return Ok(Some((ProbeEnd::TargetGone, text)));
+        }
+        Ok(None)
+    }
+}

@@ -6,7 +6,7 @@
 use crate::attach::AttachOpts;
 use crate::debuginfo::DebugInfo;
 use crate::guard;
-use crate::target::procfs;
+use crate::inferior::procfs;
 use anyhow::{Result, anyhow, bail};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;

@@ -8,7 +8,7 @@
 //! missed until the next stop; a ticker thread closes that window by
 //! waking the tracer (SIGALRM, EINTR) while a flag is pending and it waits.
 
-use crate::target::WaitHooks;
+use crate::inferior::WaitHooks;
 use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

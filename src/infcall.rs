@@ -2,7 +2,7 @@
 //! gdb's amd64 procedure.
 //!
 //! * all registers are saved, including the whole xstate (FP/SSE/AVX/AVX-512/
-//!   AMX, sized by the kernel: `target::xstate`), `orig_rax`, the FS/GS bases
+//!   AMX, sized by the kernel: `inferior::xstate`), `orig_rax`, the FS/GS bases
 //!   and armed debug registers; a save that is not whole refuses the call
 //!   before anything changed; `orig_rax = -1` while calling so an
 //!   interrupted system call is not restarted at the injected pc; debug
@@ -22,8 +22,8 @@
 //! No PostgreSQL knowledge here: `postgres::call` adds the backend guards.
 
 use crate::guard;
-use crate::target::xstate::XState;
-use crate::target::{Registers, Stop, Target};
+use crate::inferior::xstate::XState;
+use crate::inferior::{Registers, Stop, Target};
 use anyhow::{Result, anyhow, bail};
 use std::time::Duration;
 

@@ -1,12 +1,20 @@
 //! pgdbg: a debugger for live PostgreSQL backends.
 //!
-//! Layers, bottom up:
-//! - `target`: the traced process (ptrace, wait loop, registers, memory);
-//! - `debuginfo`: ELF, DWARF index, types, locations, lines, CFI unwinding;
+//! Layers, bottom up (ARCHITECTURE.md follows one command through them):
+//! - `inferior`: the traced process (ptrace, wait loop, registers, memory,
+//!   code written into it, the guardian); no DWARF, no PostgreSQL;
+//! - `debuginfo`: ELF, DWARF index, types, locations, lines, CFI unwinding,
+//!   layout packs (the format), debuginfod; no PostgreSQL;
+//! - `infcall`: calls of functions inside the inferior (no PostgreSQL);
 //! - `breakpoints`, `expr`: breakpoints and C expressions over DWARF types;
-//! - `postgres`: PostgreSQL knowledge (process kinds, versions);
-//! - `session`, `command`: a debugging session and its command language;
-//! - `repl`, `cli`, `guard`, `capture`: the user-facing parts.
+//! - `postgres`: PostgreSQL knowledge (process kinds, versions, layout
+//!   packs, plan cache, EXPLAIN, waits, guarded calls), reaching the backend
+//!   only through the `postgres::Backend` trait; no ptrace;
+//! - `probes`: `trace` and `count` over the same trait;
+//! - `session`: one debugging session (implements `Backend`), `command`:
+//!   the command registry, `script`: scripts checked before attaching;
+//! - `attach`, `multi`, `repl`, `cli`, `guard`, `capture`, `report`: the
+//!   user-facing parts.
 
 pub mod attach;
 pub mod breakpoints;
@@ -17,6 +25,7 @@ pub mod debuginfo;
 pub mod expr;
 pub mod guard;
 pub mod infcall;
+pub mod inferior;
 pub mod multi;
 pub mod postgres;
 pub mod probes;
@@ -24,4 +33,3 @@ pub mod repl;
 pub mod report;
 pub mod script;
 pub mod session;
-pub mod target;

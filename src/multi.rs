@@ -149,7 +149,7 @@ pub fn run(pids: &[String], cluster_dir: Option<&Path>, opts: &AttachOpts) -> Re
                 // the worker said which write failed
                 failed += 1;
                 output_failed = true;
-            } else if !crate::target::procfs::exists(pid) {
+            } else if !crate::inferior::procfs::exists(pid) {
                 exited_backends += 1;
             } else if !st.success() && !stopping {
                 failed += 1;
@@ -162,7 +162,7 @@ pub fn run(pids: &[String], cluster_dir: Option<&Path>, opts: &AttachOpts) -> Re
         if let Some(pm) = postmaster
             && !stopping
         {
-            if !crate::target::procfs::exists(pm) {
+            if !crate::inferior::procfs::exists(pm) {
                 crate::errln!("pgdbg: the postmaster {pm} is gone");
                 stopping = true;
             }

@@ -17,8 +17,8 @@
 use crate::debuginfo::DebugInfo;
 use crate::debuginfo::layout::Layout;
 use crate::infcall::CallFrame;
-use crate::target::Registers;
-use crate::target::recorder::{Record, RecordSpec, Recorder};
+use crate::inferior::Registers;
+use crate::inferior::recorder::{Record, RecordSpec, Recorder};
 use anyhow::Result;
 use std::time::Duration;
 

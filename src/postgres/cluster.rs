@@ -3,7 +3,7 @@
 //! (`postgres: USER DATABASE HOST STATE`).  Reads /proc only.
 
 use super::{ProcessKind, classify};
-use crate::target::procfs;
+use crate::inferior::procfs;
 use anyhow::{Result, anyhow, bail};
 use std::path::Path;
 

@@ -3,7 +3,7 @@
 //! ptrace here: this layer reads /proc and binary data, and reaches a
 //! traced backend only through the `Backend` trait (`backend.rs`).
 
-use crate::target::procfs;
+use crate::inferior::procfs;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ProcessKind {

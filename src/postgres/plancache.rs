@@ -12,7 +12,7 @@
 //! `--fast` (14+) learns the choice from the plansource's counters instead
 //! (`num_custom_plans` / `num_generic_plans` move by one when
 //! GetCachedPlan has chosen), so only the entry is needed.  By default it
-//! records the entries in-process (`target::recorder`: a detour at
+//! records the entries in-process (`inferior::recorder`: a detour at
 //! GetCachedPlan copies the plansource's counters and costs into a ring
 //! buffer, read 50 to 200 times a second), so the backend never stops for a
 //! decision; `--fast=stop` (or when no detour can be placed) stops at each
@@ -20,7 +20,7 @@
 
 use super::backend::{Backend, ProbeHandler};
 use crate::debuginfo::layout::Layout;
-use crate::target::recorder::{Record, RecordSpec, Recorder};
+use crate::inferior::recorder::{Record, RecordSpec, Recorder};
 use anyhow::{Result, anyhow, bail};
 use std::collections::HashMap;
 
@@ -308,7 +308,7 @@ impl PlanCacheProbe {
         let times = rec.wall_times(&records);
         // a busy statement (a plpgsql loop): read the ring 4 times as often
         crate::guard::set_poll_interval(
-            if records.len() as u64 > crate::target::recorder::CAPACITY / 16 || dropped > 0 {
+            if records.len() as u64 > crate::inferior::recorder::CAPACITY / 16 || dropped > 0 {
                 RING_POLL / 4
             } else {
                 RING_POLL
@@ -1126,8 +1126,8 @@ mod tests {
     //! moves them.
     use super::*;
     use crate::debuginfo::layout::FieldKind::{Bool, Float, Pointer, Signed};
+    use crate::inferior::Registers;
     use crate::postgres::backend::fake::{FakeBackend, layout};
-    use crate::target::Registers;
 
     /// Two CachedPlanSources.
     const P: u64 = 0x1000;

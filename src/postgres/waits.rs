@@ -541,9 +541,9 @@ mod tests {
     //! would write it.
     use super::*;
     use crate::debuginfo::layout::FieldKind::{Pointer, Signed, Unsigned};
+    use crate::inferior::Registers;
     use crate::postgres::backend::ProbeHandler;
     use crate::postgres::backend::fake::{FakeBackend, layout};
-    use crate::target::Registers;
 
     const LWLOCK: u32 = 0x0100_0033;
     const IO: u32 = 0x0a00_0008;

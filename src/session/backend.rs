@@ -5,10 +5,10 @@
 use crate::debuginfo::DebugInfo;
 use crate::expr::format::{Radix, format_value, to_json};
 use crate::infcall::CallFrame;
+use crate::inferior::Registers;
+use crate::inferior::recorder::{Record, RecordSpec, Recorder};
 use crate::postgres::backend::{Backend, ProbeEnd, ProbeHandler};
 use crate::session::Session;
-use crate::target::Registers;
-use crate::target::recorder::{Record, RecordSpec, Recorder};
 use anyhow::Result;
 use std::time::Duration;
 

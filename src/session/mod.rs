@@ -27,9 +27,9 @@ use crate::expr::eval::{EvalEnv, ValLoc, Value, eval, scalar};
 use crate::expr::format::{Radix, format_value, to_json};
 use crate::expr::parse;
 use crate::guard;
+use crate::inferior::regs::FrameRegs;
+use crate::inferior::{Stop, Target, procfs};
 use crate::postgres;
-use crate::target::regs::FrameRegs;
-use crate::target::{Stop, Target, procfs};
 use anyhow::{Result, anyhow, bail};
 use std::cell::RefCell;
 use std::path::PathBuf;
@@ -250,7 +250,7 @@ impl Session {
     }
 
     /// Registers at the current stop.
-    pub fn registers(&self) -> Result<crate::target::Registers> {
+    pub fn registers(&self) -> Result<crate::inferior::Registers> {
         self.target.regs()
     }
 
@@ -337,7 +337,7 @@ impl Session {
                 "built now"
             },
             self.bias,
-            match crate::target::xstate::XState::save(self.pid) {
+            match crate::inferior::xstate::XState::save(self.pid) {
                 Ok(x) => format!("{} saved around each call", x.describe()),
                 Err(e) => format!("{e:#}"),
             },

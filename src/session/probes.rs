@@ -170,7 +170,7 @@ impl Session {
     pub(crate) fn probe_loop(&mut self, h: &mut dyn ProbeHandler) -> Result<(ProbeEnd, String)> {
         let ticker = h.poll_every().map(guard::Ticker::start);
         let poll_hooks = guard::PollHooks::default();
-        let hooks: &dyn crate::target::WaitHooks = if ticker.is_some() {
+        let hooks: &dyn crate::inferior::WaitHooks = if ticker.is_some() {
             &poll_hooks
         } else {
             &guard::Hooks

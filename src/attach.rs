@@ -5,7 +5,6 @@
 //! for each worker.
 
 use crate::capture::Capture;
-use crate::cli::one_line;
 use crate::command;
 use crate::debuginfo::DebugInfo;
 use crate::debuginfo::debuginfod::Fetch;
@@ -420,4 +419,9 @@ fn run_script(
         }
     }
     Ok(0)
+}
+
+/// An error as one line (what every failure of pgdbg prints).
+pub(crate) fn one_line(e: &anyhow::Error) -> String {
+    e.to_string().replace('\n', " ")
 }

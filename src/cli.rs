@@ -3,7 +3,7 @@
 //! problem and what to do, with a non-zero exit, and leaves the target as
 //! it was.
 
-use crate::attach::AttachOpts;
+use crate::attach::{AttachOpts, one_line};
 use crate::debuginfo::DebugInfo;
 use crate::guard;
 use crate::inferior::procfs;
@@ -208,10 +208,6 @@ fn missing_subcommand() -> String {
         "{path} needs a subcommand: {} (see {path} --help)",
         subs.join(", ")
     )
-}
-
-pub(crate) fn one_line(e: &anyhow::Error) -> String {
-    e.to_string().replace('\n', " ")
 }
 
 fn extract_pack(binary: &std::path::Path, output: Option<&std::path::Path>) -> Result<i32> {

@@ -597,17 +597,24 @@ impl Target {
         self.wait(hooks)
     }
 
-    /// Resume the target (delivering any deferred signal) without waiting;
-    /// `wait` collects the next stop.
-    pub fn resume(&mut self) -> Result<()> {
+    /// The signal to deliver with the next resume (a fault the user saw,
+    /// else the first deferred one); any further deferred signals are
+    /// re-sent to the target with kill(2).
+    fn signal_to_deliver(&mut self) -> Option<Signal> {
         let sig = self
             .pending_fault
             .take()
             .or_else(|| self.deferred.pop_front());
-        // Any further deferred signals are re-sent to the target.
         while let Some(s) = self.deferred.pop_front() {
             let _ = nix::sys::signal::kill(self.pid, s);
         }
+        sig
+    }
+
+    /// Resume the target (delivering any deferred signal) without waiting;
+    /// `wait` collects the next stop.
+    pub fn resume(&mut self) -> Result<()> {
+        let sig = self.signal_to_deliver();
         self.flush_regs()?;
         ptrace::cont(self.pid, sig)
             .map_err(|e| anyhow!("cannot resume process {} ({e})", self.pid))?;
@@ -1087,13 +1094,7 @@ impl Target {
         if self.pending_fault == Some(Signal::SIGTRAP) {
             self.pending_fault = None;
         }
-        let sig = self
-            .pending_fault
-            .take()
-            .or_else(|| self.deferred.pop_front());
-        while let Some(s) = self.deferred.pop_front() {
-            let _ = nix::sys::signal::kill(self.pid, s);
-        }
+        let sig = self.signal_to_deliver();
         if self.gone {
             self.attached = false;
             return Ok(());

@@ -48,9 +48,12 @@ fn spawn_with_fsize(args: &[&str], limit: u64, out: &std::path::Path) -> Pgdbg {
     // SAFETY: setrlimit and signal are async-signal-safe.
     unsafe {
         cmd.pre_exec(move || {
+            // the soft limit: pgdbg's own files hit it; the hard one stays
+            // (pgdbg raises its soft limit to it only to size the shared
+            // table of its guardian)
             let rl = libc::rlimit {
                 rlim_cur: limit,
-                rlim_max: limit,
+                rlim_max: libc::RLIM_INFINITY,
             };
             if libc::setrlimit(libc::RLIMIT_FSIZE, &rl) != 0 {
                 return Err(std::io::Error::last_os_error());

@@ -150,8 +150,33 @@ impl Guardian {
             return Err(fail("memfd_create", std::io::Error::last_os_error()));
         }
         let memfd = unsafe { OwnedFd::from_raw_fd(memfd) };
-        if unsafe { libc::ftruncate(memfd.as_raw_fd(), BYTES as libc::off_t) } < 0 {
-            return Err(fail("ftruncate", std::io::Error::last_os_error()));
+        // a file-size limit (ulimit -f) applies to this memory file too:
+        // the soft limit is raised to the hard one for the ftruncate only
+        let mut rl = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit/setrlimit with a valid struct.
+        let raised = unsafe { libc::getrlimit(libc::RLIMIT_FSIZE, &mut rl) } == 0
+            && rl.rlim_cur < rl.rlim_max
+            && unsafe {
+                libc::setrlimit(
+                    libc::RLIMIT_FSIZE,
+                    &libc::rlimit {
+                        rlim_cur: rl.rlim_max,
+                        rlim_max: rl.rlim_max,
+                    },
+                )
+            } == 0;
+        // SAFETY: ftruncate on our own memfd.
+        let r = unsafe { libc::ftruncate(memfd.as_raw_fd(), BYTES as libc::off_t) };
+        let err = std::io::Error::last_os_error();
+        if raised {
+            // SAFETY: the limit as it was.
+            unsafe { libc::setrlimit(libc::RLIMIT_FSIZE, &rl) };
+        }
+        if r < 0 {
+            return Err(fail("ftruncate", err));
         }
         let shared = Shared::map(memfd.as_raw_fd())?;
         shared.set(W_MAGIC, MAGIC);

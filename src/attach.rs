@@ -12,7 +12,7 @@ use crate::guard;
 use crate::inferior::{Target, procfs};
 use crate::postgres::{self, ProcessKind};
 use crate::script::Script;
-use crate::session::{Flow, Session};
+use crate::session::{Flow, Session, SessionOptions};
 use anyhow::{Result, anyhow, bail};
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -301,9 +301,18 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
     };
     guard::install();
     let target = Target::attach(pid)?;
-    let mut session = Session::new(pid, target, di, real_clean.clone(), kind.clone(), cap)?;
-    session.call_timeout = call_timeout;
-    session.hit_limit = opts.count;
+    let mut session = Session::new(
+        pid,
+        target,
+        di,
+        real_clean.clone(),
+        kind.clone(),
+        cap,
+        SessionOptions {
+            call_timeout,
+            hit_limit: opts.count,
+        },
+    )?;
     if let Err(e) = session.check_pack() {
         let _ = session.detach();
         return Err(e);
@@ -382,7 +391,7 @@ fn run_script(
             }
             return Ok(0);
         }
-        if session.hit_limit.is_some_and(|l| session.hits_total >= l) {
+        if session.hit_limit_reached() {
             if !opts.quiet {
                 crate::errln!(
                     "pgdbg: --count reached ({} hits): detaching",

@@ -95,6 +95,24 @@ impl StopState {
     fn forget(&mut self) {}
 }
 
+/// How a session behaves, fixed when it is made.
+#[derive(Debug, Clone, Copy)]
+pub struct SessionOptions {
+    /// How long an inferior call may take before it is abandoned.
+    pub call_timeout: std::time::Duration,
+    /// `--count N` of a script: stop after N breakpoint hits.
+    pub hit_limit: Option<u64>,
+}
+
+impl Default for SessionOptions {
+    fn default() -> Self {
+        SessionOptions {
+            call_timeout: std::time::Duration::from_secs(5),
+            hit_limit: None,
+        }
+    }
+}
+
 /// What happened after `continue`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum RunOutcome {
@@ -121,13 +139,13 @@ pub struct Session {
     pub capture: Option<Capture>,
     pub last_stop: Option<Stop>,
     /// How long an inferior call may take before it is abandoned.
-    pub call_timeout: std::time::Duration,
+    call_timeout: std::time::Duration,
     /// At a breakpoint stop: the breakpoints whose condition held, with
     /// their `commands` blocks (taken before a temporary breakpoint is
     /// deleted by its stop).  None: not known, all breakpoints there count.
     hit: Option<Vec<(u32, Vec<Command>)>>,
     /// `--count N` of a script: stop after N breakpoint hits.
-    pub hit_limit: Option<u64>,
+    hit_limit: Option<u64>,
     /// Breakpoint hits counted against `hit_limit`.
     pub hits_total: u64,
 }
@@ -162,6 +180,11 @@ impl Session {
         (self.stop.run == self.target.run_count()).then_some(&self.stop)
     }
 
+    /// A script's `--count N` breakpoint hits were reached.
+    pub fn hit_limit_reached(&self) -> bool {
+        self.hit_limit.is_some_and(|l| self.hits_total >= l)
+    }
+
     /// The selected frame's number at this stop.
     pub(crate) fn selected(&mut self) -> usize {
         self.stop_state().selected
@@ -174,6 +197,7 @@ impl Session {
         exe_path: PathBuf,
         kind: postgres::ProcessKind,
         capture: Option<Capture>,
+        opts: SessionOptions,
     ) -> Result<Session> {
         let pg_version = postgres::version_string(di.binary.data);
         let bias = compute_bias(pid, &di)?;
@@ -192,9 +216,9 @@ impl Session {
             history: RefCell::new(Vec::new()),
             capture,
             last_stop: Some(Stop::Interrupted),
-            call_timeout: std::time::Duration::from_secs(5),
+            call_timeout: opts.call_timeout,
             hit: None,
-            hit_limit: None,
+            hit_limit: opts.hit_limit,
             hits_total: 0,
         };
         s.modules.refresh();

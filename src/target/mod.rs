@@ -18,6 +18,7 @@ pub mod procfs;
 pub mod recorder;
 pub mod regs;
 pub mod signals;
+pub mod traphandler;
 pub mod xstate;
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -97,6 +98,11 @@ pub struct Target {
     /// The process that restores the backend if pgdbg dies (guardian.rs),
     /// started before the first change.
     guardian: Option<guardian::Guardian>,
+    /// Our SIGTRAP handler in the target (traphandler.rs), installed with
+    /// the first int3 or debug register.
+    trap: Option<traphandler::TrapHandler>,
+    /// Installing it failed or is not wanted: not tried again.
+    trap_refused: bool,
 }
 
 /// Outcome of checking for a pending tool signal while waiting.
@@ -160,6 +166,8 @@ impl Target {
                 .ok(),
             detours: Vec::new(),
             guardian: None,
+            trap: None,
+            trap_refused: false,
         };
         prepare(&mut t);
         t.interrupt()?;
@@ -352,6 +360,8 @@ impl Target {
         if let Some(g) = self.guardian()? {
             g.note_breakpoint(addr, orig[0])?;
         }
+        self.ensure_trap_handler();
+        self.note_trap_address(addr, orig[0])?;
         self.write(addr, &[INT3])?;
         self.inserted.insert(addr, orig[0]);
         Ok(())
@@ -518,6 +528,9 @@ impl Target {
             && let Some(g) = self.guardian()?
         {
             g.note_debugregs(true);
+        }
+        if n == 7 && value != 0 {
+            self.ensure_trap_handler();
         }
         ptrace::write_user(self.pid, off as ptrace::AddressType, value as i64)
             .map_err(|e| anyhow!("cannot write debug register {n} ({e})"))?;
@@ -767,6 +780,7 @@ impl Target {
         self.set_running();
         self.attached = false;
         self.inserted.clear();
+        self.trap = None;
         if let Some(g) = &mut self.guardian {
             g.forget_all();
         }
@@ -1070,6 +1084,10 @@ impl Target {
         // a SIGTRAP the kernel still holds would kill the backend after
         // we leave: take it now
         if let Err(e) = self.drain_sigtrap() {
+            first_err.get_or_insert(e);
+        }
+        // our SIGTRAP handler last: nothing of ours can trap any more
+        if let Err(e) = self.remove_trap_handler() {
             first_err.get_or_insert(e);
         }
         self.deferred.retain(|s| *s != Signal::SIGTRAP);

@@ -19,7 +19,10 @@ fn signal_while_hitting(major: u32) {
         let mut a = cl.connect();
         let pid = a.pid();
         let maps_before = anon_exec_maps(pid);
-        assert!(!catches_sigtrap(pid), "{name}: SIGTRAP caught before attach");
+        assert!(
+            !catches_sigtrap(pid),
+            "{name}: SIGTRAP caught before attach"
+        );
         // break + many continues: the backend stops at every call.
         let mut lines = vec!["break pg_backend_pid".to_string()];
         lines.extend(std::iter::repeat_n("continue".to_string(), 200_000));

@@ -29,8 +29,10 @@
 //!
 //! Not covered by the guardian alone: a backend that hits an int3 between
 //! pgdbg's death and the guardian's seize, or that was stopped at a hit
-//! whose SIGTRAP pgdbg had not collected yet (the kernel delivers it when
-//! the tracer dies).
+//! whose SIGTRAP pgdbg had not resumed past (the kernel delivers it when
+//! the tracer dies): pgdbg's SIGTRAP handler in the backend covers that
+//! (traphandler.rs); the guardian puts the previous action back and unmaps
+//! its pages.
 
 use super::{Target, detour::Detour, procfs, traphandler};
 use anyhow::{Result, anyhow, bail};

@@ -139,7 +139,10 @@ pub fn emit(base: u64) -> Vec<u8> {
         c.extend_from_slice(&SYS_MPROTECT.to_le_bytes());
         c.extend_from_slice(&[0x0f, 0x05]); // syscall
     };
-    mprotect(&mut c, (libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC) as u8);
+    mprotect(
+        &mut c,
+        (libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC) as u8,
+    );
     // a failed mprotect leaves the int3: rip is still rewound, the int3
     // traps again until the guardian restores the byte
     c.extend_from_slice(&[0x48, 0x85, 0xc0]); // test rax, rax
@@ -272,7 +275,14 @@ impl Target {
             self.write(base + SEL, &h.half_addr(0).to_le_bytes())?;
             let r = self.inject_syscall(
                 libc::SYS_mprotect,
-                [base, PAGE, (libc::PROT_READ | libc::PROT_EXEC) as u64, 0, 0, 0],
+                [
+                    base,
+                    PAGE,
+                    (libc::PROT_READ | libc::PROT_EXEC) as u64,
+                    0,
+                    0,
+                    0,
+                ],
             )?;
             if r < 0 {
                 bail!("mprotect in the target failed (errno {})", -r);
@@ -392,7 +402,14 @@ impl Target {
             self.write(base + ACT_NEW, &sa_bytes(&old))?;
             let r = self.inject_syscall(
                 libc::SYS_rt_sigaction,
-                [libc::SIGTRAP as u64, base + ACT_NEW, base + ACT_OLD, 8, 0, 0],
+                [
+                    libc::SIGTRAP as u64,
+                    base + ACT_NEW,
+                    base + ACT_OLD,
+                    8,
+                    0,
+                    0,
+                ],
             )?;
             if r < 0 {
                 bail!("cannot restore the SIGTRAP action (errno {})", -r);
@@ -430,7 +447,9 @@ impl Target {
                     self.trap = None;
                     return Ok(());
                 }
-                return Err(anyhow!("the target stopped in the SIGTRAP handler: {stop:?}"));
+                return Err(anyhow!(
+                    "the target stopped in the SIGTRAP handler: {stop:?}"
+                ));
             }
             steps += 1;
         }

@@ -447,7 +447,7 @@ fn run(args: &[String]) -> Result<()> {
         if tracer == pgdbg {
             // still pgdbg's: alive (a restore of its own failed and it
             // goes on) or dying
-            std::thread::sleep(std::time::Duration::from_micros(20));
+            std::thread::sleep(std::time::Duration::from_millis(1));
             continue;
         }
         // someone else traces it now; they may let go
@@ -477,6 +477,10 @@ fn run(args: &[String]) -> Result<()> {
         t.trap = trap.clone();
     };
     let mut t = Target::attach_prepared(pid, adopt)?;
+    if !same() {
+        // the PID was reused between the check and the attach: not ours
+        return t.detach_untouched();
+    }
     let t_seized = t0.elapsed();
     let res = t.detach();
     let t_done = t0.elapsed();

@@ -424,7 +424,7 @@ impl Target {
         ptrace::setregs(self.pid, r.to_user())
             .map_err(|e| anyhow!("cannot write registers ({e})"))?;
         self.regs_dirty = false;
-        Ok(())
+        self.defuse_pending_trap()
     }
 
     /// Every address where an int3 of ours is written.
@@ -465,7 +465,7 @@ impl Target {
         if self.stopped {
             self.regs_cache.set(Some(*regs));
         }
-        Ok(())
+        self.defuse_pending_trap()
     }
 
     /// Read the registers from the kernel (not the cache) and check that
@@ -1045,6 +1045,33 @@ impl Target {
 
     /// Restore every code byte and debug register and detach.  Safe to call
     /// more than once and on a dead target.
+    /// Let go without restoring anything (the guardian found another
+    /// process under the PID): records dropped, a signal kept at attach
+    /// delivered.
+    pub(super) fn detach_untouched(&mut self) -> Result<()> {
+        self.inserted.clear();
+        self.debugregs_dirty = false;
+        self.detours.clear();
+        self.trap = None;
+        self.regs_dirty = false;
+        if !self.attached || self.gone {
+            return Ok(());
+        }
+        self.attached = false;
+        let sig = self
+            .pending_fault
+            .take()
+            .or_else(|| self.deferred.pop_front());
+        while let Some(s) = self.deferred.pop_front() {
+            let _ = nix::sys::signal::kill(self.pid, s);
+        }
+        self.set_running();
+        match ptrace::detach(self.pid, sig) {
+            Ok(()) | Err(Errno::ESRCH) => Ok(()),
+            Err(e) => Err(anyhow!("cannot detach from process {} ({e})", self.pid)),
+        }
+    }
+
     pub fn detach(&mut self) -> Result<()> {
         if !self.attached || self.gone {
             self.attached = false;

@@ -808,6 +808,115 @@ mod tests {
         assert!(ACT_DFL >= ACT_OLD + 8 * SA_WORDS as u64);
     }
 
+    /// In a forked child: the emitted handler installed for real, then
+    /// `body` run; returns the child's wait status.
+    fn run_with_handler(body: fn(u64) -> i32) -> i32 {
+        unsafe {
+            let pid = libc::fork();
+            assert!(pid >= 0);
+            if pid == 0 {
+                let base = libc::mmap(
+                    std::ptr::null_mut(),
+                    MAP_LEN as usize,
+                    libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                );
+                if base == libc::MAP_FAILED {
+                    libc::_exit(90);
+                }
+                let base = base as u64;
+                let code = emit(base);
+                std::ptr::copy_nonoverlapping(code.as_ptr(), base as *mut u8, code.len());
+                *((base + SEL) as *mut u64) = base + HALF0;
+                let act: [u64; SA_WORDS] = [
+                    base,
+                    SA_SIGINFO | SA_RESTART | SA_RESTORER,
+                    base + RESTORER,
+                    u64::MAX,
+                ];
+                let r = libc::syscall(
+                    libc::SYS_rt_sigaction,
+                    libc::SIGTRAP,
+                    act.as_ptr(),
+                    0usize,
+                    8usize,
+                );
+                if r != 0 {
+                    libc::_exit(91);
+                }
+                libc::_exit(body(base));
+            }
+            let mut st = 0;
+            assert_eq!(libc::waitpid(pid, &mut st, 0), pid);
+            st
+        }
+    }
+
+    /// An int3 not in the table: the handler re-raises SIGTRAP with the
+    /// default action, the process dies of it as it would without us.
+    #[test]
+    fn foreign_int3_dies_as_without_handler() {
+        let st = run_with_handler(|_| {
+            unsafe { std::arch::asm!("int3") };
+            0
+        });
+        assert!(
+            libc::WIFSIGNALED(st) && libc::WTERMSIG(st) == libc::SIGTRAP,
+            "status {st:#x}"
+        );
+    }
+
+    /// An int3 in the table (writable page): the byte comes back, rip is
+    /// rewound, the original instruction runs.
+    #[test]
+    fn int3_in_table_is_restored_and_rewound() {
+        let st = run_with_handler(|base| unsafe {
+            // a function in the handler's own (writable) mapping: mov eax, 7; ret
+            let f = base + HALF0 + TABLE_BYTES;
+            let code = [0xb8u8, 7, 0, 0, 0, 0xc3];
+            std::ptr::copy_nonoverlapping(code.as_ptr(), f as *mut u8, code.len());
+            *(f as *mut u8) = 0xcc;
+            *((base + HALF0) as *mut u64) = f | F_WRITABLE | (0xb8u64 << 56);
+            let g: extern "C" fn() -> i32 = std::mem::transmute(f as usize);
+            if g() != 7 || *(f as *const u8) != 0xb8 {
+                return 1;
+            }
+            0
+        });
+        assert!(
+            libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0,
+            "status {st:#x}"
+        );
+    }
+
+    /// A single-step trap: the handler clears TF in the context, so the
+    /// code after it runs without trapping on every instruction.
+    #[test]
+    fn single_step_trap_clears_tf() {
+        let st = run_with_handler(|_| {
+            let flags: u64;
+            unsafe {
+                std::arch::asm!(
+                    "pushfq",
+                    "or qword ptr [rsp], 0x100",
+                    "popfq",
+                    "nop",
+                    "nop",
+                    "pushfq",
+                    "pop {f}",
+                    f = out(reg) flags,
+                )
+            };
+            if flags & 0x100 != 0 { 1 } else { 0 }
+        });
+        assert!(
+            libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0,
+            "status {st:#x}"
+        );
+    }
+
     #[test]
     fn entries_pack_address_flag_and_byte() {
         let mut h = TrapHandler::adopted(0x1000, None);

@@ -18,6 +18,11 @@ fn signal_while_hitting(major: u32) {
     ] {
         let mut a = cl.connect();
         let pid = a.pid();
+        let maps_before = anon_exec_maps(pid);
+        assert!(
+            !catches_sigtrap(pid),
+            "{name}: SIGTRAP caught before attach"
+        );
         // break + many continues: the backend stops at every call.
         let mut lines = vec!["break pg_backend_pid".to_string()];
         lines.extend(std::iter::repeat_n("continue".to_string(), 200_000));
@@ -50,11 +55,22 @@ fn signal_while_hitting(major: u32) {
                 .map(|s| s.matches("\"event\":\"stop\"").count() >= 50)
                 .unwrap_or(false)
         });
+        // pgdbg's SIGTRAP handler is in place while the int3 is
+        assert!(catches_sigtrap(pid), "{name}: no SIGTRAP handler armed");
         unsafe {
             libc::kill(p.pid(), sig);
         }
         let (status, _, err) = p.wait(Duration::from_secs(30));
         assert_eq!(status, code, "{name}: exit status; stderr: {err}");
+        assert!(
+            !catches_sigtrap(pid),
+            "{name}: the SIGTRAP action was not put back"
+        );
+        assert_eq!(
+            anon_exec_maps(pid),
+            maps_before,
+            "{name}: the handler's pages are still mapped"
+        );
         assert_eq!(tracer_pid(pid), 0, "{name}: backend still traced");
         assert!(
             code_matches_file(pid, &bin, "pg_backend_pid", 32),

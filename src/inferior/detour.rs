@@ -392,7 +392,7 @@ impl Target {
     /// Whether any word between rsp and the top of its stack mapping holds
     /// an address in `range` (start, length): a saved rip of an interrupted
     /// detour.
-    fn stack_points_into(&self, range: (u64, u64)) -> Result<bool> {
+    pub(super) fn stack_points_into(&self, range: (u64, u64)) -> Result<bool> {
         let rsp = self.regs()?.rsp;
         let maps = procfs::maps(self.pid())?;
         let Some(m) = maps.iter().find(|m| m.start <= rsp && rsp < m.end) else {

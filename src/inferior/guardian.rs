@@ -29,21 +29,28 @@
 //!
 //! Not covered by the guardian alone: a backend that hits an int3 between
 //! pgdbg's death and the guardian's seize, or that was stopped at a hit
-//! whose SIGTRAP pgdbg had not collected yet (the kernel delivers it when
-//! the tracer dies).
+//! whose SIGTRAP pgdbg had not resumed past (the kernel delivers it when
+//! the tracer dies): pgdbg's SIGTRAP handler in the backend covers that
+//! (traphandler.rs); the guardian puts the previous action back and unmaps
+//! its pages.
 
-use super::{Target, detour::Detour, procfs};
+use super::{Target, detour::Detour, procfs, traphandler};
 use anyhow::{Result, anyhow, bail};
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 const MAGIC: u64 = 0x7067_6462_6775_6172; // "pgdbguar"
-/// Words of the header: magic, state, debug registers armed, backend PID.
-const HDR: usize = 8;
+/// Words of the header: magic, state, debug registers armed, backend PID,
+/// the SIGTRAP handler's pages (traphandler.rs), whether its saved action
+/// is valid, the saved action (4 words).
+const HDR: usize = 16;
 const W_MAGIC: usize = 0;
 const W_STATE: usize = 1;
 const W_DEBUGREGS: usize = 2;
+const W_TRAP_BASE: usize = 4;
+const W_TRAP_OLD_VALID: usize = 5;
+const W_TRAP_OLD: usize = 8;
 const STATE_ACTIVE: u64 = 0;
 const STATE_CLEAN: u64 = 1;
 /// Breakpoint slots: (address + 1, original byte); 0 marks a free slot.
@@ -283,6 +290,28 @@ impl Guardian {
         Ok(())
     }
 
+    /// The SIGTRAP handler's pages at `base` (mapped before this is
+    /// called), and the action to put back once it is known (recorded
+    /// before ours replaces it; None once it is back).
+    pub fn note_trap(&mut self, base: u64, old: Option<&[u64; traphandler::SA_WORDS]>) {
+        match old {
+            Some(o) => {
+                for (i, w) in o.iter().enumerate() {
+                    self.shared.set(W_TRAP_OLD + i, *w);
+                }
+                self.shared.set(W_TRAP_OLD_VALID, 1);
+            }
+            None => self.shared.set(W_TRAP_OLD_VALID, 0),
+        }
+        self.shared.set(W_TRAP_BASE, base);
+    }
+
+    /// The handler's pages are unmapped (or left for good).
+    pub fn forget_trap(&mut self) {
+        self.shared.set(W_TRAP_OLD_VALID, 0);
+        self.shared.set(W_TRAP_BASE, 0);
+    }
+
     pub fn forget_detour(&mut self, site: u64) {
         if let Some(slot) = self.detour_slot.remove(&site) {
             self.shared.set(HDR + 2 * BP_SLOTS + slot * DETOUR_WORDS, 0);
@@ -300,11 +329,15 @@ impl Guardian {
             self.forget_detour(s);
         }
         self.note_debugregs(false);
+        self.forget_trap();
     }
 
     /// Whether nothing is recorded: the backend is as pgdbg found it.
     fn empty(&self) -> bool {
-        self.bp_slot.is_empty() && self.detour_slot.is_empty() && self.shared.get(W_DEBUGREGS) == 0
+        self.bp_slot.is_empty()
+            && self.detour_slot.is_empty()
+            && self.shared.get(W_DEBUGREGS) == 0
+            && self.shared.get(W_TRAP_BASE) == 0
     }
 
     /// pgdbg detached: tell the guardian, which exits, and reap it.  With
@@ -409,7 +442,20 @@ fn run(args: &[String]) -> Result<()> {
         })
         .collect();
     let debugregs = shared.get(W_DEBUGREGS) != 0;
-    if bps.is_empty() && detours.is_empty() && !debugregs {
+    let trap = match shared.get(W_TRAP_BASE) {
+        0 => None,
+        base => {
+            let old = (shared.get(W_TRAP_OLD_VALID) != 0).then(|| {
+                let mut o = [0u64; traphandler::SA_WORDS];
+                for (i, w) in o.iter_mut().enumerate() {
+                    *w = shared.get(W_TRAP_OLD + i);
+                }
+                o
+            });
+            Some(traphandler::TrapHandler::adopted(base, old))
+        }
+    };
+    if bps.is_empty() && detours.is_empty() && !debugregs && trap.is_none() {
         return Ok(());
     }
     // the kernel lets go of the backend just after closing pgdbg's files
@@ -426,7 +472,7 @@ fn run(args: &[String]) -> Result<()> {
         if tracer == pgdbg {
             // still pgdbg's: alive (a restore of its own failed and it
             // goes on) or dying
-            std::thread::sleep(std::time::Duration::from_micros(20));
+            std::thread::sleep(std::time::Duration::from_millis(1));
             continue;
         }
         // someone else traces it now; they may let go
@@ -453,15 +499,25 @@ fn run(args: &[String]) -> Result<()> {
         for d in &detours {
             t.adopt_detour(d.clone());
         }
+        t.trap = trap.clone();
     };
     let mut t = Target::attach_prepared(pid, adopt)?;
+    if !same() {
+        // the PID was reused between the check and the attach: not ours
+        return t.detach_untouched();
+    }
     let t_seized = t0.elapsed();
     let res = t.detach();
     let t_done = t0.elapsed();
     let what = format!(
-        "{} breakpoint byte(s){}{}",
+        "{} breakpoint byte(s){}{}{}",
         bps.len(),
         if debugregs { ", debug registers" } else { "" },
+        if trap.is_some() {
+            ", the SIGTRAP handler"
+        } else {
+            ""
+        },
         if detours.is_empty() {
             String::new()
         } else {

@@ -18,6 +18,7 @@ pub mod procfs;
 pub mod recorder;
 pub mod regs;
 pub mod signals;
+pub mod traphandler;
 pub mod xstate;
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -100,6 +101,11 @@ pub struct Target {
     /// The process that restores the backend if pgdbg dies (guardian.rs),
     /// started before the first change.
     guardian: Option<guardian::Guardian>,
+    /// Our SIGTRAP handler in the target (traphandler.rs), installed with
+    /// the first int3 or debug register.
+    trap: Option<traphandler::TrapHandler>,
+    /// Installing it failed or is not wanted: not tried again.
+    trap_refused: bool,
 }
 
 /// Outcome of checking for a pending tool signal while waiting.
@@ -164,6 +170,8 @@ impl Target {
                 .ok(),
             detours: Vec::new(),
             guardian: None,
+            trap: None,
+            trap_refused: false,
         };
         prepare(&mut t);
         t.interrupt()?;
@@ -361,6 +369,8 @@ impl Target {
         if let Some(g) = self.guardian()? {
             g.note_breakpoint(addr, orig[0])?;
         }
+        self.ensure_trap_handler();
+        self.note_trap_address(addr, orig[0])?;
         self.write(addr, &[INT3])?;
         self.inserted.insert(addr, orig[0]);
         Ok(())
@@ -423,7 +433,7 @@ impl Target {
         ptrace::setregs(self.pid, r.to_user())
             .map_err(|e| anyhow!("cannot write registers ({e})"))?;
         self.regs_dirty = false;
-        Ok(())
+        self.defuse_pending_trap()
     }
 
     /// Every address where an int3 of ours is written.
@@ -464,7 +474,7 @@ impl Target {
         if self.stopped {
             self.regs_cache.set(Some(*regs));
         }
-        Ok(())
+        self.defuse_pending_trap()
     }
 
     /// Read the registers from the kernel (not the cache) and check that
@@ -527,6 +537,9 @@ impl Target {
             && let Some(g) = self.guardian()?
         {
             g.note_debugregs(true);
+        }
+        if n == 7 && value != 0 {
+            self.ensure_trap_handler();
         }
         ptrace::write_user(self.pid, off as ptrace::AddressType, value as i64)
             .map_err(|e| anyhow!("cannot write debug register {n} ({e})"))?;
@@ -785,6 +798,7 @@ impl Target {
         self.set_running();
         self.attached = false;
         self.inserted.clear();
+        self.trap = None;
         if let Some(g) = &mut self.guardian {
             g.forget_all();
         }
@@ -1049,6 +1063,33 @@ impl Target {
 
     /// Restore every code byte and debug register and detach.  Safe to call
     /// more than once and on a dead target.
+    /// Let go without restoring anything (the guardian found another
+    /// process under the PID): records dropped, a signal kept at attach
+    /// delivered.
+    pub(super) fn detach_untouched(&mut self) -> Result<()> {
+        self.inserted.clear();
+        self.debugregs_dirty = false;
+        self.detours.clear();
+        self.trap = None;
+        self.regs_dirty = false;
+        if !self.attached || self.gone {
+            return Ok(());
+        }
+        self.attached = false;
+        let sig = self
+            .pending_fault
+            .take()
+            .or_else(|| self.deferred.pop_front());
+        while let Some(s) = self.deferred.pop_front() {
+            let _ = nix::sys::signal::kill(self.pid, s);
+        }
+        self.set_running();
+        match ptrace::detach(self.pid, sig) {
+            Ok(()) | Err(Errno::ESRCH) => Ok(()),
+            Err(e) => Err(anyhow!("cannot detach from process {} ({e})", self.pid)),
+        }
+    }
+
     pub fn detach(&mut self) -> Result<()> {
         if !self.attached || self.gone {
             self.attached = false;
@@ -1088,6 +1129,10 @@ impl Target {
         // a SIGTRAP the kernel still holds would kill the backend after
         // we leave: take it now
         if let Err(e) = self.drain_sigtrap() {
+            first_err.get_or_insert(e);
+        }
+        // our SIGTRAP handler last: nothing of ours can trap any more
+        if let Err(e) = self.remove_trap_handler() {
             first_err.get_or_insert(e);
         }
         self.deferred.retain(|s| *s != Signal::SIGTRAP);

@@ -680,3 +680,16 @@ pub fn guardians_of(pid: i32) -> Vec<i32> {
         })
         .collect()
 }
+
+/// Whether `pid` has a handler for SIGTRAP (/proc/PID/status SigCgt):
+/// pgdbg's own while it has int3s or debug registers armed there, none
+/// once it (or its guardian) restored the backend.
+pub fn catches_sigtrap(pid: i32) -> bool {
+    let st = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    st.lines()
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .unwrap()
+        & (1 << (libc::SIGTRAP - 1))
+        != 0
+}

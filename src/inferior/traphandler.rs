@@ -1,0 +1,927 @@
+//! A SIGTRAP handler of ours inside the target, for as long as int3s or
+//! debug registers of ours are armed there.  While pgdbg traces the target
+//! it never runs: ptrace reports every SIGTRAP to pgdbg first, and pgdbg
+//! never delivers one.  It runs only when pgdbg is gone (SIGKILL, the OOM
+//! killer, a crash of pgdbg) and the target traps before the guardian
+//! (guardian.rs) has restored it: without it the SIGTRAP kills the backend
+//! and the postmaster restarts the cluster.
+//!
+//! The handler (raw machine code, no libc, no stack use beyond its return
+//! address, all signals blocked while it runs):
+//! * an int3 (`si_code` SI_KERNEL or TRAP_BRKPT) whose address (`rip - 1`
+//!   in the interrupted context) is in our table: when the byte there is
+//!   still 0xcc, the page is made writable (`mprotect`, page-aligned,
+//!   read/write/exec), the original byte stored, the page made read/exec
+//!   again; then the context's `rip` is set back to the int3's address and
+//!   the handler returns (`rt_sigreturn` through our restorer): the
+//!   original instruction runs as if the int3 had never been there; when
+//!   the mprotect fails it dies as below (rewinding would loop on the int3);
+//! * an int3 not in the table whose byte is still 0xcc (not ours, or ours
+//!   and missing from the table), or the one behind an injected system call
+//!   (`rip` = AT_ENTRY + 3): the code cannot go on there, so it dies as it
+//!   would without us: SIGTRAP's action back to the default, and a SIGTRAP
+//!   to its own thread (blocked while the handler runs, delivered at
+//!   `rt_sigreturn`);
+//! * a single-step (`si_code` TRAP_TRACE): the trap flag is cleared in the
+//!   interrupted context (else it traps on every instruction after);
+//! * anything else (a watchpoint: `rip` is already past the writing
+//!   instruction, nothing to undo; a SIGTRAP pgdbg had dealt with, whose
+//!   `si_code` it set to TRAP_UNK when it wrote `rip`): it returns,
+//!   changing nothing.
+//!
+//! The table holds every address pgdbg has armed since the handler was
+//! installed, with its original byte (code does not change, so an entry
+//! stays true after its int3 is removed): an address costs one 8-byte write
+//! into the target the first time it is armed, none after (internal
+//! one-shot breakpoints are armed thousands of times a second).  When it is
+//! full, the addresses still armed are written into the other half of the
+//! table and one word switches the handler to it.
+//!
+//! Installed with an injected `rt_sigaction` only where the target's
+//! SIGTRAP action is the default one; the action found is recorded in the
+//! guardian's table first and put back at detach (by pgdbg or the
+//! guardian), then the pages are unmapped unless a stack word points into
+//! them.
+
+use super::{Target, procfs};
+use anyhow::{Result, anyhow, bail};
+use std::collections::HashSet;
+
+const PAGE: u64 = 4096;
+/// Entries in each half of the table.
+pub const CAP: u64 = 16384;
+/// Mapping: code page, data page (selector, sigaction scratch), two halves.
+const TABLE_BYTES: u64 = CAP * 8;
+pub const MAP_LEN: u64 = 2 * PAGE + 2 * TABLE_BYTES;
+const DATA: u64 = PAGE;
+/// In the data page: the address of the active half.
+const SEL: u64 = DATA;
+/// In the data page: the target's AT_ENTRY (where inject_syscall runs
+/// `syscall; int3`).
+const ENTRY: u64 = DATA + 0x10;
+/// In the data page: kernel sigaction structs for rt_sigaction; ACT_DFL
+/// stays all zeros (SIG_DFL), for the handler itself.
+const ACT_NEW: u64 = DATA + 0x40;
+const ACT_OLD: u64 = DATA + 0x80;
+const ACT_DFL: u64 = DATA + 0xc0;
+const HALF0: u64 = 2 * PAGE;
+/// The restorer's offset in the code page.
+const RESTORER: u64 = 0x200;
+
+// Kernel ABI constants (x86-64), fixed by the kernel's user-space ABI:
+/// `siginfo_t.si_code`: after `int si_signo; int si_errno;`
+/// (include/uapi/asm-generic/siginfo.h).
+const SIGINFO_CODE: u32 = 8;
+/// `ucontext_t.uc_mcontext.rip`: `struct ucontext { unsigned long
+/// uc_flags; struct ucontext *uc_link; stack_t uc_stack (24 bytes);
+/// struct sigcontext uc_mcontext; ... }` (arch/x86/include/uapi/asm/
+/// ucontext.h), and in `struct sigcontext_64` rip follows r8-r15, rdi,
+/// rsi, rbp, rbx, rdx, rax, rcx, rsp: 16 words (arch/x86/include/uapi/
+/// asm/sigcontext.h; glibc's REG_RIP = 16).  40 + 16 * 8.
+const UCONTEXT_RIP: u32 = 40 + 16 * 8;
+/// `ucontext_t.uc_mcontext.eflags`: the word after rip (glibc's REG_EFL
+/// = 17), and its trap flag (bit 8).
+const UCONTEXT_EFLAGS: u32 = 40 + 17 * 8;
+const EFLAGS_TF: u32 = 1 << 8;
+/// `si_code` of a single-step (TRAP_TRACE), and the one pgdbg writes into
+/// a SIGTRAP it has already dealt with (TRAP_UNK): the handler leaves a
+/// TRAP_UNK alone.
+const TRAP_TRACE: u32 = 2;
+pub const TRAP_UNK: i32 = 5;
+/// `si_code` of an int3: SI_KERNEL (do_int3 sends a SIGTRAP without
+/// details), or TRAP_BRKPT on kernels that give one.
+pub(super) const SI_KERNEL: u32 = 0x80;
+pub(super) const TRAP_BRKPT: u32 = 1;
+const SYS_MPROTECT: u32 = 10;
+const SYS_RT_SIGRETURN: u32 = 15;
+const SYS_RT_SIGACTION: u32 = 13;
+const SYS_GETPID: u32 = 39;
+const SYS_GETTID: u32 = 186;
+const SYS_TGKILL: u32 = 234;
+/// `struct sigaction` as the kernel takes it (kernel_sigaction): handler,
+/// flags, restorer, mask (8 bytes): 4 words.
+pub const SA_WORDS: usize = 4;
+const SA_SIGINFO: u64 = 4;
+const SA_RESTART: u64 = 0x1000_0000;
+const SA_RESTORER: u64 = 0x0400_0000;
+/// Entry: bits 0-47 the address, bit 48 the page is writable already (no
+/// mprotect), bits 56-63 the original byte.
+const ADDR_MASK: u64 = (1 << 48) - 1;
+const F_WRITABLE: u64 = 1 << 48;
+
+/// The handler's machine code, for a mapping at `base`.
+pub fn emit(base: u64) -> Vec<u8> {
+    let mut c: Vec<u8> = Vec::with_capacity(RESTORER as usize + 16);
+    let d32 = |c: &mut Vec<u8>, v: u32| c.extend_from_slice(&v.to_le_bytes());
+    // near conditional jumps (0f 8x rel32) to `die`, patched at the end
+    let mut to_die: Vec<usize> = Vec::new();
+    // rdi = signal, rsi = siginfo, rdx = ucontext
+    c.extend_from_slice(&[0x8b, 0x46, SIGINFO_CODE as u8]); // mov eax, [rsi+8]
+    c.extend_from_slice(&[0x83, 0xf8, TRAP_TRACE as u8]); // cmp eax, TRAP_TRACE
+    let je_trace = c.len();
+    c.extend_from_slice(&[0x74, 0]); // je trace
+    c.extend_from_slice(&[0x3d]); // cmp eax, SI_KERNEL
+    d32(&mut c, SI_KERNEL);
+    let je_int3 = c.len();
+    c.extend_from_slice(&[0x74, 0]); // je int3
+    c.extend_from_slice(&[0x83, 0xf8, TRAP_BRKPT as u8]); // cmp eax, TRAP_BRKPT
+    let jne_done0 = c.len();
+    c.extend_from_slice(&[0x75, 0]); // jne done
+    let int3 = c.len();
+    c.extend_from_slice(&[0x4c, 0x8b, 0x82]); // int3: mov r8, [rdx+UCONTEXT_RIP]
+    d32(&mut c, UCONTEXT_RIP);
+    c.extend_from_slice(&[0x4d, 0x8d, 0x48, 0xff]); // lea r9, [r8-1]
+    c.extend_from_slice(&[0x48, 0xb8]); // movabs rax, base+SEL
+    c.extend_from_slice(&(base + SEL).to_le_bytes());
+    c.extend_from_slice(&[0x48, 0x8b, 0x00]); // mov rax, [rax]    active half
+    c.push(0xb9); // mov ecx, CAP
+    d32(&mut c, CAP as u32);
+    let lp = c.len();
+    c.extend_from_slice(&[0x4c, 0x8b, 0x10]); // loop: mov r10, [rax]
+    c.extend_from_slice(&[0x4d, 0x85, 0xd2]); // test r10, r10
+    let jz_missing = c.len();
+    c.extend_from_slice(&[0x74, 0]); // jz missing (end of table)
+    c.extend_from_slice(&[0x4d, 0x89, 0xd3]); // mov r11, r10
+    c.extend_from_slice(&[0x49, 0xc1, 0xe3, 0x10]); // shl r11, 16
+    c.extend_from_slice(&[0x49, 0xc1, 0xeb, 0x10]); // shr r11, 16   address
+    c.extend_from_slice(&[0x4d, 0x39, 0xcb]); // cmp r11, r9
+    let je_found = c.len();
+    c.extend_from_slice(&[0x74, 0]); // je found
+    c.extend_from_slice(&[0x48, 0x83, 0xc0, 0x08]); // add rax, 8
+    c.extend_from_slice(&[0xff, 0xc9]); // dec ecx
+    let jnz = c.len();
+    c.extend_from_slice(&[0x75, 0]); // jnz loop
+    c[jnz + 1] = (lp as isize - (jnz as isize + 2)) as i8 as u8;
+    // missing: an int3 not in the table.  Still an int3 there (not ours,
+    // or ours and missing), or the one behind an injected system call at
+    // AT_ENTRY: the code around it cannot go on, die as without us
+    let missing = c.len();
+    c.extend_from_slice(&[0x41, 0x80, 0x39, 0xcc]); // missing: cmp byte [r9], 0xcc
+    to_die.push(c.len());
+    c.extend_from_slice(&[0x0f, 0x84, 0, 0, 0, 0]); // je die
+    c.extend_from_slice(&[0x48, 0xb8]); // movabs rax, base+ENTRY
+    c.extend_from_slice(&(base + ENTRY).to_le_bytes());
+    c.extend_from_slice(&[0x48, 0x8b, 0x00]); // mov rax, [rax]    AT_ENTRY
+    c.extend_from_slice(&[0x48, 0x83, 0xc0, 0x03]); // add rax, 3
+    c.extend_from_slice(&[0x4c, 0x39, 0xc0]); // cmp rax, r8
+    to_die.push(c.len());
+    c.extend_from_slice(&[0x0f, 0x84, 0, 0, 0, 0]); // je die
+    let done = c.len();
+    c.push(0xc3); // done: ret
+    // trace: a single-step of pgdbg's: TF off in the context, or it traps
+    // on every instruction after the return
+    let trace = c.len();
+    c.extend_from_slice(&[0x81, 0xa2]); // trace: and dword [rdx+UCONTEXT_EFLAGS], ~TF
+    d32(&mut c, UCONTEXT_EFLAGS);
+    d32(&mut c, !EFLAGS_TF);
+    c.push(0xc3); // ret
+    let found = c.len();
+    c.extend_from_slice(&[0x49, 0x89, 0xd4]); // found: mov r12, rdx   ucontext
+    c.extend_from_slice(&[0x4d, 0x89, 0xcd]); // mov r13, r9           int3 address
+    c.extend_from_slice(&[0x4d, 0x89, 0xd6]); // mov r14, r10          entry
+    c.extend_from_slice(&[0x41, 0x80, 0x7d, 0x00, 0xcc]); // cmp byte [r13], 0xcc
+    let jne_rewind0 = c.len();
+    c.extend_from_slice(&[0x75, 0]); // jne rewind (already restored)
+    c.extend_from_slice(&[0x49, 0x0f, 0xba, 0xe6, 48]); // bt r14, 48
+    let jc_store = c.len();
+    c.extend_from_slice(&[0x72, 0]); // jc store (writable page)
+    let mprotect = |c: &mut Vec<u8>, prot: u8| {
+        c.extend_from_slice(&[0x4c, 0x89, 0xef]); // mov rdi, r13
+        c.extend_from_slice(&[0x48, 0x81, 0xe7, 0x00, 0xf0, 0xff, 0xff]); // and rdi, -4096
+        c.extend_from_slice(&[0xbe, 0x00, 0x10, 0x00, 0x00]); // mov esi, 4096
+        c.extend_from_slice(&[0xba, prot, 0, 0, 0]); // mov edx, prot
+        c.push(0xb8); // mov eax, SYS_mprotect
+        c.extend_from_slice(&SYS_MPROTECT.to_le_bytes());
+        c.extend_from_slice(&[0x0f, 0x05]); // syscall
+    };
+    mprotect(
+        &mut c,
+        (libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC) as u8,
+    );
+    // a failed mprotect leaves the int3: rewinding would loop on it
+    // forever, going on after it runs from the middle of code: die
+    c.extend_from_slice(&[0x48, 0x85, 0xc0]); // test rax, rax
+    to_die.push(c.len());
+    c.extend_from_slice(&[0x0f, 0x85, 0, 0, 0, 0]); // jnz die
+    let store = c.len();
+    c.extend_from_slice(&[0x4c, 0x89, 0xf0]); // store: mov rax, r14
+    c.extend_from_slice(&[0x48, 0xc1, 0xe8, 0x38]); // shr rax, 56   original byte
+    c.extend_from_slice(&[0x41, 0x88, 0x45, 0x00]); // mov [r13], al
+    c.extend_from_slice(&[0x49, 0x0f, 0xba, 0xe6, 48]); // bt r14, 48
+    let jc_rewind = c.len();
+    c.extend_from_slice(&[0x72, 0]); // jc rewind
+    // (a failure here leaves the page writable: the byte is back)
+    mprotect(&mut c, (libc::PROT_READ | libc::PROT_EXEC) as u8);
+    let rewind = c.len();
+    c.extend_from_slice(&[0x4d, 0x89, 0xac, 0x24]); // rewind: mov [r12+UCONTEXT_RIP], r13
+    d32(&mut c, UCONTEXT_RIP);
+    c.push(0xc3); // ret
+    // die: the default action back, and the SIGTRAP again for this thread:
+    // blocked while the handler runs, delivered (default action: the
+    // process dies, as it did without us) as soon as rt_sigreturn unblocks it
+    let die = c.len();
+    c.push(0xbf); // die: mov edi, SIGTRAP
+    d32(&mut c, libc::SIGTRAP as u32);
+    c.extend_from_slice(&[0x48, 0xbe]); // movabs rsi, base+ACT_DFL
+    c.extend_from_slice(&(base + ACT_DFL).to_le_bytes());
+    c.extend_from_slice(&[0x31, 0xd2]); // xor edx, edx
+    c.extend_from_slice(&[0x41, 0xba, 8, 0, 0, 0]); // mov r10d, 8
+    c.push(0xb8); // mov eax, SYS_rt_sigaction
+    d32(&mut c, SYS_RT_SIGACTION);
+    c.extend_from_slice(&[0x0f, 0x05]); // syscall
+    c.push(0xb8); // mov eax, SYS_getpid
+    d32(&mut c, SYS_GETPID);
+    c.extend_from_slice(&[0x0f, 0x05]); // syscall
+    c.extend_from_slice(&[0x49, 0x89, 0xc7]); // mov r15, rax
+    c.push(0xb8); // mov eax, SYS_gettid
+    d32(&mut c, SYS_GETTID);
+    c.extend_from_slice(&[0x0f, 0x05]); // syscall
+    c.extend_from_slice(&[0x89, 0xc6]); // mov esi, eax
+    c.extend_from_slice(&[0x44, 0x89, 0xff]); // mov edi, r15d
+    c.push(0xba); // mov edx, SIGTRAP
+    d32(&mut c, libc::SIGTRAP as u32);
+    c.push(0xb8); // mov eax, SYS_tgkill
+    d32(&mut c, SYS_TGKILL);
+    c.extend_from_slice(&[0x0f, 0x05]); // syscall
+    c.push(0xc3); // ret
+    let patch = |c: &mut Vec<u8>, at: usize, to: usize| {
+        c[at + 1] = u8::try_from(to - (at + 2))
+            .ok()
+            .filter(|d| *d < 0x80)
+            .expect("short jump");
+    };
+    patch(&mut c, je_trace, trace);
+    patch(&mut c, je_int3, int3);
+    patch(&mut c, jne_done0, done);
+    patch(&mut c, jz_missing, missing);
+    patch(&mut c, je_found, found);
+    patch(&mut c, jne_rewind0, rewind);
+    patch(&mut c, jc_store, store);
+    patch(&mut c, jc_rewind, rewind);
+    for at in to_die {
+        let rel = u32::try_from(die - (at + 6)).expect("near jump");
+        c[at + 2..at + 6].copy_from_slice(&rel.to_le_bytes());
+    }
+    assert!(c.len() as u64 <= RESTORER);
+    c.resize(RESTORER as usize, 0xf4); // hlt: never reached
+    c.push(0xb8); // restorer: mov eax, SYS_rt_sigreturn
+    c.extend_from_slice(&SYS_RT_SIGRETURN.to_le_bytes());
+    c.extend_from_slice(&[0x0f, 0x05]); // syscall
+    c.extend_from_slice(&[0x0f, 0x0b]); // ud2 (rt_sigreturn does not return)
+    c
+}
+
+/// A handler installed in the target.
+#[derive(Debug, Clone)]
+pub struct TrapHandler {
+    pub base: u64,
+    /// The SIGTRAP action found at install (kernel sigaction), put back at
+    /// detach; None while it has not been read (nothing changed yet).
+    pub old: Option<[u64; SA_WORDS]>,
+    /// Whether our action is (or may be) in place.
+    installed: bool,
+    /// Addresses in the active half, in order.
+    entries: Vec<u64>,
+    known: HashSet<u64>,
+    half: u64,
+    /// Executable mappings (start, end, writable), refreshed on a miss.
+    exec: Vec<(u64, u64, bool)>,
+}
+
+impl TrapHandler {
+    /// Taken over by the guardian from pgdbg's record.
+    pub fn adopted(base: u64, old: Option<[u64; SA_WORDS]>) -> TrapHandler {
+        TrapHandler {
+            base,
+            old,
+            installed: old.is_some(),
+            entries: Vec::new(),
+            known: HashSet::new(),
+            half: 0,
+            exec: Vec::new(),
+        }
+    }
+
+    fn half_addr(&self, h: u64) -> u64 {
+        self.base + HALF0 + h * TABLE_BYTES
+    }
+
+    fn entry(&mut self, pid: i32, addr: u64, orig: u8) -> u64 {
+        let find = |e: &[(u64, u64, bool)]| {
+            e.iter()
+                .find(|(s, en, _)| *s <= addr && addr < *en)
+                .map(|x| x.2)
+        };
+        let writable = match find(&self.exec) {
+            Some(w) => w,
+            None => {
+                self.exec = procfs::maps(pid)
+                    .unwrap_or_default()
+                    .iter()
+                    .filter(|m| m.perms.contains('x'))
+                    .map(|m| (m.start, m.end, m.perms.contains('w')))
+                    .collect();
+                find(&self.exec).unwrap_or(false)
+            }
+        };
+        (addr & ADDR_MASK) | if writable { F_WRITABLE } else { 0 } | ((orig as u64) << 56)
+    }
+}
+
+fn sa_bytes(sa: &[u64; SA_WORDS]) -> Vec<u8> {
+    sa.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
+
+impl Target {
+    /// Install the handler if it is not there yet (before the first int3 or
+    /// debug register).  The target must be stopped; a failure leaves the
+    /// target as it was and is only logged (the guardian still restores
+    /// the target, only the window before it acts stays open).
+    pub(super) fn ensure_trap_handler(&mut self) {
+        if self.trap.is_some() || self.trap_refused || self.gone || !self.stopped {
+            return;
+        }
+        if std::env::var_os("PGDBG_NO_TRAP_HANDLER").is_some() {
+            self.trap_refused = true;
+            return;
+        }
+        if let Err(e) = self.install_trap_handler() {
+            self.trap_refused = true;
+            super::log::debug(&format!("no SIGTRAP handler in the target: {e:#}"));
+        }
+    }
+
+    fn install_trap_handler(&mut self) -> Result<()> {
+        if self.guardian()?.is_none() {
+            // the guardian itself never installs one
+            bail!("in the guardian");
+        }
+        let base = self.map_pages(None, MAP_LEN, libc::PROT_READ | libc::PROT_WRITE)?;
+        let mut h = TrapHandler::adopted(base, None);
+        if let Some(g) = &mut self.guardian {
+            g.note_trap(base, None);
+        }
+        let res = (|| -> Result<()> {
+            let code = emit(base);
+            self.write(base, &code)?;
+            self.write(base + SEL, &h.half_addr(0).to_le_bytes())?;
+            let entry = procfs::auxv_entry(self.pid()).unwrap_or(0);
+            self.write(base + ENTRY, &entry.to_le_bytes())?;
+            self.write(base + ACT_DFL, &[0u8; SA_WORDS * 8])?;
+            let r = self.inject_syscall(
+                libc::SYS_mprotect,
+                [
+                    base,
+                    PAGE,
+                    (libc::PROT_READ | libc::PROT_EXEC) as u64,
+                    0,
+                    0,
+                    0,
+                ],
+            )?;
+            if r < 0 {
+                bail!("mprotect in the target failed (errno {})", -r);
+            }
+            // the action now in place, read first and recorded for the
+            // guardian before ours replaces it
+            let r = self.inject_syscall(
+                libc::SYS_rt_sigaction,
+                [libc::SIGTRAP as u64, 0, base + ACT_OLD, 8, 0, 0],
+            )?;
+            if r < 0 {
+                bail!("rt_sigaction in the target failed (errno {})", -r);
+            }
+            let mut b = [0u8; SA_WORDS * 8];
+            self.read(base + ACT_OLD, &mut b)?;
+            let mut old = [0u64; SA_WORDS];
+            for (i, w) in old.iter_mut().enumerate() {
+                *w = u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().expect("8"));
+            }
+            if old[0] != libc::SIG_DFL as u64 {
+                bail!("the target has a SIGTRAP action of its own ({:#x})", old[0]);
+            }
+            h.old = Some(old);
+            if let Some(g) = &mut self.guardian {
+                g.note_trap(base, Some(&old));
+            }
+            let new: [u64; SA_WORDS] = [
+                base,
+                SA_SIGINFO | SA_RESTART | SA_RESTORER,
+                base + RESTORER,
+                u64::MAX, // every signal blocked while it runs
+            ];
+            self.write(base + ACT_NEW, &sa_bytes(&new))?;
+            h.installed = true;
+            let r = self.inject_syscall(
+                libc::SYS_rt_sigaction,
+                [libc::SIGTRAP as u64, base + ACT_NEW, 0, 8, 0, 0],
+            )?;
+            if r < 0 {
+                bail!("rt_sigaction in the target failed (errno {})", -r);
+            }
+            Ok(())
+        })();
+        self.trap = Some(h);
+        if let Err(e) = res {
+            let _ = self.remove_trap_handler();
+            return Err(e);
+        }
+        // addresses already armed (none normally)
+        let armed: Vec<(u64, u8)> = self.inserted.iter().map(|(a, b)| (*a, *b)).collect();
+        for (a, b) in armed {
+            self.note_trap_address(a, b)?;
+        }
+        Ok(())
+    }
+
+    /// Make sure the handler knows `addr` (an int3 about to be written over
+    /// `orig`): one 8-byte write the first time, none after.
+    pub(super) fn note_trap_address(&mut self, addr: u64, orig: u8) -> Result<()> {
+        let pid = self.pid();
+        let Some(h) = &mut self.trap else {
+            return Ok(());
+        };
+        if h.known.contains(&addr) || orig == 0xcc {
+            return Ok(());
+        }
+        let e = h.entry(pid, addr, orig);
+        if (h.entries.len() as u64) < CAP {
+            let at = h.half_addr(h.half) + 8 * h.entries.len() as u64;
+            h.entries.push(addr);
+            h.known.insert(addr);
+            return self.write(at, &e.to_le_bytes());
+        }
+        // full: this address, the one of the current stop (its int3 may
+        // be removed already, its SIGTRAP still pending) and the addresses
+        // armed now into the other half, zeros after them, then the switch
+        let stop_at = if self.stopped {
+            self.regs().ok().map(|r| r.rip.wrapping_sub(1))
+        } else {
+            None
+        };
+        let h = self.trap.as_ref().expect("handler");
+        let mut list: Vec<(u64, u8)> = vec![(addr, orig)];
+        if let Some(s) = stop_at
+            && s != addr
+            && h.known.contains(&s)
+        {
+            let b = self
+                .inserted
+                .get(&s)
+                .copied()
+                .or_else(|| self.original_byte_in_table(s));
+            if let Some(b) = b {
+                list.push((s, b));
+            }
+        }
+        for (&a, &b) in &self.inserted {
+            if !list.iter().any(|(x, _)| *x == a) {
+                list.push((a, b));
+            }
+        }
+        if list.len() >= CAP as usize {
+            // an armed int3 would be missing from the table: no handler
+            // rather than one that lets the backend run past an int3
+            super::log::debug(&format!(
+                "SIGTRAP handler removed: {} addresses armed, its table holds {}",
+                list.len(),
+                CAP - 1
+            ));
+            self.trap_refused = true;
+            return self.remove_trap_handler();
+        }
+        let h = self.trap.as_mut().expect("handler");
+        let other = 1 - h.half;
+        let mut bytes = vec![0u8; TABLE_BYTES as usize];
+        let mut entries = Vec::new();
+        for (i, &(a, b)) in list.iter().enumerate() {
+            let e = h.entry(pid, a, b);
+            bytes[i * 8..i * 8 + 8].copy_from_slice(&e.to_le_bytes());
+            entries.push(a);
+        }
+        let (half_at, sel) = (h.half_addr(other), h.base + SEL);
+        self.write(half_at, &bytes)?;
+        self.write(sel, &half_at.to_le_bytes())?;
+        let h = self.trap.as_mut().expect("handler");
+        h.half = other;
+        h.known = entries.iter().copied().collect();
+        h.entries = entries;
+        Ok(())
+    }
+
+    /// Put the SIGTRAP action found back and unmap the pages unless a
+    /// stack word points into them (a handler running, only possible after
+    /// pgdbg died: the guardian steps the target out of it first).
+    pub(super) fn remove_trap_handler(&mut self) -> Result<()> {
+        let Some(h) = self.trap.clone() else {
+            return Ok(());
+        };
+        if self.gone {
+            self.trap = None;
+            return Ok(());
+        }
+        if !self.stopped {
+            self.ensure_stopped()?;
+            if self.gone {
+                self.trap = None;
+                return Ok(());
+            }
+        }
+        let base = h.base;
+        if let (true, Some(old)) = (h.installed, h.old) {
+            self.write(base + ACT_NEW, &sa_bytes(&old))?;
+            let r = self.inject_syscall(
+                libc::SYS_rt_sigaction,
+                [
+                    libc::SIGTRAP as u64,
+                    base + ACT_NEW,
+                    base + ACT_OLD,
+                    8,
+                    0,
+                    0,
+                ],
+            )?;
+            if r < 0 {
+                bail!("cannot restore the SIGTRAP action (errno {})", -r);
+            }
+            let mut b = [0u8; 8];
+            self.read(base + ACT_OLD, &mut b)?;
+            let cur = u64::from_le_bytes(b);
+            if cur != base {
+                // the target replaced our action meanwhile: keep its own
+                let mut theirs = [0u8; SA_WORDS * 8];
+                self.read(base + ACT_OLD, &mut theirs)?;
+                self.write(base + ACT_NEW, &theirs)?;
+                let _ = self.inject_syscall(
+                    libc::SYS_rt_sigaction,
+                    [libc::SIGTRAP as u64, base + ACT_NEW, 0, 8, 0, 0],
+                )?;
+            }
+        }
+        if let Some(t) = &mut self.trap {
+            t.installed = false;
+        }
+        if let Some(g) = &mut self.guardian {
+            g.note_trap(base, None);
+        }
+        // inside the handler (the guardian seized the target while it ran):
+        // step it out; it is straight-line code and one bounded loop
+        let in_page = |a: u64| a >= base && a < base + PAGE;
+        let mut steps = 0u32;
+        while in_page(self.regs()?.rip) {
+            if steps == 200_000 {
+                bail!("the target does not leave the SIGTRAP handler");
+            }
+            if let Some(stop) = self.single_step_raw()? {
+                if self.gone {
+                    self.trap = None;
+                    return Ok(());
+                }
+                return Err(anyhow!(
+                    "the target stopped in the SIGTRAP handler: {stop:?}"
+                ));
+            }
+            steps += 1;
+        }
+        let in_use = self.stack_points_into((base, MAP_LEN))?;
+        // our code still there: the pages are ours (read before the
+        // record goes)
+        let code = emit(base);
+        let mut now = vec![0u8; code.len()];
+        let ours = self.read(base, &mut now).is_ok() && now == code;
+        // the record goes first: if pgdbg dies (or unmapping fails) after
+        // this, the pages leak, but nobody unmaps memory the backend may
+        // use by then
+        self.trap = None;
+        if let Some(g) = &mut self.guardian {
+            g.forget_trap();
+        }
+        if in_use || !ours {
+            super::log::debug(&format!(
+                "SIGTRAP handler pages left mapped: {}",
+                if in_use {
+                    "the stack points into them"
+                } else {
+                    "they no longer hold our code"
+                }
+            ));
+            return Ok(());
+        }
+        self.unmap_pages(base, MAP_LEN)
+    }
+
+    /// The original byte recorded in the active half of the table for
+    /// `addr` (known, no longer armed).
+    fn original_byte_in_table(&self, addr: u64) -> Option<u8> {
+        let h = self.trap.as_ref()?;
+        let i = h.entries.iter().position(|a| *a == addr)?;
+        let mut w = [0u8; 8];
+        self.read(h.half_addr(h.half) + 8 * i as u64, &mut w).ok()?;
+        let e = u64::from_le_bytes(w);
+        (e & ADDR_MASK == addr).then_some((e >> 56) as u8)
+    }
+
+    /// pgdbg wrote `rip` during a stop: if the kernel still holds an int3's
+    /// SIGTRAP for it (discarded at the next resume, delivered if pgdbg
+    /// dies first), mark it dealt with (`si_code` TRAP_UNK), or the handler
+    /// would take it for a fresh hit and rewind `rip` once more (a push
+    /// emulated at an int3 would run twice).
+    pub(super) fn defuse_pending_trap(&self) -> Result<()> {
+        if self.trap.is_none() || self.gone || !self.stopped {
+            return Ok(());
+        }
+        let Ok(mut si) = nix::sys::ptrace::getsiginfo(self.pid) else {
+            return Ok(()); // not a signal stop: nothing pending
+        };
+        if si.si_signo != libc::SIGTRAP
+            || !(si.si_code == SI_KERNEL as i32 || si.si_code == TRAP_BRKPT as i32)
+        {
+            return Ok(());
+        }
+        si.si_code = TRAP_UNK;
+        nix::sys::ptrace::setsiginfo(self.pid, &si)
+            .map_err(|e| anyhow!("cannot mark the pending SIGTRAP as handled ({e})"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iced_x86::{Decoder, DecoderOptions, Formatter, NasmFormatter};
+
+    #[test]
+    fn kernel_abi_offsets_match_the_c_structs() {
+        // glibc's ucontext_t starts like the kernel's struct ucontext
+        let uc = std::mem::offset_of!(libc::ucontext_t, uc_mcontext)
+            + std::mem::offset_of!(libc::mcontext_t, gregs)
+            + 8 * libc::REG_RIP as usize;
+        assert_eq!(uc, UCONTEXT_RIP as usize);
+        let efl = std::mem::offset_of!(libc::ucontext_t, uc_mcontext)
+            + std::mem::offset_of!(libc::mcontext_t, gregs)
+            + 8 * libc::REG_EFL as usize;
+        assert_eq!(efl, UCONTEXT_EFLAGS as usize);
+        let si: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let code = std::ptr::addr_of!(si.si_code) as usize - std::ptr::addr_of!(si) as usize;
+        assert_eq!(code, SIGINFO_CODE as usize);
+        assert_eq!(SA_SIGINFO, libc::SA_SIGINFO as u64);
+        assert_eq!(SA_RESTART, libc::SA_RESTART as u64);
+        // SA_RESTORER (0x04000000) is not exported by libc: arch/x86/include/uapi/asm/signal.h
+        assert_eq!(SYS_MPROTECT as i64, libc::SYS_mprotect);
+        assert_eq!(SYS_RT_SIGRETURN as i64, libc::SYS_rt_sigreturn);
+        assert_eq!(SYS_RT_SIGACTION as i64, libc::SYS_rt_sigaction);
+        assert_eq!(SYS_GETPID as i64, libc::SYS_getpid);
+        assert_eq!(SYS_GETTID as i64, libc::SYS_gettid);
+        assert_eq!(SYS_TGKILL as i64, libc::SYS_tgkill);
+    }
+
+    fn disasm(code: &[u8], ip: u64) -> Vec<String> {
+        let mut dec = Decoder::with_ip(64, code, ip, DecoderOptions::NONE);
+        let mut f = NasmFormatter::new();
+        let mut out = Vec::new();
+        for ins in &mut dec {
+            assert!(!ins.is_invalid(), "invalid at {:#x}", ins.ip());
+            let mut s = String::new();
+            f.format(&ins, &mut s);
+            out.push(s);
+        }
+        out
+    }
+
+    /// The emitted code decodes to the instructions its comments name,
+    /// with every branch landing where it should.
+    #[test]
+    fn handler_code_decodes_as_written() {
+        let base = 0x7f00_0000_0000u64;
+        let code = emit(base);
+        let end = code.iter().position(|&b| b == 0xf4).unwrap();
+        let text = disasm(&code[..end], base);
+        let want = [
+            "mov eax,[rsi+8]",
+            "cmp eax,2",
+            "je short 00007F0000000076h",
+            "cmp eax,80h",
+            "je short 00007F0000000014h",
+            "cmp eax,1",
+            "jne short 00007F0000000075h",
+            "mov r8,[rdx+0A8h]",
+            "lea r9,[r8-1]",
+            "mov rax,7F0000001000h",
+            "mov rax,[rax]",
+            "mov ecx,4000h",
+            "mov r10,[rax]",
+            "test r10,r10",
+            "je short 00007F0000000051h",
+            "mov r11,r10",
+            "shl r11,10h",
+            "shr r11,10h",
+            "cmp r11,r9",
+            "je short 00007F0000000081h",
+            "add rax,8",
+            "dec ecx",
+            "jne short 00007F0000000031h",
+            "cmp byte [r9],0CCh",
+            "je near 00007F00000000F2h",
+            "mov rax,7F0000001010h",
+            "mov rax,[rax]",
+            "add rax,3",
+            "cmp rax,r8",
+            "je near 00007F00000000F2h",
+            "ret",
+            "and dword [rdx+0B0h],0FFFFFEFFh",
+            "ret",
+            "mov r12,rdx",
+            "mov r13,r9",
+            "mov r14,r10",
+            "cmp byte [r13],0CCh",
+            "jne short 00007F00000000E9h",
+            "bt r14,30h",
+            "jb short 00007F00000000BCh",
+            "mov rdi,r13",
+            "and rdi,0FFFFFFFFFFFFF000h",
+            "mov esi,1000h",
+            "mov edx,7",
+            "mov eax,0Ah",
+            "syscall",
+            "test rax,rax",
+            "jne near 00007F00000000F2h",
+            "mov rax,r14",
+            "shr rax,38h",
+            "mov [r13],al",
+            "bt r14,30h",
+            "jb short 00007F00000000E9h",
+            "mov rdi,r13",
+            "and rdi,0FFFFFFFFFFFFF000h",
+            "mov esi,1000h",
+            "mov edx,5",
+            "mov eax,0Ah",
+            "syscall",
+            "mov [r12+0A8h],r13",
+            "ret",
+            "mov edi,5",
+            "mov rsi,7F00000010C0h",
+            "xor edx,edx",
+            "mov r10d,8",
+            "mov eax,0Dh",
+            "syscall",
+            "mov eax,27h",
+            "syscall",
+            "mov r15,rax",
+            "mov eax,0BAh",
+            "syscall",
+            "mov esi,eax",
+            "mov edi,r15d",
+            "mov edx,5",
+            "mov eax,0EAh",
+            "syscall",
+            "ret",
+        ];
+        assert_eq!(text, want, "{text:#?}");
+        let r = disasm(&code[RESTORER as usize..], base + RESTORER);
+        assert_eq!(r, ["mov eax,0Fh", "syscall", "ud2"]);
+        let pos = |s: &str| {
+            let mut dec = Decoder::with_ip(64, &code[..end], base, DecoderOptions::NONE);
+            let mut f = NasmFormatter::new();
+            for ins in &mut dec {
+                let mut t = String::new();
+                f.format(&ins, &mut t);
+                if t == s {
+                    return ins.ip();
+                }
+            }
+            panic!("{s} not found");
+        };
+        // labels: int3, the loop head, missing, done, trace, found, store,
+        // rewind, die
+        assert_eq!(pos("mov r8,[rdx+0A8h]"), base + 0x14);
+        assert_eq!(pos("mov r10,[rax]"), base + 0x31);
+        assert_eq!(pos("cmp byte [r9],0CCh"), base + 0x51);
+        assert_eq!(pos("ret"), base + 0x75);
+        assert_eq!(pos("and dword [rdx+0B0h],0FFFFFEFFh"), base + 0x76);
+        assert_eq!(pos("mov r12,rdx"), base + 0x81);
+        assert_eq!(pos("mov rax,r14"), base + 0xbc);
+        assert_eq!(pos("mov [r12+0A8h],r13"), base + 0xe9);
+        assert_eq!(pos("mov edi,5"), base + 0xf2);
+        // the data words the code reads
+        assert_eq!(base + SEL, 0x7f00_0000_1000);
+        assert_eq!(base + ENTRY, 0x7f00_0000_1010);
+        assert_eq!(base + ACT_DFL, 0x7f00_0000_10c0);
+        assert!(ACT_DFL >= ACT_OLD + 8 * SA_WORDS as u64);
+    }
+
+    /// In a forked child: the emitted handler installed for real, then
+    /// `body` run; returns the child's wait status.
+    fn run_with_handler(body: fn(u64) -> i32) -> i32 {
+        unsafe {
+            let pid = libc::fork();
+            assert!(pid >= 0);
+            if pid == 0 {
+                let base = libc::mmap(
+                    std::ptr::null_mut(),
+                    MAP_LEN as usize,
+                    libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                );
+                if base == libc::MAP_FAILED {
+                    libc::_exit(90);
+                }
+                let base = base as u64;
+                let code = emit(base);
+                std::ptr::copy_nonoverlapping(code.as_ptr(), base as *mut u8, code.len());
+                *((base + SEL) as *mut u64) = base + HALF0;
+                let act: [u64; SA_WORDS] = [
+                    base,
+                    SA_SIGINFO | SA_RESTART | SA_RESTORER,
+                    base + RESTORER,
+                    u64::MAX,
+                ];
+                let r = libc::syscall(
+                    libc::SYS_rt_sigaction,
+                    libc::SIGTRAP,
+                    act.as_ptr(),
+                    0usize,
+                    8usize,
+                );
+                if r != 0 {
+                    libc::_exit(91);
+                }
+                libc::_exit(body(base));
+            }
+            let mut st = 0;
+            assert_eq!(libc::waitpid(pid, &mut st, 0), pid);
+            st
+        }
+    }
+
+    /// An int3 not in the table: the handler re-raises SIGTRAP with the
+    /// default action, the process dies of it as it would without us.
+    #[test]
+    fn foreign_int3_dies_as_without_handler() {
+        let st = run_with_handler(|_| {
+            unsafe { std::arch::asm!("int3") };
+            0
+        });
+        assert!(
+            libc::WIFSIGNALED(st) && libc::WTERMSIG(st) == libc::SIGTRAP,
+            "status {st:#x}"
+        );
+    }
+
+    /// An int3 in the table (writable page): the byte comes back, rip is
+    /// rewound, the original instruction runs.
+    #[test]
+    fn int3_in_table_is_restored_and_rewound() {
+        let st = run_with_handler(|base| unsafe {
+            // a function in the handler's own (writable) mapping: mov eax, 7; ret
+            let f = base + HALF0 + TABLE_BYTES;
+            let code = [0xb8u8, 7, 0, 0, 0, 0xc3];
+            std::ptr::copy_nonoverlapping(code.as_ptr(), f as *mut u8, code.len());
+            *(f as *mut u8) = 0xcc;
+            *((base + HALF0) as *mut u64) = f | F_WRITABLE | (0xb8u64 << 56);
+            let g: extern "C" fn() -> i32 = std::mem::transmute(f as usize);
+            if g() != 7 || *(f as *const u8) != 0xb8 {
+                return 1;
+            }
+            0
+        });
+        assert!(
+            libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0,
+            "status {st:#x}"
+        );
+    }
+
+    /// A single-step trap: the handler clears TF in the context, so the
+    /// code after it runs without trapping on every instruction.
+    #[test]
+    fn single_step_trap_clears_tf() {
+        let st = run_with_handler(|_| {
+            let flags: u64;
+            unsafe {
+                std::arch::asm!(
+                    "pushfq",
+                    "or qword ptr [rsp], 0x100",
+                    "popfq",
+                    "nop",
+                    "nop",
+                    "pushfq",
+                    "pop {f}",
+                    f = out(reg) flags,
+                )
+            };
+            if flags & 0x100 != 0 { 1 } else { 0 }
+        });
+        assert!(
+            libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0,
+            "status {st:#x}"
+        );
+    }
+
+    #[test]
+    fn entries_pack_address_flag_and_byte() {
+        let mut h = TrapHandler::adopted(0x1000, None);
+        h.exec = vec![(0x400000, 0x500000, false), (0x600000, 0x601000, true)];
+        assert_eq!(h.entry(0, 0x400123, 0x55), 0x5500_0000_0040_0123);
+        assert_eq!(h.entry(0, 0x600010, 0xf3), 0xf301_0000_0060_0010);
+    }
+}

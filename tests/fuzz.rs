@@ -47,10 +47,17 @@ impl Rng {
         x.wrapping_mul(0x2545_f491_4f6c_dd1d)
     }
     fn below(&mut self, n: usize) -> usize {
-        if n == 0 { 0 } else { (self.next() % n as u64) as usize }
+        if n == 0 {
+            0
+        } else {
+            (self.next() % n as u64) as usize
+        }
     }
     fn chance(&mut self, one_in: usize) -> bool {
         self.below(one_in) == 0
+    }
+    fn word(&mut self, xs: &[&'static str]) -> &'static str {
+        xs[self.below(xs.len())]
     }
     fn pick<'a, T>(&mut self, xs: &'a [T]) -> &'a T {
         &xs[self.below(xs.len())]
@@ -296,11 +303,65 @@ const COMMANDS: &[&str] = &[
 ];
 
 const WORDS: &[&str] = &[
-    "break", "tbreak", "if", "commands", "end", "silent", "print", "printf", "print/x", "p/d",
-    "x/", "info", "bt", "frame", "delete", "continue", "finish", "trace", "count", "--by-phase",
-    "--for", "--next", "waits", "plan", "call", "detach", "*", "&", "->", ".", "[", "]", "(", ")",
-    ",", "\"", "%s", "%d", "%*d", "%.99999999999f", "%lld", "%n", "${X}", "${", "#", "/", ":",
-    "-", "0x", "g_ptr", "g_outer", "hot", "struct", "sizeof", "(char *)", "==", "&&", "?", ":",
+    "break",
+    "tbreak",
+    "if",
+    "commands",
+    "end",
+    "silent",
+    "print",
+    "printf",
+    "print/x",
+    "p/d",
+    "x/",
+    "info",
+    "bt",
+    "frame",
+    "delete",
+    "continue",
+    "finish",
+    "trace",
+    "count",
+    "--by-phase",
+    "--for",
+    "--next",
+    "waits",
+    "plan",
+    "call",
+    "detach",
+    "*",
+    "&",
+    "->",
+    ".",
+    "[",
+    "]",
+    "(",
+    ")",
+    ",",
+    "\"",
+    "%s",
+    "%d",
+    "%*d",
+    "%.99999999999f",
+    "%lld",
+    "%n",
+    "${X}",
+    "${",
+    "#",
+    "/",
+    ":",
+    "-",
+    "0x",
+    "g_ptr",
+    "g_outer",
+    "hot",
+    "struct",
+    "sizeof",
+    "(char *)",
+    "==",
+    "&&",
+    "?",
+    ":",
 ];
 
 fn gen_command(r: &mut Rng) -> String {
@@ -312,7 +373,7 @@ fn gen_command(r: &mut Rng) -> String {
         // glue a few words on
         for _ in 0..r.below(6) {
             s.push(' ');
-            s.push_str(*r.pick(WORDS));
+            s.push_str(r.word(WORDS));
         }
     }
     s
@@ -406,7 +467,20 @@ const EXPR_ATOMS: &[&str] = &[
     "main",
     "nosuch",
 ];
-const EXPR_UNARY: &[&str] = &["-", "!", "~", "*", "&", "sizeof ", "(long)", "(char *)", "(struct outer *)", "(unsigned char)", "(double)", "(NoSuchType)"];
+const EXPR_UNARY: &[&str] = &[
+    "-",
+    "!",
+    "~",
+    "*",
+    "&",
+    "sizeof ",
+    "(long)",
+    "(char *)",
+    "(struct outer *)",
+    "(unsigned char)",
+    "(double)",
+    "(NoSuchType)",
+];
 const EXPR_BINARY: &[&str] = &[
     "+", "-", "*", "/", "%", "<<", ">>", "&", "|", "^", "&&", "||", "==", "!=", "<", ">", "<=",
     ">=", "=",
@@ -438,7 +512,10 @@ fn gen_expr(r: &mut Rng, depth: usize) -> String {
             gen_expr(r, depth - 1),
             gen_expr(r, depth - 1)
         ),
-        _ => format!("sizeof({})", r.pick(&["struct outer", "int", "long", "struct inner *", "char[3]"])),
+        _ => format!(
+            "sizeof({})",
+            r.pick(&["struct outer", "int", "long", "struct inner *", "char[3]"])
+        ),
     }
 }
 
@@ -446,23 +523,27 @@ fn gen_format(r: &mut Rng) -> String {
     let mut f = String::new();
     for _ in 0..r.below(6) {
         match r.below(4) {
-            0 => f.push_str(*r.pick(&["x=", " ", "\\n", "\\t", "\\\\", "\\\"", "\\x41", "\\0", "é"])),
+            0 => {
+                f.push_str(r.word(&["x=", " ", "\\n", "\\t", "\\\\", "\\\"", "\\x41", "\\0", "é"]))
+            }
             _ => {
                 f.push('%');
                 for _ in 0..r.below(3) {
                     f.push(*r.pick(&['-', '+', ' ', '#', '0']));
                 }
                 if r.chance(2) {
-                    f.push_str(*r.pick(&["5", "0", "99999999999", "18446744073709551616", "*"]));
+                    f.push_str(r.word(&["5", "0", "99999999999", "18446744073709551616", "*"]));
                 }
                 if r.chance(3) {
                     f.push('.');
-                    f.push_str(*r.pick(&["2", "", "4294967296", "1000000"]));
+                    f.push_str(r.word(&["2", "", "4294967296", "1000000"]));
                 }
                 if r.chance(3) {
-                    f.push_str(*r.pick(&["l", "ll", "h", "hh", "z", "L"]));
+                    f.push_str(r.word(&["l", "ll", "h", "hh", "z", "L"]));
                 }
-                f.push(*r.pick(&['d', 'i', 'u', 'x', 'X', 'o', 'f', 'g', 'e', 's', 'c', 'p', '%', 'n', 'q']));
+                f.push(*r.pick(&[
+                    'd', 'i', 'u', 'x', 'X', 'o', 'f', 'g', 'e', 's', 'c', 'p', '%', 'n', 'q',
+                ]));
             }
         }
     }
@@ -517,8 +598,8 @@ mod env_impl {
                 bail!("Cannot access memory at address {addr:#x}");
             }
             for (i, b) in buf.iter_mut().enumerate() {
-                let x = (addr.wrapping_add(i as u64) ^ self.salt)
-                    .wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                let x =
+                    (addr.wrapping_add(i as u64) ^ self.salt).wrapping_mul(0x9e37_79b9_7f4a_7c15);
                 *b = (x >> 56) as u8;
             }
             Ok(())
@@ -589,7 +670,10 @@ fn fuzz_expressions_parse_check_eval() {
         });
     });
     eprintln!("fuzz expr: {parsed} parsed, {evaluated} evaluated");
-    assert!(evaluated > 0, "no generated expression evaluated: the generator is broken");
+    assert!(
+        evaluated > 0,
+        "no generated expression evaluated: the generator is broken"
+    );
 }
 
 #[test]
@@ -665,7 +749,11 @@ fn fuzz_layout_packs() {
         for _ in 0..1 + r.below(3) {
             t = mutate_text(r, &t, &dict);
         }
-        let short = if t.len() > 300 { &t[..t.floor_char_boundary(300)] } else { &t };
+        let short = if t.len() > 300 {
+            &t[..t.floor_char_boundary(300)]
+        } else {
+            &t
+        };
         let req: Vec<&str> = names.iter().take(r.below(3)).map(|s| s.as_str()).collect();
         must_not_panic("pack", short, || {
             let Ok(p) = pgdbg::debuginfo::pack::Pack::parse(&t, "fuzz.json", &req) else {
@@ -685,7 +773,10 @@ fn fuzz_layout_packs() {
             ) else {
                 return;
             };
-            let env = FuzzEnv { di: &di, salt: 0x7f00_0000_1000 };
+            let env = FuzzEnv {
+                di: &di,
+                salt: 0x7f00_0000_1000,
+            };
             for n in structs.iter().chain(&globals) {
                 for name in [n.clone(), format!("struct {n}")] {
                     if let Some(tr) = di.type_by_name(&name) {
@@ -697,7 +788,9 @@ fn fuzz_layout_packs() {
                         let _ = pgdbg::expr::format::format_value(&env, &v, Radix::Natural);
                     }
                 }
-                if let Ok(ast) = pgdbg::expr::parse::parse_in(&format!("*(struct {n} *) 0x10000"), &di) {
+                if let Ok(ast) =
+                    pgdbg::expr::parse::parse_in(&format!("*(struct {n} *) 0x10000"), &di)
+                {
                     let _ = pgdbg::expr::eval::eval(&env, &ast);
                 }
             }
@@ -852,13 +945,20 @@ fn run_child(target: &str, args: &[&str], input_note: &str, limit: Duration) -> 
         if start.elapsed() > limit {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("fuzz target {target}: pgdbg {args:?} still running after {limit:?} on {input_note}");
+            panic!(
+                "fuzz target {target}: pgdbg {args:?} still running after {limit:?} on {input_note}"
+            );
         }
         std::thread::sleep(Duration::from_millis(5));
     };
     let mut err = String::new();
     use std::io::Read;
-    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
     let code = status.code().unwrap_or(-1);
     assert!(
         status.code().is_some(),
@@ -932,10 +1032,13 @@ fn elf_regions(data: &[u8]) -> Vec<(usize, usize)> {
     let file = object::File::parse(data).unwrap();
     for s in file.sections() {
         let name = s.name().unwrap_or("");
-        if name.starts_with(".debug_") || name.starts_with(".eh_frame") || name == ".dynsym" || name == ".note.gnu.build-id" || name == ".gnu_debuglink" {
-            if let Some((off, len)) = s.file_range() {
-                out.push((off as usize, len as usize));
-            }
+        let wanted = name.starts_with(".debug_")
+            || name.starts_with(".eh_frame")
+            || name == ".dynsym"
+            || name == ".note.gnu.build-id"
+            || name == ".gnu_debuglink";
+        if wanted && let Some((off, len)) = s.file_range() {
+            out.push((off as usize, len as usize));
         }
     }
     // section and program headers
@@ -1004,9 +1107,13 @@ fn fuzz_elf_dwarf_of_the_fixture() {
 #[test]
 fn fuzz_elf_dwarf_of_postgres() {
     // only an existing build (scripts/test sets PGDBG_PG15): never build one here
-    let bin = PathBuf::from(std::env::var_os("PGDBG_PG15").unwrap_or_default()).join("bin/postgres");
+    let bin =
+        PathBuf::from(std::env::var_os("PGDBG_PG15").unwrap_or_default()).join("bin/postgres");
     let Ok(orig) = std::fs::read(&bin) else {
-        eprintln!("fuzz elf_postgres: skipped, no {} (set PGDBG_PG15)", bin.display());
+        eprintln!(
+            "fuzz elf_postgres: skipped, no {} (set PGDBG_PG15)",
+            bin.display()
+        );
         return;
     };
     let regions = elf_regions(&orig);
@@ -1034,4 +1141,110 @@ fn fuzz_elf_dwarf_of_postgres() {
         "fuzz elf_postgres: {n} mutated binaries in {:.1} s",
         start.elapsed().as_secs_f64()
     );
+}
+
+// ---------------------------------------------------------------------
+// fixed inputs: edge cases, and every input a fuzz run once failed on
+// (none so far: add each one here, with the target it failed in)
+
+#[test]
+fn regressions_fixed_inputs() {
+    let di = fixture_debuginfo();
+    let deep = |open: &str, atom: &str, close: &str, n: usize| {
+        format!("{}{atom}{}", open.repeat(n), close.repeat(n))
+    };
+    let exprs = [
+        deep("(", "1", ")", 100_000),
+        deep("-", "1", "", 100_000),
+        deep("*", "g_ptr", "", 100_000),
+        deep("(char *)", "0", "", 10_000),
+        format!("g_outer.arr[{}]", u64::MAX),
+        "g_outer.arr[-9223372036854775808]".into(),
+        "sizeof(char[18446744073709551615])".into(),
+        "1 / 0".into(),
+        "1 % 0".into(),
+        "-9223372036854775808 / -1".into(),
+        "1 << 64".into(),
+        "1e999".into(),
+        "'".into(),
+        "\"".into(),
+        "$".into(),
+        "$$99999999999999999999".into(),
+        "Ã".into(),
+    ];
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    for e in &exprs {
+        let note: String = e.chars().take(80).collect();
+        must_not_panic("expr", &note, || {
+            let _ = pgdbg::command::parse(&format!("print {e}"));
+            if let Ok(ast) = pgdbg::expr::parse::parse_in(e, &di) {
+                let env = FuzzEnv { di: &di, salt: 1 };
+                if let Ok(v) = pgdbg::expr::eval::eval(&env, &ast) {
+                    let _ = pgdbg::expr::format::format_value(&env, &v, Radix::Natural);
+                }
+            }
+        });
+    }
+    for f in [
+        "%99999999999999999999d",
+        "%.18446744073709551616f",
+        "%2147483648s",
+        "%*d",
+        "%",
+        "%l",
+        "%n",
+        "\\",
+        "\\x",
+        "%-+ #0lld",
+    ] {
+        must_not_panic("printf", f, || {
+            let _ = pgdbg::expr::printf::conversions(f);
+            let _ = pgdbg::command::parse(&format!("printf \"{f}\", 1, g_ptr"));
+            let env = FuzzEnv { di: &di, salt: 1 };
+            let v = pgdbg::expr::parse::parse_in("g_counter", &di)
+                .and_then(|a| pgdbg::expr::eval::eval(&env, &a))
+                .unwrap();
+            let _ = pgdbg::expr::printf::printf(&env, f, &[v.clone(), v]);
+        });
+    }
+    for (text, defs) in [
+        ("${", vec![]),
+        ("${}", vec![(String::new(), "x".to_string())]),
+        ("${X}${X}", vec![("X".into(), "${X}".into())]),
+        ("commands\ncommands\nend", vec![]),
+        ("end\n", vec![]),
+        ("commands 18446744073709551616\nend", vec![]),
+    ] {
+        must_not_panic("script", text, || {
+            if let Ok(t) = pgdbg::script::substitute("s", text, &defs) {
+                let _ = pgdbg::script::check("s", &t, &di);
+            }
+        });
+    }
+    std::panic::set_hook(hook);
+    // captures: the whole program
+    let dir = scratch("regress");
+    for (name, t) in [
+        (
+            "huge",
+            "{\"event\":\"attach\",\"ts\":1e308,\"pid\":18446744073709551615}\n".to_string(),
+        ),
+        (
+            "negative",
+            "{\"event\":\"wait\",\"ts\":-1e308,\"pid\":-1,\"us\":-5}\n".into(),
+        ),
+        ("types", "{\"event\":[],\"ts\":\"1\",\"pid\":null}\n".into()),
+        ("truncated", capture_text()[..1000].to_string()),
+        ("nul", "\u{0}\n".into()),
+    ] {
+        let p = keep(&dir, name, t.as_bytes());
+        run_child(
+            "report_command",
+            &["report", p.to_str().unwrap()],
+            name,
+            Duration::from_secs(20),
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,5 +1,10 @@
 //! Capture files: one JSON object per line, `{"event": ..., "ts": ...,
-//! "pid": ..., ...}`, appended as events happen.
+//! "pid": ..., ...}`, appended as events happen. The events' types (what
+//! is written, what `pgdbg report` reads) are in [`events`].
+
+pub mod events;
+
+pub use events::{CAPTURE_FORMAT, Event, Line};
 
 use anyhow::{Result, anyhow};
 use std::io::Write;
@@ -34,41 +39,28 @@ impl Capture {
         })
     }
 
-    /// Append one event: `event`, `ts` (now, unless `fields` has its own),
-    /// `pid`, then `fields`' members, as one line written by one `write`.
+    /// Append one event, as one line written by one `write`: `event`,
+    /// `ts` (`ts`, or now), `pid`, then the event's fields.
     /// A failed write stops the running command (`guard::output_failed`).
-    pub fn event(&mut self, event: &str, pid: i32, fields: serde_json::Value) {
+    pub fn event(&mut self, event: Event, ts: Option<f64>, pid: i32) {
         if self.failed {
             return;
         }
-        let mut ts = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs_f64())
-            .unwrap_or(0.0);
-        let members = match fields {
-            serde_json::Value::Object(m) => m,
-            _ => serde_json::Map::new(),
+        let ts = ts.unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs_f64())
+                .unwrap_or(0.0)
+        });
+        let line = Line {
+            ts,
+            pid: pid.into(),
+            event,
         };
-        if let Some(t) = members.get("ts").and_then(|v| v.as_f64()) {
-            ts = t;
-        }
-        let mut line = Vec::with_capacity(256);
-        line.extend_from_slice(b"{\"event\":");
-        let _ = serde_json::to_writer(&mut line, event);
-        line.extend_from_slice(b",\"ts\":");
-        let _ = serde_json::to_writer(&mut line, &ts);
-        line.extend_from_slice(format!(",\"pid\":{pid}").as_bytes());
-        for (k, v) in &members {
-            if k == "ts" || k == "event" || k == "pid" {
-                continue;
-            }
-            line.push(b',');
-            let _ = serde_json::to_writer(&mut line, k);
-            line.push(b':');
-            let _ = serde_json::to_writer(&mut line, v);
-        }
-        line.extend_from_slice(b"}\n");
-        if let Err(e) = self.out.write_all(&line) {
+        let mut out = Vec::with_capacity(256);
+        line.write_to(&mut out);
+        out.push(b'\n');
+        if let Err(e) = self.out.write_all(&out) {
             self.fail(e);
         }
     }

@@ -4,6 +4,8 @@
 //! `Backend::run_probes`, removed when they end.  Each command returns how
 //! the run ended, its summary and the stop's text, for the session to show.
 
+use crate::capture::Event;
+use crate::capture::events::Phases;
 use crate::postgres::backend::{Backend, ProbeEnd, ProbeHandler};
 use anyhow::{Result, bail};
 use std::collections::{BTreeMap, HashMap};
@@ -81,11 +83,12 @@ impl ProbeHandler for Trace {
             };
             s.say(&format!("{}({}){st}", self.function, shown.join(", ")));
         }
-        let mut ev = serde_json::json!({"function": self.function, "args": json});
-        if self.stacks > 0 {
-            ev["stack"] = serde_json::json!(stack);
-        }
-        s.emit_event("trace", ev);
+        let ev = Event::Trace {
+            args: json,
+            function: self.function.clone(),
+            stack: (self.stacks > 0).then_some(stack),
+        };
+        s.emit_event(ev, None);
         Ok(())
     }
     fn done(&self) -> bool {
@@ -149,8 +152,12 @@ pub fn trace(
         ));
     }
     s.emit_event(
-        "trace_end",
-        serde_json::json!({"function": function, "calls": probe.calls, "duration_s": secs}),
+        Event::TraceEnd {
+            calls: probe.calls,
+            duration_s: secs,
+            function: function.to_string(),
+        },
+        None,
     );
     Ok((end, summary, text))
 }
@@ -281,11 +288,17 @@ pub fn count(
         } else {
             summary.push_str(&format!("\n{f:<width$} {total:>10}"));
         }
-        let mut ev = serde_json::json!({"function": f, "calls": total, "duration_s": secs});
-        if by_phase {
-            ev["phases"] = serde_json::json!({"planning": c[0], "execution": c[1], "other": c[2]});
-        }
-        s.emit_event("count", ev);
+        let ev = Event::Count {
+            calls: total,
+            duration_s: secs,
+            function: f.clone(),
+            phases: by_phase.then_some(Phases {
+                execution: c[1],
+                other: c[2],
+                planning: c[0],
+            }),
+        };
+        s.emit_event(ev, None);
     }
     summary.push_str(&format!("\n({secs:.1}s)"));
     Ok((end, summary, text))

@@ -60,6 +60,30 @@ fn all_events(path: &Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// Every line of a capture pgdbg wrote reads into the typed events (none
+/// unknown) and is written back with the same bytes; the `attach` events
+/// carry the capture format.
+fn assert_typed_lines(path: &Path) {
+    use pgdbg::capture::{CAPTURE_FORMAT, Event, Line};
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut attach = 0;
+    for l in text.lines() {
+        let line: Line = serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}"));
+        match &line.event {
+            Event::Other => panic!("an event of no known kind: {l}"),
+            Event::Attach { format, .. } => {
+                assert_eq!(*format, CAPTURE_FORMAT, "{l}");
+                attach += 1;
+            }
+            _ => {}
+        }
+        let mut back = Vec::new();
+        line.write_to(&mut back);
+        assert_eq!(String::from_utf8(back).unwrap(), l);
+    }
+    assert!(attach > 0, "no attach event in {text}");
+}
+
 /// `EXPLAIN (ANALYZE, BUFFERS)` "Buffers: shared hit=A read=B" -> A+B.
 fn buffers(line: &str) -> u64 {
     line.split_whitespace()
@@ -510,6 +534,7 @@ fn relation_locks(major: u32) {
     }
     let (code, _, err) = p.wait(Duration::from_secs(60));
     assert_eq!(code, 0, "{err}");
+    assert_typed_lines(&cap);
     let ev = read_events(&cap, "trace");
     let calls = ev.len() as u64;
     let relids: std::collections::BTreeSet<i64> = ev
@@ -706,6 +731,7 @@ fn lockmanager_flamegraph(major: u32) {
         "stacks through AcquireExecutorLocks"
     );
     assert!(s.contains("LWLock:LockManager"), "the wait as the leaf");
+    assert_typed_lines(&cap);
     let (code, rep, _) = pgdbg(&["report", cap.to_str().unwrap()]);
     assert_eq!(code, 0);
     assert!(rep.contains("LockManager"), "{rep}");
@@ -897,6 +923,7 @@ fn plan_choices_example(major: u32) {
     }
     let (code, _, err) = p.wait(Duration::from_secs(60));
     assert_eq!(code, 0, "{err}");
+    assert_typed_lines(&cap);
     let ev = read_events(&cap, "plan_choice");
     let choices: Vec<&str> = ev.iter().map(|e| e["choice"].as_str().unwrap()).collect();
     assert_eq!(

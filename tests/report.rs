@@ -524,3 +524,78 @@ fn large_capture_in_bounded_memory() {
     assert!(rss < limit_kib, "report --folded used {rss} KiB");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The capture format: `attach` without one (an older pgdbg) is format 1,
+/// format 1 is read, a newer one is refused with one line naming it.
+#[test]
+fn capture_format_is_checked() {
+    let dir = temp_dir("format");
+    let good = expected("capture.jsonl");
+    let cap = dir.join("f1.jsonl");
+    let with_format = good.replacen(
+        r#""build_id":"abc123"}"#,
+        r#""build_id":"abc123","format":1}"#,
+        1,
+    );
+    assert_ne!(with_format, good);
+    std::fs::write(&cap, &with_format).unwrap();
+    let o = pgdbg(&["report", cap.to_str().unwrap()]);
+    assert_tables_of_capture_jsonl(&o);
+    assert!(stderr(&o).is_empty(), "{}", stderr(&o));
+    let cap = dir.join("f2.jsonl");
+    std::fs::write(
+        &cap,
+        good.replacen(
+            r#""build_id":"abc123"}"#,
+            r#""build_id":"abc123","format":2}"#,
+            1,
+        ),
+    )
+    .unwrap();
+    for extra in [&[][..], &["--folded"][..], &["--json"][..]] {
+        let mut args = vec!["report", cap.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let o = pgdbg(&args);
+        assert_one_line_error(
+            &o,
+            "f2.jsonl:1: the capture is in format 2, written by a newer pgdbg",
+        );
+        assert!(stdout(&o).is_empty(), "{}", stdout(&o));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A known event whose fields have other types than pgdbg writes (a
+/// hand-edited line) is counted in the header, left out of the tables,
+/// and said on stderr in one line.
+#[test]
+fn unreadable_fields_are_counted_and_said() {
+    let dir = temp_dir("unreadable");
+    let cap = dir.join("u.jsonl");
+    std::fs::write(
+        &cap,
+        concat!(
+            r#"{"event":"statement","ts":1.0,"pid":7,"duration_ns":1000000,"query":"select 1"}"#,
+            "\n",
+            r#"{"event":"statement","ts":2.0,"pid":7,"duration_ns":2000000,"query":["not","text"]}"#,
+            "\n",
+        ),
+    )
+    .unwrap();
+    let o = pgdbg(&["report", cap.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.starts_with(&format!("Capture {}: 2 events", cap.display())),
+        "{out}"
+    );
+    let row = out.lines().find(|l| l.starts_with("select 1")).expect(&out);
+    assert_eq!(row.split_whitespace().nth(2), Some("1"), "{row}");
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("1 event with fields of other types than pgdbg writes (first at line 2)"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -14,6 +14,7 @@
 //! Addresses given and returned are runtime addresses (link address plus
 //! the load bias).
 
+use crate::capture::Event;
 use crate::debuginfo::DebugInfo;
 use crate::debuginfo::layout::Layout;
 use crate::infcall::CallFrame;
@@ -116,8 +117,9 @@ pub trait Backend {
 
     /// Write a line of output now.
     fn say(&mut self, line: &str);
-    /// Append an event to the capture file, if there is one.
-    fn emit_event(&mut self, event: &str, fields: serde_json::Value);
+    /// Append an event to the capture file, if there is one, at `ts`
+    /// (seconds since the epoch; None: now).
+    fn emit_event(&mut self, event: Event, ts: Option<f64>);
     /// Whether events are captured (to skip building them otherwise).
     fn capturing(&self) -> bool;
 
@@ -379,9 +381,18 @@ pub mod fake {
         fn say(&mut self, line: &str) {
             self.lines.push(line.to_string());
         }
-        fn emit_event(&mut self, event: &str, fields: serde_json::Value) {
+        /// Kept as the line's JSON fields (with `ts` when given), by
+        /// event name.
+        fn emit_event(&mut self, event: Event, ts: Option<f64>) {
             if self.capture {
-                self.events.push((event.to_string(), fields));
+                let mut v = serde_json::to_value(event).expect("event serializes");
+                let m = v.as_object_mut().expect("an event is an object");
+                let name = m.remove("event").expect("tagged");
+                if let Some(ts) = ts {
+                    m.insert("ts".into(), ts.into());
+                }
+                self.events
+                    .push((name.as_str().expect("a name").to_string(), v));
             }
         }
         fn capturing(&self) -> bool {

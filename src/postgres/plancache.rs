@@ -19,6 +19,7 @@
 //! entry instead.
 
 use super::backend::{Backend, ProbeHandler};
+use crate::capture::Event;
 use crate::debuginfo::layout::Layout;
 use crate::inferior::recorder::{Record, RecordSpec, Recorder};
 use anyhow::{Result, anyhow, bail};
@@ -789,7 +790,7 @@ impl PlanCacheProbe {
         }
         s.say(&format_decision(&d));
         if s.capturing() {
-            s.emit_event("plan_choice", decision_json(&d));
+            s.emit_event(decision_event(&d), d.ts);
         }
         Ok(())
     }
@@ -1096,26 +1097,23 @@ pub fn format_decision(d: &Decision) -> String {
     format!("{who}: {choice}  {why}")
 }
 
-pub fn decision_json(d: &Decision) -> serde_json::Value {
-    let mut v = serde_json::json!({
-        "statement": d.statement,
-        "query": d.query,
-        "execution": d.execution,
-        "choice": if d.generic { "generic" } else { "custom" },
-        "generic_cost": d.generic_cost,
-        "avg_custom_cost": d.avg_custom_cost,
-        "total_custom_cost": d.total_custom_cost,
-        "num_custom_plans": d.num_custom_plans,
-        "num_generic_plans": d.num_generic_plans,
-        "custom_plan_cost": d.custom_plan_cost,
-        "planning_cost": d.planning_cost,
-        "plan_cache_mode": d.plan_cache_mode,
-        "reason": d.reason,
-    });
-    if let Some(ts) = d.ts {
-        v["ts"] = ts.into();
+/// The `plan_choice` event of a decision (its time is `d.ts`).
+pub fn decision_event(d: &Decision) -> Event {
+    Event::PlanChoice {
+        avg_custom_cost: d.avg_custom_cost,
+        choice: if d.generic { "generic" } else { "custom" }.into(),
+        custom_plan_cost: d.custom_plan_cost,
+        execution: d.execution,
+        generic_cost: d.generic_cost,
+        num_custom_plans: Some(d.num_custom_plans),
+        num_generic_plans: d.num_generic_plans,
+        plan_cache_mode: d.plan_cache_mode.clone(),
+        planning_cost: d.planning_cost,
+        query: d.query.clone(),
+        reason: d.reason.into(),
+        statement: d.statement.clone(),
+        total_custom_cost: Some(d.total_custom_cost),
     }
-    v
 }
 
 #[cfg(test)]

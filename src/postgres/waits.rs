@@ -6,6 +6,8 @@
 
 use super::backend::Backend;
 use super::call::{BackendCalls, Called};
+use crate::capture::Event;
+use crate::capture::events::WaitName;
 use crate::infcall::Arg;
 use anyhow::{Result, anyhow, bail};
 use std::collections::{BTreeMap, HashMap};
@@ -118,16 +120,14 @@ impl WaitNames {
 
     /// The fields of a capture event for `info`: `wait_event_type`,
     /// `wait_event`, `info`, and `unresolved` (why) when it has no name.
-    pub fn event_fields(&self, info: u32) -> serde_json::Map<String, serde_json::Value> {
+    pub fn event_fields(&self, info: u32) -> WaitName {
         let (t, e) = self.describe(info);
-        let mut m = serde_json::Map::new();
-        m.insert("wait_event_type".into(), t.into());
-        m.insert("wait_event".into(), e.into());
-        m.insert("info".into(), info.into());
-        if let Some(why) = self.unresolved(info) {
-            m.insert("unresolved".into(), why.into());
+        WaitName {
+            info,
+            wait_event_type: t,
+            wait_event: e,
+            unresolved: self.unresolved(info),
         }
-        m
     }
 
     /// Ask for names and remember why it failed, if it did.
@@ -391,13 +391,14 @@ impl TraceProbe {
                 w.duration_ns as f64 / 1e6
             ));
         }
-        s.emit_event("wait", {
-            let mut m = self.names.event_fields(w.info);
-            m.insert("ts".into(), ts.into());
-            m.insert("duration_ns".into(), (w.duration_ns as u64).into());
-            m.insert("stack".into(), w.stack.clone().into());
-            serde_json::Value::Object(m)
-        });
+        s.emit_event(
+            Event::wait(
+                self.names.event_fields(w.info),
+                w.duration_ns as u64,
+                w.stack.clone(),
+            ),
+            Some(ts),
+        );
         self.waits.push(w);
     }
 
@@ -499,8 +500,11 @@ impl super::backend::ProbeHandler for TraceProbe {
         {
             let d = now.duration_since(t0).as_nanos();
             s.emit_event(
-                "statement",
-                serde_json::json!({"query": q, "duration_ns": d as u64}),
+                Event::Statement {
+                    duration_ns: d as u64,
+                    query: q.clone(),
+                },
+                None,
             );
             self.statements.push((q, d));
         }
@@ -625,16 +629,16 @@ mod tests {
             n.unresolved(IO).as_deref(),
             Some("the backend was not asked for its name")
         );
-        let f = serde_json::Value::Object(n.event_fields(IO));
+        let f = serde_json::to_value(Event::wait_now(n.event_fields(IO))).unwrap();
         assert_eq!(
             f,
-            serde_json::json!({"wait_event_type": null, "wait_event": "0x0a000008",
+            serde_json::json!({"event": "wait_now", "wait_event_type": null, "wait_event": "0x0a000008",
                 "info": IO, "unresolved": "the backend was not asked for its name"})
         );
-        let f = serde_json::Value::Object(n.event_fields(LWLOCK));
+        let f = serde_json::to_value(Event::wait_now(n.event_fields(LWLOCK))).unwrap();
         assert_eq!(
             f,
-            serde_json::json!({"wait_event_type": "LWLock", "wait_event": "LockManager", "info": LWLOCK})
+            serde_json::json!({"event": "wait_now", "wait_event_type": "LWLock", "wait_event": "LockManager", "info": LWLOCK})
         );
     }
 

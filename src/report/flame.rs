@@ -7,8 +7,8 @@
 //! by the microseconds waited; `trace` events weigh one per call.
 
 use super::Event;
+use crate::capture::Event as CaptureEvent;
 use anyhow::{Result, anyhow, bail};
-use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// Which events' stacks to fold.
@@ -85,23 +85,6 @@ pub fn clean_frame(frame: &str) -> String {
     }
 }
 
-fn stack_of(v: &Value) -> Vec<String> {
-    v.get("stack")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .map(|f| clean_frame(f.as_str().unwrap_or("?")))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn has_stack(e: &Event) -> bool {
-    e.v.get("stack")
-        .and_then(Value::as_array)
-        .is_some_and(|a| !a.is_empty())
-}
-
 /// Folded stacks merged one event at a time ([`Folder::add`]): memory
 /// grows with the distinct stacks, not with the events.
 pub struct Folder {
@@ -125,32 +108,35 @@ impl Folder {
     }
 
     pub fn add(&mut self, e: &Event) {
-        let kind = match e.kind.as_str() {
-            "wait" => StackKind::Waits,
-            "trace" => StackKind::Trace,
+        let (kind, stack) = match &e.event {
+            CaptureEvent::Wait { stack, .. } => (StackKind::Waits, stack),
+            CaptureEvent::Trace {
+                stack: Some(stack), ..
+            } => (StackKind::Trace, stack),
             _ => return,
         };
-        if self.want.is_some_and(|w| w != kind) || !has_stack(e) {
+        if self.want.is_some_and(|w| w != kind) || stack.is_empty() {
             return;
         }
-        let mut frames = stack_of(&e.v);
+        let mut frames: Vec<String> = stack.iter().map(|f| clean_frame(f)).collect();
         frames.reverse();
-        let weight = match kind {
-            StackKind::Waits => {
-                let t =
-                    e.v.get("wait_event_type")
-                        .and_then(Value::as_str)
-                        .or(e.v.get("unresolved").map(|_| "unresolved"));
-                let ev = e.v.get("wait_event").and_then(Value::as_str);
+        let weight = match &e.event {
+            CaptureEvent::Wait {
+                duration_ns,
+                unresolved,
+                wait_event,
+                wait_event_type,
+                ..
+            } => {
+                let t = wait_event_type
+                    .as_deref()
+                    .or(unresolved.as_ref().map(|_| "unresolved"));
+                let ev = wait_event.as_deref();
                 frames
                     .push(format!("{}:{}", t.unwrap_or("?"), ev.unwrap_or("?")).replace(';', ":"));
-                let ns =
-                    e.v.get("duration_ns")
-                        .and_then(Value::as_f64)
-                        .unwrap_or(0.0);
-                (ns.max(0.0) / 1000.0).round() as u64
+                (*duration_ns as f64 / 1000.0).round() as u64
             }
-            StackKind::Trace => 1,
+            _ => 1,
         };
         let (merged, n) = match kind {
             StackKind::Waits => (&mut self.waits, &mut self.wait_events),

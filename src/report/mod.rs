@@ -9,6 +9,7 @@
 
 pub mod flame;
 
+use crate::capture::{CAPTURE_FORMAT, Event as CaptureEvent, Line};
 use anyhow::{Result, anyhow, bail};
 use serde::Serialize;
 use serde_json::Value;
@@ -45,11 +46,13 @@ pub struct ReportArgs {
 pub struct Event {
     /// 1-based line number in the file.
     pub line: usize,
-    pub kind: String,
     pub ts: f64,
     pub pid: i64,
-    /// The whole object, for the kind-specific fields.
-    pub v: Value,
+    /// What happened: [`capture::Event::Other`](crate::capture::Event::Other)
+    /// for an event this pgdbg does not know (counted in the header, in
+    /// no table), or whose fields it cannot read (see
+    /// [`Scanned::unreadable`]).
+    pub event: crate::capture::Event,
 }
 
 /// How a capture's reading ended.
@@ -61,6 +64,11 @@ pub struct Scanned {
     /// the end, and not a whole JSON value: a writer killed mid-line, or
     /// a full disk); it is ignored.
     pub incomplete_last: Option<usize>,
+    /// Events of a known kind whose fields do not have the types pgdbg
+    /// writes (a hand-edited line): counted, in no table.
+    pub unreadable: usize,
+    /// The line of the first of them.
+    pub first_unreadable: Option<usize>,
 }
 
 /// Read a capture line by line from `r`, handing each event to `sink`
@@ -68,7 +76,9 @@ pub struct Scanned {
 /// used in errors (`name:LINE: ...`). Blank lines are skipped; every
 /// other line must be a JSON object with `event` (string), `ts` (number)
 /// and `pid` (integer), except an incomplete last line (see
-/// [`Scanned::incomplete_last`]).
+/// [`Scanned::incomplete_last`]). An `attach` event of a capture format
+/// newer than [`CAPTURE_FORMAT`] is an error; one without a format is
+/// format 1.
 pub fn scan_capture(
     name: &str,
     mut r: impl std::io::BufRead,
@@ -77,6 +87,8 @@ pub fn scan_capture(
     let mut buf = Vec::with_capacity(4096);
     let mut n = 0;
     let mut events = 0;
+    let mut unreadable = 0;
+    let mut first_unreadable = None;
     loop {
         buf.clear();
         let got = match r.read_until(b'\n', &mut buf) {
@@ -97,6 +109,8 @@ pub fn scan_capture(
         let incomplete = Scanned {
             events,
             incomplete_last: Some(n),
+            unreadable,
+            first_unreadable,
         };
         let line = match std::str::from_utf8(bytes) {
             Ok(l) => l,
@@ -107,48 +121,91 @@ pub fn scan_capture(
         if line.trim().is_empty() {
             continue;
         }
-        let v: Value = match serde_json::from_str(line) {
-            Ok(v) => v,
-            Err(_) if !complete => return Ok(incomplete),
-            Err(e) => {
-                // serde_json counts lines of this one line: keep the column.
-                let why = e.to_string();
-                let why = why.split(" at line ").next().unwrap_or(&why).to_string();
-                bail!(
-                    "{name}:{n}: not a valid JSON line: {why} at column {}",
-                    e.column()
-                );
-            }
+        let parsed = match serde_json::from_str::<Line>(line) {
+            Ok(l) => l,
+            Err(_) => match untyped_line(name, n, line, complete)? {
+                Some(l) => {
+                    unreadable += 1;
+                    first_unreadable.get_or_insert(n);
+                    l
+                }
+                None => return Ok(incomplete),
+            },
         };
-        let Some(obj) = v.as_object() else {
-            bail!("{name}:{n}: not a capture event (a JSON object was expected)");
-        };
-        let kind = obj
-            .get("event")
-            .and_then(Value::as_str)
-            .ok_or_else(|| anyhow!("{name}:{n}: not a capture event (no \"event\" string)"))?
-            .to_string();
-        let ts = obj
-            .get("ts")
-            .and_then(Value::as_f64)
-            .ok_or_else(|| anyhow!("{name}:{n}: event without a numeric \"ts\""))?;
-        let pid = obj
-            .get("pid")
-            .and_then(Value::as_i64)
-            .ok_or_else(|| anyhow!("{name}:{n}: event without an integer \"pid\""))?;
+        if let CaptureEvent::Attach { format, .. } = &parsed.event {
+            check_format(name, n, (*format).into())?;
+        }
         events += 1;
         sink(Event {
             line: n,
-            kind,
-            ts,
-            pid,
-            v,
+            ts: parsed.ts,
+            pid: parsed.pid,
+            event: parsed.event,
         });
     }
     Ok(Scanned {
         events,
         incomplete_last: None,
+        unreadable,
+        first_unreadable,
     })
+}
+
+/// A newer pgdbg's capture format is refused (its events may mean other
+/// things).
+fn check_format(name: &str, n: usize, format: u64) -> Result<()> {
+    if format > CAPTURE_FORMAT as u64 {
+        bail!(
+            "{name}:{n}: the capture is in format {format}, written by a newer pgdbg (this one reads format {CAPTURE_FORMAT}): report it with that pgdbg"
+        );
+    }
+    Ok(())
+}
+
+/// A line that does not read into a [`Line`]: the error naming what is
+/// wrong with it (not JSON, no `event`, `ts` or `pid`), or None when it is
+/// an incomplete last line, or, when only its fields are not what pgdbg
+/// writes, the line as an event of no table ([`CaptureEvent::Other`]).
+fn untyped_line(name: &str, n: usize, line: &str, complete: bool) -> Result<Option<Line>> {
+    let v: Value = match serde_json::from_str(line) {
+        Ok(v) => v,
+        Err(_) if !complete => return Ok(None),
+        Err(e) => {
+            // serde_json counts lines of this one line: keep the column.
+            let why = e.to_string();
+            let why = why.split(" at line ").next().unwrap_or(&why).to_string();
+            bail!(
+                "{name}:{n}: not a valid JSON line: {why} at column {}",
+                e.column()
+            );
+        }
+    };
+    let Some(obj) = v.as_object() else {
+        bail!("{name}:{n}: not a capture event (a JSON object was expected)");
+    };
+    let kind = obj
+        .get("event")
+        .and_then(Value::as_str)
+        .ok_or_else(|| anyhow!("{name}:{n}: not a capture event (no \"event\" string)"))?
+        .to_string();
+    let ts = obj
+        .get("ts")
+        .and_then(Value::as_f64)
+        .ok_or_else(|| anyhow!("{name}:{n}: event without a numeric \"ts\""))?;
+    let pid = obj
+        .get("pid")
+        .and_then(Value::as_i64)
+        .ok_or_else(|| anyhow!("{name}:{n}: event without an integer \"pid\""))?;
+    if kind == "attach"
+        && let Some(f) = obj.get("format").and_then(Value::as_u64)
+    {
+        check_format(name, n, f)?;
+    }
+    Ok(Some(Line {
+        ts,
+        pid,
+        event: CaptureEvent::Other,
+    }))
 }
 
 /// Parse a capture's text into its events (see [`scan_capture`]; an
@@ -332,24 +389,6 @@ fn ns_to_ms(ns: u64) -> f64 {
     ns as f64 / 1e6
 }
 
-fn str_or(v: &Value, key: &str, dflt: &str) -> String {
-    v.get(key)
-        .and_then(Value::as_str)
-        .unwrap_or(dflt)
-        .to_string()
-}
-
-/// A non-negative integer field (floats are rounded; missing is 0).
-fn uint(v: &Value, key: &str) -> u64 {
-    match v.get(key) {
-        Some(x) => x
-            .as_u64()
-            .or_else(|| x.as_f64().map(|f| f.max(0.0).round() as u64))
-            .unwrap_or(0),
-        None => 0,
-    }
-}
-
 fn min_max(acc: &mut Option<(f64, f64)>, x: Option<f64>) {
     if let Some(x) = x {
         *acc = Some(match *acc {
@@ -373,17 +412,20 @@ fn durations(mut ns: Vec<u64>) -> Durations {
     }
 }
 
-/// Label part of a wait event: the name, or "?" when null/missing.
-/// A wait's type or name; a wait pgdbg could not name (`unresolved` in the
-/// event) is typed "unresolved" and named by its raw wait_event_info.
-fn wait_part(v: &Value, key: &str) -> String {
-    if key == "wait_event_type"
-        && v.get(key).is_none_or(Value::is_null)
-        && v.get("unresolved").is_some()
-    {
-        return "unresolved".into();
-    }
-    str_or(v, key, "?")
+/// A wait's (type, name), "?" for a missing one; a wait pgdbg could not
+/// name (`unresolved` in the event) is typed "unresolved" and named by
+/// its raw wait_event_info.
+fn wait_key(
+    wait_event_type: &Option<String>,
+    wait_event: &Option<String>,
+    unresolved: &Option<String>,
+) -> (String, String) {
+    let t = match (wait_event_type, unresolved) {
+        (Some(t), _) => t.clone(),
+        (None, Some(_)) => "unresolved".into(),
+        (None, None) => "?".into(),
+    };
+    (t, wait_event.clone().unwrap_or_else(|| "?".into()))
 }
 
 /// How a traced argument's value is shown: numbers as they are, strings
@@ -460,14 +502,19 @@ impl Aggregator {
             None => (e.ts, e.ts),
             Some((lo, hi)) => (lo.min(e.ts), hi.max(e.ts)),
         });
-        let v = &e.v;
-        match e.kind.as_str() {
-            "exit" => self.exited += 1,
-            "plan_choice" => {
-                let stmt = str_or(v, "statement", "-");
-                let query = shorten_query(&str_or(v, "query", ""));
-                let choice = str_or(v, "choice", "?");
-                let key = (stmt, query);
+        match &e.event {
+            CaptureEvent::Exit { .. } => self.exited += 1,
+            CaptureEvent::PlanChoice {
+                statement,
+                query,
+                choice,
+                generic_cost,
+                avg_custom_cost,
+                reason,
+                ..
+            } => {
+                let stmt = statement.clone().unwrap_or_else(|| "-".into());
+                let key = (stmt, shorten_query(query));
                 let acc = self.plans.entry(key.clone()).or_default();
                 acc.executions += 1;
                 match choice.as_str() {
@@ -478,74 +525,68 @@ impl Aggregator {
                 let prev = self
                     .last_choice
                     .insert((e.pid, key.0, key.1), choice.clone());
-                if prev.is_some_and(|p| p != choice) {
+                if prev.is_some_and(|p| p != *choice) {
                     acc.switches += 1;
                 }
-                min_max(
-                    &mut acc.gcost,
-                    v.get("generic_cost").and_then(Value::as_f64),
-                );
-                min_max(
-                    &mut acc.acost,
-                    v.get("avg_custom_cost").and_then(Value::as_f64),
-                );
-                acc.last_reason = str_or(v, "reason", "");
+                min_max(&mut acc.gcost, *generic_cost);
+                min_max(&mut acc.acost, *avg_custom_cost);
+                acc.last_reason = reason.clone();
             }
-            "wait" => {
-                let key = (wait_part(v, "wait_event_type"), wait_part(v, "wait_event"));
-                self.waits
-                    .entry(key)
-                    .or_default()
-                    .push(uint(v, "duration_ns"));
+            CaptureEvent::Wait {
+                duration_ns,
+                unresolved,
+                wait_event,
+                wait_event_type,
+                ..
+            } => {
+                let key = wait_key(wait_event_type, wait_event, unresolved);
+                self.waits.entry(key).or_default().push(*duration_ns);
             }
-            "statement" => {
-                let q = shorten_query(&str_or(v, "query", "?"));
+            CaptureEvent::Statement { duration_ns, query } => {
                 self.stmts
-                    .entry(q)
+                    .entry(shorten_query(query))
                     .or_default()
-                    .push(uint(v, "duration_ns"));
+                    .push(*duration_ns);
             }
-            "wait_samples" => {
-                for p in v
-                    .get("profile")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                {
-                    let key = (wait_part(p, "wait_event_type"), wait_part(p, "wait_event"));
-                    *self.samples.entry(key).or_default() += uint(p, "samples");
+            CaptureEvent::WaitSamples { profile, .. } => {
+                for p in profile {
+                    let key = wait_key(&p.wait_event_type, &p.wait_event, &p.unresolved);
+                    *self.samples.entry(key).or_default() += p.samples;
                 }
             }
-            "count" => {
-                let f = str_or(v, "function", "?");
-                let acc = self.probes.entry((0, f)).or_default();
-                acc.calls += uint(v, "calls");
+            CaptureEvent::Count {
+                calls,
+                function,
+                phases,
+                ..
+            } => {
+                let acc = self.probes.entry((0, function.clone())).or_default();
+                acc.calls += calls;
                 acc.pids.insert(e.pid);
-                if let Some(ph) = v.get("phases").filter(|p| p.is_object()) {
+                if let Some(ph) = phases {
                     let sums = acc.phases.get_or_insert([0; 3]);
-                    sums[0] += uint(ph, "planning");
-                    sums[1] += uint(ph, "execution");
-                    sums[2] += uint(ph, "other");
+                    sums[0] += ph.planning;
+                    sums[1] += ph.execution;
+                    sums[2] += ph.other;
                 }
             }
-            "trace" => {
-                let f = str_or(v, "function", "?");
-                if let Some(a) = v.get("args").and_then(Value::as_object) {
-                    for (name, val) in a {
-                        *self
-                            .args
-                            .entry((f.clone(), name.clone()))
-                            .or_default()
-                            .entry(arg_value_text(val))
-                            .or_default() += 1;
-                    }
+            CaptureEvent::Trace { args, function, .. } => {
+                for (name, val) in args {
+                    *self
+                        .args
+                        .entry((function.clone(), name.clone()))
+                        .or_default()
+                        .entry(arg_value_text(val))
+                        .or_default() += 1;
                 }
-                let acc = self.probes.entry((1, f)).or_default();
+                let acc = self.probes.entry((1, function.clone())).or_default();
                 acc.calls += 1;
                 acc.pids.insert(e.pid);
             }
-            "stop" if v.get("reason").and_then(Value::as_str) == Some("breakpoint") => {
-                let f = str_or(v, "function", "?");
+            CaptureEvent::Stop {
+                reason, function, ..
+            } if reason == "breakpoint" => {
+                let f = function.clone().flatten().unwrap_or_else(|| "?".into());
                 let acc = self.probes.entry((2, f)).or_default();
                 acc.calls += 1;
                 acc.pids.insert(e.pid);
@@ -965,6 +1006,13 @@ pub fn read(path: &std::path::Path, sink: impl FnMut(Event)) -> Result<Scanned> 
     if let Some(n) = scanned.incomplete_last {
         crate::errln!(
             "pgdbg: {name}: the last line (line {n}) is incomplete (a writer was killed?): ignored"
+        );
+    }
+    if let Some(first) = scanned.first_unreadable {
+        let n = scanned.unreadable;
+        crate::errln!(
+            "pgdbg: {name}: {n} event{} with fields of other types than pgdbg writes (first at line {first}) counted but left out of the tables",
+            if n == 1 { "" } else { "s" }
         );
     }
     if scanned.events == 0 {

@@ -2,6 +2,7 @@
 //! use: each method hands over to the session's target, debug info,
 //! frames and output.
 
+use crate::capture::Event;
 use crate::debuginfo::DebugInfo;
 use crate::expr::format::{Radix, format_value, to_json};
 use crate::infcall::CallFrame;
@@ -76,8 +77,8 @@ impl Backend for Session {
     fn say(&mut self, line: &str) {
         Session::say(self, line)
     }
-    fn emit_event(&mut self, event: &str, fields: serde_json::Value) {
-        Session::emit_event(self, event, fields)
+    fn emit_event(&mut self, event: Event, ts: Option<f64>) {
+        Session::emit_event(self, event, ts)
     }
     fn capturing(&self) -> bool {
         self.capture.is_some()

@@ -1,5 +1,6 @@
 //! User breakpoints: numbered, with conditions and `commands` blocks.
 use super::*;
+use crate::capture::events::BreakpointLocation;
 
 impl Session {
     /// Resolve a location spec to runtime addresses.
@@ -62,15 +63,20 @@ impl Session {
                 .unwrap_or_default()
         );
         let id = bp.id;
-        let locs_json: Vec<serde_json::Value> = bp
+        let locations = bp
             .locations
             .iter()
-            .map(|l| serde_json::json!({"address": format!("{:#x}", l.addr), "function": l.function, "inlined": l.inlined}))
+            .map(|l| BreakpointLocation {
+                address: format!("{:#x}", l.addr),
+                function: l.function.clone(),
+                inlined: l.inlined,
+            })
             .collect();
-        self.emit(
-            "breakpoint",
-            serde_json::json!({"id": id, "spec": spec, "locations": locs_json}),
-        );
+        self.emit(Event::Breakpoint {
+            id,
+            locations,
+            spec: spec.to_string(),
+        });
         Ok(msg)
     }
 

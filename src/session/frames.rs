@@ -1,6 +1,7 @@
 //! The frames of the current stop: unwinding (CFI, inlined frames), `bt`,
 //! `frame`, and the frame context DWARF locations are evaluated in.
 use super::*;
+use crate::capture::events::BacktraceFrame;
 
 impl Session {
     pub fn frames(&mut self) -> Result<&Vec<Frame>> {
@@ -285,15 +286,21 @@ impl Session {
         for i in 0..shown {
             lines.push(format!("#{i:<2} {}", self.frame_line(i, false)?));
             let f = &self.frames()?[i];
-            json_frames.push(serde_json::json!({
-                "level": i, "function": f.function, "file": f.file.as_deref().map(basename),
-                "line": f.line, "pc": format!("{:#x}", f.pc), "inlined": f.inlined,
-            }));
+            json_frames.push(BacktraceFrame {
+                file: f.file.as_deref().map(|p| basename(p).to_string()),
+                function: f.function.clone(),
+                inlined: f.inlined,
+                level: i,
+                line: f.line,
+                pc: format!("{:#x}", f.pc),
+            });
         }
         if shown < n {
             lines.push("(More stack frames follow...)".into());
         }
-        self.emit("backtrace", serde_json::json!({"frames": json_frames}));
+        self.emit(Event::Backtrace {
+            frames: json_frames,
+        });
         Ok(lines.join("\n"))
     }
 

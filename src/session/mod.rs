@@ -17,7 +17,7 @@
 //! | `backend.rs` | `Session` as the `postgres::Backend` the PostgreSQL layer uses |
 
 use crate::breakpoints::{BpLocation, Breakpoints};
-use crate::capture::Capture;
+use crate::capture::{Capture, Event};
 use crate::command::{Command, help_text};
 use crate::debuginfo::location::{FrameContext, Place, eval_location};
 use crate::debuginfo::types::{TypeRef, TypeSource, size_of};
@@ -222,17 +222,16 @@ impl Session {
             hits_total: 0,
         };
         s.modules.refresh();
-        s.emit(
-            "attach",
-            serde_json::json!({"version": s.pg_version, "binary": s.exe_path.display().to_string(), "build_id": s.di.build_id}),
-        );
+        s.emit(Event::attach(
+            s.pg_version.clone(),
+            s.exe_path.display().to_string(),
+            s.di.build_id.clone(),
+        ));
         Ok(s)
     }
 
-    fn emit(&mut self, event: &str, fields: serde_json::Value) {
-        if let Some(c) = &mut self.capture {
-            c.event(event, self.pid, fields);
-        }
+    fn emit(&mut self, event: Event) {
+        self.emit_event(event, None);
     }
 
     fn module_for(&self, addr: u64) -> Option<&Module> {
@@ -283,8 +282,11 @@ impl Session {
         guard::out_line(line);
     }
 
-    pub fn emit_event(&mut self, event: &str, fields: serde_json::Value) {
-        self.emit(event, fields);
+    /// Append `event` to the capture, if there is one, at `ts` (None: now).
+    pub fn emit_event(&mut self, event: Event, ts: Option<f64>) {
+        if let Some(c) = &mut self.capture {
+            c.event(event, ts, self.pid);
+        }
     }
 
     /// Restore the backend and detach.
@@ -294,7 +296,7 @@ impl Session {
         self.bps = Breakpoints::default();
         let gone = self.target.is_gone();
         self.target.detach()?;
-        self.emit("detach", serde_json::json!({}));
+        self.emit(Event::Detach);
         if let Some(c) = &mut self.capture {
             c.flush();
         }

@@ -1,6 +1,7 @@
 //! Entry points of the PostgreSQL commands: argument handling and output;
 //! what they know about PostgreSQL is in `crate::postgres`.
 use super::*;
+use crate::capture::events::WaitSample;
 
 impl Session {
     /// `call FUNC(ARGS)`: run a function inside the backend, gdb style.
@@ -75,7 +76,12 @@ impl Session {
         let r = match res {
             Called::Value(r) => r,
             Called::Error(e) => {
-                self.emit("call", serde_json::json!({"function": name, "error": e}));
+                self.emit(Event::Call {
+                    error: Some(e.clone()),
+                    function: name.to_string(),
+                    text: None,
+                    value: None,
+                });
                 bail!(
                     "ERROR inside the backend: {e} (the call was unwound; the backend's state is restored)"
                 )
@@ -105,10 +111,12 @@ impl Session {
         let json = to_json(self, &v);
         self.history.borrow_mut().push(v);
         let n = self.history.borrow().len();
-        self.emit(
-            "call",
-            serde_json::json!({"function": name, "value": json, "text": text}),
-        );
+        self.emit(Event::Call {
+            error: None,
+            function: name.to_string(),
+            text: Some(text.clone()),
+            value: Some(json),
+        });
         Ok(format!("${n} = {text}"))
     }
 
@@ -182,10 +190,12 @@ impl Session {
         let query = explain::source_text(self, qd);
         let timeout = self.call_timeout;
         let text = explain::explain(self, qd, opts, timeout)?;
-        self.emit(
-            "plan",
-            serde_json::json!({"query": query, "format": opts.format, "text": text, "nested": nested}),
-        );
+        self.emit(Event::Plan {
+            format: opts.format.clone(),
+            nested,
+            query: query.clone(),
+            text: text.clone(),
+        });
         let head = if nested {
             format!("-- nested statement (SPI/plpgsql): {}\n", one_line(&query))
         } else {
@@ -379,10 +389,7 @@ impl Session {
         {
             note = format!(" (name not resolved: {e})");
         }
-        self.emit(
-            "wait_now",
-            serde_json::Value::Object(names.event_fields(info)),
-        );
+        self.emit(Event::wait_now(names.event_fields(info)));
         Ok(format!("{}  [{info:#010x}]{note}", names.label(info)))
     }
 
@@ -447,19 +454,22 @@ impl Session {
                 n,
                 share
             ));
-            let mut m = names.event_fields(*info);
-            m.insert("samples".into(), (*n).into());
-            m.insert("share".into(), (share / 100.0).into());
-            profile.push(serde_json::Value::Object(m));
+            profile.push(WaitSample::new(
+                names.event_fields(*info),
+                *n,
+                share / 100.0,
+            ));
         }
         out.push_str(&format!(
             "{total} samples in {elapsed:.1}s ({:.0}/s){note}{text}",
             total as f64 / elapsed.max(1e-9)
         ));
-        self.emit(
-            "wait_samples",
-            serde_json::json!({"hz": hz, "duration_s": elapsed, "samples": total, "profile": profile}),
-        );
+        self.emit(Event::WaitSamples {
+            duration_s: elapsed,
+            hz,
+            profile,
+            samples: total,
+        });
         Ok((out, flow))
     }
 
@@ -547,10 +557,11 @@ impl Session {
             probe.generic,
             t0.elapsed().as_secs_f64()
         );
-        self.emit(
-            "plancache_end",
-            serde_json::json!({"decisions": probe.decisions, "generic": probe.generic, "lost": probe.lost}),
-        );
+        self.emit(Event::PlancacheEnd {
+            decisions: probe.decisions,
+            generic: probe.generic,
+            lost: probe.lost,
+        });
         Ok(self.probe_outcome(end, summary, text))
     }
 }

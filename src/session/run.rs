@@ -133,7 +133,15 @@ impl Session {
     /// What an interrupted stop shows: the frame where the backend is.
     pub(crate) fn interrupted_text(&mut self) -> Result<String> {
         let head = self.frame_line(0, true)?;
-        self.emit("stop", serde_json::json!({"reason": "interrupted"}));
+        self.emit(Event::Stop {
+            address: None,
+            breakpoints: None,
+            file: None,
+            function: None,
+            line: None,
+            reason: "interrupted".into(),
+            signal: None,
+        });
         Ok(format!(
             "\nProgram stopped (interrupted; the backend got no signal).\n{head}"
         ))
@@ -176,17 +184,19 @@ impl Session {
                         .unwrap_or_default();
                     (head, src, self.frames()?.first().cloned())
                 };
-                self.emit(
-                    "stop",
-                    serde_json::json!({
-                        "reason": "breakpoint",
-                        "breakpoints": ids,
-                        "address": format!("{addr:#x}"),
-                        "function": frame.as_ref().and_then(|f| f.function.clone()),
-                        "file": frame.as_ref().and_then(|f| f.file.as_deref().map(basename)),
-                        "line": frame.as_ref().and_then(|f| f.line),
-                    }),
-                );
+                self.emit(Event::Stop {
+                    address: Some(format!("{addr:#x}")),
+                    breakpoints: Some(ids.clone()),
+                    file: Some(
+                        frame
+                            .as_ref()
+                            .and_then(|f| f.file.as_deref().map(|p| basename(p).to_string())),
+                    ),
+                    function: Some(frame.as_ref().and_then(|f| f.function.clone())),
+                    line: Some(frame.as_ref().and_then(|f| f.line)),
+                    reason: "breakpoint".into(),
+                    signal: None,
+                });
                 let label = if temp.is_empty() {
                     "Breakpoint"
                 } else {
@@ -204,10 +214,15 @@ impl Session {
             Stop::Interrupted => Ok((RunOutcome::Stopped, self.interrupted_text()?)),
             Stop::Signal(sig) => {
                 let head = self.frame_line(0, true).unwrap_or_default();
-                self.emit(
-                    "stop",
-                    serde_json::json!({"reason": "signal", "signal": format!("{sig:?}")}),
-                );
+                self.emit(Event::Stop {
+                    address: None,
+                    breakpoints: None,
+                    file: None,
+                    function: None,
+                    line: None,
+                    reason: "signal".into(),
+                    signal: Some(format!("{sig:?}")),
+                });
                 Ok((
                     RunOutcome::Stopped,
                     format!(
@@ -220,14 +235,20 @@ impl Session {
                 format!("\nHardware breakpoint (dr6={dr6:#x})"),
             )),
             Stop::Exited(code) => {
-                self.emit("exit", serde_json::json!({"status": code}));
+                self.emit(Event::Exit {
+                    signal: None,
+                    status: Some(code),
+                });
                 Ok((
                     RunOutcome::TargetGone,
                     format!("\nBackend {} exited with status {code}.", self.pid),
                 ))
             }
             Stop::Killed(sig) => {
-                self.emit("exit", serde_json::json!({"signal": format!("{sig:?}")}));
+                self.emit(Event::Exit {
+                    signal: Some(format!("{sig:?}")),
+                    status: None,
+                });
                 Ok((
                     RunOutcome::TargetGone,
                     format!("\nBackend {} was killed by signal {sig:?}.", self.pid),

@@ -22,7 +22,7 @@ impl Session {
             values.push(self.eval_expr(a)?);
         }
         let text = crate::expr::printf::printf(self, format, &values)?;
-        self.emit("printf", serde_json::json!({"text": text}));
+        self.emit(Event::Printf { text: text.clone() });
         // output is line based: the format's own final newline ends the
         // line; the leading newline (which every caller strips) keeps a
         // text that is only "\n", or starts with one, from being lost
@@ -38,10 +38,11 @@ impl Session {
         let json = to_json(self, &v);
         self.history.borrow_mut().push(v);
         let n = self.history.borrow().len();
-        self.emit(
-            "print",
-            serde_json::json!({"expr": expr, "value": json, "text": text}),
-        );
+        self.emit(Event::Print {
+            expr: expr.to_string(),
+            text: text.clone(),
+            value: json,
+        });
         Ok(format!("${n} = {text}"))
     }
 

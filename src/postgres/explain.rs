@@ -1,5 +1,5 @@
 //! EXPLAIN of the query a backend is executing, computed inside the backend
-//! by its own `ExplainPrintPlan` (seed 000's printplan.gdb, made safe):
+//! by its own `ExplainPrintPlan` (the printplan.gdb recipe, made safe):
 //! `NewExplainState`, set format/verbose/costs, `ExplainBeginOutput`,
 //! `ExplainPrintPlan(es, queryDesc)`, `ExplainEndOutput`, read
 //! `es->str->data`; all in a private memory context deleted afterwards.

@@ -417,7 +417,7 @@ impl TraceProbe {
         self.report_named(s, true);
     }
 
-    /// The summary tables (seed 000's "Wait events summary").
+    /// The summary tables (the bpftrace recipe's "Wait events summary").
     pub fn summary(&self) -> String {
         let mut per: BTreeMap<String, (u64, u128, u128)> = BTreeMap::new();
         let mut total = 0u128;

@@ -6,23 +6,8 @@
 mod common;
 use common::*;
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
-
-fn build_fixture() -> PathBuf {
-    let out = std::env::temp_dir().join(format!("pgdbg-fixture-inline-{}", std::process::id()));
-    if !out.exists() {
-        let st = Command::new("gcc")
-            .args(["-O2", "-g", "-o"])
-            .arg(&out)
-            .arg(repo().join("tests/fixtures/inline.c"))
-            .status()
-            .expect("gcc");
-        assert!(st.success(), "compiling the fixture failed");
-    }
-    out
-}
 
 struct Fixture {
     child: Child,
@@ -30,7 +15,7 @@ struct Fixture {
 
 impl Fixture {
     fn start(mode: &str) -> Fixture {
-        let mut child = Command::new(build_fixture())
+        let mut child = Command::new(c_fixture("inline"))
             .arg(mode)
             .stdout(Stdio::piped())
             .spawn()

@@ -613,22 +613,8 @@ mod env_impl {
     }
 }
 
-fn fixture_binary() -> PathBuf {
-    let out = std::env::temp_dir().join(format!("pgdbg-fuzz-inline-{}", std::process::id()));
-    if !out.exists() {
-        let st = Command::new("gcc")
-            .args(["-O2", "-g", "-o"])
-            .arg(&out)
-            .arg(repo().join("tests/fixtures/inline.c"))
-            .status()
-            .expect("gcc");
-        assert!(st.success(), "compiling the fixture failed");
-    }
-    out
-}
-
 fn fixture_debuginfo() -> pgdbg::debuginfo::DebugInfo {
-    let bin = fixture_binary();
+    let bin = c_fixture("inline");
     // SAFETY (test setup): the index cache of this process only
     let cache = std::env::temp_dir().join(format!("pgdbg-fuzz-idx-{}", std::process::id()));
     unsafe { std::env::set_var("PGDBG_INDEX_CACHE", &cache) };
@@ -821,7 +807,7 @@ fn stripped_fixture() -> PathBuf {
             .arg("--strip-debug")
             .arg("-o")
             .arg(&out)
-            .arg(fixture_binary())
+            .arg(c_fixture("inline"))
             .status()
             .expect("strip");
         assert!(st.success(), "stripping the fixture failed");
@@ -1073,7 +1059,7 @@ fn mutate_elf(r: &mut Rng, data: &mut [u8], regions: &[(usize, usize)]) {
 
 #[test]
 fn fuzz_elf_dwarf_of_the_fixture() {
-    let orig = std::fs::read(fixture_binary()).unwrap();
+    let orig = std::fs::read(c_fixture("inline")).unwrap();
     let regions = elf_regions(&orig);
     let dir = scratch("elf");
     let mut r = Rng::new(11);

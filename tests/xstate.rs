@@ -9,28 +9,9 @@
 mod common;
 use common::*;
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
-
-fn build() -> PathBuf {
-    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let out =
-                std::env::temp_dir().join(format!("pgdbg-fixture-xstate-{}", std::process::id()));
-            let st = Command::new("gcc")
-                .args(["-O2", "-g", "-o"])
-                .arg(&out)
-                .arg(repo().join("tests/fixtures/xstate.c"))
-                .status()
-                .expect("gcc");
-            assert!(st.success(), "compiling the xstate fixture failed");
-            out
-        })
-        .clone()
-}
 
 struct Fixture {
     child: Child,
@@ -41,7 +22,7 @@ struct Fixture {
 
 impl Fixture {
     fn start(env: &[(&str, &str)]) -> Fixture {
-        let mut cmd = Command::new(build());
+        let mut cmd = Command::new(c_fixture("xstate"));
         cmd.stdout(Stdio::piped());
         for (k, v) in env {
             cmd.env(k, v);

@@ -351,6 +351,26 @@ impl Client {
 pub const S1: &str =
     "prepare s1 as select max(md5(v)) from mediumtab where n between $1::numeric and $2::numeric";
 
+/// tests/fixtures/NAME.c compiled with gcc -O2 -g, once per test process
+/// (tests of one binary may run in parallel: the first one compiles).
+pub fn c_fixture(name: &str) -> PathBuf {
+    static BUILT: std::sync::Mutex<Vec<(String, PathBuf)>> = std::sync::Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, p)) = built.iter().find(|(n, _)| n == name) {
+        return p.clone();
+    }
+    let out = std::env::temp_dir().join(format!("pgdbg-fixture-{name}-{}", std::process::id()));
+    let st = Command::new("gcc")
+        .args(["-O2", "-g", "-o"])
+        .arg(&out)
+        .arg(repo().join(format!("tests/fixtures/{name}.c")))
+        .status()
+        .expect("gcc");
+    assert!(st.success(), "compiling the fixture {name}.c failed");
+    built.push((name.to_string(), out.clone()));
+    out
+}
+
 /// `s` as an SQL string literal.
 pub fn sql_literal(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))

@@ -48,7 +48,19 @@ fn xcr0_of(buf: &[u8]) -> Option<u64> {
 /// Size of the standard (uncompacted) XSAVE layout holding the features of
 /// `xcr0`, from CPUID leaf 0xD: the end of the highest feature's area,
 /// at least the legacy area and the header.
+/// (Computed once per XCR0: each CPUID exits to the hypervisor in a VM,
+/// and every call saves the state twice.)
 pub fn uncompacted_size(xcr0: u64) -> Option<usize> {
+    static LAST: std::sync::OnceLock<(u64, Option<usize>)> = std::sync::OnceLock::new();
+    let &(seen, size) = LAST.get_or_init(|| (xcr0, layout_size(xcr0)));
+    if seen == xcr0 {
+        size
+    } else {
+        layout_size(xcr0)
+    }
+}
+
+fn layout_size(xcr0: u64) -> Option<usize> {
     if std::arch::x86_64::__cpuid(0).eax < 0xd {
         return None;
     }

@@ -8,6 +8,7 @@ mod scopes;
 pub mod elf;
 pub mod index;
 pub mod layout;
+pub mod library;
 pub mod location;
 pub mod pack;
 pub mod types;
@@ -156,6 +157,7 @@ impl DebugInfo {
         packs: &dyn pack::PackSource,
         fetch: debuginfod::Fetch,
     ) -> Result<DebugInfo> {
+        library::note_server(real_path, fetch);
         let binary = ElfImage::open(exe)?;
         let build_id = binary.build_id().unwrap_or_default();
         let found = if pack_file.is_some() {
@@ -179,6 +181,18 @@ impl DebugInfo {
             Some(x) => x,
             None => return Self::load_with_pack(binary, real_path, build_id, pack_file, packs),
         };
+        Self::with_dwarf(binary, debug_file, source, build_id, fetch)
+    }
+
+    /// The debug info of `binary` whose DWARF is in `debug_file` (None: in
+    /// the binary itself); its index from the cache of `build_id` or built.
+    pub(crate) fn with_dwarf(
+        binary: ElfImage,
+        debug_file: Option<ElfImage>,
+        source: DebugSource,
+        build_id: String,
+        fetch: debuginfod::Fetch,
+    ) -> Result<DebugInfo> {
         let dimg: &ElfImage = debug_file.as_ref().unwrap_or(&binary);
         let mut dwarf: Dwarf = gimli::Dwarf::load(|id| -> Result<R> {
             Ok(gimli::EndianSlice::new(
@@ -261,16 +275,26 @@ impl DebugInfo {
         packs: &dyn pack::PackSource,
     ) -> Result<DebugInfo> {
         let pack = packs.pack_for(&binary, real_path, &build_id, pack_file)?;
-        let symbols = binary.symbols();
-        let main_unwind = unwind::UnwindTables::from_image(&binary);
-        let dwarf: Dwarf = gimli::Dwarf::load(|_| -> Result<R> {
-            Ok(gimli::EndianSlice::new(&[], gimli::LittleEndian))
-        })?;
         let source = DebugSource::Pack(format!(
             "none: exported symbols + layout pack for PostgreSQL {} (from {})",
             pack.major,
             pack.version.split(" on ").next().unwrap_or(&pack.version)
         ));
+        Self::symbols_only(binary, build_id, source, Some(pack))
+    }
+
+    /// No DWARF: ELF symbols and CFI only (and a layout pack, if any).
+    pub(crate) fn symbols_only(
+        binary: ElfImage,
+        build_id: String,
+        source: DebugSource,
+        pack: Option<pack::Pack>,
+    ) -> Result<DebugInfo> {
+        let symbols = binary.symbols();
+        let main_unwind = unwind::UnwindTables::from_image(&binary);
+        let dwarf: Dwarf = gimli::Dwarf::load(|_| -> Result<R> {
+            Ok(gimli::EndianSlice::new(&[], gimli::LittleEndian))
+        })?;
         Ok(DebugInfo {
             binary,
             debug_file: None,
@@ -287,7 +311,7 @@ impl DebugInfo {
             a2l: OnceCell::new(),
             frames_cache: RefCell::new(HashMap::new()),
             scope_cache: RefCell::new(HashMap::new()),
-            pack: Some(pack),
+            pack,
         })
     }
 

@@ -89,7 +89,9 @@ fn fresh_backend(cl: &Cluster) -> (Client, i32) {
 }
 
 fn ex(cmds: &[&str]) -> Vec<String> {
-    cmds.iter().flat_map(|c| ["--ex".to_string(), c.to_string()]).collect()
+    cmds.iter()
+        .flat_map(|c| ["--ex".to_string(), c.to_string()])
+        .collect()
 }
 
 fn pending_breakpoint_in_plpgsql(major: u32) {
@@ -105,6 +107,9 @@ fn pending_breakpoint_in_plpgsql(major: u32) {
         "print *estate",
         "info args",
         "bt",
+        // the two calls left, with a parameter's field at each
+        "delete",
+        "trace exec_stmt_execsql stmt->sqlstmt->query --count 2",
         "info sharedlibrary",
         "detach",
     ]));
@@ -154,16 +159,26 @@ fn pending_breakpoint_in_plpgsql(major: u32) {
     assert!(frame("plpgsql_call_handler").contains("at pl_handler.c:"));
     assert!(frame("PostgresMain").contains("at postgres.c:"));
     assert!(!bt.iter().any(|l| l.contains(" ?? (")), "{}", bt.join("\n"));
+    let traced: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("exec_stmt_execsql(stmt->sqlstmt->query="))
+        .collect();
+    assert_eq!(traced.len(), 2, "trace of a library function:\n{out}");
+    assert!(traced[0].contains("\"select i * 2"), "{traced:?}");
     // info sharedlibrary: plpgsql.so with its DWARF
     let lib = mapped_library(pid, "plpgsql.so").expect("plpgsql.so loaded");
     assert!(
-        out.lines()
-            .any(|l| l.trim() == lib.to_str().unwrap()),
+        out.lines().any(|l| l.trim() == lib.to_str().unwrap()),
         "{out}"
     );
     assert!(out.contains("embedded in the binary ("), "{out}");
     // detach restored the library's code
-    assert!(library_code_matches_file(pid, &lib, "exec_stmt_execsql", 16));
+    assert!(library_code_matches_file(
+        pid,
+        &lib,
+        "exec_stmt_execsql",
+        16
+    ));
     assert_eq!(c.query_one_i64("select sel_loop(4)"), 8);
     cl.assert_no_crash();
 }
@@ -208,7 +223,10 @@ fn count_in_plpgsql(major: u32) {
         libc::kill(p.pid(), libc::SIGINT);
     }
     let (code, out, err) = p.wait(Duration::from_secs(120));
-    assert!(code == 0 || code == 130, "pgdbg failed ({code}):\n{out}\n{err}");
+    assert!(
+        code == 0 || code == 130,
+        "pgdbg failed ({code}):\n{out}\n{err}"
+    );
     eprintln!("{out}");
     let calls = |f: &str| -> i64 {
         out.lines()
@@ -263,7 +281,10 @@ fn debian_stripped_plpgsql() {
     assert_eq!(c.rejoin(h).unwrap(), "4");
     eprintln!("{out}");
     assert!(out.contains("armed: plpgsql.so was loaded"), "{out}");
-    assert!(out.contains("Breakpoint 1, plpgsql_exec_function ("), "{out}");
+    assert!(
+        out.contains("Breakpoint 1, plpgsql_exec_function ("),
+        "{out}"
+    );
     assert!(out.contains("plpgsql_call_handler"), "bt:\n{out}");
     assert!(out.contains("ELF symbols only"), "{out}");
     let lib = mapped_library(pid, "plpgsql.so").unwrap();
@@ -274,4 +295,81 @@ fn debian_stripped_plpgsql() {
         16
     ));
     cl.assert_no_crash();
+}
+
+/// `LOAD 'auto_explain'` after attach: a breakpoint on its executor hook,
+/// pending until then, is armed when the library loads and hits at the
+/// next statement; the hook's parameter prints; detach restores the code.
+fn load_after_attach(prefix: &Path, lib_spec: &str, function: &str, expr: Option<&str>) {
+    let cl = Cluster::start_prefix(prefix);
+    let mut c = cl.connect();
+    let pid = c.pid();
+    assert_eq!(mapped_library(pid, "auto_explain.so"), None);
+    let brk = format!("break {lib_spec}");
+    let mut cmds = vec![brk.as_str(), "continue", "bt 2"];
+    let pr = expr.map(|e| format!("print {e}"));
+    if let Some(p) = &pr {
+        cmds.push(p);
+    }
+    cmds.push("detach");
+    let mut args = vec!["attach".to_string(), pid.to_string(), "-q".into()];
+    args.extend(ex(&cmds));
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let p = Pgdbg::spawn_attached(&argv, pid);
+    let h = c.spawn_text("load 'auto_explain'; select 42 as answer");
+    let (code, out, err) = p.wait(Duration::from_secs(120));
+    assert_eq!(code, 0, "pgdbg failed:\n{out}\n{err}");
+    assert_eq!(c.rejoin(h).unwrap(), "42");
+    eprintln!("{out}");
+    assert!(
+        out.contains("pending until a library defines it (auto_explain.so has it"),
+        "{out}"
+    );
+    assert!(out.contains("armed: auto_explain.so was loaded"), "{out}");
+    assert!(
+        out.contains(&format!("Breakpoint 1, {function} (")),
+        "{out}"
+    );
+    if expr.is_some() {
+        assert!(
+            print_values(&out)[0].contains("select 42 as answer"),
+            "{out}"
+        );
+    }
+    let lib = mapped_library(pid, "auto_explain.so").expect("auto_explain.so loaded");
+    assert!(library_code_matches_file(pid, &lib, function, 16));
+    assert_eq!(c.query_one_i64("select 7"), 7);
+    cl.assert_no_crash();
+}
+
+#[test]
+fn load_auto_explain_after_attach_15() {
+    load_after_attach(
+        &pg_prefix(15),
+        "auto_explain:explain_ExecutorStart",
+        "explain_ExecutorStart",
+        Some("queryDesc->sourceText"),
+    );
+}
+
+#[test]
+fn load_auto_explain_after_attach_18() {
+    load_after_attach(
+        &pg_prefix(18),
+        "auto_explain:explain_ExecutorStart",
+        "explain_ExecutorStart",
+        Some("queryDesc->sourceText"),
+    );
+}
+
+/// Debian's stripped auto_explain.so: its exported `_PG_init`, which runs
+/// right after the library is mapped, is hit.
+#[test]
+fn load_auto_explain_after_attach_debian() {
+    load_after_attach(
+        Path::new("/usr/lib/postgresql/15"),
+        "auto_explain:_PG_init",
+        "_PG_init",
+        None,
+    );
 }

@@ -189,7 +189,6 @@ impl DebugInfo {
         };
         Ok(ty)
     }
-
 }
 
 impl TypeSource for DebugInfo {

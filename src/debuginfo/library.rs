@@ -198,7 +198,10 @@ mod tests {
         assert!(library_matches("plpgsql.so", p));
         assert!(library_matches("/usr/lib/postgresql/15/lib/plpgsql.so", p));
         assert!(!library_matches("plpg", p));
-        assert!(library_matches("libc", Path::new("/lib/x86_64-linux-gnu/libc.so.6")));
+        assert!(library_matches(
+            "libc",
+            Path::new("/lib/x86_64-linux-gnu/libc.so.6")
+        ));
         assert!(library_matches(
             "libc.so",
             Path::new("/lib/x86_64-linux-gnu/libc.so.6")

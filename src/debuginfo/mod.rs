@@ -4,13 +4,13 @@
 
 pub mod debuginfod;
 mod dwarf_types;
-mod scopes;
 pub mod elf;
 pub mod index;
 pub mod layout;
 pub mod library;
 pub mod location;
 pub mod pack;
+mod scopes;
 pub mod types;
 pub mod unwind;
 
@@ -743,7 +743,6 @@ impl DebugInfo {
         }
         Ok(out)
     }
-
 }
 pub fn symbol_at(symbols: &[ElfSymbol], addr: u64) -> Option<(&ElfSymbol, u64)> {
     let i = match symbols.binary_search_by(|s| s.addr.cmp(&addr)) {

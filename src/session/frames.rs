@@ -382,16 +382,7 @@ impl FrameContext for SessionFrameCtx<'_> {
             s: self.s,
             f: self.f,
         };
-        match eval_location(
-            fb,
-            unit.encoding(),
-            8,
-            &NoFrameBase(&ctx),
-            &di.dwarf,
-            &unit,
-        )
-        .ok()?
-        {
+        match eval_location(fb, unit.encoding(), 8, &NoFrameBase(&ctx), &di.dwarf, &unit).ok()? {
             Place::Memory(a) => Some(a),
             Place::Bytes(b) => {
                 let mut x = [0u8; 8];

@@ -10,8 +10,8 @@
 //!
 //! Types of a library's DWARF are told apart from the main binary's by a
 //! tag in the high bits of their DIE offsets (`TypeRef::Die`).
-use super::*;
 use super::breakpoints::describe_loc;
+use super::*;
 use crate::debuginfo::library::{libraries_defining, library_matches, split_library_spec};
 use crate::debuginfo::types::{Member, Type};
 use std::cell::OnceCell;
@@ -406,7 +406,9 @@ impl Session {
                 .inserted_addresses()
                 .into_iter()
                 .filter(|a| {
-                    libs.list.iter().any(|l| !l.mapped && *a >= l.start && *a < l.end)
+                    libs.list
+                        .iter()
+                        .any(|l| !l.mapped && *a >= l.start && *a < l.end)
                         && libs.index_at(*a).is_none()
                         && self.modules.find(*a).is_none()
                 })
@@ -513,11 +515,9 @@ impl Session {
         ));
         for (_, l) in libs.mapped() {
             let what = match l.di() {
-                Some(di) if di.has_dwarf() => format!(
-                    "{} ({} functions)",
-                    di.source,
-                    di.index.functions.len()
-                ),
+                Some(di) if di.has_dwarf() => {
+                    format!("{} ({} functions)", di.source, di.index.functions.len())
+                }
                 Some(di) => format!("{} ({} symbols)", di.source, di.symbols.len()),
                 None => "not readable".to_string(),
             };

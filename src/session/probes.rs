@@ -116,8 +116,8 @@ impl Session {
     /// hit).
     pub fn select_function_frame(&mut self, function: &str) -> Result<()> {
         // LIB:FUNCTION names FUNCTION's frames
-        let function = crate::debuginfo::library::split_library_spec(function)
-            .map_or(function, |(_, f)| f);
+        let function =
+            crate::debuginfo::library::split_library_spec(function).map_or(function, |(_, f)| f);
         let frames = self.unwind(4)?;
         let i = frames
             .iter()

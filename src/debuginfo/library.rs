@@ -115,6 +115,13 @@ pub fn libraries_defining(name: &str) -> Vec<PathBuf> {
 }
 
 fn file_defines(path: &Path, name: &str) -> bool {
+    file_defines_in(path, name, true)
+}
+
+/// `name` in `path`'s symbols or DWARF strings; `follow`: also in its
+/// debug file by build-id on disk (a stripped library with a -dbgsym
+/// package).
+fn file_defines_in(path: &Path, name: &str, follow: bool) -> bool {
     let Ok(f) = std::fs::File::open(path) else {
         return false;
     };
@@ -134,7 +141,18 @@ fn file_defines(path: &Path, name: &str) -> bool {
         return true;
     }
     let Some(sec) = file.section_by_name(".debug_str") else {
-        return false;
+        let Some(id) = file.build_id().ok().flatten().map(hex) else {
+            return false;
+        };
+        return follow
+            && id.len() > 2
+            && elf::debug_roots().iter().any(|r| {
+                let p = r
+                    .join(".build-id")
+                    .join(&id[..2])
+                    .join(format!("{}.debug", &id[2..]));
+                p.exists() && file_defines_in(&p, name, false)
+            });
     };
     let Ok(data) = sec.uncompressed_data() else {
         return false;
@@ -144,6 +162,10 @@ fn file_defines(path: &Path, name: &str) -> bool {
     needle.extend_from_slice(name.as_bytes());
     needle.push(0);
     data.windows(needle.len()).any(|w| w == needle.as_slice())
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 /// `LIB:FUNCTION` (`plpgsql:exec_stmt_execsql`, `plpgsql.so:...`): the

@@ -174,7 +174,7 @@ pub fn check_after(
 /// server's installation (`plpgsql:exec_stmt_execsql`, or just the name):
 /// resolved when the backend has loaded it.
 fn locate(di: &DebugInfo, spec: &str) -> Result<()> {
-    use crate::debuginfo::library::{libraries_defining, library_matches, split_library_spec};
+    use crate::debuginfo::library::{library_lookup, library_matches, split_library_spec};
     let err = match crate::session::resolve_location(di, 0, spec) {
         Ok(_) => return Ok(()),
         Err(e) => e,
@@ -183,12 +183,16 @@ fn locate(di: &DebugInfo, spec: &str) -> Result<()> {
         Some((l, f)) => (Some(l), f),
         None => (None, spec.trim()),
     };
-    if crate::command::check::plain_function(func).is_some()
-        && libraries_defining(func)
-            .iter()
-            .any(|p| lib.is_none_or(|l| library_matches(l, p)))
-    {
-        return Ok(());
+    if crate::command::check::plain_function(func).is_some() {
+        let (found, unknown) = library_lookup(func);
+        // a stripped library whose DWARF only debuginfod has: known at attach
+        if unknown
+            || found
+                .iter()
+                .any(|p| lib.is_none_or(|l| library_matches(l, p)))
+        {
+            return Ok(());
+        }
     }
     if let Some(l) = lib {
         bail!("no function \"{func}\" in a library \"{l}\" of this server's installation");

@@ -95,6 +95,15 @@ impl DebugInfo {
 /// gcc inlined everywhere has no symbol): where a breakpoint on a function
 /// no loaded object has will be armed when the backend loads it.
 pub fn libraries_defining(name: &str) -> Vec<PathBuf> {
+    library_lookup(name).0
+}
+
+/// `libraries_defining`, and whether a library of the installation has no
+/// DWARF on disk while debuginfod servers are set (its functions cannot be
+/// known before pgdbg fetches its debug file).
+pub fn library_lookup(name: &str) -> (Vec<PathBuf>, bool) {
+    let ask_servers = !debuginfod::urls().is_empty();
+    let mut unknown = false;
     let mut out = Vec::new();
     for dir in server_library_dirs() {
         let Ok(rd) = std::fs::read_dir(&dir) else {
@@ -106,62 +115,59 @@ pub fn libraries_defining(name: &str) -> Vec<PathBuf> {
             .collect();
         files.sort();
         for p in files {
-            if file_defines(&p, name) {
-                out.push(p);
+            match file_defines(&p, name) {
+                Some(true) => out.push(p),
+                Some(false) => {}
+                None => unknown |= ask_servers,
             }
         }
     }
-    out
+    (out, unknown)
 }
 
-fn file_defines(path: &Path, name: &str) -> bool {
+/// `name` in `path`'s symbols or DWARF strings, or in its debug file by
+/// build-id on disk (a stripped library with a -dbgsym package); None: no
+/// DWARF on disk to tell.
+fn file_defines(path: &Path, name: &str) -> Option<bool> {
     file_defines_in(path, name, true)
 }
 
-/// `name` in `path`'s symbols or DWARF strings; `follow`: also in its
-/// debug file by build-id on disk (a stripped library with a -dbgsym
-/// package).
-fn file_defines_in(path: &Path, name: &str, follow: bool) -> bool {
-    let Ok(f) = std::fs::File::open(path) else {
-        return false;
-    };
+fn file_defines_in(path: &Path, name: &str, follow: bool) -> Option<bool> {
+    let f = std::fs::File::open(path).ok()?;
     // SAFETY: mapped read-only for the duration of this look.
-    let Ok(map) = (unsafe { memmap2::Mmap::map(&f) }) else {
-        return false;
-    };
-    let Ok(file) = object::File::parse(&*map) else {
-        return false;
-    };
+    let map = unsafe { memmap2::Mmap::map(&f) }.ok()?;
+    let file = object::File::parse(&*map).ok()?;
     let is_it = |s: &str| s == name || super::is_clone_of(s, name);
     if file
         .symbols()
         .chain(file.dynamic_symbols())
         .any(|s| s.kind() == object::SymbolKind::Text && s.name().is_ok_and(is_it))
     {
-        return true;
+        return Some(true);
     }
     let Some(sec) = file.section_by_name(".debug_str") else {
-        let Some(id) = file.build_id().ok().flatten().map(hex) else {
-            return false;
-        };
-        return follow
-            && id.len() > 2
-            && elf::debug_roots().iter().any(|r| {
-                let p = r
-                    .join(".build-id")
-                    .join(&id[..2])
-                    .join(format!("{}.debug", &id[2..]));
-                p.exists() && file_defines_in(&p, name, false)
-            });
+        let id = file.build_id().ok().flatten().map(hex)?;
+        if !follow || id.len() <= 2 {
+            return None;
+        }
+        return elf::debug_roots().iter().find_map(|r| {
+            let p = r
+                .join(".build-id")
+                .join(&id[..2])
+                .join(format!("{}.debug", &id[2..]));
+            if p.exists() {
+                file_defines_in(&p, name, false)
+            } else {
+                None
+            }
+        });
     };
-    let Ok(data) = sec.uncompressed_data() else {
-        return false;
-    };
+    let data = sec.uncompressed_data().ok()?;
     let mut needle = Vec::with_capacity(name.len() + 2);
     needle.push(0);
     needle.extend_from_slice(name.as_bytes());
     needle.push(0);
-    data.windows(needle.len()).any(|w| w == needle.as_slice())
+    Some(data.windows(needle.len()).any(|w| w == needle.as_slice()))
 }
 
 fn hex(b: &[u8]) -> String {

@@ -373,3 +373,54 @@ fn load_auto_explain_after_attach_debian() {
         None,
     );
 }
+
+/// pgdbg killed (SIGKILL) while a breakpoint in plpgsql.so and the
+/// dynamic linker's hook (for a pending breakpoint) are armed: its
+/// guardian restores both, the backend goes on running PL/pgSQL and
+/// loading libraries.
+#[test]
+fn guardian_restores_library_breakpoints() {
+    let cl = Cluster::start(15);
+    let mut c = cl.connect();
+    c.exec(FUNCS);
+    assert_eq!(c.query_one_i64("select sel_loop(1)"), 2);
+    let pid = c.pid();
+    let plpgsql = mapped_library(pid, "plpgsql.so").unwrap();
+    let ld = mapped_library(pid, "ld-linux-x86-64.so.2").unwrap();
+    let out_file =
+        std::env::temp_dir().join(format!("pgdbg-shlib-kill-{}.out", std::process::id()));
+    let mut p = Pgdbg::spawn_to_file(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--ex",
+            "break exec_stmt_execsql",
+            "--ex",
+            "break auto_explain:explain_ExecutorStart",
+            "--ex",
+            "continue",
+        ],
+        &out_file,
+    );
+    p.wait_attached(pid);
+    wait_until("both int3s written", Duration::from_secs(60), || {
+        !library_code_matches_file(pid, &plpgsql, "exec_stmt_execsql", 1)
+            && !library_code_matches_file(pid, &ld, "_dl_debug_state", 1)
+    });
+    unsafe {
+        libc::kill(p.pid(), libc::SIGKILL);
+    }
+    let (status, _, err) = p.wait(Duration::from_secs(30));
+    assert_eq!(status, -1, "{err}");
+    wait_until("untraced", Duration::from_secs(10), || tracer_pid(pid) == 0);
+    wait_until("the guardian's restore", Duration::from_secs(10), || {
+        library_code_matches_file(pid, &plpgsql, "exec_stmt_execsql", 16)
+            && library_code_matches_file(pid, &ld, "_dl_debug_state", 4)
+    });
+    assert_eq!(c.query_one_i64("select sel_loop(5)"), 10);
+    c.exec("load 'auto_explain'");
+    assert_eq!(c.query_one_i64("select 3"), 3);
+    let _ = std::fs::remove_file(&out_file);
+    cl.assert_no_crash();
+}

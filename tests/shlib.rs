@@ -210,10 +210,13 @@ fn count_in_plpgsql(major: u32) {
             "attach",
             &pid.to_string(),
             "-q",
-            "--ex",
-            "count exec_eval_expr exec_eval_simple_expr --for 600s",
-            "--ex",
-            "detach",
+            "--script",
+            repo()
+                .join("scripts/examples/plpgsql-plancache-checks.pgdbg")
+                .to_str()
+                .unwrap(),
+            "--for",
+            "600s",
         ],
         pid,
     );
@@ -237,6 +240,15 @@ fn count_in_plpgsql(major: u32) {
     };
     assert_eq!(calls("exec_eval_expr"), 2 * n + 2);
     assert_eq!(calls("exec_eval_simple_expr"), 2 * n + 2);
+    // the example's answer: a valid simple expression skips the plan
+    // cache (a few checks per call of the function, not per evaluation)
+    for f in [
+        "GetCachedPlan",
+        "RevalidateCachedQuery",
+        "AcquireExecutorLocks",
+    ] {
+        assert!(calls(f) < 100, "{f}: {}", calls(f));
+    }
     assert_eq!(tracer_pid(pid), 0);
     assert!(library_code_matches_file(pid, &lib, "exec_eval_expr", 16));
     assert_eq!(c.query_one_i64("select count_to(10)"), 10);

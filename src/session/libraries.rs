@@ -478,9 +478,22 @@ impl Session {
                 .unwrap_or_default();
             let n = locs.len();
             let first = describe_loc(&locs[0]);
+            let locations = locs
+                .iter()
+                .map(|l| crate::capture::events::BreakpointLocation {
+                    address: format!("{:#x}", l.addr),
+                    function: l.function.clone(),
+                    inlined: l.inlined,
+                })
+                .collect();
             if let Some(b) = self.bps.get_mut(id) {
                 b.locations = locs;
             }
+            self.emit(Event::Breakpoint {
+                id,
+                locations,
+                spec: spec.clone(),
+            });
             self.say(&format!(
                 "Breakpoint {id} ({spec}) armed: {lib} was loaded; {n} location{} ({first})",
                 if n == 1 { "" } else { "s" }

@@ -436,3 +436,30 @@ fn guardian_restores_library_breakpoints() {
     let _ = std::fs::remove_file(&out_file);
     cl.assert_no_crash();
 }
+
+/// `trace` of a function of a library the backend has not loaded: one
+/// line naming the library and what to do, the backend untouched.
+#[test]
+fn trace_of_a_library_not_loaded_says_so() {
+    let cl = Cluster::start(15);
+    let (mut c, pid) = fresh_backend(&cl);
+    let (code, out, err) = Pgdbg::spawn(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--ex",
+        "trace exec_stmt_execsql",
+    ])
+    .wait(Duration::from_secs(60));
+    assert_ne!(code, 0, "{out}\n{err}");
+    assert!(
+        err.contains(&format!(
+            "exec_stmt_execsql is in plpgsql.so, which backend {pid} has not loaded yet"
+        )),
+        "{err}"
+    );
+    assert_eq!(tracer_pid(pid), 0);
+    assert_eq!(mapped_library(pid, "plpgsql.so"), None);
+    assert_eq!(c.query_one_i64("select sel_loop(2)"), 4);
+    cl.assert_no_crash();
+}

@@ -329,6 +329,17 @@ impl Session {
             }
         }
         if out.is_empty() {
+            drop(libs);
+            let libs = self.pending_candidates(spec);
+            if !libs.is_empty() {
+                bail!(
+                    "{} is in {}, which backend {} has not loaded yet: 'break {}' waits for it (pending); trace and count need it loaded (run a function of it once)",
+                    spec.trim(),
+                    libs.join(", "),
+                    self.pid,
+                    spec.trim()
+                );
+            }
             return Err(main_err);
         }
         Ok(out)

@@ -261,6 +261,21 @@ impl Target {
         Ok(())
     }
 
+    /// The byte at `addr` as it is in the target (our int3s not hidden);
+    /// None when nothing is mapped there.
+    fn byte_in_target(&self, addr: u64) -> Option<u8> {
+        let mut b = [0u8; 1];
+        let remote = [RemoteIoVec {
+            base: addr as usize,
+            len: 1,
+        }];
+        let mut local = [IoSliceMut::new(&mut b)];
+        match process_vm_readv(self.pid, &mut local, &remote) {
+            Ok(1) => Some(b[0]),
+            _ => None,
+        }
+    }
+
     /// Read several ranges with a single syscall.  Each range must be readable.
     pub fn read_many(&self, ranges: &mut [(u64, &mut [u8])]) -> Result<()> {
         let remote: Vec<RemoteIoVec> = ranges
@@ -400,6 +415,13 @@ impl Target {
             self.code_cache.remove(&addr);
             if let Some(g) = &mut self.guardian {
                 g.forget_breakpoint(addr);
+            }
+            // the SIGTRAP handler's entry holds the old code's byte too:
+            // other code mapped there later must not get it
+            if let Err(e) = self.forget_trap_address(addr) {
+                log::debug(&format!(
+                    "{addr:#x}: SIGTRAP handler entry not cleared ({e})"
+                ));
             }
         }
     }
@@ -1127,6 +1149,17 @@ impl Target {
         }
         let addrs: Vec<u64> = self.inserted.keys().copied().collect();
         for a in addrs {
+            // an int3 of ours is there, or the code it was in went away (a
+            // library unloaded before pgdbg saw it, or pgdbg died first and
+            // this is the guardian): then the old byte belongs to nothing
+            // mapped now and is not written
+            if self.byte_in_target(a) != Some(INT3) {
+                log::debug(&format!(
+                    "{a:#x}: no int3 there any more (unmapped or replaced); original byte not written"
+                ));
+                self.forget_breakpoint(a);
+                continue;
+            }
             if let Err(e) = self.remove_breakpoint(a) {
                 first_err.get_or_insert(e);
             }

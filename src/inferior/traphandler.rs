@@ -50,6 +50,9 @@ use std::collections::HashSet;
 const PAGE: u64 = 4096;
 /// Entries in each half of the table.
 pub const CAP: u64 = 16384;
+/// A table entry that matches no int3: address 1 (page zero is never
+/// code), not zero (a zero entry ends the table).
+const INERT: u64 = 1;
 /// Mapping: code page, data page (selector, sigaction scratch), two halves.
 const TABLE_BYTES: u64 = CAP * 8;
 pub const MAP_LEN: u64 = 2 * PAGE + 2 * TABLE_BYTES;
@@ -507,6 +510,28 @@ impl Target {
         h.known = entries.iter().copied().collect();
         h.entries = entries;
         Ok(())
+    }
+
+    /// `addr`'s code was unmapped (a library unloaded): its entry, whose
+    /// byte is that code's, becomes one that matches no int3 (address 1,
+    /// never a code address; a zero would end the table there), and the
+    /// address is new to the handler should other code be mapped there and
+    /// armed later (else that code would get the old byte back).
+    pub(super) fn forget_trap_address(&mut self, addr: u64) -> Result<()> {
+        let Some(h) = &mut self.trap else {
+            return Ok(());
+        };
+        if !h.known.remove(&addr) {
+            return Ok(());
+        }
+        // the mappings changed: the writable flags are looked up again
+        h.exec.clear();
+        let Some(i) = h.entries.iter().position(|a| *a == addr) else {
+            return Ok(());
+        };
+        h.entries[i] = INERT;
+        let at = h.half_addr(h.half) + 8 * i as u64;
+        self.write(at, &INERT.to_le_bytes())
     }
 
     /// Put the SIGTRAP action found back and unmap the pages unless a

@@ -33,6 +33,9 @@ impl Session {
                 }
             }
         };
+        for l in &locs {
+            self.follow_library_of(l.addr)?;
+        }
         let mut inserted = Vec::new();
         for l in &locs {
             if let Err(e) = self.target.insert_breakpoint(l.addr) {

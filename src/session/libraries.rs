@@ -392,6 +392,20 @@ impl Session {
         Ok(())
     }
 
+    /// Before an int3 goes into a library at `addr`: follow loads and
+    /// unloads at the dynamic linker's hook, so that a `dlclose` of the
+    /// library is seen and the int3's record dropped (else detach, or the
+    /// guardian, would write the old byte over whatever is mapped there
+    /// next).  Nothing for the postgres binary.
+    pub(crate) fn follow_library_of(&mut self, addr: u64) -> Result<()> {
+        if self.dl_hook.is_some() || self.libs.borrow().index_at(addr).is_none() {
+            return Ok(());
+        }
+        self.arm_library_hook().map_err(|e| {
+            anyhow!("{e}; without it an unload of the library could not be followed, so no breakpoint is written into it")
+        })
+    }
+
     /// Is `addr` the dynamic linker's hook, and only that?
     pub(crate) fn is_library_hook(&self, addr: u64) -> bool {
         self.dl_hook == Some(addr) && !self.bps.uses(addr) && !self.internal.contains_key(&addr)

@@ -6,6 +6,9 @@ impl Session {
     /// Arm one of pgdbg's own breakpoints (used by probes such as
     /// `plancache`); counted, so nested users share an address.
     pub fn arm_internal(&mut self, addr: u64) -> Result<()> {
+        if !self.internal.contains_key(&addr) {
+            self.follow_library_of(addr)?;
+        }
         let n = self.internal.entry(addr).or_insert(0);
         if *n == 0 {
             self.target.insert_breakpoint(addr)?;

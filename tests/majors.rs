@@ -150,7 +150,8 @@ fn smoke(major: u32, dwarf: bool) {
             "{err}"
         );
         assert!(
-            out.contains(&format!("layout pack for PostgreSQL {major}")),
+            out.contains(&format!("layout pack for PostgreSQL {major}"))
+                && out.contains("(static functions named by the symbol table)"),
             "{out}"
         );
     }

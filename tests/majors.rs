@@ -303,3 +303,38 @@ fn major_14_without_a_pack_is_refused_in_one_line() {
     assert_eq!(a.query_one_i64("select 14"), 14);
     cl.assert_no_crash();
 }
+
+/// Seed 000 on its own major, 16, as the release build without DWARF: the
+/// range statement's generic cost equals the planner's own (EXPLAIN under
+/// force_generic_plan), and on 1000 partitions the point statement stays
+/// custom with generic 8307.5 against an average custom 15.8025.
+#[test]
+fn seed000_numbers_on_16() {
+    let cl = Cluster::start_seeded(16);
+    let generic = planner_generic_cost(&cl);
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let (_, ev) = watch(pid, 7, || {
+        a.exec(S1);
+        for _ in 0..7 {
+            a.exec("execute s1(60,70)");
+        }
+    });
+    let got = ev[5]["generic_cost"].as_f64().unwrap();
+    eprintln!("s1: generic_cost {got} (planner: {generic})");
+    assert!((got - generic).abs() < 0.006, "{} vs {generic}", ev[5]);
+
+    a.exec("prepare s3 as select v from bigtab where n = $1::numeric");
+    let (_, ev) = watch(pid, 7, || {
+        for i in 0..7 {
+            a.simple_text(&format!("execute s3({})", 5000 + i * 7919));
+        }
+    });
+    assert!(ev.iter().all(|e| e["choice"] == "custom"), "{ev:?}");
+    let g = ev[6]["generic_cost"].as_f64().unwrap();
+    let avg = ev[6]["avg_custom_cost"].as_f64().unwrap();
+    assert!((g - 8307.5).abs() < 1e-6, "generic {g}");
+    assert!((avg - 15.8025).abs() < 1e-9, "avg custom {avg}");
+    assert_eq!(tracer_pid(pid), 0);
+    cl.assert_no_crash();
+}

@@ -121,7 +121,7 @@ fn first_line_value(out: &str) -> String {
         .to_string()
 }
 
-/// attach + info + bt, wait = pg_stat_activity, waits sample, plancache
+/// attach + info + bt, call, wait = pg_stat_activity, waits sample, plancache
 /// (seed 000's point statement: custom x5, then generic 8.4425 < 13.4425),
 /// plancache --fast (14+), plan --next = EXPLAIN EXECUTE, and a breakpoint
 /// on the static choose_custom_plan reading the plan source through the
@@ -152,6 +152,18 @@ fn smoke(major: u32, dwarf: bool) {
         assert!(
             out.contains(&format!("layout pack for PostgreSQL {major}"))
                 && out.contains("(static functions named by the symbol table)"),
+            "{out}"
+        );
+    }
+
+    // call, at the idle backend's stop
+    let (code, out, err) = pgdbg(&["attach", &p, "-q", "--ex", "call pg_strtoint32(\"12\")"]);
+    assert_eq!(code, 0, "{err}");
+    if dwarf {
+        assert_eq!(print_values(&out), vec!["12"], "{out}");
+    } else {
+        assert!(
+            out.contains("pg_strtoint32 returned rax = 0xc (12): its return type is unknown without debug info"),
             "{out}"
         );
     }

@@ -82,7 +82,8 @@ impl Cluster {
         c
     }
 
-    /// A throwaway cluster of any installation (e.g. scripts/pg-embedded's).
+    /// A throwaway cluster of any installation (e.g. Debian's package, or
+    /// scripts/pg-embedded's).
     pub fn start_prefix(prefix: &Path) -> Cluster {
         Self::start_in(prefix, &[], None)
     }

@@ -352,10 +352,16 @@ impl Session {
                 &self.di.build_id
             },
             self.di.source,
-            if self.di.pack.is_some() {
-                "\n             without DWARF: no locals/parameters, source lines or inlined frames, no static functions (break on exported ones), no prepared-statement names in plancache, no ERROR messages from calls"
-            } else {
-                ""
+            match &self.di.pack {
+                // a release build that keeps its symbol table names its
+                // static functions too (e.g. choose_custom_plan)
+                Some(_) if object::Object::symbol_table(&self.di.binary.file).is_some() => {
+                    "\n             without DWARF: no locals/parameters, source lines or inlined frames, no prepared-statement names in plancache, no ERROR messages from calls (static functions named by the symbol table)"
+                }
+                Some(_) => {
+                    "\n             without DWARF: no locals/parameters, source lines or inlined frames, no static functions (break on exported ones), no prepared-statement names in plancache, no ERROR messages from calls"
+                }
+                None => "",
             },
             self.di.index.functions.len(),
             self.di.index.globals.len(),

@@ -12,6 +12,7 @@
 //! in `Session::execute`; the unit tests check that the entry's examples
 //! parse to a command its own check receives.
 
+mod analyze;
 mod args;
 mod breakpoints;
 pub mod check;
@@ -121,6 +122,8 @@ pub enum Command {
         verbose: bool,
         costs: bool,
     },
+    /// `plan --next --analyze ...`: EXPLAIN ANALYZE of the next statement(s)
+    PlanAnalyze(crate::postgres::analyze::AnalyzeOpts),
     /// `wait`: the current wait event
     Wait,
     /// `waits sample [--hz N] [--for D]`
@@ -210,7 +213,7 @@ impl Command {
             C::InfoFrame => &data::INFO_FRAME,
             C::Trace { .. } => &probes::TRACE,
             C::Count { .. } => &probes::COUNT,
-            C::Plan { .. } => &postgres::PLAN,
+            C::Plan { .. } | C::PlanAnalyze(_) => &postgres::PLAN,
             C::PlanCache { .. } => &postgres::PLANCACHE,
             C::Wait => &postgres::WAIT,
             C::WaitsSample { .. } => &postgres::WAITS_SAMPLE,

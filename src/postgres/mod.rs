@@ -160,6 +160,7 @@ pub fn major_of(version: &str) -> Option<u32> {
     let v = version.strip_prefix("PostgreSQL ").unwrap_or(version);
     v.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
 }
+pub mod analyze;
 pub mod backend;
 pub mod call;
 pub mod cluster;

@@ -35,6 +35,9 @@ impl Backend for Session {
     fn read_many(&self, ranges: &mut [(u64, &mut [u8])]) -> Result<()> {
         Session::read_many(self, ranges)
     }
+    fn write_own_field(&mut self, addr: u64, data: &[u8]) -> Result<()> {
+        self.target.write(addr, data)
+    }
     fn registers(&self) -> Result<Registers> {
         Session::registers(self)
     }

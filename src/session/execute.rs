@@ -157,6 +157,11 @@ impl Session {
                 };
                 self.plan(*next, &opts)?
             }
+            Command::PlanAnalyze(o) => {
+                self.plan_applies(false)?;
+                let (summary, end) = crate::postgres::analyze::plan_next_analyze(self, o)?;
+                self.probe_outcome(end, summary, String::new())
+            }
             Command::Detach => (self.detach()?, Flow::Quit),
             Command::Quit => (self.detach()?, Flow::Quit),
             Command::Help(t) => (help_text(t.as_deref()), Flow::Continue),

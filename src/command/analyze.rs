@@ -12,6 +12,39 @@ pub fn wants_analyze(rest: &str) -> bool {
     before_if.split_whitespace().any(|w| w == "--analyze")
 }
 
+/// Whether a `plan` line asks for `--progress`.
+pub fn wants_progress(rest: &str) -> bool {
+    rest.split_whitespace().any(|w| w == "--progress")
+}
+
+/// `plan --progress [--every D] [--for D]`
+pub fn parse_plan_progress(rest: &str) -> Result<Command> {
+    let mut every = std::time::Duration::from_secs(1);
+    let mut limits: Vec<&str> = Vec::new();
+    let mut it = rest.split_whitespace();
+    while let Some(w) = it.next() {
+        match w {
+            "--progress" => {}
+            "--every" => {
+                let v = it.next().unwrap_or("");
+                every = super::parse_duration(v)?;
+                if every < std::time::Duration::from_millis(10) {
+                    bail!("plan --progress: --every takes at least 10ms, not '{v}'");
+                }
+            }
+            "--for" => {
+                limits.push(w);
+                limits.push(it.next().unwrap_or(""));
+            }
+            other => bail!(
+                "plan --progress: unknown option '{other}' (use --every D, --for D; it watches the running statement)"
+            ),
+        }
+    }
+    let (duration, _) = parse_limits(&limits.join(" "), "plan --progress")?;
+    Ok(Command::PlanProgress { every, duration })
+}
+
 /// `plan --next --analyze [--buffers] [--wal] [--timing off] [--format F]
 /// [--verbose] [--costs off] [--count N] [--for D] [--if EXPR]`
 pub fn parse_plan_analyze(rest: &str) -> Result<Command> {
@@ -95,6 +128,15 @@ mod tests {
         assert!(parse_plan_analyze("--next --analyze --timing maybe").is_err());
         assert!(parse_plan_analyze("--next --analyze --if").is_err());
         assert!(wants_analyze("--next --analyze"));
+        assert_eq!(
+            parse_plan_progress("--progress --every 250ms --for 3s").unwrap(),
+            Command::PlanProgress {
+                every: std::time::Duration::from_millis(250),
+                duration: Some(std::time::Duration::from_secs(3))
+            }
+        );
+        assert!(parse_plan_progress("--progress --every 1ms").is_err());
+        assert!(parse_plan_progress("--progress --next").is_err());
         assert!(!wants_analyze("--next --if x --analyze"));
     }
 }

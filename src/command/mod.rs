@@ -124,6 +124,11 @@ pub enum Command {
     },
     /// `plan --next --analyze ...`: EXPLAIN ANALYZE of the next statement(s)
     PlanAnalyze(crate::postgres::analyze::AnalyzeOpts),
+    /// `plan --progress [--every D] [--for D]`: the running statement, node by node
+    PlanProgress {
+        every: std::time::Duration,
+        duration: Option<std::time::Duration>,
+    },
     /// `wait`: the current wait event
     Wait,
     /// `waits sample [--hz N] [--for D]`
@@ -213,7 +218,7 @@ impl Command {
             C::InfoFrame => &data::INFO_FRAME,
             C::Trace { .. } => &probes::TRACE,
             C::Count { .. } => &probes::COUNT,
-            C::Plan { .. } | C::PlanAnalyze(_) => &postgres::PLAN,
+            C::Plan { .. } | C::PlanAnalyze(_) | C::PlanProgress { .. } => &postgres::PLAN,
             C::PlanCache { .. } => &postgres::PLANCACHE,
             C::Wait => &postgres::WAIT,
             C::WaitsSample { .. } => &postgres::WAITS_SAMPLE,

@@ -18,7 +18,7 @@ pub static ENTRIES: &[&Entry] = &[
 pub static PLAN: Entry = Entry {
     name: "plan",
     aliases: &[],
-    usage: "plan [--next] [--format text|json|yaml|xml] [--verbose] [--costs off] | plan --next --analyze [--buffers] [--wal] [--timing off] [--count N] [--for D] [--if EXPR]",
+    usage: "plan [--next] [--format text|json|yaml|xml] [--verbose] [--costs off] | plan --next --analyze [--buffers] [--wal] [--timing off] [--count N] [--for D] [--if EXPR] | plan --progress [--every D] [--for D]",
     summary: "EXPLAIN the query the backend runs, computed inside the backend",
     help: "The plan of the running query, by the backend's own ExplainPrintPlan in a private \
            memory context; --next waits for the next query to start. Inside a DO block or a \
@@ -35,14 +35,24 @@ pub static PLAN: Entry = Entry {
            the backend's ExplainPrintPlan prints actual rows, loops, times (parallel workers \
            included). Execution Time is measured by pgdbg from the executor's start to its end. \
            --count N statements (default 1), --for D, --if 'duration > 200ms' (shown only when \
-           slower; also queryid == N, joined by &&): an auto_explain for one backend.",
+           slower; also queryid == N, joined by &&): an auto_explain for one backend.\n\n\
+           --progress: the running statement's plan, every --every (default 1s) until it \
+           ends, --for D or Ctrl-C, each node with its rows so far and loops, sequential \
+           scans with blocks scanned of the relation's blocks, the node function executing \
+           now and the elapsed time. A statement run without instrumentation gets row \
+           counting installed (rows only, in the query's own memory: \"counted since\"); \
+           parallel workers' own nodes are not read.",
     examples: &[
         "plan",
         "plan --next --format json --costs off",
         "plan --next --analyze --buffers",
         "plan --next --analyze --count 10 --if duration > 200ms",
+        "plan --progress --every 2s --for 1m",
     ],
     parse: |rest| {
+        if super::analyze::wants_progress(rest) {
+            return super::analyze::parse_plan_progress(rest);
+        }
         if super::analyze::wants_analyze(rest) {
             return super::analyze::parse_plan_analyze(rest);
         }

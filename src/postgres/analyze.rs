@@ -282,6 +282,8 @@ struct Started {
     /// Stack pointer at standard_ExecutorStart's entry.
     entry_sp: u64,
     queryid: i64,
+    /// Run by an outer statement or a DO block (SPI), from the stack.
+    nested: bool,
     t0: Instant,
 }
 
@@ -386,6 +388,12 @@ impl<'o> AnalyzeProbe<'o> {
             return Ok(());
         }
         let ret = s.read_u64(regs.rsp)?;
+        let nested = s.frame_functions()?.iter().any(|f| {
+            matches!(
+                f.as_str(),
+                "standard_ExecutorRun" | "ExecutorRun" | "_SPI_pquery" | "_SPI_execute_plan"
+            )
+        });
         let mut restore_at = None;
         let effective = if original == 0 {
             // arm the restore point first: nothing is written if it cannot be
@@ -413,6 +421,7 @@ impl<'o> AnalyzeProbe<'o> {
             restore_at,
             entry_sp: regs.rsp,
             queryid,
+            nested,
             t0: Instant::now(),
         });
         Ok(())
@@ -492,9 +501,7 @@ impl<'o> AnalyzeProbe<'o> {
         elapsed: Duration,
     ) -> Result<String> {
         let query = explain::source_text(s, qd);
-        let nested = explain::active_query_desc(s)?
-            .map(|(_, a)| a != qd)
-            .unwrap_or(true);
+        let nested = st.nested;
         let flags = EsFlags::from_options(s, st.effective as u32)?;
         let timeout = s.call_timeout();
         let text = explain_analyze(s, qd, self.o, &flags, elapsed, timeout)?;

@@ -167,6 +167,7 @@ pub mod cluster;
 pub mod explain;
 pub mod packs;
 pub mod plancache;
+pub mod progress;
 pub mod waits;
 
 pub use backend::{Backend, ProbeEnd, ProbeHandler};

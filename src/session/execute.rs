@@ -162,6 +162,13 @@ impl Session {
                 let (summary, end) = crate::postgres::analyze::plan_next_analyze(self, o)?;
                 self.probe_outcome(end, summary, String::new())
             }
+            Command::PlanProgress { every, duration } => {
+                self.plan_applies(false)?;
+                let (_, qd) = self.safe_running_query()?;
+                let (summary, end) =
+                    crate::postgres::progress::plan_progress(self, qd, *every, *duration)?;
+                self.probe_outcome(end, summary, String::new())
+            }
             Command::Detach => (self.detach()?, Flow::Quit),
             Command::Quit => (self.detach()?, Flow::Quit),
             Command::Help(t) => (help_text(t.as_deref()), Flow::Continue),

@@ -199,7 +199,115 @@ fn run_analyze_cases(major: u32) {
     assert_eq!(print_values(&out), vec!["0", "0"], "{out}");
     let plain = a.explain_rows(&format!("explain (costs off) {LATERAL}"));
     assert!(!plain.contains("actual"), "{plain}");
+
+    // a parallel seq scan: the workers' rows are in the leader's nodes
+    let par = "select count(*) from an_t1 where k = 3";
+    let truth = b.query_one_i64("select count(*) from an_t1 where k = 3");
+    a.exec(
+        "set max_parallel_workers_per_gather = 2; set parallel_setup_cost = 0; \
+         set parallel_tuple_cost = 0; set min_parallel_table_scan_size = 0",
+    );
+    let p = Pgdbg::spawn_attached(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--ex",
+            "plan --next --analyze",
+            "--ex",
+            "detach",
+        ],
+        pid,
+    );
+    assert_eq!(a.query_one_i64(par), truth);
+    let (code, out, err) = p.wait(Duration::from_secs(60));
+    assert_eq!(code, 0, "{out}\n{err}");
+    let bl = blocks(&out);
+    assert_eq!(bl.len(), 1, "{out}");
+    assert!(bl[0].contains("Workers Launched:"), "{}", bl[0]);
+    let mine = actuals(&bl[0]);
+    let scan = mine
+        .iter()
+        .find(|(n, ..)| n.starts_with("Parallel Seq Scan on an_t1"))
+        .unwrap_or_else(|| panic!("no parallel scan: {}", bl[0]));
+    let (rows, loops): (f64, f64) = (scan.1.parse().unwrap(), scan.2.parse().unwrap());
+    // rows are per loop, rounded (15) or with two decimals (18)
+    assert!(
+        (rows * loops - truth as f64).abs() <= loops,
+        "{rows} x {loops} vs {truth}: {}",
+        bl[0]
+    );
+    assert_eq!(mine[0].1.parse::<f64>().unwrap(), 1.0, "{}", bl[0]);
     cl.assert_no_crash();
+}
+
+/// `plan --progress` on a scan that runs for seconds (each row sleeps):
+/// rows and blocks only grow, and the query's result is unchanged.
+fn run_progress_case(major: u32) {
+    let cl = Cluster::start(major);
+    let mut b = cl.connect();
+    b.exec(SETUP);
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let slow = "select count(*) from an_t1 where length(pg_sleep(0.001)::text) >= 0";
+    let h = a.spawn_text(slow);
+    cl.wait_active(&[pid], "pg_sleep(0.001)");
+    let (code, out, err) = pgdbg(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--ex",
+        "plan --progress --every 300ms --for 2s",
+        "--ex",
+        "detach",
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    // the scan's line of each report
+    let scans: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains("Seq Scan on an_t1"))
+        .collect();
+    assert!(scans.len() >= 3, "{out}");
+    assert!(out.contains("rows counted since"), "{out}");
+    assert!(out.contains("elapsed"), "{out}");
+    let num = |l: &str, k: &str| -> u64 {
+        let i = l.find(k).unwrap_or_else(|| panic!("no {k} in {l}"));
+        l[i + k.len()..]
+            .chars()
+            .take_while(|c| c.is_ascii_digit())
+            .collect::<String>()
+            .parse()
+            .unwrap()
+    };
+    let rows: Vec<u64> = scans.iter().map(|l| num(l, "rows so far=")).collect();
+    let blocks: Vec<u64> = scans.iter().map(|l| num(l, "blocks ")).collect();
+    assert!(rows.windows(2).all(|w| w[0] <= w[1]), "{out}");
+    assert!(blocks.windows(2).all(|w| w[0] <= w[1]), "{out}");
+    assert!(rows.last() > rows.first(), "rows do not grow: {out}");
+    assert!(*rows.last().unwrap() < 5000, "{out}");
+    let total = num(scans[0], " of ");
+    assert_eq!(
+        total as i64,
+        b.query_one_i64("select pg_relation_size('an_t1') / current_setting('block_size')::int")
+    );
+    assert_eq!(tracer_pid(pid), 0);
+    // the statement completes with its own result after pgdbg left
+    assert_eq!(a.rejoin(h).unwrap(), "5000");
+    // and the session's next EXPLAIN ANALYZE is as usual
+    let again =
+        a.explain_rows("explain (analyze, timing off, costs off) select count(*) from an_t2");
+    assert!(again.contains("(actual rows=1"), "{again}");
+    cl.assert_no_crash();
+}
+
+#[test]
+fn progress_15() {
+    run_progress_case(15);
+}
+
+#[test]
+fn progress_18() {
+    run_progress_case(18);
 }
 
 #[test]

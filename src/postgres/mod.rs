@@ -164,6 +164,7 @@ pub mod analyze;
 pub mod backend;
 pub mod call;
 pub mod cluster;
+pub mod commands;
 pub mod explain;
 pub mod packs;
 pub mod plancache;

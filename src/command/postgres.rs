@@ -18,7 +18,7 @@ pub static ENTRIES: &[&Entry] = &[
 pub static PLAN: Entry = Entry {
     name: "plan",
     aliases: &[],
-    usage: "plan [--next] [--format text|json|yaml|xml] [--verbose] [--costs off] | plan --next --analyze [--buffers] [--wal] [--timing off] [--count N] [--for D] [--if EXPR] | plan --progress [--every D] [--for D]",
+    usage: "plan [--next [--analyze]] [--progress] [--format text|json|yaml|xml] [--verbose] [--costs off]",
     summary: "EXPLAIN the query the backend runs, computed inside the backend",
     help: "The plan of the running query, by the backend's own ExplainPrintPlan in a private \
            memory context; --next waits for the next query to start. Inside a DO block or a \
@@ -27,7 +27,8 @@ pub static PLAN: Entry = Entry {
            Refused like call while the transaction is aborted, on processes that never run \
            queries (the checkpointer, ...) and on parallel workers (it names the leader to \
            attach to).\n\n\
-           --next --analyze: EXPLAIN ANALYZE of the next statement, with nothing loaded in the \
+           plan --next --analyze [--buffers] [--wal] [--timing off] [--count N] [--for D] \
+           [--if EXPR]: EXPLAIN ANALYZE of the next statement, with nothing loaded in the \
            server. At the executor's start pgdbg sets the statement's own \
            QueryDesc.instrument_options as EXPLAIN ANALYZE would (--buffers, --wal, --timing \
            off are EXPLAIN's options) and puts the field back once the executor has read it; \
@@ -36,7 +37,7 @@ pub static PLAN: Entry = Entry {
            included). Execution Time is measured by pgdbg from the executor's start to its end. \
            --count N statements (default 1), --for D, --if 'duration > 200ms' (shown only when \
            slower; also queryid == N, joined by &&): an auto_explain for one backend.\n\n\
-           --progress: the running statement's plan, every --every (default 1s) until it \
+           plan --progress [--every D] [--for D]: the running statement's plan, every --every (default 1s) until it \
            ends, --for D or Ctrl-C, each node with its rows so far and loops, sequential \
            scans with blocks scanned of the relation's blocks, the node function executing \
            now and the elapsed time. A statement run without instrumentation gets row \

@@ -319,3 +319,84 @@ fn analyze_15() {
 fn analyze_18() {
     run_analyze_cases(18);
 }
+
+/// pgdbg killed (SIGKILL) while `plan --next --analyze` waits for the
+/// statement, then while the analyzed statement runs: the guardian takes
+/// the breakpoints out, and the statement completes with its own result.
+fn run_killed_case(major: u32) {
+    let cl = Cluster::start(major);
+    let mut a = cl.connect();
+    a.exec(SETUP);
+    let pid = a.pid();
+    let bin = cl.postgres_binary();
+    let clean = |f: &str| code_matches_file(pid, &bin, f, 16);
+    let expected = a.simple_text(LATERAL);
+
+    // 1. killed while waiting at the executor's start
+    let mut p = Pgdbg::spawn_attached(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--ex",
+            "plan --next --analyze",
+        ],
+        pid,
+    );
+    wait_until(
+        "the executor-start breakpoint",
+        Duration::from_secs(30),
+        || !clean("standard_ExecutorStart"),
+    );
+    p.child.kill().unwrap();
+    let _ = p.wait(Duration::from_secs(30));
+    wait_until(
+        "the guardian to restore the backend",
+        Duration::from_secs(30),
+        || tracer_pid(pid) == 0 && clean("standard_ExecutorStart"),
+    );
+    assert_eq!(a.simple_text(LATERAL), expected);
+
+    // 2. killed while the analyzed statement runs (its end breakpoint armed)
+    let mut p = Pgdbg::spawn_attached(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--ex",
+            "plan --next --analyze",
+        ],
+        pid,
+    );
+    wait_until(
+        "the executor-start breakpoint",
+        Duration::from_secs(30),
+        || !clean("standard_ExecutorStart"),
+    );
+    let h = a.spawn_text("select count(*) from an_t1 where length(pg_sleep(0.0005)::text) >= 0");
+    wait_until(
+        "the executor-end breakpoint",
+        Duration::from_secs(30),
+        || !clean("standard_ExecutorEnd"),
+    );
+    p.child.kill().unwrap();
+    let _ = p.wait(Duration::from_secs(30));
+    wait_until(
+        "the guardian to restore the backend",
+        Duration::from_secs(30),
+        || tracer_pid(pid) == 0 && clean("standard_ExecutorEnd") && clean("standard_ExecutorStart"),
+    );
+    assert_eq!(a.rejoin(h).unwrap(), "5000");
+    assert_eq!(a.simple_text(LATERAL), expected);
+    cl.assert_no_crash();
+}
+
+#[test]
+fn killed_15() {
+    run_killed_case(15);
+}
+
+#[test]
+fn killed_18() {
+    run_killed_case(18);
+}

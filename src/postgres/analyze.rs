@@ -473,6 +473,14 @@ impl<'o> AnalyzeProbe<'o> {
             self.started = Some(st);
             return Ok(());
         }
+        // standard_ExecutorStart's return was not seen (it cannot be
+        // missed on a normal return; a safety net): the QueryDesc is
+        // ExecutorEnd's argument, alive, so put the field back now
+        let mut st = st;
+        if let Some((addr, _)) = st.restore_at.take() {
+            s.write_own_field(st.qd + self.f.qd_instrument, &st.original.to_le_bytes())?;
+            s.disarm_internal(addr)?;
+        }
         let micros = elapsed.as_micros() as i64;
         let show = self
             .o

@@ -22,8 +22,8 @@
 //!   "called without start"/"called twice" checks are all under
 //!   `need_timer`, the only ones that could raise an ERROR mid-node);
 //! * each node's `instrument` is set, then a node already past its first
-//!   call (`ExecProcNode` is its real function, neither `ExecProcNodeFirst`
-//!   nor `ExecProcNodeInstr`) gets `ExecProcNode = ExecProcNodeInstr`, the
+//!   call (`ExecProcNode` equal to its `ExecProcNodeReal`, neither
+//!   `ExecProcNodeFirst` nor `ExecProcNodeInstr`) gets `ExecProcNode = ExecProcNodeInstr`, the
 //!   backend's own wrapper, exactly what `ExecProcNodeFirst` would have
 //!   chosen had the node been instrumented from the start; a call already
 //!   under way finishes uncounted; nodes that count themselves (Hash,
@@ -314,6 +314,7 @@ impl Progress {
         let es_l = s.layout("EState")?;
         let cxt = s.read_u64(estate + es_l.offset("es_query_cxt")?)?;
         let epn = self.l.ps.offset("ExecProcNode")?;
+        let epn_real = self.l.ps.offset("ExecProcNodeReal")?;
         let size = self.l.instr.size;
         let n = self.nodes.len() as u64;
         let timeout = s.call_timeout();
@@ -334,8 +335,11 @@ impl Progress {
         for (i, node) in self.nodes.iter().enumerate() {
             let a = arr + i as u64 * size;
             s.write_own_field(node.addr + instr_off, &a.to_le_bytes())?;
+            // past its first call (ExecProcNodeFirst chose the real
+            // function): the wrapper ExecProcNodeFirst would have chosen
             let f = s.read_u64(node.addr + epn)?;
-            if f != first && f != instr_fn {
+            let real = s.read_u64(node.addr + epn_real)?;
+            if f == real && f != first && f != instr_fn {
                 s.write_own_field(node.addr + epn, &instr_fn.to_le_bytes())?;
             }
         }
@@ -376,22 +380,29 @@ impl Progress {
             .collect()
     }
 
-    /// The node functions on the stack, innermost first (`ExecSeqScan`...).
+    /// The executor node functions on the stack, innermost first
+    /// (`ExecScan <- MultiExecHash <- ExecHashJoin`).
     fn executing(&self, s: &mut dyn Backend) -> Option<String> {
-        let stack = s.quick_stack(40);
-        let f = stack.iter().find_map(|fr| {
+        let stack = s.quick_stack(48);
+        let mut names: Vec<String> = Vec::new();
+        for fr in &stack {
             let name = fr.split('+').next().unwrap_or("");
             let base = name.split('.').next().unwrap_or(name);
-            (base.starts_with("Exec")
+            let node_fn = (base.starts_with("Exec") || base.starts_with("MultiExec"))
                 && !base.starts_with("ExecProcNode")
                 && !base.starts_with("ExecInterpExpr")
                 && !base.starts_with("ExecEval")
                 && !base.starts_with("ExecScanFetch")
-                && base != "ExecScan"
-                && base != "ExecutePlan")
-                .then(|| base.to_string())
-        })?;
-        Some(f)
+                && base != "ExecutePlan"
+                && base != "ExecutorRun";
+            if node_fn && names.last().map(String::as_str) != Some(base) {
+                names.push(base.to_string());
+            }
+            if names.len() == 4 || base == "standard_ExecutorRun" {
+                break;
+            }
+        }
+        (!names.is_empty()).then(|| names.join(" <- "))
     }
 
     fn report(&mut self, s: &mut dyn Backend) -> String {

@@ -388,9 +388,12 @@ impl<'o> AnalyzeProbe<'o> {
             return Ok(());
         }
         let ret = s.read_u64(regs.rsp)?;
-        let nested = s.frame_functions()?.iter().any(|f| {
+        // ELF symbols of the physical frames (cheap): an outer executor or
+        // SPI below this one makes it a nested statement
+        let nested = s.quick_stack(64).iter().any(|f| {
+            let name = f.split('+').next().unwrap_or("");
             matches!(
-                f.as_str(),
+                name.split('.').next().unwrap_or(name),
                 "standard_ExecutorRun" | "ExecutorRun" | "_SPI_pquery" | "_SPI_execute_plan"
             )
         });

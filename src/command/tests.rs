@@ -174,6 +174,7 @@ fn one_of_each() -> Vec<Command> {
         },
         C::Detach,
         C::Quit,
+        C::InfoSharedlibrary,
         C::Help(None),
         C::Nothing,
     ];
@@ -201,6 +202,7 @@ fn one_of_each() -> Vec<Command> {
             | C::InfoArgs
             | C::InfoRegisters
             | C::InfoFrame
+            | C::InfoSharedlibrary
             | C::Echo(_)
             | C::PlanCache { .. }
             | C::Call(_)

@@ -12,6 +12,7 @@
 //! in `Session::execute`; the unit tests check that the entry's examples
 //! parse to a command its own check receives.
 
+mod analyze;
 mod args;
 mod breakpoints;
 pub mod check;
@@ -122,6 +123,13 @@ pub enum Command {
         verbose: bool,
         costs: bool,
     },
+    /// `plan --next --analyze ...`: EXPLAIN ANALYZE of the next statement(s)
+    PlanAnalyze(crate::postgres::analyze::AnalyzeOpts),
+    /// `plan --progress [--every D] [--for D]`: the running statement, node by node
+    PlanProgress {
+        every: std::time::Duration,
+        duration: Option<std::time::Duration>,
+    },
     /// `wait`: the current wait event
     Wait,
     /// `waits sample [--hz N] [--for D]`
@@ -211,7 +219,7 @@ impl Command {
             C::InfoFrame => &data::INFO_FRAME,
             C::Trace { .. } => &probes::TRACE,
             C::Count { .. } => &probes::COUNT,
-            C::Plan { .. } => &postgres::PLAN,
+            C::Plan { .. } | C::PlanAnalyze(_) | C::PlanProgress { .. } => &postgres::PLAN,
             C::PlanCache { .. } => &postgres::PLANCACHE,
             C::Wait => &postgres::WAIT,
             C::WaitsSample { .. } => &postgres::WAITS_SAMPLE,

@@ -18,7 +18,7 @@ pub static ENTRIES: &[&Entry] = &[
 pub static PLAN: Entry = Entry {
     name: "plan",
     aliases: &[],
-    usage: "plan [--next] [--format text|json|yaml|xml] [--verbose] [--costs off]",
+    usage: "plan [--next [--analyze]] [--progress] [--format text|json|yaml|xml] [--verbose] [--costs off]",
     summary: "EXPLAIN the query the backend runs, computed inside the backend",
     help: "The plan of the running query, by the backend's own ExplainPrintPlan in a private \
            memory context; --next waits for the next query to start. Inside a DO block or a \
@@ -26,9 +26,37 @@ pub static PLAN: Entry = Entry {
            EXPLAIN's options.\n\n\
            Refused like call while the transaction is aborted, on processes that never run \
            queries (the checkpointer, ...) and on parallel workers (it names the leader to \
-           attach to).",
-    examples: &["plan", "plan --next --format json --costs off"],
+           attach to).\n\n\
+           plan --next --analyze [--buffers] [--wal] [--timing off] [--count N] [--for D] \
+           [--if EXPR]: EXPLAIN ANALYZE of the next statement, with nothing loaded in the \
+           server. At the executor's start pgdbg sets the statement's own \
+           QueryDesc.instrument_options as EXPLAIN ANALYZE would (--buffers, --wal, --timing \
+           off are EXPLAIN's options) and puts the field back once the executor has read it; \
+           the statement runs at full speed; at the executor's end, before anything is freed, \
+           the backend's ExplainPrintPlan prints actual rows, loops, times (parallel workers \
+           included). Execution Time is measured by pgdbg from the executor's start to its end. \
+           --count N statements (default 1), --for D, --if 'duration > 200ms' (shown only when \
+           slower; also queryid == N, joined by &&): an auto_explain for one backend.\n\n\
+           plan --progress [--every D] [--for D]: the running statement's plan, every --every (default 1s) until it \
+           ends, --for D or Ctrl-C, each node with its rows so far and loops, sequential \
+           scans with blocks scanned of the relation's blocks, the node function executing \
+           now and the elapsed time. A statement run without instrumentation gets row \
+           counting installed (rows only, in the query's own memory: \"counted since\"); \
+           parallel workers' own nodes are not read.",
+    examples: &[
+        "plan",
+        "plan --next --format json --costs off",
+        "plan --next --analyze --buffers",
+        "plan --next --analyze --count 10 --if duration > 200ms",
+        "plan --progress --every 2s --for 1m",
+    ],
     parse: |rest| {
+        if super::analyze::wants_progress(rest) {
+            return super::analyze::parse_plan_progress(rest);
+        }
+        if super::analyze::wants_analyze(rest) {
+            return super::analyze::parse_plan_analyze(rest);
+        }
         let (mut next, mut format, mut verbose, mut costs) =
             (false, "text".to_string(), false, true);
         let mut it = rest.split_whitespace();

@@ -167,6 +167,11 @@ fn one_of_each() -> Vec<Command> {
             stacks: 0,
             quiet: false,
         },
+        C::PlanAnalyze(crate::postgres::analyze::AnalyzeOpts::default()),
+        C::PlanProgress {
+            every: std::time::Duration::from_secs(1),
+            duration: None,
+        },
         C::Detach,
         C::Quit,
         C::InfoSharedlibrary,
@@ -202,6 +207,8 @@ fn one_of_each() -> Vec<Command> {
             | C::PlanCache { .. }
             | C::Call(_)
             | C::Plan { .. }
+            | C::PlanAnalyze(_)
+            | C::PlanProgress { .. }
             | C::Wait
             | C::WaitsSample { .. }
             | C::WaitsTrace { .. }

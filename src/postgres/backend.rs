@@ -107,6 +107,11 @@ pub trait Backend {
         Ok(out)
     }
 
+    /// Write a value into the stopped backend's own data: a field it reads
+    /// later (`QueryDesc.instrument_options` at executor start).  Only for
+    /// fields whose whole life the caller knows (see `postgres::analyze`).
+    fn write_own_field(&mut self, addr: u64, data: &[u8]) -> Result<()>;
+
     // ----------------------------------------------------------- the stop
 
     /// Why the backend is stopped now (None: not stopped by pgdbg yet).
@@ -448,6 +453,10 @@ pub mod fake {
                     _ => anyhow::bail!("cannot read {} bytes at {addr:#x}", buf.len()),
                 };
             }
+            Ok(())
+        }
+        fn write_own_field(&mut self, addr: u64, data: &[u8]) -> Result<()> {
+            self.poke(addr, data);
             Ok(())
         }
         fn last_stop(&self) -> Option<Stop> {

@@ -160,6 +160,7 @@ pub fn major_of(version: &str) -> Option<u32> {
     let v = version.strip_prefix("PostgreSQL ").unwrap_or(version);
     v.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
 }
+pub mod analyze;
 pub mod backend;
 pub mod call;
 pub mod cluster;
@@ -167,6 +168,7 @@ pub mod commands;
 pub mod explain;
 pub mod packs;
 pub mod plancache;
+pub mod progress;
 pub mod waits;
 
 pub use backend::{Backend, ProbeEnd, ProbeHandler};

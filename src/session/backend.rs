@@ -43,6 +43,9 @@ impl Backend for Session {
     fn read_many(&self, ranges: &mut [(u64, &mut [u8])]) -> Result<()> {
         Session::read_many(self, ranges)
     }
+    fn write_own_field(&mut self, addr: u64, data: &[u8]) -> Result<()> {
+        self.target.write(addr, data)
+    }
     fn read_cstr(&self, addr: u64, max: usize) -> Result<Vec<u8>> {
         Ok(self.target.read_cstr(addr, max)?.0)
     }

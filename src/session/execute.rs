@@ -165,6 +165,10 @@ impl Session {
                 };
                 pg::plan(self, *next, &opts)?
             }
+            Command::PlanAnalyze(o) => pg::plan_analyze(self, o)?,
+            Command::PlanProgress { every, duration } => {
+                pg::plan_progress(self, *every, *duration)?
+            }
             Command::Detach => (self.detach()?, Flow::Quit),
             Command::Quit => (self.detach()?, Flow::Quit),
             Command::Help(t) => (help_text(t.as_deref()), Flow::Continue),

@@ -8,14 +8,17 @@
 //! | --- | --- |
 //! | `call.rs` | `call FUNC(ARGS)` |
 //! | `plan.rs` | `plan` (and `--next`): the running statement, the safe stop to explain it |
+//! | `analyze.rs` | `plan --next --analyze`, `plan --progress` |
 //! | `waits.rs` | `wait`, `waits sample`, `waits trace` |
 //! | `plancache.rs` | `plancache` (both modes) |
 
+mod analyze;
 mod call;
 mod plan;
 mod plancache;
 mod waits;
 
+pub use analyze::{plan_analyze, plan_progress};
 pub use call::call;
 pub use plan::{plan, plan_applies, query_desc_at_executor_entry, safe_running_query};
 pub use plancache::plancache;

@@ -1,0 +1,547 @@
+//! `plan --progress`: how far a running query has got, node by node.
+//!
+//! The plan text comes once from the backend's own `ExplainPrintPlan` (as
+//! `plan` makes it); pgdbg then walks the plan state tree in the order
+//! `ExplainNode` prints it and, every `--every`, reads (without calling
+//! anything) each node's rows so far, the block position of sequential
+//! scans (`rs_cblock` of `rs_nblocks`, or a parallel scan's shared
+//! `phs_nallocated` of `phs_nblocks`), the node function on the stack, and
+//! the statement's elapsed time (`MyBEEntry->st_activity_start_timestamp`,
+//! pg_stat_activity's query_start).
+//!
+//! Rows: a statement run without instrumentation has none to read.  pgdbg
+//! then installs row counting into the running tree, which is safe to do
+//! for *rows only*:
+//!
+//! * one zeroed array of `Instrumentation` is allocated with
+//!   `MemoryContextAllocZero(estate->es_query_cxt, ...)` (a guarded call at
+//!   a safe stop): the query's own memory, freed with it even if pgdbg dies;
+//!   zeroed is exactly `InstrAlloc(n, INSTRUMENT_ROWS)`: `need_timer`,
+//!   `need_bufusage`, `need_walusage` false, so `InstrStartNode` does
+//!   nothing and `InstrStopNode`/`InstrEndLoop` only add counters (the
+//!   "called without start"/"called twice" checks are all under
+//!   `need_timer`, the only ones that could raise an ERROR mid-node);
+//! * each node's `instrument` is set, then a node already past its first
+//!   call (`ExecProcNode` equal to its `ExecProcNodeReal`, neither
+//!   `ExecProcNodeFirst` nor `ExecProcNodeInstr`) gets `ExecProcNode = ExecProcNodeInstr`, the
+//!   backend's own wrapper, exactly what `ExecProcNodeFirst` would have
+//!   chosen had the node been instrumented from the start; a call already
+//!   under way finishes uncounted; nodes that count themselves (Hash,
+//!   bitmap scans) test `instrument` as they go;
+//! * rows are "counted since" the moment of installation; nothing of it is
+//!   undone at the end: it is the query's memory and the backend's code,
+//!   valid until the executor frees the tree, and the result is unchanged.
+//!
+//! Refused (no installation, rows not shown) when the tree already has
+//! instrumentation (then it is only read), when the functions are not in
+//! the binary, or at an unsafe stop.  Parallel workers' own counts are not
+//! read (the leader's Gather shows the rows they returned; a parallel seq
+//! scan's block progress is the whole scan's).
+
+use super::backend::{Backend, ProbeEnd, ProbeHandler};
+use super::call::{BackendCalls, Called};
+use super::explain::{self, ExplainOpts};
+use crate::debuginfo::layout::Layout;
+use crate::debuginfo::types::{Type, strip};
+use crate::infcall::Arg;
+use anyhow::{Result, anyhow, bail};
+use std::time::Duration;
+
+/// One node of the running tree, in ExplainNode's order.
+#[derive(Debug, Clone)]
+pub struct Node {
+    pub addr: u64,
+    /// NodeTag name without `T_` (SeqScanState, HashJoinState, ...).
+    pub tag: String,
+}
+
+struct Layouts {
+    ps: Layout,
+    list: Layout,
+    instr: Layout,
+    tags: Vec<(String, i64)>,
+}
+
+fn tag_name(l: &Layouts, v: i64) -> String {
+    l.tags
+        .iter()
+        .find(|(_, x)| *x == v)
+        .map(|(n, _)| n.trim_start_matches("T_").to_string())
+        .unwrap_or_else(|| format!("node {v}"))
+}
+
+/// The pointers of a `List *` of pointers.
+fn list_ptrs(s: &dyn Backend, l: &Layouts, list: u64) -> Result<Vec<u64>> {
+    if list == 0 {
+        return Ok(Vec::new());
+    }
+    let n = s
+        .read_i32(list + l.list.offset("length")?)?
+        .clamp(0, 100_000) as usize;
+    let elems = s.read_u64(list + l.list.offset("elements")?)?;
+    let b = s.read_bytes(elems, n * 8)?;
+    Ok(b.chunks(8)
+        .map(|c| u64::from_le_bytes(c.try_into().expect("8")))
+        .collect())
+}
+
+/// The plan state tree under `root` in ExplainNode's order: initPlans,
+/// outer, inner, the node's own children (Append, MergeAppend, BitmapAnd/
+/// Or, SubqueryScan, CustomScan), subPlans.
+fn walk(s: &dyn Backend, l: &Layouts, ps: u64, out: &mut Vec<Node>, depth: usize) -> Result<()> {
+    if ps == 0 || depth > 200 || out.len() > 10_000 {
+        return Ok(());
+    }
+    let tag = tag_name(l, s.read_i32(ps + l.ps.offset("type")?)? as i64);
+    out.push(Node {
+        addr: ps,
+        tag: tag.clone(),
+    });
+    let sub_planstate = |sps: u64| -> Result<u64> {
+        let spl = s.layout("SubPlanState")?;
+        s.read_u64(sps + spl.offset("planstate")?)
+    };
+    for sps in list_ptrs(s, l, s.read_u64(ps + l.ps.offset("initPlan")?)?)? {
+        walk(s, l, sub_planstate(sps)?, out, depth + 1)?;
+    }
+    walk(
+        s,
+        l,
+        s.read_u64(ps + l.ps.offset("lefttree")?)?,
+        out,
+        depth + 1,
+    )?;
+    walk(
+        s,
+        l,
+        s.read_u64(ps + l.ps.offset("righttree")?)?,
+        out,
+        depth + 1,
+    )?;
+    let array = |ty: &str, arr: &str, n: &str| -> Result<Vec<u64>> {
+        let tl = s.layout(ty)?;
+        let a = s.read_u64(ps + tl.offset(arr)?)?;
+        let k = s.read_i32(ps + tl.offset(n)?)?.clamp(0, 100_000) as usize;
+        if a == 0 || k == 0 {
+            return Ok(Vec::new());
+        }
+        let b = s.read_bytes(a, k * 8)?;
+        Ok(b.chunks(8)
+            .map(|c| u64::from_le_bytes(c.try_into().expect("8")))
+            .collect())
+    };
+    let special = match tag.as_str() {
+        "AppendState" => array("AppendState", "appendplans", "as_nplans")?,
+        "MergeAppendState" => array("MergeAppendState", "mergeplans", "ms_nplans")?,
+        "BitmapAndState" => array("BitmapAndState", "bitmapplans", "nplans")?,
+        "BitmapOrState" => array("BitmapOrState", "bitmapplans", "nplans")?,
+        "SubqueryScanState" => {
+            let tl = s.layout("SubqueryScanState")?;
+            vec![s.read_u64(ps + tl.offset("subplan")?)?]
+        }
+        "CustomScanState" => {
+            let tl = s.layout("CustomScanState")?;
+            list_ptrs(s, l, s.read_u64(ps + tl.offset("custom_ps")?)?)?
+        }
+        _ => Vec::new(),
+    };
+    for c in special {
+        walk(s, l, c, out, depth + 1)?;
+    }
+    for sps in list_ptrs(s, l, s.read_u64(ps + l.ps.offset("subPlan")?)?)? {
+        walk(s, l, sub_planstate(sps)?, out, depth + 1)?;
+    }
+    Ok(())
+}
+
+/// What one read of a node tells.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NodeNow {
+    pub rows: Option<f64>,
+    pub loops: Option<f64>,
+    /// (blocks done, blocks of the relation)
+    pub blocks: Option<(u64, u64)>,
+}
+
+/// The statement being watched and how to read it.
+pub struct Progress {
+    qd: u64,
+    l: Layouts,
+    pub nodes: Vec<Node>,
+    /// The EXPLAIN text, one entry per line; `Some(i)`: the line of node i.
+    lines: Vec<(String, Option<usize>)>,
+    /// Rows are counted (the tree had or got instrumentation).
+    pub counting: bool,
+    /// Why rows are not shown, or since when they are counted.
+    pub rows_note: String,
+    start_ts: Option<i64>,
+    ends: Vec<u64>,
+    aborts: Vec<u64>,
+    pub ended: Option<String>,
+    /// Output of the last poll, for after_poll.
+    pending: Option<String>,
+    every: Duration,
+    pub reports: u64,
+    /// Each report's numbers (tests and the summary).
+    pub last: Vec<NodeNow>,
+}
+
+/// Microseconds between 2000-01-01 (PostgreSQL's epoch) and 1970-01-01.
+const PG_EPOCH_US: i64 = 946_684_800 * 1_000_000;
+
+fn now_us() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros() as i64)
+        .unwrap_or(0)
+}
+
+fn hhmmss(unix_us: i64) -> String {
+    let s = (unix_us / 1_000_000).rem_euclid(86_400);
+    format!("{:02}:{:02}:{:02} UTC", s / 3600, (s / 60) % 60, s % 60)
+}
+
+impl Progress {
+    /// At a safe stop inside the running statement `qd`: the plan text, the
+    /// tree, and row counting installed where it can be.
+    pub fn start(s: &mut dyn Backend, qd: u64, every: Duration) -> Result<Progress> {
+        let ps_l = s.layout("PlanState")?;
+        let tags = match &*strip(s.di(), &ps_l.field("type")?.ty) {
+            Type::Enum { values, .. } => values.clone(),
+            _ => bail!("PlanState.type is not an enum in this build's debug info"),
+        };
+        let l = Layouts {
+            ps: ps_l,
+            list: s.layout("List")?,
+            instr: s.layout("Instrumentation")?,
+            tags,
+        };
+        let qd_l = s.layout("QueryDesc")?;
+        let root = s.read_u64(qd + qd_l.offset("planstate")?)?;
+        let estate = s.read_u64(qd + qd_l.offset("estate")?)?;
+        if root == 0 || estate == 0 {
+            bail!("the statement's executor has not built its plan state yet: try again");
+        }
+        let timeout = s.call_timeout();
+        let text = explain::explain(s, qd, &ExplainOpts::default(), timeout)?;
+        let mut nodes = Vec::new();
+        walk(s, &l, root, &mut nodes, 0)?;
+        // node lines are the ones with an estimate, in ExplainNode's order
+        let mut k = 0;
+        let mut lines: Vec<(String, Option<usize>)> = text
+            .lines()
+            .map(|t| {
+                let node = t.contains("  (cost=").then(|| {
+                    k += 1;
+                    k - 1
+                });
+                (t.to_string(), node)
+            })
+            .collect();
+        if k != nodes.len() {
+            // not the order pgdbg expects (an invisible Gather, ...): show
+            // the tree pgdbg walked instead of the text
+            lines = nodes
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (n.tag.trim_end_matches("State").to_string(), Some(i)))
+                .collect();
+        }
+        let mut p = Progress {
+            qd,
+            l,
+            nodes,
+            lines,
+            counting: false,
+            rows_note: String::new(),
+            start_ts: None,
+            ends: s.function_addrs("standard_ExecutorEnd"),
+            aborts: [
+                s.function_addrs("AbortTransaction"),
+                s.function_addrs("AbortSubTransaction"),
+            ]
+            .concat(),
+            ended: None,
+            pending: None,
+            every,
+            reports: 0,
+            last: Vec::new(),
+        };
+        p.start_ts = p.statement_start(s);
+        p.install_counting(s, estate)?;
+        Ok(p)
+    }
+
+    fn statement_start(&self, s: &dyn Backend) -> Option<i64> {
+        let be = s.read_u64(s.global_addr("MyBEEntry")?).ok()?;
+        if be == 0 {
+            return None;
+        }
+        let l = s.layout("PgBackendStatus").ok()?;
+        let t = s
+            .read_u64(be + l.offset("st_activity_start_timestamp").ok()?)
+            .ok()? as i64;
+        (t != 0).then_some(t + PG_EPOCH_US)
+    }
+
+    /// Rows-only instrumentation into a running tree (see the module text).
+    fn install_counting(&mut self, s: &mut dyn Backend, estate: u64) -> Result<()> {
+        let instr_off = self.l.ps.offset("instrument")?;
+        let mut have = 0;
+        for n in &self.nodes {
+            if s.read_u64(n.addr + instr_off)? != 0 {
+                have += 1;
+            }
+        }
+        if have == self.nodes.len() {
+            self.counting = true;
+            self.rows_note = "rows from the statement's own instrumentation".into();
+            return Ok(());
+        }
+        if have != 0 {
+            self.rows_note = "rows not shown: the tree is partly instrumented".into();
+            return Ok(());
+        }
+        let first = s.function_addrs("ExecProcNodeFirst");
+        let instr_fn = s.function_addrs("ExecProcNodeInstr");
+        let alloc = s.function_addrs("MemoryContextAllocZero");
+        let (Some(&first), Some(&instr_fn), Some(&alloc)) =
+            (first.first(), instr_fn.first(), alloc.first())
+        else {
+            self.rows_note = "rows not shown: ExecProcNodeFirst/ExecProcNodeInstr/MemoryContextAllocZero not in this binary".into();
+            return Ok(());
+        };
+        let es_l = s.layout("EState")?;
+        let cxt = s.read_u64(estate + es_l.offset("es_query_cxt")?)?;
+        let epn = self.l.ps.offset("ExecProcNode")?;
+        let epn_real = self.l.ps.offset("ExecProcNodeReal")?;
+        let size = self.l.instr.size;
+        let n = self.nodes.len() as u64;
+        let timeout = s.call_timeout();
+        let arr = {
+            let mut calls = BackendCalls::open(s, timeout, false)?;
+            let r = calls.call_addr(alloc, &[Arg::Int(cxt), Arg::Int(n * size)])?;
+            calls.close()?;
+            match r {
+                Called::Value(r) if r.rax != 0 => r.rax,
+                Called::Value(_) => bail!("MemoryContextAllocZero returned NULL"),
+                Called::Error(e) => {
+                    return Err(anyhow!(
+                        "MemoryContextAllocZero raised an ERROR inside the backend: {e}"
+                    ));
+                }
+            }
+        };
+        for (i, node) in self.nodes.iter().enumerate() {
+            let a = arr + i as u64 * size;
+            s.write_own_field(node.addr + instr_off, &a.to_le_bytes())?;
+            // past its first call (ExecProcNodeFirst chose the real
+            // function): the wrapper ExecProcNodeFirst would have chosen
+            let f = s.read_u64(node.addr + epn)?;
+            let real = s.read_u64(node.addr + epn_real)?;
+            if f == real && f != first && f != instr_fn {
+                s.write_own_field(node.addr + epn, &instr_fn.to_le_bytes())?;
+            }
+        }
+        self.counting = true;
+        self.rows_note = format!("rows counted since {}", hhmmss(now_us()));
+        Ok(())
+    }
+
+    /// Read every node now (memory reads only).
+    fn read_nodes(&self, s: &dyn Backend) -> Vec<NodeNow> {
+        let f = |n: &str| self.l.instr.offset(n).ok();
+        let instr_off = self.l.ps.offset("instrument").ok();
+        self.nodes
+            .iter()
+            .map(|n| {
+                let mut now = NodeNow::default();
+                if self.counting
+                    && let Some(io) = instr_off
+                    && let Ok(ia) = s.read_u64(n.addr + io)
+                    && ia != 0
+                    && let Ok(b) = s.read_bytes(ia, self.l.instr.size as usize)
+                {
+                    let d = |o: Option<u64>| {
+                        o.map(|o| {
+                            f64::from_le_bytes(b[o as usize..o as usize + 8].try_into().expect("8"))
+                        })
+                        .unwrap_or(0.0)
+                    };
+                    let running = f("running").map(|o| b[o as usize] != 0).unwrap_or(false);
+                    now.rows = Some(d(f("ntuples")) + d(f("tuplecount")));
+                    now.loops = Some(d(f("nloops")) + if running { 1.0 } else { 0.0 });
+                }
+                if n.tag == "SeqScanState" {
+                    now.blocks = seqscan_blocks(s, n.addr);
+                }
+                now
+            })
+            .collect()
+    }
+
+    /// The executor node functions on the stack, innermost first
+    /// (`ExecScan <- MultiExecHash <- ExecHashJoin`).
+    fn executing(&self, s: &mut dyn Backend) -> Option<String> {
+        let stack = s.quick_stack(48);
+        let mut names: Vec<String> = Vec::new();
+        for fr in &stack {
+            let name = fr.split('+').next().unwrap_or("");
+            let base = name.split('.').next().unwrap_or(name);
+            let node_fn = (base.starts_with("Exec") || base.starts_with("MultiExec"))
+                && !base.starts_with("ExecProcNode")
+                && !base.starts_with("ExecInterpExpr")
+                && !base.starts_with("ExecEval")
+                && !base.starts_with("ExecScanFetch")
+                && base != "ExecutePlan"
+                && base != "ExecutorRun";
+            if node_fn && names.last().map(String::as_str) != Some(base) {
+                names.push(base.to_string());
+            }
+            if names.len() == 4 || base == "standard_ExecutorRun" {
+                break;
+            }
+        }
+        (!names.is_empty()).then(|| names.join(" <- "))
+    }
+
+    fn report(&mut self, s: &mut dyn Backend) -> String {
+        let now = self.read_nodes(s);
+        let exec = self.executing(s);
+        let elapsed = self
+            .start_ts
+            .map(|t| format!("{:.1}s", (now_us() - t) as f64 / 1e6))
+            .unwrap_or_else(|| "?".into());
+        let mut out = format!(
+            "-- progress at {} (elapsed {elapsed}; {}){}\n",
+            hhmmss(now_us()),
+            self.rows_note,
+            exec.map(|e| format!("; executing now: {e}"))
+                .unwrap_or_default()
+        );
+        for (text, node) in &self.lines {
+            out.push_str(text);
+            if let Some(i) = node
+                && let Some(n) = now.get(*i)
+            {
+                let mut ann = Vec::new();
+                if let (Some(r), Some(l)) = (n.rows, n.loops) {
+                    ann.push(format!("rows so far={r:.0} loops={l:.0}"));
+                }
+                if let Some((d, t)) = n.blocks {
+                    ann.push(format!(
+                        "blocks {d} of {t} ({:.1}%)",
+                        if t > 0 {
+                            d as f64 * 100.0 / t as f64
+                        } else {
+                            0.0
+                        }
+                    ));
+                }
+                if !ann.is_empty() {
+                    out.push_str(&format!("  [{}]", ann.join(", ")));
+                }
+            }
+            out.push('\n');
+        }
+        self.last = now;
+        self.reports += 1;
+        out.trim_end().to_string()
+    }
+}
+
+/// Blocks scanned of a SeqScan's relation: a parallel scan's shared
+/// counter, else the position of the serial scan from its start block.
+fn seqscan_blocks(s: &dyn Backend, node: u64) -> Option<(u64, u64)> {
+    let ss = s.layout("ScanState").ok()?;
+    let ss_off = s.layout("SeqScanState").ok()?.offset("ss").unwrap_or(0);
+    let desc = s
+        .read_u64(node + ss_off + ss.offset("ss_currentScanDesc").ok()?)
+        .ok()?;
+    if desc == 0 {
+        return None;
+    }
+    let hs = s.layout("HeapScanDescData").ok()?;
+    let base = s.layout("TableScanDescData").ok()?;
+    let base_off = hs.offset("rs_base").unwrap_or(0);
+    let par = s
+        .read_u64(desc + base_off + base.offset("rs_parallel").ok()?)
+        .ok()?;
+    if par != 0 {
+        let pb = s.layout("ParallelBlockTableScanDescData").ok()?;
+        let n = s.read_i32(par + pb.offset("phs_nblocks").ok()?).ok()? as u32 as u64;
+        let done = s.read_u64(par + pb.offset("phs_nallocated").ok()?).ok()?;
+        return Some((done.min(n), n));
+    }
+    let n = s.read_i32(desc + hs.offset("rs_nblocks").ok()?).ok()? as u32 as u64;
+    let start = s.read_i32(desc + hs.offset("rs_startblock").ok()?).ok()? as u32 as u64;
+    let cur = s.read_i32(desc + hs.offset("rs_cblock").ok()?).ok()? as u32 as u64;
+    let inited = hs
+        .offset("rs_inited")
+        .ok()
+        .and_then(|o| s.read_bytes(desc + o, 1).ok())
+        .map(|b| b[0] != 0)
+        .unwrap_or(true);
+    if n == 0 || !inited || cur >= n {
+        return Some((if inited && n > 0 { n } else { 0 }, n));
+    }
+    Some((((cur + n - start) % n) + 1, n))
+}
+
+impl ProbeHandler for Progress {
+    fn on_stop(&mut self, s: &mut dyn Backend, addr: u64) -> Result<()> {
+        let regs = s.registers()?;
+        if self.ends.contains(&addr) && regs.rdi == self.qd {
+            self.ended = Some("the statement ended".into());
+        } else if self.aborts.contains(&addr) {
+            self.ended = Some("the transaction aborted (ERROR): the statement ended".into());
+        }
+        Ok(())
+    }
+    fn done(&self) -> bool {
+        self.ended.is_some()
+    }
+    fn poll_every(&self) -> Option<Duration> {
+        Some(self.every)
+    }
+    fn on_poll(&mut self, s: &mut dyn Backend) -> Result<()> {
+        if self.ended.is_none() {
+            self.pending = Some(self.report(s));
+        }
+        Ok(())
+    }
+    fn after_poll(&mut self, s: &mut dyn Backend) -> Result<()> {
+        if let Some(t) = self.pending.take() {
+            s.say(&t);
+        }
+        Ok(())
+    }
+}
+
+/// `plan --progress`: report every `every` until the statement ends,
+/// `limit`, or Ctrl-C.  The backend is stopped at a safe point inside
+/// statement `qd`.
+pub fn plan_progress(
+    s: &mut dyn Backend,
+    qd: u64,
+    every: Duration,
+    limit: Option<Duration>,
+) -> Result<(String, ProbeEnd)> {
+    let mut p = Progress::start(s, qd, every)?;
+    let first = p.report(s);
+    s.say(&first);
+    for &a in p.ends.clone().iter().chain(p.aborts.clone().iter()) {
+        s.arm_internal(a)?;
+    }
+    let (end, text) = s.run_probes(&mut p, limit)?;
+    let summary = format!(
+        "plan --progress: {} report{}{}",
+        p.reports,
+        if p.reports == 1 { "" } else { "s" },
+        p.ended
+            .as_ref()
+            .map(|e| format!("; {e}"))
+            .unwrap_or_default()
+    );
+    Ok((format!("{summary}{text}"), end))
+}

@@ -1,0 +1,402 @@
+//! `plan --next --analyze` on real PostgreSQL 15 and 18: the actual rows
+//! and loops of every node equal the same statement's EXPLAIN (ANALYZE)
+//! run in a second session and the true counts computed in SQL; the
+//! statement's result is unchanged; "Execution Time" is there; after
+//! detach the backend's next statement runs without instrumentation.
+
+mod common;
+use common::*;
+use std::time::Duration;
+
+/// (node, actual rows, loops) of each node line of an EXPLAIN ANALYZE
+/// text, in order.  Rows as printed (18 prints two decimals).
+fn actuals(text: &str) -> Vec<(String, String, String)> {
+    let mut v = Vec::new();
+    for l in text.lines() {
+        let Some(a) = l.find("(actual") else { continue };
+        let node = l[..a].trim().trim_start_matches("->").trim();
+        // the node name without its estimate part
+        let node = node.split("  (cost=").next().unwrap_or(node).trim();
+        let rest = &l[a..];
+        let get = |k: &str| -> String {
+            let i = rest.find(k).unwrap_or_else(|| panic!("no {k} in {l}"));
+            rest[i + k.len()..]
+                .chars()
+                .take_while(|c| c.is_ascii_digit() || *c == '.')
+                .collect()
+        };
+        v.push((node.to_string(), get("rows="), get("loops=")));
+    }
+    v
+}
+
+/// The EXPLAIN text blocks of pgdbg's output (after each "-- " header).
+fn blocks(out: &str) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    let mut cur: Option<String> = None;
+    for l in out.lines() {
+        if l.starts_with("-- ") {
+            if let Some(c) = cur.take() {
+                v.push(c);
+            }
+            cur = Some(String::new());
+        } else if l.starts_with("Detached from") || l.starts_with("plan --analyze:") {
+            if let Some(c) = cur.take() {
+                v.push(c);
+            }
+        } else if let Some(c) = cur.as_mut() {
+            c.push_str(l);
+            c.push('\n');
+        }
+    }
+    if let Some(c) = cur {
+        v.push(c);
+    }
+    v
+}
+
+const SETUP: &str = "
+    create table an_t1 as select g as id, g % 10 as k from generate_series(1, 5000) g;
+    create table an_t2 as select g as k, 'name ' || g as name from generate_series(0, 9) g;
+    analyze an_t1; analyze an_t2;";
+
+/// A hash join, an aggregate over a sort.
+const JOIN: &str = "select t2.name, count(*) from an_t1 t1 join an_t2 t2 on t1.k = t2.k \
+                    where t1.id <= 3000 group by t2.name order by t2.name";
+/// A nested loop whose inner side runs once per outer row.
+const LATERAL: &str = "select count(*) from an_t2 t2, lateral \
+                       (select * from an_t1 t1 where t1.k = t2.k limit 7) s";
+
+fn run_analyze_cases(major: u32) {
+    let cl = Cluster::start(major);
+    let mut b = cl.connect();
+    b.exec(SETUP);
+    // the true counts, in SQL
+    let filtered = b.query_one_i64("select count(*) from an_t1 where id <= 3000");
+    let groups = b.query_one_i64(
+        "select count(distinct t2.name) from an_t1 t1 join an_t2 t2 on t1.k = t2.k where t1.id <= 3000",
+    );
+    let outer = b.query_one_i64("select count(*) from an_t2");
+    assert_eq!((filtered, groups, outer), (3000, 10, 10));
+    let expected_join = b.explain_rows(&format!(
+        "select string_agg(name || ':' || count, ',') from ({JOIN}) x"
+    ));
+    let expected_lateral = b.simple_text(LATERAL);
+
+    let mut a = cl.connect();
+    // the same plan in both sessions, and no parallelism here
+    for c in [&mut a, &mut b] {
+        c.exec(
+            "set max_parallel_workers_per_gather = 0; set enable_mergejoin = off; set jit = off",
+        );
+    }
+    let pid = a.pid();
+    let cap = std::env::temp_dir().join(format!(
+        "pgdbg-analyze-{}-{major}.jsonl",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_file(&cap);
+    let p = Pgdbg::spawn_attached(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--capture",
+            cap.to_str().unwrap(),
+            "--ex",
+            "plan --next --analyze",
+            "--ex",
+            "plan --next --analyze --timing off --buffers",
+            "--ex",
+            "plan --next --analyze --format json",
+            "--ex",
+            "detach",
+        ],
+        pid,
+    );
+    let got_join = a.explain_rows(&format!(
+        "select string_agg(name || ':' || count, ',') from ({JOIN}) x"
+    ));
+    let got_lateral = a.simple_text(LATERAL);
+    let got_lateral2 = a.simple_text(LATERAL);
+    let (code, out, err) = p.wait(Duration::from_secs(120));
+    assert_eq!(code, 0, "{out}\n{err}");
+    // the backend's results are unaffected
+    assert_eq!(got_join, expected_join);
+    assert_eq!(got_lateral, expected_lateral);
+    assert_eq!(got_lateral2, expected_lateral);
+    assert_eq!(tracer_pid(pid), 0);
+
+    let bl = blocks(&out);
+    assert_eq!(bl.len(), 3, "{out}");
+    // 1. the join: per node equal to EXPLAIN (ANALYZE) in session b
+    let mine = actuals(&bl[0]);
+    let theirs = actuals(&b.explain_rows(&format!(
+        "explain (analyze) select string_agg(name || ':' || count, ',') from ({JOIN}) x"
+    )));
+    assert_eq!(mine, theirs, "pgdbg:\n{}\nEXPLAIN ANALYZE differs", bl[0]);
+    assert!(bl[0].contains("Execution Time:"), "{}", bl[0]);
+    assert!(bl[0].contains("actual time="), "{}", bl[0]);
+    let row = |node: &str| -> f64 {
+        mine.iter()
+            .find(|(n, ..)| n.starts_with(node))
+            .unwrap_or_else(|| panic!("no {node} in {}", bl[0]))
+            .1
+            .parse()
+            .unwrap()
+    };
+    assert_eq!(row("Seq Scan on an_t1") as i64, filtered);
+    assert_eq!(row("Seq Scan on an_t2") as i64, outer);
+    assert_eq!(row("Hash Join") as i64, filtered);
+    assert_eq!(row("Sort") as i64, groups);
+
+    // 2. the nested loop, timing off, buffers: loops = outer rows
+    let mine = actuals(&bl[1]);
+    let theirs =
+        actuals(&b.explain_rows(&format!("explain (analyze, timing off, buffers) {LATERAL}")));
+    assert_eq!(mine, theirs, "pgdbg:\n{}", bl[1]);
+    assert!(!bl[1].contains("actual time="), "{}", bl[1]);
+    assert!(bl[1].contains("Buffers: shared hit="), "{}", bl[1]);
+    let limit = mine
+        .iter()
+        .find(|(n, ..)| n == "Limit")
+        .unwrap_or_else(|| panic!("no Limit: {}", bl[1]));
+    assert_eq!(limit.2, outer.to_string(), "{}", bl[1]);
+    assert_eq!(limit.1.parse::<f64>().unwrap(), 7.0);
+
+    // 3. JSON parses, with the actuals and the execution time
+    let j: serde_json::Value = serde_json::from_str(bl[2].trim()).expect("JSON parses");
+    assert_eq!(j[0]["Plan"]["Node Type"], "Aggregate");
+    assert_eq!(j[0]["Plan"]["Actual Rows"].as_f64(), Some(1.0));
+    assert!(j[0]["Execution Time"].as_f64().unwrap() > 0.0, "{}", bl[2]);
+
+    // one plan event per statement, with the text
+    let ev = read_events(&cap, "plan");
+    assert_eq!(ev.len(), 3);
+    assert!(ev[0]["text"].as_str().unwrap().contains("Execution Time"));
+    let _ = std::fs::remove_file(&cap);
+
+    // after detach: the next statement runs without instrumentation
+    let p = Pgdbg::spawn_attached(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--ex",
+            "plan --next",
+            "--ex",
+            "print queryDesc->instrument_options",
+            "--ex",
+            "print queryDesc->estate->es_instrument",
+            "--ex",
+            "detach",
+        ],
+        pid,
+    );
+    assert_eq!(a.simple_text(LATERAL), expected_lateral);
+    let (code, out, err) = p.wait(Duration::from_secs(60));
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(print_values(&out), vec!["0", "0"], "{out}");
+    let plain = a.explain_rows(&format!("explain (costs off) {LATERAL}"));
+    assert!(!plain.contains("actual"), "{plain}");
+
+    // a parallel seq scan: the workers' rows are in the leader's nodes
+    let par = "select count(*) from an_t1 where k = 3";
+    let truth = b.query_one_i64("select count(*) from an_t1 where k = 3");
+    a.exec(
+        "set max_parallel_workers_per_gather = 2; set parallel_setup_cost = 0; \
+         set parallel_tuple_cost = 0; set min_parallel_table_scan_size = 0",
+    );
+    let p = Pgdbg::spawn_attached(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--ex",
+            "plan --next --analyze",
+            "--ex",
+            "detach",
+        ],
+        pid,
+    );
+    assert_eq!(a.query_one_i64(par), truth);
+    let (code, out, err) = p.wait(Duration::from_secs(60));
+    assert_eq!(code, 0, "{out}\n{err}");
+    let bl = blocks(&out);
+    assert_eq!(bl.len(), 1, "{out}");
+    assert!(bl[0].contains("Workers Launched:"), "{}", bl[0]);
+    let mine = actuals(&bl[0]);
+    let scan = mine
+        .iter()
+        .find(|(n, ..)| n.starts_with("Parallel Seq Scan on an_t1"))
+        .unwrap_or_else(|| panic!("no parallel scan: {}", bl[0]));
+    let (rows, loops): (f64, f64) = (scan.1.parse().unwrap(), scan.2.parse().unwrap());
+    // rows are per loop, rounded (15) or with two decimals (18)
+    assert!(
+        (rows * loops - truth as f64).abs() <= loops,
+        "{rows} x {loops} vs {truth}: {}",
+        bl[0]
+    );
+    assert_eq!(mine[0].1.parse::<f64>().unwrap(), 1.0, "{}", bl[0]);
+    cl.assert_no_crash();
+}
+
+/// `plan --progress` on a scan that runs for seconds (each row sleeps):
+/// rows and blocks only grow, and the query's result is unchanged.
+fn run_progress_case(major: u32) {
+    let cl = Cluster::start(major);
+    let mut b = cl.connect();
+    b.exec(SETUP);
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let slow = "select count(*) from an_t1 where length(pg_sleep(0.001)::text) >= 0";
+    let h = a.spawn_text(slow);
+    cl.wait_active(&[pid], "pg_sleep(0.001)");
+    let (code, out, err) = pgdbg(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--ex",
+        "plan --progress --every 300ms --for 2s",
+        "--ex",
+        "detach",
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    // the scan's line of each report
+    let scans: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains("Seq Scan on an_t1"))
+        .collect();
+    assert!(scans.len() >= 3, "{out}");
+    assert!(out.contains("rows counted since"), "{out}");
+    assert!(out.contains("elapsed"), "{out}");
+    let num = |l: &str, k: &str| -> u64 {
+        let i = l.find(k).unwrap_or_else(|| panic!("no {k} in {l}"));
+        l[i + k.len()..]
+            .chars()
+            .take_while(|c| c.is_ascii_digit())
+            .collect::<String>()
+            .parse()
+            .unwrap()
+    };
+    let rows: Vec<u64> = scans.iter().map(|l| num(l, "rows so far=")).collect();
+    let blocks: Vec<u64> = scans.iter().map(|l| num(l, "blocks ")).collect();
+    assert!(rows.windows(2).all(|w| w[0] <= w[1]), "{out}");
+    assert!(blocks.windows(2).all(|w| w[0] <= w[1]), "{out}");
+    assert!(rows.last() > rows.first(), "rows do not grow: {out}");
+    assert!(*rows.last().unwrap() < 5000, "{out}");
+    let total = num(scans[0], " of ");
+    assert_eq!(
+        total as i64,
+        b.query_one_i64("select pg_relation_size('an_t1') / current_setting('block_size')::int")
+    );
+    assert_eq!(tracer_pid(pid), 0);
+    // the statement completes with its own result after pgdbg left
+    assert_eq!(a.rejoin(h).unwrap(), "5000");
+    // and the session's next EXPLAIN ANALYZE is as usual
+    let again =
+        a.explain_rows("explain (analyze, timing off, costs off) select count(*) from an_t2");
+    assert!(again.contains("(actual rows=1"), "{again}");
+    cl.assert_no_crash();
+}
+
+#[test]
+fn progress_15() {
+    run_progress_case(15);
+}
+
+#[test]
+fn progress_18() {
+    run_progress_case(18);
+}
+
+#[test]
+fn analyze_15() {
+    run_analyze_cases(15);
+}
+
+#[test]
+fn analyze_18() {
+    run_analyze_cases(18);
+}
+
+/// pgdbg killed (SIGKILL) while `plan --next --analyze` waits for the
+/// statement, then while the analyzed statement runs: the guardian takes
+/// the breakpoints out, and the statement completes with its own result.
+fn run_killed_case(major: u32) {
+    let cl = Cluster::start(major);
+    let mut a = cl.connect();
+    a.exec(SETUP);
+    let pid = a.pid();
+    let bin = cl.postgres_binary();
+    let clean = |f: &str| code_matches_file(pid, &bin, f, 16);
+    let expected = a.simple_text(LATERAL);
+
+    // 1. killed while waiting at the executor's start
+    let mut p = Pgdbg::spawn_attached(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--ex",
+            "plan --next --analyze",
+        ],
+        pid,
+    );
+    wait_until(
+        "the executor-start breakpoint",
+        Duration::from_secs(30),
+        || !clean("standard_ExecutorStart"),
+    );
+    p.child.kill().unwrap();
+    let _ = p.wait(Duration::from_secs(30));
+    wait_until(
+        "the guardian to restore the backend",
+        Duration::from_secs(30),
+        || tracer_pid(pid) == 0 && clean("standard_ExecutorStart"),
+    );
+    assert_eq!(a.simple_text(LATERAL), expected);
+
+    // 2. killed while the analyzed statement runs (its end breakpoint armed)
+    let mut p = Pgdbg::spawn_attached(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--ex",
+            "plan --next --analyze",
+        ],
+        pid,
+    );
+    wait_until(
+        "the executor-start breakpoint",
+        Duration::from_secs(30),
+        || !clean("standard_ExecutorStart"),
+    );
+    let h = a.spawn_text("select count(*) from an_t1 where length(pg_sleep(0.0005)::text) >= 0");
+    wait_until(
+        "the executor-end breakpoint",
+        Duration::from_secs(30),
+        || !clean("standard_ExecutorEnd"),
+    );
+    p.child.kill().unwrap();
+    let _ = p.wait(Duration::from_secs(30));
+    wait_until(
+        "the guardian to restore the backend",
+        Duration::from_secs(30),
+        || tracer_pid(pid) == 0 && clean("standard_ExecutorEnd") && clean("standard_ExecutorStart"),
+    );
+    assert_eq!(a.rejoin(h).unwrap(), "5000");
+    assert_eq!(a.simple_text(LATERAL), expected);
+    cl.assert_no_crash();
+}
+
+#[test]
+fn killed_15() {
+    run_killed_case(15);
+}
+
+#[test]
+fn killed_18() {
+    run_killed_case(18);
+}

@@ -90,6 +90,8 @@ pub enum Command {
     Delete(Vec<u32>),
     InfoBreakpoints,
     Continue,
+    /// `interrupt`: stop a backend that runs while the prompt waits.
+    Interrupt,
     Print {
         radix: Radix,
         expr: String,
@@ -193,6 +195,7 @@ impl Command {
             C::Delete(_) => &breakpoints::DELETE,
             C::InfoBreakpoints => &breakpoints::INFO_BREAKPOINTS,
             C::Continue => &running::CONTINUE,
+            C::Interrupt => &running::INTERRUPT,
             C::Detach => &running::DETACH,
             C::Quit => &running::QUIT,
             C::Print { .. } => &data::PRINT,

@@ -13,9 +13,8 @@
 //! | `probes.rs` | pgdbg's own breakpoints and watchpoints, the probe loop |
 //! | `frames.rs` | unwinding, the frames of the current stop, `bt`, `frame` |
 //! | `values.rs` | expressions: `print`, `printf`, `info locals/args/registers/address` |
-//! | `pg.rs` | the PostgreSQL commands' entry points (`call`, `plan`, `wait`, `waits`, `plancache`); their logic is in `crate::postgres` |
 //! | `modules.rs` | the files mapped into the target (main binary, libraries) |
-//! | `backend.rs` | `Session` as the `postgres::Backend` the PostgreSQL layer uses |
+//! | `backend.rs` | `Session` as the `postgres::Backend` the PostgreSQL layer and its commands (`crate::postgres::commands`) use |
 
 use crate::breakpoints::{BpLocation, Breakpoints};
 use crate::capture::{Capture, Event};
@@ -43,16 +42,14 @@ mod frames;
 mod locations;
 mod modules;
 mod nonstop;
-mod pg;
 mod probes;
 mod run;
 mod values;
 
-pub use crate::postgres::backend::{ProbeEnd, ProbeHandler};
+pub use crate::postgres::backend::{Flow, ProbeEnd, ProbeHandler};
 use locations::resolve;
 pub use locations::{basename, resolve_location};
 use modules::{Modules, compute_bias};
-use probes::{NoStop, OneStop};
 
 /// One frame of a backtrace: physical frames, with inlined calls expanded.
 #[derive(Clone, Debug)]
@@ -158,17 +155,6 @@ pub struct Session {
     background: bool,
     /// `info`'s CPU state line, read at a stop (it needs one).
     cpu_state: Option<String>,
-}
-
-/// `plan --next` said once that it waits (and how to end the wait).
-static PLAN_NEXT_SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Flow {
-    Continue,
-    Quit,
-    TargetGone,
-    Terminate,
 }
 
 impl Session {
@@ -389,14 +375,5 @@ impl Session {
                 .unwrap_or("not read yet (it is read at a stop)"),
             self.bps.list.len(),
         )
-    }
-}
-
-fn one_line(s: &str) -> String {
-    let t: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    if t.chars().count() > 100 {
-        format!("{}...", t.chars().take(100).collect::<String>())
-    } else {
-        t
     }
 }

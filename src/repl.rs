@@ -112,7 +112,9 @@ enum Input {
     Eof,
     /// The backend may have stopped (the waiter thread), or 100 ms passed
     /// (`woken`: false): time to look, the line being typed goes on.
-    Target { woken: bool },
+    Target {
+        woken: bool,
+    },
 }
 
 /// The lines read from the reader thread, one at a time: a bracketed

@@ -67,8 +67,8 @@ pub fn pages_to(cmd: clap::Command, dir: &Path) -> Result<Vec<std::path::PathBuf
         );
     }
     let main = dir.join("pgdbg.1");
-    let mut f = std::fs::File::create(&main)
-        .with_context(|| format!("cannot write {}", main.display()))?;
+    let mut f =
+        std::fs::File::create(&main).with_context(|| format!("cannot write {}", main.display()))?;
     main_page(cmd, &mut f)?;
     written.insert(0, main);
     Ok(written)

@@ -648,7 +648,10 @@ fn nonstop_prompt(major: u32) {
         advances(&mut b, Duration::from_secs(5)),
         "the counter stands still while the prompt waits"
     );
-    assert!(lock_free(&mut b), "the row lock is held while the prompt waits");
+    assert!(
+        lock_free(&mut b),
+        "the row lock is held while the prompt waits"
+    );
     t.type_line("info");
     t.wait_for("state:       running", Duration::from_secs(20));
     t.type_line("print MyProcPid");
@@ -662,7 +665,10 @@ fn nonstop_prompt(major: u32) {
     t.type_line("plan");
     t.wait_for("-- nested statement (SPI/plpgsql)", Duration::from_secs(20));
     prompt_back(&t, "the prompt after plan");
-    assert!(advances(&mut b, Duration::from_secs(5)), "stopped after plan");
+    assert!(
+        advances(&mut b, Duration::from_secs(5)),
+        "stopped after plan"
+    );
     assert!(lock_free(&mut b), "the row lock is held after plan");
 
     // `interrupt` stops it until `continue`.
@@ -675,10 +681,16 @@ fn nonstop_prompt(major: u32) {
         "the counter moves after interrupt"
     );
     t.type_line("info");
-    t.wait_for("state:       stopped (interrupted)", Duration::from_secs(20));
+    t.wait_for(
+        "state:       stopped (interrupted)",
+        Duration::from_secs(20),
+    );
     t.type_line("continue");
     t.wait_for("Continuing.", Duration::from_secs(20));
-    assert!(advances(&mut b, Duration::from_secs(5)), "stopped after continue");
+    assert!(
+        advances(&mut b, Duration::from_secs(5)),
+        "stopped after continue"
+    );
 
     // Ctrl-C at the prompt stops it too.
     t.keys(&["C-c"]);
@@ -693,7 +705,10 @@ fn nonstop_prompt(major: u32) {
     wait_until("the second continue", Duration::from_secs(20), || {
         t.count("Continuing.") == 2
     });
-    assert!(advances(&mut b, Duration::from_secs(5)), "stopped after continue");
+    assert!(
+        advances(&mut b, Duration::from_secs(5)),
+        "stopped after continue"
+    );
 
     // A breakpoint hit while the prompt waits is shown and stops it.
     t.type_line("break pg_sleep");
@@ -708,13 +723,24 @@ fn nonstop_prompt(major: u32) {
     wait_until("the third continue", Duration::from_secs(20), || {
         t.count("Continuing.") == 3
     });
-    assert!(advances(&mut b, Duration::from_secs(5)), "stopped after continue");
+    assert!(
+        advances(&mut b, Duration::from_secs(5)),
+        "stopped after continue"
+    );
 
     t.type_line("quit");
     t.wait_for("PGDBG-EXITED 0", Duration::from_secs(20));
     assert_eq!(tracer_pid(pid), 0);
-    assert!(code_matches_file(pid, &cl.postgres_binary(), "pg_sleep", 16));
-    assert!(advances(&mut b, Duration::from_secs(5)), "stopped after quit");
+    assert!(code_matches_file(
+        pid,
+        &cl.postgres_binary(),
+        "pg_sleep",
+        16
+    ));
+    assert!(
+        advances(&mut b, Duration::from_secs(5)),
+        "stopped after quit"
+    );
     cl.cancel(&[pid]);
     let r = a.rejoin(h);
     assert!(

@@ -10,10 +10,7 @@ use std::process::Command;
 fn subcommands() -> Vec<String> {
     let (code, out, _) = pgdbg(&["--help"]);
     assert_eq!(code, 0);
-    let list = out
-        .split_once("Commands:")
-        .expect("a Commands: section")
-        .1;
+    let list = out.split_once("Commands:").expect("a Commands: section").1;
     let names: Vec<String> = list
         .lines()
         .skip(1)
@@ -67,7 +64,11 @@ fn bash_completes_with_the_script() {
             .args(["-c", &script])
             .output()
             .expect("bash");
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     };
     assert_eq!(complete("pgdbg att"), "attach");
@@ -83,13 +84,23 @@ fn man_pages_name_every_subcommand_and_session_command() {
     assert_eq!(code, 0, "{err}");
     assert!(page.contains(".TH pgdbg 1"), "{page}");
     for s in &subs {
-        assert!(page.contains(&format!("pgdbg\\-{s}(1)")), "no {s} in:\n{page}");
+        assert!(
+            page.contains(&format!("pgdbg\\-{s}(1)")),
+            "no {s} in:\n{page}"
+        );
     }
     let session = page
         .split_once(".SH \"SESSION COMMANDS\"")
         .expect("a SESSION COMMANDS section")
         .1;
-    for c in ["break", "continue", "interrupt", "detach", "plancache", "waits sample"] {
+    for c in [
+        "break",
+        "continue",
+        "interrupt",
+        "detach",
+        "plancache",
+        "waits sample",
+    ] {
         assert!(
             session.contains(&format!("\\fB{c}")),
             "{c} not in the session commands:\n{session}"

@@ -167,6 +167,7 @@ fn one_of_each() -> Vec<Command> {
             stacks: 0,
             quiet: false,
         },
+        C::Interrupt,
         C::Detach,
         C::Quit,
         C::Help(None),
@@ -185,6 +186,7 @@ fn one_of_each() -> Vec<Command> {
             | C::Delete(_)
             | C::InfoBreakpoints
             | C::Continue
+            | C::Interrupt
             | C::Print { .. }
             | C::Backtrace(_)
             | C::Frame(_)

@@ -213,12 +213,16 @@ impl Target {
     /// The time the target has spent stopped under pgdbg, the current stop
     /// included: the difference over a command is the stop it cost.
     pub fn stopped_time(&self) -> std::time::Duration {
-        self.stopped_before + self.stopped_since.map_or(std::time::Duration::ZERO, |t| t.elapsed())
+        self.stopped_before
+            + self
+                .stopped_since
+                .map_or(std::time::Duration::ZERO, |t| t.elapsed())
     }
 
     fn mark_stopped(&mut self) {
         self.stopped = true;
-        self.stopped_since.get_or_insert_with(std::time::Instant::now);
+        self.stopped_since
+            .get_or_insert_with(std::time::Instant::now);
     }
 
     /// Interrupt, unless an interrupt whose stop has not been seen is

@@ -199,11 +199,16 @@ impl Session {
                 return Ok((text, flow));
             }
             let (t, flow) = self.execute(cmd)?;
-            return Ok((format!("{text}\n{}", t.strip_prefix('\n').unwrap_or(&t)), flow));
+            return Ok((
+                format!("{text}\n{}", t.strip_prefix('\n').unwrap_or(&t)),
+                flow,
+            ));
         }
         let res = self.execute(cmd);
-        if matches!(res, Ok((_, Flow::TargetGone | Flow::Terminate | Flow::Quit)))
-            || guard::must_stop()
+        if matches!(
+            res,
+            Ok((_, Flow::TargetGone | Flow::Terminate | Flow::Quit))
+        ) || guard::must_stop()
             || self.target.is_gone()
         {
             return res;

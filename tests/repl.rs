@@ -586,7 +586,8 @@ fn pasted_lines_all_run_in_order() {
 /// row's lock most of the time), the counter advances while the prompt
 /// waits and a second session that locks the row is never held up; `info`
 /// says the backend runs; `bt` and `plan` take a short stop and the
-/// backend runs on; `interrupt` and Ctrl-C stop it (the counter stands
+/// backend runs on, and so does `call`; `interrupt`,
+/// Ctrl-C and a breakpoint hit stop it (the counter stands
 /// still and the row lock is held) until `continue`.
 fn nonstop_prompt(major: u32) {
     let cl = Cluster::start(major);
@@ -670,6 +671,15 @@ fn nonstop_prompt(major: u32) {
         "stopped after plan"
     );
     assert!(lock_free(&mut b), "the row lock is held after plan");
+    // an inferior call takes a stop too, and the backend runs on after it
+    // (how long the call takes is the backend's business: pg_usleep ends
+    // early at any signal it catches)
+    t.type_line("call pg_usleep(300000)");
+    prompt_back(&t, "the prompt after call");
+    assert!(
+        advances(&mut b, Duration::from_secs(5)),
+        "stopped after call"
+    );
 
     // `interrupt` stops it until `continue`.
     let stopped = "Program stopped (interrupted; the backend got no signal).";

@@ -1030,7 +1030,10 @@ impl Target {
         if self.stopped || self.gone {
             return Ok(None);
         }
-        self.interrupt()?;
+        // an interrupt still in flight (its stop lost the race against an
+        // earlier one) is adopted: the kernel would merge a second one into
+        // it, and its stop, swallowed as stale, would leave this wait alone
+        self.interrupt_or_adopt()?;
         let s = self.wait(&NoHooks)?;
         Ok(Some(s))
     }

@@ -191,6 +191,19 @@ impl Session {
         {
             return Ok(r);
         }
+        // the cost of the stop: its wall time (an inferior call runs the
+        // backend, yet not its own work); a probe's, whose backend does its
+        // own work while probed, only the time it sat in ptrace stops
+        let probe = matches!(
+            cmd,
+            Command::Trace { .. }
+                | Command::Count { .. }
+                | Command::PlanCache { .. }
+                | Command::WaitsSample { .. }
+                | Command::WaitsTrace { .. }
+                | Command::Plan { next: true, .. }
+        );
+        let t0 = std::time::Instant::now();
         let before = self.target.stopped_time();
         if let Some((text, flow)) = self.take_stop()? {
             // it stopped by itself first: that stop is shown, the command
@@ -219,7 +232,11 @@ impl Session {
         if let Some((t, f)) = resumed? {
             return Ok((format!("{text}{t}"), f));
         }
-        let cost = self.target.stopped_time().saturating_sub(before);
+        let cost = if probe {
+            self.target.stopped_time().saturating_sub(before)
+        } else {
+            t0.elapsed()
+        };
         let mut text = text;
         if text.contains("Program stopped") || cost > LONG_STOP {
             text.push_str(&format!(

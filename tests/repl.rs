@@ -127,8 +127,10 @@ fn interactive_session_in_tmux() {
         Duration::from_secs(5),
     );
 
-    // continue; the 7th execution stops in choose_custom_plan.
+    // continue (the backend runs already: the prompt is non-stop); the
+    // 7th execution stops in choose_custom_plan.
     t.type_line("continue");
+    t.wait_for("The backend runs already", Duration::from_secs(10));
     let h = a.spawn_text("execute s1(10,30)");
     t.wait_for(
         "Breakpoint 1, choose_custom_plan (plansource=0x",

@@ -247,6 +247,7 @@ fn spawn_waiter(pid: i32, wake: mpsc::Sender<Input>) -> mpsc::Sender<()> {
 
 pub fn run(session: &mut Session) -> Result<i32> {
     let mut names = session.di.function_names();
+    names.extend(session.library_function_names());
     names.extend(
         session
             .di

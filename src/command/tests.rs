@@ -170,6 +170,7 @@ fn one_of_each() -> Vec<Command> {
         C::Interrupt,
         C::Detach,
         C::Quit,
+        C::InfoSharedlibrary,
         C::Help(None),
         C::Nothing,
     ];
@@ -198,6 +199,7 @@ fn one_of_each() -> Vec<Command> {
             | C::InfoArgs
             | C::InfoRegisters
             | C::InfoFrame
+            | C::InfoSharedlibrary
             | C::Echo(_)
             | C::PlanCache { .. }
             | C::Call(_)

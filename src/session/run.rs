@@ -42,6 +42,18 @@ impl Session {
     ) -> Result<Option<(RunOutcome, String)>> {
         self.hit = None;
         if let Stop::Breakpoint { addr } = stop
+            && self.is_library_hook(addr)
+        {
+            // a library was loaded or unloaded: not a stop
+            self.last_stop = Some(stop);
+            self.on_library_event()?;
+            if foreground && (guard::sigint_seen() || guard::deadline_hit()) {
+                guard::take_interrupt();
+                return self.report_stop(Stop::Interrupted).map(Some);
+            }
+            return Ok(None);
+        }
+        if let Stop::Breakpoint { addr } = stop
             && self.bps.uses(addr)
         {
             self.last_stop = Some(stop.clone());

@@ -103,6 +103,24 @@ pgdbg report out.jsonl"
         #[arg(long)]
         json: bool,
     },
+    /// Print the shell completion script for SHELL (bash, zsh, fish, elvish, powershell)
+    #[command(
+        after_help = "Examples:\n  pgdbg completions bash > ~/.local/share/bash-completion/completions/pgdbg\n  pgdbg completions zsh > ~/.zfunc/_pgdbg        (with fpath+=~/.zfunc in ~/.zshrc)\n  pgdbg completions fish > ~/.config/fish/completions/pgdbg.fish"
+    )]
+    Completions {
+        /// The shell
+        #[arg(value_name = "SHELL")]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page pgdbg.1 (roff), or write every page into a directory
+    #[command(
+        after_help = "Examples:\n  pgdbg man | man -l -\n  pgdbg man --dir ~/.local/share/man/man1      pgdbg.1, pgdbg-attach.1, ... (then: man pgdbg)"
+    )]
+    Man {
+        /// Write pgdbg.1 and one page per subcommand (pgdbg-attach.1, ...) into DIR
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
 }
 
 pub fn main() -> i32 {
@@ -159,6 +177,24 @@ pub fn main() -> i32 {
             }
         }
         Cmd::Ps { cluster, json } => run_ps(cluster.as_deref(), json),
+        Cmd::Completions { shell } => {
+            use clap::CommandFactory;
+            let mut out = std::io::stdout().lock();
+            crate::shellgen::completions(Cli::command(), shell, &mut out);
+            Ok(0)
+        }
+        Cmd::Man { dir } => {
+            use clap::CommandFactory;
+            match dir {
+                Some(d) => {
+                    for p in crate::shellgen::pages_to(Cli::command(), &d)? {
+                        println!("{}", p.display());
+                    }
+                }
+                None => crate::shellgen::main_page(Cli::command(), &mut std::io::stdout().lock())?,
+            }
+            Ok(0)
+        }
         Cmd::Report(args) => crate::report::run(&args),
         Cmd::Symbols { action } => match action {
             SymbolsCmd::Extract { binary, output } => extract_pack(&binary, output.as_deref()),

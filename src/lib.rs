@@ -33,3 +33,4 @@ pub mod repl;
 pub mod report;
 pub mod script;
 pub mod session;
+pub mod shellgen;

@@ -2,6 +2,13 @@
 //! reads lines when asked, so the terminal is in normal mode while the
 //! backend runs (Ctrl-C then reaches pgdbg as SIGINT and becomes a
 //! PTRACE_INTERRUPT).  All ptrace work stays on the main thread.
+//!
+//! On a terminal the prompt is non-stop (`session/nonstop.rs`): the backend
+//! runs while the prompt waits.  A waiter thread blocks in
+//! `waitid(WNOWAIT)` on the backend and wakes the main thread when it
+//! stops by itself (a breakpoint hit, a signal to pass on, its exit); the
+//! main thread then takes the stop with `waitpid` (a poll every 100 ms
+//! backs it up), and a stop the user must see is printed above the prompt.
 
 use crate::command::{self, Command};
 use crate::guard;
@@ -13,7 +20,7 @@ use rustyline::highlight::Highlighter;
 use rustyline::hint::Hinter;
 use rustyline::validate::Validator;
 use rustyline::{Context, Helper};
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::mpsc;
 use std::sync::{Arc, RwLock};
@@ -103,6 +110,11 @@ enum Input {
     Pasted(String),
     Interrupted,
     Eof,
+    /// The backend may have stopped (the waiter thread), or 100 ms passed
+    /// (`woken`: false): time to look, the line being typed goes on.
+    Target {
+        woken: bool,
+    },
 }
 
 /// The lines read from the reader thread, one at a time: a bracketed
@@ -112,6 +124,10 @@ struct Lines<'a> {
     req_tx: &'a mpsc::Sender<&'static str>,
     in_rx: &'a mpsc::Receiver<Input>,
     pending: std::collections::VecDeque<String>,
+    /// The reader thread is in readline for a prompt already asked.
+    reading: bool,
+    /// Return `Input::Target` every 100 ms (the backend runs).
+    ticks: bool,
 }
 
 impl Lines<'_> {
@@ -120,20 +136,28 @@ impl Lines<'_> {
         if let Some(l) = self.pending.pop_front() {
             return Some(Input::Pasted(l));
         }
-        if self.req_tx.send(prompt).is_err() {
-            return Some(Input::Eof);
+        if !self.reading {
+            if self.req_tx.send(prompt).is_err() {
+                return Some(Input::Eof);
+            }
+            self.reading = true;
         }
         let input = loop {
             match self.in_rx.recv_timeout(Duration::from_millis(100)) {
+                Ok(i @ Input::Target { .. }) => return Some(i),
                 Ok(i) => break i,
                 Err(mpsc::RecvTimeoutError::Timeout) => {
                     if guard::must_stop() {
                         return None;
                     }
+                    if self.ticks {
+                        return Some(Input::Target { woken: false });
+                    }
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => return Some(Input::Eof),
             }
         };
+        self.reading = false;
         match input {
             Input::Line(l) if l.contains(['\n', '\r']) => {
                 let mut lines = split_paste(&l).into_iter();
@@ -169,6 +193,58 @@ fn history_path() -> Option<PathBuf> {
 
 /// Run the prompt until quit/detach/EOF, the backend's exit, or a
 /// terminating signal.  Returns the exit code.
+/// Where the text of a stop that came while the prompt waits goes: above
+/// the prompt (rustyline redraws it and the line being typed).
+struct Printer(Option<Box<dyn rustyline::ExternalPrinter + Send>>);
+
+impl Printer {
+    fn say(&mut self, text: &str) {
+        let t = text.strip_prefix('\n').unwrap_or(text);
+        if t.is_empty() {
+            return;
+        }
+        if let Some(p) = &mut self.0
+            && p.print(format!("{t}\n")).is_ok()
+        {
+            return;
+        }
+        let mut out = std::io::stdout();
+        let _ = writeln!(out, "{t}").and_then(|_| out.flush());
+    }
+}
+
+/// The thread that blocks in waitid(WNOWAIT) on the backend while it runs
+/// in the background: one wake-up (`Input::Target`) per arming.  It only
+/// looks; the main thread, the tracer, takes the stop.
+fn spawn_waiter(pid: i32, wake: mpsc::Sender<Input>) -> mpsc::Sender<()> {
+    let (arm_tx, arm_rx) = mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        guard::block_in_this_thread();
+        while arm_rx.recv().is_ok() {
+            // SAFETY: waitid(2) writes only into `info`; WNOWAIT leaves the
+            // status for the tracer's waitpid.
+            let r = unsafe {
+                let mut info: libc::siginfo_t = std::mem::zeroed();
+                libc::waitid(
+                    libc::P_PID,
+                    pid as libc::id_t,
+                    &mut info,
+                    libc::WEXITED | libc::WSTOPPED | libc::WNOWAIT | libc::__WALL,
+                )
+            };
+            if r != 0 {
+                // not waitable (detached, gone): the main thread's poll
+                // tells; do not spin
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            if wake.send(Input::Target { woken: true }).is_err() {
+                break;
+            }
+        }
+    });
+    arm_tx
+}
+
 pub fn run(session: &mut Session) -> Result<i32> {
     let mut names = session.di.function_names();
     names.extend(session.library_function_names());
@@ -187,6 +263,10 @@ pub fn run(session: &mut Session) -> Result<i32> {
     let (req_tx, req_rx) = mpsc::channel::<&'static str>();
     let (in_tx, in_rx) = mpsc::channel::<Input>();
     let helper_syms = symbols.clone();
+    let (printer_tx, printer_rx) = mpsc::channel::<Printer>();
+    // non-stop on a terminal; piped input keeps the stopped backend
+    let nonstop = std::io::stdin().is_terminal() && std::env::var_os("PGDBG_ALL_STOP").is_none();
+    let waiter = nonstop.then(|| spawn_waiter(session.pid, in_tx.clone()));
     let _reader = std::thread::spawn(move || {
         guard::block_in_this_thread();
         // history gets each line of a multi-line paste (below)
@@ -207,6 +287,11 @@ pub fn run(session: &mut Session) -> Result<i32> {
         rl.set_helper(Some(PgdbgHelper {
             symbols: helper_syms,
         }));
+        let printer = rl
+            .create_external_printer()
+            .ok()
+            .map(|p| Box::new(p) as Box<dyn rustyline::ExternalPrinter + Send>);
+        let _ = printer_tx.send(Printer(printer));
         // a history "file" that is not a regular file (PGDBG_HISTORY=/dev/null
         // to keep none) is neither read nor written: rustyline's save would
         // chmod it to 0600
@@ -240,20 +325,64 @@ pub fn run(session: &mut Session) -> Result<i32> {
         }
     });
     let mut stdout = std::io::stdout();
+    let mut printer = printer_rx
+        .recv_timeout(Duration::from_secs(5))
+        .unwrap_or(Printer(None));
     let mut last_line = String::new();
     let mut lines = Lines {
         req_tx: &req_tx,
         in_rx: &in_rx,
         pending: Default::default(),
+        reading: false,
+        ticks: false,
     };
+    let mut armed = false;
+    if nonstop {
+        match session.start_nonstop() {
+            Ok(None) => {}
+            Ok(Some((text, flow))) => {
+                printer.say(&text);
+                if let Some(code) = ends(flow) {
+                    return Ok(code);
+                }
+            }
+            Err(e) => {
+                let _ = writeln!(stdout, "{}", e.to_string().replace('\n', " "));
+            }
+        }
+    }
     loop {
         if guard::must_stop() {
             return Ok(1);
         }
+        if let Some(w) = &waiter
+            && session.running_in_background()
+            && !armed
+        {
+            armed = w.send(()).is_ok();
+        }
+        lines.ticks = session.running_in_background();
         let Some(input) = lines.read(PROMPT) else {
             return Ok(1);
         };
         let line = match input {
+            Input::Target { woken } => {
+                if woken {
+                    armed = false;
+                }
+                if let Some(code) = background(session, &mut printer) {
+                    return Ok(code);
+                }
+                continue;
+            }
+            Input::Interrupted if session.running_in_background() => {
+                // Ctrl-C at the prompt stops the running backend, as in gdb
+                let r = session.interrupt();
+                if let Some(code) = show(&mut printer, r) {
+                    return Ok(code);
+                }
+                continue;
+            }
             Input::Line(l) => l,
             Input::Pasted(l) if l.trim().is_empty() => continue,
             Input::Pasted(l) => l,
@@ -307,6 +436,20 @@ pub fn run(session: &mut Session) -> Result<i32> {
             loop {
                 match lines.read(">") {
                     None => return Ok(1),
+                    Some(Input::Target { woken }) => {
+                        if woken {
+                            armed = false;
+                        }
+                        if let Some(code) = background(session, &mut printer) {
+                            return Ok(code);
+                        }
+                        if let Some(w) = &waiter
+                            && session.running_in_background()
+                            && !armed
+                        {
+                            armed = w.send(()).is_ok();
+                        }
+                    }
                     Some(Input::Line(l) | Input::Pasted(l)) => {
                         let done = command::strip_comment(&l).trim() == "end";
                         block.push(l);
@@ -334,7 +477,7 @@ pub fn run(session: &mut Session) -> Result<i32> {
             }
         }
         guard::clear_interrupt();
-        let res = session.execute(&cmd);
+        let res = session.execute_at_prompt(&cmd);
         guard::flush_out();
         match res {
             Ok((text, flow)) => {
@@ -359,6 +502,38 @@ pub fn run(session: &mut Session) -> Result<i32> {
                 let _ = writeln!(stdout, "{}", e.to_string().replace('\n', " "));
             }
         }
+    }
+}
+
+/// How the prompt ends after a flow (None: it goes on).
+fn ends(flow: Flow) -> Option<i32> {
+    match flow {
+        Flow::Continue => None,
+        Flow::Quit | Flow::TargetGone => Some(0),
+        Flow::Terminate => Some(1),
+    }
+}
+
+/// Show a stop that came while the prompt waited (or an error).
+fn show(printer: &mut Printer, r: Result<(String, Flow)>) -> Option<i32> {
+    match r {
+        Ok((text, flow)) => {
+            guard::flush_out();
+            printer.say(&text);
+            ends(flow)
+        }
+        Err(e) => {
+            printer.say(&e.to_string().replace('\n', " "));
+            None
+        }
+    }
+}
+
+/// The backend may have stopped while the prompt waits: take its stop.
+fn background(session: &mut Session, printer: &mut Printer) -> Option<i32> {
+    match session.poll_background() {
+        Ok(None) => None,
+        r => show(printer, r.map(|o| o.expect("matched above"))),
     }
 }
 

@@ -127,8 +127,10 @@ fn interactive_session_in_tmux() {
         Duration::from_secs(5),
     );
 
-    // continue; the 7th execution stops in choose_custom_plan.
+    // continue (the backend runs already: the prompt is non-stop); the
+    // 7th execution stops in choose_custom_plan.
     t.type_line("continue");
+    t.wait_for("The backend runs already", Duration::from_secs(10));
     let h = a.spawn_text("execute s1(10,30)");
     t.wait_for(
         "Breakpoint 1, choose_custom_plan (plansource=0x",
@@ -579,4 +581,194 @@ fn pasted_lines_all_run_in_order() {
     }
     let _ = std::fs::remove_file(&hist);
     cl.assert_no_crash();
+}
+
+/// The prompt is non-stop: attached to a backend whose session runs a
+/// procedure that updates a counter row and commits in a loop (holding the
+/// row's lock most of the time), the counter advances while the prompt
+/// waits and a second session that locks the row is never held up; `info`
+/// says the backend runs; `bt` and `plan` take a short stop and the
+/// backend runs on, and so does `call`; `interrupt`,
+/// Ctrl-C and a breakpoint hit stop it (the counter stands
+/// still and the row lock is held) until `continue`.
+fn nonstop_prompt(major: u32) {
+    let cl = Cluster::start(major);
+    let mut a = cl.connect();
+    let pid = a.pid();
+    a.exec(
+        "create table ctr(id int primary key, n bigint);
+         insert into ctr values (1, 0);
+         create procedure bump() language plpgsql as $$
+         begin
+           loop
+             update ctr set n = n + 1 where id = 1;
+             perform pg_sleep(0.005);
+             commit;
+           end loop;
+         end $$;",
+    );
+    let h = a.spawn_text("call bump()");
+    let mut b = cl.connect();
+    let counter = |b: &mut Client| b.query_one_i64("select n from ctr where id = 1");
+    wait_until("the loop to start", Duration::from_secs(20), || {
+        counter(&mut b) > 3
+    });
+    // The counter moves within `limit` (checked every 50 ms).
+    let advances = |b: &mut Client, limit: Duration| {
+        let n0 = counter(b);
+        let t0 = Instant::now();
+        while t0.elapsed() < limit {
+            std::thread::sleep(Duration::from_millis(50));
+            if counter(b) > n0 + 2 {
+                return true;
+            }
+        }
+        false
+    };
+    // The row lock can be taken within 1 s, 10 times in a row.
+    let lock_free = |b: &mut Client| {
+        b.exec("set lock_timeout = '1s'");
+        let ok = (0..10).all(|_| {
+            b.c.as_mut()
+                .unwrap()
+                .simple_query("select n from ctr where id = 1 for update")
+                .is_ok()
+        });
+        b.exec("reset lock_timeout");
+        ok
+    };
+    let prompt_back = |t: &Tmux, what: &str| {
+        wait_until(what, Duration::from_secs(20), || {
+            t.screen().trim_end().ends_with("(pgdbg)")
+        })
+    };
+    let (t, hist) = Tmux::repl(pid, &format!("nonstop-{major}"));
+    assert_ne!(tracer_pid(pid), 0);
+
+    // The prompt waits; the backend works and holds nobody up.
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        advances(&mut b, Duration::from_secs(5)),
+        "the counter stands still while the prompt waits"
+    );
+    assert!(
+        lock_free(&mut b),
+        "the row lock is held while the prompt waits"
+    );
+    t.type_line("info");
+    t.wait_for("state:       running", Duration::from_secs(20));
+    t.type_line("print MyProcPid");
+    t.wait_for(&format!("$1 = {pid}"), Duration::from_secs(20));
+
+    // bt and plan take the stop they need, then the backend goes on.
+    t.type_line("bt");
+    t.wait_for("PostgresMain", Duration::from_secs(20));
+    prompt_back(&t, "the prompt after bt");
+    assert!(advances(&mut b, Duration::from_secs(5)), "stopped after bt");
+    t.type_line("plan");
+    t.wait_for("-- nested statement (SPI/plpgsql)", Duration::from_secs(20));
+    prompt_back(&t, "the prompt after plan");
+    assert!(
+        advances(&mut b, Duration::from_secs(5)),
+        "stopped after plan"
+    );
+    assert!(lock_free(&mut b), "the row lock is held after plan");
+    // an inferior call takes a stop too, and the backend runs on after it
+    // (how long the call takes is the backend's business: pg_usleep ends
+    // early at any signal it catches)
+    t.type_line("call pg_usleep(300000)");
+    prompt_back(&t, "the prompt after call");
+    assert!(
+        advances(&mut b, Duration::from_secs(5)),
+        "stopped after call"
+    );
+
+    // `interrupt` stops it until `continue`.
+    let stopped = "Program stopped (interrupted; the backend got no signal).";
+    t.type_line("interrupt");
+    t.wait_for(stopped, Duration::from_secs(20));
+    prompt_back(&t, "the prompt after interrupt");
+    assert!(
+        !advances(&mut b, Duration::from_secs(1)),
+        "the counter moves after interrupt"
+    );
+    t.type_line("info");
+    t.wait_for(
+        "state:       stopped (interrupted)",
+        Duration::from_secs(20),
+    );
+    t.type_line("continue");
+    t.wait_for("Continuing.", Duration::from_secs(20));
+    assert!(
+        advances(&mut b, Duration::from_secs(5)),
+        "stopped after continue"
+    );
+
+    // Ctrl-C at the prompt stops it too.
+    t.keys(&["C-c"]);
+    wait_until("the stop after Ctrl-C", Duration::from_secs(20), || {
+        t.count(stopped) == 2
+    });
+    assert!(
+        !advances(&mut b, Duration::from_secs(1)),
+        "the counter moves after Ctrl-C"
+    );
+    t.type_line("continue");
+    wait_until("the second continue", Duration::from_secs(20), || {
+        t.count("Continuing.") == 2
+    });
+    assert!(
+        advances(&mut b, Duration::from_secs(5)),
+        "stopped after continue"
+    );
+
+    // A breakpoint hit while the prompt waits is shown and stops it.
+    t.type_line("break pg_sleep");
+    t.wait_for("Breakpoint 1, pg_sleep", Duration::from_secs(20));
+    prompt_back(&t, "the prompt after the hit");
+    assert!(
+        !advances(&mut b, Duration::from_secs(1)),
+        "the counter moves after a breakpoint hit"
+    );
+    t.type_line("delete");
+    t.type_line("continue");
+    wait_until("the third continue", Duration::from_secs(20), || {
+        t.count("Continuing.") == 3
+    });
+    assert!(
+        advances(&mut b, Duration::from_secs(5)),
+        "stopped after continue"
+    );
+
+    t.type_line("quit");
+    t.wait_for("PGDBG-EXITED 0", Duration::from_secs(20));
+    assert_eq!(tracer_pid(pid), 0);
+    assert!(code_matches_file(
+        pid,
+        &cl.postgres_binary(),
+        "pg_sleep",
+        16
+    ));
+    assert!(
+        advances(&mut b, Duration::from_secs(5)),
+        "stopped after quit"
+    );
+    cl.cancel(&[pid]);
+    let r = a.rejoin(h);
+    assert!(
+        r.as_ref().is_err_and(|e| e.contains("canceling statement")),
+        "{r:?}"
+    );
+    let _ = std::fs::remove_file(&hist);
+    cl.assert_no_crash();
+}
+
+#[test]
+fn nonstop_prompt_in_tmux_15() {
+    nonstop_prompt(15);
+}
+
+#[test]
+fn nonstop_prompt_in_tmux_18() {
+    nonstop_prompt(18);
 }

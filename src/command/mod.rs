@@ -91,6 +91,8 @@ pub enum Command {
     Delete(Vec<u32>),
     InfoBreakpoints,
     Continue,
+    /// `interrupt`: stop a backend that runs while the prompt waits.
+    Interrupt,
     Print {
         radix: Radix,
         expr: String,
@@ -202,6 +204,7 @@ impl Command {
             C::Delete(_) => &breakpoints::DELETE,
             C::InfoBreakpoints => &breakpoints::INFO_BREAKPOINTS,
             C::Continue => &running::CONTINUE,
+            C::Interrupt => &running::INTERRUPT,
             C::Detach => &running::DETACH,
             C::Quit => &running::QUIT,
             C::Print { .. } => &data::PRINT,

@@ -3,7 +3,7 @@
 use super::check::no_check;
 use super::{Command, Entry};
 
-pub static ENTRIES: &[&Entry] = &[&CONTINUE, &DETACH, &QUIT];
+pub static ENTRIES: &[&Entry] = &[&CONTINUE, &INTERRUPT, &DETACH, &QUIT];
 
 pub static CONTINUE: Entry = Entry {
     name: "continue",
@@ -12,9 +12,28 @@ pub static CONTINUE: Entry = Entry {
     summary: "run the backend until the next breakpoint (Ctrl-C stops it)",
     help: "The backend runs until it hits a breakpoint whose condition holds, exits, or Ctrl-C \
            stops it (with PTRACE_INTERRUPT: the backend itself gets no SIGINT). Signals the \
-           backend receives meanwhile are passed straight through.",
+           backend receives meanwhile are passed straight through. At a terminal's prompt the \
+           backend runs while you type: 'continue' lets a stopped backend run again and the \
+           prompt comes back at once; its next breakpoint hit is shown when it comes. In a \
+           script, 'continue' waits for the next stop.",
     examples: &["continue", "c"],
     parse: |_| Ok(Command::Continue),
+    check: no_check,
+};
+
+pub static INTERRUPT: Entry = Entry {
+    name: "interrupt",
+    aliases: &[],
+    usage: "interrupt",
+    summary: "stop the backend that runs while the prompt waits, until 'continue'",
+    help: "At the prompt the backend runs while pgdbg waits for a command: each command stops \
+           it only for as long as it needs (microseconds for 'bt'; none for 'print' of globals, \
+           'wait' or 'info'). 'interrupt' (or Ctrl-C at the prompt) stops it with \
+           PTRACE_INTERRUPT, as a breakpoint hit does, and it stays stopped until 'continue' \
+           or 'detach'. While it is stopped it holds whatever locks and buffer pins it holds: \
+           other sessions that need them wait. In a script the backend is stopped already.",
+    examples: &["interrupt"],
+    parse: |_| Ok(Command::Interrupt),
     check: no_check,
 };
 

@@ -172,6 +172,7 @@ fn one_of_each() -> Vec<Command> {
             every: std::time::Duration::from_secs(1),
             duration: None,
         },
+        C::Interrupt,
         C::Detach,
         C::Quit,
         C::InfoSharedlibrary,
@@ -191,6 +192,7 @@ fn one_of_each() -> Vec<Command> {
             | C::Delete(_)
             | C::InfoBreakpoints
             | C::Continue
+            | C::Interrupt
             | C::Print { .. }
             | C::Backtrace(_)
             | C::Frame(_)

@@ -187,7 +187,7 @@ impl Target {
                     bail!("process {} ended during a system call of pgdbg", self.pid);
                 }
                 WaitStatus::Stopped(_, Signal::SIGTRAP) => {
-                    self.stopped = true;
+                    self.mark_stopped();
                     let r = self.regs()?;
                     if r.rip == addr {
                         return Ok(r.rax);
@@ -201,18 +201,18 @@ impl Target {
                     }
                 }
                 WaitStatus::Stopped(_, sig) if super::signals::pass_through(sig) => {
-                    self.stopped = true;
+                    self.mark_stopped();
                     self.deferred.push_back(sig);
                 }
                 WaitStatus::Stopped(_, sig) => {
-                    self.stopped = true;
+                    self.mark_stopped();
                     bail!("signal {sig:?} during a system call of pgdbg");
                 }
                 WaitStatus::PtraceEvent(_, _, _) => {
-                    self.stopped = true;
+                    self.mark_stopped();
                     self.interrupt_stop_seen();
                 }
-                _ => self.stopped = true,
+                _ => self.mark_stopped(),
             }
         }
     }

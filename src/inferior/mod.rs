@@ -77,6 +77,10 @@ pub struct Target {
     stale_interrupts: u32,
     /// Set once the target is gone (exited/killed); nothing to restore.
     gone: bool,
+    /// Since when the target is stopped (None while it runs), and the time
+    /// it spent stopped before that: what a command's stop cost it.
+    stopped_since: Option<std::time::Instant>,
+    stopped_before: std::time::Duration,
     /// Whether the target is currently stopped under ptrace.
     stopped: bool,
     /// How many times the target was let run: a stop's derived state (its
@@ -156,6 +160,8 @@ impl Target {
             interrupts_outstanding: 0,
             stale_interrupts: 0,
             gone: false,
+            stopped_since: None,
+            stopped_before: std::time::Duration::ZERO,
             stopped: false,
             runs: 0,
             debugregs_dirty: false,
@@ -202,6 +208,21 @@ impl Target {
 
     pub fn is_stopped(&self) -> bool {
         self.stopped
+    }
+
+    /// The time the target has spent stopped under pgdbg, the current stop
+    /// included: the difference over a command is the stop it cost.
+    pub fn stopped_time(&self) -> std::time::Duration {
+        self.stopped_before
+            + self
+                .stopped_since
+                .map_or(std::time::Duration::ZERO, |t| t.elapsed())
+    }
+
+    fn mark_stopped(&mut self) {
+        self.stopped = true;
+        self.stopped_since
+            .get_or_insert_with(std::time::Instant::now);
     }
 
     /// Interrupt, unless an interrupt whose stop has not been seen is
@@ -782,7 +803,7 @@ impl Target {
                     return Ok(Some(Stop::Killed(sig)));
                 }
                 WaitStatus::Stopped(_, Signal::SIGTRAP) => {
-                    self.stopped = true;
+                    self.mark_stopped();
                     let code = self.siginfo_code().unwrap_or(TRAP_TRACE);
                     if code == TRAP_TRACE || code == TRAP_BRKPT || code == TRAP_HWBKPT {
                         return Ok(None);
@@ -793,23 +814,23 @@ impl Target {
                 WaitStatus::Stopped(_, sig) if signals::pass_through(sig) => {
                     // A signal arrived before the instruction ran: defer it,
                     // step again without it.
-                    self.stopped = true;
+                    self.mark_stopped();
                     self.deferred.push_back(sig);
                 }
                 WaitStatus::Stopped(_, sig) => {
                     // The instruction itself faults: report it (stepping
                     // again would fault forever).
-                    self.stopped = true;
+                    self.mark_stopped();
                     self.pending_fault = Some(sig);
                     return Ok(Some(Stop::Signal(sig)));
                 }
                 WaitStatus::PtraceEvent(_, _, _) => {
-                    self.stopped = true;
+                    self.mark_stopped();
                     self.interrupt_stop_seen();
                     // step again
                 }
                 _ => {
-                    self.stopped = true;
+                    self.mark_stopped();
                 }
             }
         }
@@ -824,6 +845,9 @@ impl Target {
     fn set_running(&mut self) {
         self.runs = self.runs.wrapping_add(1);
         self.stopped = false;
+        if let Some(t) = self.stopped_since.take() {
+            self.stopped_before += t.elapsed();
+        }
         self.regs_cache.set(None);
         self.regs_dirty = false;
     }
@@ -858,6 +882,21 @@ impl Target {
     /// pgdbg itself gets Ctrl-C (`hooks.user_interrupt`) or SIGTERM/SIGHUP
     /// (`hooks.terminate`) while waiting, the target is interrupted.
     pub fn wait(&mut self, hooks: &dyn WaitHooks) -> Result<Stop> {
+        self.wait_inner(hooks, false)
+            .map(|s| s.expect("a blocking wait ends in a stop"))
+    }
+
+    /// The stop of a target that runs in the background, if one is
+    /// waiting (never blocks): pass-through signals are re-delivered and
+    /// the target runs on (None).  None as well while it is stopped.
+    pub fn poll(&mut self) -> Result<Option<Stop>> {
+        if self.stopped || self.gone || !self.attached {
+            return Ok(None);
+        }
+        self.wait_inner(&NoHooks, true)
+    }
+
+    fn wait_inner(&mut self, hooks: &dyn WaitHooks, nohang: bool) -> Result<Option<Stop>> {
         let mut interrupted_for_tool = false;
         let mut interrupted_for_user = false;
         loop {
@@ -875,14 +914,20 @@ impl Target {
                 }
             }
             hooks.waiting(true);
-            let waited = waitpid(self.pid, Some(WaitPidFlag::__WALL));
+            let flags = if nohang {
+                WaitPidFlag::__WALL | WaitPidFlag::WNOHANG
+            } else {
+                WaitPidFlag::__WALL
+            };
+            let waited = waitpid(self.pid, Some(flags));
             hooks.waiting(false);
             let status = match waited {
+                Ok(WaitStatus::StillAlive) if nohang => return Ok(None),
                 Ok(s) => s,
                 Err(Errno::EINTR) => continue,
                 Err(Errno::ECHILD) => {
                     self.mark_gone();
-                    return Ok(Stop::Exited(-1));
+                    return Ok(Some(Stop::Exited(-1)));
                 }
                 Err(e) => bail!("waitpid failed ({e})"),
             };
@@ -890,14 +935,14 @@ impl Target {
             match status {
                 WaitStatus::Exited(_, code) => {
                     self.mark_gone();
-                    return Ok(Stop::Exited(code));
+                    return Ok(Some(Stop::Exited(code)));
                 }
                 WaitStatus::Signaled(_, sig, _) => {
                     self.mark_gone();
-                    return Ok(Stop::Killed(sig));
+                    return Ok(Some(Stop::Killed(sig)));
                 }
                 WaitStatus::PtraceEvent(_, _sig, ev) if ev == libc::PTRACE_EVENT_STOP => {
-                    self.stopped = true;
+                    self.mark_stopped();
                     if self.stale_interrupts > 0 && !terminating && !interrupted_for_user {
                         // The stop of an interrupt that lost the race against
                         // another stop reported earlier: swallow it.
@@ -921,18 +966,18 @@ impl Target {
                         self.rewind_to(bp)?;
                     }
                     if terminating {
-                        return self.reported(Stop::ToolTerminating);
+                        return self.reported(Stop::ToolTerminating).map(Some);
                     }
                     // Our interrupt (attach, Ctrl-C, an explicit stop) or a
                     // group-stop by someone's SIGSTOP.
-                    return self.reported(Stop::Interrupted);
+                    return self.reported(Stop::Interrupted).map(Some);
                 }
                 WaitStatus::PtraceEvent(_, _, _) => {
-                    self.stopped = true;
+                    self.mark_stopped();
                     self.cont_raw(None)?;
                 }
                 WaitStatus::Stopped(_, Signal::SIGTRAP) => {
-                    self.stopped = true;
+                    self.mark_stopped();
                     // An int3 of ours just executed?  Without debug registers
                     // in use no other trap can look like one (no siginfo
                     // needed); with them, siginfo must say it was an int3.
@@ -948,9 +993,9 @@ impl Target {
                     if let Some(addr) = ours {
                         self.rewind_to(addr)?;
                         if terminating {
-                            return self.reported(Stop::ToolTerminating);
+                            return self.reported(Stop::ToolTerminating).map(Some);
                         }
-                        return self.reported(Stop::Breakpoint { addr });
+                        return self.reported(Stop::Breakpoint { addr }).map(Some);
                     }
                     let code = self.siginfo_code().unwrap_or(SI_KERNEL);
                     // Anything else is a debug event: a watchpoint hit (its
@@ -965,34 +1010,34 @@ impl Target {
                     if dr6 & 0xf != 0 {
                         let _ = self.set_debugreg(6, 0);
                         if terminating {
-                            return self.reported(Stop::ToolTerminating);
+                            return self.reported(Stop::ToolTerminating).map(Some);
                         }
-                        return self.reported(Stop::HardwareBreak { dr6 });
+                        return self.reported(Stop::HardwareBreak { dr6 }).map(Some);
                     }
                     log::debug(&format!(
                         "swallowed a SIGTRAP (si_code {code}, dr6 {dr6:#x})"
                     ));
                     if terminating {
-                        return self.reported(Stop::ToolTerminating);
+                        return self.reported(Stop::ToolTerminating).map(Some);
                     }
                     self.cont_raw(None)?;
                 }
                 WaitStatus::Stopped(_, sig) => {
-                    self.stopped = true;
+                    self.mark_stopped();
                     if signals::pass_through(sig) {
                         if terminating {
                             // Keep the signal for delivery at detach.
                             self.deferred.push_back(sig);
-                            return self.reported(Stop::ToolTerminating);
+                            return self.reported(Stop::ToolTerminating).map(Some);
                         }
                         self.cont_raw(Some(sig))?;
                         continue;
                     }
                     self.pending_fault = Some(sig);
-                    return self.reported(Stop::Signal(sig));
+                    return self.reported(Stop::Signal(sig)).map(Some);
                 }
                 _ => {
-                    self.stopped = true;
+                    self.mark_stopped();
                     self.cont_raw(None)?;
                 }
             }
@@ -1020,7 +1065,10 @@ impl Target {
         if self.stopped || self.gone {
             return Ok(None);
         }
-        self.interrupt()?;
+        // an interrupt still in flight (its stop lost the race against an
+        // earlier one) is adopted: the kernel would merge a second one into
+        // it, and its stop, swallowed as stale, would leave this wait alone
+        self.interrupt_or_adopt()?;
         let s = self.wait(&NoHooks)?;
         Ok(Some(s))
     }
@@ -1076,21 +1124,21 @@ impl Target {
                     return Ok(());
                 }
                 WaitStatus::Stopped(_, Signal::SIGTRAP) => {
-                    self.stopped = true;
+                    self.mark_stopped();
                     // rewind if it was one of our int3s after all
                     if let Some(bp) = self.int3_behind_rip()? {
                         self.rewind_to(bp)?;
                     }
                 }
                 WaitStatus::Stopped(_, sig) => {
-                    self.stopped = true;
+                    self.mark_stopped();
                     self.deferred.push_back(sig);
                 }
                 WaitStatus::PtraceEvent(_, _, _) => {
-                    self.stopped = true;
+                    self.mark_stopped();
                     self.interrupt_stop_seen();
                 }
-                _ => self.stopped = true,
+                _ => self.mark_stopped(),
             }
         }
         Ok(())

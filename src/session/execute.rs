@@ -76,6 +76,7 @@ impl Session {
             Command::InfoBreakpoints => (self.info_breakpoints(), Flow::Continue),
             Command::InfoSharedlibrary => (self.info_sharedlibrary(), Flow::Continue),
             Command::Continue => self.continue_running()?,
+            Command::Interrupt => self.interrupt()?,
             Command::Print { radix, expr } => (self.print(expr, *radix)?, Flow::Continue),
             Command::Backtrace(n) => (self.backtrace(*n)?, Flow::Continue),
             Command::Frame(n) => {

@@ -9,6 +9,7 @@
 //! | `breakpoints.rs` | user breakpoints: add, delete, list, conditions |
 //! | `locations.rs` | FUNCTION, FILE:LINE and *ADDRESS resolved to code locations |
 //! | `run.rs` | `continue`, stops and how they are reported, Ctrl-C |
+//! | `nonstop.rs` | the prompt's non-stop mode: the backend runs while the prompt waits, each command takes the stop it needs, `interrupt` |
 //! | `probes.rs` | pgdbg's own breakpoints and watchpoints, the probe loop |
 //! | `frames.rs` | unwinding, the frames of the current stop, `bt`, `frame` |
 //! | `values.rs` | expressions: `print`, `printf`, `info locals/args/registers/address` |
@@ -41,6 +42,7 @@ mod frames;
 mod libraries;
 mod locations;
 mod modules;
+mod nonstop;
 mod probes;
 mod run;
 mod values;
@@ -156,6 +158,14 @@ pub struct Session {
     hit_limit: Option<u64>,
     /// Breakpoint hits counted against `hit_limit`.
     pub hits_total: u64,
+    /// The prompt's non-stop mode (`nonstop.rs`): the backend runs while
+    /// the prompt waits.
+    nonstop: bool,
+    /// The backend runs in the background (resumed by pgdbg, no command
+    /// waiting for its stop).
+    background: bool,
+    /// `info`'s CPU state line, read at a stop (it needs one).
+    cpu_state: Option<String>,
 }
 
 impl Session {
@@ -220,6 +230,9 @@ impl Session {
             hit: None,
             hit_limit: opts.hit_limit,
             hits_total: 0,
+            nonstop: false,
+            background: false,
+            cpu_state: None,
         };
         s.sync_libraries();
         s.emit(Event::attach(
@@ -324,6 +337,8 @@ impl Session {
     pub fn info(&mut self) -> String {
         let state = if self.target.is_gone() {
             "gone".to_string()
+        } else if self.background {
+            "running (the prompt does not stop it; 'interrupt' or Ctrl-C does)".to_string()
         } else {
             match &self.last_stop {
                 Some(Stop::Breakpoint { .. }) => {
@@ -334,6 +349,12 @@ impl Session {
                 _ => "stopped (interrupted)".to_string(),
             }
         };
+        if self.cpu_state.is_none() && self.target.is_stopped() {
+            self.cpu_state = Some(match crate::inferior::xstate::XState::save(self.pid) {
+                Ok(x) => format!("{} saved around each call", x.describe()),
+                Err(e) => format!("{e:#}"),
+            });
+        }
         let kind = match &self.kind {
             postgres::ProcessKind::ClientBackend { title } => format!("client backend ({title})"),
             postgres::ProcessKind::Auxiliary { role } => format!("{role} (not a client backend)"),
@@ -372,10 +393,9 @@ impl Session {
                 "built now"
             },
             self.bias,
-            match crate::inferior::xstate::XState::save(self.pid) {
-                Ok(x) => format!("{} saved around each call", x.describe()),
-                Err(e) => format!("{e:#}"),
-            },
+            self.cpu_state
+                .as_deref()
+                .unwrap_or("not read yet (it is read at a stop)"),
             self.bps.list.len(),
         )
     }

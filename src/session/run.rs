@@ -1,6 +1,14 @@
 //! Running: `continue`, the stops it ends in and how they are reported.
 use super::*;
 
+/// What follows a stop (`Session::after_stop`).
+pub(crate) enum AfterStop {
+    /// The run ends here: the text to show and how the session goes on.
+    Done(String, Flow),
+    /// A `commands` block ended in `continue`: the backend runs on.
+    Resume,
+}
+
 impl Session {
     /// Continue until the next stop.  Handles stepping over the breakpoint
     /// at the current pc.
@@ -17,39 +25,53 @@ impl Session {
                 return self.report_stop(stop);
             }
             let stop = self.target.cont_and_wait(&guard::Hooks)?;
-            if let Stop::Breakpoint { addr } = stop
-                && self.is_library_hook(addr)
-            {
-                // a library was loaded or unloaded: not a stop
-                self.last_stop = Some(stop);
-                self.on_library_event()?;
-                if guard::sigint_seen() || guard::deadline_hit() {
-                    guard::take_interrupt();
-                    return self.report_stop(Stop::Interrupted);
-                }
-                continue;
+            if let Some(r) = self.judge_stop(stop, true)? {
+                return Ok(r);
             }
-            if let Stop::Breakpoint { addr } = stop
-                && self.bps.uses(addr)
-            {
-                self.last_stop = Some(stop.clone());
-                let (passing, note) = self.conditions_at(addr);
-                if passing.is_empty() {
-                    // No condition held: not a stop, unless Ctrl-C or a
-                    // deadline came meanwhile (its interrupt may have lost
-                    // the race against this hit and been dropped).
-                    if guard::sigint_seen() || guard::deadline_hit() {
-                        guard::take_interrupt();
-                        return self.report_stop(Stop::Interrupted);
-                    }
-                    continue;
-                }
-                self.set_passing(passing);
-                let (o, text) = self.report_stop(stop)?;
-                return Ok((o, format!("{text}{note}")));
-            }
-            return self.report_stop(stop);
         }
+    }
+
+    /// A stop of the running backend: reported (Some), or None for a
+    /// breakpoint none of whose conditions held (the backend goes on).
+    /// `foreground`: a Ctrl-C meanwhile (its interrupt may have lost the
+    /// race against this hit) makes even such a hit a stop.
+    pub(crate) fn judge_stop(
+        &mut self,
+        stop: Stop,
+        foreground: bool,
+    ) -> Result<Option<(RunOutcome, String)>> {
+        self.hit = None;
+        if let Stop::Breakpoint { addr } = stop
+            && self.is_library_hook(addr)
+        {
+            // a library was loaded or unloaded: not a stop
+            self.last_stop = Some(stop);
+            self.on_library_event()?;
+            if foreground && (guard::sigint_seen() || guard::deadline_hit()) {
+                guard::take_interrupt();
+                return self.report_stop(Stop::Interrupted).map(Some);
+            }
+            return Ok(None);
+        }
+        if let Stop::Breakpoint { addr } = stop
+            && self.bps.uses(addr)
+        {
+            self.last_stop = Some(stop.clone());
+            let (passing, note) = self.conditions_at(addr);
+            if passing.is_empty() {
+                // No condition held: not a stop, unless Ctrl-C or a
+                // deadline came meanwhile.
+                if foreground && (guard::sigint_seen() || guard::deadline_hit()) {
+                    guard::take_interrupt();
+                    return self.report_stop(Stop::Interrupted).map(Some);
+                }
+                return Ok(None);
+            }
+            self.set_passing(passing);
+            let (o, text) = self.report_stop(stop)?;
+            return Ok(Some((o, format!("{text}{note}"))));
+        }
+        self.report_stop(stop).map(Some)
     }
 
     /// `continue` in a script or at the prompt: run until a stop; at a
@@ -79,67 +101,77 @@ impl Session {
     pub(crate) fn continue_loop(&mut self) -> Result<(String, Flow)> {
         loop {
             let (outcome, text) = self.cont()?;
-            match outcome {
-                RunOutcome::Stopped => {}
-                RunOutcome::TargetGone => return Ok((text, Flow::TargetGone)),
-                RunOutcome::Terminating => return Ok((text, Flow::Terminate)),
-            }
-            let Some(hit) = self.hit.take() else {
-                // not a breakpoint: an interrupt (Ctrl-C, --for) or a signal
-                if guard::deadline_hit() {
-                    return Ok((String::new(), Flow::Continue));
-                }
-                return Ok((text, Flow::Continue));
-            };
-            self.hits_total += 1;
-            let limit_hit = self.hit_limit.is_some_and(|n| self.hits_total >= n);
-            let ids: Vec<u32> = hit.iter().map(|(id, _)| *id).collect();
-            let body: Vec<Command> = hit.into_iter().flat_map(|(_, c)| c).collect();
-            if body.is_empty() {
-                return Ok((text, Flow::Continue));
-            }
-            if body.first() != Some(&Command::Silent) {
-                self.say(text.strip_prefix('\n').unwrap_or(&text));
-            }
-            let mut resume = false;
-            for c in &body {
-                match c {
-                    Command::Silent => {}
-                    Command::Continue => {
-                        resume = true;
-                        break;
-                    }
-                    c => match self.execute(c) {
-                        Ok((t, flow)) => {
-                            if !t.is_empty() {
-                                self.say(t.strip_prefix('\n').unwrap_or(&t));
-                            }
-                            if flow != Flow::Continue {
-                                return Ok((String::new(), flow));
-                            }
-                        }
-                        Err(e) => {
-                            let ids: Vec<String> = ids.iter().map(|i| i.to_string()).collect();
-                            self.say(&format!(
-                                "Error in commands of breakpoint {}: {}",
-                                ids.join(", "),
-                                e.to_string().replace('\n', " ")
-                            ));
-                            break;
-                        }
-                    },
-                }
-            }
-            if !resume || limit_hit || guard::deadline_hit() {
-                return Ok((String::new(), Flow::Continue));
-            }
-            if guard::sigint_seen() {
-                // Ctrl-C while the block ran (or its interrupt lost the
-                // race against this hit): stop here, and say where
-                guard::take_interrupt();
-                return Ok((self.interrupted_text()?, Flow::Continue));
+            if let AfterStop::Done(text, flow) = self.after_stop(outcome, text)? {
+                return Ok((text, flow));
             }
         }
+    }
+
+    /// What follows a reported stop: the end of the run (the text to show
+    /// and the flow), or `Resume` when the breakpoints' `commands` block
+    /// ended in `continue` (its output is already said).
+    pub(crate) fn after_stop(&mut self, outcome: RunOutcome, text: String) -> Result<AfterStop> {
+        match outcome {
+            RunOutcome::Stopped => {}
+            RunOutcome::TargetGone => return Ok(AfterStop::Done(text, Flow::TargetGone)),
+            RunOutcome::Terminating => return Ok(AfterStop::Done(text, Flow::Terminate)),
+        }
+        let Some(hit) = self.hit.take() else {
+            // not a breakpoint: an interrupt (Ctrl-C, --for) or a signal
+            if guard::deadline_hit() {
+                return Ok(AfterStop::Done(String::new(), Flow::Continue));
+            }
+            return Ok(AfterStop::Done(text, Flow::Continue));
+        };
+        self.hits_total += 1;
+        let limit_hit = self.hit_limit.is_some_and(|n| self.hits_total >= n);
+        let ids: Vec<u32> = hit.iter().map(|(id, _)| *id).collect();
+        let body: Vec<Command> = hit.into_iter().flat_map(|(_, c)| c).collect();
+        if body.is_empty() {
+            return Ok(AfterStop::Done(text, Flow::Continue));
+        }
+        if body.first() != Some(&Command::Silent) {
+            self.say(text.strip_prefix('\n').unwrap_or(&text));
+        }
+        let mut resume = false;
+        for c in &body {
+            match c {
+                Command::Silent => {}
+                Command::Continue => {
+                    resume = true;
+                    break;
+                }
+                c => match self.execute(c) {
+                    Ok((t, flow)) => {
+                        if !t.is_empty() {
+                            self.say(t.strip_prefix('\n').unwrap_or(&t));
+                        }
+                        if flow != Flow::Continue {
+                            return Ok(AfterStop::Done(String::new(), flow));
+                        }
+                    }
+                    Err(e) => {
+                        let ids: Vec<String> = ids.iter().map(|i| i.to_string()).collect();
+                        self.say(&format!(
+                            "Error in commands of breakpoint {}: {}",
+                            ids.join(", "),
+                            e.to_string().replace('\n', " ")
+                        ));
+                        break;
+                    }
+                },
+            }
+        }
+        if !resume || limit_hit || guard::deadline_hit() {
+            return Ok(AfterStop::Done(String::new(), Flow::Continue));
+        }
+        if guard::sigint_seen() {
+            // Ctrl-C while the block ran (or its interrupt lost the
+            // race against this hit): stop here, and say where
+            guard::take_interrupt();
+            return Ok(AfterStop::Done(self.interrupted_text()?, Flow::Continue));
+        }
+        Ok(AfterStop::Resume)
     }
 
     /// What an interrupted stop shows: the frame where the backend is.

@@ -17,7 +17,11 @@ impl Session {
         if self.target.is_gone() {
             bail!("the backend is gone");
         }
-        let _ = self.frames()?;
+        // a backend running in the background has no frames: names are
+        // globals (a local needs the stop `execute_at_prompt` then takes)
+        if !self.background {
+            let _ = self.frames()?;
+        }
         eval(self, &e)
     }
 

@@ -1,0 +1,270 @@
+//! The prompt's non-stop mode.  After `attach` the backend runs while the
+//! prompt waits: a backend that holds a row lock, a relation lock or a
+//! buffer pin never freezes the sessions that need them while a person
+//! reads.  Each command takes the stop it needs (PTRACE_INTERRUPT, the
+//! work, resume) or none (memory reads with process_vm_readv); a
+//! breakpoint hit, Ctrl-C or `interrupt` stops the backend, as in gdb,
+//! until `continue`.  Scripts do not use this mode: they run from one stop.
+use super::run::AfterStop;
+use super::*;
+use std::time::Duration;
+
+/// A stop a command took that is longer than this is reported.
+const LONG_STOP: Duration = Duration::from_millis(100);
+
+/// What a command needs of a backend that runs in the background.
+#[derive(Debug, PartialEq, Eq)]
+enum Needs {
+    /// Nothing of the target (help, breakpoint lists, conditions).
+    Nothing,
+    /// Memory reads only, unless an expression names a local or a
+    /// register: tried while the backend runs, with a stop if that fails.
+    Memory,
+    /// Registers, frames, code or calls: a stop.
+    Stop,
+}
+
+fn needs(cmd: &Command) -> Needs {
+    use Command as C;
+    match cmd {
+        C::Nothing
+        | C::Help(_)
+        | C::Echo(_)
+        | C::Condition { .. }
+        | C::Commands { .. }
+        | C::End
+        | C::Silent
+        | C::InfoBreakpoints
+        | C::Info => Needs::Nothing,
+        C::Print { .. } | C::Printf { .. } | C::Wait => Needs::Memory,
+        _ => Needs::Stop,
+    }
+}
+
+impl Session {
+    /// Switch to non-stop mode (the prompt): the backend, stopped by the
+    /// attach, runs from now on.  Some: it stopped or ended at once.
+    pub fn start_nonstop(&mut self) -> Result<Option<(String, Flow)>> {
+        self.nonstop = true;
+        // info's CPU state line needs a stop: read it now
+        let _ = self.info();
+        self.resume_background()
+    }
+
+    /// Whether the backend runs in the background (the prompt's `info`
+    /// says so too).
+    pub fn running_in_background(&self) -> bool {
+        self.background
+    }
+
+    /// Let the backend run in the background, after stepping over a
+    /// breakpoint at its pc.  Some: it stopped or ended during that step.
+    fn resume_background(&mut self) -> Result<Option<(String, Flow)>> {
+        if self.target.is_gone() {
+            return Ok(Some((String::new(), Flow::TargetGone)));
+        }
+        self.hit = None;
+        let rip = self.target.regs()?.rip;
+        if self.target.breakpoint_inserted(rip)
+            && let Some(stop) = self.target.step_over_breakpoint(rip)?
+        {
+            let (outcome, text) = self.report_stop(stop)?;
+            let flow = match outcome {
+                RunOutcome::Stopped => Flow::Continue,
+                RunOutcome::TargetGone => Flow::TargetGone,
+                RunOutcome::Terminating => Flow::Terminate,
+            };
+            return Ok(Some((text, flow)));
+        }
+        self.target.resume()?;
+        self.background = true;
+        Ok(None)
+    }
+
+    /// A stop that came while the backend ran in the background: the
+    /// user's stop (Some), or None when it runs on (a breakpoint whose
+    /// condition failed, a `commands` block that ends in `continue`).
+    fn background_stop(&mut self, stop: Stop) -> Result<Option<(String, Flow)>> {
+        self.background = false;
+        let Some((outcome, text)) = self.judge_stop(stop, false)? else {
+            return self.resume_background();
+        };
+        match self.after_stop(outcome, text)? {
+            AfterStop::Done(text, flow) => Ok(Some((text, flow))),
+            AfterStop::Resume => self.resume_background(),
+        }
+    }
+
+    /// While the prompt waits: the stop the backend came to by itself, if
+    /// any (a breakpoint hit, a fault, its exit).  Never blocks.
+    pub fn poll_background(&mut self) -> Result<Option<(String, Flow)>> {
+        if !self.background {
+            return Ok(None);
+        }
+        match self.target.poll()? {
+            None => Ok(None),
+            Some(stop) => self.background_stop(stop),
+        }
+    }
+
+    /// Stop a backend that runs in the background.  None: it stopped for
+    /// us; Some: it stopped by itself first (a breakpoint hit, a signal,
+    /// its exit), which is the user's stop now.
+    fn take_stop(&mut self) -> Result<Option<(String, Flow)>> {
+        while self.background {
+            if let Some(stop) = self.target.poll()? {
+                if let Some(r) = self.background_stop(stop)? {
+                    return Ok(Some(r));
+                }
+                continue;
+            }
+            match self.target.ensure_stopped()? {
+                None | Some(Stop::Interrupted) => {
+                    self.background = false;
+                    self.last_stop = Some(Stop::Interrupted);
+                    if self.target.is_gone() {
+                        return Ok(Some((String::new(), Flow::TargetGone)));
+                    }
+                    return Ok(None);
+                }
+                Some(stop) => {
+                    if let Some(r) = self.background_stop(stop)? {
+                        return Ok(Some(r));
+                    }
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// `interrupt` (and Ctrl-C at the prompt): stop the backend until
+    /// `continue`.
+    pub fn interrupt(&mut self) -> Result<(String, Flow)> {
+        if self.target.is_gone() {
+            bail!("the backend is gone");
+        }
+        if !self.background {
+            return Ok(("The backend is stopped already.".into(), Flow::Continue));
+        }
+        match self.take_stop()? {
+            Some(r) => Ok(r),
+            None => Ok((self.interrupted_text()?, Flow::Continue)),
+        }
+    }
+
+    /// One command at the prompt.  In non-stop mode with the backend
+    /// running: a command that needs no stop runs as it is; any other takes
+    /// a stop, runs, and lets the backend go on (saying so when the stop
+    /// was long).  `continue` lets a stopped backend run in the background
+    /// again (the prompt comes back at once); `interrupt` stops it.
+    pub fn execute_at_prompt(&mut self, cmd: &Command) -> Result<(String, Flow)> {
+        if !self.nonstop {
+            return self.execute(cmd);
+        }
+        if *cmd == Command::Continue {
+            // the backend runs in the background, the prompt comes back
+            if self.target.is_gone() {
+                bail!("the backend is gone; nothing to continue");
+            }
+            if self.background {
+                return Ok((
+                    "The backend runs already ('interrupt' or Ctrl-C stops it).".into(),
+                    Flow::Continue,
+                ));
+            }
+            return Ok(self
+                .resume_background()?
+                .unwrap_or_else(|| ("Continuing.".into(), Flow::Continue)));
+        }
+        if !self.background {
+            return self.execute(cmd);
+        }
+        if matches!(cmd, Command::Interrupt | Command::Detach | Command::Quit) {
+            return self.execute(cmd);
+        }
+        let needs = needs(cmd);
+        if needs == Needs::Nothing {
+            return self.execute(cmd);
+        }
+        if needs == Needs::Memory
+            && let Ok(r) = self.execute(cmd)
+        {
+            return Ok(r);
+        }
+        // the cost of the stop: its wall time (an inferior call runs the
+        // backend, yet not its own work); a probe's, whose backend does its
+        // own work while probed, only the time it sat in ptrace stops
+        let probe = matches!(
+            cmd,
+            Command::Trace { .. }
+                | Command::Count { .. }
+                | Command::PlanCache { .. }
+                | Command::WaitsSample { .. }
+                | Command::WaitsTrace { .. }
+                | Command::Plan { next: true, .. }
+        );
+        let t0 = std::time::Instant::now();
+        let before = self.target.stopped_time();
+        if let Some((text, flow)) = self.take_stop()? {
+            // it stopped by itself first: that stop is shown, the command
+            // runs on it, and the backend stays stopped (until `continue`)
+            if flow != Flow::Continue {
+                return Ok((text, flow));
+            }
+            let (t, flow) = self.execute(cmd)?;
+            return Ok((
+                format!("{text}\n{}", t.strip_prefix('\n').unwrap_or(&t)),
+                flow,
+            ));
+        }
+        let res = self.execute(cmd);
+        if matches!(
+            res,
+            Ok((_, Flow::TargetGone | Flow::Terminate | Flow::Quit))
+        ) || guard::must_stop()
+            || self.target.is_gone()
+        {
+            return res;
+        }
+        // back to running, the command's error or not
+        let resumed = self.resume_background();
+        let (text, flow) = res?;
+        if let Some((t, f)) = resumed? {
+            return Ok((format!("{text}{t}"), f));
+        }
+        let cost = if probe {
+            self.target.stopped_time().saturating_sub(before)
+        } else {
+            t0.elapsed()
+        };
+        let mut text = text;
+        if text.contains("Program stopped") || cost > LONG_STOP {
+            text.push_str(&format!(
+                "\n(the backend was stopped for {:.2} s; it runs again)",
+                cost.as_secs_f64()
+            ));
+        }
+        Ok((text, flow))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Needs, needs};
+    use crate::command::parse;
+
+    /// Commands that only read memory or nothing run while the backend
+    /// runs; the rest take a stop.
+    #[test]
+    fn what_commands_need() {
+        let n = |l: &str| needs(&parse(l).unwrap());
+        assert_eq!(n("help"), Needs::Nothing);
+        assert_eq!(n("info"), Needs::Nothing);
+        assert_eq!(n("info breakpoints"), Needs::Nothing);
+        assert_eq!(n("print MyProcPid"), Needs::Memory);
+        assert_eq!(n("wait"), Needs::Memory);
+        assert_eq!(n("bt"), Needs::Stop);
+        assert_eq!(n("plan"), Needs::Stop);
+        assert_eq!(n("break exec_simple_query"), Needs::Stop);
+    }
+}

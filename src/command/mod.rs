@@ -19,6 +19,7 @@ mod data;
 mod info;
 mod postgres;
 mod probes;
+mod profile;
 mod running;
 #[cfg(test)]
 mod tests;
@@ -134,6 +135,8 @@ pub enum Command {
         stacks: usize,
         quiet: bool,
     },
+    /// `profile [--hz N] [--for D] [--format F] [--flamegraph OUT]`
+    Profile(crate::perf::profile::ProfileOpts),
     Detach,
     Quit,
     Help(Option<String>),
@@ -170,6 +173,7 @@ pub static REGISTRY: &[(&str, &[&Entry])] = &[
     ("Running", running::ENTRIES),
     ("Data", data::ENTRIES),
     ("Probes", probes::ENTRIES),
+    ("Profiling", profile::ENTRIES),
     ("PostgreSQL", postgres::ENTRIES),
     ("Information", info::ENTRIES),
 ];
@@ -215,6 +219,7 @@ impl Command {
             C::Wait => &postgres::WAIT,
             C::WaitsSample { .. } => &postgres::WAITS_SAMPLE,
             C::WaitsTrace { .. } => &postgres::WAITS_TRACE,
+            C::Profile(_) => &profile::PROFILE,
             C::Info => &info::INFO,
             C::Help(_) => &info::HELP,
             C::Nothing => return None,

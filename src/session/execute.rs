@@ -157,6 +157,7 @@ impl Session {
                 };
                 self.plan(*next, &opts)?
             }
+            Command::Profile(opts) => self.profile(opts)?,
             Command::Detach => (self.detach()?, Flow::Quit),
             Command::Quit => (self.detach()?, Flow::Quit),
             Command::Help(t) => (help_text(t.as_deref()), Flow::Continue),

@@ -1,0 +1,1 @@
+//! A write breakpoint event on one word.

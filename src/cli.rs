@@ -106,7 +106,13 @@ pgdbg profile 4711 --for 5s --format folded   stacks for flamegraph.pl / inferno
         #[arg(value_name = "PID")]
         pid: Option<String>,
         /// Samples per second of CPU time (1 to 10000)
-        #[arg(long, alias = "freq", short = 'F', value_name = "N", default_value_t = 99)]
+        #[arg(
+            long,
+            alias = "freq",
+            short = 'F',
+            value_name = "N",
+            default_value_t = 99
+        )]
         hz: u64,
         /// How long to sample (e.g. 10s; default: until Ctrl-C)
         #[arg(long = "for", alias = "seconds", value_name = "DURATION")]
@@ -265,8 +271,7 @@ fn run_profile(
         bail!("--rows takes a number of rows from 1");
     }
     if let Some(f) = &for_ {
-        opts.duration =
-            Some(crate::command::parse_duration(f).map_err(|e| anyhow!("--for: {e}"))?);
+        opts.duration = Some(crate::command::parse_duration(f).map_err(|e| anyhow!("--for: {e}"))?);
     }
     crate::attach::check_target(pid, false)?;
     let (di, _) = crate::attach::load_debuginfo(pid, &aopts)?;

@@ -43,7 +43,9 @@ pub fn parse_profile(rest: &str) -> Result<Command> {
                     .parse::<u64>()
                     .ok()
                     .filter(|h| (1..=10_000).contains(h))
-                    .ok_or_else(|| anyhow!("profile: --hz takes a rate from 1 to 10000, not '{v}'"))?;
+                    .ok_or_else(|| {
+                        anyhow!("profile: --hz takes a rate from 1 to 10000, not '{v}'")
+                    })?;
             }
             "--format" => {
                 let v = it.next().unwrap_or("");
@@ -61,11 +63,10 @@ pub fn parse_profile(rest: &str) -> Result<Command> {
             }
             "--rows" => {
                 let v = it.next().unwrap_or("");
-                o.rows = v
-                    .parse::<usize>()
-                    .ok()
-                    .filter(|n| *n >= 1)
-                    .ok_or_else(|| anyhow!("profile: --rows takes a number of rows, not '{v}'"))?;
+                o.rows =
+                    v.parse::<usize>().ok().filter(|n| *n >= 1).ok_or_else(|| {
+                        anyhow!("profile: --rows takes a number of rows, not '{v}'")
+                    })?;
             }
             other => others.push(other),
         }

@@ -140,9 +140,9 @@ pub fn refused_line(what: &str, pid: i32, err: &std::io::Error) -> String {
              CAP_PERFMON (or CAP_SYS_ADMIN) and CAP_SYS_PTRACE, and allow perf_event_open in \
              its seccomp profile"
         ),
-        Some(libc::ENOENT) | Some(libc::ENODEV) | Some(libc::EOPNOTSUPP) => format!(
-            "this kernel or machine has no such perf event ({err})"
-        ),
+        Some(libc::ENOENT) | Some(libc::ENODEV) | Some(libc::EOPNOTSUPP) => {
+            format!("this kernel or machine has no such perf event ({err})")
+        }
         Some(libc::ENOSPC) => format!(
             "no hardware breakpoint slot is free ({err}): another debugger or tracer holds them"
         ),

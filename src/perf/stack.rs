@@ -5,8 +5,8 @@
 //! process itself, so a sample can be unwound long after it was taken.
 
 use crate::debuginfo::unwind::{FileKey, Module};
-use crate::inferior::procfs;
 use crate::inferior::Registers;
+use crate::inferior::procfs;
 use crate::inferior::regs::FrameRegs;
 
 /// The files mapped into the process, refreshed when a pc falls in none
@@ -56,7 +56,10 @@ impl Maps {
     }
 
     pub fn find(&mut self, addr: u64) -> Option<&Module> {
-        let hit = self.list.iter().position(|m| addr >= m.start && addr < m.end);
+        let hit = self
+            .list
+            .iter()
+            .position(|m| addr >= m.start && addr < m.end);
         if hit.is_none() && self.taken.elapsed() >= std::time::Duration::from_secs(1) {
             self.refresh();
         }

@@ -129,11 +129,13 @@ pub enum Command {
         hz: f64,
         duration: Option<std::time::Duration>,
     },
-    /// `waits trace [--for D] [--stacks N] [--quiet]`
+    /// `waits trace [--for D] [--stacks N] [--quiet] [--perf]`
     WaitsTrace {
         duration: Option<std::time::Duration>,
         stacks: usize,
         quiet: bool,
+        /// a perf write-breakpoint event instead of ptrace stops
+        perf: bool,
     },
     /// `profile [--hz N] [--for D] [--format F] [--flamegraph OUT]`
     Profile(crate::perf::profile::ProfileOpts),

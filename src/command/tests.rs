@@ -166,6 +166,7 @@ fn one_of_each() -> Vec<Command> {
             duration: None,
             stacks: 0,
             quiet: false,
+            perf: false,
         },
         C::Detach,
         C::Quit,
@@ -360,7 +361,8 @@ fn subcommands_parse() {
         Command::WaitsTrace {
             duration: Some(std::time::Duration::from_secs(2)),
             stacks: 3,
-            quiet: false
+            quiet: false,
+            perf: false,
         }
     );
     let e = parse("waits trace --stacks 65").unwrap_err().to_string();

@@ -144,7 +144,9 @@ pub fn refused_line(what: &str, pid: i32, err: &std::io::Error) -> String {
             format!("this kernel or machine has no such perf event ({err})")
         }
         Some(libc::ENOSPC) => format!(
-            "no hardware breakpoint slot is free ({err}): another debugger or tracer holds them"
+            "no hardware breakpoint slot is free for this thread ({err}): a debugger or tracer \
+             holds them, or watchpoints set through ptrace earlier still reserve them (the \
+             kernel frees those when the backend exits); use the ptrace mode (without --perf)"
         ),
         Some(libc::ESRCH) => format!("process {pid} is gone"),
         _ => format!("perf_event_open failed: {err}"),

@@ -143,7 +143,14 @@ impl Session {
                 duration,
                 stacks,
                 quiet,
+                perf: false,
             } => self.waits_trace(*duration, *stacks, *quiet)?,
+            Command::WaitsTrace {
+                duration,
+                stacks,
+                quiet,
+                perf: true,
+            } => self.waits_trace_perf(*duration, *stacks, *quiet)?,
             Command::Plan {
                 next,
                 format,

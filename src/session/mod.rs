@@ -43,8 +43,8 @@ mod locations;
 mod modules;
 mod pg;
 mod probes;
-mod profile;
-pub use profile::profile_detached;
+mod perf;
+pub use perf::profile_detached;
 mod run;
 mod values;
 

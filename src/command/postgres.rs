@@ -179,7 +179,10 @@ pub static WAITS_TRACE: Entry = Entry {
            for a wait, the value of each store is decoded from the store instruction, and \
            the waits are reported when tracing ends; no statement times. Needs \
            perf_event_open (root, or CAP_PERFMON in a container).",
-    examples: &["waits trace --for 10s --stacks 7", "waits trace --perf --for 10s --quiet"],
+    examples: &[
+        "waits trace --for 10s --stacks 7",
+        "waits trace --perf --for 10s --quiet",
+    ],
     parse: parse_waits_trace,
     check: no_check,
 };

@@ -93,40 +93,58 @@ fn read_mem(pid: i32, addr: u64, buf: &mut [u8]) -> bool {
 
 /// The store that ends at `ip` and writes 4 bytes at `word`, given the
 /// registers after it (a `mov` does not change its address registers).
-fn decode_store(pid: i32, ip: u64, word: u64, regs: &Registers) -> Source {
-    let mut code = [0u8; 15];
-    if !read_mem(pid, ip - 15, &mut code) {
+/// The instruction is found by decoding its function from its first byte
+/// (a suffix of an instruction can decode too: `44 89 22`, `mov [rdx],
+/// r12d`, ends with `89 22`, `mov [rdx], esp`); without a symbol, nothing
+/// is guessed: the word is read back.
+fn decode_store(pid: i32, maps: &mut Maps, ip: u64, word: u64, regs: &Registers) -> Source {
+    let Some(m) = maps.find(ip - 1) else {
+        return Source::ReadBack;
+    };
+    let Some((_, off)) = m.symbol(ip - 1) else {
+        return Source::ReadBack;
+    };
+    let start = ip - 1 - off;
+    let len = (ip - start) as usize;
+    if len > 1 << 20 {
         return Source::ReadBack;
     }
-    for len in 2..=15usize {
-        let start = ip - len as u64;
-        let bytes = &code[15 - len..];
-        let mut dec = Decoder::with_ip(64, bytes, start, DecoderOptions::NONE);
-        let mut ins = Instruction::default();
-        dec.decode_out(&mut ins);
-        if ins.is_invalid() || ins.len() != len || ins.mnemonic() != Mnemonic::Mov {
-            continue;
-        }
-        if ins.op_count() != 2 || ins.op0_kind() != OpKind::Memory {
-            continue;
-        }
-        if ins.memory_size().size() != 4 {
-            continue;
-        }
-        let addr = ins.virtual_address(0, 0, |r, _, _| match r {
-            Register::ES | Register::CS | Register::SS | Register::DS => Some(0),
-            r => reg_value(regs, r),
-        });
-        if addr != Some(word) {
-            continue;
-        }
-        return match ins.op1_kind() {
-            OpKind::Immediate32 => Source::Imm(ins.immediate32()),
-            OpKind::Register => Source::Reg(ins.op1_register()),
-            _ => Source::ReadBack,
-        };
+    let mut code = vec![0u8; len];
+    if !read_mem(pid, start, &mut code) {
+        return Source::ReadBack;
     }
-    Source::ReadBack
+    let mut dec = Decoder::with_ip(64, &code, start, DecoderOptions::NONE);
+    let mut ins = Instruction::default();
+    let mut last = None;
+    while dec.can_decode() {
+        dec.decode_out(&mut ins);
+        if ins.next_ip() == ip {
+            last = Some(ins);
+        }
+    }
+    let Some(ins) = last else {
+        return Source::ReadBack;
+    };
+    if ins.is_invalid()
+        || ins.mnemonic() != Mnemonic::Mov
+        || ins.op_count() != 2
+        || ins.op0_kind() != OpKind::Memory
+        || ins.memory_size().size() != 4
+    {
+        return Source::ReadBack;
+    }
+    let addr = ins.virtual_address(0, 0, |r, _, _| match r {
+        Register::ES | Register::CS | Register::SS | Register::DS => Some(0),
+        r => reg_value(regs, r),
+    });
+    if addr != Some(word) {
+        return Source::ReadBack;
+    }
+    match ins.op1_kind() {
+        OpKind::Immediate32 => Source::Imm(ins.immediate32()),
+        OpKind::Register => Source::Reg(ins.op1_register()),
+        _ => Source::ReadBack,
+    }
 }
 
 impl WordWatch {
@@ -144,11 +162,8 @@ impl WordWatch {
         let handle = std::thread::spawn(move || {
             crate::guard::block_in_this_thread();
             let mut ev = ev;
-            let mut maps = if stacks {
-                Some(Maps::new(pid, bias))
-            } else {
-                None
-            };
+            // the mapped files: for the stacks and to find the store's function
+            let mut maps = Maps::new(pid, bias);
             let mut res = WatchResult::default();
             let mut sources: HashMap<u64, Source> = HashMap::new();
             loop {
@@ -160,7 +175,7 @@ impl WordWatch {
                     let Some(regs) = s.regs else { return };
                     let src = *sources
                         .entry(regs.rip)
-                        .or_insert_with(|| decode_store(pid, regs.rip, word, &regs));
+                        .or_insert_with(|| decode_store(pid, &mut maps, regs.rip, word, &regs));
                     let value = match src {
                         Source::Imm(v) => Some(v),
                         Source::Reg(r) => reg_value(&regs, r).map(|v| v as u32),
@@ -177,9 +192,10 @@ impl WordWatch {
                             u32::from_le_bytes(b)
                         }
                     };
-                    let pcs = match &mut maps {
-                        Some(m) => unwind(m, &regs, s.stack, 64),
-                        None => Vec::new(),
+                    let pcs = if stacks {
+                        unwind(&mut maps, &regs, s.stack, 64)
+                    } else {
+                        Vec::new()
                     };
                     res.stores.push(Store {
                         time: s.time,

@@ -313,7 +313,15 @@ impl TraceProbe {
         let names = WaitNames::load(&s.di().build_id);
         let word = word_address(s)?;
         let last = read_word(s, word)?;
-        Ok(Self::from_parts(word, last, names, stacks, quiet, Vec::new(), Vec::new()))
+        Ok(Self::from_parts(
+            word,
+            last,
+            names,
+            stacks,
+            quiet,
+            Vec::new(),
+            Vec::new(),
+        ))
     }
 
     /// The wait-event word's address.
@@ -362,7 +370,9 @@ impl TraceProbe {
             s.arm_internal(a)?;
         }
         s.watch_word(word)?;
-        Ok(Self::from_parts(word, last, names, stacks, quiet, starts, ends))
+        Ok(Self::from_parts(
+            word, last, names, stacks, quiet, starts, ends,
+        ))
     }
 
     fn from_parts(

@@ -14,13 +14,14 @@ use std::time::Duration;
 const LOOP: &str =
     "do $$ declare i bigint = 0; begin while i < 100000000000 loop i := i + 1; end loop; end $$";
 
-fn busy_backend(
-    cl: &Cluster,
-) -> (
+/// The client of a running statement, its backend and the statement's thread.
+type Busy = (
     Client,
     i32,
     std::thread::JoinHandle<(postgres::Client, Result<String, String>)>,
-) {
+);
+
+fn busy_backend(cl: &Cluster) -> Busy {
     let mut a = cl.connect();
     let pid = a.pid();
     let h = a.spawn_text(LOOP);

@@ -13,7 +13,7 @@ pub static PROFILE: Entry = Entry {
     name: "profile",
     aliases: &[],
     usage: "profile [--hz N] [--for D] [--format top|folded|json] [--flamegraph OUT.svg] [--rows N]",
-    summary: "on-CPU profile of the backend: functions by self and total share, folded stacks",
+    summary: "on-CPU profile of the backend (perf events): self and total share, stacks",
     help: "The backend runs, never stopped: the kernel samples its thread N times a second of CPU \
            time (--hz, 1 to 10000, default 99; perf's software cpu-clock) with its registers and \
            the top of its stack, which pgdbg unwinds with the binary's and libraries' CFI and names \

@@ -168,6 +168,7 @@ fn one_of_each() -> Vec<Command> {
             quiet: false,
             perf: false,
         },
+        C::Profile(crate::perf::profile::ProfileOpts::default()),
         C::Detach,
         C::Quit,
         C::Help(None),
@@ -204,6 +205,7 @@ fn one_of_each() -> Vec<Command> {
             | C::Wait
             | C::WaitsSample { .. }
             | C::WaitsTrace { .. }
+            | C::Profile(_)
             | C::Detach
             | C::Quit
             | C::Help(_)

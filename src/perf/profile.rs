@@ -294,7 +294,7 @@ impl Profile {
             shown += 1;
         }
         let mut by_total: Vec<&TopRow> = self.top.iter().filter(|r| r.self_samples == 0).collect();
-        by_total.sort_by(|a, b| b.total_samples.cmp(&a.total_samples));
+        by_total.sort_by_key(|r| std::cmp::Reverse(r.total_samples));
         if shown < rows && !by_total.is_empty() {
             out.push_str("callers (no self samples), by total:\n");
             for r in by_total.into_iter().take(rows - shown) {

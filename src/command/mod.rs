@@ -87,6 +87,8 @@ pub enum Command {
         functions: Vec<String>,
         by_phase: bool,
         duration: Option<std::time::Duration>,
+        /// kernel uprobes (perf events) instead of ptrace stops
+        perf: bool,
     },
     Delete(Vec<u32>),
     InfoBreakpoints,

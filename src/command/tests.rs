@@ -126,6 +126,7 @@ fn one_of_each() -> Vec<Command> {
             functions: vec![],
             by_phase: false,
             duration: None,
+            perf: false,
         },
         C::Delete(vec![]),
         C::InfoBreakpoints,

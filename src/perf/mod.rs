@@ -383,3 +383,77 @@ pub fn is_kernel(ip: u64) -> bool {
 pub fn open_error(what: &str, pid: i32, e: std::io::Error) -> anyhow::Error {
     anyhow!(refused_line(what, pid, &e))
 }
+
+/// A uprobe counting event (the kernel's `uprobe` PMU) at `offset` in the
+/// file `path`, counting hits by thread `tid` only: no sample, no stop;
+/// the kernel removes the probe when the event is closed.
+pub struct UprobeCounter {
+    fd: OwnedFd,
+}
+
+impl UprobeCounter {
+    pub fn open(path: &std::path::Path, offset: u64, tid: i32) -> std::io::Result<UprobeCounter> {
+        let kind: u32 = std::fs::read_to_string("/sys/bus/event_source/devices/uprobe/type")?
+            .trim()
+            .parse()
+            .map_err(|_| std::io::Error::from_raw_os_error(libc::ENOENT))?;
+        use std::os::unix::ffi::OsStrExt;
+        let cpath = std::ffi::CString::new(path.as_os_str().as_bytes())
+            .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
+        let attr = Attr {
+            kind,
+            size: std::mem::size_of::<Attr>() as u32,
+            // the path and the offset (config1, config2)
+            bp_addr: cpath.as_ptr() as u64,
+            bp_len: offset,
+            flags: FLAG_DISABLED,
+            ..Attr::default()
+        };
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_perf_event_open,
+                &attr as *const Attr,
+                tid,
+                -1i32,
+                -1i32,
+                PERF_FLAG_FD_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+        if unsafe { libc::ioctl(fd.as_raw_fd(), IOC_ENABLE, 0) } < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(UprobeCounter { fd })
+    }
+
+    /// Hits so far.
+    pub fn count(&self) -> std::io::Result<u64> {
+        let mut v = 0u64;
+        let n = unsafe {
+            libc::read(
+                self.fd.as_raw_fd(),
+                &mut v as *mut u64 as *mut libc::c_void,
+                8,
+            )
+        };
+        if n != 8 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(v)
+    }
+}
+
+/// The file mapped at runtime address `addr` of process `pid` and the
+/// offset of `addr` in it (what a uprobe is placed by).
+pub fn file_offset(pid: i32, addr: u64) -> Option<(std::path::PathBuf, u64)> {
+    let maps = crate::inferior::procfs::maps(pid).ok()?;
+    let m = maps.iter().find(|m| addr >= m.start && addr < m.end)?;
+    let path = m.path.clone()?;
+    // through /proc/PID/root: the file as the backend sees it (containers)
+    let rooted = std::path::PathBuf::from(format!("/proc/{pid}/root"))
+        .join(path.strip_prefix("/").unwrap_or(&path));
+    Some((rooted, addr - m.start + m.offset))
+}

@@ -67,9 +67,19 @@ impl Session {
                 functions,
                 by_phase,
                 duration,
+                perf: false,
             } => {
                 let (end, summary, text) =
                     crate::probes::count(self, functions, *by_phase, *duration)?;
+                self.probe_outcome(end, summary, text)
+            }
+            Command::Count {
+                functions,
+                duration,
+                perf: true,
+                ..
+            } => {
+                let (end, summary, text) = crate::probes::count_perf(self, functions, *duration)?;
                 self.probe_outcome(end, summary, text)
             }
             Command::Delete(ids) => (self.delete_breakpoints(ids)?, Flow::Continue),

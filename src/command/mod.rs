@@ -107,6 +107,7 @@ pub enum Command {
     InfoArgs,
     InfoRegisters,
     InfoFrame,
+    InfoSharedlibrary,
     Echo(String),
     /// Watch plan-cache decisions.
     PlanCache {
@@ -224,6 +225,7 @@ impl Command {
             C::WaitsSample { .. } => &postgres::WAITS_SAMPLE,
             C::WaitsTrace { .. } => &postgres::WAITS_TRACE,
             C::Profile(_) => &profile::PROFILE,
+            C::InfoSharedlibrary => &info::INFO_SHAREDLIBRARY,
             C::Info => &info::INFO,
             C::Help(_) => &info::HELP,
             C::Nothing => return None,

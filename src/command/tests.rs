@@ -172,6 +172,7 @@ fn one_of_each() -> Vec<Command> {
         C::Profile(crate::perf::profile::ProfileOpts::default()),
         C::Detach,
         C::Quit,
+        C::InfoSharedlibrary,
         C::Help(None),
         C::Nothing,
     ];
@@ -199,6 +200,7 @@ fn one_of_each() -> Vec<Command> {
             | C::InfoArgs
             | C::InfoRegisters
             | C::InfoFrame
+            | C::InfoSharedlibrary
             | C::Echo(_)
             | C::PlanCache { .. }
             | C::Call(_)

@@ -90,6 +90,52 @@ pgdbg report out.jsonl"
         #[command(flatten)]
         opts: AttachOpts,
     },
+    /// Profile a backend's CPU use without stopping it (perf events; no ptrace)
+    #[command(
+        after_help = "The kernel samples the backend's thread (software cpu-clock) with its registers and the top \
+of its stack; pgdbg unwinds the samples with CFI and names them with the binary's DWARF (inlined functions \
+are frames of their own). The backend is never stopped, not even to attach; if pgdbg is killed the kernel \
+removes the event.\n\nNeeds perf_event_open on the backend: root, or the server's user with \
+kernel.perf_event_paranoid <= 2; in a container CAP_PERFMON (or CAP_SYS_ADMIN) and CAP_SYS_PTRACE.\n\n\
+Examples:\n  pgdbg profile 4711 --for 10s                 functions by self and total share\n  \
+pgdbg profile 4711 --for 10s --hz 999 --flamegraph cpu.svg\n  \
+pgdbg profile 4711 --for 5s --format folded   stacks for flamegraph.pl / inferno"
+    )]
+    Profile {
+        /// PID of the backend
+        #[arg(value_name = "PID")]
+        pid: Option<String>,
+        /// Samples per second of CPU time (1 to 10000)
+        #[arg(
+            long,
+            alias = "freq",
+            short = 'F',
+            value_name = "N",
+            default_value_t = 99
+        )]
+        hz: u64,
+        /// How long to sample (e.g. 10s; default: until Ctrl-C)
+        #[arg(long = "for", alias = "seconds", value_name = "DURATION")]
+        for_: Option<String>,
+        /// Output: top (self/total per function), folded (flame graph input), json
+        #[arg(long, value_enum, default_value_t = crate::perf::profile::Format::Top)]
+        format: crate::perf::profile::Format,
+        /// Also draw the flame graph into FILE (SVG)
+        #[arg(long, value_name = "FILE")]
+        flamegraph: Option<PathBuf>,
+        /// Functions in the table
+        #[arg(long, value_name = "N", default_value_t = 25)]
+        rows: usize,
+        /// Take the DWARF from FILE (must have the binary's build-id)
+        #[arg(long, value_name = "FILE")]
+        debug_file: Option<PathBuf>,
+        /// A layout pack for a stripped binary (see pgdbg symbols)
+        #[arg(long, value_name = "FILE")]
+        symbols: Option<PathBuf>,
+        /// No progress lines
+        #[arg(long, short = 'q')]
+        quiet: bool,
+    },
     /// List the client backends of a cluster (or of every cluster on this
     /// machine): pid, user, database, client, state from the process titles
     #[command(
@@ -195,6 +241,41 @@ pub fn main() -> i32 {
             }
             Ok(0)
         }
+        Cmd::Profile {
+            pid,
+            hz,
+            for_,
+            format,
+            flamegraph,
+            rows,
+            debug_file,
+            symbols,
+            quiet,
+        } => run_profile(
+            pid,
+            crate::perf::profile::ProfileOpts {
+                hz,
+                duration: None,
+                format,
+                flamegraph,
+                rows,
+            },
+            for_,
+            AttachOpts {
+                for_: None,
+                count: None,
+                define: Vec::new(),
+                script: None,
+                ex: Vec::new(),
+                capture: None,
+                debug_file,
+                symbols,
+                call_timeout: "5s".into(),
+                quiet,
+                any_process: false,
+                worker: false,
+            },
+        ),
         Cmd::Report(args) => crate::report::run(&args),
         Cmd::Symbols { action } => match action {
             SymbolsCmd::Extract { binary, output } => extract_pack(&binary, output.as_deref()),
@@ -209,6 +290,41 @@ pub fn main() -> i32 {
         }
         Err(_) => 101,
     }
+}
+
+/// `pgdbg profile PID`: checked like attach, then sampled without ptrace.
+fn run_profile(
+    pid: Option<String>,
+    mut opts: crate::perf::profile::ProfileOpts,
+    for_: Option<String>,
+    aopts: AttachOpts,
+) -> Result<i32> {
+    let pid = crate::attach::parse_pid(pid)?;
+    if !(1..=10_000).contains(&opts.hz) {
+        bail!("--hz takes a rate from 1 to 10000, not {}", opts.hz);
+    }
+    if opts.rows == 0 {
+        bail!("--rows takes a number of rows from 1");
+    }
+    if let Some(f) = &for_ {
+        opts.duration = Some(crate::command::parse_duration(f).map_err(|e| anyhow!("--for: {e}"))?);
+    }
+    crate::attach::check_target(pid, false)?;
+    let (di, _) = crate::attach::load_debuginfo(pid, &aopts)?;
+    guard::install();
+    if !aopts.quiet {
+        crate::errln!(
+            "profile: sampling backend {pid} at {} Hz (perf cpu-clock, not stopped){}",
+            opts.hz,
+            match opts.duration {
+                Some(d) => format!(" for {:.1}s", d.as_secs_f64()),
+                None => "; Ctrl-C stops".into(),
+            }
+        );
+    }
+    let out = crate::session::profile_detached(pid, &di, &opts)?;
+    guard::out_line(&out);
+    Ok(0)
 }
 
 /// "pgdbg symbols needs a subcommand: pgdbg symbols extract BINARY ..."

@@ -10,6 +10,8 @@
 //! - `postgres`: PostgreSQL knowledge (process kinds, versions, layout
 //!   packs, plan cache, EXPLAIN, waits, guarded calls), reaching the backend
 //!   only through the `postgres::Backend` trait; no ptrace;
+//! - `perf`: perf events on a backend thread (sampling, write breakpoints)
+//!   read from kernel ring buffers; nothing written into the backend;
 //! - `probes`: `trace` and `count` over the same trait;
 //! - `session`: one debugging session (implements `Backend`), `command`:
 //!   the command registry, `script`: scripts checked before attaching;
@@ -27,6 +29,7 @@ pub mod guard;
 pub mod infcall;
 pub mod inferior;
 pub mod multi;
+pub mod perf;
 pub mod postgres;
 pub mod probes;
 pub mod repl;

@@ -303,3 +303,55 @@ pub fn count(
     summary.push_str(&format!("\n({secs:.1}s)"));
     Ok((end, summary, text))
 }
+
+/// `count FUNC... --perf`: one kernel uprobe counting event per location
+/// (the `uprobe` PMU): the backend is never stopped for a call; the
+/// kernel removes the probes when pgdbg closes them or dies.
+pub fn count_perf(
+    s: &mut dyn Backend,
+    functions: &[String],
+    duration: Option<std::time::Duration>,
+) -> Result<(ProbeEnd, String, String)> {
+    let mut counters: Vec<(usize, crate::perf::UprobeCounter)> = Vec::new();
+    for (i, f) in functions.iter().enumerate() {
+        for a in addresses(s, f)? {
+            let (path, off) = crate::perf::file_offset(s.pid(), a).ok_or_else(|| {
+                anyhow::anyhow!("count --perf: {f} at {a:#x} is in no file mapped by the backend")
+            })?;
+            let c = crate::perf::UprobeCounter::open(&path, off, s.pid())
+                .map_err(|e| crate::perf::open_error("count --perf: a uprobe", s.pid(), e))?;
+            counters.push((i, c));
+        }
+    }
+    s.say(&format!(
+        "count: {} in backend {} (kernel uprobes, no stops){}",
+        functions.join(", "),
+        s.pid(),
+        limit_text(duration, None)
+    ));
+    let t0 = std::time::Instant::now();
+    let mut nostop = crate::postgres::backend::NoStop;
+    let (end, text) = s.run_probes(&mut nostop, duration)?;
+    let secs = t0.elapsed().as_secs_f64();
+    let mut calls = vec![0u64; functions.len()];
+    for (i, c) in &counters {
+        calls[*i] += c.count().unwrap_or(0);
+    }
+    drop(counters);
+    let width = functions.iter().map(|f| f.len()).max().unwrap_or(8).max(8);
+    let mut summary = format!("{:<width$} {:>10}", "function", "calls");
+    for (f, n) in functions.iter().zip(&calls) {
+        summary.push_str(&format!("\n{f:<width$} {n:>10}"));
+        s.emit_event(
+            Event::Count {
+                calls: *n,
+                duration_s: secs,
+                function: f.clone(),
+                phases: None,
+            },
+            None,
+        );
+    }
+    summary.push_str(&format!("\n({secs:.1}s)"));
+    Ok((end, summary, text))
+}

@@ -20,6 +20,7 @@ mod data;
 mod info;
 mod postgres;
 mod probes;
+mod profile;
 mod running;
 #[cfg(test)]
 mod tests;
@@ -87,6 +88,8 @@ pub enum Command {
         functions: Vec<String>,
         by_phase: bool,
         duration: Option<std::time::Duration>,
+        /// kernel uprobes (perf events) instead of ptrace stops
+        perf: bool,
     },
     Delete(Vec<u32>),
     InfoBreakpoints,
@@ -139,12 +142,16 @@ pub enum Command {
         hz: f64,
         duration: Option<std::time::Duration>,
     },
-    /// `waits trace [--for D] [--stacks N] [--quiet]`
+    /// `waits trace [--for D] [--stacks N] [--quiet] [--perf]`
     WaitsTrace {
         duration: Option<std::time::Duration>,
         stacks: usize,
         quiet: bool,
+        /// a perf write-breakpoint event instead of ptrace stops
+        perf: bool,
     },
+    /// `profile [--hz N] [--for D] [--format F] [--flamegraph OUT]`
+    Profile(crate::perf::profile::ProfileOpts),
     Detach,
     Quit,
     Help(Option<String>),
@@ -181,6 +188,7 @@ pub static REGISTRY: &[(&str, &[&Entry])] = &[
     ("Running", running::ENTRIES),
     ("Data", data::ENTRIES),
     ("Probes", probes::ENTRIES),
+    ("Profiling", profile::ENTRIES),
     ("PostgreSQL", postgres::ENTRIES),
     ("Information", info::ENTRIES),
 ];
@@ -227,6 +235,7 @@ impl Command {
             C::Wait => &postgres::WAIT,
             C::WaitsSample { .. } => &postgres::WAITS_SAMPLE,
             C::WaitsTrace { .. } => &postgres::WAITS_TRACE,
+            C::Profile(_) => &profile::PROFILE,
             C::InfoSharedlibrary => &info::INFO_SHAREDLIBRARY,
             C::Info => &info::INFO,
             C::Help(_) => &info::HELP,

@@ -148,7 +148,7 @@ pub static WAIT: Entry = Entry {
 pub static WAITS: Entry = Entry {
     name: "waits",
     aliases: &[],
-    usage: "waits sample [--hz N] [--for D] | waits trace [--for D] [--stacks N] [--quiet]",
+    usage: "waits sample [--hz N] [--for D] | waits trace [--for D] [--stacks N] [--quiet] [--perf]",
     summary: "the backend's wait events over time: waits sample, waits trace",
     help: "'waits sample' samples the wait event without stopping the backend; 'waits trace' \
            records every wait with its duration.",
@@ -196,13 +196,21 @@ pub static WAITS_SAMPLE: Entry = Entry {
 pub static WAITS_TRACE: Entry = Entry {
     name: "waits trace",
     aliases: &[],
-    usage: "waits trace [--for DURATION] [--stacks N] [--quiet]",
+    usage: "waits trace [--for DURATION] [--stacks N] [--quiet] [--perf]",
     summary: "every wait with its duration (and stack), by a hardware watchpoint",
     help: "A hardware watchpoint on the backend's wait event word stops it where each wait \
            starts and ends: every wait is printed with its duration (--stacks N: and the \
            innermost N frames, 0 to 64), with statement times, and a summary per wait event at \
-           the end; --quiet prints only the summary. Until Ctrl-C or --for D.",
-    examples: &["waits trace --for 10s --stacks 7"],
+           the end; --quiet prints only the summary. Until Ctrl-C or --for D.\n\n\
+           --perf: the watchpoint is a perf event the kernel owns (a write breakpoint \
+           with a sample per store) instead of ptrace stops: the backend is never stopped \
+           for a wait, the value of each store is decoded from the store instruction, and \
+           the waits are reported when tracing ends; no statement times. Needs \
+           perf_event_open (root, or CAP_PERFMON in a container).",
+    examples: &[
+        "waits trace --for 10s --stacks 7",
+        "waits trace --perf --for 10s --quiet",
+    ],
     parse: parse_waits_trace,
     check: no_check,
 };
@@ -210,12 +218,14 @@ pub static WAITS_TRACE: Entry = Entry {
 fn parse_waits_trace(opts: &str) -> Result<Command> {
     let mut stacks = 0usize;
     let mut quiet = false;
+    let mut perf = false;
     let mut others = Vec::new();
     let mut it = opts.split_whitespace();
     while let Some(w) = it.next() {
         match w {
             "--stacks" => stacks = stacks_arg("waits trace", it.next())?,
             "--quiet" => quiet = true,
+            "--perf" => perf = true,
             other => others.push(other),
         }
     }
@@ -227,5 +237,6 @@ fn parse_waits_trace(opts: &str) -> Result<Command> {
         duration,
         stacks,
         quiet,
+        perf,
     })
 }

@@ -71,14 +71,21 @@ fn parse_trace(rest: &str) -> Result<Command> {
 pub static COUNT: Entry = Entry {
     name: "count",
     aliases: &[],
-    usage: "count FUNC... [--by-phase] [--for D]",
+    usage: "count FUNC... [--by-phase | --perf] [--for D]",
     summary: "count calls of functions until Ctrl-C or --for, by phase with --by-phase",
     help: "The backend runs; the calls of each FUNC are counted until Ctrl-C or --for D, then \
            printed and written as 'count' capture events. --by-phase splits them into \
            planning (inside standard_planner), execution (inside standard_Executor*) and \
            other.\n\n\
+           --perf: each location is a kernel uprobe counting event (perf_event_open on the \
+           uprobe PMU) instead of a ptrace stop per call: the backend is never stopped, and \
+           the kernel removes the probes if pgdbg dies. Needs perf_event_open (root, or \
+           CAP_PERFMON in a container); no --by-phase.\n\n\
            In a script, each FUNC must be in the binary.",
-    examples: &["count ReadBufferExtended --by-phase --for 10s"],
+    examples: &[
+        "count ReadBufferExtended --by-phase --for 10s",
+        "count standard_ExecutorStart --perf --for 10s",
+    ],
     parse: parse_count,
     check: |ctx, cmd| {
         let Command::Count { functions, .. } = cmd else {
@@ -94,11 +101,13 @@ pub static COUNT: Entry = Entry {
 fn parse_count(rest: &str) -> Result<Command> {
     let mut functions = Vec::new();
     let mut by_phase = false;
+    let mut perf = false;
     let mut limits = Vec::new();
     let mut it = rest.split_whitespace();
     while let Some(w) = it.next() {
         match w {
             "--by-phase" => by_phase = true,
+            "--perf" => perf = true,
             "--for" => {
                 limits.push(w.to_string());
                 limits.push(it.next().unwrap_or("").to_string());
@@ -114,9 +123,13 @@ fn parse_count(rest: &str) -> Result<Command> {
     if functions.is_empty() {
         bail!("count needs one or more functions: count FUNC... [--by-phase] [--for D]");
     }
+    if perf && by_phase {
+        bail!("count --perf counts calls only: --by-phase needs the ptrace mode (without --perf)");
+    }
     Ok(Command::Count {
         functions,
         by_phase,
         duration,
+        perf,
     })
 }

@@ -126,6 +126,7 @@ fn one_of_each() -> Vec<Command> {
             functions: vec![],
             by_phase: false,
             duration: None,
+            perf: false,
         },
         C::Delete(vec![]),
         C::InfoBreakpoints,
@@ -166,6 +167,7 @@ fn one_of_each() -> Vec<Command> {
             duration: None,
             stacks: 0,
             quiet: false,
+            perf: false,
         },
         C::PlanAnalyze(crate::postgres::analyze::AnalyzeOpts::default()),
         C::PlanProgress {
@@ -173,6 +175,7 @@ fn one_of_each() -> Vec<Command> {
             duration: None,
         },
         C::Interrupt,
+        C::Profile(crate::perf::profile::ProfileOpts::default()),
         C::Detach,
         C::Quit,
         C::InfoSharedlibrary,
@@ -214,6 +217,7 @@ fn one_of_each() -> Vec<Command> {
             | C::Wait
             | C::WaitsSample { .. }
             | C::WaitsTrace { .. }
+            | C::Profile(_)
             | C::Detach
             | C::Quit
             | C::Help(_)
@@ -371,7 +375,8 @@ fn subcommands_parse() {
         Command::WaitsTrace {
             duration: Some(std::time::Duration::from_secs(2)),
             stacks: 3,
-            quiet: false
+            quiet: false,
+            perf: false,
         }
     );
     let e = parse("waits trace --stacks 65").unwrap_err().to_string();

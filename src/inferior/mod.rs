@@ -643,8 +643,14 @@ impl Target {
             return Ok(());
         }
         self.set_debugreg(7, 0)?;
+        // only the slots that hold an address: writing one that was never
+        // used makes the kernel reserve a breakpoint slot for the thread
+        // until it exits (perf and BPF watchpoints on the backend would
+        // then find none free)
         for n in 0..4 {
-            let _ = self.set_debugreg(n, 0);
+            if self.debugreg(n).is_ok_and(|v| v != 0) {
+                let _ = self.set_debugreg(n, 0);
+            }
         }
         self.drain_sigtrap()
     }

@@ -257,6 +257,14 @@ impl Sampler {
     }
 }
 
+/// Seconds since the epoch (a capture event's `ts`).
+fn wall_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
 /// One traced wait.
 #[derive(Debug, Clone)]
 pub struct WaitRecord {
@@ -298,6 +306,55 @@ impl TraceProbe {
         Self::with_names(s, names, stacks, quiet)
     }
 
+    /// The probe with nothing armed in the backend: the stores into the
+    /// word are observed elsewhere (a perf write-breakpoint event) and fed
+    /// to [`TraceProbe::store`]; no statement times.
+    pub fn observing(s: &mut dyn Backend, stacks: usize, quiet: bool) -> Result<TraceProbe> {
+        let names = WaitNames::load(&s.di().build_id);
+        let word = word_address(s)?;
+        let last = read_word(s, word)?;
+        Ok(Self::from_parts(
+            word,
+            last,
+            names,
+            stacks,
+            quiet,
+            Vec::new(),
+            Vec::new(),
+        ))
+    }
+
+    /// The wait-event word's address.
+    pub fn word(&self) -> u64 {
+        self.word
+    }
+
+    /// The word's value when tracing started.
+    pub fn first_value(&self) -> u32 {
+        self.last
+    }
+
+    /// A store of `v` into the word at `now` (wall clock `ts`), with the
+    /// stack where it happened: ends the wait in progress and starts the
+    /// next one (a store of the same value changes nothing).
+    pub fn store(
+        &mut self,
+        s: &mut dyn Backend,
+        v: u32,
+        now: std::time::Instant,
+        ts: f64,
+        stack: Vec<String>,
+    ) {
+        if v == self.last {
+            return;
+        }
+        self.finish_wait(s, now, ts);
+        if v != 0 {
+            self.current = Some((v, now, stack));
+        }
+        self.last = v;
+    }
+
     /// `new` with the wait names known so far given.
     fn with_names(
         s: &mut dyn Backend,
@@ -313,7 +370,21 @@ impl TraceProbe {
             s.arm_internal(a)?;
         }
         s.watch_word(word)?;
-        Ok(TraceProbe {
+        Ok(Self::from_parts(
+            word, last, names, stacks, quiet, starts, ends,
+        ))
+    }
+
+    fn from_parts(
+        word: u64,
+        last: u32,
+        names: WaitNames,
+        stacks: usize,
+        quiet: bool,
+        starts: Vec<u64>,
+        ends: Vec<u64>,
+    ) -> TraceProbe {
+        TraceProbe {
             word,
             last,
             current: if last != 0 {
@@ -330,18 +401,14 @@ impl TraceProbe {
             statements: Vec::new(),
             quiet,
             unreported: Vec::new(),
-        })
+        }
     }
 
-    fn finish_wait(&mut self, s: &mut dyn Backend, now: std::time::Instant) {
+    fn finish_wait(&mut self, s: &mut dyn Backend, now: std::time::Instant, ts: f64) {
         let Some((info, t0, stack)) = self.current.take() else {
             return;
         };
-        let d = now.duration_since(t0).as_nanos();
-        let ts = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs_f64())
-            .unwrap_or(0.0);
+        let d = now.saturating_duration_since(t0).as_nanos();
         self.unreported.push((
             WaitRecord {
                 info,
@@ -413,7 +480,7 @@ impl TraceProbe {
     /// Close the wait in progress and report every wait held back (at the
     /// end of tracing).
     pub fn close(&mut self, s: &mut dyn Backend) {
-        self.finish_wait(s, std::time::Instant::now());
+        self.finish_wait(s, std::time::Instant::now(), wall_now());
         self.report_named(s, true);
     }
 
@@ -519,17 +586,13 @@ impl super::backend::ProbeHandler for TraceProbe {
         if v == self.last {
             return Ok(());
         }
-        let now = std::time::Instant::now();
-        self.finish_wait(s, now);
-        if v != 0 {
-            let stack = if self.stacks > 0 {
-                s.quick_stack(self.stacks)
-            } else {
-                Vec::new()
-            };
-            self.current = Some((v, now, stack));
-        }
-        self.last = v;
+        let (now, ts) = (std::time::Instant::now(), wall_now());
+        let stack = if self.stacks > 0 && v != 0 {
+            s.quick_stack(self.stacks)
+        } else {
+            Vec::new()
+        };
+        self.store(s, v, now, ts, stack);
         Ok(())
     }
 

@@ -67,9 +67,19 @@ impl Session {
                 functions,
                 by_phase,
                 duration,
+                perf: false,
             } => {
                 let (end, summary, text) =
                     crate::probes::count(self, functions, *by_phase, *duration)?;
+                self.probe_outcome(end, summary, text)
+            }
+            Command::Count {
+                functions,
+                duration,
+                perf: true,
+                ..
+            } => {
+                let (end, summary, text) = crate::probes::count_perf(self, functions, *duration)?;
                 self.probe_outcome(end, summary, text)
             }
             Command::Delete(ids) => (self.delete_breakpoints(ids)?, Flow::Continue),
@@ -152,7 +162,14 @@ impl Session {
                 duration,
                 stacks,
                 quiet,
+                perf: false,
             } => pg::waits_trace(self, *duration, *stacks, *quiet)?,
+            Command::WaitsTrace {
+                duration,
+                stacks,
+                quiet,
+                perf: true,
+            } => pg::waits_trace_perf(self, *duration, *stacks, *quiet)?,
             Command::Plan {
                 next,
                 format,
@@ -170,6 +187,7 @@ impl Session {
             Command::PlanProgress { every, duration } => {
                 pg::plan_progress(self, *every, *duration)?
             }
+            Command::Profile(opts) => self.profile(opts)?,
             Command::Detach => (self.detach()?, Flow::Quit),
             Command::Quit => (self.detach()?, Flow::Quit),
             Command::Help(t) => (help_text(t.as_deref()), Flow::Continue),

@@ -43,7 +43,9 @@ mod libraries;
 mod locations;
 mod modules;
 mod nonstop;
+mod perf;
 mod probes;
+pub use perf::profile_detached;
 mod run;
 mod values;
 

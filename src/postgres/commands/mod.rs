@@ -10,6 +10,7 @@
 //! | `plan.rs` | `plan` (and `--next`): the running statement, the safe stop to explain it |
 //! | `analyze.rs` | `plan --next --analyze`, `plan --progress` |
 //! | `waits.rs` | `wait`, `waits sample`, `waits trace` |
+//! | `waits_perf.rs` | `waits trace --perf` (a perf write-breakpoint event, no stops) |
 //! | `plancache.rs` | `plancache` (both modes) |
 
 mod analyze;
@@ -17,12 +18,14 @@ mod call;
 mod plan;
 mod plancache;
 mod waits;
+mod waits_perf;
 
 pub use analyze::{plan_analyze, plan_progress};
 pub use call::call;
 pub use plan::{plan, plan_applies, query_desc_at_executor_entry, safe_running_query};
 pub use plancache::plancache;
 pub use waits::{wait_now, waits_sample, waits_trace};
+pub use waits_perf::waits_trace_perf;
 
 /// A statement's text on one line, cut at 100 characters.
 fn one_line(s: &str) -> String {

@@ -1,0 +1,80 @@
+//! `profile`: on-CPU stacks of the backend sampled by perf events (the
+//! backend is never stopped).
+
+use super::args::parse_limits;
+use super::check::no_check;
+use super::{Command, Entry};
+use crate::perf::profile::{Format, ProfileOpts};
+use anyhow::{Result, anyhow, bail};
+
+pub static ENTRIES: &[&Entry] = &[&PROFILE];
+
+pub static PROFILE: Entry = Entry {
+    name: "profile",
+    aliases: &[],
+    usage: "profile [--hz N] [--for D] [--format top|folded|json] [--flamegraph OUT.svg] [--rows N]",
+    summary: "on-CPU profile of the backend (perf events): self and total share, stacks",
+    help: "The backend runs, never stopped: the kernel samples its thread N times a second of CPU \
+           time (--hz, 1 to 10000, default 99; perf's software cpu-clock) with its registers and \
+           the top of its stack, which pgdbg unwinds with the binary's and libraries' CFI and names \
+           with DWARF (inlined functions are frames of their own). Until Ctrl-C or --for D. \
+           Prints a perf report-like table (self% and total% per function, --rows N of them), \
+           or folded stacks (--format folded, flamegraph.pl's input), or JSON; --flamegraph \
+           OUT.svg draws the flame graph.\n\n\
+           Needs perf_event_open on the backend: root, or the server's user with \
+           perf_event_paranoid <= 2; in a container CAP_PERFMON and CAP_SYS_PTRACE.",
+    examples: &[
+        "profile --for 10s",
+        "profile --hz 999 --for 5s --flamegraph cpu.svg",
+    ],
+    parse: parse_profile,
+    check: no_check,
+};
+
+pub fn parse_profile(rest: &str) -> Result<Command> {
+    let mut o = ProfileOpts::default();
+    let mut others = Vec::new();
+    let mut it = rest.split_whitespace();
+    while let Some(w) = it.next() {
+        match w {
+            "--hz" | "--freq" | "-F" => {
+                let v = it.next().unwrap_or("");
+                o.hz = v
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|h| (1..=10_000).contains(h))
+                    .ok_or_else(|| {
+                        anyhow!("profile: --hz takes a rate from 1 to 10000, not '{v}'")
+                    })?;
+            }
+            "--format" => {
+                let v = it.next().unwrap_or("");
+                o.format = Format::parse(v).ok_or_else(|| {
+                    anyhow!("profile: --format takes top, folded or json, not '{v}'")
+                })?;
+            }
+            "--folded" => o.format = Format::Folded,
+            "--json" => o.format = Format::Json,
+            "--flamegraph" => {
+                let v = it
+                    .next()
+                    .ok_or_else(|| anyhow!("profile: --flamegraph takes a file name (OUT.svg)"))?;
+                o.flamegraph = Some(v.into());
+            }
+            "--rows" => {
+                let v = it.next().unwrap_or("");
+                o.rows =
+                    v.parse::<usize>().ok().filter(|n| *n >= 1).ok_or_else(|| {
+                        anyhow!("profile: --rows takes a number of rows, not '{v}'")
+                    })?;
+            }
+            other => others.push(other),
+        }
+    }
+    let (duration, count) = parse_limits(&others.join(" "), "profile")?;
+    if count.is_some() {
+        bail!("profile takes --for DURATION, not --count");
+    }
+    o.duration = duration;
+    Ok(Command::Profile(o))
+}

@@ -1,0 +1,431 @@
+//! `profile`: on-CPU stacks of one backend thread, sampled by the software
+//! cpu-clock (`perf record -F HZ --call-graph dwarf` in pgdbg): every
+//! sample carries the user registers and a copy of the top of the user
+//! stack, unwound with CFI by a helper thread while sampling runs (only
+//! the pcs are kept), symbolized at the end with the binary's DWARF
+//! (inlined functions are frames of their own) and the libraries' ELF
+//! symbols.  The backend is never stopped and nothing is written into it.
+
+use super::stack::{Maps, unwind};
+use super::{Attr, Event, Sample, is_kernel, open_error};
+use crate::debuginfo::DebugInfo;
+use anyhow::{Result, anyhow};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Bytes of user stack copied per sample: deep enough for a PL/pgSQL
+/// function's executor stack down to `main` (perf's default is 8 KB).
+pub const STACK_BYTES: u32 = 32 * 1024;
+/// Frames kept per sample.
+const MAX_FRAMES: usize = 256;
+/// The leaf "pc" of a sample taken in the kernel (a system call).
+pub const KERNEL_PC: u64 = u64::MAX;
+
+/// What the sampler thread gathered: distinct stacks (pcs, innermost first)
+/// and their sample counts.
+#[derive(Default)]
+pub struct RawProfile {
+    pub stacks: HashMap<Vec<u64>, u64>,
+    pub samples: u64,
+    /// Samples the kernel could not write (the ring was full).
+    pub lost: u64,
+    /// Samples whose stack ended before `main` (copy too short, code
+    /// without CFI).
+    pub truncated: u64,
+    pub duration_s: f64,
+    /// CPU time the thread used while sampled (/proc schedstat), seconds.
+    pub cpu_s: Option<f64>,
+}
+
+/// On-CPU time of a thread so far, ns (the first field of its schedstat).
+fn cpu_ns(pid: i32, tid: i32) -> Option<u64> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/schedstat"))
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+pub struct Profiler {
+    stop: Arc<AtomicBool>,
+    handle: Option<std::thread::JoinHandle<RawProfile>>,
+    t0: std::time::Instant,
+    ids: (i32, i32),
+    cpu0: Option<u64>,
+}
+
+impl Profiler {
+    /// Open the cpu-clock event on thread `tid` of process `pid` (the
+    /// binary loaded at `main_bias`) and start sampling at `hz`.
+    pub fn start(pid: i32, tid: i32, hz: u64, main_bias: u64) -> Result<Profiler> {
+        let attr = Attr::cpu_clock(hz, STACK_BYTES);
+        // 1 MB of ring: about 30 samples; drained every few ms
+        let ev = match Event::open(&attr, tid, 256) {
+            Ok(e) => e,
+            Err(e) if e.raw_os_error() == Some(libc::EACCES) => {
+                // without CAP_PERFMON a paranoid kernel still allows user-only sampling
+                let mut a = attr;
+                a.flags |= super::FLAG_EXCLUDE_KERNEL;
+                Event::open(&a, tid, 256).map_err(|e| open_error("profile", pid, e))?
+            }
+            Err(e) => return Err(open_error("profile", pid, e)),
+        };
+        ev.enable().map_err(|e| open_error("profile", pid, e))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let st = stop.clone();
+        let t0 = std::time::Instant::now();
+        let cpu0 = cpu_ns(pid, tid);
+        let handle = std::thread::spawn(move || {
+            crate::guard::block_in_this_thread();
+            let mut ev = ev;
+            let mut maps = Maps::new(pid, main_bias);
+            let mut raw = RawProfile::default();
+            let take = |b: &[u8], raw: &mut RawProfile, maps: &mut Maps| {
+                let Some(s) = Sample::parse(b, true) else {
+                    return;
+                };
+                let mut pcs = Vec::new();
+                if is_kernel(s.ip) {
+                    pcs.push(KERNEL_PC);
+                }
+                if let Some(r) = &s.regs {
+                    pcs.extend(unwind(maps, r, s.stack, MAX_FRAMES));
+                }
+                raw.samples += 1;
+                *raw.stacks.entry(pcs).or_insert(0) += 1;
+            };
+            loop {
+                let last = st.load(Ordering::Relaxed);
+                ev.drain(|b| take(b, &mut raw, &mut maps));
+                if last {
+                    break;
+                }
+                ev.wait(5);
+            }
+            raw.lost = ev.lost;
+            raw
+        });
+        Ok(Profiler {
+            stop,
+            handle: Some(handle),
+            t0,
+            ids: (pid, tid),
+            cpu0,
+        })
+    }
+
+    /// Stop sampling (the event is closed) and return what was gathered.
+    pub fn finish(mut self) -> Result<RawProfile> {
+        self.stop.store(true, Ordering::Relaxed);
+        let cpu1 = cpu_ns(self.ids.0, self.ids.1);
+        let mut raw = self
+            .handle
+            .take()
+            .ok_or_else(|| anyhow!("profile: the sampler is gone"))?
+            .join()
+            .map_err(|_| anyhow!("profile: the sampler thread failed"))?;
+        raw.duration_s = self.t0.elapsed().as_secs_f64();
+        if let (Some(a), Some(b)) = (self.cpu0, cpu1) {
+            raw.cpu_s = Some(b.saturating_sub(a) as f64 / 1e9);
+        }
+        Ok(raw)
+    }
+}
+
+impl Drop for Profiler {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Names of pcs: the binary's DWARF (inlined calls are frames of their
+/// own) or its symbols, a library's symbols, else `[library]` / `0x...`.
+pub struct Symbolizer<'a> {
+    di: &'a DebugInfo,
+    bias: u64,
+    maps: Maps,
+    cache: HashMap<(u64, bool), Vec<String>>,
+}
+
+impl<'a> Symbolizer<'a> {
+    pub fn new(pid: i32, di: &'a DebugInfo, bias: u64) -> Symbolizer<'a> {
+        Symbolizer {
+            di,
+            bias,
+            maps: Maps::new(pid, bias),
+            cache: HashMap::new(),
+        }
+    }
+
+    /// The frames at `pc`, innermost first; `leaf` when it is the sampled
+    /// pc itself (else a return address: looked up at pc-1).
+    pub fn names(&mut self, pc: u64, leaf: bool) -> Vec<String> {
+        if let Some(v) = self.cache.get(&(pc, leaf)) {
+            return v.clone();
+        }
+        let v = self.names_uncached(pc, leaf);
+        self.cache.insert((pc, leaf), v.clone());
+        v
+    }
+
+    fn names_uncached(&mut self, pc: u64, leaf: bool) -> Vec<String> {
+        if pc == KERNEL_PC {
+            return vec!["[kernel]".into()];
+        }
+        let lookup = if leaf { pc } else { pc.wrapping_sub(1) };
+        let Some(m) = self.maps.find(lookup) else {
+            return vec![format!("{pc:#x}")];
+        };
+        if m.main {
+            let link = lookup.wrapping_sub(self.bias);
+            let frames = self.di.frames_at(link);
+            let names: Vec<String> = frames.into_iter().filter_map(|f| f.function).collect();
+            if !names.is_empty() {
+                return names;
+            }
+            if let Some((s, _)) = self.di.symbol_at(link) {
+                return vec![s.name.clone()];
+            }
+            return vec![format!("{pc:#x}")];
+        }
+        match m.symbol(lookup) {
+            Some((s, _)) => vec![s],
+            None => vec![format!("[{}]", m.short_name())],
+        }
+    }
+}
+
+/// One function's share: samples where it is the innermost frame (self)
+/// and samples where it is anywhere on the stack (total).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct TopRow {
+    pub function: String,
+    pub self_samples: u64,
+    pub total_samples: u64,
+}
+
+/// A symbolized profile.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Profile {
+    pub pid: i32,
+    pub hz: u64,
+    pub duration_s: f64,
+    pub samples: u64,
+    pub lost: u64,
+    /// CPU time the backend used meanwhile (seconds), when known.
+    pub cpu_s: Option<f64>,
+    /// Functions by self samples, then total.
+    pub top: Vec<TopRow>,
+    /// Folded stacks: root first, `;`-separated, with their samples.
+    pub folded: Vec<(String, u64)>,
+}
+
+impl Profile {
+    pub fn build(raw: &RawProfile, sym: &mut Symbolizer, pid: i32, hz: u64) -> Profile {
+        let mut selfs: HashMap<String, u64> = HashMap::new();
+        let mut totals: HashMap<String, u64> = HashMap::new();
+        let mut folded: HashMap<String, u64> = HashMap::new();
+        for (pcs, n) in &raw.stacks {
+            let mut frames: Vec<String> = Vec::new();
+            for (i, pc) in pcs.iter().enumerate() {
+                let leaf = i == 0 || (i == 1 && pcs[0] == KERNEL_PC);
+                frames.extend(sym.names(*pc, leaf));
+            }
+            if frames.is_empty() {
+                frames.push("[unknown]".into());
+            }
+            *selfs.entry(frames[0].clone()).or_insert(0) += n;
+            let mut seen: Vec<&String> = Vec::new();
+            for f in &frames {
+                if !seen.contains(&f) {
+                    seen.push(f);
+                    *totals.entry(f.clone()).or_insert(0) += n;
+                }
+            }
+            let line: Vec<&str> = frames.iter().rev().map(|s| s.as_str()).collect();
+            *folded.entry(line.join(";")).or_insert(0) += n;
+        }
+        let mut top: Vec<TopRow> = totals
+            .into_iter()
+            .map(|(f, t)| TopRow {
+                self_samples: selfs.get(&f).copied().unwrap_or(0),
+                function: f,
+                total_samples: t,
+            })
+            .collect();
+        top.sort_by(|a, b| {
+            b.self_samples
+                .cmp(&a.self_samples)
+                .then(b.total_samples.cmp(&a.total_samples))
+                .then(a.function.cmp(&b.function))
+        });
+        let mut folded: Vec<(String, u64)> = folded.into_iter().collect();
+        folded.sort();
+        Profile {
+            pid,
+            hz,
+            duration_s: raw.duration_s,
+            samples: raw.samples,
+            lost: raw.lost,
+            cpu_s: raw.cpu_s,
+            top,
+            folded,
+        }
+    }
+
+    /// `perf report`-like table: the `rows` functions with the most self
+    /// samples, then the ones with the most total samples not shown yet.
+    pub fn table(&self, rows: usize) -> String {
+        let pct = |n: u64| n as f64 * 100.0 / self.samples.max(1) as f64;
+        let mut out = format!(
+            "{:>7} {:>7}  {}\n",
+            "self%", "total%", "function (on-CPU samples)"
+        );
+        let mut shown = 0;
+        for r in self.top.iter().filter(|r| r.self_samples > 0).take(rows) {
+            out.push_str(&format!(
+                "{:>6.2}% {:>6.2}%  {}\n",
+                pct(r.self_samples),
+                pct(r.total_samples),
+                r.function
+            ));
+            shown += 1;
+        }
+        let mut by_total: Vec<&TopRow> = self.top.iter().filter(|r| r.self_samples == 0).collect();
+        by_total.sort_by_key(|r| std::cmp::Reverse(r.total_samples));
+        if shown < rows && !by_total.is_empty() {
+            out.push_str("callers (no self samples), by total:\n");
+            for r in by_total.into_iter().take(rows - shown) {
+                out.push_str(&format!(
+                    "{:>6.2}% {:>6.2}%  {}\n",
+                    0.0,
+                    pct(r.total_samples),
+                    r.function
+                ));
+            }
+        }
+        out.push_str(&self.summary_line());
+        out
+    }
+
+    pub fn summary_line(&self) -> String {
+        let cpu = match self.cpu_s {
+            Some(c) => format!(
+                "; it ran {c:.2}s on a CPU: {:.0} samples expected",
+                c * self.hz as f64
+            ),
+            None => String::new(),
+        };
+        format!(
+            "profile: {} samples of backend {} in {:.1}s at {} Hz{cpu}{}",
+            self.samples,
+            self.pid,
+            self.duration_s,
+            self.hz,
+            if self.lost > 0 {
+                format!("; {} samples lost (ring full)", self.lost)
+            } else {
+                String::new()
+            }
+        )
+    }
+
+    /// `stack COUNT` lines, root first (flamegraph.pl's and inferno's input).
+    pub fn folded_text(&self) -> String {
+        let mut s = String::new();
+        for (stack, n) in &self.folded {
+            s.push_str(&format!("{stack} {n}\n"));
+        }
+        s
+    }
+
+    pub fn json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    /// Draw the flame graph (inferno) into `out`.
+    pub fn write_svg(&self, out: &std::path::Path) -> Result<()> {
+        if self.folded.is_empty() {
+            anyhow::bail!(
+                "nothing to draw: no samples (the backend did not run on a CPU while sampled)"
+            );
+        }
+        let mut opt = inferno::flamegraph::Options::default();
+        opt.title = format!("On-CPU stacks of backend {} (samples)", self.pid);
+        opt.count_name = "samples".into();
+        let text = self.folded_text();
+        let mut svg = Vec::new();
+        inferno::flamegraph::from_lines(&mut opt, text.lines(), &mut svg)
+            .map_err(|e| anyhow!("cannot draw the flame graph: {e}"))?;
+        std::fs::write(out, svg).map_err(|e| anyhow!("cannot write {}: {e}", out.display()))
+    }
+}
+
+/// How `profile` prints its result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Format {
+    /// functions by self and total share (perf report's table)
+    #[default]
+    Top,
+    /// folded stacks, root first (flamegraph.pl / inferno input)
+    Folded,
+    /// one JSON document: the table and the folded stacks
+    Json,
+}
+
+impl Format {
+    pub fn parse(s: &str) -> Option<Format> {
+        match s {
+            "top" => Some(Format::Top),
+            "folded" => Some(Format::Folded),
+            "json" => Some(Format::Json),
+            _ => None,
+        }
+    }
+}
+
+/// The options of `profile`, shared by the command line and the prompt.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProfileOpts {
+    pub hz: u64,
+    pub duration: Option<std::time::Duration>,
+    pub format: Format,
+    pub flamegraph: Option<std::path::PathBuf>,
+    pub rows: usize,
+}
+
+impl Default for ProfileOpts {
+    fn default() -> Self {
+        ProfileOpts {
+            hz: 99,
+            duration: None,
+            format: Format::Top,
+            flamegraph: None,
+            rows: 25,
+        }
+    }
+}
+
+impl ProfileOpts {
+    /// The result as the format asks, and the flame graph written.
+    pub fn render(&self, p: &Profile) -> Result<String> {
+        let mut out = match self.format {
+            Format::Top => p.table(self.rows),
+            Format::Folded => p.folded_text().trim_end().to_string(),
+            Format::Json => p.json(),
+        };
+        if let Some(svg) = &self.flamegraph {
+            p.write_svg(svg)?;
+            if self.format != Format::Json {
+                out.push_str(&format!(
+                    "\nprofile: wrote {}: flame graph of {} distinct stacks",
+                    svg.display(),
+                    p.folded.len()
+                ));
+            }
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,99 @@
+//! `count FUNC --perf` on real PostgreSQL 15 and 18: kernel uprobes count
+//! exactly the calls a known number of statements make (the same as the
+//! ptrace mode), without stopping the backend; pgdbg killed with SIGKILL
+//! while they count leaves the backend's code as the binary has it.
+
+mod common;
+use common::*;
+use std::io::{BufReader, Read};
+use std::time::Duration;
+
+/// `count ... --for 4s` started on `pid`; `work` runs once it says it counts.
+fn count_during(pid: i32, cmd: &str, work: impl FnOnce()) -> String {
+    let mut p = Pgdbg::spawn(&["attach", &pid.to_string(), "-q", "--ex", cmd]);
+    let mut out = BufReader::new(p.child.stdout.take().unwrap());
+    read_until(&mut out, "count: ", Duration::from_secs(60));
+    work();
+    let mut rest = String::new();
+    out.read_to_string(&mut rest).unwrap();
+    let (code, _, err) = p.wait(Duration::from_secs(60));
+    assert_eq!(code, 0, "{err}");
+    rest
+}
+
+fn calls(out: &str, f: &str) -> u64 {
+    out.lines()
+        .find_map(|l| l.strip_prefix(f).map(|r| r.trim().parse::<u64>().unwrap()))
+        .unwrap_or_else(|| panic!("no count of {f} in:\n{out}"))
+}
+
+fn exact_counts(major: u32) {
+    let cl = Cluster::start(major);
+    let mut a = cl.connect();
+    let pid = a.pid();
+    for perf in [true, false] {
+        let cmd = format!(
+            "count standard_ExecutorStart standard_ExecutorEnd --for 4s{}",
+            if perf { " --perf" } else { "" }
+        );
+        let out = count_during(pid, &cmd, || {
+            for i in 0..137 {
+                assert_eq!(a.query_one_i64(&format!("select {i}")), i);
+            }
+        });
+        assert_eq!(
+            calls(&out, "standard_ExecutorStart"),
+            137,
+            "perf {perf}:\n{out}"
+        );
+        assert_eq!(
+            calls(&out, "standard_ExecutorEnd"),
+            137,
+            "perf {perf}:\n{out}"
+        );
+    }
+    cl.assert_no_crash();
+}
+
+#[test]
+fn count_perf_exact_all_majors() {
+    for m in majors() {
+        exact_counts(m);
+    }
+}
+
+/// SIGKILL while the uprobes count: the kernel removes them; the code of
+/// the backend is the binary's again, and the backend serves queries.
+#[test]
+fn count_perf_killed_leaves_code_as_found() {
+    let cl = Cluster::start(15);
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let bin = cl.postgres_binary();
+    for _ in 0..5 {
+        let mut p = Pgdbg::spawn(&[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--ex",
+            "count standard_ExecutorStart --perf",
+        ]);
+        let mut out = BufReader::new(p.child.stdout.take().unwrap());
+        read_until(&mut out, "count: ", Duration::from_secs(60));
+        // the probe is in place (the kernel's breakpoint in the code page)
+        assert!(!code_matches_file(pid, &bin, "standard_ExecutorStart", 1));
+        for i in 0..20 {
+            assert_eq!(a.query_one_i64(&format!("select {i}")), i);
+        }
+        p.child.kill().unwrap();
+        p.child.wait().unwrap();
+        wait_until("the probe removed", Duration::from_secs(10), || {
+            code_matches_file(pid, &bin, "standard_ExecutorStart", 16)
+        });
+        wait_until("the backend untraced", Duration::from_secs(10), || {
+            tracer_pid(pid) == 0
+        });
+        assert_eq!(a.query_one_i64("select 5"), 5);
+    }
+    cl.assert_no_crash();
+}

@@ -1,0 +1,215 @@
+//! `profile` on real PostgreSQL 15 and 18: a backend running a CPU-bound
+//! PL/pgSQL loop (checked running in pg_stat_activity) is sampled by perf
+//! events without being stopped or traced; its top functions are the
+//! expression evaluator's and PL/pgSQL's, its stacks reach PostgresMain,
+//! and the sample count is the rate times the CPU time it used.  Also: the
+//! same at the prompt with a flame graph, pgdbg killed mid-profile, bad
+//! input.
+
+mod common;
+use common::*;
+use std::time::Duration;
+
+/// A loop that runs until cancelled (the test cancels it).
+const LOOP: &str =
+    "do $$ declare i bigint = 0; begin while i < 100000000000 loop i := i + 1; end loop; end $$";
+
+/// The client of a running statement, its backend and the statement's thread.
+type Busy = (
+    Client,
+    i32,
+    std::thread::JoinHandle<(postgres::Client, Result<String, String>)>,
+);
+
+fn busy_backend(cl: &Cluster) -> Busy {
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let h = a.spawn_text(LOOP);
+    cl.wait_active(&[pid], "while i <");
+    (a, pid, h)
+}
+
+fn end_loop(
+    cl: &Cluster,
+    mut a: Client,
+    pid: i32,
+    h: std::thread::JoinHandle<(postgres::Client, Result<String, String>)>,
+) {
+    cl.cancel(&[pid]);
+    let r = a.rejoin(h);
+    assert!(
+        r.as_ref().is_err_and(|e| e.contains("canceling statement")),
+        "the loop ends by the cancel only: {r:?}"
+    );
+    // the backend still serves its client
+    assert_eq!(a.query_one_i64("select 41 + 1"), 42);
+    cl.assert_no_crash();
+}
+
+fn top_row<'a>(p: &'a serde_json::Value, f: &str) -> Option<&'a serde_json::Value> {
+    p["top"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["function"] == f)
+}
+
+fn profile_of_plpgsql_loop(major: u32) {
+    let cl = Cluster::start(major);
+    let (a, pid, h) = busy_backend(&cl);
+    let hz = 199u64;
+    let p = Pgdbg::spawn(&[
+        "profile",
+        &pid.to_string(),
+        "--for",
+        "4s",
+        "--hz",
+        &hz.to_string(),
+        "--format",
+        "json",
+        "-q",
+    ]);
+    // never traced, never stopped while sampled
+    let t0 = std::time::Instant::now();
+    while t0.elapsed() < Duration::from_secs(3) {
+        assert_eq!(tracer_pid(pid), 0, "profile must not ptrace the backend");
+        let st = proc_state(pid);
+        assert!(
+            !st.starts_with('t') && !st.starts_with('T'),
+            "backend stopped: {st}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (code, out, err) = p.wait(Duration::from_secs(60));
+    assert_eq!(code, 0, "{err}");
+    let prof: serde_json::Value =
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let samples = prof["samples"].as_u64().unwrap();
+    let cpu = prof["cpu_s"]
+        .as_f64()
+        .expect("the backend's CPU time is known");
+    assert!(cpu > 0.2, "the loop ran on a CPU: {cpu}s");
+    let expected = cpu * hz as f64;
+    assert!(
+        (samples as f64) > 0.8 * expected && (samples as f64) < 1.2 * expected,
+        "{samples} samples, expected about {expected:.0} ({hz} Hz x {cpu:.2}s on a CPU)"
+    );
+    // the executor's expression evaluator and PL/pgSQL's statement loop
+    let interp = top_row(&prof, "ExecInterpExpr").expect("ExecInterpExpr sampled");
+    assert!(
+        interp["self_samples"].as_u64().unwrap() * 20 > samples,
+        "{interp}"
+    );
+    for f in ["exec_stmts", "plpgsql_exec_function", "PostgresMain"] {
+        let r = top_row(&prof, f).unwrap_or_else(|| panic!("{f} not in the profile: {out}"));
+        assert!(
+            r["total_samples"].as_u64().unwrap() * 10 >= samples * 9,
+            "{f} is on (nearly) every stack: {r}"
+        );
+    }
+    // whole stacks: most reach PostgresMain (a few may be cut in a prologue)
+    let folded = prof["folded"].as_array().unwrap();
+    let total: u64 = folded.iter().map(|l| l[1].as_u64().unwrap()).sum();
+    assert_eq!(total, samples);
+    let deep: u64 = folded
+        .iter()
+        .filter(|l| {
+            l[0].as_str()
+                .unwrap()
+                .contains("PostgresMain;exec_simple_query")
+        })
+        .map(|l| l[1].as_u64().unwrap())
+        .sum();
+    assert!(
+        deep * 10 >= samples * 9,
+        "{deep} of {samples} stacks reach PostgresMain"
+    );
+    end_loop(&cl, a, pid, h);
+}
+
+#[test]
+fn profile_of_plpgsql_loop_all_majors() {
+    for m in majors() {
+        profile_of_plpgsql_loop(m);
+    }
+}
+
+/// `profile` at the prompt (the session lets the backend run while it
+/// samples) with a flame graph, then a table.
+#[test]
+fn profile_at_the_prompt_with_flamegraph() {
+    let cl = Cluster::start(15);
+    let (a, pid, h) = busy_backend(&cl);
+    let svg = std::env::temp_dir().join(format!("pgdbg-profile-{}.svg", std::process::id()));
+    let _ = std::fs::remove_file(&svg);
+    let (code, out, err) = pgdbg(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--ex",
+        &format!("profile --for 2s --hz 499 --flamegraph {}", svg.display()),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("self%"), "{out}");
+    assert!(out.contains("ExecInterpExpr"), "{out}");
+    assert!(out.contains("wrote"), "{out}");
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        text.contains("<svg") && text.contains("exec_stmts"),
+        "flame graph of the stacks"
+    );
+    let _ = std::fs::remove_file(&svg);
+    assert_eq!(tracer_pid(pid), 0);
+    end_loop(&cl, a, pid, h);
+}
+
+/// SIGKILL of pgdbg while it samples: the kernel drops the event; the
+/// backend runs on, untouched, and its statement ends normally by cancel.
+#[test]
+fn profile_killed_leaves_backend_running() {
+    let cl = Cluster::start(15);
+    let (a, pid, h) = busy_backend(&cl);
+    for _ in 0..5 {
+        let mut p = Pgdbg::spawn(&["profile", &pid.to_string(), "--hz", "999", "-q"]);
+        // sampling has started when pgdbg holds a perf event fd
+        let ppid = p.pid();
+        wait_until(
+            "pgdbg to open its perf event",
+            Duration::from_secs(30),
+            || {
+                std::fs::read_dir(format!("/proc/{ppid}/fd"))
+                    .map(|d| {
+                        d.flatten().any(|e| {
+                            std::fs::read_link(e.path())
+                                .is_ok_and(|l| l.to_string_lossy().contains("perf_event"))
+                        })
+                    })
+                    .unwrap_or(false)
+            },
+        );
+        std::thread::sleep(Duration::from_millis(300));
+        p.child.kill().unwrap();
+        p.child.wait().unwrap();
+        assert!(!proc_state(pid).starts_with('t'));
+    }
+    let mut obs = cl.connect();
+    assert_eq!(
+        obs.simple_text(&format!(
+            "select state from pg_stat_activity where pid = {pid}"
+        )),
+        "active"
+    );
+    end_loop(&cl, a, pid, h);
+}
+
+#[test]
+fn profile_bad_input_is_one_line() {
+    let (code, _, err) = pgdbg(&["profile", "999999999", "--for", "1s"]);
+    assert_ne!(code, 0);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("999999999"), "{err}");
+    let (code, _, err) = pgdbg(&["profile", "1", "--hz", "0"]);
+    assert_ne!(code, 0);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("--hz"), "{err}");
+}

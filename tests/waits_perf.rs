@@ -1,0 +1,192 @@
+//! `waits trace --perf` on real PostgreSQL 15 and 18: a perf write-breakpoint
+//! event on the wait-event word (no ptrace stop per wait) reports exactly the
+//! waits a client's known statements make (ClientRead between statements,
+//! Timeout: PgSleep inside pg_sleep) with their durations and stacks, as
+//! capture events; it works on a backend that ptrace-mode tracing watched
+//! before; pgdbg killed with SIGKILL while it traces leaves the backend
+//! serving queries.
+
+mod common;
+use common::*;
+use std::io::{BufReader, Read};
+use std::time::Duration;
+
+/// Start `waits trace --perf ... --capture CAP` on `pid` and return once it
+/// says it is tracing (the event is armed before that line).
+fn start_trace(
+    pid: i32,
+    cmd: &str,
+    cap: &std::path::Path,
+) -> (Pgdbg, BufReader<std::process::ChildStdout>) {
+    let mut p = Pgdbg::spawn(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--capture",
+        &cap.display().to_string(),
+        "--ex",
+        cmd,
+    ]);
+    let mut out = BufReader::new(p.child.stdout.take().unwrap());
+    read_until(&mut out, "waits: tracing backend", Duration::from_secs(60));
+    (p, out)
+}
+
+fn finish(p: Pgdbg, mut out: BufReader<std::process::ChildStdout>) -> (i32, String, String) {
+    let mut rest = String::new();
+    out.read_to_string(&mut rest).unwrap();
+    let (code, _, err) = p.wait(Duration::from_secs(60));
+    (code, rest, err)
+}
+
+fn exact_waits_of_known_statements(major: u32) {
+    let cl = Cluster::start(major);
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let cap = std::env::temp_dir().join(format!(
+        "pgdbg-waits-perf-{}-{major}.jsonl",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_file(&cap);
+    // the catalog entries of the statements below cached first (their
+    // first run reads pages: IO waits)
+    a.simple_text("select pg_sleep(0.01)::text");
+    a.query_one_i64("select 1");
+    let (p, out) = start_trace(pid, "waits trace --perf --for 6s --stacks 6", &cap);
+    // 40 statements 10 ms apart (a ClientRead wait before each), 5 of them
+    // pg_sleep(0.05) (a Timeout: PgSleep wait inside), then idle
+    for i in 0..40 {
+        if i % 8 == 0 {
+            a.simple_text("select pg_sleep(0.05)::text");
+        } else {
+            a.query_one_i64(&format!("select {i}"));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let (code, text, err) = finish(p, out);
+    assert_eq!(code, 0, "{err}");
+    let waits = read_events(&cap, "wait");
+    let reads: Vec<_> = waits
+        .iter()
+        .filter(|w| w["wait_event"] == "ClientRead")
+        .collect();
+    let sleeps: Vec<_> = waits
+        .iter()
+        .filter(|w| w["wait_event"] == "PgSleep")
+        .collect();
+    // the wait in progress when tracing began, one before each statement
+    // after the first and the idle one at the end: 41 (a latch wakeup while
+    // idle would add one)
+    assert!(
+        (41..=43).contains(&reads.len()),
+        "{} ClientRead waits, expected 41:\n{text}",
+        reads.len()
+    );
+    assert!(
+        (5..=7).contains(&sleeps.len()),
+        "{} PgSleep waits:\n{text}",
+        sleeps.len()
+    );
+    let slept: u64 = sleeps
+        .iter()
+        .map(|w| w["duration_ns"].as_u64().unwrap())
+        .sum();
+    assert!(
+        (5 * 50_000_000..5 * 500_000_000).contains(&slept),
+        "PgSleep total {slept} ns"
+    );
+    // the client's 10 ms pauses are ClientRead waits of at least ~10 ms
+    let long = reads
+        .iter()
+        .filter(|w| w["duration_ns"].as_u64().unwrap() >= 9_000_000)
+        .count();
+    assert!(
+        long >= 38,
+        "{long} ClientRead waits of 9 ms or more:\n{text}"
+    );
+    assert_eq!(
+        waits.len(),
+        reads.len() + sleeps.len(),
+        "no other waits:\n{text}"
+    );
+    // stacks: where the backend waits for its client
+    let st: Vec<&str> = reads[5]["stack"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap())
+        .collect();
+    assert!(st.contains(&"secure_read"), "{st:?}");
+    assert!(text.contains("Client: ClientRead"), "{text}");
+    assert_eq!(tracer_pid(pid), 0);
+    assert_eq!(a.query_one_i64("select 7"), 7);
+    let _ = std::fs::remove_file(&cap);
+    cl.assert_no_crash();
+}
+
+#[test]
+fn waits_trace_perf_exact_on_known_statements() {
+    for m in majors() {
+        exact_waits_of_known_statements(m);
+    }
+}
+
+/// The ptrace mode (debug registers) first, then --perf on the same
+/// backend: the ptrace mode leaves no kernel breakpoint slot taken that
+/// the perf event would need.
+#[test]
+fn waits_trace_perf_after_ptrace_mode() {
+    let cl = Cluster::start(15);
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let (code, _, err) = pgdbg(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--ex",
+        "waits trace --for 1s --quiet",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    for _ in 0..3 {
+        let (code, out, err) = pgdbg(&[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--ex",
+            "waits trace --perf --for 1s --quiet",
+        ]);
+        assert_eq!(code, 0, "{err}");
+        assert!(out.contains("Wait events summary"), "{out}");
+    }
+    assert_eq!(a.query_one_i64("select 1"), 1);
+    cl.assert_no_crash();
+}
+
+/// SIGKILL while the perf event traces: the kernel closes it and detaches;
+/// the backend runs on and serves queries, repeatedly.
+#[test]
+fn waits_trace_perf_killed() {
+    let cl = Cluster::start(15);
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let cap = std::env::temp_dir().join(format!(
+        "pgdbg-waits-perf-kill-{}.jsonl",
+        std::process::id()
+    ));
+    for _ in 0..5 {
+        let (mut p, _out) = start_trace(pid, "waits trace --perf --quiet", &cap);
+        for i in 0..20 {
+            assert_eq!(a.query_one_i64(&format!("select {i}")), i);
+        }
+        p.child.kill().unwrap();
+        p.child.wait().unwrap();
+        wait_until("the backend untraced", Duration::from_secs(10), || {
+            tracer_pid(pid) == 0
+        });
+        for i in 0..20 {
+            assert_eq!(a.query_one_i64(&format!("select {i} + 1")), i + 1);
+        }
+    }
+    let _ = std::fs::remove_file(&cap);
+    cl.assert_no_crash();
+}

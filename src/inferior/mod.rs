@@ -14,6 +14,7 @@
 
 pub mod detour;
 pub mod guardian;
+pub mod permission;
 pub mod procfs;
 pub mod recorder;
 pub mod regs;
@@ -34,10 +35,7 @@ use std::io::IoSliceMut;
 pub use regs::Registers;
 
 const INT3: u8 = 0xcc;
-const SI_KERNEL: i32 = 0x80;
-const TRAP_BRKPT: i32 = 1;
-const TRAP_TRACE: i32 = 2;
-const TRAP_HWBKPT: i32 = 4;
+use signals::{SI_KERNEL, TRAP_BRKPT, TRAP_HWBKPT, TRAP_TRACE};
 
 /// Why the target stopped.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,10 +85,11 @@ pub struct Target {
     attached: bool,
     /// Registers of the current stop (valid while stopped).
     regs_cache: std::cell::Cell<Option<Registers>>,
-    /// The cached registers hold a change not yet written to the kernel
-    /// (rip rewound onto an int3): written before the target runs or is
-    /// detached, or dropped when a step-over writes all registers anyway.
-    regs_dirty: bool,
+    /// This stop is the signal-delivery stop of one of our int3s whose
+    /// SIGTRAP still says "int3" (`si_code` SI_KERNEL/TRAP_BRKPT): the
+    /// first register write re-labels it (traphandler.rs).  Cleared when
+    /// the target runs.
+    int3_sigtrap_live: bool,
     /// The (original) first bytes of the instructions under our int3s, for
     /// step-over emulation without reading them at every hit.
     code_cache: std::collections::HashMap<u64, [u8; 4]>,
@@ -161,7 +160,7 @@ impl Target {
             debugregs_dirty: false,
             attached: true,
             regs_cache: std::cell::Cell::new(None),
-            regs_dirty: false,
+            int3_sigtrap_live: false,
             code_cache: std::collections::HashMap::new(),
             mem: std::fs::OpenOptions::new()
                 .read(true)
@@ -407,33 +406,17 @@ impl Target {
     }
 
     /// Put `rip` back on the breakpoint at `addr` (the int3 stood in for
-    /// the instruction there, which has not run).
+    /// the instruction there, which has not run).  Written to the kernel at
+    /// once, never only cached: if pgdbg dies at this stop the kernel drops
+    /// the stop's SIGTRAP (measured on Linux 6.18: no handler runs) and the
+    /// target resumes from the registers the kernel holds; `rip` one past
+    /// the int3 would run the rest of the instruction there.  With `rip`
+    /// on the int3 it traps again, and pgdbg's SIGTRAP handler or the
+    /// guardian restores the byte.
     fn rewind_to(&mut self, addr: u64) -> Result<()> {
         let mut regs = self.regs()?;
         regs.rip = addr;
-        if !self.stopped {
-            return self.set_regs(&regs);
-        }
-        // written lazily: most stops end in a step-over that writes all
-        // registers anyway (one PTRACE_SETREGS per hit instead of two)
-        self.regs_cache.set(Some(regs));
-        self.regs_dirty = true;
-        Ok(())
-    }
-
-    /// Write registers changed only in the cache (before the target runs).
-    fn flush_regs(&mut self) -> Result<()> {
-        if !self.regs_dirty {
-            return Ok(());
-        }
-        let r = self
-            .regs_cache
-            .get()
-            .ok_or_else(|| anyhow!("internal: changed registers lost"))?;
-        ptrace::setregs(self.pid, r.to_user())
-            .map_err(|e| anyhow!("cannot write registers ({e})"))?;
-        self.regs_dirty = false;
-        self.defuse_pending_trap()
+        self.set_regs(&regs)
     }
 
     /// Every address where an int3 of ours is written.
@@ -470,11 +453,17 @@ impl Target {
         self.regs_cache.set(None);
         ptrace::setregs(self.pid, regs.to_user())
             .map_err(|e| anyhow!("cannot write registers ({e})"))?;
-        self.regs_dirty = false;
         if self.stopped {
             self.regs_cache.set(Some(*regs));
         }
-        self.defuse_pending_trap()
+        if self.int3_sigtrap_live {
+            // after the write: `rip` on the int3 with the SIGTRAP still
+            // saying int3 is a state the handler gets right, `rip` one past
+            // it with the SIGTRAP re-labelled is not
+            self.int3_sigtrap_live = false;
+            self.defuse_pending_trap()?;
+        }
+        Ok(())
     }
 
     /// Read the registers from the kernel (not the cache) and check that
@@ -628,7 +617,6 @@ impl Target {
     /// `wait` collects the next stop.
     pub fn resume(&mut self) -> Result<()> {
         let sig = self.signal_to_deliver();
-        self.flush_regs()?;
         ptrace::cont(self.pid, sig)
             .map_err(|e| anyhow!("cannot resume process {} ({e})", self.pid))?;
         self.set_running();
@@ -733,7 +721,6 @@ impl Target {
     /// instruction itself).
     fn single_step_raw(&mut self) -> Result<Option<Stop>> {
         loop {
-            self.flush_regs()?;
             ptrace::step(self.pid, None).map_err(|e| anyhow!("PTRACE_SINGLESTEP failed ({e})"))?;
             self.set_running();
             let status = self.waitpid_blocking()?;
@@ -790,7 +777,7 @@ impl Target {
         self.runs = self.runs.wrapping_add(1);
         self.stopped = false;
         self.regs_cache.set(None);
-        self.regs_dirty = false;
+        self.int3_sigtrap_live = false;
     }
 
     fn mark_gone(&mut self) {
@@ -911,6 +898,7 @@ impl Target {
                         None => None,
                     };
                     if let Some(addr) = ours {
+                        self.int3_sigtrap_live = true;
                         self.rewind_to(addr)?;
                         if terminating {
                             return self.reported(Stop::ToolTerminating);
@@ -965,7 +953,6 @@ impl Target {
     }
 
     fn cont_raw(&mut self, sig: Option<Signal>) -> Result<()> {
-        self.flush_regs()?;
         ptrace::cont(self.pid, sig)
             .map_err(|e| anyhow!("cannot resume process {} ({e})", self.pid))?;
         self.set_running();
@@ -1044,6 +1031,7 @@ impl Target {
                     self.stopped = true;
                     // rewind if it was one of our int3s after all
                     if let Some(bp) = self.int3_behind_rip()? {
+                        self.int3_sigtrap_live = true;
                         self.rewind_to(bp)?;
                     }
                 }
@@ -1071,7 +1059,6 @@ impl Target {
         self.debugregs_dirty = false;
         self.detours.clear();
         self.trap = None;
-        self.regs_dirty = false;
         if !self.attached || self.gone {
             return Ok(());
         }
@@ -1143,9 +1130,6 @@ impl Target {
         if self.gone {
             self.attached = false;
             return Ok(());
-        }
-        if let Err(e) = self.flush_regs() {
-            first_err.get_or_insert(e);
         }
         match ptrace::detach(self.pid, sig) {
             Ok(()) => {}

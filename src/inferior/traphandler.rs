@@ -4,7 +4,11 @@
 //! never delivers one.  It runs only when pgdbg is gone (SIGKILL, the OOM
 //! killer, a crash of pgdbg) and the target traps before the guardian
 //! (guardian.rs) has restored it: without it the SIGTRAP kills the backend
-//! and the postmaster restarts the cluster.
+//! and the postmaster restarts the cluster.  The SIGTRAP of a stop pgdbg
+//! was holding when it died never reaches it: the kernel drops it (Linux
+//! 6.18, tests/fixtures/tracer_death.c), which is why pgdbg puts `rip`
+//! back on the int3 first thing at every hit (the int3 then traps again,
+//! untraced, and comes here).
 //!
 //! The handler (raw machine code, no libc, no stack use beyond its return
 //! address, all signals blocked while it runs):
@@ -83,15 +87,7 @@ const UCONTEXT_RIP: u32 = 40 + 16 * 8;
 /// = 17), and its trap flag (bit 8).
 const UCONTEXT_EFLAGS: u32 = 40 + 17 * 8;
 const EFLAGS_TF: u32 = 1 << 8;
-/// `si_code` of a single-step (TRAP_TRACE), and the one pgdbg writes into
-/// a SIGTRAP it has already dealt with (TRAP_UNK): the handler leaves a
-/// TRAP_UNK alone.
-const TRAP_TRACE: u32 = 2;
-pub const TRAP_UNK: i32 = 5;
-/// `si_code` of an int3: SI_KERNEL (do_int3 sends a SIGTRAP without
-/// details), or TRAP_BRKPT on kernels that give one.
-pub(super) const SI_KERNEL: u32 = 0x80;
-pub(super) const TRAP_BRKPT: u32 = 1;
+use super::signals::{SI_KERNEL, TRAP_BRKPT, TRAP_TRACE, TRAP_UNK};
 const SYS_MPROTECT: u32 = 10;
 const SYS_RT_SIGRETURN: u32 = 15;
 const SYS_RT_SIGACTION: u32 = 13;
@@ -121,7 +117,7 @@ pub fn emit(base: u64) -> Vec<u8> {
     let je_trace = c.len();
     c.extend_from_slice(&[0x74, 0]); // je trace
     c.extend_from_slice(&[0x3d]); // cmp eax, SI_KERNEL
-    d32(&mut c, SI_KERNEL);
+    d32(&mut c, SI_KERNEL as u32);
     let je_int3 = c.len();
     c.extend_from_slice(&[0x74, 0]); // je int3
     c.extend_from_slice(&[0x83, 0xf8, TRAP_BRKPT as u8]); // cmp eax, TRAP_BRKPT
@@ -634,7 +630,7 @@ impl Target {
             return Ok(()); // not a signal stop: nothing pending
         };
         if si.si_signo != libc::SIGTRAP
-            || !(si.si_code == SI_KERNEL as i32 || si.si_code == TRAP_BRKPT as i32)
+            || !(si.si_code == SI_KERNEL || si.si_code == TRAP_BRKPT)
         {
             return Ok(());
         }

@@ -2,6 +2,7 @@
 //! comma-separated expressions, numbers, durations and the `--for` /
 //! `--count` / `--stacks` options.
 
+pub use crate::expr::parse::split_args;
 use anyhow::{Result, anyhow, bail};
 use std::time::Duration;
 
@@ -36,34 +37,6 @@ pub fn strip_comment(line: &str) -> &str {
         i += 1;
     }
     line
-}
-
-/// Split expressions at top-level commas (not inside (), [] or quotes).
-pub fn split_args(s: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut depth = 0i32;
-    let mut quote: Option<char> = None;
-    let mut cur = String::new();
-    for c in s.chars() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), _) => {}
-            (None, '"' | '\'') => quote = Some(c),
-            (None, '(' | '[') => depth += 1,
-            (None, ')' | ']') => depth -= 1,
-            (None, ',') if depth == 0 => {
-                out.push(cur.trim().to_string());
-                cur.clear();
-                continue;
-            }
-            _ => {}
-        }
-        cur.push(c);
-    }
-    if !cur.trim().is_empty() {
-        out.push(cur.trim().to_string());
-    }
-    out
 }
 
 /// An optional number argument (`bt 5`, `frame 2`).

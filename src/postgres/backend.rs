@@ -17,9 +17,13 @@
 use crate::capture::Event;
 use crate::debuginfo::DebugInfo;
 use crate::debuginfo::layout::Layout;
+use crate::debuginfo::types::TypeRef;
+use crate::expr::eval::{Scalar, Value};
+use crate::expr::parse::Expr;
 use crate::infcall::CallFrame;
-use crate::inferior::Registers;
 use crate::inferior::recorder::{Record, RecordSpec, Recorder};
+use crate::inferior::{Registers, Stop};
+use crate::postgres::ProcessKind;
 use anyhow::Result;
 use std::time::Duration;
 
@@ -33,6 +37,8 @@ pub trait Backend {
     fn bias(&self) -> u64;
     /// The backend's process id.
     fn pid(&self) -> i32;
+    /// What kind of PostgreSQL process the backend is.
+    fn process_kind(&self) -> &ProcessKind;
     /// Runtime address of the global variable `name`.
     fn global_addr(&self, name: &str) -> Option<u64> {
         self.di().global(name).map(|(a, _)| a + self.bias())
@@ -82,9 +88,29 @@ pub trait Backend {
         self.read(addr, &mut b)?;
         Ok(i32::from_le_bytes(b))
     }
+    /// The NUL-terminated string at `addr` (without the NUL), at most
+    /// `max` bytes; read a page at a time, so a string that ends before
+    /// an unmapped page reads whole.
+    fn read_cstr(&self, addr: u64, max: usize) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        let mut a = addr;
+        while out.len() < max {
+            let n = (4096 - (a as usize & 4095)).min(max - out.len()).min(256);
+            let b = self.read_bytes(a, n)?;
+            if let Some(p) = b.iter().position(|&c| c == 0) {
+                out.extend_from_slice(&b[..p]);
+                return Ok(out);
+            }
+            out.extend_from_slice(&b);
+            a += n as u64;
+        }
+        Ok(out)
+    }
 
     // ----------------------------------------------------------- the stop
 
+    /// Why the backend is stopped now (None: not stopped by pgdbg yet).
+    fn last_stop(&self) -> Option<Stop>;
     /// Registers at the current stop.
     fn registers(&self) -> Result<Registers>;
     /// Function names of the current stop's frames, innermost first ("" when unknown).
@@ -97,6 +123,20 @@ pub trait Backend {
     fn select_function_frame(&mut self, function: &str) -> Result<()>;
     /// Evaluate a C expression in the selected frame: (text as `print` shows it, JSON).
     fn eval_text(&mut self, expr: &str) -> Result<(String, serde_json::Value)>;
+    /// Evaluate a parsed C expression in the selected frame to a scalar,
+    /// with the type of the value it came from.
+    fn eval_scalar(&mut self, e: &Expr) -> Result<(Scalar, TypeRef)>;
+    /// Parameter `param` of each frame of the current stop whose function
+    /// is one of `functions`, innermost first: (frame number, function,
+    /// its value or why the debug info cannot give it here).
+    fn frame_params(
+        &mut self,
+        functions: &[&str],
+        param: &str,
+    ) -> Result<Vec<(usize, String, Result<u64>)>>;
+    /// Keep `v` in the value history: (its number N for `$N`, its text as
+    /// `print` shows it, its JSON).
+    fn keep_value(&mut self, v: Value) -> (usize, String, serde_json::Value);
 
     // ---------------------------------------------- breakpoints and probes
 
@@ -106,6 +146,11 @@ pub trait Backend {
     fn disarm_internal(&mut self, addr: u64) -> Result<()>;
     /// Arm a 4-byte write watchpoint on `addr`.
     fn watch_word(&mut self, addr: u64) -> Result<()>;
+    /// Let the backend run for about `d`, then stop it again (stepping
+    /// over a breakpoint it sits on first).  None when it stopped so (or at
+    /// a breakpoint); else the report of the stop that came instead (the
+    /// backend exited, a signal).
+    fn run_briefly(&mut self, d: Duration) -> Result<Option<String>>;
     /// Run the backend, calling `h` at its stops, until `h` is done, `limit`, Ctrl-C or a stop.
     fn run_probes(
         &mut self,
@@ -184,6 +229,66 @@ pub enum ProbeEnd {
     Terminating,
 }
 
+/// How a session goes on after a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    Continue,
+    Quit,
+    TargetGone,
+    Terminate,
+}
+
+/// What a probe command shows and how the session goes on, from how its
+/// `run_probes` ended: the stop's report is left out when Ctrl-C (an
+/// interrupt) ended the probe, and after `--for`/`--count`.
+pub fn probe_outcome(
+    s: &dyn Backend,
+    end: ProbeEnd,
+    summary: String,
+    text: String,
+) -> (String, Flow) {
+    match end {
+        ProbeEnd::Done | ProbeEnd::Deadline => (summary, Flow::Continue),
+        ProbeEnd::Stopped => {
+            if matches!(s.last_stop(), Some(Stop::Interrupted)) {
+                (summary, Flow::Continue)
+            } else {
+                (format!("{summary}{text}"), Flow::Continue)
+            }
+        }
+        ProbeEnd::TargetGone => (format!("{summary}{text}"), Flow::TargetGone),
+        ProbeEnd::Terminating => (summary, Flow::Terminate),
+    }
+}
+
+/// A probe with no breakpoints: the target just runs (waits sample).
+pub struct NoStop;
+
+impl ProbeHandler for NoStop {
+    fn on_stop(&mut self, _s: &mut dyn Backend, _addr: u64) -> Result<()> {
+        Ok(())
+    }
+    fn done(&self) -> bool {
+        false
+    }
+}
+
+/// Stop at the first hit of the armed internal breakpoints.
+#[derive(Default)]
+pub struct OneStop {
+    hit: bool,
+}
+
+impl ProbeHandler for OneStop {
+    fn on_stop(&mut self, _s: &mut dyn Backend, _addr: u64) -> Result<()> {
+        self.hit = true;
+        Ok(())
+    }
+    fn done(&self) -> bool {
+        self.hit
+    }
+}
+
 /// A backend in memory for unit tests: a memory map, symbols and layouts
 /// given by the test, registers set by it, output collected.  No debug
 /// info, no calls, no recorder: those fail (or, for `di`, panic), so a test
@@ -213,6 +318,9 @@ pub mod fake {
         /// Captured events, in order.
         pub events: Vec<(String, serde_json::Value)>,
         pub capture: bool,
+        /// None: a client backend.
+        pub kind: Option<ProcessKind>,
+        pub stop: Option<Stop>,
     }
 
     impl FakeBackend {
@@ -304,6 +412,12 @@ pub mod fake {
         fn pid(&self) -> i32 {
             4711
         }
+        fn process_kind(&self) -> &ProcessKind {
+            static CLIENT: ProcessKind = ProcessKind::ClientBackend {
+                title: String::new(),
+            };
+            self.kind.as_ref().unwrap_or(&CLIENT)
+        }
         fn global_addr(&self, name: &str) -> Option<u64> {
             self.globals.get(name).copied()
         }
@@ -336,6 +450,9 @@ pub mod fake {
             }
             Ok(())
         }
+        fn last_stop(&self) -> Option<Stop> {
+            self.stop.clone()
+        }
         fn registers(&self) -> Result<Registers> {
             Ok(self.regs)
         }
@@ -353,6 +470,22 @@ pub mod fake {
         }
         fn eval_text(&mut self, expr: &str) -> Result<(String, serde_json::Value)> {
             anyhow::bail!("the fake backend evaluates no expressions ({expr})")
+        }
+        fn eval_scalar(&mut self, _e: &Expr) -> Result<(Scalar, TypeRef)> {
+            anyhow::bail!("the fake backend evaluates no expressions")
+        }
+        fn frame_params(
+            &mut self,
+            _functions: &[&str],
+            _param: &str,
+        ) -> Result<Vec<(usize, String, Result<u64>)>> {
+            Ok(Vec::new())
+        }
+        fn keep_value(&mut self, _v: Value) -> (usize, String, serde_json::Value) {
+            panic!("the fake backend keeps no values")
+        }
+        fn run_briefly(&mut self, _d: Duration) -> Result<Option<String>> {
+            anyhow::bail!("the fake backend does not run")
         }
         fn arm_internal(&mut self, addr: u64) -> Result<()> {
             *self.armed.entry(addr).or_insert(0) += 1;

@@ -163,6 +163,7 @@ pub fn major_of(version: &str) -> Option<u32> {
 pub mod backend;
 pub mod call;
 pub mod cluster;
+pub mod commands;
 pub mod explain;
 pub mod packs;
 pub mod plancache;

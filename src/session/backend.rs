@@ -4,10 +4,15 @@
 
 use crate::capture::Event;
 use crate::debuginfo::DebugInfo;
+use crate::debuginfo::types::TypeRef;
+use crate::expr::eval::{Scalar, Value, eval, scalar};
 use crate::expr::format::{Radix, format_value, to_json};
+use crate::expr::parse::Expr;
+use crate::guard;
 use crate::infcall::CallFrame;
-use crate::inferior::Registers;
 use crate::inferior::recorder::{Record, RecordSpec, Recorder};
+use crate::inferior::{Registers, Stop};
+use crate::postgres::ProcessKind;
 use crate::postgres::backend::{Backend, ProbeEnd, ProbeHandler};
 use crate::session::Session;
 use anyhow::Result;
@@ -23,6 +28,9 @@ impl Backend for Session {
     fn pid(&self) -> i32 {
         self.pid
     }
+    fn process_kind(&self) -> &ProcessKind {
+        &self.kind
+    }
     fn location_addrs(&self, spec: &str) -> Result<Vec<u64>> {
         Ok(Session::resolve_location(self, spec)?
             .iter()
@@ -34,6 +42,12 @@ impl Backend for Session {
     }
     fn read_many(&self, ranges: &mut [(u64, &mut [u8])]) -> Result<()> {
         Session::read_many(self, ranges)
+    }
+    fn read_cstr(&self, addr: u64, max: usize) -> Result<Vec<u8>> {
+        Ok(self.target.read_cstr(addr, max)?.0)
+    }
+    fn last_stop(&self) -> Option<Stop> {
+        self.last_stop.clone()
     }
     fn registers(&self) -> Result<Registers> {
         Session::registers(self)
@@ -57,6 +71,52 @@ impl Backend for Session {
     fn eval_text(&mut self, expr: &str) -> Result<(String, serde_json::Value)> {
         let v = self.eval_expr(expr)?;
         Ok((format_value(self, &v, Radix::Natural), to_json(self, &v)))
+    }
+    fn eval_scalar(&mut self, e: &Expr) -> Result<(Scalar, TypeRef)> {
+        let v = eval(self, e)?;
+        Ok((scalar(self, &v)?, v.ty))
+    }
+    fn frame_params(
+        &mut self,
+        functions: &[&str],
+        param: &str,
+    ) -> Result<Vec<(usize, String, Result<u64>)>> {
+        let frames = self.frames()?.clone();
+        let mut out = Vec::new();
+        for f in &frames {
+            let func = f.function.as_deref().unwrap_or("");
+            if !functions.contains(&func) {
+                continue;
+            }
+            let vars = self.frame_vars(f);
+            let Some(v) = vars.iter().find(|v| v.is_param && v.name == param) else {
+                continue;
+            };
+            let val = self.var_value(f, v);
+            let got = scalar(self, &val).map(|sc| sc.as_i64() as u64);
+            out.push((f.level, func.to_string(), got));
+        }
+        Ok(out)
+    }
+    fn keep_value(&mut self, v: Value) -> (usize, String, serde_json::Value) {
+        let text = format_value(self, &v, Radix::Natural);
+        let json = to_json(self, &v);
+        self.history.borrow_mut().push(v);
+        let n = self.history.borrow().len();
+        (n, text, json)
+    }
+    fn run_briefly(&mut self, d: Duration) -> Result<Option<String>> {
+        let deadline = guard::Deadline::arm(d);
+        let regs = self.target.regs()?;
+        if self.target.breakpoint_inserted(regs.rip) {
+            self.target.step_over_breakpoint(regs.rip)?;
+        }
+        let stop = self.target.cont_and_wait(&guard::Hooks)?;
+        drop(deadline);
+        match stop {
+            Stop::Interrupted | Stop::Breakpoint { .. } => Ok(None),
+            other => Ok(Some(self.report_stop(other)?.1)),
+        }
     }
     fn arm_internal(&mut self, addr: u64) -> Result<()> {
         Session::arm_internal(self, addr)

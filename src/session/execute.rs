@@ -1,5 +1,6 @@
 //! `execute`: one parsed command run against the session.
 use super::*;
+use crate::postgres::commands as pg;
 
 impl Session {
     /// Run one command; returns the text to show and whether the session
@@ -135,15 +136,21 @@ impl Session {
                 duration,
                 count,
                 fast,
-            } => self.plancache(*duration, *count, *fast)?,
-            Command::Call(text) => (self.call_function(text)?, Flow::Continue),
-            Command::Wait => (self.wait_now()?, Flow::Continue),
-            Command::WaitsSample { hz, duration } => self.waits_sample(*hz, *duration)?,
+            } => pg::plancache(
+                self,
+                *duration,
+                *count,
+                fast.is_some(),
+                *fast == Some(crate::command::Fast::InProcess),
+            )?,
+            Command::Call(text) => (pg::call(self, text)?, Flow::Continue),
+            Command::Wait => (pg::wait_now(self)?, Flow::Continue),
+            Command::WaitsSample { hz, duration } => pg::waits_sample(self, *hz, *duration)?,
             Command::WaitsTrace {
                 duration,
                 stacks,
                 quiet,
-            } => self.waits_trace(*duration, *stacks, *quiet)?,
+            } => pg::waits_trace(self, *duration, *stacks, *quiet)?,
             Command::Plan {
                 next,
                 format,
@@ -155,7 +162,7 @@ impl Session {
                     verbose: *verbose,
                     costs: *costs,
                 };
-                self.plan(*next, &opts)?
+                pg::plan(self, *next, &opts)?
             }
             Command::Detach => (self.detach()?, Flow::Quit),
             Command::Quit => (self.detach()?, Flow::Quit),

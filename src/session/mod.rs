@@ -12,9 +12,8 @@
 //! | `probes.rs` | pgdbg's own breakpoints and watchpoints, the probe loop |
 //! | `frames.rs` | unwinding, the frames of the current stop, `bt`, `frame` |
 //! | `values.rs` | expressions: `print`, `printf`, `info locals/args/registers/address` |
-//! | `pg.rs` | the PostgreSQL commands' entry points (`call`, `plan`, `wait`, `waits`, `plancache`); their logic is in `crate::postgres` |
 //! | `modules.rs` | the files mapped into the target (main binary, libraries) |
-//! | `backend.rs` | `Session` as the `postgres::Backend` the PostgreSQL layer uses |
+//! | `backend.rs` | `Session` as the `postgres::Backend` the PostgreSQL layer and its commands (`crate::postgres::commands`) use |
 
 use crate::breakpoints::{BpLocation, Breakpoints};
 use crate::capture::{Capture, Event};
@@ -41,16 +40,14 @@ mod execute;
 mod frames;
 mod locations;
 mod modules;
-mod pg;
 mod probes;
 mod run;
 mod values;
 
-pub use crate::postgres::backend::{ProbeEnd, ProbeHandler};
+pub use crate::postgres::backend::{Flow, ProbeEnd, ProbeHandler};
 use locations::resolve;
 pub use locations::{basename, resolve_location};
 use modules::{Modules, compute_bias};
-use probes::{NoStop, OneStop};
 
 /// One frame of a backtrace: physical frames, with inlined calls expanded.
 #[derive(Clone, Debug)]
@@ -148,17 +145,6 @@ pub struct Session {
     hit_limit: Option<u64>,
     /// Breakpoint hits counted against `hit_limit`.
     pub hits_total: u64,
-}
-
-/// `plan --next` said once that it waits (and how to end the wait).
-static PLAN_NEXT_SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Flow {
-    Continue,
-    Quit,
-    TargetGone,
-    Terminate,
 }
 
 impl Session {
@@ -369,14 +355,5 @@ impl Session {
             },
             self.bps.list.len(),
         )
-    }
-}
-
-fn one_line(s: &str) -> String {
-    let t: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    if t.chars().count() > 100 {
-        format!("{}...", t.chars().take(100).collect::<String>())
-    } else {
-        t
     }
 }

@@ -267,45 +267,6 @@ impl Session {
     /// What a probe command shows and how the session goes on, from how
     /// its `run_probes` ended.
     pub fn probe_outcome(&self, end: ProbeEnd, summary: String, text: String) -> (String, Flow) {
-        match end {
-            ProbeEnd::Done | ProbeEnd::Deadline => (summary, Flow::Continue),
-            ProbeEnd::Stopped => {
-                if matches!(self.last_stop, Some(Stop::Interrupted)) {
-                    (summary, Flow::Continue)
-                } else {
-                    (format!("{summary}{text}"), Flow::Continue)
-                }
-            }
-            ProbeEnd::TargetGone => (format!("{summary}{text}"), Flow::TargetGone),
-            ProbeEnd::Terminating => (summary, Flow::Terminate),
-        }
-    }
-}
-
-/// A probe with no breakpoints: the target just runs (waits sample).
-pub(crate) struct NoStop;
-
-impl ProbeHandler for NoStop {
-    fn on_stop(&mut self, _s: &mut dyn crate::postgres::Backend, _addr: u64) -> Result<()> {
-        Ok(())
-    }
-    fn done(&self) -> bool {
-        false
-    }
-}
-
-/// Stop at the first hit of the armed internal breakpoints.
-#[derive(Default)]
-pub(crate) struct OneStop {
-    hit: bool,
-}
-
-impl ProbeHandler for OneStop {
-    fn on_stop(&mut self, _s: &mut dyn crate::postgres::Backend, _addr: u64) -> Result<()> {
-        self.hit = true;
-        Ok(())
-    }
-    fn done(&self) -> bool {
-        self.hit
+        crate::postgres::backend::probe_outcome(self, end, summary, text)
     }
 }

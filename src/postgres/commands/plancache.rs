@@ -1,0 +1,65 @@
+//! `plancache`: report plan choices until a limit, Ctrl-C or a stop.
+
+use crate::capture::Event;
+use crate::postgres::backend::{Backend, Flow, probe_outcome};
+use crate::postgres::plancache::{PlanCacheLayouts, PlanCacheProbe};
+use anyhow::Result;
+use std::time::Duration;
+
+/// `plancache [--fast [in-process]]`: `fast` reads the plansources'
+/// counters instead of stopping in `choose_custom_plan`; `in_process`
+/// records them in the backend's own ring buffer (no stops at all).
+pub fn plancache(
+    s: &mut dyn Backend,
+    duration: Option<Duration>,
+    count: Option<u64>,
+    fast: bool,
+    in_process: bool,
+) -> Result<(String, Flow)> {
+    let layouts = PlanCacheLayouts::new(s)?;
+    let mut probe = PlanCacheProbe::new(layouts, count, fast, in_process)?;
+    probe.arm(s)?;
+    let limit = match (duration, count) {
+        (Some(d), _) => format!(" for {:.1}s", d.as_secs_f64()),
+        (None, Some(n)) => format!(" for {n} decisions"),
+        _ => "; Ctrl-C stops".into(),
+    };
+    let how = if probe.in_process() {
+        " (recorded in-process, no stops)"
+    } else {
+        ""
+    };
+    s.say(&format!(
+        "plancache: watching the plan cache of backend {}{limit}{how}",
+        s.pid()
+    ));
+    let t0 = std::time::Instant::now();
+    let res = s.run_probes(&mut probe, duration);
+    // the decisions still unreported, and the recorder out, even after
+    // an error (detach would take it out too)
+    let finished = probe.finish(s);
+    let (end, text) = res?;
+    finished?;
+    let lost = if probe.lost > 0 {
+        format!("; {} not recorded (ring full)", probe.lost)
+    } else {
+        String::new()
+    };
+    let summary = format!(
+        "plancache: {} decision{} ({} custom, {} generic) in {:.1}s{lost}",
+        probe.decisions,
+        if probe.decisions == 1 { "" } else { "s" },
+        probe.decisions - probe.generic,
+        probe.generic,
+        t0.elapsed().as_secs_f64()
+    );
+    s.emit_event(
+        Event::PlancacheEnd {
+            decisions: probe.decisions,
+            generic: probe.generic,
+            lost: probe.lost,
+        },
+        None,
+    );
+    Ok(probe_outcome(s, end, summary, text))
+}

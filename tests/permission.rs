@@ -15,7 +15,10 @@ fn one_line(out: &std::process::Output, needles: &[&str]) -> String {
     assert_ne!(out.status.code(), Some(0), "must fail: {err}");
     let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
     assert_eq!(lines.len(), 1, "one line expected:\n{err}");
-    assert!(lines[0].starts_with("pgdbg: error: no permission to trace process"), "{err}");
+    assert!(
+        lines[0].starts_with("pgdbg: error: no permission to trace process"),
+        "{err}"
+    );
     for n in needles {
         assert!(lines[0].contains(n), "expected {n:?} in: {err}");
     }
@@ -81,7 +84,10 @@ fn refused_attach_names_cause_and_fix() {
         .unwrap();
     one_line(
         &out,
-        &["runs as root but without CAP_SYS_PTRACE", "--cap-add=SYS_PTRACE"],
+        &[
+            "runs as root but without CAP_SYS_PTRACE",
+            "--cap-add=SYS_PTRACE",
+        ],
     );
     assert_eq!(tracer_pid(pid), 0);
 

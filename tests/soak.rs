@@ -372,7 +372,11 @@ fn soak(cl: &Cluster, load: &mut Load, mode: Mode, kills: usize, rng: &mut Rng) 
             }
             std::thread::sleep(Duration::from_micros(rng.below(300_000)));
         }
-        assert!(!exited(), "{} kill {k}: pgdbg ended before the kill", mode.name());
+        assert!(
+            !exited(),
+            "{} kill {k}: pgdbg ended before the kill",
+            mode.name()
+        );
         if mode.in_call() && entry_byte(pid) == Some(0xcc) {
             landed_in_call = true;
         }
@@ -661,6 +665,8 @@ fn attach_detach_cycles(major: u32) {
         } else {
             "waits trace --for 20ms"
         };
+        // reaped with wait4 below, for its rusage (peak RSS)
+        #[allow(clippy::zombie_processes)]
         let child = std::process::Command::new(pgdbg_bin())
             .args(["attach", &pid.to_string(), "-q", "--ex", cmd])
             .env_remove("DEBUGINFOD_URLS")
@@ -684,7 +690,10 @@ fn attach_detach_cycles(major: u32) {
         );
         pgdbg_rss.push(ru.ru_maxrss as u64);
         backend_rss.push(vm_rss_kb(pid));
-        assert!(guardians_of(pid).is_empty(), "cycle {k}: a guardian is left");
+        assert!(
+            guardians_of(pid).is_empty(),
+            "cycle {k}: a guardian is left"
+        );
         assert_eq!(tracer_pid(pid), 0, "cycle {k}: still traced");
         for sym in ["LockRelationOid", "_start"] {
             assert!(
@@ -696,8 +705,16 @@ fn attach_detach_cycles(major: u32) {
             assert_eq!(dr7(pid), 0, "cycle {k}: DR7 left armed");
         }
         assert!(!catches_sigtrap(pid), "cycle {k}: SIGTRAP still caught");
-        assert_eq!(anon_exec_maps(pid), maps_before, "cycle {k}: mappings changed");
-        assert_eq!(crashes(&cl.log()), log_before, "cycle {k}: a backend crashed");
+        assert_eq!(
+            anon_exec_maps(pid),
+            maps_before,
+            "cycle {k}: mappings changed"
+        );
+        assert_eq!(
+            crashes(&cl.log()),
+            log_before,
+            "cycle {k}: a backend crashed"
+        );
     }
     assert_busy(pid, "after the cycles");
     assert!(load.backends(&cl).contains(&pid));
@@ -711,8 +728,14 @@ fn attach_detach_cycles(major: u32) {
         pgdbg_rss.iter().max().unwrap(),
         backend_rss.iter().max().unwrap()
     );
-    assert!(p1 < p0 * 1.10 + 1024.0, "pgdbg's RSS grows: {p0:.0} -> {p1:.0} kB");
-    assert!(b1 < b0 + 2048.0, "the backend's RSS grows: {b0:.0} -> {b1:.0} kB");
+    assert!(
+        p1 < p0 * 1.10 + 1024.0,
+        "pgdbg's RSS grows: {p0:.0} -> {p1:.0} kB"
+    );
+    assert!(
+        b1 < b0 + 2048.0,
+        "the backend's RSS grows: {b0:.0} -> {b1:.0} kB"
+    );
 }
 
 #[test]

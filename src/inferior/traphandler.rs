@@ -629,9 +629,7 @@ impl Target {
         let Ok(mut si) = nix::sys::ptrace::getsiginfo(self.pid) else {
             return Ok(()); // not a signal stop: nothing pending
         };
-        if si.si_signo != libc::SIGTRAP
-            || !(si.si_code == SI_KERNEL || si.si_code == TRAP_BRKPT)
-        {
+        if si.si_signo != libc::SIGTRAP || !(si.si_code == SI_KERNEL || si.si_code == TRAP_BRKPT) {
             return Ok(());
         }
         si.si_code = TRAP_UNK;

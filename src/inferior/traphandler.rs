@@ -617,21 +617,21 @@ impl Target {
         (e & ADDR_MASK == addr).then_some((e >> 56) as u8)
     }
 
-    /// pgdbg wrote `rip` during a stop: if the kernel still holds an int3's
-    /// SIGTRAP for it (discarded at the next resume, delivered if pgdbg
-    /// dies first), mark it dealt with (`si_code` TRAP_UNK), or the handler
-    /// would take it for a fresh hit and rewind `rip` once more (a push
-    /// emulated at an int3 would run twice).
+    /// pgdbg wrote `rip` at an int3's signal-delivery stop: mark that
+    /// SIGTRAP dealt with (`si_code` TRAP_UNK), or, on a kernel that
+    /// delivers it when pgdbg dies at this stop (Linux 6.18 drops it), the
+    /// handler would take it for a fresh hit and rewind `rip` once more (a
+    /// push emulated at an int3 would run twice).
     pub(super) fn defuse_pending_trap(&self) -> Result<()> {
         if self.trap.is_none() || self.gone || !self.stopped {
             return Ok(());
         }
-        let Ok(mut si) = nix::sys::ptrace::getsiginfo(self.pid) else {
-            return Ok(()); // not a signal stop: nothing pending
-        };
-        if si.si_signo != libc::SIGTRAP || !(si.si_code == SI_KERNEL || si.si_code == TRAP_BRKPT) {
-            return Ok(());
-        }
+        // called only at the signal-delivery stop of one of our int3s
+        // (`int3_sigtrap_live`), once: its siginfo is known, no read first;
+        // the handler looks at nothing but si_code
+        // SAFETY: an all-zero siginfo_t is a valid value.
+        let mut si: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        si.si_signo = libc::SIGTRAP;
         si.si_code = TRAP_UNK;
         nix::sys::ptrace::setsiginfo(self.pid, &si)
             .map_err(|e| anyhow!("cannot mark the pending SIGTRAP as handled ({e})"))

@@ -72,6 +72,11 @@ impl Cluster {
         c
     }
 
+    /// A throwaway cluster of any installation (e.g. Debian's package).
+    pub fn start_prefix(prefix: &Path) -> Cluster {
+        Self::start_in(prefix, &[], None)
+    }
+
     pub fn start_with(major: u32, settings: &[&str]) -> Cluster {
         Self::start_in(&pg_prefix(major), settings, None)
     }

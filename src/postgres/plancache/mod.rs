@@ -1,0 +1,571 @@
+//! The plan-cache inspector: every custom/generic plan decision a backend
+//! makes, with the costs PostgreSQL compared and why it chose.
+//!
+//! How the choice is learned: a breakpoint on `GetCachedPlan` (exported, so
+//! always out of line) reads the `CachedPlanSource` as it is before the
+//! decision; a one-shot breakpoint on the return address reads it again and
+//! compares the returned `CachedPlan *` with `plansource->gplan`.  The
+//! choice reported is the one PostgreSQL made, once per execution, even on
+//! the 6th execution where `choose_custom_plan` runs twice.  All struct
+//! layouts come from DWARF (`Layout`), one memory read per struct.
+//!
+//! `--fast` (14+) learns the choice from the plansource's counters instead
+//! (`num_custom_plans` / `num_generic_plans` move by one when
+//! GetCachedPlan has chosen), so only the entry is needed.  By default it
+//! records the entries in-process (`inferior::recorder`: a detour at
+//! GetCachedPlan copies the plansource's counters and costs into a ring
+//! buffer, read 50 to 200 times a second), so the backend never stops for a
+//! decision; `--fast=stop` (or when no detour can be placed) stops at each
+//! entry instead.
+//!
+//! | file | holds |
+//! | --- | --- |
+//! | `mod.rs` | the layouts, the probe and its state, what both modes share (names, query texts, the report of a decision), `ProbeHandler` |
+//! | `decide.rs` | the decision logic, pure: counters settled into choices, lost executions, the reason and the text of a decision |
+//! | `stop.rs` | the stop mode: entry and return breakpoints; `--fast=stop` |
+//! | `ring.rs` | the in-process recorder mode (`--fast`): install, drain, report |
+//! | `testkit.rs` | the unit tests' plansources on a fake backend |
+
+use super::backend::{Backend, ProbeHandler};
+use crate::debuginfo::layout::Layout;
+use crate::inferior::recorder::{Record, Recorder};
+use anyhow::{Result, anyhow, bail};
+use std::collections::HashMap;
+
+mod decide;
+mod ring;
+mod stop;
+#[cfg(test)]
+mod testkit;
+
+use decide::prepare_name_in;
+pub use decide::{decision_event, format_decision, label};
+use ring::RING_POLL;
+
+/// `CACHEDPLANSOURCE_MAGIC` from plancache.h: a sanity check that the
+/// pointer really is a CachedPlanSource (not an offset).
+const CACHEDPLANSOURCE_MAGIC: i64 = 195726186;
+
+/// Layouts and addresses the inspector needs, resolved once per session.
+pub struct PlanCacheLayouts {
+    cps: Layout,
+    cplan: Layout,
+    list: Option<Layout>,
+    pstmt: Layout,
+    entries: Vec<u64>,
+    prepared_queries: Option<u64>,
+    htab: Option<Layout>,
+    hashhdr: Option<Layout>,
+    hashelement: Option<Layout>,
+    prep: Option<Layout>,
+    plan_cache_mode: Option<(u64, Vec<(String, i64)>)>,
+    cpu_operator_cost: Option<u64>,
+}
+
+impl PlanCacheLayouts {
+    pub fn new(s: &dyn Backend) -> Result<PlanCacheLayouts> {
+        let entries = s.function_addrs("GetCachedPlan");
+        if entries.is_empty() {
+            bail!("GetCachedPlan is not in this postgres binary: cannot watch the plan cache");
+        }
+        // The GUC is an `int`; its names come from the server's own GUC
+        // table (`plan_cache_mode_options`: "auto", "force_generic_plan",
+        // ...), read from the backend's memory.
+        let plan_cache_mode = s.global_addr("plan_cache_mode").map(|a| {
+            let values = s
+                .global_addr("plan_cache_mode_options")
+                .and_then(|opts| read_enum_options(s, opts).ok())
+                .or_else(|| s.di().pack_guc_enum("plan_cache_mode"))
+                .unwrap_or_default();
+            (a, values)
+        });
+        Ok(PlanCacheLayouts {
+            cps: s.layout("CachedPlanSource")?,
+            cplan: s.layout("CachedPlan")?,
+            list: s
+                .layout("List")
+                .ok()
+                .filter(|l| l.has("elements") && l.has("length")),
+            pstmt: s.layout("PlannedStmt")?,
+            entries,
+            prepared_queries: s.global_addr("prepared_queries"),
+            htab: s.layout("HTAB").ok(),
+            hashhdr: s.layout("HASHHDR").ok(),
+            hashelement: s.layout("HASHELEMENT").ok(),
+            prep: s.layout("PreparedStatement").ok(),
+            plan_cache_mode,
+            cpu_operator_cost: s.global_addr("cpu_operator_cost"),
+        })
+    }
+}
+
+fn read(s: &dyn Backend, addr: u64, len: u64) -> Result<Vec<u8>> {
+    s.read_bytes(addr, len as usize)
+}
+
+fn read_cstring(s: &dyn Backend, addr: u64, max: usize) -> String {
+    let mut out = Vec::new();
+    let mut a = addr;
+    while out.len() < max {
+        let n = (4096 - (a as usize & 4095)).min(64).min(max - out.len());
+        let Ok(b) = read(s, a, n as u64) else { break };
+        if let Some(p) = b.iter().position(|&c| c == 0) {
+            out.extend_from_slice(&b[..p]);
+            break;
+        }
+        out.extend_from_slice(&b);
+        a += n as u64;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A GUC's `config_enum_entry` array: (name, value) until the NULL name.
+fn read_enum_options(s: &dyn Backend, addr: u64) -> Result<Vec<(String, i64)>> {
+    let l = s.layout("config_enum_entry")?;
+    let mut out = Vec::new();
+    for i in 0..32 {
+        let b = read(s, addr + i * l.size, l.size)?;
+        let name = l.ptr(&b, "name").unwrap_or(0);
+        if name == 0 {
+            break;
+        }
+        let hidden = l.boolean(&b, "hidden").unwrap_or(false);
+        if !hidden {
+            out.push((read_cstring(s, name, 64), l.int(&b, "val").unwrap_or(-1)));
+        }
+    }
+    Ok(out)
+}
+
+/// One decision, as reported.
+#[derive(Debug, Clone)]
+pub struct Decision {
+    /// When GetCachedPlan was entered, if known better than "now".
+    pub ts: Option<f64>,
+    pub statement: Option<String>,
+    pub query: String,
+    pub execution: i64,
+    pub generic: bool,
+    pub generic_cost: Option<f64>,
+    pub avg_custom_cost: Option<f64>,
+    pub total_custom_cost: f64,
+    pub num_custom_plans: i64,
+    pub num_generic_plans: Option<i64>,
+    pub custom_plan_cost: Option<f64>,
+    pub planning_cost: Option<f64>,
+    pub plan_cache_mode: String,
+    pub reason: &'static str,
+}
+
+struct Pending {
+    plansource: u64,
+    bound_params: u64,
+    ret: u64,
+    ret_rsp: u64,
+    before: Vec<u8>,
+    /// plan_cache_mode at the entry (recorded in-process)
+    mode: Option<i32>,
+    ts: Option<f64>,
+}
+
+/// An execution's choice as its plansource's counters tell it.
+enum Settled {
+    /// Not chosen yet (GetCachedPlan still running, or left by an ERROR).
+    Running,
+    /// Chosen; `after`: the plansource one decision later.
+    Done { generic: bool, after: Vec<u8> },
+    /// Both counters moved (calls lost in between): unknown.
+    Ambiguous,
+    /// The plansource is no longer there.
+    Gone,
+}
+
+pub struct PlanCacheProbe {
+    l: PlanCacheLayouts,
+    pending: Vec<Pending>,
+    names: HashMap<u64, Option<String>>,
+    /// query text by (plansource, query_string pointer)
+    queries: HashMap<(u64, u64), String>,
+    count_limit: Option<u64>,
+    /// One stop per decision: no return breakpoint (see `flush_fast`).
+    fast: bool,
+    pub decisions: u64,
+    pub generic: u64,
+    /// Executions seen per plansource (for 13, which has no
+    /// num_generic_plans).
+    generic_seen: HashMap<u64, i64>,
+    bad_magic_warned: bool,
+    /// plan_cache_mode as read with the other data of this stop.
+    mode_now: Option<i32>,
+    /// Where the entry breakpoints are: GetCachedPlan's entries, or in
+    /// --fast mode a point a little further where only registers have
+    /// changed (see `Target::register_only_point`).
+    points: Vec<u64>,
+    /// --fast: try the in-process recorder first.
+    want_ring: bool,
+    recorder: Option<Recorder>,
+    /// Decisions the ring had no room for.
+    pub lost: u64,
+    /// Not reported yet.
+    new_lost: u64,
+    /// Taken from the ring at the last poll, with their times.
+    polled: Vec<(Record, f64)>,
+    /// The plansources' state at the last poll.
+    snapshot: HashMap<u64, Vec<u8>>,
+}
+
+impl PlanCacheProbe {
+    /// `fast`: learn choices from the counters (one stop per decision, or
+    /// none with `ring`).
+    pub fn new(
+        l: PlanCacheLayouts,
+        count_limit: Option<u64>,
+        fast: bool,
+        ring: bool,
+    ) -> Result<PlanCacheProbe> {
+        if fast && !l.cps.has("num_generic_plans") {
+            bail!(
+                "plancache --fast needs CachedPlanSource.num_generic_plans (PostgreSQL 14+); use plancache without --fast"
+            );
+        }
+        let mut p = Self::new_inner(l, count_limit, fast);
+        p.want_ring = fast && ring;
+        Ok(p)
+    }
+
+    fn new_inner(l: PlanCacheLayouts, count_limit: Option<u64>, fast: bool) -> PlanCacheProbe {
+        PlanCacheProbe {
+            l,
+            pending: Vec::new(),
+            names: HashMap::new(),
+            queries: HashMap::new(),
+            count_limit,
+            fast,
+            decisions: 0,
+            generic: 0,
+            generic_seen: HashMap::new(),
+            bad_magic_warned: false,
+            mode_now: None,
+            points: Vec::new(),
+            want_ring: false,
+            recorder: None,
+            lost: 0,
+            new_lost: 0,
+            polled: Vec::new(),
+            snapshot: HashMap::new(),
+        }
+    }
+
+    /// Whether decisions are recorded in-process (no stops).
+    pub fn in_process(&self) -> bool {
+        self.recorder.is_some()
+    }
+
+    /// The query text of a plansource (`before`: its struct), cached.
+    fn query_text(&mut self, s: &dyn Backend, plansource: u64, before: &[u8]) -> String {
+        let query_ptr = self.l.cps.ptr(before, "query_string").unwrap_or(0);
+        if let Some(q) = self.queries.get(&(plansource, query_ptr)) {
+            return q.clone();
+        }
+        let q = if query_ptr != 0 {
+            read_cstring(s, query_ptr, 1024)
+        } else {
+            String::new()
+        };
+        self.queries.insert((plansource, query_ptr), q.clone());
+        q
+    }
+
+    /// End of a watch: report what is complete and take the recorder out.
+    pub fn finish(&mut self, s: &mut dyn Backend) -> Result<()> {
+        if s.is_gone() {
+            self.recorder = None;
+            return Ok(());
+        }
+        let polled = if self.recorder.is_some() {
+            self.snapshot_ring(s).and_then(|_| self.report_ring(s))
+        } else if self.fast {
+            self.flush_fast(s)
+        } else {
+            Ok(())
+        };
+        if let Some(r) = self.recorder.take()
+            && !s.remove_recorder(r)?
+        {
+            s.say("plancache: the recorder's pages stay mapped in the backend (its stack points into them); they are never run again");
+        }
+        polled
+    }
+
+    /// Arm the entry breakpoints.
+    pub fn arm(&mut self, s: &mut dyn Backend) -> Result<()> {
+        // a recorder an earlier pgdbg could not take out (SIGKILL)
+        for &e in &self.l.entries.clone() {
+            let Some(orig) = s.di().binary.bytes_at(e - s.bias(), 16) else {
+                continue;
+            };
+            if s.remove_orphan_recorder(e, orig)? {
+                s.say("plancache: removed the in-process recorder an earlier pgdbg left in this backend (killed with SIGKILL?)");
+            }
+        }
+        if self.want_ring {
+            match self.install_recorder(s) {
+                Ok(()) => return Ok(()),
+                Err(e) => s.say(&format!(
+                    "plancache: cannot record inside the backend ({e:#}); stopping at each decision instead"
+                )),
+            }
+        }
+        // --fast reads only the argument registers at its stop: it may stop
+        // past the pushes that start GetCachedPlan (no stack write to step
+        // over there); the full mode needs the return address at rsp
+        self.points = self
+            .l
+            .entries
+            .iter()
+            .map(|&e| {
+                if self.fast && std::env::var_os("PGDBG_ENTRY_ONLY").is_none() {
+                    s.register_only_point(e)
+                } else {
+                    e
+                }
+            })
+            .collect();
+        for &a in &self.points {
+            s.arm_internal(a)?;
+        }
+        Ok(())
+    }
+
+    fn plan_cache_mode(&self, s: &dyn Backend, recorded: Option<i32>) -> String {
+        let Some((addr, values)) = &self.l.plan_cache_mode else {
+            return "unknown".into();
+        };
+        let v = match recorded.or(self.mode_now) {
+            Some(v) => v as i64,
+            None => {
+                let Ok(b) = read(s, *addr, 4) else {
+                    return "unknown".into();
+                };
+                i32::from_le_bytes(b.try_into().expect("4 bytes")) as i64
+            }
+        };
+        match values.iter().find(|(_, x)| *x == v) {
+            Some((n, _)) => n.clone(),
+            None => v.to_string(),
+        }
+    }
+
+    /// Name of the prepared statement owning `plansource` (SQL PREPARE or a
+    /// named protocol-level statement), from the `prepared_queries` hash.
+    fn statement_name(&mut self, s: &dyn Backend, plansource: u64) -> Option<String> {
+        if let Some(n) = self.names.get(&plansource) {
+            return n.clone();
+        }
+        if let Ok(map) = self.scan_prepared(s) {
+            for (ps, name) in map {
+                self.names.insert(ps, Some(name));
+            }
+        }
+        self.names.entry(plansource).or_insert(None).clone()
+    }
+
+    fn scan_prepared(&self, s: &dyn Backend) -> Result<Vec<(u64, String)>> {
+        let (Some(pq), Some(htab), Some(hdr), Some(el), Some(prep)) = (
+            self.l.prepared_queries,
+            &self.l.htab,
+            &self.l.hashhdr,
+            &self.l.hashelement,
+            &self.l.prep,
+        ) else {
+            bail!("no prepared statement hash in the debug info");
+        };
+        let h = s.read_u64(pq)?;
+        if h == 0 {
+            return Ok(Vec::new());
+        }
+        let hb = read(s, h, htab.size)?;
+        let hctl = htab.ptr(&hb, "hctl").ok_or_else(|| anyhow!("HTAB.hctl"))?;
+        let dir = htab.ptr(&hb, "dir").ok_or_else(|| anyhow!("HTAB.dir"))?;
+        let ssize = htab.int(&hb, "ssize").unwrap_or(256).max(1) as u64;
+        let sshift = htab.int(&hb, "sshift").unwrap_or(8) as u64;
+        let hdrb = read(s, hctl, hdr.size)?;
+        let max_bucket = hdr.int(&hdrb, "max_bucket").unwrap_or(0) as u64;
+        let link_off = el.offset("link")?;
+        // entries follow MAXALIGN(sizeof(HASHELEMENT))
+        let entry_off = el.size.div_ceil(8) * 8;
+        let name_off = prep.offset("stmt_name")?;
+        let ps_off = prep.offset("plansource")?;
+        let mut out = Vec::new();
+        for b in 0..=max_bucket.min(1 << 20) {
+            let seg = s.read_u64(dir + (b >> sshift) * 8)?;
+            if seg == 0 {
+                continue;
+            }
+            let mut e = s.read_u64(seg + (b & (ssize - 1)) * 8)?;
+            let mut guard = 0;
+            while e != 0 && guard < 10_000 {
+                let entry = e + entry_off;
+                let name = read_cstring(s, entry + name_off, 64);
+                let ps = s.read_u64(entry + ps_off)?;
+                out.push((ps, name));
+                e = s.read_u64(e + link_off)?;
+                guard += 1;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Cost of planning charged to a custom plan (cached_plan_cost's
+    /// 1000 * cpu_operator_cost * (relations + 1) per statement).
+    fn planning_cost(&self, s: &dyn Backend, cached_plan: u64) -> Option<f64> {
+        let list = self.l.list.as_ref()?;
+        let coc = f64::from_le_bytes(
+            read(s, self.l.cpu_operator_cost?, 8)
+                .ok()?
+                .try_into()
+                .ok()?,
+        );
+        let cp = read(s, cached_plan, self.l.cplan.size).ok()?;
+        let stmts = self.l.cplan.ptr(&cp, "stmt_list")?;
+        let rels = |lptr: u64| -> Option<i64> {
+            if lptr == 0 {
+                return Some(0);
+            }
+            let lb = read(s, lptr, list.size).ok()?;
+            list.int(&lb, "length")
+        };
+        if stmts == 0 {
+            return None;
+        }
+        let lb = read(s, stmts, list.size).ok()?;
+        let n = list.int(&lb, "length")?;
+        let elems = list.ptr(&lb, "elements")?;
+        let mut total = 0.0;
+        for i in 0..n.min(64) as u64 {
+            let ps = s.read_u64(elems + i * 8).ok()?;
+            let pb = read(s, ps, self.l.pstmt.size).ok()?;
+            let rtable = self.l.pstmt.ptr(&pb, "rtable")?;
+            total += 1000.0 * coc * (rels(rtable)? + 1) as f64;
+        }
+        Some(total)
+    }
+
+    fn report(
+        &mut self,
+        s: &mut dyn Backend,
+        p: &Pending,
+        after: &[u8],
+        generic: bool,
+        plan: Option<u64>,
+    ) -> Result<()> {
+        let mut d = self.decide(s, p, after, generic, plan)?;
+        d.statement = self
+            .statement_name(s, p.plansource)
+            .or_else(|| prepare_name_in(&d.query));
+        self.decisions += 1;
+        if d.generic {
+            self.generic += 1;
+        }
+        s.say(&format_decision(&d));
+        if s.capturing() {
+            s.emit_event(decision_event(&d), d.ts);
+        }
+        Ok(())
+    }
+}
+
+impl ProbeHandler for PlanCacheProbe {
+    fn poll_every(&self) -> Option<std::time::Duration> {
+        self.recorder.is_some().then_some(RING_POLL)
+    }
+    fn on_poll(&mut self, s: &mut dyn Backend) -> Result<()> {
+        self.snapshot_ring(s)
+    }
+    fn after_poll(&mut self, s: &mut dyn Backend) -> Result<()> {
+        self.report_ring(s)
+    }
+    fn on_stop(&mut self, s: &mut dyn Backend, addr: u64) -> Result<()> {
+        if self.points.contains(&addr) {
+            if self.fast {
+                self.on_entry_fast(s)
+            } else {
+                self.on_entry(s)
+            }
+        } else {
+            self.on_return(s, addr)
+        }
+    }
+    fn done(&self) -> bool {
+        self.count_limit.is_some_and(|n| self.decisions >= n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testkit::*;
+
+    #[test]
+    fn layouts_read_the_plan_cache_mode_names_from_the_backend() {
+        let mut s = backend();
+        let e = PlanCacheLayouts::new(&s).err().expect("no GetCachedPlan");
+        assert_eq!(
+            e.to_string(),
+            "GetCachedPlan is not in this postgres binary: cannot watch the plan cache"
+        );
+        s.functions.insert("GetCachedPlan".into(), vec![ENTRY]);
+        for l in [
+            cps_layout(true),
+            layout("CachedPlan", &[("stmt_list", 8, Pointer)]),
+            layout("PlannedStmt", &[("rtable", 8, Pointer)]),
+        ] {
+            s.layouts.insert(l.name.clone(), l);
+        }
+        let ce = layout(
+            "config_enum_entry",
+            &[
+                ("name", 8, Pointer),
+                ("val", 4, Signed),
+                ("hidden", 1, Bool),
+            ],
+        );
+        s.layouts.insert(ce.name.clone(), ce.clone());
+        const OPTS: u64 = 0xa000;
+        let entries = [
+            ("auto", 0i64, false, 0xb000u64),
+            ("force_generic_plan", 1, false, 0xb100),
+            ("force_custom_plan", 2, false, 0xb200),
+            ("an_alias", 2, true, 0xb300),
+        ];
+        let mut arr = vec![0u8; (ce.size * (entries.len() as u64 + 1)) as usize];
+        for (i, (name, val, hidden, at)) in entries.iter().enumerate() {
+            s.map_str(*at, name);
+            let base = i * ce.size as usize;
+            for (f, v) in [
+                ("name", *at),
+                ("val", *val as u64),
+                ("hidden", *hidden as u64),
+            ] {
+                let fl = ce.field(f).unwrap();
+                let o = base + fl.offset as usize;
+                arr[o..o + fl.size as usize].copy_from_slice(&v.to_le_bytes()[..fl.size as usize]);
+            }
+        }
+        s.map(OPTS, arr);
+        s.globals.insert("plan_cache_mode".into(), MODE);
+        s.globals.insert("plan_cache_mode_options".into(), OPTS);
+        let pl = PlanCacheLayouts::new(&s).unwrap();
+        assert_eq!(pl.entries, vec![ENTRY]);
+        let (addr, values) = pl.plan_cache_mode.unwrap();
+        assert_eq!(addr, MODE);
+        assert_eq!(
+            values,
+            vec![
+                ("auto".to_string(), 0),
+                ("force_generic_plan".to_string(), 1),
+                ("force_custom_plan".to_string(), 2),
+            ]
+        );
+        assert!(pl.list.is_none() && pl.prepared_queries.is_none());
+    }
+}

@@ -1,0 +1,409 @@
+//! The in-process recorder mode (`plancache --fast`): a detour at
+//! GetCachedPlan's entry copies the plansource's counters and costs into a
+//! ring buffer inside the backend (`inferior::recorder`), drained at each
+//! poll (`snapshot_ring`, the backend stopped) and reported while it runs
+//! again (`report_ring`).
+
+use super::{CACHEDPLANSOURCE_MAGIC, Pending, PlanCacheProbe, Settled, read};
+use crate::inferior::recorder::{Record, RecordSpec};
+use crate::postgres::backend::{Backend, ProbeHandler};
+use anyhow::{Result, bail};
+
+/// The CachedPlanSource fields the in-process recorder copies: all that
+/// `decide` and `flush_fast_read` read.
+pub(super) const RECORDED_FIELDS: &[&str] = &[
+    "magic",
+    "query_string",
+    "num_custom_plans",
+    "num_generic_plans",
+    "total_custom_cost",
+    "generic_cost",
+    "is_oneshot",
+];
+
+/// How often the in-process recorder's ring is read (a quarter of it
+/// while it fills fast).
+pub(super) const RING_POLL: std::time::Duration = std::time::Duration::from_millis(20);
+
+impl PlanCacheProbe {
+    /// Put the in-process recorder on GetCachedPlan's entry.
+    pub(super) fn install_recorder(&mut self, s: &mut dyn Backend) -> Result<()> {
+        let [entry] = self.l.entries[..] else {
+            bail!(
+                "GetCachedPlan has {} out-of-line copies",
+                self.l.entries.len()
+            );
+        };
+        // the function's code (main part and .cold/.part pieces), to check
+        // that nothing in it branches into the bytes the detour replaces
+        let mut bodies = Vec::new();
+        for sym in s.di().symbols.iter().filter(|x| {
+            x.is_func
+                && x.size > 0
+                && (x.name == "GetCachedPlan" || x.name.starts_with("GetCachedPlan."))
+        }) {
+            let mut b = vec![0u8; sym.size.min(1 << 20) as usize];
+            s.read(sym.addr + s.bias(), &mut b)?;
+            bodies.push((sym.addr + s.bias(), b));
+        }
+        if !bodies.iter().any(|(a, _)| *a == entry) {
+            bail!("no symbol gives GetCachedPlan's size");
+        }
+        let mut fields = Vec::new();
+        for f in RECORDED_FIELDS {
+            let fl = self.l.cps.field(f)?;
+            fields.push((fl.offset, fl.size));
+        }
+        let spec = RecordSpec {
+            global32: self.l.plan_cache_mode.as_ref().map(|(a, _)| *a),
+            fields,
+            struct_size: self.l.cps.size,
+        };
+        self.recorder = Some(s.install_recorder(entry, spec, &bodies)?);
+        Ok(())
+    }
+
+    /// While the backend is stopped: take what the recorder holds, the
+    /// plansources' state now, and the names and texts of plansources not
+    /// seen before (memory reads only; `after_poll` does the rest once the
+    /// backend runs again).
+    pub(super) fn snapshot_ring(&mut self, s: &mut dyn Backend) -> Result<()> {
+        let Some(rec) = self.recorder.as_mut() else {
+            return Ok(());
+        };
+        let (records, dropped) = s.drain_recorder(rec)?;
+        let times = rec.wall_times(&records);
+        // a busy statement (a plpgsql loop): read the ring 4 times as often
+        crate::guard::set_poll_interval(
+            if records.len() as u64 > crate::inferior::recorder::CAPACITY / 16 || dropped > 0 {
+                RING_POLL / 4
+            } else {
+                RING_POLL
+            },
+        );
+        self.take_records(s, records.into_iter().zip(times).collect(), dropped)
+    }
+
+    /// `snapshot_ring` once the ring is drained: the records (with their
+    /// times) and the count of calls the ring dropped.
+    fn take_records(
+        &mut self,
+        s: &dyn Backend,
+        records: Vec<(Record, f64)>,
+        dropped: u64,
+    ) -> Result<()> {
+        self.new_lost += dropped;
+        let mut sources: Vec<u64> = self.pending.iter().map(|p| p.plansource).collect();
+        let mut fresh = Vec::new();
+        for (r, _) in &records {
+            if !sources.contains(&r.rdi) {
+                sources.push(r.rdi);
+            }
+            // first sight of this statement: its text, and below its name,
+            // read now
+            let qp = self.l.cps.ptr(&r.fields, "query_string").unwrap_or(0);
+            if !self.queries.contains_key(&(r.rdi, qp)) {
+                self.query_text(s, r.rdi, &r.fields);
+                fresh.push(r.rdi);
+            }
+        }
+        if !fresh.is_empty() {
+            // one scan of the prepared statements for all of them
+            let named = self.scan_prepared(s).unwrap_or_default();
+            for ps in fresh {
+                let name = named.iter().find(|(p, _)| *p == ps).map(|(_, n)| n.clone());
+                self.names.insert(ps, name);
+            }
+        }
+        let size = self.l.cps.size as usize;
+        let mut bufs = vec![vec![0u8; size]; sources.len()];
+        let all = {
+            let mut ranges: Vec<(u64, &mut [u8])> = sources
+                .iter()
+                .zip(bufs.iter_mut())
+                .map(|(a, b)| (*a, &mut b[..]))
+                .collect();
+            s.read_many(&mut ranges).is_ok()
+        };
+        self.snapshot.clear();
+        for (a, b) in sources.into_iter().zip(bufs) {
+            // one by one when some plansource is gone (DEALLOCATE)
+            let b = if all { Ok(b) } else { read(s, a, size as u64) };
+            if let Ok(b) = b {
+                self.snapshot.insert(a, b);
+            }
+        }
+        self.polled.extend(records);
+        Ok(())
+    }
+
+    /// Report the decisions `snapshot_ring` found complete: a call's choice
+    /// shows in the counters its plansource has at its next call, or had at
+    /// the snapshot.  Needs no access to the backend (names and texts are
+    /// cached), so it runs while the backend does.
+    pub(super) fn report_ring(&mut self, s: &mut dyn Backend) -> Result<()> {
+        if self.new_lost > 0 {
+            let n = std::mem::take(&mut self.new_lost);
+            self.lost += n;
+            s.say(&format!(
+                "plancache: {n} decision{} not recorded (the ring was full)",
+                if n == 1 { "" } else { "s" }
+            ));
+        }
+        for (r, ts) in std::mem::take(&mut self.polled) {
+            if self.done() {
+                break;
+            }
+            if let Some(i) = self.pending.iter().position(|p| p.plansource == r.rdi) {
+                let p = self.pending.remove(i);
+                match self.settle(&p.before, &r.fields) {
+                    Settled::Done { generic, after } => {
+                        self.report(s, &p, &after, generic, None)?
+                    }
+                    // unmoved: that execution ended in an ERROR
+                    Settled::Running | Settled::Gone => {}
+                    Settled::Ambiguous => self.lost += 1,
+                }
+            }
+            if self.l.cps.int(&r.fields, "magic") != Some(CACHEDPLANSOURCE_MAGIC) {
+                continue;
+            }
+            let p = Pending {
+                plansource: r.rdi,
+                bound_params: r.rsi,
+                ret: 0,
+                ret_rsp: 0,
+                before: r.fields,
+                mode: Some(r.global32 as i32),
+                ts: Some(ts),
+            };
+            if self.l.cps.boolean(&p.before, "is_oneshot") == Some(true) {
+                // always a custom plan, and the plansource is freed right
+                // after (its address often reused by the next one)
+                self.report_oneshot(s, &p)?;
+                continue;
+            }
+            self.pending.push(p);
+        }
+        // statements left by an ERROR never move their counters
+        if self.pending.len() > 1024 {
+            self.pending.drain(..self.pending.len() - 1024);
+        }
+        // the last call of each plansource: its counters at the snapshot
+        // (not in the snapshot: gone, DEALLOCATE)
+        let mut snapshot = std::mem::take(&mut self.snapshot);
+        let afters = self
+            .pending
+            .iter()
+            .map(|p| snapshot.remove(&p.plansource))
+            .collect();
+        self.settle_pending(s, afters)
+    }
+
+    /// A one-shot statement's decision, known at entry: a custom plan.
+    pub(super) fn report_oneshot(&mut self, s: &mut dyn Backend, p: &Pending) -> Result<()> {
+        let mut after = p.before.clone();
+        // its cost is not in the counters' view (the plansource goes away)
+        self.one_step_past(&p.before, &mut after, 1, 0, false);
+        self.report(s, p, &after, false, None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::*;
+    use super::*;
+
+    #[test]
+    fn ring_reports_five_custom_plans_then_the_generic_one() {
+        let mut s = backend();
+        let mut probe = ring_probe(None);
+        let l = probe.l.cps.clone();
+        let mut st = Ps::new();
+        let mut records = Vec::new();
+        for k in 0..7 {
+            records.push(record(P, &st, &l, 0, 1000.0 + k as f64));
+            st = if k < 5 {
+                st.custom(10.0)
+            } else {
+                st.generic(5.0)
+            };
+        }
+        s.map(P, st.bytes(&l)); // the plansource at the snapshot
+        probe.take_records(&s, records, 0).unwrap();
+        probe.report_ring(&mut s).unwrap();
+        let mut want: Vec<String> = (1..=5)
+            .map(|k| {
+                format!(
+                    "s1 #{k}: custom plan  fewer than 5 custom plans so far ({}); generic not built yet",
+                    k - 1
+                )
+            })
+            .collect();
+        want.push("s1 #6: GENERIC plan  generic 5 < avg custom 10".into());
+        want.push("s1 #7: GENERIC plan  generic 5 < avg custom 10".into());
+        assert_eq!(s.lines, want);
+        assert_eq!((probe.decisions, probe.generic, probe.lost), (7, 2, 0));
+        assert!(probe.pending.is_empty());
+        let ev = choices(&s);
+        assert_eq!(ev.len(), 7);
+        assert_eq!(ev[0]["statement"], "s1");
+        assert_eq!(ev[0]["choice"], "custom");
+        assert_eq!(ev[0]["custom_plan_cost"], 10.0);
+        assert_eq!(ev[0]["ts"], 1000.0);
+        assert_eq!(ev[4]["avg_custom_cost"], 10.0);
+        assert_eq!(ev[5]["choice"], "generic");
+        assert_eq!(ev[5]["reason"], "cost");
+        assert_eq!(ev[5]["execution"], 6);
+        assert_eq!(ev[5]["num_generic_plans"], 1);
+        assert_eq!(ev[5]["plan_cache_mode"], "auto");
+        assert_eq!(ev[5]["ts"], 1005.0);
+        // the last one was settled by the snapshot
+        assert_eq!(ev[6]["num_generic_plans"], 2);
+    }
+
+    #[test]
+    fn ring_counts_what_it_cannot_tell() {
+        let mut s = backend();
+        let mut probe = ring_probe(None);
+        let l = probe.l.cps.clone();
+        // generic plan built (cost 20) but the custom ones are cheaper
+        let mut st = Ps::new();
+        for _ in 0..5 {
+            st = st.custom(10.0);
+        }
+        st.generic_cost = 20.0;
+        let r1 = st;
+        // the ring dropped calls: one custom and one generic plan between
+        // r1 and r2 (which was which is unknown)
+        let r2 = r1.custom(10.0).generic(20.0);
+        // and two custom plans between r2 and r3: still all custom
+        let r3 = r2.custom(10.0).custom(30.0);
+        s.map(P, r3.bytes(&l)); // r3's execution still running
+        let records = vec![
+            record(P, &r1, &l, 0, 1.0),
+            record(P, &r2, &l, 0, 2.0),
+            record(P, &r3, &l, 0, 3.0),
+        ];
+        probe.take_records(&s, records, 3).unwrap();
+        probe.report_ring(&mut s).unwrap();
+        assert_eq!(
+            s.lines,
+            vec![
+                "plancache: 3 decisions not recorded (the ring was full)",
+                // one decision past r2: the 7th custom plan, 8th execution
+                "s1 #8: custom plan  avg custom 10 < generic 20",
+            ]
+        );
+        // 3 dropped by the ring, 1 ambiguous
+        assert_eq!((probe.decisions, probe.lost), (1, 4));
+        let ev = choices(&s);
+        assert_eq!(ev[0]["num_custom_plans"], 7);
+        assert_eq!(ev[0]["num_generic_plans"], 1);
+        // several custom plans' costs cannot be told apart
+        assert!(ev[0]["custom_plan_cost"].is_null());
+        assert!(ev[0]["total_custom_cost"].is_null());
+        // r3's execution has not chosen yet
+        assert_eq!(probe.pending.len(), 1);
+        assert_eq!(probe.pending[0].plansource, P);
+    }
+
+    #[test]
+    fn ring_forgets_deallocated_statements_and_keeps_running_ones() {
+        let mut s = backend();
+        let mut probe = ring_probe(None);
+        let l = probe.l.cps.clone();
+        let a = Ps::new();
+        let b = Ps {
+            query: QUERY2,
+            ..Ps::new()
+        };
+        const P3: u64 = 0x3000;
+        // P is DEALLOCATEd before the snapshot (unreadable: read_many
+        // fails, the others are read one by one); P2 has not chosen yet;
+        // P3's memory was reused for another statement
+        s.map(P2, b.bytes(&l));
+        s.map(
+            P3,
+            Ps {
+                query: QUERY2,
+                ..a.custom(1.0)
+            }
+            .bytes(&l),
+        );
+        let records = vec![
+            record(P, &a, &l, 0, 1.0),
+            record(P2, &b, &l, 0, 2.0),
+            record(P3, &a, &l, 0, 3.0),
+        ];
+        probe.take_records(&s, records, 0).unwrap();
+        assert!(!probe.snapshot.contains_key(&P));
+        assert!(probe.snapshot.contains_key(&P2));
+        probe.report_ring(&mut s).unwrap();
+        assert!(s.lines.is_empty(), "{:?}", s.lines);
+        assert_eq!((probe.decisions, probe.lost), (0, 0));
+        let pending: Vec<u64> = probe.pending.iter().map(|p| p.plansource).collect();
+        assert_eq!(pending, vec![P2]);
+        // at the next poll P2 has chosen: reported from the snapshot alone
+        s.map(P2, b.custom(7.5).bytes(&l));
+        probe.take_records(&s, Vec::new(), 0).unwrap();
+        probe.report_ring(&mut s).unwrap();
+        assert_eq!(
+            s.lines,
+            vec![
+                "<unnamed> \"SELECT count(*) FROM t WHERE b = $1\" #1: custom plan  fewer than 5 custom plans so far (0); generic not built yet"
+            ]
+        );
+        assert_eq!(choices(&s)[0]["custom_plan_cost"], 7.5);
+        assert!(probe.pending.is_empty());
+    }
+
+    #[test]
+    fn ring_reports_a_one_shot_statement_at_once() {
+        let mut s = backend();
+        let mut probe = ring_probe(None);
+        let l = probe.l.cps.clone();
+        s.map_str(QUERY2, "SELECT 1");
+        let st = Ps {
+            query: QUERY2,
+            oneshot: true,
+            ..Ps::new()
+        };
+        probe
+            .take_records(&s, vec![record(P, &st, &l, 0, 1.0)], 0)
+            .unwrap();
+        probe.report_ring(&mut s).unwrap();
+        assert_eq!(
+            s.lines,
+            vec!["<unnamed> \"SELECT 1\" #1: custom plan  one-shot statement, never cached"]
+        );
+        let ev = choices(&s);
+        assert_eq!(ev[0]["reason"], "one_shot");
+        assert_eq!(ev[0]["num_custom_plans"], 1);
+        assert!(probe.pending.is_empty());
+    }
+
+    #[test]
+    fn ring_stops_reporting_at_the_count() {
+        let mut s = backend();
+        let mut probe = ring_probe(Some(2));
+        let l = probe.l.cps.clone();
+        let mut st = Ps::new();
+        let mut records = Vec::new();
+        for k in 0..4 {
+            records.push(record(P, &st, &l, 0, k as f64));
+            st = st.custom(1.0);
+        }
+        s.map(P, st.bytes(&l));
+        probe.take_records(&s, records, 0).unwrap();
+        probe.report_ring(&mut s).unwrap();
+        assert_eq!(probe.decisions, 2);
+        assert!(probe.done());
+        assert_eq!(s.lines.len(), 2);
+        assert!(
+            s.lines[1].starts_with("s1 #2: custom plan"),
+            "{:?}",
+            s.lines
+        );
+    }
+}

@@ -38,6 +38,13 @@ pub fn check_target(pid: i32, any_process: bool) -> Result<ProcessKind> {
         bail!("no process with PID {pid}: check the PID (select pid from pg_stat_activity)");
     }
     let st = procfs::status(pid)?;
+    // ptrace permission (another user, root without CAP_SYS_PTRACE, Yama's
+    // ptrace_scope): the cause and the fix, before anything is touched
+    if (any_process || st.name == "postgres" || st.name == "postmaster")
+        && let Some(why) = crate::inferior::permission::refusal(pid)
+    {
+        bail!("{why}");
+    }
     // /proc/PID/exe needs the same permission as ptrace: fail early with the
     // right message.
     if let Err(e) = procfs::exe_path(pid) {

@@ -27,6 +27,22 @@ enum Mode {
     /// `waits trace --for 60s` on an idle backend (DR7 armed on its wait
     /// event word), which runs a query after the kill.
     IdleWaits,
+    /// `trace LockRelationOid relid lockmode` on a pgbench backend.
+    Trace,
+    /// `count ... --by-phase` on a pgbench backend (breakpoints on the
+    /// planner and executor entries too).
+    CountByPhase,
+    /// `plancache` (two stops per decision) on a `pgbench -M prepared`
+    /// backend.
+    Plancache,
+    /// `plancache --fast`: the in-process recorder's jump and pages.
+    PlancacheFast,
+    /// `plan --next` again and again, killed while its inferior calls run
+    /// (the return int3 at the ELF entry point is armed).
+    PlanNext,
+    /// `call pg_usleep(10000)` at every statement start, killed during the
+    /// 10 ms call.
+    Call,
 }
 
 impl Mode {
@@ -37,6 +53,12 @@ impl Mode {
             Mode::Waits => "waits trace",
             Mode::IdleBreak => "break, idle backend",
             Mode::IdleWaits => "waits trace, idle backend",
+            Mode::Trace => "trace LockRelationOid",
+            Mode::CountByPhase => "count --by-phase",
+            Mode::Plancache => "plancache",
+            Mode::PlancacheFast => "plancache --fast",
+            Mode::PlanNext => "plan --next (in its calls)",
+            Mode::Call => "call pg_usleep(10000) (in the call)",
         }
     }
     fn workload(self) -> &'static str {
@@ -50,17 +72,134 @@ impl Mode {
             Mode::Waits => {
                 "do $$ begin for i in 1..200000000 loop perform pg_sleep(0.0002); end loop; end $$"
             }
-            Mode::IdleBreak | Mode::IdleWaits => "",
+            _ => "",
         }
     }
     fn symbol(self) -> &'static str {
         match self {
             Mode::HotBreak => "pg_backend_pid",
-            Mode::Count | Mode::Waits | Mode::IdleBreak | Mode::IdleWaits => {
-                "standard_ExecutorStart"
-            }
+            Mode::Trace => "LockRelationOid",
+            Mode::Plancache | Mode::PlancacheFast => "GetCachedPlan",
+            _ => "standard_ExecutorStart",
         }
     }
+    /// Traces a backend of the 4-client pgbench (else one of the test's
+    /// own, running `workload`).
+    fn on_pgbench(self) -> bool {
+        matches!(
+            self,
+            Mode::Trace
+                | Mode::CountByPhase
+                | Mode::Plancache
+                | Mode::PlancacheFast
+                | Mode::PlanNext
+                | Mode::Call
+        )
+    }
+    /// Killed while an inferior call (or an injected system call) runs:
+    /// pgdbg's int3 at the ELF entry point, where calls return, is armed.
+    fn in_call(self) -> bool {
+        matches!(self, Mode::PlanNext | Mode::Call)
+    }
+    /// Functions whose code bytes must equal the file's after a kill.
+    fn checked(self) -> Vec<&'static str> {
+        let mut v = vec![self.symbol(), "_start"];
+        if let Mode::CountByPhase = self {
+            v.extend(["standard_planner", "ReadBufferExtended"]);
+        }
+        v
+    }
+}
+
+/// A 4-client `pgbench -M prepared` load for the whole run: the backends
+/// the pgbench modes trace, and load for the others.
+struct Load {
+    child: std::process::Child,
+    script: std::path::PathBuf,
+}
+
+const PGBENCH_APP: &str = "pgdbg-soak-pgbench";
+
+impl Load {
+    fn start(cl: &Cluster) -> Load {
+        let script =
+            std::env::temp_dir().join(format!("pgdbg-soak-pgbench-{}.sql", std::process::id()));
+        std::fs::write(&script, "select relname from pg_class where oid = 1259;\n").unwrap();
+        let child = std::process::Command::new(cl.bin.join("pgbench"))
+            .args(["-n", "-M", "prepared", "-c", "4", "-T", "100000", "-f"])
+            .arg(&script)
+            .args(["-h", cl.dir.to_str().unwrap(), "-U", "postgres", "postgres"])
+            .env("PGAPPNAME", PGBENCH_APP)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut l = Load { child, script };
+        wait_until("pgbench's 4 clients", Duration::from_secs(30), || {
+            l.backends(cl).len() == 4
+        });
+        l
+    }
+    /// The pgbench clients' backends; asserts pgbench still runs.
+    fn backends(&mut self, cl: &Cluster) -> Vec<i32> {
+        assert!(
+            self.child.try_wait().unwrap().is_none(),
+            "pgbench ended: the load is gone"
+        );
+        let mut c = cl.connect();
+        let s = c.query_one_text(&format!(
+            "select coalesce(string_agg(pid::text, ','), '') from pg_stat_activity where application_name = '{PGBENCH_APP}'"
+        ));
+        s.split(',').filter_map(|p| p.parse().ok()).collect()
+    }
+}
+
+impl Load {
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_file(&self.script);
+    }
+}
+
+/// CPU time (utime + stime, clock ticks) of `pid`.
+fn cpu_ticks(pid: i32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let Some(r) = s.rfind(')') else { return 0 };
+    let f: Vec<&str> = s[r + 2..].split_whitespace().collect();
+    f.get(11).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
+        + f.get(12).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
+}
+
+/// The backend runs: its CPU time grows (within 5 s).
+fn assert_busy(pid: i32, what: &str) {
+    let c0 = cpu_ticks(pid);
+    wait_until(
+        &format!("backend {pid} to use CPU ({what})"),
+        Duration::from_secs(5),
+        || cpu_ticks(pid) > c0,
+    );
+}
+
+/// The byte at the ELF entry point (`AT_ENTRY`): 0xcc while pgdbg's
+/// inferior call (or injected system call) is in flight.
+fn entry_byte(pid: i32) -> Option<u8> {
+    let auxv = std::fs::read(format!("/proc/{pid}/auxv")).ok()?;
+    let entry = auxv.chunks_exact(16).find_map(|c| {
+        (u64::from_le_bytes(c[..8].try_into().unwrap()) == libc::AT_ENTRY)
+            .then(|| u64::from_le_bytes(c[8..].try_into().unwrap()))
+    })?;
+    use std::os::unix::fs::FileExt;
+    let mem = std::fs::File::open(format!("/proc/{pid}/mem")).ok()?;
+    let mut b = [0u8; 1];
+    mem.read_exact_at(&mut b, entry).ok()?;
+    Some(b[0])
 }
 
 /// DR7 of `pid`, read with a short PTRACE_SEIZE of our own.
@@ -113,87 +252,154 @@ fn crashes(log: &str) -> usize {
 }
 
 /// One mode: `kills` times start pgdbg, let it arm, SIGKILL it at a
-/// random instant, check the backend.  Returns the backends that crashed.
-fn soak(cl: &Cluster, mode: Mode, kills: usize, rng: &mut Rng) -> usize {
+/// random instant, check the backend.  Returns (backends crashed, kills
+/// that landed while an inferior call was in flight).
+fn soak(
+    cl: &Cluster,
+    load: &mut Option<Load>,
+    mode: Mode,
+    kills: usize,
+    rng: &mut Rng,
+) -> (usize, usize, usize) {
     let bin = cl.postgres_binary();
     let mut crashed = 0;
+    let mut in_call = 0;
+    let mut unrestored = 0;
     let mut a = cl.connect();
     for k in 0..kills {
-        let pid = a.pid();
-        let maps_before = anon_exec_maps(pid);
+        let pid = if mode.on_pgbench() {
+            let b = load.as_mut().expect("a pgbench load").backends(cl);
+            assert_eq!(b.len(), 4, "pgbench should have 4 clients: {b:?}");
+            b[rng.below(4) as usize]
+        } else {
+            a.pid()
+        };
+        let mut maps_before = anon_exec_maps(pid);
         let idle = matches!(mode, Mode::IdleBreak | Mode::IdleWaits);
-        let h = (!idle).then(|| a.spawn_text(mode.workload()));
-        if !idle {
+        let h = (!idle && !mode.on_pgbench()).then(|| a.spawn_text(mode.workload()));
+        if h.is_some() {
             cl.wait_active(&[pid], "200000000");
         }
+        if !idle {
+            assert_busy(pid, "before attaching");
+        }
+        let script = |name: &str, lines: &[&str]| -> Vec<String> {
+            let s = write_script(name, lines);
+            vec![
+                "attach".into(),
+                pid.to_string(),
+                "--script".into(),
+                s.to_string_lossy().into(),
+            ]
+        };
+        let ex = |cmd: &str| -> Vec<String> {
+            vec![
+                "attach".into(),
+                pid.to_string(),
+                "-q".into(),
+                "--ex".into(),
+                cmd.into(),
+            ]
+        };
         let args: Vec<String> = match mode {
-            Mode::HotBreak => {
-                let s = write_script(
-                    "soak-break",
-                    &[
-                        "break pg_backend_pid",
-                        "commands",
-                        "silent",
-                        "continue",
-                        "end",
-                        "continue",
-                    ],
-                );
-                vec![
-                    "attach".into(),
-                    pid.to_string(),
-                    "--script".into(),
-                    s.to_string_lossy().into(),
-                ]
+            Mode::HotBreak => script(
+                "soak-break",
+                &[
+                    "break pg_backend_pid",
+                    "commands",
+                    "silent",
+                    "continue",
+                    "end",
+                    "continue",
+                ],
+            ),
+            Mode::Count => ex("count standard_ExecutorStart --for 60s"),
+            Mode::IdleBreak => script("soak-idle", &["break standard_ExecutorStart", "continue"]),
+            Mode::Waits | Mode::IdleWaits => ex("waits trace --for 60s"),
+            Mode::Trace => ex("trace LockRelationOid relid lockmode --for 60s"),
+            Mode::CountByPhase => {
+                ex("count ReadBufferExtended standard_ExecutorStart --by-phase --for 60s")
             }
-            Mode::Count => vec![
-                "attach".into(),
-                pid.to_string(),
-                "-q".into(),
-                "--ex".into(),
-                "count standard_ExecutorStart --for 60s".into(),
-            ],
-            Mode::IdleBreak => {
-                let s = write_script("soak-idle", &["break standard_ExecutorStart", "continue"]);
-                vec![
-                    "attach".into(),
-                    pid.to_string(),
-                    "--script".into(),
-                    s.to_string_lossy().into(),
-                ]
+            Mode::Plancache => ex("plancache --for 60s"),
+            Mode::PlancacheFast => ex("plancache --fast --for 60s"),
+            Mode::PlanNext => {
+                let lines = vec!["plan --next"; 5000];
+                script("soak-plan", &lines)
             }
-            Mode::Waits | Mode::IdleWaits => vec![
-                "attach".into(),
-                pid.to_string(),
-                "-q".into(),
-                "--ex".into(),
-                "waits trace --for 60s".into(),
-            ],
+            Mode::Call => script(
+                "soak-call",
+                &[
+                    "break standard_ExecutorStart",
+                    "commands",
+                    "silent",
+                    "call pg_usleep(10000)",
+                    "continue",
+                    "end",
+                    "continue",
+                ],
+            ),
         };
         let refs: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
         let log_before = crashes(&cl.log());
-        let p = Pgdbg::spawn_attached(&refs, pid);
-        // armed: an int3 in the code (breakpoints), or a moment for the
-        // watchpoint; then a random instant within 300 ms
-        match mode {
-            Mode::HotBreak | Mode::Count | Mode::IdleBreak => {
-                let t0 = Instant::now();
-                while code_matches_file(pid, &bin, mode.symbol(), 64)
-                    && t0.elapsed() < Duration::from_secs(20)
-                {
-                    std::thread::sleep(Duration::from_millis(5));
+        let mut p = Pgdbg::spawn_attached(&refs, pid);
+        let mut exited = || p.child.try_wait().ok().flatten().is_some();
+        // armed: an int3 (or the recorder's jump) in the code, the return
+        // int3 of a call in flight, or a moment for the watchpoint; then
+        // a random instant
+        let t0 = Instant::now();
+        let mut landed_in_call = false;
+        if mode.in_call() {
+            // poll the entry point's byte until a call is in flight
+            while entry_byte(pid) != Some(0xcc) && !exited() {
+                assert!(
+                    t0.elapsed() < Duration::from_secs(20),
+                    "{}: no inferior call within 20 s",
+                    mode.name()
+                );
+                std::thread::yield_now();
+            }
+            let d = match mode {
+                Mode::Call => rng.below(10_000),
+                _ => rng.below(300),
+            };
+            if d > 0 {
+                std::thread::sleep(Duration::from_micros(d));
+            }
+        } else {
+            match mode {
+                Mode::Waits | Mode::IdleWaits => std::thread::sleep(Duration::from_millis(500)),
+                _ => {
+                    while code_matches_file(pid, &bin, mode.symbol(), 64)
+                        && t0.elapsed() < Duration::from_secs(20)
+                        && !exited()
+                    {
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
                 }
             }
-            Mode::Waits | Mode::IdleWaits => std::thread::sleep(Duration::from_millis(500)),
+            std::thread::sleep(Duration::from_micros(rng.below(300_000)));
         }
-        std::thread::sleep(Duration::from_micros(rng.below(300_000)));
+        assert!(
+            !exited(),
+            "{} kill {k}: pgdbg ended before the kill",
+            mode.name()
+        );
+        if mode.in_call() && entry_byte(pid) == Some(0xcc) {
+            landed_in_call = true;
+        }
         unsafe { libc::kill(p.pid(), libc::SIGKILL) };
+        if landed_in_call && entry_byte(pid) == Some(0xcc) {
+            in_call += 1;
+        }
         let t_kill = Instant::now();
         let (_, _, err) = p.wait(Duration::from_secs(30));
         // the guardian acts, then exits
         wait_until("the guardian to finish", Duration::from_secs(30), || {
             guardians_of(pid).is_empty()
         });
+        // a backend put back into a call's return int3 or past an int3
+        // crashes within the call's length (10 ms here): look after that
+        std::thread::sleep(Duration::from_millis(200));
         let alive = std::path::Path::new(&format!("/proc/{pid}")).exists();
         let died = crashes(&cl.log()) > log_before || !alive;
         eprintln!(
@@ -208,10 +414,11 @@ fn soak(cl: &Cluster, mode: Mode, kills: usize, rng: &mut Rng) -> usize {
         );
         if died {
             crashed += 1;
-            for l in cl
-                .log()
+            let log = cl.log();
+            for l in log
                 .lines()
                 .filter(|l| l.contains("terminated by signal"))
+                .skip(log_before)
             {
                 eprintln!("    {l}");
             }
@@ -223,30 +430,22 @@ fn soak(cl: &Cluster, mode: Mode, kills: usize, rng: &mut Rng) -> usize {
                 postgres::Client::connect(&cl.connstr(), postgres::NoTls).is_ok()
             });
             a = cl.connect();
+            // pgbench lost its clients: a new load (the old one ended first)
+            if let Some(l) = load.as_mut() {
+                l.stop();
+                *l = Load::start(cl);
+            }
             continue;
         }
-        assert_eq!(tracer_pid(pid), 0, "{}: backend still traced", mode.name());
-        assert!(
-            code_matches_file(pid, &bin, mode.symbol(), 64),
-            "{} kill {k}: code bytes of {} differ from the binary",
-            mode.name(),
-            mode.symbol()
-        );
-        assert_eq!(dr7(pid), 0, "{} kill {k}: DR7 left armed", mode.name());
-        assert!(
-            !catches_sigtrap(pid),
-            "{} kill {k}: the SIGTRAP action was not put back",
-            mode.name()
-        );
-        assert_eq!(
-            anon_exec_maps(pid),
-            maps_before,
-            "{} kill {k}: executable anonymous mappings changed",
-            mode.name()
-        );
-        // the loop still runs: cancel it; the backend answers (and runs
-        // the function that had the breakpoint)
+        let bad = check_restored(pid, &bin, mode, &maps_before);
+        if !bad.is_empty() {
+            eprintln!("    NOT RESTORED: {}", bad.join("; "));
+            unrestored += 1;
+            maps_before = anon_exec_maps(pid);
+        }
         if let Some(h) = h {
+            // the loop still runs: cancel it; the backend answers (and
+            // runs the function that had the breakpoint)
             cl.cancel(&[pid]);
             let r = a.rejoin(h);
             assert!(
@@ -255,18 +454,69 @@ fn soak(cl: &Cluster, mode: Mode, kills: usize, rng: &mut Rng) -> usize {
                 mode.name()
             );
         }
-        assert_eq!(a.pid(), pid);
-        assert_eq!(
-            a.query_one_i64("select count(*) from pg_class where false"),
-            0
-        );
+        if mode.on_pgbench() {
+            // pgbench's client goes on through the functions pgdbg patched
+            assert_busy(pid, "after the restore");
+            assert!(load.as_mut().expect("load").backends(cl).contains(&pid));
+        } else {
+            assert_eq!(a.pid(), pid);
+            assert_eq!(
+                a.query_one_i64("select count(*) from pg_class where false"),
+                0
+            );
+        }
         assert!(
             crashes(&cl.log()) == log_before,
             "{} kill {k}: a backend died after the restore",
             mode.name()
         );
+        // the next attach (a clean one) finds nothing of ours and adds
+        // nothing
+        if k + 1 == kills {
+            let (code, _, err) = pgdbg(&["attach", &pid.to_string(), "-q", "--ex", "bt 1"]);
+            assert_eq!(code, 0, "{}: attach after the kills: {err}", mode.name());
+            let bad = check_restored(pid, &bin, mode, &maps_before);
+            if !bad.is_empty() {
+                eprintln!("    NOT RESTORED after a clean attach: {}", bad.join("; "));
+                unrestored += 1;
+            }
+        }
     }
-    crashed
+    (crashed, in_call, unrestored)
+}
+
+/// The backend as pgdbg found it: untraced, code bytes equal to the
+/// file's, DR7 clear, SIGTRAP not caught, no executable mapping added.
+/// Returns what differs (empty: restored).
+fn check_restored(
+    pid: i32,
+    bin: &std::path::Path,
+    mode: Mode,
+    maps_before: &[String],
+) -> Vec<String> {
+    let mut bad = Vec::new();
+    if tracer_pid(pid) != 0 {
+        bad.push("still traced".to_string());
+        return bad;
+    }
+    for sym in mode.checked() {
+        if !code_matches_file(pid, bin, sym, 64) {
+            bad.push(format!("code bytes of {sym} differ from the binary"));
+        }
+    }
+    if dr7(pid) != 0 {
+        bad.push("DR7 left armed".into());
+    }
+    if catches_sigtrap(pid) {
+        bad.push("the SIGTRAP action was not put back".into());
+    }
+    let maps = anon_exec_maps(pid);
+    if maps != maps_before {
+        bad.push(format!(
+            "executable anonymous mappings changed: {maps_before:?} -> {maps:?}"
+        ));
+    }
+    bad
 }
 
 fn kills() -> usize {
@@ -276,7 +526,7 @@ fn kills() -> usize {
         .unwrap_or(10)
 }
 
-fn run(major: u32, modes: &[Mode]) {
+fn run(major: u32, modes: &[Mode], n: usize) {
     let cl = Cluster::start(major);
     let seed = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -285,30 +535,47 @@ fn run(major: u32, modes: &[Mode]) {
         | 1;
     eprintln!("soak seed {seed}");
     let mut rng = Rng(seed);
-    let n = kills();
+    // the pgbench modes trace its backends; the others run under it when
+    // PGDBG_SOAK_PGBENCH is set (scripts/soak-kill9 sets it)
+    let mut load = (modes.iter().any(|m| m.on_pgbench())
+        || std::env::var_os("PGDBG_SOAK_PGBENCH").is_some())
+    .then(|| Load::start(&cl));
     let mut table = Vec::new();
     for &m in modes {
-        let c = soak(&cl, m, n, &mut rng);
-        table.push((m, c));
+        let (c, in_call, u) = soak(&cl, &mut load, m, n, &mut rng);
+        table.push((m, c, in_call, u));
     }
-    eprintln!("| PostgreSQL | mode | kills | backends crashed |");
-    eprintln!("| --- | --- | --- | --- |");
-    for (m, c) in &table {
-        eprintln!("| {major} | {} | {n} | {c} |", m.name());
+    eprintln!(
+        "| PostgreSQL | mode | kills | of them during a call | backends crashed | alive, not fully restored |"
+    );
+    eprintln!("| --- | --- | --- | --- | --- | --- |");
+    for (m, c, in_call, u) in &table {
+        let during = if m.in_call() {
+            in_call.to_string()
+        } else {
+            "-".into()
+        };
+        eprintln!("| {major} | {} | {n} | {during} | {c} | {u} |", m.name());
     }
-    for (m, c) in &table {
+    for (m, c, _, u) in &table {
         assert_eq!(*c, 0, "{}: {c} of {n} kills crashed the backend", m.name());
+        assert_eq!(
+            *u,
+            0,
+            "{}: {u} of {n} kills left the backend not restored",
+            m.name()
+        );
     }
 }
 
 #[test]
 fn kill9_idle_15() {
-    run(15, &[Mode::IdleBreak, Mode::IdleWaits]);
+    run(15, &[Mode::IdleBreak, Mode::IdleWaits], kills());
 }
 
 #[test]
 fn kill9_idle_18() {
-    run(18, &[Mode::IdleBreak, Mode::IdleWaits]);
+    run(18, &[Mode::IdleBreak, Mode::IdleWaits], kills());
 }
 
 // A backend that hits the breakpoint or writes the watched word within the
@@ -319,10 +586,186 @@ fn kill9_idle_18() {
 // crashes the backend.
 #[test]
 fn kill9_busy_15() {
-    run(15, &[Mode::HotBreak, Mode::Count, Mode::Waits]);
+    run(15, &[Mode::HotBreak, Mode::Count, Mode::Waits], kills());
 }
 
 #[test]
 fn kill9_busy_18() {
-    run(18, &[Mode::HotBreak, Mode::Count, Mode::Waits]);
+    run(18, &[Mode::HotBreak, Mode::Count, Mode::Waits], kills());
+}
+
+const PROBE_MODES: [Mode; 6] = [
+    Mode::Trace,
+    Mode::CountByPhase,
+    Mode::Plancache,
+    Mode::PlancacheFast,
+    Mode::PlanNext,
+    Mode::Call,
+];
+
+/// Kills per mode of the probe modes: `PGDBG_SOAK_KILLS`, else 3 (the
+/// default run; scripts/soak-kill9 runs 50).
+fn probe_kills() -> usize {
+    std::env::var("PGDBG_SOAK_KILLS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3)
+}
+
+// `plancache --fast` on backends of a 4-client pgbench: its recorder's jump
+// is harmless after pgdbg's death and the guardian takes it out (0 crashes
+// in 100 kills).
+#[test]
+fn kill9_recorder_15() {
+    run(15, &[Mode::PlancacheFast], probe_kills());
+}
+
+#[test]
+fn kill9_recorder_18() {
+    run(18, &[Mode::PlancacheFast], probe_kills());
+}
+
+// `trace`, `count --by-phase`, `plancache` (stops and in-process recorder),
+// `plan --next` and `call` on backends of a 4-client pgbench; the last two
+// killed while their inferior call is in flight.  Not in the default run:
+// kills that land in a hit pgdbg has not yet rewound, or in an inferior
+// call, still crash the backend (README, "Not protected": 12-36 % and
+// nearly all of them); scripts/soak-kill9 --modes probes prints the table.
+#[test]
+#[ignore = "known crashes (README, Not protected); scripts/soak-kill9 --modes probes"]
+fn kill9_probes_15() {
+    run(15, &PROBE_MODES, probe_kills());
+}
+
+#[test]
+#[ignore = "known crashes (README, Not protected); scripts/soak-kill9 --modes probes"]
+fn kill9_probes_18() {
+    run(18, &PROBE_MODES, probe_kills());
+}
+
+fn vm_rss_kb(pid: i32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Attach/detach cycles per run: `PGDBG_SOAK_CYCLES`, else 40 (the
+/// default run; scripts/soak-kill9 --cycles 1000 for the long one).
+fn cycles() -> usize {
+    std::env::var("PGDBG_SOAK_CYCLES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(40)
+}
+
+/// Attach, arm, detach again and again on a backend of the pgbench load:
+/// a traced call (int3s), or `waits trace` (a debug register), every
+/// cycle ended by pgdbg itself.  After each: the backend as found (code
+/// bytes, DR7, SIGTRAP action, mappings, still serving pgbench); no
+/// guardian left; pgdbg's peak RSS (wait4's ru_maxrss) and the backend's
+/// VmRSS flat from the first tenth of the cycles to the last.
+fn attach_detach_cycles(major: u32) {
+    let cl = Cluster::start(major);
+    let bin = cl.postgres_binary();
+    let mut load = Load::start(&cl);
+    let pid = load.backends(&cl)[0];
+    let n = cycles();
+    let maps_before = anon_exec_maps(pid);
+    let mut pgdbg_rss = Vec::new();
+    let mut backend_rss = Vec::new();
+    let log_before = crashes(&cl.log());
+    let t0 = Instant::now();
+    for k in 0..n {
+        assert_busy(pid, "before the attach");
+        let cmd = if k % 2 == 0 {
+            "trace LockRelationOid relid --count 3 --quiet"
+        } else {
+            "waits trace --for 20ms"
+        };
+        // reaped with wait4 below, for its rusage (peak RSS)
+        #[allow(clippy::zombie_processes)]
+        let child = std::process::Command::new(pgdbg_bin())
+            .args(["attach", &pid.to_string(), "-q", "--ex", cmd])
+            .env_remove("DEBUGINFOD_URLS")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let cpid = child.id() as i32;
+        let mut st = 0;
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        assert_eq!(unsafe { libc::wait4(cpid, &mut st, 0, &mut ru) }, cpid);
+        let mut err = String::new();
+        if let Some(mut e) = child.stderr {
+            use std::io::Read;
+            let _ = e.read_to_string(&mut err);
+        }
+        assert!(
+            libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0,
+            "cycle {k} ({cmd}): status {st:#x}: {err}"
+        );
+        pgdbg_rss.push(ru.ru_maxrss as u64);
+        backend_rss.push(vm_rss_kb(pid));
+        assert!(
+            guardians_of(pid).is_empty(),
+            "cycle {k}: a guardian is left"
+        );
+        assert_eq!(tracer_pid(pid), 0, "cycle {k}: still traced");
+        // the reads of the binary and the seize for DR7 are the slow part:
+        // every tenth cycle (and the last)
+        if k % 10 == 0 || k + 1 == n {
+            for sym in ["LockRelationOid", "_start"] {
+                assert!(
+                    code_matches_file(pid, &bin, sym, 64),
+                    "cycle {k}: code bytes of {sym} differ from the binary"
+                );
+            }
+            assert_eq!(dr7(pid), 0, "cycle {k}: DR7 left armed");
+        }
+        assert!(!catches_sigtrap(pid), "cycle {k}: SIGTRAP still caught");
+        assert_eq!(
+            anon_exec_maps(pid),
+            maps_before,
+            "cycle {k}: mappings changed"
+        );
+        assert_eq!(
+            crashes(&cl.log()),
+            log_before,
+            "cycle {k}: a backend crashed"
+        );
+    }
+    assert_busy(pid, "after the cycles");
+    assert!(load.backends(&cl).contains(&pid));
+    let tenth = (n / 10).max(1);
+    let avg = |v: &[u64]| v.iter().sum::<u64>() as f64 / v.len() as f64;
+    let (p0, p1) = (avg(&pgdbg_rss[..tenth]), avg(&pgdbg_rss[n - tenth..]));
+    let (b0, b1) = (avg(&backend_rss[..tenth]), avg(&backend_rss[n - tenth..]));
+    eprintln!(
+        "attach/detach {n} cycles on PostgreSQL {major} in {:.1?}: pgdbg peak RSS {p0:.0} -> {p1:.0} kB (max {}), backend VmRSS {b0:.0} -> {b1:.0} kB (max {})",
+        t0.elapsed(),
+        pgdbg_rss.iter().max().unwrap(),
+        backend_rss.iter().max().unwrap()
+    );
+    assert!(
+        p1 < p0 * 1.10 + 1024.0,
+        "pgdbg's RSS grows: {p0:.0} -> {p1:.0} kB"
+    );
+    assert!(
+        b1 < b0 + 2048.0,
+        "the backend's RSS grows: {b0:.0} -> {b1:.0} kB"
+    );
+}
+
+#[test]
+fn attach_detach_cycles_15() {
+    attach_detach_cycles(15);
+}
+
+#[test]
+fn attach_detach_cycles_18() {
+    attach_detach_cycles(18);
 }

@@ -28,11 +28,13 @@
 //!   registers and detours restored exactly as pgdbg's own detach does.
 //!
 //! Not covered by the guardian alone: a backend that hits an int3 between
-//! pgdbg's death and the guardian's seize, or that was stopped at a hit
-//! whose SIGTRAP pgdbg had not resumed past (the kernel delivers it when
-//! the tracer dies): pgdbg's SIGTRAP handler in the backend covers that
-//! (traphandler.rs); the guardian puts the previous action back and unmaps
-//! its pages.
+//! pgdbg's death and the guardian's seize: pgdbg's SIGTRAP handler in the
+//! backend covers that (traphandler.rs); the guardian puts the previous
+//! action back and unmaps its pages.  Covered by neither: a backend stopped
+//! at a hit whose `rip` pgdbg had not yet put back on the int3 when it died
+//! (the kernel drops that stop's SIGTRAP and the backend goes on one byte
+//! past the int3: `Target::rewind_to`), and one inside an inferior call or
+//! an injected system call (its registers are pgdbg's alone).
 
 use super::{Target, detour::Detour, procfs, traphandler};
 use anyhow::{Result, anyhow, bail};

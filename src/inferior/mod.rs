@@ -14,11 +14,15 @@
 
 pub mod detour;
 pub mod guardian;
+mod memory;
+pub mod permission;
 pub mod procfs;
 pub mod recorder;
 pub mod regs;
 pub mod signals;
+mod stepping;
 pub mod traphandler;
+mod wait;
 pub mod xstate;
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -34,10 +38,7 @@ use std::io::IoSliceMut;
 pub use regs::Registers;
 
 const INT3: u8 = 0xcc;
-const SI_KERNEL: i32 = 0x80;
-const TRAP_BRKPT: i32 = 1;
-const TRAP_TRACE: i32 = 2;
-const TRAP_HWBKPT: i32 = 4;
+use signals::{SI_KERNEL, TRAP_BRKPT, TRAP_HWBKPT, TRAP_TRACE};
 
 /// Why the target stopped.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,10 +92,11 @@ pub struct Target {
     attached: bool,
     /// Registers of the current stop (valid while stopped).
     regs_cache: std::cell::Cell<Option<Registers>>,
-    /// The cached registers hold a change not yet written to the kernel
-    /// (rip rewound onto an int3): written before the target runs or is
-    /// detached, or dropped when a step-over writes all registers anyway.
-    regs_dirty: bool,
+    /// This stop is the signal-delivery stop of one of our int3s whose
+    /// SIGTRAP still says "int3" (`si_code` SI_KERNEL/TRAP_BRKPT): the
+    /// first register write re-labels it (traphandler.rs).  Cleared when
+    /// the target runs.
+    int3_sigtrap_live: bool,
     /// The (original) first bytes of the instructions under our int3s, for
     /// step-over emulation without reading them at every hit.
     code_cache: std::collections::HashMap<u64, [u8; 4]>,
@@ -167,7 +169,7 @@ impl Target {
             debugregs_dirty: false,
             attached: true,
             regs_cache: std::cell::Cell::new(None),
-            regs_dirty: false,
+            int3_sigtrap_live: false,
             code_cache: std::collections::HashMap::new(),
             mem: std::fs::OpenOptions::new()
                 .read(true)
@@ -260,252 +262,6 @@ impl Target {
         Ok(())
     }
 
-    // ---------------------------------------------------------------- memory
-
-    /// Read `buf.len()` bytes at `addr` (one process_vm_readv).
-    pub fn read(&self, addr: u64, buf: &mut [u8]) -> Result<()> {
-        if buf.is_empty() {
-            return Ok(());
-        }
-        let len = buf.len();
-        let remote = [RemoteIoVec {
-            base: addr as usize,
-            len,
-        }];
-        let mut local = [IoSliceMut::new(buf)];
-        match process_vm_readv(self.pid, &mut local, &remote) {
-            Ok(n) if n == len => {}
-            Ok(n) => bail!("cannot read {len} bytes at {addr:#x}: only {n} readable"),
-            Err(e) => bail!("cannot access memory at address {addr:#x} ({e})"),
-        }
-        self.hide_breakpoints(addr, buf);
-        Ok(())
-    }
-
-    /// The byte at `addr` as it is in the target (our int3s not hidden);
-    /// None when nothing is mapped there.
-    fn byte_in_target(&self, addr: u64) -> Option<u8> {
-        let mut b = [0u8; 1];
-        let remote = [RemoteIoVec {
-            base: addr as usize,
-            len: 1,
-        }];
-        let mut local = [IoSliceMut::new(&mut b)];
-        match process_vm_readv(self.pid, &mut local, &remote) {
-            Ok(1) => Some(b[0]),
-            _ => None,
-        }
-    }
-
-    /// Read several ranges with a single syscall.  Each range must be readable.
-    pub fn read_many(&self, ranges: &mut [(u64, &mut [u8])]) -> Result<()> {
-        let remote: Vec<RemoteIoVec> = ranges
-            .iter()
-            .map(|(a, b)| RemoteIoVec {
-                base: *a as usize,
-                len: b.len(),
-            })
-            .collect();
-        let total: usize = remote.iter().map(|r| r.len).sum();
-        let mut local: Vec<IoSliceMut> =
-            ranges.iter_mut().map(|(_, b)| IoSliceMut::new(b)).collect();
-        let n = process_vm_readv(self.pid, &mut local, &remote)
-            .map_err(|e| anyhow!("cannot read target memory ({e})"))?;
-        if n != total {
-            bail!("cannot read target memory: short read ({n} of {total} bytes)");
-        }
-        drop(local);
-        for (a, b) in ranges.iter_mut() {
-            self.hide_breakpoints(*a, b);
-        }
-        Ok(())
-    }
-
-    pub fn read_u64(&self, addr: u64) -> Result<u64> {
-        let mut b = [0u8; 8];
-        self.read(addr, &mut b)?;
-        Ok(u64::from_le_bytes(b))
-    }
-
-    pub fn read_u32(&self, addr: u64) -> Result<u32> {
-        let mut b = [0u8; 4];
-        self.read(addr, &mut b)?;
-        Ok(u32::from_le_bytes(b))
-    }
-
-    /// Read a NUL-terminated string of at most `max` bytes.
-    pub fn read_cstr(&self, addr: u64, max: usize) -> Result<(Vec<u8>, bool)> {
-        let mut out = Vec::new();
-        let mut a = addr;
-        while out.len() < max {
-            // read up to the end of the page
-            let page_left = 4096 - (a as usize & 4095);
-            let n = page_left.min(max - out.len()).min(256);
-            let mut buf = vec![0u8; n];
-            self.read(a, &mut buf)?;
-            if let Some(p) = buf.iter().position(|&c| c == 0) {
-                out.extend_from_slice(&buf[..p]);
-                return Ok((out, true));
-            }
-            out.extend_from_slice(&buf);
-            a += n as u64;
-        }
-        Ok((out, false))
-    }
-
-    /// Hide inserted int3 bytes from readers.
-    fn hide_breakpoints(&self, addr: u64, buf: &mut [u8]) {
-        let end = addr + buf.len() as u64;
-        for (&a, &orig) in self.inserted.range(addr..end) {
-            buf[(a - addr) as usize] = orig;
-        }
-    }
-
-    /// Write bytes into the target, read-only text included: one pwrite to
-    /// /proc/PID/mem, else PTRACE_POKEDATA word by word.  The target must
-    /// be stopped.
-    pub fn write(&mut self, addr: u64, data: &[u8]) -> Result<()> {
-        if let Some(f) = &self.mem {
-            use std::os::unix::fs::FileExt;
-            if f.write_all_at(data, addr).is_ok() {
-                return Ok(());
-            }
-        }
-        let mut off = 0usize;
-        while off < data.len() {
-            let a = addr + off as u64;
-            let aligned = a & !7;
-            let word = ptrace::read(self.pid, aligned as ptrace::AddressType)
-                .map_err(|e| anyhow!("cannot read target memory at {aligned:#x} ({e})"))?;
-            let mut bytes = (word as u64).to_le_bytes();
-            let start = (a - aligned) as usize;
-            let n = (8 - start).min(data.len() - off);
-            bytes[start..start + n].copy_from_slice(&data[off..off + n]);
-            ptrace::write(
-                self.pid,
-                aligned as ptrace::AddressType,
-                u64::from_le_bytes(bytes) as i64,
-            )
-            .map_err(|e| anyhow!("cannot write target memory at {aligned:#x} ({e})"))?;
-            off += n;
-        }
-        Ok(())
-    }
-
-    /// Write an int3 at `addr`, remembering the original byte.
-    pub fn insert_breakpoint(&mut self, addr: u64) -> Result<()> {
-        if self.inserted.contains_key(&addr) {
-            return Ok(());
-        }
-        if self.in_detour(addr) {
-            bail!("{addr:#x} is under a jump pgdbg wrote (an in-process recorder)");
-        }
-        let mut orig = [0u8; 1];
-        self.read(addr, &mut orig)?;
-        if let Some(g) = self.guardian()? {
-            g.note_breakpoint(addr, orig[0])?;
-        }
-        self.ensure_trap_handler();
-        self.note_trap_address(addr, orig[0])?;
-        self.write(addr, &[INT3])?;
-        self.inserted.insert(addr, orig[0]);
-        Ok(())
-    }
-
-    /// Restore the original byte at `addr`.
-    pub fn remove_breakpoint(&mut self, addr: u64) -> Result<()> {
-        if let Some(orig) = self.inserted.get(&addr).copied() {
-            if !self.gone {
-                self.write(addr, &[orig])?;
-            }
-            self.inserted.remove(&addr);
-            self.code_cache.remove(&addr);
-            if let Some(g) = &mut self.guardian {
-                g.forget_breakpoint(addr);
-            }
-        }
-        Ok(())
-    }
-
-    /// Forget the int3 at `addr` without writing: the code it was in was
-    /// unmapped (a library unloaded), so there is nothing to restore, and
-    /// detach must not write the old byte over whatever is mapped there
-    /// later.
-    pub fn forget_breakpoint(&mut self, addr: u64) {
-        if self.inserted.remove(&addr).is_some() {
-            self.code_cache.remove(&addr);
-            if let Some(g) = &mut self.guardian {
-                g.forget_breakpoint(addr);
-            }
-            // the SIGTRAP handler's entry holds the old code's byte too:
-            // other code mapped there later must not get it
-            if let Err(e) = self.forget_trap_address(addr) {
-                log::debug(&format!(
-                    "{addr:#x}: SIGTRAP handler entry not cleared ({e})"
-                ));
-            }
-        }
-    }
-
-    /// The guardian of this target, started on first use (guardian.rs).
-    fn guardian(&mut self) -> Result<Option<&mut guardian::Guardian>> {
-        if self.guardian.is_none() {
-            self.guardian = guardian::Guardian::start(self.pid())?;
-        }
-        Ok(self.guardian.as_mut())
-    }
-
-    /// The address of our int3 just behind `rip`, if the instruction that
-    /// last ran (or was about to report) is one of them.
-    fn int3_behind_rip(&self) -> Result<Option<u64>> {
-        let addr = self.regs()?.rip.wrapping_sub(1);
-        Ok(self.inserted.contains_key(&addr).then_some(addr))
-    }
-
-    /// Put `rip` back on the breakpoint at `addr` (the int3 stood in for
-    /// the instruction there, which has not run).
-    fn rewind_to(&mut self, addr: u64) -> Result<()> {
-        let mut regs = self.regs()?;
-        regs.rip = addr;
-        if !self.stopped {
-            return self.set_regs(&regs);
-        }
-        // written lazily: most stops end in a step-over that writes all
-        // registers anyway (one PTRACE_SETREGS per hit instead of two)
-        self.regs_cache.set(Some(regs));
-        self.regs_dirty = true;
-        Ok(())
-    }
-
-    /// Write registers changed only in the cache (before the target runs).
-    fn flush_regs(&mut self) -> Result<()> {
-        if !self.regs_dirty {
-            return Ok(());
-        }
-        let r = self
-            .regs_cache
-            .get()
-            .ok_or_else(|| anyhow!("internal: changed registers lost"))?;
-        ptrace::setregs(self.pid, r.to_user())
-            .map_err(|e| anyhow!("cannot write registers ({e})"))?;
-        self.regs_dirty = false;
-        self.defuse_pending_trap()
-    }
-
-    /// Every address where an int3 of ours is written.
-    pub fn inserted_addresses(&self) -> Vec<u64> {
-        self.inserted.keys().copied().collect()
-    }
-
-    pub fn breakpoint_inserted(&self, addr: u64) -> bool {
-        self.inserted.contains_key(&addr)
-    }
-
-    /// Original (file) bytes at an address, as the code would be without us.
-    pub fn original_byte(&self, addr: u64) -> Option<u8> {
-        self.inserted.get(&addr).copied()
-    }
-
     // ------------------------------------------------------------- registers
 
     pub fn regs(&self) -> Result<Registers> {
@@ -526,11 +282,17 @@ impl Target {
         self.regs_cache.set(None);
         ptrace::setregs(self.pid, regs.to_user())
             .map_err(|e| anyhow!("cannot write registers ({e})"))?;
-        self.regs_dirty = false;
         if self.stopped {
             self.regs_cache.set(Some(*regs));
         }
-        self.defuse_pending_trap()
+        if self.int3_sigtrap_live {
+            // after the write: `rip` on the int3 with the SIGTRAP still
+            // saying int3 is a state the handler gets right, `rip` one past
+            // it with the SIGTRAP re-labelled is not
+            self.int3_sigtrap_live = false;
+            self.defuse_pending_trap()?;
+        }
+        Ok(())
     }
 
     /// Read the registers from the kernel (not the cache) and check that
@@ -690,156 +452,10 @@ impl Target {
     /// `wait` collects the next stop.
     pub fn resume(&mut self) -> Result<()> {
         let sig = self.signal_to_deliver();
-        self.flush_regs()?;
         ptrace::cont(self.pid, sig)
             .map_err(|e| anyhow!("cannot resume process {} ({e})", self.pid))?;
         self.set_running();
         Ok(())
-    }
-
-    /// Execute one instruction with the original code at `addr` (where an
-    /// int3 of ours is inserted and `rip == addr`), then put the int3 back.
-    /// Signals arriving meanwhile are deferred to the next resume.
-    pub fn step_over_breakpoint(&mut self, addr: u64) -> Result<Option<Stop>> {
-        let orig = match self.inserted.get(&addr) {
-            Some(&b) => b,
-            None => return Ok(None),
-        };
-        if self.emulate_at(addr)? {
-            return Ok(None);
-        }
-        self.write(addr, &[orig])?;
-        let res = self.single_step_raw();
-        // Re-insert even when the step failed, unless the target is gone.
-        if !self.gone {
-            self.write(addr, &[INT3])?;
-        } else {
-            self.inserted.clear();
-        }
-        res
-    }
-
-    /// A cheaper place than `entry` for a probe that only reads argument
-    /// registers: the first `mov r64, r64` after the `endbr64`/`push`/`nop` run
-    /// that starts a function.  Up to there the argument registers hold
-    /// what they held at entry (pushes only move rsp), and stepping over a
-    /// register move writes no memory.  `entry` itself when the function
-    /// starts otherwise.
-    pub fn register_only_point(&self, entry: u64) -> u64 {
-        let mut code = [0u8; 32];
-        if self.read(entry, &mut code).is_err() {
-            return entry;
-        }
-        let mut off = 0usize;
-        while off + 4 <= code.len() {
-            let Some((len, _)) = regs::decode_push_or_nop(&code[off..]) else {
-                break;
-            };
-            off += len as usize;
-        }
-        match regs::decode_mov_reg(&code[off..]) {
-            Some((_, dst, _)) if off > 0 && dst != 4 => entry + off as u64,
-            _ => entry,
-        }
-    }
-
-    /// Step over simple instructions without single-stepping: function
-    /// prologues start with `push %reg` or `endbr64`, which are emulated
-    /// (the int3 stays in place, no extra stop).  Returns false when the
-    /// instruction at `addr` is not one of those.
-    fn emulate_at(&mut self, addr: u64) -> Result<bool> {
-        let code = match self.code_cache.get(&addr) {
-            Some(c) => *c,
-            None => {
-                let mut code = [0u8; 4];
-                if self.read(addr, &mut code).is_err() {
-                    return Ok(false);
-                }
-                self.code_cache.insert(addr, code);
-                code
-            }
-        };
-        let mut r = self.regs()?;
-        if r.rip != addr {
-            return Ok(false);
-        }
-        if let Some((len, dst, src)) = regs::decode_mov_reg(&code) {
-            // a register copy: no memory touched (never into rsp here)
-            if dst == 4 {
-                return Ok(false);
-            }
-            let v = r.gpr(src);
-            *r.gpr_mut(dst) = v;
-            r.rip = addr + len;
-            self.set_regs(&r)?;
-            return Ok(true);
-        }
-        let Some((len, pushed)) = regs::decode_push_or_nop(&code) else {
-            return Ok(false);
-        };
-        if let Some(v) = pushed.map(|n| r.gpr(n)) {
-            let sp = r.rsp - 8;
-            if self.write(sp, &v.to_le_bytes()).is_err() {
-                // e.g. a stack page not grown yet: single-step instead
-                return Ok(false);
-            }
-            r.rsp = sp;
-        }
-        r.rip = addr + len;
-        self.set_regs(&r)?;
-        Ok(true)
-    }
-
-    /// Single-step once; returns Some(stop) only when the target died or a
-    /// breakpoint was hit in the single instruction (cannot happen for the
-    /// instruction itself).
-    fn single_step_raw(&mut self) -> Result<Option<Stop>> {
-        loop {
-            self.flush_regs()?;
-            ptrace::step(self.pid, None).map_err(|e| anyhow!("PTRACE_SINGLESTEP failed ({e})"))?;
-            self.set_running();
-            let status = self.waitpid_blocking()?;
-            match status {
-                WaitStatus::Exited(_, code) => {
-                    self.mark_gone();
-                    return Ok(Some(Stop::Exited(code)));
-                }
-                WaitStatus::Signaled(_, sig, _) => {
-                    self.mark_gone();
-                    return Ok(Some(Stop::Killed(sig)));
-                }
-                WaitStatus::Stopped(_, Signal::SIGTRAP) => {
-                    self.mark_stopped();
-                    let code = self.siginfo_code().unwrap_or(TRAP_TRACE);
-                    if code == TRAP_TRACE || code == TRAP_BRKPT || code == TRAP_HWBKPT {
-                        return Ok(None);
-                    }
-                    // Some other trap (a late watchpoint hit): never handed to
-                    // the backend (a SIGTRAP kills it); step again.
-                }
-                WaitStatus::Stopped(_, sig) if signals::pass_through(sig) => {
-                    // A signal arrived before the instruction ran: defer it,
-                    // step again without it.
-                    self.mark_stopped();
-                    self.deferred.push_back(sig);
-                }
-                WaitStatus::Stopped(_, sig) => {
-                    // The instruction itself faults: report it (stepping
-                    // again would fault forever).
-                    self.mark_stopped();
-                    self.pending_fault = Some(sig);
-                    return Ok(Some(Stop::Signal(sig)));
-                }
-                WaitStatus::PtraceEvent(_, _, _) => {
-                    self.mark_stopped();
-                    self.interrupt_stop_seen();
-                    // step again
-                }
-                _ => {
-                    self.mark_stopped();
-                }
-            }
-        }
     }
 
     fn siginfo_code(&self) -> Option<i32> {
@@ -855,7 +471,7 @@ impl Target {
             self.stopped_before += t.elapsed();
         }
         self.regs_cache.set(None);
-        self.regs_dirty = false;
+        self.int3_sigtrap_live = false;
     }
 
     fn mark_gone(&mut self) {
@@ -867,203 +483,6 @@ impl Target {
         if let Some(g) = &mut self.guardian {
             g.forget_all();
         }
-    }
-
-    fn waitpid_blocking(&mut self) -> Result<WaitStatus> {
-        loop {
-            match waitpid(self.pid, Some(WaitPidFlag::__WALL)) {
-                Ok(s) => return Ok(s),
-                Err(Errno::EINTR) => continue,
-                Err(Errno::ECHILD) => {
-                    self.mark_gone();
-                    bail!("process {} is gone", self.pid)
-                }
-                Err(e) => bail!("waitpid failed ({e})"),
-            }
-        }
-    }
-
-    /// Wait for the next stop worth reporting.  Pass-through signals are
-    /// re-delivered at once; stale interrupt stops are swallowed.  When
-    /// pgdbg itself gets Ctrl-C (`hooks.user_interrupt`) or SIGTERM/SIGHUP
-    /// (`hooks.terminate`) while waiting, the target is interrupted.
-    pub fn wait(&mut self, hooks: &dyn WaitHooks) -> Result<Stop> {
-        self.wait_inner(hooks, false)
-            .map(|s| s.expect("a blocking wait ends in a stop"))
-    }
-
-    /// The stop of a target that runs in the background, if one is
-    /// waiting (never blocks): pass-through signals are re-delivered and
-    /// the target runs on (None).  None as well while it is stopped.
-    pub fn poll(&mut self) -> Result<Option<Stop>> {
-        if self.stopped || self.gone || !self.attached {
-            return Ok(None);
-        }
-        self.wait_inner(&NoHooks, true)
-    }
-
-    fn wait_inner(&mut self, hooks: &dyn WaitHooks, nohang: bool) -> Result<Option<Stop>> {
-        let mut interrupted_for_tool = false;
-        let mut interrupted_for_user = false;
-        loop {
-            // Checked before every blocking wait, not only on EINTR: the
-            // signal may have arrived while we were busy elsewhere.
-            if !self.stopped {
-                if hooks.terminate() && !interrupted_for_tool {
-                    interrupted_for_tool = true;
-                    if !interrupted_for_user {
-                        self.interrupt_or_adopt()?;
-                    }
-                } else if !interrupted_for_user && !interrupted_for_tool && hooks.user_interrupt() {
-                    interrupted_for_user = true;
-                    self.interrupt_or_adopt()?;
-                }
-            }
-            hooks.waiting(true);
-            let flags = if nohang {
-                WaitPidFlag::__WALL | WaitPidFlag::WNOHANG
-            } else {
-                WaitPidFlag::__WALL
-            };
-            let waited = waitpid(self.pid, Some(flags));
-            hooks.waiting(false);
-            let status = match waited {
-                Ok(WaitStatus::StillAlive) if nohang => return Ok(None),
-                Ok(s) => s,
-                Err(Errno::EINTR) => continue,
-                Err(Errno::ECHILD) => {
-                    self.mark_gone();
-                    return Ok(Some(Stop::Exited(-1)));
-                }
-                Err(e) => bail!("waitpid failed ({e})"),
-            };
-            let terminating = interrupted_for_tool || hooks.terminate();
-            match status {
-                WaitStatus::Exited(_, code) => {
-                    self.mark_gone();
-                    return Ok(Some(Stop::Exited(code)));
-                }
-                WaitStatus::Signaled(_, sig, _) => {
-                    self.mark_gone();
-                    return Ok(Some(Stop::Killed(sig)));
-                }
-                WaitStatus::PtraceEvent(_, _sig, ev) if ev == libc::PTRACE_EVENT_STOP => {
-                    self.mark_stopped();
-                    if self.stale_interrupts > 0 && !terminating && !interrupted_for_user {
-                        // The stop of an interrupt that lost the race against
-                        // another stop reported earlier: swallow it.
-                        self.stale_interrupts -= 1;
-                        self.cont_raw(None)?;
-                        continue;
-                    }
-                    if self.stale_interrupts > 0 {
-                        self.stale_interrupts -= 1;
-                    } else if self.interrupts_outstanding > 0 {
-                        self.interrupts_outstanding -= 1;
-                    }
-                    // The interrupt may have landed just after one of our
-                    // int3s executed, before its SIGTRAP was taken: rip is
-                    // one past the breakpoint.  Rewind now, while the int3
-                    // is still known; the queued SIGTRAP is swallowed when it
-                    // is reported (or drained at detach).
-                    if let Some(bp) = self.int3_behind_rip()?
-                        && self.sigtrap_pending()
-                    {
-                        self.rewind_to(bp)?;
-                    }
-                    if terminating {
-                        return self.reported(Stop::ToolTerminating).map(Some);
-                    }
-                    // Our interrupt (attach, Ctrl-C, an explicit stop) or a
-                    // group-stop by someone's SIGSTOP.
-                    return self.reported(Stop::Interrupted).map(Some);
-                }
-                WaitStatus::PtraceEvent(_, _, _) => {
-                    self.mark_stopped();
-                    self.cont_raw(None)?;
-                }
-                WaitStatus::Stopped(_, Signal::SIGTRAP) => {
-                    self.mark_stopped();
-                    // An int3 of ours just executed?  Without debug registers
-                    // in use no other trap can look like one (no siginfo
-                    // needed); with them, siginfo must say it was an int3.
-                    let ours = match self.int3_behind_rip()? {
-                        Some(a) if !self.debugregs_dirty => Some(a),
-                        Some(a) => matches!(
-                            self.siginfo_code().unwrap_or(SI_KERNEL),
-                            SI_KERNEL | TRAP_BRKPT
-                        )
-                        .then_some(a),
-                        None => None,
-                    };
-                    if let Some(addr) = ours {
-                        self.rewind_to(addr)?;
-                        if terminating {
-                            return self.reported(Stop::ToolTerminating).map(Some);
-                        }
-                        return self.reported(Stop::Breakpoint { addr }).map(Some);
-                    }
-                    let code = self.siginfo_code().unwrap_or(SI_KERNEL);
-                    // Anything else is a debug event: a watchpoint hit (its
-                    // si_code is not always TRAP_HWBKPT), a late one after
-                    // the watchpoint was cleared, or a stray trap.  A SIGTRAP
-                    // is never handed to the backend: it would kill it.
-                    let dr6 = if self.debugregs_dirty {
-                        self.debugreg(6).unwrap_or(0)
-                    } else {
-                        0
-                    };
-                    if dr6 & 0xf != 0 {
-                        let _ = self.set_debugreg(6, 0);
-                        if terminating {
-                            return self.reported(Stop::ToolTerminating).map(Some);
-                        }
-                        return self.reported(Stop::HardwareBreak { dr6 }).map(Some);
-                    }
-                    log::debug(&format!(
-                        "swallowed a SIGTRAP (si_code {code}, dr6 {dr6:#x})"
-                    ));
-                    if terminating {
-                        return self.reported(Stop::ToolTerminating).map(Some);
-                    }
-                    self.cont_raw(None)?;
-                }
-                WaitStatus::Stopped(_, sig) => {
-                    self.mark_stopped();
-                    if signals::pass_through(sig) {
-                        if terminating {
-                            // Keep the signal for delivery at detach.
-                            self.deferred.push_back(sig);
-                            return self.reported(Stop::ToolTerminating).map(Some);
-                        }
-                        self.cont_raw(Some(sig))?;
-                        continue;
-                    }
-                    self.pending_fault = Some(sig);
-                    return self.reported(Stop::Signal(sig)).map(Some);
-                }
-                _ => {
-                    self.mark_stopped();
-                    self.cont_raw(None)?;
-                }
-            }
-        }
-    }
-
-    fn cont_raw(&mut self, sig: Option<Signal>) -> Result<()> {
-        self.flush_regs()?;
-        ptrace::cont(self.pid, sig)
-            .map_err(|e| anyhow!("cannot resume process {} ({e})", self.pid))?;
-        self.set_running();
-        Ok(())
-    }
-
-    /// Bookkeeping when a stop is handed to the caller: interrupts still in
-    /// flight become stale (their stop will come later and is swallowed).
-    fn reported(&mut self, stop: Stop) -> Result<Stop> {
-        self.stale_interrupts += self.interrupts_outstanding;
-        self.interrupts_outstanding = 0;
-        Ok(stop)
     }
 
     /// Make sure the target is stopped (interrupting it if it runs).
@@ -1133,6 +552,7 @@ impl Target {
                     self.mark_stopped();
                     // rewind if it was one of our int3s after all
                     if let Some(bp) = self.int3_behind_rip()? {
+                        self.int3_sigtrap_live = true;
                         self.rewind_to(bp)?;
                     }
                 }
@@ -1160,7 +580,6 @@ impl Target {
         self.debugregs_dirty = false;
         self.detours.clear();
         self.trap = None;
-        self.regs_dirty = false;
         if !self.attached || self.gone {
             return Ok(());
         }
@@ -1243,9 +662,6 @@ impl Target {
         if self.gone {
             self.attached = false;
             return Ok(());
-        }
-        if let Err(e) = self.flush_regs() {
-            first_err.get_or_insert(e);
         }
         match ptrace::detach(self.pid, sig) {
             Ok(()) => {}

@@ -33,3 +33,15 @@ pub fn pass_through(sig: Signal) -> bool {
             | SIGSTOP
     )
 }
+
+/// `si_code` values of a SIGTRAP (the kernel's siginfo.h), one place for
+/// the wait loop and the handler pgdbg puts in the target: an int3 is
+/// SI_KERNEL (do_int3 sends the signal without details), or TRAP_BRKPT on
+/// kernels that give one; a single-step TRAP_TRACE; a debug register
+/// TRAP_HWBKPT; TRAP_UNK is what pgdbg writes into a SIGTRAP it has dealt
+/// with (the handler leaves it alone).
+pub(super) const SI_KERNEL: i32 = 0x80;
+pub(super) const TRAP_BRKPT: i32 = 1;
+pub(super) const TRAP_TRACE: i32 = 2;
+pub(super) const TRAP_HWBKPT: i32 = 4;
+pub(super) const TRAP_UNK: i32 = 5;

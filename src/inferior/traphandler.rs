@@ -4,7 +4,11 @@
 //! never delivers one.  It runs only when pgdbg is gone (SIGKILL, the OOM
 //! killer, a crash of pgdbg) and the target traps before the guardian
 //! (guardian.rs) has restored it: without it the SIGTRAP kills the backend
-//! and the postmaster restarts the cluster.
+//! and the postmaster restarts the cluster.  The SIGTRAP of a stop pgdbg
+//! was holding when it died never reaches it: the kernel drops it (Linux
+//! 6.18, tests/fixtures/tracer_death.c), which is why pgdbg puts `rip`
+//! back on the int3 first thing at every hit (the int3 then traps again,
+//! untraced, and comes here).
 //!
 //! The handler (raw machine code, no libc, no stack use beyond its return
 //! address, all signals blocked while it runs):
@@ -86,15 +90,7 @@ const UCONTEXT_RIP: u32 = 40 + 16 * 8;
 /// = 17), and its trap flag (bit 8).
 const UCONTEXT_EFLAGS: u32 = 40 + 17 * 8;
 const EFLAGS_TF: u32 = 1 << 8;
-/// `si_code` of a single-step (TRAP_TRACE), and the one pgdbg writes into
-/// a SIGTRAP it has already dealt with (TRAP_UNK): the handler leaves a
-/// TRAP_UNK alone.
-const TRAP_TRACE: u32 = 2;
-pub const TRAP_UNK: i32 = 5;
-/// `si_code` of an int3: SI_KERNEL (do_int3 sends a SIGTRAP without
-/// details), or TRAP_BRKPT on kernels that give one.
-pub(super) const SI_KERNEL: u32 = 0x80;
-pub(super) const TRAP_BRKPT: u32 = 1;
+use super::signals::{SI_KERNEL, TRAP_BRKPT, TRAP_TRACE, TRAP_UNK};
 const SYS_MPROTECT: u32 = 10;
 const SYS_RT_SIGRETURN: u32 = 15;
 const SYS_RT_SIGACTION: u32 = 13;
@@ -124,7 +120,7 @@ pub fn emit(base: u64) -> Vec<u8> {
     let je_trace = c.len();
     c.extend_from_slice(&[0x74, 0]); // je trace
     c.extend_from_slice(&[0x3d]); // cmp eax, SI_KERNEL
-    d32(&mut c, SI_KERNEL);
+    d32(&mut c, SI_KERNEL as u32);
     let je_int3 = c.len();
     c.extend_from_slice(&[0x74, 0]); // je int3
     c.extend_from_slice(&[0x83, 0xf8, TRAP_BRKPT as u8]); // cmp eax, TRAP_BRKPT
@@ -646,23 +642,21 @@ impl Target {
         (e & ADDR_MASK == addr).then_some((e >> 56) as u8)
     }
 
-    /// pgdbg wrote `rip` during a stop: if the kernel still holds an int3's
-    /// SIGTRAP for it (discarded at the next resume, delivered if pgdbg
-    /// dies first), mark it dealt with (`si_code` TRAP_UNK), or the handler
-    /// would take it for a fresh hit and rewind `rip` once more (a push
-    /// emulated at an int3 would run twice).
+    /// pgdbg wrote `rip` at an int3's signal-delivery stop: mark that
+    /// SIGTRAP dealt with (`si_code` TRAP_UNK), or, on a kernel that
+    /// delivers it when pgdbg dies at this stop (Linux 6.18 drops it), the
+    /// handler would take it for a fresh hit and rewind `rip` once more (a
+    /// push emulated at an int3 would run twice).
     pub(super) fn defuse_pending_trap(&self) -> Result<()> {
         if self.trap.is_none() || self.gone || !self.stopped {
             return Ok(());
         }
-        let Ok(mut si) = nix::sys::ptrace::getsiginfo(self.pid) else {
-            return Ok(()); // not a signal stop: nothing pending
-        };
-        if si.si_signo != libc::SIGTRAP
-            || !(si.si_code == SI_KERNEL as i32 || si.si_code == TRAP_BRKPT as i32)
-        {
-            return Ok(());
-        }
+        // called only at the signal-delivery stop of one of our int3s
+        // (`int3_sigtrap_live`), once: its siginfo is known, no read first;
+        // the handler looks at nothing but si_code
+        // SAFETY: an all-zero siginfo_t is a valid value.
+        let mut si: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        si.si_signo = libc::SIGTRAP;
         si.si_code = TRAP_UNK;
         nix::sys::ptrace::setsiginfo(self.pid, &si)
             .map_err(|e| anyhow!("cannot mark the pending SIGTRAP as handled ({e})"))

@@ -1,0 +1,235 @@
+//! Reading and writing the target's memory, and the int3 bytes written
+//! into its code (each recorded with the guardian and the SIGTRAP handler
+//! before it is written).
+
+use super::*;
+
+impl Target {
+    /// Read `buf.len()` bytes at `addr` (one process_vm_readv).
+    pub fn read(&self, addr: u64, buf: &mut [u8]) -> Result<()> {
+        if buf.is_empty() {
+            return Ok(());
+        }
+        let len = buf.len();
+        let remote = [RemoteIoVec {
+            base: addr as usize,
+            len,
+        }];
+        let mut local = [IoSliceMut::new(buf)];
+        match process_vm_readv(self.pid, &mut local, &remote) {
+            Ok(n) if n == len => {}
+            Ok(n) => bail!("cannot read {len} bytes at {addr:#x}: only {n} readable"),
+            Err(e) => bail!("cannot access memory at address {addr:#x} ({e})"),
+        }
+        self.hide_breakpoints(addr, buf);
+        Ok(())
+    }
+
+    /// The byte at `addr` as it is in the target (our int3s not hidden);
+    /// None when nothing is mapped there.
+    pub(super) fn byte_in_target(&self, addr: u64) -> Option<u8> {
+        let mut b = [0u8; 1];
+        let remote = [RemoteIoVec {
+            base: addr as usize,
+            len: 1,
+        }];
+        let mut local = [IoSliceMut::new(&mut b)];
+        match process_vm_readv(self.pid, &mut local, &remote) {
+            Ok(1) => Some(b[0]),
+            _ => None,
+        }
+    }
+
+    /// Read several ranges with a single syscall.  Each range must be readable.
+    pub fn read_many(&self, ranges: &mut [(u64, &mut [u8])]) -> Result<()> {
+        let remote: Vec<RemoteIoVec> = ranges
+            .iter()
+            .map(|(a, b)| RemoteIoVec {
+                base: *a as usize,
+                len: b.len(),
+            })
+            .collect();
+        let total: usize = remote.iter().map(|r| r.len).sum();
+        let mut local: Vec<IoSliceMut> =
+            ranges.iter_mut().map(|(_, b)| IoSliceMut::new(b)).collect();
+        let n = process_vm_readv(self.pid, &mut local, &remote)
+            .map_err(|e| anyhow!("cannot read target memory ({e})"))?;
+        if n != total {
+            bail!("cannot read target memory: short read ({n} of {total} bytes)");
+        }
+        drop(local);
+        for (a, b) in ranges.iter_mut() {
+            self.hide_breakpoints(*a, b);
+        }
+        Ok(())
+    }
+
+    pub fn read_u64(&self, addr: u64) -> Result<u64> {
+        let mut b = [0u8; 8];
+        self.read(addr, &mut b)?;
+        Ok(u64::from_le_bytes(b))
+    }
+
+    pub fn read_u32(&self, addr: u64) -> Result<u32> {
+        let mut b = [0u8; 4];
+        self.read(addr, &mut b)?;
+        Ok(u32::from_le_bytes(b))
+    }
+
+    /// Read a NUL-terminated string of at most `max` bytes.
+    pub fn read_cstr(&self, addr: u64, max: usize) -> Result<(Vec<u8>, bool)> {
+        let mut out = Vec::new();
+        let mut a = addr;
+        while out.len() < max {
+            // read up to the end of the page
+            let page_left = 4096 - (a as usize & 4095);
+            let n = page_left.min(max - out.len()).min(256);
+            let mut buf = vec![0u8; n];
+            self.read(a, &mut buf)?;
+            if let Some(p) = buf.iter().position(|&c| c == 0) {
+                out.extend_from_slice(&buf[..p]);
+                return Ok((out, true));
+            }
+            out.extend_from_slice(&buf);
+            a += n as u64;
+        }
+        Ok((out, false))
+    }
+
+    /// Hide inserted int3 bytes from readers.
+    pub(super) fn hide_breakpoints(&self, addr: u64, buf: &mut [u8]) {
+        let end = addr + buf.len() as u64;
+        for (&a, &orig) in self.inserted.range(addr..end) {
+            buf[(a - addr) as usize] = orig;
+        }
+    }
+
+    /// Write bytes into the target, read-only text included: one pwrite to
+    /// /proc/PID/mem, else PTRACE_POKEDATA word by word.  The target must
+    /// be stopped.
+    pub fn write(&mut self, addr: u64, data: &[u8]) -> Result<()> {
+        if let Some(f) = &self.mem {
+            use std::os::unix::fs::FileExt;
+            if f.write_all_at(data, addr).is_ok() {
+                return Ok(());
+            }
+        }
+        let mut off = 0usize;
+        while off < data.len() {
+            let a = addr + off as u64;
+            let aligned = a & !7;
+            let word = ptrace::read(self.pid, aligned as ptrace::AddressType)
+                .map_err(|e| anyhow!("cannot read target memory at {aligned:#x} ({e})"))?;
+            let mut bytes = (word as u64).to_le_bytes();
+            let start = (a - aligned) as usize;
+            let n = (8 - start).min(data.len() - off);
+            bytes[start..start + n].copy_from_slice(&data[off..off + n]);
+            ptrace::write(
+                self.pid,
+                aligned as ptrace::AddressType,
+                u64::from_le_bytes(bytes) as i64,
+            )
+            .map_err(|e| anyhow!("cannot write target memory at {aligned:#x} ({e})"))?;
+            off += n;
+        }
+        Ok(())
+    }
+
+    /// Write an int3 at `addr`, remembering the original byte.
+    pub fn insert_breakpoint(&mut self, addr: u64) -> Result<()> {
+        if self.inserted.contains_key(&addr) {
+            return Ok(());
+        }
+        if self.in_detour(addr) {
+            bail!("{addr:#x} is under a jump pgdbg wrote (an in-process recorder)");
+        }
+        let mut orig = [0u8; 1];
+        self.read(addr, &mut orig)?;
+        if let Some(g) = self.guardian()? {
+            g.note_breakpoint(addr, orig[0])?;
+        }
+        self.ensure_trap_handler();
+        self.note_trap_address(addr, orig[0])?;
+        self.write(addr, &[INT3])?;
+        self.inserted.insert(addr, orig[0]);
+        Ok(())
+    }
+
+    /// Restore the original byte at `addr`.
+    pub fn remove_breakpoint(&mut self, addr: u64) -> Result<()> {
+        if let Some(orig) = self.inserted.get(&addr).copied() {
+            if !self.gone {
+                self.write(addr, &[orig])?;
+            }
+            self.inserted.remove(&addr);
+            self.code_cache.remove(&addr);
+            if let Some(g) = &mut self.guardian {
+                g.forget_breakpoint(addr);
+            }
+        }
+        Ok(())
+    }
+
+    /// Forget the int3 at `addr` without writing: the code it was in was
+    /// unmapped (a library unloaded), so there is nothing to restore, and
+    /// detach must not write the old byte over whatever is mapped there
+    /// later.
+    pub fn forget_breakpoint(&mut self, addr: u64) {
+        if self.inserted.remove(&addr).is_some() {
+            self.code_cache.remove(&addr);
+            if let Some(g) = &mut self.guardian {
+                g.forget_breakpoint(addr);
+            }
+            // the SIGTRAP handler's entry holds the old code's byte too:
+            // other code mapped there later must not get it
+            if let Err(e) = self.forget_trap_address(addr) {
+                log::debug(&format!(
+                    "{addr:#x}: SIGTRAP handler entry not cleared ({e})"
+                ));
+            }
+        }
+    }
+
+    /// The guardian of this target, started on first use (guardian.rs).
+    pub(super) fn guardian(&mut self) -> Result<Option<&mut guardian::Guardian>> {
+        if self.guardian.is_none() {
+            self.guardian = guardian::Guardian::start(self.pid())?;
+        }
+        Ok(self.guardian.as_mut())
+    }
+
+    /// The address of our int3 just behind `rip`, if the instruction that
+    /// last ran (or was about to report) is one of them.
+    pub(super) fn int3_behind_rip(&self) -> Result<Option<u64>> {
+        let addr = self.regs()?.rip.wrapping_sub(1);
+        Ok(self.inserted.contains_key(&addr).then_some(addr))
+    }
+
+    /// Put `rip` back on the breakpoint at `addr` (the int3 stood in for
+    /// the instruction there, which has not run).  Written to the kernel at
+    /// once, never only cached: if pgdbg dies at this stop the kernel drops
+    /// the stop's SIGTRAP (measured on Linux 6.18: no handler runs) and the
+    /// target resumes from the registers the kernel holds; `rip` one past
+    /// the int3 would run the rest of the instruction there.  With `rip`
+    /// on the int3 it traps again, and pgdbg's SIGTRAP handler or the
+    /// guardian restores the byte.
+    pub(super) fn rewind_to(&mut self, addr: u64) -> Result<()> {
+        let mut regs = self.regs()?;
+        regs.rip = addr;
+        self.set_regs(&regs)
+    }
+
+    /// Every address where an int3 of ours is written.
+    pub fn inserted_addresses(&self) -> Vec<u64> {
+        self.inserted.keys().copied().collect()
+    }
+
+    pub fn breakpoint_inserted(&self, addr: u64) -> bool {
+        self.inserted.contains_key(&addr)
+    }
+
+    /// Original (file) bytes at an address, as the code would be without us.
+    pub fn original_byte(&self, addr: u64) -> Option<u8> {
+        self.inserted.get(&addr).copied()
+    }
+}

@@ -1,0 +1,195 @@
+//! May this process ptrace a target?  The kernel answers a refused
+//! `PTRACE_SEIZE` with a bare EPERM; this names the cause and the fix in
+//! one line, before anything is touched: the target runs as another user,
+//! root without CAP_SYS_PTRACE (a container), or the Yama LSM's
+//! `kernel.yama.ptrace_scope` (1: only one's own descendants, 2: only
+//! CAP_SYS_PTRACE, 3: nobody).  The rules are the kernel's
+//! (`__ptrace_may_access` and Yama's `yama_ptrace_access_check`) for an
+//! attach with real credentials.
+
+/// CAP_SYS_PTRACE's bit in the capability sets.
+const CAP_SYS_PTRACE: u32 = 19;
+
+/// What /proc/PID/status says about credentials.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Creds {
+    /// real, effective, saved, filesystem
+    pub uid: [u32; 4],
+    pub gid: [u32; 4],
+    pub cap_eff: u64,
+    pub ppid: i32,
+}
+
+pub fn creds(status: &str) -> Creds {
+    let ids = |v: &str| {
+        let mut a = [u32::MAX; 4];
+        for (slot, x) in a.iter_mut().zip(v.split_whitespace()) {
+            *slot = x.parse().unwrap_or(u32::MAX);
+        }
+        a
+    };
+    let mut c = Creds::default();
+    for line in status.lines() {
+        let Some((k, v)) = line.split_once(':') else {
+            continue;
+        };
+        match k {
+            "Uid" => c.uid = ids(v),
+            "Gid" => c.gid = ids(v),
+            "CapEff" => c.cap_eff = u64::from_str_radix(v.trim(), 16).unwrap_or(0),
+            "PPid" => c.ppid = v.trim().parse().unwrap_or(0),
+            _ => {}
+        }
+    }
+    c
+}
+
+/// The user name of `uid` (/etc/passwd), else the number.
+fn user_name(uid: u32) -> String {
+    std::fs::read_to_string("/etc/passwd")
+        .ok()
+        .and_then(|p| {
+            p.lines().find_map(|l| {
+                let f: Vec<&str> = l.split(':').collect();
+                (f.len() > 2 && f[2].parse::<u32>().ok() == Some(uid)).then(|| f[0].to_string())
+            })
+        })
+        .unwrap_or_else(|| format!("uid {uid}"))
+}
+
+/// Whether `pid` descends from this process (Yama scope 1 allows those).
+fn is_descendant(mut pid: i32, me: i32) -> bool {
+    for _ in 0..64 {
+        if pid == me {
+            return true;
+        }
+        if pid <= 1 {
+            return false;
+        }
+        let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+            return false;
+        };
+        pid = creds(&s).ppid;
+    }
+    false
+}
+
+/// The decision, from the facts (unit-tested without a kernel): None when
+/// an attach may go ahead.
+pub fn decide(
+    pid: i32,
+    me: &Creds,
+    target: &Creds,
+    yama: Option<u32>,
+    descendant: bool,
+    name: &dyn Fn(u32) -> String,
+) -> Option<String> {
+    let cap = me.cap_eff & (1 << CAP_SYS_PTRACE) != 0;
+    if yama == Some(3) {
+        return Some(format!(
+            "no permission to trace process {pid}: kernel.yama.ptrace_scope = 3 forbids every ptrace attach on this machine (only a reboot lowers it); pgdbg cannot work here"
+        ));
+    }
+    if cap {
+        return None;
+    }
+    // the kernel compares our real uid/gid with the target's real,
+    // effective and saved ones
+    let same = target.uid[..3].iter().all(|u| *u == me.uid[0])
+        && target.gid[..3].iter().all(|g| *g == me.gid[0]);
+    if !same {
+        let owner = name(target.uid[0]);
+        if me.uid[0] == 0 {
+            return Some(format!(
+                "no permission to trace process {pid}: pgdbg runs as root but without CAP_SYS_PTRACE (a container or a reduced capability set): give it that capability (docker run --cap-add=SYS_PTRACE, or systemd's AmbientCapabilities=CAP_SYS_PTRACE) or run pgdbg as {owner}, the user the server runs as"
+            ));
+        }
+        return Some(format!(
+            "no permission to trace process {pid}: it runs as {owner} and pgdbg as {}: run pgdbg as {owner} (sudo -u {owner} pgdbg attach {pid}) or as root",
+            name(me.uid[0])
+        ));
+    }
+    match yama {
+        Some(2) => Some(format!(
+            "no permission to trace process {pid}: kernel.yama.ptrace_scope = 2 lets only root (CAP_SYS_PTRACE) trace: run pgdbg as root (sudo pgdbg attach {pid})"
+        )),
+        Some(1) if !descendant => Some(format!(
+            "no permission to trace process {pid}: kernel.yama.ptrace_scope = 1 lets a user trace only its own child processes: run pgdbg as root (sudo pgdbg attach {pid}), give it CAP_SYS_PTRACE (setcap cap_sys_ptrace+ep on the pgdbg binary), or allow it with sysctl kernel.yama.ptrace_scope=0"
+        )),
+        _ => None,
+    }
+}
+
+/// Why this process may not trace `pid`, in one line; None when it may
+/// (as far as the kernel's rules can be read from /proc).
+pub fn refusal(pid: i32) -> Option<String> {
+    let me = creds(&std::fs::read_to_string("/proc/self/status").ok()?);
+    let target = creds(&std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?);
+    let yama = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope")
+        .ok()
+        .and_then(|s| s.trim().parse().ok());
+    let descendant = yama == Some(1) && is_descendant(pid, std::process::id() as i32);
+    decide(pid, &me, &target, yama, descendant, &user_name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(uid: u32, cap: bool) -> Creds {
+        Creds {
+            uid: [uid; 4],
+            gid: [uid; 4],
+            cap_eff: if cap { 1 << CAP_SYS_PTRACE } else { 0 },
+            ppid: 1,
+        }
+    }
+
+    fn name(u: u32) -> String {
+        match u {
+            0 => "root".into(),
+            105 => "postgres".into(),
+            _ => format!("uid {u}"),
+        }
+    }
+
+    #[test]
+    fn parses_status() {
+        let s = "Name:\tpostgres\nPPid:\t42\nUid:\t105\t105\t105\t105\nGid:\t110\t110\t110\t110\nCapEff:\t000001ffffffffff\n";
+        let cr = creds(s);
+        assert_eq!(cr.uid, [105; 4]);
+        assert_eq!(cr.gid, [110; 4]);
+        assert_eq!(cr.ppid, 42);
+        assert!(cr.cap_eff & (1 << CAP_SYS_PTRACE) != 0);
+    }
+
+    #[test]
+    fn causes_and_fixes() {
+        let pg = c(105, false);
+        // root with the capability, or the same user without Yama: fine
+        assert_eq!(decide(7, &c(0, true), &pg, None, false, &name), None);
+        assert_eq!(decide(7, &c(105, false), &pg, Some(0), false, &name), None);
+        // another user
+        let m = decide(7, &c(1000, false), &pg, None, false, &name).unwrap();
+        assert!(m.contains("runs as postgres and pgdbg as uid 1000"), "{m}");
+        assert!(m.contains("sudo -u postgres pgdbg attach 7"), "{m}");
+        // root without CAP_SYS_PTRACE
+        let m = decide(7, &c(0, false), &pg, None, false, &name).unwrap();
+        assert!(m.contains("without CAP_SYS_PTRACE"), "{m}");
+        // Yama
+        let m = decide(7, &c(105, false), &pg, Some(1), false, &name).unwrap();
+        assert!(m.contains("ptrace_scope = 1"), "{m}");
+        assert_eq!(decide(7, &c(105, false), &pg, Some(1), true, &name), None);
+        assert_eq!(decide(7, &c(0, true), &pg, Some(1), false, &name), None);
+        let m = decide(7, &c(105, false), &pg, Some(2), false, &name).unwrap();
+        assert!(m.contains("ptrace_scope = 2"), "{m}");
+        let m = decide(7, &c(0, true), &pg, Some(3), false, &name).unwrap();
+        assert!(m.contains("ptrace_scope = 3"), "{m}");
+        for m in [
+            decide(7, &c(1000, false), &pg, Some(1), false, &name).unwrap(),
+            decide(7, &c(0, false), &pg, Some(2), false, &name).unwrap(),
+        ] {
+            assert!(!m.contains('\n') && m.starts_with("no permission"), "{m}");
+        }
+    }
+}

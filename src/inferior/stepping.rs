@@ -1,0 +1,152 @@
+//! Going past one of our int3s without removing it for the target's other
+//! threads of control: a `push`, `endbr64`/`nop` or register move at the
+//! breakpoint is emulated, anything else single-stepped with the original
+//! byte back for that one instruction.
+
+use super::*;
+
+impl Target {
+    /// Execute one instruction with the original code at `addr` (where an
+    /// int3 of ours is inserted and `rip == addr`), then put the int3 back.
+    /// Signals arriving meanwhile are deferred to the next resume.
+    pub fn step_over_breakpoint(&mut self, addr: u64) -> Result<Option<Stop>> {
+        let orig = match self.inserted.get(&addr) {
+            Some(&b) => b,
+            None => return Ok(None),
+        };
+        if self.emulate_at(addr)? {
+            return Ok(None);
+        }
+        self.write(addr, &[orig])?;
+        let res = self.single_step_raw();
+        // Re-insert even when the step failed, unless the target is gone.
+        if !self.gone {
+            self.write(addr, &[INT3])?;
+        } else {
+            self.inserted.clear();
+        }
+        res
+    }
+
+    /// A cheaper place than `entry` for a probe that only reads argument
+    /// registers: the first `mov r64, r64` after the `endbr64`/`push`/`nop` run
+    /// that starts a function.  Up to there the argument registers hold
+    /// what they held at entry (pushes only move rsp), and stepping over a
+    /// register move writes no memory.  `entry` itself when the function
+    /// starts otherwise.
+    pub fn register_only_point(&self, entry: u64) -> u64 {
+        let mut code = [0u8; 32];
+        if self.read(entry, &mut code).is_err() {
+            return entry;
+        }
+        let mut off = 0usize;
+        while off + 4 <= code.len() {
+            let Some((len, _)) = regs::decode_push_or_nop(&code[off..]) else {
+                break;
+            };
+            off += len as usize;
+        }
+        match regs::decode_mov_reg(&code[off..]) {
+            Some((_, dst, _)) if off > 0 && dst != 4 => entry + off as u64,
+            _ => entry,
+        }
+    }
+
+    /// Step over simple instructions without single-stepping: function
+    /// prologues start with `push %reg` or `endbr64`, which are emulated
+    /// (the int3 stays in place, no extra stop).  Returns false when the
+    /// instruction at `addr` is not one of those.
+    pub(super) fn emulate_at(&mut self, addr: u64) -> Result<bool> {
+        let code = match self.code_cache.get(&addr) {
+            Some(c) => *c,
+            None => {
+                let mut code = [0u8; 4];
+                if self.read(addr, &mut code).is_err() {
+                    return Ok(false);
+                }
+                self.code_cache.insert(addr, code);
+                code
+            }
+        };
+        let mut r = self.regs()?;
+        if r.rip != addr {
+            return Ok(false);
+        }
+        if let Some((len, dst, src)) = regs::decode_mov_reg(&code) {
+            // a register copy: no memory touched (never into rsp here)
+            if dst == 4 {
+                return Ok(false);
+            }
+            let v = r.gpr(src);
+            *r.gpr_mut(dst) = v;
+            r.rip = addr + len;
+            self.set_regs(&r)?;
+            return Ok(true);
+        }
+        let Some((len, pushed)) = regs::decode_push_or_nop(&code) else {
+            return Ok(false);
+        };
+        if let Some(v) = pushed.map(|n| r.gpr(n)) {
+            let sp = r.rsp - 8;
+            if self.write(sp, &v.to_le_bytes()).is_err() {
+                // e.g. a stack page not grown yet: single-step instead
+                return Ok(false);
+            }
+            r.rsp = sp;
+        }
+        r.rip = addr + len;
+        self.set_regs(&r)?;
+        Ok(true)
+    }
+
+    /// Single-step once; returns Some(stop) only when the target died or a
+    /// breakpoint was hit in the single instruction (cannot happen for the
+    /// instruction itself).
+    pub(super) fn single_step_raw(&mut self) -> Result<Option<Stop>> {
+        loop {
+            ptrace::step(self.pid, None).map_err(|e| anyhow!("PTRACE_SINGLESTEP failed ({e})"))?;
+            self.set_running();
+            let status = self.waitpid_blocking()?;
+            match status {
+                WaitStatus::Exited(_, code) => {
+                    self.mark_gone();
+                    return Ok(Some(Stop::Exited(code)));
+                }
+                WaitStatus::Signaled(_, sig, _) => {
+                    self.mark_gone();
+                    return Ok(Some(Stop::Killed(sig)));
+                }
+                WaitStatus::Stopped(_, Signal::SIGTRAP) => {
+                    self.mark_stopped();
+                    let code = self.siginfo_code().unwrap_or(TRAP_TRACE);
+                    if code == TRAP_TRACE || code == TRAP_BRKPT || code == TRAP_HWBKPT {
+                        return Ok(None);
+                    }
+                    // Some other trap (a late watchpoint hit): never handed to
+                    // the backend (a SIGTRAP kills it); step again.
+                }
+                WaitStatus::Stopped(_, sig) if signals::pass_through(sig) => {
+                    // A signal arrived before the instruction ran: defer it,
+                    // step again without it.
+                    self.mark_stopped();
+                    self.deferred.push_back(sig);
+                }
+                WaitStatus::Stopped(_, sig) => {
+                    // The instruction itself faults: report it (stepping
+                    // again would fault forever).
+                    self.mark_stopped();
+                    self.pending_fault = Some(sig);
+                    return Ok(Some(Stop::Signal(sig)));
+                }
+                WaitStatus::PtraceEvent(_, _, _) => {
+                    self.mark_stopped();
+                    self.interrupt_stop_seen();
+                    // step again
+                }
+                _ => {
+                    self.mark_stopped();
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,204 @@
+//! The wait loop: what a ptrace stop of the target means (one of our
+//! int3s, a debug register, our interrupt, a signal to pass through or a
+//! fault for the user), with `rip` rewound at once at an int3 hit.
+
+use super::*;
+
+impl Target {
+    pub(super) fn waitpid_blocking(&mut self) -> Result<WaitStatus> {
+        loop {
+            match waitpid(self.pid, Some(WaitPidFlag::__WALL)) {
+                Ok(s) => return Ok(s),
+                Err(Errno::EINTR) => continue,
+                Err(Errno::ECHILD) => {
+                    self.mark_gone();
+                    bail!("process {} is gone", self.pid)
+                }
+                Err(e) => bail!("waitpid failed ({e})"),
+            }
+        }
+    }
+
+    /// Wait for the next stop worth reporting.  Pass-through signals are
+    /// re-delivered at once; stale interrupt stops are swallowed.  When
+    /// pgdbg itself gets Ctrl-C (`hooks.user_interrupt`) or SIGTERM/SIGHUP
+    /// (`hooks.terminate`) while waiting, the target is interrupted.
+    pub fn wait(&mut self, hooks: &dyn WaitHooks) -> Result<Stop> {
+        self.wait_inner(hooks, false)
+            .map(|s| s.expect("a blocking wait ends in a stop"))
+    }
+
+    /// The stop of a target that runs in the background, if one is
+    /// waiting (never blocks): pass-through signals are re-delivered and
+    /// the target runs on (None).  None as well while it is stopped.
+    pub fn poll(&mut self) -> Result<Option<Stop>> {
+        if self.stopped || self.gone || !self.attached {
+            return Ok(None);
+        }
+        self.wait_inner(&NoHooks, true)
+    }
+
+    fn wait_inner(&mut self, hooks: &dyn WaitHooks, nohang: bool) -> Result<Option<Stop>> {
+        let mut interrupted_for_tool = false;
+        let mut interrupted_for_user = false;
+        loop {
+            // Checked before every blocking wait, not only on EINTR: the
+            // signal may have arrived while we were busy elsewhere.
+            if !self.stopped {
+                if hooks.terminate() && !interrupted_for_tool {
+                    interrupted_for_tool = true;
+                    if !interrupted_for_user {
+                        self.interrupt_or_adopt()?;
+                    }
+                } else if !interrupted_for_user && !interrupted_for_tool && hooks.user_interrupt() {
+                    interrupted_for_user = true;
+                    self.interrupt_or_adopt()?;
+                }
+            }
+            hooks.waiting(true);
+            let flags = if nohang {
+                WaitPidFlag::__WALL | WaitPidFlag::WNOHANG
+            } else {
+                WaitPidFlag::__WALL
+            };
+            let waited = waitpid(self.pid, Some(flags));
+            hooks.waiting(false);
+            let status = match waited {
+                Ok(WaitStatus::StillAlive) if nohang => return Ok(None),
+                Ok(s) => s,
+                Err(Errno::EINTR) => continue,
+                Err(Errno::ECHILD) => {
+                    self.mark_gone();
+                    return Ok(Some(Stop::Exited(-1)));
+                }
+                Err(e) => bail!("waitpid failed ({e})"),
+            };
+            let terminating = interrupted_for_tool || hooks.terminate();
+            match status {
+                WaitStatus::Exited(_, code) => {
+                    self.mark_gone();
+                    return Ok(Some(Stop::Exited(code)));
+                }
+                WaitStatus::Signaled(_, sig, _) => {
+                    self.mark_gone();
+                    return Ok(Some(Stop::Killed(sig)));
+                }
+                WaitStatus::PtraceEvent(_, _sig, ev) if ev == libc::PTRACE_EVENT_STOP => {
+                    self.mark_stopped();
+                    if self.stale_interrupts > 0 && !terminating && !interrupted_for_user {
+                        // The stop of an interrupt that lost the race against
+                        // another stop reported earlier: swallow it.
+                        self.stale_interrupts -= 1;
+                        self.cont_raw(None)?;
+                        continue;
+                    }
+                    if self.stale_interrupts > 0 {
+                        self.stale_interrupts -= 1;
+                    } else if self.interrupts_outstanding > 0 {
+                        self.interrupts_outstanding -= 1;
+                    }
+                    // The interrupt may have landed just after one of our
+                    // int3s executed, before its SIGTRAP was taken: rip is
+                    // one past the breakpoint.  Rewind now, while the int3
+                    // is still known; the queued SIGTRAP is swallowed when it
+                    // is reported (or drained at detach).
+                    if let Some(bp) = self.int3_behind_rip()?
+                        && self.sigtrap_pending()
+                    {
+                        self.rewind_to(bp)?;
+                    }
+                    if terminating {
+                        return self.reported(Stop::ToolTerminating).map(Some);
+                    }
+                    // Our interrupt (attach, Ctrl-C, an explicit stop) or a
+                    // group-stop by someone's SIGSTOP.
+                    return self.reported(Stop::Interrupted).map(Some);
+                }
+                WaitStatus::PtraceEvent(_, _, _) => {
+                    self.mark_stopped();
+                    self.cont_raw(None)?;
+                }
+                WaitStatus::Stopped(_, Signal::SIGTRAP) => {
+                    self.mark_stopped();
+                    // An int3 of ours just executed?  Without debug registers
+                    // in use no other trap can look like one (no siginfo
+                    // needed); with them, siginfo must say it was an int3.
+                    let ours = match self.int3_behind_rip()? {
+                        Some(a) if !self.debugregs_dirty => Some(a),
+                        Some(a) => matches!(
+                            self.siginfo_code().unwrap_or(SI_KERNEL),
+                            SI_KERNEL | TRAP_BRKPT
+                        )
+                        .then_some(a),
+                        None => None,
+                    };
+                    if let Some(addr) = ours {
+                        self.int3_sigtrap_live = true;
+                        self.rewind_to(addr)?;
+                        if terminating {
+                            return self.reported(Stop::ToolTerminating).map(Some);
+                        }
+                        return self.reported(Stop::Breakpoint { addr }).map(Some);
+                    }
+                    let code = self.siginfo_code().unwrap_or(SI_KERNEL);
+                    // Anything else is a debug event: a watchpoint hit (its
+                    // si_code is not always TRAP_HWBKPT), a late one after
+                    // the watchpoint was cleared, or a stray trap.  A SIGTRAP
+                    // is never handed to the backend: it would kill it.
+                    let dr6 = if self.debugregs_dirty {
+                        self.debugreg(6).unwrap_or(0)
+                    } else {
+                        0
+                    };
+                    if dr6 & 0xf != 0 {
+                        let _ = self.set_debugreg(6, 0);
+                        if terminating {
+                            return self.reported(Stop::ToolTerminating).map(Some);
+                        }
+                        return self.reported(Stop::HardwareBreak { dr6 }).map(Some);
+                    }
+                    log::debug(&format!(
+                        "swallowed a SIGTRAP (si_code {code}, dr6 {dr6:#x})"
+                    ));
+                    if terminating {
+                        return self.reported(Stop::ToolTerminating).map(Some);
+                    }
+                    self.cont_raw(None)?;
+                }
+                WaitStatus::Stopped(_, sig) => {
+                    self.mark_stopped();
+                    if signals::pass_through(sig) {
+                        if terminating {
+                            // Keep the signal for delivery at detach.
+                            self.deferred.push_back(sig);
+                            return self.reported(Stop::ToolTerminating).map(Some);
+                        }
+                        self.cont_raw(Some(sig))?;
+                        continue;
+                    }
+                    self.pending_fault = Some(sig);
+                    return self.reported(Stop::Signal(sig)).map(Some);
+                }
+                _ => {
+                    self.mark_stopped();
+                    self.cont_raw(None)?;
+                }
+            }
+        }
+    }
+
+    pub(super) fn cont_raw(&mut self, sig: Option<Signal>) -> Result<()> {
+        ptrace::cont(self.pid, sig)
+            .map_err(|e| anyhow!("cannot resume process {} ({e})", self.pid))?;
+        self.set_running();
+        Ok(())
+    }
+
+    /// Bookkeeping when a stop is handed to the caller: interrupts still in
+    /// flight become stale (their stop will come later and is swallowed).
+    pub(super) fn reported(&mut self, stop: Stop) -> Result<Stop> {
+        self.stale_interrupts += self.interrupts_outstanding;
+        self.interrupts_outstanding = 0;
+        Ok(stop)
+    }
+}

@@ -4,7 +4,7 @@ use super::*;
 impl Session {
     /// Continue until the next stop.  Handles stepping over the breakpoint
     /// at the current pc.
-    pub fn cont(&mut self) -> Result<(RunOutcome, String)> {
+    pub fn cont(&mut self) -> Result<(ProbeEnd, String)> {
         if self.target.is_gone() {
             bail!("the backend is gone; nothing to continue");
         }
@@ -66,11 +66,9 @@ impl Session {
 
     pub(crate) fn continue_loop(&mut self) -> Result<(String, Flow)> {
         loop {
-            let (outcome, text) = self.cont()?;
-            match outcome {
-                RunOutcome::Stopped => {}
-                RunOutcome::TargetGone => return Ok((text, Flow::TargetGone)),
-                RunOutcome::Terminating => return Ok((text, Flow::Terminate)),
+            let (end, text) = self.cont()?;
+            if end != ProbeEnd::Stopped {
+                return Ok((text, end.into()));
             }
             let Some(hit) = self.hit.take() else {
                 // not a breakpoint: an interrupt (Ctrl-C, --for) or a signal
@@ -147,7 +145,7 @@ impl Session {
         ))
     }
 
-    pub(crate) fn report_stop(&mut self, stop: Stop) -> Result<(RunOutcome, String)> {
+    pub(crate) fn report_stop(&mut self, stop: Stop) -> Result<(ProbeEnd, String)> {
         self.last_stop = Some(stop.clone());
         match stop {
             Stop::Breakpoint { addr } => {
@@ -207,11 +205,11 @@ impl Session {
                 }
                 let ids_s: Vec<String> = ids.iter().map(|i| i.to_string()).collect();
                 Ok((
-                    RunOutcome::Stopped,
+                    ProbeEnd::Stopped,
                     format!("\n{label} {}, {head}{src}", ids_s.join(", ")),
                 ))
             }
-            Stop::Interrupted => Ok((RunOutcome::Stopped, self.interrupted_text()?)),
+            Stop::Interrupted => Ok((ProbeEnd::Stopped, self.interrupted_text()?)),
             Stop::Signal(sig) => {
                 let head = self.frame_line(0, true).unwrap_or_default();
                 self.emit(Event::Stop {
@@ -224,14 +222,14 @@ impl Session {
                     signal: Some(format!("{sig:?}")),
                 });
                 Ok((
-                    RunOutcome::Stopped,
+                    ProbeEnd::Stopped,
                     format!(
                         "\nProgram received signal {sig:?}; it will be delivered when you continue or detach.\n{head}"
                     ),
                 ))
             }
             Stop::HardwareBreak { dr6 } => Ok((
-                RunOutcome::Stopped,
+                ProbeEnd::Stopped,
                 format!("\nHardware breakpoint (dr6={dr6:#x})"),
             )),
             Stop::Exited(code) => {
@@ -240,7 +238,7 @@ impl Session {
                     status: Some(code),
                 });
                 Ok((
-                    RunOutcome::TargetGone,
+                    ProbeEnd::TargetGone,
                     format!("\nBackend {} exited with status {code}.", self.pid),
                 ))
             }
@@ -250,11 +248,11 @@ impl Session {
                     status: None,
                 });
                 Ok((
-                    RunOutcome::TargetGone,
+                    ProbeEnd::TargetGone,
                     format!("\nBackend {} was killed by signal {sig:?}.", self.pid),
                 ))
             }
-            Stop::ToolTerminating => Ok((RunOutcome::Terminating, String::new())),
+            Stop::ToolTerminating => Ok((ProbeEnd::Terminating, String::new())),
         }
     }
 

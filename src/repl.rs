@@ -171,6 +171,7 @@ fn history_path() -> Option<PathBuf> {
 /// terminating signal.  Returns the exit code.
 pub fn run(session: &mut Session) -> Result<i32> {
     let mut names = session.di.function_names();
+    names.extend(session.library_function_names());
     names.extend(
         session
             .di

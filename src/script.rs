@@ -170,6 +170,32 @@ pub fn check_after(
 }
 
 /// A break location resolves (the checks' `CheckCtx::locate`).
+/// A function no object of the binary has may be one of a library of the
+/// server's installation (`plpgsql:exec_stmt_execsql`, or just the name):
+/// resolved when the backend has loaded it.
 fn locate(di: &DebugInfo, spec: &str) -> Result<()> {
-    crate::session::resolve_location(di, 0, spec).map(|_| ())
+    use crate::debuginfo::library::{library_lookup, library_matches, split_library_spec};
+    let err = match crate::session::resolve_location(di, 0, spec) {
+        Ok(_) => return Ok(()),
+        Err(e) => e,
+    };
+    let (lib, func) = match split_library_spec(spec) {
+        Some((l, f)) => (Some(l), f),
+        None => (None, spec.trim()),
+    };
+    if crate::command::check::plain_function(func).is_some() {
+        let (found, unknown) = library_lookup(func);
+        // a stripped library whose DWARF only debuginfod has: known at attach
+        if unknown
+            || found
+                .iter()
+                .any(|p| lib.is_none_or(|l| library_matches(l, p)))
+        {
+            return Ok(());
+        }
+    }
+    if let Some(l) = lib {
+        bail!("no function \"{func}\" in a library \"{l}\" of this server's installation");
+    }
+    Err(err)
 }

@@ -23,7 +23,7 @@ fn debian_prefix() -> PathBuf {
 /// same layouts).
 #[test]
 fn committed_packs_match_fresh_extraction() {
-    for major in [15, 18] {
+    for major in [13, 15, 18] {
         let bin = pg_prefix(major).join("bin/postgres");
         let (code, out, err) = pgdbg(&["symbols", "extract", bin.to_str().unwrap()]);
         assert_eq!(code, 0, "{err}");

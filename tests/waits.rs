@@ -367,3 +367,16 @@ fn waits_trace_busy_backend_survives_repeated_tracing() {
     assert_eq!(a.pid(), pid);
     cl.assert_no_crash();
 }
+
+// Other majors (tests/majors.rs has their smoke set): 13 keeps the wait
+// event in MyProc->wait_event_info and numbers LockManager 62; 16 is a
+// release build without DWARF (layout pack, .symtab names in the stacks).
+#[test]
+fn waits_trace_lock_manager_13() {
+    lock_manager(13);
+}
+
+#[test]
+fn waits_trace_lock_manager_16() {
+    lock_manager(16);
+}

@@ -43,7 +43,9 @@ impl CheckCtx<'_> {
 
     /// A function the binary has (by name, with gdb's suggestion otherwise).
     pub fn function_must_exist(&self, name: &str) -> Result<()> {
-        if plain_function(name).is_none() {
+        if plain_function(name).is_none()
+            && crate::debuginfo::library::split_library_spec(name).is_none()
+        {
             bail!("'{name}' is not a function name");
         }
         self.location(name)

@@ -5,12 +5,27 @@ use super::check::no_check;
 use super::{Command, Entry, REGISTRY, find, subcommands};
 use anyhow::bail;
 
-pub static ENTRIES: &[&Entry] = &[&INFO, &HELP];
+pub static ENTRIES: &[&Entry] = &[&INFO, &INFO_SHAREDLIBRARY, &HELP];
+
+pub static INFO_SHAREDLIBRARY: Entry = Entry {
+    name: "info sharedlibrary",
+    aliases: &["shared", "dll"],
+    usage: "info sharedlibrary",
+    summary: "the postgres binary and every shared library mapped into the backend",
+    help: "One entry per object mapped into the backend: its address range, its path and where \
+           its debug info came from (embedded, a build-id debug file, the .gnu_debuglink \
+           target, debuginfod, or ELF symbols only). Functions of these libraries work like the \
+           binary's: break, trace, count, print of their locals; LIB:FUNCTION picks one library \
+           (break plpgsql:exec_stmt_execsql).",
+    examples: &["info sharedlibrary"],
+    parse: |_| Ok(Command::InfoSharedlibrary),
+    check: no_check,
+};
 
 pub static INFO: Entry = Entry {
     name: "info",
     aliases: &["i"],
-    usage: "info [breakpoints|locals|args|registers|frame|address SYM]",
+    usage: "info [breakpoints|locals|args|registers|frame|address SYM|sharedlibrary]",
     summary: "the backend: pid, version, binary, debug info, state ('help info': more)",
     help: "Without a subcommand: the pid, the kind of process, the PostgreSQL version, the \
            binary, its build-id, where the debug info came from (and what is missing without \
@@ -21,7 +36,7 @@ pub static INFO: Entry = Entry {
         match what {
             "" | "target" | "process" | "program" | "inferior" => Ok(Command::Info),
             other => bail!(
-                "unknown info subcommand '{other}': try info, info breakpoints, info locals, info args, info registers, info frame, info address SYM"
+                "unknown info subcommand '{other}': try info, info breakpoints, info locals, info args, info registers, info frame, info address SYM, info sharedlibrary"
             ),
         }
     },

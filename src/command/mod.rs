@@ -104,6 +104,7 @@ pub enum Command {
     InfoArgs,
     InfoRegisters,
     InfoFrame,
+    InfoSharedlibrary,
     Echo(String),
     /// Watch plan-cache decisions.
     PlanCache {
@@ -215,6 +216,7 @@ impl Command {
             C::Wait => &postgres::WAIT,
             C::WaitsSample { .. } => &postgres::WAITS_SAMPLE,
             C::WaitsTrace { .. } => &postgres::WAITS_TRACE,
+            C::InfoSharedlibrary => &info::INFO_SHAREDLIBRARY,
             C::Info => &info::INFO,
             C::Help(_) => &info::HELP,
             C::Nothing => return None,

@@ -169,6 +169,7 @@ fn one_of_each() -> Vec<Command> {
         },
         C::Detach,
         C::Quit,
+        C::InfoSharedlibrary,
         C::Help(None),
         C::Nothing,
     ];
@@ -196,6 +197,7 @@ fn one_of_each() -> Vec<Command> {
             | C::InfoArgs
             | C::InfoRegisters
             | C::InfoFrame
+            | C::InfoSharedlibrary
             | C::Echo(_)
             | C::PlanCache { .. }
             | C::Call(_)

@@ -248,7 +248,7 @@ pub fn find_debug_file(
     Ok(None)
 }
 
-fn debug_roots() -> Vec<PathBuf> {
+pub(crate) fn debug_roots() -> Vec<PathBuf> {
     match std::env::var_os("PGDBG_DEBUG_ROOT") {
         Some(r) => vec![PathBuf::from(r)],
         None => vec![PathBuf::from("/usr/lib/debug")],

@@ -3,24 +3,27 @@
 //! addresses unless a name says `runtime`; the load bias converts.
 
 pub mod debuginfod;
+mod dwarf_types;
 pub mod elf;
 pub mod index;
 pub mod layout;
+pub mod library;
 pub mod location;
 pub mod pack;
+mod scopes;
 pub mod types;
 pub mod unwind;
 
 use anyhow::{Result, anyhow, bail};
 use elf::{DebugSource, ElfImage, ElfSymbol};
 use gimli::{AttributeValue, constants as dw};
-use index::{FuncLoc, Index, die_offset, global_ref};
+use index::{FuncLoc, Index, global_ref};
 use std::cell::{OnceCell, RefCell};
 use std::collections::HashMap;
 use std::path::Path;
 use std::rc::Rc;
 use std::sync::Arc;
-use types::{Encoding, Member, Type, TypeRef, TypeSource};
+use types::{Type, TypeRef, TypeSource};
 
 pub type R = gimli::EndianSlice<'static, gimli::LittleEndian>;
 pub type Dwarf = gimli::Dwarf<R>;
@@ -154,6 +157,7 @@ impl DebugInfo {
         packs: &dyn pack::PackSource,
         fetch: debuginfod::Fetch,
     ) -> Result<DebugInfo> {
+        library::note_server(real_path, fetch);
         let binary = ElfImage::open(exe)?;
         let build_id = binary.build_id().unwrap_or_default();
         let found = if pack_file.is_some() {
@@ -177,6 +181,18 @@ impl DebugInfo {
             Some(x) => x,
             None => return Self::load_with_pack(binary, real_path, build_id, pack_file, packs),
         };
+        Self::with_dwarf(binary, debug_file, source, build_id, fetch)
+    }
+
+    /// The debug info of `binary` whose DWARF is in `debug_file` (None: in
+    /// the binary itself); its index from the cache of `build_id` or built.
+    pub(crate) fn with_dwarf(
+        binary: ElfImage,
+        debug_file: Option<ElfImage>,
+        source: DebugSource,
+        build_id: String,
+        fetch: debuginfod::Fetch,
+    ) -> Result<DebugInfo> {
         let dimg: &ElfImage = debug_file.as_ref().unwrap_or(&binary);
         let mut dwarf: Dwarf = gimli::Dwarf::load(|id| -> Result<R> {
             Ok(gimli::EndianSlice::new(
@@ -259,16 +275,26 @@ impl DebugInfo {
         packs: &dyn pack::PackSource,
     ) -> Result<DebugInfo> {
         let pack = packs.pack_for(&binary, real_path, &build_id, pack_file)?;
-        let symbols = binary.symbols();
-        let main_unwind = unwind::UnwindTables::from_image(&binary);
-        let dwarf: Dwarf = gimli::Dwarf::load(|_| -> Result<R> {
-            Ok(gimli::EndianSlice::new(&[], gimli::LittleEndian))
-        })?;
         let source = DebugSource::Pack(format!(
             "none: exported symbols + layout pack for PostgreSQL {} (from {})",
             pack.major,
             pack.version.split(" on ").next().unwrap_or(&pack.version)
         ));
+        Self::symbols_only(binary, build_id, source, Some(pack))
+    }
+
+    /// No DWARF: ELF symbols and CFI only (and a layout pack, if any).
+    pub(crate) fn symbols_only(
+        binary: ElfImage,
+        build_id: String,
+        source: DebugSource,
+        pack: Option<pack::Pack>,
+    ) -> Result<DebugInfo> {
+        let symbols = binary.symbols();
+        let main_unwind = unwind::UnwindTables::from_image(&binary);
+        let dwarf: Dwarf = gimli::Dwarf::load(|_| -> Result<R> {
+            Ok(gimli::EndianSlice::new(&[], gimli::LittleEndian))
+        })?;
         Ok(DebugInfo {
             binary,
             debug_file: None,
@@ -285,7 +311,7 @@ impl DebugInfo {
             a2l: OnceCell::new(),
             frames_cache: RefCell::new(HashMap::new()),
             scope_cache: RefCell::new(HashMap::new()),
-            pack: Some(pack),
+            pack,
         })
     }
 
@@ -495,192 +521,6 @@ impl DebugInfo {
             .iter()
             .find(|s| !s.is_func && s.name == name)
             .map(|s| (s.addr, None))
-    }
-
-    fn read_type(&self, off: u64) -> Result<Type> {
-        let unit = self.unit_for_offset(off)?;
-        let uo = gimli::DebugInfoOffset(off as usize)
-            .to_unit_offset(&unit.header)
-            .ok_or_else(|| anyhow!("bad type offset"))?;
-        let mut tree = unit.entries_tree(Some(uo)).map_err(|e| anyhow!("{e}"))?;
-        let root = tree.root().map_err(|e| anyhow!("{e}"))?;
-        let e = root.entry().clone();
-        let u = &*unit;
-        let name = e
-            .attr_value(dw::DW_AT_name)
-            .and_then(|v| self.attr_str(u, v));
-        let size = e
-            .attr_value(dw::DW_AT_byte_size)
-            .and_then(|v| v.udata_value())
-            .unwrap_or(0);
-        let target = e
-            .attr_value(dw::DW_AT_type)
-            .and_then(|v| global_ref(u, v))
-            .map(TypeRef::Die);
-        let ty = match e.tag() {
-            dw::DW_TAG_base_type => {
-                let enc = match e.attr_value(dw::DW_AT_encoding) {
-                    Some(AttributeValue::Encoding(x)) => x,
-                    _ => gimli::DW_ATE_signed,
-                };
-                let enc = match enc {
-                    gimli::DW_ATE_unsigned => Encoding::Unsigned,
-                    gimli::DW_ATE_signed_char => Encoding::SignedChar,
-                    gimli::DW_ATE_unsigned_char => Encoding::UnsignedChar,
-                    gimli::DW_ATE_boolean => Encoding::Bool,
-                    gimli::DW_ATE_float => Encoding::Float,
-                    _ => Encoding::Signed,
-                };
-                Type::Base {
-                    name: name.unwrap_or_else(|| "?".into()),
-                    size,
-                    enc,
-                }
-            }
-            dw::DW_TAG_pointer_type | dw::DW_TAG_reference_type => Type::Pointer { target },
-            dw::DW_TAG_typedef => Type::Typedef {
-                name: name.unwrap_or_default(),
-                target,
-            },
-            dw::DW_TAG_const_type => Type::Qualified {
-                kw: "const",
-                target,
-            },
-            dw::DW_TAG_volatile_type => Type::Qualified {
-                kw: "volatile",
-                target,
-            },
-            dw::DW_TAG_restrict_type => Type::Qualified {
-                kw: "restrict",
-                target,
-            },
-            dw::DW_TAG_atomic_type => Type::Qualified {
-                kw: "_Atomic",
-                target,
-            },
-            dw::DW_TAG_subroutine_type => Type::Function { ret: target },
-            dw::DW_TAG_structure_type | dw::DW_TAG_union_type | dw::DW_TAG_class_type => {
-                let kw = if e.tag() == dw::DW_TAG_union_type {
-                    "union"
-                } else {
-                    "struct"
-                };
-                let declaration = e.attr_value(dw::DW_AT_declaration).is_some();
-                let mut members = Vec::new();
-                let mut children = root.children();
-                while let Some(child) = children.next().map_err(|e| anyhow!("{e}"))? {
-                    let c = child.entry();
-                    if c.tag() != dw::DW_TAG_member {
-                        continue;
-                    }
-                    let mname = c
-                        .attr_value(dw::DW_AT_name)
-                        .and_then(|v| self.attr_str(u, v));
-                    let mty = match c.attr_value(dw::DW_AT_type).and_then(|v| global_ref(u, v)) {
-                        Some(t) => TypeRef::Die(t),
-                        None => continue,
-                    };
-                    let off = match c.attr_value(dw::DW_AT_data_member_location) {
-                        Some(v) => v.udata_value().unwrap_or(0),
-                        None => 0,
-                    };
-                    let bit_size = c
-                        .attr_value(dw::DW_AT_bit_size)
-                        .and_then(|v| v.udata_value());
-                    let bits = bit_size.map(|bs| {
-                        let dbo = c
-                            .attr_value(dw::DW_AT_data_bit_offset)
-                            .and_then(|v| v.udata_value())
-                            .unwrap_or(off * 8);
-                        (dbo, bs)
-                    });
-                    members.push(Member {
-                        name: mname,
-                        ty: mty,
-                        offset: bits.map(|(b, _)| b / 8).unwrap_or(off),
-                        bits,
-                    });
-                }
-                Type::Struct {
-                    kw,
-                    name,
-                    size,
-                    members,
-                    declaration,
-                }
-            }
-            dw::DW_TAG_enumeration_type => {
-                let mut values = Vec::new();
-                let mut children = root.children();
-                let mut signed = false;
-                if let Some(TypeRef::Die(t)) = &target
-                    && let Type::Base { enc, .. } = self.read_type(*t)?
-                {
-                    signed = enc == Encoding::Signed;
-                }
-                while let Some(child) = children.next().map_err(|e| anyhow!("{e}"))? {
-                    let c = child.entry();
-                    if c.tag() != dw::DW_TAG_enumerator {
-                        continue;
-                    }
-                    let n = c
-                        .attr_value(dw::DW_AT_name)
-                        .and_then(|v| self.attr_str(u, v))
-                        .unwrap_or_default();
-                    let v = match c.attr_value(dw::DW_AT_const_value) {
-                        Some(AttributeValue::Sdata(x)) => x,
-                        Some(AttributeValue::Udata(x)) => x as i64,
-                        Some(AttributeValue::Data1(x)) => x as i64,
-                        Some(AttributeValue::Data2(x)) => x as i64,
-                        Some(AttributeValue::Data4(x)) => x as i32 as i64,
-                        Some(AttributeValue::Data8(x)) => x as i64,
-                        _ => 0,
-                    };
-                    values.push((n, v));
-                }
-                Type::Enum {
-                    name,
-                    size: if size == 0 { 4 } else { size },
-                    signed,
-                    values,
-                }
-            }
-            dw::DW_TAG_array_type => {
-                let mut count = None;
-                let mut dims = Vec::new();
-                let mut children = root.children();
-                while let Some(child) = children.next().map_err(|e| anyhow!("{e}"))? {
-                    let c = child.entry();
-                    if c.tag() == dw::DW_TAG_subrange_type {
-                        let n = if let Some(v) =
-                            c.attr_value(dw::DW_AT_count).and_then(|v| v.udata_value())
-                        {
-                            Some(v)
-                        } else {
-                            c.attr_value(dw::DW_AT_upper_bound)
-                                .and_then(|v| v.udata_value())
-                                .map(|ub| ub + 1)
-                        };
-                        dims.push(n);
-                    }
-                }
-                if let Some(first) = dims.first() {
-                    count = *first;
-                }
-                let elem = target.ok_or_else(|| anyhow!("array without element type"))?;
-                // Multi-dimensional: nest inner dimensions as synthetic arrays.
-                let mut inner = elem;
-                for d in dims.iter().skip(1).rev() {
-                    inner = TypeRef::Synth(Rc::new(Type::Array {
-                        elem: inner,
-                        count: *d,
-                    }));
-                }
-                Type::Array { elem: inner, count }
-            }
-            _ => Type::Void,
-        };
-        Ok(ty)
     }
 
     // ---------------------------------------------------------- addr2line
@@ -903,233 +743,7 @@ impl DebugInfo {
         }
         Ok(out)
     }
-
-    // ------------------------------------------------------------ scopes
-
-    /// Parameters and locals visible at link-time `pc` in the scope `die`
-    /// (a subprogram or inlined_subroutine), innermost blocks included but
-    /// not nested inlined calls.  Also returns the DW_AT_frame_base of the
-    /// enclosing subprogram.
-    pub fn scope_vars(&self, die: u64, pc: u64) -> Result<ScopeVars> {
-        if let Some(v) = self.scope_cache.borrow().get(&(die, pc)) {
-            return Ok(v.clone());
-        }
-        let v = self.scope_vars_uncached(die, pc)?;
-        bounded_insert(&mut self.scope_cache.borrow_mut(), (die, pc), v.clone());
-        Ok(v)
-    }
-
-    fn scope_vars_uncached(&self, die: u64, pc: u64) -> Result<ScopeVars> {
-        let unit = self.unit_for_offset(die)?;
-        let u = &*unit;
-        let uoff = u
-            .header
-            .debug_info_offset()
-            .map(|o| o.0 as u64)
-            .unwrap_or(0);
-        let uo = gimli::DebugInfoOffset(die as usize)
-            .to_unit_offset(&u.header)
-            .ok_or_else(|| anyhow!("bad scope DIE"))?;
-        let mut out = Vec::new();
-        let mut tree = u.entries_tree(Some(uo)).map_err(|e| anyhow!("{e}"))?;
-        let root = tree.root().map_err(|e| anyhow!("{e}"))?;
-        let frame_base = match root.entry().attr_value(dw::DW_AT_frame_base) {
-            Some(AttributeValue::Exprloc(e)) => Some(e),
-            _ => None,
-        };
-        self.collect_vars(u, uoff, root, pc, &mut out, 0)?;
-        // A concrete out-of-line copy of an inline function may lack the
-        // frame base on an abstract origin: look at the subprogram chain.
-        Ok((out, frame_base))
-    }
-
-    fn collect_vars(
-        &self,
-        u: &gimli::Unit<R>,
-        uoff: u64,
-        node: gimli::EntriesTreeNode<R>,
-        pc: u64,
-        out: &mut Vec<VarInfo>,
-        depth: u32,
-    ) -> Result<()> {
-        let mut children = node.children();
-        while let Some(child) = children.next().map_err(|e| anyhow!("{e}"))? {
-            let e = child.entry().clone();
-            match e.tag() {
-                dw::DW_TAG_formal_parameter | dw::DW_TAG_variable => {
-                    let off = die_offset(u, e.offset());
-                    let name = match e
-                        .attr_value(dw::DW_AT_name)
-                        .and_then(|v| self.attr_str(u, v))
-                    {
-                        Some(n) => n,
-                        None => match self.die_name(off) {
-                            Some(n) => n,
-                            None => continue,
-                        },
-                    };
-                    let loc = match e.attr_value(dw::DW_AT_location) {
-                        Some(AttributeValue::Exprloc(x)) => LocDesc::Expr(x),
-                        Some(AttributeValue::LocationListsRef(o)) => LocDesc::List(o),
-                        Some(v @ AttributeValue::SecOffset(_))
-                        | Some(v @ AttributeValue::DebugLocListsIndex(_)) => {
-                            match self.dwarf.attr_locations_offset(u, v) {
-                                Ok(Some(o)) => LocDesc::List(o),
-                                _ => LocDesc::None,
-                            }
-                        }
-                        _ => match e.attr_value(dw::DW_AT_const_value) {
-                            Some(AttributeValue::Block(b)) => LocDesc::Const(b.slice().to_vec()),
-                            Some(AttributeValue::Sdata(x)) => {
-                                LocDesc::Const(x.to_le_bytes().to_vec())
-                            }
-                            Some(AttributeValue::Udata(x)) => {
-                                LocDesc::Const(x.to_le_bytes().to_vec())
-                            }
-                            Some(AttributeValue::Data1(x)) => LocDesc::Const(vec![x]),
-                            Some(AttributeValue::Data2(x)) => {
-                                LocDesc::Const(x.to_le_bytes().to_vec())
-                            }
-                            Some(AttributeValue::Data4(x)) => {
-                                LocDesc::Const(x.to_le_bytes().to_vec())
-                            }
-                            Some(AttributeValue::Data8(x)) => {
-                                LocDesc::Const(x.to_le_bytes().to_vec())
-                            }
-                            _ => LocDesc::None,
-                        },
-                    };
-                    // Static locals are globals; a declaration without a
-                    // location is not interesting.
-                    out.push(VarInfo {
-                        name,
-                        ty: self.die_type(off),
-                        loc,
-                        is_param: e.tag() == dw::DW_TAG_formal_parameter,
-                        unit: uoff,
-                    });
-                }
-                dw::DW_TAG_lexical_block if depth < 32 && self.die_contains(u, &e, pc) => {
-                    self.collect_vars(u, uoff, child, pc, out, depth + 1)?;
-                }
-                _ => {}
-            }
-        }
-        Ok(())
-    }
-
-    fn die_contains(
-        &self,
-        u: &gimli::Unit<R>,
-        e: &gimli::DebuggingInformationEntry<R>,
-        pc: u64,
-    ) -> bool {
-        match self.dwarf.die_ranges(u, e) {
-            Ok(mut r) => {
-                let mut any = false;
-                while let Ok(Some(range)) = r.next() {
-                    any = true;
-                    if pc >= range.begin && pc < range.end {
-                        return true;
-                    }
-                }
-                !any
-            }
-            Err(_) => true,
-        }
-    }
-
-    /// The location expression of a variable at link-time `pc`.
-    pub fn var_expression(&self, v: &VarInfo, pc: u64) -> Result<Option<gimli::Expression<R>>> {
-        match &v.loc {
-            LocDesc::Expr(e) => Ok(Some(*e)),
-            LocDesc::List(off) => {
-                let unit = self.unit_for_offset(v.unit)?;
-                let mut it = self
-                    .dwarf
-                    .locations(&unit, *off)
-                    .map_err(|e| anyhow!("{e}"))?;
-                while let Some(entry) = it.next().map_err(|e| anyhow!("{e}"))? {
-                    if pc >= entry.range.begin && pc < entry.range.end {
-                        return Ok(Some(entry.data));
-                    }
-                }
-                Ok(None)
-            }
-            _ => Ok(None),
-        }
-    }
 }
-
-impl TypeSource for DebugInfo {
-    fn resolve(&self, t: &TypeRef) -> Rc<Type> {
-        match t {
-            TypeRef::Synth(t) => t.clone(),
-            TypeRef::Named(n) => match self.type_by_name(n) {
-                Some(TypeRef::Named(_)) | None => Rc::new(Type::Struct {
-                    kw: "struct",
-                    name: Some(n.clone()),
-                    size: 0,
-                    members: Vec::new(),
-                    declaration: true,
-                }),
-                Some(t) => self.resolve(&t),
-            },
-            TypeRef::Die(off) => {
-                if let Some(t) = self.type_cache.borrow().get(off) {
-                    return t.clone();
-                }
-                let ty = Rc::new(self.read_type(*off).unwrap_or(Type::Void));
-                self.type_cache.borrow_mut().insert(*off, ty.clone());
-                ty
-            }
-        }
-    }
-
-    fn type_by_name(&self, name: &str) -> Option<TypeRef> {
-        let name = name.trim();
-        if let Some(p) = &self.pack {
-            if let Some(t) = p.struct_type(name) {
-                return Some(t);
-            }
-            let base = |n: &str, size: u64, enc: Encoding| {
-                Some(TypeRef::Synth(Rc::new(Type::Base {
-                    name: n.into(),
-                    size,
-                    enc,
-                })))
-            };
-            return match name {
-                "int" | "int32" => base("int", 4, Encoding::Signed),
-                "long" | "int64" => base("long", 8, Encoding::Signed),
-                "unsigned int" | "uint32" | "Oid" => base("unsigned int", 4, Encoding::Unsigned),
-                "unsigned long" | "uint64" | "Size" => base("unsigned long", 8, Encoding::Unsigned),
-                "char" => base("char", 1, Encoding::SignedChar),
-                "double" => base("double", 8, Encoding::Float),
-                "bool" => base("bool", 1, Encoding::Bool),
-                _ => None,
-            };
-        }
-        if let Some(o) = self.index.types.get(name) {
-            return Some(TypeRef::Die(*o));
-        }
-        // C spellings of base types that DWARF names differently.
-        let alias = match name {
-            "long" | "long int" | "signed long" => "long int",
-            "unsigned long" | "unsigned long int" => "long unsigned int",
-            "unsigned" | "unsigned int" => "unsigned int",
-            "short" => "short int",
-            "unsigned short" => "short unsigned int",
-            "long long" => "long long int",
-            "unsigned long long" => "long long unsigned int",
-            "unsigned char" => "unsigned char",
-            "signed char" => "signed char",
-            _ => return None,
-        };
-        self.index.types.get(alias).map(|o| TypeRef::Die(*o))
-    }
-}
-
 pub fn symbol_at(symbols: &[ElfSymbol], addr: u64) -> Option<(&ElfSymbol, u64)> {
     let i = match symbols.binary_search_by(|s| s.addr.cmp(&addr)) {
         Ok(i) => i,

@@ -251,6 +251,12 @@ pub fn parse_in(s: &str, di: &crate::debuginfo::DebugInfo) -> Result<Expr> {
     )
 }
 
+/// Parse with type names known to `is_type` (the session's: a library's
+/// types too).
+pub fn parse_with(s: &str, is_type: &dyn Fn(&str) -> bool) -> Result<Expr> {
+    parse_inner(s, is_type, None)
+}
+
 fn parse_inner(
     s: &str,
     is_type: &dyn Fn(&str) -> bool,

@@ -391,6 +391,19 @@ impl Target {
         Ok(())
     }
 
+    /// Forget the int3 at `addr` without writing: the code it was in was
+    /// unmapped (a library unloaded), so there is nothing to restore, and
+    /// detach must not write the old byte over whatever is mapped there
+    /// later.
+    pub fn forget_breakpoint(&mut self, addr: u64) {
+        if self.inserted.remove(&addr).is_some() {
+            self.code_cache.remove(&addr);
+            if let Some(g) = &mut self.guardian {
+                g.forget_breakpoint(addr);
+            }
+        }
+    }
+
     /// The guardian of this target, started on first use (guardian.rs).
     fn guardian(&mut self) -> Result<Option<&mut guardian::Guardian>> {
         if self.guardian.is_none() {

@@ -59,8 +59,14 @@ pub const SPEC: PackSpec = PackSpec {
     guc_enums: GUC_ENUMS,
 };
 
+/// 13, 15 and 18: extracted from the DWARF of debug builds (`scripts/gen-symbols`);
+/// 16 and 17: from the DWARF of `symbols/pack-types.c` compiled against
+/// that major's server headers (`scripts/gen-header-packs`).
 const EMBEDDED: &[(u32, &str)] = &[
+    (13, include_str!("../../symbols/pg13.json")),
     (15, include_str!("../../symbols/pg15.json")),
+    (16, include_str!("../../symbols/pg16.json")),
+    (17, include_str!("../../symbols/pg17.json")),
     (18, include_str!("../../symbols/pg18.json")),
 ];
 

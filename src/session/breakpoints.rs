@@ -4,8 +4,10 @@ use crate::capture::events::BreakpointLocation;
 
 impl Session {
     /// Resolve a location spec to runtime addresses.
+    /// The postgres binary first, then the libraries mapped now
+    /// (`LIB:FUNCTION` picks one).
     pub fn resolve_location(&self, spec: &str) -> Result<Vec<BpLocation>> {
-        resolve(&self.di, self.bias, spec, true)
+        self.resolve_anywhere(spec)
     }
 
     pub fn add_breakpoint(
@@ -14,11 +16,23 @@ impl Session {
         temporary: bool,
         condition: Option<&str>,
     ) -> Result<String> {
-        let locs = self.resolve_location(spec)?;
         if let Some(c) = condition {
             let di = self.di.clone();
             parse::parse_in(c, &di).map_err(|e| anyhow!("condition '{c}': {e}"))?;
         }
+        let locs = match self.resolve_location(spec) {
+            Ok(l) => l,
+            Err(e) => {
+                // a library loaded since the last look
+                if self.sync_libraries()
+                    && let Ok(l) = self.resolve_location(spec)
+                {
+                    l
+                } else {
+                    return self.add_pending(spec, temporary, condition, e);
+                }
+            }
+        };
         let mut inserted = Vec::new();
         for l in &locs {
             if let Err(e) = self.target.insert_breakpoint(l.addr) {
@@ -80,6 +94,47 @@ impl Session {
         Ok(msg)
     }
 
+    /// A breakpoint on a function that no loaded object defines but a
+    /// library of the server's installation does: armed when the backend
+    /// loads it.  Anything else is `err`.
+    fn add_pending(
+        &mut self,
+        spec: &str,
+        temporary: bool,
+        condition: Option<&str>,
+        err: anyhow::Error,
+    ) -> Result<String> {
+        let libs = self.pending_candidates(spec);
+        if libs.is_empty() {
+            return Err(err);
+        }
+        self.arm_library_hook()?;
+        let bp = self.bps.add(
+            spec.to_string(),
+            Vec::new(),
+            temporary,
+            condition.map(str::to_string),
+        );
+        let id = bp.id;
+        self.pending.push(id);
+        self.emit(Event::Breakpoint {
+            id,
+            locations: Vec::new(),
+            spec: spec.to_string(),
+        });
+        Ok(format!(
+            "{} {id} ({spec}) pending until a library defines it ({} {} it; not loaded in backend {} yet)",
+            if temporary {
+                "Temporary breakpoint"
+            } else {
+                "Breakpoint"
+            },
+            libs.join(", "),
+            if libs.len() == 1 { "has" } else { "have" },
+            self.pid
+        ))
+    }
+
     pub fn delete_breakpoints(&mut self, ids: &[u32]) -> Result<String> {
         let ids: Vec<u32> = if ids.is_empty() {
             self.bps.ids()
@@ -107,7 +162,12 @@ impl Session {
         let mut s = String::from("Num     Type           Disp Enb Address            What\n");
         for b in &self.bps.list {
             let disp = if b.temporary { "del " } else { "keep" };
-            if b.locations.len() == 1 {
+            if b.locations.is_empty() {
+                s.push_str(&format!(
+                    "{:<7} breakpoint     {disp} y   <PENDING>          {}\n",
+                    b.id, b.spec
+                ));
+            } else if b.locations.len() == 1 {
                 let l = &b.locations[0];
                 s.push_str(&format!(
                     "{:<7} breakpoint     {disp} y   {:#018x} {}\n",

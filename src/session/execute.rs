@@ -74,6 +74,7 @@ impl Session {
             }
             Command::Delete(ids) => (self.delete_breakpoints(ids)?, Flow::Continue),
             Command::InfoBreakpoints => (self.info_breakpoints(), Flow::Continue),
+            Command::InfoSharedlibrary => (self.info_sharedlibrary(), Flow::Continue),
             Command::Continue => self.continue_running()?,
             Command::Print { radix, expr } => (self.print(expr, *radix)?, Flow::Continue),
             Command::Backtrace(n) => (self.backtrace(*n)?, Flow::Continue),

@@ -106,11 +106,18 @@ impl Session {
                 None => (None, None, None),
             };
             let cfa = step.as_ref().map(|s| s.1);
-            let source: Vec<SourceFrame> = if main {
-                self.di.frames_at(lookup - self.bias)
+            // a library with DWARF: its lines, inlined calls and scopes
+            let lib = if main {
+                None
             } else {
-                Vec::new()
+                self.library_at(lookup).filter(|(_, di, _)| di.has_dwarf())
             };
+            let source: Vec<SourceFrame> = match &lib {
+                _ if main => self.di.frames_at(lookup - self.bias),
+                Some((_, di, bias)) => di.frames_at(lookup - bias),
+                None => Vec::new(),
+            };
+            let lib = lib.map(|(i, _, _)| i);
             if source.is_empty() {
                 out.push(Frame {
                     level: out.len(),
@@ -126,6 +133,7 @@ impl Session {
                     inlined: false,
                     phys_die: None,
                     module: module_name.clone(),
+                    lib,
                     symbol: symbol.clone(),
                 });
             } else {
@@ -147,7 +155,8 @@ impl Session {
                         die: sf.die,
                         inlined: sf.inlined,
                         phys_die,
-                        module: None,
+                        module: module_name.clone(),
+                        lib,
                         symbol: symbol.clone(),
                     });
                 }
@@ -168,11 +177,11 @@ impl Session {
 
     /// Variables (params first) visible in frame `f`.
     pub(crate) fn frame_vars(&self, f: &Frame) -> Vec<VarInfo> {
+        let (di, bias, tag) = self.frame_di(f);
         match f.die {
-            Some(d) => self
-                .di
-                .scope_vars(d, f.lookup - self.bias)
-                .map(|(v, _)| v)
+            Some(d) => di
+                .scope_vars(d, f.lookup - bias)
+                .map(|(v, _)| v.into_iter().map(|v| Self::tagged_var(v, tag)).collect())
                 .unwrap_or_default(),
             None => Vec::new(),
         }
@@ -188,7 +197,8 @@ impl Session {
                 loc: ValLoc::Bytes(b.clone()),
             };
         }
-        let expr = match self.di.var_expression(v, f.lookup - self.bias) {
+        let (di, bias, _) = self.frame_di(f);
+        let expr = match di.var_expression(v, f.lookup - bias) {
             Ok(Some(e)) => e,
             _ => {
                 return Value {
@@ -197,7 +207,7 @@ impl Session {
                 };
             }
         };
-        let unit = match self.di.unit_for_offset(v.unit) {
+        let unit = match di.unit_for_offset(v.unit) {
             Ok(u) => u,
             Err(_) => {
                 return Value {
@@ -206,9 +216,9 @@ impl Session {
                 };
             }
         };
-        let size = size_of(&*self.di, &ty);
+        let size = size_of(self, &ty);
         let ctx = self.frame_ctx(f);
-        let loc = match eval_location(expr, unit.encoding(), size, &ctx, &self.di.dwarf, &unit) {
+        let loc = match eval_location(expr, unit.encoding(), size, &ctx, &di.dwarf, &unit) {
             Ok(Place::Memory(a)) => ValLoc::Memory(a),
             Ok(Place::Bytes(b)) => ValLoc::Bytes(b),
             Ok(Place::OptimizedOut) => ValLoc::Unavailable("optimized out".into()),
@@ -362,29 +372,17 @@ impl FrameContext for SessionFrameCtx<'_> {
     }
     fn frame_base(&self) -> Option<u64> {
         let die = self.f.phys_die?;
-        let (_, fb) = self
-            .s
-            .di
-            .scope_vars(die, self.f.lookup - self.s.bias)
-            .ok()?;
+        let (di, bias, _) = self.s.frame_di(self.f);
+        let (_, fb) = di.scope_vars(die, self.f.lookup - bias).ok()?;
         let fb = fb?;
-        let unit = self.s.di.unit_for_offset(die).ok()?;
+        let unit = di.unit_for_offset(die).ok()?;
         // Frame bases are simple (DW_OP_call_frame_cfa): evaluate without a
         // frame base of their own.
         let ctx = SessionFrameCtx {
             s: self.s,
             f: self.f,
         };
-        match eval_location(
-            fb,
-            unit.encoding(),
-            8,
-            &NoFrameBase(&ctx),
-            &self.s.di.dwarf,
-            &unit,
-        )
-        .ok()?
-        {
+        match eval_location(fb, unit.encoding(), 8, &NoFrameBase(&ctx), &di.dwarf, &unit).ok()? {
             Place::Memory(a) => Some(a),
             Place::Bytes(b) => {
                 let mut x = [0u8; 8];
@@ -398,7 +396,7 @@ impl FrameContext for SessionFrameCtx<'_> {
         self.s.target.read(addr, buf)
     }
     fn bias(&self) -> u64 {
-        self.s.bias
+        self.s.frame_di(self.f).1
     }
 }
 

@@ -38,6 +38,7 @@ mod backend;
 mod breakpoints;
 mod execute;
 mod frames;
+mod libraries;
 mod locations;
 mod modules;
 mod probes;
@@ -45,6 +46,7 @@ mod run;
 mod values;
 
 pub use crate::postgres::backend::{Flow, ProbeEnd, ProbeHandler};
+use libraries::Libraries;
 use locations::resolve;
 pub use locations::{basename, resolve_location};
 use modules::{Modules, compute_bias};
@@ -70,6 +72,9 @@ pub struct Frame {
     pub phys_die: Option<u64>,
     /// Module name for frames outside the postgres binary.
     pub module: Option<String>,
+    /// The shared library (its number in the session's list) whose debug
+    /// info describes this frame; None: the postgres binary.
+    pub lib: Option<usize>,
     /// ELF symbol and offset of pc.
     pub symbol: Option<(String, u64)>,
 }
@@ -119,6 +124,12 @@ pub struct Session {
     pub pg_version: Option<String>,
     pub kind: postgres::ProcessKind,
     modules: Modules,
+    /// Shared objects mapped into the backend, with their debug info.
+    libs: RefCell<Libraries>,
+    /// Breakpoints waiting for a library that defines their function.
+    pending: Vec<u32>,
+    /// The dynamic linker's hook, while pending breakpoints need it.
+    dl_hook: Option<u64>,
     pub bps: Breakpoints,
     /// pgdbg's own breakpoints (probes), with a use count.
     internal: std::collections::BTreeMap<u64, u32>,
@@ -188,6 +199,9 @@ impl Session {
             pg_version,
             kind,
             modules: Modules::new(pid, bias),
+            libs: RefCell::new(Libraries::default()),
+            pending: Vec::new(),
+            dl_hook: None,
             bps: Breakpoints::default(),
             internal: std::collections::BTreeMap::new(),
             stop: StopState::default(),
@@ -199,7 +213,7 @@ impl Session {
             hit_limit: opts.hit_limit,
             hits_total: 0,
         };
-        s.modules.refresh();
+        s.sync_libraries();
         s.emit(Event::attach(
             s.pg_version.clone(),
             s.exe_path.display().to_string(),
@@ -270,6 +284,9 @@ impl Session {
     /// Restore the backend and detach.
     pub fn detach(&mut self) -> Result<String> {
         self.internal.clear();
+        // the hook's int3 goes with every other one in Target::detach
+        self.dl_hook = None;
+        self.pending.clear();
         let n = self.bps.all_addresses().len();
         self.bps = Breakpoints::default();
         let gone = self.target.is_gone();
@@ -327,10 +344,16 @@ impl Session {
                 &self.di.build_id
             },
             self.di.source,
-            if self.di.pack.is_some() {
-                "\n             without DWARF: no locals/parameters, source lines or inlined frames, no static functions (break on exported ones), no prepared-statement names in plancache, no ERROR messages from calls"
-            } else {
-                ""
+            match &self.di.pack {
+                // a release build that keeps its symbol table names its
+                // static functions too (e.g. choose_custom_plan)
+                Some(_) if object::Object::symbol_table(&self.di.binary.file).is_some() => {
+                    "\n             without DWARF: no locals/parameters, source lines or inlined frames, no prepared-statement names in plancache, no ERROR messages from calls (static functions named by the symbol table)"
+                }
+                Some(_) => {
+                    "\n             without DWARF: no locals/parameters, source lines or inlined frames, no static functions (break on exported ones), no prepared-statement names in plancache, no ERROR messages from calls"
+                }
+                None => "",
             },
             self.di.index.functions.len(),
             self.di.index.globals.len(),

@@ -32,6 +32,10 @@ impl Modules {
         self.taken = std::time::Instant::now();
     }
 
+    pub(crate) fn list(&self) -> &[Module] {
+        &self.list
+    }
+
     pub(crate) fn find(&self, addr: u64) -> Option<&Module> {
         self.list.iter().find(|m| addr >= m.start && addr < m.end)
     }

@@ -115,6 +115,9 @@ impl Session {
     /// Only the innermost few frames are unwound (probes run this at every
     /// hit).
     pub fn select_function_frame(&mut self, function: &str) -> Result<()> {
+        // LIB:FUNCTION names FUNCTION's frames
+        let function =
+            crate::debuginfo::library::split_library_spec(function).map_or(function, |(_, f)| f);
         let frames = self.unwind(4)?;
         let i = frames
             .iter()
@@ -232,6 +235,10 @@ impl Session {
                 Stop::HardwareBreak { dr6 } => {
                     self.last_stop = Some(stop);
                     h.on_watch(self, dr6)?;
+                }
+                Stop::Breakpoint { addr } if self.is_library_hook(addr) => {
+                    self.last_stop = Some(stop);
+                    self.on_library_event()?;
                 }
                 Stop::Interrupted if guard::deadline_hit() => {
                     self.last_stop = Some(stop);

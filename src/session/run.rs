@@ -18,6 +18,18 @@ impl Session {
             }
             let stop = self.target.cont_and_wait(&guard::Hooks)?;
             if let Stop::Breakpoint { addr } = stop
+                && self.is_library_hook(addr)
+            {
+                // a library was loaded or unloaded: not a stop
+                self.last_stop = Some(stop);
+                self.on_library_event()?;
+                if guard::sigint_seen() || guard::deadline_hit() {
+                    guard::take_interrupt();
+                    return self.report_stop(Stop::Interrupted);
+                }
+                continue;
+            }
+            if let Stop::Breakpoint { addr } = stop
                 && self.bps.uses(addr)
             {
                 self.last_stop = Some(stop.clone());

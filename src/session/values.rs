@@ -7,7 +7,13 @@ impl Session {
     /// Evaluate an expression in the selected frame of the current stop.
     pub fn eval_expr(&mut self, expr: &str) -> Result<Value> {
         let di = self.di.clone();
-        let e = parse::parse_in(expr, &di)?;
+        let e = match parse::parse_in(expr, &di) {
+            Ok(e) => e,
+            // a cast to a type of a library's debug info
+            Err(err) => {
+                parse::parse_with(expr, &|t| self.type_named(t).is_some()).map_err(|_| err)?
+            }
+        };
         if self.target.is_gone() {
             bail!("the backend is gone");
         }
@@ -146,10 +152,10 @@ impl Session {
 
 impl TypeSource for Session {
     fn resolve(&self, t: &TypeRef) -> Rc<crate::debuginfo::types::Type> {
-        self.di.resolve(t)
+        self.resolve_type(t)
     }
     fn type_by_name(&self, name: &str) -> Option<TypeRef> {
-        self.di.type_by_name(name)
+        self.type_named(name)
     }
 }
 
@@ -160,6 +166,15 @@ impl EvalEnv for Session {
             if let Some(v) = vars.iter().rev().find(|v| v.name == name) {
                 return Ok(Some(self.var_value(f, v)));
             }
+        }
+        if let Some((addr, ty)) = self.library_global(name) {
+            let Some(ty) = ty else {
+                bail!("'{name}' has no type in the debug info; cast it: print *(int *) &{name}")
+            };
+            return Ok(Some(Value {
+                ty,
+                loc: ValLoc::Memory(addr),
+            }));
         }
         if let Some((addr, ty)) = self.di.global(name) {
             let ty = match ty {

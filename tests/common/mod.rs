@@ -19,18 +19,28 @@ pub fn pgdbg_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_pgdbg"))
 }
 
+/// The majors that come as release builds without DWARF (the npm package
+/// of scripts/pg-embedded): no Debian source package of theirs builds here.
+pub const EMBEDDED_MAJORS: &[u32] = &[14, 16, 17];
+
 /// Install prefix of a PostgreSQL build: $PGDBG_PG<major>, else
-/// scripts/pg-build (cached after the first build).
+/// scripts/pg-build (cached after the first build), or scripts/pg-embedded
+/// for the majors of `EMBEDDED_MAJORS`.
 pub fn pg_prefix(major: u32) -> PathBuf {
     if let Ok(p) = std::env::var(format!("PGDBG_PG{major}")) {
         return PathBuf::from(p);
     }
-    let out = Command::new(repo().join("scripts/pg-build"))
+    let script = if EMBEDDED_MAJORS.contains(&major) {
+        "scripts/pg-embedded"
+    } else {
+        "scripts/pg-build"
+    };
+    let out = Command::new(repo().join(script))
         .arg(major.to_string())
         .stderr(Stdio::inherit())
         .output()
-        .expect("run scripts/pg-build");
-    assert!(out.status.success(), "scripts/pg-build {major} failed");
+        .unwrap_or_else(|e| panic!("run {script}: {e}"));
+    assert!(out.status.success(), "{script} {major} failed");
     PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
 }
 
@@ -70,6 +80,12 @@ impl Cluster {
         c.keep = true;
         c.seed(&["mediumtab", "bigtab"]);
         c
+    }
+
+    /// A throwaway cluster of any installation (e.g. Debian's package, or
+    /// scripts/pg-embedded's).
+    pub fn start_prefix(prefix: &Path) -> Cluster {
+        Self::start_in(prefix, &[], None)
     }
 
     pub fn start_with(major: u32, settings: &[&str]) -> Cluster {

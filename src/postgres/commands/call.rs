@@ -94,6 +94,20 @@ pub fn call(s: &mut dyn Backend, text: &str) -> Result<String> {
         }
     };
     let Some(ty) = ret_ty else {
+        // No DWARF prototype (a binary without debug info, e.g. a release
+        // build with a layout pack): the return type is unknown, so the
+        // register is shown as it is rather than nothing.
+        let known = s
+            .di()
+            .function_locations(name)
+            .iter()
+            .any(|l| !l.inlined && l.die != 0);
+        if !known {
+            return Ok(format!(
+                "{name} returned rax = {:#x} ({}): its return type is unknown without debug info",
+                r.rax, r.rax as i64
+            ));
+        }
         return Ok(String::new()); // void
     };
     let is_float = matches!(

@@ -3,12 +3,14 @@
 //! layouts, look at the registers and frames of the current stop, arm
 //! pgdbg's own breakpoints and a watched word, run probes, write output,
 //! and use the two mechanisms that own target state (inferior call frames
-//! and the in-process recorder).
+//! and the in-process recorder).  The PostgreSQL commands' entry points
+//! (`commands/`) also evaluate expressions, keep values in the value
+//! history and let the backend run briefly through it.
 //!
-//! `Session` implements it (`session_backend.rs`); nothing under
+//! `Session` implements it (`session/backend.rs`); nothing under
 //! `postgres/` sees `Session` itself.  The unit tests implement it over an
-//! in-memory memory map (`fake`), so the plan-cache and wait logic is
-//! tested without a live process, the way rbspy tests its interpreter
+//! in-memory memory map (`fake`), so the plan-cache, wait and `plan` logic
+//! is tested without a live process, the way rbspy tests its interpreter
 //! knowledge on core dumps.
 //!
 //! Addresses given and returned are runtime addresses (link address plus
@@ -223,14 +225,22 @@ pub trait ProbeHandler {
     }
 }
 
-/// Why `run_probes` returned.
+/// Why running the backend ended: `run_probes` (any of these), or
+/// `continue` and the report of a stop (`Stopped`, `TargetGone`,
+/// `Terminating`).  The raw event the wait loop saw is
+/// `inferior::Stop`; how the session goes on after a command is `Flow`
+/// (`From<ProbeEnd>`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProbeEnd {
+    /// The probe has seen enough (`--count`).
     Done,
+    /// `--for` ran out.
     Deadline,
     /// Ctrl-C, a user breakpoint or a signal: the target is stopped.
     Stopped,
+    /// The backend exited or was killed.
     TargetGone,
+    /// pgdbg itself was told to end (SIGTERM, SIGHUP, a failed write).
     Terminating,
 }
 
@@ -241,6 +251,16 @@ pub enum Flow {
     Quit,
     TargetGone,
     Terminate,
+}
+
+impl From<ProbeEnd> for Flow {
+    fn from(end: ProbeEnd) -> Flow {
+        match end {
+            ProbeEnd::Done | ProbeEnd::Deadline | ProbeEnd::Stopped => Flow::Continue,
+            ProbeEnd::TargetGone => Flow::TargetGone,
+            ProbeEnd::Terminating => Flow::Terminate,
+        }
+    }
 }
 
 /// What a probe command shows and how the session goes on, from how its

@@ -119,14 +119,6 @@ impl Default for SessionOptions {
     }
 }
 
-/// What happened after `continue`.
-#[derive(Debug, Clone, PartialEq)]
-pub enum RunOutcome {
-    Stopped,
-    TargetGone,
-    Terminating,
-}
-
 pub struct Session {
     pub pid: i32,
     pub target: Target,

@@ -69,12 +69,7 @@ impl Session {
             && let Some(stop) = self.target.step_over_breakpoint(rip)?
         {
             let (outcome, text) = self.report_stop(stop)?;
-            let flow = match outcome {
-                RunOutcome::Stopped => Flow::Continue,
-                RunOutcome::TargetGone => Flow::TargetGone,
-                RunOutcome::Terminating => Flow::Terminate,
-            };
-            return Ok(Some((text, flow)));
+            return Ok(Some((text, outcome.into())));
         }
         self.target.resume()?;
         self.background = true;

@@ -261,15 +261,7 @@ impl Session {
                     let (_, text) = self.report_stop(stop)?;
                     return Ok((ProbeEnd::Stopped, format!("{text}{note}")));
                 }
-                other => {
-                    let (outcome, text) = self.report_stop(other)?;
-                    let end = match outcome {
-                        RunOutcome::Stopped => ProbeEnd::Stopped,
-                        RunOutcome::TargetGone => ProbeEnd::TargetGone,
-                        RunOutcome::Terminating => ProbeEnd::Terminating,
-                    };
-                    return Ok((end, text));
-                }
+                other => return self.report_stop(other),
             }
         }
     }

@@ -12,7 +12,7 @@ pub(crate) enum AfterStop {
 impl Session {
     /// Continue until the next stop.  Handles stepping over the breakpoint
     /// at the current pc.
-    pub fn cont(&mut self) -> Result<(RunOutcome, String)> {
+    pub fn cont(&mut self) -> Result<(ProbeEnd, String)> {
         if self.target.is_gone() {
             bail!("the backend is gone; nothing to continue");
         }
@@ -39,7 +39,7 @@ impl Session {
         &mut self,
         stop: Stop,
         foreground: bool,
-    ) -> Result<Option<(RunOutcome, String)>> {
+    ) -> Result<Option<(ProbeEnd, String)>> {
         self.hit = None;
         if let Stop::Breakpoint { addr } = stop
             && self.is_library_hook(addr)
@@ -110,11 +110,9 @@ impl Session {
     /// What follows a reported stop: the end of the run (the text to show
     /// and the flow), or `Resume` when the breakpoints' `commands` block
     /// ended in `continue` (its output is already said).
-    pub(crate) fn after_stop(&mut self, outcome: RunOutcome, text: String) -> Result<AfterStop> {
-        match outcome {
-            RunOutcome::Stopped => {}
-            RunOutcome::TargetGone => return Ok(AfterStop::Done(text, Flow::TargetGone)),
-            RunOutcome::Terminating => return Ok(AfterStop::Done(text, Flow::Terminate)),
+    pub(crate) fn after_stop(&mut self, outcome: ProbeEnd, text: String) -> Result<AfterStop> {
+        if outcome != ProbeEnd::Stopped {
+            return Ok(AfterStop::Done(text, outcome.into()));
         }
         let Some(hit) = self.hit.take() else {
             // not a breakpoint: an interrupt (Ctrl-C, --for) or a signal
@@ -191,7 +189,7 @@ impl Session {
         ))
     }
 
-    pub(crate) fn report_stop(&mut self, stop: Stop) -> Result<(RunOutcome, String)> {
+    pub(crate) fn report_stop(&mut self, stop: Stop) -> Result<(ProbeEnd, String)> {
         self.last_stop = Some(stop.clone());
         match stop {
             Stop::Breakpoint { addr } => {
@@ -251,11 +249,11 @@ impl Session {
                 }
                 let ids_s: Vec<String> = ids.iter().map(|i| i.to_string()).collect();
                 Ok((
-                    RunOutcome::Stopped,
+                    ProbeEnd::Stopped,
                     format!("\n{label} {}, {head}{src}", ids_s.join(", ")),
                 ))
             }
-            Stop::Interrupted => Ok((RunOutcome::Stopped, self.interrupted_text()?)),
+            Stop::Interrupted => Ok((ProbeEnd::Stopped, self.interrupted_text()?)),
             Stop::Signal(sig) => {
                 let head = self.frame_line(0, true).unwrap_or_default();
                 self.emit(Event::Stop {
@@ -268,14 +266,14 @@ impl Session {
                     signal: Some(format!("{sig:?}")),
                 });
                 Ok((
-                    RunOutcome::Stopped,
+                    ProbeEnd::Stopped,
                     format!(
                         "\nProgram received signal {sig:?}; it will be delivered when you continue or detach.\n{head}"
                     ),
                 ))
             }
             Stop::HardwareBreak { dr6 } => Ok((
-                RunOutcome::Stopped,
+                ProbeEnd::Stopped,
                 format!("\nHardware breakpoint (dr6={dr6:#x})"),
             )),
             Stop::Exited(code) => {
@@ -284,7 +282,7 @@ impl Session {
                     status: Some(code),
                 });
                 Ok((
-                    RunOutcome::TargetGone,
+                    ProbeEnd::TargetGone,
                     format!("\nBackend {} exited with status {code}.", self.pid),
                 ))
             }
@@ -294,11 +292,11 @@ impl Session {
                     status: None,
                 });
                 Ok((
-                    RunOutcome::TargetGone,
+                    ProbeEnd::TargetGone,
                     format!("\nBackend {} was killed by signal {sig:?}.", self.pid),
                 ))
             }
-            Stop::ToolTerminating => Ok((RunOutcome::Terminating, String::new())),
+            Stop::ToolTerminating => Ok((ProbeEnd::Terminating, String::new())),
         }
     }
 

@@ -37,14 +37,35 @@ fn one_line(s: &str) -> String {
     }
 }
 
-/// How a command that ran the backend ends, from how `run_probes` ended
-/// (all but `plancache`, whose end also depends on the stop).
-fn flow_of(end: super::ProbeEnd) -> super::backend::Flow {
-    use super::ProbeEnd;
-    use super::backend::Flow;
-    match end {
-        ProbeEnd::TargetGone => Flow::TargetGone,
-        ProbeEnd::Terminating => Flow::Terminate,
-        _ => Flow::Continue,
+#[cfg(test)]
+mod tests {
+    use crate::inferior::Stop;
+    use crate::postgres::ProbeEnd;
+    use crate::postgres::backend::fake::FakeBackend;
+    use crate::postgres::backend::{Flow, probe_outcome};
+
+    #[test]
+    fn how_a_probe_command_ends() {
+        let mut s = FakeBackend::new();
+        let out = |s: &FakeBackend, end| probe_outcome(s, end, "sum".into(), "\nstop".into());
+        for (end, flow) in [
+            (ProbeEnd::Done, Flow::Continue),
+            (ProbeEnd::Deadline, Flow::Continue),
+            (ProbeEnd::Stopped, Flow::Continue),
+            (ProbeEnd::TargetGone, Flow::TargetGone),
+            (ProbeEnd::Terminating, Flow::Terminate),
+        ] {
+            assert_eq!(Flow::from(end), flow);
+            assert_eq!(out(&s, end).1, flow);
+        }
+        // the stop's report follows the summary, unless Ctrl-C (an
+        // interrupt) ended the probe; a deadline or --count says nothing
+        assert_eq!(out(&s, ProbeEnd::Deadline).0, "sum");
+        assert_eq!(out(&s, ProbeEnd::TargetGone).0, "sum\nstop");
+        s.stop = Some(Stop::Breakpoint { addr: 1 });
+        assert_eq!(out(&s, ProbeEnd::Stopped).0, "sum\nstop");
+        s.stop = Some(Stop::Interrupted);
+        assert_eq!(out(&s, ProbeEnd::Stopped).0, "sum");
+        assert_eq!(out(&s, ProbeEnd::Terminating).0, "sum");
     }
 }

@@ -227,3 +227,119 @@ pub fn safe_running_query(s: &mut dyn Backend) -> Result<(bool, u64)> {
     }
     unreachable!()
 }
+
+#[cfg(test)]
+mod tests {
+    //! Which statement `plan` explains, and where it refuses, on a fake
+    //! backend.
+    use super::*;
+    use crate::debuginfo::layout::FieldKind::Pointer;
+    use crate::inferior::Registers;
+    use crate::postgres::ProcessKind;
+    use crate::postgres::backend::fake::{FakeBackend, layout};
+
+    const ACTIVE_PORTAL: u64 = 0x1000;
+    const PORTAL: u64 = 0x2000;
+    const DEBUG_QUERY_STRING: u64 = 0x3000;
+    const QUERY: u64 = 0x4000;
+    const RUN: u64 = 0x40_0000;
+    const QUERY_DESC: u64 = 0x7f00_1000;
+
+    /// A backend whose ActivePortal is `portal` (0: none), the portal's
+    /// queryDesc `qd`, and `debug_query_string` pointing at `text`.
+    fn backend(portal: u64, qd: u64, text: &str) -> FakeBackend {
+        let mut s = FakeBackend::new();
+        s.globals.insert("ActivePortal".into(), ACTIVE_PORTAL);
+        s.map(ACTIVE_PORTAL, portal.to_le_bytes().to_vec());
+        let l = layout(
+            "PortalData",
+            &[("name", 8, Pointer), ("queryDesc", 8, Pointer)],
+        );
+        let mut p = vec![0u8; l.size as usize];
+        let o = l.offset("queryDesc").unwrap() as usize;
+        p[o..o + 8].copy_from_slice(&qd.to_le_bytes());
+        s.map(PORTAL, p);
+        s.layouts.insert(l.name.clone(), l);
+        s.globals
+            .insert("debug_query_string".into(), DEBUG_QUERY_STRING);
+        s.map(DEBUG_QUERY_STRING, QUERY.to_le_bytes().to_vec());
+        s.map_str(QUERY, text);
+        s.functions.insert("standard_ExecutorRun".into(), vec![RUN]);
+        s
+    }
+
+    #[test]
+    fn the_active_portals_statement_is_the_one_explained() {
+        let mut s = backend(PORTAL, QUERY_DESC, "select 1");
+        assert_eq!(running_query_desc(&mut s).unwrap(), Ok((true, QUERY_DESC)));
+    }
+
+    #[test]
+    fn no_statement_says_why_and_whether_waiting_helps() {
+        let mut s = backend(0, 0, "");
+        let (why, retry) = running_query_desc(&mut s).unwrap().unwrap_err();
+        assert_eq!(
+            why,
+            "backend 4711 is not running a query (no active portal): use plan --next to catch the next one"
+        );
+        assert!(!retry);
+        // a DO block between its nested statements: the portal has no
+        // QueryDesc, the text names the utility statement, and a little
+        // later a nested statement may be running
+        let mut s = backend(PORTAL, 0, "do $$ begin perform pg_sleep(1);\n end $$");
+        let (why, retry) = running_query_desc(&mut s).unwrap().unwrap_err();
+        assert!(
+            why.starts_with(
+                "backend 4711 runs a utility statement (do $$ begin perform pg_sleep(1); end $$), which has no plan of its own"
+            ),
+            "{why}"
+        );
+        assert!(retry);
+    }
+
+    #[test]
+    fn at_the_executors_entry_its_argument_is_the_statement() {
+        let mut s = backend(0, 0, "");
+        s.regs = Registers {
+            rdi: QUERY_DESC,
+            ..Default::default()
+        };
+        assert_eq!(query_desc_at_executor_entry(&mut s).unwrap(), None);
+        s.stop = Some(Stop::Breakpoint { addr: RUN + 1 });
+        assert_eq!(query_desc_at_executor_entry(&mut s).unwrap(), None);
+        s.stop = Some(Stop::Breakpoint { addr: RUN });
+        assert_eq!(
+            query_desc_at_executor_entry(&mut s).unwrap(),
+            Some(QUERY_DESC)
+        );
+    }
+
+    #[test]
+    fn processes_without_queries_are_refused_in_one_line() {
+        let mut s = backend(0, 0, "");
+        s.kind = Some(ProcessKind::Auxiliary {
+            role: "checkpointer".into(),
+        });
+        let e = plan_applies(&mut s, false).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "process 4711 is the checkpointer, which never runs queries: plan has nothing to show there; attach to a client backend (select pid, query from pg_stat_activity)"
+        );
+        // a parallel worker names its leader (ParallelLeaderPid) unless it
+        // is stopped at its executor's entry
+        s.kind = Some(ProcessKind::Auxiliary {
+            role: "parallel worker".into(),
+        });
+        s.globals.insert("ParallelLeaderPid".into(), 0x5000);
+        s.map(0x5000, 4242i32.to_le_bytes().to_vec());
+        assert!(plan_applies(&mut s, true).is_ok());
+        let e = plan_applies(&mut s, false).unwrap_err().to_string();
+        assert!(
+            e.contains("is a parallel worker of leader PID")
+                && e.contains("attach to the leader for the whole plan"),
+            "{e}"
+        );
+        s.kind = None;
+        assert!(plan_applies(&mut s, false).is_ok());
+    }
+}

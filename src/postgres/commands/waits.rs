@@ -1,6 +1,5 @@
 //! `wait`, `waits sample`, `waits trace`: the backend's wait events.
 
-use super::flow_of;
 use crate::capture::Event;
 use crate::capture::events::WaitSample;
 use crate::postgres::backend::{Backend, Flow, NoStop};
@@ -51,7 +50,7 @@ pub fn waits_sample(
     let (counts, total) = sampler.finish();
     let elapsed = t0.elapsed().as_secs_f64();
     let (end, text) = res?;
-    let flow = flow_of(end);
+    let flow = Flow::from(end);
     let mut names = WaitNames::load(&s.di().build_id);
     let keys: Vec<u32> = counts.keys().copied().collect();
     let mut note = String::new();
@@ -123,7 +122,7 @@ pub fn waits_trace(
     // run_probes disarms the breakpoints and clears the debug registers
     let res = s.run_probes(&mut probe, duration);
     let (end, text) = res?;
-    let flow = flow_of(end);
+    let flow = Flow::from(end);
     if flow == Flow::Continue {
         probe.close(s);
     } else if flow == Flow::Terminate {

@@ -1,7 +1,6 @@
 //! `waits trace --perf`: the waits from a perf write-breakpoint event on
 //! the wait-event word (`crate::perf::watch`) instead of ptrace stops.
 
-use super::flow_of;
 use crate::perf::profile::Symbolizer;
 use crate::perf::watch::WordWatch;
 use crate::postgres::backend::{Backend, Flow, NoStop};
@@ -39,7 +38,7 @@ pub fn waits_trace_perf(
     let res = s.run_probes(&mut nostop, duration);
     let got = watch.finish()?;
     let (end, text) = res?;
-    let flow = flow_of(end);
+    let flow = Flow::from(end);
     let stores = got.stores.len();
     if flow == Flow::Continue {
         // names of the stacks first (the debug info is borrowed from the

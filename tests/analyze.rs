@@ -300,6 +300,123 @@ fn run_progress_case(major: u32) {
     cl.assert_no_crash();
 }
 
+/// `plan --progress` at a stop inside a Gather's shared-memory setup
+/// (a breakpoint on InitializeParallelDSM: the nodes below have been
+/// asked for their sizes, not yet given their parts): counting installed
+/// there would make the Partial Aggregate take room it did not ask for
+/// ("out of shared memory"); pgdbg waits until the backend is past it.
+/// The statement completes with its own result.
+fn run_progress_parallel_setup_case(major: u32) {
+    let cl = Cluster::start(major);
+    let mut a = cl.connect();
+    a.exec(SETUP);
+    a.exec(
+        "set max_parallel_workers_per_gather = 2; set parallel_setup_cost = 0; \
+         set parallel_tuple_cost = 0; set min_parallel_table_scan_size = 0; set jit = off",
+    );
+    let slow = "select count(*) from an_t1 where length(pg_sleep(0.0005)::text) >= 0";
+    let plan = a.explain_rows(&format!("explain (costs off) {slow}"));
+    assert!(
+        plan.contains("Gather") && plan.contains("Partial Aggregate"),
+        "{plan}"
+    );
+    let pid = a.pid();
+    let p = Pgdbg::spawn_attached(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--ex",
+            "break InitializeParallelDSM",
+            "--ex",
+            "continue",
+            "--ex",
+            "bt 3",
+            "--ex",
+            "delete",
+            "--ex",
+            "plan --progress --every 200ms --for 1s",
+            "--ex",
+            "detach",
+        ],
+        pid,
+    );
+    let got = a.simple_text(slow);
+    let (code, out, err) = p.wait(Duration::from_secs(120));
+    assert_eq!(got, "5000", "{out}\n{err}");
+    assert_eq!(code, 0, "{out}\n{err}");
+    // the stop was the one meant, and counting was installed after it
+    assert!(out.contains("InitializeParallelDSM"), "{out}");
+    assert!(out.contains("Partial Aggregate"), "{out}");
+    assert!(out.contains("rows counted since"), "{out}");
+    assert_eq!(tracer_pid(pid), 0);
+    cl.assert_no_crash();
+}
+
+/// `plan --progress` on a statement that counts its own rows (the
+/// session's EXPLAIN (ANALYZE, TIMING OFF)): making the plan text calls
+/// ExplainNode, which ends the running nodes' loops; pgdbg puts their
+/// counters back, so the session's EXPLAIN ANALYZE shows one loop of all
+/// the rows, as without pgdbg.
+fn run_progress_own_instrumentation_case(major: u32) {
+    let cl = Cluster::start(major);
+    let mut a = cl.connect();
+    a.exec(SETUP);
+    a.exec("set max_parallel_workers_per_gather = 0; set jit = off");
+    let pid = a.pid();
+    let slow = "explain (analyze, timing off, costs off) \
+                select count(*) from an_t1 where length(pg_sleep(0.0005)::text) >= 0";
+    let h = a.spawn_text(slow);
+    cl.wait_active(&[pid], "pg_sleep(0.0005)");
+    // the scan has returned rows (its loop is running) before pgdbg looks
+    std::thread::sleep(Duration::from_millis(300));
+    let (code, out, err) = pgdbg(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--ex",
+        "plan --progress --every 200ms --for 1s",
+        "--ex",
+        "detach",
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        out.contains("rows from the statement's own instrumentation"),
+        "{out}"
+    );
+    let text = a.rejoin(h).unwrap();
+    let got = actuals(&text);
+    let scan = got
+        .iter()
+        .find(|(n, ..)| n.starts_with("Seq Scan on an_t1"))
+        .unwrap_or_else(|| panic!("no scan: {text}"));
+    assert_eq!(scan.1.parse::<f64>().unwrap(), 5000.0, "{text}\n{out}");
+    assert_eq!(scan.2, "1", "{text}\n{out}");
+    assert_eq!(got[0].2, "1", "{text}");
+    assert_eq!(tracer_pid(pid), 0);
+    cl.assert_no_crash();
+}
+
+#[test]
+fn progress_parallel_setup_15() {
+    run_progress_parallel_setup_case(15);
+}
+
+#[test]
+fn progress_parallel_setup_18() {
+    run_progress_parallel_setup_case(18);
+}
+
+#[test]
+fn progress_own_instrumentation_15() {
+    run_progress_own_instrumentation_case(15);
+}
+
+#[test]
+fn progress_own_instrumentation_18() {
+    run_progress_own_instrumentation_case(18);
+}
+
 #[test]
 fn progress_15() {
     run_progress_case(15);

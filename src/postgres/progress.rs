@@ -34,7 +34,15 @@
 //!
 //! Refused (no installation, rows not shown) when the tree already has
 //! instrumentation (then it is only read), when the functions are not in
-//! the binary, or at an unsafe stop.  Parallel workers' own counts are not
+//! the binary, or at an unsafe stop.  The stop is also never inside a
+//! Gather's shared-memory setup (`ExecInitParallelPlan`: the nodes' parts
+//! are sized by whether they are instrumented, see `not_now`) nor the
+//! statement's own `standard_ExecutorEnd`: the backend runs on a little.
+//!
+//! ExplainNode ends the loop of every instrumented node it prints
+//! (`InstrEndLoop`, even without ANALYZE); the plan text is made with the
+//! nodes' `Instrumentation` saved before and written back after, so a
+//! statement's own EXPLAIN ANALYZE keeps its loops.  Parallel workers' own counts are not
 //! read (the leader's Gather shows the rows they returned; a parallel seq
 //! scan's block progress is the whole scan's).
 
@@ -154,6 +162,66 @@ fn walk(s: &dyn Backend, l: &Layouts, ps: u64, out: &mut Vec<Node>, depth: usize
     Ok(())
 }
 
+/// The `Instrumentation` of each instrumented node: (address, bytes).
+fn save_instrumentation(
+    s: &dyn Backend,
+    l: &Layouts,
+    nodes: &[Node],
+) -> Result<Vec<(u64, Vec<u8>)>> {
+    let instr_off = l.ps.offset("instrument")?;
+    let mut out = Vec::new();
+    for n in nodes {
+        let ia = s.read_u64(n.addr + instr_off)?;
+        if ia != 0 {
+            out.push((ia, s.read_bytes(ia, l.instr.size as usize)?));
+        }
+    }
+    Ok(out)
+}
+
+/// Why this stop is no place to read and instrument statement `qd`, if
+/// it is not:
+///
+/// * inside `ExecInitParallelPlan`, a Gather (Merge) first asks each node
+///   below it how much shared memory it needs (`ExecParallelEstimate`),
+///   then creates the segment and lets each node take its part
+///   (`ExecParallelInitializeDSM`); Hash, Sort, Agg, Memoize, Incremental
+///   Sort, Bitmap Index Scan (and on 18 Index Scan, Index Only Scan,
+///   Bitmap Heap Scan) ask for room for their workers' statistics only
+///   when their `instrument` is set.  Set in between, the two disagree: an
+///   "out of shared memory" ERROR, or on 18 an index scan's shared
+///   descriptor written past its chunk over another one;
+/// * inside `qd`'s own `standard_ExecutorEnd` (a DO block's statement,
+///   found through SPI's frame): its tree is being ended and its memory
+///   freed.
+pub fn not_now(s: &mut dyn Backend, qd: u64) -> Result<Option<String>> {
+    if let Some(f) = s
+        .frame_functions()?
+        .into_iter()
+        .find(|f| PARALLEL_SETUP.contains(&f.as_str()))
+    {
+        return Ok(Some(format!(
+            "stopped in {f}, where a Gather sizes its workers' shared memory by which nodes are instrumented"
+        )));
+    }
+    for (_, _, v) in s.frame_params(&["standard_ExecutorEnd"], "queryDesc")? {
+        if v.map(|v| v == qd).unwrap_or(true) {
+            return Ok(Some(
+                "stopped in the statement's standard_ExecutorEnd: it is ending".into(),
+            ));
+        }
+    }
+    Ok(None)
+}
+
+/// The functions of a parallel plan's shared-memory setup (see `not_now`).
+const PARALLEL_SETUP: &[&str] = &[
+    "ExecInitParallelPlan",
+    "ExecParallelEstimate",
+    "ExecParallelInitializeDSM",
+    "InitializeParallelDSM",
+];
+
 /// What one read of a node tells.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct NodeNow {
@@ -216,6 +284,9 @@ impl Progress {
             instr: s.layout("Instrumentation")?,
             tags,
         };
+        if let Some(why) = not_now(s, qd)? {
+            bail!("{why}; run plan --progress again");
+        }
         let qd_l = s.layout("QueryDesc")?;
         let root = s.read_u64(qd + qd_l.offset("planstate")?)?;
         let estate = s.read_u64(qd + qd_l.offset("estate")?)?;
@@ -223,9 +294,19 @@ impl Progress {
             bail!("the statement's executor has not built its plan state yet: try again");
         }
         let timeout = s.call_timeout();
-        let text = explain::explain(s, qd, &ExplainOpts::default(), timeout)?;
         let mut nodes = Vec::new();
         walk(s, &l, root, &mut nodes, 0)?;
+        // ExplainNode ends the loop of every instrumented node it prints
+        // (InstrEndLoop, even without ANALYZE): on a running tree that
+        // would add a loop to each running node of the statement's own
+        // EXPLAIN ANALYZE (or of counting installed earlier); the counters
+        // are put back as they were once the plan text is made
+        let saved = save_instrumentation(s, &l, &nodes)?;
+        let text = explain::explain(s, qd, &ExplainOpts::default(), timeout);
+        for (addr, bytes) in &saved {
+            s.write_own_field(*addr, bytes)?;
+        }
+        let text = text?;
         // node lines are the ones with an estimate, in ExplainNode's order
         let mut k = 0;
         let mut lines: Vec<(String, Option<usize>)> = text

@@ -331,7 +331,7 @@ impl DebugInfo {
         }
         let mut out = Vec::new();
         for s in &self.symbols {
-            if s.is_func && (s.name == name || is_clone_of(&s.name, name)) {
+            if s.is_func && (s.name == name || is_entry_clone_of(&s.name, name)) {
                 out.push(FuncLoc {
                     addr: s.addr,
                     inlined: false,
@@ -774,4 +774,37 @@ pub fn symbol_at(symbols: &[ElfSymbol], addr: u64) -> Option<(&ElfSymbol, u64)> 
 /// foo.cold.
 pub fn is_clone_of(sym: &str, name: &str) -> bool {
     sym.len() > name.len() + 1 && sym.starts_with(name) && sym.as_bytes()[name.len()] == b'.'
+}
+
+/// A clone of `name` that is a function entry: not gcc's `name.cold` (or
+/// `name.part.0.cold`), the split-off cold code a function jumps into in
+/// its middle, where no argument is in its register.
+pub fn is_entry_clone_of(sym: &str, name: &str) -> bool {
+    is_clone_of(sym, name) && !sym[name.len() + 1..].split('.').any(|p| p == "cold")
+}
+
+#[cfg(test)]
+mod clone_tests {
+    use super::{is_clone_of, is_entry_clone_of};
+
+    #[test]
+    fn cold_parts_are_clones_but_not_entries() {
+        assert!(is_entry_clone_of(
+            "exec_simple_query.isra.0",
+            "exec_simple_query"
+        ));
+        assert!(is_entry_clone_of("ExecInitNode.part.0", "ExecInitNode"));
+        assert!(is_entry_clone_of("foo.constprop.0", "foo"));
+        assert!(is_clone_of(
+            "standard_ExecutorStart.cold",
+            "standard_ExecutorStart"
+        ));
+        assert!(!is_entry_clone_of(
+            "standard_ExecutorStart.cold",
+            "standard_ExecutorStart"
+        ));
+        assert!(!is_entry_clone_of("foo.part.0.cold", "foo"));
+        assert!(!is_entry_clone_of("foobar", "foo"));
+        assert!(!is_entry_clone_of("foo", "foo"));
+    }
 }

@@ -4,6 +4,8 @@
 //! `Backend::run_probes`, removed when they end.  Each command returns how
 //! the run ended, its summary and the stop's text, for the session to show.
 
+pub mod latency;
+
 use crate::capture::Event;
 use crate::capture::events::Phases;
 use crate::postgres::backend::{Backend, ProbeEnd, ProbeHandler};

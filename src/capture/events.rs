@@ -258,6 +258,39 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         phases: Option<Phases>,
     },
+    /// `latency`: one function's call durations (entry to return), their
+    /// statistics and log2 histogram, and the calls that could not be
+    /// timed.
+    Latency {
+        #[serde(default, deserialize_with = "count")]
+        avg_ns: u64,
+        #[serde(default, deserialize_with = "count")]
+        calls: u64,
+        #[serde(default)]
+        duration_s: f64,
+        #[serde(default)]
+        function: String,
+        #[serde(default)]
+        histogram: Vec<LatencyBucket>,
+        #[serde(default, deserialize_with = "count")]
+        max_ns: u64,
+        #[serde(default, deserialize_with = "count")]
+        min_ns: u64,
+        #[serde(default, deserialize_with = "count")]
+        nested: u64,
+        #[serde(default, deserialize_with = "count")]
+        no_return: u64,
+        #[serde(default, deserialize_with = "count")]
+        p50_ns: u64,
+        #[serde(default, deserialize_with = "count")]
+        p99_ns: u64,
+        #[serde(default, deserialize_with = "count")]
+        running_at_end: u64,
+        #[serde(default, deserialize_with = "count")]
+        running_at_start: u64,
+        #[serde(default, deserialize_with = "count")]
+        total_ns: u64,
+    },
     /// The backend exited (`status`) or was killed (`signal`).
     Exit {
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -314,6 +347,18 @@ pub struct WaitSample {
     pub wait_event: Option<String>,
     #[serde(default)]
     pub wait_event_type: Option<String>,
+}
+
+/// `latency`: the calls whose duration is `low_us` to `high_us` (whole
+/// microseconds, both included).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct LatencyBucket {
+    #[serde(default, deserialize_with = "count")]
+    pub count: u64,
+    #[serde(default, deserialize_with = "count")]
+    pub high_us: u64,
+    #[serde(default, deserialize_with = "count")]
+    pub low_us: u64,
 }
 
 /// `count --by-phase`: calls per phase.

@@ -91,6 +91,11 @@ pub enum Command {
         /// kernel uprobes (perf events) instead of ptrace stops
         perf: bool,
     },
+    /// `latency FUNC... [--for D]`: entry and return uprobes
+    Latency {
+        functions: Vec<String>,
+        duration: Option<std::time::Duration>,
+    },
     Delete(Vec<u32>),
     InfoBreakpoints,
     Continue,
@@ -230,6 +235,7 @@ impl Command {
             C::InfoFrame => &data::INFO_FRAME,
             C::Trace { .. } => &probes::TRACE,
             C::Count { .. } => &probes::COUNT,
+            C::Latency { .. } => &probes::LATENCY,
             C::Plan { .. } | C::PlanAnalyze(_) | C::PlanProgress { .. } => &postgres::PLAN,
             C::PlanCache { .. } => &postgres::PLANCACHE,
             C::Wait => &postgres::WAIT,

@@ -5,7 +5,7 @@ use super::check::{misrouted, short};
 use super::{Command, Entry};
 use anyhow::{Result, anyhow, bail};
 
-pub static ENTRIES: &[&Entry] = &[&TRACE, &COUNT];
+pub static ENTRIES: &[&Entry] = &[&TRACE, &COUNT, &LATENCY];
 
 pub static TRACE: Entry = Entry {
     name: "trace",
@@ -131,5 +131,69 @@ fn parse_count(rest: &str) -> Result<Command> {
         by_phase,
         duration,
         perf,
+    })
+}
+
+pub static LATENCY: Entry = Entry {
+    name: "latency",
+    aliases: &["funclatency"],
+    usage: "latency FUNC... [--for D] [--perf]",
+    summary: "time in functions, entry to return: calls, avg, p50, p99, max, histogram",
+    help: "The backend runs, never stopped for a call: each FUNC gets a kernel uprobe at its \
+           entry and a return probe (perf events of the uprobe PMU) whose records carry the time \
+           and the stack pointer. Until Ctrl-C or --for D; then, per function: calls, total, \
+           avg, p50, p99 and max time from entry to return, a log2 histogram of microseconds \
+           (as bcc's funclatency draws it) and a 'latency' capture event.\n\n\
+           A return is paired with its own call by the stack pointer: recursive calls are each \
+           timed from their entry to their return (inner calls included) and counted as nested; \
+           calls left by an ERROR (longjmp: no return) are counted as 'no return' and not timed, \
+           as are calls running when timing began or ended. Inlined copies of FUNC have no \
+           return of their own and are not timed (said so).\n\n\
+           --perf is accepted and is the only mode. Needs perf_event_open (root, or CAP_PERFMON \
+           in a container); the kernel removes the probes if pgdbg dies.\n\n\
+           In a script, each FUNC must be in the binary.",
+    examples: &[
+        "latency pg_sleep --for 10s",
+        "latency LockRelationOid LWLockAcquire --for 5s --perf",
+    ],
+    parse: parse_latency,
+    check: |ctx, cmd| {
+        let Command::Latency { functions, .. } = cmd else {
+            return Err(misrouted("latency", cmd));
+        };
+        for f in functions {
+            ctx.function_must_exist(f)?;
+        }
+        Ok(())
+    },
+};
+
+fn parse_latency(rest: &str) -> Result<Command> {
+    let mut functions = Vec::new();
+    let mut limits = Vec::new();
+    let mut it = rest.split_whitespace();
+    while let Some(w) = it.next() {
+        match w {
+            "--perf" => {}
+            "--for" => {
+                limits.push(w.to_string());
+                limits.push(it.next().unwrap_or("").to_string());
+            }
+            w if w.starts_with("--") => limits.push(w.to_string()),
+            w => functions.push(w.to_string()),
+        }
+    }
+    let (duration, count) = parse_limits(&limits.join(" "), "latency")?;
+    if count.is_some() {
+        bail!("latency takes --for DURATION, not --count");
+    }
+    if functions.is_empty() {
+        bail!(
+            "latency needs one or more functions: latency FUNC... [--for D], e.g. latency pg_sleep --for 10s"
+        );
+    }
+    Ok(Command::Latency {
+        functions,
+        duration,
     })
 }

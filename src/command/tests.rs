@@ -176,6 +176,10 @@ fn one_of_each() -> Vec<Command> {
         },
         C::Interrupt,
         C::Profile(crate::perf::profile::ProfileOpts::default()),
+        C::Latency {
+            functions: vec![s()],
+            duration: None,
+        },
         C::Detach,
         C::Quit,
         C::InfoSharedlibrary,
@@ -192,6 +196,7 @@ fn one_of_each() -> Vec<Command> {
             | C::Printf { .. }
             | C::Trace { .. }
             | C::Count { .. }
+            | C::Latency { .. }
             | C::Delete(_)
             | C::InfoBreakpoints
             | C::Continue

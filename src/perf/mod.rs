@@ -12,10 +12,15 @@
 //! - `stack.rs`: a sample's stack unwound over the mapped files' CFI;
 //! - `profile.rs`: `profile`, on-CPU stacks sampled by the cpu-clock;
 //! - `watch.rs`: a write breakpoint event on one word (every store, with
-//!   the value stored).
+//!   the value stored);
+//! - `uprobe.rs`: uprobes and uretprobes sampled with the registers into
+//!   one ring (`latency`, `trace --perf`);
+//! - `latency.rs`: calls paired with their returns, their statistics.
 
+pub mod latency;
 pub mod profile;
 pub mod stack;
+pub mod uprobe;
 pub mod watch;
 
 use crate::inferior::Registers;

@@ -158,6 +158,11 @@ pub trait Backend {
     /// a breakpoint); else the report of the stop that came instead (the
     /// backend exited, a signal).
     fn run_briefly(&mut self, d: Duration) -> Result<Option<String>>;
+    /// How many times the backend was resumed so far: the difference over
+    /// a run, less one, is the stops it made (kernel probes: none).
+    fn resumes(&self) -> u64 {
+        0
+    }
     /// Run the backend, calling `h` at its stops, until `h` is done, `limit`, Ctrl-C or a stop.
     fn run_probes(
         &mut self,

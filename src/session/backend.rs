@@ -71,6 +71,9 @@ impl Backend for Session {
     fn select_function_frame(&mut self, function: &str) -> Result<()> {
         Session::select_function_frame(self, function)
     }
+    fn resumes(&self) -> u64 {
+        self.target.run_count()
+    }
     fn eval_text(&mut self, expr: &str) -> Result<(String, serde_json::Value)> {
         let v = self.eval_expr(expr)?;
         Ok((format_value(self, &v, Radix::Natural), to_json(self, &v)))

@@ -82,6 +82,14 @@ impl Session {
                 let (end, summary, text) = crate::probes::count_perf(self, functions, *duration)?;
                 self.probe_outcome(end, summary, text)
             }
+            Command::Latency {
+                functions,
+                duration,
+            } => {
+                let (end, summary, text) =
+                    crate::probes::latency::latency(self, functions, *duration)?;
+                self.probe_outcome(end, summary, text)
+            }
             Command::Delete(ids) => (self.delete_breakpoints(ids)?, Flow::Continue),
             Command::InfoBreakpoints => (self.info_breakpoints(), Flow::Continue),
             Command::InfoSharedlibrary => (self.info_sharedlibrary(), Flow::Continue),

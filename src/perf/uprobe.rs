@@ -1,0 +1,226 @@
+//! Uprobes and uretprobes as sampling perf events (the kernel's `uprobe`
+//! PMU): one record per hit, with the time, the thread and the user
+//! registers, all written into one ring buffer (the other events' output
+//! redirected to the first one's), so the records of one thread come in
+//! the order of the hits.  The backend is never stopped for pgdbg: the
+//! kernel takes the breakpoint, writes the record and lets it run on.
+//!
+//! A uretprobe replaces the return address on the stack at the function's
+//! entry, so it is only ever placed at an entry; the kernel restores the
+//! return address of calls still running when the event is closed (or
+//! pgdbg dies) and drops those a `longjmp` left (no record for them).
+
+use super::{Attr, Event, Sample, open_error};
+use crate::inferior::Registers;
+use anyhow::{Result, anyhow};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+const SAMPLE_IDENTIFIER: u64 = 1 << 16;
+const IOC_SET_OUTPUT: libc::c_ulong = 0x2405;
+const IOC_ID: libc::c_ulong = 0x8008_2407;
+const PMU: &str = "/sys/bus/event_source/devices/uprobe";
+
+/// The uprobe PMU's type and the bit of `config` that makes a uretprobe
+/// (its `format/retprobe` file, e.g. `config:0`).
+pub fn pmu() -> std::io::Result<(u32, u32)> {
+    let bad = |what: &str| std::io::Error::other(format!("{PMU}/{what} is not as expected"));
+    let kind = std::fs::read_to_string(format!("{PMU}/type"))?
+        .trim()
+        .parse()
+        .map_err(|_| bad("type"))?;
+    let ret = std::fs::read_to_string(format!("{PMU}/format/retprobe"))?;
+    let bit = ret
+        .trim()
+        .strip_prefix("config:")
+        .and_then(|b| b.parse::<u32>().ok())
+        .filter(|b| *b < 64)
+        .ok_or_else(|| bad("format/retprobe"))?;
+    Ok((kind, bit))
+}
+
+/// One probe: the file and the offset in it (a uretprobe: of the
+/// function's entry).
+#[derive(Debug, Clone)]
+pub struct Probe {
+    pub path: PathBuf,
+    pub offset: u64,
+    pub ret: bool,
+}
+
+/// One hit of probe number `probe` (its index in the list given to
+/// [`Sampler::start`]).
+pub struct Hit {
+    pub probe: usize,
+    /// CLOCK_MONOTONIC, ns
+    pub time: u64,
+    pub tid: u32,
+    /// at the entry (a uprobe) or right after the return (a uretprobe)
+    pub regs: Registers,
+}
+
+fn attr(kind: u32, ret_bit: u32, path: &std::ffi::CStr, p: &Probe) -> Attr {
+    let mut a = Attr::sampling(kind, if p.ret { 1 << ret_bit } else { 0 }, 0);
+    a.sample_type |= SAMPLE_IDENTIFIER;
+    a.period_or_freq = 1;
+    // the reader polls every few ms: no wakeup per record
+    a.wakeup_events = 0;
+    a.bp_addr = path.as_ptr() as u64;
+    a.bp_len = p.offset;
+    a
+}
+
+fn open_raw(a: &Attr, tid: i32) -> std::io::Result<OwnedFd> {
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            a as *const Attr,
+            tid,
+            -1i32,
+            -1i32,
+            8 as libc::c_ulong,
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+fn ioctl(fd: i32, req: libc::c_ulong, arg: u64) -> std::io::Result<()> {
+    if unsafe { libc::ioctl(fd, req, arg) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+fn event_id(fd: i32) -> std::io::Result<u64> {
+    let mut id = 0u64;
+    ioctl(fd, IOC_ID, &mut id as *mut u64 as u64)?;
+    Ok(id)
+}
+
+/// Probes sampled on one thread, the records handed to a function on a
+/// reader thread (`state` is what it builds, returned by `finish`).
+pub struct Sampler<T> {
+    stop: Arc<AtomicBool>,
+    handle: Option<std::thread::JoinHandle<(T, u64)>>,
+}
+
+impl<T: Send + 'static> Sampler<T> {
+    /// Open every probe on thread `tid` of `pid` (all or none), enable
+    /// them and read their records until `finish`.
+    pub fn start(
+        pid: i32,
+        tid: i32,
+        probes: &[Probe],
+        pages: usize,
+        mut state: T,
+        mut on_hit: impl FnMut(&mut T, &Hit) + Send + 'static,
+    ) -> Result<Sampler<T>> {
+        if probes.is_empty() {
+            return Err(anyhow!("no location to probe"));
+        }
+        let (kind, ret_bit) = pmu().map_err(|e| {
+            anyhow!("this kernel has no uprobe perf events ({e}): {PMU} is missing or unreadable")
+        })?;
+        let what = "a uprobe perf event";
+        let mut ring: Option<Event> = None;
+        let mut others: Vec<OwnedFd> = Vec::new();
+        let mut ids: Vec<(u64, usize)> = Vec::new();
+        for (i, p) in probes.iter().enumerate() {
+            use std::os::unix::ffi::OsStrExt;
+            let cpath = std::ffi::CString::new(p.path.as_os_str().as_bytes())
+                .map_err(|_| anyhow!("bad path {}", p.path.display()))?;
+            let a = attr(kind, ret_bit, &cpath, p);
+            let fd = match &ring {
+                None => {
+                    let ev = Event::open(&a, tid, pages).map_err(|e| open_error(what, pid, e))?;
+                    let fd = ev.fd();
+                    ring = Some(ev);
+                    fd
+                }
+                Some(r) => {
+                    let fd = open_raw(&a, tid).map_err(|e| open_error(what, pid, e))?;
+                    ioctl(fd.as_raw_fd(), IOC_SET_OUTPUT, r.fd() as u64).map_err(|e| {
+                        open_error("a uprobe's output into the first one's ring", pid, e)
+                    })?;
+                    let raw = fd.as_raw_fd();
+                    others.push(fd);
+                    raw
+                }
+            };
+            ids.push((
+                event_id(fd).map_err(|e| open_error("a uprobe event's id", pid, e))?,
+                i,
+            ));
+        }
+        let mut ev = ring.expect("one probe at least");
+        ev.enable().map_err(|e| open_error(what, pid, e))?;
+        for fd in &others {
+            ioctl(fd.as_raw_fd(), super::IOC_ENABLE, 0).map_err(|e| open_error(what, pid, e))?;
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let st = stop.clone();
+        let handle = std::thread::spawn(move || {
+            crate::guard::block_in_this_thread();
+            // the redirected events live as long as the ring is read
+            let _others = others;
+            loop {
+                let last = st.load(Ordering::Relaxed);
+                ev.drain(|b| {
+                    let Some(id) = b
+                        .get(0..8)
+                        .map(|x| u64::from_le_bytes(x.try_into().unwrap()))
+                    else {
+                        return;
+                    };
+                    let Some(&(_, probe)) = ids.iter().find(|(i, _)| *i == id) else {
+                        return;
+                    };
+                    let Some(s) = Sample::parse(&b[8..], false) else {
+                        return;
+                    };
+                    let Some(regs) = s.regs else { return };
+                    on_hit(
+                        &mut state,
+                        &Hit {
+                            probe,
+                            time: s.time,
+                            tid: s.tid,
+                            regs,
+                        },
+                    );
+                });
+                if last {
+                    break;
+                }
+                ev.wait(5);
+            }
+            (state, ev.lost)
+        });
+        Ok(Sampler {
+            stop,
+            handle: Some(handle),
+        })
+    }
+
+    /// Close the probes (the kernel removes them) and return what the
+    /// reader built and how many records the full ring lost.
+    pub fn finish(mut self) -> Result<(T, u64)> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.handle
+            .take()
+            .ok_or_else(|| anyhow!("the uprobe reader is gone"))?
+            .join()
+            .map_err(|_| anyhow!("the uprobe reader failed"))
+    }
+}
+
+impl<T> Drop for Sampler<T> {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,173 @@
+//! `latency FUNC` on real PostgreSQL 15 and 18: entry and return uprobes
+//! time each call of pg_sleep within the time the statement itself
+//! measures (clock_timestamp() - statement_timestamp(), taken after the
+//! call in the same statement); a call left by an ERROR (statement_timeout
+//! inside pg_sleep: longjmp, no return) is counted as such, not timed; the
+//! backend is never stopped while timing; pgdbg killed with SIGKILL while
+//! it times leaves the backend's code as the binary has it.
+
+mod common;
+use common::*;
+use std::io::{BufReader, Read};
+use std::time::Duration;
+
+/// The statement's own time, in ns, measured inside it after pg_sleep
+/// returned (the subquery is not flattened: OFFSET 0).
+const TIMED_SLEEP: &str = "select (extract(epoch from clock_timestamp() - statement_timestamp()) \
+                           * 1e9)::int8 from (select pg_sleep(0.05) offset 0) s";
+
+fn timed_pg_sleep(major: u32) {
+    let cl = Cluster::start(major);
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let cap = std::env::temp_dir().join(format!(
+        "pgdbg-latency-{}-{major}.jsonl",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_file(&cap);
+    // the catalog entries cached first
+    a.query_one_i64(TIMED_SLEEP);
+    let ((text, own), ev) = latency_during(pid, &cap, || {
+        (0..10)
+            .map(|_| a.query_one_i64(TIMED_SLEEP) as u64)
+            .collect::<Vec<u64>>()
+    });
+    assert_eq!(ev.len(), 1, "{text}");
+    let e = &ev[0];
+    let n = |k: &str| e[k].as_u64().unwrap_or_else(|| panic!("{k} in {e}"));
+    assert_eq!(e["function"], "pg_sleep");
+    assert_eq!(n("calls"), 10, "{text}");
+    assert_eq!(n("no_return"), 0, "{text}");
+    assert_eq!(n("nested"), 0, "{text}");
+    assert_eq!(n("running_at_start") + n("running_at_end"), 0, "{text}");
+    // each call within its statement's own time: at most all of it, and
+    // at least all of it but the parse, plan and start around the call
+    let (lo, hi) = (*own.iter().min().unwrap(), *own.iter().max().unwrap());
+    let slack = 10_000_000;
+    assert!(n("min_ns") >= 50_000_000, "{text}");
+    assert!(
+        n("max_ns") <= hi,
+        "max {} > statement {hi}:\n{text}",
+        n("max_ns")
+    );
+    assert!(
+        n("min_ns") + slack >= lo,
+        "min {} vs {lo}:\n{text}",
+        n("min_ns")
+    );
+    let sum: u64 = own.iter().sum();
+    assert!(
+        n("total_ns") <= sum && n("total_ns") + 10 * slack >= sum,
+        "total {} vs statements {sum}:\n{text}",
+        n("total_ns")
+    );
+    assert!(n("p50_ns") >= n("min_ns") && n("p99_ns") <= n("max_ns"));
+    let hist: u64 = e["histogram"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(hist, 10);
+    // the text: the row, the histogram, the call with no return, no stop
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("pg_sleep "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(row.split_whitespace().nth(1), Some("10"), "{row}");
+    assert!(text.contains("32768 -> 65535"), "{text}");
+    assert!(
+        text.contains("the backend was not stopped while timing"),
+        "{text}"
+    );
+    // a call that an ERROR leaves (statement_timeout inside pg_sleep:
+    // longjmp, no return): counted, not timed; the next calls are timed
+    let _ = std::fs::remove_file(&cap);
+    let ((text, ()), ev) = latency_during(pid, &cap, || {
+        a.exec("set statement_timeout = 100");
+        let err =
+            a.c.as_mut()
+                .unwrap()
+                .simple_query("select pg_sleep(5)")
+                .expect_err("statement_timeout cancels pg_sleep");
+        assert!(format!("{err:?}").contains("statement timeout"), "{err:?}");
+        a.exec("reset statement_timeout");
+        a.query_one_i64(TIMED_SLEEP);
+        a.query_one_i64(TIMED_SLEEP);
+    });
+    let e = &ev[0];
+    assert_eq!(e["calls"], 2, "{text}");
+    assert_eq!(e["no_return"], 1, "{text}");
+    assert!(e["max_ns"].as_u64().unwrap() < 1_000_000_000, "{text}");
+    assert!(text.contains("1 call never returned"), "{text}");
+    assert_eq!(tracer_pid(pid), 0);
+    assert_eq!(a.query_one_i64("select 7"), 7);
+    let _ = std::fs::remove_file(&cap);
+    cl.assert_no_crash();
+}
+
+/// `latency pg_sleep --for 3s` on `pid` while `work` runs: (the text after
+/// the start line, what `work` returned) and the `latency` events.
+fn latency_during<T>(
+    pid: i32,
+    cap: &std::path::Path,
+    work: impl FnOnce() -> T,
+) -> ((String, T), Vec<serde_json::Value>) {
+    let mut p = Pgdbg::spawn(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--capture",
+        &cap.display().to_string(),
+        "--ex",
+        "latency pg_sleep --for 3s",
+    ]);
+    let mut out = BufReader::new(p.child.stdout.take().unwrap());
+    read_until(&mut out, "latency: ", Duration::from_secs(60));
+    let got = work();
+    let mut text = String::new();
+    out.read_to_string(&mut text).unwrap();
+    let (code, _, err) = p.wait(Duration::from_secs(60));
+    assert_eq!(code, 0, "{err}");
+    ((text, got), read_events(cap, "latency"))
+}
+
+#[test]
+fn latency_times_pg_sleep_all_majors() {
+    for m in majors() {
+        timed_pg_sleep(m);
+    }
+}
+
+/// SIGKILL while the probes time calls (some of them in flight: their
+/// return address is the kernel's): the kernel removes the probes and
+/// restores the return addresses; the backend's code is the binary's
+/// again and it serves queries, its sleep returning normally.
+#[test]
+fn latency_killed_leaves_code_as_found() {
+    let cl = Cluster::start(15);
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let bin = cl.postgres_binary();
+    for _ in 0..5 {
+        let mut p = Pgdbg::spawn(&["attach", &pid.to_string(), "-q", "--ex", "latency pg_sleep"]);
+        let mut out = BufReader::new(p.child.stdout.take().unwrap());
+        read_until(&mut out, "latency: ", Duration::from_secs(60));
+        assert!(!code_matches_file(pid, &bin, "pg_sleep", 1));
+        // a call in flight when pgdbg dies
+        let sleeper = a.spawn_text("select pg_sleep(0.5)::text");
+        cl.wait_active(&[pid], "pg_sleep");
+        std::thread::sleep(Duration::from_millis(100));
+        p.child.kill().unwrap();
+        p.child.wait().unwrap();
+        assert_eq!(a.rejoin(sleeper), Ok(String::new()));
+        wait_until("the probe removed", Duration::from_secs(10), || {
+            code_matches_file(pid, &bin, "pg_sleep", 16)
+        });
+        wait_until("the backend untraced", Duration::from_secs(10), || {
+            tracer_pid(pid) == 0
+        });
+        assert_eq!(a.query_one_i64("select 5"), 5);
+    }
+    cl.assert_no_crash();
+}

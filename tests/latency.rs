@@ -80,6 +80,15 @@ fn timed_pg_sleep(major: u32) {
         text.contains("the backend was not stopped while timing"),
         "{text}"
     );
+    // the report reads the event back
+    let (code, rep, err) = pgdbg(&["report", &cap.display().to_string()]);
+    assert_eq!(code, 0, "{err}");
+    let row = rep
+        .lines()
+        .skip_while(|l| !l.contains("Function latency"))
+        .find(|l| l.trim_start().starts_with("pg_sleep "))
+        .unwrap_or_else(|| panic!("{rep}"));
+    assert_eq!(row.split_whitespace().nth(1), Some("10"), "{rep}");
     // a call that an ERROR leaves (statement_timeout inside pg_sleep:
     // longjmp, no return): counted, not timed; the next calls are timed
     let _ = std::fs::remove_file(&cap);

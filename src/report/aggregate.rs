@@ -81,6 +81,19 @@ pub(super) struct ProbeAcc {
     pids: BTreeSet<i64>,
 }
 
+/// Accumulated `latency` events of one function.
+#[derive(Default)]
+pub(super) struct LatencyAcc {
+    calls: u64,
+    total_ns: u64,
+    max_ns: u64,
+    no_return: u64,
+    /// (p50, p99) of the last event
+    pcts: (u64, u64),
+    runs: usize,
+    pids: BTreeSet<i64>,
+}
+
 /// The report, built one event at a time ([`Aggregator::add`]): what it
 /// keeps grows with the number of distinct statements, wait events,
 /// functions and argument values, and with one duration per wait and
@@ -101,6 +114,7 @@ pub struct Aggregator {
     /// (source rank: count, trace, break; function) -> calls.
     probes: HashMap<(u8, String), ProbeAcc>,
     args: BTreeMap<(String, String), HashMap<String, u64>>,
+    latency: BTreeMap<String, LatencyAcc>,
 }
 
 impl Aggregator {
@@ -183,6 +197,25 @@ impl Aggregator {
                     sums[1] += ph.execution;
                     sums[2] += ph.other;
                 }
+            }
+            CaptureEvent::Latency {
+                calls,
+                function,
+                max_ns,
+                no_return,
+                p50_ns,
+                p99_ns,
+                total_ns,
+                ..
+            } => {
+                let acc = self.latency.entry(function.clone()).or_default();
+                acc.calls += calls;
+                acc.total_ns += total_ns;
+                acc.max_ns = acc.max_ns.max(*max_ns);
+                acc.no_return += no_return;
+                acc.pcts = (*p50_ns, *p99_ns);
+                acc.runs += 1;
+                acc.pids.insert(e.pid);
             }
             CaptureEvent::Trace { args, function, .. } => {
                 for (name, val) in args {
@@ -356,6 +389,29 @@ impl Aggregator {
             wait_samples,
             probe_counts: probe_rows.into_iter().map(|(_, r)| r).collect(),
             traced_args,
+            latency: self
+                .latency
+                .into_iter()
+                .map(|(function, a)| {
+                    let once = a.runs == 1;
+                    LatencyRow {
+                        function,
+                        calls: a.calls,
+                        total_ms: ns_to_ms(a.total_ns),
+                        avg_ms: if a.calls > 0 {
+                            ns_to_ms(a.total_ns) / a.calls as f64
+                        } else {
+                            0.0
+                        },
+                        p50_ms: once.then(|| ns_to_ms(a.pcts.0)),
+                        p99_ms: once.then(|| ns_to_ms(a.pcts.1)),
+                        max_ms: ns_to_ms(a.max_ns),
+                        no_return: a.no_return,
+                        runs: a.runs,
+                        backends: a.pids.len(),
+                    }
+                })
+                .collect(),
         }
     }
 }

@@ -179,6 +179,25 @@ pub struct ProbeRow {
     pub backends: usize,
 }
 
+/// `latency`: one function's calls, timed from entry to return.  Several
+/// `latency` runs (or backends) add up; their percentiles cannot be
+/// combined, so p50 and p99 are given only for a function timed once.
+#[derive(Debug, Serialize)]
+pub struct LatencyRow {
+    pub function: String,
+    pub calls: u64,
+    pub total_ms: f64,
+    pub avg_ms: f64,
+    pub p50_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    pub max_ms: f64,
+    /// Calls left by an ERROR (no return), not timed.
+    pub no_return: u64,
+    /// `latency` events added up.
+    pub runs: usize,
+    pub backends: usize,
+}
+
 #[derive(Debug, Serialize)]
 pub struct ArgValue {
     pub value: String,
@@ -206,6 +225,7 @@ pub struct Report {
     pub wait_samples: Vec<SampleRow>,
     pub probe_counts: Vec<ProbeRow>,
     pub traced_args: Vec<TracedArg>,
+    pub latency: Vec<LatencyRow>,
 }
 
 /// Longest query text shown; longer ones end in "...".

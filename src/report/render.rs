@@ -173,6 +173,34 @@ pub fn render_text(r: &Report) -> String {
         }
         sections.push(("Probe counts", t));
     }
+    if !r.latency.is_empty() {
+        let mut t = Table::new(&[
+            ("function", false),
+            ("calls", true),
+            ("total ms", true),
+            ("avg ms", true),
+            ("p50 ms", true),
+            ("p99 ms", true),
+            ("max ms", true),
+            ("no return", true),
+            ("backends", true),
+        ]);
+        let ms = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |m| format!("{m:.3}"));
+        for l in &r.latency {
+            t.row(vec![
+                l.function.clone(),
+                l.calls.to_string(),
+                ms(Some(l.total_ms)),
+                ms(Some(l.avg_ms)),
+                ms(l.p50_ms),
+                ms(l.p99_ms),
+                ms(Some(l.max_ms)),
+                l.no_return.to_string(),
+                l.backends.to_string(),
+            ]);
+        }
+        sections.push(("Function latency", t));
+    }
     if !r.traced_args.is_empty() {
         let mut t = Table::new(&[
             ("function", false),

@@ -256,6 +256,34 @@ impl Deadline {
     }
 }
 
+impl Deadline {
+    /// A deadline that passes when another thread says so (a reader of
+    /// kernel probe records that has seen `--count N` calls).
+    pub fn on_demand() -> (Deadline, DeadlineTrigger) {
+        let flag = Arc::new(AtomicBool::new(false));
+        if let Ok(mut v) = DEADLINES.lock() {
+            v.push(flag.clone());
+        }
+        let d = Deadline {
+            flag: flag.clone(),
+            cancel: Arc::new(AtomicBool::new(false)),
+        };
+        (d, DeadlineTrigger(flag))
+    }
+}
+
+/// Passes an on-demand [`Deadline`] from any thread.
+#[derive(Clone)]
+pub struct DeadlineTrigger(Arc<AtomicBool>);
+
+impl DeadlineTrigger {
+    pub fn fire(&self) {
+        if !self.0.swap(true, Ordering::SeqCst) {
+            wake_tracer();
+        }
+    }
+}
+
 impl Drop for Deadline {
     fn drop(&mut self) {
         self.cancel.store(true, Ordering::SeqCst);

@@ -5,6 +5,7 @@
 //! the run ended, its summary and the stop's text, for the session to show.
 
 pub mod latency;
+pub mod trace_perf;
 
 use crate::capture::Event;
 use crate::capture::events::Phases;
@@ -129,13 +130,27 @@ pub fn trace(
     let t0 = std::time::Instant::now();
     let (end, text) = s.run_probes(&mut probe, duration)?;
     let secs = t0.elapsed().as_secs_f64();
+    let summary = trace_summary(s, function, args, probe.calls, &probe.values, secs);
+    Ok((end, summary, text))
+}
+
+/// `trace`'s end: the calls, each ARGEXPR's most frequent values, and the
+/// `trace_end` event.
+fn trace_summary(
+    s: &mut dyn Backend,
+    function: &str,
+    args: &[String],
+    calls: u64,
+    values: &[BTreeMap<String, u64>],
+    secs: f64,
+) -> String {
     let mut summary = format!(
         "trace: {} call{} of {function} in {secs:.1}s",
-        probe.calls,
-        if probe.calls == 1 { "" } else { "s" }
+        calls,
+        if calls == 1 { "" } else { "s" }
     );
     for (i, a) in args.iter().enumerate() {
-        let mut top: Vec<(&String, &u64)> = probe.values[i].iter().collect();
+        let mut top: Vec<(&String, &u64)> = values[i].iter().collect();
         top.sort_by(|x, y| y.1.cmp(x.1).then(x.0.cmp(y.0)));
         let shown: Vec<String> = top
             .iter()
@@ -155,13 +170,13 @@ pub fn trace(
     }
     s.emit_event(
         Event::TraceEnd {
-            calls: probe.calls,
+            calls,
             duration_s: secs,
             function: function.to_string(),
         },
         None,
     );
-    Ok((end, summary, text))
+    summary
 }
 
 struct Count {

@@ -74,7 +74,7 @@ pub enum Command {
         format: String,
         args: Vec<String>,
     },
-    /// `trace FUNC [ARGEXPR...] [--for D] [--count N] [--stacks N] [--quiet]`
+    /// `trace FUNC [ARGEXPR...] [--for D] [--count N] [--stacks N] [--quiet] [--perf]`
     Trace {
         function: String,
         args: Vec<String>,
@@ -82,6 +82,8 @@ pub enum Command {
         count: Option<u64>,
         stacks: usize,
         quiet: bool,
+        /// kernel uprobes with the argument registers instead of ptrace stops
+        perf: bool,
     },
     /// `count FUNC... [--by-phase] [--for D]`
     Count {

@@ -10,15 +10,24 @@ pub static ENTRIES: &[&Entry] = &[&TRACE, &COUNT, &LATENCY];
 pub static TRACE: Entry = Entry {
     name: "trace",
     aliases: &[],
-    usage: "trace FUNC [ARGEXPR...] [--for D] [--count N] [--stacks N] [--quiet]",
+    usage: "trace FUNC [ARGEXPR...] [--for D] [--count N] [--stacks N] [--quiet] [--perf]",
     summary: "record every call of FUNC with the values of ARGEXPRs at its entry",
     help: "The backend runs; each call of FUNC is recorded with the values of the ARGEXPRs \
            (expressions in FUNC's scope, one word each) at its entry, printed as a line and \
            written as a 'trace' capture event; the end lists each ARGEXPR's most frequent \
            values. --stacks N adds the innermost N frames (0 to 64) of each call, --quiet prints \
            only the summary. It ends at Ctrl-C, after --for D or after --count N calls.\n\n\
+           --perf: each location is a kernel uprobe (a perf event of the uprobe PMU) whose \
+           records carry the registers: the backend is never stopped for a call, and the calls \
+           are printed when tracing ends. Each ARGEXPR must then be an argument of FUNC that a \
+           register holds where FUNC is entered (integers, enums, pointers shown as addresses); \
+           an expression, a struct, a string, an argument passed on the stack or --stacks needs \
+           memory at the call, and is traced with ptrace stops instead, saying why.\n\n\
            In a script, FUNC must be in the binary and the ARGEXPRs are type-checked in it.",
-    examples: &["trace LockRelationOid relid lockmode --for 5s"],
+    examples: &[
+        "trace LockRelationOid relid lockmode --for 5s",
+        "trace LockRelationOid relid lockmode --perf --for 5s",
+    ],
     parse: parse_trace,
     check: |ctx, cmd| {
         let Command::Trace { function, args, .. } = cmd else {
@@ -37,12 +46,14 @@ fn parse_trace(rest: &str) -> Result<Command> {
     let mut words = Vec::new();
     let mut stacks = 0usize;
     let mut quiet = false;
+    let mut perf = false;
     let mut limits = Vec::new();
     let mut it = rest.split_whitespace();
     while let Some(w) = it.next() {
         match w {
             "--stacks" => stacks = stacks_arg("trace", it.next())?,
             "--quiet" => quiet = true,
+            "--perf" => perf = true,
             "--for" | "--count" => {
                 limits.push(w.to_string());
                 limits.push(it.next().unwrap_or("").to_string());
@@ -65,6 +76,7 @@ fn parse_trace(rest: &str) -> Result<Command> {
         count,
         stacks,
         quiet,
+        perf,
     })
 }
 

@@ -121,6 +121,7 @@ fn one_of_each() -> Vec<Command> {
             count: None,
             stacks: 0,
             quiet: false,
+            perf: false,
         },
         C::Count {
             functions: vec![],

@@ -141,6 +141,21 @@ pub trait Backend {
         functions: &[&str],
         param: &str,
     ) -> Result<Vec<(usize, String, Result<u64>)>>;
+    /// `trace --perf`: the DWARF register that holds each ARGEXPR where
+    /// the backend enters `function` at `addr`, and its type; Err: why
+    /// one needs more than the registers.
+    fn register_args(
+        &mut self,
+        function: &str,
+        _addr: u64,
+        _args: &[String],
+    ) -> Result<Vec<(u16, TypeRef)>> {
+        anyhow::bail!("no debug info to map the arguments of {function} to registers")
+    }
+    /// A value as `print` shows it, and its JSON (not kept in the history).
+    fn show_value(&self, v: &Value) -> (String, serde_json::Value) {
+        (format!("{:?}", v.loc), serde_json::Value::Null)
+    }
     /// Keep `v` in the value history: (its number N for `$N`, its text as
     /// `print` shows it, its JSON).
     fn keep_value(&mut self, v: Value) -> (usize, String, serde_json::Value);

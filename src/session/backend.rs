@@ -71,6 +71,17 @@ impl Backend for Session {
     fn select_function_frame(&mut self, function: &str) -> Result<()> {
         Session::select_function_frame(self, function)
     }
+    fn register_args(
+        &mut self,
+        function: &str,
+        addr: u64,
+        args: &[String],
+    ) -> Result<Vec<(u16, TypeRef)>> {
+        Session::register_args(self, function, addr, args)
+    }
+    fn show_value(&self, v: &Value) -> (String, serde_json::Value) {
+        self.show(v)
+    }
     fn resumes(&self) -> u64 {
         self.target.run_count()
     }

@@ -58,9 +58,15 @@ impl Session {
                 count,
                 stacks,
                 quiet,
+                perf,
             } => {
+                let run = if *perf {
+                    crate::probes::trace_perf::trace_perf
+                } else {
+                    crate::probes::trace
+                };
                 let (end, summary, text) =
-                    crate::probes::trace(self, function, args, *duration, *count, *stacks, *quiet)?;
+                    run(self, function, args, *duration, *count, *stacks, *quiet)?;
                 self.probe_outcome(end, summary, text)
             }
             Command::Count {

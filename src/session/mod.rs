@@ -47,6 +47,7 @@ mod perf;
 mod probes;
 pub use perf::profile_detached;
 mod run;
+mod sampled;
 mod values;
 
 pub use crate::postgres::backend::{Flow, ProbeEnd, ProbeHandler};

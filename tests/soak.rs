@@ -43,6 +43,12 @@ enum Mode {
     /// `call pg_usleep(10000)` at every statement start, killed during the
     /// 10 ms call.
     Call,
+    /// `latency pg_sleep`: entry and return uprobes (kernel perf events),
+    /// killed with calls in flight (their return address is the kernel's).
+    Latency,
+    /// `trace LockRelationOid relid lockmode --perf` (kernel uprobes) on
+    /// a pgbench backend.
+    TracePerf,
 }
 
 impl Mode {
@@ -59,6 +65,8 @@ impl Mode {
             Mode::PlancacheFast => "plancache --fast",
             Mode::PlanNext => "plan --next (in its calls)",
             Mode::Call => "call pg_usleep(10000) (in the call)",
+            Mode::Latency => "latency pg_sleep (uprobes)",
+            Mode::TracePerf => "trace LockRelationOid --perf (uprobes)",
         }
     }
     fn workload(self) -> &'static str {
@@ -69,7 +77,7 @@ impl Mode {
             Mode::Count => {
                 "do $$ begin for i in 1..200000000 loop perform 1 from pg_class limit 1; end loop; end $$"
             }
-            Mode::Waits => {
+            Mode::Waits | Mode::Latency => {
                 "do $$ begin for i in 1..200000000 loop perform pg_sleep(0.0002); end loop; end $$"
             }
             _ => "",
@@ -78,7 +86,8 @@ impl Mode {
     fn symbol(self) -> &'static str {
         match self {
             Mode::HotBreak => "pg_backend_pid",
-            Mode::Trace => "LockRelationOid",
+            Mode::Trace | Mode::TracePerf => "LockRelationOid",
+            Mode::Latency => "pg_sleep",
             Mode::Plancache | Mode::PlancacheFast => "GetCachedPlan",
             _ => "standard_ExecutorStart",
         }
@@ -94,6 +103,7 @@ impl Mode {
                 | Mode::PlancacheFast
                 | Mode::PlanNext
                 | Mode::Call
+                | Mode::TracePerf
         )
     }
     /// Killed while an inferior call (or an injected system call) runs:
@@ -106,6 +116,12 @@ impl Mode {
         let mut v = vec![self.symbol(), "_start"];
         if let Mode::CountByPhase = self {
             v.extend(["standard_planner", "ReadBufferExtended"]);
+        }
+        if let Mode::Latency = self {
+            v.extend([
+                "AbortCurrentTransaction",
+                "RollbackAndReleaseCurrentSubTransaction",
+            ]);
         }
         v
     }
@@ -320,6 +336,8 @@ fn soak(
             Mode::CountByPhase => {
                 ex("count ReadBufferExtended standard_ExecutorStart --by-phase --for 60s")
             }
+            Mode::Latency => ex("latency pg_sleep --for 60s"),
+            Mode::TracePerf => ex("trace LockRelationOid relid lockmode --perf --quiet --for 60s"),
             Mode::Plancache => ex("plancache --for 60s"),
             Mode::PlancacheFast => ex("plancache --fast --for 60s"),
             Mode::PlanNext => {
@@ -592,6 +610,19 @@ fn kill9_busy_15() {
 #[test]
 fn kill9_busy_18() {
     run(18, &[Mode::HotBreak, Mode::Count, Mode::Waits], kills());
+}
+
+// `latency` and `trace --perf`: kernel uprobes (perf events), which the
+// kernel removes when pgdbg dies, calls in flight included (their return
+// addresses are put back as they return).
+#[test]
+fn kill9_uprobes_15() {
+    run(15, &[Mode::Latency, Mode::TracePerf], kills());
+}
+
+#[test]
+fn kill9_uprobes_18() {
+    run(18, &[Mode::Latency, Mode::TracePerf], kills());
 }
 
 const PROBE_MODES: [Mode; 6] = [

@@ -10,7 +10,7 @@
 //! return address of calls still running when the event is closed (or
 //! pgdbg dies) and drops those a `longjmp` left (no record for them).
 
-use super::{Attr, Event, Sample, open_error};
+use super::{Attr, Event, open_error};
 use crate::inferior::Registers;
 use anyhow::{Result, anyhow};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -61,9 +61,78 @@ pub struct Hit {
     pub regs: Registers,
 }
 
-fn attr(kind: u32, ret_bit: u32, path: &std::ffi::CStr, p: &Probe) -> Attr {
+/// perf's number of the register DWARF numbers `n` (x86-64: DWARF rax
+/// rdx rcx rbx rsi rdi rbp rsp r8-r15; perf ax bx cx dx si di bp sp ip
+/// flags, segment registers, r8-r15).
+pub fn perf_reg(dwarf: u16) -> u32 {
+    match dwarf {
+        0 => 0,
+        1 => 3,
+        2 => 2,
+        3 => 1,
+        n @ 4..=7 => n as u32,
+        n => 16 + (n as u32 - 8),
+    }
+}
+
+/// The stack pointer's bit in a sample's register mask.
+pub const SP: u64 = 1 << 7;
+
+fn set_reg(r: &mut Registers, perf: u32, v: u64) {
+    match perf {
+        0 => r.rax = v,
+        1 => r.rbx = v,
+        2 => r.rcx = v,
+        3 => r.rdx = v,
+        4 => r.rsi = v,
+        5 => r.rdi = v,
+        6 => r.rbp = v,
+        7 => r.rsp = v,
+        8 => r.rip = v,
+        9 => r.eflags = v,
+        16 => r.r8 = v,
+        17 => r.r9 = v,
+        18 => r.r10 = v,
+        19 => r.r11 = v,
+        20 => r.r12 = v,
+        21 => r.r13 = v,
+        22 => r.r14 = v,
+        23 => r.r15 = v,
+        _ => {}
+    }
+}
+
+/// A record: (event id, hit) from identifier, ip, pid/tid, time, then
+/// the registers of `mask` in ascending order.
+fn parse(b: &[u8], mask: u64) -> Option<(u64, u64, u32, Registers)> {
+    let mut p = 0usize;
+    let mut next = || -> Option<u64> {
+        let v = u64::from_le_bytes(b.get(p..p + 8)?.try_into().ok()?);
+        p += 8;
+        Some(v)
+    };
+    let id = next()?;
+    let _ip = next()?;
+    let tid = (next()? >> 32) as u32;
+    let time = next()?;
+    let abi = next()?;
+    let mut regs = Registers::default();
+    if abi == 0 {
+        return None;
+    }
+    for bit in 0..64u32 {
+        if mask & (1 << bit) != 0 {
+            set_reg(&mut regs, bit, next()?);
+        }
+    }
+    Some((id, time, tid, regs))
+}
+
+fn attr(kind: u32, ret_bit: u32, path: &std::ffi::CStr, p: &Probe, mask: u64) -> Attr {
     let mut a = Attr::sampling(kind, if p.ret { 1 << ret_bit } else { 0 }, 0);
     a.sample_type |= SAMPLE_IDENTIFIER;
+    // only the registers asked for: smaller records
+    a.sample_regs_user = mask;
     a.period_or_freq = 1;
     // the reader polls every few ms: no wakeup per record
     a.wakeup_events = 0;
@@ -111,11 +180,13 @@ pub struct Sampler<T> {
 
 impl<T: Send + 'static> Sampler<T> {
     /// Open every probe on thread `tid` of `pid` (all or none), enable
-    /// them and read their records until `finish`.
+    /// them and read their records until `finish`; each record carries
+    /// the user registers of `mask` (perf's numbering, e.g. [`SP`]).
     pub fn start(
         pid: i32,
         tid: i32,
         probes: &[Probe],
+        mask: u64,
         pages: usize,
         mut state: T,
         mut on_hit: impl FnMut(&mut T, &Hit) + Send + 'static,
@@ -134,7 +205,7 @@ impl<T: Send + 'static> Sampler<T> {
             use std::os::unix::ffi::OsStrExt;
             let cpath = std::ffi::CString::new(p.path.as_os_str().as_bytes())
                 .map_err(|_| anyhow!("bad path {}", p.path.display()))?;
-            let a = attr(kind, ret_bit, &cpath, p);
+            let a = attr(kind, ret_bit, &cpath, p, mask);
             let fd = match &ring {
                 None => {
                     let ev = Event::open(&a, tid, pages).map_err(|e| open_error(what, pid, e))?;
@@ -171,25 +242,18 @@ impl<T: Send + 'static> Sampler<T> {
             loop {
                 let last = st.load(Ordering::Relaxed);
                 ev.drain(|b| {
-                    let Some(id) = b
-                        .get(0..8)
-                        .map(|x| u64::from_le_bytes(x.try_into().unwrap()))
-                    else {
+                    let Some((id, time, tid, regs)) = parse(b, mask) else {
                         return;
                     };
                     let Some(&(_, probe)) = ids.iter().find(|(i, _)| *i == id) else {
                         return;
                     };
-                    let Some(s) = Sample::parse(&b[8..], false) else {
-                        return;
-                    };
-                    let Some(regs) = s.regs else { return };
                     on_hit(
                         &mut state,
                         &Hit {
                             probe,
-                            time: s.time,
-                            tid: s.tid,
+                            time,
+                            tid,
                             regs,
                         },
                     );

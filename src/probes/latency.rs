@@ -117,6 +117,7 @@ pub fn latency(
         s.pid(),
         s.pid(),
         &probes,
+        crate::perf::uprobe::SP,
         256,
         Pairing::new(functions.len()),
         move |p: &mut Pairing, h| match roles[h.probe] {

@@ -14,6 +14,7 @@ use crate::inferior::Registers;
 use crate::perf::uprobe::{Probe, Sampler};
 use crate::postgres::backend::{Backend, NoStop, ProbeEnd};
 use anyhow::{Result, anyhow};
+use std::collections::HashMap;
 use std::time::Duration;
 
 /// One sampled call: its location, time (CLOCK_MONOTONIC ns) and the
@@ -96,10 +97,16 @@ pub fn trace_perf(
         }
         None => (None, None),
     };
+    let mask = regs_of
+        .iter()
+        .flatten()
+        .fold(0u64, |m, r| m | 1 << crate::perf::uprobe::perf_reg(*r));
     let sampler = Sampler::start(
         s.pid(),
         s.pid(),
         &probes,
+        // at least one register: a record without any is a kernel thread's
+        mask | crate::perf::uprobe::SP,
         256,
         Vec::<Call>::new(),
         move |calls: &mut Vec<Call>, h| {
@@ -149,21 +156,35 @@ pub fn trace_perf(
         e => e,
     };
     let mut values = vec![BTreeMap::<String, u64>::new(); args.len()];
+    // each distinct register value of an argument is shown once
+    let mut shown_as: HashMap<(usize, usize, u64), (String, serde_json::Value)> = HashMap::new();
+    let capturing = s.capturing();
     for c in &calls {
         let mut json = serde_json::Map::new();
         let mut shown = Vec::new();
         for (i, a) in args.iter().enumerate() {
-            let v = Value {
-                ty: specs[c.loc][i].1.clone(),
-                loc: ValLoc::Bytes(c.regs[i].to_le_bytes().to_vec()),
-            };
-            let (text, j) = s.show_value(&v);
+            let (text, j) = shown_as
+                .entry((c.loc, i, c.regs[i]))
+                .or_insert_with(|| {
+                    s.show_value(&Value {
+                        ty: specs[c.loc][i].1.clone(),
+                        loc: ValLoc::Bytes(c.regs[i].to_le_bytes().to_vec()),
+                    })
+                })
+                .clone();
             *values[i].entry(text.clone()).or_insert(0) += 1;
-            shown.push(format!("{a}={text}"));
-            json.insert(a.clone(), j);
+            if !quiet {
+                shown.push(format!("{a}={text}"));
+            }
+            if capturing {
+                json.insert(a.clone(), j);
+            }
         }
         if !quiet {
             s.say(&format!("{function}({})", shown.join(", ")));
+        }
+        if !capturing {
+            continue;
         }
         let ts = base_wall + (c.time as f64 - base_ns as f64) / 1e9;
         s.emit_event(

@@ -5,6 +5,7 @@
 //! the run ended, its summary and the stop's text, for the session to show.
 
 pub mod latency;
+pub mod phases_perf;
 pub mod trace_perf;
 
 use crate::capture::Event;
@@ -285,6 +286,18 @@ pub fn count(
     let t0 = std::time::Instant::now();
     let (end, text) = s.run_probes(&mut probe, duration)?;
     let secs = t0.elapsed().as_secs_f64();
+    let summary = count_summary(s, &probe.names, &probe.calls, by_phase, secs);
+    Ok((end, summary, text))
+}
+
+/// `count`'s table (per phase with `by_phase`) and its `count` events.
+fn count_summary(
+    s: &mut dyn Backend,
+    functions: &[String],
+    calls: &[[u64; 3]],
+    by_phase: bool,
+    secs: f64,
+) -> String {
     let width = functions.iter().map(|f| f.len()).max().unwrap_or(8).max(8);
     let mut summary = if by_phase {
         format!(
@@ -294,8 +307,8 @@ pub fn count(
     } else {
         format!("{:<width$} {:>10}", "function", "calls")
     };
-    for (i, f) in probe.names.iter().enumerate() {
-        let c = probe.calls[i];
+    for (i, f) in functions.iter().enumerate() {
+        let c = calls[i];
         let total: u64 = c.iter().sum();
         if by_phase {
             summary.push_str(&format!(
@@ -318,7 +331,7 @@ pub fn count(
         s.emit_event(ev, None);
     }
     summary.push_str(&format!("\n({secs:.1}s)"));
-    Ok((end, summary, text))
+    summary
 }
 
 /// `count FUNC... --perf`: one kernel uprobe counting event per location

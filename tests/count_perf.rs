@@ -97,3 +97,52 @@ fn count_perf_killed_leaves_code_as_found() {
     }
     cl.assert_no_crash();
 }
+
+/// The row of `f` in a `count --by-phase` table: calls, planning,
+/// execution, other.
+fn phase_row(out: &str, f: &str) -> Vec<u64> {
+    out.lines()
+        .find_map(|l| l.strip_prefix(&format!("{f} ")))
+        .unwrap_or_else(|| panic!("no row of {f} in:\n{out}"))
+        .split_whitespace()
+        .map(|n| n.parse().unwrap())
+        .collect()
+}
+
+/// `count --by-phase --perf`: the same counts per phase as the ptrace
+/// mode for the same statements (relation locks taken while parsing,
+/// planning and executing; a phase function's own entry is counted in
+/// the phase around it: executor starts at top level are "other").
+fn by_phase_as_ptrace(major: u32) {
+    let cl = Cluster::start(major);
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let sql = "select count(*) from pg_class where relname = 'pg_proc'";
+    a.query_one_i64(sql);
+    let mut rows = Vec::new();
+    for perf in [true, false] {
+        let cmd = format!(
+            "count LockRelationOid standard_ExecutorStart --by-phase --for 4s{}",
+            if perf { " --perf" } else { "" }
+        );
+        let out = count_during(pid, &cmd, || {
+            for _ in 0..40 {
+                assert_eq!(a.query_one_i64(sql), 1);
+            }
+        });
+        let lock = phase_row(&out, "LockRelationOid");
+        let start = phase_row(&out, "standard_ExecutorStart");
+        assert_eq!(start, vec![40, 0, 0, 40], "perf {perf}:\n{out}");
+        assert!(lock[1] >= 40 && lock[2] >= 40, "perf {perf}:\n{out}");
+        rows.push(lock);
+    }
+    assert_eq!(rows[0], rows[1], "--perf, then ptrace");
+    cl.assert_no_crash();
+}
+
+#[test]
+fn count_by_phase_perf_as_ptrace_all_majors() {
+    for m in majors() {
+        by_phase_as_ptrace(m);
+    }
+}

@@ -91,8 +91,10 @@ pub static COUNT: Entry = Entry {
            other.\n\n\
            --perf: each location is a kernel uprobe counting event (perf_event_open on the \
            uprobe PMU) instead of a ptrace stop per call: the backend is never stopped, and \
-           the kernel removes the probes if pgdbg dies. Needs perf_event_open (root, or \
-           CAP_PERFMON in a container); no --by-phase.\n\n\
+           the kernel removes the probes if pgdbg dies. With --by-phase, the planner's and \
+           executor's entry points get entry and return uprobes whose records carry the stack \
+           pointer, and each call counts in the innermost phase running. Needs perf_event_open \
+           (root, or CAP_PERFMON in a container).\n\n\
            In a script, each FUNC must be in the binary.",
     examples: &[
         "count ReadBufferExtended --by-phase --for 10s",
@@ -134,9 +136,6 @@ fn parse_count(rest: &str) -> Result<Command> {
     }
     if functions.is_empty() {
         bail!("count needs one or more functions: count FUNC... [--by-phase] [--for D]");
-    }
-    if perf && by_phase {
-        bail!("count --perf counts calls only: --by-phase needs the ptrace mode (without --perf)");
     }
     Ok(Command::Count {
         functions,

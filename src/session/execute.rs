@@ -81,11 +81,15 @@ impl Session {
             }
             Command::Count {
                 functions,
+                by_phase,
                 duration,
                 perf: true,
-                ..
             } => {
-                let (end, summary, text) = crate::probes::count_perf(self, functions, *duration)?;
+                let (end, summary, text) = if *by_phase {
+                    crate::probes::phases_perf::count_by_phase_perf(self, functions, *duration)?
+                } else {
+                    crate::probes::count_perf(self, functions, *duration)?
+                };
                 self.probe_outcome(end, summary, text)
             }
             Command::Latency {

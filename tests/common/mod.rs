@@ -746,3 +746,16 @@ pub fn catches_sigtrap(pid: i32) -> bool {
         & (1 << (libc::SIGTRAP - 1))
         != 0
 }
+
+/// The error is one line, mentions `needle`, and the exit is non-zero.
+pub fn assert_one_line_error(code: i32, err: &str, needle: &str) {
+    assert_ne!(code, 0, "exit status must be non-zero; stderr: {err}");
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "expected one line on stderr, got:\n{err}");
+    assert!(lines[0].starts_with("pgdbg: error: "), "{}", lines[0]);
+    assert!(
+        lines[0].contains(needle),
+        "expected '{needle}' in: {}",
+        lines[0]
+    );
+}

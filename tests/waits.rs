@@ -386,3 +386,8 @@ fn waits_trace_lock_manager_14() {
 fn waits_trace_lock_manager_16() {
     lock_manager(16);
 }
+
+#[test]
+fn waits_trace_lock_manager_17() {
+    lock_manager(17);
+}

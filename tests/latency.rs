@@ -109,6 +109,25 @@ fn timed_pg_sleep(major: u32) {
     assert_eq!(e["no_return"], 1, "{text}");
     assert!(e["max_ns"].as_u64().unwrap() < 1_000_000_000, "{text}");
     assert!(text.contains("1 call never returned"), "{text}");
+    // --json: the same fields as one document
+    let mut p = Pgdbg::spawn(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--ex",
+        "latency pg_sleep --for 2s --json",
+    ]);
+    let mut out = BufReader::new(p.child.stdout.take().unwrap());
+    read_until(&mut out, "latency: ", Duration::from_secs(60));
+    a.query_one_i64(TIMED_SLEEP);
+    let mut doc = String::new();
+    out.read_to_string(&mut doc).unwrap();
+    let (code, _, err) = p.wait(Duration::from_secs(60));
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&doc).unwrap_or_else(|e| panic!("{e}: {doc}"));
+    assert_eq!(v["functions"][0]["function"], "pg_sleep", "{doc}");
+    assert_eq!(v["functions"][0]["calls"], 1, "{doc}");
+    assert_eq!(v["stops"], 0, "{doc}");
     assert_eq!(tracer_pid(pid), 0);
     assert_eq!(a.query_one_i64("select 7"), 7);
     let _ = std::fs::remove_file(&cap);

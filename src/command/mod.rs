@@ -97,6 +97,8 @@ pub enum Command {
     Latency {
         functions: Vec<String>,
         duration: Option<std::time::Duration>,
+        /// the summary as one JSON document
+        json: bool,
     },
     Delete(Vec<u32>),
     InfoBreakpoints,

@@ -148,13 +148,14 @@ fn parse_count(rest: &str) -> Result<Command> {
 pub static LATENCY: Entry = Entry {
     name: "latency",
     aliases: &["funclatency"],
-    usage: "latency FUNC... [--for D] [--perf]",
+    usage: "latency FUNC... [--for D] [--json] [--perf]",
     summary: "time in functions, entry to return: calls, avg, p50, p99, max, histogram",
     help: "The backend runs, never stopped for a call: each FUNC gets a kernel uprobe at its \
            entry and a return probe (perf events of the uprobe PMU) whose records carry the time \
            and the stack pointer. Until Ctrl-C or --for D; then, per function: calls, total, \
            avg, p50, p99 and max time from entry to return, a log2 histogram of microseconds \
-           (as bcc's funclatency draws it) and a 'latency' capture event.\n\n\
+           (as bcc's funclatency draws it) and a 'latency' capture event; --json prints one \
+           JSON document instead (the events' fields per function, the stops and lost records).\n\n\
            A return is paired with its own call by the stack pointer: recursive calls are each \
            timed from their entry to their return (inner calls included) and counted as nested; \
            calls left by an ERROR (longjmp: no return) are counted as 'no return' and not timed, \
@@ -182,10 +183,12 @@ pub static LATENCY: Entry = Entry {
 fn parse_latency(rest: &str) -> Result<Command> {
     let mut functions = Vec::new();
     let mut limits = Vec::new();
+    let mut json = false;
     let mut it = rest.split_whitespace();
     while let Some(w) = it.next() {
         match w {
             "--perf" => {}
+            "--json" => json = true,
             "--for" => {
                 limits.push(w.to_string());
                 limits.push(it.next().unwrap_or("").to_string());
@@ -206,5 +209,6 @@ fn parse_latency(rest: &str) -> Result<Command> {
     Ok(Command::Latency {
         functions,
         duration,
+        json,
     })
 }

@@ -180,6 +180,7 @@ fn one_of_each() -> Vec<Command> {
         C::Latency {
             functions: vec![s()],
             duration: None,
+            json: false,
         },
         C::Detach,
         C::Quit,

@@ -111,6 +111,7 @@ pub fn latency(
     s: &mut dyn Backend,
     functions: &[String],
     duration: Option<std::time::Duration>,
+    json: bool,
 ) -> Result<(ProbeEnd, String, String)> {
     let (probes, roles, inlined) = probes_for(s, functions)?;
     let sampler = Sampler::start(
@@ -153,9 +154,13 @@ pub fn latency(
     );
     let mut notes = String::new();
     let mut hists = String::new();
+    let mut docs = Vec::new();
     for (i, f) in functions.iter().enumerate() {
         let t = &times[i];
         let st = t.stats();
+        if json {
+            docs.push(serde_json::to_value(event(f, t, &st, secs))?);
+        }
         out.push_str(&format!(
             "\n{f:<width$} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9}",
             st.calls,
@@ -199,6 +204,15 @@ pub fn latency(
             ));
         }
         s.emit_event(event(f, t, &st, secs), None);
+    }
+    if json {
+        let doc = serde_json::json!({
+            "duration_s": secs,
+            "functions": docs,
+            "lost_records": lost,
+            "stops": stops,
+        });
+        return Ok((end, serde_json::to_string_pretty(&doc)?, text));
     }
     if lost > 0 {
         notes.push_str(&format!(

@@ -95,9 +95,10 @@ impl Session {
             Command::Latency {
                 functions,
                 duration,
+                json,
             } => {
                 let (end, summary, text) =
-                    crate::probes::latency::latency(self, functions, *duration)?;
+                    crate::probes::latency::latency(self, functions, *duration, *json)?;
                 self.probe_outcome(end, summary, text)
             }
             Command::Delete(ids) => (self.delete_breakpoints(ids)?, Flow::Continue),

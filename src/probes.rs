@@ -316,10 +316,12 @@ pub fn count_perf(
     for (i, f) in functions.iter().enumerate() {
         for a in addresses(s, f)? {
             let (path, off) = crate::perf::file_offset(s.pid(), a).ok_or_else(|| {
-                anyhow::anyhow!("count --perf: {f} at {a:#x} is in no file mapped by the backend")
+                anyhow::Error::new(crate::perf::Refused(format!(
+                    "count: {f} at {a:#x} is in no file the backend maps (a uprobe is placed in a file)"
+                )))
             })?;
             let c = crate::perf::UprobeCounter::open(&path, off, s.pid())
-                .map_err(|e| crate::perf::open_error("count --perf: a uprobe", s.pid(), e))?;
+                .map_err(|e| crate::perf::open_error("count: a kernel uprobe", s.pid(), e))?;
             counters.push((i, c));
         }
     }

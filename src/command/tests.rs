@@ -126,7 +126,7 @@ fn one_of_each() -> Vec<Command> {
             functions: vec![],
             by_phase: false,
             duration: None,
-            perf: false,
+            ptrace: false,
         },
         C::Delete(vec![]),
         C::InfoBreakpoints,
@@ -149,7 +149,7 @@ fn one_of_each() -> Vec<Command> {
         C::PlanCache {
             duration: None,
             count: None,
-            fast: None,
+            mode: Default::default(),
         },
         C::Call(s()),
         C::Plan {
@@ -167,7 +167,7 @@ fn one_of_each() -> Vec<Command> {
             duration: None,
             stacks: 0,
             quiet: false,
-            perf: false,
+            ptrace: false,
         },
         C::PlanAnalyze(crate::postgres::analyze::AnalyzeOpts::default()),
         C::PlanProgress {
@@ -376,7 +376,7 @@ fn subcommands_parse() {
             duration: Some(std::time::Duration::from_secs(2)),
             stacks: 3,
             quiet: false,
-            perf: false,
+            ptrace: false,
         }
     );
     let e = parse("waits trace --stacks 65").unwrap_err().to_string();

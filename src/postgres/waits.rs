@@ -308,7 +308,9 @@ impl TraceProbe {
 
     /// The probe with nothing armed in the backend: the stores into the
     /// word are observed elsewhere (a perf write-breakpoint event) and fed
-    /// to [`TraceProbe::store`]; no statement times.
+    /// to [`TraceProbe::store`], the executor's starts and ends (kernel
+    /// uprobes) to [`TraceProbe::statement_start`] and
+    /// [`TraceProbe::statement_end`].
     pub fn observing(s: &mut dyn Backend, stacks: usize, quiet: bool) -> Result<TraceProbe> {
         let names = WaitNames::load(&s.di().build_id);
         let word = word_address(s)?;
@@ -353,6 +355,34 @@ impl TraceProbe {
             self.current = Some((v, now, stack));
         }
         self.last = v;
+    }
+
+    /// The executor started statement `qd` (its QueryDesc) with text `q`.
+    pub fn statement_start(&mut self, qd: u64, now: std::time::Instant, q: String) {
+        self.open.insert(qd, (now, q));
+    }
+
+    /// The executor ended statement `qd`: its time, as a `statement`
+    /// capture event (at `ts`, or now) and a row of the summary.  An end
+    /// without its start (tracing began mid-statement) says nothing.
+    pub fn statement_end(
+        &mut self,
+        s: &mut dyn Backend,
+        qd: u64,
+        now: std::time::Instant,
+        ts: Option<f64>,
+    ) {
+        if let Some((t0, q)) = self.open.remove(&qd) {
+            let d = now.saturating_duration_since(t0).as_nanos();
+            s.emit_event(
+                Event::Statement {
+                    duration_ns: d as u64,
+                    query: q.clone(),
+                },
+                ts,
+            );
+            self.statements.push((q, d));
+        }
     }
 
     /// `new` with the wait names known so far given.
@@ -561,19 +591,9 @@ impl super::backend::ProbeHandler for TraceProbe {
         let now = std::time::Instant::now();
         if self.starts.contains(&addr) {
             let q = super::explain::source_text(s, qd);
-            self.open.insert(qd, (now, q));
-        } else if self.ends.contains(&addr)
-            && let Some((t0, q)) = self.open.remove(&qd)
-        {
-            let d = now.duration_since(t0).as_nanos();
-            s.emit_event(
-                Event::Statement {
-                    duration_ns: d as u64,
-                    query: q.clone(),
-                },
-                None,
-            );
-            self.statements.push((q, d));
+            self.statement_start(qd, now, q);
+        } else if self.ends.contains(&addr) {
+            self.statement_end(s, qd, now, None);
         }
         Ok(())
     }

@@ -42,6 +42,21 @@ use decide::prepare_name_in;
 pub use decide::{decision_event, format_decision, label};
 use ring::RING_POLL;
 
+/// How `plancache` learns each decision of GetCachedPlan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PlanCacheMode {
+    /// The default (`--fast` is its old name): an in-process recorder, no
+    /// stop; one stop per decision when it cannot be placed, two on a
+    /// server without `num_generic_plans` (13).
+    #[default]
+    InProcess,
+    /// `--fast=stop`: one ptrace stop per decision.
+    OneStop,
+    /// `--stops` (or `--ptrace`): two ptrace stops per decision, with the
+    /// planning charge of each custom plan.
+    Stops,
+}
+
 /// `CACHEDPLANSOURCE_MAGIC` from plancache.h: a sanity check that the
 /// pointer really is a CachedPlanSource (not an offset).
 const CACHEDPLANSOURCE_MAGIC: i64 = 195726186;
@@ -214,6 +229,14 @@ pub struct PlanCacheProbe {
     snapshot: HashMap<u64, Vec<u8>>,
 }
 
+impl PlanCacheLayouts {
+    /// Whether decisions can be told from the plansource's counters
+    /// (`num_generic_plans`, PostgreSQL 14+).
+    pub fn has_generic_counter(&self) -> bool {
+        self.cps.has("num_generic_plans")
+    }
+}
+
 impl PlanCacheProbe {
     /// `fast`: learn choices from the counters (one stop per decision, or
     /// none with `ring`).
@@ -225,7 +248,7 @@ impl PlanCacheProbe {
     ) -> Result<PlanCacheProbe> {
         if fast && !l.cps.has("num_generic_plans") {
             bail!(
-                "plancache --fast needs CachedPlanSource.num_generic_plans (PostgreSQL 14+); use plancache without --fast"
+                "plancache without stops needs CachedPlanSource.num_generic_plans (PostgreSQL 14+); use plancache --stops"
             );
         }
         let mut p = Self::new_inner(l, count_limit, fast);

@@ -133,7 +133,10 @@ fn exact_waits_of_known_statements(major: u32) {
         let d = e["duration_ns"].as_u64().unwrap();
         assert!((50_000_000..1_000_000_000).contains(&d), "{e}");
     }
-    for e in stmts.iter().filter(|e| e["query"] != "select pg_sleep(0.05)::text") {
+    for e in stmts
+        .iter()
+        .filter(|e| e["query"] != "select pg_sleep(0.05)::text")
+    {
         let q = e["query"].as_str().unwrap();
         assert!(
             q.starts_with("select ") || q == "(statement text reused before it was read)",

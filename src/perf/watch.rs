@@ -281,7 +281,8 @@ impl WordWatch {
             mark_evs.push((m.clone(), e));
         }
         for (_, e) in &mark_evs {
-            e.enable().map_err(|e| open_error("a kernel uprobe", pid, e))?;
+            e.enable()
+                .map_err(|e| open_error("a kernel uprobe", pid, e))?;
         }
         ev.enable()
             .map_err(|e| open_error("a write breakpoint event", pid, e))?;

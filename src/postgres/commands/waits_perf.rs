@@ -81,14 +81,7 @@ pub fn waits_trace_perf(
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0);
     let marks = statement_marks(s)?;
-    let watch = WordWatch::start(
-        s.pid(),
-        s.pid(),
-        probe.word(),
-        stacks > 0,
-        s.bias(),
-        &marks,
-    )?;
+    let watch = WordWatch::start(s.pid(), s.pid(), probe.word(), stacks > 0, s.bias(), &marks)?;
     s.say(&format!(
         "waits: tracing backend {} (perf write-breakpoint event on its wait-event word and uprobes on the executor's start and end, no stop per wait; reported at the end){}",
         s.pid(),
@@ -141,7 +134,12 @@ pub fn waits_trace_perf(
             .iter()
             .enumerate()
             .map(|(i, st)| (st.time, true, i))
-            .chain(got.marks.iter().enumerate().map(|(i, m)| (m.time, false, i)))
+            .chain(
+                got.marks
+                    .iter()
+                    .enumerate()
+                    .map(|(i, m)| (m.time, false, i)),
+            )
             .collect();
         order.sort();
         let mut named: Vec<Option<Vec<String>>> = named.into_iter().map(Some).collect();

@@ -216,7 +216,7 @@ impl ProbeHandler for Count {
     }
 }
 
-/// `count FUNC... [--by-phase] [--for D]`
+/// `count FUNC... --ptrace [--by-phase] [--for D]`: a ptrace stop per call
 pub fn count(
     s: &mut dyn Backend,
     functions: &[String],
@@ -304,7 +304,7 @@ pub fn count(
     Ok((end, summary, text))
 }
 
-/// `count FUNC... --perf`: one kernel uprobe counting event per location
+/// `count FUNC...` (the default): one kernel uprobe counting event per location
 /// (the `uprobe` PMU): the backend is never stopped for a call; the
 /// kernel removes the probes when pgdbg closes them or dies.
 pub fn count_perf(

@@ -9,21 +9,21 @@
 //! the 6th execution where `choose_custom_plan` runs twice.  All struct
 //! layouts come from DWARF (`Layout`), one memory read per struct.
 //!
-//! `--fast` (14+) learns the choice from the plansource's counters instead
-//! (`num_custom_plans` / `num_generic_plans` move by one when
-//! GetCachedPlan has chosen), so only the entry is needed.  By default it
-//! records the entries in-process (`inferior::recorder`: a detour at
-//! GetCachedPlan copies the plansource's counters and costs into a ring
+//! That is `--stops`.  By default (14+) the choice is learned from the
+//! plansource's counters instead (`num_custom_plans` / `num_generic_plans`
+//! move by one when GetCachedPlan has chosen), so only the entry is needed,
+//! and the entries are recorded in-process (`inferior::recorder`: a detour
+//! at GetCachedPlan copies the plansource's counters and costs into a ring
 //! buffer, read 50 to 200 times a second), so the backend never stops for a
 //! decision; `--fast=stop` (or when no detour can be placed) stops at each
-//! entry instead.
+//! entry instead, and 13 (no `num_generic_plans`) gets `--stops`.
 //!
 //! | file | holds |
 //! | --- | --- |
 //! | `mod.rs` | the layouts, the probe and its state, what both modes share (names, query texts, the report of a decision), `ProbeHandler` |
 //! | `decide.rs` | the decision logic, pure: counters settled into choices, lost executions, the reason and the text of a decision |
-//! | `stop.rs` | the stop mode: entry and return breakpoints; `--fast=stop` |
-//! | `ring.rs` | the in-process recorder mode (`--fast`): install, drain, report |
+//! | `stop.rs` | the stop modes: entry and return breakpoints (`--stops`); `--fast=stop` |
+//! | `ring.rs` | the in-process recorder mode (the default): install, drain, report |
 //! | `testkit.rs` | the unit tests' plansources on a fake backend |
 
 use super::backend::{Backend, ProbeHandler};

@@ -143,6 +143,9 @@ pub enum Command {
         /// `--ptrace`: a debug register and ptrace stops instead of the
         /// perf write-breakpoint event
         ptrace: bool,
+        /// `--no-statements`: no statement times (no uprobes or breakpoints
+        /// at the executor's start and end)
+        no_statements: bool,
     },
     /// `profile [--hz N] [--for D] [--format F] [--flamegraph OUT]`
     Profile(crate::perf::profile::ProfileOpts),

@@ -204,7 +204,7 @@ pub static WAITS_SAMPLE: Entry = Entry {
 pub static WAITS_TRACE: Entry = Entry {
     name: "waits trace",
     aliases: &[],
-    usage: "waits trace [--for DURATION] [--stacks N] [--quiet] [--ptrace]",
+    usage: "waits trace [--for DURATION] [--stacks N] [--quiet] [--ptrace] [--no-statements]",
     summary: "every wait with its duration (and stack), by a hardware watchpoint",
     help: "A hardware watchpoint on the backend's wait event word: every wait with its \
            duration (--stacks N: and the innermost N frames, 0 to 64), statement times \
@@ -218,7 +218,9 @@ pub static WAITS_TRACE: Entry = Entry {
            the ptrace mode runs instead.\n\n\
            --ptrace: a debug register set through ptrace and breakpoints for the statement \
            times, the backend stopped at each wait's start and end; waits are printed as \
-           they end. (--perf, the perf event's old option, is accepted.)",
+           they end. (--perf, the perf event's old option, is accepted.)\n\n\
+           --no-statements: no statement times, nothing placed at the executor's start and \
+           end (in the default mode, each statement costs two or three uprobe hits without it).",
     examples: &[
         "waits trace --for 10s --stacks 7",
         "waits trace --for 10s --quiet",
@@ -232,6 +234,7 @@ fn parse_waits_trace(opts: &str) -> Result<Command> {
     let mut stacks = 0usize;
     let mut quiet = false;
     let mut ptrace = false;
+    let mut no_statements = false;
     let mut others = Vec::new();
     let mut it = opts.split_whitespace();
     while let Some(w) = it.next() {
@@ -240,6 +243,7 @@ fn parse_waits_trace(opts: &str) -> Result<Command> {
             "--quiet" => quiet = true,
             "--ptrace" => ptrace = true,
             "--perf" => ptrace = false,
+            "--no-statements" => no_statements = true,
             other => others.push(other),
         }
     }
@@ -252,5 +256,6 @@ fn parse_waits_trace(opts: &str) -> Result<Command> {
         stacks,
         quiet,
         ptrace,
+        no_statements,
     })
 }

@@ -168,6 +168,7 @@ fn one_of_each() -> Vec<Command> {
             stacks: 0,
             quiet: false,
             ptrace: false,
+            no_statements: false,
         },
         C::PlanAnalyze(crate::postgres::analyze::AnalyzeOpts::default()),
         C::PlanProgress {
@@ -377,6 +378,17 @@ fn subcommands_parse() {
             stacks: 3,
             quiet: false,
             ptrace: false,
+            no_statements: false,
+        }
+    );
+    assert_eq!(
+        parse("waits trace --ptrace --no-statements").unwrap(),
+        Command::WaitsTrace {
+            duration: None,
+            stacks: 0,
+            quiet: false,
+            ptrace: true,
+            no_statements: true,
         }
     );
     let e = parse("waits trace --stacks 65").unwrap_err().to_string();

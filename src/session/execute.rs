@@ -166,18 +166,20 @@ impl Session {
                 stacks,
                 quiet,
                 ptrace: true,
-            } => pg::waits_trace(self, *duration, *stacks, *quiet)?,
+                no_statements,
+            } => pg::waits_trace(self, *duration, *stacks, *quiet, !*no_statements)?,
             Command::WaitsTrace {
                 duration,
                 stacks,
                 quiet,
                 ptrace: false,
-            } => match pg::waits_trace_perf(self, *duration, *stacks, *quiet) {
+                no_statements,
+            } => match pg::waits_trace_perf(self, *duration, *stacks, *quiet, !*no_statements) {
                 Err(e) if crate::perf::refused(&e).is_some() => {
                     self.say(&format!(
                         "{e}; tracing with a debug register and ptrace stops instead"
                     ));
-                    pg::waits_trace(self, *duration, *stacks, *quiet)?
+                    pg::waits_trace(self, *duration, *stacks, *quiet, !*no_statements)?
                 }
                 r => r?,
             },

@@ -72,6 +72,7 @@ pub fn waits_trace_perf(
     duration: Option<Duration>,
     stacks: usize,
     quiet: bool,
+    statements: bool,
 ) -> Result<(String, Flow)> {
     let mut probe = TraceProbe::observing(s, stacks, quiet)?;
     let base_i = std::time::Instant::now();
@@ -80,7 +81,11 @@ pub fn waits_trace_perf(
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0);
-    let marks = statement_marks(s)?;
+    let marks = if statements {
+        statement_marks(s)?
+    } else {
+        Vec::new()
+    };
     let watch = WordWatch::start(s.pid(), s.pid(), probe.word(), stacks > 0, s.bias(), &marks)?;
     s.say(&format!(
         "waits: tracing backend {} (perf write-breakpoint event on its wait-event word and uprobes on the executor's start and end, no stop per wait; reported at the end){}",

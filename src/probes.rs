@@ -234,7 +234,7 @@ impl ProbeHandler for Count {
     }
 }
 
-/// `count FUNC... [--by-phase] [--for D]`
+/// `count FUNC... --ptrace [--by-phase] [--for D]`: a ptrace stop per call
 pub fn count(
     s: &mut dyn Backend,
     functions: &[String],
@@ -334,7 +334,7 @@ fn count_summary(
     summary
 }
 
-/// `count FUNC... --perf`: one kernel uprobe counting event per location
+/// `count FUNC...` (the default): one kernel uprobe counting event per location
 /// (the `uprobe` PMU): the backend is never stopped for a call; the
 /// kernel removes the probes when pgdbg closes them or dies.
 pub fn count_perf(
@@ -346,10 +346,12 @@ pub fn count_perf(
     for (i, f) in functions.iter().enumerate() {
         for a in addresses(s, f)? {
             let (path, off) = crate::perf::file_offset(s.pid(), a).ok_or_else(|| {
-                anyhow::anyhow!("count --perf: {f} at {a:#x} is in no file mapped by the backend")
+                anyhow::Error::new(crate::perf::Refused(format!(
+                    "count: {f} at {a:#x} is in no file the backend maps (a uprobe is placed in a file)"
+                )))
             })?;
             let c = crate::perf::UprobeCounter::open(&path, off, s.pid())
-                .map_err(|e| crate::perf::open_error("count --perf: a uprobe", s.pid(), e))?;
+                .map_err(|e| crate::perf::open_error("count: a kernel uprobe", s.pid(), e))?;
             counters.push((i, c));
         }
     }

@@ -257,7 +257,7 @@ fn hot_breakpoint(major: u32) {
     let h = a.spawn_text(ALLOC_LOOP);
     std::thread::sleep(Duration::from_millis(500));
     // the reference: pgdbg's own call counter on the same loop
-    let (count_rate, _, _, out) = hot_run(pid, &["--ex", "count AllocSetAlloc"], 3);
+    let (count_rate, _, _, out) = hot_run(pid, &["--ex", "count AllocSetAlloc --ptrace"], 3);
     assert!(out.contains("AllocSetAlloc"), "{out}");
     let silent = write_script(
         &format!("silent{major}"),

@@ -34,7 +34,7 @@ fn exact_counts(major: u32) {
     for perf in [true, false] {
         let cmd = format!(
             "count standard_ExecutorStart standard_ExecutorEnd --for 4s{}",
-            if perf { " --perf" } else { "" }
+            if perf { "" } else { " --ptrace" }
         );
         let out = count_during(pid, &cmd, || {
             for i in 0..137 {
@@ -76,7 +76,7 @@ fn count_perf_killed_leaves_code_as_found() {
             &pid.to_string(),
             "-q",
             "--ex",
-            "count standard_ExecutorStart --perf",
+            "count standard_ExecutorStart",
         ]);
         let mut out = BufReader::new(p.child.stdout.take().unwrap());
         read_until(&mut out, "count: ", Duration::from_secs(60));

@@ -291,7 +291,7 @@ fn plancache_for_duration_disarms() {
         &pid.to_string(),
         "-q",
         "--ex",
-        "plancache --for 500ms",
+        "plancache --stops --for 500ms",
     ]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("plancache: 0 decisions"), "{out}");

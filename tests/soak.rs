@@ -12,7 +12,7 @@ mod common;
 use common::*;
 use std::time::{Duration, Instant};
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 enum Mode {
     /// `break pg_backend_pid` + `commands silent continue end`, hit in a
     /// plpgsql loop (tens of thousands of hits a second).
@@ -49,6 +49,15 @@ enum Mode {
     /// `trace LockRelationOid relid lockmode --perf` (kernel uprobes) on
     /// a pgbench backend.
     TracePerf,
+    /// `pgdbg profile PID --for 60s`: the perf cpu-clock sampling a query
+    /// loop; pgdbg never attaches with ptrace.
+    PerfProfile,
+    /// `waits trace --for 60s` (the perf write-breakpoint event and the
+    /// statement uprobes) on a pg_sleep loop.
+    PerfWaits,
+    /// `count standard_ExecutorStart --for 60s` (a kernel uprobe) on a
+    /// query loop.
+    PerfCount,
 }
 
 impl Mode {
@@ -67,6 +76,9 @@ impl Mode {
             Mode::Call => "call pg_usleep(10000) (in the call)",
             Mode::Latency => "latency pg_sleep (uprobes)",
             Mode::TracePerf => "trace LockRelationOid --perf (uprobes)",
+            Mode::PerfProfile => "profile (perf cpu-clock, not attached)",
+            Mode::PerfWaits => "waits trace (perf watchpoint, uprobes)",
+            Mode::PerfCount => "count (kernel uprobe)",
         }
     }
     fn workload(self) -> &'static str {
@@ -74,10 +86,10 @@ impl Mode {
             Mode::HotBreak => {
                 "do $$ begin for i in 1..200000000 loop perform pg_backend_pid(); end loop; end $$"
             }
-            Mode::Count => {
+            Mode::Count | Mode::PerfProfile | Mode::PerfCount => {
                 "do $$ begin for i in 1..200000000 loop perform 1 from pg_class limit 1; end loop; end $$"
             }
-            Mode::Waits | Mode::Latency => {
+            Mode::Waits | Mode::Latency | Mode::PerfWaits => {
                 "do $$ begin for i in 1..200000000 loop perform pg_sleep(0.0002); end loop; end $$"
             }
             _ => "",
@@ -110,6 +122,11 @@ impl Mode {
     /// pgdbg's int3 at the ELF entry point, where calls return, is armed.
     fn in_call(self) -> bool {
         matches!(self, Mode::PlanNext | Mode::Call)
+    }
+    /// Observes through perf events the kernel owns (nothing written into
+    /// the backend by pgdbg).
+    fn perf(self) -> bool {
+        matches!(self, Mode::PerfProfile | Mode::PerfWaits | Mode::PerfCount)
     }
     /// Functions whose code bytes must equal the file's after a kill.
     fn checked(self) -> Vec<&'static str> {
@@ -329,16 +346,24 @@ fn soak(
                     "continue",
                 ],
             ),
-            Mode::Count => ex("count standard_ExecutorStart --for 60s"),
+            Mode::Count => ex("count standard_ExecutorStart --ptrace --for 60s"),
             Mode::IdleBreak => script("soak-idle", &["break standard_ExecutorStart", "continue"]),
-            Mode::Waits | Mode::IdleWaits => ex("waits trace --for 60s"),
+            Mode::Waits | Mode::IdleWaits => ex("waits trace --ptrace --for 60s"),
             Mode::Trace => ex("trace LockRelationOid relid lockmode --for 60s"),
             Mode::CountByPhase => {
                 ex("count ReadBufferExtended standard_ExecutorStart --by-phase --for 60s")
             }
             Mode::Latency => ex("latency pg_sleep --for 60s"),
             Mode::TracePerf => ex("trace LockRelationOid relid lockmode --perf --quiet --for 60s"),
-            Mode::Plancache => ex("plancache --for 60s"),
+            Mode::Plancache => ex("plancache --stops --for 60s"),
+            Mode::PerfProfile => vec![
+                "profile".into(),
+                pid.to_string(),
+                "--for".into(),
+                "60s".into(),
+            ],
+            Mode::PerfWaits => ex("waits trace --for 60s"),
+            Mode::PerfCount => ex("count standard_ExecutorStart --for 60s"),
             Mode::PlancacheFast => ex("plancache --fast --for 60s"),
             Mode::PlanNext => {
                 let lines = vec!["plan --next"; 5000];
@@ -359,7 +384,12 @@ fn soak(
         };
         let refs: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
         let log_before = crashes(&cl.log());
-        let mut p = Pgdbg::spawn_attached(&refs, pid);
+        let mut p = if mode == Mode::PerfProfile {
+            Pgdbg::spawn(&refs)
+        } else {
+            Pgdbg::spawn_attached(&refs, pid)
+        };
+        let ppid = p.pid();
         let mut exited = || p.child.try_wait().ok().flatten().is_some();
         // armed: an int3 (or the recorder's jump) in the code, the return
         // int3 of a call in flight, or a moment for the watchpoint; then
@@ -383,6 +413,25 @@ fn soak(
             if d > 0 {
                 std::thread::sleep(Duration::from_micros(d));
             }
+        } else if mode.perf() {
+            // armed: pgdbg holds its perf events (for count, the kernel's
+            // uprobe is in the code page too)
+            while (perf_fds(ppid) == 0
+                || (mode == Mode::PerfCount && code_matches_file(pid, &bin, mode.symbol(), 64)))
+                && !exited()
+            {
+                assert!(
+                    t0.elapsed() < Duration::from_secs(20),
+                    "{}: not armed within 20 s",
+                    mode.name()
+                );
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            std::thread::sleep(Duration::from_micros(rng.below(300_000)));
+            if mode == Mode::PerfProfile {
+                // never a tracer: no ptrace stop at all
+                assert_eq!(tracer_pid(pid), 0, "profile attached with ptrace");
+            }
         } else {
             match mode {
                 Mode::Waits | Mode::IdleWaits => std::thread::sleep(Duration::from_millis(500)),
@@ -404,6 +453,13 @@ fn soak(
         );
         if mode.in_call() && entry_byte(pid) == Some(0xcc) {
             landed_in_call = true;
+        }
+        if mode.perf() {
+            assert!(
+                perf_fds(ppid) > 0,
+                "{} kill {k}: pgdbg holds no perf event before the kill",
+                mode.name()
+            );
         }
         unsafe { libc::kill(p.pid(), libc::SIGKILL) };
         if landed_in_call && entry_byte(pid) == Some(0xcc) {
@@ -517,6 +573,9 @@ fn check_restored(
         bad.push("still traced".to_string());
         return bad;
     }
+    if stopped(pid) {
+        bad.push("left stopped".to_string());
+    }
     for sym in mode.checked() {
         if !code_matches_file(pid, bin, sym, 64) {
             bad.push(format!("code bytes of {sym} differ from the binary"));
@@ -535,6 +594,28 @@ fn check_restored(
         ));
     }
     bad
+}
+
+/// The perf event file descriptors process `p` holds.
+fn perf_fds(p: i32) -> usize {
+    std::fs::read_dir(format!("/proc/{p}/fd"))
+        .map(|d| {
+            d.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+                .filter(|l| l.to_string_lossy() == "anon_inode:[perf_event]")
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// Whether `pid` is in a stop (state T or t).
+fn stopped(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            let st = s.rsplit_once(") ")?.1.chars().next()?;
+            Some(st == 'T' || st == 't')
+        })
+        .unwrap_or(false)
 }
 
 fn kills() -> usize {
@@ -610,6 +691,31 @@ fn kill9_busy_15() {
 #[test]
 fn kill9_busy_18() {
     run(18, &[Mode::HotBreak, Mode::Count, Mode::Waits], kills());
+}
+
+// `profile`, `waits trace` and `count` through perf events (their default
+// modes): the kernel owns the sampling timer, the write breakpoint and the
+// uprobes, and closes them with pgdbg's files; nothing of pgdbg's is in the
+// backend to restore.  After each kill: pgdbg held perf events just before
+// it, the backend runs on, untraced and not stopped, its code equal to the
+// file's, DR7 clear, no mapping added, no perf event left (pgdbg and its
+// guardian are gone with their files).
+#[test]
+fn kill9_perf_15() {
+    run(
+        15,
+        &[Mode::PerfProfile, Mode::PerfWaits, Mode::PerfCount],
+        kills(),
+    );
+}
+
+#[test]
+fn kill9_perf_18() {
+    run(
+        18,
+        &[Mode::PerfProfile, Mode::PerfWaits, Mode::PerfCount],
+        kills(),
+    );
 }
 
 // `latency` and `trace --perf`: kernel uprobes (perf events), which the
@@ -714,7 +820,7 @@ fn attach_detach_cycles(major: u32) {
         let cmd = if k % 2 == 0 {
             "trace LockRelationOid relid --count 3 --quiet"
         } else {
-            "waits trace --for 20ms"
+            "waits trace --ptrace --for 20ms"
         };
         // reaped with wait4 below, for its rusage (peak RSS)
         #[allow(clippy::zombie_processes)]

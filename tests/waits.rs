@@ -196,7 +196,7 @@ fn lock_manager_stacks(major: u32) -> [(usize, f64); 2] {
                 &pid.to_string(),
                 "-q",
                 "--ex",
-                "waits trace --for 2s --stacks 7 --quiet",
+                "waits trace --ptrace --for 2s --stacks 7 --quiet",
                 "--capture",
                 cap.to_str().unwrap(),
             ]);
@@ -296,9 +296,9 @@ fn waits_trace_clears_debug_registers() {
             "select count(*) from (select pg_sleep(0.02) from generate_series(1, 60)) s",
         );
         let args: Vec<&str> = if sig == 0 {
-            vec!["attach", "-q", "--ex", "waits trace --for 500ms"]
+            vec!["attach", "-q", "--ex", "waits trace --ptrace --for 500ms"]
         } else {
-            vec!["attach", "-q", "--ex", "waits trace"]
+            vec!["attach", "-q", "--ex", "waits trace --ptrace"]
         };
         let pid_s = pid.to_string();
         let mut full = vec![args[0], &pid_s];
@@ -350,7 +350,7 @@ fn waits_trace_busy_backend_survives_repeated_tracing() {
             &pid.to_string(),
             "-q",
             "--ex",
-            &format!("waits trace --for {dur} --quiet"),
+            &format!("waits trace --ptrace --for {dur} --quiet"),
         ]);
         assert_eq!(code, 0, "{out}\n{err}");
         assert!(out.contains("Client: ClientRead"), "{out}");

@@ -52,7 +52,7 @@ fn exact_waits_of_known_statements(major: u32) {
     // first run reads pages: IO waits)
     a.simple_text("select pg_sleep(0.01)::text");
     a.query_one_i64("select 1");
-    let (p, out) = start_trace(pid, "waits trace --perf --for 6s --stacks 6", &cap);
+    let (p, out) = start_trace(pid, "waits trace --for 6s --stacks 6", &cap);
     // 40 statements 10 ms apart (a ClientRead wait before each), 5 of them
     // pg_sleep(0.05) (a Timeout: PgSleep wait inside), then idle
     for i in 0..40 {
@@ -118,6 +118,33 @@ fn exact_waits_of_known_statements(major: u32) {
         .collect();
     assert!(st.contains(&"secure_read"), "{st:?}");
     assert!(text.contains("Client: ClientRead"), "{text}");
+    // statement times from the executor's uprobes: each of the 40
+    // statements once, the pg_sleep ones at least 50 ms with their text
+    // (read from the backend while they run); a statement of microseconds
+    // may have ended before its text was read: timed, its text marked
+    let stmts = read_events(&cap, "statement");
+    let sleeping: Vec<_> = stmts
+        .iter()
+        .filter(|e| e["query"] == "select pg_sleep(0.05)::text")
+        .collect();
+    assert_eq!(stmts.len(), 40, "{stmts:?}\n{text}");
+    assert_eq!(sleeping.len(), 5, "{stmts:?}");
+    for e in &sleeping {
+        let d = e["duration_ns"].as_u64().unwrap();
+        assert!((50_000_000..1_000_000_000).contains(&d), "{e}");
+    }
+    for e in stmts
+        .iter()
+        .filter(|e| e["query"] != "select pg_sleep(0.05)::text")
+    {
+        let q = e["query"].as_str().unwrap();
+        assert!(
+            q.starts_with("select ") || q == "(statement text reused before it was read)",
+            "{e}"
+        );
+        assert!(e["duration_ns"].as_u64().unwrap() < 50_000_000, "{e}");
+    }
+    assert!(text.contains("Statements:"), "{text}");
     assert_eq!(tracer_pid(pid), 0);
     assert_eq!(a.query_one_i64("select 7"), 7);
     let _ = std::fs::remove_file(&cap);
@@ -144,7 +171,7 @@ fn waits_trace_perf_after_ptrace_mode() {
         &pid.to_string(),
         "-q",
         "--ex",
-        "waits trace --for 1s --quiet",
+        "waits trace --ptrace --for 1s --quiet",
     ]);
     assert_eq!(code, 0, "{err}");
     for _ in 0..3 {

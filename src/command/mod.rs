@@ -33,15 +33,7 @@ pub use info::help_text;
 use crate::expr::format::Radix;
 use anyhow::{Result, bail};
 
-/// How `plancache --fast` learns each entry of GetCachedPlan.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fast {
-    /// An in-process recorder (no stop; one stop per decision when it
-    /// cannot be placed).
-    InProcess,
-    /// One ptrace stop per decision.
-    Stop,
-}
+pub use crate::postgres::plancache::PlanCacheMode;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
@@ -90,8 +82,9 @@ pub enum Command {
         functions: Vec<String>,
         by_phase: bool,
         duration: Option<std::time::Duration>,
-        /// kernel uprobes (perf events) instead of ptrace stops
-        perf: bool,
+        /// `--ptrace`: a ptrace stop per call instead of kernel uprobes
+        /// (also what `--by-phase` needs)
+        ptrace: bool,
     },
     /// `latency FUNC... [--for D]`: entry and return uprobes
     Latency {
@@ -125,8 +118,8 @@ pub enum Command {
     PlanCache {
         duration: Option<std::time::Duration>,
         count: Option<u64>,
-        /// `--fast` / `--fast=stop`
-        fast: Option<Fast>,
+        /// the recorder (default), `--fast=stop`, `--stops`
+        mode: PlanCacheMode,
     },
     /// `call FUNC(ARGS)`
     Call(String),
@@ -151,13 +144,17 @@ pub enum Command {
         hz: f64,
         duration: Option<std::time::Duration>,
     },
-    /// `waits trace [--for D] [--stacks N] [--quiet] [--perf]`
+    /// `waits trace [--for D] [--stacks N] [--quiet] [--ptrace]`
     WaitsTrace {
         duration: Option<std::time::Duration>,
         stacks: usize,
         quiet: bool,
-        /// a perf write-breakpoint event instead of ptrace stops
-        perf: bool,
+        /// `--ptrace`: a debug register and ptrace stops instead of the
+        /// perf write-breakpoint event
+        ptrace: bool,
+        /// `--no-statements`: no statement times (no uprobes or breakpoints
+        /// at the executor's start and end)
+        no_statements: bool,
     },
     /// `profile [--hz N] [--for D] [--format F] [--flamegraph OUT]`
     Profile(crate::perf::profile::ProfileOpts),

@@ -3,7 +3,7 @@
 
 use super::args::{parse_limits, stacks_arg};
 use super::check::no_check;
-use super::{Command, Entry, Fast};
+use super::{Command, Entry, PlanCacheMode};
 use anyhow::{Result, anyhow, bail};
 
 pub static ENTRIES: &[&Entry] = &[
@@ -93,27 +93,35 @@ pub static PLAN: Entry = Entry {
 pub static PLANCACHE: Entry = Entry {
     name: "plancache",
     aliases: &[],
-    usage: "plancache [--for DURATION] [--count N] [--fast[=stop]]",
+    usage: "plancache [--for DURATION] [--count N] [--stops | --fast=stop]",
     summary: "report every custom/generic plan choice with its costs and reason",
     help: "Each decision of GetCachedPlan: custom or generic plan, the costs it compared and \
-           why, until Ctrl-C, --for 10s or --count N decisions. Two ptrace stops per decision \
-           (the exact choice from GetCachedPlan's return value, the planning charge of each \
-           custom plan).\n\n\
-           --fast (PostgreSQL 14+): no stop at all. A jump at GetCachedPlan's entry leads to \
-           an in-process recorder that copies the plansource's counters and costs into a ring \
-           buffer pgdbg reads 50 to 200 times a second; the choice is the counter that moved \
-           (no planning charge). --fast=stop: one stop per decision instead.",
-    examples: &["plancache --for 60s", "plancache --fast --count 100"],
+           why, until Ctrl-C, --for 10s or --count N decisions.\n\n\
+           By default (PostgreSQL 14+) the backend is never stopped: a jump at GetCachedPlan's \
+           entry leads to an in-process recorder that copies the plansource's counters and \
+           costs into a ring buffer pgdbg reads 50 to 200 times a second; the choice is the \
+           counter that moved (no planning charge). Where the recorder cannot be placed, one \
+           ptrace stop per decision instead; on PostgreSQL 13 (no num_generic_plans) two; \
+           either is said in one line with the reason. --fast is the old name of this mode.\n\n\
+           --stops (or --ptrace): two ptrace stops per decision, the exact choice from \
+           GetCachedPlan's return value and the planning charge of each custom plan. \
+           --fast=stop: one stop per decision.",
+    examples: &[
+        "plancache --for 60s",
+        "plancache --count 100",
+        "plancache --stops --for 10s",
+    ],
     parse: |rest| {
-        let mut fast = None;
+        let mut mode = PlanCacheMode::InProcess;
         let mut others: Vec<&str> = Vec::new();
         for w in rest.split_whitespace() {
             match w {
-                "--fast" | "--fast=ring" => fast = Some(Fast::InProcess),
-                "--fast=stop" => fast = Some(Fast::Stop),
-                w if w.starts_with("--fast=") => {
-                    bail!("plancache: bad {w} (--fast, or --fast=stop for one stop per decision)")
-                }
+                "--fast" | "--fast=ring" => mode = PlanCacheMode::InProcess,
+                "--fast=stop" => mode = PlanCacheMode::OneStop,
+                "--stops" | "--ptrace" => mode = PlanCacheMode::Stops,
+                w if w.starts_with("--fast=") => bail!(
+                    "plancache: bad {w} (the in-process recorder is the default; --fast=stop for one stop per decision, --stops for two)"
+                ),
                 w => others.push(w),
             }
         }
@@ -121,7 +129,7 @@ pub static PLANCACHE: Entry = Entry {
         Ok(Command::PlanCache {
             duration,
             count,
-            fast,
+            mode,
         })
     },
     check: no_check,
@@ -148,7 +156,7 @@ pub static WAIT: Entry = Entry {
 pub static WAITS: Entry = Entry {
     name: "waits",
     aliases: &[],
-    usage: "waits sample [--hz N] [--for D] | waits trace [--for D] [--stacks N] [--quiet] [--perf]",
+    usage: "waits sample [--hz N] [--for D] | waits trace [--for D] [--stacks N] [--quiet] [--ptrace]",
     summary: "the backend's wait events over time: waits sample, waits trace",
     help: "'waits sample' samples the wait event without stopping the backend; 'waits trace' \
            records every wait with its duration.",
@@ -196,20 +204,27 @@ pub static WAITS_SAMPLE: Entry = Entry {
 pub static WAITS_TRACE: Entry = Entry {
     name: "waits trace",
     aliases: &[],
-    usage: "waits trace [--for DURATION] [--stacks N] [--quiet] [--perf]",
+    usage: "waits trace [--for DURATION] [--stacks N] [--quiet] [--ptrace] [--no-statements]",
     summary: "every wait with its duration (and stack), by a hardware watchpoint",
-    help: "A hardware watchpoint on the backend's wait event word stops it where each wait \
-           starts and ends: every wait is printed with its duration (--stacks N: and the \
-           innermost N frames, 0 to 64), with statement times, and a summary per wait event at \
-           the end; --quiet prints only the summary. Until Ctrl-C or --for D.\n\n\
-           --perf: the watchpoint is a perf event the kernel owns (a write breakpoint \
-           with a sample per store) instead of ptrace stops: the backend is never stopped \
-           for a wait, the value of each store is decoded from the store instruction, and \
-           the waits are reported when tracing ends; no statement times. Needs \
-           perf_event_open (root, or CAP_PERFMON in a container).",
+    help: "A hardware watchpoint on the backend's wait event word: every wait with its \
+           duration (--stacks N: and the innermost N frames, 0 to 64), statement times \
+           (standard_ExecutorStart to standard_ExecutorEnd) and a summary per wait event and \
+           per statement at the end; --quiet prints only the summary. Until Ctrl-C or --for D.\n\n\
+           By default the watchpoint is a perf event the kernel owns (a write breakpoint with \
+           a sample per store) and the statement times come from kernel uprobes: the backend \
+           is never stopped, the value of each store is decoded from the store instruction, \
+           and the waits are reported when tracing ends. Needs perf_event_open (root, or \
+           CAP_PERFMON in a container); where the kernel refuses it, one line says why and \
+           the ptrace mode runs instead.\n\n\
+           --ptrace: a debug register set through ptrace and breakpoints for the statement \
+           times, the backend stopped at each wait's start and end; waits are printed as \
+           they end. (--perf, the perf event's old option, is accepted.)\n\n\
+           --no-statements: no statement times, nothing placed at the executor's start and \
+           end (in the default mode, each statement costs two or three uprobe hits without it).",
     examples: &[
         "waits trace --for 10s --stacks 7",
-        "waits trace --perf --for 10s --quiet",
+        "waits trace --for 10s --quiet",
+        "waits trace --ptrace --for 10s",
     ],
     parse: parse_waits_trace,
     check: no_check,
@@ -218,14 +233,17 @@ pub static WAITS_TRACE: Entry = Entry {
 fn parse_waits_trace(opts: &str) -> Result<Command> {
     let mut stacks = 0usize;
     let mut quiet = false;
-    let mut perf = false;
+    let mut ptrace = false;
+    let mut no_statements = false;
     let mut others = Vec::new();
     let mut it = opts.split_whitespace();
     while let Some(w) = it.next() {
         match w {
             "--stacks" => stacks = stacks_arg("waits trace", it.next())?,
             "--quiet" => quiet = true,
-            "--perf" => perf = true,
+            "--ptrace" => ptrace = true,
+            "--perf" => ptrace = false,
+            "--no-statements" => no_statements = true,
             other => others.push(other),
         }
     }
@@ -237,6 +255,7 @@ fn parse_waits_trace(opts: &str) -> Result<Command> {
         duration,
         stacks,
         quiet,
-        perf,
+        ptrace,
+        no_statements,
     })
 }

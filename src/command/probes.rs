@@ -83,22 +83,26 @@ fn parse_trace(rest: &str) -> Result<Command> {
 pub static COUNT: Entry = Entry {
     name: "count",
     aliases: &[],
-    usage: "count FUNC... [--by-phase | --perf] [--for D]",
+    usage: "count FUNC... [--by-phase] [--ptrace] [--for D]",
     summary: "count calls of functions until Ctrl-C or --for, by phase with --by-phase",
     help: "The backend runs; the calls of each FUNC are counted until Ctrl-C or --for D, then \
            printed and written as 'count' capture events. --by-phase splits them into \
            planning (inside standard_planner), execution (inside standard_Executor*) and \
-           other.\n\n\
-           --perf: each location is a kernel uprobe counting event (perf_event_open on the \
-           uprobe PMU) instead of a ptrace stop per call: the backend is never stopped, and \
-           the kernel removes the probes if pgdbg dies. With --by-phase, the planner's and \
-           executor's entry points get entry and return uprobes whose records carry the stack \
-           pointer, and each call counts in the innermost phase running. Needs perf_event_open \
-           (root, or CAP_PERFMON in a container).\n\n\
+           other (a ptrace stop per call; with --perf, kernel uprobes on the counted functions \
+           and entry and return uprobes on the phase functions, whose records carry the stack \
+           pointer: the same counts, no stop).\n\n\
+           By default each location is a kernel uprobe counting event (perf_event_open on \
+           the uprobe PMU): the backend is never stopped, and the kernel removes the probes \
+           if pgdbg dies. Needs perf_event_open (root, or CAP_PERFMON in a container); where \
+           the kernel refuses it, one line says why and the calls are counted with ptrace \
+           stops instead. --ptrace: a ptrace stop per call (an int3 breakpoint) anyway. \
+           (--perf, the uprobes' old option, is accepted.)\n\n\
            In a script, each FUNC must be in the binary.",
     examples: &[
         "count ReadBufferExtended --by-phase --for 10s",
-        "count standard_ExecutorStart --perf --for 10s",
+        "count standard_ExecutorStart --for 10s",
+        "count standard_ExecutorStart --ptrace --for 10s",
+        "count ReadBufferExtended --by-phase --perf --for 10s",
     ],
     parse: parse_count,
     check: |ctx, cmd| {
@@ -116,12 +120,14 @@ fn parse_count(rest: &str) -> Result<Command> {
     let mut functions = Vec::new();
     let mut by_phase = false;
     let mut perf = false;
+    let mut ptrace = false;
     let mut limits = Vec::new();
     let mut it = rest.split_whitespace();
     while let Some(w) = it.next() {
         match w {
             "--by-phase" => by_phase = true,
             "--perf" => perf = true,
+            "--ptrace" => ptrace = true,
             "--for" => {
                 limits.push(w.to_string());
                 limits.push(it.next().unwrap_or("").to_string());
@@ -135,13 +141,17 @@ fn parse_count(rest: &str) -> Result<Command> {
         bail!("count takes --for DURATION, not --count");
     }
     if functions.is_empty() {
-        bail!("count needs one or more functions: count FUNC... [--by-phase] [--for D]");
+        bail!("count needs one or more functions: count FUNC... [--by-phase] [--ptrace] [--for D]");
+    }
+    if perf && ptrace {
+        bail!("count: --perf (kernel uprobes) and --ptrace (a stop per call) exclude each other");
     }
     Ok(Command::Count {
         functions,
         by_phase,
         duration,
-        perf,
+        // by phase: ptrace stops unless --perf asks for the uprobes
+        ptrace: ptrace || (by_phase && !perf),
     })
 }
 

@@ -127,7 +127,7 @@ fn one_of_each() -> Vec<Command> {
             functions: vec![],
             by_phase: false,
             duration: None,
-            perf: false,
+            ptrace: false,
         },
         C::Delete(vec![]),
         C::InfoBreakpoints,
@@ -150,7 +150,7 @@ fn one_of_each() -> Vec<Command> {
         C::PlanCache {
             duration: None,
             count: None,
-            fast: None,
+            mode: Default::default(),
         },
         C::Call(s()),
         C::Plan {
@@ -168,7 +168,8 @@ fn one_of_each() -> Vec<Command> {
             duration: None,
             stacks: 0,
             quiet: false,
-            perf: false,
+            ptrace: false,
+            no_statements: false,
         },
         C::PlanAnalyze(crate::postgres::analyze::AnalyzeOpts::default()),
         C::PlanProgress {
@@ -383,7 +384,18 @@ fn subcommands_parse() {
             duration: Some(std::time::Duration::from_secs(2)),
             stacks: 3,
             quiet: false,
-            perf: false,
+            ptrace: false,
+            no_statements: false,
+        }
+    );
+    assert_eq!(
+        parse("waits trace --ptrace --no-statements").unwrap(),
+        Command::WaitsTrace {
+            duration: None,
+            stacks: 0,
+            quiet: false,
+            ptrace: true,
+            no_statements: true,
         }
     );
     let e = parse("waits trace --stacks 65").unwrap_err().to_string();

@@ -151,7 +151,7 @@ pub fn refused_line(what: &str, pid: i32, err: &std::io::Error) -> String {
         Some(libc::ENOSPC) => format!(
             "no hardware breakpoint slot is free for this thread ({err}): a debugger or tracer \
              holds them, or watchpoints set through ptrace earlier still reserve them (the \
-             kernel frees those when the backend exits); use the ptrace mode (without --perf)"
+             kernel frees those when the backend exits); the ptrace mode (--ptrace) uses a debug register of its own"
         ),
         Some(libc::ESRCH) => format!("process {pid} is gone"),
         _ => format!("perf_event_open failed: {err}"),
@@ -384,9 +384,35 @@ pub fn is_kernel(ip: u64) -> bool {
     ip >= 0xffff_8000_0000_0000
 }
 
-/// A short error for a failed open.
+/// The kernel refused a perf event (permissions, a missing PMU, no free
+/// breakpoint slot, ...): a command with a ptrace mode may run that
+/// instead (nothing was changed in the backend).  Not for a process that
+/// is gone.
+#[derive(Debug)]
+pub struct Refused(pub String);
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Refused {}
+
+/// Whether `e` is the kernel refusing a perf event (see [`Refused`]).
+pub fn refused(e: &anyhow::Error) -> Option<&Refused> {
+    e.downcast_ref::<Refused>()
+}
+
+/// A short error for a failed open: a [`Refused`] unless the process is
+/// gone.
 pub fn open_error(what: &str, pid: i32, e: std::io::Error) -> anyhow::Error {
-    anyhow!(refused_line(what, pid, &e))
+    let line = refused_line(what, pid, &e);
+    if e.raw_os_error() == Some(libc::ESRCH) {
+        anyhow!(line)
+    } else {
+        anyhow::Error::new(Refused(line))
+    }
 }
 
 /// A uprobe counting event (the kernel's `uprobe` PMU) at `offset` in the

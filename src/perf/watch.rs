@@ -46,9 +46,120 @@ pub struct WordWatch {
     handle: Option<std::thread::JoinHandle<WatchResult>>,
 }
 
+/// A uprobe (sampled at each hit, never stopping the thread) whose hits are
+/// marked in time: at the entry of a function, with its first argument
+/// and a C string read from the process as soon as the record arrives.
+#[derive(Debug, Clone)]
+pub struct MarkSpec {
+    pub path: std::path::PathBuf,
+    pub offset: u64,
+    pub kind: u8,
+    pub text: TextFrom,
+}
+
+/// Where a mark's C string is.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum TextFrom {
+    None,
+    /// The pointer at `rdi + offset` points to it.
+    FieldOfRdi(u64),
+    /// `rsi` (the second argument) points to it.
+    Rsi,
+    /// `rdx` (the third argument) points to it.
+    Rdx,
+}
+
+/// One hit of a [`MarkSpec`]'s uprobe.
+#[derive(Debug, Clone)]
+pub struct Mark {
+    /// CLOCK_MONOTONIC, ns
+    pub time: u64,
+    pub kind: u8,
+    /// rdi at the hit
+    pub arg: u64,
+    pub text: Option<String>,
+}
+
+/// The C string (at most 4 KB) the pointer at `at` points to.
+fn read_text_at(pid: i32, at: u64) -> Option<String> {
+    let mut p = [0u8; 8];
+    if !read_mem(pid, at, &mut p) {
+        return None;
+    }
+    read_text(pid, u64::from_le_bytes(p))
+}
+
+/// The C string (at most 4 KB) at `a`.
+fn read_text(pid: i32, mut a: u64) -> Option<String> {
+    if a == 0 {
+        return None;
+    }
+    let mut out = Vec::new();
+    while out.len() < 4096 {
+        let mut b = [0u8; 64];
+        // the string may end just before an unmapped page: a shorter read
+        let n = if read_mem(pid, a, &mut b) {
+            64
+        } else {
+            let mut one = [0u8; 1];
+            let mut k = 0;
+            while k < 64 && read_mem(pid, a + k as u64, &mut one) {
+                b[k] = one[0];
+                k += 1;
+                if one[0] == 0 {
+                    break;
+                }
+            }
+            k
+        };
+        if let Some(i) = b[..n].iter().position(|&c| c == 0) {
+            out.extend_from_slice(&b[..i]);
+            return Some(String::from_utf8_lossy(&out).into_owned());
+        }
+        if n < 64 {
+            break;
+        }
+        out.extend_from_slice(&b);
+        a += 64;
+    }
+    Some(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// A uprobe sampling event: one record per hit with the time and the user
+/// registers.
+fn open_mark(spec: &MarkSpec, tid: i32) -> std::io::Result<Event> {
+    let kind: u32 = std::fs::read_to_string("/sys/bus/event_source/devices/uprobe/type")?
+        .trim()
+        .parse()
+        .map_err(|_| std::io::Error::from_raw_os_error(libc::ENOENT))?;
+    use std::os::unix::ffi::OsStrExt;
+    let cpath = std::ffi::CString::new(spec.path.as_os_str().as_bytes())
+        .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
+    let mut attr = Attr::sampling(kind, 0, 0);
+    attr.bp_addr = cpath.as_ptr() as u64;
+    attr.bp_len = spec.offset;
+    attr.period_or_freq = 1;
+    Event::open(&attr, tid, 64)
+}
+
+/// Wait until one of `events` has data or `ms` pass.
+fn wait_any(events: &[&Event], ms: i32) {
+    let mut fds: Vec<libc::pollfd> = events
+        .iter()
+        .map(|e| libc::pollfd {
+            fd: e.fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+}
+
 #[derive(Default)]
 pub struct WatchResult {
     pub stores: Vec<Store>,
+    /// The marks' hits, in the order of each mark's ring.
+    pub marks: Vec<Mark>,
     pub lost: u64,
     /// Stores whose value was read back (the instruction was not decoded).
     pub read_back: u64,
@@ -149,12 +260,30 @@ fn decode_store(pid: i32, maps: &mut Maps, ip: u64, word: u64, regs: &Registers)
 
 impl WordWatch {
     /// Watch the stores into the 4 bytes at `word` by thread `tid` of
-    /// `pid`; with `stacks`, each with its stack (the binary at `bias`).
-    pub fn start(pid: i32, tid: i32, word: u64, stacks: bool, bias: u64) -> Result<WordWatch> {
+    /// `pid`; with `stacks`, each with its stack (the binary at `bias`);
+    /// and the hits of the `marks` uprobes.  Every event is opened before
+    /// any is enabled: a refusal leaves nothing behind.
+    pub fn start(
+        pid: i32,
+        tid: i32,
+        word: u64,
+        stacks: bool,
+        bias: u64,
+        marks: &[MarkSpec],
+    ) -> Result<WordWatch> {
         let attr = Attr::write_watch(word, 4, if stacks { STACK_BYTES } else { 0 });
         let pages = if stacks { 1024 } else { 256 };
         let ev = Event::open(&attr, tid, pages)
             .map_err(|e| open_error("a write breakpoint event", pid, e))?;
+        let mut mark_evs = Vec::new();
+        for m in marks {
+            let e = open_mark(m, tid).map_err(|e| open_error("a kernel uprobe", pid, e))?;
+            mark_evs.push((m.clone(), e));
+        }
+        for (_, e) in &mark_evs {
+            e.enable()
+                .map_err(|e| open_error("a kernel uprobe", pid, e))?;
+        }
         ev.enable()
             .map_err(|e| open_error("a write breakpoint event", pid, e))?;
         let stop = Arc::new(AtomicBool::new(false));
@@ -166,8 +295,28 @@ impl WordWatch {
             let mut maps = Maps::new(pid, bias);
             let mut res = WatchResult::default();
             let mut sources: HashMap<u64, Source> = HashMap::new();
+            let mut mark_evs = mark_evs;
             loop {
                 let last = st.load(Ordering::Relaxed);
+                for (spec, me) in mark_evs.iter_mut() {
+                    me.drain(|b| {
+                        let Some(s) = Sample::parse(b, false) else {
+                            return;
+                        };
+                        let Some(regs) = s.regs else { return };
+                        res.marks.push(Mark {
+                            time: s.time,
+                            kind: spec.kind,
+                            arg: regs.rdi,
+                            text: match spec.text {
+                                TextFrom::None => None,
+                                TextFrom::FieldOfRdi(o) => read_text_at(pid, regs.rdi + o),
+                                TextFrom::Rsi => read_text(pid, regs.rsi),
+                                TextFrom::Rdx => read_text(pid, regs.rdx),
+                            },
+                        });
+                    });
+                }
                 ev.drain(|b| {
                     let Some(s) = Sample::parse(b, stacks) else {
                         return;
@@ -206,9 +355,11 @@ impl WordWatch {
                 if last {
                     break;
                 }
-                ev.wait(5);
+                let mut all: Vec<&Event> = vec![&ev];
+                all.extend(mark_evs.iter().map(|(_, e)| e));
+                wait_any(&all, 5);
             }
-            res.lost = ev.lost;
+            res.lost = ev.lost + mark_evs.iter().map(|(_, e)| e.lost).sum::<u64>();
             res
         });
         Ok(WordWatch {

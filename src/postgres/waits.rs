@@ -301,14 +301,22 @@ pub struct TraceProbe {
 const MAX_UNREPORTED: usize = 10_000;
 
 impl TraceProbe {
-    pub fn new(s: &mut dyn Backend, stacks: usize, quiet: bool) -> Result<TraceProbe> {
+    /// Without `statements`, no breakpoints at the executor's start and end.
+    pub fn new(
+        s: &mut dyn Backend,
+        stacks: usize,
+        quiet: bool,
+        statements: bool,
+    ) -> Result<TraceProbe> {
         let names = WaitNames::load(&s.di().build_id);
-        Self::with_names(s, names, stacks, quiet)
+        Self::with_names(s, names, stacks, quiet, statements)
     }
 
     /// The probe with nothing armed in the backend: the stores into the
     /// word are observed elsewhere (a perf write-breakpoint event) and fed
-    /// to [`TraceProbe::store`]; no statement times.
+    /// to [`TraceProbe::store`], the executor's starts and ends (kernel
+    /// uprobes) to [`TraceProbe::statement_start`] and
+    /// [`TraceProbe::statement_end`].
     pub fn observing(s: &mut dyn Backend, stacks: usize, quiet: bool) -> Result<TraceProbe> {
         let names = WaitNames::load(&s.di().build_id);
         let word = word_address(s)?;
@@ -355,17 +363,52 @@ impl TraceProbe {
         self.last = v;
     }
 
+    /// The executor started statement `qd` (its QueryDesc) with text `q`.
+    pub fn statement_start(&mut self, qd: u64, now: std::time::Instant, q: String) {
+        self.open.insert(qd, (now, q));
+    }
+
+    /// The executor ended statement `qd`: its time, as a `statement`
+    /// capture event (at `ts`, or now) and a row of the summary.  An end
+    /// without its start (tracing began mid-statement) says nothing.
+    pub fn statement_end(
+        &mut self,
+        s: &mut dyn Backend,
+        qd: u64,
+        now: std::time::Instant,
+        ts: Option<f64>,
+    ) {
+        if let Some((t0, q)) = self.open.remove(&qd) {
+            let d = now.saturating_duration_since(t0).as_nanos();
+            s.emit_event(
+                Event::Statement {
+                    duration_ns: d as u64,
+                    query: q.clone(),
+                },
+                ts,
+            );
+            self.statements.push((q, d));
+        }
+    }
+
     /// `new` with the wait names known so far given.
     fn with_names(
         s: &mut dyn Backend,
         names: WaitNames,
         stacks: usize,
         quiet: bool,
+        statements: bool,
     ) -> Result<TraceProbe> {
         let word = word_address(s)?;
         let last = read_word(s, word)?;
-        let starts = s.function_addrs("standard_ExecutorStart");
-        let ends = s.function_addrs("standard_ExecutorEnd");
+        let (starts, ends) = if statements {
+            (
+                s.function_addrs("standard_ExecutorStart"),
+                s.function_addrs("standard_ExecutorEnd"),
+            )
+        } else {
+            (Vec::new(), Vec::new())
+        };
         for &a in starts.iter().chain(ends.iter()) {
             s.arm_internal(a)?;
         }
@@ -561,19 +604,9 @@ impl super::backend::ProbeHandler for TraceProbe {
         let now = std::time::Instant::now();
         if self.starts.contains(&addr) {
             let q = super::explain::source_text(s, qd);
-            self.open.insert(qd, (now, q));
-        } else if self.ends.contains(&addr)
-            && let Some((t0, q)) = self.open.remove(&qd)
-        {
-            let d = now.duration_since(t0).as_nanos();
-            s.emit_event(
-                Event::Statement {
-                    duration_ns: d as u64,
-                    query: q.clone(),
-                },
-                None,
-            );
-            self.statements.push((q, d));
+            self.statement_start(qd, now, q);
+        } else if self.ends.contains(&addr) {
+            self.statement_end(s, qd, now, None);
         }
         Ok(())
     }
@@ -778,7 +811,7 @@ mod tests {
     #[test]
     fn trace_holds_unnamed_waits_back_and_reports_in_order() {
         let mut s = backend();
-        let mut p = TraceProbe::with_names(&mut s, names(), 2, false).unwrap();
+        let mut p = TraceProbe::with_names(&mut s, names(), 2, false, true).unwrap();
         assert_eq!(s.watched, Some(WORD));
         assert_eq!(
             s.armed.keys().copied().collect::<Vec<_>>(),
@@ -844,7 +877,7 @@ mod tests {
     #[test]
     fn trace_end_reports_what_stayed_unnamed_with_the_reason() {
         let mut s = backend();
-        let mut p = TraceProbe::with_names(&mut s, names(), 0, false).unwrap();
+        let mut p = TraceProbe::with_names(&mut s, names(), 0, false, true).unwrap();
         s.poke(CRIT, &1i32.to_le_bytes());
         wait(&mut s, &mut p, IO);
         write_word(&mut s, &mut p, LWLOCK); // still waiting at the end
@@ -869,7 +902,7 @@ mod tests {
     #[test]
     fn trace_abandon_reports_without_asking() {
         let mut s = backend();
-        let mut p = TraceProbe::with_names(&mut s, names(), 0, true).unwrap();
+        let mut p = TraceProbe::with_names(&mut s, names(), 0, true, true).unwrap();
         s.poke(CRIT, &1i32.to_le_bytes());
         wait(&mut s, &mut p, IO);
         // asking now would fail differently
@@ -888,7 +921,7 @@ mod tests {
     #[test]
     fn trace_lets_held_back_waits_out_when_too_many() {
         let mut s = backend();
-        let mut p = TraceProbe::with_names(&mut s, names(), 0, true).unwrap();
+        let mut p = TraceProbe::with_names(&mut s, names(), 0, true, true).unwrap();
         s.poke(CRIT, &1i32.to_le_bytes());
         for _ in 0..MAX_UNREPORTED - 1 {
             wait(&mut s, &mut p, IO);
@@ -918,7 +951,7 @@ mod tests {
         s.layouts.insert("QueryDesc".into(), l);
         s.map(QD, qd);
         s.map_str(TEXT, "SELECT   count(*)\n FROM t");
-        let mut p = TraceProbe::with_names(&mut s, names(), 0, false).unwrap();
+        let mut p = TraceProbe::with_names(&mut s, names(), 0, false, true).unwrap();
         s.regs = Registers {
             rdi: QD,
             ..Default::default()
@@ -945,7 +978,7 @@ mod tests {
     #[test]
     fn summary_sums_waits_per_event() {
         let mut s = backend();
-        let mut p = TraceProbe::with_names(&mut s, names(), 0, true).unwrap();
+        let mut p = TraceProbe::with_names(&mut s, names(), 0, true, true).unwrap();
         p.names.map.insert(IO, ("IO".into(), "DataFileRead".into()));
         for (info, ms) in [(LWLOCK, 1u128), (IO, 2), (LWLOCK, 3)] {
             p.waits.push(WaitRecord {

@@ -73,22 +73,32 @@ impl Session {
                 functions,
                 by_phase,
                 duration,
-                perf: false,
+                ptrace,
             } => {
-                let (end, summary, text) =
-                    crate::probes::count(self, functions, *by_phase, *duration)?;
-                self.probe_outcome(end, summary, text)
-            }
-            Command::Count {
-                functions,
-                by_phase,
-                duration,
-                perf: true,
-            } => {
-                let (end, summary, text) = if *by_phase {
-                    crate::probes::phases_perf::count_by_phase_perf(self, functions, *duration)?
+                let fast = if *ptrace {
+                    None
                 } else {
-                    crate::probes::count_perf(self, functions, *duration)?
+                    let r = if *by_phase {
+                        crate::probes::phases_perf::count_by_phase_perf(self, functions, *duration)
+                    } else {
+                        crate::probes::count_perf(self, functions, *duration)
+                    };
+                    match r {
+                        Ok(r) => Some(r),
+                        Err(e) => match crate::perf::refused(&e) {
+                            Some(r) => {
+                                self.say(&format!(
+                                    "{r}; counting with a ptrace stop per call instead"
+                                ));
+                                None
+                            }
+                            None => return Err(e),
+                        },
+                    }
+                };
+                let (end, summary, text) = match fast {
+                    Some(r) => r,
+                    None => crate::probes::count(self, functions, *by_phase, *duration)?,
                 };
                 self.probe_outcome(end, summary, text)
             }
@@ -166,14 +176,8 @@ impl Session {
             Command::PlanCache {
                 duration,
                 count,
-                fast,
-            } => pg::plancache(
-                self,
-                *duration,
-                *count,
-                fast.is_some(),
-                *fast == Some(crate::command::Fast::InProcess),
-            )?,
+                mode,
+            } => pg::plancache(self, *duration, *count, *mode)?,
             Command::Call(text) => (pg::call(self, text)?, Flow::Continue),
             Command::Wait => (pg::wait_now(self)?, Flow::Continue),
             Command::WaitsSample { hz, duration } => pg::waits_sample(self, *hz, *duration)?,
@@ -181,14 +185,24 @@ impl Session {
                 duration,
                 stacks,
                 quiet,
-                perf: false,
-            } => pg::waits_trace(self, *duration, *stacks, *quiet)?,
+                ptrace: true,
+                no_statements,
+            } => pg::waits_trace(self, *duration, *stacks, *quiet, !*no_statements)?,
             Command::WaitsTrace {
                 duration,
                 stacks,
                 quiet,
-                perf: true,
-            } => pg::waits_trace_perf(self, *duration, *stacks, *quiet)?,
+                ptrace: false,
+                no_statements,
+            } => match pg::waits_trace_perf(self, *duration, *stacks, *quiet, !*no_statements) {
+                Err(e) if crate::perf::refused(&e).is_some() => {
+                    self.say(&format!(
+                        "{e}; tracing with a debug register and ptrace stops instead"
+                    ));
+                    pg::waits_trace(self, *duration, *stacks, *quiet, !*no_statements)?
+                }
+                r => r?,
+            },
             Command::Plan {
                 next,
                 format,

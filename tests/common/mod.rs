@@ -668,7 +668,7 @@ pub fn read_events(path: &Path, event: &str) -> Vec<serde_json::Value> {
 /// Run `plancache --count n` on `pid` while `work` runs statements; returns
 /// (stdout, plan_choice events).
 pub fn watch(pid: i32, n: usize, work: impl FnOnce()) -> (String, Vec<serde_json::Value>) {
-    watch_cmd(pid, &format!("plancache --count {n}"), n, work)
+    watch_cmd(pid, &format!("plancache --stops --count {n}"), n, work)
 }
 
 /// Like `watch`, with any plancache command line.

@@ -9,8 +9,8 @@
 //! | `call.rs` | `call FUNC(ARGS)` |
 //! | `plan.rs` | `plan` (and `--next`): the running statement, the safe stop to explain it |
 //! | `analyze.rs` | `plan --next --analyze`, `plan --progress` |
-//! | `waits.rs` | `wait`, `waits sample`, `waits trace` |
-//! | `waits_perf.rs` | `waits trace --perf` (a perf write-breakpoint event, no stops) |
+//! | `waits.rs` | `wait`, `waits sample`, `waits trace --ptrace` |
+//! | `waits_perf.rs` | `waits trace` by default (a perf write-breakpoint event and uprobes, no stops) |
 //! | `plancache.rs` | `plancache` (both modes) |
 
 mod analyze;

@@ -2,22 +2,35 @@
 
 use crate::capture::Event;
 use crate::postgres::backend::{Backend, Flow, probe_outcome};
-use crate::postgres::plancache::{PlanCacheLayouts, PlanCacheProbe};
+use crate::postgres::plancache::{PlanCacheLayouts, PlanCacheMode, PlanCacheProbe};
 use anyhow::Result;
 use std::time::Duration;
 
-/// `plancache [--fast [in-process]]`: `fast` reads the plansources'
-/// counters instead of stopping in `choose_custom_plan`; `in_process`
-/// records them in the backend's own ring buffer (no stops at all).
+/// `plancache`: by default the backend's own ring buffer records the
+/// plansources' counters (no stops at all); `--fast=stop` stops once per
+/// decision, `--stops` twice (with the planning charge).  A server without
+/// `num_generic_plans` (13) is watched with two stops, said in one line.
 pub fn plancache(
     s: &mut dyn Backend,
     duration: Option<Duration>,
     count: Option<u64>,
-    fast: bool,
-    in_process: bool,
+    mode: PlanCacheMode,
 ) -> Result<(String, Flow)> {
     let layouts = PlanCacheLayouts::new(s)?;
-    let mut probe = PlanCacheProbe::new(layouts, count, fast, in_process)?;
+    let mut mode = mode;
+    if mode != PlanCacheMode::Stops && !layouts.has_generic_counter() {
+        s.say(
+            "plancache: this server's CachedPlanSource has no num_generic_plans (PostgreSQL 13): \
+             decisions cannot be told from its counters, so two ptrace stops per decision instead",
+        );
+        mode = PlanCacheMode::Stops;
+    }
+    let mut probe = PlanCacheProbe::new(
+        layouts,
+        count,
+        mode != PlanCacheMode::Stops,
+        mode == PlanCacheMode::InProcess,
+    )?;
     probe.arm(s)?;
     let limit = match (duration, count) {
         (Some(d), _) => format!(" for {:.1}s", d.as_secs_f64()),

@@ -112,8 +112,9 @@ pub fn waits_trace(
     duration: Option<Duration>,
     stacks: usize,
     quiet: bool,
+    statements: bool,
 ) -> Result<(String, Flow)> {
-    let mut probe = TraceProbe::new(s, stacks, quiet)?;
+    let mut probe = TraceProbe::new(s, stacks, quiet, statements)?;
     s.say(&format!(
         "waits: tracing backend {} (hardware watchpoint on its wait-event word){}",
         s.pid(),

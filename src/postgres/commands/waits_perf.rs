@@ -1,22 +1,78 @@
-//! `waits trace --perf`: the waits from a perf write-breakpoint event on
-//! the wait-event word (`crate::perf::watch`) instead of ptrace stops.
+//! `waits trace` (by default): the waits from a perf write-breakpoint event
+//! on the wait-event word (`crate::perf::watch`) instead of ptrace stops,
+//! the statement times from kernel uprobes on the executor's start and end.
 
 use crate::perf::profile::Symbolizer;
-use crate::perf::watch::WordWatch;
+use crate::perf::watch::{MarkSpec, TextFrom, WordWatch};
 use crate::postgres::backend::{Backend, Flow, NoStop};
 use crate::postgres::waits::TraceProbe;
 use anyhow::Result;
 use std::time::Duration;
 
-/// Every store into the wait-event word comes from the perf event (the
-/// backend is not stopped per wait); the waits are reported once tracing
-/// ends, through the same probe (names, capture events, summary) as the
-/// ptrace mode.
+const START: u8 = 0;
+const END: u8 = 1;
+const TEXT: u8 = 2;
+/// The text of a statement that ended (its message buffer reset) before
+/// its mark was read.
+const GONE: &str = "(statement text reused before it was read)";
+
+/// Uprobes at every out-of-line copy of standard_ExecutorStart and
+/// standard_ExecutorEnd, and for the statement's text at the functions that
+/// are handed it in a register before the executor starts: PortalDefineQuery
+/// (`sourceText`, third argument: simple and extended protocol, cursors) and
+/// CreateQueryDesc (second argument: SPI, EXPLAIN ANALYZE, COPY, CREATE
+/// TABLE AS; its calls in pquery.c are inlined and preceded by
+/// PortalDefineQuery).  The text lives as long as the statement's message
+/// or plan: read at once it is the statement's, where the QueryDesc of a
+/// short statement may be freed before its start is read.  Each executor
+/// start takes the text given last; without such a text, the one read from
+/// its QueryDesc.  A statement of a few microseconds sent by the simple
+/// protocol may be over (its message buffer reset) before its text is
+/// read: it is timed, with [`GONE`] for its text; a prepared statement's
+/// text lives in its plan source.
+fn statement_marks(s: &dyn Backend) -> Result<Vec<MarkSpec>> {
+    let at_start = s
+        .layout("QueryDesc")
+        .ok()
+        .and_then(|l| l.offset("sourceText").ok())
+        .map(TextFrom::FieldOfRdi)
+        .unwrap_or(TextFrom::None);
+    let mut marks = Vec::new();
+    for (f, kind, text) in [
+        ("PortalDefineQuery", TEXT, TextFrom::Rdx),
+        ("CreateQueryDesc", TEXT, TextFrom::Rsi),
+        ("standard_ExecutorStart", START, at_start),
+        ("standard_ExecutorEnd", END, TextFrom::None),
+    ] {
+        for a in s.function_addrs(f) {
+            let (path, offset) = crate::perf::file_offset(s.pid(), a).ok_or_else(|| {
+                anyhow::Error::new(crate::perf::Refused(format!(
+                    "waits trace: {f} at {a:#x} is in no file the backend maps (a uprobe is placed in a file)"
+                )))
+            })?;
+            marks.push(MarkSpec {
+                path,
+                offset,
+                kind,
+                text,
+            });
+        }
+    }
+    Ok(marks)
+}
+
+/// Every store into the wait-event word comes from the perf event and every
+/// executor start and end from a uprobe (the backend is not stopped per
+/// wait or statement); the waits and statements are reported once tracing
+/// ends, in time order, through the same probe (names, capture events,
+/// summary) as the ptrace mode.  A refusal of the kernel is a
+/// [`crate::perf::Refused`] returned before anything was opened.
 pub fn waits_trace_perf(
     s: &mut dyn Backend,
     duration: Option<Duration>,
     stacks: usize,
     quiet: bool,
+    statements: bool,
 ) -> Result<(String, Flow)> {
     let mut probe = TraceProbe::observing(s, stacks, quiet)?;
     let base_i = std::time::Instant::now();
@@ -25,9 +81,14 @@ pub fn waits_trace_perf(
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0);
-    let watch = WordWatch::start(s.pid(), s.pid(), probe.word(), stacks > 0, s.bias())?;
+    let marks = if statements {
+        statement_marks(s)?
+    } else {
+        Vec::new()
+    };
+    let watch = WordWatch::start(s.pid(), s.pid(), probe.word(), stacks > 0, s.bias(), &marks)?;
     s.say(&format!(
-        "waits: tracing backend {} (perf write-breakpoint event on its wait-event word, no stop per wait; reported at the end){}",
+        "waits: tracing backend {} (perf write-breakpoint event on its wait-event word and uprobes on the executor's start and end, no stop per wait; reported at the end){}",
         s.pid(),
         match duration {
             Some(d) => format!(" for {:.1}s", d.as_secs_f64()),
@@ -60,8 +121,8 @@ pub fn waits_trace_perf(
                 })
                 .collect()
         };
-        for (st, stack) in got.stores.iter().zip(named) {
-            let delta = st.time as i128 - base_ns as i128;
+        let at = |time: u64| {
+            let delta = time as i128 - base_ns as i128;
             let now = if delta >= 0 {
                 base_i + Duration::from_nanos(delta as u64)
             } else {
@@ -69,15 +130,54 @@ pub fn waits_trace_perf(
                     .checked_sub(Duration::from_nanos((-delta) as u64))
                     .unwrap_or(base_i)
             };
-            let ts = base_wall + delta as f64 / 1e9;
-            probe.store(s, st.value, now, ts, stack);
+            (now, base_wall + delta as f64 / 1e9)
+        };
+        // stores and statement marks merged in time order (a mark before a
+        // store of the same time: a statement starts before it waits)
+        let mut order: Vec<(u64, bool, usize)> = got
+            .stores
+            .iter()
+            .enumerate()
+            .map(|(i, st)| (st.time, true, i))
+            .chain(
+                got.marks
+                    .iter()
+                    .enumerate()
+                    .map(|(i, m)| (m.time, false, i)),
+            )
+            .collect();
+        order.sort();
+        let mut named: Vec<Option<Vec<String>>> = named.into_iter().map(Some).collect();
+        // the text of the last QueryDesc created: the next executor start's
+        let mut created: Option<String> = None;
+        for (time, is_store, i) in order {
+            let (now, ts) = at(time);
+            if is_store {
+                let stack = named[i].take().unwrap_or_default();
+                probe.store(s, got.stores[i].value, now, ts, stack);
+            } else {
+                let m = &got.marks[i];
+                match m.kind {
+                    TEXT => created = m.text.clone(),
+                    START => {
+                        let q = created
+                            .take()
+                            .filter(|q| !q.is_empty())
+                            .or_else(|| m.text.clone())
+                            .filter(|q| !q.is_empty())
+                            .unwrap_or_else(|| GONE.to_string());
+                        probe.statement_start(m.arg, now, q);
+                    }
+                    _ => probe.statement_end(s, m.arg, now, Some(ts)),
+                }
+            }
         }
         probe.close(s);
     }
     let mut notes = String::new();
     if got.lost > 0 {
         notes.push_str(&format!(
-            "\n{} stores not recorded (the ring was full): waits around them are merged",
+            "\n{} stores or statement marks not recorded (a ring was full): waits around them are merged",
             got.lost
         ));
     }

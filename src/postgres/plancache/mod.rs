@@ -9,21 +9,21 @@
 //! the 6th execution where `choose_custom_plan` runs twice.  All struct
 //! layouts come from DWARF (`Layout`), one memory read per struct.
 //!
-//! `--fast` (14+) learns the choice from the plansource's counters instead
-//! (`num_custom_plans` / `num_generic_plans` move by one when
-//! GetCachedPlan has chosen), so only the entry is needed.  By default it
-//! records the entries in-process (`inferior::recorder`: a detour at
-//! GetCachedPlan copies the plansource's counters and costs into a ring
+//! That is `--stops`.  By default (14+) the choice is learned from the
+//! plansource's counters instead (`num_custom_plans` / `num_generic_plans`
+//! move by one when GetCachedPlan has chosen), so only the entry is needed,
+//! and the entries are recorded in-process (`inferior::recorder`: a detour
+//! at GetCachedPlan copies the plansource's counters and costs into a ring
 //! buffer, read 50 to 200 times a second), so the backend never stops for a
 //! decision; `--fast=stop` (or when no detour can be placed) stops at each
-//! entry instead.
+//! entry instead, and 13 (no `num_generic_plans`) gets `--stops`.
 //!
 //! | file | holds |
 //! | --- | --- |
 //! | `mod.rs` | the layouts, the probe and its state, what both modes share (names, query texts, the report of a decision), `ProbeHandler` |
 //! | `decide.rs` | the decision logic, pure: counters settled into choices, lost executions, the reason and the text of a decision |
-//! | `stop.rs` | the stop mode: entry and return breakpoints; `--fast=stop` |
-//! | `ring.rs` | the in-process recorder mode (`--fast`): install, drain, report |
+//! | `stop.rs` | the stop modes: entry and return breakpoints (`--stops`); `--fast=stop` |
+//! | `ring.rs` | the in-process recorder mode (the default): install, drain, report |
 //! | `testkit.rs` | the unit tests' plansources on a fake backend |
 
 use super::backend::{Backend, ProbeHandler};
@@ -41,6 +41,21 @@ mod testkit;
 use decide::prepare_name_in;
 pub use decide::{decision_event, format_decision, label};
 use ring::RING_POLL;
+
+/// How `plancache` learns each decision of GetCachedPlan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PlanCacheMode {
+    /// The default (`--fast` is its old name): an in-process recorder, no
+    /// stop; one stop per decision when it cannot be placed, two on a
+    /// server without `num_generic_plans` (13).
+    #[default]
+    InProcess,
+    /// `--fast=stop`: one ptrace stop per decision.
+    OneStop,
+    /// `--stops` (or `--ptrace`): two ptrace stops per decision, with the
+    /// planning charge of each custom plan.
+    Stops,
+}
 
 /// `CACHEDPLANSOURCE_MAGIC` from plancache.h: a sanity check that the
 /// pointer really is a CachedPlanSource (not an offset).
@@ -214,6 +229,14 @@ pub struct PlanCacheProbe {
     snapshot: HashMap<u64, Vec<u8>>,
 }
 
+impl PlanCacheLayouts {
+    /// Whether decisions can be told from the plansource's counters
+    /// (`num_generic_plans`, PostgreSQL 14+).
+    pub fn has_generic_counter(&self) -> bool {
+        self.cps.has("num_generic_plans")
+    }
+}
+
 impl PlanCacheProbe {
     /// `fast`: learn choices from the counters (one stop per decision, or
     /// none with `ring`).
@@ -225,7 +248,7 @@ impl PlanCacheProbe {
     ) -> Result<PlanCacheProbe> {
         if fast && !l.cps.has("num_generic_plans") {
             bail!(
-                "plancache --fast needs CachedPlanSource.num_generic_plans (PostgreSQL 14+); use plancache without --fast"
+                "plancache without stops needs CachedPlanSource.num_generic_plans (PostgreSQL 14+); use plancache --stops"
             );
         }
         let mut p = Self::new_inner(l, count_limit, fast);

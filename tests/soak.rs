@@ -126,7 +126,10 @@ impl Mode {
     /// Observes through perf events the kernel owns (nothing written into
     /// the backend by pgdbg).
     fn perf(self) -> bool {
-        matches!(self, Mode::PerfProfile | Mode::PerfWaits | Mode::PerfCount)
+        matches!(
+            self,
+            Mode::PerfProfile | Mode::PerfWaits | Mode::PerfCount | Mode::Latency | Mode::TracePerf
+        )
     }
     /// Functions whose code bytes must equal the file's after a kill.
     fn checked(self) -> Vec<&'static str> {
@@ -417,7 +420,8 @@ fn soak(
             // armed: pgdbg holds its perf events (for count, the kernel's
             // uprobe is in the code page too)
             while (perf_fds(ppid) == 0
-                || (mode == Mode::PerfCount && code_matches_file(pid, &bin, mode.symbol(), 64)))
+                || (matches!(mode, Mode::PerfCount | Mode::Latency | Mode::TracePerf)
+                    && code_matches_file(pid, &bin, mode.symbol(), 64)))
                 && !exited()
             {
                 assert!(

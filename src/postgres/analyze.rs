@@ -49,8 +49,8 @@
 //! freed with its statement.
 
 use super::backend::{Backend, ProbeEnd, ProbeHandler};
-use super::call::{BackendCalls, Called};
-use super::explain;
+use super::call::BackendCalls;
+use super::explain::{self, value};
 use crate::capture::Event;
 use crate::debuginfo::types::{Type, TypeSource, strip};
 use crate::infcall::Arg;
@@ -639,121 +639,57 @@ pub fn explain_analyze(
     elapsed: Duration,
     timeout: Duration,
 ) -> Result<String> {
-    let es_l = s.layout("ExplainState")?;
-    let si_l = s.layout("StringInfoData")?;
-    let fmt_field = es_l.field("format")?.clone();
-    let fmt_value = match &*strip(s.di(), &fmt_field.ty) {
-        Type::Enum { values, .. } => {
-            let want = format!("EXPLAIN_FORMAT_{}", o.format.to_uppercase());
-            values
-                .iter()
-                .find(|(n, _)| *n == want)
-                .map(|(_, v)| *v)
-                .ok_or_else(|| {
-                    anyhow!("unknown format '{}': use text, json, yaml or xml", o.format)
-                })?
-        }
-        _ => bail!("ExplainState.format is not an enum in this build"),
-    };
+    let printer = explain::PlanPrinter::new(
+        s,
+        &o.format,
+        &[
+            ("analyze", true, true),
+            ("verbose", o.verbose, false),
+            ("costs", o.costs, false),
+            ("timing", flags.timing, true),
+            ("buffers", flags.buffers, true),
+            ("wal", flags.wal, false),
+            ("summary", true, false),
+        ],
+    )?;
     let f = |name: &str| super::call::function_address(s, name);
-    let (new_es, begin, print, end, prop_float) = (
-        f("NewExplainState")?,
-        f("ExplainBeginOutput")?,
-        f("ExplainPrintPlan")?,
-        f("ExplainEndOutput")?,
-        f("ExplainPropertyFloat")?,
-    );
-    let open_group = f("ExplainOpenGroup").ok();
-    let close_group = f("ExplainCloseGroup").ok();
+    let prop_float = f("ExplainPropertyFloat")?;
     let triggers = f("ExplainPrintTriggers").ok();
     let jit = f("ExplainPrintJITSummary").ok();
-    let mut bools: Vec<(u64, bool)> = Vec::new();
-    for (name, v, required) in [
-        ("analyze", true, true),
-        ("verbose", o.verbose, false),
-        ("costs", o.costs, false),
-        ("timing", flags.timing, true),
-        ("buffers", flags.buffers, true),
-        ("wal", flags.wal, false),
-        ("summary", true, false),
-    ] {
-        match es_l.field(name) {
-            Ok(fl) => bools.push((fl.offset, v)),
-            Err(e) if required => return Err(e),
-            Err(_) => {}
-        }
-    }
-    let str_off = es_l.offset("str")?;
-    let data_off = si_l.offset("data")?;
-    let len_off = si_l.offset("len")?;
     let mut calls = BackendCalls::open(s, timeout, true)?;
-    let value = |c: Called, what: &str| -> Result<u64> {
-        match c {
-            Called::Value(r) => Ok(r.rax),
-            Called::Error(e) => Err(anyhow!("{what} raised an ERROR inside the backend: {e}")),
+    // after the plan, what ExplainOnePlan prints: triggers, JIT, the time
+    let text = printer.print(&mut calls, qd, |calls, es| {
+        if let Some(t) = triggers {
+            value(
+                calls.call_addr(t, &[Arg::Int(es), Arg::Int(qd)])?,
+                "ExplainPrintTriggers",
+            )?;
         }
-    };
-    let es = value(calls.call_addr(new_es, &[])?, "NewExplainState")?;
-    if es == 0 {
-        bail!("NewExplainState returned NULL");
-    }
-    let fsize = fmt_field.size.clamp(1, 8) as usize;
-    calls.write(es + fmt_field.offset, &fmt_value.to_le_bytes()[..fsize])?;
-    for (off, v) in bools {
-        calls.write(es + off, &[v as u8])?;
-    }
-    value(
-        calls.call_addr(begin, &[Arg::Int(es)])?,
-        "ExplainBeginOutput",
-    )?;
-    let query = calls.push_cstr("Query")?;
-    let group = [Arg::Int(query), Arg::Int(0), Arg::Int(1), Arg::Int(es)];
-    if let (Some(open), true) = (open_group, o.format != "text") {
-        value(calls.call_addr(open, &group)?, "ExplainOpenGroup")?;
-    }
-    value(
-        calls.call_addr(print, &[Arg::Int(es), Arg::Int(qd)])?,
-        "ExplainPrintPlan",
-    )?;
-    if let Some(t) = triggers {
+        if let (Some(j), true) = (jit, o.costs) {
+            value(
+                calls.call_addr(j, &[Arg::Int(es), Arg::Int(qd)])?,
+                "ExplainPrintJITSummary",
+            )?;
+        }
+        let label = calls.push_cstr("Execution Time")?;
+        let unit = calls.push_cstr("ms")?;
         value(
-            calls.call_addr(t, &[Arg::Int(es), Arg::Int(qd)])?,
-            "ExplainPrintTriggers",
+            calls.call_addr(
+                prop_float,
+                &[
+                    Arg::Int(label),
+                    Arg::Int(unit),
+                    Arg::Double(elapsed.as_secs_f64() * 1000.0),
+                    Arg::Int(3),
+                    Arg::Int(es),
+                ],
+            )?,
+            "ExplainPropertyFloat",
         )?;
-    }
-    if let (Some(j), true) = (jit, o.costs) {
-        value(
-            calls.call_addr(j, &[Arg::Int(es), Arg::Int(qd)])?,
-            "ExplainPrintJITSummary",
-        )?;
-    }
-    let label = calls.push_cstr("Execution Time")?;
-    let unit = calls.push_cstr("ms")?;
-    value(
-        calls.call_addr(
-            prop_float,
-            &[
-                Arg::Int(label),
-                Arg::Int(unit),
-                Arg::Double(elapsed.as_secs_f64() * 1000.0),
-                Arg::Int(3),
-                Arg::Int(es),
-            ],
-        )?,
-        "ExplainPropertyFloat",
-    )?;
-    if let (Some(close), true) = (close_group, o.format != "text") {
-        value(calls.call_addr(close, &group)?, "ExplainCloseGroup")?;
-    }
-    value(calls.call_addr(end, &[Arg::Int(es)])?, "ExplainEndOutput")?;
-    let si = u64::from_le_bytes(calls.read(es + str_off, 8)?.try_into().expect("8"));
-    let data = u64::from_le_bytes(calls.read(si + data_off, 8)?.try_into().expect("8"));
-    let len = i32::from_le_bytes(calls.read(si + len_off, 4)?.try_into().expect("4"));
-    let text = calls.read(data, len.clamp(0, 16 * 1024 * 1024) as usize)?;
+        Ok(())
+    })?;
     calls.close()?;
-    Ok(String::from_utf8_lossy(&text)
-        .trim_end_matches('\n')
-        .to_string())
+    Ok(text)
 }
 
 /// `plan --next --analyze`: wait for the next statement(s), print their

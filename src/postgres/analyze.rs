@@ -72,6 +72,9 @@ pub struct AnalyzeOpts {
     pub count: u64,
     /// `--for`
     pub duration: Option<Duration>,
+    /// `--nested`: only statements started inside another one (the SQL of
+    /// a PL/pgSQL function, a DO block, SPI), not the top-level statement.
+    pub nested: bool,
 }
 
 impl Default for AnalyzeOpts {
@@ -86,6 +89,7 @@ impl Default for AnalyzeOpts {
             cond: Vec::new(),
             count: 1,
             duration: None,
+            nested: false,
         }
     }
 }
@@ -397,6 +401,11 @@ impl<'o> AnalyzeProbe<'o> {
                 "standard_ExecutorRun" | "ExecutorRun" | "_SPI_pquery" | "_SPI_execute_plan"
             )
         });
+        if self.o.nested && !nested {
+            // --nested: the top-level statement is left alone; the first
+            // statement its executor starts inside it is the one
+            return Ok(());
+        }
         let mut restore_at = None;
         let effective = if original == 0 {
             // arm the restore point first: nothing is written if it cannot be
@@ -410,12 +419,8 @@ impl<'o> AnalyzeProbe<'o> {
         } else {
             original
         };
-        for &a in &self.starts.clone() {
-            s.disarm_internal(a)?;
-        }
-        for &a in self.ends.iter().chain(self.aborts.iter()) {
-            s.arm_internal(a)?;
-        }
+        // recorded before anything else can fail: every way out after this
+        // (`put_back`) knows the field is pgdbg's
         self.started = Some(Started {
             qd,
             plannedstmt,
@@ -427,13 +432,62 @@ impl<'o> AnalyzeProbe<'o> {
             nested,
             t0: Instant::now(),
         });
+        for &a in &self.starts.clone() {
+            s.disarm_internal(a)?;
+        }
+        for &a in self.ends.iter().chain(self.aborts.iter()) {
+            s.arm_internal(a)?;
+        }
         Ok(())
+    }
+
+    /// After `run_probes` ended with pgdbg's value still in the statement's
+    /// `instrument_options` (Ctrl-C, a user breakpoint, `--for`, an error
+    /// or SIGTERM between `standard_ExecutorStart`'s entry and its return):
+    /// the field is put back while that QueryDesc is certainly alive (the
+    /// backend stopped inside that `standard_ExecutorStart`, whose
+    /// `queryDesc` is it, or right at its return); after an error unwound
+    /// past it the QueryDesc belongs to memory the abort frees, and
+    /// nothing is written.  Returns a line for the user.
+    fn put_back(&mut self, s: &mut dyn Backend) -> Result<Option<String>> {
+        let Some(st) = self.started.as_mut() else {
+            return Ok(None);
+        };
+        let Some((ret, ret_sp)) = st.restore_at else {
+            return Ok(None);
+        };
+        let regs = s.registers()?;
+        let at_return = regs.rip == ret && regs.rsp == ret_sp;
+        let inside = regs.rsp < ret_sp
+            && s.frame_params(&["standard_ExecutorStart"], "queryDesc")?
+                .iter()
+                .any(|(_, _, v)| {
+                    v.as_ref()
+                        .map(|v| *v == st.qd)
+                        .unwrap_or(regs.rsp <= st.entry_sp)
+                });
+        if !(at_return || inside) {
+            st.restore_at = None;
+            return Ok(Some(
+                "plan --analyze: the statement left its executor start by an error: its QueryDesc, freed with it, kept the instrumentation request".into(),
+            ));
+        }
+        s.write_own_field(st.qd + self.f.qd_instrument, &st.original.to_le_bytes())?;
+        st.restore_at = None;
+        let estate = s.read_u64(st.qd + self.f.qd_estate)?;
+        let read = estate != 0 && s.read_i32(estate + self.f.es_instrument)? == st.effective;
+        Ok(Some(if read {
+            "plan --analyze: stopped inside the statement's executor start: instrument_options put back; the executor had already read it, so this statement runs instrumented (its EXPLAIN ANALYZE is not shown)".into()
+        } else {
+            "plan --analyze: stopped inside the statement's executor start: instrument_options put back before the executor read it (the statement runs without instrumentation)".into()
+        }))
     }
 
     /// standard_ExecutorStart returned: put the field back.
     fn on_return(&mut self, s: &mut dyn Backend, st: &mut Started) -> Result<()> {
-        if let Some((addr, _)) = st.restore_at.take() {
+        if let Some((addr, _)) = st.restore_at {
             s.write_own_field(st.qd + self.f.qd_instrument, &st.original.to_le_bytes())?;
+            st.restore_at = None;
             s.disarm_internal(addr)?;
         }
         Ok(())
@@ -700,6 +754,22 @@ pub fn plan_next_analyze(s: &mut dyn Backend, o: &AnalyzeOpts) -> Result<(String
     let res = s.run_probes(&mut probe, o.duration);
     for block in std::mem::take(&mut probe.out) {
         s.say(&block);
+    }
+    // every way out: the field as found (unless the backend is gone)
+    let gone = matches!(res, Ok((ProbeEnd::TargetGone, _)));
+    let put_back = if gone { Ok(None) } else { probe.put_back(s) };
+    let put_back = match put_back {
+        Ok(line) => line,
+        Err(e) => {
+            let e = e.context("plan --analyze could not put instrument_options back");
+            return Err(match res {
+                Err(first) => first.context(format!("{e:#}")),
+                Ok(_) => e,
+            });
+        }
+    };
+    if let Some(line) = &put_back {
+        s.say(line);
     }
     let (end, text) = res?;
     if let Some(e) = probe.fatal.take() {

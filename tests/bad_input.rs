@@ -6,19 +6,6 @@ use common::*;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-/// The error is one line, mentions `needle`, and the exit is non-zero.
-fn assert_one_line_error(code: i32, err: &str, needle: &str) {
-    assert_ne!(code, 0, "exit status must be non-zero; stderr: {err}");
-    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
-    assert_eq!(lines.len(), 1, "expected one line on stderr, got:\n{err}");
-    assert!(lines[0].starts_with("pgdbg: error: "), "{}", lines[0]);
-    assert!(
-        lines[0].contains(needle),
-        "expected '{needle}' in: {}",
-        lines[0]
-    );
-}
-
 /// The backend was never stopped or traced and still answers.
 fn assert_untouched(c: &mut Client, pid: i32) {
     assert_eq!(tracer_pid(pid), 0);

@@ -10,20 +10,6 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// The error is one line on stderr, mentions `needle`, and the exit is
-/// non-zero.
-fn assert_one_line_error(code: i32, err: &str, needle: &str) {
-    assert_ne!(code, 0, "exit status must be non-zero; stderr: {err}");
-    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
-    assert_eq!(lines.len(), 1, "expected one line on stderr, got:\n{err}");
-    assert!(lines[0].starts_with("pgdbg: error: "), "{}", lines[0]);
-    assert!(
-        lines[0].contains(needle),
-        "expected '{needle}' in: {}",
-        lines[0]
-    );
-}
-
 const TOO_DEEP: &str = "expression nested too deeply (more than 256 levels)";
 
 /// The expressions of row 1 of the hardening issue, and their kin.

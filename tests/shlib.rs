@@ -42,35 +42,7 @@ fn mapped_library(pid: i32, file: &str) -> Option<PathBuf> {
 /// The code bytes of `symbol` (a function of the library at `lib`) in the
 /// live process equal the file's.
 fn library_code_matches_file(pid: i32, lib: &Path, symbol: &str, len: usize) -> bool {
-    use object::{Object, ObjectSection, ObjectSymbol};
-    let data = std::fs::read(lib).unwrap();
-    let file = object::File::parse(&*data).unwrap();
-    let sym = file
-        .symbols()
-        .chain(file.dynamic_symbols())
-        .find(|s| s.name().ok() == Some(symbol))
-        .unwrap_or_else(|| panic!("no symbol {symbol} in {}", lib.display()));
-    let addr = sym.address();
-    let sec = file
-        .sections()
-        .find(|s| addr >= s.address() && addr < s.address() + s.size())
-        .unwrap();
-    let (foff, _) = sec.file_range().unwrap();
-    let off = (foff + (addr - sec.address())) as usize;
-    let want = &data[off..off + len];
-    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
-    let base = maps
-        .lines()
-        .find(|l| {
-            l.ends_with(lib.to_str().unwrap()) && l.split_whitespace().nth(2) == Some("00000000")
-        })
-        .map(|l| u64::from_str_radix(l.split('-').next().unwrap(), 16).unwrap())
-        .expect("library mapped");
-    use std::os::unix::fs::FileExt;
-    let mem = std::fs::File::open(format!("/proc/{pid}/mem")).unwrap();
-    let mut got = vec![0u8; len];
-    mem.read_exact_at(&mut got, base + addr).unwrap();
-    got == want
+    mapped_code_matches_file(pid, lib, lib, symbol, len)
 }
 
 /// A backend that has not loaded plpgsql.so (checked), with the test's

@@ -5,100 +5,10 @@
 //! parameters' structs, and the file lands in the debuginfod cache.
 
 mod common;
+use common::debuginfod::*;
 use common::*;
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
-struct Debuginfod {
-    child: Child,
-    url: String,
-}
-
-fn http_get(port: u16, path: &str) -> Option<(u16, Vec<u8>)> {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
-    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
-    let mut resp = Vec::new();
-    s.read_to_end(&mut resp).ok()?;
-    let head_end = resp.windows(4).position(|w| w == b"\r\n\r\n")?;
-    let head = String::from_utf8_lossy(&resp[..head_end]).to_string();
-    let status = head.split_whitespace().nth(1)?.parse().ok()?;
-    Some((status, resp[head_end + 4..].to_vec()))
-}
-
-impl Debuginfod {
-    /// Serve the ELF files under `dir`; wait (bounded) until `files` of
-    /// them are scanned.
-    fn start(dir: &Path, db: &Path, files: usize) -> Debuginfod {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let _ = std::fs::remove_file(db);
-        let mut child = Command::new("debuginfod")
-            .args(["-F", "-p", &port.to_string(), "-d"])
-            .arg(db)
-            .args(["-t0", "-g0", "-c1", "--disable-source-scan"])
-            .arg(dir)
-            .env_remove("DEBUGINFOD_URLS")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect(
-                "elfutils' debuginfod is needed (scripts/test installs the debuginfod package)",
-            );
-        let want = format!("scanned_files_total{{source=\"file\"}} {files}");
-        let t0 = Instant::now();
-        loop {
-            if let Some(st) = child.try_wait().unwrap() {
-                panic!("debuginfod exited at start ({st})");
-            }
-            if let Some((200, body)) = http_get(port, "/metrics") {
-                let m = String::from_utf8_lossy(&body).to_string();
-                let idle = m.contains("thread_work_pending{role=\"scan\"} 0");
-                if idle && m.lines().any(|l| l == want) {
-                    break;
-                }
-            }
-            assert!(
-                t0.elapsed() < Duration::from_secs(60),
-                "debuginfod did not scan {} within 60 s",
-                dir.display()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        Debuginfod {
-            child,
-            url: format!("http://127.0.0.1:{port}"),
-        }
-    }
-}
-
-impl Drop for Debuginfod {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn build_id(path: &Path) -> String {
-    let out = Command::new("readelf")
-        .arg("-n")
-        .arg(path)
-        .output()
-        .expect("readelf");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("Build ID: "))
-        .expect("a build-id note")
-        .trim()
-        .to_string()
-}
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 fn run_tool(cmd: &str, args: &[&std::ffi::OsStr]) {
     let st = Command::new(cmd).args(args).status().unwrap();

@@ -369,14 +369,25 @@ fn waits_trace_busy_backend_survives_repeated_tracing() {
 }
 
 // Other majors (tests/majors.rs has their smoke set): 13 keeps the wait
-// event in MyProc->wait_event_info and numbers LockManager 62; 16 is a
-// release build without DWARF (layout pack, .symtab names in the stacks).
+// event in MyProc->wait_event_info and numbers LockManager 62; 14 and 16
+// are release builds without DWARF (layout packs, .symtab names in the
+// stacks), 14's pack made from vendored headers of another minor (14.6).
 #[test]
 fn waits_trace_lock_manager_13() {
     lock_manager(13);
 }
 
 #[test]
+fn waits_trace_lock_manager_14() {
+    lock_manager(14);
+}
+
+#[test]
 fn waits_trace_lock_manager_16() {
     lock_manager(16);
+}
+
+#[test]
+fn waits_trace_lock_manager_17() {
+    lock_manager(17);
 }

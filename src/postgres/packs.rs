@@ -60,10 +60,12 @@ pub const SPEC: PackSpec = PackSpec {
 };
 
 /// 13, 15 and 18: extracted from the DWARF of debug builds (`scripts/gen-symbols`);
-/// 16 and 17: from the DWARF of `symbols/pack-types.c` compiled against
-/// that major's server headers (`scripts/gen-header-packs`).
+/// 14, 16 and 17: from the DWARF of `symbols/pack-types.c` compiled against
+/// that major's server headers (`scripts/gen-header-packs`; 14's are
+/// vendored in `symbols/headers/pg14`).
 const EMBEDDED: &[(u32, &str)] = &[
     (13, include_str!("../../symbols/pg13.json")),
+    (14, include_str!("../../symbols/pg14.json")),
     (15, include_str!("../../symbols/pg15.json")),
     (16, include_str!("../../symbols/pg16.json")),
     (17, include_str!("../../symbols/pg17.json")),

@@ -3,6 +3,8 @@
 //! and the pgdbg binary.
 #![allow(dead_code)]
 
+pub mod debuginfod;
+
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -547,31 +549,46 @@ pub fn print_values(out: &str) -> Vec<String> {
 
 /// The code bytes of `symbol` in the live process equal those in the file.
 pub fn code_matches_file(pid: i32, binary: &Path, symbol: &str, len: usize) -> bool {
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap();
+    mapped_code_matches_file(pid, binary, &exe, symbol, len)
+}
+
+/// The code bytes of `symbol` (from `file`'s symbol table or its dynamic
+/// symbols) in the live process, where the object is mapped from the path
+/// `mapped_as`, equal those in `file`.
+pub fn mapped_code_matches_file(
+    pid: i32,
+    file: &Path,
+    mapped_as: &Path,
+    symbol: &str,
+    len: usize,
+) -> bool {
     use object::{Object, ObjectSection, ObjectSymbol};
-    let data = std::fs::read(binary).unwrap();
-    let file = object::File::parse(&*data).unwrap();
-    let sym = file
+    let data = std::fs::read(file).unwrap();
+    let obj = object::File::parse(&*data).unwrap();
+    let sym = obj
         .symbols()
+        .chain(obj.dynamic_symbols())
         .find(|s| s.name().ok() == Some(symbol))
-        .unwrap_or_else(|| panic!("no symbol {symbol}"));
+        .unwrap_or_else(|| panic!("no symbol {symbol} in {}", file.display()));
     let addr = sym.address();
-    let sec = file
+    let sec = obj
         .sections()
         .find(|s| addr >= s.address() && addr < s.address() + s.size())
         .unwrap();
     let (foff, _) = sec.file_range().unwrap();
     let file_off = (foff + (addr - sec.address())) as usize;
     let want = &data[file_off..file_off + len];
-    // runtime address: PIE base (mapping of offset 0) + link-time address
-    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap();
+    // runtime address: load base (mapping of offset 0) + link-time address
     let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
     let base = maps
         .lines()
         .find(|l| {
-            l.ends_with(exe.to_str().unwrap()) && l.split_whitespace().nth(2) == Some("00000000")
+            l.ends_with(mapped_as.to_str().unwrap())
+                && l.split_whitespace().nth(2) == Some("00000000")
         })
         .map(|l| u64::from_str_radix(l.split('-').next().unwrap(), 16).unwrap())
-        .unwrap();
+        .unwrap_or_else(|| panic!("{} is not mapped in {pid}", mapped_as.display()));
     use std::os::unix::fs::FileExt;
     let mem = std::fs::File::open(format!("/proc/{pid}/mem")).unwrap();
     let mut got = vec![0u8; len];
@@ -728,4 +745,17 @@ pub fn catches_sigtrap(pid: i32) -> bool {
         .unwrap()
         & (1 << (libc::SIGTRAP - 1))
         != 0
+}
+
+/// The error is one line, mentions `needle`, and the exit is non-zero.
+pub fn assert_one_line_error(code: i32, err: &str, needle: &str) {
+    assert_ne!(code, 0, "exit status must be non-zero; stderr: {err}");
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "expected one line on stderr, got:\n{err}");
+    assert!(lines[0].starts_with("pgdbg: error: "), "{}", lines[0]);
+    assert!(
+        lines[0].contains(needle),
+        "expected '{needle}' in: {}",
+        lines[0]
+    );
 }

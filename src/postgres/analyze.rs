@@ -43,7 +43,11 @@
 //!
 //! Every breakpoint is pgdbg's internal one: `run_probes` removes them on
 //! every way out (done, Ctrl-C, a deadline, an error), `detach` and the
-//! guardian remove them if pgdbg dies.  If pgdbg is killed between steps 1
+//! guardian remove them if pgdbg dies.  A way out between steps 1 and 2
+//! (Ctrl-C, a user breakpoint, `--for`, an error, SIGTERM) puts the field
+//! back at once while that QueryDesc is alive (`put_back`: the backend is
+//! still inside that `standard_ExecutorStart`), before the executor reads
+//! it if it has not yet.  If pgdbg is killed (SIGKILL) between steps 1
 //! and 2, the statement runs instrumented (slower, same result) and the
 //! field stays set in a QueryDesc that nothing reads again and that is
 //! freed with its statement.

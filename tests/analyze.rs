@@ -4,56 +4,11 @@
 //! statement's result is unchanged; "Execution Time" is there; after
 //! detach the backend's next statement runs without instrumentation.
 
+mod analyze_text;
 mod common;
+use analyze_text::*;
 use common::*;
 use std::time::Duration;
-
-/// (node, actual rows, loops) of each node line of an EXPLAIN ANALYZE
-/// text, in order.  Rows as printed (18 prints two decimals).
-fn actuals(text: &str) -> Vec<(String, String, String)> {
-    let mut v = Vec::new();
-    for l in text.lines() {
-        let Some(a) = l.find("(actual") else { continue };
-        let node = l[..a].trim().trim_start_matches("->").trim();
-        // the node name without its estimate part
-        let node = node.split("  (cost=").next().unwrap_or(node).trim();
-        let rest = &l[a..];
-        let get = |k: &str| -> String {
-            let i = rest.find(k).unwrap_or_else(|| panic!("no {k} in {l}"));
-            rest[i + k.len()..]
-                .chars()
-                .take_while(|c| c.is_ascii_digit() || *c == '.')
-                .collect()
-        };
-        v.push((node.to_string(), get("rows="), get("loops=")));
-    }
-    v
-}
-
-/// The EXPLAIN text blocks of pgdbg's output (after each "-- " header).
-fn blocks(out: &str) -> Vec<String> {
-    let mut v: Vec<String> = Vec::new();
-    let mut cur: Option<String> = None;
-    for l in out.lines() {
-        if l.starts_with("-- ") {
-            if let Some(c) = cur.take() {
-                v.push(c);
-            }
-            cur = Some(String::new());
-        } else if l.starts_with("Detached from") || l.starts_with("plan --analyze:") {
-            if let Some(c) = cur.take() {
-                v.push(c);
-            }
-        } else if let Some(c) = cur.as_mut() {
-            c.push_str(l);
-            c.push('\n');
-        }
-    }
-    if let Some(c) = cur {
-        v.push(c);
-    }
-    v
-}
 
 const SETUP: &str = "
     create table an_t1 as select g as id, g % 10 as k from generate_series(1, 5000) g;

@@ -46,7 +46,7 @@ pub fn parse_plan_progress(rest: &str) -> Result<Command> {
 }
 
 /// `plan --next --analyze [--buffers] [--wal] [--timing off] [--format F]
-/// [--verbose] [--costs off] [--count N] [--for D] [--if EXPR]`
+/// [--verbose] [--costs off] [--nested] [--count N] [--for D] [--if EXPR]`
 pub fn parse_plan_analyze(rest: &str) -> Result<Command> {
     // --if takes the rest of the line (an expression with spaces)
     let (opts_text, cond_text) = match rest.find("--if") {
@@ -62,6 +62,7 @@ pub fn parse_plan_analyze(rest: &str) -> Result<Command> {
             "--next" => next = true,
             "--analyze" => {}
             "--verbose" => o.verbose = true,
+            "--nested" => o.nested = true,
             "--buffers" => o.buffers = true,
             "--wal" => o.wal = true,
             "--format" => {
@@ -87,7 +88,7 @@ pub fn parse_plan_analyze(rest: &str) -> Result<Command> {
                 limits.push(it.next().unwrap_or(""));
             }
             other => bail!(
-                "plan --analyze: unknown option '{other}' (use --buffers, --wal, --timing off, --format F, --verbose, --costs off, --count N, --for D, --if EXPR)"
+                "plan --analyze: unknown option '{other}' (use --buffers, --wal, --timing off, --format F, --verbose, --costs off, --nested, --count N, --for D, --if EXPR)"
             ),
         }
     }
@@ -117,6 +118,12 @@ mod tests {
             panic!()
         };
         assert!(o.buffers && !o.timing && !o.wal && o.format == "json" && o.count == 1);
+        assert!(!o.nested);
+        let Command::PlanAnalyze(o) = parse_plan_analyze("--next --analyze --nested").unwrap()
+        else {
+            panic!()
+        };
+        assert!(o.nested);
         let Command::PlanAnalyze(o) =
             parse_plan_analyze("--next --analyze --count 3 --if 'duration > 20ms'").unwrap()
         else {

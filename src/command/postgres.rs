@@ -27,16 +27,20 @@ pub static PLAN: Entry = Entry {
            Refused like call while the transaction is aborted, on processes that never run \
            queries (the checkpointer, ...) and on parallel workers (it names the leader to \
            attach to).\n\n\
-           plan --next --analyze [--buffers] [--wal] [--timing off] [--count N] [--for D] \
-           [--if EXPR]: EXPLAIN ANALYZE of the next statement, with nothing loaded in the \
-           server. At the executor's start pgdbg sets the statement's own \
+           plan --next --analyze [--buffers] [--wal] [--timing off] [--nested] [--count N] \
+           [--for D] [--if EXPR]: EXPLAIN ANALYZE of the next statement, with nothing loaded \
+           in the server: the first statement whose executor starts (for select f(), the call \
+           itself); with --nested, the first one started inside another statement (the SQL \
+           of a PL/pgSQL function or DO block, in the order the function runs it). At the executor's start pgdbg sets the statement's own \
            QueryDesc.instrument_options as EXPLAIN ANALYZE would (--buffers, --wal, --timing \
            off are EXPLAIN's options) and puts the field back once the executor has read it; \
            the statement runs at full speed; at the executor's end, before anything is freed, \
            the backend's ExplainPrintPlan prints actual rows, loops, times (parallel workers \
            included). Execution Time is measured by pgdbg from the executor's start to its end. \
            --count N statements (default 1), --for D, --if 'duration > 200ms' (shown only when \
-           slower; also queryid == N, joined by &&): an auto_explain for one backend.\n\n\
+           slower; also queryid == N, joined by &&): an auto_explain for one backend. \
+           Ended early (Ctrl-C, a breakpoint, --for) while the executor starts, the field is \
+           put back then.\n\n\
            plan --progress [--every D] [--for D]: the running statement's plan, every --every (default 1s) until it \
            ends, --for D or Ctrl-C, each node with its rows so far and loops, sequential \
            scans with blocks scanned of the relation's blocks, the node function executing \
@@ -47,6 +51,7 @@ pub static PLAN: Entry = Entry {
         "plan",
         "plan --next --format json --costs off",
         "plan --next --analyze --buffers",
+        "plan --next --analyze --nested --count 3",
         "plan --next --analyze --count 10 --if duration > 200ms",
         "plan --progress --every 2s --for 1m",
     ],

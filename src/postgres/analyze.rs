@@ -43,14 +43,18 @@
 //!
 //! Every breakpoint is pgdbg's internal one: `run_probes` removes them on
 //! every way out (done, Ctrl-C, a deadline, an error), `detach` and the
-//! guardian remove them if pgdbg dies.  If pgdbg is killed between steps 1
+//! guardian remove them if pgdbg dies.  A way out between steps 1 and 2
+//! (Ctrl-C, a user breakpoint, `--for`, an error, SIGTERM) puts the field
+//! back at once while that QueryDesc is alive (`put_back`: the backend is
+//! still inside that `standard_ExecutorStart`), before the executor reads
+//! it if it has not yet.  If pgdbg is killed (SIGKILL) between steps 1
 //! and 2, the statement runs instrumented (slower, same result) and the
 //! field stays set in a QueryDesc that nothing reads again and that is
 //! freed with its statement.
 
 use super::backend::{Backend, ProbeEnd, ProbeHandler};
-use super::call::{BackendCalls, Called};
-use super::explain;
+use super::call::BackendCalls;
+use super::explain::{self, value};
 use crate::capture::Event;
 use crate::debuginfo::types::{Type, TypeSource, strip};
 use crate::infcall::Arg;
@@ -72,6 +76,9 @@ pub struct AnalyzeOpts {
     pub count: u64,
     /// `--for`
     pub duration: Option<Duration>,
+    /// `--nested`: only statements started inside another one (the SQL of
+    /// a PL/pgSQL function, a DO block, SPI), not the top-level statement.
+    pub nested: bool,
 }
 
 impl Default for AnalyzeOpts {
@@ -86,6 +93,7 @@ impl Default for AnalyzeOpts {
             cond: Vec::new(),
             count: 1,
             duration: None,
+            nested: false,
         }
     }
 }
@@ -397,6 +405,11 @@ impl<'o> AnalyzeProbe<'o> {
                 "standard_ExecutorRun" | "ExecutorRun" | "_SPI_pquery" | "_SPI_execute_plan"
             )
         });
+        if self.o.nested && !nested {
+            // --nested: the top-level statement is left alone; the first
+            // statement its executor starts inside it is the one
+            return Ok(());
+        }
         let mut restore_at = None;
         let effective = if original == 0 {
             // arm the restore point first: nothing is written if it cannot be
@@ -410,12 +423,8 @@ impl<'o> AnalyzeProbe<'o> {
         } else {
             original
         };
-        for &a in &self.starts.clone() {
-            s.disarm_internal(a)?;
-        }
-        for &a in self.ends.iter().chain(self.aborts.iter()) {
-            s.arm_internal(a)?;
-        }
+        // recorded before anything else can fail: every way out after this
+        // (`put_back`) knows the field is pgdbg's
         self.started = Some(Started {
             qd,
             plannedstmt,
@@ -427,13 +436,62 @@ impl<'o> AnalyzeProbe<'o> {
             nested,
             t0: Instant::now(),
         });
+        for &a in &self.starts.clone() {
+            s.disarm_internal(a)?;
+        }
+        for &a in self.ends.iter().chain(self.aborts.iter()) {
+            s.arm_internal(a)?;
+        }
         Ok(())
+    }
+
+    /// After `run_probes` ended with pgdbg's value still in the statement's
+    /// `instrument_options` (Ctrl-C, a user breakpoint, `--for`, an error
+    /// or SIGTERM between `standard_ExecutorStart`'s entry and its return):
+    /// the field is put back while that QueryDesc is certainly alive (the
+    /// backend stopped inside that `standard_ExecutorStart`, whose
+    /// `queryDesc` is it, or right at its return); after an error unwound
+    /// past it the QueryDesc belongs to memory the abort frees, and
+    /// nothing is written.  Returns a line for the user.
+    fn put_back(&mut self, s: &mut dyn Backend) -> Result<Option<String>> {
+        let Some(st) = self.started.as_mut() else {
+            return Ok(None);
+        };
+        let Some((ret, ret_sp)) = st.restore_at else {
+            return Ok(None);
+        };
+        let regs = s.registers()?;
+        let at_return = regs.rip == ret && regs.rsp == ret_sp;
+        let inside = regs.rsp < ret_sp
+            && s.frame_params(&["standard_ExecutorStart"], "queryDesc")?
+                .iter()
+                .any(|(_, _, v)| {
+                    v.as_ref()
+                        .map(|v| *v == st.qd)
+                        .unwrap_or(regs.rsp <= st.entry_sp)
+                });
+        if !(at_return || inside) {
+            st.restore_at = None;
+            return Ok(Some(
+                "plan --analyze: the statement left its executor start by an error: its QueryDesc, freed with it, kept the instrumentation request".into(),
+            ));
+        }
+        s.write_own_field(st.qd + self.f.qd_instrument, &st.original.to_le_bytes())?;
+        st.restore_at = None;
+        let estate = s.read_u64(st.qd + self.f.qd_estate)?;
+        let read = estate != 0 && s.read_i32(estate + self.f.es_instrument)? == st.effective;
+        Ok(Some(if read {
+            "plan --analyze: stopped inside the statement's executor start: instrument_options put back; the executor had already read it, so this statement runs instrumented (its EXPLAIN ANALYZE is not shown)".into()
+        } else {
+            "plan --analyze: stopped inside the statement's executor start: instrument_options put back before the executor read it (the statement runs without instrumentation)".into()
+        }))
     }
 
     /// standard_ExecutorStart returned: put the field back.
     fn on_return(&mut self, s: &mut dyn Backend, st: &mut Started) -> Result<()> {
-        if let Some((addr, _)) = st.restore_at.take() {
+        if let Some((addr, _)) = st.restore_at {
             s.write_own_field(st.qd + self.f.qd_instrument, &st.original.to_le_bytes())?;
+            st.restore_at = None;
             s.disarm_internal(addr)?;
         }
         Ok(())
@@ -639,131 +697,89 @@ pub fn explain_analyze(
     elapsed: Duration,
     timeout: Duration,
 ) -> Result<String> {
-    let es_l = s.layout("ExplainState")?;
-    let si_l = s.layout("StringInfoData")?;
-    let fmt_field = es_l.field("format")?.clone();
-    let fmt_value = match &*strip(s.di(), &fmt_field.ty) {
-        Type::Enum { values, .. } => {
-            let want = format!("EXPLAIN_FORMAT_{}", o.format.to_uppercase());
-            values
-                .iter()
-                .find(|(n, _)| *n == want)
-                .map(|(_, v)| *v)
-                .ok_or_else(|| {
-                    anyhow!("unknown format '{}': use text, json, yaml or xml", o.format)
-                })?
-        }
-        _ => bail!("ExplainState.format is not an enum in this build"),
-    };
+    let printer = explain::PlanPrinter::new(
+        s,
+        &o.format,
+        &[
+            ("analyze", true, true),
+            ("verbose", o.verbose, false),
+            ("costs", o.costs, false),
+            ("timing", flags.timing, true),
+            ("buffers", flags.buffers, true),
+            ("wal", flags.wal, false),
+            ("summary", true, false),
+        ],
+    )?;
     let f = |name: &str| super::call::function_address(s, name);
-    let (new_es, begin, print, end, prop_float) = (
-        f("NewExplainState")?,
-        f("ExplainBeginOutput")?,
-        f("ExplainPrintPlan")?,
-        f("ExplainEndOutput")?,
-        f("ExplainPropertyFloat")?,
-    );
-    let open_group = f("ExplainOpenGroup").ok();
-    let close_group = f("ExplainCloseGroup").ok();
+    let prop_float = f("ExplainPropertyFloat")?;
     let triggers = f("ExplainPrintTriggers").ok();
     let jit = f("ExplainPrintJITSummary").ok();
-    let mut bools: Vec<(u64, bool)> = Vec::new();
-    for (name, v, required) in [
-        ("analyze", true, true),
-        ("verbose", o.verbose, false),
-        ("costs", o.costs, false),
-        ("timing", flags.timing, true),
-        ("buffers", flags.buffers, true),
-        ("wal", flags.wal, false),
-        ("summary", true, false),
-    ] {
-        match es_l.field(name) {
-            Ok(fl) => bools.push((fl.offset, v)),
-            Err(e) if required => return Err(e),
-            Err(_) => {}
-        }
-    }
-    let str_off = es_l.offset("str")?;
-    let data_off = si_l.offset("data")?;
-    let len_off = si_l.offset("len")?;
     let mut calls = BackendCalls::open(s, timeout, true)?;
-    let value = |c: Called, what: &str| -> Result<u64> {
-        match c {
-            Called::Value(r) => Ok(r.rax),
-            Called::Error(e) => Err(anyhow!("{what} raised an ERROR inside the backend: {e}")),
+    // after the plan, what ExplainOnePlan prints: triggers, JIT, the time
+    let text = printer.print(&mut calls, qd, |calls, es| {
+        if let Some(t) = triggers {
+            value(
+                calls.call_addr(t, &[Arg::Int(es), Arg::Int(qd)])?,
+                "ExplainPrintTriggers",
+            )?;
         }
-    };
-    let es = value(calls.call_addr(new_es, &[])?, "NewExplainState")?;
-    if es == 0 {
-        bail!("NewExplainState returned NULL");
-    }
-    let fsize = fmt_field.size.clamp(1, 8) as usize;
-    calls.write(es + fmt_field.offset, &fmt_value.to_le_bytes()[..fsize])?;
-    for (off, v) in bools {
-        calls.write(es + off, &[v as u8])?;
-    }
-    value(
-        calls.call_addr(begin, &[Arg::Int(es)])?,
-        "ExplainBeginOutput",
-    )?;
-    let query = calls.push_cstr("Query")?;
-    let group = [Arg::Int(query), Arg::Int(0), Arg::Int(1), Arg::Int(es)];
-    if let (Some(open), true) = (open_group, o.format != "text") {
-        value(calls.call_addr(open, &group)?, "ExplainOpenGroup")?;
-    }
-    value(
-        calls.call_addr(print, &[Arg::Int(es), Arg::Int(qd)])?,
-        "ExplainPrintPlan",
-    )?;
-    if let Some(t) = triggers {
+        if let (Some(j), true) = (jit, o.costs) {
+            value(
+                calls.call_addr(j, &[Arg::Int(es), Arg::Int(qd)])?,
+                "ExplainPrintJITSummary",
+            )?;
+        }
+        let label = calls.push_cstr("Execution Time")?;
+        let unit = calls.push_cstr("ms")?;
         value(
-            calls.call_addr(t, &[Arg::Int(es), Arg::Int(qd)])?,
-            "ExplainPrintTriggers",
+            calls.call_addr(
+                prop_float,
+                &[
+                    Arg::Int(label),
+                    Arg::Int(unit),
+                    Arg::Double(elapsed.as_secs_f64() * 1000.0),
+                    Arg::Int(3),
+                    Arg::Int(es),
+                ],
+            )?,
+            "ExplainPropertyFloat",
         )?;
-    }
-    if let (Some(j), true) = (jit, o.costs) {
-        value(
-            calls.call_addr(j, &[Arg::Int(es), Arg::Int(qd)])?,
-            "ExplainPrintJITSummary",
-        )?;
-    }
-    let label = calls.push_cstr("Execution Time")?;
-    let unit = calls.push_cstr("ms")?;
-    value(
-        calls.call_addr(
-            prop_float,
-            &[
-                Arg::Int(label),
-                Arg::Int(unit),
-                Arg::Double(elapsed.as_secs_f64() * 1000.0),
-                Arg::Int(3),
-                Arg::Int(es),
-            ],
-        )?,
-        "ExplainPropertyFloat",
-    )?;
-    if let (Some(close), true) = (close_group, o.format != "text") {
-        value(calls.call_addr(close, &group)?, "ExplainCloseGroup")?;
-    }
-    value(calls.call_addr(end, &[Arg::Int(es)])?, "ExplainEndOutput")?;
-    let si = u64::from_le_bytes(calls.read(es + str_off, 8)?.try_into().expect("8"));
-    let data = u64::from_le_bytes(calls.read(si + data_off, 8)?.try_into().expect("8"));
-    let len = i32::from_le_bytes(calls.read(si + len_off, 4)?.try_into().expect("4"));
-    let text = calls.read(data, len.clamp(0, 16 * 1024 * 1024) as usize)?;
+        Ok(())
+    })?;
     calls.close()?;
-    Ok(String::from_utf8_lossy(&text)
-        .trim_end_matches('\n')
-        .to_string())
+    Ok(text)
 }
 
 /// `plan --next --analyze`: wait for the next statement(s), print their
 /// EXPLAIN ANALYZE.  Returns (summary, how run_probes ended).
 pub fn plan_next_analyze(s: &mut dyn Backend, o: &AnalyzeOpts) -> Result<(String, ProbeEnd)> {
     let mut probe = AnalyzeProbe::new(s, o)?;
+    // The call series at the statement's end first unwinds the stack
+    // (`call::unsafe_reason`): the first unwinding of a session loads the
+    // debug info's line and inlining tables (about 110 ms measured on 15),
+    // which would be paid inside the analyzed statement.  Paid here
+    // instead, at the stop the command starts from.
+    let _ = s.frame_functions();
     probe.arm(s)?;
     let res = s.run_probes(&mut probe, o.duration);
     for block in std::mem::take(&mut probe.out) {
         s.say(&block);
+    }
+    // every way out: the field as found (unless the backend is gone)
+    let gone = matches!(res, Ok((ProbeEnd::TargetGone, _)));
+    let put_back = if gone { Ok(None) } else { probe.put_back(s) };
+    let put_back = match put_back {
+        Ok(line) => line,
+        Err(e) => {
+            let e = e.context("plan --analyze could not put instrument_options back");
+            return Err(match res {
+                Err(first) => first.context(format!("{e:#}")),
+                Ok(_) => e,
+            });
+        }
+    };
+    if let Some(line) = &put_back {
+        s.say(line);
     }
     let (end, text) = res?;
     if let Some(e) = probe.fatal.take() {

@@ -41,7 +41,8 @@
 //!
 //! ExplainNode ends the loop of every instrumented node it prints
 //! (`InstrEndLoop`, even without ANALYZE); the plan text is made with the
-//! nodes' `Instrumentation` saved before and written back after, so a
+//! nodes' `Instrumentation` saved before and written back after (by
+//! `explain::explain`, for `plan` as well), so a
 //! statement's own EXPLAIN ANALYZE keeps its loops.  Parallel workers' own counts are not
 //! read (the leader's Gather shows the rows they returned; a parallel seq
 //! scan's block progress is the whole scan's).
@@ -179,6 +180,47 @@ fn save_instrumentation(
     Ok(out)
 }
 
+/// The `Instrumentation` of every instrumented node of `qd`'s running
+/// plan state tree, (address, bytes), to be written back after the plan
+/// text is made.  Without the layouts (a build known only by its layout
+/// pack) the tree cannot be walked: refused when the statement is
+/// instrumented (`instrument_options` set: its own EXPLAIN ANALYZE or
+/// auto_explain), empty otherwise.
+pub fn instrumentation_of(s: &dyn Backend, qd: u64) -> Result<Vec<(u64, Vec<u8>)>> {
+    let qd_l = s.layout("QueryDesc")?;
+    let root = s.read_u64(qd + qd_l.offset("planstate")?)?;
+    if root == 0 {
+        return Ok(Vec::new());
+    }
+    let layouts = (|| -> Result<Layouts> {
+        let ps = s.layout("PlanState")?;
+        let tags = match &*strip(s.di(), &ps.field("type")?.ty) {
+            Type::Enum { values, .. } => values.clone(),
+            _ => bail!("PlanState.type is not an enum in this build's debug info"),
+        };
+        Ok(Layouts {
+            ps,
+            list: s.layout("List")?,
+            instr: s.layout("Instrumentation")?,
+            tags,
+        })
+    })();
+    let l = match layouts {
+        Ok(l) => l,
+        Err(e) => {
+            if s.read_i32(qd + qd_l.offset("instrument_options")?)? != 0 {
+                bail!(
+                    "the statement measures itself (EXPLAIN ANALYZE or auto_explain) and making its plan text would end its nodes' loops; putting them back needs the server's debug info ({e:#})"
+                );
+            }
+            return Ok(Vec::new());
+        }
+    };
+    let mut nodes = Vec::new();
+    walk(s, &l, root, &mut nodes, 0)?;
+    save_instrumentation(s, &l, &nodes)
+}
+
 /// Why this stop is no place to read and instrument statement `qd`, if
 /// it is not:
 ///
@@ -301,12 +343,8 @@ impl Progress {
         // would add a loop to each running node of the statement's own
         // EXPLAIN ANALYZE (or of counting installed earlier); the counters
         // are put back as they were once the plan text is made
-        let saved = save_instrumentation(s, &l, &nodes)?;
-        let text = explain::explain(s, qd, &ExplainOpts::default(), timeout);
-        for (addr, bytes) in &saved {
-            s.write_own_field(*addr, bytes)?;
-        }
-        let text = text?;
+        // (explain::explain puts them back)
+        let text = explain::explain(s, qd, &ExplainOpts::default(), timeout)?;
         // node lines are the ones with an estimate, in ExplainNode's order
         let mut k = 0;
         let mut lines: Vec<(String, Option<usize>)> = text

@@ -114,6 +114,10 @@ impl<'t> CallFrame<'t> {
         for &a in &lifted {
             target.remove_breakpoint(a)?;
         }
+        // for the guardian, before the registers change: if pgdbg dies
+        // while the calls run, it finishes or abandons them and puts these
+        // back (forgotten by `restore`, which dropping `f` runs)
+        target.note_call_in_flight(&saved_regs, &saved_xstate, ret_addr, timeout)?;
         let mut f = CallFrame {
             target,
             saved_regs,
@@ -298,6 +302,7 @@ impl<'t> CallFrame<'t> {
         keep(self.target.set_regs(&self.saved_regs));
         keep(self.target.check_regs_read_back(&self.saved_regs));
         keep(self.saved_xstate.restore(self.target.pid()));
+        self.target.forget_call_in_flight();
         if let Some(d) = self.saved_debugregs.take() {
             // DR0-3 before DR7, as the hardware wants
             for (n, v) in d.iter().take(4).enumerate() {

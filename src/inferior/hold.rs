@@ -97,6 +97,7 @@ impl Target {
                 {
                     // the group stop, reported: done, the target stopped
                     self.mark_stopped();
+                    self.event_stop = true;
                     return Ok(());
                 }
                 WaitStatus::Stopped(_, Signal::SIGTRAP) => {

@@ -120,6 +120,9 @@ pub struct Target {
     /// SIGSTOPs sent to stop the group again after someone's SIGCONT whose
     /// event stops are still to come (swallowed).
     rehold_pending: u32,
+    /// The current stop is an event stop (PTRACE_EVENT_STOP), where no
+    /// signal can be given with the resume.
+    event_stop: bool,
 }
 
 /// Outcome of checking for a pending tool signal while waiting.
@@ -197,6 +200,7 @@ impl Target {
             },
             hold_tried: false,
             rehold_pending: 0,
+            event_stop: false,
         };
         prepare(&mut t);
         t.interrupt()?;
@@ -464,6 +468,15 @@ impl Target {
         while let Some(s) = self.deferred.pop_front() {
             let _ = nix::sys::signal::kill(self.pid, s);
         }
+        if self.event_stop
+            && let Some(s) = sig
+        {
+            // the kernel ignores a signal given with the resume from an
+            // event stop (our interrupt, the group stop): queued again,
+            // it is reported and passed through as usual
+            let _ = nix::sys::signal::kill(self.pid, s);
+            return None;
+        }
         sig
     }
 
@@ -505,6 +518,7 @@ impl Target {
         }
         self.regs_cache.set(None);
         self.int3_sigtrap_live = false;
+        self.event_stop = false;
     }
 
     fn mark_gone(&mut self) {
@@ -595,6 +609,7 @@ impl Target {
                 }
                 WaitStatus::PtraceEvent(_, _, _) => {
                     self.mark_stopped();
+                    self.event_stop = true;
                     self.interrupt_stop_seen();
                 }
                 _ => self.mark_stopped(),
@@ -617,13 +632,7 @@ impl Target {
             return Ok(());
         }
         self.attached = false;
-        let sig = self
-            .pending_fault
-            .take()
-            .or_else(|| self.deferred.pop_front());
-        while let Some(s) = self.deferred.pop_front() {
-            let _ = nix::sys::signal::kill(self.pid, s);
-        }
+        let sig = self.signal_to_deliver();
         self.set_running();
         match ptrace::detach(self.pid, sig) {
             Ok(()) | Err(Errno::ESRCH) => {

@@ -85,6 +85,7 @@ impl Target {
                 }
                 WaitStatus::PtraceEvent(_, _sig, ev) if ev == libc::PTRACE_EVENT_STOP => {
                     self.mark_stopped();
+                    self.event_stop = true;
                     if self.rehold_pending > 0
                         && self.interrupts_outstanding == 0
                         && self.stale_interrupts == 0

@@ -203,6 +203,9 @@ impl<'t> CallFrame<'t> {
         for (slot, v) in slots.into_iter().zip(ints.iter()) {
             *slot = *v;
         }
+        // from here the registers are the call's: the guardian would run
+        // it to its return before putting the saved ones back
+        self.target.call_in_flight_phase(true);
         self.target.set_regs(&r)?;
         if !dbls.is_empty() {
             let mut fp = self.target.fpregs()?;
@@ -299,6 +302,8 @@ impl<'t> CallFrame<'t> {
                 first.get_or_insert(e);
             }
         };
+        // from here the guardian only puts the saved registers back
+        self.target.call_in_flight_phase(false);
         keep(self.target.set_regs(&self.saved_regs));
         keep(self.target.check_regs_read_back(&self.saved_regs));
         keep(self.saved_xstate.restore(self.target.pid()));

@@ -27,14 +27,23 @@
 //!   dropped) and detaches with `Target::detach`: code bytes, debug
 //!   registers and detours restored exactly as pgdbg's own detach does.
 //!
-//! Not covered by the guardian alone: a backend that hits an int3 between
-//! pgdbg's death and the guardian's seize: pgdbg's SIGTRAP handler in the
-//! backend covers that (traphandler.rs); the guardian puts the previous
-//! action back and unmaps its pages.  Covered by neither: a backend stopped
-//! at a hit whose `rip` pgdbg had not yet put back on the int3 when it died
-//! (the kernel drops that stop's SIGTRAP and the backend goes on one byte
-//! past the int3: `Target::rewind_to`), and one inside an inferior call or
-//! an injected system call (its registers are pgdbg's alone).
+//! * pgdbg holds the backend in a job-control group stop (hold.rs), which
+//!   the kernel re-arms when pgdbg dies: the backend stops (state T) at its
+//!   next return to user mode and waits for the guardian wherever it was:
+//!   at a hit pgdbg had not handled (the kernel drops that stop's SIGTRAP
+//!   and `rip` is one past the int3: rewound here unless pgdbg had resumed
+//!   it there on purpose, recorded as (rip, rsp)), inside an inferior call
+//!   or an injected system call (their registers are recorded here:
+//!   guardian/inflight.rs finishes or abandons the call and puts them
+//!   back).  The guardian sends SIGCONT last, and whenever pgdbg ended
+//!   without the clean flag while it held the backend, even with nothing
+//!   else to restore (pgdbg may die between its PTRACE_DETACH and its
+//!   SIGCONT).
+//!
+//! Left to pgdbg's SIGTRAP handler in the backend (traphandler.rs): the
+//! microseconds between pgdbg's end and the kernel's kick reaching a
+//! backend running in user mode.  Not covered: SIGKILL of the guardian too
+//! (the backend stays stopped until someone sends SIGCONT).
 
 mod inflight;
 
@@ -292,6 +301,10 @@ impl Guardian {
     /// it returns to the int3 at `ret`.
     pub fn note_call(&mut self, regs: &Registers, xstate: &[u8], ret: u64, timeout_ms: u64) {
         self.records().note_call(regs, xstate, ret, timeout_ms)
+    }
+
+    pub fn call_phase(&mut self, phase: u64) {
+        self.records().call_phase(phase)
     }
 
     pub fn forget_call(&mut self) {

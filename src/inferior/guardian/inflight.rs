@@ -31,8 +31,11 @@ const DATA_SLOTS: usize = 8;
 /// save that is not smaller.
 const XSTATE_WORDS: usize = 64 * 1024 / 8;
 
-// the call record
+// the call record; C_VALID is its phase: 0 none (or recorded, the
+// registers still the target's own), CALL_ARMED, CALL_RESTORING
 const C_VALID: usize = 0;
+pub const CALL_ARMED: u64 = 1;
+pub const CALL_RESTORING: u64 = 2;
 const C_RET: usize = 1;
 const C_TIMEOUT_MS: usize = 2;
 const C_XLEN: usize = 3;
@@ -99,7 +102,12 @@ impl Records<'_> {
         self.set(C_XLEN, n as u64);
         self.set(C_RET, ret);
         self.set(C_TIMEOUT_MS, timeout_ms);
-        self.set(C_VALID, 1);
+    }
+
+    /// The registers become the call's (`CALL_ARMED`), or are being put
+    /// back (`CALL_RESTORING`: never run again, only put back).
+    pub fn call_phase(&self, phase: u64) {
+        self.set(C_VALID, phase);
     }
 
     pub fn forget_call(&self) {
@@ -162,6 +170,7 @@ impl Records<'_> {
             }
             x.truncate(n);
             Call {
+                restoring: self.get(C_VALID) == CALL_RESTORING,
                 regs: self.regs(C_REGS),
                 xstate: x,
                 ret: self.get(C_RET),
@@ -191,6 +200,7 @@ impl Records<'_> {
 }
 
 pub(super) struct Call {
+    restoring: bool,
     regs: Registers,
     xstate: Vec<u8>,
     ret: u64,
@@ -237,7 +247,10 @@ impl InFlight {
             return Ok(how);
         };
         let rip = t.regs()?.rip;
-        if rip != c.ret && rip != c.ret + 1 {
+        if c.restoring {
+            // pgdbg was putting the registers back: the call is over
+            how = "call over, registers put back".into();
+        } else if rip != c.ret && rip != c.ret + 1 {
             how = run_to_return(t, c)?;
             if t.is_gone() {
                 return Ok(how);
@@ -267,7 +280,9 @@ fn run_to_return(t: &mut Target, c: &Call) -> Result<String> {
     // an int3 of the call where it stands (a trap it stopped at): the
     // original instruction runs first
     let rip = t.regs()?.rip;
-    if t.breakpoint_inserted(rip) && rip != c.ret {
+    if (t.breakpoint_inserted(rip) || t.breakpoint_inserted(rip.wrapping_sub(1))) && rip != c.ret {
+        // stopped at one of the call's traps (an error raised inside it),
+        // rewound or not
         return abandon(t, "call abandoned at its error trap");
     }
     t.resume()?;
@@ -325,6 +340,14 @@ impl Target {
             g.note_call(regs, xstate.bytes(), ret, timeout.as_millis() as u64);
         }
         Ok(())
+    }
+
+    /// The call's registers are about to be written (`armed`), or the
+    /// saved ones put back (not armed).
+    pub fn call_in_flight_phase(&mut self, armed: bool) {
+        if let Some(g) = &mut self.guardian {
+            g.call_phase(if armed { CALL_ARMED } else { CALL_RESTORING });
+        }
     }
 
     /// The registers and xstate are back: the record goes.

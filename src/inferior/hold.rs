@@ -170,10 +170,16 @@ impl Target {
             return;
         }
         let Ok(r) = self.regs() else { return };
-        if self.inserted.contains_key(&r.rip.wrapping_sub(1))
+        self.note_resume_at(r.rip, r.rsp);
+    }
+
+    /// The same for registers about to be written (before the write: if
+    /// pgdbg dies just after it, the guardian must know).
+    pub(super) fn note_resume_at(&mut self, rip: u64, rsp: u64) {
+        if self.inserted.contains_key(&rip.wrapping_sub(1))
             && let Some(g) = &mut self.guardian
         {
-            g.note_resume(r.rip, r.rsp);
+            g.note_resume(rip, rsp);
         }
     }
 }

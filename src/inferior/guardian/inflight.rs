@@ -236,6 +236,19 @@ impl InFlight {
     /// call (module comment).  Returns how the call ended, for the log.
     pub fn finish(&self, t: &mut Target) -> Result<String> {
         let mut how = String::new();
+        if t.in_trap_handler() {
+            // the SIGTRAP of the call's return int3 (or of the system
+            // call's) was delivered to our handler as pgdbg died: the
+            // handler returns first (its sigreturn puts back the signal
+            // mask and FP state), without acting on the system call's
+            if let Some((_, at, code)) = &self.syscall {
+                t.write(*at, code)?;
+            }
+            t.step_out_of_trap_handler(self.syscall.is_some())?;
+            if t.is_gone() {
+                return Ok("backend ended".into());
+            }
+        }
         if let Some((regs, at, code)) = &self.syscall {
             t.write(*at, code)?;
             t.set_regs(regs)?;
@@ -246,10 +259,15 @@ impl InFlight {
             self.put_data(t)?;
             return Ok(how);
         };
-        let rip = t.regs()?.rip;
+        let now = t.regs()?;
+        let rip = now.rip;
         if c.restoring {
             // pgdbg was putting the registers back: the call is over
             how = "call over, registers put back".into();
+        } else if (now.rip, now.rsp) == (c.regs.rip, c.regs.rsp) {
+            // armed, but the call's registers not written yet (a call
+            // always runs on a stack of its own below the saved rsp)
+            how = "call not started".into();
         } else if rip != c.ret && rip != c.ret + 1 {
             how = run_to_return(t, c)?;
             if t.is_gone() {
@@ -295,7 +313,11 @@ fn run_to_return(t: &mut Target, c: &Call) -> Result<String> {
             Some(Stop::Exited(_)) | Some(Stop::Killed(_)) => return Ok("backend ended".into()),
             Some(Stop::Signal(sig)) => {
                 t.discard_pending_fault();
-                return abandon(t, format!("call abandoned after {sig:?}"));
+                let at = t.regs().map(|r| r.rip).unwrap_or(0);
+                return abandon(
+                    t,
+                    format!("call abandoned after {sig:?} at {at:#x}, started at {rip:#x}"),
+                );
             }
             Some(_) => t.resume()?,
             None if t.is_gone() => return Ok("backend ended".into()),

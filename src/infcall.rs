@@ -114,6 +114,10 @@ impl<'t> CallFrame<'t> {
         for &a in &lifted {
             target.remove_breakpoint(a)?;
         }
+        // for the guardian, before the registers change: if pgdbg dies
+        // while the calls run, it finishes or abandons them and puts these
+        // back (forgotten by `restore`, which dropping `f` runs)
+        target.note_call_in_flight(&saved_regs, &saved_xstate, ret_addr, timeout)?;
         let mut f = CallFrame {
             target,
             saved_regs,
@@ -199,6 +203,9 @@ impl<'t> CallFrame<'t> {
         for (slot, v) in slots.into_iter().zip(ints.iter()) {
             *slot = *v;
         }
+        // from here the registers are the call's: the guardian would run
+        // it to its return before putting the saved ones back
+        self.target.call_in_flight_phase(true);
         self.target.set_regs(&r)?;
         if !dbls.is_empty() {
             let mut fp = self.target.fpregs()?;
@@ -295,9 +302,12 @@ impl<'t> CallFrame<'t> {
                 first.get_or_insert(e);
             }
         };
+        // from here the guardian only puts the saved registers back
+        self.target.call_in_flight_phase(false);
         keep(self.target.set_regs(&self.saved_regs));
         keep(self.target.check_regs_read_back(&self.saved_regs));
         keep(self.saved_xstate.restore(self.target.pid()));
+        self.target.forget_call_in_flight();
         if let Some(d) = self.saved_debugregs.take() {
             // DR0-3 before DR7, as the hardware wants
             for (n, v) in d.iter().take(4).enumerate() {

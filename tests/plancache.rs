@@ -381,7 +381,8 @@ fn plpgsql_loop(n: u32) -> String {
 /// the right choice; the backend is left as found (code, mappings,
 /// untraced) and finishes its loop.  SIGKILL of pgdbg and of its guardian
 /// (which would otherwise take the recorder out): nothing can be cleaned
-/// up, but the jump leads to valid code: the backend finishes its loop and
+/// up; the backend waits in the group stop pgdbg held it in until a
+/// SIGCONT; then, the jump leading to valid code, it finishes its loop and
 /// goes on working, the cluster does not restart; the next `plancache`
 /// recognizes the orphan recorder and removes it (code and mappings as
 /// found).
@@ -480,6 +481,19 @@ fn ring_under_load(major: u32) {
         } else {
             // the detour stays: the jump and its page
             assert!(!code_matches_file(pid, &bin, "GetCachedPlan", 32));
+            // nobody is left to end the group stop pgdbg held the backend
+            // in: it waits, stopped (README, "Not protected"), until
+            // someone sends SIGCONT
+            wait_until("the backend stopped", Duration::from_secs(10), || {
+                std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+                    s.rsplit(')')
+                        .next()
+                        .unwrap_or("")
+                        .trim_start()
+                        .starts_with('T')
+                })
+            });
+            unsafe { libc::kill(pid, libc::SIGCONT) };
         }
         let r = a.rejoin(h);
         assert!(r.is_ok(), "the loop failed: {r:?}");

@@ -143,6 +143,7 @@ impl Target {
         let mut saved_code = [0u8; 3];
         self.read(at, &mut saved_code)?;
         let saved = self.regs()?;
+        self.note_syscall_in_flight(&saved, at, saved_code)?;
         self.write(at, &[0x0f, 0x05, 0xcc])?; // syscall; int3
         let mut r = saved;
         r.rax = nr as u64;
@@ -168,6 +169,9 @@ impl Target {
             self.set_regs(&saved)
                 .and_then(|_| self.check_regs_read_back(&saved))
         };
+        if w.is_ok() && s.is_ok() {
+            self.forget_syscall_in_flight();
+        }
         let rax = res?;
         w?;
         s?;

@@ -27,16 +27,27 @@
 //!   dropped) and detaches with `Target::detach`: code bytes, debug
 //!   registers and detours restored exactly as pgdbg's own detach does.
 //!
-//! Not covered by the guardian alone: a backend that hits an int3 between
-//! pgdbg's death and the guardian's seize: pgdbg's SIGTRAP handler in the
-//! backend covers that (traphandler.rs); the guardian puts the previous
-//! action back and unmaps its pages.  Covered by neither: a backend stopped
-//! at a hit whose `rip` pgdbg had not yet put back on the int3 when it died
-//! (the kernel drops that stop's SIGTRAP and the backend goes on one byte
-//! past the int3: `Target::rewind_to`), and one inside an inferior call or
-//! an injected system call (its registers are pgdbg's alone).
+//! * pgdbg holds the backend in a job-control group stop (hold.rs), which
+//!   the kernel re-arms when pgdbg dies: the backend stops (state T) at its
+//!   next return to user mode and waits for the guardian wherever it was:
+//!   at a hit pgdbg had not handled (the kernel drops that stop's SIGTRAP
+//!   and `rip` is one past the int3: rewound here unless pgdbg had resumed
+//!   it there on purpose, recorded as (rip, rsp)), inside an inferior call
+//!   or an injected system call (their registers are recorded here:
+//!   guardian/inflight.rs finishes or abandons the call and puts them
+//!   back).  The guardian sends SIGCONT last, and whenever pgdbg ended
+//!   without the clean flag while it held the backend, even with nothing
+//!   else to restore (pgdbg may die between its PTRACE_DETACH and its
+//!   SIGCONT).
+//!
+//! Left to pgdbg's SIGTRAP handler in the backend (traphandler.rs): the
+//! microseconds between pgdbg's end and the kernel's kick reaching a
+//! backend running in user mode.  Not covered: SIGKILL of the guardian too
+//! (the backend stays stopped until someone sends SIGCONT).
 
-use super::{Target, detour::Detour, procfs, traphandler};
+mod inflight;
+
+use super::{Registers, Target, detour::Detour, hold::Hold, procfs, traphandler};
 use anyhow::{Result, anyhow, bail};
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -53,6 +64,12 @@ const W_DEBUGREGS: usize = 2;
 const W_TRAP_BASE: usize = 4;
 const W_TRAP_OLD_VALID: usize = 5;
 const W_TRAP_OLD: usize = 8;
+/// pgdbg holds the backend in a group stop (hold.rs): SIGCONT it.
+const W_HOLD: usize = 6;
+/// Where pgdbg last resumed the backend one byte past an int3 of its own
+/// on purpose (rip, rsp): a stop found there is not a trap to rewind.
+const W_RESUME_RIP: usize = 7;
+const W_RESUME_RSP: usize = 12;
 const STATE_ACTIVE: u64 = 0;
 const STATE_CLEAN: u64 = 1;
 /// Breakpoint slots: (address + 1, original byte); 0 marks a free slot.
@@ -60,7 +77,8 @@ pub const BP_SLOTS: usize = 16384;
 /// Detour slots: site + 1, length, 16 original bytes, code, data.
 const DETOUR_SLOTS: usize = 16;
 const DETOUR_WORDS: usize = 8;
-const WORDS: usize = HDR + 2 * BP_SLOTS + DETOUR_SLOTS * DETOUR_WORDS;
+const BP_DETOUR_WORDS: usize = 2 * BP_SLOTS + DETOUR_SLOTS * DETOUR_WORDS;
+const WORDS: usize = HDR + BP_DETOUR_WORDS + inflight::WORDS;
 const BYTES: usize = WORDS * 8;
 
 /// Set in the guardian process: its own Target never starts a guardian.
@@ -260,6 +278,55 @@ impl Guardian {
         }
     }
 
+    fn records(&self) -> inflight::Records<'_> {
+        inflight::Records {
+            shared: &self.shared,
+            at: inflight::base(BP_DETOUR_WORDS),
+        }
+    }
+
+    /// pgdbg holds the backend in a group stop (or no longer does).
+    pub fn note_hold(&mut self, held: bool) {
+        self.shared.set(W_HOLD, held as u64);
+    }
+
+    /// The backend resumes at `rip` with `rsp`, one past an int3 of ours.
+    pub fn note_resume(&mut self, rip: u64, rsp: u64) {
+        self.shared.set(W_RESUME_RIP, 0);
+        self.shared.set(W_RESUME_RSP, rsp);
+        self.shared.set(W_RESUME_RIP, rip);
+    }
+
+    /// A call is about to change the registers saved as `regs`/`xstate`;
+    /// it returns to the int3 at `ret`.
+    pub fn note_call(&mut self, regs: &Registers, xstate: &[u8], ret: u64, timeout_ms: u64) {
+        self.records().note_call(regs, xstate, ret, timeout_ms)
+    }
+
+    pub fn call_phase(&mut self, phase: u64) {
+        self.records().call_phase(phase)
+    }
+
+    pub fn forget_call(&mut self) {
+        self.records().forget_call()
+    }
+
+    pub fn note_data(&mut self, addr: u64, orig: &[u8]) -> Result<()> {
+        self.records().note_data(addr, orig)
+    }
+
+    pub fn forget_data(&mut self) {
+        self.records().forget_data()
+    }
+
+    pub fn note_syscall(&mut self, regs: &Registers, at: u64, code: [u8; 3]) {
+        self.records().note_syscall(regs, at, code)
+    }
+
+    pub fn forget_syscall(&mut self) {
+        self.records().forget_syscall()
+    }
+
     pub fn note_debugregs(&mut self, armed: bool) {
         self.shared.set(W_DEBUGREGS, armed as u64);
     }
@@ -332,6 +399,10 @@ impl Guardian {
         }
         self.note_debugregs(false);
         self.forget_trap();
+        self.forget_call();
+        self.forget_data();
+        self.forget_syscall();
+        self.note_hold(false);
     }
 
     /// Whether nothing is recorded: the backend is as pgdbg found it.
@@ -340,6 +411,8 @@ impl Guardian {
             && self.detour_slot.is_empty()
             && self.shared.get(W_DEBUGREGS) == 0
             && self.shared.get(W_TRAP_BASE) == 0
+            && self.shared.get(W_HOLD) == 0
+            && !self.records().any()
     }
 
     /// pgdbg detached: tell the guardian, which exits, and reap it.  With
@@ -457,7 +530,16 @@ fn run(args: &[String]) -> Result<()> {
             Some(traphandler::TrapHandler::adopted(base, old))
         }
     };
-    if bps.is_empty() && detours.is_empty() && !debugregs && trap.is_none() {
+    let held = shared.get(W_HOLD) != 0;
+    let resumed = (shared.get(W_RESUME_RIP), shared.get(W_RESUME_RSP));
+    let inflight = inflight::Records {
+        shared: &shared,
+        at: inflight::base(BP_DETOUR_WORDS),
+    }
+    .adopt();
+    let nothing_else =
+        bps.is_empty() && detours.is_empty() && !debugregs && trap.is_none() && inflight.is_empty();
+    if nothing_else && !held {
         return Ok(());
     }
     // the kernel lets go of the backend just after closing pgdbg's files
@@ -493,6 +575,18 @@ fn run(args: &[String]) -> Result<()> {
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
     let t_free = t0.elapsed();
+    let sigcont = || {
+        if held && same() {
+            // SAFETY: kill(2) of the backend, checked by its start time.
+            unsafe { libc::kill(pid, libc::SIGCONT) };
+        }
+    };
+    if nothing_else {
+        // pgdbg died between its detach and its SIGCONT (or before it
+        // changed anything): the backend waits in its group stop
+        sigcont();
+        return Ok(());
+    }
     let adopt = |t: &mut Target| {
         for &(a, b) in &bps {
             t.inserted.insert(a, b);
@@ -503,16 +597,36 @@ fn run(args: &[String]) -> Result<()> {
         }
         t.trap = trap.clone();
     };
-    let mut t = Target::attach_prepared(pid, adopt)?;
+    let mut t = match Target::attach_prepared(pid, adopt) {
+        Ok(t) => t,
+        Err(e) => {
+            sigcont();
+            return Err(e);
+        }
+    };
     if !same() {
         // the PID was reused between the check and the attach: not ours
         return t.detach_untouched();
     }
+    if held {
+        t.hold = Hold::Ours;
+    }
     let t_seized = t0.elapsed();
-    let res = t.detach();
+    let mut how = String::new();
+    let res = inflight
+        .finish(&mut t)
+        .map(|h| how = h)
+        .and_then(|_| rewind_if_trapped(&mut t, resumed))
+        .and_then(|_| t.detach());
+    // whatever happened above: the backend never stays stopped
+    if res.is_err() {
+        let _ = t.detach();
+    }
+    drop(t);
+    sigcont();
     let t_done = t0.elapsed();
     let what = format!(
-        "{} breakpoint byte(s){}{}{}",
+        "{} breakpoint byte(s){}{}{}{}",
         bps.len(),
         if debugregs { ", debug registers" } else { "" },
         if trap.is_some() {
@@ -524,6 +638,11 @@ fn run(args: &[String]) -> Result<()> {
             String::new()
         } else {
             format!(", {} jump(s)", detours.len())
+        },
+        if inflight.is_empty() {
+            String::new()
+        } else {
+            format!(", {} ({how})", inflight.describe())
         }
     );
     if std::env::var_os("PGDBG_GUARDIAN_QUIET").is_none() || res.is_err() {
@@ -540,4 +659,26 @@ fn run(args: &[String]) -> Result<()> {
         );
     }
     res
+}
+
+/// The backend stopped one past an int3 of ours whose trap pgdbg had not
+/// handled when it died (the kernel dropped that stop's SIGTRAP): the
+/// instruction there has not run, so `rip` goes back onto it.  Not when
+/// pgdbg resumed it there on purpose with these very registers (an
+/// emulated one-byte instruction or a step over it; at one address `rsp`
+/// differs by 8 between before and after a one-byte push, so a new trap
+/// cannot match an old resume).
+fn rewind_if_trapped(t: &mut Target, resumed: (u64, u64)) -> Result<()> {
+    if t.is_gone() {
+        return Ok(());
+    }
+    let r = t.regs()?;
+    let bp = r.rip.wrapping_sub(1);
+    if t.inserted.contains_key(&bp)
+        && t.byte_in_target(bp) == Some(super::INT3)
+        && (r.rip, r.rsp) != resumed
+    {
+        t.rewind_to(bp)?;
+    }
+    Ok(())
 }

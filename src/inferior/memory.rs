@@ -194,6 +194,14 @@ impl Target {
     pub(super) fn guardian(&mut self) -> Result<Option<&mut guardian::Guardian>> {
         if self.guardian.is_none() {
             self.guardian = guardian::Guardian::start(self.pid())?;
+            // the group stop (hold.rs) before the first change; a target
+            // running now gets it at its next resume
+            if self.guardian.is_some() && self.stopped && !self.hold_tried {
+                self.hold_tried = true;
+                if let Err(e) = self.enter_group_stop() {
+                    log::debug(&format!("no group stop: {e:#}"));
+                }
+            }
         }
         Ok(self.guardian.as_mut())
     }

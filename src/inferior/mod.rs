@@ -14,6 +14,7 @@
 
 pub mod detour;
 pub mod guardian;
+mod hold;
 mod memory;
 pub mod permission;
 pub mod procfs;
@@ -112,6 +113,16 @@ pub struct Target {
     trap: Option<traphandler::TrapHandler>,
     /// Installing it failed or is not wanted: not tried again.
     trap_refused: bool,
+    /// Whether pgdbg holds the process in a group stop (hold.rs).
+    hold: hold::Hold,
+    /// The group stop was tried (with the guardian's start).
+    hold_tried: bool,
+    /// SIGSTOPs sent to stop the group again after someone's SIGCONT whose
+    /// event stops are still to come (swallowed).
+    rehold_pending: u32,
+    /// The current stop is an event stop (PTRACE_EVENT_STOP), where no
+    /// signal can be given with the resume.
+    event_stop: bool,
 }
 
 /// Outcome of checking for a pending tool signal while waiting.
@@ -146,6 +157,8 @@ impl Target {
     /// before the first stop is waited for (the guardian hands over the
     /// breakpoints it restores, so a trap of one of them is recognized).
     pub(crate) fn attach_prepared(pid: i32, prepare: impl FnOnce(&mut Target)) -> Result<Target> {
+        // a process found stopped stays stopped: never continued by pgdbg
+        let found_stopped = hold::proc_state(pid) == Some('T');
         let pid = Pid::from_raw(pid);
         ptrace::seize(pid, ptrace::Options::empty()).map_err(|e| match e {
             Errno::EPERM => anyhow!(
@@ -180,6 +193,14 @@ impl Target {
             guardian: None,
             trap: None,
             trap_refused: false,
+            hold: if found_stopped {
+                hold::Hold::Found
+            } else {
+                hold::Hold::No
+            },
+            hold_tried: false,
+            rehold_pending: 0,
+            event_stop: false,
         };
         prepare(&mut t);
         t.interrupt()?;
@@ -249,6 +270,8 @@ impl Target {
             self.stale_interrupts -= 1;
         } else if self.interrupts_outstanding > 0 {
             self.interrupts_outstanding -= 1;
+        } else if self.rehold_pending > 0 {
+            self.rehold_pending -= 1;
         }
     }
 
@@ -445,17 +468,40 @@ impl Target {
         while let Some(s) = self.deferred.pop_front() {
             let _ = nix::sys::signal::kill(self.pid, s);
         }
+        if self.event_stop
+            && let Some(s) = sig
+        {
+            // the kernel ignores a signal given with the resume from an
+            // event stop (our interrupt, the group stop): queued again,
+            // it is reported and passed through as usual
+            let _ = nix::sys::signal::kill(self.pid, s);
+            return None;
+        }
         sig
     }
 
     /// Resume the target (delivering any deferred signal) without waiting;
     /// `wait` collects the next stop.
     pub fn resume(&mut self) -> Result<()> {
+        self.before_resume();
         let sig = self.signal_to_deliver();
+        self.rehold_before(sig);
         ptrace::cont(self.pid, sig)
             .map_err(|e| anyhow!("cannot resume process {} ({e})", self.pid))?;
         self.set_running();
         Ok(())
+    }
+
+    /// Before the target runs: the group stop once the guardian exists
+    /// (hold.rs), and the guardian told where it resumes past an int3.
+    fn before_resume(&mut self) {
+        if !self.hold_tried && self.guardian.is_some() {
+            self.hold_tried = true;
+            if let Err(e) = self.enter_group_stop() {
+                log::debug(&format!("no group stop: {e:#}"));
+            }
+        }
+        self.note_resume_point();
     }
 
     fn siginfo_code(&self) -> Option<i32> {
@@ -472,6 +518,7 @@ impl Target {
         }
         self.regs_cache.set(None);
         self.int3_sigtrap_live = false;
+        self.event_stop = false;
     }
 
     fn mark_gone(&mut self) {
@@ -562,6 +609,7 @@ impl Target {
                 }
                 WaitStatus::PtraceEvent(_, _, _) => {
                     self.mark_stopped();
+                    self.event_stop = true;
                     self.interrupt_stop_seen();
                 }
                 _ => self.mark_stopped(),
@@ -584,16 +632,13 @@ impl Target {
             return Ok(());
         }
         self.attached = false;
-        let sig = self
-            .pending_fault
-            .take()
-            .or_else(|| self.deferred.pop_front());
-        while let Some(s) = self.deferred.pop_front() {
-            let _ = nix::sys::signal::kill(self.pid, s);
-        }
+        let sig = self.signal_to_deliver();
         self.set_running();
         match ptrace::detach(self.pid, sig) {
-            Ok(()) | Err(Errno::ESRCH) => Ok(()),
+            Ok(()) | Err(Errno::ESRCH) => {
+                self.release_hold();
+                Ok(())
+            }
             Err(e) => Err(anyhow!("cannot detach from process {} ({e})", self.pid)),
         }
     }
@@ -663,15 +708,20 @@ impl Target {
             self.attached = false;
             return Ok(());
         }
-        match ptrace::detach(self.pid, sig) {
-            Ok(()) => {}
-            Err(Errno::ESRCH) => {}
+        let detached = match ptrace::detach(self.pid, sig) {
+            Ok(()) | Err(Errno::ESRCH) => true,
             Err(e) => {
                 first_err.get_or_insert(anyhow!("PTRACE_DETACH failed ({e})"));
+                false
             }
-        }
+        };
         self.attached = false;
         self.set_running();
+        // the group stop last, once untraced: the target runs on (else the
+        // guardian, not told all is clean, sends the SIGCONT)
+        if detached {
+            self.release_hold();
+        }
         if let Some(g) = &mut self.guardian {
             // clean when everything was restored; else it tries again
             g.finish();

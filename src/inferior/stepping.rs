@@ -19,8 +19,11 @@ impl Target {
         }
         self.write(addr, &[orig])?;
         let res = self.single_step_raw();
-        // Re-insert even when the step failed, unless the target is gone.
+        // Re-insert even when the step failed, unless the target is gone;
+        // a one-byte instruction leaves rip one past the int3: recorded
+        // for the guardian before the int3 is back (hold.rs)
         if !self.gone {
+            self.note_resume_point();
             self.write(addr, &[INT3])?;
         } else {
             self.inserted.clear();
@@ -80,6 +83,7 @@ impl Target {
             let v = r.gpr(src);
             *r.gpr_mut(dst) = v;
             r.rip = addr + len;
+            self.note_resume_at(r.rip, r.rsp);
             self.set_regs(&r)?;
             return Ok(true);
         }
@@ -95,6 +99,9 @@ impl Target {
             r.rsp = sp;
         }
         r.rip = addr + len;
+        // before the write: a one-byte push or nop leaves rip one past the
+        // int3, which the guardian must not take for a trap (hold.rs)
+        self.note_resume_at(r.rip, r.rsp);
         self.set_regs(&r)?;
         Ok(true)
     }

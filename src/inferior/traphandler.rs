@@ -530,6 +530,49 @@ impl Target {
         self.write(at, &INERT.to_le_bytes())
     }
 
+    /// Whether `rip` is in the handler's code.
+    pub(super) fn in_trap_handler(&self) -> bool {
+        match (&self.trap, self.regs()) {
+            (Some(h), Ok(r)) => r.rip >= h.base && r.rip < h.base + PAGE,
+            _ => false,
+        }
+    }
+
+    /// The target is inside our handler (a SIGTRAP delivered to it as
+    /// pgdbg died, before the group stop took hold): let it run to its
+    /// return, whose `rt_sigreturn` puts back the interrupted code's
+    /// registers, FP state and signal mask.  With `quiet_entry` the
+    /// handler's copy of AT_ENTRY is cleared first: the trap behind an
+    /// injected system call (whose code the caller has put back) then makes
+    /// it return instead of dying.
+    pub(super) fn step_out_of_trap_handler(&mut self, quiet_entry: bool) -> Result<()> {
+        let Some(base) = self.trap.as_ref().map(|h| h.base) else {
+            return Ok(());
+        };
+        if !self.in_trap_handler() {
+            return Ok(());
+        }
+        if quiet_entry {
+            self.write(base + ENTRY, &0u64.to_le_bytes())?;
+        }
+        let mut steps = 0u32;
+        while self.in_trap_handler() {
+            if steps == 200_000 {
+                bail!("the target does not leave the SIGTRAP handler");
+            }
+            if let Some(stop) = self.single_step_raw()? {
+                if self.gone {
+                    return Ok(());
+                }
+                return Err(anyhow!(
+                    "the target stopped in the SIGTRAP handler: {stop:?}"
+                ));
+            }
+            steps += 1;
+        }
+        Ok(())
+    }
+
     /// Put the SIGTRAP action found back and unmap the pages unless a
     /// stack word points into them (a handler running, only possible after
     /// pgdbg died: the guardian steps the target out of it first).
@@ -587,22 +630,10 @@ impl Target {
         }
         // inside the handler (the guardian seized the target while it ran):
         // step it out; it is straight-line code and one bounded loop
-        let in_page = |a: u64| a >= base && a < base + PAGE;
-        let mut steps = 0u32;
-        while in_page(self.regs()?.rip) {
-            if steps == 200_000 {
-                bail!("the target does not leave the SIGTRAP handler");
-            }
-            if let Some(stop) = self.single_step_raw()? {
-                if self.gone {
-                    self.trap = None;
-                    return Ok(());
-                }
-                return Err(anyhow!(
-                    "the target stopped in the SIGTRAP handler: {stop:?}"
-                ));
-            }
-            steps += 1;
+        self.step_out_of_trap_handler(false)?;
+        if self.gone {
+            self.trap = None;
+            return Ok(());
         }
         let in_use = self.stack_points_into((base, MAP_LEN))?;
         // our code still there: the pages are ours (read before the

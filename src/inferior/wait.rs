@@ -85,6 +85,17 @@ impl Target {
                 }
                 WaitStatus::PtraceEvent(_, _sig, ev) if ev == libc::PTRACE_EVENT_STOP => {
                     self.mark_stopped();
+                    self.event_stop = true;
+                    if self.rehold_pending > 0
+                        && self.interrupts_outstanding == 0
+                        && self.stale_interrupts == 0
+                    {
+                        // the group stopped again after someone's SIGCONT
+                        // (hold.rs): nothing to report
+                        self.rehold_pending -= 1;
+                        self.cont_raw(None)?;
+                        continue;
+                    }
                     if self.stale_interrupts > 0 && !terminating && !interrupted_for_user {
                         // The stop of an interrupt that lost the race against
                         // another stop reported earlier: swallow it.
@@ -188,6 +199,8 @@ impl Target {
     }
 
     pub(super) fn cont_raw(&mut self, sig: Option<Signal>) -> Result<()> {
+        self.note_resume_point();
+        self.rehold_before(sig);
         ptrace::cont(self.pid, sig)
             .map_err(|e| anyhow!("cannot resume process {} ({e})", self.pid))?;
         self.set_running();

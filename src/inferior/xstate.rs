@@ -149,6 +149,17 @@ impl XState {
         self.bytes.len()
     }
 
+    /// The saved bytes, for the guardian's record of a call in flight.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// A state saved earlier (the guardian's record), checked as `save`
+    /// checks the kernel's answer.
+    pub fn from_saved(bytes: Vec<u8>) -> Result<XState> {
+        XState::check(bytes, uncompacted_size)
+    }
+
     pub fn is_empty(&self) -> bool {
         self.bytes.is_empty()
     }

@@ -141,6 +141,35 @@ impl<'s> BackendCalls<'s> {
             bc.saved_error_context =
                 Some(u64::from_le_bytes(bc.read(a, 8)?.try_into().expect("8")));
         }
+        // the words the series changes, with their values now: put back by
+        // the guardian if pgdbg dies before `close` does
+        {
+            let mut words: Vec<(u64, Vec<u8>)> = vec![(bc.g.holdoff, bc.saved_holdoff.clone())];
+            for (a, v) in [
+                (bc.g.cancel_holdoff, bc.saved_cancel.clone()),
+                (bc.g.crit, bc.saved_crit.clone()),
+            ] {
+                if let (Some(a), Some(v)) = (a, v) {
+                    words.push((a, v));
+                }
+            }
+            words.push((
+                bc.g.current_context,
+                bc.saved_context.to_le_bytes().to_vec(),
+            ));
+            for (a, v) in [
+                (bc.g.exception_stack, bc.saved_exception_stack),
+                (bc.g.error_context_stack, bc.saved_error_context),
+            ] {
+                if let (Some(a), Some(v)) = (a, v) {
+                    words.push((a, v.to_le_bytes().to_vec()));
+                }
+            }
+            let t = bc.frame_mut().target();
+            for (a, v) in words {
+                t.note_data_word(a, &v)?;
+            }
+        }
         // hold off interrupts for the whole series
         let held =
             (u32::from_le_bytes(bc.saved_holdoff.clone().try_into().expect("4")) + 1).to_le_bytes();
@@ -419,6 +448,9 @@ impl<'s> BackendCalls<'s> {
         if let Err(e) = self.write(h, &v) {
             first.get_or_insert(e);
         }
+        // forgotten even after an error: the backend runs on from here,
+        // and an old value written later would be wrong
+        self.frame_mut().target().forget_data_words();
         if let Some(f) = self.frame.take()
             && let Err(e) = f.finish()
         {

@@ -1,0 +1,415 @@
+//! Inferior calls and injected system calls in flight, for the guardian.
+//!
+//! While a call runs (or between the calls of a series) the target's own
+//! registers exist only in pgdbg.  Before the first change pgdbg records
+//! in the shared table: the saved general registers, the saved xstate
+//! (whatever length the kernel gave, up to 64 KiB), the call's return
+//! address (an int3 at the ELF entry point) and pgdbg's call timeout; the
+//! data words it changes around calls (a counter it raises, a pointer it
+//! swaps) with their values to put back; and, for an injected system call,
+//! the registers before it and the code bytes it borrowed.  Each record is
+//! written word by word and its "valid" word last; it is cleared only after
+//! what it describes is back in the target.
+//!
+//! The guardian (the target held in its group stop, guardian.rs) then:
+//! puts back a system call's code bytes and registers; lets a call still
+//! running go on to its return int3 (PTRACE_CONT with the group still
+//! stopped, every other int3 of the call in place: an error raised inside
+//! it stops at its trap), within the recorded timeout; puts back the data
+//! words, then the registers and xstate as pgdbg does after a call (read
+//! back and compared).  A call that does not return in time, faults or
+//! raises an error is abandoned as pgdbg abandons one: interrupted and its
+//! frame dropped by putting the saved registers back.
+
+use super::{HDR, Shared};
+use crate::inferior::{Registers, Stop, Target, xstate::XState};
+use anyhow::{Result, anyhow};
+
+const REGS_WORDS: usize = std::mem::size_of::<libc::user_regs_struct>() / 8;
+const DATA_SLOTS: usize = 8;
+/// Larger than any xstate so far (AMX: 11 008 bytes); xstate.rs refuses a
+/// save that is not smaller.
+const XSTATE_WORDS: usize = 64 * 1024 / 8;
+
+// the call record; C_VALID is its phase: 0 none (or recorded, the
+// registers still the target's own), CALL_ARMED, CALL_RESTORING
+const C_VALID: usize = 0;
+pub const CALL_ARMED: u64 = 1;
+pub const CALL_RESTORING: u64 = 2;
+const C_RET: usize = 1;
+const C_TIMEOUT_MS: usize = 2;
+const C_XLEN: usize = 3;
+const C_REGS: usize = 4;
+const C_DATA: usize = C_REGS + REGS_WORDS; // (address + 1, length, value)
+const S_VALID: usize = C_DATA + 3 * DATA_SLOTS;
+const S_AT: usize = S_VALID + 1;
+const S_CODE: usize = S_AT + 1;
+const S_REGS: usize = S_CODE + 1;
+const C_XSTATE: usize = S_REGS + REGS_WORDS;
+pub(super) const WORDS: usize = C_XSTATE + XSTATE_WORDS;
+
+fn to_words(r: &Registers) -> [u64; REGS_WORDS] {
+    let u = r.to_user();
+    // SAFETY: user_regs_struct is REGS_WORDS unsigned longs.
+    unsafe { std::mem::transmute::<libc::user_regs_struct, [u64; REGS_WORDS]>(u) }
+}
+
+fn from_words(w: [u64; REGS_WORDS]) -> Registers {
+    // SAFETY: as above.
+    let u = unsafe { std::mem::transmute::<[u64; REGS_WORDS], libc::user_regs_struct>(w) };
+    Registers::from_user(&u)
+}
+
+/// Where the records start in the table.
+pub(super) fn base(bp_and_detour_words: usize) -> usize {
+    HDR + bp_and_detour_words
+}
+
+pub(super) struct Records<'a> {
+    pub shared: &'a Shared,
+    pub at: usize,
+}
+
+impl Records<'_> {
+    fn get(&self, i: usize) -> u64 {
+        self.shared.get(self.at + i)
+    }
+    fn set(&self, i: usize, v: u64) {
+        self.shared.set(self.at + i, v)
+    }
+    fn regs(&self, i: usize) -> Registers {
+        let mut w = [0u64; REGS_WORDS];
+        for (k, x) in w.iter_mut().enumerate() {
+            *x = self.get(i + k);
+        }
+        from_words(w)
+    }
+    fn set_regs(&self, i: usize, r: &Registers) {
+        for (k, x) in to_words(r).iter().enumerate() {
+            self.set(i + k, *x);
+        }
+    }
+
+    pub fn note_call(&self, regs: &Registers, xstate: &[u8], ret: u64, timeout_ms: u64) {
+        self.set(C_VALID, 0);
+        self.set_regs(C_REGS, regs);
+        let n = xstate.len().min(XSTATE_WORDS * 8);
+        for (k, c) in xstate[..n].chunks(8).enumerate() {
+            let mut b = [0u8; 8];
+            b[..c.len()].copy_from_slice(c);
+            self.set(C_XSTATE + k, u64::from_le_bytes(b));
+        }
+        self.set(C_XLEN, n as u64);
+        self.set(C_RET, ret);
+        self.set(C_TIMEOUT_MS, timeout_ms);
+    }
+
+    /// The registers become the call's (`CALL_ARMED`), or are being put
+    /// back (`CALL_RESTORING`: never run again, only put back).
+    pub fn call_phase(&self, phase: u64) {
+        self.set(C_VALID, phase);
+    }
+
+    pub fn forget_call(&self) {
+        self.set(C_VALID, 0);
+    }
+
+    /// A data word to put back (`orig`, up to 8 bytes) after a call.
+    pub fn note_data(&self, addr: u64, orig: &[u8]) -> Result<()> {
+        let n = orig.len().min(8);
+        let mut b = [0u8; 8];
+        b[..n].copy_from_slice(&orig[..n]);
+        let free = (0..DATA_SLOTS).find(|s| {
+            let a = self.get(C_DATA + 3 * s);
+            a == 0 || a == addr + 1
+        });
+        let Some(s) = free else {
+            anyhow::bail!("internal: more than {DATA_SLOTS} data words recorded for the guardian");
+        };
+        let i = C_DATA + 3 * s;
+        self.set(i, 0);
+        self.set(i + 1, n as u64);
+        self.set(i + 2, u64::from_le_bytes(b));
+        self.set(i, addr + 1);
+        Ok(())
+    }
+
+    pub fn forget_data(&self) {
+        for s in 0..DATA_SLOTS {
+            self.set(C_DATA + 3 * s, 0);
+        }
+    }
+
+    pub fn note_syscall(&self, regs: &Registers, at: u64, code: [u8; 3]) {
+        self.set(S_VALID, 0);
+        self.set_regs(S_REGS, regs);
+        self.set(S_AT, at);
+        let mut b = [0u8; 8];
+        b[..3].copy_from_slice(&code);
+        self.set(S_CODE, u64::from_le_bytes(b));
+        self.set(S_VALID, 1);
+    }
+
+    pub fn forget_syscall(&self) {
+        self.set(S_VALID, 0);
+    }
+
+    pub fn any(&self) -> bool {
+        self.get(C_VALID) != 0
+            || self.get(S_VALID) != 0
+            || (0..DATA_SLOTS).any(|s| self.get(C_DATA + 3 * s) != 0)
+    }
+
+    /// What the guardian found: (call, data words, system call).
+    pub fn adopt(&self) -> InFlight {
+        let call = (self.get(C_VALID) != 0).then(|| {
+            let n = (self.get(C_XLEN) as usize).min(XSTATE_WORDS * 8);
+            let mut x = Vec::with_capacity(n);
+            for k in 0..n.div_ceil(8) {
+                x.extend_from_slice(&self.get(C_XSTATE + k).to_le_bytes());
+            }
+            x.truncate(n);
+            Call {
+                restoring: self.get(C_VALID) == CALL_RESTORING,
+                regs: self.regs(C_REGS),
+                xstate: x,
+                ret: self.get(C_RET),
+                timeout: std::time::Duration::from_millis(self.get(C_TIMEOUT_MS).max(1000)),
+            }
+        });
+        let data = (0..DATA_SLOTS)
+            .filter_map(|s| {
+                let i = C_DATA + 3 * s;
+                let a = self.get(i);
+                (a != 0).then(|| {
+                    let n = (self.get(i + 1) as usize).min(8);
+                    (a - 1, self.get(i + 2).to_le_bytes()[..n].to_vec())
+                })
+            })
+            .collect();
+        let syscall = (self.get(S_VALID) != 0).then(|| {
+            let c = self.get(S_CODE).to_le_bytes();
+            (self.regs(S_REGS), self.get(S_AT), [c[0], c[1], c[2]])
+        });
+        InFlight {
+            call,
+            data,
+            syscall,
+        }
+    }
+}
+
+pub(super) struct Call {
+    restoring: bool,
+    regs: Registers,
+    xstate: Vec<u8>,
+    ret: u64,
+    timeout: std::time::Duration,
+}
+
+pub(super) struct InFlight {
+    pub call: Option<Call>,
+    pub data: Vec<(u64, Vec<u8>)>,
+    pub syscall: Option<(Registers, u64, [u8; 3])>,
+}
+
+impl InFlight {
+    pub fn is_empty(&self) -> bool {
+        self.call.is_none() && self.data.is_empty() && self.syscall.is_none()
+    }
+
+    pub fn describe(&self) -> String {
+        let mut v = Vec::new();
+        if self.syscall.is_some() {
+            v.push("a system call in flight".to_string());
+        }
+        if self.call.is_some() {
+            v.push("a function call in flight".to_string());
+        }
+        if !self.data.is_empty() {
+            v.push(format!("{} data word(s)", self.data.len()));
+        }
+        v.join(", ")
+    }
+
+    /// Put the target back as pgdbg would after the system call and the
+    /// call (module comment).  Returns how the call ended, for the log.
+    pub fn finish(&self, t: &mut Target) -> Result<String> {
+        let mut how = String::new();
+        if t.in_trap_handler() {
+            // the SIGTRAP of the call's return int3 (or of the system
+            // call's) was delivered to our handler as pgdbg died: the
+            // handler returns first (its sigreturn puts back the signal
+            // mask and FP state), without acting on the system call's
+            if let Some((_, at, code)) = &self.syscall {
+                t.write(*at, code)?;
+            }
+            t.step_out_of_trap_handler(self.syscall.is_some())?;
+            if t.is_gone() {
+                return Ok("backend ended".into());
+            }
+        }
+        if let Some((regs, at, code)) = &self.syscall {
+            t.write(*at, code)?;
+            t.set_regs(regs)?;
+            t.check_regs_read_back(regs)?;
+            how = "system call undone".into();
+        }
+        let Some(c) = &self.call else {
+            self.put_data(t)?;
+            return Ok(how);
+        };
+        let now = t.regs()?;
+        let rip = now.rip;
+        if c.restoring {
+            // pgdbg was putting the registers back: the call is over
+            how = "call over, registers put back".into();
+        } else if (now.rip, now.rsp) == (c.regs.rip, c.regs.rsp) {
+            // armed, but the call's registers not written yet (a call
+            // always runs on a stack of its own below the saved rsp)
+            how = "call not started".into();
+        } else if rip != c.ret && rip != c.ret + 1 {
+            how = run_to_return(t, c)?;
+            if t.is_gone() {
+                return Ok(how);
+            }
+        } else {
+            how = "call had returned".into();
+        }
+        self.put_data(t)?;
+        t.set_regs(&c.regs)?;
+        t.check_regs_read_back(&c.regs)?;
+        XState::from_saved(c.xstate.clone())?.restore(t.pid())?;
+        Ok(how)
+    }
+
+    fn put_data(&self, t: &mut Target) -> Result<()> {
+        for (a, v) in &self.data {
+            t.write(*a, v)?;
+        }
+        Ok(())
+    }
+}
+
+/// Let a call in flight run to its return int3 (the group still stopped:
+/// if the guardian dies too, the target stops again), within its timeout.
+fn run_to_return(t: &mut Target, c: &Call) -> Result<String> {
+    let deadline = std::time::Instant::now() + c.timeout;
+    // an int3 of the call where it stands (a trap it stopped at): the
+    // original instruction runs first
+    let rip = t.regs()?.rip;
+    if (t.breakpoint_inserted(rip) || t.breakpoint_inserted(rip.wrapping_sub(1))) && rip != c.ret {
+        // stopped at one of the call's traps (an error raised inside it),
+        // rewound or not
+        return abandon(t, "call abandoned at its error trap");
+    }
+    t.resume()?;
+    loop {
+        match t.poll()? {
+            Some(Stop::Breakpoint { addr }) if addr == c.ret => return Ok("call completed".into()),
+            Some(Stop::Breakpoint { .. }) => {
+                return abandon(t, "call abandoned at its error trap");
+            }
+            Some(Stop::Exited(_)) | Some(Stop::Killed(_)) => return Ok("backend ended".into()),
+            Some(Stop::Signal(sig)) => {
+                t.discard_pending_fault();
+                let at = t.regs().map(|r| r.rip).unwrap_or(0);
+                return abandon(
+                    t,
+                    format!("call abandoned after {sig:?} at {at:#x}, started at {rip:#x}"),
+                );
+            }
+            Some(_) => t.resume()?,
+            None if t.is_gone() => return Ok("backend ended".into()),
+            None if t.is_stopped() => t.resume()?,
+            None if std::time::Instant::now() > deadline => {
+                t.interrupt()?;
+                let s = t.wait(&crate::inferior::NoHooks)?;
+                if let Stop::Breakpoint { addr } = s
+                    && addr == c.ret
+                {
+                    return Ok("call completed".into());
+                }
+                if matches!(s, Stop::Exited(_) | Stop::Killed(_)) {
+                    return Ok("backend ended".into());
+                }
+                t.discard_pending_fault();
+                return abandon(t, "call abandoned after its timeout");
+            }
+            None => std::thread::sleep(std::time::Duration::from_millis(1)),
+        }
+    }
+}
+
+fn abandon(t: &mut Target, how: impl Into<String>) -> Result<String> {
+    if !t.is_stopped() {
+        return Err(anyhow!("internal: abandoning a call of a running backend"));
+    }
+    Ok(how.into())
+}
+
+impl Target {
+    /// Record a call about to start (see the module comment): the guardian
+    /// is started first if it is not running yet.
+    pub fn note_call_in_flight(
+        &mut self,
+        regs: &Registers,
+        xstate: &XState,
+        ret: u64,
+        timeout: std::time::Duration,
+    ) -> Result<()> {
+        if let Some(g) = self.guardian()? {
+            g.note_call(regs, xstate.bytes(), ret, timeout.as_millis() as u64);
+        }
+        Ok(())
+    }
+
+    /// The call's registers are about to be written (`armed`), or the
+    /// saved ones put back (not armed).
+    pub fn call_in_flight_phase(&mut self, armed: bool) {
+        if let Some(g) = &mut self.guardian {
+            g.call_phase(if armed { CALL_ARMED } else { CALL_RESTORING });
+        }
+    }
+
+    /// The registers and xstate are back: the record goes.
+    pub fn forget_call_in_flight(&mut self) {
+        if let Some(g) = &mut self.guardian {
+            g.forget_call();
+        }
+    }
+
+    /// A data word about to be changed around calls, and its value to put
+    /// back if pgdbg dies.
+    pub fn note_data_word(&mut self, addr: u64, orig: &[u8]) -> Result<()> {
+        if let Some(g) = self.guardian()? {
+            g.note_data(addr, orig)?;
+        }
+        Ok(())
+    }
+
+    /// The data words are back.
+    pub fn forget_data_words(&mut self) {
+        if let Some(g) = &mut self.guardian {
+            g.forget_data();
+        }
+    }
+
+    pub(in crate::inferior) fn note_syscall_in_flight(
+        &mut self,
+        regs: &Registers,
+        at: u64,
+        code: [u8; 3],
+    ) -> Result<()> {
+        if let Some(g) = self.guardian()? {
+            g.note_syscall(regs, at, code);
+        }
+        Ok(())
+    }
+
+    pub(in crate::inferior) fn forget_syscall_in_flight(&mut self) {
+        if let Some(g) = &mut self.guardian {
+            g.forget_syscall();
+        }
+    }
+}

@@ -1,0 +1,185 @@
+//! Holding the target in a job-control group stop while pgdbg traces it,
+//! so that it never runs without a tracer when pgdbg dies.
+//!
+//! Once something of pgdbg's is about to be written into the target (the
+//! guardian is started then), pgdbg sends it a SIGSTOP and lets it be
+//! delivered: the group stop completes (reported as PTRACE_EVENT_STOP) and
+//! the process's group stays stopped from then on.  pgdbg's PTRACE_CONT
+//! runs it all the same.  When the tracer dies, the kernel
+//! (`__ptrace_unlink`) re-arms the group stop for a tracee whose group is
+//! stopped: the target stops (state T) at its next return to user mode, at
+//! a breakpoint stop pgdbg had not handled yet, inside an inferior call,
+//! wherever it was (tests/fixtures/group_stop.c), and waits there for the
+//! guardian.  The window that remains is the few microseconds between the
+//! tracer's end and the kernel's kick reaching a target running in user
+//! mode: pgdbg's SIGTRAP handler in the target (traphandler.rs) covers an
+//! int3 or a single-step trap met then.
+//!
+//! Every detach sends SIGCONT after PTRACE_DETACH (the guardian does when
+//! pgdbg ends without its clean flag, even with nothing else to restore).
+//! Someone else's SIGCONT while pgdbg traces ends the group stop; pgdbg
+//! sees it (a traced process's SIGCONT is reported) and stops the group
+//! again before delivering it.  PostgreSQL installs SIGCHLD with
+//! SA_NOCLDSTOP and reaps with WNOHANG only: the postmaster never hears of
+//! the stop.  Not done for a process with more than one thread (its other
+//! threads would stay stopped) nor for one found stopped (never continued).
+
+use super::*;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Hold {
+    /// Not held: the process runs as it ran before.
+    No,
+    /// pgdbg stopped the group: SIGCONT after detaching.
+    Ours,
+    /// The process was stopped when pgdbg attached: left stopped.
+    Found,
+}
+
+/// The state letter of /proc/PID/stat.
+pub(super) fn proc_state(pid: i32) -> Option<char> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    s[s.rfind(')')? + 1..].trim_start().chars().next()
+}
+
+fn threads(pid: i32) -> usize {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Threads:"))
+                .and_then(|v| v.trim().parse().ok())
+        })
+        .unwrap_or(1)
+}
+
+impl Target {
+    /// Put the stopped target into a group stop (see above); a no-op when
+    /// it is held already, found stopped, or has other threads.
+    pub(super) fn enter_group_stop(&mut self) -> Result<()> {
+        if self.hold != Hold::No || self.gone || !self.stopped {
+            return Ok(());
+        }
+        if std::env::var_os("PGDBG_NO_GROUP_STOP").is_some() {
+            return Ok(());
+        }
+        if threads(self.pid()) > 1 {
+            log::debug("not held in a group stop: the process has several threads");
+            return Ok(());
+        }
+        // recorded first: the guardian sends the SIGCONT if pgdbg dies
+        if let Some(g) = &mut self.guardian {
+            g.note_hold(true);
+        }
+        self.hold = Hold::Ours;
+        self.send_sigstop()?;
+        self.cont_raw(None)?;
+        let mut rounds = 0;
+        loop {
+            rounds += 1;
+            if rounds > 1000 {
+                bail!("the process does not take the SIGSTOP pgdbg sent it");
+            }
+            match self.waitpid_blocking()? {
+                WaitStatus::Exited(_, _) | WaitStatus::Signaled(_, _, _) => {
+                    self.mark_gone();
+                    return Ok(());
+                }
+                WaitStatus::Stopped(_, Signal::SIGSTOP) => {
+                    // delivered: the group stop begins
+                    self.mark_stopped();
+                    ptrace::cont(self.pid, Some(Signal::SIGSTOP))
+                        .map_err(|e| anyhow!("cannot resume process {} ({e})", self.pid))?;
+                    self.set_running();
+                }
+                WaitStatus::PtraceEvent(_, sig, ev)
+                    if ev == libc::PTRACE_EVENT_STOP && sig != Signal::SIGTRAP =>
+                {
+                    // the group stop, reported: done, the target stopped
+                    self.mark_stopped();
+                    self.event_stop = true;
+                    return Ok(());
+                }
+                WaitStatus::Stopped(_, Signal::SIGTRAP) => {
+                    // a trap queued before: never delivered
+                    self.mark_stopped();
+                    if let Some(bp) = self.int3_behind_rip()? {
+                        self.rewind_to(bp)?;
+                    }
+                    self.cont_raw(None)?;
+                }
+                WaitStatus::Stopped(_, sig) => {
+                    self.mark_stopped();
+                    self.deferred.push_back(sig);
+                    self.cont_raw(None)?;
+                }
+                _ => {
+                    self.mark_stopped();
+                    self.interrupt_stop_seen();
+                    self.cont_raw(None)?;
+                }
+            }
+        }
+    }
+
+    fn send_sigstop(&mut self) -> Result<()> {
+        let pid = self.pid();
+        // SAFETY: tgkill to the target's main thread.
+        let r = unsafe { libc::syscall(libc::SYS_tgkill, pid, pid, libc::SIGSTOP) };
+        if r < 0 {
+            bail!(
+                "cannot stop process {pid} ({})",
+                std::io::Error::last_os_error()
+            );
+        }
+        Ok(())
+    }
+
+    /// A SIGCONT is about to be delivered (someone else sent it; it ended
+    /// the group stop): stop the group again first.  The SIGSTOP's own
+    /// stops are swallowed by the wait loop (`rehold_pending`).
+    pub(super) fn rehold_before(&mut self, sig: Option<Signal>) {
+        if sig == Some(Signal::SIGCONT) && self.hold == Hold::Ours && !self.gone {
+            if let Err(e) = self.send_sigstop() {
+                log::debug(&format!("group stop not re-established: {e:#}"));
+                return;
+            }
+            self.rehold_pending += 1;
+        }
+    }
+
+    /// After PTRACE_DETACH: let the group run again if pgdbg stopped it,
+    /// then tell the guardian it need not.
+    pub(super) fn release_hold(&mut self) {
+        if self.hold == Hold::Ours {
+            // SAFETY: kill(2) of the target.
+            unsafe { libc::kill(self.pid(), libc::SIGCONT) };
+            self.hold = Hold::No;
+            if let Some(g) = &mut self.guardian {
+                g.note_hold(false);
+            }
+        }
+    }
+
+    /// Record, for the guardian, that the target resumes at `rip` with
+    /// `rsp` just past one of our int3s on purpose (an emulated one-byte
+    /// instruction, a step over it): a stop found there after pgdbg's death
+    /// with the same registers is not a trap to rewind.
+    pub(super) fn note_resume_point(&mut self) {
+        if self.inserted.is_empty() || self.guardian.is_none() {
+            return;
+        }
+        let Ok(r) = self.regs() else { return };
+        self.note_resume_at(r.rip, r.rsp);
+    }
+
+    /// The same for registers about to be written (before the write: if
+    /// pgdbg dies just after it, the guardian must know).
+    pub(super) fn note_resume_at(&mut self, rip: u64, rsp: u64) {
+        if self.inserted.contains_key(&rip.wrapping_sub(1))
+            && let Some(g) = &mut self.guardian
+        {
+            g.note_resume(rip, rsp);
+        }
+    }
+}

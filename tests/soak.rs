@@ -774,13 +774,11 @@ fn kill9_recorder_18() {
 // stopped for the guardian, which rewinds it or finishes the call.
 // scripts/soak-kill9 --modes probes runs 50 kills per mode.
 #[test]
-#[ignore = "0 crashes in 360 kills; count --by-phase sometimes keeps the SIGTRAP handler's page mapped (a stack word points into it); scripts/soak-kill9 --modes probes"]
 fn kill9_probes_15() {
     run(15, &PROBE_MODES, probe_kills());
 }
 
 #[test]
-#[ignore = "0 crashes in 360 kills; count --by-phase sometimes keeps the SIGTRAP handler's page mapped (a stack word points into it); scripts/soak-kill9 --modes probes"]
 fn kill9_probes_18() {
     run(18, &PROBE_MODES, probe_kills());
 }

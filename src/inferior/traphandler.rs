@@ -44,8 +44,8 @@
 //! Installed with an injected `rt_sigaction` only where the target's
 //! SIGTRAP action is the default one; the action found is recorded in the
 //! guardian's table first and put back at detach (by pgdbg or the
-//! guardian), then the pages are unmapped unless a stack word points into
-//! them.
+//! guardian), then the pages are unmapped unless the target is still
+//! inside the handler (it calls nothing, so only `rip` can point there).
 
 use super::{Target, procfs};
 use anyhow::{Result, anyhow, bail};
@@ -573,9 +573,9 @@ impl Target {
         Ok(())
     }
 
-    /// Put the SIGTRAP action found back and unmap the pages unless a
-    /// stack word points into them (a handler running, only possible after
-    /// pgdbg died: the guardian steps the target out of it first).
+    /// Put the SIGTRAP action found back and unmap the pages unless the
+    /// target is still inside the handler (only possible after pgdbg died:
+    /// the guardian steps the target out of it first).
     pub(super) fn remove_trap_handler(&mut self) -> Result<()> {
         let Some(h) = self.trap.clone() else {
             return Ok(());
@@ -635,7 +635,13 @@ impl Target {
             self.trap = None;
             return Ok(());
         }
-        let in_use = self.stack_points_into((base, MAP_LEN))?;
+        // The handler calls nothing and runs with every signal blocked, so
+        // once the target is out of it nothing refers to the pages: a word
+        // on the stack that points into them is a stale return address of
+        // a handler that has returned (scanning the stack for such words
+        // kept the pages mapped for nothing).  Only `rip` is checked.
+        let rip = self.regs()?.rip;
+        let in_use = rip >= base && rip < base + MAP_LEN;
         // our code still there: the pages are ours (read before the
         // record goes)
         let code = emit(base);

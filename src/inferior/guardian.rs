@@ -297,6 +297,12 @@ impl Guardian {
         self.shared.set(W_RESUME_RIP, rip);
     }
 
+    /// No resume past an int3 holds any more (pgdbg saw a new trap and
+    /// rewound it, or the instruction is one whose rewind is harmless).
+    pub fn forget_resume(&mut self) {
+        self.shared.set(W_RESUME_RIP, 0);
+    }
+
     /// A call is about to change the registers saved as `regs`/`xstate`;
     /// it returns to the int3 at `ret`.
     pub fn note_call(&mut self, regs: &Registers, xstate: &[u8], ret: u64, timeout_ms: u64) {
@@ -442,6 +448,9 @@ impl Drop for Guardian {
 /// `pgdbg __pgdbg_guardian PID START PGDBG_PID MEMFD PIPEFD`: never returns.
 pub fn main(args: &[String]) -> i32 {
     IN_GUARDIAN.store(true, Ordering::Relaxed);
+    // `ps`/`top` name it for what it is (started as /proc/self/exe: "exe")
+    // SAFETY: prctl(2) with a NUL-terminated name of at most 16 bytes.
+    unsafe { libc::prctl(libc::PR_SET_NAME, c"pgdbg-guardian".as_ptr()) };
     for s in [
         libc::SIGINT,
         libc::SIGTERM,
@@ -545,6 +554,7 @@ fn run(args: &[String]) -> Result<()> {
     // the kernel lets go of the backend just after closing pgdbg's files
     let same = || procfs::exists(pid) && start_time(pid).unwrap_or(0) == start;
     let mut other_tracer_since: Option<std::time::Instant> = None;
+    let mut said_other = false;
     loop {
         if !same() {
             return Ok(()); // the backend is gone: nothing to restore
@@ -559,11 +569,14 @@ fn run(args: &[String]) -> Result<()> {
             std::thread::sleep(std::time::Duration::from_millis(1));
             continue;
         }
-        // someone else traces it now; they may let go
+        // someone else traces it now (a second pgdbg, gdb, strace): wait
+        // for them to let go, however long, then restore; giving up would
+        // leave a held backend stopped for good once they detach
         let since = *other_tracer_since.get_or_insert_with(std::time::Instant::now);
-        if since.elapsed() > std::time::Duration::from_secs(60) {
-            bail!(
-                "pgdbg ended without restoring backend {pid}, which another tracer (PID {tracer}) holds: it still has {} breakpoint bytes{}",
+        if !said_other && since.elapsed() > std::time::Duration::from_secs(60) {
+            said_other = true;
+            crate::errln!(
+                "pgdbg guardian: pgdbg (PID {pgdbg}) ended without restoring backend {pid}, which another tracer (PID {tracer}) holds; waiting for it to let go ({} breakpoint bytes{} still to restore)",
                 bps.len(),
                 if debugregs {
                     " and debug registers"

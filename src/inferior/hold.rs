@@ -175,11 +175,23 @@ impl Target {
 
     /// The same for registers about to be written (before the write: if
     /// pgdbg dies just after it, the guardian must know).
+    ///
+    /// One-byte instructions that leave rsp alone and give the same result
+    /// when run twice (nop, cwtl/cltq, cltd/cqto, lahf, sahf, clc, stc,
+    /// cld, std) are not recorded but the record cleared: the guardian's
+    /// rewind over them is harmless, while a record could match a later,
+    /// real trap at the same address with the same rsp (a loop) and keep
+    /// the guardian from rewinding it.
     pub(super) fn note_resume_at(&mut self, rip: u64, rsp: u64) {
-        if self.inserted.contains_key(&rip.wrapping_sub(1))
-            && let Some(g) = &mut self.guardian
-        {
-            g.note_resume(rip, rsp);
+        let Some(&orig) = self.inserted.get(&rip.wrapping_sub(1)) else {
+            return;
+        };
+        if let Some(g) = &mut self.guardian {
+            if matches!(orig, 0x90 | 0x98 | 0x99 | 0x9e | 0x9f | 0xf8 | 0xf9 | 0xfc | 0xfd) {
+                g.forget_resume();
+            } else {
+                g.note_resume(rip, rsp);
+            }
         }
     }
 }

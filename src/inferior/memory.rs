@@ -222,6 +222,10 @@ impl Target {
     /// on the int3 it traps again, and pgdbg's SIGTRAP handler or the
     /// guardian restores the byte.
     pub(super) fn rewind_to(&mut self, addr: u64) -> Result<()> {
+        // a new trap seen: an earlier resume past this int3 no longer holds
+        if let Some(g) = &mut self.guardian {
+            g.forget_resume();
+        }
         let mut regs = self.regs()?;
         regs.rip = addr;
         self.set_regs(&regs)

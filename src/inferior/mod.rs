@@ -493,7 +493,7 @@ impl Target {
     }
 
     /// Before the target runs: the group stop once the guardian exists
-    /// (hold.rs), and the guardian told where it resumes past an int3.
+    /// (hold.rs).
     fn before_resume(&mut self) {
         if !self.hold_tried && self.guardian.is_some() {
             self.hold_tried = true;
@@ -501,7 +501,6 @@ impl Target {
                 log::debug(&format!("no group stop: {e:#}"));
             }
         }
-        self.note_resume_point();
     }
 
     fn siginfo_code(&self) -> Option<i32> {
@@ -717,9 +716,11 @@ impl Target {
         };
         self.attached = false;
         self.set_running();
-        // the group stop last, once untraced: the target runs on (else the
-        // guardian, not told all is clean, sends the SIGCONT)
-        if detached {
+        // the group stop last, once untraced: the target runs on.  Not when
+        // something was not restored: the backend then stays stopped, and
+        // the guardian (not told all is clean, its pipe closed by finish
+        // below) restores it and sends the SIGCONT
+        if detached && first_err.is_none() {
             self.release_hold();
         }
         if let Some(g) = &mut self.guardian {

@@ -199,7 +199,9 @@ impl Target {
     }
 
     pub(super) fn cont_raw(&mut self, sig: Option<Signal>) -> Result<()> {
-        self.note_resume_point();
+        // (no resume record here: rip one past an int3 at a plain resume is
+        // a trap not yet taken, e.g. an interrupt's stop; only the emulate
+        // and step paths record a resume there on purpose)
         self.rehold_before(sig);
         ptrace::cont(self.pid, sig)
             .map_err(|e| anyhow!("cannot resume process {} ({e})", self.pid))?;

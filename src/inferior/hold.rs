@@ -187,7 +187,10 @@ impl Target {
             return;
         };
         if let Some(g) = &mut self.guardian {
-            if matches!(orig, 0x90 | 0x98 | 0x99 | 0x9e | 0x9f | 0xf8 | 0xf9 | 0xfc | 0xfd) {
+            if matches!(
+                orig,
+                0x90 | 0x98 | 0x99 | 0x9e | 0x9f | 0xf8 | 0xf9 | 0xfc | 0xfd
+            ) {
                 g.forget_resume();
             } else {
                 g.note_resume(rip, rsp);

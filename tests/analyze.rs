@@ -132,26 +132,7 @@ fn run_analyze_cases(major: u32) {
     let _ = std::fs::remove_file(&cap);
 
     // after detach: the next statement runs without instrumentation
-    let p = Pgdbg::spawn_attached(
-        &[
-            "attach",
-            &pid.to_string(),
-            "-q",
-            "--ex",
-            "plan --next",
-            "--ex",
-            "print queryDesc->instrument_options",
-            "--ex",
-            "print queryDesc->estate->es_instrument",
-            "--ex",
-            "detach",
-        ],
-        pid,
-    );
-    assert_eq!(a.simple_text(LATERAL), expected_lateral);
-    let (code, out, err) = p.wait(Duration::from_secs(60));
-    assert_eq!(code, 0, "{out}\n{err}");
-    assert_eq!(print_values(&out), vec!["0", "0"], "{out}");
+    next_statement_plain(pid, || assert_eq!(a.simple_text(LATERAL), expected_lateral));
     let plain = a.explain_rows(&format!("explain (costs off) {LATERAL}"));
     assert!(!plain.contains("actual"), "{plain}");
 

@@ -332,31 +332,6 @@ fn captures_keep_memory_18() {
     run_memory_case(18);
 }
 
-/// The next statement of `pid` (run by `run`) is not instrumented: its
-/// QueryDesc's request and its executor's flag, read at its executor run.
-fn next_statement_plain(pid: i32, run: impl FnOnce()) {
-    let p = Pgdbg::spawn_attached(
-        &[
-            "attach",
-            &pid.to_string(),
-            "-q",
-            "--ex",
-            "plan --next",
-            "--ex",
-            "print queryDesc->instrument_options",
-            "--ex",
-            "print queryDesc->estate->es_instrument",
-            "--ex",
-            "detach",
-        ],
-        pid,
-    );
-    run();
-    let (code, out, err) = p.wait(Duration::from_secs(60));
-    assert_eq!(code, 0, "{out}\n{err}");
-    assert_eq!(print_values(&out), vec!["0", "0"], "{out}");
-}
-
 /// Every early way out of `plan --next --analyze` leaves the backend as
 /// found:
 /// 1. a breakpoint inside the executor's start (after pgdbg wrote

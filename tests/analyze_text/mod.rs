@@ -1,6 +1,10 @@
 //! Reading EXPLAIN ANALYZE texts (pgdbg's and the server's) in the
-//! analyze tests: per node actual rows and loops, buffers, pgdbg's blocks.
+//! analyze tests: per node actual rows and loops, buffers, pgdbg's blocks;
+//! and the check that a backend's next statement is not instrumented.
 #![allow(dead_code)]
+
+use crate::common::{Pgdbg, print_values};
+use std::time::Duration;
 
 /// (node, actual rows, loops) of each node line of an EXPLAIN ANALYZE
 /// text, in order.  Rows as printed (18 prints two decimals).
@@ -82,4 +86,29 @@ pub fn number_after(line: &str, key: &str) -> Option<u64> {
         .collect::<String>()
         .parse()
         .ok()
+}
+
+/// The next statement of `pid` (run by `run`) is not instrumented: its
+/// QueryDesc's request and its executor's flag, read at its executor run.
+pub fn next_statement_plain(pid: i32, run: impl FnOnce()) {
+    let p = Pgdbg::spawn_attached(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--ex",
+            "plan --next",
+            "--ex",
+            "print queryDesc->instrument_options",
+            "--ex",
+            "print queryDesc->estate->es_instrument",
+            "--ex",
+            "detach",
+        ],
+        pid,
+    );
+    run();
+    let (code, out, err) = p.wait(Duration::from_secs(60));
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(print_values(&out), vec!["0", "0"], "{out}");
 }

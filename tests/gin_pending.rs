@@ -58,8 +58,10 @@ fn pending_pages(c: &mut Client) -> i64 {
     c.query_one_i64("select n_pending_pages from gin_metapage_info(get_raw_page('gi', 0))")
 }
 
-/// ms the query loop of `q` spent in scanPendingInsert during a 2 s profile.
-fn time_in_scan(cl: &Cluster, q: &mut Client) -> (f64, String) {
+/// The share (%) of the query loop's samples in scanPendingInsert during a 2 s profile, and
+/// the ms that share stands for. The share is compared, not the ms: how much CPU the loop gets
+/// in 2 s depends on the machine's load, its share of the loop's own samples does not.
+fn time_in_scan(cl: &Cluster, q: &mut Client) -> (f64, f64, String) {
     let pid = q.pid();
     q.exec("set enable_seqscan = off");
     let h = q.spawn_text(
@@ -76,8 +78,8 @@ fn time_in_scan(cl: &Cluster, q: &mut Client) -> (f64, String) {
         "{r:?}"
     );
     let (pct, cpu) = share_and_cpu(&out, "scanPendingInsert");
-    assert!(cpu > 0.5, "the query loop ran {cpu} s on a CPU:\n{out}");
-    (pct / 100.0 * cpu * 1000.0, out)
+    assert!(cpu > 0.1, "the query loop ran {cpu} s on a CPU:\n{out}");
+    (pct, pct / 100.0 * cpu * 1000.0, out)
 }
 
 fn gin_pending(major: u32) {
@@ -97,8 +99,8 @@ fn gin_pending(major: u32) {
     assert!(0 < p1 && p1 < p2, "pending pages {p1} then {p2}");
 
     let mut q = cl.connect();
-    let (before, out) = time_in_scan(&cl, &mut q);
-    assert!(before > 0.0, "no time in scanPendingInsert:\n{out}");
+    let (before_pct, before, out) = time_in_scan(&cl, &mut q);
+    assert!(before_pct > 0.0, "no time in scanPendingInsert:\n{out}");
 
     // the cleanup, profiled in the backend that runs it
     let bpid = b.pid();
@@ -110,14 +112,15 @@ fn gin_pending(major: u32) {
     assert!(cleanup_ms > 0.0, "no time in ginInsertCleanup:\n{out}");
     assert_eq!(pending_pages(&mut b), 0);
 
-    let (after, out) = time_in_scan(&cl, &mut q);
+    let (after_pct, after, out) = time_in_scan(&cl, &mut q);
     assert!(
-        after < before / 4.0,
-        "scanPendingInsert {before:.1} ms before the cleanup, {after:.1} ms after:\n{out}"
+        after_pct < before_pct / 4.0,
+        "scanPendingInsert {before_pct:.1}% of the loop's samples before the cleanup, \
+         {after_pct:.1}% after:\n{out}"
     );
     eprintln!(
-        "{major}: pending pages {p1} -> {p2}; scanPendingInsert {before:.1} ms in 2 s of the query loop; \
-         ginInsertCleanup {cleanup_ms:.1} ms; then 0 pages and {after:.1} ms"
+        "{major}: pending pages {p1} -> {p2}; scanPendingInsert {before_pct:.1}% ({before:.1} ms) in 2 s of the query loop; \
+         ginInsertCleanup {cleanup_ms:.1} ms; then 0 pages and {after_pct:.1}% ({after:.1} ms)"
     );
     assert_eq!(tracer_pid(q.pid()), 0);
     cl.assert_no_crash();

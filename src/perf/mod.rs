@@ -47,6 +47,7 @@ const FLAG_DISABLED: u64 = 1 << 0;
 const FLAG_EXCLUDE_KERNEL: u64 = 1 << 5;
 const FLAG_EXCLUDE_HV: u64 = 1 << 6;
 const FLAG_FREQ: u64 = 1 << 10;
+const FLAG_WATERMARK: u64 = 1 << 14;
 const FLAG_USE_CLOCKID: u64 = 1 << 25;
 
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 8;
@@ -70,6 +71,7 @@ pub struct Attr {
     pub sample_type: u64,
     pub read_format: u64,
     pub flags: u64,
+    /// wakeup_events, or wakeup_watermark (bytes) with the watermark flag
     pub wakeup_events: u32,
     pub bp_type: u32,
     /// bp_addr / config1
@@ -89,9 +91,30 @@ pub struct Attr {
     pub sig_data: u64,
 }
 
+/// How often the kernel wakes the reader of a ring (its `poll`).  The
+/// records are in the ring as soon as they are written either way (a
+/// drain reads everything up to the kernel's head); only the wake-up
+/// differs.  A wake-up is queued as an irq_work from inside the traced
+/// thread's trap (a self-IPI: a VM exit in a virtual machine) and then
+/// wakes the reader (a context switch, often an IPI to the other CPU).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wakeup {
+    /// After every record: for a reader that must act on a record at once
+    /// (read memory the record points to before the backend reuses it).
+    PerRecord,
+    /// Once a quarter of the ring is written ([`Event::open`] sets the
+    /// watermark from the ring's size): every reader polls its ring every
+    /// [`POLL_MS`] anyway, so records are read within a few ms.
+    Batched,
+}
+
+/// How long a reader waits for a wake-up before it drains its ring anyway.
+pub const POLL_MS: i32 = 5;
+
 impl Attr {
     /// Samples with ip, tid, time (CLOCK_MONOTONIC) and the user registers;
-    /// `stack` bytes of the user stack when not 0.
+    /// `stack` bytes of the user stack when not 0.  The reader is woken
+    /// [`Wakeup::Batched`] (see [`Attr::wakeup`]).
     fn sampling(kind: u32, config: u64, stack: u32) -> Attr {
         let mut a = Attr {
             kind,
@@ -101,14 +124,32 @@ impl Attr {
             flags: FLAG_DISABLED | FLAG_EXCLUDE_HV | FLAG_USE_CLOCKID,
             clockid: libc::CLOCK_MONOTONIC,
             sample_regs_user: REGS_MASK,
-            wakeup_events: 1,
             ..Attr::default()
-        };
+        }
+        .wakeup(Wakeup::Batched);
         if stack > 0 {
             a.sample_type |= SAMPLE_STACK_USER;
             a.sample_stack_user = stack;
         }
         a
+    }
+
+    /// When the reader of this event's ring is woken.
+    pub fn wakeup(mut self, w: Wakeup) -> Attr {
+        match w {
+            Wakeup::PerRecord => {
+                self.flags &= !FLAG_WATERMARK;
+                self.wakeup_events = 1;
+            }
+            Wakeup::Batched => {
+                // the watermark itself is set by Event::open (a quarter of
+                // the ring); an event whose output goes to another's ring
+                // never wakes anyone by itself
+                self.flags |= FLAG_WATERMARK;
+                self.wakeup_events = 0;
+            }
+        }
+        self
     }
 
     /// The software cpu-clock sampled `hz` times a second of CPU time.
@@ -177,12 +218,17 @@ unsafe impl Send for Event {}
 
 impl Event {
     /// Open `attr` on thread `tid` (any CPU) with a ring of `pages` data
-    /// pages (a power of two), not enabled yet.
+    /// pages (a power of two), not enabled yet.  A [`Wakeup::Batched`]
+    /// event wakes its reader once a quarter of the ring is written.
     pub fn open(attr: &Attr, tid: i32, pages: usize) -> std::io::Result<Event> {
+        let mut attr = *attr;
+        if attr.flags & FLAG_WATERMARK != 0 {
+            attr.wakeup_events = (4096 * pages / 4).max(1) as u32;
+        }
         let fd = unsafe {
             libc::syscall(
                 libc::SYS_perf_event_open,
-                attr as *const Attr,
+                &attr as *const Attr,
                 tid,
                 -1i32,
                 -1i32,
@@ -309,7 +355,15 @@ pub struct Sample<'a> {
 }
 
 impl<'a> Sample<'a> {
+    /// A record of an attr made by [`Attr::sampling`] with all of
+    /// [`REGS_MASK`].
     pub fn parse(b: &'a [u8], with_stack: bool) -> Option<Sample<'a>> {
+        Sample::parse_regs(b, REGS_MASK, with_stack)
+    }
+
+    /// A record whose attr sampled the user registers of `mask` (the
+    /// others are 0).
+    pub fn parse_regs(b: &'a [u8], mask: u64, with_stack: bool) -> Option<Sample<'a>> {
         let mut p = 0usize;
         let u64_at = |p: &mut usize| -> Option<u64> {
             let v = u64::from_le_bytes(b.get(*p..*p + 8)?.try_into().ok()?);
@@ -321,31 +375,13 @@ impl<'a> Sample<'a> {
         let time = u64_at(&mut p)?;
         let abi = u64_at(&mut p)?;
         let regs = if abi != 0 {
-            let mut v = [0u64; 18];
-            for x in v.iter_mut() {
-                *x = u64_at(&mut p)?;
+            let mut r = Registers::default();
+            for bit in 0..64u32 {
+                if mask & (1 << bit) != 0 {
+                    set_reg(&mut r, bit, u64_at(&mut p)?);
+                }
             }
-            Some(Registers {
-                rax: v[0],
-                rbx: v[1],
-                rcx: v[2],
-                rdx: v[3],
-                rsi: v[4],
-                rdi: v[5],
-                rbp: v[6],
-                rsp: v[7],
-                rip: v[8],
-                eflags: v[9],
-                r8: v[10],
-                r9: v[11],
-                r10: v[12],
-                r11: v[13],
-                r12: v[14],
-                r13: v[15],
-                r14: v[16],
-                r15: v[17],
-                ..Registers::default()
-            })
+            Some(r)
         } else {
             None
         };
@@ -366,6 +402,32 @@ impl<'a> Sample<'a> {
             regs,
             stack,
         })
+    }
+}
+
+/// Set the register of perf's number `perf` (x86-64: ax bx cx dx si di bp
+/// sp ip flags, segment registers, r8-r15) in `r`.
+pub(crate) fn set_reg(r: &mut Registers, perf: u32, v: u64) {
+    match perf {
+        0 => r.rax = v,
+        1 => r.rbx = v,
+        2 => r.rcx = v,
+        3 => r.rdx = v,
+        4 => r.rsi = v,
+        5 => r.rdi = v,
+        6 => r.rbp = v,
+        7 => r.rsp = v,
+        8 => r.rip = v,
+        9 => r.eflags = v,
+        16 => r.r8 = v,
+        17 => r.r9 = v,
+        18 => r.r10 = v,
+        19 => r.r11 = v,
+        20 => r.r12 = v,
+        21 => r.r13 = v,
+        22 => r.r14 = v,
+        23 => r.r15 = v,
+        _ => {}
     }
 }
 

@@ -102,7 +102,7 @@ impl Profiler {
                 if last {
                     break;
                 }
-                ev.wait(5);
+                ev.wait(super::POLL_MS);
             }
             raw.lost = ev.lost;
             raw

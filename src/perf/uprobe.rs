@@ -10,7 +10,7 @@
 //! return address of calls still running when the event is closed (or
 //! pgdbg dies) and drops those a `longjmp` left (no record for them).
 
-use super::{Attr, Event, open_error};
+use super::{Attr, Event, open_error, set_reg};
 use crate::inferior::Registers;
 use anyhow::{Result, anyhow};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -78,30 +78,6 @@ pub fn perf_reg(dwarf: u16) -> u32 {
 /// The stack pointer's bit in a sample's register mask.
 pub const SP: u64 = 1 << 7;
 
-fn set_reg(r: &mut Registers, perf: u32, v: u64) {
-    match perf {
-        0 => r.rax = v,
-        1 => r.rbx = v,
-        2 => r.rcx = v,
-        3 => r.rdx = v,
-        4 => r.rsi = v,
-        5 => r.rdi = v,
-        6 => r.rbp = v,
-        7 => r.rsp = v,
-        8 => r.rip = v,
-        9 => r.eflags = v,
-        16 => r.r8 = v,
-        17 => r.r9 = v,
-        18 => r.r10 = v,
-        19 => r.r11 = v,
-        20 => r.r12 = v,
-        21 => r.r13 = v,
-        22 => r.r14 = v,
-        23 => r.r15 = v,
-        _ => {}
-    }
-}
-
 /// A record: (event id, hit) from identifier, ip, pid/tid, time, then
 /// the registers of `mask` in ascending order.
 fn parse(b: &[u8], mask: u64) -> Option<(u64, u64, u32, Registers)> {
@@ -134,8 +110,7 @@ fn attr(kind: u32, ret_bit: u32, path: &std::ffi::CStr, p: &Probe, mask: u64) ->
     // only the registers asked for: smaller records
     a.sample_regs_user = mask;
     a.period_or_freq = 1;
-    // the reader polls every few ms: no wakeup per record
-    a.wakeup_events = 0;
+    // the reader polls every few ms: no wake-up per record (Attr::sampling)
     a.bp_addr = path.as_ptr() as u64;
     a.bp_len = p.offset;
     a
@@ -261,7 +236,7 @@ impl<T: Send + 'static> Sampler<T> {
                 if last {
                     break;
                 }
-                ev.wait(5);
+                ev.wait(super::POLL_MS);
             }
             (state, ev.lost)
         });

@@ -11,7 +11,7 @@
 //! another kind is read back from memory at once, and counted.
 
 use super::stack::{Maps, unwind};
-use super::{Attr, Event, Sample, open_error};
+use super::{Attr, Event, POLL_MS, Sample, Wakeup, open_error};
 use crate::inferior::Registers;
 use anyhow::{Result, anyhow};
 use iced_x86::{Decoder, DecoderOptions, Instruction, Mnemonic, OpKind, Register};
@@ -55,6 +55,12 @@ pub struct MarkSpec {
     pub offset: u64,
     pub kind: u8,
     pub text: TextFrom,
+    /// Whether pgdbg is woken at each hit ([`Wakeup::PerRecord`]: a text
+    /// that the backend reuses soon after, e.g. a simple-protocol
+    /// statement's message buffer, is read while it is still there) or
+    /// reads the hits every few ms ([`Wakeup::Batched`]: cheaper for the
+    /// backend).
+    pub wakeup: Wakeup,
 }
 
 /// Where a mark's C string is.
@@ -125,8 +131,12 @@ fn read_text(pid: i32, mut a: u64) -> Option<String> {
     Some(String::from_utf8_lossy(&out).into_owned())
 }
 
-/// A uprobe sampling event: one record per hit with the time and the user
-/// registers.
+/// The registers a mark's record carries (perf's numbers): dx, si, di
+/// (the arguments a mark reads), nothing more to copy per hit.
+const MARK_REGS: u64 = (1 << 3) | (1 << 4) | (1 << 5);
+
+/// A uprobe sampling event: one record per hit with the time and the
+/// [`MARK_REGS`], the reader woken as the spec says.
 fn open_mark(spec: &MarkSpec, tid: i32) -> std::io::Result<Event> {
     let kind: u32 = std::fs::read_to_string("/sys/bus/event_source/devices/uprobe/type")?
         .trim()
@@ -135,7 +145,8 @@ fn open_mark(spec: &MarkSpec, tid: i32) -> std::io::Result<Event> {
     use std::os::unix::ffi::OsStrExt;
     let cpath = std::ffi::CString::new(spec.path.as_os_str().as_bytes())
         .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
-    let mut attr = Attr::sampling(kind, 0, 0);
+    let mut attr = Attr::sampling(kind, 0, 0).wakeup(spec.wakeup);
+    attr.sample_regs_user = MARK_REGS;
     attr.bp_addr = cpath.as_ptr() as u64;
     attr.bp_len = spec.offset;
     attr.period_or_freq = 1;
@@ -300,7 +311,7 @@ impl WordWatch {
                 let last = st.load(Ordering::Relaxed);
                 for (spec, me) in mark_evs.iter_mut() {
                     me.drain(|b| {
-                        let Some(s) = Sample::parse(b, false) else {
+                        let Some(s) = Sample::parse_regs(b, MARK_REGS, false) else {
                             return;
                         };
                         let Some(regs) = s.regs else { return };
@@ -357,7 +368,7 @@ impl WordWatch {
                 }
                 let mut all: Vec<&Event> = vec![&ev];
                 all.extend(mark_evs.iter().map(|(_, e)| e));
-                wait_any(&all, 5);
+                wait_any(&all, POLL_MS);
             }
             res.lost = ev.lost + mark_evs.iter().map(|(_, e)| e.lost).sum::<u64>();
             res

@@ -2,6 +2,7 @@
 //! on the wait-event word (`crate::perf::watch`) instead of ptrace stops,
 //! the statement times from kernel uprobes on the executor's start and end.
 
+use crate::perf::Wakeup;
 use crate::perf::profile::Symbolizer;
 use crate::perf::watch::{MarkSpec, TextFrom, WordWatch};
 use crate::postgres::backend::{Backend, Flow, NoStop};
@@ -55,6 +56,15 @@ fn statement_marks(s: &dyn Backend) -> Result<Vec<MarkSpec>> {
                 offset,
                 kind,
                 text,
+                // only the texts handed to PortalDefineQuery/CreateQueryDesc
+                // must be read at once (a simple-protocol statement's buffer
+                // is reused by the next message); the executor's start and
+                // end are only timed (the start's text is a fallback)
+                wakeup: if kind == TEXT {
+                    Wakeup::PerRecord
+                } else {
+                    Wakeup::Batched
+                },
             });
         }
     }

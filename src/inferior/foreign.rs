@@ -233,7 +233,7 @@ mod tests {
         // by its path, checked against the mapping's device and inode
         assert_eq!(file_bytes(pid, f, 16, false), Some(file));
         // anonymous memory has no file
-        let v = vec![0u8; 64];
+        let v = [0u8; 64];
         assert!(mapped_file_bytes(std::process::id() as i32, v.as_ptr() as u64, 8).is_none());
     }
 }

@@ -105,7 +105,7 @@ pub fn count_by_phase_perf(
     let mut probes = Vec::new();
     let mut roles = Vec::new();
     let mut sites = Vec::new();
-    for (&a, _) in &by_addr {
+    for &a in by_addr.keys() {
         let f = names.get(&a).copied().unwrap_or("?");
         if let Some(why) = crate::postgres::backend::uprobe_conflict(s, a, f) {
             return Err(anyhow::Error::new(crate::perf::Refused(format!(

@@ -166,10 +166,11 @@ fn foreign_uprobe_at_entry_18() {
 
 const FUNCS: &str = "
 create function sel_loop(n int) returns int language plpgsql as $$
-declare s int := 0; i int;
+declare s int := 0; i int; x int;
 begin
   for i in 1..n loop
-    s := s + (select i * 2);
+    select i * 2 into x;  -- exec_stmt_execsql
+    s := s + x;
   end loop;
   return s;
 end $$;";

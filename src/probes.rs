@@ -345,6 +345,11 @@ pub fn count_perf(
     let mut counters: Vec<(usize, crate::perf::UprobeCounter)> = Vec::new();
     for (i, f) in functions.iter().enumerate() {
         for a in addresses(s, f)? {
+            if let Some(why) = crate::postgres::backend::uprobe_conflict(s, a, f) {
+                return Err(anyhow::Error::new(crate::perf::Refused(format!(
+                    "count: {why}"
+                ))));
+            }
             let (path, off) = crate::perf::file_offset(s.pid(), a).ok_or_else(|| {
                 anyhow::Error::new(crate::perf::Refused(format!(
                     "count: {f} at {a:#x} is in no file the backend maps (a uprobe is placed in a file)"

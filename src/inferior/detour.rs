@@ -142,6 +142,7 @@ impl Target {
         }
         let mut saved_code = [0u8; 3];
         self.read(at, &mut saved_code)?;
+        self.check_no_foreign_int3(at, &saved_code)?;
         let saved = self.regs()?;
         self.note_syscall_in_flight(&saved, at, saved_code)?;
         self.write(at, &[0x0f, 0x05, 0xcc])?; // syscall; int3
@@ -293,6 +294,8 @@ impl Target {
         }
         let mut orig = vec![0u8; len];
         self.read(site, &mut orig)?;
+        // run from our page and put back at removal: no one else's int3
+        self.check_no_foreign_int3(site, &orig)?;
         let mut text = body.to_vec();
         text.extend_from_slice(&orig);
         let back_from = code.0 + text.len() as u64;

@@ -135,7 +135,8 @@ impl Target {
         Ok(())
     }
 
-    /// Write an int3 at `addr`, remembering the original byte.
+    /// Write an int3 at `addr`, remembering the original byte; refused,
+    /// nothing written, when the byte there is an int3 that is not ours.
     pub fn insert_breakpoint(&mut self, addr: u64) -> Result<()> {
         if self.inserted.contains_key(&addr) {
             return Ok(());
@@ -145,6 +146,9 @@ impl Target {
         }
         let mut orig = [0u8; 1];
         self.read(addr, &mut orig)?;
+        // someone else's int3 saved as the original would be written back
+        // after its owner took it out (foreign.rs)
+        self.check_no_foreign_int3(addr, &orig)?;
         if let Some(g) = self.guardian()? {
             g.note_breakpoint(addr, orig[0])?;
         }

@@ -13,6 +13,7 @@
 //!   instruction.
 
 pub mod detour;
+pub mod foreign;
 pub mod guardian;
 mod hold;
 mod memory;
@@ -36,6 +37,7 @@ use nix::unistd::Pid;
 use std::collections::{BTreeMap, VecDeque};
 use std::io::IoSliceMut;
 
+pub use foreign::{ForeignInt3, foreign};
 pub use regs::Registers;
 
 const INT3: u8 = 0xcc;

@@ -143,7 +143,11 @@ impl Recorder {
         }
         let mut code = [0u8; 32];
         t.read(site, &mut code)?;
-        let len = displaced_len(site, &code, bodies)?;
+        // someone's int3 in the first instructions decodes as `int3`: say
+        // whose it is rather than that it cannot be moved
+        let len = displaced_len(site, &code, bodies)
+            .map_err(|e| t.check_no_foreign_int3(site, &code).err().unwrap_or(e))?;
+        t.check_no_foreign_int3(site, &code[..len])?;
         let slot = SLOT_FIXED + 8 * spec.fields.len() as u64;
         let data_len = (HEADER + CAPACITY * slot).div_ceil(PAGE) * PAGE;
         let data = t.map_pages(None, data_len, libc::PROT_READ | libc::PROT_WRITE)?;

@@ -218,6 +218,23 @@ pub trait Backend {
     fn remove_recorder(&mut self, r: Recorder) -> Result<bool>;
     /// Undo a recorder an earlier pgdbg left at `site` (`original`: the file's bytes there).
     fn remove_orphan_recorder(&mut self, site: u64, original: &[u8]) -> Result<bool>;
+    /// What of pgdbg's own is written into the code at `addr` now (an
+    /// int3: "breakpoint 2"; the recorder's jump), None when nothing is.
+    fn own_code_at(&self, addr: u64) -> Option<String>;
+}
+
+/// Why no kernel uprobe may go at `addr` (in function `f`) now: pgdbg has
+/// written code of its own there.  The kernel takes an int3 it finds at a
+/// uprobe's address for its own (its traps go to the uprobe, not to
+/// pgdbg) and writes the file's byte over it when the uprobe goes, so the
+/// breakpoint would silently be gone; over the recorder's jump a uprobe
+/// would run the displaced instruction and come back into the middle of
+/// the jump.  None when a uprobe may go there.
+pub fn uprobe_conflict(s: &dyn Backend, addr: u64, f: &str) -> Option<String> {
+    let own = s.own_code_at(addr)?;
+    Some(format!(
+        "{own} is at {f} ({addr:#x}), and a kernel uprobe on the same instruction would take over pgdbg's code there and remove it when done"
+    ))
 }
 
 /// A probe: called by `Backend::run_probes` at its internal breakpoints.
@@ -608,6 +625,9 @@ pub mod fake {
         }
         fn remove_orphan_recorder(&mut self, _site: u64, _original: &[u8]) -> Result<bool> {
             Ok(false)
+        }
+        fn own_code_at(&self, _addr: u64) -> Option<String> {
+            None
         }
     }
 }

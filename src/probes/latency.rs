@@ -67,6 +67,9 @@ fn probes_for(
     let mut roles = Vec::new();
     let mut inlined = Vec::new();
     let at = |a: u64, f: &str| {
+        if let Some(why) = crate::postgres::backend::uprobe_conflict(s, a, f) {
+            bail!("latency: {why}; delete it first (latency has no mode with ptrace stops)");
+        }
         crate::perf::file_offset(s.pid(), a)
             .ok_or_else(|| anyhow!("{f} at {a:#x} is in no file mapped by the backend"))
     };

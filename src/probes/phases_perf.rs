@@ -75,9 +75,12 @@ pub fn count_by_phase_perf(
     duration: Option<Duration>,
 ) -> Result<(ProbeEnd, String, String)> {
     let mut by_addr: BTreeMap<u64, Site> = BTreeMap::new();
+    // the function each address was found for (for a refusal's line)
+    let mut names: BTreeMap<u64, &str> = BTreeMap::new();
     for (i, f) in functions.iter().enumerate() {
         for a in addresses(s, f)? {
             by_addr.entry(a).or_default().counted.push(i);
+            names.entry(a).or_insert(f);
         }
     }
     for (f, phase) in PHASE_FUNCTIONS {
@@ -88,18 +91,28 @@ pub fn count_by_phase_perf(
         let p = PHASES.iter().position(|x| x == phase).unwrap_or(2);
         for a in addrs {
             by_addr.entry(a).or_default().phase = Some(p);
+            names.entry(a).or_insert(f);
         }
     }
     for f in ERROR_CLEANUP_FUNCTIONS {
         if let Ok((addrs, _)) = super::latency::entries(s, f) {
             for a in addrs {
                 by_addr.entry(a).or_default();
+                names.entry(a).or_insert(f);
             }
         }
     }
     let mut probes = Vec::new();
     let mut roles = Vec::new();
     let mut sites = Vec::new();
+    for &a in by_addr.keys() {
+        let f = names.get(&a).copied().unwrap_or("?");
+        if let Some(why) = crate::postgres::backend::uprobe_conflict(s, a, f) {
+            return Err(anyhow::Error::new(crate::perf::Refused(format!(
+                "count --by-phase --perf: {why}"
+            ))));
+        }
+    }
     for (a, site) in by_addr {
         let (path, offset) = crate::perf::file_offset(s.pid(), a)
             .ok_or_else(|| anyhow!("count --perf: {a:#x} is in no file mapped by the backend"))?;

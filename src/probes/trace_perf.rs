@@ -75,6 +75,11 @@ pub fn trace_perf(
             Err(e) => return fallback(s, e.to_string()),
         }
     }
+    for a in &addrs {
+        if let Some(why) = crate::postgres::backend::uprobe_conflict(s, *a, function) {
+            return fallback(s, why);
+        }
+    }
     let mut probes = Vec::new();
     for a in &addrs {
         let (path, offset) = crate::perf::file_offset(s.pid(), *a)

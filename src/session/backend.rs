@@ -180,7 +180,7 @@ impl Backend for Session {
         spec: RecordSpec,
         bodies: &[(u64, Vec<u8>)],
     ) -> Result<Recorder> {
-        Recorder::install(&mut self.target, site, spec, bodies)
+        Recorder::install(&mut self.target, site, spec, bodies).map_err(|e| self.name_foreign(e))
     }
     fn drain_recorder(&mut self, r: &mut Recorder) -> Result<(Vec<Record>, u64)> {
         r.drain(&mut self.target)
@@ -190,5 +190,8 @@ impl Backend for Session {
     }
     fn remove_orphan_recorder(&mut self, site: u64, original: &[u8]) -> Result<bool> {
         Recorder::remove_orphan(&mut self.target, site, original)
+    }
+    fn own_code_at(&self, addr: u64) -> Option<String> {
+        Session::own_code_at(self, addr)
     }
 }

@@ -3,6 +3,49 @@ use super::*;
 use crate::capture::events::BreakpointLocation;
 
 impl Session {
+    /// Write an int3 at `addr` (`Target::insert_breakpoint`); refused over
+    /// an int3 that is not pgdbg's, the refusal names the function.
+    pub(crate) fn insert_int3(&mut self, addr: u64) -> Result<()> {
+        self.target
+            .insert_breakpoint(addr)
+            .map_err(|e| self.name_foreign(e))
+    }
+
+    /// `e` with the function and offset of the int3 that is not pgdbg's,
+    /// when that is what it is about.
+    pub(crate) fn name_foreign(&self, e: anyhow::Error) -> anyhow::Error {
+        match e.downcast::<crate::inferior::ForeignInt3>() {
+            Ok(mut f) => {
+                f.name = EvalEnv::symbol_for(self, f.addr);
+                f.into()
+            }
+            Err(e) => e,
+        }
+    }
+
+    /// What of pgdbg's own is written at `addr` (an int3, the recorder's
+    /// jump), for a kernel uprobe that would be placed there.
+    pub(crate) fn own_code_at(&self, addr: u64) -> Option<String> {
+        if self.target.in_detour(addr) {
+            return Some("the in-process recorder's jump".into());
+        }
+        if !self.target.breakpoint_inserted(addr) {
+            return None;
+        }
+        let ids: Vec<String> = self
+            .bps
+            .list
+            .iter()
+            .filter(|b| b.locations.iter().any(|l| l.addr == addr))
+            .map(|b| b.id.to_string())
+            .collect();
+        Some(match ids.len() {
+            0 => "an int3 of pgdbg".into(),
+            1 => format!("breakpoint {}", ids[0]),
+            _ => format!("breakpoints {}", ids.join(", ")),
+        })
+    }
+
     /// Resolve a location spec to runtime addresses.
     /// The postgres binary first, then the libraries mapped now
     /// (`LIB:FUNCTION` picks one).
@@ -38,7 +81,7 @@ impl Session {
         }
         let mut inserted = Vec::new();
         for l in &locs {
-            if let Err(e) = self.target.insert_breakpoint(l.addr) {
+            if let Err(e) = self.insert_int3(l.addr) {
                 for a in inserted {
                     let _ = self.target.remove_breakpoint(a);
                 }

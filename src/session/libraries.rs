@@ -387,7 +387,7 @@ impl Session {
                 self.pid
             );
         };
-        self.target.insert_breakpoint(addr)?;
+        self.insert_int3(addr)?;
         self.dl_hook = Some(addr);
         Ok(())
     }
@@ -479,7 +479,7 @@ impl Session {
             let mut inserted = Vec::new();
             let mut failed = None;
             for l in &locs {
-                match self.target.insert_breakpoint(l.addr) {
+                match self.insert_int3(l.addr) {
                     Ok(()) => inserted.push(l.addr),
                     Err(e) => {
                         failed = Some(e);

@@ -8,12 +8,10 @@ impl Session {
     pub fn arm_internal(&mut self, addr: u64) -> Result<()> {
         if !self.internal.contains_key(&addr) {
             self.follow_library_of(addr)?;
+            // no entry left behind when the int3 is refused
+            self.insert_int3(addr)?;
         }
-        let n = self.internal.entry(addr).or_insert(0);
-        if *n == 0 {
-            self.target.insert_breakpoint(addr)?;
-        }
-        *n += 1;
+        *self.internal.entry(addr).or_insert(0) += 1;
         Ok(())
     }
 

@@ -46,6 +46,11 @@ fn statement_marks(s: &dyn Backend) -> Result<Vec<MarkSpec>> {
         ("standard_ExecutorEnd", END, TextFrom::None),
     ] {
         for a in s.function_addrs(f) {
+            if let Some(why) = crate::postgres::backend::uprobe_conflict(s, a, f) {
+                return Err(anyhow::Error::new(crate::perf::Refused(format!(
+                    "waits trace: {why}"
+                ))));
+            }
             let (path, offset) = crate::perf::file_offset(s.pid(), a).ok_or_else(|| {
                 anyhow::Error::new(crate::perf::Refused(format!(
                     "waits trace: {f} at {a:#x} is in no file the backend maps (a uprobe is placed in a file)"

@@ -334,6 +334,9 @@ impl PlanCacheProbe {
         if self.want_ring {
             match self.install_recorder(s) {
                 Ok(()) => return Ok(()),
+                // an int3 that is not pgdbg's at the entry refuses the
+                // stops there as well: no fallback to announce
+                Err(e) if crate::inferior::foreign(&e).is_some() => return Err(e),
                 Err(e) => s.say(&format!(
                     "plancache: cannot record inside the backend ({e:#}); stopping at each decision instead"
                 )),

@@ -21,7 +21,7 @@
 
 use super::{Target, procfs};
 use anyhow::{Context, Result, anyhow, bail};
-use iced_x86::{Decoder, DecoderOptions, FlowControl};
+use iced_x86::{Decoder, DecoderOptions, FlowControl, Mnemonic};
 use nix::sys::ptrace;
 use nix::sys::signal::Signal;
 use nix::sys::wait::WaitStatus;
@@ -88,6 +88,26 @@ pub fn displaced_len(site: u64, code: &[u8], bodies: &[(u64, Vec<u8>)]) -> Resul
         }
     }
     Ok(len)
+}
+
+/// The offset of an `int3` among the first instructions at `site` that a
+/// detour would displace (where [`displaced_len`] stops on it), if any.
+/// Only such an int3 can be someone else's probe that made the decode fail;
+/// a 0xcc inside another instruction's bytes is part of that instruction.
+pub fn int3_in_displaced(site: u64, code: &[u8]) -> Option<usize> {
+    let mut dec = Decoder::with_ip(64, code, site, DecoderOptions::NONE);
+    let mut off = 0usize;
+    while off < JMP_LEN && dec.can_decode() {
+        let ins = dec.decode();
+        if ins.is_invalid() {
+            return None;
+        }
+        if ins.mnemonic() == Mnemonic::Int3 {
+            return Some(off);
+        }
+        off += ins.len();
+    }
+    None
 }
 
 /// `jmp rel32` from `from` to `to`.

@@ -15,7 +15,7 @@
 //! return address, which is free there.
 
 use super::Target;
-use super::detour::{JMP_LEN, displaced_len};
+use super::detour::{JMP_LEN, displaced_len, int3_in_displaced};
 use anyhow::{Result, bail};
 
 /// Slots in the ring (a power of two): 50 ms of calls at 300 000 per
@@ -145,8 +145,15 @@ impl Recorder {
         t.read(site, &mut code)?;
         // someone's int3 in the first instructions decodes as `int3`: say
         // whose it is rather than that it cannot be moved
-        let len = displaced_len(site, &code, bodies)
-            .map_err(|e| t.check_no_foreign_int3(site, &code).err().unwrap_or(e))?;
+        let len = displaced_len(site, &code, bodies).map_err(|e| {
+            match int3_in_displaced(site, &code) {
+                Some(k) => t
+                    .check_no_foreign_int3(site + k as u64, &code[k..k + 1])
+                    .err()
+                    .unwrap_or(e),
+                None => e,
+            }
+        })?;
         t.check_no_foreign_int3(site, &code[..len])?;
         let slot = SLOT_FIXED + 8 * spec.fields.len() as u64;
         let data_len = (HEADER + CAPACITY * slot).div_ceil(PAGE) * PAGE;

@@ -79,15 +79,20 @@ impl Session {
         for l in &locs {
             self.follow_library_of(l.addr)?;
         }
+        // rolled back on failure: only the int3s this breakpoint wrote (an
+        // address another breakpoint or a probe already uses keeps its int3)
         let mut inserted = Vec::new();
         for l in &locs {
+            let ours = !self.target.breakpoint_inserted(l.addr);
             if let Err(e) = self.insert_int3(l.addr) {
                 for a in inserted {
                     let _ = self.target.remove_breakpoint(a);
                 }
                 return Err(e);
             }
-            inserted.push(l.addr);
+            if ours {
+                inserted.push(l.addr);
+            }
         }
         let bp = self.bps.add(
             spec.to_string(),

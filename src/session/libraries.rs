@@ -479,7 +479,11 @@ impl Session {
             let mut inserted = Vec::new();
             let mut failed = None;
             for l in &locs {
+                // an address already armed (another breakpoint, a probe)
+                // keeps its int3 if this one is rolled back
+                let ours = !self.target.breakpoint_inserted(l.addr);
                 match self.insert_int3(l.addr) {
+                    Ok(()) if !ours => {}
                     Ok(()) => inserted.push(l.addr),
                     Err(e) => {
                         failed = Some(e);

@@ -331,21 +331,10 @@ impl PlanCacheProbe {
                 s.say("plancache: removed the in-process recorder an earlier pgdbg left in this backend (killed with SIGKILL?)");
             }
         }
-        if self.want_ring {
-            match self.install_recorder(s) {
-                Ok(()) => return Ok(()),
-                // an int3 that is not pgdbg's at the entry refuses the
-                // stops there as well: no fallback to announce
-                Err(e) if crate::inferior::foreign(&e).is_some() => return Err(e),
-                Err(e) => s.say(&format!(
-                    "plancache: cannot record inside the backend ({e:#}); stopping at each decision instead"
-                )),
-            }
-        }
         // --fast reads only the argument registers at its stop: it may stop
         // past the pushes that start GetCachedPlan (no stack write to step
         // over there); the full mode needs the return address at rsp
-        self.points = self
+        let points: Vec<u64> = self
             .l
             .entries
             .iter()
@@ -357,6 +346,22 @@ impl PlanCacheProbe {
                 }
             })
             .collect();
+        if self.want_ring {
+            match self.install_recorder(s) {
+                Ok(()) => return Ok(()),
+                // an int3 that is not pgdbg's where a stop would go refuses
+                // the stops as well: no fallback to announce
+                Err(e)
+                    if crate::inferior::foreign(&e).is_some_and(|f| points.contains(&f.addr)) =>
+                {
+                    return Err(e);
+                }
+                Err(e) => s.say(&format!(
+                    "plancache: cannot record inside the backend ({e:#}); stopping at each decision instead"
+                )),
+            }
+        }
+        self.points = points;
         for &a in &self.points {
             s.arm_internal(a)?;
         }

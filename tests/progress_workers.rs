@@ -163,8 +163,14 @@ fn code_as_in_file(cl: &Cluster, pid: i32) {
     ] {
         assert!(code_matches_file(pid, &bin, f, 16), "{f} of {pid} changed");
     }
-    assert!(!catches_sigtrap(pid), "{pid} still has pgdbg's SIGTRAP handler");
-    assert!(guardians_of(pid).is_empty(), "a guardian still watches {pid}");
+    assert!(
+        !catches_sigtrap(pid),
+        "{pid} still has pgdbg's SIGTRAP handler"
+    );
+    assert!(
+        guardians_of(pid).is_empty(),
+        "a guardian still watches {pid}"
+    );
 }
 
 fn start(major: u32) -> (Cluster, Client, i32, String) {
@@ -216,10 +222,14 @@ fn run_workers_case(major: u32) {
     // half the rows: each worker's block is among the first, so each one
     // returns rows now
     set_gate(&cl, "pw_gate", ROWS / 2);
-    out.wait_for("both workers' rows growing", Duration::from_secs(120), |rs| {
-        rs.iter()
-            .any(|r| both(r) && r.workers.values().all(|(rows, _)| *rows > 0))
-    });
+    out.wait_for(
+        "both workers' rows growing",
+        Duration::from_secs(120),
+        |rs| {
+            rs.iter()
+                .any(|r| both(r) && r.workers.values().all(|(rows, _)| *rows > 0))
+        },
+    );
     set_gate(&cl, "pw_gate", ROWS);
     let res = a.rejoin(h).unwrap();
     let (code, _, err) = p.wait(Duration::from_secs(120));
@@ -253,7 +263,9 @@ fn run_workers_case(major: u32) {
     code_as_in_file(&cl, leader);
     // the workers ended normally (no signal, no error) and are gone
     wait_until("the workers to exit", Duration::from_secs(30), || {
-        workers.iter().all(|w| !std::path::Path::new(&format!("/proc/{w}")).exists())
+        workers
+            .iter()
+            .all(|w| !std::path::Path::new(&format!("/proc/{w}")).exists())
     });
     cl.assert_no_crash();
     let log = cl.log();
@@ -289,7 +301,9 @@ fn run_workers_end_case(major: u32) {
     // the workers take every row but the leader's: they finish and exit
     set_gate(&cl, "pw_gate", ROWS);
     wait_until("the workers to exit", Duration::from_secs(120), || {
-        workers.iter().all(|w| !std::path::Path::new(&format!("/proc/{w}")).exists())
+        workers
+            .iter()
+            .all(|w| !std::path::Path::new(&format!("/proc/{w}")).exists())
     });
     out.wait_for("both workers marked ended", Duration::from_secs(60), |rs| {
         rs.iter().any(|r| {
@@ -325,6 +339,86 @@ fn run_workers_end_case(major: u32) {
     cl.assert_no_crash();
     let log = cl.log();
     assert!(!log.contains("ERROR"), "{log}");
+}
+
+/// The leader runs EXPLAIN (ANALYZE, VERBOSE) itself: every worker node
+/// has its own instrumentation from its start, which pgdbg only reads
+/// (nothing installed); the session's EXPLAIN ANALYZE still gets each
+/// worker's counts at the end (ExecParallelReportInstrumentation), all
+/// the rows in one loop per worker.
+fn run_workers_own_instrumentation_case(major: u32) {
+    let (cl, mut a, leader, q) = start(major);
+    // the leader only gathers: no statement of the gate function runs
+    // nested in it (`plan` on a utility statement such as EXPLAIN shows
+    // the innermost statement running)
+    a.exec("set parallel_leader_participation = off");
+    set_gate(&cl, "pw_gate", 0);
+    let h = a.spawn_text(&format!(
+        "explain (analyze, verbose, timing off, costs off) {q}"
+    ));
+    let workers = waiting_workers(&cl, leader);
+    let mut p = Pgdbg::spawn(&[
+        "attach",
+        &leader.to_string(),
+        "-q",
+        "--ex",
+        "plan --progress --every 300ms --for 600s",
+        "--ex",
+        "detach",
+    ]);
+    let out = Lines::follow(&mut p);
+    out.wait_for("both workers' lines", Duration::from_secs(120), |rs| {
+        rs.iter().any(|r| r.workers.len() == 2)
+    });
+    for &w in &workers {
+        assert_eq!(tracer_pid(w), 0, "worker {w} still traced");
+        code_as_in_file(&cl, w);
+    }
+    set_gate(&cl, "pw_gate", ROWS);
+    let res = a.rejoin(h).unwrap();
+    let (code, _, err) = p.wait(Duration::from_secs(120));
+    std::thread::sleep(Duration::from_millis(200));
+    let text = out.text();
+    assert_eq!(code, 0, "{text}\n{err}");
+    assert!(
+        text.contains("parallel workers: 2 counted (their own instrumentation)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("rows from the statement's own instrumentation"),
+        "{text}"
+    );
+    // the session's own EXPLAIN ANALYZE: all rows, each worker's line
+    assert!(res.contains("Workers Launched: 2"), "{res}");
+    assert!(
+        res.contains("Worker 0:") && res.contains("Worker 1:"),
+        "{res}"
+    );
+    let got = analyze_text::actuals(&res);
+    let scan = got
+        .iter()
+        .find(|(n, ..)| n.starts_with("Parallel Seq Scan on"))
+        .unwrap_or_else(|| panic!("no scan: {res}"));
+    let (rows, loops): (f64, f64) = (scan.1.parse().unwrap(), scan.2.parse().unwrap());
+    assert_eq!(loops, 2.0, "{res}");
+    assert!((rows * loops - ROWS as f64).abs() <= loops, "{res}");
+    let top = got[0].1.parse::<f64>().unwrap();
+    assert_eq!(top, 1.0, "{res}");
+    assert_eq!(tracer_pid(leader), 0);
+    code_as_in_file(&cl, leader);
+    cl.assert_no_crash();
+    let log = cl.log();
+    assert!(!log.contains("ERROR"), "{log}");
+}
+
+#[test]
+fn progress_workers_own_instrumentation_15() {
+    run_workers_own_instrumentation_case(15);
+}
+
+#[test]
+fn progress_workers_own_instrumentation_18() {
+    run_workers_own_instrumentation_case(18);
 }
 
 #[test]

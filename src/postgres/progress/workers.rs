@@ -425,7 +425,10 @@ fn settle(w: &mut dyn Backend) -> Result<Option<u64>> {
             if w.stop_requested() {
                 return Ok(None);
             }
-            if w.run_briefly(Duration::from_millis(1 + attempt % 5))?.is_some() || w.is_gone() {
+            if w.run_briefly(Duration::from_millis(1 + attempt % 5))?
+                .is_some()
+                || w.is_gone()
+            {
                 return Ok(None);
             }
         }
@@ -476,10 +479,16 @@ mod tests {
     const C1: u64 = 0x4000;
 
     fn layouts(s: &mut FakeBackend) -> Layouts {
-        let qd = layout("QueryDesc", &[("operation", 8, Signed), ("planstate", 8, Pointer)]);
+        let qd = layout(
+            "QueryDesc",
+            &[("operation", 8, Signed), ("planstate", 8, Pointer)],
+        );
         s.layouts.insert(qd.name.clone(), qd);
         Layouts {
-            ps: layout("PlanState", &[("type", 4, Signed), ("instrument", 8, Pointer)]),
+            ps: layout(
+                "PlanState",
+                &[("type", 4, Signed), ("instrument", 8, Pointer)],
+            ),
             list: layout("List", &[("length", 4, Signed), ("elements", 8, Pointer)]),
             instr: layout(
                 "Instrumentation",
@@ -577,7 +586,10 @@ mod tests {
         w.procs.push(proc(0, vec![(2, C1)]));
         w.read(&s, &l);
         let rows = w.rows_of(2);
-        assert_eq!((rows[0].rows, rows[0].loops, rows[0].ended), (9.0, 2.0, false));
+        assert_eq!(
+            (rows[0].rows, rows[0].loops, rows[0].ended),
+            (9.0, 2.0, false)
+        );
     }
 
     #[test]

@@ -411,6 +411,68 @@ fn run_workers_own_instrumentation_case(major: u32) {
     assert!(!log.contains("ERROR"), "{log}");
 }
 
+/// pgdbg killed (SIGKILL) once the workers are counted: the guardian
+/// restores the leader; the counting left in the workers (their query
+/// memory, their own ExecProcNodeInstr) goes on and ends with them; the
+/// statement completes with its result, every process ends normally.
+fn run_workers_killed_case(major: u32) {
+    let (cl, mut a, leader, q) = start(major);
+    set_gate(&cl, "pw_gate", 0);
+    let h = a.spawn_text(&q);
+    let workers = waiting_workers(&cl, leader);
+    let mut p = Pgdbg::spawn(&[
+        "attach",
+        &leader.to_string(),
+        "-q",
+        "--ex",
+        "plan --progress --every 200ms --for 600s",
+        "--ex",
+        "detach",
+    ]);
+    let out = Lines::follow(&mut p);
+    out.wait_for("both workers' lines", Duration::from_secs(120), |rs| {
+        rs.iter().any(|r| r.workers.len() == 2)
+    });
+    p.child.kill().unwrap();
+    let _ = p.wait(Duration::from_secs(30));
+    let bin = cl.postgres_binary();
+    wait_until(
+        "the guardian to restore the leader",
+        Duration::from_secs(60),
+        || {
+            tracer_pid(leader) == 0
+                && code_matches_file(leader, &bin, "standard_ExecutorEnd", 16)
+                && guardians_of(leader).is_empty()
+        },
+    );
+    code_as_in_file(&cl, leader);
+    for &w in &workers {
+        assert_eq!(tracer_pid(w), 0, "worker {w} still traced");
+    }
+    set_gate(&cl, "pw_gate", ROWS / 2);
+    set_gate(&cl, "pw_gate", ROWS);
+    assert_eq!(a.rejoin(h).unwrap(), ROWS.to_string());
+    wait_until("the workers to exit", Duration::from_secs(30), || {
+        workers
+            .iter()
+            .all(|w| !std::path::Path::new(&format!("/proc/{w}")).exists())
+    });
+    cl.assert_no_crash();
+    let log = cl.log();
+    assert!(!log.contains("ERROR"), "{log}");
+    assert_eq!(a.query_one_i64(&q), ROWS);
+}
+
+#[test]
+fn progress_workers_killed_15() {
+    run_workers_killed_case(15);
+}
+
+#[test]
+fn progress_workers_killed_18() {
+    run_workers_killed_case(18);
+}
+
 #[test]
 fn progress_workers_own_instrumentation_15() {
     run_workers_own_instrumentation_case(15);

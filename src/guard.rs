@@ -372,6 +372,29 @@ impl WaitHooks for Hooks {
     }
 }
 
+/// Hooks for a second process pgdbg attaches for a while inside a command
+/// (a parallel worker during `plan --progress`): Ctrl-C and a deadline end
+/// its wait without being taken, so that the command's own loop on its
+/// backend still sees them.
+pub struct PeekHooks;
+
+impl WaitHooks for PeekHooks {
+    fn user_interrupt(&self) -> bool {
+        interrupt_pending() || deadline_hit()
+    }
+    fn terminate(&self) -> bool {
+        must_stop()
+    }
+    fn waiting(&self, blocked: bool) {
+        set_in_wait(blocked);
+    }
+}
+
+/// A Ctrl-C not yet taken by a wait loop.
+pub fn interrupt_pending() -> bool {
+    INTERRUPT.load(Ordering::SeqCst)
+}
+
 /// Hooks while a function runs inside the backend: only the call's own
 /// timeout interrupts it.  Ctrl-C and SIGTERM wait for the call to return
 /// (abandoning a call mid-way could leave a lock held or the allocator

@@ -249,3 +249,23 @@ impl Target {
         self.inserted.get(&addr).copied()
     }
 }
+
+/// Read `buf.len()` bytes at `addr` of process `pid`, which pgdbg does not
+/// trace (one process_vm_readv; the kernel asks for the same permission
+/// as ptrace).  Nothing in the process is stopped or changed.
+pub fn read_untraced(pid: i32, addr: u64, buf: &mut [u8]) -> Result<()> {
+    if buf.is_empty() {
+        return Ok(());
+    }
+    let len = buf.len();
+    let remote = [RemoteIoVec {
+        base: addr as usize,
+        len,
+    }];
+    let mut local = [IoSliceMut::new(buf)];
+    match process_vm_readv(Pid::from_raw(pid), &mut local, &remote) {
+        Ok(n) if n == len => Ok(()),
+        Ok(n) => bail!("cannot read {len} bytes at {addr:#x} of process {pid}: only {n} readable"),
+        Err(e) => bail!("cannot read memory at {addr:#x} of process {pid} ({e})"),
+    }
+}

@@ -38,6 +38,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::io::IoSliceMut;
 
 pub use foreign::{ForeignInt3, foreign};
+pub use memory::read_untraced;
 pub use regs::Registers;
 
 const INT3: u8 = 0xcc;
@@ -710,7 +711,14 @@ impl Target {
             return Ok(());
         }
         let detached = match ptrace::detach(self.pid, sig) {
-            Ok(()) | Err(Errno::ESRCH) => true,
+            Ok(()) => true,
+            Err(Errno::ESRCH) => {
+                // not in a ptrace stop any more: killed meanwhile.  Its
+                // parent hears of its end only once its tracer has waited
+                // for it (a parallel worker's leader waits for that)
+                let _ = waitpid(self.pid, Some(WaitPidFlag::WNOHANG | WaitPidFlag::__WALL));
+                true
+            }
             Err(e) => {
                 first_err.get_or_insert(anyhow!("PTRACE_DETACH failed ({e})"));
                 false

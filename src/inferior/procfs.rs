@@ -175,3 +175,11 @@ pub fn children_of(ppid: i32) -> Vec<i32> {
         .filter(|p| status(*p).is_ok_and(|s| s.ppid == ppid))
         .collect()
 }
+
+/// When the process started, in clock ticks since boot (/proc/PID/stat
+/// field 22): with the PID, names one process even after PID reuse.
+pub fn start_time(pid: i32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &s[s.rfind(')')? + 2..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}

@@ -221,6 +221,35 @@ pub trait Backend {
     /// What of pgdbg's own is written into the code at `addr` now (an
     /// int3: "breakpoint 2"; the recorder's jump), None when nothing is.
     fn own_code_at(&self, addr: u64) -> Option<String>;
+
+    // ------------------------------------------ other processes of the server
+
+    /// Attach, from this pgdbg, to process `pid` of the same server binary
+    /// (a parallel worker of this backend) for a while: a backend of its
+    /// own, with the same safety (seized, stopped, restored and detached on
+    /// every way out), let go with `Sibling::detach`.  This backend is left
+    /// as it is (running or stopped).
+    fn attach_sibling(&mut self, pid: i32) -> Result<Box<dyn Sibling>> {
+        anyhow::bail!("process {pid} cannot be attached from here")
+    }
+    /// Read memory of process `pid`, which is not traced (nothing in it is
+    /// stopped or changed).
+    fn read_untraced(&self, pid: i32, addr: u64, _buf: &mut [u8]) -> Result<()> {
+        anyhow::bail!("cannot read {addr:#x} of process {pid} from here")
+    }
+    /// Ctrl-C, SIGTERM or a deadline asks the command running now to end
+    /// (work of its own between the backend's stops looks here).
+    fn stop_requested(&self) -> bool {
+        false
+    }
+    /// Like `frame_params`, for a parameter or a local variable `name`.
+    fn frame_values(
+        &mut self,
+        functions: &[&str],
+        name: &str,
+    ) -> Result<Vec<(usize, String, Result<u64>)>> {
+        self.frame_params(functions, name)
+    }
 }
 
 /// Why no kernel uprobe may go at `addr` (in function `f`) now: pgdbg has
@@ -235,6 +264,15 @@ pub fn uprobe_conflict(s: &dyn Backend, addr: u64, f: &str) -> Option<String> {
     Some(format!(
         "{own} is at {f} ({addr:#x}), and a kernel uprobe on the same instruction would take over pgdbg's code there and remove it when done"
     ))
+}
+
+/// Another process of the server attached by the same pgdbg for a while
+/// (`Backend::attach_sibling`).  Dropped without `detach`, it is detached
+/// all the same (restored as on every way out).
+pub trait Sibling: Backend {
+    /// Restore everything pgdbg changed in it, detach and let it run; Ok
+    /// too when it has exited meanwhile.
+    fn detach(self: Box<Self>) -> Result<()>;
 }
 
 /// A probe: called by `Backend::run_probes` at its internal breakpoints.
@@ -511,6 +549,10 @@ pub mod fake {
                 };
             }
             Ok(())
+        }
+        /// Other processes' memory is this memory map too.
+        fn read_untraced(&self, _pid: i32, addr: u64, buf: &mut [u8]) -> Result<()> {
+            self.read(addr, buf)
         }
         fn write_own_field(&mut self, addr: u64, data: &[u8]) -> Result<()> {
             self.poke(addr, data);

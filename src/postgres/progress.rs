@@ -43,18 +43,23 @@
 //! (`InstrEndLoop`, even without ANALYZE); the plan text is made with the
 //! nodes' `Instrumentation` saved before and written back after (by
 //! `explain::explain`, for `plan` as well), so a
-//! statement's own EXPLAIN ANALYZE keeps its loops.  Parallel workers' own counts are not
-//! read (the leader's Gather shows the rows they returned; a parallel seq
-//! scan's block progress is the whole scan's).
+//! statement's own EXPLAIN ANALYZE keeps its loops.  Parallel workers' own
+//! nodes: the same counting installed into each worker's tree from a
+//! second attach (`progress/workers.rs`), shown under the leader's node
+//! per worker; a parallel seq scan's block progress is the whole scan's.
 
 use super::backend::{Backend, ProbeEnd, ProbeHandler};
-use super::call::{BackendCalls, Called};
 use super::explain::{self, ExplainOpts};
 use crate::debuginfo::layout::Layout;
 use crate::debuginfo::types::{Type, strip};
-use crate::infcall::Arg;
-use anyhow::{Result, anyhow, bail};
+use anyhow::{Result, bail};
 use std::time::Duration;
+
+mod counting;
+mod workers;
+use counting::{Counting, install_rows_counting, rows_loops};
+pub use workers::WorkerRows;
+use workers::Workers;
 
 /// One node of the running tree, in ExplainNode's order.
 #[derive(Debug, Clone)]
@@ -62,13 +67,45 @@ pub struct Node {
     pub addr: u64,
     /// NodeTag name without `T_` (SeqScanState, HashJoinState, ...).
     pub tag: String,
+    /// Its plan node's `plan_node_id`: the same node in a parallel
+    /// worker's part of the plan has the same.
+    pub plan_id: Option<i32>,
 }
 
 struct Layouts {
     ps: Layout,
     list: Layout,
     instr: Layout,
+    /// `Plan` (for `plan_node_id`), if the debug info has it.
+    plan: Option<Layout>,
     tags: Vec<(String, i64)>,
+}
+
+impl Layouts {
+    fn of(s: &dyn Backend) -> Result<Layouts> {
+        let ps = s.layout("PlanState")?;
+        let tags = match &*strip(s.di(), &ps.field("type")?.ty) {
+            Type::Enum { values, .. } => values.clone(),
+            _ => bail!("PlanState.type is not an enum in this build's debug info"),
+        };
+        Ok(Layouts {
+            ps,
+            list: s.layout("List")?,
+            instr: s.layout("Instrumentation")?,
+            plan: s.layout("Plan").ok(),
+            tags,
+        })
+    }
+
+    /// `planstate->plan->plan_node_id`.
+    fn plan_id(&self, s: &dyn Backend, ps: u64) -> Option<i32> {
+        let pl = self.plan.as_ref()?;
+        let plan = s.read_u64(ps + self.ps.offset("plan").ok()?).ok()?;
+        if plan == 0 {
+            return None;
+        }
+        s.read_i32(plan + pl.offset("plan_node_id").ok()?).ok()
+    }
 }
 
 fn tag_name(l: &Layouts, v: i64) -> String {
@@ -105,6 +142,7 @@ fn walk(s: &dyn Backend, l: &Layouts, ps: u64, out: &mut Vec<Node>, depth: usize
     out.push(Node {
         addr: ps,
         tag: tag.clone(),
+        plan_id: l.plan_id(s, ps),
     });
     let sub_planstate = |sps: u64| -> Result<u64> {
         let spl = s.layout("SubPlanState")?;
@@ -192,20 +230,7 @@ pub fn instrumentation_of(s: &dyn Backend, qd: u64) -> Result<Vec<(u64, Vec<u8>)
     if root == 0 {
         return Ok(Vec::new());
     }
-    let layouts = (|| -> Result<Layouts> {
-        let ps = s.layout("PlanState")?;
-        let tags = match &*strip(s.di(), &ps.field("type")?.ty) {
-            Type::Enum { values, .. } => values.clone(),
-            _ => bail!("PlanState.type is not an enum in this build's debug info"),
-        };
-        Ok(Layouts {
-            ps,
-            list: s.layout("List")?,
-            instr: s.layout("Instrumentation")?,
-            tags,
-        })
-    })();
-    let l = match layouts {
+    let l = match Layouts::of(s) {
         Ok(l) => l,
         Err(e) => {
             if s.read_i32(qd + qd_l.offset("instrument_options")?)? != 0 {
@@ -271,6 +296,8 @@ pub struct NodeNow {
     pub loops: Option<f64>,
     /// (blocks done, blocks of the relation)
     pub blocks: Option<(u64, u64)>,
+    /// The parallel workers' rows of this node, per worker number.
+    pub workers: Vec<WorkerRows>,
 }
 
 /// The statement being watched and how to read it.
@@ -294,6 +321,10 @@ pub struct Progress {
     pub reports: u64,
     /// Each report's numbers (tests and the summary).
     pub last: Vec<NodeNow>,
+    /// The leader's parallel workers (`workers.rs`).
+    workers: Workers,
+    /// The tree has a Gather (Merge): workers are looked for.
+    parallel: bool,
 }
 
 /// Microseconds between 2000-01-01 (PostgreSQL's epoch) and 1970-01-01.
@@ -315,17 +346,7 @@ impl Progress {
     /// At a safe stop inside the running statement `qd`: the plan text, the
     /// tree, and row counting installed where it can be.
     pub fn start(s: &mut dyn Backend, qd: u64, every: Duration) -> Result<Progress> {
-        let ps_l = s.layout("PlanState")?;
-        let tags = match &*strip(s.di(), &ps_l.field("type")?.ty) {
-            Type::Enum { values, .. } => values.clone(),
-            _ => bail!("PlanState.type is not an enum in this build's debug info"),
-        };
-        let l = Layouts {
-            ps: ps_l,
-            list: s.layout("List")?,
-            instr: s.layout("Instrumentation")?,
-            tags,
-        };
+        let l = Layouts::of(s)?;
         if let Some(why) = not_now(s, qd)? {
             bail!("{why}; run plan --progress again");
         }
@@ -385,7 +406,13 @@ impl Progress {
             every,
             reports: 0,
             last: Vec::new(),
+            workers: Workers::new(s.pid()),
+            parallel: false,
         };
+        p.parallel = p
+            .nodes
+            .iter()
+            .any(|n| n.tag == "GatherState" || n.tag == "GatherMergeState");
         p.start_ts = p.statement_start(s);
         p.install_counting(s, estate)?;
         Ok(p)
@@ -403,73 +430,27 @@ impl Progress {
         (t != 0).then_some(t + PG_EPOCH_US)
     }
 
-    /// Rows-only instrumentation into a running tree (see the module text).
+    /// Rows-only instrumentation into the running tree (see the module text).
     fn install_counting(&mut self, s: &mut dyn Backend, estate: u64) -> Result<()> {
-        let instr_off = self.l.ps.offset("instrument")?;
-        let mut have = 0;
-        for n in &self.nodes {
-            if s.read_u64(n.addr + instr_off)? != 0 {
-                have += 1;
+        match install_rows_counting(s, &self.l, &self.nodes, estate)? {
+            Counting::Own => {
+                self.counting = true;
+                self.rows_note = "rows from the statement's own instrumentation".into();
+            }
+            Counting::Partial => {
+                self.rows_note = "rows not shown: the tree is partly instrumented".into();
+            }
+            Counting::Missing(why) => self.rows_note = format!("rows not shown: {why}"),
+            Counting::Installed(_) => {
+                self.counting = true;
+                self.rows_note = format!("rows counted since {}", hhmmss(now_us()));
             }
         }
-        if have == self.nodes.len() {
-            self.counting = true;
-            self.rows_note = "rows from the statement's own instrumentation".into();
-            return Ok(());
-        }
-        if have != 0 {
-            self.rows_note = "rows not shown: the tree is partly instrumented".into();
-            return Ok(());
-        }
-        let first = s.function_addrs("ExecProcNodeFirst");
-        let instr_fn = s.function_addrs("ExecProcNodeInstr");
-        let alloc = s.function_addrs("MemoryContextAllocZero");
-        let (Some(&first), Some(&instr_fn), Some(&alloc)) =
-            (first.first(), instr_fn.first(), alloc.first())
-        else {
-            self.rows_note = "rows not shown: ExecProcNodeFirst/ExecProcNodeInstr/MemoryContextAllocZero not in this binary".into();
-            return Ok(());
-        };
-        let es_l = s.layout("EState")?;
-        let cxt = s.read_u64(estate + es_l.offset("es_query_cxt")?)?;
-        let epn = self.l.ps.offset("ExecProcNode")?;
-        let epn_real = self.l.ps.offset("ExecProcNodeReal")?;
-        let size = self.l.instr.size;
-        let n = self.nodes.len() as u64;
-        let timeout = s.call_timeout();
-        let arr = {
-            let mut calls = BackendCalls::open(s, timeout, false)?;
-            let r = calls.call_addr(alloc, &[Arg::Int(cxt), Arg::Int(n * size)])?;
-            calls.close()?;
-            match r {
-                Called::Value(r) if r.rax != 0 => r.rax,
-                Called::Value(_) => bail!("MemoryContextAllocZero returned NULL"),
-                Called::Error(e) => {
-                    return Err(anyhow!(
-                        "MemoryContextAllocZero raised an ERROR inside the backend: {e}"
-                    ));
-                }
-            }
-        };
-        for (i, node) in self.nodes.iter().enumerate() {
-            let a = arr + i as u64 * size;
-            s.write_own_field(node.addr + instr_off, &a.to_le_bytes())?;
-            // past its first call (ExecProcNodeFirst chose the real
-            // function): the wrapper ExecProcNodeFirst would have chosen
-            let f = s.read_u64(node.addr + epn)?;
-            let real = s.read_u64(node.addr + epn_real)?;
-            if f == real && f != first && f != instr_fn {
-                s.write_own_field(node.addr + epn, &instr_fn.to_le_bytes())?;
-            }
-        }
-        self.counting = true;
-        self.rows_note = format!("rows counted since {}", hhmmss(now_us()));
         Ok(())
     }
 
     /// Read every node now (memory reads only).
     fn read_nodes(&self, s: &dyn Backend) -> Vec<NodeNow> {
-        let f = |n: &str| self.l.instr.offset(n).ok();
         let instr_off = self.l.ps.offset("instrument").ok();
         self.nodes
             .iter()
@@ -481,15 +462,9 @@ impl Progress {
                     && ia != 0
                     && let Ok(b) = s.read_bytes(ia, self.l.instr.size as usize)
                 {
-                    let d = |o: Option<u64>| {
-                        o.map(|o| {
-                            f64::from_le_bytes(b[o as usize..o as usize + 8].try_into().expect("8"))
-                        })
-                        .unwrap_or(0.0)
-                    };
-                    let running = f("running").map(|o| b[o as usize] != 0).unwrap_or(false);
-                    now.rows = Some(d(f("ntuples")) + d(f("tuplecount")));
-                    now.loops = Some(d(f("nloops")) + if running { 1.0 } else { 0.0 });
+                    let (rows, loops) = rows_loops(&self.l, &b);
+                    now.rows = Some(rows);
+                    now.loops = Some(loops);
                 }
                 if n.tag == "SeqScanState" {
                     now.blocks = seqscan_blocks(s, n.addr);
@@ -525,27 +500,64 @@ impl Progress {
     }
 
     fn report(&mut self, s: &mut dyn Backend) -> String {
-        let now = self.read_nodes(s);
+        let mut now = self.read_nodes(s);
+        self.workers.read(s, &self.l);
+        for (i, n) in now.iter_mut().enumerate() {
+            n.workers = self.workers.rows_of(i);
+        }
         let exec = self.executing(s);
         let elapsed = self
             .start_ts
             .map(|t| format!("{:.1}s", (now_us() - t) as f64 / 1e6))
             .unwrap_or_else(|| "?".into());
         let mut out = format!(
-            "-- progress at {} (elapsed {elapsed}; {}){}\n",
+            "-- progress at {} (elapsed {elapsed}; {}{}){}\n",
             hhmmss(now_us()),
             self.rows_note,
+            self.workers.summary(),
             exec.map(|e| format!("; executing now: {e}"))
                 .unwrap_or_default()
         );
+        for note in self.workers.take_notes() {
+            out.push_str(&format!("-- {note}\n"));
+        }
         for (text, node) in &self.lines {
             out.push_str(text);
+            let mut worker_lines = String::new();
             if let Some(i) = node
                 && let Some(n) = now.get(*i)
             {
                 let mut ann = Vec::new();
                 if let (Some(r), Some(l)) = (n.rows, n.loops) {
-                    ann.push(format!("rows so far={r:.0} loops={l:.0}"));
+                    if n.workers.is_empty() {
+                        ann.push(format!("rows so far={r:.0} loops={l:.0}"));
+                    } else {
+                        let total: f64 = r + n.workers.iter().map(|w| w.rows).sum::<f64>();
+                        ann.push(format!(
+                            "rows so far={r:.0} loops={l:.0} in the leader, total {total:.0} with {} worker{}",
+                            n.workers.len(),
+                            if n.workers.len() == 1 { "" } else { "s" }
+                        ));
+                    }
+                }
+                // like EXPLAIN ANALYZE VERBOSE: under the node, one line per worker
+                let indent = match text.find("->") {
+                    Some(p) => p + 6,
+                    None => text.len() - text.trim_start().len() + 2,
+                };
+                for w in &n.workers {
+                    worker_lines.push_str(&format!(
+                        "\n{:indent$}Worker {}: rows so far={:.0} loops={:.0}{}",
+                        "",
+                        w.number,
+                        w.rows,
+                        w.loops,
+                        if w.ended {
+                            " (ended: counts of its last read)"
+                        } else {
+                            ""
+                        }
+                    ));
                 }
                 if let Some((d, t)) = n.blocks {
                     ann.push(format!(
@@ -561,6 +573,7 @@ impl Progress {
                     out.push_str(&format!("  [{}]", ann.join(", ")));
                 }
             }
+            out.push_str(&worker_lines);
             out.push('\n');
         }
         self.last = now;
@@ -633,6 +646,11 @@ impl ProbeHandler for Progress {
         if let Some(t) = self.pending.take() {
             s.say(&t);
         }
+        // the leader runs meanwhile: new workers are counted from the
+        // next report on
+        if self.parallel && self.ended.is_none() {
+            self.workers.refresh(s, &self.l, &self.nodes);
+        }
         Ok(())
     }
 }
@@ -647,7 +665,12 @@ pub fn plan_progress(
     limit: Option<Duration>,
 ) -> Result<(String, ProbeEnd)> {
     let mut p = Progress::start(s, qd, every)?;
-    let first = p.report(s);
+    let mut first = p.report(s);
+    if p.parallel {
+        first.push_str(
+            "\n-- parallel workers: looked for while the backend runs on; their rows show from the next report",
+        );
+    }
     s.say(&first);
     for &a in p.ends.clone().iter().chain(p.aborts.clone().iter()) {
         s.arm_internal(a)?;

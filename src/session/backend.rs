@@ -13,7 +13,7 @@ use crate::infcall::CallFrame;
 use crate::inferior::recorder::{Record, RecordSpec, Recorder};
 use crate::inferior::{Registers, Stop};
 use crate::postgres::ProcessKind;
-use crate::postgres::backend::{Backend, ProbeEnd, ProbeHandler};
+use crate::postgres::backend::{Backend, ProbeEnd, ProbeHandler, Sibling};
 use crate::session::Session;
 use anyhow::Result;
 use std::time::Duration;
@@ -98,22 +98,14 @@ impl Backend for Session {
         functions: &[&str],
         param: &str,
     ) -> Result<Vec<(usize, String, Result<u64>)>> {
-        let frames = self.frames()?.clone();
-        let mut out = Vec::new();
-        for f in &frames {
-            let func = f.function.as_deref().unwrap_or("");
-            if !functions.contains(&func) {
-                continue;
-            }
-            let vars = self.frame_vars(f);
-            let Some(v) = vars.iter().find(|v| v.is_param && v.name == param) else {
-                continue;
-            };
-            let val = self.var_value(f, v);
-            let got = scalar(self, &val).map(|sc| sc.as_i64() as u64);
-            out.push((f.level, func.to_string(), got));
-        }
-        Ok(out)
+        self.frame_scalars(functions, param, true)
+    }
+    fn frame_values(
+        &mut self,
+        functions: &[&str],
+        name: &str,
+    ) -> Result<Vec<(usize, String, Result<u64>)>> {
+        self.frame_scalars(functions, name, false)
     }
     fn keep_value(&mut self, v: Value) -> (usize, String, serde_json::Value) {
         let text = format_value(self, &v, Radix::Natural);
@@ -128,7 +120,11 @@ impl Backend for Session {
         if self.target.breakpoint_inserted(regs.rip) {
             self.target.step_over_breakpoint(regs.rip)?;
         }
-        let stop = self.target.cont_and_wait(&guard::Hooks)?;
+        let stop = if self.sibling {
+            self.target.cont_and_wait(&guard::PeekHooks)?
+        } else {
+            self.target.cont_and_wait(&guard::Hooks)?
+        };
         drop(deadline);
         match stop {
             Stop::Interrupted | Stop::Breakpoint { .. } => Ok(None),
@@ -193,5 +189,45 @@ impl Backend for Session {
     }
     fn own_code_at(&self, addr: u64) -> Option<String> {
         Session::own_code_at(self, addr)
+    }
+    fn attach_sibling(&mut self, pid: i32) -> Result<Box<dyn Sibling>> {
+        Ok(Box::new(Session::attach_sibling(self, pid)?))
+    }
+    fn read_untraced(&self, pid: i32, addr: u64, buf: &mut [u8]) -> Result<()> {
+        crate::inferior::read_untraced(pid, addr, buf)
+    }
+    fn stop_requested(&self) -> bool {
+        guard::interrupt_pending() || guard::must_stop() || guard::deadline_hit()
+    }
+}
+
+impl Session {
+    /// Parameter (or, unless `params_only`, local variable) `name` of each
+    /// frame of `functions`, innermost first.
+    fn frame_scalars(
+        &mut self,
+        functions: &[&str],
+        name: &str,
+        params_only: bool,
+    ) -> Result<Vec<(usize, String, Result<u64>)>> {
+        let frames = self.frames()?.clone();
+        let mut out = Vec::new();
+        for f in &frames {
+            let func = f.function.as_deref().unwrap_or("");
+            if !functions.contains(&func) {
+                continue;
+            }
+            let vars = self.frame_vars(f);
+            let Some(v) = vars
+                .iter()
+                .find(|v| (v.is_param || !params_only) && v.name == name)
+            else {
+                continue;
+            };
+            let val = self.var_value(f, v);
+            let got = scalar(self, &val).map(|sc| sc.as_i64() as u64);
+            out.push((f.level, func.to_string(), got));
+        }
+        Ok(out)
     }
 }

@@ -15,6 +15,7 @@
 //! | `values.rs` | expressions: `print`, `printf`, `info locals/args/registers/address` |
 //! | `modules.rs` | the files mapped into the target (main binary, libraries) |
 //! | `backend.rs` | `Session` as the `postgres::Backend` the PostgreSQL layer and its commands (`crate::postgres::commands`) use |
+//! | `sibling.rs` | a second process of the same server (a parallel worker) attached for a while from a session |
 
 use crate::breakpoints::{BpLocation, Breakpoints};
 use crate::capture::{Capture, Event};
@@ -48,6 +49,7 @@ mod probes;
 pub use perf::profile_detached;
 mod run;
 mod sampled;
+mod sibling;
 mod values;
 
 pub use crate::postgres::backend::{Flow, ProbeEnd, ProbeHandler};
@@ -161,6 +163,9 @@ pub struct Session {
     background: bool,
     /// `info`'s CPU state line, read at a stop (it needs one).
     cpu_state: Option<String>,
+    /// A second process attached for a while by a command on another
+    /// session (`sibling.rs`): its waits leave Ctrl-C to that command.
+    sibling: bool,
 }
 
 impl Session {
@@ -228,6 +233,7 @@ impl Session {
             nonstop: false,
             background: false,
             cpu_state: None,
+            sibling: false,
         };
         s.sync_libraries();
         s.emit(Event::attach(

@@ -80,6 +80,8 @@ fn run_plpgsql_case(major: u32) {
         ],
         pid,
     );
+    // the outer statement must be the first one the armed command sees
+    wait_armed(pid, "standard_ExecutorStart");
     assert_eq!(a.simple_text(CALL_F), expected);
     assert_eq!(a.simple_text(CALL_F), expected);
     let (code, out, err) = p.wait(Duration::from_secs(120));

@@ -216,11 +216,19 @@ fn cpu_ticks(pid: i32) -> u64 {
 /// The backend runs: its CPU time grows (within 5 s).
 fn assert_busy(pid: i32, what: &str) {
     let c0 = cpu_ticks(pid);
-    wait_until(
-        &format!("backend {pid} to use CPU ({what})"),
-        Duration::from_secs(5),
-        || cpu_ticks(pid) > c0,
-    );
+    let t0 = Instant::now();
+    // 30 s: a loaded machine may leave a pgbench backend waiting on the
+    // others' row locks for a while; a backend left stopped never moves
+    while cpu_ticks(pid) <= c0 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "backend {pid} used no CPU in 30 s ({what}): state {:?}, wchan {:?}, tracer {}",
+            proc_state(pid),
+            std::fs::read_to_string(format!("/proc/{pid}/wchan")).unwrap_or_default(),
+            tracer_pid(pid)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// The byte at the ELF entry point (`AT_ENTRY`): 0xcc while pgdbg's
@@ -819,7 +827,7 @@ fn attach_detach_cycles(major: u32) {
     let log_before = crashes(&cl.log());
     let t0 = Instant::now();
     for k in 0..n {
-        assert_busy(pid, "before the attach");
+        assert_busy(pid, &format!("before the attach of cycle {k}"));
         let cmd = if k % 2 == 0 {
             "trace LockRelationOid relid --count 3 --quiet"
         } else {

@@ -547,6 +547,19 @@ pub fn print_values(out: &str) -> Vec<String> {
         .collect()
 }
 
+/// Wait until pgdbg has written an int3 into the first 32 bytes of
+/// `symbol` in `pid` (a command armed): attached (TracerPid) is not armed
+/// yet, and a statement sent in between would run before the breakpoint.
+pub fn wait_armed(pid: i32, symbol: &str) {
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap();
+    let exe = PathBuf::from(exe.to_string_lossy().trim_end_matches(" (deleted)"));
+    wait_until(
+        &format!("pgdbg to arm {symbol} in {pid}"),
+        Duration::from_secs(60),
+        || !code_matches_file(pid, &exe, symbol, 32),
+    );
+}
+
 /// The code bytes of `symbol` in the live process equal those in the file.
 pub fn code_matches_file(pid: i32, binary: &Path, symbol: &str, len: usize) -> bool {
     let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap();

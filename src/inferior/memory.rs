@@ -7,19 +7,12 @@ use super::*;
 impl Target {
     /// Read `buf.len()` bytes at `addr` (one process_vm_readv).
     pub fn read(&self, addr: u64, buf: &mut [u8]) -> Result<()> {
-        if buf.is_empty() {
-            return Ok(());
-        }
-        let len = buf.len();
-        let remote = [RemoteIoVec {
-            base: addr as usize,
-            len,
-        }];
-        let mut local = [IoSliceMut::new(buf)];
-        match process_vm_readv(self.pid, &mut local, &remote) {
-            Ok(n) if n == len => {}
-            Ok(n) => bail!("cannot read {len} bytes at {addr:#x}: only {n} readable"),
-            Err(e) => bail!("cannot access memory at address {addr:#x} ({e})"),
+        match vm_read(self.pid, addr, buf)? {
+            None => {}
+            Some(n) => bail!(
+                "cannot read {} bytes at {addr:#x}: only {n} readable",
+                buf.len()
+            ),
         }
         self.hide_breakpoints(addr, buf);
         Ok(())
@@ -254,8 +247,21 @@ impl Target {
 /// trace (one process_vm_readv; the kernel asks for the same permission
 /// as ptrace).  Nothing in the process is stopped or changed.
 pub fn read_untraced(pid: i32, addr: u64, buf: &mut [u8]) -> Result<()> {
+    match vm_read(Pid::from_raw(pid), addr, buf) {
+        Ok(None) => Ok(()),
+        Ok(Some(n)) => bail!(
+            "cannot read {} bytes at {addr:#x} of process {pid}: only {n} readable",
+            buf.len()
+        ),
+        Err(e) => bail!("{e} of process {pid}"),
+    }
+}
+
+/// One process_vm_readv of `buf.len()` bytes at `addr`: None when all were
+/// read, Some(n) when only n were; an error names the address.
+fn vm_read(pid: Pid, addr: u64, buf: &mut [u8]) -> Result<Option<usize>> {
     if buf.is_empty() {
-        return Ok(());
+        return Ok(None);
     }
     let len = buf.len();
     let remote = [RemoteIoVec {
@@ -263,9 +269,9 @@ pub fn read_untraced(pid: i32, addr: u64, buf: &mut [u8]) -> Result<()> {
         len,
     }];
     let mut local = [IoSliceMut::new(buf)];
-    match process_vm_readv(Pid::from_raw(pid), &mut local, &remote) {
-        Ok(n) if n == len => Ok(()),
-        Ok(n) => bail!("cannot read {len} bytes at {addr:#x} of process {pid}: only {n} readable"),
-        Err(e) => bail!("cannot read memory at {addr:#x} of process {pid} ({e})"),
+    match process_vm_readv(pid, &mut local, &remote) {
+        Ok(n) if n == len => Ok(None),
+        Ok(n) => Ok(Some(n)),
+        Err(e) => bail!("cannot access memory at address {addr:#x} ({e})"),
     }
 }

@@ -18,41 +18,6 @@ use std::time::Duration;
 
 const FOREIGN: &str = "an int3 that is not pgdbg's is at";
 
-/// `symbol`'s link-time address in `file` and its offset in the file
-/// (where a uprobe is placed).
-fn symbol(file: &Path, symbol: &str) -> (u64, u64) {
-    use object::{Object, ObjectSection, ObjectSymbol};
-    let data = std::fs::read(file).unwrap();
-    let obj = object::File::parse(&*data).unwrap();
-    let sym = obj
-        .symbols()
-        .chain(obj.dynamic_symbols())
-        .find(|s| s.name().ok() == Some(symbol))
-        .unwrap_or_else(|| panic!("no symbol {symbol} in {}", file.display()));
-    let addr = sym.address();
-    let sec = obj
-        .sections()
-        .find(|s| addr >= s.address() && addr < s.address() + s.size())
-        .unwrap();
-    let (foff, _) = sec.file_range().unwrap();
-    (addr, foff + (addr - sec.address()))
-}
-
-/// The runtime address of link-time address `addr` of the object mapped
-/// from `mapped_as` in `pid`.
-fn runtime(pid: i32, mapped_as: &Path, addr: u64) -> u64 {
-    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
-    let base = maps
-        .lines()
-        .find(|l| {
-            l.ends_with(mapped_as.to_str().unwrap())
-                && l.split_whitespace().nth(2) == Some("00000000")
-        })
-        .map(|l| u64::from_str_radix(l.split('-').next().unwrap(), 16).unwrap())
-        .unwrap_or_else(|| panic!("{} is not mapped in {pid}", mapped_as.display()));
-    base + addr
-}
-
 fn byte_at(pid: i32, addr: u64) -> u8 {
     let mem = std::fs::File::open(format!("/proc/{pid}/mem")).unwrap();
     let mut b = [0u8; 1];
@@ -84,7 +49,7 @@ fn foreign_uprobe_at_entry(major: u32) {
     let pid = a.pid();
     let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap();
     let bin = cl.postgres_binary();
-    let (vaddr, offset) = symbol(&exe, "GetCachedPlan");
+    let (vaddr, offset) = symbol_in_file(&exe, "GetCachedPlan");
     let at = runtime(pid, &exe, vaddr);
     assert!(code_matches_file(pid, &bin, "GetCachedPlan", 16));
     let probe = uprobe(&exe, offset, pid);
@@ -197,7 +162,7 @@ fn pending_breakpoint_over_foreign_uprobe(major: u32) {
     let mut c = cl.connect();
     let pid = c.pid();
     assert_eq!(mapped_library(pid, "plpgsql.so"), None, "not loaded yet");
-    let (vaddr, offset) = symbol(&lib, "exec_stmt_execsql");
+    let (vaddr, offset) = symbol_in_file(&lib, "exec_stmt_execsql");
     let probe = uprobe(&lib, offset, pid);
     let args = [
         "attach",

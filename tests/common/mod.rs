@@ -576,6 +576,20 @@ pub fn mapped_code_matches_file(
     symbol: &str,
     len: usize,
 ) -> bool {
+    let (addr, file_off) = symbol_in_file(file, symbol);
+    let data = std::fs::read(file).unwrap();
+    let want = &data[file_off as usize..file_off as usize + len];
+    use std::os::unix::fs::FileExt;
+    let mem = std::fs::File::open(format!("/proc/{pid}/mem")).unwrap();
+    let mut got = vec![0u8; len];
+    mem.read_exact_at(&mut got, runtime(pid, mapped_as, addr))
+        .unwrap();
+    got == want
+}
+
+/// `symbol`'s link-time address in `file` and its offset in the file
+/// (where a uprobe is placed).
+pub fn symbol_in_file(file: &Path, symbol: &str) -> (u64, u64) {
     use object::{Object, ObjectSection, ObjectSymbol};
     let data = std::fs::read(file).unwrap();
     let obj = object::File::parse(&*data).unwrap();
@@ -590,9 +604,12 @@ pub fn mapped_code_matches_file(
         .find(|s| addr >= s.address() && addr < s.address() + s.size())
         .unwrap();
     let (foff, _) = sec.file_range().unwrap();
-    let file_off = (foff + (addr - sec.address())) as usize;
-    let want = &data[file_off..file_off + len];
-    // runtime address: load base (mapping of offset 0) + link-time address
+    (addr, foff + (addr - sec.address()))
+}
+
+/// The runtime address of link-time address `addr` of the object mapped
+/// from `mapped_as` in `pid`.
+pub fn runtime(pid: i32, mapped_as: &Path, addr: u64) -> u64 {
     let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
     let base = maps
         .lines()
@@ -602,11 +619,7 @@ pub fn mapped_code_matches_file(
         })
         .map(|l| u64::from_str_radix(l.split('-').next().unwrap(), 16).unwrap())
         .unwrap_or_else(|| panic!("{} is not mapped in {pid}", mapped_as.display()));
-    use std::os::unix::fs::FileExt;
-    let mem = std::fs::File::open(format!("/proc/{pid}/mem")).unwrap();
-    let mut got = vec![0u8; len];
-    mem.read_exact_at(&mut got, base + addr).unwrap();
-    got == want
+    base + addr
 }
 
 /// Lines of a child's stderr until one contains `needle`.

@@ -15,11 +15,14 @@
 //!   the value stored);
 //! - `uprobe.rs`: uprobes and uretprobes sampled with the registers into
 //!   one ring (`latency`, `trace --perf`);
-//! - `latency.rs`: calls paired with their returns, their statistics.
+//! - `latency.rs`: calls paired with their returns, their statistics;
+//! - `tracefs.rs`: uprobes defined in tracefs, whose records carry memory
+//!   the kernel copied at the hit (a statement's text).
 
 pub mod latency;
 pub mod profile;
 pub mod stack;
+pub mod tracefs;
 pub mod uprobe;
 pub mod watch;
 

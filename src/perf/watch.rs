@@ -11,6 +11,7 @@
 //! another kind is read back from memory at once, and counted.
 
 use super::stack::{Maps, unwind};
+use super::tracefs::{Definition, field_string, field_u64};
 use super::{Attr, Event, POLL_MS, Sample, Wakeup, open_error};
 use crate::inferior::Registers;
 use anyhow::{Result, anyhow};
@@ -61,6 +62,10 @@ pub struct MarkSpec {
     /// reads the hits every few ms ([`Wakeup::Batched`]: cheaper for the
     /// backend).
     pub wakeup: Wakeup,
+    /// Where tracefs is, when the kernel is to copy the text into each
+    /// record at the hit (a uprobe defined in tracefs with fetch
+    /// arguments: nothing for pgdbg to read later, no wake-up needed).
+    pub tracefs: Option<std::path::PathBuf>,
 }
 
 /// Where a mark's C string is.
@@ -136,8 +141,27 @@ fn read_text(pid: i32, mut a: u64) -> Option<String> {
 const MARK_REGS: u64 = (1 << 3) | (1 << 4) | (1 << 5);
 
 /// A uprobe sampling event: one record per hit with the time and the
-/// [`MARK_REGS`], the reader woken as the spec says.
-fn open_mark(spec: &MarkSpec, tid: i32) -> std::io::Result<Event> {
+/// [`MARK_REGS`], the reader woken as the spec says.  With
+/// [`MarkSpec::tracefs`], a tracefs uprobe whose records carry `rdi` and
+/// the text, copied by the kernel (the definition is returned with it: drop
+/// it after the event).
+fn open_mark(spec: &MarkSpec, tid: i32) -> std::io::Result<(Event, Option<Definition>)> {
+    if let Some(root) = &spec.tracefs {
+        let text = match spec.text {
+            TextFrom::None => String::new(),
+            TextFrom::FieldOfRdi(o) => format!(" text=+0(+{o}(%di)):string"),
+            TextFrom::Rsi => " text=+0(%si):string".into(),
+            TextFrom::Rdx => " text=+0(%dx):string".into(),
+        };
+        let def = Definition::new(root, &spec.path, spec.offset, &format!("qd=%di:u64{text}"))?;
+        if !def.fields.contains_key("qd")
+            || (spec.text != TextFrom::None && !def.fields.contains_key("text"))
+        {
+            return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        let ev = def.open(tid, spec.wakeup, 64)?;
+        return Ok((ev, Some(def)));
+    }
     let kind: u32 = std::fs::read_to_string("/sys/bus/event_source/devices/uprobe/type")?
         .trim()
         .parse()
@@ -150,7 +174,18 @@ fn open_mark(spec: &MarkSpec, tid: i32) -> std::io::Result<Event> {
     attr.bp_addr = cpath.as_ptr() as u64;
     attr.bp_len = spec.offset;
     attr.period_or_freq = 1;
-    Event::open(&attr, tid, 64)
+    Ok((Event::open(&attr, tid, 64)?, None))
+}
+
+/// A mark's hit from a tracefs uprobe's record (see [`open_mark`]).
+fn kernel_mark(spec: &MarkSpec, def: &Definition, b: &[u8]) -> Option<Mark> {
+    let (time, raw) = super::tracefs::parse_record(b)?;
+    Some(Mark {
+        time,
+        kind: spec.kind,
+        arg: field_u64(raw, def.fields.get("qd")?)?,
+        text: def.fields.get("text").and_then(|f| field_string(raw, f)),
+    })
 }
 
 /// Wait until one of `events` has data or `ms` pass.
@@ -288,10 +323,11 @@ impl WordWatch {
             .map_err(|e| open_error("a write breakpoint event", pid, e))?;
         let mut mark_evs = Vec::new();
         for m in marks {
-            let e = open_mark(m, tid).map_err(|e| open_error("a kernel uprobe", pid, e))?;
-            mark_evs.push((m.clone(), e));
+            let (e, def) = open_mark(m, tid).map_err(|e| open_error("a kernel uprobe", pid, e))?;
+            // (spec, event, definition): the event is dropped before its definition
+            mark_evs.push((m.clone(), e, def));
         }
-        for (_, e) in &mark_evs {
+        for (_, e, _) in &mark_evs {
             e.enable()
                 .map_err(|e| open_error("a kernel uprobe", pid, e))?;
         }
@@ -309,8 +345,12 @@ impl WordWatch {
             let mut mark_evs = mark_evs;
             loop {
                 let last = st.load(Ordering::Relaxed);
-                for (spec, me) in mark_evs.iter_mut() {
+                for (spec, me, def) in mark_evs.iter_mut() {
                     me.drain(|b| {
+                        if let Some(def) = def {
+                            res.marks.extend(kernel_mark(spec, def, b));
+                            return;
+                        }
                         let Some(s) = Sample::parse_regs(b, MARK_REGS, false) else {
                             return;
                         };
@@ -367,10 +407,10 @@ impl WordWatch {
                     break;
                 }
                 let mut all: Vec<&Event> = vec![&ev];
-                all.extend(mark_evs.iter().map(|(_, e)| e));
+                all.extend(mark_evs.iter().map(|(_, e, _)| e));
                 wait_any(&all, POLL_MS);
             }
-            res.lost = ev.lost + mark_evs.iter().map(|(_, e)| e.lost).sum::<u64>();
+            res.lost = ev.lost + mark_evs.iter().map(|(_, e, _)| e.lost).sum::<u64>();
             res
         });
         Ok(WordWatch {

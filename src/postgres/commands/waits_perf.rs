@@ -18,33 +18,50 @@ const TEXT: u8 = 2;
 const GONE: &str = "(statement text reused before it was read)";
 
 /// Uprobes at every out-of-line copy of standard_ExecutorStart and
-/// standard_ExecutorEnd, and for the statement's text at the functions that
-/// are handed it in a register before the executor starts: PortalDefineQuery
-/// (`sourceText`, third argument: simple and extended protocol, cursors) and
-/// CreateQueryDesc (second argument: SPI, EXPLAIN ANALYZE, COPY, CREATE
+/// standard_ExecutorEnd, and the statement's text.  With tracefs (`tracefs`
+/// is where it is), the executor start's uprobe is defined there with the
+/// text as a fetch argument (`QueryDesc.sourceText`): the kernel copies the
+/// text into the record at the hit, whatever the backend does with it
+/// afterwards, and pgdbg reads the records every few ms.
+///
+/// Without tracefs, the text is read by pgdbg from the functions that are
+/// handed it in a register before the executor starts: PortalDefineQuery
+/// (`sourceText`, third argument: simple and extended protocol, cursors)
+/// and CreateQueryDesc (second argument: SPI, EXPLAIN ANALYZE, COPY, CREATE
 /// TABLE AS; its calls in pquery.c are inlined and preceded by
-/// PortalDefineQuery).  The text lives as long as the statement's message
-/// or plan: read at once it is the statement's, where the QueryDesc of a
-/// short statement may be freed before its start is read.  Each executor
-/// start takes the text given last; without such a text, the one read from
-/// its QueryDesc.  A statement of a few microseconds sent by the simple
-/// protocol may be over (its message buffer reset) before its text is
-/// read: it is timed, with [`GONE`] for its text; a prepared statement's
-/// text lives in its plan source.
-fn statement_marks(s: &dyn Backend) -> Result<Vec<MarkSpec>> {
+/// PortalDefineQuery), woken at each of their hits (a simple-protocol
+/// statement's message buffer is reused by the next message).  Each
+/// executor start takes the text given last; without such a text, the one
+/// read from its QueryDesc.  A statement of a few microseconds sent by the
+/// simple protocol may be over before its text is read: it is timed, with
+/// [`GONE`] for its text.  This costs the backend a wake-up of pgdbg per
+/// statement, and PortalDefineQuery's first instruction (a `mov`) is
+/// stepped out of line by the kernel: about 45 µs more per statement than
+/// with tracefs on the machines measured (README, Benchmarks).
+fn statement_marks(s: &dyn Backend, tracefs: Option<&std::path::Path>) -> Result<Vec<MarkSpec>> {
     let at_start = s
         .layout("QueryDesc")
         .ok()
         .and_then(|l| l.offset("sourceText").ok())
         .map(TextFrom::FieldOfRdi)
         .unwrap_or(TextFrom::None);
+    // the kernel copies the text at the executor's start: nothing else to probe
+    let kernel = tracefs.filter(|_| at_start != TextFrom::None);
+    let probed: &[(&str, u8, TextFrom)] = if kernel.is_some() {
+        &[
+            ("standard_ExecutorStart", START, at_start),
+            ("standard_ExecutorEnd", END, TextFrom::None),
+        ]
+    } else {
+        &[
+            ("PortalDefineQuery", TEXT, TextFrom::Rdx),
+            ("CreateQueryDesc", TEXT, TextFrom::Rsi),
+            ("standard_ExecutorStart", START, at_start),
+            ("standard_ExecutorEnd", END, TextFrom::None),
+        ]
+    };
     let mut marks = Vec::new();
-    for (f, kind, text) in [
-        ("PortalDefineQuery", TEXT, TextFrom::Rdx),
-        ("CreateQueryDesc", TEXT, TextFrom::Rsi),
-        ("standard_ExecutorStart", START, at_start),
-        ("standard_ExecutorEnd", END, TextFrom::None),
-    ] {
+    for &(f, kind, text) in probed {
         for a in s.function_addrs(f) {
             if let Some(why) = crate::postgres::backend::uprobe_conflict(s, a, f) {
                 return Err(anyhow::Error::new(crate::perf::Refused(format!(
@@ -62,14 +79,16 @@ fn statement_marks(s: &dyn Backend) -> Result<Vec<MarkSpec>> {
                 kind,
                 text,
                 // only the texts handed to PortalDefineQuery/CreateQueryDesc
-                // must be read at once (a simple-protocol statement's buffer
-                // is reused by the next message); the executor's start and
-                // end are only timed (the start's text is a fallback)
+                // and read by pgdbg must be read at once (a simple-protocol
+                // statement's buffer is reused by the next message); the
+                // executor's start and end are only timed (the start's text
+                // is a fallback), and a text the kernel copied is in its record
                 wakeup: if kind == TEXT {
                     Wakeup::PerRecord
                 } else {
                     Wakeup::Batched
                 },
+                tracefs: kernel.map(|p| p.to_path_buf()),
             });
         }
     }
@@ -96,14 +115,53 @@ pub fn waits_trace_perf(
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0);
+    // statement texts: copied by the kernel into each executor start's
+    // record (a tracefs uprobe), else read by pgdbg as they are handed over
+    let mut how = String::new();
+    let tracefs = if statements {
+        match crate::perf::tracefs::root() {
+            Ok((root, mounted)) => {
+                if mounted {
+                    s.say(&format!(
+                        "waits: mounted tracefs on {} (the kernel copies each statement's text at its start)",
+                        root.display()
+                    ));
+                }
+                Some(root)
+            }
+            Err(why) => {
+                how = format!("; statement texts read by pgdbg as they arrive ({why})");
+                None
+            }
+        }
+    } else {
+        None
+    };
     let marks = if statements {
-        statement_marks(s)?
+        statement_marks(s, tracefs.as_deref())?
     } else {
         Vec::new()
     };
-    let watch = WordWatch::start(s.pid(), s.pid(), probe.word(), stacks > 0, s.bias(), &marks)?;
+    let watch = match WordWatch::start(s.pid(), s.pid(), probe.word(), stacks > 0, s.bias(), &marks)
+    {
+        Err(e) if marks.iter().any(|m| m.tracefs.is_some()) => {
+            // a tracefs uprobe refused (lockdown, a path uprobe_events cannot
+            // name): the texts are read by pgdbg instead
+            how =
+                format!("; statement texts read by pgdbg as they arrive (a tracefs uprobe: {e:#})");
+            WordWatch::start(
+                s.pid(),
+                s.pid(),
+                probe.word(),
+                stacks > 0,
+                s.bias(),
+                &statement_marks(s, None)?,
+            )?
+        }
+        w => w?,
+    };
     s.say(&format!(
-        "waits: tracing backend {} (perf write-breakpoint event on its wait-event word and uprobes on the executor's start and end, no stop per wait; reported at the end){}",
+        "waits: tracing backend {} (perf write-breakpoint event on its wait-event word and uprobes on the executor's start and end, no stop per wait; reported at the end{how}){}",
         s.pid(),
         match duration {
             Some(d) => format!(" for {:.1}s", d.as_secs_f64()),

@@ -336,7 +336,10 @@ fn count_summary(
 
 /// `count FUNC...` (the default): one kernel uprobe counting event per location
 /// (the `uprobe` PMU): the backend is never stopped for a call; the
-/// kernel removes the probes when pgdbg closes them or dies.
+/// kernel removes the probes when pgdbg closes them or dies.  A function's
+/// probe sits at the first instruction of its entry block that the kernel
+/// emulates ([`crate::perf::placement`]), which costs the backend a trap
+/// instead of a trap and a single step.
 pub fn count_perf(
     s: &mut dyn Backend,
     functions: &[String],
@@ -345,6 +348,9 @@ pub fn count_perf(
     let mut counters: Vec<(usize, crate::perf::UprobeCounter)> = Vec::new();
     for (i, f) in functions.iter().enumerate() {
         for a in addresses(s, f)? {
+            // a function's entry block runs once per call: the probe goes
+            // to its first instruction the kernel emulates (no single step)
+            let a = crate::perf::placement::entry_point(s.di(), s.bias(), f, a, &[], false);
             if let Some(why) = crate::postgres::backend::uprobe_conflict(s, a, f) {
                 return Err(anyhow::Error::new(crate::perf::Refused(format!(
                     "count: {why}"

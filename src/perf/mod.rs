@@ -20,6 +20,7 @@
 //!   the kernel copied at the hit (a statement's text).
 
 pub mod latency;
+pub mod placement;
 pub mod profile;
 pub mod stack;
 pub mod tracefs;

@@ -218,14 +218,17 @@ pub static WAITS_TRACE: Entry = Entry {
            By default the watchpoint is a perf event the kernel owns (a write breakpoint with \
            a sample per store) and the statement times come from kernel uprobes: the backend \
            is never stopped, the value of each store is decoded from the store instruction, \
-           and the waits are reported when tracing ends. Needs perf_event_open (root, or \
+           and the waits are reported when tracing ends. Each statement's text is copied by \
+           the kernel at the executor's start (a uprobe defined in tracefs, mounted on \
+           /sys/kernel/tracing when it is not; without it, pgdbg reads the texts as they \
+           arrive, at more cost to the backend). Needs perf_event_open (root, or \
            CAP_PERFMON in a container); where the kernel refuses it, one line says why and \
            the ptrace mode runs instead.\n\n\
            --ptrace: a debug register set through ptrace and breakpoints for the statement \
            times, the backend stopped at each wait's start and end; waits are printed as \
            they end. (--perf, the perf event's old option, is accepted.)\n\n\
            --no-statements: no statement times, nothing placed at the executor's start and \
-           end (in the default mode, each statement costs two or three uprobe hits without it).",
+           end (in the default mode, each statement costs two uprobe hits without it).",
     examples: &[
         "waits trace --for 10s --stacks 7",
         "waits trace --for 10s --quiet",

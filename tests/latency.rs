@@ -27,7 +27,7 @@ fn timed_pg_sleep(major: u32) {
     let _ = std::fs::remove_file(&cap);
     // the catalog entries cached first
     a.query_one_i64(TIMED_SLEEP);
-    let ((text, own), ev) = latency_during(pid, &cap, || {
+    let ((text, own), ev) = latency_during(pid, &cap, "latency pg_sleep --for 3s", || {
         (0..10)
             .map(|_| a.query_one_i64(TIMED_SLEEP) as u64)
             .collect::<Vec<u64>>()
@@ -92,7 +92,7 @@ fn timed_pg_sleep(major: u32) {
     // a call that an ERROR leaves (statement_timeout inside pg_sleep:
     // longjmp, no return): counted, not timed; the next calls are timed
     let _ = std::fs::remove_file(&cap);
-    let ((text, ()), ev) = latency_during(pid, &cap, || {
+    let ((text, ()), ev) = latency_during(pid, &cap, "latency pg_sleep --for 3s", || {
         a.exec("set statement_timeout = 100");
         let err =
             a.c.as_mut()
@@ -139,6 +139,7 @@ fn timed_pg_sleep(major: u32) {
 fn latency_during<T>(
     pid: i32,
     cap: &std::path::Path,
+    cmd: &str,
     work: impl FnOnce() -> T,
 ) -> ((String, T), Vec<serde_json::Value>) {
     let mut p = Pgdbg::spawn(&[
@@ -148,7 +149,7 @@ fn latency_during<T>(
         "--capture",
         &cap.display().to_string(),
         "--ex",
-        "latency pg_sleep --for 3s",
+        cmd,
     ]);
     let mut out = BufReader::new(p.child.stdout.take().unwrap());
     read_until(&mut out, "latency: ", Duration::from_secs(60));
@@ -198,4 +199,51 @@ fn latency_killed_leaves_code_as_found() {
         assert_eq!(a.query_one_i64("select 5"), 5);
     }
     cl.assert_no_crash();
+}
+
+/// A function whose first instruction the kernel would step out of line
+/// (ExecutorEnd starts with a load of its hook) is timed from its entry
+/// block's first emulated instruction (the `je` after the hook test, the
+/// stack pointer still the entry's): every call paired with its return.
+fn timed_from_a_moved_point(major: u32) {
+    let cl = Cluster::start(major);
+    let bin = cl.postgres_binary();
+    let data = std::fs::read(&bin).unwrap();
+    let (_, off) = symbol_in_file(&bin, "ExecutorEnd");
+    let first = &data[off as usize..off as usize + 2];
+    assert!(
+        !matches!(first, [0x50..=0x57, _] | [0x41, 0x50..=0x57]),
+        "ExecutorEnd starts with a push in this build: {first:02x?}"
+    );
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let cap = std::env::temp_dir().join(format!(
+        "pgdbg-latency-moved-{}-{major}.jsonl",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_file(&cap);
+    a.query_one_i64(TIMED_SLEEP);
+    let ((text, _), ev) = latency_during(pid, &cap, "latency ExecutorEnd --for 3s", || {
+        for _ in 0..10 {
+            a.query_one_i64(TIMED_SLEEP);
+        }
+    });
+    assert_eq!(ev.len(), 1, "{text}");
+    let e = &ev[0];
+    let n = |k: &str| e[k].as_u64().unwrap_or_else(|| panic!("{k} in {e}"));
+    assert_eq!(n("calls"), 10, "{text}");
+    assert_eq!(n("no_return"), 0, "{text}");
+    assert_eq!(n("running_at_start") + n("running_at_end"), 0, "{text}");
+    // the end of a statement, not its 50 ms sleep
+    assert!(n("min_ns") > 0 && n("max_ns") < 20_000_000, "{text}");
+    assert_eq!(a.query_one_i64("select 7"), 7);
+    let _ = std::fs::remove_file(&cap);
+    cl.assert_no_crash();
+}
+
+#[test]
+fn latency_from_a_moved_probe_point_all_majors() {
+    for m in majors() {
+        timed_from_a_moved_point(m);
+    }
 }

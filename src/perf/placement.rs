@@ -71,7 +71,20 @@ pub fn cheap_point(
             // a branch, return, trap or system call that is not emulated
             return entry;
         }
-        for r in info.info(&ins).used_registers() {
+        let used = info.info(&ins);
+        if keep_sp
+            && used.used_memory().iter().any(|m| {
+                m.base() == Register::RSP
+                    && !matches!(
+                        m.access(),
+                        OpAccess::Read | OpAccess::CondRead | OpAccess::NoMemAccess
+                    )
+            })
+        {
+            // a store relative to rsp: the return address may be written
+            return entry;
+        }
+        for r in used.used_registers() {
             let writes = !matches!(
                 r.access(),
                 OpAccess::Read | OpAccess::CondRead | OpAccess::None
@@ -118,6 +131,17 @@ pub fn cheap_point(
         return entry;
     }
     at
+}
+
+/// The register of DWARF's x86-64 number `n` (rax rdx rcx rbx rsi rdi
+/// rbp rsp r8-r15), None for the others (vector registers).
+pub fn dwarf_register(n: u16) -> Option<Register> {
+    use Register::*;
+    [
+        RAX, RDX, RCX, RBX, RSI, RDI, RBP, RSP, R8, R9, R10, R11, R12, R13, R14, R15,
+    ]
+    .get(n as usize)
+    .copied()
 }
 
 /// [`cheap_point`] for the runtime address `addr` of `function` in the
@@ -194,6 +218,19 @@ mod tests {
             cheap_point(EXECUTOR_END, 0x1000, &[], &[Register::RAX], false),
             0x1000
         );
+    }
+
+    #[test]
+    fn a_store_to_the_stack_keeps_a_return_probe_at_the_entry() {
+        // mov %rdi,0x8(%rsp); test %rdi,%rdi; je +2
+        let code = [0x48, 0x89, 0x7c, 0x24, 0x08, 0x48, 0x85, 0xff, 0x74, 0x02];
+        assert_eq!(cheap_point(&code, 0x7000, &[], &[], true), 0x7000);
+        assert_eq!(cheap_point(&code, 0x7000, &[], &[], false), 0x7008);
+        // sub $8,%rsp moves the stack pointer
+        let code = [0x48, 0x83, 0xec, 0x08, 0x74, 0x02];
+        assert_eq!(cheap_point(&code, 0x7000, &[], &[], true), 0x7000);
+        assert_eq!(dwarf_register(5), Some(Register::RDI));
+        assert_eq!(dwarf_register(17), None);
     }
 
     #[test]

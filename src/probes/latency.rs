@@ -67,6 +67,10 @@ fn probes_for(
     let mut roles = Vec::new();
     let mut inlined = Vec::new();
     let at = |a: u64, f: &str| {
+        // the entry block's first emulated instruction, where the stack
+        // pointer (and the return address at it) is still the entry's: the
+        // return probe rewrites that address, the calls are paired by it
+        let a = crate::perf::placement::entry_point(s.di(), s.bias(), f, a, &[], true);
         if let Some(why) = crate::postgres::backend::uprobe_conflict(s, a, f) {
             bail!("latency: {why}; delete it first (latency has no mode with ptrace stops)");
         }

@@ -75,6 +75,24 @@ pub fn trace_perf(
             Err(e) => return fallback(s, e.to_string()),
         }
     }
+    // each probe at its entry block's first emulated instruction where the
+    // argument registers (and the stack pointer) still hold the entry's
+    let addrs: Vec<u64> = addrs
+        .iter()
+        .zip(&specs)
+        .map(|(a, spec)| {
+            let keep: Option<Vec<_>> = spec
+                .iter()
+                .map(|(r, _)| crate::perf::placement::dwarf_register(*r))
+                .collect();
+            match keep {
+                Some(keep) => {
+                    crate::perf::placement::entry_point(s.di(), s.bias(), function, *a, &keep, true)
+                }
+                None => *a,
+            }
+        })
+        .collect();
     for a in &addrs {
         if let Some(why) = crate::postgres::backend::uprobe_conflict(s, *a, function) {
             return fallback(s, why);

@@ -8,6 +8,7 @@ use crate::perf::watch::{MarkSpec, TextFrom, WordWatch};
 use crate::postgres::backend::{Backend, Flow, NoStop};
 use crate::postgres::waits::TraceProbe;
 use anyhow::Result;
+use iced_x86::Register;
 use std::time::Duration;
 
 const START: u8 = 0;
@@ -63,6 +64,16 @@ fn statement_marks(s: &dyn Backend, tracefs: Option<&std::path::Path>) -> Result
     let mut marks = Vec::new();
     for &(f, kind, text) in probed {
         for a in s.function_addrs(f) {
+            // at the entry block's first instruction the kernel emulates,
+            // while the argument registers are the entry's
+            let a = crate::perf::placement::entry_point(
+                s.di(),
+                s.bias(),
+                f,
+                a,
+                &[Register::RDI, Register::RSI, Register::RDX],
+                true,
+            );
             if let Some(why) = crate::postgres::backend::uprobe_conflict(s, a, f) {
                 return Err(anyhow::Error::new(crate::perf::Refused(format!(
                     "waits trace: {why}"

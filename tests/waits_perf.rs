@@ -241,3 +241,39 @@ fn waits_trace_perf_killed() {
     let _ = std::fs::remove_file(&cap);
     cl.assert_no_crash();
 }
+
+/// A statement's text longer than what the kernel copies (1 KB, as
+/// pg_stat_activity keeps by default) is cut there and marked "...": a
+/// statement of 4090 bytes (where a `:string` copy once overran the
+/// kernel's one-page buffer) is timed with its first 1024 bytes.
+#[test]
+fn waits_trace_perf_long_statement_text() {
+    let cl = Cluster::start(15);
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let cap = std::env::temp_dir().join(format!(
+        "pgdbg-waits-perf-long-{}.jsonl",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_file(&cap);
+    let head = "select length('";
+    let tail = "')";
+    let long = format!("{head}{}{tail}", "x".repeat(4090 - head.len() - tail.len()));
+    assert_eq!(long.len(), 4090);
+    let (p, out, _) = start_trace(pid, "waits trace --for 3s --quiet", &cap);
+    assert_eq!(a.query_one_i64(&long), 4090 - 17);
+    assert_eq!(a.query_one_i64("select 5"), 5);
+    let (code, text, err) = finish(p, out);
+    assert_eq!(code, 0, "{err}");
+    let qs: Vec<String> = read_events(&cap, "statement")
+        .iter()
+        .map(|e| e["query"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        qs,
+        vec![format!("{}...", &long[..1024]), "select 5".to_string()],
+        "{text}"
+    );
+    let _ = std::fs::remove_file(&cap);
+    cl.assert_no_crash();
+}

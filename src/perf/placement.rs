@@ -14,7 +14,8 @@
 //! entry and it.
 
 use iced_x86::{
-    Decoder, DecoderOptions, FlowControl, Instruction, InstructionInfoFactory, OpAccess, Register,
+    Decoder, DecoderOptions, FlowControl, Instruction, InstructionInfoFactory, OpAccess, OpKind,
+    Register,
 };
 
 /// Whether the kernel's x86 uprobes emulate `ins` (no single step): the
@@ -107,11 +108,37 @@ pub fn cheap_point(
     let lands_inside = |bytes: &[u8], ip: u64| {
         let mut dec = Decoder::with_ip(64, bytes, ip, DecoderOptions::NONE);
         let mut ins = Instruction::default();
+        let mut recent: std::collections::VecDeque<Instruction> = Default::default();
         while dec.can_decode() {
             dec.decode_out(&mut ins);
             if ins.is_invalid() {
                 // not all code: nothing can be said
                 return true;
+            }
+            // a jump table's targets are not known: only the entry is sure
+            // to run once per call.  A table dispatch indexes memory (`jmp
+            // *T(,%rax,8)`, or `movslq (%rdx,%rax,4),%rax; add %rdx,%rax;
+            // jmp *%rax` just before); an indirect jump without one is a
+            // tail call (a hook), whose target is another function
+            if ins.flow_control() == FlowControl::IndirectBranch {
+                let indexed = |i: &Instruction| {
+                    (0..i.op_count()).any(|k| i.op_kind(k) == OpKind::Memory)
+                        && i.memory_index() != Register::None
+                };
+                if indexed(&ins) || recent.iter().any(indexed) {
+                    return true;
+                }
+            }
+            recent.push_back(ins);
+            if recent.len() > 3 {
+                recent.pop_front();
+            }
+            // a code address taken (a label's address, `&&label`)
+            if ins.is_ip_rel_memory_operand() {
+                let t = ins.ip_rel_memory_address();
+                if t > entry && t <= at {
+                    return true;
+                }
             }
             match ins.flow_control() {
                 FlowControl::UnconditionalBranch
@@ -160,6 +187,12 @@ pub fn entry_point(
     let Some(link) = addr.checked_sub(bias) else {
         return addr;
     };
+    // an ELF function symbol starting here (its other parts are found by
+    // name; a range known only from DWARF is not moved into)
+    match di.symbol_at(link) {
+        Some((sym, 0)) if sym.is_func && sym.size > 0 => {}
+        _ => return addr,
+    }
     let Some((name, start, end)) = di.code_range_at(link) else {
         return addr;
     };
@@ -177,7 +210,35 @@ pub fn entry_point(
         .filter(|s| s.is_func && s.size > 0 && s.name.starts_with(&cold))
         .filter_map(|s| Some((s.addr, di.binary.bytes_at(s.addr, s.size)?)))
         .collect();
-    cheap_point(code, start, &others, keep, keep_sp) + bias
+    let at = cheap_point(code, start, &others, keep, keep_sp);
+    // a code address stored as data (a computed goto's table of labels:
+    // a relative relocation whose value lands between the entry and the
+    // chosen point) may be jumped to from anywhere
+    if at != start {
+        use object::{Object, ObjectSection, RelocationTarget};
+        let taken = di
+            .binary
+            .file
+            .dynamic_relocations()
+            .into_iter()
+            .flatten()
+            .any(|(_, r)| {
+                matches!(r.target(), RelocationTarget::Absolute)
+                    && (r.addend() as u64) > start
+                    && (r.addend() as u64) <= at
+            })
+            || di.binary.file.sections().any(|sec| {
+                sec.relocations().any(|(_, r)| {
+                    matches!(r.target(), RelocationTarget::Absolute)
+                        && (r.addend() as u64) > start
+                        && (r.addend() as u64) <= at
+                })
+            });
+        if taken {
+            return addr;
+        }
+    }
+    at + bias
 }
 
 #[cfg(test)]
@@ -211,13 +272,26 @@ mod tests {
 
     #[test]
     fn moves_to_the_entry_blocks_branch() {
-        let at = cheap_point(EXECUTOR_END, 0x1000, &[], &[Register::RDI], true);
+        // its tail call through the hook (jmp *%rax, no table indexed
+        // before it) goes to another function
+        let code = EXECUTOR_END.to_vec();
+        let at = cheap_point(&code, 0x1000, &[], &[Register::RDI], true);
         assert_eq!(at, 0x1000 + 10);
+        // a jump table's dispatch: movslq (%rdx,%rax,4),%rax; add %rdx,%rax;
+        // jmp *%rax (its targets unknown): the entry stays
+        let mut table = EXECUTOR_END[..12].to_vec();
+        table.extend_from_slice(&[0x48, 0x63, 0x04, 0x82, 0x48, 0x01, 0xd0, 0xff, 0xe0]);
+        assert_eq!(cheap_point(&table, 0x1000, &[], &[], false), 0x1000);
         // rax is written before it: a probe reading rax stays at the entry
         assert_eq!(
-            cheap_point(EXECUTOR_END, 0x1000, &[], &[Register::RAX], false),
+            cheap_point(&code, 0x1000, &[], &[Register::RAX], false),
             0x1000
         );
+        // a label's address taken inside the entry block
+        // (lea 0x0(%rip),%rax at 0 points to 7, the test: before the je)
+        let mut code2 = code.clone();
+        code2[0..7].copy_from_slice(&[0x48, 0x8d, 0x05, 0x00, 0x00, 0x00, 0x00]);
+        assert_eq!(cheap_point(&code2, 0x1000, &[], &[], false), 0x1000);
     }
 
     #[test]

@@ -10,7 +10,8 @@
 //! opened on it (per thread) is open, and takes it out when that event is
 //! closed or its owner dies.  pgdbg removes its definitions once their
 //! events are closed; those of a pgdbg that was killed stay listed (inert)
-//! until the next pgdbg removes them (group `pgdbg_<pid>` of a dead pid).
+//! until the next pgdbg removes them (group `pgdbg_<pid>_<start time>` of a
+//! process that is gone).
 
 use super::{Attr, Event, FLAG_DISABLED, FLAG_EXCLUDE_HV, FLAG_USE_CLOCKID, SAMPLE_TIME, Wakeup};
 use std::collections::HashMap;
@@ -117,6 +118,11 @@ pub fn field_u64(raw: &[u8], f: &Field) -> Option<u64> {
     })
 }
 
+/// The bytes of a fixed-size field (an array) of a raw record.
+pub fn field_bytes<'a>(raw: &'a [u8], f: &Field) -> Option<&'a [u8]> {
+    raw.get(f.offset..f.offset + f.size)
+}
+
 /// A `:string` field of a raw record (its `__data_loc`), without the NUL.
 pub fn field_string(raw: &[u8], f: &Field) -> Option<String> {
     if !f.data_loc || f.size != 4 {
@@ -144,6 +150,24 @@ pub struct Definition {
 
 static NEXT: AtomicU32 = AtomicU32::new(0);
 
+/// The start time (clock ticks since boot) of process `pid`.
+fn start_time(pid: &str) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // after the command name's closing parenthesis: field 3 onwards
+    let rest = &stat[stat.rfind(')')? + 2..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// This pgdbg's group of definitions: `pgdbg_<pid>_<start time>`, so that
+/// a reused pid is another group.
+fn own_group() -> String {
+    format!(
+        "pgdbg_{}_{}",
+        std::process::id(),
+        start_time("self").unwrap_or(0)
+    )
+}
+
 fn append(root: &Path, line: &str) -> std::io::Result<()> {
     let mut f = std::fs::OpenOptions::new()
         .append(true)
@@ -165,13 +189,15 @@ fn remove_stale(root: &Path) {
         let Some((group, _)) = ev.split_once('/') else {
             continue;
         };
-        let Some(pid) = group
-            .strip_prefix("pgdbg_")
-            .and_then(|p| p.parse::<i32>().ok())
+        // pgdbg_<pid>_<start time>: stale when that process is gone (the
+        // kernel refuses to remove a definition still in use)
+        let Some((pid, started)) = group.strip_prefix("pgdbg_").and_then(|p| p.split_once('_'))
         else {
             continue;
         };
-        if pid != std::process::id() as i32 && !Path::new(&format!("/proc/{pid}")).exists() {
+        if group != own_group()
+            && start_time(pid).map(|t| t.to_string()) != Some(started.to_string())
+        {
             let _ = append(root, &format!("-:{ev}"));
         }
     }
@@ -191,7 +217,7 @@ impl Definition {
         if NEXT.load(Ordering::Relaxed) == 0 {
             remove_stale(root);
         }
-        let group = format!("pgdbg_{}", std::process::id());
+        let group = own_group();
         let name = format!("m{}", NEXT.fetch_add(1, Ordering::Relaxed));
         append(root, &format!("p:{group}/{name} {p}:{offset:#x} {args}"))?;
         let mut d = Definition {

@@ -11,7 +11,7 @@
 //! another kind is read back from memory at once, and counted.
 
 use super::stack::{Maps, unwind};
-use super::tracefs::{Definition, field_string, field_u64};
+use super::tracefs::{Definition, field_bytes, field_u64};
 use super::{Attr, Event, POLL_MS, Sample, Wakeup, open_error};
 use crate::inferior::Registers;
 use anyhow::{Result, anyhow};
@@ -147,19 +147,34 @@ const MARK_REGS: u64 = (1 << 3) | (1 << 4) | (1 << 5);
 /// it after the event).
 fn open_mark(spec: &MarkSpec, tid: i32) -> std::io::Result<(Event, Option<Definition>)> {
     if let Some(root) = &spec.tracefs {
-        let text = match spec.text {
-            TextFrom::None => String::new(),
-            TextFrom::FieldOfRdi(o) => format!(" text=+0(+{o}(%di)):string"),
-            TextFrom::Rsi => " text=+0(%si):string".into(),
-            TextFrom::Rdx => " text=+0(%dx):string".into(),
+        // the text as fixed-size arrays, not `:string`: a string's length
+        // is only known at the hit, and before Linux 6.12 a string that
+        // fills the kernel's one-page argument buffer overran it (since,
+        // a kernel warning); a copy past the string's end reads the
+        // backend's memory (zeros where it is unmapped) and is cut at the
+        // first NUL
+        let base = match spec.text {
+            TextFrom::None => None,
+            TextFrom::FieldOfRdi(o) => Some(format!("+{o}(%di)")),
+            TextFrom::Rsi => Some("%si".to_string()),
+            TextFrom::Rdx => Some("%dx".to_string()),
         };
-        let def = Definition::new(root, &spec.path, spec.offset, &format!("qd=%di:u64{text}"))?;
-        if !def.fields.contains_key("qd")
-            || (spec.text != TextFrom::None && !def.fields.contains_key("text"))
-        {
-            return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+        let mut args = "qd=%di:u64".to_string();
+        if let Some(b) = &base {
+            for i in 0..TEXT_PARTS {
+                args.push_str(&format!(" t{i}=+{}({b}):u64[64]", i * 512));
+            }
         }
-        let ev = def.open(tid, spec.wakeup, 64)?;
+        let def = Definition::new(root, &spec.path, spec.offset, &args)?;
+        let missing = std::iter::once("qd".to_string())
+            .chain((0..if base.is_some() { TEXT_PARTS } else { 0 }).map(|i| format!("t{i}")))
+            .find(|f| !def.fields.contains_key(f));
+        if let Some(f) = missing {
+            return Err(std::io::Error::other(format!(
+                "the tracefs event has no field {f} (its format file)"
+            )));
+        }
+        let ev = def.open(tid, spec.wakeup, 256)?;
         return Ok((ev, Some(def)));
     }
     let kind: u32 = std::fs::read_to_string("/sys/bus/event_source/devices/uprobe/type")?
@@ -177,14 +192,31 @@ fn open_mark(spec: &MarkSpec, tid: i32) -> std::io::Result<(Event, Option<Defini
     Ok((Event::open(&attr, tid, 64)?, None))
 }
 
-/// A mark's hit from a tracefs uprobe's record (see [`open_mark`]).
+/// How many 512-byte parts of a text a tracefs mark copies (1 KB, the
+/// text pg_stat_activity keeps by default: track_activity_query_size).
+const TEXT_PARTS: usize = 2;
+
+/// A mark's hit from a tracefs uprobe's record (see [`open_mark`]); a
+/// text that fills every part ends with "...".
 fn kernel_mark(spec: &MarkSpec, def: &Definition, b: &[u8]) -> Option<Mark> {
     let (time, raw) = super::tracefs::parse_record(b)?;
+    let text = if def.fields.contains_key("t0") {
+        let mut bytes = Vec::new();
+        for i in 0..TEXT_PARTS {
+            bytes.extend_from_slice(field_bytes(raw, def.fields.get(&format!("t{i}"))?)?);
+        }
+        Some(match bytes.iter().position(|&c| c == 0) {
+            Some(n) => String::from_utf8_lossy(&bytes[..n]).into_owned(),
+            None => format!("{}...", String::from_utf8_lossy(&bytes)),
+        })
+    } else {
+        None
+    };
     Some(Mark {
         time,
         kind: spec.kind,
         arg: field_u64(raw, def.fields.get("qd")?)?,
-        text: def.fields.get("text").and_then(|f| field_string(raw, f)),
+        text,
     })
 }
 

@@ -153,13 +153,24 @@ pub fn waits_trace_perf(
     } else {
         Vec::new()
     };
+    // without a text: over before pgdbg read it, or (copied by the kernel)
+    // none at all
+    let mut gone = if marks.iter().any(|m| m.tracefs.is_some()) {
+        "(no statement text)"
+    } else {
+        GONE
+    };
     let watch = match WordWatch::start(s.pid(), s.pid(), probe.word(), stacks > 0, s.bias(), &marks)
     {
-        Err(e) if marks.iter().any(|m| m.tracefs.is_some()) => {
+        Err(e)
+            if marks.iter().any(|m| m.tracefs.is_some())
+                && format!("{e:#}").contains("kernel uprobe") =>
+        {
             // a tracefs uprobe refused (lockdown, a path uprobe_events cannot
             // name): the texts are read by pgdbg instead
             how =
                 format!("; statement texts read by pgdbg as they arrive (a tracefs uprobe: {e:#})");
+            gone = GONE;
             WordWatch::start(
                 s.pid(),
                 s.pid(),
@@ -249,7 +260,7 @@ pub fn waits_trace_perf(
                             .filter(|q| !q.is_empty())
                             .or_else(|| m.text.clone())
                             .filter(|q| !q.is_empty())
-                            .unwrap_or_else(|| GONE.to_string());
+                            .unwrap_or_else(|| gone.to_string());
                         probe.statement_start(m.arg, now, q);
                     }
                     _ => probe.statement_end(s, m.arg, now, Some(ts)),

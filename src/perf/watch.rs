@@ -162,7 +162,10 @@ fn open_mark(spec: &MarkSpec, tid: i32) -> std::io::Result<(Event, Option<Defini
         let mut args = "qd=%di:u64".to_string();
         if let Some(b) = &base {
             for i in 0..TEXT_PARTS {
-                args.push_str(&format!(" t{i}=+{}({b}):u64[64]", i * 512));
+                args.push_str(&format!(
+                    " t{i}=+{}({b}):u64[{PART_WORDS}]",
+                    i * PART_WORDS * 8
+                ));
             }
         }
         let def = Definition::new(root, &spec.path, spec.offset, &args)?;
@@ -192,13 +195,18 @@ fn open_mark(spec: &MarkSpec, tid: i32) -> std::io::Result<(Event, Option<Defini
     Ok((Event::open(&attr, tid, 64)?, None))
 }
 
-/// How many 512-byte parts of a text a tracefs mark copies (1 KB, the
-/// text pg_stat_activity keeps by default: track_activity_query_size).
-const TEXT_PARTS: usize = 2;
+/// How many parts of [`PART_WORDS`] 8-byte words of a text a tracefs mark
+/// copies: 256 bytes, most statements whole.  The kernel copies an array
+/// word by word (a user-memory read each, about 80 ns here), so each word
+/// costs the backend at every statement.
+const TEXT_PARTS: usize = 1;
+const PART_WORDS: usize = 32;
 
-/// A mark's hit from a tracefs uprobe's record (see [`open_mark`]); a
-/// text that fills every part ends with "...".
-fn kernel_mark(spec: &MarkSpec, def: &Definition, b: &[u8]) -> Option<Mark> {
+/// A mark's hit from a tracefs uprobe's record (see [`open_mark`]).  A
+/// text that fills every part is read whole from the backend when the
+/// record is read, if it still starts with what the kernel copied;
+/// otherwise the copy ends with "...".
+fn kernel_mark(spec: &MarkSpec, def: &Definition, b: &[u8], pid: i32) -> Option<Mark> {
     let (time, raw) = super::tracefs::parse_record(b)?;
     let text = if def.fields.contains_key("t0") {
         let mut bytes = Vec::new();
@@ -207,7 +215,18 @@ fn kernel_mark(spec: &MarkSpec, def: &Definition, b: &[u8]) -> Option<Mark> {
         }
         Some(match bytes.iter().position(|&c| c == 0) {
             Some(n) => String::from_utf8_lossy(&bytes[..n]).into_owned(),
-            None => format!("{}...", String::from_utf8_lossy(&bytes)),
+            None => {
+                let copied = String::from_utf8_lossy(&bytes).into_owned();
+                let qd = field_u64(raw, def.fields.get("qd")?)?;
+                let whole = match spec.text {
+                    TextFrom::FieldOfRdi(o) => read_text_at(pid, qd + o),
+                    _ => None,
+                };
+                match whole {
+                    Some(t) if t.len() > copied.len() && t.starts_with(&copied) => t,
+                    _ => format!("{copied}..."),
+                }
+            }
         })
     } else {
         None
@@ -380,7 +399,7 @@ impl WordWatch {
                 for (spec, me, def) in mark_evs.iter_mut() {
                     me.drain(|b| {
                         if let Some(def) = def {
-                            res.marks.extend(kernel_mark(spec, def, b));
+                            res.marks.extend(kernel_mark(spec, def, b, pid));
                             return;
                         }
                         let Some(s) = Sample::parse_regs(b, MARK_REGS, false) else {

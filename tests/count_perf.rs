@@ -168,13 +168,7 @@ fn has_uprobes_page(pid: i32) -> bool {
 fn counted_where_nothing_is_stepped(major: u32) {
     let cl = Cluster::start(major);
     let bin = cl.postgres_binary();
-    let data = std::fs::read(&bin).unwrap();
-    let (_, off) = symbol_in_file(&bin, "ExecutorEnd");
-    let first = &data[off as usize..off as usize + 2];
-    assert!(
-        !matches!(first, [0x50..=0x57, _] | [0x41, 0x50..=0x57]),
-        "ExecutorEnd starts with a push in this build: {first:02x?}"
-    );
+    assert_entry_not_a_push(&bin, "ExecutorEnd");
     let mut a = cl.connect();
     let pid = a.pid();
     assert!(!has_uprobes_page(pid));

@@ -587,6 +587,19 @@ pub fn mapped_code_matches_file(
     got == want
 }
 
+/// Panics when `symbol`'s first instruction in `file` is a push (which
+/// the kernel's uprobes emulate): a test of a uprobe moved off an entry the
+/// kernel would step out of line needs another entry.
+pub fn assert_entry_not_a_push(file: &Path, symbol: &str) {
+    let data = std::fs::read(file).unwrap();
+    let (_, off) = symbol_in_file(file, symbol);
+    let first = &data[off as usize..off as usize + 2];
+    assert!(
+        !matches!(first, [0x50..=0x57, _] | [0x41, 0x50..=0x57]),
+        "{symbol} starts with a push in this build: {first:02x?}"
+    );
+}
+
 /// `symbol`'s link-time address in `file` and its offset in the file
 /// (where a uprobe is placed).
 pub fn symbol_in_file(file: &Path, symbol: &str) -> (u64, u64) {

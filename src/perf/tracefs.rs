@@ -205,7 +205,7 @@ fn remove_stale(root: &Path) {
 
 impl Definition {
     /// Define a uprobe at `offset` in `path` with the fetch arguments
-    /// `args` (uprobe_events syntax, e.g. `qd=%di:u64 text=+0(%dx):string`).
+    /// `args` (uprobe_events syntax, e.g. `qd=%di:u64 t0=+0(%dx):u64[32]`).
     pub fn new(root: &Path, path: &Path, offset: u64, args: &str) -> std::io::Result<Definition> {
         let p = path.to_string_lossy();
         if p.chars().any(char::is_whitespace) {

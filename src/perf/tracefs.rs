@@ -1,9 +1,9 @@
 //! Uprobes defined through tracefs (`uprobe_events`) instead of the
 //! `uprobe` PMU, for one reason: their fetch arguments.  The kernel copies
-//! what they name (a register, a C string two pointers away) into each
-//! record at the hit, so pgdbg need not be woken to read the backend's
-//! memory before the backend reuses it (`perf probe -x postgres 'f
-//! arg:string'` works the same way).
+//! what they name (a register, bytes two pointers away) into each record
+//! at the hit, so pgdbg need not be woken to read the backend's memory
+//! before the backend reuses it (`perf probe -x postgres 'f arg'` works the
+//! same way).
 //!
 //! A definition is a line in `uprobe_events`; it places nothing in the
 //! backend by itself: the kernel writes its int3 only while a perf event
@@ -64,8 +64,6 @@ pub fn root() -> Result<(PathBuf, bool), String> {
 pub struct Field {
     pub offset: usize,
     pub size: usize,
-    /// `__data_loc`: a u32 (length << 16 | offset) pointing into the record
-    pub data_loc: bool,
 }
 
 /// The fields of a `format` file, by name.
@@ -96,46 +94,24 @@ pub fn parse_format(text: &str) -> HashMap<String, Field> {
             continue;
         };
         let name = name.split('[').next().unwrap_or(name).to_string();
-        out.insert(
-            name,
-            Field {
-                offset,
-                size,
-                data_loc: decl.starts_with("__data_loc"),
-            },
-        );
+        out.insert(name, Field { offset, size });
     }
     out
 }
 
-/// A u64 field of a raw record.
+/// The bytes of a field (a number, an array) of a raw record.
+pub fn field_bytes<'a>(raw: &'a [u8], f: &Field) -> Option<&'a [u8]> {
+    raw.get(f.offset..f.offset + f.size)
+}
+
+/// A u64 (or u32) field of a raw record.
 pub fn field_u64(raw: &[u8], f: &Field) -> Option<u64> {
-    let b = raw.get(f.offset..f.offset + f.size)?;
+    let b = field_bytes(raw, f)?;
     Some(match f.size {
         8 => u64::from_le_bytes(b.try_into().ok()?),
         4 => u32::from_le_bytes(b.try_into().ok()?) as u64,
         _ => return None,
     })
-}
-
-/// The bytes of a fixed-size field (an array) of a raw record.
-pub fn field_bytes<'a>(raw: &'a [u8], f: &Field) -> Option<&'a [u8]> {
-    raw.get(f.offset..f.offset + f.size)
-}
-
-/// A `:string` field of a raw record (its `__data_loc`), without the NUL.
-pub fn field_string(raw: &[u8], f: &Field) -> Option<String> {
-    if !f.data_loc || f.size != 4 {
-        return None;
-    }
-    let loc = u32::from_le_bytes(raw.get(f.offset..f.offset + 4)?.try_into().ok()?);
-    let (off, len) = ((loc & 0xffff) as usize, (loc >> 16) as usize);
-    if len == 0 {
-        return None;
-    }
-    let b = raw.get(off..off + len)?;
-    let b = b.split(|&c| c == 0).next().unwrap_or(b);
-    Some(String::from_utf8_lossy(b).into_owned())
 }
 
 /// A definition in `uprobe_events`, removed when dropped (drop it after
@@ -181,6 +157,7 @@ fn remove_stale(root: &Path) {
     let Ok(text) = std::fs::read_to_string(root.join("uprobe_events")) else {
         return;
     };
+    let own = own_group();
     for line in text.lines() {
         // "p:pgdbg_123/s0 /path:0x... args"
         let Some(ev) = line.split_whitespace().next().and_then(|w| w.get(2..)) else {
@@ -195,9 +172,7 @@ fn remove_stale(root: &Path) {
         else {
             continue;
         };
-        if group != own_group()
-            && start_time(pid).map(|t| t.to_string()) != Some(started.to_string())
-        {
+        if group != own && start_time(pid).map(|t| t.to_string()) != Some(started.to_string()) {
             let _ = append(root, &format!("-:{ev}"));
         }
     }
@@ -205,7 +180,7 @@ fn remove_stale(root: &Path) {
 
 impl Definition {
     /// Define a uprobe at `offset` in `path` with the fetch arguments
-    /// `args` (uprobe_events syntax, e.g. `qd=%di:u64 t0=+0(%dx):u64[32]`).
+    /// `args` (uprobe_events syntax, e.g. `qd=%di:u64 text=+0(%dx):u64[32]`).
     pub fn new(root: &Path, path: &Path, offset: u64, args: &str) -> std::io::Result<Definition> {
         let p = path.to_string_lossy();
         if p.chars().any(char::is_whitespace) {
@@ -282,9 +257,9 @@ format:
 
 \tfield:unsigned long __probe_ip;\toffset:8;\tsize:8;\tsigned:0;
 \tfield:u64 qd;\toffset:16;\tsize:8;\tsigned:0;
-\tfield:__data_loc char[] text;\toffset:24;\tsize:4;\tsigned:1;
+\tfield:u64 text[32];\toffset:24;\tsize:256;\tsigned:0;
 
-print fmt: \"(%lx) qd=0x%Lx text=\\\"%s\\\"\", REC->__probe_ip, REC->qd, __get_str(text)
+print fmt: \"(%lx) qd=0x%Lx\", REC->__probe_ip, REC->qd
 ";
 
     #[test]
@@ -294,30 +269,30 @@ print fmt: \"(%lx) qd=0x%Lx text=\\\"%s\\\"\", REC->__probe_ip, REC->qd, __get_s
             f["qd"],
             Field {
                 offset: 16,
-                size: 8,
-                data_loc: false
+                size: 8
             }
         );
-        assert!(f["text"].data_loc);
+        assert_eq!(
+            f["text"],
+            Field {
+                offset: 24,
+                size: 256
+            }
+        );
         assert_eq!(f["common_pid"].offset, 4);
-        // a raw record: header, ip, qd, data_loc, then the string
-        let mut raw = vec![0u8; 28];
+        // a raw record: header, ip, qd, then the text's words
+        let mut raw = vec![0u8; 24 + 256];
         raw[16..24].copy_from_slice(&0xdead_beefu64.to_le_bytes());
-        let s = b"select 1\0";
-        let loc = ((s.len() as u32) << 16) | 28;
-        raw[24..28].copy_from_slice(&loc.to_le_bytes());
-        raw.extend_from_slice(s);
+        raw[24..33].copy_from_slice(b"select 1\0");
         assert_eq!(field_u64(&raw, &f["qd"]), Some(0xdead_beef));
-        assert_eq!(field_string(&raw, &f["text"]).as_deref(), Some("select 1"));
+        assert_eq!(&field_bytes(&raw, &f["text"]).unwrap()[..8], b"select 1");
         // a sample record: time, size, raw
         let mut rec = 77u64.to_le_bytes().to_vec();
         rec.extend_from_slice(&(raw.len() as u32).to_le_bytes());
         rec.extend_from_slice(&raw);
         let (t, r) = parse_record(&rec).unwrap();
         assert_eq!((t, r.len()), (77, raw.len()));
-        // a location past the record is no string
-        let mut bad = raw.clone();
-        bad[24..28].copy_from_slice(&((9u32 << 16) | 500).to_le_bytes());
-        assert_eq!(field_string(&bad, &f["text"]), None);
+        // a field past the record is not read
+        assert_eq!(field_bytes(&raw[..100], &f["text"]), None);
     }
 }

@@ -147,7 +147,7 @@ const MARK_REGS: u64 = (1 << 3) | (1 << 4) | (1 << 5);
 /// it after the event).
 fn open_mark(spec: &MarkSpec, tid: i32) -> std::io::Result<(Event, Option<Definition>)> {
     if let Some(root) = &spec.tracefs {
-        // the text as fixed-size arrays, not `:string`: a string's length
+        // the text as a fixed-size array, not `:string`: a string's length
         // is only known at the hit, and before Linux 6.12 a string that
         // fills the kernel's one-page argument buffer overran it (since,
         // a kernel warning); a copy past the string's end reads the
@@ -161,17 +161,13 @@ fn open_mark(spec: &MarkSpec, tid: i32) -> std::io::Result<(Event, Option<Defini
         };
         let mut args = "qd=%di:u64".to_string();
         if let Some(b) = &base {
-            for i in 0..TEXT_PARTS {
-                args.push_str(&format!(
-                    " t{i}=+{}({b}):u64[{PART_WORDS}]",
-                    i * PART_WORDS * 8
-                ));
-            }
+            args.push_str(&format!(" text=+0({b}):u64[{TEXT_WORDS}]"));
         }
         let def = Definition::new(root, &spec.path, spec.offset, &args)?;
-        let missing = std::iter::once("qd".to_string())
-            .chain((0..if base.is_some() { TEXT_PARTS } else { 0 }).map(|i| format!("t{i}")))
-            .find(|f| !def.fields.contains_key(f));
+        let missing = ["qd", "text"]
+            .into_iter()
+            .take(if base.is_some() { 2 } else { 1 })
+            .find(|f| !def.fields.contains_key(*f));
         if let Some(f) = missing {
             return Err(std::io::Error::other(format!(
                 "the tracefs event has no field {f} (its format file)"
@@ -195,12 +191,11 @@ fn open_mark(spec: &MarkSpec, tid: i32) -> std::io::Result<(Event, Option<Defini
     Ok((Event::open(&attr, tid, 64)?, None))
 }
 
-/// How many parts of [`PART_WORDS`] 8-byte words of a text a tracefs mark
-/// copies: 256 bytes, most statements whole.  The kernel copies an array
-/// word by word (a user-memory read each, about 80 ns here), so each word
-/// costs the backend at every statement.
-const TEXT_PARTS: usize = 1;
-const PART_WORDS: usize = 32;
+/// How many 8-byte words of a text a tracefs mark copies: 256 bytes, most
+/// statements whole.  The kernel copies an array word by word (a
+/// user-memory read each, about 80 ns here), so each word costs the
+/// backend at every statement.
+const TEXT_WORDS: usize = 32;
 
 /// A mark's hit from a tracefs uprobe's record (see [`open_mark`]).  A
 /// text that fills every part is read whole from the backend when the
@@ -208,33 +203,31 @@ const PART_WORDS: usize = 32;
 /// otherwise the copy ends with "...".
 fn kernel_mark(spec: &MarkSpec, def: &Definition, b: &[u8], pid: i32) -> Option<Mark> {
     let (time, raw) = super::tracefs::parse_record(b)?;
-    let text = if def.fields.contains_key("t0") {
-        let mut bytes = Vec::new();
-        for i in 0..TEXT_PARTS {
-            bytes.extend_from_slice(field_bytes(raw, def.fields.get(&format!("t{i}"))?)?);
-        }
-        Some(match bytes.iter().position(|&c| c == 0) {
-            Some(n) => String::from_utf8_lossy(&bytes[..n]).into_owned(),
-            None => {
-                let copied = String::from_utf8_lossy(&bytes).into_owned();
-                let qd = field_u64(raw, def.fields.get("qd")?)?;
-                let whole = match spec.text {
-                    TextFrom::FieldOfRdi(o) => read_text_at(pid, qd + o),
-                    _ => None,
-                };
-                match whole {
-                    Some(t) if t.len() > copied.len() && t.starts_with(&copied) => t,
-                    _ => format!("{copied}..."),
+    let qd = field_u64(raw, def.fields.get("qd")?)?;
+    let text = match def.fields.get("text") {
+        Some(f) => {
+            let bytes = field_bytes(raw, f)?;
+            Some(match bytes.iter().position(|&c| c == 0) {
+                Some(n) => String::from_utf8_lossy(&bytes[..n]).into_owned(),
+                None => {
+                    let copied = String::from_utf8_lossy(bytes).into_owned();
+                    let whole = match spec.text {
+                        TextFrom::FieldOfRdi(o) => read_text_at(pid, qd + o),
+                        _ => None,
+                    };
+                    match whole {
+                        Some(t) if t.len() > copied.len() && t.starts_with(&copied) => t,
+                        _ => format!("{copied}..."),
+                    }
                 }
-            }
-        })
-    } else {
-        None
+            })
+        }
+        None => None,
     };
     Some(Mark {
         time,
         kind: spec.kind,
-        arg: field_u64(raw, def.fields.get("qd")?)?,
+        arg: qd,
         text,
     })
 }

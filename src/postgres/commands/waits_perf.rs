@@ -160,8 +160,9 @@ pub fn waits_trace_perf(
     } else {
         GONE
     };
-    let watch = match WordWatch::start(s.pid(), s.pid(), probe.word(), stacks > 0, s.bias(), &marks)
-    {
+    let (pid, word, bias) = (s.pid(), probe.word(), s.bias());
+    let start = |marks: &[MarkSpec]| WordWatch::start(pid, pid, word, stacks > 0, bias, marks);
+    let watch = match start(&marks) {
         Err(e)
             if marks.iter().any(|m| m.tracefs.is_some())
                 && format!("{e:#}").contains("kernel uprobe") =>
@@ -171,14 +172,7 @@ pub fn waits_trace_perf(
             how =
                 format!("; statement texts read by pgdbg as they arrive (a tracefs uprobe: {e:#})");
             gone = GONE;
-            WordWatch::start(
-                s.pid(),
-                s.pid(),
-                probe.word(),
-                stacks > 0,
-                s.bias(),
-                &statement_marks(s, None)?,
-            )?
+            start(&statement_marks(s, None)?)?
         }
         w => w?,
     };

@@ -3,5 +3,8 @@ fn main() {
     if args.get(1).map(String::as_str) == Some(pgdbg::inferior::guardian::ARG) {
         std::process::exit(pgdbg::inferior::guardian::main(&args[2..]));
     }
+    if args.get(1).map(String::as_str) == Some(pgdbg::perf::keeper::ARG) {
+        std::process::exit(pgdbg::perf::keeper::main(&args[2..]));
+    }
     std::process::exit(pgdbg::cli::main());
 }

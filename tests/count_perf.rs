@@ -66,8 +66,9 @@ fn count_perf_exact_all_majors() {
     }
 }
 
-/// SIGKILL while the uprobes count: the kernel removes them; the code of
-/// the backend is the binary's again, and the backend serves queries.
+/// SIGKILL while the uprobes count: pgdbg's keeper, which opened them and
+/// holds a copy, closes them and ends; the kernel removes them; the code
+/// of the backend is the binary's again, and the backend serves queries.
 #[test]
 fn count_perf_killed_leaves_code_as_found() {
     let cl = Cluster::start(15);
@@ -86,11 +87,19 @@ fn count_perf_killed_leaves_code_as_found() {
         read_until(&mut out, "count: ", Duration::from_secs(60));
         // the probe is in place (the kernel's breakpoint in the code page)
         assert!(!code_matches_file(pid, &bin, "standard_ExecutorStart", 1));
+        // opened by pgdbg's keeper, which holds a copy of the event
+        let keepers = keepers_of(p.pid());
+        assert_eq!(keepers.len(), 1, "one keeper: {keepers:?}");
+        assert_eq!(perf_fds(keepers[0]), 1, "the keeper holds the uprobe");
+        assert_eq!(perf_fds(p.pid()), 1, "pgdbg holds its own copy");
         for i in 0..20 {
             assert_eq!(a.query_one_i64(&format!("select {i}")), i);
         }
         p.child.kill().unwrap();
         p.child.wait().unwrap();
+        wait_until("the keeper to end", Duration::from_secs(10), || {
+            keepers_of(p.pid()).is_empty()
+        });
         wait_until("the probe removed", Duration::from_secs(10), || {
             code_matches_file(pid, &bin, "standard_ExecutorStart", 16)
         });
@@ -99,6 +108,87 @@ fn count_perf_killed_leaves_code_as_found() {
         });
         assert_eq!(a.query_one_i64("select 5"), 5);
     }
+    cl.assert_no_crash();
+}
+
+/// Functions no other test probes: a uprobe the kernel leaks stays
+/// registered until reboot.
+const MANY: [&str; 24] = [
+    "int4pl",
+    "int4mi",
+    "int4mul",
+    "int4div",
+    "int8pl",
+    "int8mi",
+    "int8mul",
+    "int8div",
+    "float8pl",
+    "float8mi",
+    "float8mul",
+    "float8div",
+    "textcat",
+    "lower",
+    "upper",
+    "md5_text",
+    "int4abs",
+    "int8abs",
+    "float8abs",
+    "int4larger",
+    "int4smaller",
+    "int8larger",
+    "int8smaller",
+    "to_hex32",
+];
+
+/// SIGKILL of pgdbg while it opens (or has just opened) its uprobes: the
+/// kernel writes a uprobe's int3 inside perf_event_open and gives up
+/// (leaking the uprobe for good, "failed to unregister, leaking uprobe" in
+/// the kernel log) when the opening process has a SIGKILL pending; pgdbg's
+/// keeper opens them instead.  Each kill lands at a random moment in the
+/// first 30 ms after pgdbg's first perf event: the kernel log shows no
+/// leak, the keeper ends, the code is the binary's.
+#[test]
+fn count_perf_killed_while_opening_leaks_no_uprobe() {
+    let cl = Cluster::start(15);
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let bin = cl.postgres_binary();
+    let leaks = leaked_uprobes();
+    let cmd = format!("count {} --for 60s", MANY.join(" "));
+    let mut seed = std::process::id() as u64 * 0x9E37_79B9_7F4A_7C15 | 1;
+    let mut opening = 0;
+    for k in 0..12 {
+        let mut p = Pgdbg::spawn(&["attach", &pid.to_string(), "-q", "--ex", &cmd]);
+        let ppid = p.pid();
+        wait_until("pgdbg's first perf event", Duration::from_secs(60), || {
+            perf_fds(ppid) > 0
+        });
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        std::thread::sleep(Duration::from_micros(seed % 30_000));
+        if perf_fds(ppid) < MANY.len() {
+            opening += 1;
+        }
+        unsafe { libc::kill(ppid, libc::SIGKILL) };
+        p.child.wait().unwrap();
+        wait_until("the keeper to end", Duration::from_secs(10), || {
+            keepers_of(ppid).is_empty()
+        });
+        for f in MANY {
+            assert!(
+                code_matches_file(pid, &bin, f, 16),
+                "kill {k}: the code of {f} is not the binary's"
+            );
+        }
+        assert_eq!(a.query_one_i64("select 2 + 3"), 5);
+    }
+    eprintln!("{opening} of 12 kills while pgdbg still opened its uprobes");
+    assert_eq!(
+        leaked_uprobes(),
+        leaks,
+        "the kernel log says uprobes leaked (kills while they were opened)"
+    );
     cl.assert_no_crash();
 }
 

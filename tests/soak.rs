@@ -131,6 +131,14 @@ impl Mode {
             Mode::PerfProfile | Mode::PerfWaits | Mode::PerfCount | Mode::Latency | Mode::TracePerf
         )
     }
+    /// Places kernel uprobes (waits trace: on the executor's start, for
+    /// the statements' texts).
+    fn uprobes(self) -> bool {
+        matches!(
+            self,
+            Mode::PerfWaits | Mode::PerfCount | Mode::Latency | Mode::TracePerf
+        )
+    }
     /// Functions whose code bytes must equal the file's after a kill.
     fn checked(self) -> Vec<&'static str> {
         let mut v = vec![self.symbol(), "_start"];
@@ -473,15 +481,29 @@ fn soak(
                 mode.name()
             );
         }
+        if mode.uprobes() && std::env::var_os("PGDBG_NO_KEEPER").is_none() {
+            // the keeper opened them and holds a copy: the kernel's
+            // removal happens in it, not in the process being killed
+            let keepers = keepers_of(ppid);
+            assert!(
+                keepers.len() == 1 && perf_fds(keepers[0]) > 0,
+                "{} kill {k}: no keeper holds pgdbg's uprobes ({keepers:?})",
+                mode.name()
+            );
+        }
         unsafe { libc::kill(p.pid(), libc::SIGKILL) };
         if landed_in_call && entry_byte(pid) == Some(0xcc) {
             in_call += 1;
         }
         let t_kill = Instant::now();
         let (_, _, err) = p.wait(Duration::from_secs(30));
-        // the guardian acts, then exits
+        // the guardian acts, then exits; the keeper closes the uprobes,
+        // then exits
         wait_until("the guardian to finish", Duration::from_secs(30), || {
             guardians_of(pid).is_empty()
+        });
+        wait_until("the keeper to finish", Duration::from_secs(30), || {
+            keepers_of(ppid).is_empty()
         });
         // a backend put back into a call's return int3 or past an int3
         // crashes within the call's length (10 ms here): look after that
@@ -608,17 +630,6 @@ fn check_restored(
     bad
 }
 
-/// The perf event file descriptors process `p` holds.
-fn perf_fds(p: i32) -> usize {
-    std::fs::read_dir(format!("/proc/{p}/fd"))
-        .map(|d| {
-            d.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
-                .filter(|l| l.to_string_lossy() == "anon_inode:[perf_event]")
-                .count()
-        })
-        .unwrap_or(0)
-}
-
 /// Whether `pid` is in a stop (state T or t).
 fn stopped(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
@@ -653,22 +664,35 @@ fn run(major: u32, modes: &[Mode], n: usize) {
     .then(|| Load::start(&cl));
     let mut table = Vec::new();
     for &m in modes {
+        let leaks_before = leaked_uprobes();
         let (c, in_call, u) = soak(&cl, &mut load, m, n, &mut rng);
-        table.push((m, c, in_call, u));
+        // "failed to unregister, leaking uprobe": the kernel keeps a uprobe
+        // whose removal failed (a removal run by a process being killed)
+        let leaks = leaked_uprobes() - leaks_before;
+        table.push((m, c, in_call, u, leaks));
     }
     eprintln!(
-        "| PostgreSQL | mode | kills | of them during a call | backends crashed | alive, not fully restored |"
+        "| PostgreSQL | mode | kills | of them during a call | backends crashed | alive, not fully restored | uprobes the kernel leaked |"
     );
-    eprintln!("| --- | --- | --- | --- | --- | --- |");
-    for (m, c, in_call, u) in &table {
+    eprintln!("| --- | --- | --- | --- | --- | --- | --- |");
+    for (m, c, in_call, u, leaks) in &table {
         let during = if m.in_call() {
             in_call.to_string()
         } else {
             "-".into()
         };
-        eprintln!("| {major} | {} | {n} | {during} | {c} | {u} |", m.name());
+        eprintln!(
+            "| {major} | {} | {n} | {during} | {c} | {u} | {leaks} |",
+            m.name()
+        );
     }
-    for (m, c, _, u) in &table {
+    for (m, c, _, u, leaks) in &table {
+        assert_eq!(
+            *leaks,
+            0,
+            "{}: the kernel log says {leaks} uprobe(s) could not be removed and leaked",
+            m.name()
+        );
         assert_eq!(*c, 0, "{}: {c} of {n} kills crashed the backend", m.name());
         assert_eq!(
             *u,
@@ -707,11 +731,13 @@ fn kill9_busy_18() {
 
 // `profile`, `waits trace` and `count` through perf events (their default
 // modes): the kernel owns the sampling timer, the write breakpoint and the
-// uprobes, and closes them with pgdbg's files; nothing of pgdbg's is in the
-// backend to restore.  After each kill: pgdbg held perf events just before
-// it, the backend runs on, untraced and not stopped, its code equal to the
-// file's, DR7 clear, no mapping added, no perf event left (pgdbg and its
-// guardian are gone with their files).
+// uprobes, and closes them with pgdbg's files (the uprobes with its
+// keeper's, which opened them); nothing of pgdbg's is in the backend to
+// restore.  After each kill: pgdbg held perf events just before it (and
+// its keeper the uprobes), the backend runs on, untraced and not stopped,
+// its code equal to the file's, DR7 clear, no mapping added, no perf event
+// left (pgdbg, its guardian and its keeper are gone with their files), no
+// uprobe leaked by the kernel.
 #[test]
 fn kill9_perf_15() {
     run(

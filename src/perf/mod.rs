@@ -5,10 +5,14 @@
 //!
 //! The kernel owns every event: when pgdbg exits or is killed, its file
 //! descriptors close and the events (sampling timers, hardware
-//! breakpoints) go with them; nothing is ever written into the backend.
+//! breakpoints) go with them.  pgdbg itself writes nothing into the
+//! backend; the kernel writes a uprobe's int3 while its event is opened
+//! and takes it out at the last close, both done by the keeper process
+//! (keeper.rs), which a kill of pgdbg does not interrupt.
 //!
 //! - `mod.rs`: the system call, the attribute block, the ring buffer and
 //!   the sample records;
+//! - `keeper.rs`: the process that opens and closes the uprobe events;
 //! - `stack.rs`: a sample's stack unwound over the mapped files' CFI;
 //! - `profile.rs`: `profile`, on-CPU stacks sampled by the cpu-clock;
 //! - `watch.rs`: a write breakpoint event on one word (every store, with
@@ -19,6 +23,7 @@
 //! - `tracefs.rs`: uprobes defined in tracefs, whose records carry memory
 //!   the kernel copied at the hit (a statement's text).
 
+pub mod keeper;
 pub mod latency;
 pub mod placement;
 pub mod profile;
@@ -29,7 +34,7 @@ pub mod watch;
 
 use crate::inferior::Registers;
 use anyhow::anyhow;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{Ordering, fence};
 
 pub const PERF_TYPE_SOFTWARE: u32 = 1;
@@ -54,7 +59,7 @@ const FLAG_FREQ: u64 = 1 << 10;
 const FLAG_WATERMARK: u64 = 1 << 14;
 const FLAG_USE_CLOCKID: u64 = 1 << 25;
 
-const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 8;
+pub(crate) const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 8;
 const IOC_ENABLE: libc::c_ulong = 0x2400;
 
 /// The x86-64 user registers a sample carries (perf's register numbers:
@@ -206,7 +211,7 @@ pub fn refused_line(what: &str, pid: i32, err: &std::io::Error) -> String {
 
 /// One perf event and its ring buffer.
 pub struct Event {
-    fd: OwnedFd,
+    fd: keeper::PerfFd,
     base: *mut u8,
     /// data pages (a power of two), in bytes
     data_size: usize,
@@ -229,20 +234,7 @@ impl Event {
         if attr.flags & FLAG_WATERMARK != 0 {
             attr.wakeup_events = (4096 * pages / 4).max(1) as u32;
         }
-        let fd = unsafe {
-            libc::syscall(
-                libc::SYS_perf_event_open,
-                &attr as *const Attr,
-                tid,
-                -1i32,
-                -1i32,
-                PERF_FLAG_FD_CLOEXEC,
-            )
-        };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+        let fd = keeper::open(&attr, tid)?;
         let page = 4096usize;
         let map_len = page * (1 + pages);
         let base = unsafe {
@@ -485,7 +477,7 @@ pub fn open_error(what: &str, pid: i32, e: std::io::Error) -> anyhow::Error {
 /// file `path`, counting hits by thread `tid` only: no sample, no stop;
 /// the kernel removes the probe when the event is closed.
 pub struct UprobeCounter {
-    fd: OwnedFd,
+    fd: keeper::PerfFd,
 }
 
 impl UprobeCounter {
@@ -506,20 +498,7 @@ impl UprobeCounter {
             flags: FLAG_DISABLED,
             ..Attr::default()
         };
-        let fd = unsafe {
-            libc::syscall(
-                libc::SYS_perf_event_open,
-                &attr as *const Attr,
-                tid,
-                -1i32,
-                -1i32,
-                PERF_FLAG_FD_CLOEXEC,
-            )
-        };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+        let fd = keeper::open(&attr, tid)?;
         if unsafe { libc::ioctl(fd.as_raw_fd(), IOC_ENABLE, 0) } < 0 {
             return Err(std::io::Error::last_os_error());
         }

@@ -8,9 +8,9 @@
 //! A definition is a line in `uprobe_events`; it places nothing in the
 //! backend by itself: the kernel writes its int3 only while a perf event
 //! opened on it (per thread) is open, and takes it out when that event is
-//! closed or its owner dies.  pgdbg removes its definitions once their
-//! events are closed; those of a pgdbg that was killed stay listed (inert)
-//! until the next pgdbg removes them (group `pgdbg_<pid>_<start time>` of a
+//! closed.  pgdbg removes its definitions once their events are closed;
+//! those of a pgdbg that was killed are removed by its keeper (keeper.rs),
+//! or else by the next pgdbg (group `pgdbg_<pid>_<start time>` of a
 //! process that is gone).
 
 use super::{Attr, Event, FLAG_DISABLED, FLAG_EXCLUDE_HV, FLAG_USE_CLOCKID, SAMPLE_TIME, Wakeup};
@@ -19,7 +19,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-const PERF_TYPE_TRACEPOINT: u32 = 2;
+pub(crate) const PERF_TYPE_TRACEPOINT: u32 = 2;
 const SAMPLE_RAW: u64 = 1 << 10;
 
 /// Where tracefs is mounted, mounting it on /sys/kernel/tracing (where
@@ -127,7 +127,7 @@ pub struct Definition {
 static NEXT: AtomicU32 = AtomicU32::new(0);
 
 /// The start time (clock ticks since boot) of process `pid`.
-fn start_time(pid: &str) -> Option<u64> {
+pub(crate) fn start_time(pid: &str) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // after the command name's closing parenthesis: field 3 onwards
     let rest = &stat[stat.rfind(')')? + 2..];
@@ -151,29 +151,51 @@ fn append(root: &Path, line: &str) -> std::io::Result<()> {
     f.write_all(format!("{line}\n").as_bytes())
 }
 
-/// Remove the definitions left by pgdbgs that are gone (killed before they
-/// could remove them).  Best effort.
-fn remove_stale(root: &Path) {
+/// Remove the definitions that `drop_it` says to remove
+/// (given the group's pid and start time).  Best effort.
+fn remove_where(root: &Path, mut drop_it: impl FnMut(&str, &str) -> bool) {
     let Ok(text) = std::fs::read_to_string(root.join("uprobe_events")) else {
         return;
     };
-    let own = own_group();
     for line in text.lines() {
-        // "p:pgdbg_123/s0 /path:0x... args"
+        // "p:pgdbg_123_456/m0 /path:0x... args"
         let Some(ev) = line.split_whitespace().next().and_then(|w| w.get(2..)) else {
             continue;
         };
         let Some((group, _)) = ev.split_once('/') else {
             continue;
         };
-        // pgdbg_<pid>_<start time>: stale when that process is gone (the
-        // kernel refuses to remove a definition still in use)
         let Some((pid, started)) = group.strip_prefix("pgdbg_").and_then(|p| p.split_once('_'))
         else {
             continue;
         };
-        if group != own && start_time(pid).map(|t| t.to_string()) != Some(started.to_string()) {
+        if drop_it(pid, started) {
             let _ = append(root, &format!("-:{ev}"));
+        }
+    }
+}
+
+/// Remove the definitions left by pgdbgs that are gone (killed before they
+/// or their keeper could remove them).  Best effort.
+fn remove_stale(root: &Path) {
+    let own = own_group();
+    // pgdbg_<pid>_<start time>: stale when that process is gone (the
+    // kernel refuses to remove a definition still in use)
+    remove_where(root, |pid, started| {
+        format!("pgdbg_{pid}_{started}") != own
+            && start_time(pid).map(|t| t.to_string()) != Some(started.to_string())
+    });
+}
+
+/// Remove the definitions of pgdbg `pid` started at `start` (its keeper,
+/// once pgdbg is gone and the events are closed).  Tracefs is not mounted
+/// for this.  Best effort.
+pub fn remove_group_of(pid: u32, start: u64) {
+    for d in ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"] {
+        let root = Path::new(d);
+        if root.join("uprobe_events").exists() {
+            remove_where(root, |p, s| p == pid.to_string() && s == start.to_string());
+            return;
         }
     }
 }

@@ -13,7 +13,7 @@
 use super::{Attr, Event, open_error, set_reg};
 use crate::inferior::Registers;
 use anyhow::{Result, anyhow};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -116,23 +116,6 @@ fn attr(kind: u32, ret_bit: u32, path: &std::ffi::CStr, p: &Probe, mask: u64) ->
     a
 }
 
-fn open_raw(a: &Attr, tid: i32) -> std::io::Result<OwnedFd> {
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_perf_event_open,
-            a as *const Attr,
-            tid,
-            -1i32,
-            -1i32,
-            8 as libc::c_ulong,
-        )
-    };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
-}
-
 fn ioctl(fd: i32, req: libc::c_ulong, arg: u64) -> std::io::Result<()> {
     if unsafe { libc::ioctl(fd, req, arg) } < 0 {
         return Err(std::io::Error::last_os_error());
@@ -174,7 +157,7 @@ impl<T: Send + 'static> Sampler<T> {
         })?;
         let what = "a uprobe perf event";
         let mut ring: Option<Event> = None;
-        let mut others: Vec<OwnedFd> = Vec::new();
+        let mut others: Vec<super::keeper::PerfFd> = Vec::new();
         let mut ids: Vec<(u64, usize)> = Vec::new();
         for (i, p) in probes.iter().enumerate() {
             use std::os::unix::ffi::OsStrExt;
@@ -189,7 +172,7 @@ impl<T: Send + 'static> Sampler<T> {
                     fd
                 }
                 Some(r) => {
-                    let fd = open_raw(&a, tid).map_err(|e| open_error(what, pid, e))?;
+                    let fd = super::keeper::open(&a, tid).map_err(|e| open_error(what, pid, e))?;
                     ioctl(fd.as_raw_fd(), IOC_SET_OUTPUT, r.fd() as u64).map_err(|e| {
                         open_error("a uprobe's output into the first one's ring", pid, e)
                     })?;

@@ -773,6 +773,50 @@ pub fn guardians_of(pid: i32) -> Vec<i32> {
         .collect()
 }
 
+/// The keepers (pgdbg's process that opens and holds its kernel uprobes)
+/// of pgdbg process `pgdbg`.
+pub fn keepers_of(pgdbg: i32) -> Vec<i32> {
+    let want = format!("__pgdbg_keeper\0{pgdbg}\0");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|p| {
+            std::fs::read(format!("/proc/{p}/cmdline"))
+                .map(|c| String::from_utf8_lossy(&c).contains(&want))
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+/// The perf event file descriptors process `p` holds.
+pub fn perf_fds(p: i32) -> usize {
+    std::fs::read_dir(format!("/proc/{p}/fd"))
+        .map(|d| {
+            d.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+                .filter(|l| l.to_string_lossy() == "anon_inode:[perf_event]")
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// How many times the kernel log says a uprobe could not be removed and
+/// stays registered ("uprobe: COMM:PID failed to unregister, leaking
+/// uprobe"); the tests run as root, which may read it.
+pub fn leaked_uprobes() -> usize {
+    let out = std::process::Command::new("dmesg")
+        .output()
+        .expect("dmesg (util-linux) runs");
+    assert!(
+        out.status.success(),
+        "dmesg failed (the kernel log must be readable: run the tests as root): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.contains("leaking uprobe"))
+        .count()
+}
+
 /// Whether `pid` has a handler for SIGTRAP (/proc/PID/status SigCgt):
 /// pgdbg's own while it has int3s or debug registers armed there, none
 /// once it (or its guardian) restored the backend.

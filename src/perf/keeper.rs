@@ -1,0 +1,410 @@
+//! The keeper: a small process that opens pgdbg's kernel uprobes (the
+//! `uprobe` PMU's events and tracefs-defined ones) and holds a copy of
+//! each until pgdbg closes it or dies.
+//!
+//! Why: the kernel writes a uprobe's int3 into the backend while the
+//! process that opens the event is inside `perf_event_open`, and takes it
+//! out when the last copy of the event is closed.  Both writes go through
+//! the kernel's "get user pages", which gives up when the calling process
+//! has a SIGKILL pending; the kernel then keeps the uprobe registered for
+//! good ("uprobe: pgdbg:PID failed to unregister, leaking uprobe"), and a
+//! later debugger's breakpoint at that address in a backend that has had a
+//! uprobe hit sees no hit.  A kill of pgdbg during an open leaked about
+//! one time in two (a C loop of open and close, 54 leaks in 100 kills on
+//! a 6.18 kernel); with the opens made by a process that was not being
+//! killed, none.  So every uprobe event is opened here, in a process that
+//! ignores SIGINT/SIGTERM/SIGHUP in its own session and is not killed with
+//! pgdbg, and its last copy is closed here: pgdbg closes its own copy (and
+//! its ring) first, then asks the keeper to close its one and waits.
+//!
+//! One socket pair (`SOCK_SEQPACKET`) joins them; the keeper's end is its
+//! standard input.  Requests: open (`O`, the thread, the attribute block,
+//! the uprobe's file) answered with the event's descriptor (`SCM_RIGHTS`)
+//! and an id, or an errno; close (`C`, the id) answered once closed.  When
+//! the socket closes (pgdbg ended or was killed) the keeper closes every
+//! event it still holds, removes pgdbg's tracefs definitions (group
+//! `pgdbg_<pid>_<start time>`) and exits.
+//!
+//! Not covered: a SIGKILL of the keeper itself while it opens or closes an
+//! event.  When the keeper cannot be started, pgdbg opens the events
+//! itself and says so once.
+
+use super::Attr;
+use std::collections::HashMap;
+use std::ffi::CStr;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::{Mutex, OnceLock};
+
+/// The hidden command line that runs a keeper.
+pub const ARG: &str = "__pgdbg_keeper";
+
+const ATTR: usize = std::mem::size_of::<Attr>();
+/// A request's largest size: kind, thread, attribute block, a path.
+const MAX_MSG: usize = 1 + 4 + ATTR + 4096;
+
+/// A perf event's descriptor; when the keeper holds a copy, dropping this
+/// closes pgdbg's copy first and then has the keeper close its own.
+pub struct PerfFd {
+    fd: Option<OwnedFd>,
+    kept: Option<u64>,
+}
+
+impl AsRawFd for PerfFd {
+    fn as_raw_fd(&self) -> RawFd {
+        self.fd.as_ref().map_or(-1, |f| f.as_raw_fd())
+    }
+}
+
+impl Drop for PerfFd {
+    fn drop(&mut self) {
+        drop(self.fd.take());
+        if let Some(id) = self.kept {
+            release(id);
+        }
+    }
+}
+
+impl PerfFd {
+    /// Whether the keeper holds a copy (the kernel's uprobe is opened and
+    /// will be closed by it).
+    pub fn kept(&self) -> bool {
+        self.kept.is_some()
+    }
+}
+
+/// The uprobe PMU's type, if this kernel has it.
+fn uprobe_kind() -> Option<u32> {
+    static KIND: OnceLock<Option<u32>> = OnceLock::new();
+    *KIND.get_or_init(|| super::uprobe::pmu().ok().map(|(k, _)| k))
+}
+
+/// Events that write an int3 into the traced process: tracefs-defined
+/// uprobes (tracepoints) and the uprobe PMU's.
+fn places_uprobe(kind: u32) -> bool {
+    kind == super::tracefs::PERF_TYPE_TRACEPOINT || Some(kind) == uprobe_kind()
+}
+
+fn sys_open(attr: &Attr, tid: i32) -> std::io::Result<OwnedFd> {
+    // SAFETY: a perf_event_attr of `attr.size` bytes; for a uprobe its
+    // config1 points to a NUL-terminated path that outlives the call.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            attr as *const Attr,
+            tid,
+            -1i32,
+            -1i32,
+            super::PERF_FLAG_FD_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: a descriptor the kernel just gave us.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// Open `attr` on thread `tid`: through the keeper when the event places
+/// a uprobe, else here.  For the uprobe PMU, `attr.bp_addr` (config1)
+/// points to the file's NUL-terminated path, as the kernel expects.
+pub fn open(attr: &Attr, tid: i32) -> std::io::Result<PerfFd> {
+    // PGDBG_NO_KEEPER=1 opens them here (to show what the keeper is for)
+    if !places_uprobe(attr.kind) || std::env::var_os("PGDBG_NO_KEEPER").is_some() {
+        return sys_open(attr, tid).map(|fd| PerfFd {
+            fd: Some(fd),
+            kept: None,
+        });
+    }
+    let path: &[u8] = if Some(attr.kind) == uprobe_kind() && attr.bp_addr != 0 {
+        // SAFETY: the caller's contract above (the kernel reads it too).
+        unsafe { CStr::from_ptr(attr.bp_addr as *const libc::c_char) }.to_bytes()
+    } else {
+        &[]
+    };
+    let mut guard = KEEPER.lock().unwrap_or_else(|e| e.into_inner());
+    if guard.is_none() {
+        *guard = Some(Conn::start().map_err(|e| {
+            crate::errln!(
+                "pgdbg: the process that holds kernel uprobes could not be started ({e}): pgdbg \
+                 opens them itself, and a kill of pgdbg while it opens or closes one can leave \
+                 the uprobe in the kernel until reboot"
+            );
+        }));
+    }
+    if let Some(Ok(conn)) = guard.as_mut() {
+        match conn.open(attr, tid, path) {
+            Ok(Ok((fd, id))) => {
+                return Ok(PerfFd {
+                    fd: Some(fd),
+                    kept: Some(id),
+                });
+            }
+            Ok(Err(e)) => return Err(e),
+            Err(e) => {
+                crate::errln!(
+                    "pgdbg: the process that holds kernel uprobes is gone ({e}): pgdbg opens \
+                     them itself from now on"
+                );
+                *guard = Some(Err(()));
+            }
+        }
+    }
+    drop(guard);
+    sys_open(attr, tid).map(|fd| PerfFd {
+        fd: Some(fd),
+        kept: None,
+    })
+}
+
+/// Have the keeper close its copy of event `id` (pgdbg's is closed).
+fn release(id: u64) {
+    let mut guard = KEEPER.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(Ok(conn)) = guard.as_mut() {
+        let mut req = vec![b'C'];
+        req.extend_from_slice(&id.to_le_bytes());
+        if conn.request(&req).is_err() {
+            *guard = Some(Err(()));
+        }
+    }
+}
+
+/// pgdbg's end of the socket: None until the first uprobe is opened,
+/// Err once the keeper could not be had.
+static KEEPER: Mutex<Option<Result<Conn, ()>>> = Mutex::new(None);
+
+struct Conn {
+    sock: OwnedFd,
+    _child: std::process::Child,
+}
+
+impl Conn {
+    fn start() -> std::io::Result<Conn> {
+        let mut fds = [0i32; 2];
+        // SAFETY: socketpair(2) into a two-element array.
+        if unsafe {
+            libc::socketpair(
+                libc::AF_UNIX,
+                libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+                0,
+                fds.as_mut_ptr(),
+            )
+        } < 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: two descriptors the kernel just gave us.
+        let (ours, theirs) =
+            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        let start = super::tracefs::start_time("self").unwrap_or(0);
+        let mut cmd = std::process::Command::new("/proc/self/exe");
+        cmd.arg(ARG)
+            .arg(std::process::id().to_string())
+            .arg(start.to_string())
+            .stdin(std::process::Stdio::from(theirs))
+            // never holds pgdbg's output open
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        use std::os::unix::process::CommandExt;
+        // SAFETY: setsid(2) only, between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::setsid();
+                Ok(())
+            });
+        }
+        let child = cmd.spawn()?;
+        Ok(Conn {
+            sock: ours,
+            _child: child,
+        })
+    }
+
+    /// Send `req` and read the answer (with a descriptor, if one came).
+    fn request(&mut self, req: &[u8]) -> std::io::Result<(Vec<u8>, Option<OwnedFd>)> {
+        send(self.sock.as_raw_fd(), req, None)?;
+        let (answer, fd) = recv(self.sock.as_raw_fd())?;
+        if answer.is_empty() {
+            return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof));
+        }
+        Ok((answer, fd))
+    }
+
+    /// The outer error: the keeper is gone; the inner one: the kernel's.
+    fn open(
+        &mut self,
+        attr: &Attr,
+        tid: i32,
+        path: &[u8],
+    ) -> std::io::Result<std::io::Result<(OwnedFd, u64)>> {
+        let mut req = Vec::with_capacity(5 + ATTR + path.len());
+        req.push(b'O');
+        req.extend_from_slice(&tid.to_le_bytes());
+        // SAFETY: Attr is plain data (repr(C), no padding: u32/u64 pairs).
+        req.extend_from_slice(unsafe {
+            std::slice::from_raw_parts(attr as *const Attr as *const u8, ATTR)
+        });
+        req.extend_from_slice(path);
+        let (a, fd) = self.request(&req)?;
+        match (a[0], fd) {
+            (b'K', Some(fd)) if a.len() == 9 => {
+                Ok(Ok((fd, u64::from_le_bytes(a[1..9].try_into().unwrap()))))
+            }
+            (b'E', _) if a.len() == 5 => Ok(Err(std::io::Error::from_raw_os_error(
+                i32::from_le_bytes(a[1..5].try_into().unwrap()),
+            ))),
+            _ => Err(std::io::Error::other("a malformed answer")),
+        }
+    }
+}
+
+fn send(sock: RawFd, data: &[u8], fd: Option<RawFd>) -> std::io::Result<()> {
+    let mut iov = libc::iovec {
+        iov_base: data.as_ptr() as *mut libc::c_void,
+        iov_len: data.len(),
+    };
+    // room for one descriptor, aligned for cmsghdr
+    let mut cbuf = [0u64; 4];
+    // SAFETY: an all-zero msghdr is valid; the pointers set below live
+    // until sendmsg returns.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    if let Some(fd) = fd {
+        // SAFETY: CMSG_* on a buffer of CMSG_SPACE(4) bytes at least.
+        unsafe {
+            let space = libc::CMSG_SPACE(4) as usize;
+            msg.msg_control = cbuf.as_mut_ptr() as *mut libc::c_void;
+            msg.msg_controllen = space;
+            let c = libc::CMSG_FIRSTHDR(&msg);
+            (*c).cmsg_level = libc::SOL_SOCKET;
+            (*c).cmsg_type = libc::SCM_RIGHTS;
+            (*c).cmsg_len = libc::CMSG_LEN(4) as usize;
+            std::ptr::write_unaligned(libc::CMSG_DATA(c) as *mut i32, fd);
+        }
+    }
+    loop {
+        // SAFETY: msg is filled in above.
+        let n = unsafe { libc::sendmsg(sock, &msg, libc::MSG_NOSIGNAL) };
+        if n >= 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// One message (empty at the peer's end) and the descriptor it carried.
+fn recv(sock: RawFd) -> std::io::Result<(Vec<u8>, Option<OwnedFd>)> {
+    let mut buf = vec![0u8; MAX_MSG];
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr() as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
+    let mut cbuf = [0u64; 4];
+    // SAFETY: as in send.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = cbuf.as_mut_ptr() as *mut libc::c_void;
+    msg.msg_controllen = std::mem::size_of_val(&cbuf);
+    let n = loop {
+        // SAFETY: msg is filled in above.
+        let n = unsafe { libc::recvmsg(sock, &mut msg, libc::MSG_CMSG_CLOEXEC) };
+        if n >= 0 {
+            break n as usize;
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    };
+    let mut fd = None;
+    // SAFETY: the control buffer as recvmsg filled it in.
+    unsafe {
+        let c = libc::CMSG_FIRSTHDR(&msg);
+        if !c.is_null() && (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS
+        {
+            let raw = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const i32);
+            fd = Some(OwnedFd::from_raw_fd(raw));
+        }
+    }
+    buf.truncate(n);
+    Ok((buf, fd))
+}
+
+/// The keeper process (`pgdbg __pgdbg_keeper PID START`, its socket on
+/// standard input).
+pub fn main(args: &[String]) -> i32 {
+    // SAFETY: prctl(2) with a NUL-terminated name of at most 16 bytes.
+    unsafe { libc::prctl(libc::PR_SET_NAME, c"pgdbg-keeper".as_ptr()) };
+    for s in [
+        libc::SIGINT,
+        libc::SIGTERM,
+        libc::SIGHUP,
+        libc::SIGQUIT,
+        libc::SIGTSTP,
+        libc::SIGPIPE,
+    ] {
+        // SAFETY: ignoring a signal.
+        unsafe { libc::signal(s, libc::SIG_IGN) };
+    }
+    let (Some(pid), Some(start)) = (
+        args.first().and_then(|s| s.parse::<u32>().ok()),
+        args.get(1).and_then(|s| s.parse::<u64>().ok()),
+    ) else {
+        eprintln!("pgdbg: internal command line; not for use by hand");
+        return 2;
+    };
+    let mut held: HashMap<u64, OwnedFd> = HashMap::new();
+    let mut next = 1u64;
+    loop {
+        let Ok((req, _)) = recv(0) else { break };
+        let answer = match req.first() {
+            Some(b'O') if req.len() >= 5 + ATTR => {
+                let tid = i32::from_le_bytes(req[1..5].try_into().unwrap());
+                // SAFETY: ATTR bytes of a repr(C) plain-data struct.
+                let mut attr: Attr =
+                    unsafe { std::ptr::read_unaligned(req[5..].as_ptr() as *const Attr) };
+                let path = std::ffi::CString::new(&req[5 + ATTR..]).ok();
+                if let Some(p) = path.as_ref().filter(|p| !p.as_bytes().is_empty()) {
+                    attr.bp_addr = p.as_ptr() as u64;
+                }
+                match sys_open(&attr, tid) {
+                    Ok(fd) => {
+                        let id = next;
+                        next += 1;
+                        let mut a = vec![b'K'];
+                        a.extend_from_slice(&id.to_le_bytes());
+                        let sent = send(0, &a, Some(fd.as_raw_fd()));
+                        held.insert(id, fd);
+                        if sent.is_err() {
+                            break;
+                        }
+                        continue;
+                    }
+                    Err(e) => {
+                        let mut a = vec![b'E'];
+                        a.extend_from_slice(&e.raw_os_error().unwrap_or(libc::EIO).to_le_bytes());
+                        a
+                    }
+                }
+            }
+            Some(b'C') if req.len() == 9 => {
+                let id = u64::from_le_bytes(req[1..9].try_into().unwrap());
+                drop(held.remove(&id));
+                vec![b'D']
+            }
+            // the end of the socket: pgdbg ended or was killed
+            None => break,
+            Some(_) => vec![b'?'],
+        };
+        if send(0, &answer, None).is_err() {
+            break;
+        }
+    }
+    drop(held);
+    super::tracefs::remove_group_of(pid, start);
+    0
+}

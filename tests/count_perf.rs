@@ -155,7 +155,7 @@ fn count_perf_killed_while_opening_leaks_no_uprobe() {
     let bin = cl.postgres_binary();
     let leaks = leaked_uprobes();
     let cmd = format!("count {} --for 60s", MANY.join(" "));
-    let mut seed = std::process::id() as u64 * 0x9E37_79B9_7F4A_7C15 | 1;
+    let mut seed = (std::process::id() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     let mut opening = 0;
     for k in 0..12 {
         let mut p = Pgdbg::spawn(&["attach", &pid.to_string(), "-q", "--ex", &cmd]);

@@ -6,5 +6,6 @@ fn main() {
     if args.get(1).map(String::as_str) == Some(pgdbg::perf::keeper::ARG) {
         std::process::exit(pgdbg::perf::keeper::main(&args[2..]));
     }
+    pgdbg::perf::keeper::enable();
     std::process::exit(pgdbg::cli::main());
 }

@@ -197,8 +197,24 @@ fn waits_trace_perf_after_ptrace_mode() {
     cl.assert_no_crash();
 }
 
-/// SIGKILL while the perf event traces: the kernel closes it and detaches;
-/// the backend runs on and serves queries, repeatedly.
+/// The tracefs definitions of pgdbg process `k` still listed.
+fn definitions_of(k: u32) -> Vec<String> {
+    ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
+        .iter()
+        .filter_map(|root| std::fs::read_to_string(format!("{root}/uprobe_events")).ok())
+        .flat_map(|d| {
+            d.lines()
+                .filter(|l| l.contains(&format!(":pgdbg_{k}_")))
+                .map(String::from)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// SIGKILL while the perf event traces: the kernel closes the watch and
+/// detaches; the keeper closes the statements' uprobe (which it opened)
+/// and removes pgdbg's tracefs definition; the backend runs on and serves
+/// queries, repeatedly.
 #[test]
 fn waits_trace_perf_killed() {
     let cl = Cluster::start(15);
@@ -208,36 +224,57 @@ fn waits_trace_perf_killed() {
         "pgdbg-waits-perf-kill-{}.jsonl",
         std::process::id()
     ));
-    let mut killed = Vec::new();
     for _ in 0..5 {
         let (mut p, _out, _) = start_trace(pid, "waits trace --perf --quiet", &cap);
         for i in 0..20 {
             assert_eq!(a.query_one_i64(&format!("select {i}")), i);
         }
-        killed.push(p.child.id());
+        let k = p.child.id();
+        let defs = definitions_of(k).len();
+        assert!(defs >= 1, "pgdbg {k}'s definitions");
+        let keepers = keepers_of(k as i32);
+        assert!(
+            keepers.len() == 1 && perf_fds(keepers[0]) == defs,
+            "the keeper holds the statements' uprobes: {keepers:?}"
+        );
         p.child.kill().unwrap();
         p.child.wait().unwrap();
         wait_until("the backend untraced", Duration::from_secs(10), || {
             tracer_pid(pid) == 0
         });
+        wait_until("the keeper to end", Duration::from_secs(10), || {
+            keepers_of(k as i32).is_empty()
+        });
+        assert_eq!(definitions_of(k), Vec::<String>::new(), "left by {k}");
         for i in 0..20 {
             assert_eq!(a.query_one_i64(&format!("select {i} + 1")), i + 1);
         }
     }
-    // the tracefs definitions of a killed pgdbg stay listed (inert: no
-    // event is open on them, so nothing is placed in the backend) until the
-    // next pgdbg removes them
+    // the keeper killed too: the definition stays listed (inert: no event
+    // is open on it, nothing is placed in the backend) until the next
+    // pgdbg removes it
+    let (mut p, _out, _) = start_trace(pid, "waits trace --perf --quiet", &cap);
+    let k = p.child.id();
+    let keepers = keepers_of(k as i32);
+    assert_eq!(keepers.len(), 1);
+    unsafe { libc::kill(keepers[0], libc::SIGKILL) };
+    p.child.kill().unwrap();
+    p.child.wait().unwrap();
+    wait_until("the keeper to end", Duration::from_secs(10), || {
+        keepers_of(k as i32).is_empty()
+    });
+    assert!(
+        !definitions_of(k).is_empty(),
+        "pgdbg {k}'s definitions stay"
+    );
     let (p, out, _) = start_trace(pid, "waits trace --perf --quiet --for 1s", &cap);
     let (code, _, err) = finish(p, out);
     assert_eq!(code, 0, "{err}");
-    for root in ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"] {
-        let Ok(defs) = std::fs::read_to_string(format!("{root}/uprobe_events")) else {
-            continue;
-        };
-        for k in &killed {
-            assert!(!defs.contains(&format!("pgdbg_{k}/")), "{defs}");
-        }
-    }
+    assert_eq!(
+        definitions_of(k),
+        Vec::<String>::new(),
+        "removed by the next pgdbg"
+    );
     let _ = std::fs::remove_file(&cap);
     cl.assert_no_crash();
 }

@@ -38,6 +38,15 @@ use std::sync::{Mutex, OnceLock};
 /// The hidden command line that runs a keeper.
 pub const ARG: &str = "__pgdbg_keeper";
 
+/// Set by pgdbg's `main`: this executable can run a keeper (a program
+/// using the library, a test, opens its events itself).
+static CAN_START: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Called by pgdbg's `main`, which runs [`main`] for [`ARG`].
+pub fn enable() {
+    CAN_START.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
 const ATTR: usize = std::mem::size_of::<Attr>();
 /// A request's largest size: kind, thread, attribute block, a path.
 const MAX_MSG: usize = 1 + 4 + ATTR + 4096;
@@ -109,7 +118,10 @@ fn sys_open(attr: &Attr, tid: i32) -> std::io::Result<OwnedFd> {
 /// points to the file's NUL-terminated path, as the kernel expects.
 pub fn open(attr: &Attr, tid: i32) -> std::io::Result<PerfFd> {
     // PGDBG_NO_KEEPER=1 opens them here (to show what the keeper is for)
-    if !places_uprobe(attr.kind) || std::env::var_os("PGDBG_NO_KEEPER").is_some() {
+    if !places_uprobe(attr.kind)
+        || !CAN_START.load(std::sync::atomic::Ordering::Relaxed)
+        || std::env::var_os("PGDBG_NO_KEEPER").is_some()
+    {
         return sys_open(attr, tid).map(|fd| PerfFd {
             fd: Some(fd),
             kept: None,

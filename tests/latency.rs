@@ -204,7 +204,8 @@ fn latency_killed_leaves_code_as_found() {
 /// A function whose first instruction the kernel would step out of line
 /// (ExecutorEnd starts with a load of its hook) is timed from its entry
 /// block's first emulated instruction (the `je` after the hook test, the
-/// stack pointer still the entry's): every call paired with its return.
+/// stack pointer still the entry's): every call paired with its return,
+/// and so are those of standard_ExecutorEnd, which it tail-calls.
 fn timed_from_a_moved_point(major: u32) {
     let cl = Cluster::start(major);
     let bin = cl.postgres_binary();
@@ -217,22 +218,68 @@ fn timed_from_a_moved_point(major: u32) {
     ));
     let _ = std::fs::remove_file(&cap);
     a.query_one_i64(TIMED_SLEEP);
-    let ((text, _), ev) = latency_during(pid, &cap, "latency ExecutorEnd --for 3s", || {
-        for _ in 0..10 {
-            a.query_one_i64(TIMED_SLEEP);
-        }
-    });
-    assert_eq!(ev.len(), 1, "{text}");
-    let e = &ev[0];
-    let n = |k: &str| e[k].as_u64().unwrap_or_else(|| panic!("{k} in {e}"));
-    assert_eq!(n("calls"), 10, "{text}");
-    assert_eq!(n("no_return"), 0, "{text}");
-    assert_eq!(n("running_at_start") + n("running_at_end"), 0, "{text}");
-    // the end of a statement, not its 50 ms sleep
-    assert!(n("min_ns") > 0 && n("max_ns") < 20_000_000, "{text}");
+    // ExecutorEnd tail-calls standard_ExecutorEnd (a `jmp`): both return
+    // from the same frame, both timed
+    assert!(
+        tail_calls(&bin, "ExecutorEnd", "standard_ExecutorEnd"),
+        "this build's ExecutorEnd does not tail-call standard_ExecutorEnd"
+    );
+    let ((text, _), ev) = latency_during(
+        pid,
+        &cap,
+        "latency ExecutorEnd standard_ExecutorEnd --for 3s",
+        || {
+            for _ in 0..10 {
+                a.query_one_i64(TIMED_SLEEP);
+            }
+        },
+    );
+    assert_eq!(ev.len(), 2, "{text}");
+    for e in &ev {
+        let n = |k: &str| e[k].as_u64().unwrap_or_else(|| panic!("{k} in {e}"));
+        assert_eq!(n("calls"), 10, "{text}");
+        assert_eq!(n("no_return"), 0, "{text}");
+        assert_eq!(n("running_at_start") + n("running_at_end"), 0, "{text}");
+        // the end of a statement, not its 50 ms sleep
+        assert!(n("min_ns") > 0 && n("max_ns") < 20_000_000, "{text}");
+    }
+    // the caller's calls contain the callee's
+    let total = |f: &str| {
+        ev.iter().find(|e| e["function"] == f).unwrap()["total_ns"]
+            .as_u64()
+            .unwrap()
+    };
+    assert!(
+        total("ExecutorEnd") >= total("standard_ExecutorEnd"),
+        "{text}"
+    );
     assert_eq!(a.query_one_i64("select 7"), 7);
     let _ = std::fs::remove_file(&cap);
     cl.assert_no_crash();
+}
+
+/// Whether `from`'s first 64 bytes in `bin` hold a `jmp` to `to` (rel32
+/// or rel8; a byte that merely looks like one is unlikely to land there).
+fn tail_calls(bin: &std::path::Path, from: &str, to: &str) -> bool {
+    use std::os::unix::fs::FileExt;
+    let (va, off) = symbol_in_file(bin, from);
+    let (target, _) = symbol_in_file(bin, to);
+    let mut code = [0u8; 64];
+    std::fs::File::open(bin)
+        .unwrap()
+        .read_exact_at(&mut code, off)
+        .unwrap();
+    let lands =
+        |i: usize, len: usize, rel: i64| (va as i64 + (i + len) as i64 + rel) as u64 == target;
+    (0..code.len() - 5).any(|i| match code[i] {
+        0xe9 => lands(
+            i,
+            5,
+            i32::from_le_bytes(code[i + 1..i + 5].try_into().unwrap()) as i64,
+        ),
+        0xeb => lands(i, 2, code[i + 1] as i8 as i64),
+        _ => false,
+    })
 }
 
 #[test]

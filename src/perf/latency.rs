@@ -8,7 +8,11 @@
 //! calls deeper than that one were left without returning (a `longjmp`
 //! past them: the kernel sends no return record for them).  A new call
 //! whose entry stack pointer is at or above a running call's means that
-//! call's frame is gone too.
+//! call's frame is gone too, except a call of another function at the same
+//! stack pointer: a tail call (`jmp`), which returns straight to the first
+//! function's caller; the kernel then sends both return records, one
+//! after the other, from the same frame, so a return does not end another
+//! function's call of that very frame either.
 
 /// The calls of one function on one thread.
 #[derive(Default, Debug, Clone)]
@@ -119,31 +123,36 @@ impl Pairing {
     }
 
     /// Function `f` entered with `sp` (pointing at its return address).
+    /// Another function's call at the same `sp` is not over: `f` may be its
+    /// tail call.
     pub fn entry(&mut self, f: usize, sp: u64, time: u64) {
         for (g, t) in self.fns.iter_mut().enumerate() {
             if g == f {
                 t.entry(sp, time);
-            } else {
-                t.forget(sp, true);
-            }
-        }
-    }
-
-    /// Function `f` returned; `sp` is the stack pointer after the return.
-    pub fn ret(&mut self, f: usize, sp: u64, time: u64) {
-        for (g, t) in self.fns.iter_mut().enumerate() {
-            if g == f {
-                t.ret(sp, time);
             } else {
                 t.forget(sp, false);
             }
         }
     }
 
-    /// Some other function entered with `sp`: nothing at or below it runs.
+    /// Function `f` returned; `sp` is the stack pointer after the return.
+    /// Another function's call of the same frame (entered at `sp - 8`)
+    /// tail-called `f`: its own return record follows.
+    pub fn ret(&mut self, f: usize, sp: u64, time: u64) {
+        for (g, t) in self.fns.iter_mut().enumerate() {
+            if g == f {
+                t.ret(sp, time);
+            } else {
+                t.forget(sp.saturating_sub(8), false);
+            }
+        }
+    }
+
+    /// Some other function entered with `sp`: nothing below it runs (a
+    /// call at `sp` itself may have tail-called it).
     pub fn mark(&mut self, sp: u64) {
         for t in &mut self.fns {
-            t.forget(sp, true);
+            t.forget(sp, false);
         }
     }
 }
@@ -282,6 +291,34 @@ mod tests {
         p.entry(0, 600, 60);
         p.ret(0, 608, 70);
         assert_eq!((p.fns[0].nested, p.fns[0].durations.clone()), (0, vec![10]));
+    }
+
+    #[test]
+    fn tail_calls_pair_both_functions() {
+        // f (0) tail-calls g (1): g entered at f's stack pointer; the
+        // kernel sends g's return record, then f's, from the same frame
+        let mut p = Pairing::new(2);
+        p.entry(0, 1000, 0);
+        p.entry(1, 1000, 10);
+        p.ret(1, 1008, 50);
+        p.ret(0, 1008, 50);
+        assert_eq!(p.fns[0].durations, vec![50]);
+        assert_eq!(p.fns[1].durations, vec![40]);
+        // the other order of the two records
+        p.entry(0, 1000, 100);
+        p.entry(1, 1000, 130);
+        p.ret(0, 1008, 150);
+        p.ret(1, 1008, 150);
+        assert_eq!(p.fns[0].durations, vec![50, 50]);
+        assert_eq!(p.fns[1].durations, vec![40, 20]);
+        for t in &p.fns {
+            assert_eq!((t.no_return, t.running_at_start, t.running()), (0, 0, 0));
+        }
+        // a call of f deeper than the returning frame is still over
+        p.entry(1, 1000, 200);
+        p.entry(0, 900, 210);
+        p.ret(1, 1008, 250);
+        assert_eq!((p.fns[0].no_return, p.fns[0].running()), (1, 0));
     }
 
     #[test]

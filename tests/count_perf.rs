@@ -192,6 +192,56 @@ fn count_perf_killed_while_opening_leaks_no_uprobe() {
     cl.assert_no_crash();
 }
 
+/// A keeper that stops answering (SIGSTOP) is given up after 5 s: pgdbg
+/// says so in one line and ends anyway; the keeper, continued, closes the
+/// uprobe and ends; the code is the binary's.
+#[test]
+fn count_perf_stopped_keeper_is_given_up() {
+    let cl = Cluster::start(15);
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let bin = cl.postgres_binary();
+    let mut p = Pgdbg::spawn(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--ex",
+        "count standard_ExecutorStart --for 2s",
+    ]);
+    let mut out = BufReader::new(p.child.stdout.take().unwrap());
+    read_until(&mut out, "count: ", Duration::from_secs(60));
+    let ppid = p.pid();
+    let keepers = keepers_of(ppid);
+    assert_eq!(keepers.len(), 1);
+    unsafe { libc::kill(keepers[0], libc::SIGSTOP) };
+    for i in 0..5 {
+        assert_eq!(a.query_one_i64(&format!("select {i}")), i);
+    }
+    let t0 = std::time::Instant::now();
+    let mut rest = String::new();
+    out.read_to_string(&mut rest).unwrap();
+    let (code, _, err) = p.wait(Duration::from_secs(60));
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        t0.elapsed() < Duration::from_secs(20),
+        "pgdbg waited on the keeper"
+    );
+    assert_eq!(calls(&rest, "standard_ExecutorStart"), 5, "{rest}");
+    assert!(
+        err.contains("the process that holds kernel uprobes is gone (no answer within 5 s)"),
+        "{err}"
+    );
+    unsafe { libc::kill(keepers[0], libc::SIGCONT) };
+    wait_until("the keeper to end", Duration::from_secs(10), || {
+        keepers_of(ppid).is_empty()
+    });
+    wait_until("the probe removed", Duration::from_secs(10), || {
+        code_matches_file(pid, &bin, "standard_ExecutorStart", 16)
+    });
+    assert_eq!(a.query_one_i64("select 5"), 5);
+    cl.assert_no_crash();
+}
+
 /// The row of `f` in a `count --by-phase` table: calls, planning,
 /// execution, other.
 fn phase_row(out: &str, f: &str) -> Vec<u64> {

@@ -15,15 +15,18 @@
 //! killed, none.  So every uprobe event is opened here, in a process that
 //! ignores SIGINT/SIGTERM/SIGHUP in its own session and is not killed with
 //! pgdbg, and its last copy is closed here: pgdbg closes its own copy (and
-//! its ring) first, then asks the keeper to close its one and waits.
+//! its ring) first, then asks the keeper to close its one and waits (at
+//! most 5 s: a keeper that does not answer is given up, never waited on
+//! for ever).
 //!
 //! One socket pair (`SOCK_SEQPACKET`) joins them; the keeper's end is its
 //! standard input.  Requests: open (`O`, the thread, the attribute block,
 //! the uprobe's file) answered with the event's descriptor (`SCM_RIGHTS`)
 //! and an id, or an errno; close (`C`, the id) answered once closed.  When
-//! the socket closes (pgdbg ended or was killed) the keeper closes every
-//! event it still holds, removes pgdbg's tracefs definitions (group
-//! `pgdbg_<pid>_<start time>`) and exits.
+//! the socket closes (pgdbg ended or was killed) the keeper waits until
+//! pgdbg's exit is through (it is a zombie or gone: its own copies are
+//! closed), closes every event it still holds, removes pgdbg's tracefs
+//! definitions (group `pgdbg_<pid>_<start time>`) and exits.
 //!
 //! Not covered: a SIGKILL of the keeper itself while it opens or closes an
 //! event.  When the keeper cannot be started, pgdbg opens the events
@@ -50,6 +53,8 @@ pub fn enable() {
 const ATTR: usize = std::mem::size_of::<Attr>();
 /// A request's largest size: kind, thread, attribute block, a path.
 const MAX_MSG: usize = 1 + 4 + ATTR + 4096;
+/// How long pgdbg waits for an answer of the keeper.
+const ANSWER_MS: i32 = 5000;
 
 /// A perf event's descriptor; when the keeper holds a copy, dropping this
 /// closes pgdbg's copy first and then has the keeper close its own.
@@ -84,7 +89,11 @@ impl PerfFd {
 /// The uprobe PMU's type, if this kernel has it.
 fn uprobe_kind() -> Option<u32> {
     static KIND: OnceLock<Option<u32>> = OnceLock::new();
-    *KIND.get_or_init(|| super::uprobe::pmu().ok().map(|(k, _)| k))
+    *KIND.get_or_init(|| {
+        std::fs::read_to_string("/sys/bus/event_source/devices/uprobe/type")
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+    })
 }
 
 /// Events that write an int3 into the traced process: tracefs-defined
@@ -95,7 +104,8 @@ fn places_uprobe(kind: u32) -> bool {
 
 fn sys_open(attr: &Attr, tid: i32) -> std::io::Result<OwnedFd> {
     // SAFETY: a perf_event_attr of `attr.size` bytes; for a uprobe its
-    // config1 points to a NUL-terminated path that outlives the call.
+    // config1 points to a NUL-terminated path that outlives the call (set
+    // by `open` and the keeper from a CStr they hold), else is 0.
     let fd = unsafe {
         libc::syscall(
             libc::SYS_perf_event_open,
@@ -114,9 +124,16 @@ fn sys_open(attr: &Attr, tid: i32) -> std::io::Result<OwnedFd> {
 }
 
 /// Open `attr` on thread `tid`: through the keeper when the event places
-/// a uprobe, else here.  For the uprobe PMU, `attr.bp_addr` (config1)
-/// points to the file's NUL-terminated path, as the kernel expects.
-pub fn open(attr: &Attr, tid: i32) -> std::io::Result<PerfFd> {
+/// a uprobe, else here.  A uprobe PMU event names its file by `path`
+/// (config1 points to it, as the kernel expects).
+pub fn open(attr: &Attr, path: Option<&CStr>, tid: i32) -> std::io::Result<PerfFd> {
+    let mut attr = *attr;
+    attr.bp_addr = match path {
+        Some(p) => p.as_ptr() as u64,
+        None if Some(attr.kind) == uprobe_kind() => 0,
+        None => attr.bp_addr,
+    };
+    let attr = &attr;
     // PGDBG_NO_KEEPER=1 opens them here (to show what the keeper is for)
     if !places_uprobe(attr.kind)
         || !CAN_START.load(std::sync::atomic::Ordering::Relaxed)
@@ -127,12 +144,7 @@ pub fn open(attr: &Attr, tid: i32) -> std::io::Result<PerfFd> {
             kept: None,
         });
     }
-    let path: &[u8] = if Some(attr.kind) == uprobe_kind() && attr.bp_addr != 0 {
-        // SAFETY: the caller's contract above (the kernel reads it too).
-        unsafe { CStr::from_ptr(attr.bp_addr as *const libc::c_char) }.to_bytes()
-    } else {
-        &[]
-    };
+    let path: &[u8] = path.map_or(&[], |p| p.to_bytes());
     let mut guard = KEEPER.lock().unwrap_or_else(|e| e.into_inner());
     if guard.is_none() {
         *guard = Some(Conn::start().map_err(|e| {
@@ -153,10 +165,7 @@ pub fn open(attr: &Attr, tid: i32) -> std::io::Result<PerfFd> {
             }
             Ok(Err(e)) => return Err(e),
             Err(e) => {
-                crate::errln!(
-                    "pgdbg: the process that holds kernel uprobes is gone ({e}): pgdbg opens \
-                     them itself from now on"
-                );
+                gone(&e);
                 *guard = Some(Err(()));
             }
         }
@@ -168,13 +177,22 @@ pub fn open(attr: &Attr, tid: i32) -> std::io::Result<PerfFd> {
     })
 }
 
+/// The keeper is given up: said once, when it happens.
+fn gone(e: &std::io::Error) {
+    crate::errln!(
+        "pgdbg: the process that holds kernel uprobes is gone ({e}): pgdbg opens and closes \
+         them itself from now on (a stopped keeper closes its copies once it runs again)"
+    );
+}
+
 /// Have the keeper close its copy of event `id` (pgdbg's is closed).
 fn release(id: u64) {
     let mut guard = KEEPER.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(Ok(conn)) = guard.as_mut() {
         let mut req = vec![b'C'];
         req.extend_from_slice(&id.to_le_bytes());
-        if conn.request(&req).is_err() {
+        if let Err(e) = conn.request(&req) {
+            gone(&e);
             *guard = Some(Err(()));
         }
     }
@@ -232,8 +250,34 @@ impl Conn {
     }
 
     /// Send `req` and read the answer (with a descriptor, if one came).
+    /// A keeper that does not answer within [`ANSWER_MS`] (stopped, or
+    /// stuck in the kernel) is given up: pgdbg never hangs on it.
     fn request(&mut self, req: &[u8]) -> std::io::Result<(Vec<u8>, Option<OwnedFd>)> {
         send(self.sock.as_raw_fd(), req, None)?;
+        let mut p = libc::pollfd {
+            fd: self.sock.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let t0 = std::time::Instant::now();
+        loop {
+            let left = ANSWER_MS - t0.elapsed().as_millis().min(ANSWER_MS as u128) as i32;
+            // SAFETY: one pollfd.
+            let n = unsafe { libc::poll(&mut p, 1, left) };
+            if n > 0 {
+                break;
+            }
+            if n == 0 {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!("no answer within {} s", ANSWER_MS / 1000),
+                ));
+            }
+            let e = std::io::Error::last_os_error();
+            if e.kind() != std::io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
         let (answer, fd) = recv(self.sock.as_raw_fd())?;
         if answer.is_empty() {
             return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof));
@@ -260,6 +304,14 @@ impl Conn {
         match (a[0], fd) {
             (b'K', Some(fd)) if a.len() == 9 => {
                 Ok(Ok((fd, u64::from_le_bytes(a[1..9].try_into().unwrap()))))
+            }
+            (b'K', None) if a.len() == 9 => {
+                // opened, but the copy could not be received (pgdbg is at
+                // its limit of open files): the keeper closes its own
+                let mut c = vec![b'C'];
+                c.extend_from_slice(&a[1..9]);
+                self.request(&c)?;
+                Ok(Err(std::io::Error::from_raw_os_error(libc::EMFILE)))
             }
             (b'E', _) if a.len() == 5 => Ok(Err(std::io::Error::from_raw_os_error(
                 i32::from_le_bytes(a[1..5].try_into().unwrap()),
@@ -332,8 +384,12 @@ fn recv(sock: RawFd) -> std::io::Result<(Vec<u8>, Option<OwnedFd>)> {
             return Err(e);
         }
     };
+    if msg.msg_flags & libc::MSG_TRUNC != 0 {
+        return Err(std::io::Error::other("a message longer than any request"));
+    }
     let mut fd = None;
-    // SAFETY: the control buffer as recvmsg filled it in.
+    // SAFETY: the control buffer as recvmsg filled it in (a descriptor cut
+    // off by MSG_CTRUNC is not there: the answer then carries none).
     unsafe {
         let c = libc::CMSG_FIRSTHDR(&msg);
         if !c.is_null() && (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS
@@ -369,6 +425,14 @@ pub fn main(args: &[String]) -> i32 {
         eprintln!("pgdbg: internal command line; not for use by hand");
         return 2;
     };
+    // nothing of pgdbg's but the socket: not its other descriptors (a
+    // pipe someone waits on), not its working directory
+    // SAFETY: close_range(2) of descriptors this process does not use;
+    // chdir(2) with a NUL-terminated path.
+    unsafe {
+        libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
+        libc::chdir(c"/".as_ptr());
+    }
     let mut held: HashMap<u64, OwnedFd> = HashMap::new();
     let mut next = 1u64;
     loop {
@@ -379,10 +443,13 @@ pub fn main(args: &[String]) -> i32 {
                 // SAFETY: ATTR bytes of a repr(C) plain-data struct.
                 let mut attr: Attr =
                     unsafe { std::ptr::read_unaligned(req[5..].as_ptr() as *const Attr) };
+                // config1 of a uprobe: the path received (a pointer of
+                // pgdbg's means nothing here); a tracepoint has none
                 let path = std::ffi::CString::new(&req[5 + ATTR..]).ok();
-                if let Some(p) = path.as_ref().filter(|p| !p.as_bytes().is_empty()) {
-                    attr.bp_addr = p.as_ptr() as u64;
-                }
+                attr.bp_addr = match path.as_ref().filter(|p| !p.as_bytes().is_empty()) {
+                    Some(p) => p.as_ptr() as u64,
+                    None => 0,
+                };
                 match sys_open(&attr, tid) {
                     Ok(fd) => {
                         let id = next;
@@ -416,7 +483,32 @@ pub fn main(args: &[String]) -> i32 {
             break;
         }
     }
+    // pgdbg ended (or gave the keeper up): once its own exit has closed
+    // its copies (it is a zombie or gone; a second at most), close ours,
+    // the last ones; its definitions go only if it is gone
+    let t0 = std::time::Instant::now();
+    while !ended(pid, start) && t0.elapsed() < std::time::Duration::from_secs(1) {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
     drop(held);
-    super::tracefs::remove_group_of(pid, start);
+    if ended(pid, start) {
+        super::tracefs::remove_group_of(pid, start);
+    }
     0
+}
+
+/// Whether process `pid` started at `start` has exited (a zombie, gone, or
+/// the pid reused).
+fn ended(pid: u32, start: u64) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return true;
+    };
+    // after the command name's closing parenthesis: the state, then fields
+    let Some(rest) = stat.rfind(')').and_then(|i| stat.get(i + 2..)) else {
+        return true;
+    };
+    let mut f = rest.split_whitespace();
+    let state = f.next().unwrap_or("X");
+    let started = f.nth(18).and_then(|t| t.parse::<u64>().ok());
+    state == "Z" || state == "X" || started != Some(start)
 }

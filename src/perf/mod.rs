@@ -230,11 +230,22 @@ impl Event {
     /// pages (a power of two), not enabled yet.  A [`Wakeup::Batched`]
     /// event wakes its reader once a quarter of the ring is written.
     pub fn open(attr: &Attr, tid: i32, pages: usize) -> std::io::Result<Event> {
+        Event::open_uprobe(attr, None, tid, pages)
+    }
+
+    /// [`Event::open`] of a uprobe PMU event on the file `path` (the
+    /// offset in `attr.bp_len`, config2).
+    pub fn open_uprobe(
+        attr: &Attr,
+        path: Option<&std::ffi::CStr>,
+        tid: i32,
+        pages: usize,
+    ) -> std::io::Result<Event> {
         let mut attr = *attr;
         if attr.flags & FLAG_WATERMARK != 0 {
             attr.wakeup_events = (4096 * pages / 4).max(1) as u32;
         }
-        let fd = keeper::open(&attr, tid)?;
+        let fd = keeper::open(&attr, path, tid)?;
         let page = 4096usize;
         let map_len = page * (1 + pages);
         let base = unsafe {
@@ -492,13 +503,12 @@ impl UprobeCounter {
         let attr = Attr {
             kind,
             size: std::mem::size_of::<Attr>() as u32,
-            // the path and the offset (config1, config2)
-            bp_addr: cpath.as_ptr() as u64,
+            // the offset (config2; the path is config1)
             bp_len: offset,
             flags: FLAG_DISABLED,
             ..Attr::default()
         };
-        let fd = keeper::open(&attr, tid)?;
+        let fd = keeper::open(&attr, Some(&cpath), tid)?;
         if unsafe { libc::ioctl(fd.as_raw_fd(), IOC_ENABLE, 0) } < 0 {
             return Err(std::io::Error::last_os_error());
         }

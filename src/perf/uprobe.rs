@@ -104,14 +104,14 @@ fn parse(b: &[u8], mask: u64) -> Option<(u64, u64, u32, Registers)> {
     Some((id, time, tid, regs))
 }
 
-fn attr(kind: u32, ret_bit: u32, path: &std::ffi::CStr, p: &Probe, mask: u64) -> Attr {
+/// A probe's attribute block; its file is given to the open (config1).
+fn attr(kind: u32, ret_bit: u32, p: &Probe, mask: u64) -> Attr {
     let mut a = Attr::sampling(kind, if p.ret { 1 << ret_bit } else { 0 }, 0);
     a.sample_type |= SAMPLE_IDENTIFIER;
     // only the registers asked for: smaller records
     a.sample_regs_user = mask;
     a.period_or_freq = 1;
     // the reader polls every few ms: no wake-up per record (Attr::sampling)
-    a.bp_addr = path.as_ptr() as u64;
     a.bp_len = p.offset;
     a
 }
@@ -163,16 +163,18 @@ impl<T: Send + 'static> Sampler<T> {
             use std::os::unix::ffi::OsStrExt;
             let cpath = std::ffi::CString::new(p.path.as_os_str().as_bytes())
                 .map_err(|_| anyhow!("bad path {}", p.path.display()))?;
-            let a = attr(kind, ret_bit, &cpath, p, mask);
+            let a = attr(kind, ret_bit, p, mask);
             let fd = match &ring {
                 None => {
-                    let ev = Event::open(&a, tid, pages).map_err(|e| open_error(what, pid, e))?;
+                    let ev = Event::open_uprobe(&a, Some(&cpath), tid, pages)
+                        .map_err(|e| open_error(what, pid, e))?;
                     let fd = ev.fd();
                     ring = Some(ev);
                     fd
                 }
                 Some(r) => {
-                    let fd = super::keeper::open(&a, tid).map_err(|e| open_error(what, pid, e))?;
+                    let fd = super::keeper::open(&a, Some(&cpath), tid)
+                        .map_err(|e| open_error(what, pid, e))?;
                     ioctl(fd.as_raw_fd(), IOC_SET_OUTPUT, r.fd() as u64).map_err(|e| {
                         open_error("a uprobe's output into the first one's ring", pid, e)
                     })?;

@@ -185,10 +185,9 @@ fn open_mark(spec: &MarkSpec, tid: i32) -> std::io::Result<(Event, Option<Defini
         .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
     let mut attr = Attr::sampling(kind, 0, 0).wakeup(spec.wakeup);
     attr.sample_regs_user = MARK_REGS;
-    attr.bp_addr = cpath.as_ptr() as u64;
     attr.bp_len = spec.offset;
     attr.period_or_freq = 1;
-    Ok((Event::open(&attr, tid, 64)?, None))
+    Ok((Event::open_uprobe(&attr, Some(&cpath), tid, 64)?, None))
 }
 
 /// How many 8-byte words of a text a tracefs mark copies: 256 bytes, most

@@ -434,8 +434,14 @@ fn soak(
             }
         } else if mode.perf() {
             // armed: pgdbg holds its perf events (for count, the kernel's
-            // uprobe is in the code page too)
+            // uprobe is in the code page too; the uprobes are opened by
+            // the keeper, which holds a copy)
+            let kept = || {
+                std::env::var_os("PGDBG_NO_KEEPER").is_some()
+                    || keepers_of(ppid).iter().any(|k| perf_fds(*k) > 0)
+            };
             while (perf_fds(ppid) == 0
+                || (mode.uprobes() && !kept())
                 || (matches!(mode, Mode::PerfCount | Mode::Latency | Mode::TracePerf)
                     && code_matches_file(pid, &bin, mode.symbol(), 64)))
                 && !exited()

@@ -51,8 +51,10 @@ pub fn enable() {
 }
 
 const ATTR: usize = std::mem::size_of::<Attr>();
+/// The longest path sent (the kernel takes at most PATH_MAX, 4096).
+const MAX_PATH: usize = 8192;
 /// A request's largest size: kind, thread, attribute block, a path.
-const MAX_MSG: usize = 1 + 4 + ATTR + 4096;
+const MAX_MSG: usize = 1 + 4 + ATTR + MAX_PATH;
 /// How long pgdbg waits for an answer of the keeper.
 const ANSWER_MS: i32 = 5000;
 
@@ -75,14 +77,6 @@ impl Drop for PerfFd {
         if let Some(id) = self.kept {
             release(id);
         }
-    }
-}
-
-impl PerfFd {
-    /// Whether the keeper holds a copy (the kernel's uprobe is opened and
-    /// will be closed by it).
-    pub fn kept(&self) -> bool {
-        self.kept.is_some()
     }
 }
 
@@ -145,6 +139,9 @@ pub fn open(attr: &Attr, path: Option<&CStr>, tid: i32) -> std::io::Result<PerfF
         });
     }
     let path: &[u8] = path.map_or(&[], |p| p.to_bytes());
+    if path.len() > MAX_PATH {
+        return Err(std::io::Error::from_raw_os_error(libc::ENAMETOOLONG));
+    }
     let mut guard = KEEPER.lock().unwrap_or_else(|e| e.into_inner());
     if guard.is_none() {
         *guard = Some(Conn::start().map_err(|e| {

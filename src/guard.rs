@@ -56,6 +56,23 @@ pub fn set_poll_interval(d: std::time::Duration) {
 /// Active deadlines, innermost last (a call's timeout inside a `--for`).
 static DEADLINES: Mutex<Vec<Arc<AtomicBool>>> = Mutex::new(Vec::new());
 
+/// For pgdbg's helper processes (the guardian, the keeper), which must
+/// outlive a Ctrl-C, a closed terminal or a job-control stop of pgdbg:
+/// ignore SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP and SIGPIPE.
+pub fn ignore_session_signals() {
+    for s in [
+        libc::SIGINT,
+        libc::SIGTERM,
+        libc::SIGHUP,
+        libc::SIGQUIT,
+        libc::SIGTSTP,
+        libc::SIGPIPE,
+    ] {
+        // SAFETY: ignoring a signal.
+        unsafe { libc::signal(s, libc::SIG_IGN) };
+    }
+}
+
 /// Write to stderr without ever panicking (a closed pipe must not turn
 /// into a panic while the backend is attached).
 #[macro_export]

@@ -451,15 +451,7 @@ pub fn main(args: &[String]) -> i32 {
     // `ps`/`top` name it for what it is (started as /proc/self/exe: "exe")
     // SAFETY: prctl(2) with a NUL-terminated name of at most 16 bytes.
     unsafe { libc::prctl(libc::PR_SET_NAME, c"pgdbg-guardian".as_ptr()) };
-    for s in [
-        libc::SIGINT,
-        libc::SIGTERM,
-        libc::SIGHUP,
-        libc::SIGQUIT,
-        libc::SIGTSTP,
-    ] {
-        unsafe { libc::signal(s, libc::SIG_IGN) };
-    }
+    crate::guard::ignore_session_signals();
     match run(args) {
         Ok(()) => 0,
         Err(e) => {

@@ -404,17 +404,7 @@ fn recv(sock: RawFd) -> std::io::Result<(Vec<u8>, Option<OwnedFd>)> {
 pub fn main(args: &[String]) -> i32 {
     // SAFETY: prctl(2) with a NUL-terminated name of at most 16 bytes.
     unsafe { libc::prctl(libc::PR_SET_NAME, c"pgdbg-keeper".as_ptr()) };
-    for s in [
-        libc::SIGINT,
-        libc::SIGTERM,
-        libc::SIGHUP,
-        libc::SIGQUIT,
-        libc::SIGTSTP,
-        libc::SIGPIPE,
-    ] {
-        // SAFETY: ignoring a signal.
-        unsafe { libc::signal(s, libc::SIG_IGN) };
-    }
+    crate::guard::ignore_session_signals();
     let (Some(pid), Some(start)) = (
         args.first().and_then(|s| s.parse::<u32>().ok()),
         args.get(1).and_then(|s| s.parse::<u64>().ok()),

@@ -759,33 +759,28 @@ pub fn anon_exec_maps(pid: i32) -> Vec<String> {
         .collect()
 }
 
-/// PIDs of the guardians (src/target/guardian.rs) watching `pid`.
-pub fn guardians_of(pid: i32) -> Vec<i32> {
-    let want = format!("__pgdbg_guardian\0{pid}\0");
+/// PIDs of the processes whose command line contains `needle`.
+fn processes_with(needle: &str) -> Vec<i32> {
     std::fs::read_dir("/proc")
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
         .filter(|p| {
             std::fs::read(format!("/proc/{p}/cmdline"))
-                .map(|c| String::from_utf8_lossy(&c).contains(&want))
+                .map(|c| String::from_utf8_lossy(&c).contains(needle))
                 .unwrap_or(false)
         })
         .collect()
 }
 
-/// The keepers (pgdbg's process that opens and holds its kernel uprobes)
-/// of pgdbg process `pgdbg`.
+/// PIDs of the guardians (src/inferior/guardian.rs) watching `pid`.
+pub fn guardians_of(pid: i32) -> Vec<i32> {
+    processes_with(&format!("__pgdbg_guardian\0{pid}\0"))
+}
+
+/// The keepers (pgdbg's process that opens and holds its kernel uprobes,
+/// src/perf/keeper.rs) of pgdbg process `pgdbg`.
 pub fn keepers_of(pgdbg: i32) -> Vec<i32> {
-    let want = format!("__pgdbg_keeper\0{pgdbg}\0");
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|p| {
-            std::fs::read(format!("/proc/{p}/cmdline"))
-                .map(|c| String::from_utf8_lossy(&c).contains(&want))
-                .unwrap_or(false)
-        })
-        .collect()
+    processes_with(&format!("__pgdbg_keeper\0{pgdbg}\0"))
 }
 
 /// The perf event file descriptors process `p` holds.

@@ -213,6 +213,14 @@ fn count_perf_stopped_keeper_is_given_up() {
     let ppid = p.pid();
     let keepers = keepers_of(ppid);
     assert_eq!(keepers.len(), 1);
+    // continued whatever happens below (a stopped keeper holds the uprobe)
+    struct ContOnDrop(i32);
+    impl Drop for ContOnDrop {
+        fn drop(&mut self) {
+            unsafe { libc::kill(self.0, libc::SIGCONT) };
+        }
+    }
+    let stopped = ContOnDrop(keepers[0]);
     unsafe { libc::kill(keepers[0], libc::SIGSTOP) };
     for i in 0..5 {
         assert_eq!(a.query_one_i64(&format!("select {i}")), i);
@@ -231,7 +239,7 @@ fn count_perf_stopped_keeper_is_given_up() {
         err.contains("the process that holds kernel uprobes is gone (no answer within 5 s)"),
         "{err}"
     );
-    unsafe { libc::kill(keepers[0], libc::SIGCONT) };
+    drop(stopped);
     wait_until("the keeper to end", Duration::from_secs(10), || {
         keepers_of(ppid).is_empty()
     });

@@ -670,11 +670,11 @@ fn run(major: u32, modes: &[Mode], n: usize) {
     .then(|| Load::start(&cl));
     let mut table = Vec::new();
     for &m in modes {
-        let leaks_before = leaked_uprobes();
+        let mark = kernel_log_now();
         let (c, in_call, u) = soak(&cl, &mut load, m, n, &mut rng);
         // "failed to unregister, leaking uprobe": the kernel keeps a uprobe
         // whose removal failed (a removal run by a process being killed)
-        let leaks = leaked_uprobes() - leaks_before;
+        let leaks = leaked_uprobes_since(mark);
         table.push((m, c, in_call, u, leaks));
     }
     eprintln!(

@@ -794,10 +794,23 @@ pub fn perf_fds(p: i32) -> usize {
         .unwrap_or(0)
 }
 
-/// How many times the kernel log says a uprobe could not be removed and
-/// stays registered ("uprobe: COMM:PID failed to unregister, leaking
-/// uprobe"); the tests run as root, which may read it.
-pub fn leaked_uprobes() -> usize {
+/// Seconds since boot (the kernel log's clock): a mark for
+/// [`leaked_uprobes_since`].
+pub fn kernel_log_now() -> f64 {
+    std::fs::read_to_string("/proc/uptime")
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// How many times the kernel log says, since `mark` ([`kernel_log_now`]),
+/// that a uprobe could not be removed and stays registered ("uprobe:
+/// COMM:PID failed to unregister, leaking uprobe"); the tests run as root,
+/// which may read it.  By time, not by count: the log is a ring.
+pub fn leaked_uprobes_since(mark: f64) -> usize {
     let out = std::process::Command::new("dmesg")
         .output()
         .expect("dmesg (util-linux) runs");
@@ -809,6 +822,13 @@ pub fn leaked_uprobes() -> usize {
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter(|l| l.contains("leaking uprobe"))
+        .filter(|l| {
+            // "[  364.692775] uprobe: ..."
+            l.strip_prefix('[')
+                .and_then(|r| r.split_once(']'))
+                .and_then(|(t, _)| t.trim().parse::<f64>().ok())
+                .is_none_or(|t| t >= mark)
+        })
         .count()
 }
 

@@ -153,14 +153,6 @@ fn cloexec_off(fd: i32) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The start time of a process (field 22 of /proc/PID/stat), against PID
-/// reuse.
-fn start_time(pid: i32) -> Option<u64> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &s[s.rfind(')')? + 2..];
-    rest.split_whitespace().nth(19)?.parse().ok()
-}
-
 impl Guardian {
     /// Start the guardian of `pid`; None in the guardian itself.
     pub fn start(pid: i32) -> Result<Option<Guardian>> {
@@ -215,7 +207,7 @@ impl Guardian {
         }
         let (pipe_r, pipe_w) =
             unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-        let start = start_time(pid).unwrap_or(0);
+        let start = procfs::start_time(pid).unwrap_or(0);
         let (mfd, rfd) = (memfd.as_raw_fd(), pipe_r.as_raw_fd());
         let mut cmd = std::process::Command::new("/proc/self/exe");
         cmd.arg(ARG)
@@ -544,7 +536,7 @@ fn run(args: &[String]) -> Result<()> {
         return Ok(());
     }
     // the kernel lets go of the backend just after closing pgdbg's files
-    let same = || procfs::exists(pid) && start_time(pid).unwrap_or(0) == start;
+    let same = || procfs::exists(pid) && procfs::start_time(pid).unwrap_or(0) == start;
     let mut other_tracer_since: Option<std::time::Instant> = None;
     let mut said_other = false;
     loop {

@@ -176,6 +176,13 @@ pub fn children_of(ppid: i32) -> Vec<i32> {
         .collect()
 }
 
+/// The process's state letter (/proc/PID/stat field 3: R, S, D, T, t, Z,
+/// X, ...).
+pub fn state(pid: i32) -> Option<char> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    s.get(s.rfind(')')? + 2..)?.chars().next()
+}
+
 /// When the process started, in clock ticks since boot (/proc/PID/stat
 /// field 22): with the PID, names one process even after PID reuse.
 pub fn start_time(pid: i32) -> Option<u64> {

@@ -83,11 +83,7 @@ impl Drop for PerfFd {
 /// The uprobe PMU's type, if this kernel has it.
 fn uprobe_kind() -> Option<u32> {
     static KIND: OnceLock<Option<u32>> = OnceLock::new();
-    *KIND.get_or_init(|| {
-        std::fs::read_to_string("/sys/bus/event_source/devices/uprobe/type")
-            .ok()
-            .and_then(|t| t.trim().parse().ok())
-    })
+    *KIND.get_or_init(|| super::uprobe::pmu_type().ok())
 }
 
 /// Events that write an int3 into the traced process: tracefs-defined
@@ -222,7 +218,7 @@ impl Conn {
         // SAFETY: two descriptors the kernel just gave us.
         let (ours, theirs) =
             unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-        let start = super::tracefs::start_time("self").unwrap_or(0);
+        let start = crate::inferior::procfs::start_time(std::process::id() as i32).unwrap_or(0);
         let mut cmd = std::process::Command::new("/proc/self/exe");
         cmd.arg(ARG)
             .arg(std::process::id().to_string())
@@ -487,15 +483,7 @@ pub fn main(args: &[String]) -> i32 {
 /// Whether process `pid` started at `start` has exited (a zombie, gone, or
 /// the pid reused).
 fn ended(pid: u32, start: u64) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return true;
-    };
-    // after the command name's closing parenthesis: the state, then fields
-    let Some(rest) = stat.rfind(')').and_then(|i| stat.get(i + 2..)) else {
-        return true;
-    };
-    let mut f = rest.split_whitespace();
-    let state = f.next().unwrap_or("X");
-    let started = f.nth(18).and_then(|t| t.parse::<u64>().ok());
-    state == "Z" || state == "X" || started != Some(start)
+    use crate::inferior::procfs;
+    let pid = pid as i32;
+    procfs::start_time(pid) != Some(start) || matches!(procfs::state(pid), None | Some('Z' | 'X'))
 }

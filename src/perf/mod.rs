@@ -493,10 +493,7 @@ pub struct UprobeCounter {
 
 impl UprobeCounter {
     pub fn open(path: &std::path::Path, offset: u64, tid: i32) -> std::io::Result<UprobeCounter> {
-        let kind: u32 = std::fs::read_to_string("/sys/bus/event_source/devices/uprobe/type")?
-            .trim()
-            .parse()
-            .map_err(|_| std::io::Error::from_raw_os_error(libc::ENOENT))?;
+        let kind = uprobe::pmu_type()?;
         use std::os::unix::ffi::OsStrExt;
         let cpath = std::ffi::CString::new(path.as_os_str().as_bytes())
             .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;

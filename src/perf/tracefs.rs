@@ -126,12 +126,10 @@ pub struct Definition {
 
 static NEXT: AtomicU32 = AtomicU32::new(0);
 
-/// The start time (clock ticks since boot) of process `pid`.
-pub(crate) fn start_time(pid: &str) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // after the command name's closing parenthesis: field 3 onwards
-    let rest = &stat[stat.rfind(')')? + 2..];
-    rest.split_whitespace().nth(19)?.parse().ok()
+/// The start time (clock ticks since boot) of process `pid` (a number in
+/// a group's name).
+fn start_time(pid: &str) -> Option<u64> {
+    crate::inferior::procfs::start_time(pid.parse().ok()?)
 }
 
 /// This pgdbg's group of definitions: `pgdbg_<pid>_<start time>`, so that
@@ -140,7 +138,7 @@ fn own_group() -> String {
     format!(
         "pgdbg_{}_{}",
         std::process::id(),
-        start_time("self").unwrap_or(0)
+        crate::inferior::procfs::start_time(std::process::id() as i32).unwrap_or(0)
     )
 }
 

@@ -23,14 +23,20 @@ const IOC_SET_OUTPUT: libc::c_ulong = 0x2405;
 const IOC_ID: libc::c_ulong = 0x8008_2407;
 const PMU: &str = "/sys/bus/event_source/devices/uprobe";
 
+/// The uprobe PMU's type (its `type` file; ENOENT when unreadable as a
+/// number).
+pub fn pmu_type() -> std::io::Result<u32> {
+    std::fs::read_to_string(format!("{PMU}/type"))?
+        .trim()
+        .parse()
+        .map_err(|_| std::io::Error::from_raw_os_error(libc::ENOENT))
+}
+
 /// The uprobe PMU's type and the bit of `config` that makes a uretprobe
 /// (its `format/retprobe` file, e.g. `config:0`).
 pub fn pmu() -> std::io::Result<(u32, u32)> {
     let bad = |what: &str| std::io::Error::other(format!("{PMU}/{what} is not as expected"));
-    let kind = std::fs::read_to_string(format!("{PMU}/type"))?
-        .trim()
-        .parse()
-        .map_err(|_| bad("type"))?;
+    let kind = pmu_type()?;
     let ret = std::fs::read_to_string(format!("{PMU}/format/retprobe"))?;
     let bit = ret
         .trim()

@@ -176,10 +176,7 @@ fn open_mark(spec: &MarkSpec, tid: i32) -> std::io::Result<(Event, Option<Defini
         let ev = def.open(tid, spec.wakeup, 256)?;
         return Ok((ev, Some(def)));
     }
-    let kind: u32 = std::fs::read_to_string("/sys/bus/event_source/devices/uprobe/type")?
-        .trim()
-        .parse()
-        .map_err(|_| std::io::Error::from_raw_os_error(libc::ENOENT))?;
+    let kind = super::uprobe::pmu_type()?;
     use std::os::unix::ffi::OsStrExt;
     let cpath = std::ffi::CString::new(spec.path.as_os_str().as_bytes())
         .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;

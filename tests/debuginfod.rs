@@ -464,7 +464,9 @@ impl Fake {
             std::thread::sleep(Duration::from_millis(20));
         }
         h.join().unwrap();
-        self.sent.load(Ordering::SeqCst)
+        let n = self.sent.load(Ordering::SeqCst);
+        eprintln!("  ({}: {n} bytes of body sent)", self.url);
+        n
     }
 }
 
@@ -587,6 +589,7 @@ fn check_given_up(code: i32, err: &str, url: &str, what: &str, cache: &Path) {
     assert_ne!(code, 0, "{err}");
     let first = err.lines().next().unwrap_or("");
     assert_eq!(first, format!("pgdbg: debuginfod {url}: {what}"), "{err}");
+    eprintln!("{first}");
     assert_eq!(err.matches("pgdbg: debuginfod").count(), 1, "{err}");
     let left: Vec<_> = std::fs::read_dir(cache)
         .into_iter()

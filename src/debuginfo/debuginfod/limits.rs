@@ -4,10 +4,10 @@
 //! elfutils' names and meanings, with defaults of pgdbg's own so that a
 //! bad server is given up in well under a minute:
 //! - `DEBUGINFOD_TIMEOUT` (default 30 s): the connection, the wait for the
-//!   answer, and the speed of the body: fewer than 100 KiB in any
-//!   `DEBUGINFOD_TIMEOUT` seconds of it (elfutils' minimum-speed rule) and
-//!   the server is given up, at the end of that span; a dripping or a
-//!   stalled server is thus left after 30 s.
+//!   answer, and the speed of the body: fewer than 100 kB in a span of
+//!   `DEBUGINFOD_TIMEOUT` seconds (the first from the request; elfutils'
+//!   minimum-speed rule) and the server is given up, at the end of that
+//!   span; a dripping or a stalled server is thus left after 30 s.
 //! - `DEBUGINFOD_MAXTIME` (default 300 s): the whole download.
 //! - `DEBUGINFOD_MAXSIZE` (default: 32 times the size of the file whose
 //!   debug info is sought, at least 256 MiB): a larger `Content-Length` is
@@ -162,7 +162,9 @@ impl Pump {
             rx,
             limits,
             started,
-            span_start: Instant::now(),
+            // the first span counts from the request, as elfutils' does:
+            // a slow answer leaves less time for the first 100 kB
+            span_start: started,
             span_bytes: 0,
         }
     }

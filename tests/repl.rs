@@ -931,8 +931,7 @@ fn ctrl_c_ends_long_commands(t: &dyn Term, pid: i32, a: &mut Client, how: &str) 
     let prompts = |t: &dyn Term| t.text().matches("(pgdbg) ").count();
     let commands: [(&str, &dyn Fn(&dyn Term) -> bool); 2] = [
         ("latency exec_simple_query --for 60s", &|t| {
-            t.text()
-                .contains("latency: exec_simple_query in backend")
+            t.text().contains("latency: exec_simple_query in backend")
         }),
         ("plan --next --analyze", &|_| {
             wait_armed(pid, "standard_ExecutorStart");

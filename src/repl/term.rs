@@ -98,7 +98,10 @@ mod tests {
         assert!(l.contains(LocalFlags::ECHOE));
         assert!(!l.contains(LocalFlags::NOFLSH));
         assert!(m.input_flags.contains(InputFlags::ICRNL));
-        assert!(m.output_flags.contains(OutputFlags::OPOST | OutputFlags::ONLCR));
+        assert!(
+            m.output_flags
+                .contains(OutputFlags::OPOST | OutputFlags::ONLCR)
+        );
         assert_eq!(m.control_flags, raw.control_flags);
         assert_eq!(m.control_chars, raw.control_chars);
         // line mode is left as it is

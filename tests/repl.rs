@@ -810,22 +810,15 @@ impl Pty {
         use std::os::fd::{FromRawFd, OwnedFd};
         use std::os::unix::process::CommandExt;
         let (mut m, mut s) = (0, 0);
-        let mut ws = libc::winsize {
+        let ws = libc::winsize {
             ws_row: 60,
             ws_col: 200,
             ws_xpixel: 0,
             ws_ypixel: 0,
         };
         // SAFETY: openpty writes the two descriptors.
-        let r = unsafe {
-            libc::openpty(
-                &mut m,
-                &mut s,
-                std::ptr::null_mut(),
-                std::ptr::null(),
-                &mut ws,
-            )
-        };
+        let r =
+            unsafe { libc::openpty(&mut m, &mut s, std::ptr::null_mut(), std::ptr::null(), &ws) };
         assert_eq!(r, 0, "openpty: {}", std::io::Error::last_os_error());
         // SAFETY: both descriptors are new and ours.
         let (master, slave) = unsafe { (std::fs::File::from_raw_fd(m), OwnedFd::from_raw_fd(s)) };
@@ -929,7 +922,8 @@ fn backend_runs(what: &str, pid: i32, a: &mut Client) {
 /// next prompt: the command ran on, then that byte stopped the backend.
 fn ctrl_c_ends_long_commands(t: &dyn Term, pid: i32, a: &mut Client, how: &str) {
     let prompts = |t: &dyn Term| t.text().matches("(pgdbg) ").count();
-    let commands: [(&str, &dyn Fn(&dyn Term) -> bool); 2] = [
+    type Started<'a> = &'a dyn Fn(&dyn Term) -> bool;
+    let commands: [(&str, Started); 2] = [
         ("latency exec_simple_query --for 60s", &|t| {
             t.text().contains("latency: exec_simple_query in backend")
         }),

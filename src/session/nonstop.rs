@@ -212,7 +212,9 @@ impl Session {
                 flow,
             ));
         }
+        self.resumes_after = true;
         let res = self.execute(cmd);
+        self.resumes_after = false;
         if matches!(
             res,
             Ok((_, Flow::TargetGone | Flow::Terminate | Flow::Quit))

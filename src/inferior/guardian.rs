@@ -721,8 +721,9 @@ fn restore(
             }
         }
     };
+    // the held-back signals, named, for the message
     let sent = if signals == 0 {
-        String::new()
+        None
     } else {
         let names: Vec<String> = (1..=64)
             .filter(|n| signals & (1 << (n - 1)) != 0)
@@ -732,14 +733,17 @@ fn restore(
                     .unwrap_or_else(|_| format!("signal {n}"))
             })
             .collect();
-        format!(", held-back {} sent", names.join(" "))
+        Some(format!("held-back {} sent again", names.join(" ")))
     };
     if nothing_else {
         // pgdbg died between its detach and its SIGCONT (or before it
         // changed anything): the backend waits in its group stop
         sigcont();
         return Ok(Some(Restored {
-            what: format!("nothing but the stop{sent}"),
+            what: match &sent {
+                Some(s) => format!("the stop ended, {s}"),
+                None => "nothing but the stop".into(),
+            },
             times: format!("{} µs after pgdbg's end", t0.elapsed().as_micros()),
         }));
     }
@@ -781,26 +785,24 @@ fn restore(
     drop(t);
     sigcont();
     let t_done = t0.elapsed();
-    let what = format!(
-        "{} breakpoint byte(s){}{}{}{}{sent}",
-        bps.len(),
-        if debugregs { ", debug registers" } else { "" },
-        if trap.is_some() {
-            ", the SIGTRAP handler"
-        } else {
-            ""
-        },
-        if detours.is_empty() {
-            String::new()
-        } else {
-            format!(", {} jump(s)", detours.len())
-        },
-        if inflight.is_empty() {
-            String::new()
-        } else {
-            format!(", {} ({how})", inflight.describe())
-        }
-    );
+    let mut parts: Vec<String> = Vec::new();
+    if !bps.is_empty() {
+        parts.push(format!("{} breakpoint byte(s)", bps.len()));
+    }
+    if debugregs {
+        parts.push("debug registers".into());
+    }
+    if trap.is_some() {
+        parts.push("the SIGTRAP handler".into());
+    }
+    if !detours.is_empty() {
+        parts.push(format!("{} jump(s)", detours.len()));
+    }
+    if !inflight.is_empty() {
+        parts.push(format!("{} ({how})", inflight.describe()));
+    }
+    parts.extend(sent);
+    let what = parts.join(", ");
     res.map(|_| {
         Some(Restored {
             what,

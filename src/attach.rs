@@ -84,6 +84,16 @@ pub fn check_target(pid: i32, any_process: bool) -> Result<ProcessKind> {
             st.tracer_pid
         );
     }
+    // what a killed pgdbg (and its guardian) left: restored first, as
+    // `pgdbg rescue PID` does
+    use crate::inferior::guardian::rescue::{self, Left};
+    match rescue::left(pid) {
+        Some(Left::Record { .. }) => crate::errln!("{}", rescue::rescue(pid)?),
+        Some(Left::Stopped) => crate::errln!(
+            "backend {pid} is stopped (state T, no tracer): pgdbg leaves it stopped; if a killed debugger left it so, 'pgdbg rescue {pid}' lets it run"
+        ),
+        _ => {}
+    }
     Ok(kind)
 }
 

@@ -91,6 +91,7 @@ impl<'t> CallFrame<'t> {
         if !target.is_stopped() || target.is_gone() {
             bail!("the backend must be stopped to call a function in it");
         }
+        target.hold_for_change()?;
         let saved_regs = target.regs()?;
         let saved_xstate = XState::save(target.pid())
             .map_err(|e| anyhow!("{e:#}; the backend was not changed"))?;

@@ -163,6 +163,7 @@ impl Target {
         let mut saved_code = [0u8; 3];
         self.read(at, &mut saved_code)?;
         self.check_no_foreign_int3(at, &saved_code)?;
+        self.hold_for_change()?;
         let saved = self.regs()?;
         self.note_syscall_in_flight(&saved, at, saved_code)?;
         self.write(at, &[0x0f, 0x05, 0xcc])?; // syscall; int3
@@ -227,7 +228,7 @@ impl Target {
                 }
                 WaitStatus::Stopped(_, sig) if super::signals::pass_through(sig) => {
                     self.mark_stopped();
-                    self.deferred.push_back(sig);
+                    self.defer(sig);
                 }
                 WaitStatus::Stopped(_, sig) => {
                     self.mark_stopped();

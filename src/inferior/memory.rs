@@ -190,15 +190,8 @@ impl Target {
     /// The guardian of this target, started on first use (guardian.rs).
     pub(super) fn guardian(&mut self) -> Result<Option<&mut guardian::Guardian>> {
         if self.guardian.is_none() {
+            // (the group stop, hold.rs, is entered when something needs it)
             self.guardian = guardian::Guardian::start(self.pid())?;
-            // the group stop (hold.rs) before the first change; a target
-            // running now gets it at its next resume
-            if self.guardian.is_some() && self.stopped && !self.hold_tried {
-                self.hold_tried = true;
-                if let Err(e) = self.enter_group_stop() {
-                    log::debug(&format!("no group stop: {e:#}"));
-                }
-            }
         }
         Ok(self.guardian.as_mut())
     }

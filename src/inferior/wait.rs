@@ -181,7 +181,7 @@ impl Target {
                     if signals::pass_through(sig) {
                         if terminating {
                             // Keep the signal for delivery at detach.
-                            self.deferred.push_back(sig);
+                            self.defer(sig);
                             return self.reported(Stop::ToolTerminating).map(Some);
                         }
                         self.cont_raw(Some(sig))?;
@@ -206,6 +206,7 @@ impl Target {
         ptrace::cont(self.pid, sig)
             .map_err(|e| anyhow!("cannot resume process {} ({e})", self.pid))?;
         self.set_running();
+        self.note_held_signals();
         Ok(())
     }
 

@@ -15,6 +15,7 @@ use std::path::PathBuf;
 #[command(
     name = "pgdbg",
     version,
+    max_term_width = 100,
     about = "A debugger for live PostgreSQL backends",
     long_about = "pgdbg attaches to a running PostgreSQL backend, reads the DWARF of its postgres binary and \
 answers the questions SQL views cannot: where is it, what do its plan-cache costs say, what is in its structs. \
@@ -149,8 +150,7 @@ pgdbg profile 4711 --for 5s --format folded   stacks for flamegraph.pl / inferno
         #[arg(long)]
         json: bool,
     },
-    /// Restore a backend that a killed pgdbg left behind (stopped, or with
-    /// its breakpoints, a call in flight or held-back signals)
+    /// Restore a backend a killed pgdbg left stopped or changed
     #[command(
         after_help = "When pgdbg and its guardian are killed together (pkill -9 -f pgdbg, a cgroup or OOM kill of \
 both), the backend may be left stopped (state T) or still hold what pgdbg changed. pgdbg keeps a record of every \

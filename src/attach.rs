@@ -89,6 +89,13 @@ pub fn check_target(pid: i32, any_process: bool) -> Result<ProcessKind> {
     use crate::inferior::guardian::rescue::{self, Left};
     match rescue::left(pid) {
         Some(Left::Record { .. }) => crate::errln!("{}", rescue::rescue(pid)?),
+        // a guardian still restoring it, or a record that cannot be used:
+        // what pgdbg left there would look foreign
+        Some(Left::Guarded { pgdbg }) => bail!("{}", rescue::guarded(pid, pgdbg)),
+        Some(Left::Unusable { path, why }) => bail!(
+            "backend {pid} holds what a killed pgdbg changed, and its record {} cannot be used ({why}): run pgdbg as that pgdbg's user or as root",
+            path.display()
+        ),
         Some(Left::Stopped) => crate::errln!(
             "backend {pid} is stopped (state T, no tracer): pgdbg leaves it stopped; if a killed debugger left it so, 'pgdbg rescue {pid}' lets it run"
         ),

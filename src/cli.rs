@@ -430,6 +430,9 @@ fn run_ps(cluster: Option<&std::path::Path>, json: bool) -> Result<i32> {
             }
             Left::Stopped => format!("stopped, no tracer: pgdbg rescue {pid}"),
             Left::Guarded { pgdbg } => format!("attached by pgdbg (PID {pgdbg})"),
+            Left::Unusable { path, why } => {
+                format!("pgdbg's record {} cannot be used: {why}", path.display())
+            }
         })
     };
     let mut out = String::new();

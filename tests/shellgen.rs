@@ -21,7 +21,15 @@ fn subcommands() -> Vec<String> {
         .filter(|n| *n != "help")
         .map(str::to_string)
         .collect();
-    for n in ["attach", "report", "ps", "rescue", "symbols", "completions", "man"] {
+    for n in [
+        "attach",
+        "report",
+        "ps",
+        "rescue",
+        "symbols",
+        "completions",
+        "man",
+    ] {
         assert!(names.iter().any(|x| x == n), "{n} not in --help:\n{out}");
     }
     names

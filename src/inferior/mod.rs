@@ -389,6 +389,7 @@ impl Target {
         }
         if n == 7 && value != 0 {
             self.ensure_trap_handler();
+            self.hold_for_change()?;
         }
         ptrace::write_user(self.pid, off as ptrace::AddressType, value as i64)
             .map_err(|e| anyhow!("cannot write debug register {n} ({e})"))?;

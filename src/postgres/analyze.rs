@@ -178,7 +178,10 @@ pub fn parse_condition(text: &str) -> Result<Vec<Clause>> {
                 subject: Subject::QueryId,
                 op,
                 value: rhs.parse::<i64>().map_err(|_| {
-                    anyhow!("plan --if: queryid compares with an integer, not '{rhs}'")
+                    anyhow!(
+                        "plan --if: queryid compares with an integer, not '{rhs}'",
+                        rhs = crate::shown::shown(rhs)
+                    )
                 })?,
             },
             other => bail!(
@@ -196,15 +199,24 @@ fn parse_micros(t: &str) -> Result<i64> {
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
     let (num, unit) = (&t[..split], t[split..].trim());
-    let v: f64 = num
-        .parse()
-        .map_err(|_| anyhow!("plan --if: '{t}' is not a duration (e.g. 200ms, 1.5s, 500us)"))?;
+    let v: f64 = num.parse().map_err(|_| {
+        anyhow!(
+            "plan --if: '{t}' is not a duration (e.g. 200ms, 1.5s, 500us)",
+            t = crate::shown::shown(t)
+        )
+    })?;
     let scale = match unit {
         "us" => 1.0,
         "ms" => 1e3,
         "s" => 1e6,
-        "" => bail!("plan --if: the duration '{t}' needs a unit: us, ms or s"),
-        other => bail!("plan --if: unknown time unit '{other}' (us, ms or s)"),
+        "" => bail!(
+            "plan --if: the duration '{t}' needs a unit: us, ms or s",
+            t = crate::shown::shown(t)
+        ),
+        other => bail!(
+            "plan --if: unknown time unit '{other}' (us, ms or s)",
+            other = crate::shown::shown(other)
+        ),
     };
     Ok((v * scale).round() as i64)
 }

@@ -23,7 +23,7 @@ pub fn parse_pid(pid: Option<String>) -> Result<i32> {
         anyhow!("attach needs the PID of a backend: pgdbg attach PID (find it with: select pid, query from pg_stat_activity)")
     })?;
     let n: i64 = s.trim().parse().map_err(|_| {
-        anyhow!("'{s}' is not a PID: give the number of a backend process (select pg_backend_pid() in its session)")
+        anyhow!("'{s}' is not a PID: give the number of a backend process (select pg_backend_pid() in its session)", s = crate::shown::shown(&s))
     })?;
     if n <= 0 || n > i32::MAX as i64 {
         bail!("{n} is not a valid PID: give the number of a backend process");
@@ -288,7 +288,10 @@ pub fn load_scripts(opts: &AttachOpts, di: &DebugInfo) -> Result<Option<Script>>
     let mut defs = Vec::new();
     for d in &opts.define {
         let Some((k, v)) = d.split_once('=') else {
-            bail!("--define takes NAME=VALUE, not '{d}'");
+            bail!(
+                "--define takes NAME=VALUE, not '{d}'",
+                d = crate::shown::shown(d)
+            );
         };
         defs.push((k.trim().to_string(), v.to_string()));
     }

@@ -216,6 +216,8 @@ pub fn main() -> i32 {
                     } else {
                         first
                     };
+                    // (clap quotes the argument as given: escaped here)
+                    let first = crate::shown::shown(first);
                     crate::errln!("pgdbg: error: {first} (see pgdbg --help)");
                     return 2;
                 }

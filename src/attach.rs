@@ -341,6 +341,18 @@ pub fn load_scripts(opts: &AttachOpts, di: &DebugInfo) -> Result<Option<Script>>
     Ok(script_cmds)
 }
 
+/// A worker's exit status when it failed before attaching (the supervisor
+/// counts it as failed to attach, not as attached).
+pub const NOT_ATTACHED_EXIT: i32 = 3;
+
+/// Whether this process has attached to its target (a failure afterwards
+/// is not a failure to attach).
+static ATTACHED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+pub fn attached() -> bool {
+    ATTACHED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
     let pid = parse_pid(pid)?;
     let call_timeout =
@@ -360,6 +372,7 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
     };
     guard::install();
     let target = Target::attach(pid)?;
+    ATTACHED.store(true, std::sync::atomic::Ordering::Relaxed);
     let mut session = Session::new(
         pid,
         target,

@@ -236,7 +236,14 @@ pub fn main() -> i32 {
             if pids.len() > 1 || cluster.is_some() {
                 crate::multi::run(&pids, cluster.as_deref(), &opts)
             } else {
-                crate::attach::run_attach(pids.into_iter().next(), &opts)
+                match crate::attach::run_attach(pids.into_iter().next(), &opts) {
+                    // a worker that never attached says so by its status
+                    Err(e) if opts.worker && !crate::attach::attached() => {
+                        crate::errln!("pgdbg: error: {}", crate::attach::one_line(&e));
+                        Ok(crate::attach::NOT_ATTACHED_EXIT)
+                    }
+                    r => r,
+                }
             }
         }
         Cmd::Ps { cluster, json } => run_ps(cluster.as_deref(), json),

@@ -398,3 +398,62 @@ fn small_input_errors_15() {
 fn small_input_errors_18() {
     small_input_errors(18);
 }
+
+/// A zombie (a process that exited, its parent not reaping it) named
+/// postgres: said to have exited, not blamed on ptrace permissions.
+#[test]
+fn zombie_is_said_to_have_exited() {
+    let dir = std::env::temp_dir().join(format!("pgdbg-zombie-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // a process whose name is postgres: a copy of sleep(1) by that name
+    let fake = dir.join("postgres");
+    std::fs::copy("/bin/sleep", &fake).unwrap();
+    // the shell starts `postgres 0` and becomes `sleep 60`, which never
+    // reaps it
+    let mut parent = Command::new("sh")
+        .arg("-c")
+        .arg(format!("{} 0 & exec sleep 60", fake.display()))
+        .spawn()
+        .unwrap();
+    let ppid = parent.id() as i32;
+    let mut zombie = 0;
+    wait_until("the zombie", Duration::from_secs(30), || {
+        for e in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(p) = e.file_name().to_string_lossy().parse::<i32>() else {
+                continue;
+            };
+            let Ok(st) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
+                continue;
+            };
+            if st.contains("(postgres) Z") && st.contains(&format!(" Z {ppid} ")) {
+                zombie = p;
+                return true;
+            }
+        }
+        false
+    });
+    let (code, _, err) = pgdbg(&["attach", &zombie.to_string()]);
+    let _ = parent.kill();
+    let _ = parent.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_one_line_error(
+        code,
+        &err,
+        &format!("process {zombie} (postgres) has exited (a zombie"),
+    );
+    assert!(!err.contains("ptrace is restricted"), "{err}");
+}
+
+/// The PID of a backend that has exited: said in one line.
+#[test]
+fn backend_that_exited() {
+    let cl = Cluster::start(15);
+    let mut c = cl.connect();
+    let pid = c.pid();
+    drop(c);
+    wait_until("the backend's exit", Duration::from_secs(30), || {
+        !std::path::Path::new(&format!("/proc/{pid}")).exists()
+    });
+    let (code, _, err) = pgdbg(&["attach", &pid.to_string()]);
+    assert_one_line_error(code, &err, &format!("no process with PID {pid}"));
+}

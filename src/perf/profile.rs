@@ -154,10 +154,16 @@ pub struct Symbolizer<'a> {
 
 impl<'a> Symbolizer<'a> {
     pub fn new(pid: i32, di: &'a DebugInfo, bias: u64) -> Symbolizer<'a> {
+        Self::with_maps(Maps::new(pid, bias), di, bias)
+    }
+
+    /// With the files a process mapped, read while it still ran (it may
+    /// have ended since).
+    pub fn with_maps(maps: Maps, di: &'a DebugInfo, bias: u64) -> Symbolizer<'a> {
         Symbolizer {
             di,
             bias,
-            maps: Maps::new(pid, bias),
+            maps,
             cache: HashMap::new(),
             libs: HashMap::new(),
         }

@@ -98,6 +98,26 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         signal: Option<String>,
     },
+    /// Hits of a `silent` breakpoint at one location, counted since the
+    /// previous `hits` event of that location (`first`: the first one's
+    /// time); written instead of one `stop` per hit unless `attach
+    /// --capture-hits`.
+    Hits {
+        #[serde(default)]
+        address: String,
+        #[serde(default)]
+        breakpoints: Vec<u32>,
+        #[serde(default, deserialize_with = "count")]
+        count: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        file: Option<String>,
+        #[serde(default)]
+        first: f64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        function: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        line: Option<u32>,
+    },
     /// `print EXPR`.
     Print {
         #[serde(default)]

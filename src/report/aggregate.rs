@@ -236,6 +236,14 @@ impl Aggregator {
                 acc.calls += 1;
                 acc.pids.insert(e.pid);
             }
+            CaptureEvent::Hits {
+                function, count, ..
+            } => {
+                let f = function.clone().unwrap_or_else(|| "?".into());
+                let acc = self.probes.entry((2, f)).or_default();
+                acc.calls += count;
+                acc.pids.insert(e.pid);
+            }
             CaptureEvent::Stop {
                 reason, function, ..
             } if reason == "breakpoint" => {

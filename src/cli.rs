@@ -297,6 +297,7 @@ pub fn main() -> i32 {
                 script: None,
                 ex: Vec::new(),
                 capture: None,
+                capture_hits: false,
                 debug_file,
                 symbols,
                 call_timeout: "5s".into(),

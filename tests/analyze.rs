@@ -188,6 +188,11 @@ fn run_progress_case(major: u32) {
     let slow = "select count(*) from an_t1 where length(pg_sleep(0.001)::text) >= 0";
     let h = a.spawn_text(slow);
     cl.wait_active(&[pid], "pg_sleep(0.001)");
+    let cap = std::env::temp_dir().join(format!(
+        "pgdbg-progress-{major}-{}.jsonl",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_file(&cap);
     let (code, out, err) = pgdbg(&[
         "attach",
         &pid.to_string(),
@@ -196,6 +201,8 @@ fn run_progress_case(major: u32) {
         "plan --progress --every 300ms --for 2s",
         "--ex",
         "detach",
+        "--capture",
+        cap.to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "{out}\n{err}");
     // the scan's line of each report
@@ -226,6 +233,42 @@ fn run_progress_case(major: u32) {
         total as i64,
         b.query_one_i64("select pg_relation_size('an_t1') / current_setting('block_size')::int")
     );
+    // each report is a capture event with the same counts, and the report
+    // shows the last one
+    let ev = read_events(&cap, "progress");
+    assert_eq!(ev.len(), scans.len(), "{ev:?}");
+    let scan_node = |e: &serde_json::Value| {
+        e["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["node"].as_str().unwrap().starts_with("Seq Scan on an_t1"))
+            .cloned()
+            .unwrap_or_else(|| panic!("no scan node in {e}"))
+    };
+    let last = scan_node(ev.last().unwrap());
+    assert_eq!(
+        last["rows"].as_f64().unwrap() as u64,
+        *rows.last().unwrap(),
+        "{last}"
+    );
+    assert_eq!(last["blocks_total"].as_u64().unwrap(), total, "{last}");
+    assert!(
+        ev.iter().all(|e| e["elapsed_s"].as_f64().is_some()),
+        "{ev:?}"
+    );
+    let (code, report, err) = pgdbg(&["report", cap.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(report.contains("Statement progress"), "{report}");
+    let line = report
+        .lines()
+        .find(|l| l.contains("Seq Scan on an_t1"))
+        .unwrap_or_else(|| panic!("{report}"));
+    assert!(
+        line.contains(&format!("{} of {total}", blocks.last().unwrap())),
+        "{line}"
+    );
+    let _ = std::fs::remove_file(&cap);
     assert_eq!(tracer_pid(pid), 0);
     // the statement completes with its own result after pgdbg left
     assert_eq!(a.rejoin(h).unwrap(), "5000");

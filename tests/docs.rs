@@ -238,3 +238,86 @@ fn normalize(p: &Path) -> PathBuf {
     }
     out
 }
+
+/// Every message docs/troubleshooting.md quotes is one pgdbg prints: each
+/// piece of it between the example values (numbers, names, paths, "...",
+/// the OS's error text) and punctuation (where pgdbg joins the parts of a
+/// message) is in a string of src/.
+#[test]
+fn troubleshooting_quotes_real_messages() {
+    let mut source = String::new();
+    let mut dirs = vec![repo().join("src")];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                source.push_str(&std::fs::read_to_string(&p).unwrap());
+            }
+        }
+    }
+    // a string continued over lines ("...\<newline>   ...") as one
+    let mut joined = String::new();
+    let mut rest = source.as_str();
+    while let Some(i) = rest.find("\\\n") {
+        joined.push_str(&rest[..i]);
+        rest = rest[i + 2..].trim_start();
+    }
+    joined.push_str(rest);
+    // the example values of the page, not pgdbg's words
+    let examples = [
+        "alice",
+        "postgres",
+        "no_such_function",
+        "/proc/nonexist/x",
+        "/nonexistent",
+        "process_api",
+        "pg_backend_pid",
+        "GetCachedPlan",
+        "fcinfo",
+        "FunctionCallInfo",
+        "aborted",
+    ];
+    let page = read("docs/troubleshooting.md");
+    let mut checked = 0;
+    let mut missing = Vec::new();
+    for row in page.lines().filter(|l| l.starts_with("| `")) {
+        let first = row.trim_start_matches("| ").split(" | ").next().unwrap();
+        for quote in first.split('`').skip(1).step_by(2) {
+            let quote = quote
+                .replace("No such file or directory", "...")
+                .replace(['(', ')', ';', ':', ','], " ... ");
+            let mut pieces = vec![String::new()];
+            for word in quote.split(' ').filter(|w| !w.is_empty()) {
+                let bare = word.trim_matches(|c: char| ".\"'".contains(c));
+                if word.contains("...")
+                    || word.chars().any(|c| c.is_ascii_digit())
+                    || examples.contains(&bare)
+                {
+                    pieces.push(String::new());
+                } else {
+                    let p = pieces.last_mut().unwrap();
+                    if !p.is_empty() {
+                        p.push(' ');
+                    }
+                    p.push_str(word);
+                }
+            }
+            for piece in pieces.iter().filter(|p| p.len() >= 16) {
+                checked += 1;
+                if !joined.contains(piece.as_str()) {
+                    missing.push(piece.clone());
+                }
+            }
+        }
+    }
+    assert!(
+        checked >= 20,
+        "only {checked} pieces of messages found in docs/troubleshooting.md"
+    );
+    assert!(
+        missing.is_empty(),
+        "docs/troubleshooting.md quotes words no string of src/ has: {missing:#?}"
+    );
+}

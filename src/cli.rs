@@ -184,6 +184,12 @@ pgdbg attach rescues one before attaching.\n\nExamples:\n  pgdbg ps             
     },
 }
 
+/// The command line's definition (for generated documentation).
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    Cli::command()
+}
+
 pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(c) => c,

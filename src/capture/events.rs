@@ -597,7 +597,7 @@ mod tests {
             kinds.insert(name.as_str().unwrap().to_string());
             assert_eq!(&write(&l), text);
         }
-        // every event named in README's --capture row
+        // every event named in the --capture row of docs/usage.md
         assert_eq!(kinds.len(), 19, "{kinds:?}");
     }
 

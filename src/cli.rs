@@ -191,7 +191,16 @@ pub fn command() -> clap::Command {
 }
 
 pub fn main() -> i32 {
-    let cli = match Cli::try_parse() {
+    use clap::{CommandFactory, FromArgMatches};
+    let mut cmd = Cli::command();
+    // --version's long text reads the built-in packs: only when asked
+    if std::env::args_os().any(|a| a == "--version") {
+        cmd = cmd.long_version(&*Box::leak(crate::version::long_version().into_boxed_str()));
+    }
+    let cli = match cmd
+        .try_get_matches()
+        .and_then(|mut m| Cli::from_arg_matches_mut(&mut m))
+    {
         Ok(c) => c,
         Err(e) => {
             use clap::error::ErrorKind;

@@ -185,9 +185,10 @@ fn run_progress_case(major: u32) {
     b.exec(SETUP);
     let mut a = cl.connect();
     let pid = a.pid();
-    let slow = "select count(*) from an_t1 where length(pg_sleep(0.001)::text) >= 0";
+    // 5000 rows of 2 ms: 10 s, beyond both runs below (2 s and 1 s)
+    let slow = "select count(*) from an_t1 where length(pg_sleep(0.002)::text) >= 0";
     let h = a.spawn_text(slow);
-    cl.wait_active(&[pid], "pg_sleep(0.001)");
+    cl.wait_active(&[pid], "pg_sleep(0.002)");
     let cap = std::env::temp_dir().join(format!(
         "pgdbg-progress-{major}-{}.jsonl",
         std::process::id()
@@ -270,6 +271,32 @@ fn run_progress_case(major: u32) {
     );
     let _ = std::fs::remove_file(&cap);
     assert_eq!(tracer_pid(pid), 0);
+    // a second plan --progress on the same statement reads the counting
+    // the first one left (it stays until the statement ends), and says so
+    let (code, out2, err) = pgdbg(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--ex",
+        "plan --progress --every 300ms --for 1s",
+        "--ex",
+        "detach",
+    ]);
+    assert_eq!(code, 0, "{out2}\n{err}");
+    assert!(
+        out2.contains("rows counted since an earlier plan --progress"),
+        "{out2}"
+    );
+    assert!(!out2.contains("own instrumentation"), "{out2}");
+    let again = out2
+        .lines()
+        .find(|l| l.contains("Seq Scan on an_t1"))
+        .map(|l| num(l, "rows so far="))
+        .unwrap_or_else(|| panic!("{out2}"));
+    assert!(
+        again >= *rows.last().unwrap(),
+        "counted on: {again}\n{out2}"
+    );
     // the statement completes with its own result after pgdbg left
     assert_eq!(a.rejoin(h).unwrap(), "5000");
     // and the session's next EXPLAIN ANALYZE is as usual

@@ -438,6 +438,12 @@ impl Progress {
                 self.counting = true;
                 self.rows_note = "rows from the statement's own instrumentation".into();
             }
+            Counting::Earlier => {
+                self.counting = true;
+                self.rows_note =
+                    "rows counted since an earlier plan --progress (its counting stays until the statement ends)"
+                        .into();
+            }
             Counting::Partial => {
                 self.rows_note = "rows not shown: the tree is partly instrumented".into();
             }

@@ -230,8 +230,12 @@ impl Target {
     /// then tell the guardian it need not.
     pub(super) fn release_hold(&mut self) {
         if self.hold == Hold::Ours {
-            // SAFETY: kill(2) of the target.
-            unsafe { libc::kill(self.pid(), libc::SIGCONT) };
+            // not when someone else's stop holds it (outside.rs): theirs
+            // to end
+            if !self.stopped_from_outside() {
+                // SAFETY: kill(2) of the target.
+                unsafe { libc::kill(self.pid(), libc::SIGCONT) };
+            }
             self.hold = Hold::No;
             if let Some(g) = &mut self.guardian {
                 g.note_hold(false);

@@ -17,6 +17,7 @@ pub mod foreign;
 pub mod guardian;
 mod hold;
 mod memory;
+pub mod outside;
 pub mod permission;
 pub mod procfs;
 pub mod recorder;
@@ -130,6 +131,8 @@ pub struct Target {
     /// The current stop is an event stop (PTRACE_EVENT_STOP), where no
     /// signal can be given with the resume.
     event_stop: bool,
+    /// Someone else's job-control stop (outside.rs).
+    outside: outside::Outside,
 }
 
 /// Outcome of checking for a pending tool signal while waiting.
@@ -209,6 +212,7 @@ impl Target {
             hold_refused: false,
             rehold_pending: 0,
             event_stop: false,
+            outside: outside::Outside::default(),
         };
         prepare(&mut t);
         t.interrupt()?;
@@ -494,6 +498,9 @@ impl Target {
     pub fn resume(&mut self) -> Result<()> {
         self.before_resume();
         let sig = self.signal_to_deliver();
+        if self.resume_into_outside_stop(sig)? {
+            return Ok(());
+        }
         self.rehold_before(sig);
         ptrace::cont(self.pid, sig)
             .map_err(|e| anyhow!("cannot resume process {} ({e})", self.pid))?;

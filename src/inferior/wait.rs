@@ -86,6 +86,10 @@ impl Target {
                 WaitStatus::PtraceEvent(_, _sig, ev) if ev == libc::PTRACE_EVENT_STOP => {
                     self.mark_stopped();
                     self.event_stop = true;
+                    if !terminating && self.outside_event_stop()? {
+                        // someone's job-control stop, or its end (outside.rs)
+                        continue;
+                    }
                     if self.rehold_pending > 0
                         && self.interrupts_outstanding == 0
                         && self.stale_interrupts == 0
@@ -178,6 +182,7 @@ impl Target {
                 }
                 WaitStatus::Stopped(_, sig) => {
                     self.mark_stopped();
+                    self.outside_signal(sig);
                     if signals::pass_through(sig) {
                         if terminating {
                             // Keep the signal for delivery at detach.
@@ -202,6 +207,9 @@ impl Target {
         // (no resume record here: rip one past an int3 at a plain resume is
         // a trap not yet taken, e.g. an interrupt's stop; only the emulate
         // and step paths record a resume there on purpose)
+        if self.resume_into_outside_stop(sig)? {
+            return Ok(());
+        }
         self.rehold_before(sig);
         ptrace::cont(self.pid, sig)
             .map_err(|e| anyhow!("cannot resume process {} ({e})", self.pid))?;

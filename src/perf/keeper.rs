@@ -60,9 +60,20 @@ const ANSWER_MS: i32 = 5000;
 
 /// A perf event's descriptor; when the keeper holds a copy, dropping this
 /// closes pgdbg's copy first and then has the keeper close its own.
+///
+/// Closing an event that placed a uprobe is slow: the kernel removes the
+/// probe under one global lock and waits for an RCU grace period each
+/// time (about 80 ms per event on a 6.18 kernel, not faster when closed
+/// from several threads), so `latency` of 200 functions would take half a
+/// minute to end.  Nothing of that needs the backend stopped, nor pgdbg's
+/// command to wait: such an event is disabled at once (no more records)
+/// and its last copy is closed by a thread of pgdbg's in the background
+/// ([`settle`] waits for it before pgdbg writes into the backend's code).
 pub struct PerfFd {
     fd: Option<OwnedFd>,
     kept: Option<u64>,
+    /// a uprobe's event: closed in the background
+    uprobe: bool,
 }
 
 impl AsRawFd for PerfFd {
@@ -73,9 +84,145 @@ impl AsRawFd for PerfFd {
 
 impl Drop for PerfFd {
     fn drop(&mut self) {
-        drop(self.fd.take());
-        if let Some(id) = self.kept {
-            release(id);
+        let fd = self.fd.take();
+        if !self.uprobe {
+            drop(fd);
+            if let Some(id) = self.kept {
+                release(id);
+            }
+            return;
+        }
+        if let Some(f) = &fd {
+            // no more hits counted or recorded from now on (cheap: the
+            // probe stays placed until the event is freed)
+            // SAFETY: an ioctl without argument on our descriptor.
+            unsafe { libc::ioctl(f.as_raw_fd(), super::IOC_DISABLE, 0) };
+        }
+        match self.kept {
+            // pgdbg's copy is not the last one: closing it is quick
+            Some(id) => {
+                drop(fd);
+                closer::queue(closer::Closing::Kept(id));
+            }
+            None => {
+                if let Some(f) = fd {
+                    closer::queue(closer::Closing::Own(f));
+                }
+            }
+        }
+    }
+}
+
+pub use closer::{finish, settle};
+
+/// The thread that closes the last copies of uprobe events in the
+/// background, one after the other (see [`PerfFd`]).
+mod closer {
+    use std::os::fd::OwnedFd;
+    use std::sync::mpsc::{Sender, channel};
+    use std::sync::{Condvar, Mutex};
+    use std::time::{Duration, Instant};
+
+    pub enum Closing {
+        /// the keeper's copy of event `id` (pgdbg's is closed)
+        Kept(u64),
+        /// pgdbg's own, last copy (no keeper)
+        Own(OwnedFd),
+    }
+
+    struct State {
+        /// events queued or being closed
+        pending: usize,
+        /// pgdbg ends: what is still queued is left to the keeper (or to
+        /// pgdbg's exit, which closes its own descriptors)
+        ending: bool,
+    }
+
+    static STATE: Mutex<State> = Mutex::new(State {
+        pending: 0,
+        ending: false,
+    });
+    static DONE: Condvar = Condvar::new();
+    static QUEUE: Mutex<Option<Sender<Closing>>> = Mutex::new(None);
+
+    fn state() -> std::sync::MutexGuard<'static, State> {
+        STATE.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn queue(c: Closing) {
+        state().pending += 1;
+        let mut q = QUEUE.lock().unwrap_or_else(|e| e.into_inner());
+        let tx = q.get_or_insert_with(|| {
+            let (tx, rx) = channel::<Closing>();
+            std::thread::spawn(move || {
+                crate::guard::block_in_this_thread();
+                for c in rx {
+                    if !state().ending {
+                        match c {
+                            Closing::Kept(id) => super::release(id),
+                            Closing::Own(fd) => drop(fd),
+                        }
+                    } else {
+                        // left to the keeper (it closes what it holds
+                        // once pgdbg has exited) or to pgdbg's exit
+                        std::mem::forget(c);
+                    }
+                    state().pending -= 1;
+                    DONE.notify_all();
+                }
+            });
+            tx
+        });
+        if let Err(e) = tx.send(c) {
+            // the thread is gone (it never ends while pgdbg runs): close here
+            match e.0 {
+                Closing::Kept(id) => super::release(id),
+                Closing::Own(fd) => drop(fd),
+            }
+            state().pending -= 1;
+            DONE.notify_all();
+        }
+    }
+
+    /// Wait until every uprobe pgdbg has closed is out of the backend (its
+    /// code is the file's again where they were), or `stop` says to give
+    /// up.  Says so in one line when it is long.  Returns whether none is
+    /// left.
+    pub fn settle(stop: &dyn Fn() -> bool) -> bool {
+        let t0 = Instant::now();
+        let mut said = false;
+        let mut st = state();
+        while st.pending > 0 {
+            if stop() {
+                return false;
+            }
+            if !said && t0.elapsed() > Duration::from_secs(1) {
+                said = true;
+                crate::errln!(
+                    "pgdbg: waiting for the kernel to remove {} uprobe{} of the last command                      (about 80 ms each; the backend runs meanwhile)",
+                    st.pending,
+                    if st.pending == 1 { "" } else { "s" }
+                );
+            }
+            st = DONE
+                .wait_timeout(st, Duration::from_millis(20))
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        true
+    }
+
+    /// pgdbg ends: the close under way is finished (a keeper that does not
+    /// answer is given up as usual, within 5 s), the rest is left to the
+    /// keeper, which closes every event it holds once pgdbg has exited.
+    pub fn finish() {
+        let mut st = state();
+        st.ending = true;
+        while st.pending > 0 {
+            st = DONE
+                .wait_timeout(st, Duration::from_millis(20))
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
         }
     }
 }
@@ -132,6 +279,7 @@ pub fn open(attr: &Attr, path: Option<&CStr>, tid: i32) -> std::io::Result<PerfF
         return sys_open(attr, tid).map(|fd| PerfFd {
             fd: Some(fd),
             kept: None,
+            uprobe: places_uprobe(attr.kind),
         });
     }
     let path: &[u8] = path.map_or(&[], |p| p.to_bytes());
@@ -154,6 +302,7 @@ pub fn open(attr: &Attr, path: Option<&CStr>, tid: i32) -> std::io::Result<PerfF
                 return Ok(PerfFd {
                     fd: Some(fd),
                     kept: Some(id),
+                    uprobe: true,
                 });
             }
             Ok(Err(e)) => return Err(e),
@@ -167,6 +316,7 @@ pub fn open(attr: &Attr, path: Option<&CStr>, tid: i32) -> std::io::Result<PerfF
     sys_open(attr, tid).map(|fd| PerfFd {
         fd: Some(fd),
         kept: None,
+        uprobe: true,
     })
 }
 

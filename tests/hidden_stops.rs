@@ -1,0 +1,268 @@
+//! No stop of the backend that pgdbg does not own up to, on real
+//! PostgreSQL 15 and 18, with a backend that runs a statement in a loop:
+//!
+//! - the end of `latency` and `count` of 30 and of 200 functions: the
+//!   kernel's uprobes are removed (about 80 ms each) while the backend
+//!   runs; its longest stop, sampled from /proc/PID/stat every 5 ms from
+//!   the command's first line to pgdbg's exit, is under 50 ms, which is
+//!   what "the backend was not stopped while timing" says;
+//! - someone else's SIGSTOP and SIGCONT 1 s later while `count`,
+//!   `latency` and `waits trace` run for 4 s: the command runs its full
+//!   time, says in one line that the backend was stopped by SIGSTOP, and
+//!   exits 0; the backend runs afterwards.
+
+mod common;
+use common::*;
+use std::io::{BufReader, Read};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// A statement that runs the executor over and over until cancelled.
+const LOOP: &str = "do $$ begin loop perform count(*) from pg_class c join pg_attribute a \
+                    on a.attrelid = c.oid; end loop; end $$";
+
+/// Executor functions called by every statement of `LOOP`, then the other
+/// global functions of the binary whose name starts with Exec (from its
+/// symbol table), `n` in all.
+fn functions(bin: &std::path::Path, n: usize) -> Vec<String> {
+    let hot = [
+        "ExecutorStart",
+        "standard_ExecutorStart",
+        "ExecutorRun",
+        "standard_ExecutorRun",
+        "ExecutorFinish",
+        "standard_ExecutorFinish",
+        "ExecutorEnd",
+        "standard_ExecutorEnd",
+        "ExecInitNode",
+        "ExecEndNode",
+        "ExecAssignExprContext",
+        "ExecInitExpr",
+        "ExecReadyExpr",
+        "ExecBuildProjectionInfo",
+        "ExecConditionalAssignProjectionInfo",
+        "ExecInitScanTupleSlot",
+        "ExecInitResultTupleSlotTL",
+        "ExecOpenScanRelation",
+        "ExecScan",
+        "ExecCloseRangeTableRelations",
+        "ExecResetTupleTable",
+        "ExecInitAgg",
+        "ExecEndAgg",
+        "ExecInitHashJoin",
+        "ExecEndHashJoin",
+        "ExecInitHash",
+        "ExecEndHash",
+        "ExecInitSeqScan",
+        "ExecEndSeqScan",
+        "ExecHashTableCreate",
+    ];
+    let out = std::process::Command::new("nm")
+        .arg("--defined-only")
+        .arg(bin)
+        .output()
+        .expect("nm");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let global: Vec<&str> = text
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            let (_, kind, name) = (w.next()?, w.next()?, w.next()?);
+            (kind == "T").then_some(name)
+        })
+        .collect();
+    let mut v: Vec<String> = hot
+        .iter()
+        .filter(|f| global.contains(f))
+        .map(|f| f.to_string())
+        .collect();
+    let mut rest: Vec<&str> = global
+        .iter()
+        .copied()
+        .filter(|f| f.starts_with("Exec") && !v.iter().any(|h| h == f))
+        .collect();
+    rest.sort();
+    rest.dedup();
+    v.extend(rest.into_iter().map(String::from));
+    v.truncate(n);
+    assert_eq!(v.len(), n, "{n} Exec functions in {}", bin.display());
+    v
+}
+
+/// Samples of a process's state every 5 ms on a thread.
+struct StateSampler {
+    stop: Arc<AtomicBool>,
+    handle: std::thread::JoinHandle<Vec<(Instant, char)>>,
+}
+
+impl StateSampler {
+    fn start(pid: i32) -> StateSampler {
+        let stop = Arc::new(AtomicBool::new(false));
+        let st = stop.clone();
+        let handle = std::thread::spawn(move || {
+            let mut v = Vec::new();
+            while !st.load(Ordering::Relaxed) {
+                let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+                let c = s
+                    .rfind(')')
+                    .and_then(|i| s[i + 1..].trim_start().chars().next())
+                    .unwrap_or('?');
+                v.push((Instant::now(), c));
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            v
+        });
+        StateSampler { stop, handle }
+    }
+
+    /// The longest stretch of samples in state t or T from `from` on (from
+    /// the first such sample to the first sample after it that is not).
+    fn longest_stop(self, from: Instant) -> Duration {
+        self.stop.store(true, Ordering::Relaxed);
+        let v = self.handle.join().unwrap();
+        let mut longest = Duration::ZERO;
+        let mut since: Option<Instant> = None;
+        for (t, c) in v.into_iter().filter(|(t, _)| *t >= from) {
+            match (c == 't' || c == 'T', since) {
+                (true, None) => since = Some(t),
+                (false, Some(s)) => {
+                    longest = longest.max(t - s);
+                    since = None;
+                }
+                _ => {}
+            }
+        }
+        if let Some(s) = since {
+            longest = longest.max(s.elapsed());
+        }
+        longest
+    }
+}
+
+/// `cmd` (`latency ...` or `count ...`, which says `first` when it is
+/// under way) on a backend running `LOOP`: pgdbg's exit status, its
+/// output after that line, and the backend's longest stop from that line
+/// until 300 ms after pgdbg's exit.
+fn longest_stop_of(cl: &Cluster, cmd: &str, first: &str) -> (i32, String, String, Duration) {
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let looping = a.spawn_text(LOOP);
+    cl.wait_active(&[pid], "perform count");
+    let sampler = StateSampler::start(pid);
+    let mut p = Pgdbg::spawn(&["attach", &pid.to_string(), "-q", "--ex", cmd]);
+    let mut out = BufReader::new(p.child.stdout.take().unwrap());
+    read_until(&mut out, first, Duration::from_secs(120));
+    let from = Instant::now();
+    let mut text = String::new();
+    out.read_to_string(&mut text).unwrap();
+    let (code, _, err) = p.wait(Duration::from_secs(120));
+    std::thread::sleep(Duration::from_millis(300));
+    let longest = sampler.longest_stop(from);
+    cl.cancel(&[pid]);
+    assert!(a.rejoin(looping).is_err(), "the loop ends by the cancel");
+    (code, text, err, longest)
+}
+
+fn ends_without_stop(major: u32) {
+    let cl = Cluster::start(major);
+    let bin = cl.postgres_binary();
+    for n in [30, 200] {
+        let fs = functions(&bin, n).join(" ");
+        for (cmd, first) in [("latency", "latency: "), ("count", "count: ")] {
+            let line = format!("{cmd} {fs} --for 2s");
+            let (code, text, err, longest) = longest_stop_of(&cl, &line, first);
+            assert_eq!(code, 0, "{cmd} of {n} functions: {err}");
+            eprintln!("{major}: {cmd} of {n} functions: longest stop {longest:?}");
+            assert!(
+                longest < Duration::from_millis(50),
+                "{major}: {cmd} of {n} functions: the backend was stopped for {longest:?} \
+                 at the end\n{text}"
+            );
+            if cmd == "latency" {
+                // what the summary says is what was measured
+                assert!(
+                    text.contains("the backend was not stopped while timing"),
+                    "{text}"
+                );
+            }
+        }
+    }
+    cl.assert_no_crash();
+}
+
+#[test]
+fn probes_end_without_stopping_the_backend_all_majors() {
+    for m in majors() {
+        ends_without_stop(m);
+    }
+}
+
+/// `cmd` (`--for 4s`) on a backend running `LOOP`, with `kill -STOP` of
+/// the backend 1 s after `first` and `kill -CONT` 1 s later: (elapsed
+/// from `first` to pgdbg's exit, exit status, output, stderr).
+fn foreign_stop_during(cl: &Cluster, cmd: &str, first: &str) -> (Duration, i32, String, String) {
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let looping = a.spawn_text(LOOP);
+    cl.wait_active(&[pid], "perform count");
+    let mut p = Pgdbg::spawn(&["attach", &pid.to_string(), "-q", "--ex", cmd]);
+    let mut out = BufReader::new(p.child.stdout.take().unwrap());
+    read_until(&mut out, first, Duration::from_secs(60));
+    let t0 = Instant::now();
+    let rest = std::thread::spawn(move || {
+        let mut text = String::new();
+        out.read_to_string(&mut text).unwrap();
+        text
+    });
+    std::thread::sleep(Duration::from_secs(1));
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    std::thread::sleep(Duration::from_secs(1));
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    let text = rest.join().unwrap();
+    let elapsed = t0.elapsed();
+    let (code, _, err) = p.wait(Duration::from_secs(60));
+    // the backend runs on, untraced
+    wait_until("the backend untraced", Duration::from_secs(10), || {
+        tracer_pid(pid) == 0
+    });
+    wait_until("the backend running", Duration::from_secs(10), || {
+        !proc_state(pid).starts_with(['T', 't'])
+    });
+    cl.cancel(&[pid]);
+    assert!(a.rejoin(looping).is_err(), "the loop ends by the cancel");
+    (elapsed, code, text, err)
+}
+
+fn foreign_stop_ridden_out(major: u32) {
+    let cl = Cluster::start(major);
+    for (cmd, first) in [
+        ("count ExecutorStart --for 4s", "count: "),
+        ("latency ExecutorStart --for 4s", "latency: "),
+        ("waits trace --for 4s", "waits: tracing backend"),
+    ] {
+        let (elapsed, code, text, err) = foreign_stop_during(&cl, cmd, first);
+        eprintln!("{major}: {cmd}: {elapsed:?}, status {code}");
+        assert_eq!(code, 0, "{cmd}: {err}\n{text}");
+        assert!(
+            elapsed >= Duration::from_millis(3900),
+            "{major}: {cmd} ended after {elapsed:?} of 4 s:\n{text}\n{err}"
+        );
+        let said: Vec<&str> = text
+            .lines()
+            .chain(err.lines())
+            .filter(|l| l.contains("stopped by SIGSTOP from process"))
+            .collect();
+        assert_eq!(said.len(), 1, "{major}: {cmd}:\n{text}\n{err}");
+        assert!(said[0].contains("not by pgdbg"), "{}", said[0]);
+        assert!(!text.contains("Program stopped"), "{major}: {cmd}:\n{text}");
+    }
+    cl.assert_no_crash();
+}
+
+#[test]
+fn foreign_sigstop_is_ridden_out_all_majors() {
+    for m in majors() {
+        foreign_stop_ridden_out(m);
+    }
+}

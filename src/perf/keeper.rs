@@ -189,17 +189,48 @@ mod closer {
     /// up.  Says so in one line when it is long.  Returns whether none is
     /// left.
     pub fn settle(stop: &dyn Fn() -> bool) -> bool {
+        wait(stop, None)
+    }
+
+    /// How long pgdbg's exit waits for the kernel to remove its uprobes
+    /// (the backend is detached and runs meanwhile); the rest is left to
+    /// the keeper, which removes them once pgdbg has exited.
+    const AT_EXIT: Duration = Duration::from_secs(10);
+
+    /// pgdbg ends: its uprobes are removed before it exits, so that its
+    /// end means the backend's code is the file's again, within
+    /// [`AT_EXIT`]; what is left then is the keeper's to close (a keeper
+    /// that does not answer is given up as usual, within 5 s).
+    pub fn finish() {
+        if !wait(&|| false, Some(AT_EXIT)) {
+            let n = {
+                let mut st = state();
+                st.ending = true;
+                st.pending
+            };
+            crate::errln!(
+                "pgdbg: {n} uprobe{} of pgdbg's are still being removed; the process that holds \
+                 them removes them after pgdbg's exit (about 80 ms each; the backend runs)",
+                if n == 1 { "" } else { "s" }
+            );
+            // the close under way is finished, the rest forgotten
+            wait(&|| false, None);
+        }
+    }
+
+    fn wait(stop: &dyn Fn() -> bool, limit: Option<Duration>) -> bool {
         let t0 = Instant::now();
         let mut said = false;
         let mut st = state();
         while st.pending > 0 {
-            if stop() {
+            if stop() || limit.is_some_and(|l| t0.elapsed() >= l) {
                 return false;
             }
-            if !said && t0.elapsed() > Duration::from_secs(1) {
+            if !said && !st.ending && t0.elapsed() > Duration::from_secs(1) {
                 said = true;
                 crate::errln!(
-                    "pgdbg: waiting for the kernel to remove {} uprobe{} of the last command                      (about 80 ms each; the backend runs meanwhile)",
+                    "pgdbg: waiting for the kernel to remove {} uprobe{} of pgdbg's (about 80 ms \
+                     each; the backend runs meanwhile)",
                     st.pending,
                     if st.pending == 1 { "" } else { "s" }
                 );
@@ -210,20 +241,6 @@ mod closer {
                 .0;
         }
         true
-    }
-
-    /// pgdbg ends: the close under way is finished (a keeper that does not
-    /// answer is given up as usual, within 5 s), the rest is left to the
-    /// keeper, which closes every event it holds once pgdbg has exited.
-    pub fn finish() {
-        let mut st = state();
-        st.ending = true;
-        while st.pending > 0 {
-            st = DONE
-                .wait_timeout(st, Duration::from_millis(20))
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
-        }
     }
 }
 

@@ -9,7 +9,8 @@
 //! - someone else's SIGSTOP and SIGCONT 1 s later while `count`,
 //!   `latency` and `waits trace` run for 4 s: the command runs its full
 //!   time, says in one line that the backend was stopped by SIGSTOP, and
-//!   exits 0; the backend runs afterwards.
+//!   exits 0; the backend runs afterwards; a SIGSTOP that still holds at
+//!   the command's end is said so and left in place until its SIGCONT.
 
 mod common;
 use common::*;
@@ -254,10 +255,61 @@ fn foreign_stop_ridden_out(major: u32) {
             .filter(|l| l.contains("stopped by SIGSTOP from process"))
             .collect();
         assert_eq!(said.len(), 1, "{major}: {cmd}:\n{text}\n{err}");
+        eprintln!("{major}: {cmd}: {}", said[0]);
         assert!(said[0].contains("not by pgdbg"), "{}", said[0]);
         assert!(!text.contains("Program stopped"), "{major}: {cmd}:\n{text}");
     }
     cl.assert_no_crash();
+}
+
+/// Someone else's SIGSTOP that still holds when the command ends: said
+/// so, and pgdbg leaves the backend stopped, untraced, until their
+/// SIGCONT.
+fn foreign_stop_kept(major: u32) {
+    let cl = Cluster::start(major);
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let looping = a.spawn_text(LOOP);
+    cl.wait_active(&[pid], "perform count");
+    let mut p = Pgdbg::spawn(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--ex",
+        "count ExecutorStart --for 2s",
+    ]);
+    let mut out = BufReader::new(p.child.stdout.take().unwrap());
+    read_until(&mut out, "count: ", Duration::from_secs(60));
+    std::thread::sleep(Duration::from_millis(500));
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    let mut text = String::new();
+    out.read_to_string(&mut text).unwrap();
+    let (code, _, err) = p.wait(Duration::from_secs(60));
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        text.contains("the backend is stopped by SIGSTOP from process")
+            && text.contains("it stays stopped until a SIGCONT"),
+        "{major}:\n{text}\n{err}"
+    );
+    wait_until("the backend untraced", Duration::from_secs(10), || {
+        tracer_pid(pid) == 0
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(proc_state(pid).starts_with('T'), "{}", proc_state(pid));
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    wait_until("the backend running", Duration::from_secs(10), || {
+        !proc_state(pid).starts_with(['T', 't'])
+    });
+    cl.cancel(&[pid]);
+    assert!(a.rejoin(looping).is_err(), "the loop ends by the cancel");
+    cl.assert_no_crash();
+}
+
+#[test]
+fn foreign_sigstop_kept_after_the_command_all_majors() {
+    for m in majors() {
+        foreign_stop_kept(m);
+    }
 }
 
 #[test]

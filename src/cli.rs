@@ -15,6 +15,7 @@ use std::path::PathBuf;
 #[command(
     name = "pgdbg",
     version,
+    max_term_width = 100,
     about = "A debugger for live PostgreSQL backends",
     long_about = "pgdbg attaches to a running PostgreSQL backend, reads the DWARF of its postgres binary and \
 answers the questions SQL views cannot: where is it, what do its plan-cache costs say, what is in its structs. \
@@ -149,8 +150,7 @@ pgdbg profile 4711 --for 5s --format folded   stacks for flamegraph.pl / inferno
         #[arg(long)]
         json: bool,
     },
-    /// Restore a backend that a killed pgdbg left behind (stopped, or with
-    /// its breakpoints, a call in flight or held-back signals)
+    /// Restore a backend a killed pgdbg left stopped or changed
     #[command(
         after_help = "When pgdbg and its guardian are killed together (pkill -9 -f pgdbg, a cgroup or OOM kill of \
 both), the backend may be left stopped (state T) or still hold what pgdbg changed. pgdbg keeps a record of every \
@@ -216,6 +216,8 @@ pub fn main() -> i32 {
                     } else {
                         first
                     };
+                    // (clap quotes the argument as given: escaped here)
+                    let first = crate::shown::shown(first);
                     crate::errln!("pgdbg: error: {first} (see pgdbg --help)");
                     return 2;
                 }
@@ -234,7 +236,14 @@ pub fn main() -> i32 {
             if pids.len() > 1 || cluster.is_some() {
                 crate::multi::run(&pids, cluster.as_deref(), &opts)
             } else {
-                crate::attach::run_attach(pids.into_iter().next(), &opts)
+                match crate::attach::run_attach(pids.into_iter().next(), &opts) {
+                    // a worker that never attached says so by its status
+                    Err(e) if opts.worker && !crate::attach::attached() => {
+                        crate::errln!("pgdbg: error: {}", crate::attach::one_line(&e));
+                        Ok(crate::attach::NOT_ATTACHED_EXIT)
+                    }
+                    r => r,
+                }
             }
         }
         Cmd::Ps { cluster, json } => run_ps(cluster.as_deref(), json),
@@ -430,6 +439,9 @@ fn run_ps(cluster: Option<&std::path::Path>, json: bool) -> Result<i32> {
             }
             Left::Stopped => format!("stopped, no tracer: pgdbg rescue {pid}"),
             Left::Guarded { pgdbg } => format!("attached by pgdbg (PID {pgdbg})"),
+            Left::Unusable { path, why } => {
+                format!("pgdbg's record {} cannot be used: {why}", path.display())
+            }
         })
     };
     let mut out = String::new();

@@ -13,13 +13,15 @@ use std::time::Duration;
 /// expression) and int3 hits, as many as the test needs and then an end.
 const LOOP: &str = "do $$ begin for i in 1..300000 loop perform count(*) from pg_class where oid = i; perform pg_backend_pid(); end loop; end $$";
 
-/// SIGKILL to pgdbg and to its guardian, back to back.
+/// SIGKILL to pgdbg's guardian and to pgdbg, back to back: the guardian
+/// first, so that it is gone before pgdbg's death could wake it (on a
+/// loaded machine it could otherwise restore the backend in between).
 fn kill_both(p: &Pgdbg, backend: i32) {
     let g = guardians_of(backend);
     assert_eq!(g.len(), 1, "one guardian of {backend}: {g:?}");
     unsafe {
-        libc::kill(p.pid(), libc::SIGKILL);
         libc::kill(g[0], libc::SIGKILL);
+        libc::kill(p.pid(), libc::SIGKILL);
     }
     wait_until(
         "pgdbg and its guardian to end",

@@ -514,10 +514,11 @@ fn soak(
         } else {
             Vec::new()
         };
-        unsafe { libc::kill(p.pid(), libc::SIGKILL) };
+        // the guardians first: gone before pgdbg's death could wake them
         for g in &guardians {
             unsafe { libc::kill(*g, libc::SIGKILL) };
         }
+        unsafe { libc::kill(p.pid(), libc::SIGKILL) };
         if landed_in_call && entry_byte(pid) == Some(0xcc) {
             in_call += 1;
         }

@@ -387,6 +387,12 @@ impl Target {
             g.forget_detour(d.site);
         }
         let in_code = |a: u64| a >= d.code.0 && a < d.code.0 + d.code.1;
+        if in_code(self.regs()?.rip) {
+            // single-steps follow: the trap flag is set while each runs,
+            // and a tracer's death then would leave it set (only a detach
+            // clears it): held, the guardian or a rescue detaches
+            self.hold_for_change()?;
+        }
         // our code is straight-line: a few steps take the target out of it
         let mut steps = 0;
         while in_code(self.regs()?.rip) {

@@ -82,6 +82,10 @@ const W_GUARDIAN: usize = 15;
 /// Signals pgdbg holds back for the backend (bit N-1 for signal N): sent
 /// again by whoever restores the backend after pgdbg's death.
 const W_SIGNALS: usize = 16;
+/// The start times of pgdbg and of the guardian (with their PIDs above:
+/// a reused PID is not taken for them).
+const W_PGDBG_START: usize = 17;
+const W_GUARDIAN_START: usize = 18;
 const STATE_ACTIVE: u64 = 0;
 const STATE_CLEAN: u64 = 1;
 /// Breakpoint slots: (address + 1, original byte); 0 marks a free slot.
@@ -239,6 +243,10 @@ impl Guardian {
         shared.set(3, pid as u64);
         shared.set(W_START, start);
         shared.set(W_PGDBG, std::process::id() as u64);
+        shared.set(
+            W_PGDBG_START,
+            procfs::start_time(std::process::id() as i32).unwrap_or(0),
+        );
         // the magic last: a reader never takes a half-written header
         shared.set(W_MAGIC, MAGIC);
         let mut fds = [0i32; 2];
@@ -271,6 +279,10 @@ impl Guardian {
             fail("spawn", e)
         })?;
         shared.set(W_GUARDIAN, child.id() as u64);
+        shared.set(
+            W_GUARDIAN_START,
+            procfs::start_time(child.id() as i32).unwrap_or(0),
+        );
         drop(pipe_r);
         drop(memfd);
         Ok(Some(Guardian {
@@ -591,6 +603,28 @@ fn file_id_of_path(p: &std::path::Path) -> Option<(u64, u64)> {
         .map(|m| (m.dev(), m.ino()))
 }
 
+/// After a restore that failed half-way: the table keeps only what a later
+/// restore may do again safely, the int3 bytes (written back only where
+/// the byte is still an int3).
+fn forget_all_but_breakpoints(shared: &Shared) {
+    let r = inflight::Records {
+        shared,
+        at: inflight::base(BP_DETOUR_WORDS),
+    };
+    r.forget_call();
+    r.forget_syscall();
+    r.forget_data();
+    for slot in 0..DETOUR_SLOTS {
+        shared.set(HDR + 2 * BP_SLOTS + slot * DETOUR_WORDS, 0);
+    }
+    shared.set(W_DEBUGREGS, 0);
+    shared.set(W_TRAP_OLD_VALID, 0);
+    shared.set(W_TRAP_BASE, 0);
+    shared.set(W_SIGNALS, 0);
+    shared.set(W_HOLD, 0);
+    shared.set(W_RESUME_RIP, 0);
+}
+
 /// What a restore did, and when (after pgdbg's end).
 struct Restored {
     what: String,
@@ -735,15 +769,11 @@ fn restore(
             .collect();
         Some(format!("held-back {} sent again", names.join(" ")))
     };
-    if nothing_else {
-        // pgdbg died between its detach and its SIGCONT (or before it
-        // changed anything): the backend waits in its group stop
+    if nothing_else && !held {
+        // only held-back signals to send
         sigcont();
         return Ok(Some(Restored {
-            what: match &sent {
-                Some(s) => format!("the stop ended, {s}"),
-                None => "nothing but the stop".into(),
-            },
+            what: sent.clone().unwrap_or_default(),
             times: format!("{} µs after pgdbg's end", t0.elapsed().as_micros()),
         }));
     }
@@ -773,6 +803,9 @@ fn restore(
     }
     let t_seized = t0.elapsed();
     let mut how = String::new();
+    // (held with nothing else recorded: pgdbg died between its detach and
+    // its SIGCONT, or single-stepping, the trap flag set: the detach
+    // below clears it)
     let res = inflight
         .finish(&mut t)
         .map(|h| how = h)
@@ -783,6 +816,13 @@ fn restore(
         let _ = t.detach();
     }
     drop(t);
+    if res.is_err() {
+        // the backend runs on from here, restored in part: what is not
+        // safe to do twice on a backend that has run since (registers,
+        // data words, pages, signals) must never be replayed from this
+        // table by a later rescue; int3 bytes are (each is checked)
+        forget_all_but_breakpoints(shared);
+    }
     sigcont();
     let t_done = t0.elapsed();
     let mut parts: Vec<String> = Vec::new();
@@ -800,6 +840,9 @@ fn restore(
     }
     if !inflight.is_empty() {
         parts.push(format!("{} ({how})", inflight.describe()));
+    }
+    if parts.is_empty() {
+        parts.push("the stop".into());
     }
     parts.extend(sent);
     let what = parts.join(", ");

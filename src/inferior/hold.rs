@@ -195,6 +195,12 @@ impl Target {
             return;
         }
         self.hold = Hold::No;
+        // a SIGSTOP of pgdbg's own re-hold not delivered yet must not stop
+        // the group again now (the kernel drops a pending one at SIGCONT;
+        // one already taken and deferred is pgdbg's to drop)
+        self.rehold_pending = 0;
+        self.deferred.retain(|s| *s != Signal::SIGSTOP);
+        self.note_held_signals();
         if let Some(g) = &mut self.guardian {
             g.note_hold(false);
         }

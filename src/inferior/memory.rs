@@ -147,6 +147,9 @@ impl Target {
         }
         self.ensure_trap_handler();
         self.note_trap_address(addr, orig[0])?;
+        // held before the int3 exists (hold.rs): a trap pgdbg has not
+        // rewound when it dies must find the backend stopped
+        self.hold_for_change()?;
         self.write(addr, &[INT3])?;
         self.inserted.insert(addr, orig[0]);
         Ok(())

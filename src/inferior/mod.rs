@@ -90,6 +90,8 @@ pub struct Target {
     /// it spent stopped before that: what a command's stop cost it.
     stopped_since: Option<std::time::Instant>,
     stopped_before: std::time::Duration,
+    /// Time the target ran pgdbg's inferior calls (not its own work).
+    calls_time: std::time::Duration,
     /// Whether the target is currently stopped under ptrace.
     stopped: bool,
     /// How many times the target was let run: a stop's derived state (its
@@ -188,6 +190,7 @@ impl Target {
             gone: false,
             stopped_since: None,
             stopped_before: std::time::Duration::ZERO,
+            calls_time: std::time::Duration::ZERO,
             stopped: false,
             runs: 0,
             debugregs_dirty: false,
@@ -252,6 +255,18 @@ impl Target {
             + self
                 .stopped_since
                 .map_or(std::time::Duration::ZERO, |t| t.elapsed())
+    }
+
+    /// The time the target did none of its own work because of pgdbg:
+    /// stopped, or running pgdbg's inferior calls.  The difference over a
+    /// command is what it cost the backend.
+    pub fn lost_time(&self) -> std::time::Duration {
+        self.stopped_time() + self.calls_time
+    }
+
+    /// Account for `d` spent running an inferior call.
+    pub fn add_call_time(&mut self, d: std::time::Duration) {
+        self.calls_time += d;
     }
 
     fn mark_stopped(&mut self) {
@@ -393,6 +408,7 @@ impl Target {
         }
         if n == 7 && value != 0 {
             self.ensure_trap_handler();
+            self.hold_for_change()?;
         }
         ptrace::write_user(self.pid, off as ptrace::AddressType, value as i64)
             .map_err(|e| anyhow!("cannot write debug register {n} ({e})"))?;

@@ -41,9 +41,10 @@ pub fn create(pid: i32, start: u64) -> std::io::Result<OwnedFd> {
 }
 
 /// Open an existing table file for reading and writing, only when it is a
-/// regular file owned by this user (a file someone else put there is never
-/// trusted: it could name any address to write).
-pub fn open(p: &std::path::Path) -> std::io::Result<OwnedFd> {
+/// regular file owned by this user, or (for root) by `backend_uid`, with
+/// no access for others (a file someone else put there is never trusted:
+/// it names addresses to write).
+pub fn open(p: &std::path::Path, backend_uid: Option<u32>) -> std::io::Result<OwnedFd> {
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     let f = std::fs::OpenOptions::new()
         .read(true)
@@ -53,7 +54,8 @@ pub fn open(p: &std::path::Path) -> std::io::Result<OwnedFd> {
     let m = f.metadata()?;
     // SAFETY: geteuid(2) cannot fail.
     let me = unsafe { libc::geteuid() };
-    if !m.file_type().is_file() || m.uid() != me || m.mode() & 0o077 != 0 {
+    let owner_ok = m.uid() == me || (me == 0 && Some(m.uid()) == backend_uid);
+    if !m.file_type().is_file() || !owner_ok || m.mode() & 0o077 != 0 {
         return Err(std::io::Error::from_raw_os_error(libc::EPERM));
     }
     Ok(OwnedFd::from(f))

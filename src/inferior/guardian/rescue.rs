@@ -4,7 +4,10 @@
 //! shown by `pgdbg ps`, restored by `pgdbg rescue PID` and before the next
 //! `pgdbg attach PID`, exactly as the guardian restores it.
 
-use super::{IN_GUARDIAN, MAGIC, Shared, W_GUARDIAN, W_MAGIC, W_PGDBG, W_START, file, restore};
+use super::{
+    IN_GUARDIAN, MAGIC, Shared, W_GUARDIAN, W_GUARDIAN_START, W_MAGIC, W_PGDBG, W_PGDBG_START,
+    W_START, file, restore,
+};
 use crate::inferior::procfs;
 use anyhow::{Result, anyhow, bail};
 use std::os::fd::AsRawFd;
@@ -20,28 +23,29 @@ pub enum Left {
     /// A table file whose pgdbg or guardian still runs: it restores the
     /// backend itself.
     Guarded { pgdbg: i32 },
+    /// A record this user may not use or that is not one (another user's,
+    /// damaged): nothing is done to the backend, never a SIGCONT.
+    Unusable { path: PathBuf, why: String },
     /// Stopped (job control) with no tracer and no record.
     Stopped,
 }
 
-/// Whether `pid` is a live pgdbg (or guardian) process, not another
-/// program that reused the PID.
-fn pgdbg_alive(pid: i32) -> bool {
-    // gone, or a zombie its parent has not reaped yet: dead all the same
-    if pid <= 0 || matches!(procfs::state(pid), None | Some('Z' | 'X')) {
-        return false;
-    }
-    let me = std::fs::read_link("/proc/self/exe").ok();
-    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok();
-    let name = procfs::status(pid).map(|s| s.name).unwrap_or_default();
-    // a zombie has no exe; a live one is our executable or named pgdbg*
-    (exe.is_some() && exe == me) || name.starts_with("pgdbg")
+/// Whether the process `pid` that started at `start` (clock ticks after
+/// boot) still runs: a reused PID is another process; a zombie its parent
+/// has not reaped yet is dead all the same.
+fn alive(pid: i32, start: u64) -> bool {
+    pid > 0
+        && !matches!(procfs::state(pid), None | Some('Z' | 'X'))
+        && procfs::start_time(pid) == Some(start)
 }
 
-fn map(path: &std::path::Path) -> Result<Shared> {
-    let fd = file::open(path).map_err(|e| {
+fn map(path: &std::path::Path, backend: i32) -> Result<Shared> {
+    // root may use a record of the backend's own user (who may trace the
+    // backend anyway); anyone else only their own
+    let uid = procfs::status(backend).map(|s| s.uid).ok();
+    let fd = file::open(path, uid).map_err(|e| {
         anyhow!(
-            "cannot open pgdbg's record {} ({e}): run this as the user that ran pgdbg (or root)",
+            "cannot use pgdbg's record {} ({e}): run this as the user that ran pgdbg, or as root",
             path.display()
         )
     })?;
@@ -72,20 +76,42 @@ pub fn left(pid: i32) -> Option<Left> {
             let _ = std::fs::remove_file(&path);
             continue;
         }
-        let Ok(sh) = map(&path) else {
-            continue;
+        let sh = match map(&path, pid) {
+            Ok(sh) if sh.get(W_START) == start => sh,
+            Ok(_) => {
+                return Some(Left::Unusable {
+                    why: "it names another process".into(),
+                    path,
+                });
+            }
+            Err(e) => {
+                if young(&path) {
+                    // being written (the magic comes last): its pgdbg runs
+                    return Some(Left::Guarded { pgdbg: 0 });
+                }
+                return Some(Left::Unusable {
+                    why: format!("{e:#}"),
+                    path,
+                });
+            }
         };
-        if sh.get(W_START) != start {
-            continue;
-        }
         let (pg, gu) = (sh.get(W_PGDBG) as i32, sh.get(W_GUARDIAN) as i32);
-        if pgdbg_alive(pg) || pgdbg_alive(gu) {
+        if alive(pg, sh.get(W_PGDBG_START)) || alive(gu, sh.get(W_GUARDIAN_START)) {
             return Some(Left::Guarded { pgdbg: pg });
         }
         return Some(Left::Record { path, pgdbg: pg });
     }
     let st = procfs::status(pid).ok()?;
     (st.state.starts_with('T') && st.tracer_pid == 0).then_some(Left::Stopped)
+}
+
+/// A file made in the last few seconds (its header may not be written yet).
+fn young(p: &std::path::Path) -> bool {
+    std::fs::metadata(p)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_none_or(|age| age < std::time::Duration::from_secs(10))
 }
 
 /// Records whose backend is gone: removed (`pgdbg ps` calls this).
@@ -116,8 +142,10 @@ pub fn rescue(pid: i32) -> Result<String> {
                 "backend {pid} needs no rescue: it is not stopped, not traced, and no pgdbg left a record of it"
             ))
         }
-        Some(Left::Guarded { pgdbg }) => bail!(
-            "backend {pid} is still in the hands of pgdbg (PID {pgdbg}) or its guardian, which restore it when they end: end that pgdbg (kill {pgdbg}) instead"
+        Some(Left::Guarded { pgdbg }) => bail!("{}", guarded(pid, pgdbg)),
+        Some(Left::Unusable { path, why }) => bail!(
+            "backend {pid}: pgdbg's record {} cannot be used ({why}); nothing was done to the backend",
+            path.display()
         ),
         Some(Left::Stopped) => {
             // SAFETY: kill(2) of the process checked just above.
@@ -127,7 +155,10 @@ pub fn rescue(pid: i32) -> Result<String> {
             ))
         }
         Some(Left::Record { path, pgdbg }) => {
-            let sh = map(&path)?;
+            let sh = map(&path, pid)?;
+            // a Ctrl-C or SIGTERM must not end this half-way (the backend
+            // is held meanwhile, its record kept until the end)
+            crate::guard::ignore_session_signals();
             // this process restores as a guardian does: the Target it uses
             // starts no guardian (nor a record) of its own meanwhile
             IN_GUARDIAN.store(true, Ordering::Relaxed);
@@ -145,5 +176,17 @@ pub fn rescue(pid: i32) -> Result<String> {
                 ),
             })
         }
+    }
+}
+
+/// Why a backend cannot be rescued or attached now: its pgdbg or guardian
+/// runs and restores it itself.
+pub fn guarded(pid: i32, pgdbg: i32) -> String {
+    if pgdbg > 0 {
+        format!(
+            "backend {pid} is in the hands of pgdbg (PID {pgdbg}) or its guardian, which restore it when they end: wait for them (or end that pgdbg: kill {pgdbg})"
+        )
+    } else {
+        format!("backend {pid} is being attached by a pgdbg right now: try again in a moment")
     }
 }

@@ -10,7 +10,11 @@
 //!   `latency` and `waits trace` run for 4 s: the command runs its full
 //!   time, says in one line that the backend was stopped by SIGSTOP, and
 //!   exits 0; the backend runs afterwards; a SIGSTOP that still holds at
-//!   the command's end is said so and left in place until its SIGCONT.
+//!   the command's end is said so and left in place until its SIGCONT;
+//! - an inferior call made while someone else's SIGSTOP holds: it runs,
+//!   and the backend stays stopped (pgdbg sends no SIGCONT of its own);
+//! - without the keeper, the tracefs definitions of `waits trace --perf`
+//!   are removed before pgdbg exits.
 
 mod common;
 use common::*;
@@ -317,4 +321,128 @@ fn foreign_sigstop_is_ridden_out_all_majors() {
     for m in majors() {
         foreign_stop_ridden_out(m);
     }
+}
+
+/// Someone else's SIGSTOP that holds when the next command makes an
+/// inferior call: pgdbg takes its hold without a SIGSTOP of its own (one
+/// would never be reported while the backend sits in their stop, and
+/// pgdbg hung until their SIGCONT), runs the call to its end, and at the
+/// command's end neither sends a SIGCONT nor lets the backend run: it
+/// stays stopped, untraced, after pgdbg's exit until their SIGCONT.
+fn call_in_foreign_stop(major: u32) {
+    let cl = Cluster::start(major);
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let looping = a.spawn_text(LOOP);
+    cl.wait_active(&[pid], "perform count");
+    let mut p = Pgdbg::spawn(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--ex",
+        "count ExecutorStart --for 2s",
+        "--ex",
+        "call pg_usleep(1000)",
+        "--ex",
+        "print 6*7",
+    ]);
+    let mut out = BufReader::new(p.child.stdout.take().unwrap());
+    read_until(&mut out, "count: ", Duration::from_secs(60));
+    std::thread::sleep(Duration::from_millis(500));
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    let mut text = String::new();
+    out.read_to_string(&mut text).unwrap();
+    // no SIGCONT before pgdbg's end: the call must not wait for one
+    let (code, _, err) = p.wait(Duration::from_secs(60));
+    assert_eq!(code, 0, "{major}:\n{text}\n{err}");
+    assert!(
+        text.contains("42"),
+        "{major}: the commands after the call ran:\n{text}\n{err}"
+    );
+    assert!(
+        text.contains("it stays stopped until a SIGCONT"),
+        "{major}:\n{text}\n{err}"
+    );
+    wait_until("the backend untraced", Duration::from_secs(10), || {
+        tracer_pid(pid) == 0
+    });
+    // stopped all along since their SIGSTOP (pgdbg's hold left without a
+    // SIGCONT), and still after a while
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        proc_state(pid).starts_with('T'),
+        "{major}: {}",
+        proc_state(pid)
+    );
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    wait_until("the backend running", Duration::from_secs(10), || {
+        !proc_state(pid).starts_with(['T', 't'])
+    });
+    cl.cancel(&[pid]);
+    assert!(a.rejoin(looping).is_err(), "the loop ends by the cancel");
+    cl.assert_no_crash();
+}
+
+#[test]
+fn call_in_foreign_sigstop_all_majors() {
+    for m in majors() {
+        call_in_foreign_stop(m);
+    }
+}
+
+/// The tracefs uprobe definitions of pgdbg process `k` still listed.
+fn definitions_of(k: u32) -> Vec<String> {
+    ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
+        .iter()
+        .filter_map(|root| std::fs::read_to_string(format!("{root}/uprobe_events")).ok())
+        .flat_map(|d| {
+            d.lines()
+                .filter(|l| l.contains(&format!(":pgdbg_{k}_")))
+                .map(String::from)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// Without the keeper (PGDBG_NO_KEEPER=1: pgdbg holds its uprobes
+/// itself), `waits trace --perf` defines uprobes in tracefs; their events
+/// are closed in the background, and the definitions are removed after
+/// them, before pgdbg exits (removed while an event was still open, the
+/// kernel refused and they were left behind).
+#[test]
+fn tracefs_definitions_removed_without_keeper() {
+    if !std::path::Path::new("/sys/kernel/tracing/uprobe_events").exists() {
+        eprintln!("no tracefs: skipped");
+        return;
+    }
+    let cl = Cluster::start(15);
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let looping = a.spawn_text(LOOP);
+    cl.wait_active(&[pid], "perform count");
+    let child = std::process::Command::new(pgdbg_bin())
+        .args([
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--ex",
+            "waits trace --perf --for 1s --quiet",
+        ])
+        .env("PGDBG_NO_KEEPER", "1")
+        .env_remove("DEBUGINFOD_URLS")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn pgdbg");
+    let k = child.id();
+    let p = Pgdbg { child };
+    let (code, out, err) = p.wait(Duration::from_secs(60));
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("Wait events summary"), "{out}\n{err}");
+    let left = definitions_of(k);
+    assert!(left.is_empty(), "left behind by pgdbg {k}: {left:?}\n{err}");
+    cl.cancel(&[pid]);
+    assert!(a.rejoin(looping).is_err(), "the loop ends by the cancel");
+    cl.assert_no_crash();
 }

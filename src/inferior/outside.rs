@@ -12,11 +12,24 @@
 //! The time it sat there is recorded for the command to report, and is
 //! not counted as a stop of pgdbg's (`stopped_time`).
 //!
-//! pgdbg's own SIGSTOPs (hold.rs) are told apart by their sender.  A
-//! resume from an event stop while the outsider's stop holds listens
-//! again instead of running the backend, and a detach then sends no
-//! SIGCONT (hold.rs: `release_hold`): the backend stays stopped until
-//! its SIGCONT, as it would without pgdbg.
+//! pgdbg's own SIGSTOPs (hold.rs) are told apart by their sender, or, for
+//! a re-hold's, by being expected: across PID namespaces the sender reads
+//! 0.  A resume from an event stop while the outsider's stop holds listens
+//! again instead of running the backend, and a detach or the end of
+//! pgdbg's hold then sends no SIGCONT (hold.rs): the backend stays stopped
+//! until its SIGCONT, as it would without pgdbg.
+//!
+//! Only the waits for the backend's own work listen: pgdbg's inner loops
+//! (entering the hold, single-steps, an injected system call) and an
+//! inferior call run the backend with PTRACE_CONT, which runs a seized
+//! tracee in a group stop; the group stays stopped, and the next wait of
+//! a command listens again.  Listening there would leave pgdbg waiting
+//! for a trap of a backend that does not run until the outsider's SIGCONT.
+//!
+//! Whether the group is stopped is the kernel's word at each event stop:
+//! PTRACE_EVENT_STOP reports the stop signal while a group stop is in
+//! effect, SIGTRAP when none is (a SIGCONT ended it, perhaps merged with
+//! an interrupt of pgdbg's into one stop).
 
 use super::*;
 
@@ -42,9 +55,19 @@ pub(super) struct Outside {
     listening: bool,
     /// Ended stops not yet reported.
     ended: Vec<OutsideStop>,
+    /// Someone's stop signals that a loop of pgdbg's held back (deferred),
+    /// with their sender: still theirs when pgdbg delivers them later or
+    /// sends them again itself.
+    held: Vec<(Signal, Option<i32>)>,
+    /// An inferior call runs: never listen (see above).
+    in_call: bool,
+    /// An interrupt of pgdbg's sent only to bring the target back into
+    /// the outsider's group stop (from a stop that is not an event stop,
+    /// where PTRACE_LISTEN cannot be used): its stop is listened in.
+    relisten: bool,
 }
 
-fn is_stop_signal(sig: Signal) -> bool {
+pub(super) fn is_stop_signal(sig: Signal) -> bool {
     matches!(
         sig,
         Signal::SIGSTOP | Signal::SIGTSTP | Signal::SIGTTIN | Signal::SIGTTOU
@@ -56,12 +79,30 @@ impl Target {
     /// a stop signal someone else sent is remembered; a SIGCONT ends the
     /// outsider's stop.
     pub(super) fn outside_signal(&mut self, sig: Signal) {
+        if let Some(by) = self.outsiders_signal(sig) {
+            self.outside.pending = Some((sig, by));
+        }
+    }
+
+    /// At the signal-delivery stop of `sig`: Some(sender) when it is a stop
+    /// signal of someone else's; a SIGCONT ends the outsider's stop (its
+    /// sending did, in the kernel).
+    fn outsiders_signal(&mut self, sig: Signal) -> Option<Option<i32>> {
         if sig == Signal::SIGCONT {
             self.end_outside_stop();
-            return;
+            self.outside.pending = None;
+            self.outside.held.clear();
+            return None;
         }
         if !is_stop_signal(sig) {
-            return;
+            return None;
+        }
+        if sig == Signal::SIGSTOP && self.rehold_pending > 0 {
+            // pgdbg's own re-hold (hold.rs), expected: told by that, not
+            // by its sender, which reads 0 when pgdbg runs in another PID
+            // namespace than the backend (it would be taken for someone
+            // else's stop and ridden out instead of swallowed)
+            return None;
         }
         // the sender, when a process sent it (si_code SI_USER, SI_TKILL,
         // SI_QUEUE: zero or below); none for the kernel's own
@@ -71,18 +112,85 @@ impl Target {
             // SAFETY: si_pid of a siginfo of a signal a process sent.
             .map(|si| unsafe { si.si_pid() });
         if sender == Some(std::process::id() as i32) {
-            // pgdbg's own (the group stop of hold.rs)
-            return;
+            // pgdbg's own: the group stop of hold.rs, or someone's that a
+            // loop of pgdbg's held back and sent again (still theirs)
+            let i = self.outside.held.iter().position(|(s, _)| *s == sig)?;
+            return Some(self.outside.held.remove(i).1);
         }
-        self.outside.pending = Some((sig, sender));
+        Some(sender)
     }
 
-    /// At a PTRACE_EVENT_STOP: true when it was the outsider's (the group
-    /// stop of their signal, or the SIGCONT that ended it) and is dealt
-    /// with here: the caller waits on.  False: the usual handling (one
-    /// of pgdbg's interrupts is in it, or it is none of this).
-    pub(super) fn outside_event_stop(&mut self) -> Result<bool> {
-        let was_listening = std::mem::take(&mut self.outside.listening);
+    /// A loop of pgdbg's holds `sig` back (`defer`, at its signal-delivery
+    /// stop): what it means for an outside stop is kept.  A SIGCONT ends
+    /// the outsider's stop now, deferred or not (the kernel ended the
+    /// group stop when it was sent): else pgdbg would later take the
+    /// backend for stopped by someone and leave it stopped at detach.
+    pub(super) fn outside_deferred(&mut self, sig: Signal) {
+        if let Some(by) = self.outsiders_signal(sig) {
+            self.outside.held.push((sig, by));
+        }
+    }
+
+    /// `sig` is given with a resume: a stop signal of someone's that was
+    /// held back starts their group stop now (no signal-delivery stop of
+    /// it will be seen).
+    pub(super) fn outside_delivered(&mut self, sig: Signal) {
+        if let Some(i) = self.outside.held.iter().position(|(s, _)| *s == sig) {
+            let (_, by) = self.outside.held.remove(i);
+            self.outside.pending = Some((sig, by));
+        }
+    }
+
+    /// Whether a deferred `sig` is someone else's (kept by `leave_group_stop`,
+    /// which drops pgdbg's own re-hold SIGSTOP).
+    pub(super) fn held_for_outsider(&self, sig: Signal) -> bool {
+        self.outside.held.iter().any(|(s, _)| *s == sig)
+    }
+
+    /// An inferior call starts (true) or ends: never listen while it runs.
+    pub(super) fn set_in_call(&mut self, running: bool) {
+        self.outside.in_call = running;
+    }
+
+    /// At a PTRACE_EVENT_STOP reporting `sig`: true when it was the
+    /// outsider's (the group stop of their signal, or the SIGCONT that
+    /// ended it) or the kernel's notice of a SIGCONT, and is dealt with
+    /// here: the caller waits on.  False: the usual handling (one of
+    /// pgdbg's interrupts is in it, or it is none of this).  `asked`:
+    /// pgdbg was asked to stop while waiting (Ctrl-C, SIGTERM): the stop
+    /// is reported.
+    pub(super) fn outside_event_stop(&mut self, sig: Signal, asked: bool) -> Result<bool> {
+        let mut was_listening = std::mem::take(&mut self.outside.listening);
+        if std::mem::take(&mut self.outside.relisten) && self.interrupts_outstanding > 0 {
+            // the stop of the interrupt `resume_into_outside_stop` sent:
+            // not one to report, whatever it says (a SIGCONT may have
+            // ended their stop meanwhile: then SIGTRAP, handled below);
+            // as if woken while listening
+            self.interrupts_outstanding -= 1;
+            was_listening = true;
+        }
+        let ours = asked || self.interrupts_outstanding > 0 || self.stale_interrupts > 0;
+        if sig == Signal::SIGTRAP {
+            // The one rule for SIGTRAP: no group stop is in effect.  An
+            // outsider's stop (and one about to start) is over: a SIGCONT
+            // ended it, perhaps in the same stop as an interrupt of ours,
+            // whose SIGCONT would otherwise go unseen and the backend be
+            // left stopped at detach (`release_hold` sends no SIGCONT
+            // while someone's stop holds).
+            self.end_outside_stop();
+            self.outside.pending = None;
+            if !ours {
+                // No interrupt of ours in it: the kernel's notice that a
+                // SIGCONT ended the group stop (a seized tracee gets one
+                // per SIGCONT, pgdbg's own when it leaves its hold
+                // included), not a stop anyone asked for.  The SIGCONT
+                // itself comes next.
+                self.cont_raw(None)?;
+                return Ok(true);
+            }
+            return Ok(false);
+        }
+        // a stop signal: the group is stopped
         if let Some((sig, by)) = self.outside.pending.take() {
             // a stale interrupt of ours would have stopped it here too:
             // the kernel merged it into this one stop
@@ -96,24 +204,29 @@ impl Target {
                 lasted: None,
             });
             log::debug(&format!("stopped from outside by {sig:?} (sender {by:?})"));
-            if self.interrupts_outstanding > 0 {
+            if asked || self.interrupts_outstanding > 0 {
                 return Ok(false);
             }
-            self.listen()?;
+            self.wait_on_in_outside_stop()?;
             return Ok(true);
         }
-        if was_listening
-            && self.outside.current.is_some()
-            && self.interrupts_outstanding == 0
-            && self.stale_interrupts == 0
-        {
-            // woken without an interrupt of ours: a SIGCONT (its own
-            // signal-delivery stop follows once the target runs)
-            self.end_outside_stop();
-            self.cont_raw(None)?;
+        if was_listening && self.outside.current.is_some() && !ours {
+            // woken while the group is still stopped, not by us (a SIGCONT
+            // followed by a new stop before the kernel reported it): the
+            // outsider's stop goes on
+            self.wait_on_in_outside_stop()?;
             return Ok(true);
         }
         Ok(false)
+    }
+
+    /// In the outsider's group stop: listen, or, while an inferior call
+    /// runs, run the call on (see the module comment).
+    fn wait_on_in_outside_stop(&mut self) -> Result<()> {
+        if self.outside.in_call {
+            return self.cont_raw(None);
+        }
+        self.listen()
     }
 
     /// Leave the target in the outsider's group stop and wait for the
@@ -137,12 +250,42 @@ impl Target {
 
     /// A resume without a signal from an event stop while the outsider's
     /// stop holds: listen instead of running the target.  True when done.
+    /// Never while an inferior call runs; pgdbg's inner loops resume with
+    /// `cont_raw`, which never listens (see the module comment).
     pub(super) fn resume_into_outside_stop(&mut self, sig: Option<Signal>) -> Result<bool> {
-        if sig.is_some() || !self.event_stop || self.outside.current.is_none() {
+        if sig.is_some() || self.outside.current.is_none() || self.outside.in_call {
             return Ok(false);
+        }
+        if !self.event_stop {
+            // e.g. the trap that ended an inferior call: PTRACE_LISTEN
+            // works only in an event stop, and PTRACE_CONT alone would run
+            // the backend on in their stop (a seized tracee runs even in a
+            // group stop).  An interrupt first: the resumed target stops
+            // again at once, before any code of its own, in an event stop
+            // that reports their stop signal, and is listened in there
+            // (`outside_event_stop`).
+            if self.interrupts_outstanding > 0 || self.stale_interrupts > 0 {
+                // an interrupt of pgdbg's is in flight already: its stop
+                // is reported as usual
+                return Ok(false);
+            }
+            self.interrupt()?;
+            self.outside.relisten = true;
+            ptrace::cont(self.pid, None)
+                .map_err(|e| anyhow!("cannot resume process {} ({e})", self.pid))?;
+            // not counted as a stop of pgdbg's (see `listen`)
+            self.set_running();
+            return Ok(true);
         }
         self.listen()?;
         Ok(true)
+    }
+
+    /// The kernel's notice of a SIGCONT (an event stop reporting SIGTRAP)
+    /// seen by one of pgdbg's inner loops: no group stop is in effect.
+    pub(super) fn outside_continued(&mut self) {
+        self.end_outside_stop();
+        self.outside.pending = None;
     }
 
     fn end_outside_stop(&mut self) {
@@ -152,9 +295,13 @@ impl Target {
         }
     }
 
-    /// Whether someone else's stop holds the target now.
+    /// Whether someone else's stop holds the target now (or one of their
+    /// stop signals was delivered, or held back by pgdbg, and their group
+    /// stop comes next).
     pub(super) fn stopped_from_outside(&self) -> bool {
         self.outside.current.is_some()
+            || self.outside.pending.is_some()
+            || !self.outside.held.is_empty()
     }
 
     /// The outside stops that ended since the last call, and the one in

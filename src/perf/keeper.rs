@@ -113,6 +113,7 @@ impl Drop for PerfFd {
     }
 }
 
+pub(crate) use closer::{Closing, queue as queue_closing};
 pub use closer::{finish, settle};
 
 /// The thread that closes the last copies of uprobe events in the
@@ -128,18 +129,41 @@ mod closer {
         Kept(u64),
         /// pgdbg's own, last copy (no keeper)
         Own(OwnedFd),
+        /// a tracefs definition to remove (`-:group/name` appended to
+        /// `uprobe_events` under root): queued after its events, whose
+        /// close is still under way when the definition is dropped (the
+        /// kernel refuses to remove a definition in use, and it would be
+        /// left behind)
+        Definition(std::path::PathBuf, String),
+    }
+
+    /// Done in pgdbg's thread or the closer's.  When pgdbg ends (`ending`)
+    /// the keeper's copies are left to the keeper (it closes what it holds
+    /// once pgdbg has exited, and removes pgdbg's definitions); pgdbg's
+    /// own copies are still closed here, not forgotten: nobody else would
+    /// close them before pgdbg's exit, nor remove their definitions after
+    /// it.
+    fn close(c: Closing, ending: bool) {
+        match c {
+            Closing::Kept(id) if !ending => super::release(id),
+            Closing::Kept(_) => {}
+            Closing::Own(fd) => drop(fd),
+            Closing::Definition(root, ev) => super::super::tracefs::remove(&root, &ev),
+        }
     }
 
     struct State {
         /// events queued or being closed
         pending: usize,
-        /// pgdbg ends: what is still queued is left to the keeper (or to
-        /// pgdbg's exit, which closes its own descriptors)
+        /// of which pgdbg's own copies (no keeper)
+        own: usize,
+        /// pgdbg ends: what is still queued for the keeper is left to it
         ending: bool,
     }
 
     static STATE: Mutex<State> = Mutex::new(State {
         pending: 0,
+        own: 0,
         ending: false,
     });
     static DONE: Condvar = Condvar::new();
@@ -149,39 +173,55 @@ mod closer {
         STATE.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    fn done(own: bool) {
+        let mut st = state();
+        st.pending -= 1;
+        st.own -= usize::from(own);
+        DONE.notify_all();
+    }
+
     pub fn queue(c: Closing) {
-        state().pending += 1;
-        let mut q = QUEUE.lock().unwrap_or_else(|e| e.into_inner());
-        let tx = q.get_or_insert_with(|| {
-            let (tx, rx) = channel::<Closing>();
-            std::thread::spawn(move || {
-                crate::guard::block_in_this_thread();
-                for c in rx {
-                    if !state().ending {
-                        match c {
-                            Closing::Kept(id) => super::release(id),
-                            Closing::Own(fd) => drop(fd),
-                        }
-                    } else {
-                        // left to the keeper (it closes what it holds
-                        // once pgdbg has exited) or to pgdbg's exit
-                        std::mem::forget(c);
-                    }
-                    state().pending -= 1;
-                    DONE.notify_all();
-                }
-            });
-            tx
-        });
-        if let Err(e) = tx.send(c) {
-            // the thread is gone (it never ends while pgdbg runs): close here
-            match e.0 {
-                Closing::Kept(id) => super::release(id),
-                Closing::Own(fd) => drop(fd),
-            }
-            state().pending -= 1;
-            DONE.notify_all();
+        let own = matches!(c, Closing::Own(_));
+        {
+            let mut st = state();
+            st.pending += 1;
+            st.own += usize::from(own);
         }
+        let mut q = QUEUE.lock().unwrap_or_else(|e| e.into_inner());
+        if q.is_none() {
+            let (tx, rx) = channel::<Closing>();
+            let spawned = std::thread::Builder::new()
+                .name("pgdbg-uprobe-closer".into())
+                .spawn(move || {
+                    crate::guard::block_in_this_thread();
+                    for c in rx {
+                        let own = matches!(c, Closing::Own(_));
+                        let ending = state().ending;
+                        close(c, ending);
+                        done(own);
+                    }
+                });
+            match spawned {
+                Ok(_) => *q = Some(tx),
+                Err(e) => {
+                    // no thread (out of resources): closed here, slowly,
+                    // as before there was a thread; never a panic
+                    crate::inferior::log::debug(&format!("no thread to close uprobes ({e})"));
+                }
+            }
+        }
+        let c = match q.as_ref() {
+            Some(tx) => match tx.send(c) {
+                Ok(()) => return,
+                // the thread is gone (it never ends while pgdbg runs)
+                Err(e) => e.0,
+            },
+            None => c,
+        };
+        drop(q);
+        let ending = state().ending;
+        close(c, ending);
+        done(own);
     }
 
     /// Wait until every uprobe pgdbg has closed is out of the backend (its
@@ -199,21 +239,25 @@ mod closer {
 
     /// pgdbg ends: its uprobes are removed before it exits, so that its
     /// end means the backend's code is the file's again, within
-    /// [`AT_EXIT`]; what is left then is the keeper's to close (a keeper
-    /// that does not answer is given up as usual, within 5 s).
+    /// [`AT_EXIT`]; what the keeper holds is left then to the keeper (a
+    /// keeper that does not answer is given up as usual, within 5 s);
+    /// pgdbg's own copies are closed before it exits all the same.
     pub fn finish() {
         if !wait(&|| false, Some(AT_EXIT)) {
             let n = {
                 let mut st = state();
                 st.ending = true;
-                st.pending
+                st.pending - st.own
             };
-            crate::errln!(
-                "pgdbg: {n} uprobe{} of pgdbg's are still being removed; the process that holds \
-                 them removes them after pgdbg's exit (about 80 ms each; the backend runs)",
-                if n == 1 { "" } else { "s" }
-            );
-            // the close under way is finished, the rest forgotten
+            if n > 0 {
+                crate::errln!(
+                    "pgdbg: {n} uprobe{} of pgdbg's are still being removed; the process that \
+                     holds them removes them after pgdbg's exit (about 80 ms each; the backend \
+                     runs)",
+                    if n == 1 { "" } else { "s" }
+                );
+            }
+            // the keeper's left to it, pgdbg's own closed
             wait(&|| false, None);
         }
     }

@@ -27,6 +27,12 @@ use std::time::{Duration, Instant};
 const LOOP: &str = "do $$ begin loop perform count(*) from pg_class c join pg_attribute a \
                     on a.attrelid = c.oid; end loop; end $$";
 
+/// A loop that spends its time sleeping in pg_sleep: a stop lands where
+/// no LWLock or critical section is held, so an inferior call there is
+/// never refused as unsafe (with `LOOP`, a SIGSTOP inside a buffer lock
+/// made `call` refuse, and the test depend on where it landed).
+const SLEEPING_LOOP: &str = "do $$ begin loop perform pg_sleep(0.001); end loop; end $$";
+
 /// Executor functions called by every statement of `LOOP`, then the other
 /// global functions of the binary whose name starts with Exec (from its
 /// symbol table), `n` in all.
@@ -273,14 +279,14 @@ fn foreign_stop_kept(major: u32) {
     let cl = Cluster::start(major);
     let mut a = cl.connect();
     let pid = a.pid();
-    let looping = a.spawn_text(LOOP);
-    cl.wait_active(&[pid], "perform count");
+    let looping = a.spawn_text(SLEEPING_LOOP);
+    cl.wait_active(&[pid], "perform pg_sleep");
     let mut p = Pgdbg::spawn(&[
         "attach",
         &pid.to_string(),
         "-q",
         "--ex",
-        "count ExecutorStart --for 2s",
+        "count pg_sleep --for 2s",
     ]);
     let mut out = BufReader::new(p.child.stdout.take().unwrap());
     read_until(&mut out, "count: ", Duration::from_secs(60));

@@ -86,7 +86,10 @@ impl Target {
             g.note_hold(true);
         }
         self.hold = Hold::Ours;
-        if self.stopped_from_outside() {
+        // (only a group stop the kernel reported: an outsider's stop signal
+        // that is pending, or held back by pgdbg, has not stopped the group,
+        // and a pgdbg death then would re-arm nothing)
+        if self.in_outside_group_stop() {
             // Someone else's stop holds the group stopped already: that
             // is the hold (the kernel re-arms it if pgdbg dies), taken
             // without a SIGSTOP of pgdbg's.  Sending one would hang here:

@@ -285,6 +285,7 @@ impl Target {
             return Ok(());
         }
         if self.interrupts_outstanding > 0 {
+            self.adopt_relisten();
             return Ok(());
         }
         self.interrupt()

@@ -298,6 +298,20 @@ impl Target {
     /// Whether someone else's stop holds the target now (or one of their
     /// stop signals was delivered, or held back by pgdbg, and their group
     /// stop comes next).
+    /// The group is in someone else's stop now, as the kernel reported it
+    /// (not only their stop signal pending or held back).
+    pub(super) fn in_outside_group_stop(&self) -> bool {
+        self.outside.current.is_some()
+    }
+
+    /// An interrupt of ours being adopted by a wait that wants a stop
+    /// (`interrupt_or_adopt`): if it is the one sent to listen again in
+    /// someone else's stop after a call, its stop is now that wait's, to
+    /// be reported, not listened through.
+    pub(super) fn adopt_relisten(&mut self) {
+        self.outside.relisten = false;
+    }
+
     pub(super) fn stopped_from_outside(&self) -> bool {
         self.outside.current.is_some()
             || self.outside.pending.is_some()

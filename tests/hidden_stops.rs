@@ -191,9 +191,14 @@ fn ends_without_stop(major: u32) {
                  at the end\n{text}"
             );
             if cmd == "latency" {
-                // what the summary says is what was measured
+                // what the summary says is what was measured: no stop of
+                // pgdbg's own; a signal the backend got meanwhile (a
+                // sinval catch-up under load, say) passes through a stop,
+                // said as such
                 assert!(
-                    text.contains("the backend was not stopped while timing"),
+                    text.contains("the backend was not stopped while timing")
+                        || (text.contains("while timing: signals or library loads")
+                            && !text.contains("the backend was stopped for")),
                     "{text}"
                 );
             }

@@ -401,20 +401,6 @@ fn call_in_foreign_sigstop_all_majors() {
     }
 }
 
-/// The tracefs uprobe definitions of pgdbg process `k` still listed.
-fn definitions_of(k: u32) -> Vec<String> {
-    ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
-        .iter()
-        .filter_map(|root| std::fs::read_to_string(format!("{root}/uprobe_events")).ok())
-        .flat_map(|d| {
-            d.lines()
-                .filter(|l| l.contains(&format!(":pgdbg_{k}_")))
-                .map(String::from)
-                .collect::<Vec<_>>()
-        })
-        .collect()
-}
-
 /// Without the keeper (PGDBG_NO_KEEPER=1: pgdbg holds its uprobes
 /// itself), `waits trace --perf` defines uprobes in tracefs; their events
 /// are closed in the background, and the definitions are removed after
@@ -451,7 +437,7 @@ fn tracefs_definitions_removed_without_keeper() {
     let (code, out, err) = p.wait(Duration::from_secs(60));
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(out.contains("Wait events summary"), "{out}\n{err}");
-    let left = definitions_of(k);
+    let left = tracefs_definitions_of(k);
     assert!(left.is_empty(), "left behind by pgdbg {k}: {left:?}\n{err}");
     cl.cancel(&[pid]);
     assert!(a.rejoin(looping).is_err(), "the loop ends by the cancel");

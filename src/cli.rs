@@ -150,6 +150,31 @@ pgdbg profile 4711 --for 5s --format folded   stacks for flamegraph.pl / inferno
         #[arg(long)]
         json: bool,
     },
+    /// Check this machine and its PostgreSQL servers before an incident:
+    /// permissions, perf events, debug info
+    #[command(
+        after_help = "Reads /proc, /sys and files only: no server process is touched. Each check says ok, \
+warn (pgdbg works with less: a fallback, or some commands refused) or FAIL (pgdbg cannot attach or cannot \
+read the server's structures), what it found, and what to install or set. Exit status 1 when a check \
+failed.\n\nChecks: pgdbg's seccomp filter; perf events and kernel uprobes (kernel.perf_event_paranoid, \
+CAP_PERFMON); tracefs; /dev/shm (pgdbg's records for pgdbg rescue); for each server: may pgdbg trace it \
+(uid, CAP_SYS_PTRACE, kernel.yama.ptrace_scope), where the binary's debug info is (in the binary, \
+/usr/lib/debug, the debuginfod cache or servers, else a built-in layout pack), and its loaded libraries' \
+debug info.\n\nExamples:\n  pgdbg doctor                 this machine and every running cluster\n  \
+pgdbg doctor 4711            the server of backend 4711\n  \
+pgdbg doctor --cluster /var/lib/postgresql/15/main --json"
+    )]
+    Doctor {
+        /// PID of a backend or postmaster (default: every running cluster)
+        #[arg(value_name = "PID")]
+        pid: Option<String>,
+        /// Data directory or socket directory of the cluster
+        #[arg(long, value_name = "DIR")]
+        cluster: Option<PathBuf>,
+        /// One JSON document
+        #[arg(long)]
+        json: bool,
+    },
     /// Restore a backend a killed pgdbg left stopped or changed
     #[command(
         after_help = "When pgdbg and its guardian are killed together (pkill -9 -f pgdbg, a cgroup or OOM kill of \
@@ -262,6 +287,7 @@ pub fn main() -> i32 {
             }
         }
         Cmd::Ps { cluster, json } => run_ps(cluster.as_deref(), json),
+        Cmd::Doctor { pid, cluster, json } => crate::doctor::main(pid, cluster.as_deref(), json),
         Cmd::Rescue { pid } => {
             let pid = crate::attach::parse_pid(Some(pid))?;
             println!("{}", crate::inferior::guardian::rescue::rescue(pid)?);

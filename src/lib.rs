@@ -24,6 +24,7 @@ pub mod capture;
 pub mod cli;
 pub mod command;
 pub mod debuginfo;
+pub mod doctor;
 pub mod expr;
 pub mod guard;
 pub mod infcall;

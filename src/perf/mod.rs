@@ -53,7 +53,7 @@ const RECORD_SAMPLE: u32 = 9;
 
 // attr.flags bits
 const FLAG_DISABLED: u64 = 1 << 0;
-const FLAG_EXCLUDE_KERNEL: u64 = 1 << 5;
+pub(crate) const FLAG_EXCLUDE_KERNEL: u64 = 1 << 5;
 const FLAG_EXCLUDE_HV: u64 = 1 << 6;
 const FLAG_FREQ: u64 = 1 << 10;
 const FLAG_WATERMARK: u64 = 1 << 14;

@@ -143,10 +143,7 @@ fn doctor_names_each_broken_setting_15() {
     assert_eq!(verdict(&out, "tracefs"), "warn", "{out}");
     assert!(line(&out, "tracefs").contains("mount -t tracefs"), "{out}");
     assert!(
-        out.lines()
-            .last()
-            .unwrap()
-            .starts_with("1 problem,"),
+        out.lines().last().unwrap().starts_with("1 problem,"),
         "{out}"
     );
     // the machine's own mounts were not changed

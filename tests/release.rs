@@ -429,6 +429,7 @@ fn deb_and_tarball_install_their_files() {
         "attach",
         "report",
         "ps",
+        "doctor",
         "rescue",
         "symbols",
         "completions",
@@ -490,4 +491,140 @@ fn deb_and_tarball_install_their_files() {
         3,
         "{sums}"
     );
+}
+
+/// A copy (in a scratch directory) of the minimal Debian root filesystem
+/// `scripts/rootfs SUITE PACKAGES...` made (debootstrap, cached).
+fn debian_root(name: &str, suite: &str, packages: &[&str]) -> PathBuf {
+    let o = Command::new(repo().join("scripts/rootfs"))
+        .arg(suite)
+        .args(packages)
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("scripts/rootfs");
+    assert!(o.status.success(), "scripts/rootfs {suite} failed");
+    let cached = PathBuf::from(String::from_utf8_lossy(&o.stdout).trim());
+    let root = scratch(name);
+    let st = Command::new("cp")
+        .arg("-a")
+        .arg(format!("{}/.", cached.display()))
+        .arg(&root)
+        .status()
+        .unwrap();
+    assert!(st.success(), "cp -a {}", cached.display());
+    root
+}
+
+/// In a Debian 11 root filesystem (debootstrap minbase: glibc 2.31, none
+/// of pgdbg's build machine), the static executable attaches to a backend
+/// of the 15 build and runs plancache, plan --next and waits trace; the
+/// backend is left as found.
+#[test]
+fn release_executable_in_a_debian_11_root() {
+    let Some(d) = dist() else { return };
+    let root = debian_root("release-debian-11", "bullseye", &[]);
+    let version = std::fs::read_to_string(root.join("etc/debian_version")).unwrap();
+    assert!(version.starts_with("11."), "{version}");
+    std::fs::copy(&d.bin, root.join("usr/local/bin/pgdbg")).unwrap();
+
+    let cl = Cluster::start(15);
+    let mut a = cl.connect();
+    let pid = a.pid();
+    a.exec("prepare s(int) as select $1 + count(*) from pg_class where relpages >= $1");
+    let pid_s = pid.to_string();
+    let child = chroot_command(
+        &root,
+        &[],
+        &[
+            "/usr/local/bin/pgdbg",
+            "attach",
+            &pid_s,
+            "-q",
+            "--ex",
+            "plancache --count 3",
+            "--ex",
+            "plan --next",
+            "--ex",
+            "waits trace --for 3s",
+            "--ex",
+            "detach",
+        ],
+    )
+    .spawn()
+    .unwrap();
+    let mut p = Pgdbg { child };
+    p.wait_attached(pid);
+    // each waits until pgdbg has armed (the backend is stopped meanwhile)
+    for i in 0..3 {
+        a.exec(&format!("execute s({i})"));
+    }
+    a.exec("select 4711 as debian_11");
+    // sleeps until pgdbg is done: some are inside the waits trace
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let st = stop.clone();
+    let sleeper = std::thread::spawn(move || {
+        while !st.load(std::sync::atomic::Ordering::Relaxed) {
+            a.exec("select pg_sleep(0.2)");
+        }
+        a
+    });
+    let (code, out, err) = p.wait(Duration::from_secs(120));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut a = sleeper.join().unwrap();
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        out.contains("plancache: 3 decisions (3 custom"),
+        "{out}"
+    );
+    assert!(out.contains("Result"), "plan --next: {out}");
+    assert!(out.contains("PgSleep"), "waits trace: {out}");
+    assert_eq!(tracer_pid(pid), 0);
+    assert!(code_matches_file(
+        pid,
+        &cl.postgres_binary(),
+        "GetCachedPlan",
+        32
+    ));
+    assert_eq!(a.query_one_i64("select 1"), 1);
+    cl.assert_no_crash();
+}
+
+/// The .deb installs with `dpkg -i` inside a fresh Debian 12 root
+/// filesystem (debootstrap minbase with man-db), where `man pgdbg` and
+/// `man pgdbg-doctor` show the pages and the installed pgdbg runs.
+#[test]
+fn deb_installs_in_a_debian_12_root() {
+    let Some(d) = dist() else { return };
+    let root = debian_root("release-debian-12", "bookworm", &["man-db"]);
+    let version = std::fs::read_to_string(root.join("etc/debian_version")).unwrap();
+    assert!(version.starts_with("12."), "{version}");
+    let deb = format!("pgdbg_{}_amd64.deb", d.version);
+    std::fs::copy(d.dir.join(&deb), root.join("tmp").join(&deb)).unwrap();
+    let (code, out, err) = output(chroot_command(
+        &root,
+        &[],
+        &["dpkg", "-i", &format!("/tmp/{deb}")],
+    ));
+    assert_eq!(code, 0, "dpkg -i: {out}\n{err}");
+    let man = |page: &str| {
+        output(chroot_command(
+            &root,
+            &[
+                ("MANPAGER", "cat"),
+                ("MANWIDTH", "100"),
+                ("LANG", "C.UTF-8"),
+            ],
+            &["man", page],
+        ))
+    };
+    let (code, out, err) = man("pgdbg");
+    assert_eq!(code, 0, "man pgdbg: {err}");
+    assert!(out.contains("SESSION COMMANDS"), "{out}");
+    assert!(out.contains("plancache"), "{out}");
+    let (code, out, err) = man("pgdbg-doctor");
+    assert_eq!(code, 0, "man pgdbg-doctor: {err}");
+    assert!(out.contains("ptrace"), "{out}");
+    let (code, out, err) = output(chroot_command(&root, &[], &["pgdbg", "--version"]));
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_version_text(&out, "statically linked");
 }

@@ -434,3 +434,83 @@ fn damaged_index_cache_is_rebuilt_15() {
 fn damaged_index_cache_is_rebuilt_18() {
     index_cache(18);
 }
+
+/// The function name of a `bt` line (`#N  fn (...)` or `#N  0x... in fn (...)`).
+fn frame_name(l: &str) -> String {
+    let w: Vec<&str> = l.split_whitespace().collect();
+    let name = if w[1].starts_with("0x") && w.get(2) == Some(&"in") {
+        w[3]
+    } else {
+        w[1]
+    };
+    name.split(['(', '+']).next().unwrap().to_string()
+}
+
+/// `break int4mod [if 1]`, `continue`, `bt`, `up` on a backend running a
+/// statement that calls int4mod: (stdout of pgdbg, frame names of `bt`).
+fn stop_and_walk(cl: &Cluster, location: &str) -> (String, Vec<String>) {
+    let mut c = cl.connect();
+    let pid = c.pid();
+    let p = Pgdbg::spawn_attached(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--ex",
+            location,
+            "--ex",
+            "continue",
+            "--ex",
+            "bt",
+            "--ex",
+            "up",
+            "--ex",
+            "detach",
+        ],
+        pid,
+    );
+    // queued on the socket until pgdbg has set the breakpoint and resumed
+    let h = c.spawn_text("select sum(n % 3) from generate_series(1, 10) n");
+    let (code, out, err) = p.wait(Duration::from_secs(120));
+    assert_eq!(code, 0, "pgdbg failed:\n{out}\n{err}");
+    assert_eq!(c.rejoin(h).unwrap(), "10", "the statement's result");
+    assert_eq!(tracer_pid(pid), 0);
+    // `bt`'s lines, then `up`'s frame line (the last line that starts with '#')
+    let mut frames: Vec<&str> = out.lines().filter(|l| l.starts_with('#')).collect();
+    let up = frames.pop().unwrap_or_default();
+    assert!(
+        up.starts_with("#1 ") && frames.len() > 1 && frame_name(up) == frame_name(frames[1]),
+        "up did not select frame 1:\n{out}"
+    );
+    let names = frames.iter().map(|l| frame_name(l)).collect();
+    (out, names)
+}
+
+/// A breakpoint's condition is evaluated at the stop with a partial unwind
+/// (frame 0 only); once the condition holds, `bt` shows the whole stack as
+/// it does without a condition, and `up` selects the caller.
+fn bt_after_conditional_stop(major: u32) {
+    let cl = Cluster::start(major);
+    let (plain_out, plain) = stop_and_walk(&cl, "break int4mod");
+    assert!(
+        plain.len() > 5 && plain[0] == "int4mod" && plain.iter().any(|f| f == "PostgresMain"),
+        "the whole stack without a condition:\n{plain_out}"
+    );
+    let (out, names) = stop_and_walk(&cl, "break int4mod if 1");
+    assert!(out.contains("Breakpoint 1, int4mod ("), "{out}");
+    assert_eq!(
+        names, plain,
+        "bt after the conditional stop:\n{out}\nwithout the condition:\n{plain_out}"
+    );
+    cl.assert_no_crash();
+}
+
+#[test]
+fn bt_after_conditional_stop_15() {
+    bt_after_conditional_stop(15);
+}
+
+#[test]
+fn bt_after_conditional_stop_18() {
+    bt_after_conditional_stop(18);
+}

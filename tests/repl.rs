@@ -1028,3 +1028,58 @@ fn ctrl_c_ends_long_commands_on_a_pty_15() {
 fn ctrl_c_ends_long_commands_on_a_pty_18() {
     ctrl_c_ends_long_commands_on_a_pty(18);
 }
+
+/// At the non-stop prompt, a command whose registry entry says it lets the
+/// backend run while it works (probes, samplers) does not hold it stopped:
+/// on an idle backend, each of them for 2 s ends without "(the backend was
+/// stopped for ...)" (what the prompt says after a long stop), and the
+/// backend answers a query right after each.
+fn running_commands_at_the_prompt(major: u32) {
+    let cl = Cluster::start(major);
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let (t, hist) = Tmux::repl(pid, &format!("runs-{major}"));
+    assert_ne!(tracer_pid(pid), 0);
+    for (cmd, said) in [
+        (
+            "latency standard_ExecutorRun --for 2s",
+            "the backend was not stopped while timing",
+        ),
+        ("count standard_ExecutorRun --for 2s", "count: "),
+        ("trace standard_ExecutorRun --for 2s", "trace: "),
+        ("waits sample --for 2s", "waits: sampling backend"),
+        ("profile --for 2s", "profile: sampling backend"),
+    ] {
+        let prompts = t.count("(pgdbg) ");
+        t.type_line(cmd);
+        wait_until(
+            &format!("the prompt after {cmd}"),
+            Duration::from_secs(60),
+            || t.count("(pgdbg) ") > prompts,
+        );
+        let screen = t.screen();
+        let out = &screen[screen.rfind(cmd).unwrap()..];
+        assert!(out.contains(said), "{cmd}:\n{out}");
+        assert!(
+            !out.contains("the backend was stopped for"),
+            "{cmd} held the idle backend stopped:\n{out}"
+        );
+        assert!(!out.contains("rror"), "{cmd}:\n{out}");
+        assert_eq!(a.query_one_i64("select 7"), 7, "the backend after {cmd}");
+    }
+    t.type_line("quit");
+    t.wait_for("PGDBG-EXITED 0", Duration::from_secs(20));
+    assert_eq!(tracer_pid(pid), 0);
+    let _ = std::fs::remove_file(&hist);
+    cl.assert_no_crash();
+}
+
+#[test]
+fn running_commands_at_the_prompt_in_tmux_15() {
+    running_commands_at_the_prompt(15);
+}
+
+#[test]
+fn running_commands_at_the_prompt_in_tmux_18() {
+    running_commands_at_the_prompt(18);
+}

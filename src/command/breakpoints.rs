@@ -2,7 +2,7 @@
 //! `silent`, `delete`, `info breakpoints`.
 
 use super::check::{CheckCtx, misrouted, no_check, plain_function, short};
-use super::{Command, Entry, args::num_arg};
+use super::{Command, Entry, Needs, args::num_arg};
 use anyhow::{Result, anyhow, bail};
 
 pub static ENTRIES: &[&Entry] = &[
@@ -31,6 +31,7 @@ pub static BREAK: Entry = Entry {
         "break standard_ExecutorRun if queryDesc->plannedstmt->queryId == 42",
     ],
     parse: |rest| parse_break("break", rest),
+    needs: Needs::Stop,
     check: check_break,
 };
 
@@ -43,6 +44,7 @@ pub static TBREAK: Entry = Entry {
            it is hit the first time.",
     examples: &["tbreak exec_simple_query"],
     parse: |rest| parse_break("tbreak", rest),
+    needs: Needs::Stop,
     check: check_break,
 };
 
@@ -117,6 +119,7 @@ pub static CONDITION: Entry = Entry {
             expr: (!e.is_empty()).then(|| e.to_string()),
         })
     },
+    needs: Needs::Nothing,
     check: |ctx, cmd| {
         let Command::Condition { id, expr } = cmd else {
             return Err(misrouted("condition", cmd));
@@ -162,6 +165,7 @@ pub static COMMANDS: Entry = Entry {
     },
     // the block's own commands are checked by `script::check_after`, each
     // by its entry, in the scope of the breakpoint's function
+    needs: Needs::Nothing,
     check: |ctx, cmd| {
         let Command::Commands { id, .. } = cmd else {
             return Err(misrouted("commands", cmd));
@@ -185,6 +189,7 @@ pub static END: Entry = Entry {
     help: "Ends the block of commands opened by 'commands'.",
     examples: &["end"],
     parse: |_| Ok(Command::End),
+    needs: Needs::Nothing,
     check: no_check,
 };
 
@@ -197,6 +202,7 @@ pub static SILENT: Entry = Entry {
            line, only what the block prints.",
     examples: &["silent"],
     parse: |_| Ok(Command::Silent),
+    needs: Needs::Nothing,
     check: no_check,
 };
 
@@ -222,6 +228,7 @@ pub static DELETE: Entry = Entry {
         }
         Ok(Command::Delete(ids))
     },
+    needs: Needs::Stop,
     check: no_check,
 };
 
@@ -235,5 +242,6 @@ pub static INFO_BREAKPOINTS: Entry = Entry {
            that is; then its condition, its commands and how often it was hit.",
     examples: &["info breakpoints", "i b"],
     parse: |_| Ok(Command::InfoBreakpoints),
+    needs: Needs::Nothing,
     check: no_check,
 };

@@ -2,7 +2,7 @@
 //! `backtrace`, `frame`, `up`, `down`, `info address|locals|args|registers|frame`.
 
 use super::check::{CheckCtx, misrouted, no_check, short};
-use super::{Command, Entry, args::num_arg, args::split_args};
+use super::{Command, Entry, Needs, args::num_arg, args::split_args};
 use crate::expr::format::Radix;
 use anyhow::{Result, anyhow, bail};
 
@@ -53,6 +53,7 @@ pub static PRINT: Entry = Entry {
             expr: expr.to_string(),
         })
     },
+    needs: Needs::Memory,
     check: |ctx, cmd| match cmd {
         Command::Print { expr, .. } => ctx.typecheck(expr),
         _ => Err(misrouted("print", cmd)),
@@ -76,6 +77,7 @@ pub static PRINTF: Entry = Entry {
         let (format, args) = parse_printf(rest)?;
         Ok(Command::Printf { format, args })
     },
+    needs: Needs::Memory,
     check: |ctx, cmd| {
         let Command::Printf { args, .. } = cmd else {
             return Err(misrouted("printf", cmd));
@@ -159,6 +161,7 @@ pub static ECHO: Entry = Entry {
     help: "Prints TEXT as it is; \\n in it is a line break.",
     examples: &["echo plan choices:"],
     parse: |rest| Ok(Command::Echo(rest.replace("\\n", "\n"))),
+    needs: Needs::Nothing,
     check: no_check,
 };
 
@@ -182,6 +185,7 @@ pub static CALL: Entry = Entry {
         Ok(Command::Call(rest.to_string()))
     },
     // the prototype is checked when the call is made
+    needs: Needs::Stop,
     check: no_check,
 };
 
@@ -199,6 +203,7 @@ pub static BACKTRACE: Entry = Entry {
         let r = rest.trim_start_matches("full").trim();
         Ok(Command::Backtrace(num_arg(r, "backtrace")?))
     },
+    needs: Needs::Stop,
     check: no_check,
 };
 
@@ -211,6 +216,7 @@ pub static FRAME: Entry = Entry {
            info registers and info frame work in the selected frame.",
     examples: &["frame 1", "frame"],
     parse: |rest| Ok(Command::Frame(num_arg(rest, "frame")?)),
+    needs: Needs::Stop,
     check: no_check,
 };
 
@@ -222,6 +228,7 @@ pub static UP: Entry = Entry {
     help: "Selects the frame N levels (default 1) above the selected one, towards main.",
     examples: &["up", "up 2"],
     parse: |rest| Ok(Command::Up(num_arg(rest, "up")?.unwrap_or(1))),
+    needs: Needs::Stop,
     check: no_check,
 };
 
@@ -233,6 +240,7 @@ pub static DOWN: Entry = Entry {
     help: "Selects the frame N levels (default 1) below the selected one, towards frame 0.",
     examples: &["down", "down 2"],
     parse: |rest| Ok(Command::Down(num_arg(rest, "down")?.unwrap_or(1))),
+    needs: Needs::Stop,
     check: no_check,
 };
 
@@ -251,6 +259,7 @@ pub static INFO_ADDRESS: Entry = Entry {
         }
         Ok(Command::InfoAddress(arg.to_string()))
     },
+    needs: Needs::Stop,
     check: |ctx: &CheckCtx, cmd| {
         let Command::InfoAddress(sym) = cmd else {
             return Err(misrouted("info address", cmd));
@@ -273,6 +282,7 @@ pub static INFO_LOCALS: Entry = Entry {
     help: "One line per local variable of the selected frame's function, printed like print's.",
     examples: &["info locals"],
     parse: |_| Ok(Command::InfoLocals),
+    needs: Needs::Stop,
     check: no_check,
 };
 
@@ -284,6 +294,7 @@ pub static INFO_ARGS: Entry = Entry {
     help: "One line per parameter of the selected frame's function, printed like print's.",
     examples: &["info args"],
     parse: |_| Ok(Command::InfoArgs),
+    needs: Needs::Stop,
     check: no_check,
 };
 
@@ -296,6 +307,7 @@ pub static INFO_REGISTERS: Entry = Entry {
            (\"<not saved>\" where the unwinder cannot know a caller's value).",
     examples: &["info registers"],
     parse: |_| Ok(Command::InfoRegisters),
+    needs: Needs::Stop,
     check: no_check,
 };
 
@@ -308,5 +320,6 @@ pub static INFO_FRAME: Entry = Entry {
            and whether it is a physical frame or a function inlined into the frame above.",
     examples: &["info frame"],
     parse: |_| Ok(Command::InfoFrame),
+    needs: Needs::Stop,
     check: no_check,
 };

@@ -2,7 +2,7 @@
 //! the whole registry.
 
 use super::check::no_check;
-use super::{Command, Entry, REGISTRY, find, subcommands};
+use super::{Command, Entry, Needs, REGISTRY, find, subcommands};
 use anyhow::bail;
 
 pub static ENTRIES: &[&Entry] = &[&INFO, &INFO_SHAREDLIBRARY, &HELP];
@@ -19,6 +19,7 @@ pub static INFO_SHAREDLIBRARY: Entry = Entry {
            (break plpgsql:exec_stmt_execsql).",
     examples: &["info sharedlibrary"],
     parse: |_| Ok(Command::InfoSharedlibrary),
+    needs: Needs::Stop,
     check: no_check,
 };
 
@@ -40,6 +41,7 @@ pub static INFO: Entry = Entry {
             ),
         }
     },
+    needs: Needs::Nothing,
     check: no_check,
 };
 
@@ -58,6 +60,7 @@ pub static HELP: Entry = Entry {
             Some(rest.to_string())
         }))
     },
+    needs: Needs::Nothing,
     check: no_check,
 };
 

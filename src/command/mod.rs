@@ -3,8 +3,9 @@
 //!
 //! Every command is one [`Entry`] of the registry, in the file of its
 //! family: its name and aliases, usage, summary, help and examples, its
-//! parser and its check before attaching.  `parse`, `help`, Tab completion
-//! and the script checks all read the registry.
+//! parser, its check before attaching and what it needs of the backend
+//! ([`Needs`]).  `parse`, `help`, Tab completion, the script checks and
+//! the non-stop prompt (`session/nonstop.rs`) all read the registry.
 //!
 //! A new command: its variant of [`Command`] here, its `Entry` in its
 //! family's file, listed in that file's `ENTRIES`.  The compiler then asks
@@ -183,9 +184,55 @@ pub struct Entry {
     pub examples: &'static [&'static str],
     /// The command from the rest of its line (after the name, trimmed).
     pub parse: fn(&str) -> Result<Command>,
+    /// What the command needs of the backend: the non-stop prompt takes
+    /// that (a stop, or none) before running it.
+    pub needs: Needs,
     /// The check made before attaching (`--script`, `--ex`);
     /// `check::no_check` where nothing can be known before.
     pub check: fn(&CheckCtx, &Command) -> Result<()>,
+}
+
+/// What a command needs of the backend.  At the non-stop prompt the
+/// backend runs while the prompt waits; this says whether a command can
+/// run as it is, or takes a stop first (`session/nonstop.rs`).
+#[derive(Clone, Copy, Debug)]
+pub enum Needs {
+    /// Nothing of the backend (help, breakpoint lists, conditions).
+    Nothing,
+    /// Memory reads (process_vm_readv) while the backend runs; a stop only
+    /// when that fails (an expression names a local or a register).
+    Memory,
+    /// A stop for the whole command: registers, frames, code written
+    /// (breakpoints), inferior calls.
+    Stop,
+    /// A stop to set up, then the backend runs while the command works
+    /// (probes, sampling), stopped only for pgdbg's moments (a probe's
+    /// hit, a poll); the time it was stopped is measured and said.
+    Runs,
+    /// The command decides itself whether the backend runs (`continue`,
+    /// `interrupt`).
+    RunState,
+    /// The session ends: the command takes the backend as it finds it,
+    /// running or stopped (`detach`, `quit`).
+    Detaches,
+    /// It depends on the command's options (e.g. `plan` and `plan --next`).
+    Varies(fn(&Command) -> Needs),
+}
+
+impl PartialEq for Needs {
+    /// Kinds compare equal; two `Varies` never do (resolve them first).
+    fn eq(&self, other: &Self) -> bool {
+        use Needs::*;
+        matches!(
+            (self, other),
+            (Nothing, Nothing)
+                | (Memory, Memory)
+                | (Stop, Stop)
+                | (Runs, Runs)
+                | (RunState, RunState)
+                | (Detaches, Detaches)
+        )
+    }
 }
 
 /// The families, in the order `help` lists them.
@@ -248,6 +295,22 @@ impl Command {
             C::Help(_) => &info::HELP,
             C::Nothing => return None,
         })
+    }
+}
+
+impl Command {
+    /// What this command needs of the backend, from its registry entry
+    /// (an empty line: nothing).  Never `Needs::Varies`.
+    pub fn needs(&self) -> Needs {
+        let mut n = self.entry().map_or(Needs::Nothing, |e| e.needs);
+        // an entry's function may not answer `Varies` again: one level
+        if let Needs::Varies(f) = n {
+            n = f(self);
+        }
+        match n {
+            Needs::Varies(_) => Needs::Stop,
+            n => n,
+        }
     }
 }
 

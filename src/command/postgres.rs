@@ -3,7 +3,7 @@
 
 use super::args::{parse_limits, stacks_arg};
 use super::check::no_check;
-use super::{Command, Entry, PlanCacheMode};
+use super::{Command, Entry, Needs, PlanCacheMode};
 use anyhow::{Result, anyhow, bail};
 
 pub static ENTRIES: &[&Entry] = &[
@@ -92,8 +92,19 @@ pub static PLAN: Entry = Entry {
             costs,
         })
     },
+    needs: Needs::Varies(plan_needs),
     check: no_check,
 };
+
+/// `plan`: a stop for the plan of the running query; with --next, --analyze
+/// or --progress the backend runs while pgdbg waits for the statement or
+/// reads its progress.
+fn plan_needs(cmd: &Command) -> Needs {
+    match cmd {
+        Command::Plan { next: false, .. } => Needs::Stop,
+        _ => Needs::Runs,
+    }
+}
 
 pub static PLANCACHE: Entry = Entry {
     name: "plancache",
@@ -137,6 +148,7 @@ pub static PLANCACHE: Entry = Entry {
             mode,
         })
     },
+    needs: Needs::Runs,
     check: no_check,
 };
 
@@ -154,6 +166,7 @@ pub static WAIT: Entry = Entry {
         }
         Ok(Command::Wait)
     },
+    needs: Needs::Memory,
     check: no_check,
 };
 
@@ -167,6 +180,7 @@ pub static WAITS: Entry = Entry {
            records every wait with its duration.",
     examples: &[],
     parse: |_| bail!("waits needs a subcommand: waits sample [--hz N] [--for DURATION]"),
+    needs: Needs::Nothing,
     check: no_check,
 };
 
@@ -206,6 +220,7 @@ pub static WAITS_SAMPLE: Entry = Entry {
         }
         Ok(Command::WaitsSample { hz, duration })
     },
+    needs: Needs::Runs,
     check: no_check,
 };
 
@@ -238,6 +253,7 @@ pub static WAITS_TRACE: Entry = Entry {
         "waits trace --ptrace --for 10s",
     ],
     parse: parse_waits_trace,
+    needs: Needs::Runs,
     check: no_check,
 };
 

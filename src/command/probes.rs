@@ -2,7 +2,7 @@
 
 use super::args::{parse_limits, stacks_arg};
 use super::check::{misrouted, short};
-use super::{Command, Entry};
+use super::{Command, Entry, Needs};
 use anyhow::{Result, anyhow, bail};
 
 pub static ENTRIES: &[&Entry] = &[&TRACE, &COUNT, &LATENCY];
@@ -29,6 +29,7 @@ pub static TRACE: Entry = Entry {
         "trace LockRelationOid relid lockmode --perf --for 5s",
     ],
     parse: parse_trace,
+    needs: Needs::Runs,
     check: |ctx, cmd| {
         let Command::Trace { function, args, .. } = cmd else {
             return Err(misrouted("trace", cmd));
@@ -105,6 +106,7 @@ pub static COUNT: Entry = Entry {
         "count ReadBufferExtended --by-phase --perf --for 10s",
     ],
     parse: parse_count,
+    needs: Needs::Runs,
     check: |ctx, cmd| {
         let Command::Count { functions, .. } = cmd else {
             return Err(misrouted("count", cmd));
@@ -179,6 +181,7 @@ pub static LATENCY: Entry = Entry {
         "latency LockRelationOid LWLockAcquire --for 5s --perf",
     ],
     parse: parse_latency,
+    needs: Needs::Runs,
     check: |ctx, cmd| {
         let Command::Latency { functions, .. } = cmd else {
             return Err(misrouted("latency", cmd));

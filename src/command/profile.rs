@@ -3,7 +3,7 @@
 
 use super::args::parse_limits;
 use super::check::no_check;
-use super::{Command, Entry};
+use super::{Command, Entry, Needs};
 use crate::perf::profile::{Format, ProfileOpts};
 use anyhow::{Result, anyhow, bail};
 
@@ -28,6 +28,7 @@ pub static PROFILE: Entry = Entry {
         "profile --hz 999 --for 5s --flamegraph cpu.svg",
     ],
     parse: parse_profile,
+    needs: Needs::Runs,
     check: no_check,
 };
 

@@ -1,7 +1,7 @@
 //! Running and leaving: `continue`, `detach`, `quit`.
 
 use super::check::no_check;
-use super::{Command, Entry};
+use super::{Command, Entry, Needs};
 
 pub static ENTRIES: &[&Entry] = &[&CONTINUE, &INTERRUPT, &DETACH, &QUIT];
 
@@ -18,6 +18,7 @@ pub static CONTINUE: Entry = Entry {
            script, 'continue' waits for the next stop.",
     examples: &["continue", "c"],
     parse: |_| Ok(Command::Continue),
+    needs: Needs::RunState,
     check: no_check,
 };
 
@@ -34,6 +35,7 @@ pub static INTERRUPT: Entry = Entry {
            other sessions that need them wait. In a script the backend is stopped already.",
     examples: &["interrupt"],
     parse: |_| Ok(Command::Interrupt),
+    needs: Needs::RunState,
     check: no_check,
 };
 
@@ -47,6 +49,7 @@ pub static DETACH: Entry = Entry {
            SIGTERM, SIGHUP and a closed terminal detach the same way.",
     examples: &["detach"],
     parse: |_| Ok(Command::Detach),
+    needs: Needs::Detaches,
     check: no_check,
 };
 
@@ -58,5 +61,6 @@ pub static QUIT: Entry = Entry {
     help: "The same as 'detach': the backend is restored and runs on, and pgdbg exits.",
     examples: &["quit", "q"],
     parse: |_| Ok(Command::Quit),
+    needs: Needs::Detaches,
     check: no_check,
 };

@@ -490,3 +490,46 @@ fn quoted_input_has_no_raw_control_characters() {
         );
     }
 }
+
+/// Every entry declares what its commands need of the backend, and that
+/// is one of the kinds the non-stop prompt knows: an entry whose need
+/// depends on the options answers a kind (never "it depends" again) for
+/// each of its examples and for one command of each variant.
+#[test]
+fn every_entry_declares_what_it_needs() {
+    let kinds = [
+        Needs::Nothing,
+        Needs::Memory,
+        Needs::Stop,
+        Needs::Runs,
+        Needs::RunState,
+        Needs::Detaches,
+    ];
+    let resolved = |e: &Entry, cmd: &Command| match e.needs {
+        Needs::Varies(f) => f(cmd),
+        n => n,
+    };
+    let mut commands: Vec<Command> = one_of_each();
+    for e in entries() {
+        for ex in e.examples {
+            commands.push(parse(ex.lines().next().unwrap()).unwrap());
+        }
+    }
+    for cmd in &commands {
+        let Some(e) = cmd.entry() else {
+            assert_eq!(cmd.needs(), Needs::Nothing, "an empty line");
+            continue;
+        };
+        let n = resolved(e, cmd);
+        assert!(
+            kinds.contains(&n),
+            "{cmd:?}: {} declares {n:?}, not one of {kinds:?}",
+            e.name
+        );
+        assert_eq!(cmd.needs(), n, "{cmd:?}");
+    }
+    // a group of subcommands is no command: it needs nothing
+    for e in entries().filter(|e| e.examples.is_empty()) {
+        assert_eq!(e.needs, Needs::Nothing, "{}", e.name);
+    }
+}

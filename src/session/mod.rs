@@ -101,8 +101,13 @@ pub(crate) struct StopState {
 }
 
 impl StopState {
-    /// Drop the frames (and the selection) of this stop.
-    fn forget(&mut self) {}
+    /// Drop the frames (and the selection) of this stop: the next reader
+    /// unwinds the whole stack afresh (a condition's evaluation or a probe
+    /// may have cached a partial unwind that is not the stop's frames).
+    fn forget(&mut self) {
+        self.frames = None;
+        self.selected = 0;
+    }
 }
 
 /// How a session behaves, fixed when it is made.

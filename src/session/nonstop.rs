@@ -7,39 +7,11 @@
 //! until `continue`.  Scripts do not use this mode: they run from one stop.
 use super::run::AfterStop;
 use super::*;
+use crate::command::Needs;
 use std::time::Duration;
 
 /// A stop a command took that is longer than this is reported.
 const LONG_STOP: Duration = Duration::from_millis(100);
-
-/// What a command needs of a backend that runs in the background.
-#[derive(Debug, PartialEq, Eq)]
-enum Needs {
-    /// Nothing of the target (help, breakpoint lists, conditions).
-    Nothing,
-    /// Memory reads only, unless an expression names a local or a
-    /// register: tried while the backend runs, with a stop if that fails.
-    Memory,
-    /// Registers, frames, code or calls: a stop.
-    Stop,
-}
-
-fn needs(cmd: &Command) -> Needs {
-    use Command as C;
-    match cmd {
-        C::Nothing
-        | C::Help(_)
-        | C::Echo(_)
-        | C::Condition { .. }
-        | C::Commands { .. }
-        | C::End
-        | C::Silent
-        | C::InfoBreakpoints
-        | C::Info => Needs::Nothing,
-        C::Print { .. } | C::Printf { .. } | C::Wait => Needs::Memory,
-        _ => Needs::Stop,
-    }
-}
 
 impl Session {
     /// Before a command that may place breakpoints or write code: the
@@ -48,7 +20,7 @@ impl Session {
     /// Called before the command's stop is taken: the backend runs
     /// meanwhile.
     pub(super) fn settle_uprobes(&self, cmd: &Command) {
-        if needs(cmd) == Needs::Stop && !matches!(cmd, Command::Detach | Command::Quit) {
+        if matches!(cmd.needs(), Needs::Stop | Needs::Runs | Needs::RunState) {
             crate::perf::keeper::settle(&guard::must_stop);
         }
     }
@@ -218,11 +190,9 @@ impl Session {
         if !self.background {
             return self.execute(cmd);
         }
-        if matches!(cmd, Command::Interrupt | Command::Detach | Command::Quit) {
-            return self.execute(cmd);
-        }
-        let needs = needs(cmd);
-        if needs == Needs::Nothing {
+        // what the command needs, from its registry entry
+        let needs = cmd.needs();
+        if matches!(needs, Needs::Nothing | Needs::RunState | Needs::Detaches) {
             return self.execute(cmd);
         }
         if needs == Needs::Memory
@@ -298,14 +268,14 @@ fn outside_stop_line(o: &crate::inferior::outside::OutsideStop) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{Needs, needs};
-    use crate::command::parse;
+    use crate::command::{Needs, parse};
 
     /// Commands that only read memory or nothing run while the backend
-    /// runs; the rest take a stop.
+    /// runs; probes and samplers let it run while they work; the rest take
+    /// a stop (as their registry entries say).
     #[test]
     fn what_commands_need() {
-        let n = |l: &str| needs(&parse(l).unwrap());
+        let n = |l: &str| parse(l).unwrap().needs();
         assert_eq!(n("help"), Needs::Nothing);
         assert_eq!(n("info"), Needs::Nothing);
         assert_eq!(n("info breakpoints"), Needs::Nothing);
@@ -314,5 +284,25 @@ mod tests {
         assert_eq!(n("bt"), Needs::Stop);
         assert_eq!(n("plan"), Needs::Stop);
         assert_eq!(n("break exec_simple_query"), Needs::Stop);
+        assert_eq!(n("call pg_backend_pid()"), Needs::Stop);
+        for runs in [
+            "latency standard_ExecutorRun --for 2s",
+            "count standard_ExecutorRun",
+            "count ExecScan --ptrace",
+            "trace standard_ExecutorRun --perf",
+            "profile --for 2s",
+            "plan --progress",
+            "plan --next",
+            "plan --next --analyze",
+            "plancache --for 10s",
+            "waits sample --for 2s",
+            "waits trace",
+        ] {
+            assert_eq!(n(runs), Needs::Runs, "{runs}");
+        }
+        assert_eq!(n("continue"), Needs::RunState);
+        assert_eq!(n("interrupt"), Needs::RunState);
+        assert_eq!(n("detach"), Needs::Detaches);
+        assert_eq!(n("quit"), Needs::Detaches);
     }
 }

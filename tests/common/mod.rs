@@ -53,6 +53,13 @@ pub struct Cluster {
     pub postmaster_pid: i32,
     /// Stop without removing the directory (the seeded clusters).
     keep: bool,
+    /// A seeded cluster's lock (`flock` on `DIR.lock`), held from before
+    /// it starts until after `Drop` stopped it: one user at a time, whether
+    /// another test thread of this binary (a plain `cargo test` runs them
+    /// in parallel) or another test run on the machine.  Released when the
+    /// file closes, after `Drop::drop` (fields drop after it), or when the
+    /// process dies.
+    _lock: Option<std::fs::File>,
     /// Length of postmaster.log when this run started it.
     log_start: usize,
 }
@@ -78,8 +85,31 @@ impl Cluster {
             });
         let dir = base.join("clusters").join(key);
         std::fs::create_dir_all(dir.parent().unwrap()).unwrap();
+        let lock_path = base.join("clusters").join(format!("{key}.lock"));
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .unwrap_or_else(|e| panic!("open {}: {e}", lock_path.display()));
+        // blocks while another test uses this cluster (flock, not
+        // File::lock: the crate's MSRV predates it)
+        use std::os::fd::AsRawFd;
+        loop {
+            // SAFETY: flock on a descriptor this function owns
+            if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) } == 0 {
+                break;
+            }
+            let e = std::io::Error::last_os_error();
+            assert!(
+                e.kind() == std::io::ErrorKind::Interrupted,
+                "flock {}: {e}",
+                lock_path.display()
+            );
+        }
         let mut c = Self::start_in(prefix, &[], Some(&dir));
         c.keep = true;
+        c._lock = Some(lock);
         c.seed(&["mediumtab", "bigtab"]);
         c
     }
@@ -125,6 +155,7 @@ impl Cluster {
             bin: PathBuf::from(get("PGBIN")),
             postmaster_pid: get("PGDBG_POSTMASTER_PID").parse().unwrap(),
             keep: false,
+            _lock: None,
             log_start,
         }
     }

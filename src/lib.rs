@@ -25,6 +25,7 @@ pub mod cli;
 pub mod command;
 pub mod debuginfo;
 pub mod expr;
+pub mod forks;
 pub mod guard;
 pub mod infcall;
 pub mod inferior;

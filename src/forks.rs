@@ -183,7 +183,7 @@ impl HoldTimes {
         let (med, max) = ms(self.0.iter().map(|t| t.0).collect());
         let (tmed, tmax) = ms(self.0.iter().map(|t| t.1).collect());
         Some(format!(
-            "{} new backend{} held stopped from just after their fork until their worker attached: {med:.1} ms (median), {max:.1} ms at most; of which the worker's taking it over: {tmed:.1} ms (median), {tmax:.1} ms at most",
+            "{} new backend{} held stopped from just after their fork until their worker seized them: {med:.1} ms (median), {max:.1} ms at most, of which the worker's taking it over {tmed:.1} ms (median), {tmax:.1} ms at most; each stays stopped while its worker arms the script",
             self.0.len(),
             if self.0.len() == 1 { "" } else { "s" },
         ))

@@ -1216,17 +1216,94 @@ mod tests {
             // the "call" returns to f: its return slot is rsp - 8 here
             std::arch::asm!(
                 "lea rax, [rsp - 8]",
-                "mov [{sp}], rax",
-                "push {f}",
+                "mov [rcx], rax",
+                "push rdx",
                 "ret",
-                sp = in(reg) base + cr::SP,
-                f = in(reg) f,
+                in("rcx") base + cr::SP,
+                in("rdx") f,
                 options(noreturn),
             )
         });
         // 5 (the word) + 37 (r12) + 0x90 (the byte) + 60 (XMM0)
         assert!(
             libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 246,
+            "status {st:#x}"
+        );
+    }
+
+    /// An error trap inside the call (rsp below its return slot, the catch
+    /// word unchanged): the handler runs the flush function on the call's
+    /// stack, which returns into the return trap, which repairs; both
+    /// int3s get their bytes back.
+    #[test]
+    fn call_error_trap_flushes_then_repairs() {
+        use callrepair as cr;
+        static mut WORD: u32 = 5;
+        static mut FLAG: u32 = 0;
+        static mut CATCHW: u64 = 3;
+        let st = run_with_handler(|base| unsafe {
+            let w = |a: u64, v: u64| *((base + a) as *mut u64) = v;
+            // f: the return int3 (original byte nop), e: the error trap
+            // (original byte 0); the code the saved registers resume at:
+            //   mov eax,[rbx]; add eax,r12d; add eax,[r14];
+            //   movzx ecx,byte [r13+8]; add eax,ecx; mov edi,eax;
+            //   mov eax,231 (exit_group); syscall
+            // and the "flush function": mov dword [rsi],20; ret
+            let f = base + HALF0 + TABLE_BYTES;
+            let e = f + 8;
+            let stub = f + 16;
+            let flush = f + 48;
+            let code = [
+                0x8b, 0x03, 0x44, 0x01, 0xe0, 0x41, 0x03, 0x06, 0x41, 0x0f, 0xb6, 0x4d, 0x08, 0x01,
+                0xc8, 0x89, 0xc7, 0xb8, 0xe7, 0, 0, 0, 0x0f, 0x05,
+            ];
+            std::ptr::copy_nonoverlapping(code.as_ptr(), stub as *mut u8, code.len());
+            let fl = [0xc7u8, 0x06, 20, 0, 0, 0, 0xc3];
+            std::ptr::copy_nonoverlapping(fl.as_ptr(), flush as *mut u8, fl.len());
+            *(f as *mut u8) = 0xcc;
+            *(e as *mut u8) = 0xcc;
+            *((base + HALF0) as *mut u64) = f | F_WRITABLE | (0x90u64 << 56);
+            *((base + HALF0 + 8) as *mut u64) = e | F_WRITABLE;
+            let word = std::ptr::addr_of_mut!(WORD);
+            w(cr::DATAW, word as u64 + 1);
+            w(cr::DATAW + 8, 4);
+            w(cr::DATAW + 16, 5);
+            *word = 99;
+            let flag = std::ptr::addr_of_mut!(FLAG);
+            let regs = super::super::Registers {
+                rbx: word as u64,
+                r12: 17,
+                r13: f,
+                r14: flag as u64,
+                rip: stub,
+                rsp: (base + XAREA - 4096) & !0xf,
+                eflags: 0x202,
+                ..Default::default()
+            };
+            for (i, v) in cr::gregs_words(&regs).iter().enumerate() {
+                w(cr::GREGS + 8 * i as u64, *v);
+            }
+            w(cr::INT3S, f);
+            w(cr::INT3S + 8, e);
+            w(cr::FLUSH, flush);
+            w(cr::CATCH_AT, std::ptr::addr_of!(CATCHW) as u64);
+            w(cr::CATCH_VAL, 3);
+            w(cr::MARK, f);
+            // the "call" raises its error below its return slot
+            std::arch::asm!(
+                "lea rax, [rsp - 8]",
+                "mov [rcx], rax",
+                "sub rsp, 256",
+                "jmp rdx",
+                in("rcx") base + cr::SP,
+                in("rdx") e,
+                in("rsi") flag,
+                options(noreturn),
+            )
+        });
+        // 5 (the word) + 17 (r12) + 20 (the flush ran) + 0 (e's byte back)
+        assert!(
+            libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 42,
             "status {st:#x}"
         );
     }

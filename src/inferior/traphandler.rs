@@ -12,6 +12,10 @@
 //!
 //! The handler (raw machine code, no libc, no stack use beyond its return
 //! address, all signals blocked while it runs):
+//! * an int3 at the return address or an error trap of an inferior call
+//!   whose record pgdbg wrote into the data page (callrepair.rs), when it
+//!   is that call's: the backend is put back as before the call (or first
+//!   sent through the flush function, at an error trap);
 //! * an int3 (`si_code` SI_KERNEL or TRAP_BRKPT) whose address (`rip - 1`
 //!   in the interrupted context) is in our table: when the byte there is
 //!   still 0xcc, the page is made writable (`mprotect`, page-aligned,

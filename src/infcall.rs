@@ -92,6 +92,10 @@ impl<'t> CallFrame<'t> {
             bail!("the backend must be stopped to call a function in it");
         }
         target.hold_for_change()?;
+        // the SIGTRAP handler first (its install injects system calls): its
+        // page keeps the record from which a call repairs itself when
+        // pgdbg and its guardian are both gone (inferior/callrepair.rs)
+        target.prepare_call_repair();
         let saved_regs = target.regs()?;
         let saved_xstate = XState::save(target.pid())
             .map_err(|e| anyhow!("{e:#}; the backend was not changed"))?;
@@ -118,7 +122,7 @@ impl<'t> CallFrame<'t> {
         // for the guardian, before the registers change: if pgdbg dies
         // while the calls run, it finishes or abandons them and puts these
         // back (forgotten by `restore`, which dropping `f` runs)
-        target.note_call_in_flight(&saved_regs, &saved_xstate, ret_addr, timeout)?;
+        target.note_call_in_flight(&saved_regs, &saved_xstate, ret_addr, traps, timeout)?;
         let mut f = CallFrame {
             target,
             saved_regs,
@@ -205,7 +209,9 @@ impl<'t> CallFrame<'t> {
             *slot = *v;
         }
         // from here the registers are the call's: the guardian would run
-        // it to its return before putting the saved ones back
+        // it to its return before putting the saved ones back; the
+        // handler's record gets the return slot, then its mark
+        self.target.note_call_return_slot(sp);
         self.target.call_in_flight_phase(true);
         self.target.set_regs(&r)?;
         if !dbls.is_empty() {

@@ -293,3 +293,173 @@ fn killed_together_call_in_flight_rescued_15() {
 fn killed_together_call_in_flight_rescued_18() {
     call_in_flight(18);
 }
+
+/// Sends SIGCONT to `pid`, as the person who finds it stopped would.
+fn sigcont(pid: i32) {
+    // SAFETY: kill(2) of a backend of the test's own cluster.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGCONT) }, 0);
+}
+
+/// `call pg_usleep(...)` in flight, pgdbg and its guardian killed together,
+/// and nobody rescues: `kill -CONT` lets the call return to its return
+/// int3, where pgdbg's SIGTRAP handler puts back the registers, the FP/SSE
+/// state and the words the call series changed from the record pgdbg kept
+/// in the handler's page: the session goes on as before the call, the
+/// code bytes are the file's.  A later `pgdbg rescue` finds the call
+/// undone and only removes the handler.
+fn call_in_flight_repairs_itself(major: u32) {
+    let cl = Cluster::start(major);
+    let bin = cl.postgres_binary();
+    let mut a = cl.connect();
+    let pid = a.pid();
+    // the system call it waits for its client in (read while it sleeps)
+    wait_until("the backend to wait", Duration::from_secs(10), || {
+        syscall_nr(pid).is_some()
+    });
+    let idle = syscall_nr(pid);
+    let p = Pgdbg::spawn_attached(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--ex",
+            "call pg_usleep(2000000)",
+        ],
+        pid,
+    );
+    wait_until("the call to sleep", Duration::from_secs(20), || {
+        matches!(syscall_nr(pid), Some(23 | 35 | 230 | 270))
+    });
+    assert_ne!(syscall_nr(pid), idle);
+    kill_both(&p, pid);
+    wait_until(
+        "the backend to be held stopped",
+        Duration::from_secs(5),
+        || stopped(pid),
+    );
+    sigcont(pid);
+    // the call sleeps its last part, returns, and the backend is back
+    // where it was: idle in its client read, answering
+    let t0 = std::time::Instant::now();
+    while (stopped(pid) || syscall_nr(pid) != idle) && t0.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        !stopped(pid) && syscall_nr(pid) == idle,
+        "backend {pid} after kill -CONT: state {}, system call {:?} (idle: {idle:?}); log:\n{}",
+        proc_state(pid),
+        std::fs::read_to_string(format!("/proc/{pid}/syscall")).unwrap_or_default(),
+        cl.log()
+    );
+    assert_eq!(
+        a.query_one_i64("select 41 + 1"),
+        42,
+        "the session answers after kill -CONT"
+    );
+    // an ERROR in the session (pg_re_throw, where the call had an int3)
+    // is reported and the session goes on
+    assert!(a.c.as_mut().unwrap().batch_execute("select 1/0").is_err());
+    assert_eq!(a.query_one_i64("select 6 * 7"), 42);
+    for sym in ["_start", "pg_re_throw", "pg_usleep"] {
+        assert!(
+            code_matches_file(pid, &bin, sym, 16),
+            "{sym}'s bytes differ from the file after the self-repair"
+        );
+    }
+    cl.assert_no_crash();
+    // what is left (the handler, the record in /dev/shm) goes at the
+    // rescue, which does not replay the call's old registers
+    let (code, out, err) = pgdbg(&["rescue", &pid.to_string()]);
+    assert_eq!(code, 0, "rescue: {err}");
+    assert!(out.contains("undone the call itself"), "rescue said: {out}");
+    assert!(!catches_sigtrap(pid), "the SIGTRAP action was not put back");
+    assert!(records_of(pid).is_empty(), "{:?}", records_of(pid));
+    assert_eq!(a.query_one_i64("select 40 + 2"), 42);
+    cl.assert_no_crash();
+}
+
+#[test]
+fn killed_together_call_in_flight_repairs_itself_15() {
+    call_in_flight_repairs_itself(15);
+}
+
+#[test]
+fn killed_together_call_in_flight_repairs_itself_18() {
+    call_in_flight_repairs_itself(18);
+}
+
+/// A call that has ended, then pgdbg and its guardian killed together (a
+/// `plancache` running after it, which leaves the backend running): the
+/// record in the handler's page was cleared when pgdbg put the registers
+/// back, so nothing acts on it: the backend was never held, answers, an
+/// ERROR in it goes the usual way, and the rescue finds no call.
+fn call_ended_then_killed(major: u32) {
+    let cl = Cluster::start(major);
+    let bin = cl.postgres_binary();
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let p = Pgdbg::spawn_attached(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--ex",
+            "call pg_usleep(1000)",
+            "--ex",
+            "plancache --for 300s",
+        ],
+        pid,
+    );
+    let h = a.spawn_text(LOOP);
+    std::thread::sleep(Duration::from_secs(5));
+    let mut p = p;
+    if let Ok(Some(st)) = p.child.try_wait() {
+        let mut e = String::new();
+        use std::io::Read;
+        p.child
+            .stderr
+            .as_mut()
+            .unwrap()
+            .read_to_string(&mut e)
+            .unwrap();
+        let mut o = String::new();
+        p.child
+            .stdout
+            .as_mut()
+            .unwrap()
+            .read_to_string(&mut o)
+            .unwrap();
+        panic!("pgdbg ended {st:?}: {e}\n{o}");
+    }
+    wait_armed(pid, "GetCachedPlan");
+    kill_both(&p, pid);
+    for _ in 0..25 {
+        assert!(!stopped(pid), "held: {}", proc_state(pid));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let r = a.rejoin(h);
+    assert!(r.is_ok(), "the loop failed: {r:?}");
+    assert!(a.c.as_mut().unwrap().batch_execute("select 1/0").is_err());
+    assert_eq!(a.query_one_i64("select 41 + 1"), 42);
+    for sym in ["_start", "pg_re_throw"] {
+        assert!(code_matches_file(pid, &bin, sym, 16), "{sym}'s bytes");
+    }
+    let (code, out, err) = pgdbg(&["rescue", &pid.to_string()]);
+    assert_eq!(code, 0, "rescue: {err}");
+    assert!(
+        out.contains("restored") && !out.contains("call"),
+        "rescue said: {out}"
+    );
+    assert_eq!(a.query_one_i64("select 6 * 7"), 42);
+    cl.assert_no_crash();
+}
+
+#[test]
+fn killed_together_after_a_call_15() {
+    call_ended_then_killed(15);
+}
+
+#[test]
+fn killed_together_after_a_call_18() {
+    call_ended_then_killed(18);
+}

@@ -12,6 +12,7 @@
 //!   the stop is reported, so a stop never leaves `rip` in the middle of an
 //!   instruction.
 
+mod callrepair;
 pub mod detour;
 pub mod foreign;
 pub mod guardian;
@@ -124,6 +125,15 @@ pub struct Target {
     trap: Option<traphandler::TrapHandler>,
     /// Installing it failed or is not wanted: not tried again.
     trap_refused: bool,
+    /// The call in flight's record in the handler's page (callrepair.rs):
+    /// left incomplete (the handler must not repair from it), the `MARK`
+    /// and return slot last written, the data words' slots in use.
+    trap_repair_off: bool,
+    trap_repair_mark: u64,
+    trap_repair_sp: u64,
+    trap_repair_data: Vec<u64>,
+    /// The return address of the call series in flight.
+    trap_repair_ret: u64,
     /// Whether pgdbg holds the process in a group stop (hold.rs).
     hold: hold::Hold,
     /// The group stop cannot be had (the process has other threads, it
@@ -209,6 +219,11 @@ impl Target {
             guardian: None,
             trap: None,
             trap_refused: false,
+            trap_repair_off: false,
+            trap_repair_mark: 0,
+            trap_repair_sp: 0,
+            trap_repair_data: Vec::new(),
+            trap_repair_ret: 0,
             hold: if found_stopped {
                 hold::Hold::Found
             } else {

@@ -12,6 +12,10 @@
 //!
 //! The handler (raw machine code, no libc, no stack use beyond its return
 //! address, all signals blocked while it runs):
+//! * an int3 at the return address or an error trap of an inferior call
+//!   whose record pgdbg wrote into the data page (callrepair.rs), when it
+//!   is that call's: the backend is put back as before the call (or first
+//!   sent through the flush function, at an error trap);
 //! * an int3 (`si_code` SI_KERNEL or TRAP_BRKPT) whose address (`rip - 1`
 //!   in the interrupted context) is in our table: when the byte there is
 //!   still 0xcc, the page is made writable (`mprotect`, page-aligned,
@@ -47,7 +51,7 @@
 //! guardian), then the pages are unmapped unless the target is still
 //! inside the handler (it calls nothing, so only `rip` can point there).
 
-use super::{Target, procfs};
+use super::{Target, callrepair, procfs};
 use anyhow::{Result, anyhow, bail};
 use std::collections::HashSet;
 
@@ -57,9 +61,11 @@ pub const CAP: u64 = 16384;
 /// A table entry that matches no int3: address 1 (page zero is never
 /// code), not zero (a zero entry ends the table).
 const INERT: u64 = 1;
-/// Mapping: code page, data page (selector, sigaction scratch), two halves.
+/// Mapping: code page, data page (selector, sigaction scratch, the record
+/// of a call in flight: callrepair.rs), two halves, the call's XSAVE image.
 const TABLE_BYTES: u64 = CAP * 8;
-pub const MAP_LEN: u64 = 2 * PAGE + 2 * TABLE_BYTES;
+pub(super) const XAREA: u64 = 2 * PAGE + 2 * TABLE_BYTES;
+pub const MAP_LEN: u64 = XAREA + callrepair::XAREA_LEN;
 const DATA: u64 = PAGE;
 /// In the data page: the address of the active half.
 const SEL: u64 = DATA;
@@ -72,8 +78,16 @@ const ACT_NEW: u64 = DATA + 0x40;
 const ACT_OLD: u64 = DATA + 0x80;
 const ACT_DFL: u64 = DATA + 0xc0;
 const HALF0: u64 = 2 * PAGE;
+// the call record (callrepair.rs) shares the data page: its words lie
+// between and after these
+const _: () = assert!(
+    DATA == callrepair::DATA
+        && ENTRY + 8 <= callrepair::LAYOUT
+        && callrepair::LAYOUT + 8 <= ACT_NEW
+        && ACT_DFL + 8 * SA_WORDS as u64 <= callrepair::MARK
+);
 /// The restorer's offset in the code page.
-const RESTORER: u64 = 0x200;
+const RESTORER: u64 = 0x400;
 
 // Kernel ABI constants (x86-64), fixed by the kernel's user-space ABI:
 /// `siginfo_t.si_code`: after `int si_signo; int si_errno;`
@@ -110,27 +124,60 @@ const F_WRITABLE: u64 = 1 << 48;
 
 /// The handler's machine code, for a mapping at `base`.
 pub fn emit(base: u64) -> Vec<u8> {
+    use callrepair as cr;
     let mut c: Vec<u8> = Vec::with_capacity(RESTORER as usize + 16);
     let d32 = |c: &mut Vec<u8>, v: u32| c.extend_from_slice(&v.to_le_bytes());
     // near conditional jumps (0f 8x rel32) to `die`, patched at the end
     let mut to_die: Vec<usize> = Vec::new();
+    // near jumps (rel32 at the position) to a named label, patched at the end
+    let mut near: Vec<(usize, &'static str)> = Vec::new();
+    let jcc_near = |c: &mut Vec<u8>, near: &mut Vec<(usize, &'static str)>, cc: u8, to| {
+        c.extend_from_slice(&[0x0f, cc, 0, 0, 0, 0]);
+        near.push((c.len() - 4, to));
+    };
+    const JE: u8 = 0x84;
+    const JNE: u8 = 0x85;
+    // the call record's words, from r11 = base+DATA (callrepair.rs)
+    let rec = |a: u64| (a - cr::DATA) as u32;
     // rdi = signal, rsi = siginfo, rdx = ucontext
+    c.extend_from_slice(&[0x45, 0x31, 0xff]); // xor r15d, r15d   not repairing a call
     c.extend_from_slice(&[0x8b, 0x46, SIGINFO_CODE as u8]); // mov eax, [rsi+8]
     c.extend_from_slice(&[0x83, 0xf8, TRAP_TRACE as u8]); // cmp eax, TRAP_TRACE
-    let je_trace = c.len();
-    c.extend_from_slice(&[0x74, 0]); // je trace
+    jcc_near(&mut c, &mut near, JE, "trace"); // je trace
     c.extend_from_slice(&[0x3d]); // cmp eax, SI_KERNEL
     d32(&mut c, SI_KERNEL as u32);
     let je_int3 = c.len();
     c.extend_from_slice(&[0x74, 0]); // je int3
     c.extend_from_slice(&[0x83, 0xf8, TRAP_BRKPT as u8]); // cmp eax, TRAP_BRKPT
-    let jne_done0 = c.len();
-    c.extend_from_slice(&[0x75, 0]); // jne done
+    jcc_near(&mut c, &mut near, JNE, "done"); // jne done
     let int3 = c.len();
     c.extend_from_slice(&[0x4c, 0x8b, 0x82]); // int3: mov r8, [rdx+UCONTEXT_RIP]
     d32(&mut c, UCONTEXT_RIP);
     c.extend_from_slice(&[0x4d, 0x8d, 0x48, 0xff]); // lea r9, [r8-1]
-    c.extend_from_slice(&[0x48, 0xb8]); // movabs rax, base+SEL
+    // a call in flight (MARK > 1): is this its return trap or an error trap?
+    c.extend_from_slice(&[0x49, 0xbb]); // movabs r11, base+DATA
+    c.extend_from_slice(&(base + cr::DATA).to_le_bytes());
+    c.extend_from_slice(&[0x49, 0x8b, 0x83]); // mov rax, [r11+MARK]
+    d32(&mut c, rec(cr::MARK));
+    c.extend_from_slice(&[0x48, 0x83, 0xf8, 0x01]); // cmp rax, 1
+    let jbe_search = c.len();
+    c.extend_from_slice(&[0x76, 0]); // jbe search   (no call, or repaired)
+    c.extend_from_slice(&[0x4c, 0x39, 0xc8]); // cmp rax, r9
+    jcc_near(&mut c, &mut near, JE, "at_return"); // je at_return
+    c.extend_from_slice(&[0x49, 0x8d, 0x8b]); // lea rcx, [r11+INT3S+8]   the error traps
+    d32(&mut c, rec(cr::INT3S) + 8);
+    let tl = c.len();
+    c.extend_from_slice(&[0x4c, 0x8b, 0x11]); // traps: mov r10, [rcx]
+    c.extend_from_slice(&[0x4d, 0x85, 0xd2]); // test r10, r10
+    let jz_search = c.len();
+    c.extend_from_slice(&[0x74, 0]); // jz search   (the list ends with a zero word)
+    c.extend_from_slice(&[0x4d, 0x39, 0xca]); // cmp r10, r9
+    jcc_near(&mut c, &mut near, JE, "at_error"); // je at_error
+    c.extend_from_slice(&[0x48, 0x83, 0xc1, 0x08]); // add rcx, 8
+    c.push(0xeb); // jmp traps
+    c.push((tl as isize - (c.len() as isize + 1)) as i8 as u8);
+    let search = c.len();
+    c.extend_from_slice(&[0x48, 0xb8]); // search: movabs rax, base+SEL
     c.extend_from_slice(&(base + SEL).to_le_bytes());
     c.extend_from_slice(&[0x48, 0x8b, 0x00]); // mov rax, [rax]    active half
     c.push(0xb9); // mov ecx, CAP
@@ -151,11 +198,14 @@ pub fn emit(base: u64) -> Vec<u8> {
     let jnz = c.len();
     c.extend_from_slice(&[0x75, 0]); // jnz loop
     c[jnz + 1] = (lp as isize - (jnz as isize + 2)) as i8 as u8;
-    // missing: an int3 not in the table.  Still an int3 there (not ours,
-    // or ours and missing), or the one behind an injected system call at
-    // AT_ENTRY: the code around it cannot go on, die as without us
+    // missing: an int3 not in the table.  Repairing a call: the next of
+    // its int3s.  Else still an int3 there (not ours, or ours and missing),
+    // or the one behind an injected system call at AT_ENTRY: the code
+    // around it cannot go on, die as without us
     let missing = c.len();
-    c.extend_from_slice(&[0x41, 0x80, 0x39, 0xcc]); // missing: cmp byte [r9], 0xcc
+    c.extend_from_slice(&[0x4d, 0x85, 0xff]); // missing: test r15, r15
+    jcc_near(&mut c, &mut near, JNE, "next_fix"); // jnz next_fix
+    c.extend_from_slice(&[0x41, 0x80, 0x39, 0xcc]); // cmp byte [r9], 0xcc
     to_die.push(c.len());
     c.extend_from_slice(&[0x0f, 0x84, 0, 0, 0, 0]); // je die
     c.extend_from_slice(&[0x48, 0xb8]); // movabs rax, base+ENTRY
@@ -199,6 +249,7 @@ pub fn emit(base: u64) -> Vec<u8> {
     );
     // a failed mprotect leaves the int3: rewinding would loop on it
     // forever, going on after it runs from the middle of code: die
+    // (repairing a call: the int3 stays, the next one is tried)
     c.extend_from_slice(&[0x48, 0x85, 0xc0]); // test rax, rax
     to_die.push(c.len());
     c.extend_from_slice(&[0x0f, 0x85, 0, 0, 0, 0]); // jnz die
@@ -212,14 +263,19 @@ pub fn emit(base: u64) -> Vec<u8> {
     // (a failure here leaves the page writable: the byte is back)
     mprotect(&mut c, (libc::PROT_READ | libc::PROT_EXEC) as u8);
     let rewind = c.len();
-    c.extend_from_slice(&[0x4d, 0x89, 0xac, 0x24]); // rewind: mov [r12+UCONTEXT_RIP], r13
+    // repairing a call: the context holds the saved registers, no rewind
+    c.extend_from_slice(&[0x4d, 0x85, 0xff]); // rewind: test r15, r15
+    jcc_near(&mut c, &mut near, JNE, "next_fix"); // jnz next_fix
+    c.extend_from_slice(&[0x4d, 0x89, 0xac, 0x24]); // mov [r12+UCONTEXT_RIP], r13
     d32(&mut c, UCONTEXT_RIP);
     c.push(0xc3); // ret
     // die: the default action back, and the SIGTRAP again for this thread:
     // blocked while the handler runs, delivered (default action: the
     // process dies, as it did without us) as soon as rt_sigreturn unblocks it
     let die = c.len();
-    c.push(0xbf); // die: mov edi, SIGTRAP
+    c.extend_from_slice(&[0x4d, 0x85, 0xff]); // die: test r15, r15
+    jcc_near(&mut c, &mut near, JNE, "next_fix"); // jnz next_fix   (repairing: never die)
+    c.push(0xbf); // mov edi, SIGTRAP
     d32(&mut c, libc::SIGTRAP as u32);
     c.extend_from_slice(&[0x48, 0xbe]); // movabs rsi, base+ACT_DFL
     c.extend_from_slice(&(base + ACT_DFL).to_le_bytes());
@@ -243,15 +299,17 @@ pub fn emit(base: u64) -> Vec<u8> {
     d32(&mut c, SYS_TGKILL);
     c.extend_from_slice(&[0x0f, 0x05]); // syscall
     c.push(0xc3); // ret
+    let mut labels = cr::emit(&mut c, base, search);
+    labels.extend([("trace", trace), ("done", done)]);
     let patch = |c: &mut Vec<u8>, at: usize, to: usize| {
         c[at + 1] = u8::try_from(to - (at + 2))
             .ok()
             .filter(|d| *d < 0x80)
             .expect("short jump");
     };
-    patch(&mut c, je_trace, trace);
     patch(&mut c, je_int3, int3);
-    patch(&mut c, jne_done0, done);
+    patch(&mut c, jbe_search, search);
+    patch(&mut c, jz_search, search);
     patch(&mut c, jz_missing, missing);
     patch(&mut c, je_found, found);
     patch(&mut c, jne_rewind0, rewind);
@@ -260,6 +318,15 @@ pub fn emit(base: u64) -> Vec<u8> {
     for at in to_die {
         let rel = u32::try_from(die - (at + 6)).expect("near jump");
         c[at + 2..at + 6].copy_from_slice(&rel.to_le_bytes());
+    }
+    for (at, to) in near {
+        let to = labels
+            .iter()
+            .find(|(n, _)| *n == to)
+            .map(|(_, a)| *a)
+            .expect("label");
+        let rel = i32::try_from(to as isize - (at as isize + 4)).expect("near jump");
+        c[at..at + 4].copy_from_slice(&rel.to_le_bytes());
     }
     assert!(c.len() as u64 <= RESTORER);
     c.resize(RESTORER as usize, 0xf4); // hlt: never reached
@@ -367,6 +434,12 @@ impl Target {
             let entry = procfs::auxv_entry(self.pid()).unwrap_or(0);
             self.write(base + ENTRY, &entry.to_le_bytes())?;
             self.write(base + ACT_DFL, &[0u8; SA_WORDS * 8])?;
+            // the layout of the data page, for a later reader of the call
+            // record (callrepair.rs); the record itself stays zero: no call
+            self.write(
+                base + callrepair::LAYOUT,
+                &callrepair::LAYOUT_MAGIC.to_le_bytes(),
+            )?;
             let r = self.inject_syscall(
                 libc::SYS_mprotect,
                 [
@@ -716,6 +789,21 @@ mod tests {
             + std::mem::offset_of!(libc::mcontext_t, gregs)
             + 8 * libc::REG_EFL as usize;
         assert_eq!(efl, UCONTEXT_EFLAGS as usize);
+        let gregs = std::mem::offset_of!(libc::ucontext_t, uc_mcontext)
+            + std::mem::offset_of!(libc::mcontext_t, gregs);
+        assert_eq!(gregs, callrepair::UC_GREGS as usize);
+        assert_eq!(
+            gregs + 8 * libc::REG_RSP as usize,
+            callrepair::UC_RSP as usize
+        );
+        assert_eq!(
+            gregs + 8 * libc::REG_RIP as usize,
+            callrepair::UC_RIP as usize
+        );
+        let fp = std::mem::offset_of!(libc::ucontext_t, uc_mcontext)
+            + std::mem::offset_of!(libc::mcontext_t, fpregs);
+        assert_eq!(fp, callrepair::UC_FPREGS as usize);
+        assert_eq!(callrepair::UC_RIP, UCONTEXT_RIP);
         let si: libc::siginfo_t = unsafe { std::mem::zeroed() };
         let code = std::ptr::addr_of!(si.si_code) as usize - std::ptr::addr_of!(si) as usize;
         assert_eq!(code, SIGINFO_CODE as usize);
@@ -752,36 +840,53 @@ mod tests {
         let end = code.iter().position(|&b| b == 0xf4).unwrap();
         let text = disasm(&code[..end], base);
         let want = [
+            "xor r15d,r15d",
             "mov eax,[rsi+8]",
             "cmp eax,2",
-            "je short 00007F0000000076h",
+            "je near 00007F00000000C8h",
             "cmp eax,80h",
-            "je short 00007F0000000014h",
+            "je short 00007F000000001Fh",
             "cmp eax,1",
-            "jne short 00007F0000000075h",
+            "jne near 00007F00000000C7h",
             "mov r8,[rdx+0A8h]",
             "lea r9,[r8-1]",
+            "mov r11,7F0000001000h",
+            "mov rax,[r11+100h]",
+            "cmp rax,1",
+            "jbe short 00007F0000000068h",
+            "cmp rax,r9",
+            "je near 00007F00000001F3h",
+            "lea rcx,[r11+130h]",
+            "mov r10,[rcx]",
+            "test r10,r10",
+            "je short 00007F0000000068h",
+            "cmp r10,r9",
+            "je near 00007F0000000197h",
+            "add rcx,8",
+            "jmp short 00007F0000000051h",
             "mov rax,7F0000001000h",
             "mov rax,[rax]",
             "mov ecx,4000h",
             "mov r10,[rax]",
             "test r10,r10",
-            "je short 00007F0000000051h",
+            "je short 00007F000000009Ah",
             "mov r11,r10",
             "shl r11,10h",
             "shr r11,10h",
             "cmp r11,r9",
-            "je short 00007F0000000081h",
+            "je short 00007F00000000D3h",
             "add rax,8",
             "dec ecx",
-            "jne short 00007F0000000031h",
+            "jne short 00007F000000007Ah",
+            "test r15,r15",
+            "jne near 00007F00000002EEh",
             "cmp byte [r9],0CCh",
-            "je near 00007F00000000F2h",
+            "je near 00007F000000014Dh",
             "mov rax,7F0000001010h",
             "mov rax,[rax]",
             "add rax,3",
             "cmp rax,r8",
-            "je near 00007F00000000F2h",
+            "je near 00007F000000014Dh",
             "ret",
             "and dword [rdx+0B0h],0FFFFFEFFh",
             "ret",
@@ -789,9 +894,9 @@ mod tests {
             "mov r13,r9",
             "mov r14,r10",
             "cmp byte [r13],0CCh",
-            "jne short 00007F00000000E9h",
+            "jne short 00007F000000013Bh",
             "bt r14,30h",
-            "jb short 00007F00000000BCh",
+            "jb short 00007F000000010Eh",
             "mov rdi,r13",
             "and rdi,0FFFFFFFFFFFFF000h",
             "mov esi,1000h",
@@ -799,20 +904,24 @@ mod tests {
             "mov eax,0Ah",
             "syscall",
             "test rax,rax",
-            "jne near 00007F00000000F2h",
+            "jne near 00007F000000014Dh",
             "mov rax,r14",
             "shr rax,38h",
             "mov [r13],al",
             "bt r14,30h",
-            "jb short 00007F00000000E9h",
+            "jb short 00007F000000013Bh",
             "mov rdi,r13",
             "and rdi,0FFFFFFFFFFFFF000h",
             "mov esi,1000h",
             "mov edx,5",
             "mov eax,0Ah",
             "syscall",
+            "test r15,r15",
+            "jne near 00007F00000002EEh",
             "mov [r12+0A8h],r13",
             "ret",
+            "test r15,r15",
+            "jne near 00007F00000002EEh",
             "mov edi,5",
             "mov rsi,7F00000010C0h",
             "xor edx,edx",
@@ -829,6 +938,82 @@ mod tests {
             "mov edx,5",
             "mov eax,0EAh",
             "syscall",
+            "ret",
+            "mov rax,[r11+108h]",
+            "cmp [rdx+0A0h],rax",
+            "jae near 00007F0000000068h",
+            "mov rax,[r11+118h]",
+            "test rax,rax",
+            "je short 00007F00000001C7h",
+            "mov rax,[rax]",
+            "cmp rax,[r11+120h]",
+            "jne near 00007F0000000068h",
+            "mov rax,[r11+110h]",
+            "test rax,rax",
+            "je short 00007F000000020Bh",
+            "mov rcx,[r11+108h]",
+            "mov rdi,[r11+100h]",
+            "mov [rcx],rdi",
+            "mov [rdx+0A0h],rcx",
+            "mov [rdx+0A8h],rax",
+            "ret",
+            "mov rax,[r11+108h]",
+            "add rax,8",
+            "cmp rax,[rdx+0A0h]",
+            "jne near 00007F0000000068h",
+            "lea rsi,[r11+160h]",
+            "mov r10d,8",
+            "mov rdi,[rsi]",
+            "test rdi,rdi",
+            "je short 00007F0000000244h",
+            "dec rdi",
+            "mov rcx,[rsi+8]",
+            "mov rax,[rsi+10h]",
+            "test rcx,rcx",
+            "je short 00007F0000000244h",
+            "cmp rcx,8",
+            "ja short 00007F0000000244h",
+            "mov [rdi],al",
+            "inc rdi",
+            "shr rax,8",
+            "dec rcx",
+            "jne short 00007F0000000236h",
+            "add rsi,18h",
+            "dec r10d",
+            "jne short 00007F0000000218h",
+            "lea rsi,[r11+220h]",
+            "lea rdi,[rdx+28h]",
+            "mov ecx,90h",
+            "rep movsb",
+            "mov rcx,[r11+2B0h]",
+            "cmp rcx,1A0h",
+            "jb near 00007F00000002D9h",
+            "mov r10,[rdx+0E0h]",
+            "test r10,r10",
+            "je near 00007F00000002D9h",
+            "mov rdi,r10",
+            "mov rsi,7F0000042000h",
+            "mov ecx,1A0h",
+            "rep movsb",
+            "cmp dword [r10+1D0h],46505853h",
+            "jne near 00007F00000002D9h",
+            "mov ecx,[r10+1E0h]",
+            "cmp rcx,[r11+2B0h]",
+            "jne near 00007F00000002D9h",
+            "lea rdi,[r10+200h]",
+            "mov rsi,7F0000042200h",
+            "sub rcx,200h",
+            "rep movsb",
+            "mov qword [r11+100h],1",
+            "mov r12,rdx",
+            "lea r15,[r11+128h]",
+            "mov rdx,r12",
+            "mov r9,[r15]",
+            "test r9,r9",
+            "je short 00007F0000000306h",
+            "add r15,8",
+            "lea r8,[r9+1]",
+            "jmp 00007F0000000068h",
             "ret",
         ];
         assert_eq!(text, want, "{text:#?}");
@@ -847,16 +1032,22 @@ mod tests {
             panic!("{s} not found");
         };
         // labels: int3, the loop head, missing, done, trace, found, store,
-        // rewind, die
-        assert_eq!(pos("mov r8,[rdx+0A8h]"), base + 0x14);
-        assert_eq!(pos("mov r10,[rax]"), base + 0x31);
-        assert_eq!(pos("cmp byte [r9],0CCh"), base + 0x51);
-        assert_eq!(pos("ret"), base + 0x75);
-        assert_eq!(pos("and dword [rdx+0B0h],0FFFFFEFFh"), base + 0x76);
-        assert_eq!(pos("mov r12,rdx"), base + 0x81);
-        assert_eq!(pos("mov rax,r14"), base + 0xbc);
-        assert_eq!(pos("mov [r12+0A8h],r13"), base + 0xe9);
-        assert_eq!(pos("mov edi,5"), base + 0xf2);
+        // rewind (its store), die (its first own instruction), and the call
+        // repair's: at_error, at_return, repair, fp_done, next_fix
+        assert_eq!(pos("mov r8,[rdx+0A8h]"), base + 0x1f);
+        assert_eq!(pos("mov r10,[rax]"), base + 0x7a);
+        assert_eq!(pos("test r15,r15"), base + 0x9a);
+        assert_eq!(pos("ret"), base + 0xc7);
+        assert_eq!(pos("and dword [rdx+0B0h],0FFFFFEFFh"), base + 0xc8);
+        assert_eq!(pos("mov r12,rdx"), base + 0xd3);
+        assert_eq!(pos("mov rax,r14"), base + 0x10e);
+        assert_eq!(pos("mov [r12+0A8h],r13"), base + 0x13b + 9);
+        assert_eq!(pos("mov edi,5"), base + 0x14d + 9);
+        assert_eq!(pos("mov rax,[r11+108h]"), base + 0x197);
+        assert_eq!(pos("cmp rax,[rdx+0A0h]"), base + 0x1f3 + 11);
+        assert_eq!(pos("lea rsi,[r11+160h]"), base + 0x20b);
+        assert_eq!(pos("mov qword [r11+100h],1"), base + 0x2d9);
+        assert_eq!(pos("mov rdx,r12"), base + 0x2ee);
         // the data words the code reads
         assert_eq!(base + SEL, 0x7f00_0000_1000);
         assert_eq!(base + ENTRY, 0x7f00_0000_1010);
@@ -966,6 +1157,180 @@ mod tests {
                 )
             };
             if flags & 0x100 != 0 { 1 } else { 0 }
+        });
+        assert!(
+            libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0,
+            "status {st:#x}"
+        );
+    }
+
+    /// A call in flight repaired by the handler alone: the "call" returns
+    /// to its return int3 with `rsp` just above its return slot; the
+    /// handler puts a data word, the registers and the XSAVE image (XMM0
+    /// changed in it) back, and the int3's byte; the code it resumes at
+    /// exits with a status that sums what it finds.
+    #[test]
+    fn call_return_trap_restores_the_saved_state() {
+        use callrepair as cr;
+        static mut WORD: u32 = 5;
+        let st = run_with_handler(|base| unsafe {
+            let w = |a: u64, v: u64| *((base + a) as *mut u64) = v;
+            // the return int3 (original byte: nop) and, after it, the code
+            // the saved registers resume at:
+            //   mov eax,[rbx]; add eax,r12d; movzx ecx,byte [r13];
+            //   add eax,ecx; movd edx,xmm0; add eax,edx; mov edi,eax;
+            //   mov eax,231 (exit_group); syscall
+            let f = base + HALF0 + TABLE_BYTES;
+            let stub = f + 16;
+            let code = [
+                0x8b, 0x03, 0x44, 0x01, 0xe0, 0x41, 0x0f, 0xb6, 0x4d, 0x00, 0x01, 0xc8, 0x66, 0x0f,
+                0x7e, 0xc2, 0x01, 0xd0, 0x89, 0xc7, 0xb8, 0xe7, 0, 0, 0, 0x0f, 0x05,
+            ];
+            std::ptr::copy_nonoverlapping(code.as_ptr(), stub as *mut u8, code.len());
+            *(f as *mut u8) = 0xcc;
+            *((base + HALF0) as *mut u64) = f | F_WRITABLE | (0x90u64 << 56);
+            // the saved XSAVE image: this thread's own, XMM0 = 60
+            let Some((size, _)) = super::super::xstate::cpuid_xsave_sizes() else {
+                return 80;
+            };
+            let x = base + XAREA;
+            std::arch::asm!("xsave64 [{0}]", in(reg) x, in("eax") u32::MAX, in("edx") u32::MAX);
+            *((x + 160) as *mut u32) = 60;
+            w(cr::XLEN, size as u64);
+            // the data word the "series" changed, to be put back
+            let word = std::ptr::addr_of_mut!(WORD);
+            w(cr::DATAW, word as u64 + 1);
+            w(cr::DATAW + 8, 4);
+            w(cr::DATAW + 16, 5);
+            *word = 99;
+            let regs = super::super::Registers {
+                rbx: word as u64,
+                r12: 37,
+                r13: f,
+                rip: stub,
+                rsp: (x - 4096) & !0xf,
+                eflags: 0x202,
+                ..Default::default()
+            };
+            for (i, v) in cr::gregs_words(&regs).iter().enumerate() {
+                w(cr::GREGS + 8 * i as u64, *v);
+            }
+            w(cr::INT3S, f);
+            w(cr::MARK, f);
+            // the "call" returns to f: its return slot is rsp - 8 here
+            std::arch::asm!(
+                "lea rax, [rsp - 8]",
+                "mov [rcx], rax",
+                "push rdx",
+                "ret",
+                in("rcx") base + cr::SP,
+                in("rdx") f,
+                options(noreturn),
+            )
+        });
+        // 5 (the word) + 37 (r12) + 0x90 (the byte) + 60 (XMM0)
+        assert!(
+            libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 246,
+            "status {st:#x}"
+        );
+    }
+
+    /// An error trap inside the call (rsp below its return slot, the catch
+    /// word unchanged): the handler runs the flush function on the call's
+    /// stack, which returns into the return trap, which repairs; both
+    /// int3s get their bytes back.
+    #[test]
+    fn call_error_trap_flushes_then_repairs() {
+        use callrepair as cr;
+        static mut WORD: u32 = 5;
+        static mut FLAG: u32 = 0;
+        static mut CATCHW: u64 = 3;
+        let st = run_with_handler(|base| unsafe {
+            let w = |a: u64, v: u64| *((base + a) as *mut u64) = v;
+            // f: the return int3 (original byte nop), e: the error trap
+            // (original byte 0); the code the saved registers resume at:
+            //   mov eax,[rbx]; add eax,r12d; add eax,[r14];
+            //   movzx ecx,byte [r13+8]; add eax,ecx; mov edi,eax;
+            //   mov eax,231 (exit_group); syscall
+            // and the "flush function": mov dword [rsi],20; ret
+            let f = base + HALF0 + TABLE_BYTES;
+            let e = f + 8;
+            let stub = f + 16;
+            let flush = f + 48;
+            let code = [
+                0x8b, 0x03, 0x44, 0x01, 0xe0, 0x41, 0x03, 0x06, 0x41, 0x0f, 0xb6, 0x4d, 0x08, 0x01,
+                0xc8, 0x89, 0xc7, 0xb8, 0xe7, 0, 0, 0, 0x0f, 0x05,
+            ];
+            std::ptr::copy_nonoverlapping(code.as_ptr(), stub as *mut u8, code.len());
+            let fl = [0xc7u8, 0x06, 20, 0, 0, 0, 0xc3];
+            std::ptr::copy_nonoverlapping(fl.as_ptr(), flush as *mut u8, fl.len());
+            *(f as *mut u8) = 0xcc;
+            *(e as *mut u8) = 0xcc;
+            *((base + HALF0) as *mut u64) = f | F_WRITABLE | (0x90u64 << 56);
+            *((base + HALF0 + 8) as *mut u64) = e | F_WRITABLE;
+            let word = std::ptr::addr_of_mut!(WORD);
+            w(cr::DATAW, word as u64 + 1);
+            w(cr::DATAW + 8, 4);
+            w(cr::DATAW + 16, 5);
+            *word = 99;
+            let flag = std::ptr::addr_of_mut!(FLAG);
+            let regs = super::super::Registers {
+                rbx: word as u64,
+                r12: 17,
+                r13: f,
+                r14: flag as u64,
+                rip: stub,
+                rsp: (base + XAREA - 4096) & !0xf,
+                eflags: 0x202,
+                ..Default::default()
+            };
+            for (i, v) in cr::gregs_words(&regs).iter().enumerate() {
+                w(cr::GREGS + 8 * i as u64, *v);
+            }
+            w(cr::INT3S, f);
+            w(cr::INT3S + 8, e);
+            w(cr::FLUSH, flush);
+            w(cr::CATCH_AT, std::ptr::addr_of!(CATCHW) as u64);
+            w(cr::CATCH_VAL, 3);
+            w(cr::MARK, f);
+            // the "call" raises its error below its return slot
+            std::arch::asm!(
+                "lea rax, [rsp - 8]",
+                "mov [rcx], rax",
+                "sub rsp, 256",
+                "jmp rdx",
+                in("rcx") base + cr::SP,
+                in("rdx") e,
+                in("rsi") flag,
+                options(noreturn),
+            )
+        });
+        // 5 (the word) + 17 (r12) + 20 (the flush ran) + 0 (e's byte back)
+        assert!(
+            libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 42,
+            "status {st:#x}"
+        );
+    }
+
+    /// A stale record (no call's return: rsp elsewhere) repairs nothing:
+    /// the int3 in the table is rewound as usual.
+    #[test]
+    fn a_stale_call_record_is_ignored() {
+        let st = run_with_handler(|base| unsafe {
+            use callrepair as cr;
+            let f = base + HALF0 + TABLE_BYTES;
+            let code = [0xb8u8, 7, 0, 0, 0, 0xc3];
+            std::ptr::copy_nonoverlapping(code.as_ptr(), f as *mut u8, code.len());
+            *(f as *mut u8) = 0xcc;
+            *((base + HALF0) as *mut u64) = f | F_WRITABLE | (0xb8u64 << 56);
+            *((base + cr::MARK) as *mut u64) = f;
+            *((base + cr::SP) as *mut u64) = 0x1000;
+            *((base + cr::INT3S) as *mut u64) = f;
+            let g: extern "C" fn() -> i32 = std::mem::transmute(f as usize);
+            if g() != 7 || *(f as *const u8) != 0xb8 || *((base + cr::MARK) as *const u64) != f {
+                return 1;
+            }
+            0
         });
         assert!(
             libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0,

@@ -249,6 +249,13 @@ impl InFlight {
                 return Ok("backend ended".into());
             }
         }
+        if t.call_repaired() {
+            // the handler put the call's registers and data words back
+            // (pgdbg and its guardian were gone, someone sent SIGCONT) and
+            // the backend ran on: these records are old, never replayed
+            t.end_call_repair();
+            return Ok("the backend had undone the call itself".into());
+        }
         if let Some((regs, at, code)) = &self.syscall {
             t.write(*at, code)?;
             t.set_regs(regs)?;
@@ -280,6 +287,8 @@ impl InFlight {
         t.set_regs(&c.regs)?;
         t.check_regs_read_back(&c.regs)?;
         XState::from_saved(c.xstate.clone())?.restore(t.pid())?;
+        // the handler's record is done with too
+        t.end_call_repair();
         Ok(how)
     }
 
@@ -356,11 +365,16 @@ impl Target {
         regs: &Registers,
         xstate: &XState,
         ret: u64,
+        traps: &[u64],
         timeout: std::time::Duration,
     ) -> Result<()> {
         if let Some(g) = self.guardian()? {
             g.note_call(regs, xstate.bytes(), ret, timeout.as_millis() as u64);
         }
+        // the same in the backend's own memory, for when the guardian is
+        // gone too (callrepair.rs)
+        self.write_call_repair(regs, xstate, ret, traps);
+        self.trap_repair_ret = ret;
         Ok(())
     }
 
@@ -373,6 +387,9 @@ impl Target {
         if let Some(g) = &mut self.guardian {
             g.call_phase(if armed { CALL_ARMED } else { CALL_RESTORING });
         }
+        if armed {
+            self.mark_call_repair(self.trap_repair_ret);
+        }
     }
 
     /// The registers and xstate are back: the record goes.
@@ -380,6 +397,7 @@ impl Target {
         if let Some(g) = &mut self.guardian {
             g.forget_call();
         }
+        self.end_call_repair();
     }
 
     /// A data word about to be changed around calls, and its value to put
@@ -389,6 +407,7 @@ impl Target {
         if let Some(g) = self.guardian()? {
             g.note_data(addr, orig)?;
         }
+        self.note_repair_data_word(addr, orig);
         Ok(())
     }
 
@@ -397,6 +416,7 @@ impl Target {
         if let Some(g) = &mut self.guardian {
             g.forget_data();
         }
+        self.forget_repair_data_words();
     }
 
     pub(in crate::inferior) fn note_syscall_in_flight(

@@ -165,10 +165,20 @@ impl<'s> BackendCalls<'s> {
                     words.push((a, v.to_le_bytes().to_vec()));
                 }
             }
+            let (flush, catch) = (
+                bc.g.flush_error,
+                bc.g.exception_stack.zip(bc.saved_exception_stack),
+            );
             let t = bc.frame_mut().target();
             for (a, v) in words {
                 t.note_data_word(a, &v)?;
             }
+            // for the SIGTRAP handler, should pgdbg and its guardian both
+            // die during a call: at pg_re_throw inside the call, unless the
+            // callee catches the error itself (PG_exception_stack moved),
+            // FlushErrorState runs before the registers and these words are
+            // put back
+            t.note_call_error_repair(flush, catch);
         }
         // hold off interrupts for the whole series
         let held =

@@ -1,0 +1,596 @@
+//! A call in flight that repairs itself when pgdbg and its guardian are
+//! both gone: the record of it in the SIGTRAP handler's data page
+//! (traphandler.rs), in the backend's own memory.
+//!
+//! pgdbg and its guardian killed together while an inferior call runs
+//! leave the backend held (state T) with the call's registers.  Whoever
+//! sends it SIGCONT then lets the call run to its return int3 at the ELF
+//! entry point.  Without a record the handler could only let it die there.
+//! With one, the handler puts the backend back as pgdbg would have after
+//! the call, and the backend goes on exactly as before it:
+//!
+//! * before the call's registers are first written, pgdbg writes into the
+//!   data page the registers to put back (in `ucontext` order, as the
+//!   backend would resume with them: see `as_resumed`), the saved XSAVE
+//!   image, the call's int3s (its return address, then its error traps) and
+//!   zeroes the data-word slots; the series writes the data words it
+//!   changes (`note_data_word`) and what the error trap needs
+//!   (`note_call_error_repair`); then `MARK` = the return address: a call
+//!   is in flight.  `SP` (the call's return-address slot) is written before
+//!   the first call's registers.
+//! * the handler, at an int3 at the return address with `rsp` = `SP` + 8
+//!   (the call's own return, never the backend's code): puts the data words
+//!   back, copies the registers into the interrupted context's `gregs` and
+//!   the XSAVE image into its `fpstate`, sets `MARK` to `REPAIRED`, puts the
+//!   original bytes of the call's int3s back (the table's entries), and
+//!   returns: `rt_sigreturn` loads that context.
+//! * at an int3 at an error trap (`pg_re_throw`) with `rsp` below `SP`
+//!   (inside the call's frames) and the catch word unchanged (the callee set
+//!   up no handler of its own): the context is pointed at the flush function
+//!   (`FlushErrorState`) on the call's stack, its return slot holding the
+//!   return address: the error state is flushed, then the return trap
+//!   repairs as above.  Without a flush function it repairs at once (the
+//!   error stays on PostgreSQL's error stack until the next error flushes
+//!   it).
+//! * pgdbg clears `MARK` once it has put the registers back itself (one
+//!   word, no stop); the guardian and `pgdbg rescue` do the same after
+//!   theirs, and treat the call and data records as void when they find
+//!   `REPAIRED` (the backend ran on since: its registers and data words are
+//!   its own again).
+//!
+//! A record that went stale (pgdbg died after putting the registers back,
+//! before clearing `MARK`) repairs nothing: the backend never executes the
+//! return address, and its own frames are above `SP`.
+//!
+//! Layout: `LAYOUT` holds `LAYOUT_MAGIC` (a new layout gets a new value);
+//! a reader (`call_repaired`) trusts the page only when that word and the
+//! handler's code are exactly this pgdbg's.
+
+use super::{Registers, Target, traphandler, xstate::XState};
+use anyhow::Result;
+
+// Offsets in the handler's mapping (its data page is the second page).
+pub(super) const DATA: u64 = 4096;
+/// The layout of this page, for readers.
+pub(super) const LAYOUT: u64 = DATA + 0x18;
+pub(super) const LAYOUT_MAGIC: u64 = u64::from_le_bytes(*b"pgdbgTH2");
+/// 0: no call; `REPAIRED`; else the return address of the call in flight.
+pub(super) const MARK: u64 = DATA + 0x100;
+pub(super) const REPAIRED: u64 = 1;
+/// The call's return-address slot (its `rsp` at entry).
+pub(super) const SP: u64 = DATA + 0x108;
+/// The function run at an error trap before the repair (0: none).
+pub(super) const FLUSH: u64 = DATA + 0x110;
+/// A word whose value changes when the callee catches errors itself
+/// (`PG_exception_stack`), and its value before the call (address 0: none).
+pub(super) const CATCH_AT: u64 = DATA + 0x118;
+pub(super) const CATCH_VAL: u64 = DATA + 0x120;
+/// The call's int3s: the return address, then up to `MAX_TRAPS` error
+/// traps, then a zero word (always: 6 words).
+pub(super) const INT3S: u64 = DATA + 0x128;
+pub(super) const MAX_TRAPS: usize = 4;
+/// Data words to put back: `DATA_SLOTS` × (address + 1, length 1-8,
+/// value); address word 0: a free slot.
+pub(super) const DATAW: u64 = DATA + 0x160;
+pub(super) const DATA_SLOTS: u64 = 8;
+/// The registers to put back, in `ucontext` `gregs` order (r8 .. eflags).
+pub(super) const GREGS: u64 = DATAW + DATA_SLOTS * 24;
+pub(super) const GREGS_WORDS: u64 = 18;
+/// Bytes of the XSAVE image in `XAREA` (0: none saved).
+pub(super) const XLEN: u64 = GREGS + GREGS_WORDS * 8;
+/// The XSAVE image (after the two halves of the int3 table).
+pub(super) const XAREA_LEN: u64 = 64 * 1024;
+// the record fits the data page after what traphandler.rs keeps there
+// (up to 0xe0), and the words written together are adjacent
+const _: () = assert!(LAYOUT + 8 <= MARK && XLEN + 8 <= 2 * DATA);
+const _: () = assert!(INT3S + 8 * (MAX_TRAPS as u64 + 2) <= DATAW);
+const _: () = assert!(SP + 8 == FLUSH && FLUSH + 8 == CATCH_AT && CATCH_AT + 8 == CATCH_VAL);
+
+/// The registers as the backend resumes with them when pgdbg puts `r`
+/// back and continues it: stopped inside a system call that is to be
+/// restarted (`orig_rax` ≥ 0, `rax` one of the kernel's restart codes),
+/// the kernel restarts it at the resume (arch_do_signal_or_restart:
+/// `rax` = `orig_rax`, `rip` -= 2, the length of `syscall`;
+/// ERESTART_RESTARTBLOCK: `rax` = restart_syscall).  `rt_sigreturn` sets
+/// `orig_rax` to -1 (no restart), so the handler is given the result.
+pub(super) fn as_resumed(r: &Registers) -> Registers {
+    const ERESTARTSYS: i64 = 512;
+    const ERESTARTNOINTR: i64 = 513;
+    const ERESTARTNOHAND: i64 = 514;
+    const ERESTART_RESTARTBLOCK: i64 = 516;
+    let mut r = *r;
+    if (r.orig_rax as i64) >= 0 {
+        match -(r.rax as i64) {
+            ERESTARTSYS | ERESTARTNOINTR | ERESTARTNOHAND => {
+                r.rax = r.orig_rax;
+                r.rip -= 2;
+            }
+            ERESTART_RESTARTBLOCK => {
+                r.rax = libc::SYS_restart_syscall as u64;
+                r.rip -= 2;
+            }
+            _ => {}
+        }
+    }
+    r
+}
+
+/// `r` as the 18 first words of `mcontext_t.gregs` (glibc's REG_R8 ..
+/// REG_EFL, the kernel's `struct sigcontext_64` r8 .. flags).
+pub(super) fn gregs_words(r: &Registers) -> [u64; GREGS_WORDS as usize] {
+    let mut g = [0u64; GREGS_WORDS as usize];
+    let idx = |i: libc::c_int| i as usize;
+    g[idx(libc::REG_R8)] = r.r8;
+    g[idx(libc::REG_R9)] = r.r9;
+    g[idx(libc::REG_R10)] = r.r10;
+    g[idx(libc::REG_R11)] = r.r11;
+    g[idx(libc::REG_R12)] = r.r12;
+    g[idx(libc::REG_R13)] = r.r13;
+    g[idx(libc::REG_R14)] = r.r14;
+    g[idx(libc::REG_R15)] = r.r15;
+    g[idx(libc::REG_RDI)] = r.rdi;
+    g[idx(libc::REG_RSI)] = r.rsi;
+    g[idx(libc::REG_RBP)] = r.rbp;
+    g[idx(libc::REG_RBX)] = r.rbx;
+    g[idx(libc::REG_RDX)] = r.rdx;
+    g[idx(libc::REG_RAX)] = r.rax;
+    g[idx(libc::REG_RCX)] = r.rcx;
+    g[idx(libc::REG_RSP)] = r.rsp;
+    g[idx(libc::REG_RIP)] = r.rip;
+    g[idx(libc::REG_EFL)] = r.eflags;
+    g
+}
+
+fn words(w: &[u64]) -> Vec<u8> {
+    w.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+// Kernel ABI (x86-64), fixed by the kernel's user-space ABI:
+/// `ucontext_t.uc_mcontext.gregs`: after `uc_flags`, `uc_link` and the
+/// 24-byte `uc_stack` (arch/x86/include/uapi/asm/ucontext.h); the kernel's
+/// `struct sigcontext_64` starts with r8 .. r15, rdi, rsi, rbp, rbx, rdx,
+/// rax, rcx, rsp, rip, eflags (glibc's REG_R8 = 0 .. REG_EFL = 17).
+pub(super) const UC_GREGS: u32 = 40;
+pub(super) const UC_RSP: u32 = UC_GREGS + 15 * 8;
+pub(super) const UC_RIP: u32 = UC_GREGS + 16 * 8;
+/// `uc_mcontext.fpregs` (`sigcontext_64.fpstate`): after the 23 words
+/// r8 .. cr2; the signal frame's XSAVE image (NULL: no FP state saved).
+pub(super) const UC_FPREGS: u32 = UC_GREGS + 23 * 8;
+/// In the XSAVE image (both the signal frame's and NT_X86_XSTATE's: the
+/// standard, uncompacted format): FCW .. MXCSR_MASK, ST0-7, XMM0-15, the
+/// legacy area every x86-64 CPU lays out alike (Intel SDM vol. 1, 10.5.1).
+pub(super) const FX_LEGACY: u32 = 416;
+/// The kernel's `struct _fpx_sw_bytes` in the image's software-reserved
+/// bytes at 464 (arch/x86/include/uapi/asm/sigcontext.h): `magic1` (u32)
+/// at 464, `xstate_size` (u32) at 464 + 16; FP_XSTATE_MAGIC1 says the
+/// frame holds an XSAVE image of `xstate_size` bytes, not FXSAVE only.
+pub(super) const FX_SW_MAGIC1: u32 = 464;
+pub(super) const FX_SW_XSTATE_SIZE: u32 = 464 + 16;
+pub(super) const FP_XSTATE_MAGIC1: u32 = 0x4650_5853;
+/// The XSAVE header (XSTATE_BV, XCOMP_BV) and the extended areas.
+pub(super) const XSAVE_HEADER: u32 = 512;
+
+/// The handler's call repair (module comment), appended to its code by
+/// `traphandler::emit`; entered by near jumps to the labels returned, with
+/// r8 = the context's rip, r9 = the int3's address, r11 = base+DATA,
+/// rdx = the ucontext, r15 = 0.  `search` is the table search, which the
+/// repair goes through (r15 set) to put each int3's byte back.
+pub(super) fn emit(c: &mut Vec<u8>, base: u64, search: usize) -> Vec<(&'static str, usize)> {
+    let d32 = |c: &mut Vec<u8>, v: u32| c.extend_from_slice(&v.to_le_bytes());
+    let rec = |a: u64| (a - DATA) as u32;
+    // local jumps: (position of the displacement, its width, label)
+    let mut fix: Vec<(usize, usize, &'static str)> = Vec::new();
+    let mut lab: Vec<(&'static str, usize)> = vec![("search", search)];
+    let short = |c: &mut Vec<u8>, fix: &mut Vec<(usize, usize, &'static str)>, op: u8, to| {
+        c.extend_from_slice(&[op, 0]);
+        fix.push((c.len() - 1, 1, to));
+    };
+    let long = |c: &mut Vec<u8>, fix: &mut Vec<(usize, usize, &'static str)>, cc: u8, to| {
+        c.extend_from_slice(&[0x0f, cc, 0, 0, 0, 0]);
+        fix.push((c.len() - 4, 4, to));
+    };
+    const JZ: u8 = 0x74;
+    const JNZ: u8 = 0x75;
+    const JA: u8 = 0x77;
+    const NEAR_JB: u8 = 0x82;
+    const NEAR_JAE: u8 = 0x83;
+    const NEAR_JZ: u8 = 0x84;
+    const NEAR_JNZ: u8 = 0x85;
+
+    // at_error: an int3 at an error trap while a call is in flight.  Only
+    // inside the call's frames (rsp below its return slot; SP 0: no call
+    // started, rsp is never below 0) ...
+    lab.push(("at_error", c.len()));
+    c.extend_from_slice(&[0x49, 0x8b, 0x83]); // at_error: mov rax, [r11+SP]
+    d32(c, rec(SP));
+    c.extend_from_slice(&[0x48, 0x39, 0x82]); // cmp [rdx+UC_RSP], rax
+    d32(c, UC_RSP);
+    long(c, &mut fix, NEAR_JAE, "search"); // jae search
+    // ... and unless the callee catches the error itself (the catch word
+    // changed): then the trap is let through as any int3 in the table
+    c.extend_from_slice(&[0x49, 0x8b, 0x83]); // mov rax, [r11+CATCH_AT]
+    d32(c, rec(CATCH_AT));
+    c.extend_from_slice(&[0x48, 0x85, 0xc0]); // test rax, rax
+    short(c, &mut fix, JZ, "no_catch"); // jz no_catch
+    c.extend_from_slice(&[0x48, 0x8b, 0x00]); // mov rax, [rax]
+    c.extend_from_slice(&[0x49, 0x3b, 0x83]); // cmp rax, [r11+CATCH_VAL]
+    d32(c, rec(CATCH_VAL));
+    long(c, &mut fix, NEAR_JNZ, "search"); // jne search
+    // no flush function: repair at once
+    lab.push(("no_catch", c.len()));
+    c.extend_from_slice(&[0x49, 0x8b, 0x83]); // no_catch: mov rax, [r11+FLUSH]
+    d32(c, rec(FLUSH));
+    c.extend_from_slice(&[0x48, 0x85, 0xc0]); // test rax, rax
+    short(c, &mut fix, JZ, "repair"); // jz repair
+    // the flush function runs from the call's return slot (16-byte
+    // alignment as at the call's entry), which holds the return address
+    // again: it returns into the return trap, which repairs.  The slot is
+    // above this frame (rsp is below it), so the write changes nothing
+    // the interrupted code or the signal frame uses
+    c.extend_from_slice(&[0x49, 0x8b, 0x8b]); // mov rcx, [r11+SP]
+    d32(c, rec(SP));
+    c.extend_from_slice(&[0x49, 0x8b, 0xbb]); // mov rdi, [r11+MARK]   the return address
+    d32(c, rec(MARK));
+    c.extend_from_slice(&[0x48, 0x89, 0x39]); // mov [rcx], rdi
+    c.extend_from_slice(&[0x48, 0x89, 0x8a]); // mov [rdx+UC_RSP], rcx
+    d32(c, UC_RSP);
+    c.extend_from_slice(&[0x48, 0x89, 0x82]); // mov [rdx+UC_RIP], rax
+    d32(c, UC_RIP);
+    c.push(0xc3); // ret
+    // at_return: the int3 at the return address; the call's own return
+    // only when rsp is just above its return slot
+    lab.push(("at_return", c.len()));
+    c.extend_from_slice(&[0x49, 0x8b, 0x83]); // at_return: mov rax, [r11+SP]
+    d32(c, rec(SP));
+    c.extend_from_slice(&[0x48, 0x83, 0xc0, 0x08]); // add rax, 8
+    c.extend_from_slice(&[0x48, 0x3b, 0x82]); // cmp rax, [rdx+UC_RSP]
+    d32(c, UC_RSP);
+    long(c, &mut fix, NEAR_JNZ, "search"); // jne search
+    // repair: the data words back, byte by byte (slots of 1-8 bytes; a
+    // slot whose address word is 0 is free).  Each address is a global
+    // of the backend pgdbg changed for the call series, the value the one
+    // it held before
+    lab.push(("repair", c.len()));
+    c.extend_from_slice(&[0x49, 0x8d, 0xb3]); // repair: lea rsi, [r11+DATAW]
+    d32(c, rec(DATAW));
+    c.extend_from_slice(&[0x41, 0xba]); // mov r10d, DATA_SLOTS
+    d32(c, DATA_SLOTS as u32);
+    lab.push(("dw", c.len()));
+    c.extend_from_slice(&[0x48, 0x8b, 0x3e]); // dw: mov rdi, [rsi]   address + 1
+    c.extend_from_slice(&[0x48, 0x85, 0xff]); // test rdi, rdi
+    short(c, &mut fix, JZ, "dw_next"); // jz dw_next
+    c.extend_from_slice(&[0x48, 0xff, 0xcf]); // dec rdi
+    c.extend_from_slice(&[0x48, 0x8b, 0x4e, 0x08]); // mov rcx, [rsi+8]   length
+    c.extend_from_slice(&[0x48, 0x8b, 0x46, 0x10]); // mov rax, [rsi+16]  value
+    c.extend_from_slice(&[0x48, 0x85, 0xc9]); // test rcx, rcx
+    short(c, &mut fix, JZ, "dw_next"); // jz dw_next
+    c.extend_from_slice(&[0x48, 0x83, 0xf9, 0x08]); // cmp rcx, 8
+    short(c, &mut fix, JA, "dw_next"); // ja dw_next
+    lab.push(("db", c.len()));
+    c.extend_from_slice(&[0x88, 0x07]); // db: mov [rdi], al
+    c.extend_from_slice(&[0x48, 0xff, 0xc7]); // inc rdi
+    c.extend_from_slice(&[0x48, 0xc1, 0xe8, 0x08]); // shr rax, 8
+    c.extend_from_slice(&[0x48, 0xff, 0xc9]); // dec rcx
+    short(c, &mut fix, JNZ, "db"); // jnz db
+    lab.push(("dw_next", c.len()));
+    c.extend_from_slice(&[0x48, 0x83, 0xc6, 0x18]); // dw_next: add rsi, 24
+    c.extend_from_slice(&[0x41, 0xff, 0xca]); // dec r10d
+    short(c, &mut fix, JNZ, "dw"); // jnz dw
+    // the saved general registers over the context's gregs (r8 ..
+    // eflags: rt_sigreturn loads them; it keeps only the user-changeable
+    // flags and sets orig_rax to -1)
+    c.extend_from_slice(&[0x49, 0x8d, 0xb3]); // lea rsi, [r11+GREGS]
+    d32(c, rec(GREGS));
+    c.extend_from_slice(&[0x48, 0x8d, 0xba]); // lea rdi, [rdx+UC_GREGS]
+    d32(c, UC_GREGS);
+    c.push(0xb9); // mov ecx, GREGS_WORDS * 8
+    d32(c, GREGS_WORDS as u32 * 8);
+    c.extend_from_slice(&[0xf3, 0xa4]); // rep movsb   (DF is clear in a handler)
+    // the saved XSAVE image over the frame's: the legacy area always (x87,
+    // MXCSR, XMM0-15), the header and extended areas when the frame is an
+    // XSAVE image of the saved size; its software-reserved bytes (the
+    // kernel's description of the frame) are the frame's own
+    c.extend_from_slice(&[0x49, 0x8b, 0x8b]); // mov rcx, [r11+XLEN]
+    d32(c, rec(XLEN));
+    c.extend_from_slice(&[0x48, 0x81, 0xf9]); // cmp rcx, FX_LEGACY
+    d32(c, FX_LEGACY);
+    long(c, &mut fix, NEAR_JB, "fp_done"); // jb fp_done   (none saved)
+    c.extend_from_slice(&[0x4c, 0x8b, 0x92]); // mov r10, [rdx+UC_FPREGS]
+    d32(c, UC_FPREGS);
+    c.extend_from_slice(&[0x4d, 0x85, 0xd2]); // test r10, r10
+    long(c, &mut fix, NEAR_JZ, "fp_done"); // jz fp_done
+    c.extend_from_slice(&[0x4c, 0x89, 0xd7]); // mov rdi, r10
+    c.extend_from_slice(&[0x48, 0xbe]); // movabs rsi, base+XAREA
+    c.extend_from_slice(&(base + super::traphandler::XAREA).to_le_bytes());
+    c.push(0xb9); // mov ecx, FX_LEGACY
+    d32(c, FX_LEGACY);
+    c.extend_from_slice(&[0xf3, 0xa4]); // rep movsb
+    c.extend_from_slice(&[0x41, 0x81, 0xba]); // cmp dword [r10+FX_SW_MAGIC1], FP_XSTATE_MAGIC1
+    d32(c, FX_SW_MAGIC1);
+    d32(c, FP_XSTATE_MAGIC1);
+    long(c, &mut fix, NEAR_JNZ, "fp_done"); // jne fp_done
+    c.extend_from_slice(&[0x41, 0x8b, 0x8a]); // mov ecx, [r10+FX_SW_XSTATE_SIZE]
+    d32(c, FX_SW_XSTATE_SIZE);
+    c.extend_from_slice(&[0x49, 0x3b, 0x8b]); // cmp rcx, [r11+XLEN]
+    d32(c, rec(XLEN));
+    long(c, &mut fix, NEAR_JNZ, "fp_done"); // jne fp_done
+    c.extend_from_slice(&[0x49, 0x8d, 0xba]); // lea rdi, [r10+XSAVE_HEADER]
+    d32(c, XSAVE_HEADER);
+    c.extend_from_slice(&[0x48, 0xbe]); // movabs rsi, base+XAREA+XSAVE_HEADER
+    c.extend_from_slice(&(base + super::traphandler::XAREA + XSAVE_HEADER as u64).to_le_bytes());
+    c.extend_from_slice(&[0x48, 0x81, 0xe9]); // sub rcx, XSAVE_HEADER
+    d32(c, XSAVE_HEADER);
+    c.extend_from_slice(&[0xf3, 0xa4]); // rep movsb
+    // the record is used: REPAIRED (readers void pgdbg's records of the
+    // call), then each of the call's int3s through the table search,
+    // r15 the next in the list, r12 the ucontext
+    lab.push(("fp_done", c.len()));
+    c.extend_from_slice(&[0x49, 0xc7, 0x83]); // fp_done: mov qword [r11+MARK], REPAIRED
+    d32(c, rec(MARK));
+    d32(c, REPAIRED as u32);
+    c.extend_from_slice(&[0x49, 0x89, 0xd4]); // mov r12, rdx
+    c.extend_from_slice(&[0x4d, 0x8d, 0xbb]); // lea r15, [r11+INT3S]
+    d32(c, rec(INT3S));
+    lab.push(("next_fix", c.len()));
+    c.extend_from_slice(&[0x4c, 0x89, 0xe2]); // next_fix: mov rdx, r12
+    c.extend_from_slice(&[0x4d, 0x8b, 0x0f]); // mov r9, [r15]
+    c.extend_from_slice(&[0x4d, 0x85, 0xc9]); // test r9, r9
+    short(c, &mut fix, JZ, "end"); // jz end
+    c.extend_from_slice(&[0x49, 0x83, 0xc7, 0x08]); // add r15, 8
+    c.extend_from_slice(&[0x4d, 0x8d, 0x41, 0x01]); // lea r8, [r9+1]
+    c.push(0xe9); // jmp search
+    c.extend_from_slice(&[0, 0, 0, 0]);
+    fix.push((c.len() - 4, 4, "search"));
+    lab.push(("end", c.len()));
+    c.push(0xc3); // end: ret   (rt_sigreturn: the backend as before the call)
+    let at = |n: &str| {
+        lab.iter()
+            .find(|(l, _)| *l == n)
+            .map(|(_, a)| *a)
+            .expect("label")
+    };
+    for (pos, width, to) in fix {
+        let rel = at(to) as isize - (pos as isize + width as isize);
+        if width == 1 {
+            c[pos] = i8::try_from(rel).expect("short jump") as u8;
+        } else {
+            let r = i32::try_from(rel).expect("near jump");
+            c[pos..pos + 4].copy_from_slice(&r.to_le_bytes());
+        }
+    }
+    lab
+}
+
+impl Target {
+    /// The handler's base when its page can hold a call's record (a
+    /// handler of this pgdbg, installed).
+    fn repair_page(&self) -> Option<u64> {
+        self.trap
+            .as_ref()
+            .filter(|h| h.old.is_some())
+            .map(|h| h.base)
+    }
+
+    /// Install the SIGTRAP handler if it is not there yet (before a call
+    /// saves the registers: the install injects system calls).
+    pub fn prepare_call_repair(&mut self) {
+        self.ensure_trap_handler();
+    }
+
+    /// Write the record of a call about to start (module comment), `MARK`
+    /// still 0.  Every write goes into the handler's own data page and
+    /// XSAVE area (mapped by pgdbg, read only by the handler), never into
+    /// memory of the backend's; a failure only costs the repair (logged).
+    pub(super) fn write_call_repair(
+        &mut self,
+        regs: &Registers,
+        xstate: &XState,
+        ret: u64,
+        traps: &[u64],
+    ) {
+        let Some(base) = self.repair_page() else {
+            return;
+        };
+        self.trap_repair_off = false;
+        self.trap_repair_sp = 0;
+        self.trap_repair_data.clear();
+        let res = (|| -> Result<()> {
+            // MARK first, so that a half-written record is never used
+            self.write(base + MARK, &0u64.to_le_bytes())?;
+            self.write(base + GREGS, &words(&gregs_words(&as_resumed(regs))))?;
+            let x = xstate.bytes();
+            let xlen = if (x.len() as u64) <= XAREA_LEN {
+                self.write(base + traphandler::XAREA, x)?;
+                x.len() as u64
+            } else {
+                0 // larger than the area: the FP/SSE state is not put back
+            };
+            self.write(base + XLEN, &xlen.to_le_bytes())?;
+            let mut list = vec![ret];
+            list.extend(traps.iter().take(MAX_TRAPS));
+            list.resize(MAX_TRAPS + 2, 0);
+            self.write(base + INT3S, &words(&list))?;
+            // SP, FLUSH, CATCH_AT, CATCH_VAL: none yet
+            self.write(base + SP, &[0u8; 32])?;
+            self.write(base + DATAW, &vec![0u8; DATA_SLOTS as usize * 24])?;
+            if traps.len() > MAX_TRAPS {
+                super::log::debug("more error traps than the SIGTRAP handler's record holds");
+            }
+            Ok(())
+        })();
+        if let Err(e) = res {
+            super::log::debug(&format!("no self-repair record for the call: {e:#}"));
+            self.trap_repair_off = true;
+        }
+    }
+
+    /// The call's registers are about to be written: `MARK` = `ret`, one
+    /// word in the data page, written once per series.
+    pub(super) fn mark_call_repair(&mut self, ret: u64) {
+        let Some(base) = self.repair_page() else {
+            return;
+        };
+        if self.trap_repair_off || self.trap_repair_mark == ret {
+            return;
+        }
+        if self.write(base + MARK, &ret.to_le_bytes()).is_ok() {
+            self.trap_repair_mark = ret;
+        }
+    }
+
+    /// The call's return-address slot (its `rsp` at entry), written before
+    /// its registers: one word, once per series (every call of a series
+    /// uses the same slot).
+    pub fn note_call_return_slot(&mut self, sp: u64) {
+        if let Some(base) = self.repair_page()
+            && self.trap_repair_sp != sp
+            && self.write(base + SP, &sp.to_le_bytes()).is_ok()
+        {
+            self.trap_repair_sp = sp;
+        }
+    }
+
+    /// What the handler does at an error trap: run `flush` first (0: none)
+    /// unless the word at `catch.0` no longer holds `catch.1` (the callee
+    /// catches the error itself: the trap is let through).
+    pub fn note_call_error_repair(&mut self, flush: Option<u64>, catch: Option<(u64, u64)>) {
+        let Some(base) = self.repair_page() else {
+            return;
+        };
+        let (at, val) = catch.unwrap_or((0, 0));
+        let w = words(&[flush.unwrap_or(0), at, val]);
+        if self.write(base + FLUSH, &w).is_err() {
+            self.trap_repair_off = true;
+        }
+    }
+
+    /// A data word the series changes, in the handler's record too (slot
+    /// by slot, value before address).
+    pub(super) fn note_repair_data_word(&mut self, addr: u64, orig: &[u8]) {
+        let Some(base) = self.repair_page() else {
+            return;
+        };
+        let n = orig.len().min(8);
+        let mut b = [0u8; 8];
+        b[..n].copy_from_slice(&orig[..n]);
+        let slot = match self.trap_repair_data.iter().position(|a| *a == addr) {
+            Some(s) => s,
+            None if (self.trap_repair_data.len() as u64) < DATA_SLOTS => {
+                self.trap_repair_data.push(addr);
+                self.trap_repair_data.len() - 1
+            }
+            None => {
+                // not put back by the handler: no repair rather than half a one
+                self.trap_repair_off = true;
+                return;
+            }
+        };
+        let at = base + DATAW + 24 * slot as u64;
+        let ok = self.write(at, &0u64.to_le_bytes()).is_ok()
+            && self
+                .write(at + 8, &words(&[n as u64, u64::from_le_bytes(b)]))
+                .is_ok()
+            && self.write(at, &(addr + 1).to_le_bytes()).is_ok();
+        if !ok {
+            self.trap_repair_off = true;
+        }
+    }
+
+    /// The data words are back: their slots emptied.
+    pub(super) fn forget_repair_data_words(&mut self) {
+        if self.trap_repair_data.is_empty() {
+            return;
+        }
+        self.trap_repair_data.clear();
+        if let Some(base) = self.repair_page() {
+            let _ = self.write(base + DATAW, &vec![0u8; DATA_SLOTS as usize * 24]);
+        }
+    }
+
+    /// The call is over: nothing in flight for the handler any more.
+    pub(super) fn end_call_repair(&mut self) {
+        if let Some(base) = self.repair_page() {
+            let _ = self.write(base + MARK, &0u64.to_le_bytes());
+        }
+        self.trap_repair_mark = 0;
+        self.trap_repair_off = false;
+        self.trap_repair_sp = 0;
+    }
+
+    /// Whether the handler repaired a call since pgdbg or the guardian
+    /// wrote the record (`MARK` = `REPAIRED`, in a page of this layout).
+    pub(super) fn call_repaired(&self) -> bool {
+        let Some(base) = self.trap.as_ref().map(|h| h.base) else {
+            return false;
+        };
+        let word = |a: u64| {
+            let mut b = [0u8; 8];
+            self.read(base + a, &mut b)
+                .ok()
+                .map(|_| u64::from_le_bytes(b))
+        };
+        if word(LAYOUT) != Some(LAYOUT_MAGIC) || word(MARK) != Some(REPAIRED) {
+            return false;
+        }
+        let code = traphandler::emit(base);
+        let mut now = vec![0u8; code.len()];
+        self.read(base, &mut now).is_ok() && now == code
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_restarted_system_call_resumes_at_its_syscall_instruction() {
+        let r = Registers {
+            orig_rax: 7, // poll
+            rax: (-514i64) as u64,
+            rip: 0x1002,
+            ..Default::default()
+        };
+        let s = as_resumed(&r);
+        assert_eq!((s.rax, s.rip), (7, 0x1000));
+        let r = Registers {
+            orig_rax: 35,
+            rax: (-516i64) as u64,
+            rip: 0x1002,
+            ..Default::default()
+        };
+        assert_eq!(as_resumed(&r).rax, libc::SYS_restart_syscall as u64);
+        // not in a system call, or one that ended: as is
+        let r = Registers {
+            orig_rax: u64::MAX,
+            rax: (-514i64) as u64,
+            rip: 0x1002,
+            ..Default::default()
+        };
+        assert_eq!(as_resumed(&r), r);
+        let r = Registers {
+            orig_rax: 232,
+            rax: (-4i64) as u64, // EINTR: returned as is
+            rip: 0x1002,
+            ..Default::default()
+        };
+        assert_eq!(as_resumed(&r), r);
+    }
+
+    #[test]
+    fn gregs_follow_the_ucontext_order() {
+        let r = Registers {
+            r8: 8,
+            rdi: 100,
+            rsp: 7,
+            rip: 16,
+            eflags: 17,
+            ..Default::default()
+        };
+        let g = gregs_words(&r);
+        assert_eq!(g[0], 8);
+        assert_eq!(g[8], 100);
+        assert_eq!(g[15], 7);
+        assert_eq!(g[16], 16);
+        assert_eq!(g[17], 17);
+    }
+}

@@ -42,6 +42,15 @@ pub struct Detour {
     pub code: (u64, u64),
     /// Our data pages: mapping start and length.
     pub data: (u64, u64),
+    /// Where the jump leads (in `code`); None for a detour adopted from an
+    /// earlier pgdbg, whose jump is taken as found.
+    pub entry: Option<u64>,
+    /// Whether a resume at any instruction boundary inside the jump traps
+    /// at once (`jumpover::jump_traps`).
+    pub traps_inside: bool,
+    /// Set once someone else's uprobe took the jump over (`jumpover.rs`):
+    /// the jump is gone, the pages wait for removal.
+    pub taken_over: Option<super::jumpover::TakenOver>,
 }
 
 /// How many bytes at `site` a detour displaces: whole instructions covering
@@ -274,6 +283,21 @@ impl Target {
         bail!("no free address space within jump reach of {near:#x}")
     }
 
+    /// Map one anonymous private page at exactly `addr`, never over
+    /// anything mapped (MAP_FIXED_NOREPLACE); None when it cannot go there.
+    pub(super) fn map_page_at(&mut self, addr: u64, prot: i32) -> Result<Option<u64>> {
+        let flags = (libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE) as u64;
+        let r = self.inject_syscall(libc::SYS_mmap, [addr, PAGE, prot as u64, flags, u64::MAX, 0])?;
+        if r as u64 == addr {
+            return Ok(Some(addr));
+        }
+        if r > 0 {
+            // a kernel without MAP_FIXED_NOREPLACE put it elsewhere
+            self.unmap_pages(r as u64, PAGE)?;
+        }
+        Ok(None)
+    }
+
     pub fn unmap_pages(&mut self, addr: u64, len: u64) -> Result<()> {
         let r = self.inject_syscall(libc::SYS_munmap, [addr, len, 0, 0, 0, 0])?;
         if r < 0 {
@@ -283,15 +307,16 @@ impl Target {
     }
 
     /// Write a detour at `site` (a function's entry): `len` bytes of whole
-    /// instructions (`displaced_len`) are replaced by a jump to `code`,
-    /// which must be mapped; `body` is what runs there before the displaced
-    /// instructions and the jump back (both appended here).
+    /// instructions (`displaced_len`) are replaced by a jump to `entry` in
+    /// `code`, which must be mapped; `body` is what runs there before the
+    /// displaced instructions and the jump back (both appended here).
     pub fn install_detour(
         &mut self,
         site: u64,
         len: usize,
         body: &[u8],
         code: (u64, u64),
+        entry: u64,
         data: (u64, u64),
     ) -> Result<()> {
         if self.gone || !self.stopped {
@@ -318,22 +343,25 @@ impl Target {
         self.check_no_foreign_int3(site, &orig)?;
         let mut text = body.to_vec();
         text.extend_from_slice(&orig);
-        let back_from = code.0 + text.len() as u64;
+        let back_from = entry + text.len() as u64;
         text.extend_from_slice(&jmp(back_from, site + len as u64)?);
-        if text.len() as u64 > code.1 {
+        if entry < code.0 || entry + text.len() as u64 > code.0 + code.1 {
             bail!("internal: detour code does not fit its page");
         }
-        let to_code = jmp(site, code.0)?;
+        let to_code = jmp(site, entry)?;
         let d = Detour {
             site,
             orig: orig.clone(),
             code,
             data,
+            entry: Some(entry),
+            traps_inside: super::jumpover::jump_traps(orig[0], &to_code[1..]),
+            taken_over: None,
         };
         if let Some(g) = self.guardian()? {
             g.note_detour(&d)?;
         }
-        self.write(code.0, &text)?;
+        self.write(entry, &text)?;
         if let Err(e) = self.write(site, &to_code) {
             // a word-by-word write may have half happened
             if self.write(site, &orig).is_ok()
@@ -377,10 +405,15 @@ impl Target {
                 return Ok(true);
             }
         }
+        // someone's uprobe over the jump: its bytes after the first are the
+        // original ones again already, and byte 0 is the uprobe's
+        let taken_over = self.detour_taken_over(site)?;
         let d = self.detours[i].clone();
-        // forgotten only once the original bytes are back
-        self.write(d.site, &d.orig)
-            .context("cannot restore the code under a detour")?;
+        if taken_over.is_none() {
+            // forgotten only once the original bytes are back
+            self.write(d.site, &d.orig)
+                .context("cannot restore the code under a detour")?;
+        }
         self.detours.remove(i);
         if let Some(g) = &mut self.guardian {
             g.forget_detour(d.site);

@@ -506,6 +506,9 @@ fn run(args: &[String]) -> Result<()> {
                 orig,
                 code: (shared.get(i + 4), shared.get(i + 5)),
                 data: (shared.get(i + 6), shared.get(i + 7)),
+                entry: None,
+                traps_inside: false,
+                taken_over: None,
             })
         })
         .collect();

@@ -16,6 +16,7 @@ pub mod detour;
 pub mod foreign;
 pub mod guardian;
 mod hold;
+pub mod jumpover;
 mod memory;
 pub mod permission;
 pub mod procfs;

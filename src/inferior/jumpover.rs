@@ -1,0 +1,333 @@
+//! Someone else's uprobe over a detour's jump (`detour.rs`).
+//!
+//! A kernel uprobe (perf probe, bpftrace, another pgdbg) placed on a
+//! function pgdbg has detoured reads the instruction to run from the *file*,
+//! writes its one-byte int3 over the jump's first byte (0xe9), and at each
+//! hit runs the file's first instruction out of line and comes back to the
+//! end of that instruction: inside the jump's `rel32`.  When the uprobe goes
+//! again, the kernel writes the file's first byte back, over our 0xe9: the
+//! first byte of the original code before the jump's `rel32`.  Either way
+//! the backend runs bytes that are no instruction of its own.
+//!
+//! Two things make that safe here:
+//! * the jump's target is chosen so that each byte of its `rel32` is an
+//!   opcode that is invalid in 64-bit mode (`UD64`): whatever instruction
+//!   boundary execution resumes at inside the jump, the first byte it meets
+//!   raises #UD before anything is done, so the backend stops with SIGILL at
+//!   that boundary, its state exactly that of the original code there;
+//! * at such a stop (`Target::fault_in_taken_over_jump`, from the wait loop)
+//!   and at every look pgdbg takes (`Target::detour_taken_over`, each poll
+//!   of the recorder and before removal), a jump whose first byte is no
+//!   longer pgdbg's is undone at once: the original bytes go back over
+//!   `site+1..site+len`, byte 0 is left to whoever has it (the kernel puts
+//!   the file's byte there when its uprobe goes), the signal is not
+//!   delivered, and the detour is only waiting for its pages to be unmapped.
+
+use super::detour::{Detour, JMP_LEN};
+use super::{INT3, Target, procfs};
+use anyhow::Result;
+use iced_x86::{Decoder, DecoderOptions};
+use nix::sys::signal::Signal;
+
+const PAGE: u64 = 4096;
+
+/// One-byte opcodes that are invalid in 64-bit mode: marked "i64" in the
+/// Intel SDM's one-byte opcode map (vol. 2, table A-2) and invalid in AMD's
+/// long mode: PUSH/POP of ES, CS, SS, DS; DAA, DAS, AAA, AAS; PUSHA, POPA;
+/// far CALL and JMP with an immediate pointer; INTO; AAM.  Left out: 0x62,
+/// 0xc4, 0xc5 (EVEX and VEX prefixes in 64-bit mode), 0xd5 (APX's REX2
+/// prefix), 0x82 and 0xd6 (undocumented or not in both vendors' lists).
+/// Executing any of them faults with #UD before any side effect.
+pub const UD64: [u8; 17] = [
+    0x06, 0x07, 0x0e, 0x16, 0x17, 0x1e, 0x1f, 0x27, 0x2f, 0x37, 0x3f, 0x60, 0x61, 0x9a, 0xea,
+    0xce, 0xd4,
+];
+
+/// What someone else did to a detour's jump.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TakenOver {
+    /// An int3 that is not pgdbg's over the jump's first byte (a uprobe).
+    Int3,
+    /// The file's first byte over the jump's first byte (a uprobe came and
+    /// went, its removal wrote the byte it had replaced).
+    FileByte,
+    /// Anything else: nothing written back, the bytes left as found.
+    Changed,
+}
+
+impl TakenOver {
+    /// Whether the original bytes after the first one were put back.
+    pub fn repaired(self) -> bool {
+        self != TakenOver::Changed
+    }
+}
+
+/// Whether every byte of a jump's `rel32` is an invalid opcode.
+pub fn rel32_traps(rel32: &[u8]) -> bool {
+    rel32.iter().all(|b| UD64.contains(b))
+}
+
+/// Whether a detour's jump traps at once wherever execution resumes
+/// inside it: each `rel32` byte is `UD64`, and with the file's first byte
+/// `orig0` back before them (a uprobe's removal) the first instruction is
+/// invalid at once, or is `orig0` alone (`push rbp`), run as the original
+/// code runs it, before the trap at the next byte.
+pub fn jump_traps(orig0: u8, rel32: &[u8]) -> bool {
+    if !rel32_traps(rel32) {
+        return false;
+    }
+    let mut code = vec![orig0];
+    code.extend_from_slice(rel32);
+    let ins = Decoder::with_ip(64, &code, 0, DecoderOptions::NONE).decode();
+    ins.is_invalid() || ins.len() == 1
+}
+
+/// The jump targets (`site` + 5 + rel32) whose `rel32` bytes are all
+/// `UD64` and where `text_len` bytes of code fit in one free page of
+/// `maps`, nearest first: (page, entry) pairs.  Free means: no mapping
+/// within a page either side, not above the heap (brk grows there) nor
+/// below the stack, like `detour::gaps_near`.
+pub fn trapping_targets(maps: &[procfs::Mapping], site: u64, text_len: u64) -> Vec<(u64, u64)> {
+    let mut m: Vec<&procfs::Mapping> = maps.iter().collect();
+    m.sort_by_key(|x| x.start);
+    // page starts allowed: [lo, hi]
+    let mut free: Vec<(u64, u64)> = Vec::new();
+    let mut prev_end = 0x10000u64; // mmap_min_addr
+    let mut prev_is_heap = false;
+    for x in &m {
+        let next_is_stack = x.path.as_ref().is_some_and(|p| p.as_os_str() == "[stack]");
+        if !prev_is_heap && !next_is_stack && x.start >= prev_end + 3 * PAGE {
+            free.push((prev_end + PAGE, x.start - 2 * PAGE));
+        }
+        prev_end = prev_end.max(x.end);
+        prev_is_heap = x.path.as_ref().is_some_and(|p| p.as_os_str() == "[heap]");
+    }
+    let is_free = |page: u64| {
+        let i = free.partition_point(|&(lo, _)| lo <= page);
+        i > 0 && page <= free[i - 1].1
+    };
+    let mut out = Vec::new();
+    for b3 in UD64 {
+        for b2 in UD64 {
+            for b1 in UD64 {
+                for b0 in UD64 {
+                    let rel = i32::from_le_bytes([b0, b1, b2, b3]) as i64;
+                    let entry = (site + JMP_LEN as u64).wrapping_add(rel as u64);
+                    let page = entry & !(PAGE - 1);
+                    if (entry - page) + text_len <= PAGE && is_free(page) {
+                        out.push((page, entry));
+                    }
+                }
+            }
+        }
+    }
+    out.sort_by_key(|&(_, e)| e.abs_diff(site));
+    out
+}
+
+/// The instruction boundaries among a detour's original bytes: `site`,
+/// then the end of each whole instruction before `site + len`.
+fn boundaries(d: &Detour) -> Vec<u64> {
+    let mut out = vec![d.site];
+    let dec = Decoder::with_ip(64, &d.orig, d.site, DecoderOptions::NONE);
+    for ins in dec {
+        if ins.is_invalid() || ins.next_ip() >= d.site + d.orig.len() as u64 {
+            break;
+        }
+        out.push(ins.next_ip());
+    }
+    out
+}
+
+impl Target {
+    /// Map one page of code (read and execute) for a detour at `site` whose
+    /// code is `text_len` bytes: placed, when the address space allows, so
+    /// that the jump's `rel32` bytes all trap (`trapping_targets`).
+    /// Returns (page, entry).
+    pub(super) fn map_jump_page(&mut self, site: u64, text_len: u64) -> Result<(u64, u64)> {
+        let maps = procfs::maps(self.pid())?;
+        for (page, entry) in trapping_targets(&maps, site, text_len).into_iter().take(8) {
+            if let Some(a) = self.map_page_at(page, libc::PROT_READ | libc::PROT_EXEC)? {
+                return Ok((a, entry));
+            }
+        }
+        super::log::debug("no trapping jump target is free: the recorder's jump may not trap");
+        let page = self.map_pages(Some(site), PAGE, libc::PROT_READ | libc::PROT_EXEC)?;
+        Ok((page, page))
+    }
+
+    /// Whether someone else has changed the jump of the detour at `site`
+    /// since pgdbg wrote it, and what; when it was a uprobe (the jump's
+    /// first byte is a foreign int3 or the file's byte again), the
+    /// original bytes after the first are put back now.  Once taken over,
+    /// the detour stays so (it only waits for removal, which then writes
+    /// nothing).  None while the jump is pgdbg's.  The target must be
+    /// stopped.
+    pub fn detour_taken_over(&mut self, site: u64) -> Result<Option<TakenOver>> {
+        let Some(d) = self.detours.iter().find(|d| d.site == site).cloned() else {
+            return Ok(None);
+        };
+        if d.taken_over.is_some() {
+            return Ok(d.taken_over);
+        }
+        // a detour adopted from an earlier pgdbg: its jump is not known
+        let Some(entry) = d.entry else {
+            return Ok(None);
+        };
+        let jump = super::detour::jmp(site, entry)?;
+        let mut now = vec![0u8; d.orig.len()];
+        self.read(site, &mut now)?;
+        if now[..JMP_LEN] == jump {
+            return Ok(None);
+        }
+        let file = super::foreign::mapped_file_bytes(self.pid(), site, 1);
+        let kind = if now[1..JMP_LEN] != jump[1..] {
+            TakenOver::Changed
+        } else if now[0] == INT3 && file.as_deref() != Some(&[INT3]) {
+            TakenOver::Int3
+        } else if now[0] == d.orig[0] {
+            TakenOver::FileByte
+        } else {
+            TakenOver::Changed
+        };
+        if kind.repaired() {
+            // The write that undoes the jump: the original instructions
+            // after the first byte, as the file has them.  Byte 0 is left
+            // alone: it is the uprobe's int3 (the kernel writes the file's
+            // byte there when the uprobe goes) or already the file's byte.
+            // Nothing can be executing those bytes: the target is stopped,
+            // and a resume inside them had trapped at once (`UD64`).
+            self.write(site + 1, &d.orig[1..])?;
+        }
+        // The guardian must not write the original bytes over byte 0 (the
+        // uprobe's) if pgdbg dies now; the pages stay known to the detour
+        // table and are unmapped at removal.
+        if let Some(g) = &mut self.guardian {
+            g.forget_detour(site);
+        }
+        if let Some(x) = self.detours.iter_mut().find(|x| x.site == site) {
+            x.taken_over = Some(kind);
+        }
+        super::log::debug(&format!("detour at {site:#x} taken over: {kind:?}"));
+        Ok(Some(kind))
+    }
+
+    /// At a stop with a fault signal: whether it is the trap of a resume
+    /// inside a detour's jump that someone's uprobe took over, at an
+    /// original instruction boundary.  Then the jump is undone
+    /// (`detour_taken_over`) and the signal must not be delivered: resumed
+    /// where it stopped, the backend runs its original code.  A fault
+    /// there anywhere else (or over a jump whose bytes may not trap) is
+    /// left to be reported and delivered: pgdbg does not guess how much of
+    /// some other code ran.
+    pub(super) fn fault_in_taken_over_jump(&mut self, sig: Signal) -> Result<bool> {
+        if !matches!(sig, Signal::SIGILL | Signal::SIGSEGV | Signal::SIGBUS) {
+            return Ok(false);
+        }
+        let rip = self.regs()?.rip;
+        let Some(d) = self
+            .detours
+            .iter()
+            .find(|d| d.taken_over.is_none() && rip >= d.site && rip < d.site + d.orig.len() as u64)
+            .cloned()
+        else {
+            return Ok(false);
+        };
+        // a signal someone sent (kill, sigqueue) has si_code <= 0
+        if self.siginfo_code().is_none_or(|c| c <= 0) {
+            return Ok(false);
+        }
+        if !self.detour_taken_over(d.site)?.is_some_and(TakenOver::repaired) {
+            return Ok(false);
+        }
+        Ok(d.traps_inside && boundaries(&d).contains(&rip))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_trapping_byte_decodes_as_invalid_in_64_bit_mode() {
+        for b in UD64 {
+            // whatever follows it
+            for next in [0x00u8, 0x90, 0xc3, 0xff] {
+                let code = [b, next, next, next, next, next, next, next];
+                let mut dec = Decoder::with_ip(64, &code, 0x1000, DecoderOptions::NONE);
+                assert!(dec.decode().is_invalid(), "{b:#04x} {next:#04x}");
+            }
+        }
+        // behind a REX prefix or the first byte of endbr64 (what a uprobe's
+        // removal puts back before the rel32) as well
+        for first in [0x41u8, 0x48, 0xf3, 0x66] {
+            for b in UD64 {
+                let code = [first, b, 0x90, 0x90, 0x90, 0x90];
+                let mut dec = Decoder::with_ip(64, &code, 0x1000, DecoderOptions::NONE);
+                assert!(dec.decode().is_invalid(), "{first:#04x} {b:#04x}");
+            }
+        }
+    }
+
+    #[test]
+    fn trapping_targets_are_free_and_trap() {
+        let m = |start: u64, end: u64, path: &str| procfs::Mapping {
+            start,
+            end,
+            perms: "r-xp".into(),
+            offset: 0,
+            path: (!path.is_empty()).then(|| path.into()),
+            ..Default::default()
+        };
+        let site = 0x5555_5600_1234u64;
+        let maps = vec![
+            m(0x5555_5500_0000, 0x5555_5700_0000, "/bin/postgres"),
+            m(0x5555_5800_0000, 0x5555_5900_0000, "[heap]"),
+            m(0x7fff_0000_0000, 0x7fff_0010_0000, "[stack]"),
+        ];
+        let t = trapping_targets(&maps, site, 200);
+        assert!(!t.is_empty());
+        for &(page, entry) in &t {
+            assert_eq!(page % PAGE, 0);
+            assert!(entry >= page && entry + 200 <= page + PAGE);
+            // below the binary: not above the heap, not under the stack
+            assert!(page + PAGE < 0x5555_5500_0000, "{page:#x}");
+            let jump = super::super::detour::jmp(site, entry).unwrap();
+            assert!(rel32_traps(&jump[1..]), "{jump:x?}");
+        }
+        // nearest first
+        assert!(t.windows(2).all(|w| w[0].1.abs_diff(site) <= w[1].1.abs_diff(site)));
+        // with the file's first byte back before them
+        let rel = &super::super::detour::jmp(site, t[0].1).unwrap()[1..];
+        for orig0 in [0x41u8, 0x48, 0xf3, 0x55, 0x53] {
+            assert!(jump_traps(orig0, rel), "{orig0:#x}");
+        }
+        // mov eax, imm32 would take the rel32 as its immediate
+        assert!(!jump_traps(0xb8, rel));
+        assert!(!jump_traps(0x55, &[0x90, 0x06, 0x06, 0x06]));
+        // nothing free: nothing offered
+        let full = vec![m(0x10000, 0x7fff_0000_0000, "/bin/postgres")];
+        assert!(trapping_targets(&full, site, 200).is_empty());
+    }
+
+    #[test]
+    fn boundaries_are_the_original_instructions() {
+        // push r15; push r14; mov r14, rcx (7 bytes displaced)
+        let d = Detour {
+            site: 0x1000,
+            orig: vec![0x41, 0x57, 0x41, 0x56, 0x49, 0x89, 0xce],
+            code: (0, 0),
+            data: (0, 0),
+            entry: None,
+            traps_inside: true,
+            taken_over: None,
+        };
+        assert_eq!(boundaries(&d), vec![0x1000, 0x1002, 0x1004]);
+        // endbr64; push rbp (5 bytes)
+        let d = Detour {
+            orig: vec![0xf3, 0x0f, 0x1e, 0xfa, 0x55],
+            ..d
+        };
+        assert_eq!(boundaries(&d), vec![0x1000, 0x1004]);
+    }
+}

@@ -1,0 +1,248 @@
+//! Another tool's uprobe (perf probe, bpftrace: a kernel uprobe, opened
+//! here as they open it) on GetCachedPlan while `plancache` records there
+//! with its in-process recorder, on a backend of a `pgbench -M prepared`
+//! client, both orders, 20 times each:
+//! * recorder first: the uprobe's int3 lands on the jump's first byte;
+//!   pgdbg undoes the jump (at the backend's trap or its next poll), says
+//!   so in one line and goes on with a stop at each decision; the uprobe
+//!   counts its hits and is removed while pgdbg still runs;
+//! * uprobe first: `plancache` says in one line that it stops at each
+//!   decision instead, and goes on so; the uprobe is removed meanwhile.
+//!
+//! Every time: the same backend serves pgbench throughout, no crash in
+//! the server's log, and once both are gone the code is the file's and no
+//! page of pgdbg is left.
+
+mod common;
+use common::*;
+use pgdbg::perf::UprobeCounter;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::process::Child;
+use std::time::Duration;
+
+/// Each order, on one backend (`PGDBG_UPROBE_ROUNDS` for fewer while debugging).
+fn rounds() -> usize {
+    std::env::var("PGDBG_UPROBE_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20)
+}
+const TAKEN: &str = "plancache: another tool placed a uprobe on GetCachedPlan (perf, bpftrace): pgdbg's recorder there is removed; plancache goes on with a stop at each decision";
+const FALLBACK: &str = "is at GetCachedPlan: no in-process recorder there; stopping at each decision instead";
+
+fn byte_at(pid: i32, addr: u64) -> u8 {
+    let mem = std::fs::File::open(format!("/proc/{pid}/mem")).unwrap();
+    let mut b = [0u8; 1];
+    mem.read_exact_at(&mut b, addr).unwrap();
+    b[0]
+}
+
+/// A `pgbench -M prepared` client running for `secs`, and its backend.
+fn pgbench(cl: &Cluster, secs: u32) -> (Child, i32) {
+    let script = std::env::temp_dir().join(format!("pgdbg-uprobe-{}.sql", std::process::id()));
+    std::fs::write(&script, "\\set n random(1, 1000)\nselect :n::int + 1;\n").unwrap();
+    let child = std::process::Command::new(cl.bin.join("pgbench"))
+        .args(["-n", "-M", "prepared", "-c", "1", "-T", &secs.to_string(), "-f"])
+        .arg(&script)
+        .args(["-h", cl.dir.to_str().unwrap(), "-U", "postgres", "postgres"])
+        .env("PGAPPNAME", "pgdbg-test-uprobe")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut c = cl.connect();
+    let mut bpid = 0;
+    // pgbench may open a short-lived connection first: a backend that is
+    // still there a moment later, running the statement
+    wait_until("pgbench's backend", Duration::from_secs(20), || {
+        let q = "select coalesce(max(pid), 0)::text from pg_stat_activity where application_name = 'pgdbg-test-uprobe'";
+        let first: i32 = c.simple_text(q).parse().unwrap();
+        if first == 0 {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        bpid = c.simple_text(q).parse().unwrap();
+        bpid == first
+    });
+    (child, bpid)
+}
+
+struct Setup {
+    bpid: i32,
+    exe: PathBuf,
+    bin: PathBuf,
+    offset: u64,
+    at: u64,
+    maps_before: Vec<String>,
+}
+
+impl Setup {
+    fn uprobe(&self) -> UprobeCounter {
+        UprobeCounter::open(&self.exe, self.offset, self.bpid)
+            .unwrap_or_else(|e| panic!("a uprobe at {}+{:#x}: {e}", self.exe.display(), self.offset))
+    }
+
+    fn plancache(&self, out: &Path) -> Pgdbg {
+        let mut p = Pgdbg::spawn_to_file(
+            &[
+                "attach",
+                &self.bpid.to_string(),
+                "-q",
+                "--ex",
+                "plancache --for 300s",
+            ],
+            out,
+        );
+        p.wait_attached(self.bpid);
+        p
+    }
+
+    /// pgdbg ended by SIGTERM, the backend left as it was.
+    fn end(&self, p: Pgdbg, out: &Path, round: &str) -> String {
+        unsafe {
+            libc::kill(p.pid(), libc::SIGTERM);
+        }
+        let (code, _, err) = p.wait(Duration::from_secs(60));
+        let text = std::fs::read_to_string(out).unwrap_or_default();
+        assert_eq!(code, 143, "{round}: {text}\n{err}");
+        wait_until("untraced", Duration::from_secs(10), || {
+            tracer_pid(self.bpid) == 0
+        });
+        text
+    }
+
+    /// The uprobe is gone and so is pgdbg: the file's code, no page of
+    /// pgdbg, the same backend serving pgbench.
+    fn check_restored(&self, cl: &Cluster, bench: &mut Child, round: &str) {
+        wait_until(
+            &format!("{round}: GetCachedPlan's code as the file has it"),
+            Duration::from_secs(20),
+            || mapped_code_matches_file(self.bpid, &self.bin, &self.exe, "GetCachedPlan", 32),
+        );
+        assert_eq!(
+            anon_exec_maps(self.bpid),
+            self.maps_before,
+            "{round}: no page of pgdbg left"
+        );
+        assert!(
+            Path::new(&format!("/proc/{}", self.bpid)).exists(),
+            "{round}: the backend is gone"
+        );
+        assert!(
+            bench.try_wait().unwrap().is_none(),
+            "{round}: pgbench ended (its backend died?)"
+        );
+        cl.assert_no_crash();
+    }
+}
+
+/// Decision lines after the first line containing `mark`.
+fn decisions_after(text: &str, mark: &str) -> usize {
+    text.lines()
+        .skip_while(|l| !l.contains(mark))
+        .filter(|l| l.contains(" plan  "))
+        .count()
+}
+
+fn uprobe_over_recorder(major: u32) {
+    let cl = Cluster::start(major);
+    let (mut bench, bpid) = pgbench(&cl, 3600);
+    let exe = std::fs::read_link(format!("/proc/{bpid}/exe")).unwrap();
+    let (vaddr, offset) = symbol_in_file(&exe, "GetCachedPlan");
+    let s = Setup {
+        bpid,
+        at: runtime(bpid, &exe, vaddr),
+        bin: cl.postgres_binary(),
+        exe,
+        offset,
+        maps_before: anon_exec_maps(bpid),
+    };
+    let out = std::env::temp_dir().join(format!(
+        "pgdbg-uprobe-{major}-{}.out",
+        std::process::id()
+    ));
+    let read = || std::fs::read_to_string(&out).unwrap_or_default();
+    for i in 0..rounds() {
+        // the recorder first, then the uprobe
+        let round = format!("{major} recorder then uprobe #{i}");
+        let p = s.plancache(&out);
+        wait_until(
+            &format!("{round}: the recorder's jump"),
+            Duration::from_secs(30),
+            || byte_at(bpid, s.at) == 0xe9,
+        );
+        wait_until(
+            &format!("{round}: a decision recorded"),
+            Duration::from_secs(30),
+            || read().contains(" plan  "),
+        );
+        let probe = s.uprobe();
+        wait_until(
+            &format!("{round}: the uprobe's hits"),
+            Duration::from_secs(30),
+            || probe.count().unwrap() > 0,
+        );
+        wait_until(
+            &format!("{round}: the line and decisions with stops"),
+            Duration::from_secs(30),
+            || decisions_after(&read(), TAKEN) >= 3,
+        );
+        drop(probe);
+        // stops after the uprobe's removal too
+        let n = decisions_after(&read(), TAKEN);
+        wait_until(
+            &format!("{round}: decisions after the uprobe's removal"),
+            Duration::from_secs(30),
+            || decisions_after(&read(), TAKEN) >= n + 3,
+        );
+        let text = s.end(p, &out, &round);
+        assert_eq!(text.matches(TAKEN).count(), 1, "{round}: {text}");
+        assert!(!text.contains("Program received signal"), "{round}: {text}");
+        s.check_restored(&cl, &mut bench, &round);
+
+        // the uprobe first, then the recorder
+        let round = format!("{major} uprobe then recorder #{i}");
+        let probe = s.uprobe();
+        wait_until(
+            &format!("{round}: the uprobe's int3"),
+            Duration::from_secs(10),
+            || byte_at(bpid, s.at) == 0xcc,
+        );
+        let p = s.plancache(&out);
+        wait_until(
+            &format!("{round}: the line and decisions with stops"),
+            Duration::from_secs(30),
+            || decisions_after(&read(), FALLBACK) >= 3,
+        );
+        assert!(probe.count().unwrap() > 0, "{round}: the uprobe counts on");
+        drop(probe);
+        let n = decisions_after(&read(), FALLBACK);
+        wait_until(
+            &format!("{round}: decisions after the uprobe's removal"),
+            Duration::from_secs(30),
+            || decisions_after(&read(), FALLBACK) >= n + 3,
+        );
+        let text = s.end(p, &out, &round);
+        let line = text
+            .lines()
+            .find(|l| l.contains(FALLBACK))
+            .unwrap_or_else(|| panic!("{round}: {text}"));
+        assert!(line.starts_with("plancache: an int3 that is not pgdbg's (a kernel uprobe"), "{line}");
+        s.check_restored(&cl, &mut bench, &round);
+    }
+    let _ = std::fs::remove_file(&out);
+    let _ = bench.kill();
+    let _ = bench.wait();
+    cl.assert_no_crash();
+}
+
+#[test]
+fn uprobe_over_recorder_15() {
+    uprobe_over_recorder(15);
+}
+
+#[test]
+fn uprobe_over_recorder_18() {
+    uprobe_over_recorder(18);
+}

@@ -7,7 +7,11 @@
 //!   so in one line and goes on with a stop at each decision; the uprobe
 //!   counts its hits and is removed while pgdbg still runs;
 //! * uprobe first: `plancache` says in one line that it stops at each
-//!   decision instead, and goes on so; the uprobe is removed meanwhile.
+//!   decision instead, and goes on so; the uprobe is removed meanwhile;
+//! * on an idle backend, a uprobe placed and removed again before any
+//!   call: pgdbg's polls find it (over the jump, or gone with the file's
+//!   first byte back before the jump's rel32) and undo the jump before the
+//!   backend runs into it.
 //!
 //! Every time: the same backend serves pgbench throughout, no crash in
 //! the server's log, and once both are gone the code is the file's and no
@@ -29,7 +33,8 @@ fn rounds() -> usize {
         .unwrap_or(20)
 }
 const TAKEN: &str = "plancache: another tool placed a uprobe on GetCachedPlan (perf, bpftrace): pgdbg's recorder there is removed; plancache goes on with a stop at each decision";
-const FALLBACK: &str = "is at GetCachedPlan: no in-process recorder there; stopping at each decision instead";
+const FALLBACK: &str =
+    "is at GetCachedPlan: no in-process recorder there; stopping at each decision instead";
 
 fn byte_at(pid: i32, addr: u64) -> u8 {
     let mem = std::fs::File::open(format!("/proc/{pid}/mem")).unwrap();
@@ -43,7 +48,16 @@ fn pgbench(cl: &Cluster, secs: u32) -> (Child, i32) {
     let script = std::env::temp_dir().join(format!("pgdbg-uprobe-{}.sql", std::process::id()));
     std::fs::write(&script, "\\set n random(1, 1000)\nselect :n::int + 1;\n").unwrap();
     let child = std::process::Command::new(cl.bin.join("pgbench"))
-        .args(["-n", "-M", "prepared", "-c", "1", "-T", &secs.to_string(), "-f"])
+        .args([
+            "-n",
+            "-M",
+            "prepared",
+            "-c",
+            "1",
+            "-T",
+            &secs.to_string(),
+            "-f",
+        ])
         .arg(&script)
         .args(["-h", cl.dir.to_str().unwrap(), "-U", "postgres", "postgres"])
         .env("PGAPPNAME", "pgdbg-test-uprobe")
@@ -79,21 +93,29 @@ struct Setup {
 
 impl Setup {
     fn uprobe(&self) -> UprobeCounter {
-        UprobeCounter::open(&self.exe, self.offset, self.bpid)
-            .unwrap_or_else(|e| panic!("a uprobe at {}+{:#x}: {e}", self.exe.display(), self.offset))
+        UprobeCounter::open(&self.exe, self.offset, self.bpid).unwrap_or_else(|e| {
+            panic!("a uprobe at {}+{:#x}: {e}", self.exe.display(), self.offset)
+        })
     }
 
+    /// `plancache` on the backend, its output to `out` and its errors to
+    /// `err_file(out)` (shown when a wait for the output fails).
     fn plancache(&self, out: &Path) -> Pgdbg {
-        let mut p = Pgdbg::spawn_to_file(
-            &[
+        let child = std::process::Command::new(pgdbg_bin())
+            .args([
                 "attach",
                 &self.bpid.to_string(),
                 "-q",
                 "--ex",
                 "plancache --for 300s",
-            ],
-            out,
-        );
+            ])
+            .env_remove("DEBUGINFOD_URLS")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::fs::File::create(out).unwrap())
+            .stderr(std::fs::File::create(err_file(out)).unwrap())
+            .spawn()
+            .expect("spawn pgdbg");
+        let mut p = Pgdbg { child };
         p.wait_attached(self.bpid);
         p
     }
@@ -103,13 +125,19 @@ impl Setup {
         unsafe {
             libc::kill(p.pid(), libc::SIGTERM);
         }
-        let (code, _, err) = p.wait(Duration::from_secs(60));
+        let (code, _, _) = p.wait(Duration::from_secs(60));
+        let err = std::fs::read_to_string(err_file(out)).unwrap_or_default();
         let text = std::fs::read_to_string(out).unwrap_or_default();
         assert_eq!(code, 143, "{round}: {text}\n{err}");
         wait_until("untraced", Duration::from_secs(10), || {
             tracer_pid(self.bpid) == 0
         });
         text
+    }
+
+    /// Whether the backend is there and pgbench still running on it.
+    fn serving(&self, bench: &mut Child) -> bool {
+        Path::new(&format!("/proc/{}", self.bpid)).exists() && bench.try_wait().unwrap().is_none()
     }
 
     /// The uprobe is gone and so is pgdbg: the file's code, no page of
@@ -137,6 +165,33 @@ impl Setup {
     }
 }
 
+fn err_file(out: &Path) -> PathBuf {
+    out.with_extension("err")
+}
+
+/// Wait (at most 30 s) until pgdbg's output in `out` satisfies `f`;
+/// panics with the output.
+fn wait_output(out: &Path, what: &str, f: impl Fn(&str) -> bool) {
+    let t0 = std::time::Instant::now();
+    loop {
+        let text = std::fs::read_to_string(out).unwrap_or_default();
+        if f(&text) {
+            return;
+        }
+        if t0.elapsed() > Duration::from_secs(30) {
+            let tail: Vec<&str> = text.lines().rev().take(40).collect();
+            let err = std::fs::read_to_string(err_file(out)).unwrap_or_default();
+            let err_tail: Vec<&str> = err.lines().rev().take(60).collect();
+            panic!(
+                "timed out waiting for {what}; pgdbg's output ends with:\n{}\nits errors with:\n{}",
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n"),
+                err_tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Decision lines after the first line containing `mark`.
 fn decisions_after(text: &str, mark: &str) -> usize {
     text.lines()
@@ -158,10 +213,7 @@ fn uprobe_over_recorder(major: u32) {
         offset,
         maps_before: anon_exec_maps(bpid),
     };
-    let out = std::env::temp_dir().join(format!(
-        "pgdbg-uprobe-{major}-{}.out",
-        std::process::id()
-    ));
+    let out = std::env::temp_dir().join(format!("pgdbg-uprobe-{major}-{}.out", std::process::id()));
     let read = || std::fs::read_to_string(&out).unwrap_or_default();
     for i in 0..rounds() {
         // the recorder first, then the uprobe
@@ -172,29 +224,33 @@ fn uprobe_over_recorder(major: u32) {
             Duration::from_secs(30),
             || byte_at(bpid, s.at) == 0xe9,
         );
-        wait_until(
-            &format!("{round}: a decision recorded"),
-            Duration::from_secs(30),
-            || read().contains(" plan  "),
-        );
+        wait_output(&out, &format!("{round}: a decision recorded"), |t| {
+            t.contains(" plan  ")
+        });
         let probe = s.uprobe();
         wait_until(
-            &format!("{round}: the uprobe's hits"),
+            &format!("{round}: the uprobe's hits, or the backend's end"),
             Duration::from_secs(30),
-            || probe.count().unwrap() > 0,
+            || probe.count().unwrap() > 0 || !s.serving(&mut bench),
         );
-        wait_until(
+        assert!(
+            s.serving(&mut bench),
+            "{round}: the backend died:\n{}\n{}",
+            read(),
+            cl.log()
+        );
+        wait_output(
+            &out,
             &format!("{round}: the line and decisions with stops"),
-            Duration::from_secs(30),
-            || decisions_after(&read(), TAKEN) >= 3,
+            |t| decisions_after(t, TAKEN) >= 3,
         );
         drop(probe);
         // stops after the uprobe's removal too
         let n = decisions_after(&read(), TAKEN);
-        wait_until(
+        wait_output(
+            &out,
             &format!("{round}: decisions after the uprobe's removal"),
-            Duration::from_secs(30),
-            || decisions_after(&read(), TAKEN) >= n + 3,
+            |t| decisions_after(t, TAKEN) >= n + 3,
         );
         let text = s.end(p, &out, &round);
         assert_eq!(text.matches(TAKEN).count(), 1, "{round}: {text}");
@@ -210,28 +266,79 @@ fn uprobe_over_recorder(major: u32) {
             || byte_at(bpid, s.at) == 0xcc,
         );
         let p = s.plancache(&out);
-        wait_until(
+        wait_output(
+            &out,
             &format!("{round}: the line and decisions with stops"),
-            Duration::from_secs(30),
-            || decisions_after(&read(), FALLBACK) >= 3,
+            |t| decisions_after(t, FALLBACK) >= 3,
         );
         assert!(probe.count().unwrap() > 0, "{round}: the uprobe counts on");
         drop(probe);
         let n = decisions_after(&read(), FALLBACK);
-        wait_until(
+        wait_output(
+            &out,
             &format!("{round}: decisions after the uprobe's removal"),
-            Duration::from_secs(30),
-            || decisions_after(&read(), FALLBACK) >= n + 3,
+            |t| decisions_after(t, FALLBACK) >= n + 3,
         );
         let text = s.end(p, &out, &round);
         let line = text
             .lines()
             .find(|l| l.contains(FALLBACK))
             .unwrap_or_else(|| panic!("{round}: {text}"));
-        assert!(line.starts_with("plancache: an int3 that is not pgdbg's (a kernel uprobe"), "{line}");
+        assert!(
+            line.starts_with("plancache: an int3 that is not pgdbg's (a kernel uprobe"),
+            "{line}"
+        );
         s.check_restored(&cl, &mut bench, &round);
     }
+    // an idle backend: a uprobe placed and removed before any call, so
+    // seen by pgdbg's polls only (over the jump, or gone again with the
+    // file's first byte back before the jump's rel32)
+    let mut c = cl.connect();
+    let cpid = c.pid();
+    let idle = Setup {
+        bpid: cpid,
+        maps_before: anon_exec_maps(cpid),
+        ..s
+    };
+    c.exec("prepare q(int) as select $1 + 1");
+    for (i, open_for) in [50u64, 0, 50, 0].into_iter().enumerate() {
+        let round = format!("{major} idle #{i}");
+        let p = idle.plancache(&out);
+        wait_until(
+            &format!("{round}: the recorder's jump"),
+            Duration::from_secs(30),
+            || byte_at(cpid, idle.at) == 0xe9,
+        );
+        let probe = idle.uprobe();
+        std::thread::sleep(Duration::from_millis(open_for));
+        drop(probe);
+        wait_output(&out, &format!("{round}: the line"), |t| t.contains(TAKEN));
+        for k in 0..8 {
+            assert_eq!(
+                c.query_one_i64(&format!("execute q({k})")),
+                k + 1,
+                "{round}"
+            );
+        }
+        // the last one is reported at the end
+        wait_output(&out, &format!("{round}: decisions with stops"), |t| {
+            decisions_after(t, TAKEN) >= 7
+        });
+        let text = idle.end(p, &out, &round);
+        assert_eq!(decisions_after(&text, TAKEN), 8, "{round}: {text}");
+        assert!(
+            mapped_code_matches_file(cpid, &idle.bin, &idle.exe, "GetCachedPlan", 32),
+            "{round}"
+        );
+        assert_eq!(
+            anon_exec_maps(cpid),
+            idle.maps_before,
+            "{round}: no page of pgdbg left"
+        );
+        assert_eq!(c.query_one_i64("execute q(41)"), 42, "{round}");
+    }
     let _ = std::fs::remove_file(&out);
+    let _ = std::fs::remove_file(err_file(&out));
     let _ = bench.kill();
     let _ = bench.wait();
     cl.assert_no_crash();

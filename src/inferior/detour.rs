@@ -287,7 +287,10 @@ impl Target {
     /// anything mapped (MAP_FIXED_NOREPLACE); None when it cannot go there.
     pub(super) fn map_page_at(&mut self, addr: u64, prot: i32) -> Result<Option<u64>> {
         let flags = (libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE) as u64;
-        let r = self.inject_syscall(libc::SYS_mmap, [addr, PAGE, prot as u64, flags, u64::MAX, 0])?;
+        let r = self.inject_syscall(
+            libc::SYS_mmap,
+            [addr, PAGE, prot as u64, flags, u64::MAX, 0],
+        )?;
         if r as u64 == addr {
             return Ok(Some(addr));
         }

@@ -39,8 +39,8 @@ const PAGE: u64 = 4096;
 /// prefix), 0x82 and 0xd6 (undocumented or not in both vendors' lists).
 /// Executing any of them faults with #UD before any side effect.
 pub const UD64: [u8; 17] = [
-    0x06, 0x07, 0x0e, 0x16, 0x17, 0x1e, 0x1f, 0x27, 0x2f, 0x37, 0x3f, 0x60, 0x61, 0x9a, 0xea,
-    0xce, 0xd4,
+    0x06, 0x07, 0x0e, 0x16, 0x17, 0x1e, 0x1f, 0x27, 0x2f, 0x37, 0x3f, 0x60, 0x61, 0x9a, 0xea, 0xce,
+    0xd4,
 ];
 
 /// What someone else did to a detour's jump.
@@ -237,10 +237,19 @@ impl Target {
         if self.siginfo_code().is_none_or(|c| c <= 0) {
             return Ok(false);
         }
-        if !self.detour_taken_over(d.site)?.is_some_and(TakenOver::repaired) {
+        if !self
+            .detour_taken_over(d.site)?
+            .is_some_and(TakenOver::repaired)
+        {
             return Ok(false);
         }
-        Ok(d.traps_inside && boundaries(&d).contains(&rip))
+        let resume = d.traps_inside && boundaries(&d).contains(&rip);
+        super::log::debug(&format!(
+            "{sig:?} at {rip:#x} inside the jump at {:#x}: {}",
+            d.site,
+            if resume { "resumed there" } else { "delivered" }
+        ));
+        Ok(resume)
     }
 }
 
@@ -296,7 +305,10 @@ mod tests {
             assert!(rel32_traps(&jump[1..]), "{jump:x?}");
         }
         // nearest first
-        assert!(t.windows(2).all(|w| w[0].1.abs_diff(site) <= w[1].1.abs_diff(site)));
+        assert!(
+            t.windows(2)
+                .all(|w| w[0].1.abs_diff(site) <= w[1].1.abs_diff(site))
+        );
         // with the file's first byte back before them
         let rel = &super::super::detour::jmp(site, t[0].1).unwrap()[1..];
         for orig0 in [0x41u8, 0x48, 0xf3, 0x55, 0x53] {

@@ -175,8 +175,7 @@ impl Recorder {
                 return Err(e);
             }
         };
-        if let Err(e) =
-            t.install_detour(site, len, &body, (code_at, page), entry, (data, data_len))
+        if let Err(e) = t.install_detour(site, len, &body, (code_at, page), entry, (data, data_len))
         {
             let _ = t.unmap_pages(code_at, page);
             let _ = t.unmap_pages(data, data_len);

@@ -569,7 +569,11 @@ impl ProbeHandler for PlanCacheProbe {
     }
     fn on_poll(&mut self, s: &mut dyn Backend) -> Result<()> {
         self.snapshot_ring(s)?;
-        if self.recorder.as_ref().is_some_and(|r| r.taken_over.is_some()) {
+        if self
+            .recorder
+            .as_ref()
+            .is_some_and(|r| r.taken_over.is_some())
+        {
             self.ring_to_stops(s)?;
         }
         Ok(())

@@ -240,7 +240,13 @@ impl Target {
                 }
                 WaitStatus::Stopped(_, sig) => {
                     self.mark_stopped();
-                    bail!("signal {sig:?} during a system call of pgdbg");
+                    // the SIGILL of a jump a uprobe took over, queued
+                    // before this system call: dropped (the jump is undone
+                    // already, and the registers put back afterwards
+                    // resume at the instruction that trapped)
+                    if !self.fault_in_taken_over_jump(sig)? {
+                        bail!("signal {sig:?} during a system call of pgdbg");
+                    }
                 }
                 WaitStatus::PtraceEvent(_, _, _) => {
                     self.mark_stopped();

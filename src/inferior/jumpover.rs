@@ -208,46 +208,52 @@ impl Target {
         if let Some(x) = self.detours.iter_mut().find(|x| x.site == site) {
             x.taken_over = Some(kind);
         }
+        if kind.repaired() && !self.undone_jumps.iter().any(|x| x.site == site) {
+            self.undone_jumps.push(d.clone());
+        }
         super::log::debug(&format!("detour at {site:#x} taken over: {kind:?}"));
         Ok(Some(kind))
     }
 
     /// At a stop with a fault signal: whether it is the trap of a resume
     /// inside a detour's jump that someone's uprobe took over, at an
-    /// original instruction boundary.  Then the jump is undone
-    /// (`detour_taken_over`) and the signal must not be delivered: resumed
-    /// where it stopped, the backend runs its original code.  A fault
-    /// there anywhere else (or over a jump whose bytes may not trap) is
-    /// left to be reported and delivered: pgdbg does not guess how much of
-    /// some other code ran.
+    /// original instruction boundary.  Then the jump is undone (now, or
+    /// already at a poll: `detour_taken_over`) and the signal must not be
+    /// delivered: resumed at the instruction that trapped, the backend runs
+    /// its original code.  Told by the fault's own address (`si_addr`, the
+    /// instruction that raised #UD), so a SIGILL reported late (queued
+    /// before a poll's stop, taken at the next resume, perhaps during an
+    /// injected system call or after the detour's removal) is recognised
+    /// too.  A fault there anywhere else, or over a jump whose bytes may
+    /// not trap, or another signal, is left to be reported and delivered:
+    /// pgdbg does not guess how much of some other code ran.
     pub(super) fn fault_in_taken_over_jump(&mut self, sig: Signal) -> Result<bool> {
-        if !matches!(sig, Signal::SIGILL | Signal::SIGSEGV | Signal::SIGBUS) {
+        if sig != Signal::SIGILL || (self.detours.is_empty() && self.undone_jumps.is_empty()) {
             return Ok(false);
         }
-        let rip = self.regs()?.rip;
-        let Some(d) = self
-            .detours
-            .iter()
-            .find(|d| d.taken_over.is_none() && rip >= d.site && rip < d.site + d.orig.len() as u64)
-            .cloned()
-        else {
+        let Ok(si) = nix::sys::ptrace::getsiginfo(self.pid) else {
             return Ok(false);
         };
         // a signal someone sent (kill, sigqueue) has si_code <= 0
-        if self.siginfo_code().is_none_or(|c| c <= 0) {
+        if si.si_code <= 0 {
             return Ok(false);
         }
-        if !self
-            .detour_taken_over(d.site)?
-            .is_some_and(TakenOver::repaired)
+        // SAFETY: a kernel-generated SIGILL's siginfo carries si_addr.
+        let at = unsafe { si.si_addr() } as u64;
+        let inside = |d: &Detour| at >= d.site && at < d.site + d.orig.len() as u64;
+        if let Some(d) = self.detours.iter().find(|d| inside(d)).cloned()
+            && d.taken_over.is_none()
         {
-            return Ok(false);
+            self.detour_taken_over(d.site)?;
         }
-        let resume = d.traps_inside && boundaries(&d).contains(&rip);
+        let Some(d) = self.undone_jumps.iter().find(|d| inside(d)).cloned() else {
+            return Ok(false);
+        };
+        let resume = d.traps_inside && boundaries(&d).contains(&at);
         super::log::debug(&format!(
-            "{sig:?} at {rip:#x} inside the jump at {:#x}: {}",
+            "{sig:?} at {at:#x} inside the jump at {:#x}: {}",
             d.site,
-            if resume { "resumed there" } else { "delivered" }
+            if resume { "dropped" } else { "delivered" }
         ));
         Ok(resume)
     }

@@ -109,6 +109,10 @@ pub struct Target {
     mem: Option<std::fs::File>,
     /// Jumps to code of ours written over function entries (detour.rs).
     detours: Vec<detour::Detour>,
+    /// Jumps undone because someone's uprobe took them over (jumpover.rs):
+    /// a SIGILL the backend took inside one before is dropped even when it
+    /// is reported after the detour's removal.
+    undone_jumps: Vec<detour::Detour>,
     /// The process that restores the backend if pgdbg dies (guardian.rs),
     /// started before the first change.
     guardian: Option<guardian::Guardian>,
@@ -194,6 +198,7 @@ impl Target {
                 .open(format!("/proc/{}/mem", pid.as_raw()))
                 .ok(),
             detours: Vec::new(),
+            undone_jumps: Vec::new(),
             guardian: None,
             trap: None,
             trap_refused: false,

@@ -23,7 +23,7 @@ pub fn parse_pid(pid: Option<String>) -> Result<i32> {
         anyhow!("attach needs the PID of a backend: pgdbg attach PID (find it with: select pid, query from pg_stat_activity)")
     })?;
     let n: i64 = s.trim().parse().map_err(|_| {
-        anyhow!("'{s}' is not a PID: give the number of a backend process (select pg_backend_pid() in its session)")
+        anyhow!("'{s}' is not a PID: give the number of a backend process (select pg_backend_pid() in its session)", s = crate::shown::shown(&s))
     })?;
     if n <= 0 || n > i32::MAX as i64 {
         bail!("{n} is not a valid PID: give the number of a backend process");
@@ -47,7 +47,14 @@ pub fn check_target(pid: i32, any_process: bool) -> Result<ProcessKind> {
     }
     // /proc/PID/exe needs the same permission as ptrace: fail early with the
     // right message.
+    let started = procfs::start_time(pid);
     if let Err(e) = procfs::exe_path(pid) {
+        // a process that ended, became a zombie, ran another program or
+        // whose PID was taken since it was looked at: said as such, not
+        // blamed on permissions
+        if let Some(what) = vanished(pid, &st.name, started) {
+            bail!("{what}");
+        }
         // a process whose name is not postgres is not a backend, readable
         // or not (PID 1 in a container, where even root may not read it)
         if st.name != "postgres" && st.name != "postmaster" {
@@ -84,7 +91,59 @@ pub fn check_target(pid: i32, any_process: bool) -> Result<ProcessKind> {
             st.tracer_pid
         );
     }
+    // what a killed pgdbg (and its guardian) left: restored first, as
+    // `pgdbg rescue PID` does
+    use crate::inferior::guardian::rescue::{self, Left};
+    match rescue::left(pid) {
+        Some(Left::Record { .. }) => crate::errln!("{}", rescue::rescue(pid)?),
+        // a guardian still restoring it, or a record that cannot be used:
+        // what pgdbg left there would look foreign
+        Some(Left::Guarded { pgdbg }) => bail!("{}", rescue::guarded(pid, pgdbg)),
+        Some(Left::Unusable { path, why }) => bail!(
+            "backend {pid} holds what a killed pgdbg changed, and its record {} cannot be used ({why}): run pgdbg as that pgdbg's user or as root",
+            path.display()
+        ),
+        Some(Left::Stopped) => crate::errln!(
+            "backend {pid} is stopped (state T, no tracer): pgdbg leaves it stopped; if a killed debugger left it so, 'pgdbg rescue {pid}' lets it run"
+        ),
+        _ => {}
+    }
     Ok(kind)
+}
+
+/// What happened to process `pid` (named `name`, started at `started`
+/// when it was first looked at) if it is no longer the live process it
+/// was: exited, a zombie, another program, or its PID reused.  None when it
+/// is still there as it was.
+fn vanished(pid: i32, name: &str, started: Option<u64>) -> Option<String> {
+    let live = "give the PID of a live backend (select pid from pg_stat_activity)";
+    if !procfs::exists(pid) {
+        return Some(format!(
+            "process {pid} ({name}) exited while pgdbg was attaching: {live}"
+        ));
+    }
+    let now = procfs::start_time(pid);
+    if started.is_some() && now.is_some() && now != started {
+        let new = procfs::status(pid).map(|s| s.name).unwrap_or_default();
+        return Some(format!(
+            "process {pid} ({name}) exited while pgdbg was attaching and its PID now belongs to another process ({new}): {live}"
+        ));
+    }
+    if matches!(procfs::state(pid), Some('Z' | 'X')) {
+        return Some(format!(
+            "process {pid} ({name}) has exited (a zombie its parent has not reaped yet): nothing to attach to; {live}"
+        ));
+    }
+    match procfs::status(pid) {
+        Err(_) => Some(format!(
+            "process {pid} ({name}) exited while pgdbg was attaching: {live}"
+        )),
+        Ok(s) if s.name != name => Some(format!(
+            "process {pid} ({name}) started another program ({}) while pgdbg was attaching: {live}",
+            s.name
+        )),
+        Ok(_) => None,
+    }
 }
 
 fn load_script(
@@ -271,7 +330,10 @@ pub fn load_scripts(opts: &AttachOpts, di: &DebugInfo) -> Result<Option<Script>>
     let mut defs = Vec::new();
     for d in &opts.define {
         let Some((k, v)) = d.split_once('=') else {
-            bail!("--define takes NAME=VALUE, not '{d}'");
+            bail!(
+                "--define takes NAME=VALUE, not '{d}'",
+                d = crate::shown::shown(d)
+            );
         };
         defs.push((k.trim().to_string(), v.to_string()));
     }
@@ -287,6 +349,18 @@ pub fn load_scripts(opts: &AttachOpts, di: &DebugInfo) -> Result<Option<Script>>
         script_cmds.get_or_insert_with(Vec::new).extend(extra);
     }
     Ok(script_cmds)
+}
+
+/// A worker's exit status when it failed before attaching (the supervisor
+/// counts it as failed to attach, not as attached).
+pub const NOT_ATTACHED_EXIT: i32 = 3;
+
+/// Whether this process has attached to its target (a failure afterwards
+/// is not a failure to attach).
+static ATTACHED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+pub fn attached() -> bool {
+    ATTACHED.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
@@ -308,6 +382,7 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
     };
     guard::install();
     let target = Target::attach(pid)?;
+    ATTACHED.store(true, std::sync::atomic::Ordering::Relaxed);
     let mut session = Session::new(
         pid,
         target,

@@ -24,14 +24,38 @@ impl Capture {
     /// Open FILE for appending; a file pgdbg creates gets mode 0600 (a
     /// capture holds query texts and parameter values), an existing one
     /// keeps its mode.
+    ///
+    /// Opened with `O_NONBLOCK`: a FIFO that nobody reads would otherwise
+    /// block the open forever (the kernel answers `ENXIO` instead, refused
+    /// here in one line); the flag is cleared at once, so that writes
+    /// block as on any file (a slow reader slows the output queue, never
+    /// the backend).
     pub fn open(path: &std::path::Path) -> Result<Capture> {
         use std::os::unix::fs::OpenOptionsExt;
+        use std::os::unix::io::AsRawFd;
         let f = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .mode(0o600)
+            .custom_flags(libc::O_NONBLOCK)
             .open(path)
-            .map_err(|e| anyhow!("cannot open capture file {}: {e}", path.display()))?;
+            .map_err(|e| match e.raw_os_error() {
+                Some(libc::ENXIO) if is_fifo(path) => anyhow!(
+                    "capture file {} is a FIFO with no reader: start the reader first (e.g. cat {} &)",
+                    path.display(),
+                    path.display()
+                ),
+                _ => anyhow!("cannot open capture file {}: {e}", path.display()),
+            })?;
+        // SAFETY: F_GETFL/F_SETFL on a descriptor this function owns.
+        let cleared = unsafe {
+            let fl = libc::fcntl(f.as_raw_fd(), libc::F_GETFL);
+            fl >= 0 && libc::fcntl(f.as_raw_fd(), libc::F_SETFL, fl & !libc::O_NONBLOCK) == 0
+        };
+        if !cleared {
+            let e = std::io::Error::last_os_error();
+            return Err(anyhow!("cannot open capture file {}: {e}", path.display()));
+        }
         Ok(Capture {
             out: f,
             path: path.to_path_buf(),
@@ -81,4 +105,9 @@ impl Capture {
             self.path.display()
         ));
     }
+}
+
+fn is_fifo(path: &std::path::Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo())
 }

@@ -15,6 +15,7 @@ use std::path::PathBuf;
 #[command(
     name = "pgdbg",
     version,
+    max_term_width = 100,
     about = "A debugger for live PostgreSQL backends",
     long_about = "pgdbg attaches to a running PostgreSQL backend, reads the DWARF of its postgres binary and \
 answers the questions SQL views cannot: where is it, what do its plan-cache costs say, what is in its structs. \
@@ -149,6 +150,20 @@ pgdbg profile 4711 --for 5s --format folded   stacks for flamegraph.pl / inferno
         #[arg(long)]
         json: bool,
     },
+    /// Restore a backend a killed pgdbg left stopped or changed
+    #[command(
+        after_help = "When pgdbg and its guardian are killed together (pkill -9 -f pgdbg, a cgroup or OOM kill of \
+both), the backend may be left stopped (state T) or still hold what pgdbg changed. pgdbg keeps a record of every \
+change in /dev/shm/pgdbg-backend-PID-START before making it; rescue reads it and undoes everything as pgdbg's \
+own detach would: breakpoint bytes, debug registers, in-process recorders, a call in flight (finished or \
+abandoned), the signals pgdbg held back (sent again), the stop. pgdbg ps flags such backends, and \
+pgdbg attach rescues one before attaching.\n\nExamples:\n  pgdbg ps                 a flagged backend: 'left by a killed pgdbg: pgdbg rescue PID'\n  pgdbg rescue 4711"
+    )]
+    Rescue {
+        /// PID of the backend
+        #[arg(value_name = "PID")]
+        pid: String,
+    },
     /// Print the shell completion script for SHELL (bash, zsh, fish, elvish, powershell)
     #[command(
         after_help = "Examples:\n  pgdbg completions bash > ~/.local/share/bash-completion/completions/pgdbg\n  pgdbg completions zsh > ~/.zfunc/_pgdbg        (with fpath+=~/.zfunc in ~/.zshrc)\n  pgdbg completions fish > ~/.config/fish/completions/pgdbg.fish"
@@ -201,6 +216,8 @@ pub fn main() -> i32 {
                     } else {
                         first
                     };
+                    // (clap quotes the argument as given: escaped here)
+                    let first = crate::shown::shown(first);
                     crate::errln!("pgdbg: error: {first} (see pgdbg --help)");
                     return 2;
                 }
@@ -219,10 +236,22 @@ pub fn main() -> i32 {
             if pids.len() > 1 || cluster.is_some() {
                 crate::multi::run(&pids, cluster.as_deref(), &opts)
             } else {
-                crate::attach::run_attach(pids.into_iter().next(), &opts)
+                match crate::attach::run_attach(pids.into_iter().next(), &opts) {
+                    // a worker that never attached says so by its status
+                    Err(e) if opts.worker && !crate::attach::attached() => {
+                        crate::errln!("pgdbg: error: {}", crate::attach::one_line(&e));
+                        Ok(crate::attach::NOT_ATTACHED_EXIT)
+                    }
+                    r => r,
+                }
             }
         }
         Cmd::Ps { cluster, json } => run_ps(cluster.as_deref(), json),
+        Cmd::Rescue { pid } => {
+            let pid = crate::attach::parse_pid(Some(pid))?;
+            println!("{}", crate::inferior::guardian::rescue::rescue(pid)?);
+            Ok(0)
+        }
         Cmd::Completions { shell } => {
             use clap::CommandFactory;
             let mut out = std::io::stdout().lock();
@@ -400,6 +429,21 @@ fn run_ps(cluster: Option<&std::path::Path>, json: bool) -> Result<i32> {
             "no running PostgreSQL cluster found on this machine (pgdbg ps --cluster DIR names one)"
         );
     }
+    use crate::inferior::guardian::rescue::{self, Left};
+    rescue::remove_stale();
+    // what a killed pgdbg left: the remedy, for the table and for JSON
+    let left = |pid: i32| -> Option<String> {
+        Some(match rescue::left(pid)? {
+            Left::Record { pgdbg, .. } => {
+                format!("left by a killed pgdbg (PID {pgdbg}): pgdbg rescue {pid}")
+            }
+            Left::Stopped => format!("stopped, no tracer: pgdbg rescue {pid}"),
+            Left::Guarded { pgdbg } => format!("attached by pgdbg (PID {pgdbg})"),
+            Left::Unusable { path, why } => {
+                format!("pgdbg's record {} cannot be used: {why}", path.display())
+            }
+        })
+    };
     let mut out = String::new();
     for pm in postmasters {
         let data_dir = procfs::cmdline(pm);
@@ -408,6 +452,7 @@ fn run_ps(cluster: Option<&std::path::Path>, json: bool) -> Result<i32> {
             for b in &backends {
                 let mut v = serde_json::to_value(b)?;
                 v["postmaster"] = pm.into();
+                v["pgdbg"] = left(b.pid).into();
                 out.push_str(&format!("{v}\n"));
             }
             continue;
@@ -426,8 +471,9 @@ fn run_ps(cluster: Option<&std::path::Path>, json: bool) -> Result<i32> {
             "pid", "user", "database", "client", "state"
         ));
         for b in &backends {
+            let note = left(b.pid).map(|n| format!("  ({n})")).unwrap_or_default();
             out.push_str(&format!(
-                "{:>8}  {:<12} {:<12} {:<22} {}\n",
+                "{:>8}  {:<12} {:<12} {:<22} {}{note}\n",
                 b.pid, b.user, b.database, b.client, b.state
             ));
         }

@@ -91,6 +91,7 @@ impl<'t> CallFrame<'t> {
         if !target.is_stopped() || target.is_gone() {
             bail!("the backend must be stopped to call a function in it");
         }
+        target.hold_for_change()?;
         let saved_regs = target.regs()?;
         let saved_xstate = XState::save(target.pid())
             .map_err(|e| anyhow!("{e:#}; the backend was not changed"))?;
@@ -244,7 +245,13 @@ impl<'t> CallFrame<'t> {
                     _ => {}
                 }
             }
-            let stop = self.target.cont_and_wait(&guard::CallHooks)?;
+            // the time the call ran (the stopped part the target counts)
+            let (t0, s0) = (std::time::Instant::now(), self.target.stopped_time());
+            let stop = self.target.cont_and_wait(&guard::CallHooks);
+            let stopped = self.target.stopped_time().saturating_sub(s0);
+            self.target
+                .add_call_time(t0.elapsed().saturating_sub(stopped));
+            let stop = stop?;
             match stop {
                 Stop::Breakpoint { addr } if addr == self.ret_addr => {
                     let regs = self.target.regs()?;

@@ -37,3 +37,4 @@ pub mod report;
 pub mod script;
 pub mod session;
 pub mod shellgen;
+pub mod shown;

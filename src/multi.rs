@@ -66,7 +66,11 @@ pub fn run(pids: &[String], cluster_dir: Option<&Path>, opts: &AttachOpts) -> Re
     let t0 = Instant::now();
     let mut workers: BTreeMap<i32, Worker> = BTreeMap::new();
     let mut seen: BTreeSet<i32> = BTreeSet::new();
+    // each backend seen is attached (and then maybe exited during the
+    // script, or failed) or failed to attach
+    let mut attached = 0usize;
     let mut failed = 0usize;
+    let mut not_attached = 0usize;
     let mut exited_backends = 0usize;
     let mut stopping = false;
     // a worker could not write the shared capture (or its output): the
@@ -126,7 +130,7 @@ pub fn run(pids: &[String], cluster_dir: Option<&Path>, opts: &AttachOpts) -> Re
                         workers.insert(pid, w);
                     }
                     Err(e) => {
-                        failed += 1;
+                        not_attached += 1;
                         crate::errln!("[{pid}] pgdbg: error: {e}");
                     }
                 }
@@ -145,6 +149,12 @@ pub fn run(pids: &[String], cluster_dir: Option<&Path>, opts: &AttachOpts) -> Re
                     let _ = t.join();
                 }
             }
+            if st.code() == Some(crate::attach::NOT_ATTACHED_EXIT) {
+                // the worker said why (the backend may have exited first)
+                not_attached += 1;
+                continue;
+            }
+            attached += 1;
             if st.code() == Some(guard::OUTPUT_FAILED_EXIT) {
                 // the worker said which write failed
                 failed += 1;
@@ -175,11 +185,15 @@ pub fn run(pids: &[String], cluster_dir: Option<&Path>, opts: &AttachOpts) -> Re
     }
     if !opts.quiet {
         crate::errln!(
-            "pgdbg: {} backend{} traced, {exited_backends} exited during the script{}{}",
-            seen.len(),
-            if seen.len() == 1 { "" } else { "s" },
+            "pgdbg: {attached} backend{} attached, {exited_backends} exited during the script{}{}{}",
+            if attached == 1 { "" } else { "s" },
             if failed > 0 {
-                format!(", {failed} failed")
+                format!(", {failed} failed after attaching")
+            } else {
+                String::new()
+            },
+            if not_attached > 0 {
+                format!(", {not_attached} failed to attach (said above)")
             } else {
                 String::new()
             },
@@ -200,7 +214,7 @@ pub fn run(pids: &[String], cluster_dir: Option<&Path>, opts: &AttachOpts) -> Re
     if let Some(sig) = guard::terminating() {
         return Ok(128 + sig);
     }
-    Ok(if failed > 0 { 1 } else { 0 })
+    Ok(if failed + not_attached > 0 { 1 } else { 0 })
 }
 
 fn is_client_backend(pid: i32) -> bool {

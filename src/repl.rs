@@ -1,7 +1,8 @@
 //! The interactive prompt.  rustyline runs on a helper thread that only
-//! reads lines when asked, so the terminal is in normal mode while the
-//! backend runs (Ctrl-C then reaches pgdbg as SIGINT and becomes a
-//! PTRACE_INTERRUPT).  All ptrace work stays on the main thread.
+//! reads lines when asked, so the terminal is in normal mode while a
+//! command runs (Ctrl-C then reaches pgdbg as SIGINT and becomes a
+//! PTRACE_INTERRUPT; `term.rs` makes sure of that mode even on a terminal
+//! left raw).  All ptrace work stays on the main thread.
 //!
 //! On a terminal the prompt is non-stop (`session/nonstop.rs`): the backend
 //! runs while the prompt waits.  A waiter thread blocks in
@@ -9,6 +10,8 @@
 //! stops by itself (a breakpoint hit, a signal to pass on, its exit); the
 //! main thread then takes the stop with `waitpid` (a poll every 100 ms
 //! backs it up), and a stop the user must see is printed above the prompt.
+
+mod term;
 
 use crate::command::{self, Command};
 use crate::guard;
@@ -260,6 +263,8 @@ pub fn run(session: &mut Session) -> Result<i32> {
     names.sort();
     names.dedup();
     let symbols = Arc::new(RwLock::new(names));
+    // before the first readline: rustyline puts back the mode it finds
+    let term = term::CommandMode::start();
     let (req_tx, req_rx) = mpsc::channel::<&'static str>();
     let (in_tx, in_rx) = mpsc::channel::<Input>();
     let helper_syms = symbols.clone();
@@ -476,6 +481,7 @@ pub fn run(session: &mut Session) -> Result<i32> {
                 }
             }
         }
+        term.apply();
         guard::clear_interrupt();
         let res = session.execute_at_prompt(&cmd);
         guard::flush_out();

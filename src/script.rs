@@ -195,7 +195,30 @@ fn locate(di: &DebugInfo, spec: &str) -> Result<()> {
         }
     }
     if let Some(l) = lib {
-        bail!("no function \"{func}\" in a library \"{l}\" of this server's installation");
+        use crate::debuginfo::library::{installation_libraries, some_names};
+        let installed = installation_libraries();
+        // (an installation whose directories are unknown: nothing to say)
+        if !installed.is_empty() && !installed.iter().any(|p| library_matches(l, p)) {
+            let names: Vec<String> = installed
+                .iter()
+                .filter_map(|p| p.file_stem().map(|f| f.to_string_lossy().into_owned()))
+                .collect();
+            let dirs = crate::debuginfo::library::server_library_dirs();
+            let dir = dirs
+                .first()
+                .map(|d| d.display().to_string())
+                .unwrap_or_default();
+            bail!(
+                "no library \"{l}\" in this server's installation ({})",
+                some_names(&names, &format!("{dir} has"), &format!("see {dir}")),
+                l = crate::shown::shown(l)
+            );
+        }
+        bail!(
+            "no function \"{func}\" in a library \"{l}\" of this server's installation",
+            func = crate::shown::shown(func),
+            l = crate::shown::shown(l)
+        );
     }
     Err(err)
 }

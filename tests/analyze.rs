@@ -453,3 +453,62 @@ fn killed_15() {
 fn killed_18() {
     run_killed_case(18);
 }
+
+/// `--count N`: each statement's EXPLAIN ANALYZE is printed as it ends,
+/// not all N at the end (the next statement is run only once the previous
+/// one's block is on stdout).
+fn analyze_count_prints_each_as_it_ends(major: u32) {
+    use std::io::BufRead;
+    let cl = Cluster::start(major);
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let mut p = Pgdbg::spawn_attached(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--ex",
+            "plan --next --analyze --count 3 --for 120s",
+        ],
+        pid,
+    );
+    let out = std::io::BufReader::new(p.child.stdout.take().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for l in out.lines().map_while(Result::ok) {
+            let _ = tx.send(l);
+        }
+    });
+    let mut seen: Vec<String> = Vec::new();
+    let wait_for = |seen: &mut Vec<String>, needle: &str| {
+        let t0 = std::time::Instant::now();
+        while !seen.iter().any(|l| l.contains(needle)) {
+            let left = Duration::from_secs(30).saturating_sub(t0.elapsed());
+            match rx.recv_timeout(left) {
+                Ok(l) => seen.push(l),
+                Err(_) => panic!("'{needle}' not printed yet:\n{}", seen.join("\n")),
+            }
+        }
+    };
+    for i in 1..=3 {
+        assert_eq!(a.query_one_i64(&format!("select {i}00 + 1")), i * 100 + 1);
+        wait_for(&mut seen, &format!("-- select {i}00 + 1"));
+        wait_for(&mut seen, "Execution Time:");
+        seen.clear();
+    }
+    wait_for(&mut seen, "plan --analyze: 3 statements shown");
+    let (code, _, err) = p.wait(Duration::from_secs(60));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(tracer_pid(pid), 0);
+    cl.assert_no_crash();
+}
+
+#[test]
+fn analyze_count_prints_each_as_it_ends_15() {
+    analyze_count_prints_each_as_it_ends(15);
+}
+
+#[test]
+fn analyze_count_prints_each_as_it_ends_18() {
+    analyze_count_prints_each_as_it_ends(18);
+}

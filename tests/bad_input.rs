@@ -287,3 +287,173 @@ fn no_debug_info_names_build_id_and_fix() {
     cl.stop_stripped();
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// pgdbg at the prompt with `lines` on its standard input (a pipe), then
+/// `detach`: (exit status, stdout, stderr).
+fn at_prompt(pid: i32, lines: &[&str]) -> (i32, String, String) {
+    use std::io::Write;
+    let mut child = Command::new(pgdbg_bin())
+        .args(["attach", &pid.to_string(), "-q"])
+        .env_remove("DEBUGINFOD_URLS")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    for l in lines.iter().chain(&["detach"]) {
+        writeln!(input, "{l}").unwrap();
+    }
+    drop(input);
+    let t0 = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        assert!(t0.elapsed() < Duration::from_secs(60), "pgdbg did not end");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// An option given twice (`--for 2s --for 5s` took the last value in
+/// silence), control characters in what an error quotes (written raw,
+/// they drive the terminal), and `break LIB:FUNC` with a library that does
+/// not exist (said "no function ... in a library"): one line each, from
+/// the command line, a script and the prompt, the backend untouched by
+/// the refused ones.
+fn small_input_errors(major: u32) {
+    let cl = Cluster::start(major);
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let p = pid.to_string();
+    let cases: &[(&str, &str)] = &[
+        (
+            "count standard_ExecutorStart --for 2s --for 5s",
+            "count: option --for given twice: give it once",
+        ),
+        (
+            "waits trace --for 1s --stacks 2 --stacks=3",
+            "waits trace: option --stacks given twice",
+        ),
+        ("brk\x1b[2J", "unknown command 'brk\\x1b[2J'"),
+        ("print My\x1b[31mProcPid", "unexpected character '\\x1b'"),
+        (
+            "break no\x07such\x1b[0m",
+            "bad location 'no\\x07such\\x1b[0m'",
+        ),
+        (
+            "trace standard_ExecutorStart --for 2\x1bs",
+            "bad duration '2\\x1bs'",
+        ),
+        (
+            "break nolib:f",
+            "no library \"nolib\" in this server's installation (",
+        ),
+    ];
+    for (i, (cmd, needle)) in cases.iter().enumerate() {
+        let (code, out, err) = pgdbg(&["attach", &p, "--ex", cmd]);
+        assert_one_line_error(code, &err, needle);
+        assert!(!err.contains('\x1b') && !err.contains('\x07'), "{err:?}");
+        assert!(out.is_empty(), "{out}");
+        assert_untouched(&mut a, pid);
+        let script = write_script(&format!("small{i}"), &[cmd]);
+        let (code, _, err) = pgdbg(&["attach", &p, "--script", script.to_str().unwrap()]);
+        assert_one_line_error(code, &err, &format!(":1: {needle}"));
+        assert!(!err.contains('\x1b') && !err.contains('\x07'), "{err:?}");
+        assert_untouched(&mut a, pid);
+    }
+    // at the prompt: each error one line on stdout, the session goes on
+    let (code, out, err) = at_prompt(
+        pid,
+        &[
+            "count standard_ExecutorStart --for 2s --for 5s",
+            "brk\x1b[2J",
+            "print My\x1b[31mProcPid",
+            "break nolib:f",
+        ],
+    );
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    assert!(!out.contains('\x1b') && !err.contains('\x1b'), "{out:?}");
+    for needle in [
+        "count: option --for given twice: give it once".to_string(),
+        "unknown command 'brk\\x1b[2J'".to_string(),
+        "unexpected character '\\x1b'".to_string(),
+        format!("no library \"nolib\" is loaded in backend {pid} (it has loaded: "),
+    ] {
+        assert!(out.contains(&needle), "{needle} not in:\n{out}");
+    }
+    assert_untouched(&mut a, pid);
+    cl.assert_no_crash();
+}
+
+#[test]
+fn small_input_errors_15() {
+    small_input_errors(15);
+}
+
+#[test]
+fn small_input_errors_18() {
+    small_input_errors(18);
+}
+
+/// A zombie (a process that exited, its parent not reaping it) named
+/// postgres: said to have exited, not blamed on ptrace permissions.
+#[test]
+fn zombie_is_said_to_have_exited() {
+    let dir = std::env::temp_dir().join(format!("pgdbg-zombie-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // a process whose name is postgres: a copy of sleep(1) by that name
+    let fake = dir.join("postgres");
+    std::fs::copy("/bin/sleep", &fake).unwrap();
+    // the shell starts `postgres 0` and becomes `sleep 60`, which never
+    // reaps it
+    let mut parent = Command::new("sh")
+        .arg("-c")
+        .arg(format!("{} 0 & exec sleep 60", fake.display()))
+        .spawn()
+        .unwrap();
+    let ppid = parent.id() as i32;
+    let mut zombie = 0;
+    wait_until("the zombie", Duration::from_secs(30), || {
+        for e in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(p) = e.file_name().to_string_lossy().parse::<i32>() else {
+                continue;
+            };
+            let Ok(st) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
+                continue;
+            };
+            if st.contains("(postgres) Z") && st.contains(&format!(" Z {ppid} ")) {
+                zombie = p;
+                return true;
+            }
+        }
+        false
+    });
+    let (code, _, err) = pgdbg(&["attach", &zombie.to_string()]);
+    let _ = parent.kill();
+    let _ = parent.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_one_line_error(
+        code,
+        &err,
+        &format!("process {zombie} (postgres) has exited (a zombie"),
+    );
+    assert!(!err.contains("ptrace is restricted"), "{err}");
+}
+
+/// The PID of a backend that has exited: said in one line.
+#[test]
+fn backend_that_exited() {
+    let cl = Cluster::start(15);
+    let mut c = cl.connect();
+    let pid = c.pid();
+    drop(c);
+    wait_until("the backend's exit", Duration::from_secs(30), || {
+        !std::path::Path::new(&format!("/proc/{pid}")).exists()
+    });
+    let (code, _, err) = pgdbg(&["attach", &pid.to_string()]);
+    assert_one_line_error(code, &err, &format!("no process with PID {pid}"));
+}

@@ -1078,3 +1078,73 @@ fn unread_output_does_not_hold_the_backend_15() {
     );
     cl.assert_no_crash();
 }
+
+/// The final line of a cluster run counts the backends attached, those of
+/// them that exited during the script, and those that failed to attach
+/// (here one already traced by another pgdbg), each exactly.
+#[test]
+fn cluster_final_line_counts_attached_exited_failed() {
+    let cl = Cluster::start(15);
+    let mut held = cl.connect();
+    let mut stays = cl.connect();
+    let mut goes = cl.connect();
+    let mut ctl = cl.connect();
+    let (held_pid, stays_pid, goes_pid, ctl_pid) = (held.pid(), stays.pid(), goes.pid(), ctl.pid());
+    // another pgdbg traces one backend: no worker can attach to it
+    let holder = Pgdbg::spawn_attached(
+        &[
+            "attach",
+            &held_pid.to_string(),
+            "-q",
+            "--ex",
+            "waits trace --for 60s --quiet",
+        ],
+        held_pid,
+    );
+    let holder_tracer = tracer_pid(held_pid);
+    let script = write_script("final-line", &["count standard_ExecutorStart"]);
+    let p = Pgdbg::spawn(&[
+        "attach",
+        "--cluster",
+        cl.dir.to_str().unwrap(),
+        "--script",
+        script.to_str().unwrap(),
+        "--for",
+        "8s",
+    ]);
+    wait_until(
+        "the other backends attached",
+        Duration::from_secs(30),
+        || {
+            [stays_pid, goes_pid, ctl_pid]
+                .iter()
+                .all(|p| tracer_pid(*p) != 0)
+        },
+    );
+    assert_eq!(
+        ctl.simple_text(&format!("select pg_terminate_backend({goes_pid})")),
+        "t"
+    );
+    let (code, _, err) = p.wait(Duration::from_secs(60));
+    // SAFETY: plain kill(2) of our own child: it restores and detaches
+    unsafe { libc::kill(holder.pid(), libc::SIGTERM) };
+    let _ = holder.wait(Duration::from_secs(60));
+    assert_eq!(tracer_pid(held_pid), 0, "held backend left traced");
+    assert_ne!(holder_tracer, 0);
+    assert_eq!(code, 1, "a backend failed to attach: {err}");
+    assert!(
+        err.contains(&format!(
+            "[{held_pid}] pgdbg: error: process {held_pid} is already traced"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "pgdbg: 3 backends attached, 1 exited during the script, 1 failed to attach (said above)"
+        ),
+        "{err}"
+    );
+    assert_eq!(held.pid(), held_pid);
+    assert_eq!(stays.pid(), stays_pid);
+    let _ = goes;
+}

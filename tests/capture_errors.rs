@@ -390,3 +390,81 @@ fn new_capture_file_is_0600() {
     assert_eq!(read_events(&cap, "wait_now").len(), 3);
     let _ = std::fs::remove_file(&cap);
 }
+
+// ------------------------------------------------------ a FIFO as capture
+
+fn mkfifo(name: &str) -> PathBuf {
+    let p = temp(name);
+    let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
+    // SAFETY: plain mkfifo(3) on a path this test owns.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    p
+}
+
+/// A FIFO nobody reads: refused at once in one line, non-zero, before
+/// anything is attached (one backend or several), instead of blocking
+/// forever in open(2); with a reader, the events reach it.
+fn capture_to_a_fifo(major: u32) {
+    let cl = Cluster::start_seeded(major);
+    let mut c = cl.connect();
+    let mut c2 = cl.connect();
+    let (pid, pid2) = (c.pid().to_string(), c2.pid().to_string());
+    let fifo = mkfifo("fifo");
+    let path = fifo.to_str().unwrap();
+    for pids in [vec![pid.as_str()], vec![pid.as_str(), pid2.as_str()]] {
+        let mut args = vec!["attach"];
+        args.extend(&pids);
+        args.extend(["-q", "--ex", "wait", "--capture", path]);
+        let (code, out, err) = Pgdbg::spawn(&args).wait(Duration::from_secs(30));
+        assert_ne!(code, 0, "{out}");
+        assert_eq!(
+            err,
+            format!(
+                "pgdbg: error: capture file {path} is a FIFO with no reader: start the reader first (e.g. cat {path} &)\n"
+            ),
+            "{pids:?}"
+        );
+        assert_eq!(tracer_pid(c.pid()), 0);
+        assert_eq!(tracer_pid(c2.pid()), 0);
+    }
+    // with a reader (this test, opened before pgdbg starts: read-write, so
+    // that it is there at once and never sees an end of file): the open
+    // succeeds and the events arrive
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut rd = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&fifo)
+        .unwrap();
+    let p = Pgdbg::spawn(&["attach", &pid, "-q", "--ex", "wait", "--capture", path]);
+    let mut got = Vec::new();
+    let t0 = Instant::now();
+    while !String::from_utf8_lossy(&got).contains(r#"{"event":"detach""#)
+        && t0.elapsed() < Duration::from_secs(60)
+    {
+        let mut buf = [0u8; 4096];
+        match rd.read(&mut buf) {
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+    let (code, out, err) = p.wait(Duration::from_secs(60));
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    let got = String::from_utf8_lossy(&got);
+    assert!(got.contains(r#"{"event":"attach""#), "{got}");
+    assert!(got.contains(r#"{"event":"detach""#), "{got}");
+    assert_eq!(tracer_pid(c.pid()), 0);
+    let _ = std::fs::remove_file(&fifo);
+}
+
+#[test]
+fn capture_to_a_fifo_15() {
+    capture_to_a_fifo(15);
+}
+
+#[test]
+fn capture_to_a_fifo_18() {
+    capture_to_a_fifo(18);
+}

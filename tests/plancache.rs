@@ -7,6 +7,7 @@
 mod common;
 use common::*;
 use serde_json::Value;
+use std::collections::HashSet;
 use std::time::Duration;
 
 fn f(v: &Value) -> f64 {
@@ -209,7 +210,7 @@ fn seed000_cases(major: u32) {
     });
     let loop_stmt: Vec<&Value> = ev
         .iter()
-        .filter(|e| e["query"].as_str().unwrap().contains("bigtab"))
+        .filter(|e| e["query"].as_str().is_some_and(|q| q.contains("bigtab")))
         .collect();
     assert!(
         loop_stmt.len() >= 6,
@@ -448,8 +449,7 @@ fn ring_under_load(major: u32) {
             .filter(|e| {
                 e["query"]
                     .as_str()
-                    .unwrap()
-                    .contains("from mediumtab where n = k")
+                    .is_some_and(|q| q.contains("from mediumtab where n = k"))
             })
             .collect();
         assert!(ev.len() >= 1000 - 2, "{}", ev.len());
@@ -481,19 +481,29 @@ fn ring_under_load(major: u32) {
         } else {
             // the detour stays: the jump and its page
             assert!(!code_matches_file(pid, &bin, "GetCachedPlan", 32));
-            // nobody is left to end the group stop pgdbg held the backend
-            // in: it waits, stopped (README, "Not protected"), until
-            // someone sends SIGCONT
-            wait_until("the backend stopped", Duration::from_secs(10), || {
-                std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-                    s.rsplit(')')
-                        .next()
-                        .unwrap_or("")
-                        .trim_start()
-                        .starts_with('T')
+            // a recorder alone needs no group stop: with pgdbg and its
+            // guardian gone the backend runs on (sampled for a second)
+            for _ in 0..50 {
+                let st = proc_state(pid);
+                assert!(
+                    !st.starts_with('T') && !st.starts_with('t'),
+                    "backend stopped: {st}"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            // the record pgdbg left names the jump: without it (as where
+            // /dev/shm cannot be used) the next pgdbg still finds the orphan
+            let records: Vec<_> = std::fs::read_dir("/dev/shm")
+                .unwrap()
+                .filter_map(|e| e.ok())
+                .filter(|e| {
+                    e.file_name()
+                        .to_string_lossy()
+                        .starts_with(&format!("pgdbg-backend-{pid}-"))
                 })
-            });
-            unsafe { libc::kill(pid, libc::SIGCONT) };
+                .collect();
+            assert_eq!(records.len(), 1, "pgdbg's record of the backend");
+            std::fs::remove_file(records[0].path()).unwrap();
         }
         let r = a.rejoin(h);
         assert!(r.is_ok(), "the loop failed: {r:?}");
@@ -557,4 +567,118 @@ fn plancache_fast_one_shot_15() {
         assert_eq!(e["execution"], 1, "{e}");
     }
     cl.assert_no_crash();
+}
+
+/// The k-th statement `freed_one_shot_texts` runs: distinct, of varying
+/// length (so that freed texts are reused by allocations of other sizes).
+fn one_shot_text(k: usize) -> String {
+    format!("select {k} as c, '{}'::text as pad", "ab".repeat(k % 40))
+}
+
+/// One-shot statements freed and their memory reused at once: a fast
+/// plpgsql loop of dynamic EXECUTEs of distinct statements, recorded
+/// in-process.  Every decision's statement text is one that ran (each ran
+/// once: a text reported twice was read where another had been) or is
+/// null with the reason; never bytes from reused memory.
+fn freed_one_shot_texts(major: u32) {
+    const N: usize = 3000;
+    let issued: HashSet<String> = (1..=N).map(one_shot_text).collect();
+    let cl = Cluster::start(major);
+    let mut a = cl.connect();
+    let pid = a.pid();
+    a.exec("prepare endmark as select 1");
+    let maps_before = anon_exec_maps(pid);
+    let tag = format!("pgdbg-oneshot-text-{major}-{}", std::process::id());
+    let cap = std::env::temp_dir().join(format!("{tag}.jsonl"));
+    let out_file = std::env::temp_dir().join(format!("{tag}.out"));
+    let _ = std::fs::remove_file(&cap);
+    let mut p = Pgdbg::spawn_to_file(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--ex",
+            "plancache --fast",
+            "--capture",
+            cap.to_str().unwrap(),
+        ],
+        &out_file,
+    );
+    p.wait_attached(pid);
+    wait_until("the recorder", Duration::from_secs(30), || {
+        anon_exec_maps(pid).len() > maps_before.len()
+    });
+    let body = format!(
+        "do $$ declare r record; begin for k in 1..{N} loop \
+         execute 'select ' || k || ' as c, ''' || repeat('ab', k % 40) || '''::text as pad' into r; \
+         end loop; end $$"
+    );
+    a.exec(&body);
+    // a last decision: all before it are in the capture once it is
+    a.exec("execute endmark");
+    wait_until("the last decision", Duration::from_secs(60), || {
+        read_events(&cap, "plan_choice")
+            .iter()
+            .any(|e| e["statement"] == "endmark")
+    });
+    unsafe { libc::kill(p.pid(), libc::SIGTERM) };
+    let (status, _, err) = p.wait(Duration::from_secs(30));
+    let out = std::fs::read_to_string(&out_file).unwrap_or_default();
+    let _ = std::fs::remove_file(&out_file);
+    assert_eq!(status, 143, "{err}");
+    let ev = read_events(&cap, "plan_choice");
+    let mut seen = HashSet::new();
+    let mut one_shot = 0;
+    let mut bad = Vec::new();
+    for e in &ev {
+        if e["reason"] == "one_shot" {
+            one_shot += 1;
+        }
+        let Some(q) = e["query"].as_str() else {
+            assert!(
+                e["query_unavailable"]
+                    .as_str()
+                    .is_some_and(|w| !w.is_empty()),
+                "no text and no reason: {e}"
+            );
+            continue;
+        };
+        if q.contains('\u{fffd}') {
+            bad.push(format!("not text: {e}"));
+        } else if issued.contains(q) {
+            if !seen.insert(q) {
+                bad.push(format!("a statement that ran once, twice: {e}"));
+            }
+        } else if !(body.contains(q) || q == "prepare endmark as select 1") {
+            // (the loop's own expressions, the marker)
+            bad.push(format!("not a statement that ran: {e}"));
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "{} of {} decisions with a wrong text, e.g.\n{}",
+        bad.len(),
+        ev.len(),
+        bad.iter().take(5).cloned().collect::<Vec<_>>().join("\n")
+    );
+    assert!(!out.contains('\u{fffd}'), "{out}");
+    let end = read_events(&cap, "plancache_end");
+    let lost = end[0]["lost"].as_u64().unwrap() as usize;
+    assert!(
+        one_shot + lost >= N,
+        "{one_shot} one-shot decisions, {lost} lost"
+    );
+    assert_eq!(tracer_pid(pid), 0);
+    let _ = std::fs::remove_file(&cap);
+    cl.assert_no_crash();
+}
+
+#[test]
+fn plancache_freed_one_shot_texts_15() {
+    freed_one_shot_texts(15);
+}
+
+#[test]
+fn plancache_freed_one_shot_texts_18() {
+    freed_one_shot_texts(18);
 }

@@ -772,3 +772,259 @@ fn nonstop_prompt_in_tmux_15() {
 fn nonstop_prompt_in_tmux_18() {
     nonstop_prompt(18);
 }
+
+/// A terminal pgdbg runs in, driven by a test: tmux, or a pty of the
+/// test's own.
+trait Term {
+    fn send_line(&self, line: &str);
+    fn ctrl_c(&self);
+    /// What is on the screen (tmux) or was written so far (pty).
+    fn text(&self) -> String;
+}
+
+impl Term for Tmux {
+    fn send_line(&self, line: &str) {
+        self.type_line(line);
+    }
+    fn ctrl_c(&self) {
+        self.keys(&["C-c"]);
+    }
+    fn text(&self) -> String {
+        self.screen()
+    }
+}
+
+/// pgdbg on a pseudo-terminal the test holds the master side of: the
+/// slave is its controlling terminal (so Ctrl-C is SIGINT when the line
+/// discipline's ISIG is on), a thread collects everything it writes.
+struct Pty {
+    master: std::fs::File,
+    out: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    child: std::process::Child,
+}
+
+impl Pty {
+    /// `pgdbg attach PID` on a new pty whose mode is first set by `raw`
+    /// (a terminal another program left raw).
+    fn repl(pid: i32, raw: bool) -> Pty {
+        use std::os::fd::{FromRawFd, OwnedFd};
+        use std::os::unix::process::CommandExt;
+        let (mut m, mut s) = (0, 0);
+        let ws = libc::winsize {
+            ws_row: 60,
+            ws_col: 200,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        // SAFETY: openpty writes the two descriptors.
+        let r =
+            unsafe { libc::openpty(&mut m, &mut s, std::ptr::null_mut(), std::ptr::null(), &ws) };
+        assert_eq!(r, 0, "openpty: {}", std::io::Error::last_os_error());
+        // SAFETY: both descriptors are new and ours.
+        let (master, slave) = unsafe { (std::fs::File::from_raw_fd(m), OwnedFd::from_raw_fd(s)) };
+        if raw {
+            // as `stty -isig -icanon -echo` leaves it
+            let mut t: libc::termios = unsafe { std::mem::zeroed() };
+            assert_eq!(unsafe { libc::tcgetattr(s, &mut t) }, 0);
+            t.c_lflag &= !(libc::ISIG | libc::ICANON | libc::ECHO);
+            assert_eq!(unsafe { libc::tcsetattr(s, libc::TCSANOW, &t) }, 0);
+        }
+        let hist = std::env::temp_dir().join(format!("pgdbg-hist-pty-{}", std::process::id()));
+        let mut cmd = Command::new(pgdbg_bin());
+        cmd.args(["attach", &pid.to_string()])
+            .env("PGDBG_HISTORY", &hist)
+            .env("TERM", "xterm")
+            .stdin(slave.try_clone().unwrap())
+            .stdout(slave.try_clone().unwrap())
+            .stderr(slave);
+        // SAFETY: setsid and ioctl are async-signal-safe.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = cmd.spawn().expect("spawn pgdbg on a pty");
+        drop(cmd);
+        let out = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (o, mut rd) = (out.clone(), master.try_clone().unwrap());
+        std::thread::spawn(move || {
+            use std::io::Read;
+            let mut buf = [0u8; 4096];
+            // EIO once pgdbg and every holder of the slave are gone
+            while let Ok(n) = rd.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                o.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        });
+        let p = Pty { master, out, child };
+        wait_until("the prompt on the pty", Duration::from_secs(30), || {
+            p.text().contains("(pgdbg) ")
+        });
+        p
+    }
+    fn write(&self, bytes: &[u8]) {
+        use std::io::Write;
+        (&self.master).write_all(bytes).unwrap();
+    }
+}
+
+impl Term for Pty {
+    fn send_line(&self, line: &str) {
+        self.write(format!("{line}\r").as_bytes());
+    }
+    fn ctrl_c(&self) {
+        self.write(b"\x03");
+    }
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.out.lock().unwrap()).into_owned()
+    }
+}
+
+impl Drop for Pty {
+    fn drop(&mut self) {
+        // SIGTERM: pgdbg detaches before it exits
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let _ = self.child.wait();
+    }
+}
+
+/// The backend is not stopped (its /proc state is never t or T over a
+/// quarter of a second) and its client gets an answer.
+fn backend_runs(what: &str, pid: i32, a: &mut Client) {
+    for _ in 0..25 {
+        let st = proc_state(pid);
+        assert!(
+            !st.starts_with('t') && !st.starts_with('T'),
+            "{what}: the backend is left stopped ({st})"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let h = a.spawn_text("select 42");
+    wait_until(
+        &format!("{what}: the backend's answer"),
+        Duration::from_secs(20),
+        || h.is_finished(),
+    );
+    assert_eq!(a.rejoin(h).as_deref(), Ok("42"), "{what}");
+}
+
+/// Ctrl-C during a long command at the prompt: it ends the command within
+/// a second, measured from the key to the prompt coming back, and the
+/// backend runs on (never left stopped until `continue`); a line typed
+/// while the command ran is discarded with it (the terminal drops what was
+/// typed ahead on Ctrl-C), not run later.  On a terminal another program
+/// left raw (`-isig -icanon -echo`) Ctrl-C used to be a byte read at the
+/// next prompt: the command ran on, then that byte stopped the backend.
+fn ctrl_c_ends_long_commands(t: &dyn Term, pid: i32, a: &mut Client, how: &str) {
+    let prompts = |t: &dyn Term| t.text().matches("(pgdbg) ").count();
+    type Started<'a> = &'a dyn Fn(&dyn Term) -> bool;
+    let commands: [(&str, Started); 2] = [
+        ("latency exec_simple_query --for 60s", &|t| {
+            t.text().contains("latency: exec_simple_query in backend")
+        }),
+        ("plan --next --analyze", &|_| {
+            wait_armed(pid, "standard_ExecutorStart");
+            true
+        }),
+    ];
+    for (i, (line, started)) in commands.iter().enumerate() {
+        let what = format!("{how}: {line}");
+        let before = t.text().len();
+        t.send_line(line);
+        wait_until(&format!("{what}: started"), Duration::from_secs(30), || {
+            started(t)
+        });
+        // a line typed while it runs
+        t.send_line(&format!("echo typed-ahead-{i}\\n"));
+        std::thread::sleep(Duration::from_millis(300));
+        let n = prompts(t);
+        let t0 = Instant::now();
+        t.ctrl_c();
+        wait_until(
+            &format!("{what}: the prompt after Ctrl-C"),
+            Duration::from_secs(70),
+            || prompts(t) > n,
+        );
+        let took = t0.elapsed();
+        eprintln!("{what}: the prompt came back {took:?} after Ctrl-C");
+        assert!(
+            took < Duration::from_secs(1),
+            "{what}: Ctrl-C took {took:?}:\n{}",
+            &t.text()[before..]
+        );
+        backend_runs(&what, pid, a);
+        // the typed line did not run
+        t.send_line("info");
+        wait_until(&format!("{what}: info"), Duration::from_secs(20), || {
+            t.text()[before..].contains("state:       running")
+        });
+        let out = t.text()[before..].to_string();
+        assert!(
+            !out.contains(&format!("\ntyped-ahead-{i}")),
+            "{what}: the line typed during the command ran:\n{out}"
+        );
+    }
+}
+
+fn ctrl_c_ends_long_commands_in_tmux(major: u32) {
+    let cl = Cluster::start(major);
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let hist = std::env::temp_dir().join(format!("pgdbg-hist-raw-{}", std::process::id()));
+    // the terminal as a program that crashed in raw mode leaves it
+    let t = Tmux::new(&format!(
+        "stty -isig -icanon -echo; PGDBG_HISTORY={} {} attach {pid}; echo PGDBG-EXITED $?; sleep 30",
+        hist.display(),
+        pgdbg_bin().display()
+    ));
+    t.wait_for("(pgdbg) ", Duration::from_secs(30));
+    ctrl_c_ends_long_commands(&t, pid, &mut a, "tmux");
+    t.type_line("quit");
+    t.wait_for("PGDBG-EXITED 0", Duration::from_secs(20));
+    assert_eq!(tracer_pid(pid), 0);
+    backend_runs("after quit", pid, &mut a);
+    let _ = std::fs::remove_file(&hist);
+    cl.assert_no_crash();
+}
+
+fn ctrl_c_ends_long_commands_on_a_pty(major: u32) {
+    let cl = Cluster::start(major);
+    let mut a = cl.connect();
+    let pid = a.pid();
+    for raw in [true, false] {
+        let p = Pty::repl(pid, raw);
+        let how = if raw { "raw pty" } else { "pty" };
+        ctrl_c_ends_long_commands(&p, pid, &mut a, how);
+        p.send_line("quit");
+        wait_until(&format!("{how}: quit"), Duration::from_secs(20), || {
+            tracer_pid(pid) == 0
+        });
+        backend_runs(&format!("{how}: after quit"), pid, &mut a);
+    }
+    cl.assert_no_crash();
+}
+
+#[test]
+fn ctrl_c_ends_long_commands_in_tmux_15() {
+    ctrl_c_ends_long_commands_in_tmux(15);
+}
+
+#[test]
+fn ctrl_c_ends_long_commands_in_tmux_18() {
+    ctrl_c_ends_long_commands_in_tmux(18);
+}
+
+#[test]
+fn ctrl_c_ends_long_commands_on_a_pty_15() {
+    ctrl_c_ends_long_commands_on_a_pty(15);
+}
+
+#[test]
+fn ctrl_c_ends_long_commands_on_a_pty_18() {
+    ctrl_c_ends_long_commands_on_a_pty(18);
+}

@@ -15,11 +15,21 @@ fn subcommands() -> Vec<String> {
         .lines()
         .skip(1)
         .take_while(|l| l.starts_with("  "))
+        // a description wrapped at 100 columns goes on, indented further
+        .filter(|l| !l.starts_with("   "))
         .filter_map(|l| l.split_whitespace().next())
         .filter(|n| *n != "help")
         .map(str::to_string)
         .collect();
-    for n in ["attach", "report", "ps", "symbols", "completions", "man"] {
+    for n in [
+        "attach",
+        "report",
+        "ps",
+        "rescue",
+        "symbols",
+        "completions",
+        "man",
+    ] {
         assert!(names.iter().any(|x| x == n), "{n} not in --help:\n{out}");
     }
     names

@@ -435,3 +435,61 @@ fn trace_of_a_library_not_loaded_says_so() {
     assert_eq!(c.query_one_i64("select sel_loop(2)"), 4);
     cl.assert_no_crash();
 }
+
+/// Stacks named from perf records (`waits trace --stacks`, `profile`):
+/// a library's frames are named by its DWARF as the binary's are, inlined
+/// calls included (`exec_stmt_perform` inlined into `exec_stmts`) and no
+/// compiler clone suffix (`exec_run_select.constprop.0`), not by its ELF
+/// symbols alone.
+fn library_frames_in_perf_stacks(major: u32) {
+    let cl = Cluster::start(major);
+    let mut c = cl.connect();
+    let pid = c.pid();
+    // a PL/pgSQL loop much longer than the test, cancelled at its end
+    let h = c.spawn_text(
+        "do $$ begin for i in 1..1000000 loop perform pg_sleep(0.01); end loop; end $$",
+    );
+    let t0 = std::time::Instant::now();
+    while mapped_library(pid, "plpgsql.so").is_none() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "plpgsql.so never loaded"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // (output() reads stdout while pgdbg runs: a hundred long lines)
+    let (code, out, err) = pgdbg(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--ex",
+        "waits trace --for 1s --stacks 24",
+    ]);
+    cl.cancel(&[pid]);
+    assert!(
+        c.rejoin(h)
+            .is_err_and(|e| e.contains("canceling statement"))
+    );
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    let stacks: Vec<&str> = out.lines().filter(|l| l.contains("pg_sleep <- ")).collect();
+    assert!(!stacks.is_empty(), "no pg_sleep stack:\n{out}");
+    for s in &stacks {
+        assert!(
+            s.contains("exec_run_select <- exec_stmt_perform <- exec_stmts <- exec_stmt_fori"),
+            "{s}"
+        );
+        assert!(!s.contains(".constprop") && !s.contains("[plpgsql"), "{s}");
+    }
+    assert_eq!(tracer_pid(pid), 0);
+    cl.assert_no_crash();
+}
+
+#[test]
+fn library_frames_in_perf_stacks_15() {
+    library_frames_in_perf_stacks(15);
+}
+
+#[test]
+fn library_frames_in_perf_stacks_18() {
+    library_frames_in_perf_stacks(18);
+}

@@ -303,20 +303,32 @@ fn crashes(log: &str) -> usize {
     log.matches("terminated by signal").count()
 }
 
+/// Who is killed: pgdbg alone (its guardian restores the backend), or
+/// pgdbg and its guardian together (`pkill -9 -f pgdbg`, a cgroup kill):
+/// then `pgdbg rescue PID` restores what is left.
+#[derive(Clone, Copy, PartialEq)]
+enum Kill {
+    Pgdbg,
+    WithGuardian,
+}
+
 /// One mode: `kills` times start pgdbg, let it arm, SIGKILL it at a
 /// random instant, check the backend.  Returns (backends crashed, kills
-/// that landed while an inferior call was in flight).
+/// that landed while an inferior call was in flight, backends not
+/// restored, backends left stopped until `pgdbg rescue`).
 fn soak(
     cl: &Cluster,
     load: &mut Option<Load>,
     mode: Mode,
     kills: usize,
     rng: &mut Rng,
-) -> (usize, usize, usize) {
+    kill: Kill,
+) -> (usize, usize, usize, usize) {
     let bin = cl.postgres_binary();
     let mut crashed = 0;
     let mut in_call = 0;
     let mut unrestored = 0;
+    let mut held = 0;
     let mut a = cl.connect();
     for k in 0..kills {
         let pid = if mode.on_pgbench() {
@@ -497,12 +509,35 @@ fn soak(
                 mode.name()
             );
         }
+        let guardians = if kill == Kill::WithGuardian {
+            guardians_of(pid)
+        } else {
+            Vec::new()
+        };
+        // the guardians first: gone before pgdbg's death could wake them
+        for g in &guardians {
+            unsafe { libc::kill(*g, libc::SIGKILL) };
+        }
         unsafe { libc::kill(p.pid(), libc::SIGKILL) };
         if landed_in_call && entry_byte(pid) == Some(0xcc) {
             in_call += 1;
         }
         let t_kill = Instant::now();
-        let (_, _, err) = p.wait(Duration::from_secs(30));
+        let (_, _, mut err) = p.wait(Duration::from_secs(30));
+        if kill == Kill::WithGuardian {
+            // nobody restores the backend now: a held one stays stopped
+            // (state T) until the rescue, anything else runs on
+            wait_until("the kernel to let go", Duration::from_secs(10), || {
+                tracer_pid(pid) == 0 && guardians_of(pid).iter().all(|g| !guardians.contains(g))
+            });
+            std::thread::sleep(Duration::from_millis(50));
+            if stopped(pid) {
+                held += 1;
+            }
+            let (code, out, rerr) = pgdbg(&["rescue", &pid.to_string()]);
+            assert_eq!(code, 0, "{} kill {k}: pgdbg rescue: {rerr}", mode.name());
+            err.push_str(&format!("\nrescue: {}", out.trim()));
+        }
         // the guardian acts, then exits; the keeper closes the uprobes,
         // then exits
         wait_until("the guardian to finish", Duration::from_secs(30), || {
@@ -522,7 +557,7 @@ fn soak(
             if died { "BACKEND DIED" } else { "ok" },
             t_kill.elapsed(),
             err.lines()
-                .filter(|l| l.contains("guardian"))
+                .filter(|l| l.contains("guardian") || l.starts_with("rescue:"))
                 .map(|l| format!("\n    {l}"))
                 .collect::<String>()
         );
@@ -596,7 +631,7 @@ fn soak(
             }
         }
     }
-    (crashed, in_call, unrestored)
+    (crashed, in_call, unrestored, held)
 }
 
 /// The backend as pgdbg found it: untraced, code bytes equal to the
@@ -655,6 +690,10 @@ fn kills() -> usize {
 }
 
 fn run(major: u32, modes: &[Mode], n: usize) {
+    run_killing(major, modes, n, Kill::Pgdbg)
+}
+
+fn run_killing(major: u32, modes: &[Mode], n: usize, kill: Kill) {
     let cl = Cluster::start(major);
     let seed = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -671,28 +710,33 @@ fn run(major: u32, modes: &[Mode], n: usize) {
     let mut table = Vec::new();
     for &m in modes {
         let mark = kernel_log_now();
-        let (c, in_call, u) = soak(&cl, &mut load, m, n, &mut rng);
+        let (c, in_call, u, held) = soak(&cl, &mut load, m, n, &mut rng, kill);
         // "failed to unregister, leaking uprobe": the kernel keeps a uprobe
         // whose removal failed (a removal run by a process being killed)
         let leaks = leaked_uprobes_since(mark);
-        table.push((m, c, in_call, u, leaks));
+        table.push((m, c, in_call, u, leaks, held));
     }
     eprintln!(
-        "| PostgreSQL | mode | kills | of them during a call | backends crashed | alive, not fully restored | uprobes the kernel leaked |"
+        "| PostgreSQL | mode | kills | of them during a call | backends crashed | alive, not fully restored | uprobes the kernel leaked | left stopped until pgdbg rescue |"
     );
-    eprintln!("| --- | --- | --- | --- | --- | --- | --- |");
-    for (m, c, in_call, u, leaks) in &table {
+    eprintln!("| --- | --- | --- | --- | --- | --- | --- | --- |");
+    for (m, c, in_call, u, leaks, held) in &table {
         let during = if m.in_call() {
             in_call.to_string()
         } else {
             "-".into()
         };
+        let held = if kill == Kill::WithGuardian {
+            held.to_string()
+        } else {
+            "-".into()
+        };
         eprintln!(
-            "| {major} | {} | {n} | {during} | {c} | {u} | {leaks} |",
+            "| {major} | {} | {n} | {during} | {c} | {u} | {leaks} | {held} |",
             m.name()
         );
     }
-    for (m, c, _, u, leaks) in &table {
+    for (m, c, _, u, leaks, _) in &table {
         assert_eq!(
             *leaks,
             0,
@@ -707,6 +751,31 @@ fn run(major: u32, modes: &[Mode], n: usize) {
             m.name()
         );
     }
+}
+
+// pgdbg and its guardian killed together at a random instant: nothing
+// restores the backend until `pgdbg rescue PID`, which runs after each
+// kill.  The in-process recorder is never held (it runs on); a breakpoint
+// hit and a call in flight may be (then the rescue rewinds the trap or
+// finishes the call).  Then the same checks as above.
+#[test]
+fn kill9_together_15() {
+    run_killing(
+        15,
+        &[Mode::HotBreak, Mode::PlancacheFast, Mode::Call],
+        probe_kills(),
+        Kill::WithGuardian,
+    );
+}
+
+#[test]
+fn kill9_together_18() {
+    run_killing(
+        18,
+        &[Mode::HotBreak, Mode::PlancacheFast, Mode::Call],
+        probe_kills(),
+        Kill::WithGuardian,
+    );
 }
 
 #[test]

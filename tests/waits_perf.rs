@@ -316,3 +316,53 @@ fn waits_trace_perf_long_statement_text() {
     let _ = std::fs::remove_file(&cap);
     cl.assert_no_crash();
 }
+
+/// The count of `Timeout: PgSleep` waits in a `waits trace` summary.
+fn pg_sleeps(summary: &str) -> u64 {
+    summary
+        .lines()
+        .find_map(|l| {
+            let rest = l.trim().strip_prefix("Timeout: PgSleep")?;
+            rest.split_whitespace().next()?.parse().ok()
+        })
+        .unwrap_or(0)
+}
+
+/// A backend that exits while `waits trace` runs has its waits reported
+/// up to its end, as many as the same statements make in a backend that
+/// stays, and is said to have ended.
+#[test]
+fn waits_trace_perf_backend_that_exits() {
+    const N: u64 = 20;
+    let cl = Cluster::start(15);
+    let cap = std::env::temp_dir().join(format!("pgdbg-waits-exit-{}.jsonl", std::process::id()));
+    let sleep = "select pg_sleep(0.01)::text";
+    // a backend that stays (its waits are named by asking it: the names
+    // are then known for the same build)
+    let mut a = cl.connect();
+    a.simple_text(sleep);
+    let (p, out, _) = start_trace(a.pid(), "waits trace --for 10s --quiet", &cap);
+    for _ in 0..N {
+        a.simple_text(sleep);
+    }
+    let (_, stayed, err) = finish(p, out);
+    assert_eq!(pg_sleeps(&stayed), N, "{stayed}\n{err}");
+    // the same statements in a backend that then closes its connection
+    let mut b = cl.connect();
+    b.simple_text(sleep);
+    let pid = b.pid();
+    let (p, out, _) = start_trace(pid, "waits trace --for 60s --quiet", &cap);
+    for _ in 0..N {
+        b.simple_text(sleep);
+    }
+    drop(b);
+    let (_, ended, err) = finish(p, out);
+    assert_eq!(pg_sleeps(&ended), N, "{ended}\n{err}");
+    assert!(
+        ended.contains(&format!("backend {pid} ended after")),
+        "{ended}"
+    );
+    assert!(!ended.contains("not reported"), "{ended}");
+    let _ = std::fs::remove_file(&cap);
+    cl.assert_no_crash();
+}

@@ -164,8 +164,12 @@ pub enum Event {
         plan_cache_mode: String,
         #[serde(default)]
         planning_cost: Option<f64>,
+        /// Null when the text could not be read truthfully.
         #[serde(default)]
-        query: String,
+        query: Option<String>,
+        /// Why `query` is null.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        query_unavailable: Option<String>,
         #[serde(default)]
         reason: String,
         #[serde(default)]
@@ -648,7 +652,8 @@ mod tests {
             num_generic_plans: None,
             plan_cache_mode: "auto".into(),
             planning_cost: None,
-            query: String::new(),
+            query: None,
+            query_unavailable: None,
             reason: String::new(),
             statement: None,
             total_custom_cost: Some(f64::NAN),

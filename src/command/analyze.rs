@@ -29,7 +29,10 @@ pub fn parse_plan_progress(rest: &str) -> Result<Command> {
                 let v = it.next().unwrap_or("");
                 every = super::parse_duration(v)?;
                 if every < std::time::Duration::from_millis(10) {
-                    bail!("plan --progress: --every takes at least 10ms, not '{v}'");
+                    bail!(
+                        "plan --progress: --every takes at least 10ms, not '{v}'",
+                        v = crate::shown::shown(v)
+                    );
                 }
             }
             "--for" => {

@@ -46,7 +46,10 @@ pub fn num_arg(rest: &str, what: &str) -> Result<Option<usize>> {
     }
     match rest.parse::<usize>() {
         Ok(n) => Ok(Some(n)),
-        Err(_) => bail!("{what} takes a number, not '{rest}'"),
+        Err(_) => bail!(
+            "{what} takes a number, not '{rest}'",
+            rest = crate::shown::shown(rest)
+        ),
     }
 }
 
@@ -66,7 +69,10 @@ pub fn parse_duration(s: &str) -> Result<Duration> {
     };
     match num.trim().parse::<f64>() {
         Ok(v) if v > 0.0 && v.is_finite() => Ok(Duration::from_secs_f64(v * mult)),
-        _ => bail!("bad duration '{s}': use e.g. 10s, 500ms, 2m"),
+        _ => bail!(
+            "bad duration '{s}': use e.g. 10s, 500ms, 2m",
+            s = crate::shown::shown(s)
+        ),
     }
 }
 
@@ -93,12 +99,17 @@ pub fn parse_limits(rest: &str, cmd: &str) -> Result<(Option<Duration>, Option<u
             "--for" => duration = Some(parse_duration(&value("--for")?)?),
             "--count" => {
                 let v = value("--count")?;
-                count =
-                    Some(v.parse::<u64>().ok().filter(|n| *n > 0).ok_or_else(|| {
-                        anyhow!("{cmd}: --count takes a positive number, not '{v}'")
-                    })?);
+                count = Some(v.parse::<u64>().ok().filter(|n| *n > 0).ok_or_else(|| {
+                    anyhow!(
+                        "{cmd}: --count takes a positive number, not '{v}'",
+                        v = crate::shown::shown(&v)
+                    )
+                })?);
             }
-            other => bail!("{cmd}: unknown option '{other}' (use --for DURATION, --count N)"),
+            other => bail!(
+                "{cmd}: unknown option '{other}' (use --for DURATION, --count N)",
+                other = crate::shown::shown(other)
+            ),
         }
     }
     Ok((duration, count))
@@ -107,8 +118,55 @@ pub fn parse_limits(rest: &str, cmd: &str) -> Result<(Option<Duration>, Option<u
 /// The value of `--stacks N` (frames per stack, 0 to 64).
 pub fn stacks_arg(cmd: &str, v: Option<&str>) -> Result<usize> {
     let v = v.unwrap_or("");
-    v.parse::<usize>()
-        .ok()
-        .filter(|n| *n <= 64)
-        .ok_or_else(|| anyhow!("{cmd}: --stacks takes 0 to 64 frames, not '{v}'"))
+    v.parse::<usize>().ok().filter(|n| *n <= 64).ok_or_else(|| {
+        anyhow!(
+            "{cmd}: --stacks takes 0 to 64 frames, not '{v}'",
+            v = crate::shown::shown(v)
+        )
+    })
+}
+
+/// Refuse an option given twice (`count f --for 2s --for 5s` would
+/// otherwise take the last value in silence): called by [`super::parse`]
+/// for every command, before its own parser.  The options are the
+/// `--NAME` words of the command's usage and help (`--NAME=VALUE` is the
+/// same option); the words after `--if` are a condition, not options.
+pub fn refuse_repeated_options(cmd: &str, usage: &str, help: &str, rest: &str) -> Result<()> {
+    let known = option_names(usage)
+        .chain(option_names(help))
+        .collect::<Vec<_>>();
+    let mut seen: Vec<&str> = Vec::new();
+    for w in rest.split_whitespace() {
+        let name = w.split_once('=').map_or(w, |(n, _)| n);
+        if !known.contains(&name) {
+            continue;
+        }
+        if seen.contains(&name) {
+            bail!(
+                "{cmd}: option {name} given twice: give it once",
+                name = crate::shown::shown(name)
+            );
+        }
+        if name == "--if" {
+            break;
+        }
+        seen.push(name);
+    }
+    Ok(())
+}
+
+/// The `--NAME` words of a usage or help text.
+fn option_names(text: &str) -> impl Iterator<Item = &str> {
+    text.match_indices("--").filter_map(move |(i, _)| {
+        let after = &text[i + 2..];
+        let len = after
+            .find(|c: char| !(c.is_ascii_lowercase() || c == '-'))
+            .unwrap_or(after.len());
+        let before_ok = text[..i]
+            .chars()
+            .next_back()
+            .is_none_or(|c| !c.is_alphanumeric() && c != '-');
+        (len > 0 && before_ok && after.as_bytes()[0].is_ascii_lowercase())
+            .then(|| &text[i..i + 2 + len])
+    })
 }

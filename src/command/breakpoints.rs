@@ -214,7 +214,10 @@ pub static DELETE: Entry = Entry {
         for w in rest.split_whitespace() {
             match w.parse::<u32>() {
                 Ok(n) => ids.push(n),
-                Err(_) => bail!("delete takes breakpoint numbers, not '{w}'"),
+                Err(_) => bail!(
+                    "delete takes breakpoint numbers, not '{w}'",
+                    w = crate::shown::shown(w)
+                ),
             }
         }
         Ok(Command::Delete(ids))

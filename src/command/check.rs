@@ -46,7 +46,10 @@ impl CheckCtx<'_> {
         if plain_function(name).is_none()
             && crate::debuginfo::library::split_library_spec(name).is_none()
         {
-            bail!("'{name}' is not a function name");
+            bail!(
+                "'{name}' is not a function name",
+                name = crate::shown::shown(name)
+            );
         }
         self.location(name)
     }
@@ -84,12 +87,13 @@ pub fn plain_function(spec: &str) -> Option<String> {
 }
 
 /// An expression as quoted in an error: a pasted monster is cut to its
-/// first 60 characters.
+/// first 60 characters, its control characters escaped.
 pub fn short(e: &str) -> String {
     if e.chars().count() <= 80 {
-        return e.to_string();
+        return crate::shown::shown(e).into_owned();
     }
-    format!("{}...", e.chars().take(60).collect::<String>())
+    let cut: String = e.chars().take(60).collect();
+    format!("{}...", crate::shown::shown(&cut))
 }
 
 /// Parse `expr` and evaluate it over types only (every read gives zeros):

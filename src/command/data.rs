@@ -122,7 +122,10 @@ fn parse_printf(rest: &str) -> Result<(String, Vec<String>)> {
         Vec::new()
     } else {
         let Some(t) = tail.strip_prefix(',') else {
-            bail!("printf: expected ',' after the format, not '{tail}'");
+            bail!(
+                "printf: expected ',' after the format, not '{tail}'",
+                tail = crate::shown::shown(tail)
+            );
         };
         split_args(t)
     };
@@ -253,7 +256,10 @@ pub static INFO_ADDRESS: Entry = Entry {
             return Err(misrouted("info address", cmd));
         };
         if ctx.di.function_locations(sym).is_empty() && ctx.di.global(sym).is_none() {
-            bail!("no symbol \"{sym}\" in this postgres binary")
+            bail!(
+                "no symbol \"{sym}\" in this postgres binary",
+                sym = crate::shown::shown(sym)
+            )
         }
         Ok(())
     },

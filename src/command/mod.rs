@@ -315,15 +315,24 @@ pub fn parse(line: &str) -> Result<Command> {
         None => (line, ""),
     };
     let Some(entry) = lookup(word) else {
-        bail!("unknown command '{word}': type 'help' for the list of commands");
+        bail!(
+            "unknown command '{word}': type 'help' for the list of commands",
+            word = crate::shown::shown(word)
+        );
     };
     let (sub, args) = match rest.find(char::is_whitespace) {
         Some(i) => (&rest[..i], rest[i..].trim()),
         None => (rest, ""),
     };
     match subcommand(entry, sub) {
-        Some(s) => (s.parse)(args),
-        None => (entry.parse)(rest),
+        Some(s) => {
+            args::refuse_repeated_options(s.name, s.usage, s.help, args)?;
+            (s.parse)(args)
+        }
+        None => {
+            args::refuse_repeated_options(entry.name, entry.usage, entry.help, rest)?;
+            (entry.parse)(rest)
+        }
     }
 }
 

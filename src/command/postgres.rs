@@ -191,7 +191,10 @@ pub static WAITS_SAMPLE: Entry = Entry {
                     .ok()
                     .filter(|h| *h >= 1.0 && *h <= 20000.0)
                     .ok_or_else(|| {
-                        anyhow!("waits sample: --hz takes a rate from 1 to 20000, not '{v}'")
+                        anyhow!(
+                            "waits sample: --hz takes a rate from 1 to 20000, not '{v}'",
+                            v = crate::shown::shown(v)
+                        )
                     })?;
             } else {
                 others.push(w);

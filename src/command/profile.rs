@@ -44,13 +44,19 @@ pub fn parse_profile(rest: &str) -> Result<Command> {
                     .ok()
                     .filter(|h| (1..=10_000).contains(h))
                     .ok_or_else(|| {
-                        anyhow!("profile: --hz takes a rate from 1 to 10000, not '{v}'")
+                        anyhow!(
+                            "profile: --hz takes a rate from 1 to 10000, not '{v}'",
+                            v = crate::shown::shown(v)
+                        )
                     })?;
             }
             "--format" => {
                 let v = it.next().unwrap_or("");
                 o.format = Format::parse(v).ok_or_else(|| {
-                    anyhow!("profile: --format takes top, folded or json, not '{v}'")
+                    anyhow!(
+                        "profile: --format takes top, folded or json, not '{v}'",
+                        v = crate::shown::shown(v)
+                    )
                 })?;
             }
             "--folded" => o.format = Format::Folded,
@@ -63,10 +69,12 @@ pub fn parse_profile(rest: &str) -> Result<Command> {
             }
             "--rows" => {
                 let v = it.next().unwrap_or("");
-                o.rows =
-                    v.parse::<usize>().ok().filter(|n| *n >= 1).ok_or_else(|| {
-                        anyhow!("profile: --rows takes a number of rows, not '{v}'")
-                    })?;
+                o.rows = v.parse::<usize>().ok().filter(|n| *n >= 1).ok_or_else(|| {
+                    anyhow!(
+                        "profile: --rows takes a number of rows, not '{v}'",
+                        v = crate::shown::shown(v)
+                    )
+                })?;
             }
             other => others.push(other),
         }

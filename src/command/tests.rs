@@ -406,3 +406,87 @@ fn subcommands_parse() {
         "unknown command 'r': type 'help' for the list of commands"
     );
 }
+
+/// An option given twice is refused in one line naming it, for every
+/// command (the check sits in `parse`, before each command's parser);
+/// expressions and conditions that merely look like options are not.
+#[test]
+fn repeated_options_are_refused() {
+    for (line, opt) in [
+        (
+            "count f --for 2s --for 5s",
+            "count: option --for given twice",
+        ),
+        (
+            "latency f --for=2s --for 5s",
+            "latency: option --for given twice",
+        ),
+        (
+            "trace f --count 1 --count 2",
+            "trace: option --count given twice",
+        ),
+        (
+            "trace f --quiet --quiet",
+            "trace: option --quiet given twice",
+        ),
+        (
+            "plancache --for 1s --for 1s",
+            "plancache: option --for given twice",
+        ),
+        (
+            "plancache --fast=ring --fast=stop",
+            "plancache: option --fast given twice",
+        ),
+        (
+            "waits trace --stacks 2 --stacks 3",
+            "waits trace: option --stacks given twice",
+        ),
+        (
+            "waits sample --hz 9 --hz 10",
+            "waits sample: option --hz given twice",
+        ),
+        (
+            "profile --rows 5 --rows 6",
+            "profile: option --rows given twice",
+        ),
+        (
+            "plan --next --analyze --buffers --buffers",
+            "plan: option --buffers given twice",
+        ),
+        (
+            "plan --progress --every 1s --every 2s",
+            "plan: option --every given twice",
+        ),
+    ] {
+        let e = parse(line).unwrap_err().to_string();
+        assert!(e.starts_with(opt), "{line}: {e}");
+        assert!(!e.contains('\n'), "{e}");
+    }
+    for ok in [
+        "plan --next --analyze --count 2 --if duration > 1ms && duration > 2ms",
+        "print --x + --x",
+        "count f --for 2s",
+        "echo --for --for",
+    ] {
+        parse(ok).unwrap_or_else(|e| panic!("{ok}: {e}"));
+    }
+}
+
+/// Control characters of the input are escaped where an error quotes it.
+#[test]
+fn quoted_input_has_no_raw_control_characters() {
+    for line in [
+        "\x1b[2Jbrk",
+        "trace f --stacks \x07",
+        "frame 1\x1b",
+        "count f --for 2\x1bs",
+        "delete 1 \x1b[31m",
+    ] {
+        let e = parse(line).unwrap_err().to_string();
+        assert!(!e.chars().any(|c| c.is_control()), "{line:?}: {e:?}");
+        assert!(
+            e.contains("\\x1b") || e.contains("\\x07"),
+            "{line:?}: {e:?}"
+        );
+    }
+}

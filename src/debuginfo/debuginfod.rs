@@ -8,11 +8,14 @@
 //! Environment (elfutils' names and meanings):
 //! - `DEBUGINFOD_URLS`: servers, separated by spaces, asked in order; unset
 //!   or empty: no lookup at all (the cache is not read either, as elfutils).
-//! - `DEBUGINFOD_TIMEOUT`: seconds to wait for a connection, for the
-//!   answer, and for each read of the download: a server that shows no
-//!   progress for that long is given up (default 30; 0: no limit).
-//! - `DEBUGINFOD_MAXTIME`: seconds for a whole download (default: none).
-//! - `DEBUGINFOD_MAXSIZE`: largest file accepted, in bytes (default: none).
+//! - `DEBUGINFOD_TIMEOUT`: seconds to wait for a connection and for the
+//!   answer; the download must bring at least 100 kB in each span of that
+//!   many seconds (default 30; 0: no limit).
+//! - `DEBUGINFOD_MAXTIME`: seconds for a whole download (default 300).
+//! - `DEBUGINFOD_MAXSIZE`: largest file accepted, in bytes (default 32
+//!   times the size of the file whose debug info is sought, at least 256
+//!   MiB).  See limits.rs: a dripping, stalled or huge server is given up
+//!   within these bounds, and a body that is not ELF after its first bytes.
 //! - `DEBUGINFOD_CACHE_PATH`, `XDG_CACHE_HOME`: where the cache is.
 //!
 //! A download goes to a temporary file in the build-id's cache directory
@@ -21,14 +24,15 @@
 //! shared cache.  Negative cache entries that elfutils' client writes
 //! (empty files) are not honoured: pgdbg asks the servers again.
 
+mod limits;
+
 use super::elf::ElfImage;
-use std::io::{IsTerminal, Read, Write};
+use limits::{ELF_MAGIC, Limits, Pump, Stop};
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// Default of `DEBUGINFOD_TIMEOUT` (elfutils waits 90 s; pgdbg is
-/// interactive and the target is not touched until the download ends).
-pub const DEFAULT_TIMEOUT_SECS: u64 = 30;
+pub use limits::{DEFAULT_MAXTIME_SECS, DEFAULT_TIMEOUT_SECS};
 
 /// How much a lookup may do and say.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,27 +89,6 @@ pub fn cache_root() -> Option<PathBuf> {
     home.map(|h| h.join(".cache").join("debuginfod_client"))
 }
 
-/// A whole number of seconds from the environment (0: no limit).
-fn secs_var(name: &str, default: Option<u64>, warn: bool) -> Option<Duration> {
-    let v = match std::env::var(name) {
-        Ok(v) if !v.trim().is_empty() => v,
-        _ => return default.map(Duration::from_secs),
-    };
-    match v.trim().parse::<u64>() {
-        Ok(0) => None,
-        Ok(n) => Some(Duration::from_secs(n)),
-        Err(_) => {
-            if warn {
-                crate::errln!(
-                    "pgdbg: {name}={v} is not a whole number of seconds: using {}",
-                    default.map_or("no limit".to_string(), |d| format!("{d} s"))
-                );
-            }
-            default.map(Duration::from_secs)
-        }
-    }
-}
-
 fn valid_build_id(id: &str) -> bool {
     id.len() >= 4 && id.len() <= 128 && id.bytes().all(|b| b.is_ascii_hexdigit())
 }
@@ -143,21 +126,25 @@ pub fn find(build_id: &str, what: &Path, mode: Fetch) -> Option<Found> {
     if !talk {
         return None;
     }
-    let timeout = secs_var("DEBUGINFOD_TIMEOUT", Some(DEFAULT_TIMEOUT_SECS), true);
-    let maxtime = secs_var("DEBUGINFOD_MAXTIME", None, true);
-    let maxsize = std::env::var("DEBUGINFOD_MAXSIZE")
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .filter(|n| *n > 0);
+    let limits = Limits::from_env(what);
+    let timeout = limits.timeout;
+    // The body's bounds are the pump's (limits.rs), exact to the second;
+    // ureq's per-read and global timeouts, a few seconds later, only end
+    // the pump's reader thread once it has been given up.
+    let backstop = |d: Option<Duration>| d.map(|d| d + Duration::from_secs(5));
+    let answer = match (timeout, limits.maxtime) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
     let config = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .user_agent(concat!("pgdbg/", env!("CARGO_PKG_VERSION")))
         .timeout_connect(timeout)
         .timeout_resolve(timeout)
         .timeout_send_request(timeout)
-        .timeout_recv_response(timeout)
-        .timeout_per_read(timeout)
-        .timeout_global(maxtime)
+        .timeout_recv_response(answer)
+        .timeout_per_read(backstop(timeout))
+        .timeout_global(backstop(limits.maxtime))
         .max_redirects(8)
         .build();
     let agent: ureq::Agent = config.into();
@@ -171,8 +158,7 @@ pub fn find(build_id: &str, what: &Path, mode: Fetch) -> Option<Found> {
             dir: &dir,
             what,
             show,
-            timeout,
-            maxsize,
+            limits: &limits,
         };
         match dl.run() {
             Ok((mut image, bytes, elapsed)) => {
@@ -207,7 +193,11 @@ fn cached(path: &Path, build_id: &str) -> Option<ElfImage> {
 
 /// "41.2 MB"
 pub fn size_text(bytes: u64) -> String {
-    if bytes >= 1_000_000 {
+    if bytes >= 1_000_000_000 {
+        format!("{:.1} GB", bytes as f64 / 1e9)
+    } else if bytes < 1000 {
+        format!("{bytes} B")
+    } else if bytes >= 1_000_000 {
         format!("{:.1} MB", bytes as f64 / 1e6)
     } else {
         format!("{:.1} kB", bytes as f64 / 1e3)
@@ -221,13 +211,12 @@ struct Download<'a> {
     dir: &'a Path,
     what: &'a Path,
     show: bool,
-    timeout: Option<Duration>,
-    maxsize: Option<u64>,
+    limits: &'a Limits,
 }
 
 impl Download<'_> {
     fn no_progress(&self) -> String {
-        match self.timeout {
+        match self.limits.timeout {
             Some(t) => format!("no answer for {} s (DEBUGINFOD_TIMEOUT)", t.as_secs()),
             None => "timed out".into(),
         }
@@ -235,9 +224,10 @@ impl Download<'_> {
 
     fn reason(&self, e: &ureq::Error) -> String {
         match e {
-            ureq::Error::Timeout(ureq::Timeout::Global) => {
-                "the download took longer than DEBUGINFOD_MAXTIME".into()
-            }
+            ureq::Error::Timeout(ureq::Timeout::Global) => match self.limits.maxtime {
+                Some(t) => self.too_long(t),
+                None => "the download took too long".into(),
+            },
             ureq::Error::Timeout(_) => self.no_progress(),
             ureq::Error::Io(io) => match io.kind() {
                 std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => self.no_progress(),
@@ -251,6 +241,41 @@ impl Download<'_> {
             ureq::Error::HostNotFound => "host not found".into(),
             ureq::Error::BadUri(u) => format!("not a URL ({u})"),
             other => other.to_string(),
+        }
+    }
+
+    fn too_long(&self, t: Duration) -> String {
+        format!(
+            "the download took longer than DEBUGINFOD_MAXTIME={} s (raise it for a slow link, 0 for no limit)",
+            t.as_secs()
+        )
+    }
+
+    /// Why the pump gave up on the body.
+    fn stopped(&self, stop: Stop) -> String {
+        match stop {
+            Stop::TooSlow(0, t) => format!(
+                "no data for {} s (DEBUGINFOD_TIMEOUT); check the server",
+                t.as_secs()
+            ),
+            Stop::TooSlow(n, t) => format!(
+                "only {} in {} s, less than the {} a server must send in each DEBUGINFOD_TIMEOUT={} s; check the server, or raise DEBUGINFOD_TIMEOUT for a slow link",
+                size_text(n),
+                t.as_secs(),
+                size_text(limits::MIN_BYTES_PER_SPAN),
+                t.as_secs()
+            ),
+            Stop::MaxTime(t) => self.too_long(t),
+            Stop::Failed(e) => {
+                let inner = e.get_ref().and_then(|i| i.downcast_ref::<ureq::Error>());
+                match (inner, e.kind()) {
+                    (Some(ue), _) => self.reason(ue),
+                    (None, std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock) => {
+                        self.no_progress()
+                    }
+                    (None, _) => e.to_string(),
+                }
+            }
         }
     }
 
@@ -301,12 +326,14 @@ impl Download<'_> {
             ));
         }
         let total = resp.body().content_length();
-        if let (Some(max), Some(n)) = (self.maxsize, total)
+        // refused before reading: dropping the response closes the connection
+        if let (Some(max), Some(n)) = (self.limits.maxsize, total)
             && n > max
         {
             return Err(format!(
-                "the debug file is {} bytes, more than DEBUGINFOD_MAXSIZE={max}",
-                n
+                "the debug file is {}, {}",
+                size_text(n),
+                self.limits.size_refusal(max, self.what)
             ));
         }
         mkdir_private(self.dir)
@@ -337,45 +364,50 @@ impl Download<'_> {
             .mode(0o600)
             .open(tmp)
             .map_err(|e| format!("cannot write {}: {}", tmp.display(), os_text(&e)))?;
-        let mut body = resp.into_body().into_reader();
-        let mut buf = vec![0u8; 256 * 1024];
+        let mut pump = Pump::start(resp.into_body().into_reader(), self.limits.clone(), t0);
+        let of = total
+            .map(|t| format!(" of {}", size_text(t)))
+            .unwrap_or_default();
+        // the first bytes, for the ELF magic and the message when it is not
+        let mut head: Vec<u8> = Vec::with_capacity(16);
         let mut got: u64 = 0;
         let mut last_shown = Instant::now();
         loop {
-            let n = match body.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    let inner = e.get_ref().and_then(|i| i.downcast_ref::<ureq::Error>());
-                    let why = match (inner, e.kind()) {
-                        (Some(ue), _) => self.reason(ue),
-                        (None, std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock) => {
-                            self.no_progress()
-                        }
-                        (None, _) => e.to_string(),
-                    };
+            let chunk = match pump.next() {
+                Ok(Some(c)) => c,
+                Ok(None) => break,
+                Err(stop) => {
                     return Err(format!(
-                        "download cut short after {}: {why}",
-                        size_text(got)
+                        "download cut short after {}{of}: {}",
+                        size_text(got),
+                        self.stopped(stop)
                     ));
                 }
             };
-            got += n as u64;
-            if let Some(max) = self.maxsize
+            if head.len() < 16 {
+                let take = (16 - head.len()).min(chunk.len());
+                head.extend_from_slice(&chunk[..take]);
+                // not ELF: read no further (a server answering with a web
+                // page or a stream of something else)
+                let n = head.len().min(4);
+                if head[..n] != ELF_MAGIC[..n] {
+                    return Err(limits::not_elf(&head));
+                }
+            }
+            got += chunk.len() as u64;
+            if let Some(max) = self.limits.maxsize
                 && got > max
             {
                 return Err(format!(
-                    "the debug file is more than DEBUGINFOD_MAXSIZE={max} bytes"
+                    "download cut short at {}: {}",
+                    size_text(got),
+                    self.limits.size_refusal(max, self.what)
                 ));
             }
-            out.write_all(&buf[..n])
+            out.write_all(&chunk)
                 .map_err(|e| format!("cannot write {}: {}", tmp.display(), os_text(&e)))?;
             if tty && last_shown.elapsed() >= Duration::from_millis(100) {
                 last_shown = Instant::now();
-                let of = total
-                    .map(|t| format!(" of {}", size_text(t)))
-                    .unwrap_or_default();
                 crate::errp!(
                     "\r\x1b[KDownloading debug info for {} from {} ... {}{of} ({:.0} s)",
                     self.what.display(),
@@ -384,6 +416,9 @@ impl Download<'_> {
                     t0.elapsed().as_secs_f64()
                 );
             }
+        }
+        if head.len() < 4 {
+            return Err(limits::not_elf(&head));
         }
         drop(out);
         let img = ElfImage::open(tmp).map_err(|_| "the server sent a file that is not ELF")?;

@@ -43,6 +43,29 @@ pub fn server_library_dirs() -> Vec<PathBuf> {
         .collect()
 }
 
+/// The shared objects (`*.so`) of the server's installation.
+pub fn installation_libraries() -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = server_library_dirs()
+        .iter()
+        .filter_map(|d| std::fs::read_dir(d).ok())
+        .flatten()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "so"))
+        .collect();
+    out.sort();
+    out
+}
+
+/// Library names for a message: "WHAT: a, b, c" when they are few
+/// enough to read in one line, else `otherwise`.
+pub fn some_names(names: &[String], what: &str, otherwise: &str) -> String {
+    const FEW: usize = 16;
+    if names.is_empty() || names.len() > FEW {
+        return otherwise.to_string();
+    }
+    format!("{what}: {}", names.join(", "))
+}
+
 fn in_server_installation(path: &Path) -> bool {
     server_library_dirs()
         .iter()

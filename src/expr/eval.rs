@@ -163,8 +163,12 @@ pub fn resolve_type_spec(env: &dyn EvalEnv, t: &TypeSpec) -> Result<TypeRef> {
     let mut ty = if t.base == "void" {
         Type::void()
     } else {
-        env.type_by_name(&t.base)
-            .ok_or_else(|| anyhow!("no type named '{}' in the debug info", t.base))?
+        env.type_by_name(&t.base).ok_or_else(|| {
+            anyhow!(
+                "no type named '{}' in the debug info",
+                crate::shown::shown(&t.base)
+            )
+        })?
     };
     for _ in 0..t.pointers {
         ty = Type::pointer_to(Some(ty));
@@ -231,7 +235,10 @@ fn member_at(env: &dyn EvalEnv, v: &Value, name: &str, depth: usize) -> Result<V
             _ => {}
         }
     }
-    bail!("there is no member named '{name}' in {sname}")
+    bail!(
+        "there is no member named '{name}' in {sname}",
+        name = crate::shown::shown(name)
+    )
 }
 
 pub fn member_value(
@@ -299,7 +306,10 @@ pub fn eval(env: &dyn EvalEnv, e: &Expr) -> Result<Value> {
                     loc: ValLoc::Memory(a),
                 }
             } else {
-                bail!("no symbol \"{n}\" in the current context")
+                bail!(
+                    "no symbol \"{n}\" in the current context",
+                    n = crate::shown::shown(n)
+                )
             }
         }
         Expr::Reg(r) => match env.register(r) {

@@ -128,8 +128,9 @@ fn lex(s: &str) -> Result<Vec<Tok>> {
                 while i < cs.len() && cs[i].is_ascii_hexdigit() {
                     i += 1;
                 }
-                let v = u64::from_str_radix(&text(start + 2, i), 16)
-                    .map_err(|_| anyhow::anyhow!("bad number '{}'", text(start, i)))?;
+                let v = u64::from_str_radix(&text(start + 2, i), 16).map_err(|_| {
+                    anyhow::anyhow!("bad number '{}'", crate::shown::shown(&text(start, i)))
+                })?;
                 out.push(Tok::Int(v));
             } else {
                 while i < cs.len() && (cs[i].is_ascii_digit() || matches!(cs[i], '.' | 'e' | 'E')) {
@@ -140,13 +141,13 @@ fn lex(s: &str) -> Result<Vec<Tok>> {
                 }
                 let t = text(start, i);
                 if t.contains('.') || t.contains('e') || t.contains('E') {
-                    out.push(Tok::Float(
-                        t.parse().map_err(|_| anyhow::anyhow!("bad number '{t}'"))?,
-                    ));
+                    out.push(Tok::Float(t.parse().map_err(|_| {
+                        anyhow::anyhow!("bad number '{t}'", t = crate::shown::shown(&t))
+                    })?));
                 } else {
-                    out.push(Tok::Int(
-                        t.parse().map_err(|_| anyhow::anyhow!("bad number '{t}'"))?,
-                    ));
+                    out.push(Tok::Int(t.parse().map_err(|_| {
+                        anyhow::anyhow!("bad number '{t}'", t = crate::shown::shown(&t))
+                    })?));
                 }
             }
             // integer suffixes
@@ -208,7 +209,10 @@ fn lex(s: &str) -> Result<Vec<Tok>> {
                 out.push(Tok::P(p));
                 i += p.len();
             }
-            None => bail!("unexpected character '{c}' in expression"),
+            None => bail!(
+                "unexpected character '{c}' in expression",
+                c = crate::shown::shown(&c.to_string())
+            ),
         }
     }
     Ok(out)
@@ -344,12 +348,13 @@ fn node(e: Expr, h: usize) -> Result<Node> {
 }
 
 impl Parser<'_> {
+    /// Token `i` as an error quotes it (control characters escaped).
     fn describe(&self, i: usize) -> String {
         match self.toks.get(i) {
             Some(Tok::Int(v)) => v.to_string(),
             Some(Tok::Float(v)) => v.to_string(),
-            Some(Tok::Str(s)) => format!("\"{s}\""),
-            Some(Tok::Ident(s)) => s.clone(),
+            Some(Tok::Str(s)) => format!("\"{}\"", crate::shown::shown(s)),
+            Some(Tok::Ident(s)) => crate::shown::shown(s).into_owned(),
             Some(Tok::Dollar(s)) => format!("${s}"),
             Some(Tok::P(p)) => p.to_string(),
             None => "end of expression".into(),
@@ -470,7 +475,10 @@ impl Parser<'_> {
                 .and_then(|f| f(&name))
                 .map(|s| format!(" (did you mean {s}?)"))
                 .unwrap_or_default();
-            bail!("no type named '{name}' in the debug info{hint}");
+            bail!(
+                "no type named '{name}' in the debug info{hint}",
+                name = crate::shown::shown(&name)
+            );
         }
         Ok(())
     }

@@ -172,6 +172,7 @@ impl Target {
         let mut saved_code = [0u8; 3];
         self.read(at, &mut saved_code)?;
         self.check_no_foreign_int3(at, &saved_code)?;
+        self.hold_for_change()?;
         let saved = self.regs()?;
         self.note_syscall_in_flight(&saved, at, saved_code)?;
         self.write(at, &[0x0f, 0x05, 0xcc])?; // syscall; int3
@@ -236,7 +237,7 @@ impl Target {
                 }
                 WaitStatus::Stopped(_, sig) if super::signals::pass_through(sig) => {
                     self.mark_stopped();
-                    self.deferred.push_back(sig);
+                    self.defer(sig);
                 }
                 WaitStatus::Stopped(_, sig) => {
                     self.mark_stopped();
@@ -428,6 +429,12 @@ impl Target {
             g.forget_detour(d.site);
         }
         let in_code = |a: u64| a >= d.code.0 && a < d.code.0 + d.code.1;
+        if in_code(self.regs()?.rip) {
+            // single-steps follow: the trap flag is set while each runs,
+            // and a tracer's death then would leave it set (only a detach
+            // clears it): held, the guardian or a rescue detaches
+            self.hold_for_change()?;
+        }
         // our code is straight-line: a few steps take the target out of it
         let mut steps = 0;
         while in_code(self.regs()?.rip) {

@@ -45,10 +45,13 @@
 //! backend running in user mode.  Not covered: SIGKILL of the guardian too
 //! (the backend stays stopped until someone sends SIGCONT).
 
+pub mod file;
 mod inflight;
+pub mod rescue;
 
-use super::{Registers, Target, detour::Detour, hold::Hold, procfs, traphandler};
+use super::{Registers, Target, detour::Detour, hold::Hold, log, procfs, traphandler};
 use anyhow::{Result, anyhow, bail};
+use nix::sys::signal::Signal;
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -57,7 +60,7 @@ const MAGIC: u64 = 0x7067_6462_6775_6172; // "pgdbguar"
 /// Words of the header: magic, state, debug registers armed, backend PID,
 /// the SIGTRAP handler's pages (traphandler.rs), whether its saved action
 /// is valid, the saved action (4 words).
-const HDR: usize = 16;
+const HDR: usize = 24;
 const W_MAGIC: usize = 0;
 const W_STATE: usize = 1;
 const W_DEBUGREGS: usize = 2;
@@ -70,6 +73,19 @@ const W_HOLD: usize = 6;
 /// on purpose (rip, rsp): a stop found there is not a trap to rewind.
 const W_RESUME_RIP: usize = 7;
 const W_RESUME_RSP: usize = 12;
+/// The backend's start time (clock ticks after boot), pgdbg's PID and the
+/// guardian's: whoever reads the table file later (`pgdbg rescue`) checks
+/// the backend is the same process and that neither of them is alive.
+const W_START: usize = 13;
+const W_PGDBG: usize = 14;
+const W_GUARDIAN: usize = 15;
+/// Signals pgdbg holds back for the backend (bit N-1 for signal N): sent
+/// again by whoever restores the backend after pgdbg's death.
+const W_SIGNALS: usize = 16;
+/// The start times of pgdbg and of the guardian (with their PIDs above:
+/// a reused PID is not taken for them).
+const W_PGDBG_START: usize = 17;
+const W_GUARDIAN_START: usize = 18;
 const STATE_ACTIVE: u64 = 0;
 const STATE_CLEAN: u64 = 1;
 /// Breakpoint slots: (address + 1, original byte); 0 marks a free slot.
@@ -140,6 +156,9 @@ pub struct Guardian {
     free: Vec<usize>,
     next_slot: usize,
     detour_slot: HashMap<u64, usize>,
+    /// (backend PID, start time) of the table file, removed when clean;
+    /// None for an anonymous table.
+    file: Option<(i32, u64)>,
 }
 
 // The table is ours alone in this process (the guardian only reads it
@@ -164,11 +183,32 @@ impl Guardian {
                 "cannot start the guardian that restores the backend if pgdbg is killed ({what}: {e}); nothing was changed in the backend"
             )
         };
-        let memfd = unsafe { libc::memfd_create(c"pgdbg-guardian".as_ptr(), libc::MFD_CLOEXEC) };
-        if memfd < 0 {
-            return Err(fail("memfd_create", std::io::Error::last_os_error()));
-        }
-        let memfd = unsafe { OwnedFd::from_raw_fd(memfd) };
+        let start = procfs::start_time(pid).unwrap_or(0);
+        let (memfd, file) = match file::create(pid, start) {
+            Ok(fd) => (fd, Some((pid, start))),
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => bail!(
+                "backend {pid} still holds what an earlier pgdbg changed and could not restore (its record is {}): run 'pgdbg rescue {pid}' first",
+                file::path(pid, start).display()
+            ),
+            Err(e) => {
+                log::debug(&format!(
+                    "no table file in {} ({e}): the guardian's table is anonymous",
+                    file::DIR
+                ));
+                let fd =
+                    unsafe { libc::memfd_create(c"pgdbg-guardian".as_ptr(), libc::MFD_CLOEXEC) };
+                if fd < 0 {
+                    return Err(fail("memfd_create", std::io::Error::last_os_error()));
+                }
+                (unsafe { OwnedFd::from_raw_fd(fd) }, None)
+            }
+        };
+        // from here on an error removes the file again
+        let remove_file = || {
+            if let Some((p, s)) = file {
+                file::remove(p, s);
+            }
+        };
         // a file-size limit (ulimit -f) applies to this memory file too:
         // the soft limit is raised to the hard one for the ftruncate only
         let mut rl = libc::rlimit {
@@ -195,19 +235,27 @@ impl Guardian {
             unsafe { libc::setrlimit(libc::RLIMIT_FSIZE, &rl) };
         }
         if r < 0 {
+            remove_file();
             return Err(fail("ftruncate", err));
         }
-        let shared = Shared::map(memfd.as_raw_fd())?;
-        shared.set(W_MAGIC, MAGIC);
+        let shared = Shared::map(memfd.as_raw_fd()).inspect_err(|_| remove_file())?;
         shared.set(W_STATE, STATE_ACTIVE);
         shared.set(3, pid as u64);
+        shared.set(W_START, start);
+        shared.set(W_PGDBG, std::process::id() as u64);
+        shared.set(
+            W_PGDBG_START,
+            procfs::start_time(std::process::id() as i32).unwrap_or(0),
+        );
+        // the magic last: a reader never takes a half-written header
+        shared.set(W_MAGIC, MAGIC);
         let mut fds = [0i32; 2];
         if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
+            remove_file();
             return Err(fail("pipe", std::io::Error::last_os_error()));
         }
         let (pipe_r, pipe_w) =
             unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-        let start = procfs::start_time(pid).unwrap_or(0);
         let (mfd, rfd) = (memfd.as_raw_fd(), pipe_r.as_raw_fd());
         let mut cmd = std::process::Command::new("/proc/self/exe");
         cmd.arg(ARG)
@@ -226,7 +274,15 @@ impl Guardian {
                 cloexec_off(rfd)
             });
         }
-        let child = cmd.spawn().map_err(|e| fail("spawn", e))?;
+        let child = cmd.spawn().map_err(|e| {
+            remove_file();
+            fail("spawn", e)
+        })?;
+        shared.set(W_GUARDIAN, child.id() as u64);
+        shared.set(
+            W_GUARDIAN_START,
+            procfs::start_time(child.id() as i32).unwrap_or(0),
+        );
         drop(pipe_r);
         drop(memfd);
         Ok(Some(Guardian {
@@ -237,7 +293,14 @@ impl Guardian {
             free: Vec::new(),
             next_slot: 0,
             detour_slot: HashMap::new(),
+            file,
         }))
+    }
+
+    /// The signals pgdbg holds back for the backend now (a mask, bit N-1
+    /// for signal N).
+    pub fn note_signals(&mut self, mask: u64) {
+        self.shared.set(W_SIGNALS, mask);
     }
 
     /// Record an int3 about to be written at `addr` over `orig`.
@@ -275,6 +338,12 @@ impl Guardian {
             shared: &self.shared,
             at: inflight::base(BP_DETOUR_WORDS),
         }
+    }
+
+    /// A call, an injected system call or a changed data word is recorded
+    /// (not yet put back).
+    pub fn in_flight(&self) -> bool {
+        self.records().any()
     }
 
     /// pgdbg holds the backend in a group stop (or no longer does).
@@ -401,6 +470,7 @@ impl Guardian {
         self.forget_data();
         self.forget_syscall();
         self.note_hold(false);
+        self.note_signals(0);
     }
 
     /// Whether nothing is recorded: the backend is as pgdbg found it.
@@ -410,6 +480,7 @@ impl Guardian {
             && self.shared.get(W_DEBUGREGS) == 0
             && self.shared.get(W_TRAP_BASE) == 0
             && self.shared.get(W_HOLD) == 0
+            && self.shared.get(W_SIGNALS) == 0
             && !self.records().any()
     }
 
@@ -419,6 +490,9 @@ impl Guardian {
     pub fn finish(&mut self) {
         if self.empty() {
             self.shared.set(W_STATE, STATE_CLEAN);
+            if let Some((p, s)) = self.file.take() {
+                file::remove(p, s);
+            }
         }
         self.pipe_w = None;
         if let Some(mut c) = self.child.take()
@@ -467,6 +541,9 @@ fn run(args: &[String]) -> Result<()> {
         num(4)? as i32,
     );
     let shared = Shared::map(mfd)?;
+    // the table file's identity: removed at the end only if it is still
+    // this one (a pgdbg attached since may have made its own)
+    let ours = file_id_of_fd(mfd);
     unsafe { libc::close(mfd) };
     if shared.get(W_MAGIC) != MAGIC {
         bail!("internal command line; not for use by hand");
@@ -481,9 +558,93 @@ fn run(args: &[String]) -> Result<()> {
         }
     }
     let t0 = std::time::Instant::now();
+    let remove_file = || {
+        let p = file::path(pid, start);
+        if ours.is_some() && file_id_of_path(&p) == ours {
+            let _ = std::fs::remove_file(p);
+        }
+    };
     if shared.get(W_STATE) == STATE_CLEAN {
+        remove_file();
         return Ok(());
     }
+    let res = restore(&shared, pid, start, Some(pgdbg), t0);
+    match &res {
+        Ok(None) => {}
+        Ok(Some(r)) => {
+            if std::env::var_os("PGDBG_GUARDIAN_QUIET").is_none() {
+                crate::errln!(
+                    "pgdbg guardian: pgdbg (PID {pgdbg}) ended without detaching from backend {pid}; restored {} ({})",
+                    r.what,
+                    r.times
+                );
+            }
+        }
+        Err(e) => crate::errln!(
+            "pgdbg guardian: pgdbg (PID {pgdbg}) ended without detaching from backend {pid}; could not fully restore it ({e:#}): run 'pgdbg rescue {pid}'"
+        ),
+    }
+    if res.is_ok() {
+        remove_file();
+    }
+    res.map(|_| ())
+}
+
+fn file_id_of_fd(fd: i32) -> Option<(u64, u64)> {
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat(2) into a zeroed struct.
+    (unsafe { libc::fstat(fd, &mut st) } == 0).then_some((st.st_dev, st.st_ino))
+}
+
+fn file_id_of_path(p: &std::path::Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(p)
+        .ok()
+        .map(|m| (m.dev(), m.ino()))
+}
+
+/// After a restore that failed half-way: the table keeps only what a later
+/// restore may do again safely, the int3 bytes (written back only where
+/// the byte is still an int3).
+fn forget_all_but_breakpoints(shared: &Shared) {
+    let r = inflight::Records {
+        shared,
+        at: inflight::base(BP_DETOUR_WORDS),
+    };
+    r.forget_call();
+    r.forget_syscall();
+    r.forget_data();
+    for slot in 0..DETOUR_SLOTS {
+        shared.set(HDR + 2 * BP_SLOTS + slot * DETOUR_WORDS, 0);
+    }
+    shared.set(W_DEBUGREGS, 0);
+    shared.set(W_TRAP_OLD_VALID, 0);
+    shared.set(W_TRAP_BASE, 0);
+    shared.set(W_SIGNALS, 0);
+    shared.set(W_HOLD, 0);
+    shared.set(W_RESUME_RIP, 0);
+}
+
+/// What a restore did, and when (after pgdbg's end).
+struct Restored {
+    what: String,
+    times: String,
+}
+
+/// Restore backend `pid` (started at `start`) from a guardian's table:
+/// pgdbg's int3s, debug registers, detours and SIGTRAP handler removed, a
+/// call or system call in flight finished or abandoned, the signals pgdbg
+/// held back sent again, the group stop ended.  `pgdbg`: the PID of the
+/// pgdbg that wrote the table, waited for while it still traces the
+/// backend (the guardian); None when that must not happen (a rescue).
+/// Some(what was restored), or None when there was nothing to do.
+fn restore(
+    shared: &Shared,
+    pid: i32,
+    start: u64,
+    pgdbg: Option<i32>,
+    t0: std::time::Instant,
+) -> Result<Option<Restored>> {
     let bps: Vec<(u64, u8)> = (0..BP_SLOTS)
         .filter_map(|s| {
             let a = shared.get(HDR + 2 * s);
@@ -529,14 +690,15 @@ fn run(args: &[String]) -> Result<()> {
     let held = shared.get(W_HOLD) != 0;
     let resumed = (shared.get(W_RESUME_RIP), shared.get(W_RESUME_RSP));
     let inflight = inflight::Records {
-        shared: &shared,
+        shared,
         at: inflight::base(BP_DETOUR_WORDS),
     }
     .adopt();
+    let signals = shared.get(W_SIGNALS);
     let nothing_else =
         bps.is_empty() && detours.is_empty() && !debugregs && trap.is_none() && inflight.is_empty();
-    if nothing_else && !held {
-        return Ok(());
+    if nothing_else && !held && signals == 0 {
+        return Ok(None);
     }
     // the kernel lets go of the backend just after closing pgdbg's files
     let same = || procfs::exists(pid) && procfs::start_time(pid).unwrap_or(0) == start;
@@ -544,12 +706,18 @@ fn run(args: &[String]) -> Result<()> {
     let mut said_other = false;
     loop {
         if !same() {
-            return Ok(()); // the backend is gone: nothing to restore
+            return Ok(None); // the backend is gone: nothing to restore
         }
         let tracer = procfs::status(pid).map(|s| s.tracer_pid).unwrap_or(0);
         if tracer == 0 {
             break;
         }
+        let Some(pgdbg) = pgdbg else {
+            bail!(
+                "process {tracer} ({}) traces backend {pid}: end it (or let it detach) first",
+                procfs::status(tracer).map(|s| s.name).unwrap_or_default()
+            );
+        };
         if tracer == pgdbg {
             // still pgdbg's: alive (a restore of its own failed and it
             // goes on) or dying
@@ -576,16 +744,41 @@ fn run(args: &[String]) -> Result<()> {
     }
     let t_free = t0.elapsed();
     let sigcont = || {
-        if held && same() {
-            // SAFETY: kill(2) of the backend, checked by its start time.
-            unsafe { libc::kill(pid, libc::SIGCONT) };
+        if same() {
+            // the signals pgdbg held back, queued while still stopped
+            for n in 1..=64 {
+                if signals & (1 << (n - 1)) != 0 {
+                    // SAFETY: kill(2) of the backend, checked by its start time.
+                    unsafe { libc::kill(pid, n) };
+                }
+            }
+            if held {
+                // SAFETY: as above.
+                unsafe { libc::kill(pid, libc::SIGCONT) };
+            }
         }
     };
-    if nothing_else {
-        // pgdbg died between its detach and its SIGCONT (or before it
-        // changed anything): the backend waits in its group stop
+    // the held-back signals, named, for the message
+    let sent = if signals == 0 {
+        None
+    } else {
+        let names: Vec<String> = (1..=64)
+            .filter(|n| signals & (1 << (n - 1)) != 0)
+            .map(|n| {
+                Signal::try_from(n)
+                    .map(|s| s.as_str().to_string())
+                    .unwrap_or_else(|_| format!("signal {n}"))
+            })
+            .collect();
+        Some(format!("held-back {} sent again", names.join(" ")))
+    };
+    if nothing_else && !held {
+        // only held-back signals to send
         sigcont();
-        return Ok(());
+        return Ok(Some(Restored {
+            what: sent.clone().unwrap_or_default(),
+            times: format!("{} µs after pgdbg's end", t0.elapsed().as_micros()),
+        }));
     }
     let adopt = |t: &mut Target| {
         for &(a, b) in &bps {
@@ -606,13 +799,16 @@ fn run(args: &[String]) -> Result<()> {
     };
     if !same() {
         // the PID was reused between the check and the attach: not ours
-        return t.detach_untouched();
+        return t.detach_untouched().map(|_| None);
     }
     if held {
         t.hold = Hold::Ours;
     }
     let t_seized = t0.elapsed();
     let mut how = String::new();
+    // (held with nothing else recorded: pgdbg died between its detach and
+    // its SIGCONT, or single-stepping, the trap flag set: the detach
+    // below clears it)
     let res = inflight
         .finish(&mut t)
         .map(|h| how = h)
@@ -623,42 +819,47 @@ fn run(args: &[String]) -> Result<()> {
         let _ = t.detach();
     }
     drop(t);
+    if res.is_err() {
+        // the backend runs on from here, restored in part: what is not
+        // safe to do twice on a backend that has run since (registers,
+        // data words, pages, signals) must never be replayed from this
+        // table by a later rescue; int3 bytes are (each is checked)
+        forget_all_but_breakpoints(shared);
+    }
     sigcont();
     let t_done = t0.elapsed();
-    let what = format!(
-        "{} breakpoint byte(s){}{}{}{}",
-        bps.len(),
-        if debugregs { ", debug registers" } else { "" },
-        if trap.is_some() {
-            ", the SIGTRAP handler"
-        } else {
-            ""
-        },
-        if detours.is_empty() {
-            String::new()
-        } else {
-            format!(", {} jump(s)", detours.len())
-        },
-        if inflight.is_empty() {
-            String::new()
-        } else {
-            format!(", {} ({how})", inflight.describe())
-        }
-    );
-    if std::env::var_os("PGDBG_GUARDIAN_QUIET").is_none() || res.is_err() {
-        crate::errln!(
-            "pgdbg guardian: pgdbg (PID {pgdbg}) ended without detaching from backend {pid}; {} {what} ({} µs after pgdbg's end: backend free after {} µs, seized after {} µs)",
-            if res.is_ok() {
-                "restored"
-            } else {
-                "could not fully restore"
-            },
-            t_done.as_micros(),
-            t_free.as_micros(),
-            t_seized.as_micros()
-        );
+    let mut parts: Vec<String> = Vec::new();
+    if !bps.is_empty() {
+        parts.push(format!("{} breakpoint byte(s)", bps.len()));
     }
-    res
+    if debugregs {
+        parts.push("debug registers".into());
+    }
+    if trap.is_some() {
+        parts.push("the SIGTRAP handler".into());
+    }
+    if !detours.is_empty() {
+        parts.push(format!("{} jump(s)", detours.len()));
+    }
+    if !inflight.is_empty() {
+        parts.push(format!("{} ({how})", inflight.describe()));
+    }
+    if parts.is_empty() {
+        parts.push("the stop".into());
+    }
+    parts.extend(sent);
+    let what = parts.join(", ");
+    res.map(|_| {
+        Some(Restored {
+            what,
+            times: format!(
+                "{} µs after pgdbg's end: backend free after {} µs, seized after {} µs",
+                t_done.as_micros(),
+                t_free.as_micros(),
+                t_seized.as_micros()
+            ),
+        })
+    })
 }
 
 /// The backend stopped one past an int3 of ours whose trap pgdbg had not

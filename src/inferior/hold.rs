@@ -1,11 +1,23 @@
 //! Holding the target in a job-control group stop while pgdbg traces it,
-//! so that it never runs without a tracer when pgdbg dies.
+//! so that it never runs without a tracer when pgdbg dies at a moment its
+//! death would leave it unsafe.
 //!
-//! Once something of pgdbg's is about to be written into the target (the
-//! guardian is started then), pgdbg sends it a SIGSTOP and lets it be
-//! delivered: the group stop completes (reported as PTRACE_EVENT_STOP) and
-//! the process's group stays stopped from then on.  pgdbg's PTRACE_CONT
-//! runs it all the same.  When the tracer dies, the kernel
+//! Held only while such a moment can come (`hold_needed`): an int3 of
+//! pgdbg's is written (a trap pgdbg has not rewound yet would resume one
+//! byte past it), debug registers are armed, a call, an injected system
+//! call or a changed data word is in flight.  Outside those, a tracer's
+//! death leaves the backend running as it runs untraced (what pgdbg left,
+//! an in-process recorder or the SIGTRAP handler, works without pgdbg, and
+//! the guardian or `pgdbg rescue` removes it), so pgdbg and its guardian
+//! killed together leave nothing stopped.  Entered before the change (the
+//! calls, `hold_for_change`) or at the next resume (int3s, debug
+//! registers), left at a resume once nothing needs it: pgdbg sends SIGCONT
+//! (which ends the group stop when it is sent) and the guardian is told
+//! after.
+//!
+//! To enter, pgdbg sends a SIGSTOP and lets it be delivered: the group stop
+//! completes (reported as PTRACE_EVENT_STOP) and the process's group stays
+//! stopped from then on.  pgdbg's PTRACE_CONT runs it all the same.  When the tracer dies, the kernel
 //! (`__ptrace_unlink`) re-arms the group stop for a tracee whose group is
 //! stopped: the target stops (state T) at its next return to user mode, at
 //! a breakpoint stop pgdbg had not handled yet, inside an inferior call,
@@ -57,14 +69,16 @@ impl Target {
     /// Put the stopped target into a group stop (see above); a no-op when
     /// it is held already, found stopped, or has other threads.
     pub(super) fn enter_group_stop(&mut self) -> Result<()> {
-        if self.hold != Hold::No || self.gone || !self.stopped {
+        if self.hold != Hold::No || self.hold_refused || self.gone || !self.stopped {
             return Ok(());
         }
         if std::env::var_os("PGDBG_NO_GROUP_STOP").is_some() {
+            self.hold_refused = true;
             return Ok(());
         }
         if threads(self.pid()) > 1 {
             log::debug("not held in a group stop: the process has several threads");
+            self.hold_refused = true;
             return Ok(());
         }
         // recorded first: the guardian sends the SIGCONT if pgdbg dies
@@ -110,7 +124,7 @@ impl Target {
                 }
                 WaitStatus::Stopped(_, sig) => {
                     self.mark_stopped();
-                    self.deferred.push_back(sig);
+                    self.defer(sig);
                     self.cont_raw(None)?;
                 }
                 _ => {
@@ -119,6 +133,76 @@ impl Target {
                     self.cont_raw(None)?;
                 }
             }
+        }
+    }
+
+    /// Whether pgdbg's death now, with the target running untraced, could
+    /// harm it (see the module comment).
+    pub(super) fn hold_needed(&self) -> bool {
+        !self.inserted.is_empty()
+            || self.debugregs_dirty
+            || self.guardian.as_ref().is_some_and(|g| g.in_flight())
+    }
+
+    /// At a resume: enter the group stop when it is needed, leave it when
+    /// it is not (the guardian must exist: it is who ends the stop).
+    pub(super) fn update_hold(&mut self) {
+        if self.guardian.is_none() || self.gone || !self.stopped {
+            return;
+        }
+        match (self.hold, self.hold_needed()) {
+            (Hold::No, true) if !self.hold_refused => {
+                if let Err(e) = self.enter_group_stop() {
+                    self.hold_refused = true;
+                    log::debug(&format!("no group stop: {e:#}"));
+                }
+            }
+            (Hold::Ours, false) => self.leave_group_stop(),
+            _ => {}
+        }
+    }
+
+    /// Before pgdbg changes the registers of a stopped target or a data
+    /// word in it (a call, an injected system call): the group stop, so
+    /// that its death at any point after leaves the target stopped for the
+    /// guardian (or `pgdbg rescue`).  Called before the registers to save
+    /// are read: entering lets the stop's pending signals be seen.
+    pub fn hold_for_change(&mut self) -> Result<()> {
+        if self.guardian()?.is_some()
+            && self.hold == Hold::No
+            && !self.hold_refused
+            && let Err(e) = self.enter_group_stop()
+        {
+            self.hold_refused = true;
+            log::debug(&format!("no group stop: {e:#}"));
+        }
+        Ok(())
+    }
+
+    /// End the group stop while tracing on (nothing needs it now): the
+    /// SIGCONT ends it when it is sent, its delivery (reported to pgdbg
+    /// later) passes through and changes nothing.  The guardian is told
+    /// after: a death between the two makes it send one more SIGCONT.
+    fn leave_group_stop(&mut self) {
+        let pid = self.pid();
+        // SAFETY: tgkill to the target's main thread.
+        let r = unsafe { libc::syscall(libc::SYS_tgkill, pid, pid, libc::SIGCONT) };
+        if r < 0 {
+            log::debug(&format!(
+                "group stop not ended: {}",
+                std::io::Error::last_os_error()
+            ));
+            return;
+        }
+        self.hold = Hold::No;
+        // a SIGSTOP of pgdbg's own re-hold not delivered yet must not stop
+        // the group again now (the kernel drops a pending one at SIGCONT;
+        // one already taken and deferred is pgdbg's to drop)
+        self.rehold_pending = 0;
+        self.deferred.retain(|s| *s != Signal::SIGSTOP);
+        self.note_held_signals();
+        if let Some(g) = &mut self.guardian {
+            g.note_hold(false);
         }
     }
 

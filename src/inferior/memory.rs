@@ -147,6 +147,9 @@ impl Target {
         }
         self.ensure_trap_handler();
         self.note_trap_address(addr, orig[0])?;
+        // held before the int3 exists (hold.rs): a trap pgdbg has not
+        // rewound when it dies must find the backend stopped
+        self.hold_for_change()?;
         self.write(addr, &[INT3])?;
         self.inserted.insert(addr, orig[0]);
         Ok(())
@@ -190,15 +193,8 @@ impl Target {
     /// The guardian of this target, started on first use (guardian.rs).
     pub(super) fn guardian(&mut self) -> Result<Option<&mut guardian::Guardian>> {
         if self.guardian.is_none() {
+            // (the group stop, hold.rs, is entered when something needs it)
             self.guardian = guardian::Guardian::start(self.pid())?;
-            // the group stop (hold.rs) before the first change; a target
-            // running now gets it at its next resume
-            if self.guardian.is_some() && self.stopped && !self.hold_tried {
-                self.hold_tried = true;
-                if let Err(e) = self.enter_group_stop() {
-                    log::debug(&format!("no group stop: {e:#}"));
-                }
-            }
         }
         Ok(self.guardian.as_mut())
     }

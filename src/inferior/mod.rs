@@ -74,6 +74,9 @@ pub struct Target {
     /// Signals that arrived while we could not deliver them (during a
     /// single-step); delivered on the next resume.
     deferred: VecDeque<Signal>,
+    /// The deferred signals a caller took (`take_pending_signals`) and has
+    /// not given back: held back all the same (a mask, bit N-1 for N).
+    taken_signals: u64,
     /// A fault signal reported to the user, delivered on the next resume.
     pending_fault: Option<Signal>,
     /// Number of PTRACE_INTERRUPTs whose event stop has not been seen.
@@ -87,6 +90,8 @@ pub struct Target {
     /// it spent stopped before that: what a command's stop cost it.
     stopped_since: Option<std::time::Instant>,
     stopped_before: std::time::Duration,
+    /// Time the target ran pgdbg's inferior calls (not its own work).
+    calls_time: std::time::Duration,
     /// Whether the target is currently stopped under ptrace.
     stopped: bool,
     /// How many times the target was let run: a stop's derived state (its
@@ -123,8 +128,9 @@ pub struct Target {
     trap_refused: bool,
     /// Whether pgdbg holds the process in a group stop (hold.rs).
     hold: hold::Hold,
-    /// The group stop was tried (with the guardian's start).
-    hold_tried: bool,
+    /// The group stop cannot be had (the process has other threads, it
+    /// failed once, or PGDBG_NO_GROUP_STOP): not tried again.
+    hold_refused: bool,
     /// SIGSTOPs sent to stop the group again after someone's SIGCONT whose
     /// event stops are still to come (swallowed).
     rehold_pending: u32,
@@ -179,12 +185,14 @@ impl Target {
             pid,
             inserted: BTreeMap::new(),
             deferred: VecDeque::new(),
+            taken_signals: 0,
             pending_fault: None,
             interrupts_outstanding: 0,
             stale_interrupts: 0,
             gone: false,
             stopped_since: None,
             stopped_before: std::time::Duration::ZERO,
+            calls_time: std::time::Duration::ZERO,
             stopped: false,
             runs: 0,
             debugregs_dirty: false,
@@ -207,7 +215,7 @@ impl Target {
             } else {
                 hold::Hold::No
             },
-            hold_tried: false,
+            hold_refused: false,
             rehold_pending: 0,
             event_stop: false,
         };
@@ -249,6 +257,18 @@ impl Target {
             + self
                 .stopped_since
                 .map_or(std::time::Duration::ZERO, |t| t.elapsed())
+    }
+
+    /// The time the target did none of its own work because of pgdbg:
+    /// stopped, or running pgdbg's inferior calls.  The difference over a
+    /// command is what it cost the backend.
+    pub fn lost_time(&self) -> std::time::Duration {
+        self.stopped_time() + self.calls_time
+    }
+
+    /// Account for `d` spent running an inferior call.
+    pub fn add_call_time(&mut self, d: std::time::Duration) {
+        self.calls_time += d;
     }
 
     fn mark_stopped(&mut self) {
@@ -390,6 +410,7 @@ impl Target {
         }
         if n == 7 && value != 0 {
             self.ensure_trap_handler();
+            self.hold_for_change()?;
         }
         ptrace::write_user(self.pid, off as ptrace::AddressType, value as i64)
             .map_err(|e| anyhow!("cannot write debug register {n} ({e})"))?;
@@ -477,6 +498,7 @@ impl Target {
         while let Some(s) = self.deferred.pop_front() {
             let _ = nix::sys::signal::kill(self.pid, s);
         }
+        // (the record is cleared once the resume has carried the signal)
         if self.event_stop
             && let Some(s) = sig
         {
@@ -498,18 +520,14 @@ impl Target {
         ptrace::cont(self.pid, sig)
             .map_err(|e| anyhow!("cannot resume process {} ({e})", self.pid))?;
         self.set_running();
+        self.note_held_signals();
         Ok(())
     }
 
-    /// Before the target runs: the group stop once the guardian exists
-    /// (hold.rs).
+    /// Before the target runs: the group stop entered or left as what
+    /// pgdbg has in the target needs (hold.rs).
     fn before_resume(&mut self) {
-        if !self.hold_tried && self.guardian.is_some() {
-            self.hold_tried = true;
-            if let Err(e) = self.enter_group_stop() {
-                log::debug(&format!("no group stop: {e:#}"));
-            }
-        }
+        self.update_hold();
     }
 
     fn siginfo_code(&self) -> Option<i32> {
@@ -556,6 +574,8 @@ impl Target {
     /// Take the signals waiting for delivery (a call must not receive
     /// them); give them back with `restore_pending_signals`.
     pub fn take_pending_signals(&mut self) -> (Option<Signal>, VecDeque<Signal>) {
+        // still held back while the caller keeps them: still recorded
+        self.taken_signals = signal_mask(&self.deferred);
         (
             self.pending_fault.take(),
             std::mem::take(&mut self.deferred),
@@ -567,6 +587,22 @@ impl Target {
         let mut d = p.1;
         d.extend(self.deferred.drain(..));
         self.deferred = d;
+        self.taken_signals = 0;
+        self.note_held_signals();
+    }
+
+    /// Hold `sig` back for the next resume; recorded for the guardian
+    /// first, which sends it again if pgdbg dies before delivering it.
+    fn defer(&mut self, sig: Signal) {
+        self.deferred.push_back(sig);
+        self.note_held_signals();
+    }
+
+    fn note_held_signals(&mut self) {
+        let mask = signal_mask(&self.deferred) | self.taken_signals;
+        if let Some(g) = &mut self.guardian {
+            g.note_signals(mask);
+        }
     }
 
     /// Discard a fault signal instead of delivering it.
@@ -613,7 +649,7 @@ impl Target {
                 }
                 WaitStatus::Stopped(_, sig) => {
                     self.mark_stopped();
-                    self.deferred.push_back(sig);
+                    self.defer(sig);
                 }
                 WaitStatus::PtraceEvent(_, _, _) => {
                     self.mark_stopped();
@@ -644,6 +680,7 @@ impl Target {
         self.set_running();
         match ptrace::detach(self.pid, sig) {
             Ok(()) | Err(Errno::ESRCH) => {
+                self.note_held_signals();
                 self.release_hold();
                 Ok(())
             }
@@ -708,6 +745,7 @@ impl Target {
             first_err.get_or_insert(e);
         }
         self.deferred.retain(|s| *s != Signal::SIGTRAP);
+        self.note_held_signals();
         if self.pending_fault == Some(Signal::SIGTRAP) {
             self.pending_fault = None;
         }
@@ -732,6 +770,10 @@ impl Target {
         };
         self.attached = false;
         self.set_running();
+        if detached {
+            // the detach carried the held-back signal (the others were sent)
+            self.note_held_signals();
+        }
         // the group stop last, once untraced: the target runs on.  Not when
         // something was not restored: the backend then stays stopped, and
         // the guardian (not told all is clean, its pipe closed by finish
@@ -756,6 +798,11 @@ impl Drop for Target {
             let _ = self.detach();
         }
     }
+}
+
+/// Bit N-1 for each signal N.
+fn signal_mask(sigs: &VecDeque<Signal>) -> u64 {
+    sigs.iter().fold(0, |m, s| m | 1u64 << (*s as i32 - 1))
 }
 
 fn debugreg_offset(n: usize) -> usize {

@@ -149,7 +149,7 @@ impl Target {
                     // A signal arrived before the instruction ran: defer it,
                     // step again without it.
                     self.mark_stopped();
-                    self.deferred.push_back(sig);
+                    self.defer(sig);
                 }
                 WaitStatus::Stopped(_, sig) => {
                     // The instruction itself faults: report it (stepping

@@ -83,9 +83,24 @@ impl Target {
                     self.mark_gone();
                     return Ok(Some(Stop::Killed(sig)));
                 }
-                WaitStatus::PtraceEvent(_, _sig, ev) if ev == libc::PTRACE_EVENT_STOP => {
+                WaitStatus::PtraceEvent(_, sig, ev) if ev == libc::PTRACE_EVENT_STOP => {
                     self.mark_stopped();
                     self.event_stop = true;
+                    if sig == Signal::SIGTRAP
+                        && self.interrupts_outstanding == 0
+                        && self.stale_interrupts == 0
+                        && !interrupted_for_user
+                        && !interrupted_for_tool
+                    {
+                        // No interrupt of ours is in flight and the group is
+                        // not stopped (a group stop reports its stop signal):
+                        // the kernel's notice that a SIGCONT ended the group
+                        // stop (a seized tracee gets one per SIGCONT, pgdbg's
+                        // own when it leaves its hold included), not a stop
+                        // anyone asked for.  The SIGCONT itself comes next.
+                        self.cont_raw(None)?;
+                        continue;
+                    }
                     if self.rehold_pending > 0
                         && self.interrupts_outstanding == 0
                         && self.stale_interrupts == 0
@@ -181,7 +196,7 @@ impl Target {
                     if signals::pass_through(sig) {
                         if terminating {
                             // Keep the signal for delivery at detach.
-                            self.deferred.push_back(sig);
+                            self.defer(sig);
                             return self.reported(Stop::ToolTerminating).map(Some);
                         }
                         self.cont_raw(Some(sig))?;
@@ -216,6 +231,7 @@ impl Target {
         ptrace::cont(self.pid, sig)
             .map_err(|e| anyhow!("cannot resume process {} ({e})", self.pid))?;
         self.set_running();
+        self.note_held_signals();
         Ok(())
     }
 

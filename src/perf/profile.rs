@@ -140,22 +140,32 @@ impl Drop for Profiler {
     }
 }
 
-/// Names of pcs: the binary's DWARF (inlined calls are frames of their
-/// own) or its symbols, a library's symbols, else `[library]` / `0x...`.
+/// Names of pcs: the DWARF of the binary or of a library that has it
+/// (inlined calls are frames of their own, names as in the source), else
+/// its symbols, else `[library]` / `0x...`.
 pub struct Symbolizer<'a> {
     di: &'a DebugInfo,
     bias: u64,
     maps: Maps,
     cache: HashMap<(u64, bool), Vec<String>>,
+    /// Each library's debug info, loaded at its first pc (None: no DWARF).
+    libs: HashMap<std::path::PathBuf, Option<std::rc::Rc<DebugInfo>>>,
 }
 
 impl<'a> Symbolizer<'a> {
     pub fn new(pid: i32, di: &'a DebugInfo, bias: u64) -> Symbolizer<'a> {
+        Self::with_maps(Maps::new(pid, bias), di, bias)
+    }
+
+    /// With the files a process mapped, read while it still ran (it may
+    /// have ended since).
+    pub fn with_maps(maps: Maps, di: &'a DebugInfo, bias: u64) -> Symbolizer<'a> {
         Symbolizer {
             di,
             bias,
-            maps: Maps::new(pid, bias),
+            maps,
             cache: HashMap::new(),
+            libs: HashMap::new(),
         }
     }
 
@@ -189,6 +199,28 @@ impl<'a> Symbolizer<'a> {
                 return vec![s.name.clone()];
             }
             return vec![format!("{pc:#x}")];
+        }
+        // a library with DWARF (plpgsql.so of a build with -g): named as
+        // the binary's frames are
+        let lib = self
+            .libs
+            .entry(m.path.clone())
+            .or_insert_with(|| {
+                DebugInfo::load_library(&m.path)
+                    .ok()
+                    .filter(|d| d.has_dwarf())
+                    .map(std::rc::Rc::new)
+            })
+            .clone();
+        if let Some(di) = lib {
+            let names: Vec<String> = di
+                .frames_at(lookup.wrapping_sub(m.bias))
+                .into_iter()
+                .filter_map(|f| f.function)
+                .collect();
+            if !names.is_empty() {
+                return names;
+            }
         }
         match m.symbol(lookup) {
             Some((s, _)) => vec![s],

@@ -32,6 +32,12 @@ impl Maps {
 
     fn refresh(&mut self) {
         let maps = procfs::maps(self.pid).unwrap_or_default();
+        if maps.is_empty() && !self.list.is_empty() {
+            // the process has ended: the files it mapped stay as they were
+            // (its records are unwound after its end)
+            self.taken = std::time::Instant::now();
+            return;
+        }
         let exe = procfs::exe_path(self.pid).ok();
         let mut mods: Vec<Module> = Vec::new();
         for m in &maps {

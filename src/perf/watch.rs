@@ -249,6 +249,12 @@ pub struct WatchResult {
     pub lost: u64,
     /// Stores whose value was read back (the instruction was not decoded).
     pub read_back: u64,
+    /// Stores left out: their value was to be read back but the process
+    /// had ended (or its memory could not be read) by then.
+    pub unread: u64,
+    /// The files the process mapped, read while it ran: its stacks can be
+    /// named after it ended.
+    pub maps: Option<Maps>,
 }
 
 fn reg_value(r: &Registers, reg: Register) -> Option<u64> {
@@ -424,11 +430,12 @@ impl WordWatch {
                     let value = match value {
                         Some(v) => v,
                         None => {
-                            res.read_back += 1;
                             let mut b = [0u8; 4];
                             if !read_mem(pid, word, &mut b) {
+                                res.unread += 1;
                                 return;
                             }
+                            res.read_back += 1;
                             u32::from_le_bytes(b)
                         }
                     };
@@ -451,6 +458,7 @@ impl WordWatch {
                 wait_any(&all, POLL_MS);
             }
             res.lost = ev.lost + mark_evs.iter().map(|(_, e, _)| e.lost).sum::<u64>();
+            res.maps = Some(maps);
             res
         });
         Ok(WordWatch {

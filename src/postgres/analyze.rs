@@ -178,7 +178,10 @@ pub fn parse_condition(text: &str) -> Result<Vec<Clause>> {
                 subject: Subject::QueryId,
                 op,
                 value: rhs.parse::<i64>().map_err(|_| {
-                    anyhow!("plan --if: queryid compares with an integer, not '{rhs}'")
+                    anyhow!(
+                        "plan --if: queryid compares with an integer, not '{rhs}'",
+                        rhs = crate::shown::shown(rhs)
+                    )
                 })?,
             },
             other => bail!(
@@ -196,15 +199,24 @@ fn parse_micros(t: &str) -> Result<i64> {
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
     let (num, unit) = (&t[..split], t[split..].trim());
-    let v: f64 = num
-        .parse()
-        .map_err(|_| anyhow!("plan --if: '{t}' is not a duration (e.g. 200ms, 1.5s, 500us)"))?;
+    let v: f64 = num.parse().map_err(|_| {
+        anyhow!(
+            "plan --if: '{t}' is not a duration (e.g. 200ms, 1.5s, 500us)",
+            t = crate::shown::shown(t)
+        )
+    })?;
     let scale = match unit {
         "us" => 1.0,
         "ms" => 1e3,
         "s" => 1e6,
-        "" => bail!("plan --if: the duration '{t}' needs a unit: us, ms or s"),
-        other => bail!("plan --if: unknown time unit '{other}' (us, ms or s)"),
+        "" => bail!(
+            "plan --if: the duration '{t}' needs a unit: us, ms or s",
+            t = crate::shown::shown(t)
+        ),
+        other => bail!(
+            "plan --if: unknown time unit '{other}' (us, ms or s)",
+            other = crate::shown::shown(other)
+        ),
     };
     Ok((v * scale).round() as i64)
 }
@@ -310,8 +322,6 @@ pub struct AnalyzeProbe<'o> {
     pub skipped: u64,
     /// Statements that failed before their end.
     pub failed: u64,
-    /// Blocks of output, for the caller to print in order.
-    pub out: Vec<String>,
     /// A problem that ends the command (the backend already restored).
     pub fatal: Option<anyhow::Error>,
 }
@@ -354,7 +364,6 @@ impl<'o> AnalyzeProbe<'o> {
             shown: 0,
             skipped: 0,
             failed: 0,
-            out: Vec::new(),
             fatal: None,
         })
     }
@@ -554,7 +563,8 @@ impl<'o> AnalyzeProbe<'o> {
                 Ok(b) => b,
                 Err(e) => format!("plan --analyze: no EXPLAIN ANALYZE for this statement: {e:#}"),
             };
-            self.out.push(block);
+            // printed now, not when the last of --count N has ended
+            s.say(&block);
             self.shown += 1;
         } else {
             self.skipped += 1;
@@ -610,7 +620,7 @@ impl<'o> AnalyzeProbe<'o> {
             return Ok(());
         }
         self.failed += 1;
-        self.out.push(format!(
+        s.say(&format!(
             "plan --analyze: the statement failed (ERROR) before its end: no EXPLAIN ANALYZE{}",
             if st.restore_at.is_some() {
                 "; its QueryDesc, freed with the failed statement, kept the instrumentation request"
@@ -762,9 +772,6 @@ pub fn plan_next_analyze(s: &mut dyn Backend, o: &AnalyzeOpts) -> Result<(String
     let _ = s.frame_functions();
     probe.arm(s)?;
     let res = s.run_probes(&mut probe, o.duration);
-    for block in std::mem::take(&mut probe.out) {
-        s.say(&block);
-    }
     // every way out: the field as found (unless the backend is gone)
     let gone = matches!(res, Ok((ProbeEnd::TargetGone, _)));
     let put_back = if gone { Ok(None) } else { probe.put_back(s) };

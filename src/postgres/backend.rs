@@ -533,7 +533,10 @@ pub mod fake {
         fn location_addrs(&self, spec: &str) -> Result<Vec<u64>> {
             let addrs = self.function_addrs(spec);
             if addrs.is_empty() {
-                anyhow::bail!("no function \"{spec}\" in this postgres binary");
+                anyhow::bail!(
+                    "no function \"{spec}\" in this postgres binary",
+                    spec = crate::shown::shown(spec)
+                );
             }
             Ok(addrs)
         }

@@ -123,7 +123,10 @@ impl PlanPrinter {
                     .find(|(n, _)| *n == want)
                     .map(|(_, v)| *v)
                     .ok_or_else(|| {
-                        anyhow!("unknown format '{format}': use text, json, yaml or xml")
+                        anyhow!(
+                            "unknown format '{format}': use text, json, yaml or xml",
+                            format = crate::shown::shown(format)
+                        )
                     })?
             }
             _ => bail!("ExplainState.format is not an enum in this build"),

@@ -295,6 +295,9 @@ pub struct TraceProbe {
     /// reported in order and named; at the end of tracing whatever is left
     /// is reported as unresolved, with the reason.
     unreported: Vec<(WaitRecord, f64)>,
+    /// The backend has ended: its waits are named from the names known,
+    /// it is not asked.
+    ended: bool,
 }
 
 /// Ended waits held back for their names at most (then reported unnamed).
@@ -444,6 +447,7 @@ impl TraceProbe {
             statements: Vec::new(),
             quiet,
             unreported: Vec::new(),
+            ended: false,
         }
     }
 
@@ -473,7 +477,7 @@ impl TraceProbe {
             .map(|(w, _)| w.info)
             .filter(|i| self.names.unresolved(*i).is_some())
             .collect();
-        if !missing.is_empty() {
+        if !missing.is_empty() && !self.ended {
             self.names.try_resolve(s, &missing);
         }
         let all_named = self
@@ -517,6 +521,15 @@ impl TraceProbe {
     pub fn abandon(&mut self, s: &mut dyn Backend) {
         for (w, ts) in std::mem::take(&mut self.unreported) {
             self.report(s, w, ts);
+        }
+    }
+
+    /// The backend has ended (its records are reported after its end): no
+    /// call is made into it to name its waits.
+    pub fn backend_ended(&mut self) {
+        self.ended = true;
+        if self.names.failed.is_none() {
+            self.names.failed = Some("the backend ended before it could be asked".into());
         }
     }
 

@@ -21,7 +21,10 @@ pub fn entries(s: &dyn Backend, function: &str) -> Result<(Vec<u64>, usize)> {
     }
     let locs = s.di().function_locations(function);
     if locs.is_empty() {
-        bail!("no function \"{function}\" in this postgres binary");
+        bail!(
+            "no function \"{function}\" in this postgres binary",
+            function = crate::shown::shown(function)
+        );
     }
     let inlined = locs.iter().filter(|l| l.inlined).count();
     let mut out = Vec::new();

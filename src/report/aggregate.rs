@@ -142,7 +142,13 @@ impl Aggregator {
                 ..
             } => {
                 let stmt = statement.clone().unwrap_or_else(|| "-".into());
-                let key = (stmt, shorten_query(query));
+                let key = (
+                    stmt,
+                    query
+                        .as_deref()
+                        .map(shorten_query)
+                        .unwrap_or_else(|| "(text not available)".into()),
+                );
                 let acc = self.plans.entry(key.clone()).or_default();
                 acc.executions += 1;
                 match choice.as_str() {

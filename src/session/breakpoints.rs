@@ -61,7 +61,8 @@ impl Session {
     ) -> Result<String> {
         if let Some(c) = condition {
             let di = self.di.clone();
-            parse::parse_in(c, &di).map_err(|e| anyhow!("condition '{c}': {e}"))?;
+            parse::parse_in(c, &di)
+                .map_err(|e| anyhow!("condition '{c}': {e}", c = crate::shown::shown(c)))?;
         }
         let locs = match self.resolve_location(spec) {
             Ok(l) => l,

@@ -283,9 +283,16 @@ impl Session {
                 .filter(|(_, l)| library_matches(lib, l.path()))
                 .peekable();
             if named.peek().is_none() {
+                let names: Vec<String> = libs.mapped().map(|(_, l)| l.short_name()).collect();
                 bail!(
-                    "no library \"{lib}\" is loaded in backend {} ('info sharedlibrary' lists them)",
-                    self.pid
+                    "no library \"{lib}\" is loaded in backend {} ({})",
+                    self.pid,
+                    crate::debuginfo::library::some_names(
+                        &names,
+                        "it has loaded",
+                        "'info sharedlibrary' lists them"
+                    ),
+                    lib = crate::shown::shown(lib)
                 );
             }
             let mut out = Vec::new();
@@ -304,7 +311,12 @@ impl Session {
                 }
             }
             if out.is_empty() {
-                return Err(err.unwrap_or_else(|| anyhow!("no function \"{func}\" in {lib}")));
+                return Err(err.unwrap_or_else(|| {
+                    anyhow!(
+                        "no function \"{func}\" in {lib}",
+                        func = crate::shown::shown(func)
+                    )
+                }));
             }
             return Ok(out);
         }

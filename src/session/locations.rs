@@ -48,12 +48,16 @@ pub(crate) fn resolve(
         && let Ok(line) = line.parse::<u32>()
     {
         if line == 0 {
-            bail!("{file}:0: line numbers start at 1");
+            bail!(
+                "{file}:0: line numbers start at 1",
+                file = crate::shown::shown(file)
+            );
         }
         let hits = di.line_addresses(file, line)?;
         if hits.is_empty() {
             bail!(
-                "no code at {file}:{line} (is the file name right? try the function name instead)"
+                "no code at {file}:{line} (is the file name right? try the function name instead)",
+                file = crate::shown::shown(file)
             );
         }
         return Ok(hits
@@ -80,7 +84,10 @@ pub(crate) fn resolve(
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
     {
-        bail!("bad location '{spec}': use FUNCTION, FILE:LINE or *ADDRESS");
+        bail!(
+            "bad location '{spec}': use FUNCTION, FILE:LINE or *ADDRESS",
+            spec = crate::shown::shown(spec)
+        );
     }
     let locs = di.function_locations(spec);
     if locs.is_empty() {
@@ -89,7 +96,8 @@ pub(crate) fn resolve(
             "no function \"{spec}\" in this postgres binary{}",
             close
                 .map(|c| format!(" (did you mean {c}?)"))
-                .unwrap_or_default()
+                .unwrap_or_default(),
+            spec = crate::shown::shown(spec)
         );
     }
     Ok(locs
@@ -126,7 +134,12 @@ pub(crate) fn parse_address(di: &DebugInfo, bias: u64, a: &str) -> Result<(u64, 
     if let Some(v) = num(a) {
         return Ok((v, false));
     }
-    let bad = || anyhow!("bad address '{a}': use *0xADDRESS or *FUNCTION+OFFSET");
+    let bad = || {
+        anyhow!(
+            "bad address '{a}': use *0xADDRESS or *FUNCTION+OFFSET",
+            a = crate::shown::shown(a)
+        )
+    };
     let (name, off) = match a.split_once('+') {
         Some((n, o)) => (n.trim(), num(o).ok_or_else(bad)?),
         None => (a, 0),
@@ -149,7 +162,12 @@ pub(crate) fn parse_address(di: &DebugInfo, bias: u64, a: &str) -> Result<(u64, 
                 .find(|l| !l.inlined)
                 .map(|l| l.addr)
         })
-        .ok_or_else(|| anyhow!("no function \"{name}\" in this postgres binary"))?;
+        .ok_or_else(|| {
+            anyhow!(
+                "no function \"{name}\" in this postgres binary",
+                name = crate::shown::shown(name)
+            )
+        })?;
     Ok((base.wrapping_add(off).wrapping_add(bias), true))
 }
 

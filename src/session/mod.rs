@@ -161,6 +161,10 @@ pub struct Session {
     /// The backend runs in the background (resumed by pgdbg, no command
     /// waiting for its stop).
     background: bool,
+    /// A command taken out of the background runs: the backend runs on
+    /// after it, so a Ctrl-C that ends it is no stop to show (its location
+    /// is not looked up: the first one loads a library's debug info).
+    resumes_after: bool,
     /// `info`'s CPU state line, read at a stop (it needs one).
     cpu_state: Option<String>,
     /// A second process attached for a while by a command on another
@@ -232,6 +236,7 @@ impl Session {
             hits_total: 0,
             nonstop: false,
             background: false,
+            resumes_after: false,
             cpu_state: None,
             sibling: false,
         };

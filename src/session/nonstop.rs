@@ -186,20 +186,10 @@ impl Session {
         {
             return Ok(r);
         }
-        // the cost of the stop: its wall time (an inferior call runs the
-        // backend, yet not its own work); a probe's, whose backend does its
-        // own work while probed, only the time it sat in ptrace stops
-        let probe = matches!(
-            cmd,
-            Command::Trace { .. }
-                | Command::Count { .. }
-                | Command::PlanCache { .. }
-                | Command::WaitsSample { .. }
-                | Command::WaitsTrace { .. }
-                | Command::Plan { next: true, .. }
-        );
-        let t0 = std::time::Instant::now();
-        let before = self.target.stopped_time();
+        // the cost of the stop: the time the backend did none of its own
+        // work (stopped, or running pgdbg's calls); a probe's backend does
+        // its own work between the stops it is probed in
+        let before = self.target.lost_time();
         if let Some((text, flow)) = self.take_stop()? {
             // it stopped by itself first: that stop is shown, the command
             // runs on it, and the backend stays stopped (until `continue`)
@@ -212,7 +202,9 @@ impl Session {
                 flow,
             ));
         }
+        self.resumes_after = true;
         let res = self.execute(cmd);
+        self.resumes_after = false;
         if matches!(
             res,
             Ok((_, Flow::TargetGone | Flow::Terminate | Flow::Quit))
@@ -227,11 +219,7 @@ impl Session {
         if let Some((t, f)) = resumed? {
             return Ok((format!("{text}{t}"), f));
         }
-        let cost = if probe {
-            self.target.stopped_time().saturating_sub(before)
-        } else {
-            t0.elapsed()
-        };
+        let cost = self.target.lost_time().saturating_sub(before);
         let mut text = text;
         if text.contains("Program stopped") || cost > LONG_STOP {
             text.push_str(&format!(

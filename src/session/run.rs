@@ -174,7 +174,13 @@ impl Session {
 
     /// What an interrupted stop shows: the frame where the backend is.
     pub(crate) fn interrupted_text(&mut self) -> Result<String> {
-        let head = self.frame_line(0, true)?;
+        // Ctrl-C during a command at the non-stop prompt: the command ends
+        // and the backend runs on (`execute_at_prompt` says so)
+        let head = if self.resumes_after {
+            None
+        } else {
+            Some(self.frame_line(0, true)?)
+        };
         self.emit(Event::Stop {
             address: None,
             breakpoints: None,
@@ -184,9 +190,12 @@ impl Session {
             reason: "interrupted".into(),
             signal: None,
         });
-        Ok(format!(
-            "\nProgram stopped (interrupted; the backend got no signal).\n{head}"
-        ))
+        Ok(match head {
+            Some(head) => {
+                format!("\nProgram stopped (interrupted; the backend got no signal).\n{head}")
+            }
+            None => "\nInterrupted.".into(),
+        })
     }
 
     pub(crate) fn report_stop(&mut self, stop: Stop) -> Result<(ProbeEnd, String)> {

@@ -51,15 +51,26 @@ impl Session {
         for a in args {
             let name = a.trim();
             if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-                bail!("'{a}' is an expression, not an argument's name");
+                bail!(
+                    "'{a}' is an expression, not an argument's name",
+                    a = crate::shown::shown(a)
+                );
             }
             let v = vars
                 .iter()
                 .find(|v| v.is_param && v.name == name)
-                .ok_or_else(|| anyhow!("'{a}' is not an argument of {function}"))?;
-            let ty =
-                v.ty.clone()
-                    .ok_or_else(|| anyhow!("'{a}' has no type in the debug info"))?;
+                .ok_or_else(|| {
+                    anyhow!(
+                        "'{a}' is not an argument of {function}",
+                        a = crate::shown::shown(a)
+                    )
+                })?;
+            let ty = v.ty.clone().ok_or_else(|| {
+                anyhow!(
+                    "'{a}' has no type in the debug info",
+                    a = crate::shown::shown(a)
+                )
+            })?;
             let scalar = match &*strip(self, &ty) {
                 Type::Base { size, .. } | Type::Enum { size, .. } => *size <= 8,
                 Type::Pointer { target } => {
@@ -73,7 +84,10 @@ impl Session {
                             }
                         )
                     {
-                        bail!("'{a}' is a string: its text is in memory, not in a register");
+                        bail!(
+                            "'{a}' is a string: its text is in memory, not in a register",
+                            a = crate::shown::shown(a)
+                        );
                     }
                     true
                 }

@@ -150,7 +150,11 @@ impl Session {
                 a + self.bias
             ));
         }
-        bail!("no symbol \"{sym}\" in {}", self.exe_path.display())
+        bail!(
+            "no symbol \"{sym}\" in {}",
+            self.exe_path.display(),
+            sym = crate::shown::shown(sym)
+        )
     }
 }
 
@@ -173,7 +177,10 @@ impl EvalEnv for Session {
         }
         if let Some((addr, ty)) = self.library_global(name) {
             let Some(ty) = ty else {
-                bail!("'{name}' has no type in the debug info; cast it: print *(int *) &{name}")
+                bail!(
+                    "'{name}' has no type in the debug info; cast it: print *(int *) &{name}",
+                    name = crate::shown::shown(name)
+                )
             };
             return Ok(Some(Value {
                 ty,
@@ -184,7 +191,10 @@ impl EvalEnv for Session {
             let ty = match ty {
                 Some(t) => t,
                 None => {
-                    bail!("'{name}' has no type in the debug info; cast it: print *(int *) &{name}")
+                    bail!(
+                        "'{name}' has no type in the debug info; cast it: print *(int *) &{name}",
+                        name = crate::shown::shown(name)
+                    )
                 }
             };
             return Ok(Some(Value {

@@ -123,3 +123,35 @@ pub fn build_id(path: &Path) -> String {
         .trim()
         .to_string()
 }
+
+/// pgdbg with the debuginfod variables (and nothing else of the caller's).
+pub fn pgdbg_env(args: &[&str], urls: &str, cache: &Path, extra: &[(&str, &str)]) -> Command {
+    let mut c = Command::new(super::pgdbg_bin());
+    c.args(args)
+        .env("DEBUGINFOD_URLS", urls)
+        .env("DEBUGINFOD_CACHE_PATH", cache)
+        .env_remove("DEBUGINFOD_TIMEOUT")
+        .env_remove("DEBUGINFOD_MAXTIME")
+        .env_remove("DEBUGINFOD_MAXSIZE")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in extra {
+        c.env(k, v);
+    }
+    c
+}
+
+/// The end of the line for a server below the minimum speed.
+pub fn slow_tail(secs: u64) -> String {
+    format!(
+        "less than the 100.0 kB a server must send in each DEBUGINFOD_TIMEOUT={secs} s; check the server, or raise DEBUGINFOD_TIMEOUT for a slow link"
+    )
+}
+
+/// `n` bytes that begin like an ELF file.
+pub fn elf_looking(n: usize) -> Vec<u8> {
+    let mut v = vec![0u8; n];
+    v[..4].copy_from_slice(b"\x7fELF");
+    v
+}

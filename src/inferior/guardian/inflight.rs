@@ -382,6 +382,7 @@ impl Target {
     /// A data word about to be changed around calls, and its value to put
     /// back if pgdbg dies.
     pub fn note_data_word(&mut self, addr: u64, orig: &[u8]) -> Result<()> {
+        self.hold_for_change()?;
         if let Some(g) = self.guardian()? {
             g.note_data(addr, orig)?;
         }

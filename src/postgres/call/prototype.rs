@@ -6,8 +6,12 @@ use super::*;
 
 /// Resolve a function name to a runtime address for `call`.
 pub fn function_address(s: &dyn Backend, name: &str) -> Result<u64> {
-    func_addr(s, name)
-        .ok_or_else(|| anyhow!("no out-of-line function \"{name}\" to call in this binary"))
+    func_addr(s, name).ok_or_else(|| {
+        anyhow!(
+            "no out-of-line function \"{name}\" to call in this binary",
+            name = crate::shown::shown(name)
+        )
+    })
 }
 
 /// A function's parameters from DWARF: (name, type) each, and whether it

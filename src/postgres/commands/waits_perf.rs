@@ -186,15 +186,26 @@ pub fn waits_trace_perf(
     ));
     let mut nostop = NoStop;
     let res = s.run_probes(&mut nostop, duration);
-    let got = watch.finish()?;
+    let ran = base_i.elapsed();
+    let mut got = watch.finish()?;
     let (end, text) = res?;
     let flow = Flow::from(end);
     let stores = got.stores.len();
-    if flow == Flow::Continue {
+    // a backend that ended (exited or was killed) recorded everything up
+    // to its end: the kernel's records outlive it, and are reported alike
+    // (its waits are named from the names known, it cannot be asked)
+    if matches!(flow, Flow::Continue | Flow::TargetGone) {
+        if flow == Flow::TargetGone {
+            probe.backend_ended();
+        }
         // names of the stacks first (the debug info is borrowed from the
-        // backend), then the stores in order
+        // backend, the mapped files were read while it ran), then the
+        // stores in order
         let named: Vec<Vec<String>> = {
-            let mut sym = Symbolizer::new(s.pid(), s.di(), s.bias());
+            let mut sym = match got.maps.take() {
+                Some(maps) => Symbolizer::with_maps(maps, s.di(), s.bias()),
+                None => Symbolizer::new(s.pid(), s.di(), s.bias()),
+            };
             got.stores
                 .iter()
                 .map(|st| {
@@ -276,7 +287,18 @@ pub fn waits_trace_perf(
             got.read_back
         ));
     }
-    if flow != Flow::Continue {
+    if got.unread > 0 {
+        notes.push_str(&format!(
+            "\n{} stores were not plain moves and could not be read back (the backend had ended): left out",
+            got.unread
+        ));
+    }
+    if flow == Flow::TargetGone {
+        notes.push_str(&format!(
+            "\nbackend {pid} ended after {:.1} s: its waits and statements up to its end are reported above",
+            ran.as_secs_f64()
+        ));
+    } else if flow != Flow::Continue {
         notes.push_str(&format!(
             "\n{stores} stores recorded; not reported (tracing was cut short)"
         ));

@@ -154,11 +154,15 @@ impl PlanCacheProbe {
                 plan.and_then(|pl| self.planning_cost(s, pl)),
             )
         };
-        let query = self.query_text(s, p.plansource, &p.before);
+        let query = match &p.text {
+            Some(t) => t.clone(),
+            None => self.query_text(s, p.plansource, &p.before),
+        };
         Ok(Decision {
             ts: p.ts,
             statement: None,
-            query,
+            query_unavailable: query.as_ref().err().copied(),
+            query: query.unwrap_or_default(),
             execution,
             generic,
             generic_cost: gen_cost,
@@ -242,6 +246,10 @@ fn fmt3(x: f64) -> String {
 pub fn label(d: &Decision) -> String {
     match &d.statement {
         Some(n) => n.clone(),
+        None if d.query_unavailable.is_some() => format!(
+            "<unnamed> (statement text not available: {})",
+            d.query_unavailable.map(|w| w.why()).unwrap_or_default()
+        ),
         None => {
             let q: String = d.query.split_whitespace().collect::<Vec<_>>().join(" ");
             let q = if q.chars().count() > 50 {
@@ -309,7 +317,8 @@ pub fn decision_event(d: &Decision) -> Event {
         num_generic_plans: d.num_generic_plans,
         plan_cache_mode: d.plan_cache_mode.clone(),
         planning_cost: d.planning_cost,
-        query: d.query.clone(),
+        query: d.query_unavailable.is_none().then(|| d.query.clone()),
+        query_unavailable: d.query_unavailable.map(|w| w.code().to_string()),
         reason: d.reason.into(),
         statement: d.statement.clone(),
         total_custom_cost: Some(d.total_custom_cost),
@@ -395,6 +404,7 @@ mod tests {
             before: before.bytes(&l),
             mode: Some(0),
             ts: None,
+            text: None,
         };
         probe.pending = vec![
             pending(P, &st),      // chose custom

@@ -130,6 +130,11 @@ fn read(s: &dyn Backend, addr: u64, len: u64) -> Result<Vec<u8>> {
 }
 
 fn read_cstring(s: &dyn Backend, addr: u64, max: usize) -> String {
+    String::from_utf8_lossy(&read_cbytes(s, addr, max)).into_owned()
+}
+
+/// The bytes of a NUL-terminated string, at most `max` of them.
+fn read_cbytes(s: &dyn Backend, addr: u64, max: usize) -> Vec<u8> {
     let mut out = Vec::new();
     let mut a = addr;
     while out.len() < max {
@@ -142,7 +147,58 @@ fn read_cstring(s: &dyn Backend, addr: u64, max: usize) -> String {
         out.extend_from_slice(&b);
         a += n as u64;
     }
-    String::from_utf8_lossy(&out).into_owned()
+    out
+}
+
+/// A statement's text as read: it must be UTF-8 (a cut at `max` may split
+/// the last character, which is dropped).  Anything else is not a
+/// statement's text (memory reused since), never printed.
+fn statement_text(b: &[u8]) -> std::result::Result<String, TextLost> {
+    match std::str::from_utf8(b) {
+        Ok(t) => Ok(t.to_string()),
+        Err(e) if e.error_len().is_none() && b.len() >= QUERY_MAX => {
+            Ok(String::from_utf8_lossy(&b[..e.valid_up_to()]).into_owned())
+        }
+        Err(_) => Err(TextLost::NotText),
+    }
+}
+
+/// How much of a statement's text is read.
+const QUERY_MAX: usize = 1024;
+
+/// Why a decision's statement text is not reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextLost {
+    /// A one-shot statement's text belongs to its caller and is freed with
+    /// the plansource right after the call: gone when the ring is read.
+    OneShot,
+    /// The plansource was freed (its memory perhaps reused) before the
+    /// ring was read.
+    Freed,
+    /// What its `query_string` points to is not text.
+    NotText,
+}
+
+impl TextLost {
+    /// The capture event's `query_unavailable`.
+    pub fn code(self) -> &'static str {
+        match self {
+            TextLost::OneShot => "one_shot_freed",
+            TextLost::Freed => "plansource_freed",
+            TextLost::NotText => "not_text",
+        }
+    }
+
+    /// The printed marker's words.
+    pub fn why(self) -> &'static str {
+        match self {
+            TextLost::OneShot => {
+                "a one-shot statement's text is freed right after its call; --fast=stop reads it at the call"
+            }
+            TextLost::Freed => "the plan source was freed before its text was read",
+            TextLost::NotText => "its query_string no longer holds text",
+        }
+    }
 }
 
 /// A GUC's `config_enum_entry` array: (name, value) until the NULL name.
@@ -169,7 +225,10 @@ pub struct Decision {
     /// When GetCachedPlan was entered, if known better than "now".
     pub ts: Option<f64>,
     pub statement: Option<String>,
+    /// Empty when `query_unavailable`.
     pub query: String,
+    /// Why the text is not known.
+    pub query_unavailable: Option<TextLost>,
     pub execution: i64,
     pub generic: bool,
     pub generic_cost: Option<f64>,
@@ -192,6 +251,9 @@ struct Pending {
     /// plan_cache_mode at the entry (recorded in-process)
     mode: Option<i32>,
     ts: Option<f64>,
+    /// The statement's text, read when the recorder's ring was (None: read
+    /// it at the report, the backend stopped at the call).
+    text: Option<std::result::Result<String, TextLost>>,
 }
 
 /// An execution's choice as its plansource's counters tell it.
@@ -235,7 +297,7 @@ pub struct PlanCacheProbe {
     /// Not reported yet.
     new_lost: u64,
     /// Taken from the ring at the last poll, with their times.
-    polled: Vec<(Record, f64)>,
+    polled: Vec<(Record, f64, std::result::Result<String, TextLost>)>,
     /// The plansources' state at the last poll.
     snapshot: HashMap<u64, Vec<u8>>,
     /// The recorder was given up at this poll (`ring_to_stops`): its last
@@ -299,19 +361,26 @@ impl PlanCacheProbe {
         self.recorder.is_some()
     }
 
-    /// The query text of a plansource (`before`: its struct), cached.
-    fn query_text(&mut self, s: &dyn Backend, plansource: u64, before: &[u8]) -> String {
+    /// The query text of a plansource (`before`: its struct), cached by
+    /// plansource and `query_string` (the cache entries of a plansource
+    /// seen freed are dropped: see `ring::still_live`).
+    fn query_text(
+        &mut self,
+        s: &dyn Backend,
+        plansource: u64,
+        before: &[u8],
+    ) -> std::result::Result<String, TextLost> {
         let query_ptr = self.l.cps.ptr(before, "query_string").unwrap_or(0);
         if let Some(q) = self.queries.get(&(plansource, query_ptr)) {
-            return q.clone();
+            return Ok(q.clone());
         }
         let q = if query_ptr != 0 {
-            read_cstring(s, query_ptr, 1024)
+            statement_text(&read_cbytes(s, query_ptr, QUERY_MAX))?
         } else {
             String::new()
         };
         self.queries.insert((plansource, query_ptr), q.clone());
-        q
+        Ok(q)
     }
 
     /// End of a watch: report what is complete and take the recorder out.

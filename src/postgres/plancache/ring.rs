@@ -4,7 +4,7 @@
 //! poll (`snapshot_ring`, the backend stopped) and reported while it runs
 //! again (`report_ring`).
 
-use super::{CACHEDPLANSOURCE_MAGIC, Pending, PlanCacheProbe, Settled, read};
+use super::{CACHEDPLANSOURCE_MAGIC, Pending, PlanCacheProbe, Settled, TextLost, read};
 use crate::inferior::recorder::{Record, RecordSpec};
 use crate::postgres::backend::{Backend, ProbeHandler};
 use anyhow::{Result, bail};
@@ -94,25 +94,9 @@ impl PlanCacheProbe {
     ) -> Result<()> {
         self.new_lost += dropped;
         let mut sources: Vec<u64> = self.pending.iter().map(|p| p.plansource).collect();
-        let mut fresh = Vec::new();
         for (r, _) in &records {
             if !sources.contains(&r.rdi) {
                 sources.push(r.rdi);
-            }
-            // first sight of this statement: its text, and below its name,
-            // read now
-            let qp = self.l.cps.ptr(&r.fields, "query_string").unwrap_or(0);
-            if !self.queries.contains_key(&(r.rdi, qp)) {
-                self.query_text(s, r.rdi, &r.fields);
-                fresh.push(r.rdi);
-            }
-        }
-        if !fresh.is_empty() {
-            // one scan of the prepared statements for all of them
-            let named = self.scan_prepared(s).unwrap_or_default();
-            for ps in fresh {
-                let name = named.iter().find(|(p, _)| *p == ps).map(|(_, n)| n.clone());
-                self.names.insert(ps, name);
             }
         }
         let size = self.l.cps.size as usize;
@@ -133,8 +117,86 @@ impl PlanCacheProbe {
                 self.snapshot.insert(a, b);
             }
         }
-        self.polled.extend(records);
+        // The texts: read now, and only where the plansource each record
+        // saw is still there, so that never a freed text is printed.
+        let live = self.still_live(&records);
+        let mut fresh = Vec::new();
+        let mut texts = Vec::with_capacity(records.len());
+        for ((r, _), live) in records.iter().zip(live) {
+            let text = match live {
+                Err(why) => {
+                    // what was cached for this address is stale now
+                    self.queries.retain(|(ps, _), _| *ps != r.rdi);
+                    self.names.remove(&r.rdi);
+                    Err(why)
+                }
+                Ok(()) => {
+                    let qp = self.l.cps.ptr(&r.fields, "query_string").unwrap_or(0);
+                    if !self.queries.contains_key(&(r.rdi, qp)) {
+                        fresh.push(r.rdi);
+                    }
+                    self.query_text(s, r.rdi, &r.fields)
+                }
+            };
+            texts.push(text);
+        }
+        if !fresh.is_empty() {
+            // first sight of these statements: one scan of the prepared
+            // statements for all of their names
+            let named = self.scan_prepared(s).unwrap_or_default();
+            for ps in fresh {
+                let name = named.iter().find(|(p, _)| *p == ps).map(|(_, n)| n.clone());
+                self.names.insert(ps, name);
+            }
+        }
+        self.polled.extend(
+            records
+                .into_iter()
+                .zip(texts)
+                .map(|((r, ts), text)| (r, ts, text)),
+        );
         Ok(())
+    }
+
+    /// For each record (in the ring's order), whether the plansource it
+    /// saw is still, at this drain, the same live plansource (so its
+    /// `query_string` still holds the statement's text); if not, why.
+    /// Walked back from the plansource's state now: a later record (or
+    /// the state now) of the same address must show it live
+    /// (CACHEDPLANSOURCE_MAGIC), with the same `query_string`, its
+    /// counters no lower (they only grow while it lives).  A one-shot
+    /// plansource's text is never its own (CreateOneShotCachedPlan keeps the
+    /// caller's pointer) and both are freed when the call is over: the
+    /// memory may already hold the next statement, which no check can tell
+    /// from the right one.
+    fn still_live(&self, records: &[(Record, f64)]) -> Vec<Result<(), TextLost>> {
+        let l = &self.l.cps;
+        let count = |b: &[u8]| {
+            l.int(b, "num_custom_plans").unwrap_or(0) + l.int(b, "num_generic_plans").unwrap_or(0)
+        };
+        let mut later: std::collections::HashMap<u64, Option<&[u8]>> = Default::default();
+        let mut out = vec![Ok(()); records.len()];
+        for (i, (r, _)) in records.iter().enumerate().rev() {
+            let now = *later
+                .entry(r.rdi)
+                .or_insert_with(|| self.snapshot.get(&r.rdi).map(|b| &b[..]));
+            let b = &r.fields[..];
+            let same = now.is_some_and(|n| {
+                l.int(b, "magic") == Some(CACHEDPLANSOURCE_MAGIC)
+                    && l.int(n, "magic") == Some(CACHEDPLANSOURCE_MAGIC)
+                    && l.ptr(n, "query_string") == l.ptr(b, "query_string")
+                    && count(n) >= count(b)
+            });
+            out[i] = if l.boolean(b, "is_oneshot") == Some(true) {
+                Err(TextLost::OneShot)
+            } else if same {
+                Ok(())
+            } else {
+                Err(TextLost::Freed)
+            };
+            later.insert(r.rdi, if out[i].is_ok() { Some(b) } else { None });
+        }
+        out
     }
 
     /// Report the decisions `snapshot_ring` found complete: a call's choice
@@ -150,7 +212,7 @@ impl PlanCacheProbe {
                 if n == 1 { "" } else { "s" }
             ));
         }
-        for (r, ts) in std::mem::take(&mut self.polled) {
+        for (r, ts, text) in std::mem::take(&mut self.polled) {
             if self.done() {
                 break;
             }
@@ -176,6 +238,7 @@ impl PlanCacheProbe {
                 before: r.fields,
                 mode: Some(r.global32 as i32),
                 ts: Some(ts),
+                text: Some(text),
             };
             if self.l.cps.boolean(&p.before, "is_oneshot") == Some(true) {
                 // always a custom plan, and the plansource is freed right
@@ -359,10 +422,12 @@ mod tests {
     }
 
     #[test]
-    fn ring_reports_a_one_shot_statement_at_once() {
+    fn ring_reports_a_one_shot_statement_at_once_without_its_freed_text() {
         let mut s = backend();
         let mut probe = ring_probe(None);
         let l = probe.l.cps.clone();
+        // what its query_string points to when the ring is read: the next
+        // statement's text, or garbage
         s.map_str(QUERY2, "SELECT 1");
         let st = Ps {
             query: QUERY2,
@@ -375,12 +440,87 @@ mod tests {
         probe.report_ring(&mut s).unwrap();
         assert_eq!(
             s.lines,
-            vec!["<unnamed> \"SELECT 1\" #1: custom plan  one-shot statement, never cached"]
+            vec![format!(
+                "<unnamed> (statement text not available: {}) #1: custom plan  one-shot statement, never cached",
+                TextLost::OneShot.why()
+            )]
         );
         let ev = choices(&s);
         assert_eq!(ev[0]["reason"], "one_shot");
         assert_eq!(ev[0]["num_custom_plans"], 1);
+        assert!(ev[0]["query"].is_null());
+        assert_eq!(ev[0]["query_unavailable"], "one_shot_freed");
         assert!(probe.pending.is_empty());
+        assert!(probe.queries.is_empty());
+    }
+
+    #[test]
+    fn ring_never_prints_a_freed_plansources_text() {
+        let mut s = backend();
+        let mut probe = ring_probe(None);
+        let l = probe.l.cps.clone();
+        // P was seen with its text (cached)
+        let a = Ps::new();
+        s.map(P, a.custom(1.0).bytes(&l));
+        probe
+            .take_records(&s, vec![record(P, &a, &l, 0, 1.0)], 0)
+            .unwrap();
+        probe.report_ring(&mut s).unwrap();
+        assert!(
+            s.lines[0].starts_with("s1 #1: custom plan"),
+            "{:?}",
+            s.lines
+        );
+        s.lines.clear();
+        // then freed, and a new plansource took its address with its text
+        // at the same address (counters back to 0): the old one's later
+        // call must not be told with the new text, nor the new one's with
+        // the cached old text
+        let old = a.custom(1.0);
+        s.map_str(QUERY, "SELECT 'the new one'");
+        s.map(P, Ps::new().custom(3.0).bytes(&l));
+        probe.names.insert(P, None);
+        probe
+            .take_records(
+                &s,
+                vec![
+                    record(P, &old, &l, 0, 2.0),
+                    record(P, &Ps::new(), &l, 0, 3.0),
+                ],
+                0,
+            )
+            .unwrap();
+        probe.report_ring(&mut s).unwrap();
+        let ev = choices(&s);
+        let last = ev.last().unwrap();
+        assert_eq!(last["query"], "SELECT 'the new one'", "{ev:?}");
+        // the old one's call had not settled when its plansource went: not
+        // reported at all, and nothing prints the old cached text for the
+        // new plansource
+        assert!(ev.iter().all(|e| e["query"] != S1 || e["execution"] == 1));
+        // a query_string that no longer holds text: never printed
+        let mut probe = ring_probe(None);
+        s.map(QUERY2, vec![b'X', b'J', 0xff, b'_', 0xfe, b'U', 0]);
+        let b = Ps {
+            query: QUERY2,
+            ..Ps::new()
+        };
+        s.map(P2, b.custom(1.0).bytes(&l));
+        s.lines.clear();
+        probe
+            .take_records(&s, vec![record(P2, &b, &l, 0, 4.0)], 0)
+            .unwrap();
+        probe.report_ring(&mut s).unwrap();
+        assert_eq!(
+            s.lines,
+            vec![format!(
+                "<unnamed> (statement text not available: {}) #1: custom plan  fewer than 5 custom plans so far (0); generic not built yet",
+                TextLost::NotText.why()
+            )]
+        );
+        let ev = choices(&s);
+        assert!(ev.last().unwrap()["query"].is_null());
+        assert_eq!(ev.last().unwrap()["query_unavailable"], "not_text");
     }
 
     #[test]

@@ -44,6 +44,7 @@ impl PlanCacheProbe {
             before,
             mode: None,
             ts: None,
+            text: None,
         });
         Ok(())
     }
@@ -143,6 +144,7 @@ impl PlanCacheProbe {
             before,
             mode: None,
             ts: None,
+            text: None,
         });
         Ok(())
     }

@@ -67,10 +67,11 @@ fn pgbench(cl: &Cluster, secs: u32) -> (Child, i32) {
         .unwrap();
     let mut c = cl.connect();
     let mut bpid = 0;
-    // pgbench may open a short-lived connection first: a backend that is
-    // still there a moment later, running the statement
+    // pgbench may open a short-lived connection first (on a loaded machine
+    // it can last longer than the moment below): a backend that has run
+    // the script's statement, still there a moment later
     wait_until("pgbench's backend", Duration::from_secs(20), || {
-        let q = "select coalesce(max(pid), 0)::text from pg_stat_activity where application_name = 'pgdbg-test-uprobe'";
+        let q = "select coalesce(max(pid), 0)::text from pg_stat_activity where application_name = 'pgdbg-test-uprobe' and query like '%::int + 1%'";
         let first: i32 = c.simple_text(q).parse().unwrap();
         if first == 0 {
             return false;
@@ -89,12 +90,22 @@ struct Setup {
     offset: u64,
     at: u64,
     maps_before: Vec<String>,
+    /// The server's log, shown when the backend is found gone.
+    log: PathBuf,
 }
 
 impl Setup {
     fn uprobe(&self) -> UprobeCounter {
         UprobeCounter::open(&self.exe, self.offset, self.bpid).unwrap_or_else(|e| {
-            panic!("a uprobe at {}+{:#x}: {e}", self.exe.display(), self.offset)
+            let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(30).collect();
+            panic!(
+                "a uprobe at {}+{:#x} in {}: {e}; the server's log ends with:\n{}",
+                self.exe.display(),
+                self.offset,
+                self.bpid,
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            )
         })
     }
 
@@ -212,6 +223,7 @@ fn uprobe_over_recorder(major: u32) {
         exe,
         offset,
         maps_before: anon_exec_maps(bpid),
+        log: cl.dir.join("postmaster.log"),
     };
     let out = std::env::temp_dir().join(format!("pgdbg-uprobe-{major}-{}.out", std::process::id()));
     let read = || std::fs::read_to_string(&out).unwrap_or_default();

@@ -332,6 +332,17 @@ impl Target {
         if self.gone || !self.stopped {
             bail!("internal: install_detour needs a stopped target");
         }
+        // A SIGILL of an earlier jump's still queued is taken now, while
+        // its entry in `undone_jumps` is known; then no entry there can
+        // match a SIGILL to come (the bytes each one covers are original
+        // again, or this jump's, whose own entry is made if it is taken
+        // over), so they all go: none is left to drop a SIGILL of the
+        // code's own, or of this jump under another entry's bytes.
+        self.drain_sigill()?;
+        if self.gone {
+            bail!("the backend exited");
+        }
+        self.undone_jumps.clear();
         if self.detours.iter().any(|d| d.site == site) {
             bail!("a detour is already at {site:#x}");
         }
@@ -359,15 +370,23 @@ impl Target {
             bail!("internal: detour code does not fit its page");
         }
         let to_code = jmp(site, entry)?;
+        // what the jump is followed by, for whether it traps when entered
+        // past its first byte (`jumpover::jump_traps`)
+        let after = self.after_jump(site, &orig);
         let d = Detour {
             site,
             orig: orig.clone(),
             code,
             data,
             entry: Some(entry),
-            traps_inside: super::jumpover::jump_traps(orig[0], &to_code[1..]),
+            traps_inside: super::jumpover::jump_traps(orig[0], &to_code[1..], &after),
             taken_over: None,
         };
+        // a jump that may not trap could run its rel32 as code under
+        // someone's uprobe (`jumpover.rs`): no detour rather than that
+        if !d.traps_inside {
+            bail!("the jump at {site:#x} would not trap if another tool's uprobe landed on it");
+        }
         if let Some(g) = self.guardian()? {
             g.note_detour(&d)?;
         }

@@ -22,11 +22,18 @@
 //!   `site+1..site+len`, byte 0 is left to whoever has it (the kernel puts
 //!   the file's byte there when its uprobe goes), the signal is not
 //!   delivered, and the detour is only waiting for its pages to be unmapped.
+//!
+//! When no free page gives such a jump, there is no detour (the caller
+//! stops at each call instead).  Only a SIGILL the CPU raised for #UD
+//! (`ILL_ILLOPN`) at a boundary over bytes that are original again is
+//! dropped, one per undone jump, so a resume never traps in a loop; one
+//! still queued is taken before a new detour and before detaching
+//! (`drain_sigill`), since the backend would die of it untraced.
 
 use super::detour::{Detour, JMP_LEN};
 use super::{INT3, Target, procfs};
-use anyhow::Result;
-use iced_x86::{Decoder, DecoderOptions};
+use anyhow::{Result, bail};
+use iced_x86::{Decoder, DecoderError, DecoderOptions};
 use nix::sys::signal::Signal;
 
 const PAGE: u64 = 4096;
@@ -42,6 +49,11 @@ pub const UD64: [u8; 17] = [
     0x06, 0x07, 0x0e, 0x16, 0x17, 0x1e, 0x1f, 0x27, 0x2f, 0x37, 0x3f, 0x60, 0x61, 0x9a, 0xea, 0xce,
     0xd4,
 ];
+
+/// The `si_code` of a SIGILL raised by #UD in user mode, "illegal
+/// operand" (include/uapi/asm-generic/siginfo.h; the libc crate does not
+/// export it).
+const ILL_ILLOPN: i32 = 2;
 
 /// What someone else did to a detour's jump.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,15 +83,62 @@ pub fn rel32_traps(rel32: &[u8]) -> bool {
 /// inside it: each `rel32` byte is `UD64`, and with the file's first byte
 /// `orig0` back before them (a uprobe's removal) the first instruction is
 /// invalid at once, or is `orig0` alone (`push rbp`), run as the original
-/// code runs it, before the trap at the next byte.
-pub fn jump_traps(orig0: u8, rel32: &[u8]) -> bool {
+/// code runs it, before the trap at the next byte.  `after` is what really
+/// follows the jump in the backend (`Target::after_jump`): an instruction
+/// starting at `orig0` may take the `rel32` and those bytes as operands
+/// (`mov dword [rsi], imm32` is `c7 06` and four more bytes).  Only a
+/// decode the CPU refuses at once counts as a trap: a decode that merely
+/// ran out of bytes (`DecoderError::NoMoreBytes`) says nothing about what
+/// the CPU would run, so it counts as not trapping.
+pub fn jump_traps(orig0: u8, rel32: &[u8], after: &[u8]) -> bool {
     if !rel32_traps(rel32) {
         return false;
     }
     let mut code = vec![orig0];
     code.extend_from_slice(rel32);
-    let ins = Decoder::with_ip(64, &code, 0, DecoderOptions::NONE).decode();
-    ins.is_invalid() || ins.len() == 1
+    code.extend_from_slice(after);
+    let mut dec = Decoder::with_ip(64, &code, 0, DecoderOptions::NONE);
+    let ins = dec.decode();
+    if ins.is_invalid() {
+        return dec.last_error() == DecoderError::InvalidInstruction;
+    }
+    ins.len() == 1
+}
+
+/// Whether a SIGILL raised at `at` is the trap of a resume inside the
+/// undone jump `d` (what `jump_traps` promises), so that resuming the
+/// backend at `at` without the signal runs its original code from an
+/// original instruction boundary:
+/// * `at` is inside the jump's five bytes (past them the bytes were never
+///   pgdbg's: a SIGILL there is the code's own) and an original boundary;
+/// * the bytes from `at` on (`now`, read after the undo) are the original
+///   ones again (byte 0 may be a uprobe's int3: the kernel runs the
+///   original instruction for it); else the resume would raise the same
+///   SIGILL again, and again;
+/// * the jump traps wherever it is entered (`traps_inside`), or `at` is
+///   past byte 0 and a uprobe sat at byte 0 (`uprobe_at_0`) while the
+///   `rel32` bytes all trap: then execution came to `at` only by the
+///   kernel's return from the uprobe, after the original instruction at
+///   `site` ran out of line, whatever `orig0` would decode to.
+fn sigill_of_jump(d: &Detour, at: u64, uprobe_at_0: bool, now: &[u8]) -> bool {
+    let Some(entry) = d.entry else {
+        return false;
+    };
+    let Ok(jump) = super::detour::jmp(d.site, entry) else {
+        return false;
+    };
+    if at < d.site || at >= d.site + JMP_LEN as u64 || !boundaries(d).contains(&at) {
+        return false;
+    }
+    let k = (at - d.site) as usize;
+    let want = &d.orig[k..];
+    let original = now.len() == want.len()
+        && now
+            .iter()
+            .zip(want)
+            .enumerate()
+            .all(|(i, (n, w))| n == w || (k == 0 && i == 0 && *n == INT3));
+    original && (d.traps_inside || (k >= 1 && uprobe_at_0 && rel32_traps(&jump[1..])))
 }
 
 /// The jump targets (`site` + 5 + rel32) whose `rel32` bytes are all
@@ -140,20 +199,56 @@ fn boundaries(d: &Detour) -> Vec<u64> {
 }
 
 impl Target {
-    /// Map one page of code (read and execute) for a detour at `site` whose
-    /// code is `text_len` bytes: placed, when the address space allows, so
-    /// that the jump's `rel32` bytes all trap (`trapping_targets`).
-    /// Returns (page, entry).
-    pub(super) fn map_jump_page(&mut self, site: u64, text_len: u64) -> Result<(u64, u64)> {
+    /// What follows a detour's jump in the backend once a uprobe's removal
+    /// put the file's byte back before its `rel32`: the displaced bytes
+    /// past the jump, then up to one longest instruction (15 bytes) of the
+    /// code after them, as far as it is mapped.
+    pub(super) fn after_jump(&self, site: u64, orig: &[u8]) -> Vec<u8> {
+        let mut out = orig.get(JMP_LEN..).unwrap_or_default().to_vec();
+        let next = site + orig.len() as u64;
+        for n in (1..=15usize).rev() {
+            let mut b = vec![0u8; n];
+            if self.read(next, &mut b).is_ok() {
+                out.extend_from_slice(&b);
+                break;
+            }
+        }
+        out
+    }
+
+    /// Map one page of code (read and execute) for a detour at `site` that
+    /// displaces `len` bytes and whose code is `text_len` bytes, placed so
+    /// that the jump traps wherever a uprobe makes the backend enter it
+    /// (`trapping_targets`, `jump_traps` with the bytes really there).
+    /// Refused when no such page is free: a jump that may not trap could
+    /// run its `rel32` as code under someone's uprobe, so the caller does
+    /// without the detour.  Returns (page, entry).
+    pub(super) fn map_jump_page(
+        &mut self,
+        site: u64,
+        len: usize,
+        text_len: u64,
+    ) -> Result<(u64, u64)> {
         let maps = procfs::maps(self.pid())?;
-        for (page, entry) in trapping_targets(&maps, site, text_len).into_iter().take(8) {
+        let mut orig = vec![0u8; len];
+        self.read(site, &mut orig)?;
+        let after = self.after_jump(site, &orig);
+        let traps = |entry: u64| {
+            super::detour::jmp(site, entry).is_ok_and(|j| jump_traps(orig[0], &j[1..], &after))
+        };
+        let found: Vec<(u64, u64)> = trapping_targets(&maps, site, text_len)
+            .into_iter()
+            .filter(|&(_, entry)| traps(entry))
+            .take(8)
+            .collect();
+        for &(page, entry) in &found {
             if let Some(a) = self.map_page_at(page, libc::PROT_READ | libc::PROT_EXEC)? {
                 return Ok((a, entry));
             }
         }
-        super::log::debug("no trapping jump target is free: the recorder's jump may not trap");
-        let page = self.map_pages(Some(site), PAGE, libc::PROT_READ | libc::PROT_EXEC)?;
-        Ok((page, page))
+        bail!(
+            "no free page within jump reach of {site:#x} makes the jump there trap if another tool's uprobe lands on it"
+        )
     }
 
     /// Whether someone else has changed the jump of the detour at `site`
@@ -190,14 +285,30 @@ impl Target {
         } else {
             TakenOver::Changed
         };
-        if kind.repaired() {
+        let mut kind = kind;
+        let undone = kind.repaired();
+        if undone {
             // The write that undoes the jump: the original instructions
             // after the first byte, as the file has them.  Byte 0 is left
             // alone: it is the uprobe's int3 (the kernel writes the file's
             // byte there when the uprobe goes) or already the file's byte.
             // Nothing can be executing those bytes: the target is stopped,
             // and a resume inside them had trapped at once (`UD64`).
-            self.write(site + 1, &d.orig[1..])?;
+            // `write_from` never reads and writes back byte 0 (a word-wise
+            // write could put back a stale int3 or file byte over what the
+            // kernel wrote meanwhile).
+            let words = self.write_from(site + 1, &d.orig[1..])?;
+            if words {
+                // the word-wise fallback: byte 0 is still the uprobe's or
+                // the file's, else someone else has the code now
+                let b0 = self.byte_in_target(site);
+                if b0 != Some(INT3) && b0 != Some(d.orig[0]) {
+                    super::log::debug(&format!(
+                        "detour at {site:#x}: byte 0 is {b0:x?} after the undo: neither an int3 nor the file's"
+                    ));
+                    kind = TakenOver::Changed;
+                }
+            }
         }
         // The guardian must not write the original bytes over byte 0 (the
         // uprobe's) if pgdbg dies now; the pages stay known to the detour
@@ -208,8 +319,16 @@ impl Target {
         if let Some(x) = self.detours.iter_mut().find(|x| x.site == site) {
             x.taken_over = Some(kind);
         }
-        if kind.repaired() && !self.undone_jumps.iter().any(|x| x.site == site) {
-            self.undone_jumps.push(d.clone());
+        // (a byte 0 found changed after the word-wise undo says Changed,
+        // but the bytes after it are the original ones all the same)
+        if undone {
+            // one entry per site: a later jump at the same site replaces
+            // an earlier one's (whose SIGILL was drained at install)
+            self.undone_jumps.retain(|x| x.site != site);
+            self.undone_jumps.push(Detour {
+                taken_over: Some(kind),
+                ..d.clone()
+            });
         }
         super::log::debug(&format!("detour at {site:#x} taken over: {kind:?}"));
         Ok(Some(kind))
@@ -217,16 +336,19 @@ impl Target {
 
     /// At a stop with a fault signal: whether it is the trap of a resume
     /// inside a detour's jump that someone's uprobe took over, at an
-    /// original instruction boundary.  Then the jump is undone (now, or
-    /// already at a poll: `detour_taken_over`) and the signal must not be
-    /// delivered: resumed at the instruction that trapped, the backend runs
-    /// its original code.  Told by the fault's own address (`si_addr`, the
-    /// instruction that raised #UD), so a SIGILL reported late (queued
-    /// before a poll's stop, taken at the next resume, perhaps during an
-    /// injected system call or after the detour's removal) is recognised
-    /// too.  A fault there anywhere else, or over a jump whose bytes may
-    /// not trap, or another signal, is left to be reported and delivered:
-    /// pgdbg does not guess how much of some other code ran.
+    /// original instruction boundary (`sigill_of_jump`).  Then the jump is
+    /// undone (now, or already at a poll: `detour_taken_over`) and the
+    /// signal must not be delivered: resumed at the instruction that
+    /// trapped, the backend runs its original code.  Told by the fault's
+    /// own address (`si_addr`, the instruction that raised #UD), so a
+    /// SIGILL reported late (queued before a poll's stop, taken at the
+    /// next resume, perhaps during an injected system call or after the
+    /// detour's removal) is recognised too.  A fault there anywhere else,
+    /// or over a jump whose bytes may not trap, or another signal, is left
+    /// to be reported and delivered: pgdbg does not guess how much of some
+    /// other code ran.  One SIGILL at most is dropped per undone jump: the
+    /// bytes are the original ones after it, so another SIGILL there is
+    /// the code's own, and a resume can never trap in a loop.
     pub(super) fn fault_in_taken_over_jump(&mut self, sig: Signal) -> Result<bool> {
         if sig != Signal::SIGILL || (self.detours.is_empty() && self.undone_jumps.is_empty()) {
             return Ok(false);
@@ -234,8 +356,10 @@ impl Target {
         let Ok(si) = nix::sys::ptrace::getsiginfo(self.pid) else {
             return Ok(false);
         };
-        // a signal someone sent (kill, sigqueue) has si_code <= 0
-        if si.si_code <= 0 {
+        // #UD in user mode is reported as ILL_ILLOPN with the faulting
+        // instruction in si_addr (arch/x86/kernel/traps.c); anything else
+        // (kill, sigqueue, some other fault) is not the trap of a jump
+        if si.si_code != ILL_ILLOPN {
             return Ok(false);
         }
         // SAFETY: a kernel-generated SIGILL's siginfo carries si_addr.
@@ -249,13 +373,90 @@ impl Target {
         let Some(d) = self.undone_jumps.iter().find(|d| inside(d)).cloned() else {
             return Ok(false);
         };
-        let resume = d.traps_inside && boundaries(&d).contains(&at);
+        // what is there now, read after the undo
+        let mut now = vec![0u8; (d.site + d.orig.len() as u64 - at) as usize];
+        if self.read(at, &mut now).is_err() {
+            now.clear();
+        }
+        // a uprobe at byte 0: seen when the jump was taken over, or now
+        let uprobe_at_0 = d.taken_over == Some(TakenOver::Int3)
+            || (self.byte_in_target(d.site) == Some(INT3)
+                && d.orig[0] != INT3
+                && !self.inserted.contains_key(&d.site));
+        let resume = sigill_of_jump(&d, at, uprobe_at_0, &now);
+        if resume {
+            self.undone_jumps.retain(|x| x.site != d.site);
+        }
         super::log::debug(&format!(
             "{sig:?} at {at:#x} inside the jump at {:#x}: {}",
             d.site,
             if resume { "dropped" } else { "delivered" }
         ));
         Ok(resume)
+    }
+
+    /// Whether the kernel holds a SIGILL for the target that it has not
+    /// delivered yet and that a resume would make it take at once (not
+    /// blocked: the kernel unblocks a fault's own SIGILL).
+    fn sigill_pending(&self) -> bool {
+        let Ok(st) = std::fs::read_to_string(format!("/proc/{}/status", self.pid)) else {
+            return false;
+        };
+        let mask = |key: &str| {
+            st.lines()
+                .filter(|l| l.starts_with(key))
+                .filter_map(|l| u64::from_str_radix(l.split_whitespace().nth(1)?, 16).ok())
+                .fold(0, |a, b| a | b)
+        };
+        let bit = 1u64 << (libc::SIGILL - 1);
+        (mask("SigPnd:") | mask("ShdPnd:")) & bit != 0 && mask("SigBlk:") & bit == 0
+    }
+
+    /// Take a SIGILL the kernel still holds for the target (a jump's trap
+    /// queued as pgdbg stopped the backend for something else) while the
+    /// undone jumps are known: dropped when it is one of theirs, else held
+    /// to be delivered as it would have been.  Left pending at detach, the
+    /// backend would take it untraced and die of it; at a new detour's
+    /// install, the entries it could refer to are then all stale.  The
+    /// resume runs no code of the backend: a pending unblocked signal is
+    /// taken (a signal-delivery stop) before any instruction.
+    pub(super) fn drain_sigill(&mut self) -> Result<()> {
+        use nix::sys::wait::WaitStatus;
+        for _ in 0..4 {
+            if self.gone || !self.stopped || !self.sigill_pending() {
+                return Ok(());
+            }
+            self.cont_raw(None)?;
+            match self.waitpid_blocking()? {
+                WaitStatus::Exited(_, _) | WaitStatus::Signaled(_, _, _) => {
+                    self.mark_gone();
+                    return Ok(());
+                }
+                WaitStatus::Stopped(_, Signal::SIGTRAP) => {
+                    self.mark_stopped();
+                    // as `drain_sigtrap`: one of our int3s is rewound
+                    if let Some(bp) = self.int3_behind_rip()? {
+                        self.int3_sigtrap_live = true;
+                        self.rewind_to(bp)?;
+                    } else {
+                        self.defer(Signal::SIGTRAP);
+                    }
+                }
+                WaitStatus::Stopped(_, sig) => {
+                    self.mark_stopped();
+                    if !self.fault_in_taken_over_jump(sig)? {
+                        self.defer(sig);
+                    }
+                }
+                WaitStatus::PtraceEvent(_, _, _) => {
+                    self.mark_stopped();
+                    self.event_stop = true;
+                    self.interrupt_stop_seen();
+                }
+                _ => self.mark_stopped(),
+            }
+        }
+        Ok(())
     }
 }
 
@@ -317,15 +518,85 @@ mod tests {
         );
         // with the file's first byte back before them
         let rel = &super::super::detour::jmp(site, t[0].1).unwrap()[1..];
+        let after = [0x90u8; 15];
         for orig0 in [0x41u8, 0x48, 0xf3, 0x55, 0x53] {
-            assert!(jump_traps(orig0, rel), "{orig0:#x}");
+            assert!(jump_traps(orig0, rel, &after), "{orig0:#x}");
         }
         // mov eax, imm32 would take the rel32 as its immediate
-        assert!(!jump_traps(0xb8, rel));
-        assert!(!jump_traps(0x55, &[0x90, 0x06, 0x06, 0x06]));
+        assert!(!jump_traps(0xb8, rel, &after));
+        assert!(!jump_traps(0x55, &[0x90, 0x06, 0x06, 0x06], &after));
         // nothing free: nothing offered
         let full = vec![m(0x10000, 0x7fff_0000_0000, "/bin/postgres")];
         assert!(trapping_targets(&full, site, 200).is_empty());
+    }
+
+    #[test]
+    fn a_decode_that_runs_out_of_bytes_is_no_trap() {
+        let rel = [0x06u8; 4];
+        // `c7 06 imm32` is `mov dword [rsi], imm32`: with only the jump's
+        // bytes the decoder runs out of them; the CPU would store, not trap
+        assert!(!jump_traps(0xc7, &rel, &[]));
+        assert!(!jump_traps(0xc7, &rel, &[0x06, 0x06, 0x06, 0x06]));
+        // `c6 06 imm8` is `mov byte [rsi], 6`: whole within the jump
+        assert!(!jump_traps(0xc6, &rel, &[]));
+        // a REX prefix before an invalid opcode: refused at once, whatever
+        // follows, even nothing
+        assert!(jump_traps(0x41, &rel, &[]));
+        assert!(jump_traps(0x41, &rel, &[0x90; 15]));
+        // push rbp alone, then the trap at the next byte
+        assert!(jump_traps(0x55, &rel, &[]));
+    }
+
+    #[test]
+    fn a_sigill_is_dropped_only_at_a_boundary_over_original_bytes() {
+        // push r15; push r14; mov r14, rcx; the jump's rel32 all 0x06
+        let site = 0x1000u64;
+        let orig = vec![0x41, 0x57, 0x41, 0x56, 0x49, 0x89, 0xce];
+        let entry = site + 5 + 0x0606_0606;
+        let d = Detour {
+            site,
+            orig: orig.clone(),
+            code: (0, 0),
+            data: (0, 0),
+            entry: Some(entry),
+            traps_inside: true,
+            taken_over: Some(TakenOver::Int3),
+        };
+        // the uprobe's return past `push r15`: the original bytes again
+        assert!(sigill_of_jump(&d, site + 2, true, &orig[2..]));
+        assert!(sigill_of_jump(&d, site + 2, false, &orig[2..]));
+        // not at a boundary, or past the jump's five bytes
+        assert!(!sigill_of_jump(&d, site + 3, true, &orig[3..]));
+        assert!(!sigill_of_jump(&d, site + 5, true, &orig[5..]));
+        // the bytes still trap (not undone, or changed again): the resume
+        // would fault again, forever
+        let mut still = orig[2..].to_vec();
+        still[0] = 0x06;
+        assert!(!sigill_of_jump(&d, site + 2, true, &still));
+        assert!(!sigill_of_jump(&d, site + 2, true, &[]));
+        // at byte 0 the uprobe's int3 may be back
+        let mut b0 = orig.clone();
+        b0[0] = INT3;
+        assert!(sigill_of_jump(&d, site, false, &b0));
+        // a jump that may not trap when entered at byte 0 (the file's
+        // byte would take the rel32 as operands): past byte 0 it is still
+        // the uprobe's return when a uprobe sat at byte 0, never at byte 0
+        let d = Detour {
+            traps_inside: false,
+            ..d
+        };
+        assert!(sigill_of_jump(&d, site + 2, true, &orig[2..]));
+        assert!(!sigill_of_jump(&d, site + 2, false, &orig[2..]));
+        assert!(!sigill_of_jump(&d, site, true, &orig));
+        // rel32 bytes that do not all trap: nothing is dropped
+        let d = Detour {
+            entry: Some(site + 5 + 0x0606_0690),
+            ..d
+        };
+        assert!(!sigill_of_jump(&d, site + 2, true, &orig[2..]));
+        // an adopted detour (its jump not known)
+        let d = Detour { entry: None, ..d };
+        assert!(!sigill_of_jump(&d, site + 2, true, &orig[2..]));
     }
 
     #[test]

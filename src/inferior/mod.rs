@@ -735,6 +735,11 @@ impl Target {
                 let _ = self.set_debugreg(n, 0);
             }
         }
+        // so would a SIGILL of a jump a uprobe took over (`jumpover.rs`):
+        // taken while the undone jumps are known, and dropped
+        if let Err(e) = self.drain_sigill() {
+            first_err.get_or_insert(e);
+        }
         // a SIGTRAP the kernel still holds would kill the backend after
         // we leave: take it now
         if let Err(e) = self.drain_sigtrap() {

@@ -168,7 +168,7 @@ impl Recorder {
         // placed so that the jump to it traps wherever it is entered
         // other than at its start (`jumpover.rs`)
         let text_len = (body.len() + len + JMP_LEN) as u64;
-        let (code_at, entry) = match t.map_jump_page(site, text_len) {
+        let (code_at, entry) = match t.map_jump_page(site, len, text_len) {
             Ok(a) => a,
             Err(e) => {
                 let _ = t.unmap_pages(data, data_len);

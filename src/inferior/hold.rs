@@ -124,7 +124,12 @@ impl Target {
                 }
                 WaitStatus::Stopped(_, sig) => {
                     self.mark_stopped();
-                    self.defer(sig);
+                    // the SIGILL of a jump a uprobe took over, queued as
+                    // pgdbg stopped the backend (`jumpover.rs`): dropped,
+                    // never held for later delivery (it would kill it)
+                    if !self.fault_in_taken_over_jump(sig)? {
+                        self.defer(sig);
+                    }
                     self.cont_raw(None)?;
                 }
                 _ => {

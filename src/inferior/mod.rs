@@ -649,7 +649,10 @@ impl Target {
                 }
                 WaitStatus::Stopped(_, sig) => {
                     self.mark_stopped();
-                    self.defer(sig);
+                    // a jump's SIGILL (`jumpover.rs`) is dropped, not held
+                    if !self.fault_in_taken_over_jump(sig)? {
+                        self.defer(sig);
+                    }
                 }
                 WaitStatus::PtraceEvent(_, _, _) => {
                     self.mark_stopped();

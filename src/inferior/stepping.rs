@@ -152,9 +152,15 @@ impl Target {
                     self.defer(sig);
                 }
                 WaitStatus::Stopped(_, sig) => {
+                    self.mark_stopped();
+                    // the SIGILL of a jump a uprobe took over, queued
+                    // before this step (`jumpover.rs`): dropped, once per
+                    // jump, and the step taken again over original bytes
+                    if self.fault_in_taken_over_jump(sig)? {
+                        continue;
+                    }
                     // The instruction itself faults: report it (stepping
                     // again would fault forever).
-                    self.mark_stopped();
                     self.pending_fault = Some(sig);
                     return Ok(Some(Stop::Signal(sig)));
                 }

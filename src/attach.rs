@@ -181,6 +181,10 @@ pub struct AttachOpts {
     /// Append every event (stops, prints, backtraces) to FILE as JSON lines
     #[arg(long, value_name = "FILE")]
     pub capture: Option<PathBuf>,
+    /// With --capture: a stop event for every hit of a `silent`
+    /// breakpoint (default: a hits event with counts, once a second)
+    #[arg(long, requires = "capture")]
+    pub capture_hits: bool,
     /// Read DWARF from FILE (a separate debug file of this exact build)
     #[arg(long, value_name = "FILE")]
     pub debug_file: Option<PathBuf>,
@@ -248,6 +252,9 @@ impl AttachOpts {
         }
         if self.any_process {
             a.push("--any-process".into());
+        }
+        if self.capture_hits {
+            a.push("--capture-hits".into());
         }
         a
     }
@@ -393,6 +400,7 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
         SessionOptions {
             call_timeout,
             hit_limit: opts.count,
+            capture_hits: opts.capture_hits,
         },
     )?;
     if let Err(e) = session.check_pack() {

@@ -4,7 +4,7 @@
 
 pub mod events;
 
-pub use events::{CAPTURE_FORMAT, Event, Line};
+pub use events::{CAPTURE_FORMAT, Event, Line, ProgressNode};
 
 use anyhow::{Result, anyhow};
 use std::io::Write;

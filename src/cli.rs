@@ -184,8 +184,23 @@ pgdbg attach rescues one before attaching.\n\nExamples:\n  pgdbg ps             
     },
 }
 
+/// The command line's definition (for generated documentation).
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    Cli::command()
+}
+
 pub fn main() -> i32 {
-    let cli = match Cli::try_parse() {
+    use clap::{CommandFactory, FromArgMatches};
+    let mut cmd = Cli::command();
+    // --version's long text reads the built-in packs: only when asked
+    if std::env::args_os().any(|a| a == "--version") {
+        cmd = cmd.long_version(&*Box::leak(crate::version::long_version().into_boxed_str()));
+    }
+    let cli = match cmd
+        .try_get_matches()
+        .and_then(|mut m| Cli::from_arg_matches_mut(&mut m))
+    {
         Ok(c) => c,
         Err(e) => {
             use clap::error::ErrorKind;
@@ -297,6 +312,7 @@ pub fn main() -> i32 {
                 script: None,
                 ex: Vec::new(),
                 capture: None,
+                capture_hits: false,
                 debug_file,
                 symbols,
                 call_timeout: "5s".into(),

@@ -38,3 +38,4 @@ pub mod script;
 pub mod session;
 pub mod shellgen;
 pub mod shown;
+pub mod version;

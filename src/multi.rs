@@ -71,6 +71,9 @@ pub fn run(pids: &[String], cluster_dir: Option<&Path>, opts: &AttachOpts) -> Re
     let mut attached = 0usize;
     let mut failed = 0usize;
     let mut not_attached = 0usize;
+    // backends that ended before their worker could attach (a session of a
+    // few milliseconds): not a failure
+    let mut ended_first = 0usize;
     let mut exited_backends = 0usize;
     let mut stopping = false;
     // a worker could not write the shared capture (or its output): the
@@ -150,8 +153,12 @@ pub fn run(pids: &[String], cluster_dir: Option<&Path>, opts: &AttachOpts) -> Re
                 }
             }
             if st.code() == Some(crate::attach::NOT_ATTACHED_EXIT) {
-                // the worker said why (the backend may have exited first)
-                not_attached += 1;
+                // the worker said why; a backend gone now had ended first
+                if crate::inferior::procfs::exists(pid) {
+                    not_attached += 1;
+                } else {
+                    ended_first += 1;
+                }
                 continue;
             }
             attached += 1;
@@ -185,7 +192,7 @@ pub fn run(pids: &[String], cluster_dir: Option<&Path>, opts: &AttachOpts) -> Re
     }
     if !opts.quiet {
         crate::errln!(
-            "pgdbg: {attached} backend{} attached, {exited_backends} exited during the script{}{}{}",
+            "pgdbg: {attached} backend{} attached, {exited_backends} exited during the script{}{}{}{}",
             if attached == 1 { "" } else { "s" },
             if failed > 0 {
                 format!(", {failed} failed after attaching")
@@ -194,6 +201,11 @@ pub fn run(pids: &[String], cluster_dir: Option<&Path>, opts: &AttachOpts) -> Re
             },
             if not_attached > 0 {
                 format!(", {not_attached} failed to attach (said above)")
+            } else {
+                String::new()
+            },
+            if ended_first > 0 {
+                format!(", {ended_first} ended before pgdbg could attach")
             } else {
                 String::new()
             },

@@ -56,7 +56,10 @@ pub fn pages_to(cmd: clap::Command, dir: &Path) -> Result<Vec<std::path::PathBuf
     let mut cmd = cmd.disable_help_subcommand(true);
     cmd.build();
     let mut written = Vec::new();
-    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+    for sub in cmd
+        .get_subcommands()
+        .filter(|s| !s.is_hide_set() && s.get_name() != "help")
+    {
         let sub = sub
             .clone()
             .display_name(format!("pgdbg-{}", sub.get_name()));
@@ -72,4 +75,88 @@ pub fn pages_to(cmd: clap::Command, dir: &Path) -> Result<Vec<std::path::PathBuf
     main_page(cmd, &mut f)?;
     written.insert(0, main);
     Ok(written)
+}
+
+/// `docs/commands.md`: the command line (each subcommand's `--help`) and
+/// every session command of the registry (usage, aliases, help, examples),
+/// so that the reference never drifts from the code: `tests/docs.rs`
+/// compares the file with this and says how to regenerate it.
+pub fn commands_markdown(cmd: clap::Command) -> String {
+    let mut cmd = cmd.term_width(100).disable_help_subcommand(true);
+    cmd.build();
+    let mut s = String::from(
+        "# Command reference\n\n\
+         <!-- Generated from the command definitions: do not edit. Regenerate with\n     \
+         PGDBG_BLESS=1 cargo test --release --test docs -->\n\n\
+         Back to the [README](../README.md). The same text as `pgdbg SUBCOMMAND --help` and the \
+         prompt's `help COMMAND`.\n\n## Command line\n",
+    );
+    let mut subs = Vec::new();
+    visible_subcommands(&cmd, &mut subs);
+    for sub in subs {
+        let name = sub.get_bin_name().unwrap_or(sub.get_name()).to_string();
+        s.push_str(&format!("\n### {name}\n\n```text\n"));
+        let help = sub.clone().render_long_help().to_string();
+        for line in help.trim_end().lines() {
+            s.push_str(line.trim_end());
+            s.push('\n');
+        }
+        s.push_str("```\n");
+    }
+    s.push_str(
+        "\n## Session commands\n\nAt the `(pgdbg)` prompt, in `--script` files and with `--ex`, \
+         by family as `help` lists them.\n",
+    );
+    for (family, entries) in command::REGISTRY {
+        s.push_str(&format!("\n### {family}\n"));
+        for e in *entries {
+            s.push_str(&format!("\n#### {}\n\n", e.name));
+            s.push_str(&format!("```text\n{}\n```\n\n", e.usage));
+            s.push_str(&markdown_text(e.summary));
+            s.push('\n');
+            if !e.aliases.is_empty() {
+                let aliases: Vec<String> = e.aliases.iter().map(|a| format!("`{a}`")).collect();
+                s.push_str(&format!("\nAlso: {}.\n", aliases.join(", ")));
+            }
+            for p in e.help.split("\n\n").filter(|p| !p.trim().is_empty()) {
+                s.push('\n');
+                s.push_str(&markdown_text(p));
+                s.push('\n');
+            }
+            if !e.examples.is_empty() {
+                s.push_str("\nExamples:\n\n```text\n");
+                for x in e.examples {
+                    s.push_str(x);
+                    s.push('\n');
+                }
+                s.push_str("```\n");
+            }
+        }
+    }
+    s
+}
+
+/// The subcommands a user sees (`--help` lists them), depth first.
+fn visible_subcommands(cmd: &clap::Command, out: &mut Vec<clap::Command>) {
+    for sub in cmd
+        .get_subcommands()
+        .filter(|s| !s.is_hide_set() && s.get_name() != "help")
+    {
+        out.push(sub.clone());
+        visible_subcommands(sub, out);
+    }
+}
+
+/// Help text as a Markdown paragraph: whitespace runs joined, and the
+/// characters Markdown would read as markup escaped.
+fn markdown_text(text: &str) -> String {
+    let joined = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut s = String::with_capacity(joined.len());
+    for c in joined.chars() {
+        if matches!(c, '\\' | '*' | '[' | ']' | '<' | '`' | '|') {
+            s.push('\\');
+        }
+        s.push(c);
+    }
+    s
 }

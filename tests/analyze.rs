@@ -185,9 +185,15 @@ fn run_progress_case(major: u32) {
     b.exec(SETUP);
     let mut a = cl.connect();
     let pid = a.pid();
-    let slow = "select count(*) from an_t1 where length(pg_sleep(0.001)::text) >= 0";
+    // 5000 rows of 2 ms: 10 s, beyond both runs below (2 s and 1 s)
+    let slow = "select count(*) from an_t1 where length(pg_sleep(0.002)::text) >= 0";
     let h = a.spawn_text(slow);
-    cl.wait_active(&[pid], "pg_sleep(0.001)");
+    cl.wait_active(&[pid], "pg_sleep(0.002)");
+    let cap = std::env::temp_dir().join(format!(
+        "pgdbg-progress-{major}-{}.jsonl",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_file(&cap);
     let (code, out, err) = pgdbg(&[
         "attach",
         &pid.to_string(),
@@ -196,6 +202,8 @@ fn run_progress_case(major: u32) {
         "plan --progress --every 300ms --for 2s",
         "--ex",
         "detach",
+        "--capture",
+        cap.to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "{out}\n{err}");
     // the scan's line of each report
@@ -226,7 +234,69 @@ fn run_progress_case(major: u32) {
         total as i64,
         b.query_one_i64("select pg_relation_size('an_t1') / current_setting('block_size')::int")
     );
+    // each report is a capture event with the same counts, and the report
+    // shows the last one
+    let ev = read_events(&cap, "progress");
+    assert_eq!(ev.len(), scans.len(), "{ev:?}");
+    let scan_node = |e: &serde_json::Value| {
+        e["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["node"].as_str().unwrap().starts_with("Seq Scan on an_t1"))
+            .cloned()
+            .unwrap_or_else(|| panic!("no scan node in {e}"))
+    };
+    let last = scan_node(ev.last().unwrap());
+    assert_eq!(
+        last["rows"].as_f64().unwrap() as u64,
+        *rows.last().unwrap(),
+        "{last}"
+    );
+    assert_eq!(last["blocks_total"].as_u64().unwrap(), total, "{last}");
+    assert!(
+        ev.iter().all(|e| e["elapsed_s"].as_f64().is_some()),
+        "{ev:?}"
+    );
+    let (code, report, err) = pgdbg(&["report", cap.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(report.contains("Statement progress"), "{report}");
+    let line = report
+        .lines()
+        .find(|l| l.contains("Seq Scan on an_t1"))
+        .unwrap_or_else(|| panic!("{report}"));
+    assert!(
+        line.contains(&format!("{} of {total}", blocks.last().unwrap())),
+        "{line}"
+    );
+    let _ = std::fs::remove_file(&cap);
     assert_eq!(tracer_pid(pid), 0);
+    // a second plan --progress on the same statement reads the counting
+    // the first one left (it stays until the statement ends), and says so
+    let (code, out2, err) = pgdbg(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--ex",
+        "plan --progress --every 300ms --for 1s",
+        "--ex",
+        "detach",
+    ]);
+    assert_eq!(code, 0, "{out2}\n{err}");
+    assert!(
+        out2.contains("rows counted since an earlier plan --progress"),
+        "{out2}"
+    );
+    assert!(!out2.contains("own instrumentation"), "{out2}");
+    let again = out2
+        .lines()
+        .find(|l| l.contains("Seq Scan on an_t1"))
+        .map(|l| num(l, "rows so far="))
+        .unwrap_or_else(|| panic!("{out2}"));
+    assert!(
+        again >= *rows.last().unwrap(),
+        "counted on: {again}\n{out2}"
+    );
     // the statement completes with its own result after pgdbg left
     assert_eq!(a.rejoin(h).unwrap(), "5000");
     // and the session's next EXPLAIN ANALYZE is as usual

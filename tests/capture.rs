@@ -1148,3 +1148,93 @@ fn cluster_final_line_counts_attached_exited_failed() {
     assert_eq!(stays.pid(), stays_pid);
     let _ = goes;
 }
+
+// ------------------------------------------- a silent breakpoint's hits
+
+/// A `silent` breakpoint whose block continues, hit 300 times in one
+/// statement: the capture holds `hits` events whose counts add up to 300
+/// (not 300 `stop` events), `pgdbg report` counts 300 calls; with
+/// `--capture-hits`, one `stop` event per hit as before.
+fn silent_hits_counted(major: u32) {
+    let cl = Cluster::start(major);
+    let mut c = cl.connect();
+    let pid = c.pid();
+    let s = write_script(
+        &format!("silent-hits-{major}"),
+        &[
+            "break pg_backend_pid",
+            "commands",
+            "  silent",
+            "  continue",
+            "end",
+            "continue",
+        ],
+    );
+    for per_hit in [false, true] {
+        let key = format!("silent-hits-{major}-{per_hit}");
+        let (cap, out) = (temp(&format!("{key}.jsonl")), temp(&format!("{key}.out")));
+        let pid_s = pid.to_string();
+        let mut args = vec![
+            "attach",
+            &pid_s,
+            "-q",
+            "--script",
+            s.to_str().unwrap(),
+            "--for",
+            "6s",
+            "--capture",
+            cap.to_str().unwrap(),
+        ];
+        if per_hit {
+            args.push("--capture-hits");
+        }
+        let p = Pgdbg::spawn_to_file(&args, &out);
+        wait_for_output(&out, "Breakpoint 1 at");
+        assert_eq!(
+            c.query_one_i64("select count(pg_backend_pid()) from generate_series(1, 300)"),
+            300
+        );
+        let (code, _, err) = p.wait(Duration::from_secs(60));
+        assert_eq!(code, 0, "{err}");
+        assert_typed_lines(&cap);
+        // (the --for deadline's stop is an "interrupted" one)
+        let stops: Vec<_> = read_events(&cap, "stop")
+            .into_iter()
+            .filter(|e| e["reason"] == "breakpoint")
+            .collect();
+        let hits = read_events(&cap, "hits");
+        if per_hit {
+            assert_eq!(stops.len(), 300, "--capture-hits: one stop per hit");
+            assert!(hits.is_empty(), "{hits:?}");
+        } else {
+            assert!(stops.is_empty(), "{stops:?}");
+            let n: u64 = hits.iter().map(|h| h["count"].as_u64().unwrap()).sum();
+            assert_eq!(n, 300, "{hits:?}");
+            assert!(
+                hits.iter()
+                    .all(|h| h["function"] == "pg_backend_pid" && h["breakpoints"][0] == 1),
+                "{hits:?}"
+            );
+        }
+        let (code, report, err) = pgdbg(&["report", cap.to_str().unwrap()]);
+        assert_eq!(code, 0, "{err}");
+        assert!(
+            report
+                .lines()
+                .any(|l| l.contains("pg_backend_pid") && l.contains("300")),
+            "{report}"
+        );
+        assert_eq!(tracer_pid(pid), 0);
+    }
+    cl.assert_no_crash();
+}
+
+#[test]
+fn silent_hits_counted_15() {
+    silent_hits_counted(15);
+}
+
+#[test]
+fn silent_hits_counted_18() {
+    silent_hits_counted(18);
+}

@@ -3,7 +3,7 @@
 //! that stream without a Content-Length (ELF-looking past
 //! DEBUGINFOD_MAXSIZE, or a web page), one too slow for DEBUGINFOD_MAXTIME
 //! and a small answer that is not ELF: each is given up within the bound
-//! the README documents, in one line naming the server, what happened and
+//! docs/binaries.md documents, in one line naming the server, what happened and
 //! what to do, reading little of what it sends (the servers count it).
 //! No cluster: `pgdbg symbols extract` of a stripped copy of the 15 build
 //! asks the servers as an attach does (the same lookup), and exits

@@ -98,6 +98,36 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         signal: Option<String>,
     },
+    /// Hits of a `silent` breakpoint at one location, counted since the
+    /// previous `hits` event of that location (`first`: the first one's
+    /// time); written instead of one `stop` per hit unless `attach
+    /// --capture-hits`.
+    Hits {
+        #[serde(default)]
+        address: String,
+        #[serde(default)]
+        breakpoints: Vec<u32>,
+        #[serde(default, deserialize_with = "count")]
+        count: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        file: Option<String>,
+        #[serde(default)]
+        first: f64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        function: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        line: Option<u32>,
+    },
+    /// A `plan --progress` report: the statement's elapsed time, the
+    /// executor functions on the stack, and each plan node's counts so far.
+    Progress {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        elapsed_s: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        executing: Option<String>,
+        #[serde(default)]
+        nodes: Vec<ProgressNode>,
+    },
     /// `print EXPR`.
     Print {
         #[serde(default)]
@@ -308,6 +338,23 @@ pub enum Event {
     /// written.
     #[serde(other, skip_serializing)]
     Other,
+}
+
+/// One plan node of a `progress` event: its EXPLAIN line, the rows and
+/// loops counted so far (leader and parallel workers together), and for a
+/// sequential scan the blocks read of the relation's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct ProgressNode {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocks: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocks_total: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loops: Option<f64>,
+    #[serde(default)]
+    pub node: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -550,7 +597,7 @@ mod tests {
             kinds.insert(name.as_str().unwrap().to_string());
             assert_eq!(&write(&l), text);
         }
-        // every event named in README's --capture row
+        // every event named in the --capture row of docs/usage.md
         assert_eq!(kinds.len(), 19, "{kinds:?}");
     }
 

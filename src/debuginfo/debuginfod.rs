@@ -25,6 +25,7 @@
 //! (empty files) are not honoured: pgdbg asks the servers again.
 
 mod limits;
+mod resolve;
 
 use super::elf::ElfImage;
 use limits::{ELF_MAGIC, Limits, Pump, Stop};
@@ -126,6 +127,7 @@ pub fn find(build_id: &str, what: &Path, mode: Fetch) -> Option<Found> {
     if !talk {
         return None;
     }
+    resolve::builtin_services_only();
     let limits = Limits::from_env(what);
     let timeout = limits.timeout;
     // The body's bounds are the pump's (limits.rs), exact to the second;

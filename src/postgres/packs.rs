@@ -84,6 +84,25 @@ pub fn embedded_majors() -> Vec<u32> {
     EMBEDDED.iter().map(|(m, _)| *m).collect()
 }
 
+/// Each built-in pack's major and the PostgreSQL build it came from
+/// (its `version`), for `pgdbg --version`; a pack that does not parse
+/// says so in place of its version.
+pub fn embedded_origins() -> Vec<(u32, String)> {
+    #[derive(serde::Deserialize)]
+    struct Head {
+        version: String,
+    }
+    EMBEDDED
+        .iter()
+        .map(|(m, t)| {
+            let v = serde_json::from_str::<Head>(t)
+                .map(|h| h.version)
+                .unwrap_or_else(|e| format!("corrupted ({e})"));
+            (*m, v)
+        })
+        .collect()
+}
+
 /// Extract the pack of a PostgreSQL build with DWARF.
 pub fn extract(di: &DebugInfo) -> Result<Pack> {
     let version = super::version_string(di.binary.data).ok_or_else(|| {

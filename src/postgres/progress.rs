@@ -50,6 +50,7 @@
 
 use super::backend::{Backend, ProbeEnd, ProbeHandler};
 use super::explain::{self, ExplainOpts};
+use crate::capture::{Event, ProgressNode};
 use crate::debuginfo::layout::Layout;
 use crate::debuginfo::types::{Type, strip};
 use anyhow::{Result, bail};
@@ -437,6 +438,12 @@ impl Progress {
                 self.counting = true;
                 self.rows_note = "rows from the statement's own instrumentation".into();
             }
+            Counting::Earlier => {
+                self.counting = true;
+                self.rows_note =
+                    "rows counted since an earlier plan --progress (its counting stays until the statement ends)"
+                        .into();
+            }
             Counting::Partial => {
                 self.rows_note = "rows not shown: the tree is partly instrumented".into();
             }
@@ -506,9 +513,10 @@ impl Progress {
             n.workers = self.workers.rows_of(i);
         }
         let exec = self.executing(s);
-        let elapsed = self
-            .start_ts
-            .map(|t| format!("{:.1}s", (now_us() - t) as f64 / 1e6))
+        let exec_capture = exec.clone();
+        let elapsed_s = self.start_ts.map(|t| (now_us() - t) as f64 / 1e6);
+        let elapsed = elapsed_s
+            .map(|t| format!("{t:.1}s"))
             .unwrap_or_else(|| "?".into());
         let mut out = format!(
             "-- progress at {} (elapsed {elapsed}; {}{}){}\n",
@@ -576,9 +584,41 @@ impl Progress {
             out.push_str(&worker_lines);
             out.push('\n');
         }
+        if s.capturing() {
+            let e = self.event(&now, exec_capture, elapsed_s);
+            s.emit_event(e, None);
+        }
         self.last = now;
         self.reports += 1;
         out.trim_end().to_string()
+    }
+}
+
+impl Progress {
+    /// The capture's `progress` event of a report.
+    fn event(&self, now: &[NodeNow], executing: Option<String>, elapsed_s: Option<f64>) -> Event {
+        let nodes = self
+            .lines
+            .iter()
+            .filter_map(|(text, node)| {
+                let n = now.get((*node)?)?;
+                let rows = n
+                    .rows
+                    .map(|r| r + n.workers.iter().map(|w| w.rows).sum::<f64>());
+                Some(ProgressNode {
+                    blocks: n.blocks.map(|b| b.0),
+                    blocks_total: n.blocks.map(|b| b.1),
+                    loops: n.loops,
+                    node: text.trim().trim_start_matches("->").trim().to_string(),
+                    rows,
+                })
+            })
+            .collect();
+        Event::Progress {
+            elapsed_s,
+            executing,
+            nodes,
+        }
     }
 }
 

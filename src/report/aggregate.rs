@@ -115,6 +115,8 @@ pub struct Aggregator {
     probes: HashMap<(u8, String), ProbeAcc>,
     args: BTreeMap<(String, String), HashMap<String, u64>>,
     latency: BTreeMap<String, LatencyAcc>,
+    /// `plan --progress` per backend: reports, the last one.
+    progress: BTreeMap<i64, ProgressRow>,
 }
 
 impl Aggregator {
@@ -234,6 +236,31 @@ impl Aggregator {
                 }
                 let acc = self.probes.entry((1, function.clone())).or_default();
                 acc.calls += 1;
+                acc.pids.insert(e.pid);
+            }
+            CaptureEvent::Progress {
+                elapsed_s,
+                executing,
+                nodes,
+            } => {
+                let p = self.progress.entry(e.pid).or_insert_with(|| ProgressRow {
+                    backend: e.pid,
+                    reports: 0,
+                    elapsed_s: None,
+                    executing: None,
+                    nodes: Vec::new(),
+                });
+                p.reports += 1;
+                p.elapsed_s = *elapsed_s;
+                p.executing = executing.clone();
+                p.nodes = nodes.clone();
+            }
+            CaptureEvent::Hits {
+                function, count, ..
+            } => {
+                let f = function.clone().unwrap_or_else(|| "?".into());
+                let acc = self.probes.entry((2, f)).or_default();
+                acc.calls += count;
                 acc.pids.insert(e.pid);
             }
             CaptureEvent::Stop {
@@ -418,6 +445,7 @@ impl Aggregator {
                     }
                 })
                 .collect(),
+            progress: self.progress.into_values().collect(),
         }
     }
 }

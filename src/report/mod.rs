@@ -226,6 +226,18 @@ pub struct Report {
     pub probe_counts: Vec<ProbeRow>,
     pub traced_args: Vec<TracedArg>,
     pub latency: Vec<LatencyRow>,
+    pub progress: Vec<ProgressRow>,
+}
+
+/// `plan --progress` in one backend: its last report and how many there
+/// were.
+#[derive(Debug, Serialize)]
+pub struct ProgressRow {
+    pub backend: i64,
+    pub reports: u64,
+    pub elapsed_s: Option<f64>,
+    pub executing: Option<String>,
+    pub nodes: Vec<crate::capture::ProgressNode>,
 }
 
 /// Longest query text shown; longer ones end in "...".

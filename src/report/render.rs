@@ -241,6 +241,50 @@ pub fn render_text(r: &Report) -> String {
         }
         sections.push(("Traced arguments", t));
     }
+    if !r.progress.is_empty() {
+        let mut t = Table::new(&[
+            ("backend", true),
+            ("reports", true),
+            ("elapsed", true),
+            ("plan node", false),
+            ("rows so far", true),
+            ("loops", true),
+            ("blocks", true),
+        ]);
+        let num = |x: Option<f64>| x.map(|v| format!("{v:.0}")).unwrap_or_default();
+        for p in &r.progress {
+            for (i, n) in p.nodes.iter().enumerate() {
+                let first = i == 0;
+                t.row(vec![
+                    if first {
+                        p.backend.to_string()
+                    } else {
+                        String::new()
+                    },
+                    if first {
+                        p.reports.to_string()
+                    } else {
+                        String::new()
+                    },
+                    match (first, p.elapsed_s) {
+                        (true, Some(e)) => format!("{e:.1} s"),
+                        _ => String::new(),
+                    },
+                    n.node.clone(),
+                    num(n.rows),
+                    num(n.loops),
+                    match (n.blocks, n.blocks_total) {
+                        (Some(d), Some(t)) => format!("{d} of {t}"),
+                        _ => String::new(),
+                    },
+                ]);
+            }
+        }
+        sections.push((
+            "Statement progress (plan --progress: the last report of each backend)",
+            t,
+        ));
+    }
     for (title, t) in sections {
         out.push('\n');
         out.push_str(title);

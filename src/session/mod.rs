@@ -40,6 +40,7 @@ mod backend;
 mod breakpoints;
 mod execute;
 mod frames;
+mod hits;
 mod libraries;
 mod locations;
 mod modules;
@@ -111,6 +112,9 @@ pub struct SessionOptions {
     pub call_timeout: std::time::Duration,
     /// `--count N` of a script: stop after N breakpoint hits.
     pub hit_limit: Option<u64>,
+    /// `--capture-hits`: a `stop` event for every hit of a silent
+    /// breakpoint, not counts (`hits.rs`).
+    pub capture_hits: bool,
 }
 
 impl Default for SessionOptions {
@@ -118,6 +122,7 @@ impl Default for SessionOptions {
         SessionOptions {
             call_timeout: std::time::Duration::from_secs(5),
             hit_limit: None,
+            capture_hits: false,
         }
     }
 }
@@ -155,6 +160,10 @@ pub struct Session {
     hit_limit: Option<u64>,
     /// Breakpoint hits counted against `hit_limit`.
     pub hits_total: u64,
+    /// A `stop` event for every hit of a silent breakpoint (`hits.rs`).
+    capture_hits: bool,
+    /// Hits of silent breakpoints counted for the capture.
+    silent_hits: hits::SilentHits,
     /// The prompt's non-stop mode (`nonstop.rs`): the backend runs while
     /// the prompt waits.
     nonstop: bool,
@@ -234,6 +243,8 @@ impl Session {
             hit: None,
             hit_limit: opts.hit_limit,
             hits_total: 0,
+            capture_hits: opts.capture_hits,
+            silent_hits: hits::SilentHits::default(),
             nonstop: false,
             background: false,
             resumes_after: false,
@@ -308,8 +319,16 @@ impl Session {
         }
     }
 
+    /// Write the counted hits of silent breakpoints (`hits.rs`).
+    fn write_silent_hits(&mut self) {
+        for e in self.silent_hits.take() {
+            self.emit(e);
+        }
+    }
+
     /// Restore the backend and detach.
     pub fn detach(&mut self) -> Result<String> {
+        self.write_silent_hits();
         self.internal.clear();
         // the hook's int3 goes with every other one in Target::detach
         self.dl_hook = None;

@@ -235,19 +235,33 @@ impl Session {
                         .unwrap_or_default();
                     (head, src, self.frames()?.first().cloned())
                 };
-                self.emit(Event::Stop {
-                    address: Some(format!("{addr:#x}")),
-                    breakpoints: Some(ids.clone()),
-                    file: Some(
-                        frame
-                            .as_ref()
-                            .and_then(|f| f.file.as_deref().map(|p| basename(p).to_string())),
-                    ),
-                    function: Some(frame.as_ref().and_then(|f| f.function.clone())),
-                    line: Some(frame.as_ref().and_then(|f| f.line)),
-                    reason: "breakpoint".into(),
-                    signal: None,
-                });
+                let file = frame
+                    .as_ref()
+                    .and_then(|f| f.file.as_deref().map(|p| basename(p).to_string()));
+                let function = frame.as_ref().and_then(|f| f.function.clone());
+                let line = frame.as_ref().and_then(|f| f.line);
+                if silent && !self.capture_hits && self.capture.is_some() {
+                    self.silent_hits.add(super::hits::HitAt {
+                        address: addr,
+                        breakpoints: ids.clone(),
+                        file,
+                        function,
+                        line,
+                    });
+                    if self.silent_hits.due() {
+                        self.write_silent_hits();
+                    }
+                } else {
+                    self.emit(Event::Stop {
+                        address: Some(format!("{addr:#x}")),
+                        breakpoints: Some(ids.clone()),
+                        file: Some(file),
+                        function: Some(function),
+                        line: Some(line),
+                        reason: "breakpoint".into(),
+                        signal: None,
+                    });
+                }
                 let label = if temp.is_empty() {
                     "Breakpoint"
                 } else {

@@ -47,6 +47,7 @@ impl Session {
             SessionOptions {
                 call_timeout: self.call_timeout,
                 hit_limit: None,
+                capture_hits: false,
             },
         )?;
         s.sibling = true;

@@ -38,7 +38,7 @@ const GONE: &str = "(statement text reused before it was read)";
 /// [`GONE`] for its text.  This costs the backend a wake-up of pgdbg per
 /// statement, and PortalDefineQuery's first instruction (a `mov`) is
 /// stepped out of line by the kernel: about 45 µs more per statement than
-/// with tracefs on the machines measured (README, Benchmarks).
+/// with tracefs on the machines measured (docs/benchmarks.md).
 fn statement_marks(s: &dyn Backend, tracefs: Option<&std::path::Path>) -> Result<Vec<MarkSpec>> {
     let at_start = s
         .layout("QueryDesc")

@@ -14,6 +14,9 @@ pub(super) enum Counting {
     /// Every node has instrumentation already (the statement's own): it is
     /// only read.
     Own,
+    /// Every node has the rows counting an earlier `plan --progress` left
+    /// in the tree (it stays until the statement ends): it is only read.
+    Earlier,
     /// Some nodes have instrumentation, others not: nothing installed.
     Partial,
     /// The functions it needs are not in this binary: nothing installed.
@@ -41,7 +44,11 @@ pub(super) fn install_rows_counting(
         }
     }
     if have == nodes.len() {
-        return Ok(Counting::Own);
+        return Ok(if left_by_earlier_progress(s, l, nodes)? {
+            Counting::Earlier
+        } else {
+            Counting::Own
+        });
     }
     if have != 0 {
         return Ok(Counting::Partial);
@@ -89,6 +96,26 @@ pub(super) fn install_rows_counting(
         }
     }
     Ok(Counting::Installed(arr))
+}
+
+/// Whether the tree's instrumentation is the one an earlier `plan
+/// --progress` installed: one array with the nodes' `Instrumentation`s
+/// side by side in the nodes' order (below).  PostgreSQL allocates each
+/// node's own (`InstrAlloc`, one palloc each, a chunk header between
+/// them), so its are never exactly `size` bytes apart; a tree of one node
+/// cannot tell, and is taken as the statement's own.
+fn left_by_earlier_progress(s: &dyn Backend, l: &Layouts, nodes: &[Node]) -> Result<bool> {
+    if nodes.len() < 2 {
+        return Ok(false);
+    }
+    let instr_off = l.ps.offset("instrument")?;
+    let first = s.read_u64(nodes[0].addr + instr_off)?;
+    for (i, n) in nodes.iter().enumerate().skip(1) {
+        if s.read_u64(n.addr + instr_off)? != first + i as u64 * l.instr.size {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// Rows and loops from one node's `Instrumentation` bytes.

@@ -376,7 +376,7 @@ fn install_in_worker(
         .unwrap_or(0);
     let instr_off = l.ps.offset("instrument")?;
     let (own, counters) = match install_if_plain(w, l, &nodes, estate, es_instrument)? {
-        Ok(Counting::Own) => {
+        Ok(Counting::Own | Counting::Earlier) => {
             let mut c = Vec::new();
             for (n, &i) in nodes.iter().zip(&map) {
                 c.push((i, w.read_u64(n.addr + instr_off)?));

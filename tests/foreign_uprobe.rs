@@ -356,6 +356,117 @@ fn uprobe_over_recorder(major: u32) {
     cl.assert_no_crash();
 }
 
+/// The first original instruction boundary past GetCachedPlan's first
+/// byte and inside the recorder's five-byte jump, decoded from the file.
+fn boundary_inside_jump(exe: &Path, offset: u64) -> u64 {
+    let mut code = [0u8; 32];
+    std::fs::File::open(exe)
+        .unwrap()
+        .read_exact_at(&mut code, offset)
+        .unwrap();
+    let mut dec = iced_x86::Decoder::new(64, &code, iced_x86::DecoderOptions::NONE);
+    let k = dec.decode().len() as u64;
+    assert!(
+        (1..5).contains(&k),
+        "GetCachedPlan's first instruction: {code:02x?}"
+    );
+    k
+}
+
+fn read_to(out: &Path) -> String {
+    std::fs::read_to_string(out).unwrap_or_default()
+}
+
+/// A uprobe placed at an original instruction boundary inside the
+/// recorder's jump (its int3 lands in the jump's rel32, not on byte 0),
+/// on an idle backend so that pgdbg's poll finds it before the backend
+/// runs into the jump: the jump is undone around the uprobe's int3, the
+/// backend runs its own code through the uprobe (which counts), and once
+/// pgdbg has detached and the uprobe is gone the code is the file's.
+fn uprobe_inside_jump(major: u32) {
+    let cl = Cluster::start(major);
+    let mut c = cl.connect();
+    let cpid = c.pid();
+    let exe = std::fs::read_link(format!("/proc/{cpid}/exe")).unwrap();
+    let (vaddr, offset) = symbol_in_file(&exe, "GetCachedPlan");
+    let k = boundary_inside_jump(&exe, offset);
+    let s = Setup {
+        bpid: cpid,
+        at: runtime(cpid, &exe, vaddr),
+        bin: cl.postgres_binary(),
+        offset: offset + k,
+        exe,
+        maps_before: anon_exec_maps(cpid),
+        log: cl.dir.join("postmaster.log"),
+    };
+    c.exec("prepare q(int) as select $1 + 1");
+    let out = std::env::temp_dir().join(format!(
+        "pgdbg-uprobe-in-{major}-{}.out",
+        std::process::id()
+    ));
+    let round = format!("{major} uprobe at GetCachedPlan+{k}");
+    let p = s.plancache(&out);
+    wait_until(
+        &format!("{round}: the recorder's jump"),
+        Duration::from_secs(30),
+        || byte_at(cpid, s.at) == 0xe9,
+    );
+    let probe = s.uprobe();
+    assert_eq!(byte_at(cpid, s.at + k), 0xcc, "{round}: the uprobe's int3");
+    // (the statements first, the line's wording after: a jump left with
+    // the uprobe's int3 in its rel32 fails them)
+    wait_output(&out, &format!("{round}: the line"), |t| {
+        t.contains("pgdbg's recorder there is removed")
+    });
+    for i in 0..8 {
+        assert_eq!(
+            c.query_one_i64(&format!("execute q({i})")),
+            i + 1,
+            "{round}"
+        );
+    }
+    assert!(probe.count().unwrap() >= 8, "{round}: the uprobe counts");
+    assert!(read_to(&out).contains(TAKEN), "{round}: {}", read_to(&out));
+    wait_output(&out, &format!("{round}: decisions with stops"), |t| {
+        decisions_after(t, TAKEN) >= 7
+    });
+    let text = s.end(p, &out, &round);
+    assert!(!text.contains("Program received signal"), "{round}: {text}");
+    // pgdbg gone, the uprobe still there: the original code around its int3
+    assert_eq!(c.query_one_i64("execute q(41)"), 42, "{round}");
+    drop(probe);
+    for i in 0..4 {
+        assert_eq!(
+            c.query_one_i64(&format!("execute q({i})")),
+            i + 1,
+            "{round}"
+        );
+    }
+    wait_until(
+        &format!("{round}: GetCachedPlan's code as the file has it"),
+        Duration::from_secs(20),
+        || mapped_code_matches_file(cpid, &s.bin, &s.exe, "GetCachedPlan", 32),
+    );
+    assert_eq!(
+        anon_exec_maps(cpid),
+        s.maps_before,
+        "{round}: no page of pgdbg left"
+    );
+    let _ = std::fs::remove_file(&out);
+    let _ = std::fs::remove_file(err_file(&out));
+    cl.assert_no_crash();
+}
+
+#[test]
+fn uprobe_inside_jump_15() {
+    uprobe_inside_jump(15);
+}
+
+#[test]
+fn uprobe_inside_jump_18() {
+    uprobe_inside_jump(18);
+}
+
 #[test]
 fn uprobe_over_recorder_15() {
     uprobe_over_recorder(15);

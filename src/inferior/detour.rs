@@ -390,7 +390,14 @@ impl Target {
         if let Some(g) = self.guardian()? {
             g.note_detour(&d)?;
         }
-        self.write(entry, &text)?;
+        // The rest of the code pages: an opcode invalid in 64-bit mode
+        // (`jumpover::UD64`), never zeros (`00 00` is `add [rax], al`): a
+        // jump that lands wide of `entry` (a uprobe's int3 in its rel32)
+        // traps at once with nothing done.
+        let mut page = vec![super::jumpover::UD64[0]; code.1 as usize];
+        let off = (entry - code.0) as usize;
+        page[off..off + text.len()].copy_from_slice(&text);
+        self.write(code.0, &page)?;
         if let Err(e) = self.write(site, &to_code) {
             // a word-by-word write may have half happened
             if self.write(site, &orig).is_ok()
@@ -434,8 +441,9 @@ impl Target {
                 return Ok(true);
             }
         }
-        // someone's uprobe over the jump: its bytes after the first are the
-        // original ones again already, and byte 0 is the uprobe's
+        // someone's uprobe over the jump: its bytes are the original ones
+        // again already but for the uprobes' int3s; someone else's change:
+        // no byte of our jump is left (`jumpover::detour_taken_over`)
         let taken_over = self.detour_taken_over(site)?;
         let d = self.detours[i].clone();
         if taken_over.is_none() {

@@ -23,6 +23,15 @@
 //!   the file's byte there when its uprobe goes), the signal is not
 //!   delivered, and the detour is only waiting for its pages to be unmapped.
 //!
+//! A uprobe at an original instruction boundary inside the jump (`+2`
+//! after `push r15`) puts its int3 into the `rel32`: the jump then leads
+//! elsewhere.  Each look undoes such a jump too, around the int3 (which
+//! the kernel owns).  A call that runs the jump before that look lands off
+//! the page: with the int3 at byte 1 (after a one-byte first instruction)
+//! on the page's filler, which traps at once and is resumed at the
+//! function's start; with it further in, up to gigabytes away, which
+//! pgdbg cannot make safe.
+//!
 //! When no free page gives such a jump, there is no detour (the caller
 //! stops at each call instead).  Only a SIGILL the CPU raised for #UD
 //! (`ILL_ILLOPN`) at a boundary over bytes that are original again is
@@ -63,7 +72,13 @@ pub enum TakenOver {
     /// The file's first byte over the jump's first byte (a uprobe came and
     /// went, its removal wrote the byte it had replaced).
     FileByte,
-    /// Anything else: nothing written back, the bytes left as found.
+    /// Byte 0 still pgdbg's 0xe9, and a uprobe's int3 (or the file's byte,
+    /// the uprobe gone again) at an original instruction boundary inside
+    /// the jump's `rel32`: the jump leads elsewhere now.
+    Inside,
+    /// Anything else: the bytes still pgdbg's are given their original
+    /// values (no byte of the jump outlives its page), the others are
+    /// left as found; the guardian keeps the detour.
     Changed,
 }
 
@@ -132,13 +147,25 @@ fn sigill_of_jump(d: &Detour, at: u64, uprobe_at_0: bool, now: &[u8]) -> bool {
     }
     let k = (at - d.site) as usize;
     let want = &d.orig[k..];
+    // a uprobe's int3 may sit at any original boundary (the kernel runs
+    // the original instruction for it), never where the file has one
+    let bounds = boundaries(d);
     let original = now.len() == want.len()
-        && now
-            .iter()
-            .zip(want)
-            .enumerate()
-            .all(|(i, (n, w))| n == w || (k == 0 && i == 0 && *n == INT3));
+        && now.iter().zip(want).enumerate().all(|(i, (n, w))| {
+            n == w || (*n == INT3 && *w != INT3 && bounds.contains(&(at + i as u64)))
+        });
     original && (d.traps_inside || (k >= 1 && uprobe_at_0 && rel32_traps(&jump[1..])))
+}
+
+/// Where the jump from `site` to `entry` leads once a uprobe's int3 took
+/// the place of its `rel32`'s low byte (a uprobe at `site + 1`, after a
+/// one-byte first instruction such as `push rbp`): up to about 200 bytes
+/// from `entry`, in the code's own page when `map_jump_page` placed it.
+pub fn landing_of_int3_at_1(site: u64, entry: u64) -> Option<u64> {
+    let mut j = super::detour::jmp(site, entry).ok()?;
+    j[1] = INT3;
+    let rel = i32::from_le_bytes(j[1..].try_into().ok()?) as i64;
+    Some((site + JMP_LEN as u64).wrapping_add(rel as u64))
 }
 
 /// The jump targets (`site` + 5 + rel32) whose `rel32` bytes are all
@@ -233,12 +260,26 @@ impl Target {
         let mut orig = vec![0u8; len];
         self.read(site, &mut orig)?;
         let after = self.after_jump(site, &orig);
+        // a uprobe at site+1 (after a one-byte first instruction) makes the
+        // jump land near `entry`: that must be in the page, outside the
+        // code, on the filler that traps (`install_detour`), so that the
+        // SIGILL there is known for what it is (`fault_in_taken_over_jump`)
+        let one_byte_first = Decoder::with_ip(64, &orig, site, DecoderOptions::NONE)
+            .decode()
+            .len()
+            == 1;
+        let lands_on_filler = |page: u64, entry: u64| {
+            !one_byte_first
+                || landing_of_int3_at_1(site, entry).is_some_and(|l| {
+                    l >= page && l < page + PAGE && !(entry..entry + text_len).contains(&l)
+                })
+        };
         let traps = |entry: u64| {
             super::detour::jmp(site, entry).is_ok_and(|j| jump_traps(orig[0], &j[1..], &after))
         };
         let found: Vec<(u64, u64)> = trapping_targets(&maps, site, text_len)
             .into_iter()
-            .filter(|&(_, entry)| traps(entry))
+            .filter(|&(page, entry)| traps(entry) && lands_on_filler(page, entry))
             .take(8)
             .collect();
         for &(page, entry) in &found {
@@ -252,10 +293,14 @@ impl Target {
     }
 
     /// Whether someone else has changed the jump of the detour at `site`
-    /// since pgdbg wrote it, and what; when it was a uprobe (the jump's
-    /// first byte is a foreign int3 or the file's byte again), the
-    /// original bytes after the first are put back now.  Once taken over,
-    /// the detour stays so (it only waits for removal, which then writes
+    /// since pgdbg wrote it, and what.  When it was uprobes (each byte
+    /// that is no longer ours is a foreign int3 or the file's byte, at an
+    /// original instruction boundary: byte 0, or inside the `rel32`, where
+    /// it makes the jump lead elsewhere), the original bytes are put back
+    /// now around the uprobes' int3s, which are left to the kernel.
+    /// Otherwise (`Changed`) only the bytes still ours get their original
+    /// values, and the guardian keeps the detour.  Once taken over, the
+    /// detour stays so (it only waits for removal, which then writes
     /// nothing).  None while the jump is pgdbg's.  The target must be
     /// stopped.
     pub fn detour_taken_over(&mut self, site: u64) -> Result<Option<TakenOver>> {
@@ -275,52 +320,92 @@ impl Target {
         if now[..JMP_LEN] == jump {
             return Ok(None);
         }
-        let file = super::foreign::mapped_file_bytes(self.pid(), site, 1);
-        let kind = if now[1..JMP_LEN] != jump[1..] {
+        let file = super::foreign::mapped_file_bytes(self.pid(), site, JMP_LEN);
+        let bounds = boundaries(&d);
+        let boundary = |i: usize| bounds.contains(&(site + i as u64));
+        // a uprobe's int3: at an original instruction boundary (where the
+        // kernel puts them: it decodes the file), and the file has none
+        let uprobe_at = |i: usize| {
+            now[i] == INT3
+                && d.orig[i] != INT3
+                && boundary(i)
+                && file.as_ref().is_none_or(|f| f.get(i) != Some(&INT3))
+        };
+        // each byte is still ours, a uprobe's int3, or the file's byte at
+        // a boundary (a uprobe's removal writes the file's byte back)
+        let by_uprobes = (0..JMP_LEN)
+            .all(|i| now[i] == jump[i] || uprobe_at(i) || (boundary(i) && now[i] == d.orig[i]));
+        let mut kind = if !by_uprobes {
             TakenOver::Changed
-        } else if now[0] == INT3 && file.as_deref() != Some(&[INT3]) {
+        } else if uprobe_at(0) {
             TakenOver::Int3
-        } else if now[0] == d.orig[0] {
+        } else if now[0] == d.orig[0] && now[0] != jump[0] {
             TakenOver::FileByte
         } else {
-            TakenOver::Changed
+            TakenOver::Inside
         };
-        let mut kind = kind;
+        // the positions written: the original bytes after the first, but
+        // never a uprobe's int3 (the kernel owns it, and writes the file's
+        // byte there when the uprobe goes); when someone else changed the
+        // jump, only the bytes still ours (byte 0 too), so that none of
+        // our jump outlives the page it leads to
+        let write_at: Vec<usize> = if kind == TakenOver::Changed {
+            (0..JMP_LEN)
+                .filter(|&i| now[i] == jump[i] && now[i] != d.orig[i])
+                .collect()
+        } else {
+            // byte 0 too when it is still our 0xe9 (uprobes inside only)
+            (0..d.orig.len())
+                .filter(|&i| !(i < JMP_LEN && uprobe_at(i)))
+                .filter(|&i| i > 0 || now[0] == jump[0])
+                .collect()
+        };
         let undone = kind.repaired();
-        if undone {
-            // The write that undoes the jump: the original instructions
-            // after the first byte, as the file has them.  Byte 0 is left
-            // alone: it is the uprobe's int3 (the kernel writes the file's
-            // byte there when the uprobe goes) or already the file's byte.
-            // Nothing can be executing those bytes: the target is stopped,
-            // and a resume inside them had trapped at once (`UD64`).
-            // `write_from` never reads and writes back byte 0 (a word-wise
-            // write could put back a stale int3 or file byte over what the
-            // kernel wrote meanwhile).
-            let words = self.write_from(site + 1, &d.orig[1..])?;
-            if words {
-                // the word-wise fallback: byte 0 is still the uprobe's or
-                // the file's, else someone else has the code now
-                let b0 = self.byte_in_target(site);
-                if b0 != Some(INT3) && b0 != Some(d.orig[0]) {
-                    super::log::debug(&format!(
-                        "detour at {site:#x}: byte 0 is {b0:x?} after the undo: neither an int3 nor the file's"
-                    ));
-                    kind = TakenOver::Changed;
-                }
+        // The write that undoes the jump, in runs of consecutive
+        // positions, as the file has the bytes.  Nothing can be executing
+        // them: the target is stopped, and a resume inside them had
+        // trapped at once (`UD64`).  `write_from` writes only those bytes
+        // unless it has to fall back to whole words, which read and write
+        // back their neighbours (a uprobe's int3 or byte 0): then those
+        // are checked again below.
+        let mut words = false;
+        let mut i = 0;
+        while i < write_at.len() {
+            let mut j = i;
+            while j + 1 < write_at.len() && write_at[j + 1] == write_at[j] + 1 {
+                j += 1;
+            }
+            let (a, b) = (write_at[i], write_at[j] + 1);
+            words |= self.write_from(site + a as u64, &d.orig[a..b])?;
+            i = j + 1;
+        }
+        if words && undone {
+            // the word-wise fallback: the positions left alone still hold
+            // a uprobe's int3 or the file's byte, else someone else has
+            // the code now
+            let mut b = vec![0u8; JMP_LEN];
+            self.read(site, &mut b)?;
+            let kept = (0..JMP_LEN).filter(|i| !write_at.contains(i));
+            if kept.clone().any(|i| b[i] != INT3 && b[i] != d.orig[i]) {
+                super::log::debug(&format!(
+                    "detour at {site:#x}: {b:x?} after the undo: not only uprobes' int3s and the file's bytes"
+                ));
+                kind = TakenOver::Changed;
             }
         }
-        // The guardian must not write the original bytes over byte 0 (the
-        // uprobe's) if pgdbg dies now; the pages stay known to the detour
-        // table and are unmapped at removal.
-        if let Some(g) = &mut self.guardian {
+        // The guardian must not write the original bytes over a uprobe's
+        // int3 if pgdbg dies now; the pages stay known to the detour
+        // table and are unmapped at removal.  When someone else changed
+        // the jump, nothing is repaired: the guardian keeps the detour
+        // and restores the original bytes if pgdbg dies.
+        if undone && let Some(g) = &mut self.guardian {
             g.forget_detour(site);
         }
         if let Some(x) = self.detours.iter_mut().find(|x| x.site == site) {
             x.taken_over = Some(kind);
         }
-        // (a byte 0 found changed after the word-wise undo says Changed,
-        // but the bytes after it are the original ones all the same)
+        // (a position found changed after the word-wise undo says Changed,
+        // but the bytes written are the original ones all the same)
         if undone {
             // one entry per site: a later jump at the same site replaces
             // an earlier one's (whose SIGILL was drained at install)
@@ -364,6 +449,42 @@ impl Target {
         }
         // SAFETY: a kernel-generated SIGILL's siginfo carries si_addr.
         let at = unsafe { si.si_addr() } as u64;
+        // The jump ran with a uprobe's int3 as its rel32's low byte and
+        // landed on the filler of its code page (`map_jump_page` placed it
+        // so): a jump has no other effect, so the backend is as it was at
+        // `site`.  The jump is undone and the backend resumes at `site`,
+        // where it runs its original code (and the uprobe).
+        let wild = self
+            .detours
+            .iter()
+            .chain(self.undone_jumps.iter())
+            .find(|d| {
+                let b1 = self.byte_in_target(d.site + 1);
+                d.entry
+                    .and_then(|e| landing_of_int3_at_1(d.site, e))
+                    .is_some_and(|l| l == at && (d.code.0..d.code.0 + d.code.1).contains(&l))
+                    && boundaries(d).contains(&(d.site + 1))
+                    && (b1 == Some(INT3) || b1 == Some(d.orig[1]))
+            })
+            .cloned();
+        if let Some(d) = wild {
+            if self
+                .detours
+                .iter()
+                .any(|x| x.site == d.site && x.taken_over.is_none())
+            {
+                self.detour_taken_over(d.site)?;
+            }
+            let mut r = self.regs()?;
+            r.rip = d.site;
+            self.set_regs(&r)?;
+            self.undone_jumps.retain(|x| x.site != d.site);
+            super::log::debug(&format!(
+                "{sig:?} at {at:#x}: the jump at {:#x} landed wide (a uprobe at +1): resumed there",
+                d.site
+            ));
+            return Ok(true);
+        }
         let inside = |d: &Detour| at >= d.site && at < d.site + d.orig.len() as u64;
         if let Some(d) = self.detours.iter().find(|d| inside(d)).cloned()
             && d.taken_over.is_none()
@@ -588,6 +709,14 @@ mod tests {
         assert!(sigill_of_jump(&d, site + 2, true, &orig[2..]));
         assert!(!sigill_of_jump(&d, site + 2, false, &orig[2..]));
         assert!(!sigill_of_jump(&d, site, true, &orig));
+        // a uprobe's int3 at another original boundary (+4) stays: the
+        // kernel runs the original instruction for it; never off a boundary
+        let mut at4 = orig[2..].to_vec();
+        at4[2] = INT3;
+        assert!(sigill_of_jump(&d, site + 2, true, &at4));
+        let mut at3 = orig[2..].to_vec();
+        at3[1] = INT3;
+        assert!(!sigill_of_jump(&d, site + 2, true, &at3));
         // rel32 bytes that do not all trap: nothing is dropped
         let d = Detour {
             entry: Some(site + 5 + 0x0606_0690),
@@ -597,6 +726,16 @@ mod tests {
         // an adopted detour (its jump not known)
         let d = Detour { entry: None, ..d };
         assert!(!sigill_of_jump(&d, site + 2, true, &orig[2..]));
+    }
+
+    #[test]
+    fn a_uprobe_at_byte_1_lands_near_the_entry() {
+        let site = 0x40_0000u64;
+        let entry = site + 5 + 0x0606_06d4;
+        // the low byte 0xd4 becomes 0xcc: 8 bytes before the entry
+        assert_eq!(landing_of_int3_at_1(site, entry), Some(entry - 8));
+        let entry = site + 5 + 0x0606_0606;
+        assert_eq!(landing_of_int3_at_1(site, entry), Some(entry + 0xc6));
     }
 
     #[test]

@@ -455,6 +455,9 @@ impl Target {
         if let Some(g) = &mut self.guardian {
             g.forget_detour(d.site);
         }
+        // stopped on the filler of the code page, where the jump led with
+        // a uprobe's int3 in its rel32: back to the site (no step there)
+        self.rewind_wild_landing()?;
         let in_code = |a: u64| a >= d.code.0 && a < d.code.0 + d.code.1;
         if in_code(self.regs()?.rip) {
             // single-steps follow: the trap flag is set while each runs,

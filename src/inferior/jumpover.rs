@@ -450,38 +450,18 @@ impl Target {
         // SAFETY: a kernel-generated SIGILL's siginfo carries si_addr.
         let at = unsafe { si.si_addr() } as u64;
         // The jump ran with a uprobe's int3 as its rel32's low byte and
-        // landed on the filler of its code page (`map_jump_page` placed it
-        // so): a jump has no other effect, so the backend is as it was at
-        // `site`.  The jump is undone and the backend resumes at `site`,
-        // where it runs its original code (and the uprobe).
-        let wild = self
-            .detours
-            .iter()
-            .chain(self.undone_jumps.iter())
-            .find(|d| {
-                let b1 = self.byte_in_target(d.site + 1);
-                d.entry
-                    .and_then(|e| landing_of_int3_at_1(d.site, e))
-                    .is_some_and(|l| l == at && (d.code.0..d.code.0 + d.code.1).contains(&l))
-                    && boundaries(d).contains(&(d.site + 1))
-                    && (b1 == Some(INT3) || b1 == Some(d.orig[1]))
-            })
-            .cloned();
-        if let Some(d) = wild {
-            if self
-                .detours
-                .iter()
-                .any(|x| x.site == d.site && x.taken_over.is_none())
-            {
-                self.detour_taken_over(d.site)?;
+        // landed on the filler of its code page (`wild_landing`).  Taken
+        // at the fault (rip there): resumed at the function's start.
+        // Taken late (queued, reported during an injected system call
+        // whose registers are put back afterwards): dropped all the same,
+        // the registers kept; the resume at the filler traps again, and
+        // that SIGILL is taken at the fault.
+        if let Some(site) = self.wild_landing(at) {
+            if self.regs()?.rip == at {
+                self.rewind_wild_landing()?;
             }
-            let mut r = self.regs()?;
-            r.rip = d.site;
-            self.set_regs(&r)?;
-            self.undone_jumps.retain(|x| x.site != d.site);
             super::log::debug(&format!(
-                "{sig:?} at {at:#x}: the jump at {:#x} landed wide (a uprobe at +1): resumed there",
-                d.site
+                "{sig:?} at {at:#x}: the jump at {site:#x} landed wide (a uprobe at +1)"
             ));
             return Ok(true);
         }
@@ -514,6 +494,54 @@ impl Target {
             if resume { "dropped" } else { "delivered" }
         ));
         Ok(resume)
+    }
+
+    /// The site of the detour whose jump leads to `at` when a uprobe's
+    /// int3 is its rel32's low byte (`landing_of_int3_at_1`): a boundary
+    /// at `site + 1`, that byte a uprobe's int3 or the file's again, `at`
+    /// in the detour's code page, on the filler there (`map_jump_page`).
+    fn wild_landing(&self, at: u64) -> Option<u64> {
+        self.detours
+            .iter()
+            .chain(self.undone_jumps.iter())
+            .find(|d| {
+                let b1 = self.byte_in_target(d.site + 1);
+                d.entry
+                    .and_then(|e| landing_of_int3_at_1(d.site, e))
+                    .is_some_and(|l| l == at && (d.code.0..d.code.0 + d.code.1).contains(&l))
+                    && boundaries(d).contains(&(d.site + 1))
+                    && (b1 == Some(INT3) || b1 == Some(d.orig[1]))
+            })
+            .map(|d| d.site)
+    }
+
+    /// When the target is stopped at a wild landing of a detour's jump
+    /// (`wild_landing`): the jump is undone and rip set back to the
+    /// detour's site.  A jump has no other effect, so the target is then
+    /// as it was when it ran the jump, and runs its original code (and the
+    /// uprobe).  Whether it was.
+    pub(super) fn rewind_wild_landing(&mut self) -> Result<bool> {
+        let mut r = self.regs()?;
+        let Some(site) = self.wild_landing(r.rip) else {
+            return Ok(false);
+        };
+        if self
+            .detours
+            .iter()
+            .any(|x| x.site == site && x.taken_over.is_none())
+        {
+            self.detour_taken_over(site)?;
+        }
+        // undone before the rewind: never back into a jump of ours
+        let mut b = [0u8; 1];
+        self.read(site, &mut b)?;
+        if b[0] == 0xe9 {
+            bail!("the jump at {site:#x} is still in place: the backend is left where it stopped");
+        }
+        r.rip = site;
+        self.set_regs(&r)?;
+        self.undone_jumps.retain(|x| x.site != site);
+        Ok(true)
     }
 
     /// Whether the kernel holds a SIGILL for the target that it has not

@@ -9,6 +9,14 @@ pub use events::{CAPTURE_FORMAT, Event, Line, ProgressNode};
 use anyhow::{Result, anyhow};
 use std::io::Write;
 
+/// Seconds since the epoch: a capture event's `ts`.
+pub fn wall_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
 /// Each event is one `write(2)` on a file opened with `O_APPEND`, so the
 /// workers of a multi-backend attach can share one capture file without
 /// interleaving their lines.
@@ -70,12 +78,7 @@ impl Capture {
         if self.failed {
             return;
         }
-        let ts = ts.unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_secs_f64())
-                .unwrap_or(0.0)
-        });
+        let ts = ts.unwrap_or_else(wall_now);
         let line = Line {
             ts,
             pid: pid.into(),

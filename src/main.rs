@@ -7,5 +7,8 @@ fn main() {
         std::process::exit(pgdbg::perf::keeper::main(&args[2..]));
     }
     pgdbg::perf::keeper::enable();
-    std::process::exit(pgdbg::cli::main());
+    let code = pgdbg::cli::main();
+    // a uprobe's close under way is finished; the rest is the keeper's
+    pgdbg::perf::keeper::finish();
+    std::process::exit(code);
 }

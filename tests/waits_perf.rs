@@ -197,20 +197,6 @@ fn waits_trace_perf_after_ptrace_mode() {
     cl.assert_no_crash();
 }
 
-/// The tracefs definitions of pgdbg process `k` still listed.
-fn definitions_of(k: u32) -> Vec<String> {
-    ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
-        .iter()
-        .filter_map(|root| std::fs::read_to_string(format!("{root}/uprobe_events")).ok())
-        .flat_map(|d| {
-            d.lines()
-                .filter(|l| l.contains(&format!(":pgdbg_{k}_")))
-                .map(String::from)
-                .collect::<Vec<_>>()
-        })
-        .collect()
-}
-
 /// SIGKILL while the perf event traces: the kernel closes the watch and
 /// detaches; the keeper closes the statements' uprobe (which it opened)
 /// and removes pgdbg's tracefs definition; the backend runs on and serves
@@ -230,7 +216,7 @@ fn waits_trace_perf_killed() {
             assert_eq!(a.query_one_i64(&format!("select {i}")), i);
         }
         let k = p.child.id();
-        let defs = definitions_of(k).len();
+        let defs = tracefs_definitions_of(k).len();
         assert!(defs >= 1, "pgdbg {k}'s definitions");
         let keepers = keepers_of(k as i32);
         assert!(
@@ -245,7 +231,11 @@ fn waits_trace_perf_killed() {
         wait_until("the keeper to end", Duration::from_secs(10), || {
             keepers_of(k as i32).is_empty()
         });
-        assert_eq!(definitions_of(k), Vec::<String>::new(), "left by {k}");
+        assert_eq!(
+            tracefs_definitions_of(k),
+            Vec::<String>::new(),
+            "left by {k}"
+        );
         for i in 0..20 {
             assert_eq!(a.query_one_i64(&format!("select {i} + 1")), i + 1);
         }
@@ -264,14 +254,14 @@ fn waits_trace_perf_killed() {
         keepers_of(k as i32).is_empty()
     });
     assert!(
-        !definitions_of(k).is_empty(),
+        !tracefs_definitions_of(k).is_empty(),
         "pgdbg {k}'s definitions stay"
     );
     let (p, out, _) = start_trace(pid, "waits trace --perf --quiet --for 1s", &cap);
     let (code, _, err) = finish(p, out);
     assert_eq!(code, 0, "{err}");
     assert_eq!(
-        definitions_of(k),
+        tracefs_definitions_of(k),
         Vec::<String>::new(),
         "removed by the next pgdbg"
     );

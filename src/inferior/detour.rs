@@ -249,9 +249,9 @@ impl Target {
                         bail!("signal {sig:?} during a system call of pgdbg");
                     }
                 }
-                WaitStatus::PtraceEvent(_, _, _) => {
+                WaitStatus::PtraceEvent(_, sig, _) => {
                     self.mark_stopped();
-                    self.interrupt_stop_seen();
+                    self.interrupt_stop_seen(sig);
                 }
                 _ => self.mark_stopped(),
             }

@@ -86,6 +86,22 @@ impl Target {
             g.note_hold(true);
         }
         self.hold = Hold::Ours;
+        // (only a group stop the kernel reported: an outsider's stop signal
+        // that is pending, or held back by pgdbg, has not stopped the group,
+        // and a pgdbg death then would re-arm nothing)
+        if self.in_outside_group_stop() {
+            // Someone else's stop holds the group stopped already: that
+            // is the hold (the kernel re-arms it if pgdbg dies), taken
+            // without a SIGSTOP of pgdbg's.  Sending one would hang here:
+            // resumed, the backend stays in their group stop and the
+            // SIGSTOP is never reported.  Leaving the hold or detaching
+            // sends no SIGCONT while their stop holds; a SIGCONT of
+            // theirs re-holds as usual (`rehold_before`).  The guardian,
+            // if pgdbg dies, does send one: a backend never left stopped
+            // comes first.
+            log::debug("held: the group is in someone else's stop already");
+            return Ok(());
+        }
         self.send_sigstop()?;
         self.cont_raw(None)?;
         let mut rounds = 0;
@@ -130,11 +146,22 @@ impl Target {
                     if !self.fault_in_taken_over_jump(sig)? {
                         self.defer(sig);
                     }
+                    if sig == Signal::SIGCONT {
+                        // someone's SIGCONT, sent after pgdbg's SIGSTOP
+                        // (which discarded any SIGCONT pending before):
+                        // it cancelled that SIGSTOP or the group stop it
+                        // began, and none would come; stop again
+                        self.send_sigstop()?;
+                    }
+                    self.cont_raw(None)?;
+                }
+                WaitStatus::PtraceEvent(_, sig, _) => {
+                    self.mark_stopped();
+                    self.interrupt_stop_seen(sig);
                     self.cont_raw(None)?;
                 }
                 _ => {
                     self.mark_stopped();
-                    self.interrupt_stop_seen();
                     self.cont_raw(None)?;
                 }
             }
@@ -190,6 +217,20 @@ impl Target {
     /// after: a death between the two makes it send one more SIGCONT.
     fn leave_group_stop(&mut self) {
         let pid = self.pid();
+        // Not someone else's stop: a SIGCONT now would end it too (or
+        // discard their SIGSTOP not delivered yet: one pending while no
+        // re-hold SIGSTOP of pgdbg's is, is theirs).  The group stays
+        // stopped as they asked; only pgdbg's claim on it goes.
+        if self.stopped_from_outside()
+            || (self.rehold_pending == 0 && self.signal_pending(Signal::SIGSTOP))
+        {
+            log::debug("hold left without SIGCONT: the group is in someone else's stop");
+            self.hold = Hold::No;
+            if let Some(g) = &mut self.guardian {
+                g.note_hold(false);
+            }
+            return;
+        }
         // SAFETY: tgkill to the target's main thread.
         let r = unsafe { libc::syscall(libc::SYS_tgkill, pid, pid, libc::SIGCONT) };
         if r < 0 {
@@ -204,7 +245,11 @@ impl Target {
         // the group again now (the kernel drops a pending one at SIGCONT;
         // one already taken and deferred is pgdbg's to drop)
         self.rehold_pending = 0;
-        self.deferred.retain(|s| *s != Signal::SIGSTOP);
+        let deferred = std::mem::take(&mut self.deferred);
+        self.deferred = deferred
+            .into_iter()
+            .filter(|s| *s != Signal::SIGSTOP || self.held_for_outsider(*s))
+            .collect();
         self.note_held_signals();
         if let Some(g) = &mut self.guardian {
             g.note_hold(false);
@@ -241,8 +286,12 @@ impl Target {
     /// then tell the guardian it need not.
     pub(super) fn release_hold(&mut self) {
         if self.hold == Hold::Ours {
-            // SAFETY: kill(2) of the target.
-            unsafe { libc::kill(self.pid(), libc::SIGCONT) };
+            // not when someone else's stop holds it (outside.rs): theirs
+            // to end
+            if !self.stopped_from_outside() {
+                // SAFETY: kill(2) of the target.
+                unsafe { libc::kill(self.pid(), libc::SIGCONT) };
+            }
             self.hold = Hold::No;
             if let Some(g) = &mut self.guardian {
                 g.note_hold(false);

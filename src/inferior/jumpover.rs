@@ -597,10 +597,10 @@ impl Target {
                         self.defer(sig);
                     }
                 }
-                WaitStatus::PtraceEvent(_, _, _) => {
+                WaitStatus::PtraceEvent(_, sig, _) => {
                     self.mark_stopped();
                     self.event_stop = true;
-                    self.interrupt_stop_seen();
+                    self.interrupt_stop_seen(sig);
                 }
                 _ => self.mark_stopped(),
             }

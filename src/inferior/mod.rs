@@ -18,6 +18,7 @@ pub mod guardian;
 mod hold;
 pub mod jumpover;
 mod memory;
+pub mod outside;
 pub mod permission;
 pub mod procfs;
 pub mod recorder;
@@ -137,6 +138,8 @@ pub struct Target {
     /// The current stop is an event stop (PTRACE_EVENT_STOP), where no
     /// signal can be given with the resume.
     event_stop: bool,
+    /// Someone else's job-control stop (outside.rs).
+    outside: outside::Outside,
 }
 
 /// Outcome of checking for a pending tool signal while waiting.
@@ -218,6 +221,7 @@ impl Target {
             hold_refused: false,
             rehold_pending: 0,
             event_stop: false,
+            outside: outside::Outside::default(),
         };
         prepare(&mut t);
         t.interrupt()?;
@@ -287,6 +291,7 @@ impl Target {
             return Ok(());
         }
         if self.interrupts_outstanding > 0 {
+            self.adopt_relisten();
             return Ok(());
         }
         self.interrupt()
@@ -294,7 +299,17 @@ impl Target {
 
     /// The event stop of one of our PTRACE_INTERRUPTs was seen while a
     /// loop of our own was waiting for something else: account for it.
-    fn interrupt_stop_seen(&mut self) {
+    /// `sig` is what the event stop reports (outside.rs: SIGTRAP when no
+    /// group stop is in effect): SIGTRAP with no interrupt of pgdbg's in
+    /// flight is the kernel's notice of a SIGCONT, which ended any stop of
+    /// someone else's and is no re-hold stop of pgdbg's either.
+    fn interrupt_stop_seen(&mut self, sig: Signal) {
+        if sig == Signal::SIGTRAP {
+            self.outside_continued();
+            if self.stale_interrupts == 0 && self.interrupts_outstanding == 0 {
+                return;
+            }
+        }
         if self.stale_interrupts > 0 {
             self.stale_interrupts -= 1;
         } else if self.interrupts_outstanding > 0 {
@@ -496,6 +511,8 @@ impl Target {
             .take()
             .or_else(|| self.deferred.pop_front());
         while let Some(s) = self.deferred.pop_front() {
+            // (someone's stop signal sent again is known for theirs when
+            // it is reported: outside.rs)
             let _ = nix::sys::signal::kill(self.pid, s);
         }
         // (the record is cleared once the resume has carried the signal)
@@ -508,6 +525,11 @@ impl Target {
             let _ = nix::sys::signal::kill(self.pid, s);
             return None;
         }
+        if let Some(s) = sig {
+            // delivered with the resume: someone's stop signal starts
+            // their group stop without a signal-delivery stop of its own
+            self.outside_delivered(s);
+        }
         sig
     }
 
@@ -516,6 +538,9 @@ impl Target {
     pub fn resume(&mut self) -> Result<()> {
         self.before_resume();
         let sig = self.signal_to_deliver();
+        if self.resume_into_outside_stop(sig)? {
+            return Ok(());
+        }
         self.rehold_before(sig);
         ptrace::cont(self.pid, sig)
             .map_err(|e| anyhow!("cannot resume process {} ({e})", self.pid))?;
@@ -594,6 +619,16 @@ impl Target {
     /// Hold `sig` back for the next resume; recorded for the guardian
     /// first, which sends it again if pgdbg dies before delivering it.
     fn defer(&mut self, sig: Signal) {
+        self.outside_deferred(sig);
+        // as the kernel does when they are sent: a SIGCONT discards the
+        // stop signals not delivered yet, a stop signal the SIGCONTs;
+        // delivered later in the other order, the backend would end
+        // stopped although continued last (or the reverse)
+        if sig == Signal::SIGCONT {
+            self.deferred.retain(|s| !outside::is_stop_signal(*s));
+        } else if outside::is_stop_signal(sig) {
+            self.deferred.retain(|s| *s != Signal::SIGCONT);
+        }
         self.deferred.push_back(sig);
         self.note_held_signals();
     }
@@ -613,10 +648,15 @@ impl Target {
     /// Whether the kernel holds a SIGTRAP for the target that it has not
     /// delivered yet (/proc/PID/status SigPnd/ShdPnd).
     fn sigtrap_pending(&self) -> bool {
+        self.signal_pending(Signal::SIGTRAP)
+    }
+
+    /// Whether the kernel holds `sig` for the target, not delivered yet.
+    fn signal_pending(&self, sig: Signal) -> bool {
         let Ok(st) = std::fs::read_to_string(format!("/proc/{}/status", self.pid)) else {
             return false;
         };
-        let bit = 1u64 << (libc::SIGTRAP - 1);
+        let bit = 1u64 << (sig as i32 - 1);
         st.lines().any(|l| {
             (l.starts_with("SigPnd:") || l.starts_with("ShdPnd:"))
                 && u64::from_str_radix(l.split_whitespace().nth(1).unwrap_or("0"), 16).unwrap_or(0)
@@ -654,10 +694,10 @@ impl Target {
                         self.defer(sig);
                     }
                 }
-                WaitStatus::PtraceEvent(_, _, _) => {
+                WaitStatus::PtraceEvent(_, sig, _) => {
                     self.mark_stopped();
                     self.event_stop = true;
-                    self.interrupt_stop_seen();
+                    self.interrupt_stop_seen(sig);
                 }
                 _ => self.mark_stopped(),
             }

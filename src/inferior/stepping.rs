@@ -164,9 +164,9 @@ impl Target {
                     self.pending_fault = Some(sig);
                     return Ok(Some(Stop::Signal(sig)));
                 }
-                WaitStatus::PtraceEvent(_, _, _) => {
+                WaitStatus::PtraceEvent(_, sig, _) => {
                     self.mark_stopped();
-                    self.interrupt_stop_seen();
+                    self.interrupt_stop_seen(sig);
                     // step again
                 }
                 _ => {

@@ -86,19 +86,10 @@ impl Target {
                 WaitStatus::PtraceEvent(_, sig, ev) if ev == libc::PTRACE_EVENT_STOP => {
                     self.mark_stopped();
                     self.event_stop = true;
-                    if sig == Signal::SIGTRAP
-                        && self.interrupts_outstanding == 0
-                        && self.stale_interrupts == 0
-                        && !interrupted_for_user
-                        && !interrupted_for_tool
-                    {
-                        // No interrupt of ours is in flight and the group is
-                        // not stopped (a group stop reports its stop signal):
-                        // the kernel's notice that a SIGCONT ended the group
-                        // stop (a seized tracee gets one per SIGCONT, pgdbg's
-                        // own when it leaves its hold included), not a stop
-                        // anyone asked for.  The SIGCONT itself comes next.
-                        self.cont_raw(None)?;
+                    // someone's job-control stop, or its end, or the
+                    // kernel's notice of a SIGCONT (outside.rs: the one
+                    // rule for the signal an event stop reports)
+                    if self.outside_event_stop(sig, interrupted_for_user || terminating)? {
                         continue;
                     }
                     if self.rehold_pending > 0
@@ -108,14 +99,14 @@ impl Target {
                         // the group stopped again after someone's SIGCONT
                         // (hold.rs): nothing to report
                         self.rehold_pending -= 1;
-                        self.cont_raw(None)?;
+                        self.cont_waiting(None)?;
                         continue;
                     }
                     if self.stale_interrupts > 0 && !terminating && !interrupted_for_user {
                         // The stop of an interrupt that lost the race against
                         // another stop reported earlier: swallow it.
                         self.stale_interrupts -= 1;
-                        self.cont_raw(None)?;
+                        self.cont_waiting(None)?;
                         continue;
                     }
                     if self.stale_interrupts > 0 {
@@ -142,7 +133,7 @@ impl Target {
                 }
                 WaitStatus::PtraceEvent(_, _, _) => {
                     self.mark_stopped();
-                    self.cont_raw(None)?;
+                    self.cont_waiting(None)?;
                 }
                 WaitStatus::Stopped(_, Signal::SIGTRAP) => {
                     self.mark_stopped();
@@ -189,17 +180,19 @@ impl Target {
                     if terminating {
                         return self.reported(Stop::ToolTerminating).map(Some);
                     }
-                    self.cont_raw(None)?;
+                    self.cont_waiting(None)?;
                 }
                 WaitStatus::Stopped(_, sig) => {
                     self.mark_stopped();
                     if signals::pass_through(sig) {
                         if terminating {
-                            // Keep the signal for delivery at detach.
+                            // Keep the signal for delivery at detach (what
+                            // it means for an outside stop is kept too).
                             self.defer(sig);
                             return self.reported(Stop::ToolTerminating).map(Some);
                         }
-                        self.cont_raw(Some(sig))?;
+                        self.outside_signal(sig);
+                        self.cont_waiting(Some(sig))?;
                         continue;
                     }
                     // the trap of a resume inside a detour's jump that a
@@ -217,12 +210,23 @@ impl Target {
                 }
                 _ => {
                     self.mark_stopped();
-                    self.cont_raw(None)?;
+                    self.cont_waiting(None)?;
                 }
             }
         }
     }
 
+    /// Resume in the wait loop: while someone else's stop holds, a stop
+    /// swallowed here leaves the backend in it (outside.rs).
+    fn cont_waiting(&mut self, sig: Option<Signal>) -> Result<()> {
+        if self.resume_into_outside_stop(sig)? {
+            return Ok(());
+        }
+        self.cont_raw(sig)
+    }
+
+    /// Resume with PTRACE_CONT; never listens (pgdbg's inner loops: they
+    /// wait for a trap of the backend's, which must run).
     pub(super) fn cont_raw(&mut self, sig: Option<Signal>) -> Result<()> {
         // (no resume record here: rip one past an int3 at a plain resume is
         // a trap not yet taken, e.g. an interrupt's stop; only the emulate

@@ -60,9 +60,20 @@ const ANSWER_MS: i32 = 5000;
 
 /// A perf event's descriptor; when the keeper holds a copy, dropping this
 /// closes pgdbg's copy first and then has the keeper close its own.
+///
+/// Closing an event that placed a uprobe is slow: the kernel removes the
+/// probe under one global lock and waits for an RCU grace period each
+/// time (about 80 ms per event on a 6.18 kernel, not faster when closed
+/// from several threads), so `latency` of 200 functions would take half a
+/// minute to end.  Nothing of that needs the backend stopped, nor pgdbg's
+/// command to wait: such an event is disabled at once (no more records)
+/// and its last copy is closed by a thread of pgdbg's in the background
+/// ([`settle`] waits for it before pgdbg writes into the backend's code).
 pub struct PerfFd {
     fd: Option<OwnedFd>,
     kept: Option<u64>,
+    /// a uprobe's event: closed in the background
+    uprobe: bool,
 }
 
 impl AsRawFd for PerfFd {
@@ -73,10 +84,207 @@ impl AsRawFd for PerfFd {
 
 impl Drop for PerfFd {
     fn drop(&mut self) {
-        drop(self.fd.take());
-        if let Some(id) = self.kept {
-            release(id);
+        let fd = self.fd.take();
+        if !self.uprobe {
+            drop(fd);
+            if let Some(id) = self.kept {
+                release(id);
+            }
+            return;
         }
+        if let Some(f) = &fd {
+            // no more hits counted or recorded from now on (cheap: the
+            // probe stays placed until the event is freed)
+            // SAFETY: an ioctl without argument on our descriptor.
+            unsafe { libc::ioctl(f.as_raw_fd(), super::IOC_DISABLE, 0) };
+        }
+        match self.kept {
+            // pgdbg's copy is not the last one: closing it is quick
+            Some(id) => {
+                drop(fd);
+                closer::queue(closer::Closing::Kept(id));
+            }
+            None => {
+                if let Some(f) = fd {
+                    closer::queue(closer::Closing::Own(f));
+                }
+            }
+        }
+    }
+}
+
+pub(crate) use closer::{Closing, queue as queue_closing};
+pub use closer::{finish, settle};
+
+/// The thread that closes the last copies of uprobe events in the
+/// background, one after the other (see [`PerfFd`]).
+mod closer {
+    use std::os::fd::OwnedFd;
+    use std::sync::mpsc::{Sender, channel};
+    use std::sync::{Condvar, Mutex};
+    use std::time::{Duration, Instant};
+
+    pub enum Closing {
+        /// the keeper's copy of event `id` (pgdbg's is closed)
+        Kept(u64),
+        /// pgdbg's own, last copy (no keeper)
+        Own(OwnedFd),
+        /// a tracefs definition to remove (`-:group/name` appended to
+        /// `uprobe_events` under root): queued after its events, whose
+        /// close is still under way when the definition is dropped (the
+        /// kernel refuses to remove a definition in use, and it would be
+        /// left behind)
+        Definition(std::path::PathBuf, String),
+    }
+
+    /// Done in pgdbg's thread or the closer's.  When pgdbg ends (`ending`)
+    /// the keeper's copies are left to the keeper (it closes what it holds
+    /// once pgdbg has exited, and removes pgdbg's definitions); pgdbg's
+    /// own copies are still closed here, not forgotten: nobody else would
+    /// close them before pgdbg's exit, nor remove their definitions after
+    /// it.
+    fn close(c: Closing, ending: bool) {
+        match c {
+            Closing::Kept(id) if !ending => super::release(id),
+            Closing::Kept(_) => {}
+            Closing::Own(fd) => drop(fd),
+            Closing::Definition(root, ev) => super::super::tracefs::remove(&root, &ev),
+        }
+    }
+
+    struct State {
+        /// events queued or being closed
+        pending: usize,
+        /// of which pgdbg's own copies (no keeper)
+        own: usize,
+        /// pgdbg ends: what is still queued for the keeper is left to it
+        ending: bool,
+    }
+
+    static STATE: Mutex<State> = Mutex::new(State {
+        pending: 0,
+        own: 0,
+        ending: false,
+    });
+    static DONE: Condvar = Condvar::new();
+    static QUEUE: Mutex<Option<Sender<Closing>>> = Mutex::new(None);
+
+    fn state() -> std::sync::MutexGuard<'static, State> {
+        STATE.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn done(own: bool) {
+        let mut st = state();
+        st.pending -= 1;
+        st.own -= usize::from(own);
+        DONE.notify_all();
+    }
+
+    pub fn queue(c: Closing) {
+        let own = matches!(c, Closing::Own(_));
+        {
+            let mut st = state();
+            st.pending += 1;
+            st.own += usize::from(own);
+        }
+        let mut q = QUEUE.lock().unwrap_or_else(|e| e.into_inner());
+        if q.is_none() {
+            let (tx, rx) = channel::<Closing>();
+            let spawned = std::thread::Builder::new()
+                .name("pgdbg-uprobe-closer".into())
+                .spawn(move || {
+                    crate::guard::block_in_this_thread();
+                    for c in rx {
+                        let own = matches!(c, Closing::Own(_));
+                        let ending = state().ending;
+                        close(c, ending);
+                        done(own);
+                    }
+                });
+            match spawned {
+                Ok(_) => *q = Some(tx),
+                Err(e) => {
+                    // no thread (out of resources): closed here, slowly,
+                    // as before there was a thread; never a panic
+                    crate::inferior::log::debug(&format!("no thread to close uprobes ({e})"));
+                }
+            }
+        }
+        let c = match q.as_ref() {
+            Some(tx) => match tx.send(c) {
+                Ok(()) => return,
+                // the thread is gone (it never ends while pgdbg runs)
+                Err(e) => e.0,
+            },
+            None => c,
+        };
+        drop(q);
+        let ending = state().ending;
+        close(c, ending);
+        done(own);
+    }
+
+    /// Wait until every uprobe pgdbg has closed is out of the backend (its
+    /// code is the file's again where they were), or `stop` says to give
+    /// up.  Says so in one line when it is long.  Returns whether none is
+    /// left.
+    pub fn settle(stop: &dyn Fn() -> bool) -> bool {
+        wait(stop, None)
+    }
+
+    /// How long pgdbg's exit waits for the kernel to remove its uprobes
+    /// (the backend is detached and runs meanwhile); the rest is left to
+    /// the keeper, which removes them once pgdbg has exited.
+    const AT_EXIT: Duration = Duration::from_secs(10);
+
+    /// pgdbg ends: its uprobes are removed before it exits, so that its
+    /// end means the backend's code is the file's again, within
+    /// [`AT_EXIT`]; what the keeper holds is left then to the keeper (a
+    /// keeper that does not answer is given up as usual, within 5 s);
+    /// pgdbg's own copies are closed before it exits all the same.
+    pub fn finish() {
+        if !wait(&|| false, Some(AT_EXIT)) {
+            let n = {
+                let mut st = state();
+                st.ending = true;
+                st.pending - st.own
+            };
+            if n > 0 {
+                crate::errln!(
+                    "pgdbg: {n} uprobe{} of pgdbg's are still being removed; the process that \
+                     holds them removes them after pgdbg's exit (about 80 ms each; the backend \
+                     runs)",
+                    if n == 1 { "" } else { "s" }
+                );
+            }
+            // the keeper's left to it, pgdbg's own closed
+            wait(&|| false, None);
+        }
+    }
+
+    fn wait(stop: &dyn Fn() -> bool, limit: Option<Duration>) -> bool {
+        let t0 = Instant::now();
+        let mut said = false;
+        let mut st = state();
+        while st.pending > 0 {
+            if stop() || limit.is_some_and(|l| t0.elapsed() >= l) {
+                return false;
+            }
+            if !said && !st.ending && t0.elapsed() > Duration::from_secs(1) {
+                said = true;
+                crate::errln!(
+                    "pgdbg: waiting for the kernel to remove {} uprobe{} of pgdbg's (about 80 ms \
+                     each; the backend runs meanwhile)",
+                    st.pending,
+                    if st.pending == 1 { "" } else { "s" }
+                );
+            }
+            st = DONE
+                .wait_timeout(st, Duration::from_millis(20))
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        true
     }
 }
 
@@ -132,6 +340,7 @@ pub fn open(attr: &Attr, path: Option<&CStr>, tid: i32) -> std::io::Result<PerfF
         return sys_open(attr, tid).map(|fd| PerfFd {
             fd: Some(fd),
             kept: None,
+            uprobe: places_uprobe(attr.kind),
         });
     }
     let path: &[u8] = path.map_or(&[], |p| p.to_bytes());
@@ -154,6 +363,7 @@ pub fn open(attr: &Attr, path: Option<&CStr>, tid: i32) -> std::io::Result<PerfF
                 return Ok(PerfFd {
                     fd: Some(fd),
                     kept: Some(id),
+                    uprobe: true,
                 });
             }
             Ok(Err(e)) => return Err(e),
@@ -167,6 +377,7 @@ pub fn open(attr: &Attr, path: Option<&CStr>, tid: i32) -> std::io::Result<PerfF
     sys_open(attr, tid).map(|fd| PerfFd {
         fd: Some(fd),
         kept: None,
+        uprobe: true,
     })
 }
 

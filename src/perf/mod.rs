@@ -61,6 +61,7 @@ const FLAG_USE_CLOCKID: u64 = 1 << 25;
 
 pub(crate) const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 8;
 const IOC_ENABLE: libc::c_ulong = 0x2400;
+const IOC_DISABLE: libc::c_ulong = 0x2401;
 
 /// The x86-64 user registers a sample carries (perf's register numbers:
 /// ax bx cx dx si di bp sp ip flags, r8-r15), in that order.

@@ -251,7 +251,19 @@ impl Definition {
 
 impl Drop for Definition {
     fn drop(&mut self) {
-        let _ = append(&self.root, &format!("-:{}/{}", self.group, self.name));
+        // after the events made from it: their close runs in the
+        // background (keeper.rs), and the kernel refuses to remove a
+        // definition still in use, which would be left behind; queued
+        // behind them, it goes once they are closed
+        let ev = format!("{}/{}", self.group, self.name);
+        super::keeper::queue_closing(super::keeper::Closing::Definition(self.root.clone(), ev));
+    }
+}
+
+/// Remove definition `ev` (`group/name`) under `root`.  Best effort.
+pub(crate) fn remove(root: &Path, ev: &str) {
+    if let Err(e) = append(root, &format!("-:{ev}")) {
+        crate::inferior::log::debug(&format!("uprobe definition {ev} not removed ({e})"));
     }
 }
 

@@ -8,6 +8,7 @@ use super::backend::Backend;
 use super::call::{BackendCalls, Called};
 use crate::capture::Event;
 use crate::capture::events::WaitName;
+use crate::capture::wall_now;
 use crate::infcall::Arg;
 use anyhow::{Result, anyhow, bail};
 use std::collections::{BTreeMap, HashMap};
@@ -255,14 +256,6 @@ impl Sampler {
             .and_then(|h| h.join().ok())
             .unwrap_or_default()
     }
-}
-
-/// Seconds since the epoch (a capture event's `ts`).
-fn wall_now() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
 }
 
 /// One traced wait.

@@ -160,10 +160,7 @@ pub fn trace_perf(
         limit_text(duration, count)
     ));
     let base_ns = crate::perf::monotonic_ns();
-    let base_wall = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0);
+    let base_wall = crate::capture::wall_now();
     let runs0 = s.resumes();
     let t0 = std::time::Instant::now();
     let mut nostop = NoStop;

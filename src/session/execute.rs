@@ -6,6 +6,12 @@ impl Session {
     /// Run one command; returns the text to show and whether the session
     /// should end.
     pub fn execute(&mut self, cmd: &Command) -> Result<(String, Flow)> {
+        self.settle_uprobes(cmd);
+        let res = self.execute_command(cmd);
+        self.say_outside_stops(res)
+    }
+
+    fn execute_command(&mut self, cmd: &Command) -> Result<(String, Flow)> {
         Ok(match cmd {
             Command::Nothing => (String::new(), Flow::Continue),
             Command::Break {

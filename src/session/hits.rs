@@ -10,7 +10,7 @@
 
 use crate::capture::Event;
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 /// The longest time a counted hit waits to be written (while hits come).
 const EVERY: Duration = Duration::from_secs(1);
@@ -39,13 +39,6 @@ pub(crate) struct SilentHits {
     since: Option<Instant>,
 }
 
-fn now_secs() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
-}
-
 impl SilentHits {
     /// Count one hit.
     pub fn add(&mut self, at: HitAt) {
@@ -56,7 +49,7 @@ impl SilentHits {
             .or_insert_with(|| Counted {
                 at,
                 count: 0,
-                first: now_secs(),
+                first: crate::capture::wall_now(),
             })
             .count += 1;
     }

@@ -42,6 +42,50 @@ fn needs(cmd: &Command) -> Needs {
 }
 
 impl Session {
+    /// Before a command that may place breakpoints or write code: the
+    /// uprobes a finished command closed are out of the backend (the
+    /// kernel removes them in the background, `perf::keeper::settle`).
+    /// Called before the command's stop is taken: the backend runs
+    /// meanwhile.
+    pub(super) fn settle_uprobes(&self, cmd: &Command) {
+        if needs(cmd) == Needs::Stop && !matches!(cmd, Command::Detach | Command::Quit) {
+            crate::perf::keeper::settle(&guard::must_stop);
+        }
+    }
+
+    /// Someone else stopped the backend (`kill -STOP`) while the command
+    /// ran: it ran on (outside.rs); one line each says so, after the
+    /// command's text (on stderr after a JSON document).
+    pub(super) fn say_outside_stops(
+        &mut self,
+        res: Result<(String, Flow)>,
+    ) -> Result<(String, Flow)> {
+        let stops = self.target.take_outside_stops();
+        if stops.is_empty() {
+            return res;
+        }
+        let lines: Vec<String> = stops.iter().map(outside_stop_line).collect();
+        let Ok((mut text, flow)) = res else {
+            for l in &lines {
+                crate::errln!("{l}");
+            }
+            return res;
+        };
+        if text.trim_start().starts_with(['{', '[']) {
+            for l in &lines {
+                crate::errln!("{l}");
+            }
+        } else {
+            for l in &lines {
+                if !text.is_empty() && !text.ends_with('\n') {
+                    text.push('\n');
+                }
+                text.push_str(l);
+            }
+        }
+        Ok((text, flow))
+    }
+
     /// Switch to non-stop mode (the prompt): the backend, stopped by the
     /// attach, runs from now on.  Some: it stopped or ended at once.
     pub fn start_nonstop(&mut self) -> Result<Option<(String, Flow)>> {
@@ -186,6 +230,9 @@ impl Session {
         {
             return Ok(r);
         }
+        // the uprobes a finished command closed are out first (while the
+        // backend runs)
+        self.settle_uprobes(cmd);
         // the cost of the stop: the time the backend did none of its own
         // work (stopped, or running pgdbg's calls); a probe's backend does
         // its own work between the stops it is probed in
@@ -228,6 +275,24 @@ impl Session {
             ));
         }
         Ok((text, flow))
+    }
+}
+
+/// One outside stop, as the user reads it.
+fn outside_stop_line(o: &crate::inferior::outside::OutsideStop) -> String {
+    let by = match o.by {
+        Some(p) => format!("{:?} from process {p}", o.sig),
+        None => format!("{:?} from the kernel (a terminal)", o.sig),
+    };
+    match o.lasted {
+        Some(d) => format!(
+            "(the backend was stopped by {by} for {:.2} s, not by pgdbg; the command ran on)",
+            d.as_secs_f64()
+        ),
+        None => format!(
+            "(the backend is stopped by {by}, for {:.2} s so far, not by pgdbg; it stays stopped until a SIGCONT)",
+            o.since.elapsed().as_secs_f64()
+        ),
     }
 }
 

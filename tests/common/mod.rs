@@ -857,3 +857,17 @@ pub fn assert_one_line_error(code: i32, err: &str, needle: &str) {
         lines[0]
     );
 }
+
+/// The tracefs uprobe definitions of pgdbg process `k` still listed.
+pub fn tracefs_definitions_of(k: u32) -> Vec<String> {
+    ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
+        .iter()
+        .filter_map(|root| std::fs::read_to_string(format!("{root}/uprobe_events")).ok())
+        .flat_map(|d| {
+            d.lines()
+                .filter(|l| l.contains(&format!(":pgdbg_{k}_")))
+                .map(String::from)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}

@@ -367,6 +367,9 @@ impl Target {
     /// The call's registers are about to be written (`armed`), or the
     /// saved ones put back (not armed).
     pub fn call_in_flight_phase(&mut self, armed: bool) {
+        // an inferior call runs the backend even in someone else's stop
+        // (it must return; outside.rs)
+        self.set_in_call(armed);
         if let Some(g) = &mut self.guardian {
             g.call_phase(if armed { CALL_ARMED } else { CALL_RESTORING });
         }

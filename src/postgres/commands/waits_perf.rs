@@ -122,10 +122,7 @@ pub fn waits_trace_perf(
     let mut probe = TraceProbe::observing(s, stacks, quiet)?;
     let base_i = std::time::Instant::now();
     let base_ns = crate::perf::monotonic_ns();
-    let base_wall = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0);
+    let base_wall = crate::capture::wall_now();
     // statement texts: copied by the kernel into each executor start's
     // record (a tracefs uprobe), else read by pgdbg as they are handed over
     let mut how = String::new();

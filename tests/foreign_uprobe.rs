@@ -457,6 +457,91 @@ fn uprobe_inside_jump(major: u32) {
     cl.assert_no_crash();
 }
 
+/// Another patcher's change to the recorder's jump that is no uprobe's
+/// (its own `jmp` written over ours, on an idle backend so that it is not
+/// run): pgdbg's poll finds it, writes nothing there (the bytes stay
+/// theirs, no breakpoint either), says so, and leaves its recorder's pages
+/// mapped (their code may lead into them); once they have put the file's
+/// bytes back, the backend runs on and the code is the file's.
+fn changed_jump_left_alone(major: u32) {
+    let cl = Cluster::start(major);
+    let mut c = cl.connect();
+    let cpid = c.pid();
+    let exe = std::fs::read_link(format!("/proc/{cpid}/exe")).unwrap();
+    let (vaddr, offset) = symbol_in_file(&exe, "GetCachedPlan");
+    let s = Setup {
+        bpid: cpid,
+        at: runtime(cpid, &exe, vaddr),
+        bin: cl.postgres_binary(),
+        offset,
+        exe,
+        maps_before: anon_exec_maps(cpid),
+        log: cl.dir.join("postmaster.log"),
+    };
+    c.exec("prepare q(int) as select $1 + 1");
+    let out = std::env::temp_dir().join(format!(
+        "pgdbg-changed-jump-{major}-{}.out",
+        std::process::id()
+    ));
+    let round = format!("{major} another patcher's jmp over the recorder's");
+    let p = s.plancache(&out);
+    wait_until(
+        &format!("{round}: the recorder's jump"),
+        Duration::from_secs(30),
+        || byte_at(cpid, s.at) == 0xe9,
+    );
+    let mem = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(format!("/proc/{cpid}/mem"))
+        .unwrap();
+    let mut file_bytes = [0u8; 5];
+    std::fs::File::open(&s.exe)
+        .unwrap()
+        .read_exact_at(&mut file_bytes, s.offset)
+        .unwrap();
+    // their jmp (to just past itself: never run here, the backend idles)
+    let theirs = [0xe9u8, 0, 0, 0, 0];
+    mem.write_all_at(&theirs, s.at).unwrap();
+    const CHANGED: &str = "plancache: another program changed the code under pgdbg's recorder at GetCachedPlan: pgdbg writes nothing there (no breakpoint either) and leaves its recorder's pages mapped in the backend (that code may lead into them); no decision is seen from now on";
+    wait_output(&out, &format!("{round}: the line"), |t| t.contains(CHANGED));
+    let mut now = [0u8; 5];
+    mem.read_exact_at(&mut now, s.at).unwrap();
+    assert_eq!(now, theirs, "{round}: pgdbg wrote over their bytes");
+    // they go: the file's bytes back
+    mem.write_all_at(&file_bytes, s.at).unwrap();
+    for i in 0..8 {
+        assert_eq!(
+            c.query_one_i64(&format!("execute q({i})")),
+            i + 1,
+            "{round}"
+        );
+    }
+    let text = s.end(p, &out, &round);
+    assert_eq!(text.matches(CHANGED).count(), 1, "{round}: {text}");
+    assert_eq!(decisions_after(&text, CHANGED), 0, "{round}: {text}");
+    assert!(!text.contains("Program received signal"), "{round}: {text}");
+    assert_eq!(c.query_one_i64("execute q(41)"), 42, "{round}");
+    assert!(
+        mapped_code_matches_file(cpid, &s.bin, &s.exe, "GetCachedPlan", 32),
+        "{round}"
+    );
+    // the recorder's code page is still there, as said
+    let maps = anon_exec_maps(cpid);
+    assert!(
+        maps.iter().any(|m| !s.maps_before.contains(m)),
+        "{round}: the recorder's page was unmapped: {maps:?}"
+    );
+    let _ = std::fs::remove_file(&out);
+    let _ = std::fs::remove_file(err_file(&out));
+    cl.assert_no_crash();
+}
+
+#[test]
+fn changed_jump_left_alone_15() {
+    changed_jump_left_alone(15);
+}
+
 #[test]
 fn uprobe_inside_jump_15() {
     uprobe_inside_jump(15);

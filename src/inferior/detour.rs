@@ -342,7 +342,11 @@ impl Target {
         if self.gone {
             bail!("the backend exited");
         }
-        self.undone_jumps.clear();
+        // (kept while one is still queued: the drain gives up after a few
+        // rounds, and an entry must not go before its SIGILL is taken)
+        if !self.sigill_pending() {
+            self.undone_jumps.clear();
+        }
         if self.detours.iter().any(|d| d.site == site) {
             bail!("a detour is already at {site:#x}");
         }
@@ -441,23 +445,47 @@ impl Target {
                 return Ok(true);
             }
         }
+        // A SIGILL of the jump still queued (its trap, raised as pgdbg
+        // stopped the backend) is taken first, while the detour and its
+        // undone jump are known: dropped, and the backend rewound if it
+        // stopped on the filler.  Left queued, nothing here could tell it
+        // from the code's own once the detour is forgotten; delivered, it
+        // would kill the backend.
+        self.drain_sigill()?;
+        if self.gone {
+            self.detours.clear();
+            return Ok(true);
+        }
         // someone's uprobe over the jump: its bytes are the original ones
-        // again already but for the uprobes' int3s; someone else's change:
-        // no byte of our jump is left (`jumpover::detour_taken_over`)
+        // again already but for the uprobes' int3s
+        // (`jumpover::detour_taken_over`)
         let taken_over = self.detour_taken_over(site)?;
         let d = self.detours[i].clone();
+        if taken_over == Some(super::jumpover::TakenOver::Changed) {
+            // Someone else changed the jump in a way that is no uprobe's
+            // (another patcher's code there now, perhaps leading into our
+            // page): nothing is written there, and the pages stay mapped,
+            // since their code may still be run.  The guardian forgot the
+            // detour already (it must not write there either).
+            self.detours.remove(i);
+            super::log::debug(&format!(
+                "detour at {site:#x}: the code there was changed by someone else; left as found, its pages mapped"
+            ));
+            return Ok(false);
+        }
         if taken_over.is_none() {
             // forgotten only once the original bytes are back
             self.write(d.site, &d.orig)
                 .context("cannot restore the code under a detour")?;
         }
+        // stopped on the filler of the code page, where the jump led with
+        // a uprobe's int3 in its rel32: back to the site (no step there);
+        // before the detour is forgotten, so that a failure leaves it known
+        self.rewind_wild_landing()?;
         self.detours.remove(i);
         if let Some(g) = &mut self.guardian {
             g.forget_detour(d.site);
         }
-        // stopped on the filler of the code page, where the jump led with
-        // a uprobe's int3 in its rel32: back to the site (no step there)
-        self.rewind_wild_landing()?;
         let in_code = |a: u64| a >= d.code.0 && a < d.code.0 + d.code.1;
         if in_code(self.regs()?.rip) {
             // single-steps follow: the trap flag is set while each runs,
@@ -485,6 +513,13 @@ impl Target {
         }
         self.unmap_pages(d.code.0, d.code.1)?;
         self.unmap_pages(d.data.0, d.data.1)?;
+        // the pages are gone (the address may be someone else's next): an
+        // entry for this jump could only misread a later SIGILL there, and
+        // none of its own is queued now (taken above, or by the unmap's
+        // own resumes, which drop it)
+        if !self.sigill_pending() {
+            self.undone_jumps.retain(|x| x.site != site);
+        }
         Ok(true)
     }
 

@@ -76,9 +76,9 @@ pub enum TakenOver {
     /// the uprobe gone again) at an original instruction boundary inside
     /// the jump's `rel32`: the jump leads elsewhere now.
     Inside,
-    /// Anything else: the bytes still pgdbg's are given their original
-    /// values (no byte of the jump outlives its page), the others are
-    /// left as found; the guardian keeps the detour.
+    /// Anything else (another patcher's code there now): nothing is
+    /// written there, and the detour's pages stay mapped for good, since
+    /// that code may lead into them; the guardian forgets the detour.
     Changed,
 }
 
@@ -298,8 +298,8 @@ impl Target {
     /// original instruction boundary: byte 0, or inside the `rel32`, where
     /// it makes the jump lead elsewhere), the original bytes are put back
     /// now around the uprobes' int3s, which are left to the kernel.
-    /// Otherwise (`Changed`) only the bytes still ours get their original
-    /// values, and the guardian keeps the detour.  Once taken over, the
+    /// Otherwise (`Changed`) nothing is written and the pages stay mapped
+    /// (`remove_detour`).  Once taken over, the
     /// detour stays so (it only waits for removal, which then writes
     /// nothing).  None while the jump is pgdbg's.  The target must be
     /// stopped.
@@ -347,12 +347,11 @@ impl Target {
         // the positions written: the original bytes after the first, but
         // never a uprobe's int3 (the kernel owns it, and writes the file's
         // byte there when the uprobe goes); when someone else changed the
-        // jump, only the bytes still ours (byte 0 too), so that none of
-        // our jump outlives the page it leads to
+        // jump, none: a byte still equal to ours may be theirs now (their
+        // own jump's 0xe9), and their code may lead into our page, which
+        // therefore stays mapped (`remove_detour`)
         let write_at: Vec<usize> = if kind == TakenOver::Changed {
-            (0..JMP_LEN)
-                .filter(|&i| now[i] == jump[i] && now[i] != d.orig[i])
-                .collect()
+            Vec::new()
         } else {
             // byte 0 too when it is still our 0xe9 (uprobes inside only)
             (0..d.orig.len())
@@ -396,9 +395,9 @@ impl Target {
         // The guardian must not write the original bytes over a uprobe's
         // int3 if pgdbg dies now; the pages stay known to the detour
         // table and are unmapped at removal.  When someone else changed
-        // the jump, nothing is repaired: the guardian keeps the detour
-        // and restores the original bytes if pgdbg dies.
-        if undone && let Some(g) = &mut self.guardian {
+        // the jump, nothing is written there by anyone of pgdbg's: the
+        // guardian forgets the detour too (its pages then stay mapped).
+        if let Some(g) = &mut self.guardian {
             g.forget_detour(site);
         }
         if let Some(x) = self.detours.iter_mut().find(|x| x.site == site) {
@@ -540,14 +539,17 @@ impl Target {
         }
         r.rip = site;
         self.set_regs(&r)?;
-        self.undone_jumps.retain(|x| x.site != site);
+        // (kept while a SIGILL is still queued: it may be this jump's)
+        if !self.sigill_pending() {
+            self.undone_jumps.retain(|x| x.site != site);
+        }
         Ok(true)
     }
 
     /// Whether the kernel holds a SIGILL for the target that it has not
     /// delivered yet and that a resume would make it take at once (not
     /// blocked: the kernel unblocks a fault's own SIGILL).
-    fn sigill_pending(&self) -> bool {
+    pub(super) fn sigill_pending(&self) -> bool {
         let Ok(st) = std::fs::read_to_string(format!("/proc/{}/status", self.pid)) else {
             return false;
         };

@@ -714,6 +714,7 @@ impl Target {
         self.inserted.clear();
         self.debugregs_dirty = false;
         self.detours.clear();
+        self.undone_jumps.clear();
         self.trap = None;
         if !self.attached || self.gone {
             return Ok(());

@@ -125,6 +125,23 @@ fn foreign_what(f: &ForeignInt3) -> &'static str {
     }
 }
 
+/// What plancache says when another program changed the code under its
+/// recorder's jump (`TakenOver::Changed`).
+const CHANGED_LINE: &str = "plancache: another program changed the code under pgdbg's recorder at GetCachedPlan: pgdbg writes nothing there (no breakpoint either) and leaves its recorder's pages mapped in the backend (that code may lead into them); no decision is seen from now on";
+
+/// Take the recorder out, saying so when its pages stay mapped, and why.
+fn remove_recorder(s: &mut dyn Backend, r: Recorder) -> Result<()> {
+    let changed = r.taken_over == Some(TakenOver::Changed);
+    if !s.remove_recorder(r)? {
+        s.say(if changed {
+            CHANGED_LINE
+        } else {
+            "plancache: the recorder's pages stay mapped in the backend (its stack points into them); they are never run again"
+        });
+    }
+    Ok(())
+}
+
 fn read(s: &dyn Backend, addr: u64, len: u64) -> Result<Vec<u8>> {
     s.read_bytes(addr, len as usize)
 }
@@ -396,10 +413,8 @@ impl PlanCacheProbe {
         } else {
             Ok(())
         };
-        if let Some(r) = self.recorder.take()
-            && !s.remove_recorder(r)?
-        {
-            s.say("plancache: the recorder's pages stay mapped in the backend (its stack points into them); they are never run again");
+        if let Some(r) = self.recorder.take() {
+            remove_recorder(s, r)?;
         }
         polled
     }
@@ -469,19 +484,19 @@ impl PlanCacheProbe {
         let Some(r) = self.recorder.take() else {
             return Ok(());
         };
-        let how = match r.taken_over {
-            Some(TakenOver::Changed) => {
-                "another program changed the code under pgdbg's recorder at GetCachedPlan"
-            }
-            _ => "another tool placed a uprobe on GetCachedPlan (perf, bpftrace)",
-        };
-        s.say(&format!(
-            "plancache: {how}: pgdbg's recorder there is removed; plancache goes on with a stop at each decision"
-        ));
-        if !s.remove_recorder(r)? {
-            s.say("plancache: the recorder's pages stay mapped in the backend (its stack points into them); they are never run again");
-        }
         self.ring_tail = true;
+        if r.taken_over == Some(TakenOver::Changed) {
+            // someone else's code there now: not even a breakpoint goes
+            // over it (its original byte would be theirs, written back
+            // later over whatever they put there next)
+            s.say(CHANGED_LINE);
+            if s.remove_recorder(r)? {
+                s.say("plancache: the recorder's pages are unmapped");
+            }
+            return Ok(());
+        }
+        s.say("plancache: another tool placed a uprobe on GetCachedPlan (perf, bpftrace): pgdbg's recorder there is removed; plancache goes on with a stop at each decision");
+        remove_recorder(s, r)?;
         self.points = self
             .l
             .entries

@@ -1,9 +1,10 @@
 //! Someone else's int3 in the backend's code (here a kernel uprobe, as
 //! perf probe, bpftrace or another pgdbg's `count` place one: a 0xcc in
 //! the backend's own copy of the code page) is never saved by pgdbg as an
-//! "original" byte: `break`, a probe's own breakpoints, the in-process
-//! recorder and a pending breakpoint armed when its library loads are
-//! refused in one line, nothing written; the uprobe keeps working, and
+//! "original" byte: `break`, a probe's own breakpoints and a pending
+//! breakpoint armed when its library loads are refused in one line,
+//! nothing written (`plancache` stops past it instead of recording); the
+//! uprobe keeps working, and
 //! once it is gone the code is the file's and the backend runs the
 //! function.  Within one session pgdbg places no uprobe over an int3 of
 //! its own (the kernel would adopt it and remove it when done).
@@ -17,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 const FOREIGN: &str = "an int3 that is not pgdbg's is at";
+const FOREIGN_UPROBE: &str = "an int3 that is not pgdbg's (a kernel uprobe from perf/bpftrace/another pgdbg, or another debugger)";
 
 fn byte_at(pid: i32, addr: u64) -> u8 {
     let mem = std::fs::File::open(format!("/proc/{pid}/mem")).unwrap();
@@ -60,7 +62,6 @@ fn foreign_uprobe_at_entry(major: u32) {
     );
     for cmd in [
         "break GetCachedPlan",
-        "plancache --for 2s",
         "plancache --stops --for 2s",
         "count GetCachedPlan --ptrace --for 1s",
         "trace GetCachedPlan --for 1s",
@@ -81,6 +82,22 @@ fn foreign_uprobe_at_entry(major: u32) {
         assert!(anon_exec_maps(pid).is_empty(), "{cmd}: no page of pgdbg");
         assert_eq!(a.query_one_i64("select 7"), 7, "{cmd}");
     }
+    // plancache's recorder cannot go there: it stops past the uprobe
+    let (code, out, err) = pgdbg(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--ex",
+        "plancache --for 2s",
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        out.contains(&format!("plancache: {FOREIGN_UPROBE} is at GetCachedPlan: no in-process recorder there; stopping at each decision instead")),
+        "{out}"
+    );
+    assert_eq!(tracer_pid(pid), 0);
+    assert_eq!(byte_at(pid, at), 0xcc, "the uprobe's int3 as it was");
+    assert!(anon_exec_maps(pid).is_empty(), "no page of pgdbg");
     // the uprobe is still the kernel's and still fires
     let before = probe.count().unwrap();
     executes_get_cached_plan(&mut a, 1);

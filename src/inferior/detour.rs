@@ -42,6 +42,15 @@ pub struct Detour {
     pub code: (u64, u64),
     /// Our data pages: mapping start and length.
     pub data: (u64, u64),
+    /// Where the jump leads (in `code`); None for a detour adopted from an
+    /// earlier pgdbg, whose jump is taken as found.
+    pub entry: Option<u64>,
+    /// Whether a resume at any instruction boundary inside the jump traps
+    /// at once (`jumpover::jump_traps`).
+    pub traps_inside: bool,
+    /// Set once someone else's uprobe took the jump over (`jumpover.rs`):
+    /// the jump is gone, the pages wait for removal.
+    pub taken_over: Option<super::jumpover::TakenOver>,
 }
 
 /// How many bytes at `site` a detour displaces: whole instructions covering
@@ -232,7 +241,13 @@ impl Target {
                 }
                 WaitStatus::Stopped(_, sig) => {
                     self.mark_stopped();
-                    bail!("signal {sig:?} during a system call of pgdbg");
+                    // the SIGILL of a jump a uprobe took over, queued
+                    // before this system call: dropped (the jump is undone
+                    // already, and the registers put back afterwards
+                    // resume at the instruction that trapped)
+                    if !self.fault_in_taken_over_jump(sig)? {
+                        bail!("signal {sig:?} during a system call of pgdbg");
+                    }
                 }
                 WaitStatus::PtraceEvent(_, sig, _) => {
                     self.mark_stopped();
@@ -275,6 +290,24 @@ impl Target {
         bail!("no free address space within jump reach of {near:#x}")
     }
 
+    /// Map one anonymous private page at exactly `addr`, never over
+    /// anything mapped (MAP_FIXED_NOREPLACE); None when it cannot go there.
+    pub(super) fn map_page_at(&mut self, addr: u64, prot: i32) -> Result<Option<u64>> {
+        let flags = (libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE) as u64;
+        let r = self.inject_syscall(
+            libc::SYS_mmap,
+            [addr, PAGE, prot as u64, flags, u64::MAX, 0],
+        )?;
+        if r as u64 == addr {
+            return Ok(Some(addr));
+        }
+        if r > 0 {
+            // a kernel without MAP_FIXED_NOREPLACE put it elsewhere
+            self.unmap_pages(r as u64, PAGE)?;
+        }
+        Ok(None)
+    }
+
     pub fn unmap_pages(&mut self, addr: u64, len: u64) -> Result<()> {
         let r = self.inject_syscall(libc::SYS_munmap, [addr, len, 0, 0, 0, 0])?;
         if r < 0 {
@@ -284,19 +317,35 @@ impl Target {
     }
 
     /// Write a detour at `site` (a function's entry): `len` bytes of whole
-    /// instructions (`displaced_len`) are replaced by a jump to `code`,
-    /// which must be mapped; `body` is what runs there before the displaced
-    /// instructions and the jump back (both appended here).
+    /// instructions (`displaced_len`) are replaced by a jump to `entry` in
+    /// `code`, which must be mapped; `body` is what runs there before the
+    /// displaced instructions and the jump back (both appended here).
     pub fn install_detour(
         &mut self,
         site: u64,
         len: usize,
         body: &[u8],
         code: (u64, u64),
+        entry: u64,
         data: (u64, u64),
     ) -> Result<()> {
         if self.gone || !self.stopped {
             bail!("internal: install_detour needs a stopped target");
+        }
+        // A SIGILL of an earlier jump's still queued is taken now, while
+        // its entry in `undone_jumps` is known; then no entry there can
+        // match a SIGILL to come (the bytes each one covers are original
+        // again, or this jump's, whose own entry is made if it is taken
+        // over), so they all go: none is left to drop a SIGILL of the
+        // code's own, or of this jump under another entry's bytes.
+        self.drain_sigill()?;
+        if self.gone {
+            bail!("the backend exited");
+        }
+        // (kept while one is still queued: the drain gives up after a few
+        // rounds, and an entry must not go before its SIGILL is taken)
+        if !self.sigill_pending() {
+            self.undone_jumps.clear();
         }
         if self.detours.iter().any(|d| d.site == site) {
             bail!("a detour is already at {site:#x}");
@@ -319,22 +368,40 @@ impl Target {
         self.check_no_foreign_int3(site, &orig)?;
         let mut text = body.to_vec();
         text.extend_from_slice(&orig);
-        let back_from = code.0 + text.len() as u64;
+        let back_from = entry + text.len() as u64;
         text.extend_from_slice(&jmp(back_from, site + len as u64)?);
-        if text.len() as u64 > code.1 {
+        if entry < code.0 || entry + text.len() as u64 > code.0 + code.1 {
             bail!("internal: detour code does not fit its page");
         }
-        let to_code = jmp(site, code.0)?;
+        let to_code = jmp(site, entry)?;
+        // what the jump is followed by, for whether it traps when entered
+        // past its first byte (`jumpover::jump_traps`)
+        let after = self.after_jump(site, &orig);
         let d = Detour {
             site,
             orig: orig.clone(),
             code,
             data,
+            entry: Some(entry),
+            traps_inside: super::jumpover::jump_traps(orig[0], &to_code[1..], &after),
+            taken_over: None,
         };
+        // a jump that may not trap could run its rel32 as code under
+        // someone's uprobe (`jumpover.rs`): no detour rather than that
+        if !d.traps_inside {
+            bail!("the jump at {site:#x} would not trap if another tool's uprobe landed on it");
+        }
         if let Some(g) = self.guardian()? {
             g.note_detour(&d)?;
         }
-        self.write(code.0, &text)?;
+        // The rest of the code pages: an opcode invalid in 64-bit mode
+        // (`jumpover::UD64`), never zeros (`00 00` is `add [rax], al`): a
+        // jump that lands wide of `entry` (a uprobe's int3 in its rel32)
+        // traps at once with nothing done.
+        let mut page = vec![super::jumpover::UD64[0]; code.1 as usize];
+        let off = (entry - code.0) as usize;
+        page[off..off + text.len()].copy_from_slice(&text);
+        self.write(code.0, &page)?;
         if let Err(e) = self.write(site, &to_code) {
             // a word-by-word write may have half happened
             if self.write(site, &orig).is_ok()
@@ -378,10 +445,43 @@ impl Target {
                 return Ok(true);
             }
         }
+        // A SIGILL of the jump still queued (its trap, raised as pgdbg
+        // stopped the backend) is taken first, while the detour and its
+        // undone jump are known: dropped, and the backend rewound if it
+        // stopped on the filler.  Left queued, nothing here could tell it
+        // from the code's own once the detour is forgotten; delivered, it
+        // would kill the backend.
+        self.drain_sigill()?;
+        if self.gone {
+            self.detours.clear();
+            return Ok(true);
+        }
+        // someone's uprobe over the jump: its bytes are the original ones
+        // again already but for the uprobes' int3s
+        // (`jumpover::detour_taken_over`)
+        let taken_over = self.detour_taken_over(site)?;
         let d = self.detours[i].clone();
-        // forgotten only once the original bytes are back
-        self.write(d.site, &d.orig)
-            .context("cannot restore the code under a detour")?;
+        if taken_over == Some(super::jumpover::TakenOver::Changed) {
+            // Someone else changed the jump in a way that is no uprobe's
+            // (another patcher's code there now, perhaps leading into our
+            // page): nothing is written there, and the pages stay mapped,
+            // since their code may still be run.  The guardian forgot the
+            // detour already (it must not write there either).
+            self.detours.remove(i);
+            super::log::debug(&format!(
+                "detour at {site:#x}: the code there was changed by someone else; left as found, its pages mapped"
+            ));
+            return Ok(false);
+        }
+        if taken_over.is_none() {
+            // forgotten only once the original bytes are back
+            self.write(d.site, &d.orig)
+                .context("cannot restore the code under a detour")?;
+        }
+        // stopped on the filler of the code page, where the jump led with
+        // a uprobe's int3 in its rel32: back to the site (no step there);
+        // before the detour is forgotten, so that a failure leaves it known
+        self.rewind_wild_landing()?;
         self.detours.remove(i);
         if let Some(g) = &mut self.guardian {
             g.forget_detour(d.site);
@@ -413,6 +513,13 @@ impl Target {
         }
         self.unmap_pages(d.code.0, d.code.1)?;
         self.unmap_pages(d.data.0, d.data.1)?;
+        // the pages are gone (the address may be someone else's next): an
+        // entry for this jump could only misread a later SIGILL there, and
+        // none of its own is queued now (taken above, or by the unmap's
+        // own resumes, which drop it)
+        if !self.sigill_pending() {
+            self.undone_jumps.retain(|x| x.site != site);
+        }
         Ok(true)
     }
 

@@ -667,6 +667,9 @@ fn restore(
                 orig,
                 code: (shared.get(i + 4), shared.get(i + 5)),
                 data: (shared.get(i + 6), shared.get(i + 7)),
+                entry: None,
+                traps_inside: false,
+                taken_over: None,
             })
         })
         .collect();

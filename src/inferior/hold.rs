@@ -140,7 +140,12 @@ impl Target {
                 }
                 WaitStatus::Stopped(_, sig) => {
                     self.mark_stopped();
-                    self.defer(sig);
+                    // the SIGILL of a jump a uprobe took over, queued as
+                    // pgdbg stopped the backend (`jumpover.rs`): dropped,
+                    // never held for later delivery (it would kill it)
+                    if !self.fault_in_taken_over_jump(sig)? {
+                        self.defer(sig);
+                    }
                     if sig == Signal::SIGCONT {
                         // someone's SIGCONT, sent after pgdbg's SIGSTOP
                         // (which discarded any SIGCONT pending before):

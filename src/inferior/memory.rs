@@ -128,6 +128,50 @@ impl Target {
         Ok(())
     }
 
+    /// Like `write`, but the word-wise fallback never touches a byte before
+    /// `addr` (its words start at `addr`, unaligned, the last one ending at
+    /// the range's end when the range holds a word): for a write just after
+    /// a byte someone else may change meanwhile (a uprobe's int3, which the
+    /// kernel writes under the mm's lock, while a PEEK then POKE of the
+    /// word holding it is two steps that could put back a stale byte).
+    /// Returns whether the word-wise fallback was used.
+    pub(super) fn write_from(&mut self, addr: u64, data: &[u8]) -> Result<bool> {
+        if let Some(f) = &self.mem {
+            use std::os::unix::fs::FileExt;
+            if f.write_all_at(data, addr).is_ok() {
+                return Ok(false);
+            }
+        }
+        let poke = |a: u64, w: [u8; 8]| {
+            ptrace::write(
+                self.pid,
+                a as ptrace::AddressType,
+                u64::from_le_bytes(w) as i64,
+            )
+            .map_err(|e| anyhow!("cannot write target memory at {a:#x} ({e})"))
+        };
+        if data.len() < 8 {
+            // one word from `addr`: the bytes after the range are read and
+            // written back as they are
+            let word = ptrace::read(self.pid, addr as ptrace::AddressType)
+                .map_err(|e| anyhow!("cannot read target memory at {addr:#x} ({e})"))?;
+            let mut w = (word as u64).to_le_bytes();
+            w[..data.len()].copy_from_slice(data);
+            poke(addr, w)?;
+            return Ok(true);
+        }
+        let mut off = 0usize;
+        loop {
+            // whole words of `data` only: nothing outside the range is read
+            let o = off.min(data.len() - 8);
+            poke(addr + o as u64, data[o..o + 8].try_into().expect("8"))?;
+            off += 8;
+            if o + 8 == data.len() {
+                return Ok(true);
+            }
+        }
+    }
+
     /// Write an int3 at `addr`, remembering the original byte; refused,
     /// nothing written, when the byte there is an int3 that is not ours.
     pub fn insert_breakpoint(&mut self, addr: u64) -> Result<()> {

@@ -17,6 +17,7 @@ pub mod detour;
 pub mod foreign;
 pub mod guardian;
 mod hold;
+pub mod jumpover;
 mod memory;
 pub mod outside;
 pub mod permission;
@@ -117,6 +118,10 @@ pub struct Target {
     mem: Option<std::fs::File>,
     /// Jumps to code of ours written over function entries (detour.rs).
     detours: Vec<detour::Detour>,
+    /// Jumps undone because someone's uprobe took them over (jumpover.rs):
+    /// a SIGILL the backend took inside one before is dropped even when it
+    /// is reported after the detour's removal.
+    undone_jumps: Vec<detour::Detour>,
     /// The process that restores the backend if pgdbg dies (guardian.rs),
     /// started before the first change.
     guardian: Option<guardian::Guardian>,
@@ -216,6 +221,7 @@ impl Target {
                 .open(format!("/proc/{}/mem", pid.as_raw()))
                 .ok(),
             detours: Vec::new(),
+            undone_jumps: Vec::new(),
             guardian: None,
             trap: None,
             trap_refused: false,
@@ -700,7 +706,10 @@ impl Target {
                 }
                 WaitStatus::Stopped(_, sig) => {
                     self.mark_stopped();
-                    self.defer(sig);
+                    // a jump's SIGILL (`jumpover.rs`) is dropped, not held
+                    if !self.fault_in_taken_over_jump(sig)? {
+                        self.defer(sig);
+                    }
                 }
                 WaitStatus::PtraceEvent(_, sig, _) => {
                     self.mark_stopped();
@@ -722,6 +731,7 @@ impl Target {
         self.inserted.clear();
         self.debugregs_dirty = false;
         self.detours.clear();
+        self.undone_jumps.clear();
         self.trap = None;
         if !self.attached || self.gone {
             return Ok(());
@@ -785,6 +795,11 @@ impl Target {
             for n in 0..4 {
                 let _ = self.set_debugreg(n, 0);
             }
+        }
+        // so would a SIGILL of a jump a uprobe took over (`jumpover.rs`):
+        // taken while the undone jumps are known, and dropped
+        if let Err(e) = self.drain_sigill() {
+            first_err.get_or_insert(e);
         }
         // a SIGTRAP the kernel still holds would kill the backend after
         // we leave: take it now

@@ -16,6 +16,7 @@
 
 use super::Target;
 use super::detour::{JMP_LEN, displaced_len, int3_in_displaced};
+use super::jumpover::TakenOver;
 use anyhow::{Result, bail};
 
 /// Slots in the ring (a power of two): 50 ms of calls at 300 000 per
@@ -52,6 +53,9 @@ pub struct Record {
 
 pub struct Recorder {
     pub site: u64,
+    /// Set by `drain` once someone else's uprobe took the jump over: no
+    /// call is recorded any more.
+    pub taken_over: Option<TakenOver>,
     spec: RecordSpec,
     data: u64,
     slot: u64,
@@ -159,15 +163,20 @@ impl Recorder {
         let data_len = (HEADER + CAPACITY * slot).div_ceil(PAGE) * PAGE;
         let data = t.map_pages(None, data_len, libc::PROT_READ | libc::PROT_WRITE)?;
         let page = PAGE;
-        let code_at = match t.map_pages(Some(site), page, libc::PROT_READ | libc::PROT_EXEC) {
+        let body = emit(data, slot, &spec);
+        // the code: the body, the displaced instructions, the jump back;
+        // placed so that the jump to it traps wherever it is entered
+        // other than at its start (`jumpover.rs`)
+        let text_len = (body.len() + len + JMP_LEN) as u64;
+        let (code_at, entry) = match t.map_jump_page(site, len, text_len) {
             Ok(a) => a,
             Err(e) => {
                 let _ = t.unmap_pages(data, data_len);
                 return Err(e);
             }
         };
-        let body = emit(data, slot, &spec);
-        if let Err(e) = t.install_detour(site, len, &body, (code_at, page), (data, data_len)) {
+        if let Err(e) = t.install_detour(site, len, &body, (code_at, page), entry, (data, data_len))
+        {
             let _ = t.unmap_pages(code_at, page);
             let _ = t.unmap_pages(data, data_len);
             return Err(e);
@@ -175,6 +184,7 @@ impl Recorder {
         debug_assert!(len >= JMP_LEN);
         Ok(Recorder {
             site,
+            taken_over: None,
             spec,
             data,
             slot,
@@ -189,6 +199,12 @@ impl Recorder {
     /// more calls found the ring full since then.  The target should be
     /// stopped (the ring is then consistent and `tail` can be written).
     pub fn drain(&mut self, t: &mut Target) -> Result<(Vec<Record>, u64)> {
+        // someone's uprobe over the jump since the last look: undone now,
+        // before the backend can run into it; what the ring holds is still
+        // good and drained below
+        if self.taken_over.is_none() {
+            self.taken_over = t.detour_taken_over(self.site)?;
+        }
         let mut hdr = [0u8; 24];
         t.read(self.data, &mut hdr)?;
         let word = |i: usize| u64::from_le_bytes(hdr[i * 8..i * 8 + 8].try_into().expect("8"));
@@ -276,7 +292,10 @@ impl Recorder {
             return Ok(false);
         }
         let rel = i32::from_le_bytes(jmp[1..].try_into().expect("4")) as i64;
-        let code = (site as i64 + 5 + rel) as u64;
+        // the recorder's code starts anywhere in its page (`map_jump_page`)
+        let entry = (site as i64 + 5 + rel) as u64;
+        let code = entry & !(PAGE - 1);
+        let off = (entry - code) as usize;
         // Lengths come from the code itself, never from /proc/PID/maps (the
         // kernel merges neighbouring anonymous mappings: unmapping a maps
         // line could take the backend's own memory with it).
@@ -286,18 +305,19 @@ impl Recorder {
                 .any(|m| m.start <= a && a + len <= m.end && m.path.is_none() && m.perms == perms)
         };
         let code_len = PAGE;
-        if !code.is_multiple_of(PAGE) || !inside(code, code_len, "r-xp") {
+        if !inside(code, code_len, "r-xp") {
             return Ok(false);
         }
         let mut page = vec![0u8; code_len as usize];
         t.read(code, &mut page)?;
-        if page[..5] != [0x50, 0x51, 0x52, 0x48, 0xba] {
+        let page = page.split_off(off);
+        if page.len() < 13 || page[..5] != [0x50, 0x51, 0x52, 0x48, 0xba] {
             return Ok(false);
         }
         let data = u64::from_le_bytes(page[5..13].try_into().expect("8"));
         // the ring's size (`cmp rcx, CAPACITY`, `imul rcx, rcx, SLOT`) and
         // the jump back: the first `jmp rel32` to just past `site`
-        let dec = iced_x86::Decoder::with_ip(64, &page, code, iced_x86::DecoderOptions::NONE);
+        let dec = iced_x86::Decoder::with_ip(64, &page, entry, iced_x86::DecoderOptions::NONE);
         let (mut cap, mut slot, mut back) = (None, None, None);
         for i in dec {
             use iced_x86::Mnemonic::{Cmp, Imul, Jmp};
@@ -322,7 +342,7 @@ impl Recorder {
             return Ok(false);
         }
         let len = (back.near_branch_target() - site) as usize;
-        let copy_at = (back.ip() - code) as usize;
+        let copy_at = (back.ip() - entry) as usize;
         if len > original.len() || copy_at < len || page[copy_at - len..copy_at] != original[..len]
         {
             return Ok(false);
@@ -332,6 +352,9 @@ impl Recorder {
             orig: original[..len].to_vec(),
             code: (code, code_len),
             data: (data, data_len),
+            entry: None,
+            traps_inside: false,
+            taken_over: None,
         });
         t.remove_detour(site)?;
         Ok(true)

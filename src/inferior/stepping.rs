@@ -42,6 +42,19 @@ impl Target {
         if self.read(entry, &mut code).is_err() {
             return entry;
         }
+        // someone's uprobe on the entry (an int3 the file does not have):
+        // the kernel runs the file's instruction there, so the point past
+        // it is found in the file's bytes; the int3 of the stop itself
+        // never goes over the foreign one (`insert_breakpoint` refuses)
+        if code.contains(&INT3)
+            && let Some(file) = super::foreign::mapped_file_bytes(self.pid(), entry, code.len())
+        {
+            for (m, f) in code.iter_mut().zip(file) {
+                if *m == INT3 {
+                    *m = f;
+                }
+            }
+        }
         let mut off = 0usize;
         while off + 4 <= code.len() {
             let Some((len, _)) = regs::decode_push_or_nop(&code[off..]) else {
@@ -139,9 +152,15 @@ impl Target {
                     self.defer(sig);
                 }
                 WaitStatus::Stopped(_, sig) => {
+                    self.mark_stopped();
+                    // the SIGILL of a jump a uprobe took over, queued
+                    // before this step (`jumpover.rs`): dropped, once per
+                    // jump, and the step taken again over original bytes
+                    if self.fault_in_taken_over_jump(sig)? {
+                        continue;
+                    }
                     // The instruction itself faults: report it (stepping
                     // again would fault forever).
-                    self.mark_stopped();
                     self.pending_fault = Some(sig);
                     return Ok(Some(Stop::Signal(sig)));
                 }

@@ -195,6 +195,16 @@ impl Target {
                         self.cont_waiting(Some(sig))?;
                         continue;
                     }
+                    // the trap of a resume inside a detour's jump that a
+                    // uprobe took over: the jump is undone, the backend
+                    // goes on in its original code, the signal dropped
+                    if self.fault_in_taken_over_jump(sig)? {
+                        if terminating {
+                            return self.reported(Stop::ToolTerminating).map(Some);
+                        }
+                        self.cont_raw(None)?;
+                        continue;
+                    }
                     self.pending_fault = Some(sig);
                     return self.reported(Stop::Signal(sig)).map(Some);
                 }

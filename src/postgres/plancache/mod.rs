@@ -28,6 +28,8 @@
 
 use super::backend::{Backend, ProbeHandler};
 use crate::debuginfo::layout::Layout;
+use crate::inferior::foreign::ForeignInt3;
+use crate::inferior::jumpover::TakenOver;
 use crate::inferior::recorder::{Record, Recorder};
 use anyhow::{Result, anyhow, bail};
 use std::collections::HashMap;
@@ -112,6 +114,32 @@ impl PlanCacheLayouts {
             cpu_operator_cost: s.global_addr("cpu_operator_cost"),
         })
     }
+}
+
+/// Whose an int3 that is not pgdbg's can be, as its message says it.
+fn foreign_what(f: &ForeignInt3) -> &'static str {
+    if f.file_read {
+        "an int3 that is not pgdbg's (a kernel uprobe from perf/bpftrace/another pgdbg, or another debugger)"
+    } else {
+        "a 0xcc byte that cannot be told from someone's int3"
+    }
+}
+
+/// What plancache says when another program changed the code under its
+/// recorder's jump (`TakenOver::Changed`).
+const CHANGED_LINE: &str = "plancache: another program changed the code under pgdbg's recorder at GetCachedPlan: pgdbg writes nothing there (no breakpoint either) and leaves its recorder's pages mapped in the backend (that code may lead into them); no decision is seen from now on";
+
+/// Take the recorder out, saying so when its pages stay mapped, and why.
+fn remove_recorder(s: &mut dyn Backend, r: Recorder) -> Result<()> {
+    let changed = r.taken_over == Some(TakenOver::Changed);
+    if !s.remove_recorder(r)? {
+        s.say(if changed {
+            CHANGED_LINE
+        } else {
+            "plancache: the recorder's pages stay mapped in the backend (its stack points into them); they are never run again"
+        });
+    }
+    Ok(())
 }
 
 fn read(s: &dyn Backend, addr: u64, len: u64) -> Result<Vec<u8>> {
@@ -289,6 +317,9 @@ pub struct PlanCacheProbe {
     polled: Vec<(Record, f64, std::result::Result<String, TextLost>)>,
     /// The plansources' state at the last poll.
     snapshot: HashMap<u64, Vec<u8>>,
+    /// The recorder was given up at this poll (`ring_to_stops`): its last
+    /// records are still to be reported.
+    ring_tail: bool,
 }
 
 impl PlanCacheLayouts {
@@ -338,6 +369,7 @@ impl PlanCacheProbe {
             new_lost: 0,
             polled: Vec::new(),
             snapshot: HashMap::new(),
+            ring_tail: false,
         }
     }
 
@@ -381,10 +413,8 @@ impl PlanCacheProbe {
         } else {
             Ok(())
         };
-        if let Some(r) = self.recorder.take()
-            && !s.remove_recorder(r)?
-        {
-            s.say("plancache: the recorder's pages stay mapped in the backend (its stack points into them); they are never run again");
+        if let Some(r) = self.recorder.take() {
+            remove_recorder(s, r)?;
         }
         polled
     }
@@ -425,13 +455,55 @@ impl PlanCacheProbe {
                 {
                     return Err(e);
                 }
-                Err(e) => s.say(&format!(
-                    "plancache: cannot record inside the backend ({e:#}); stopping at each decision instead"
-                )),
+                Err(e) => match crate::inferior::foreign(&e) {
+                    // someone's uprobe on the entry: the stops go past it
+                    Some(f) => s.say(&format!(
+                        "plancache: {} is at {}: no in-process recorder there; stopping at each decision instead",
+                        foreign_what(f),
+                        f.name.clone().unwrap_or_else(|| format!("{:#x}", f.addr)),
+                    )),
+                    None => s.say(&format!(
+                        "plancache: cannot record inside the backend ({e:#}); stopping at each decision instead"
+                    )),
+                },
             }
         }
         self.points = points;
         for &a in &self.points {
+            s.arm_internal(a)?;
+        }
+        Ok(())
+    }
+
+    /// From the in-process recorder to a stop at each decision, in the
+    /// middle of a watch: someone else's uprobe took the recorder's jump
+    /// over (the jump is already undone, `inferior::jumpover`).  What the
+    /// ring held was drained just before and is reported by the next
+    /// `after_poll`; the recorder's pages are unmapped.
+    fn ring_to_stops(&mut self, s: &mut dyn Backend) -> Result<()> {
+        let Some(r) = self.recorder.take() else {
+            return Ok(());
+        };
+        self.ring_tail = true;
+        if r.taken_over == Some(TakenOver::Changed) {
+            // someone else's code there now: not even a breakpoint goes
+            // over it (its original byte would be theirs, written back
+            // later over whatever they put there next)
+            s.say(CHANGED_LINE);
+            if s.remove_recorder(r)? {
+                s.say("plancache: the recorder's pages are unmapped");
+            }
+            return Ok(());
+        }
+        s.say("plancache: another tool placed a uprobe on GetCachedPlan (perf, bpftrace): pgdbg's recorder there is removed; plancache goes on with a stop at each decision");
+        remove_recorder(s, r)?;
+        self.points = self
+            .l
+            .entries
+            .iter()
+            .map(|&e| s.register_only_point(e))
+            .collect();
+        for &a in &self.points.clone() {
             s.arm_internal(a)?;
         }
         Ok(())
@@ -580,10 +652,25 @@ impl ProbeHandler for PlanCacheProbe {
         self.recorder.is_some().then_some(RING_POLL)
     }
     fn on_poll(&mut self, s: &mut dyn Backend) -> Result<()> {
-        self.snapshot_ring(s)
+        self.snapshot_ring(s)?;
+        if self
+            .recorder
+            .as_ref()
+            .is_some_and(|r| r.taken_over.is_some())
+        {
+            self.ring_to_stops(s)?;
+        }
+        Ok(())
     }
     fn after_poll(&mut self, s: &mut dyn Backend) -> Result<()> {
-        self.report_ring(s)
+        // after `ring_to_stops`, once more for the ring's last records;
+        // then the polls (the ticker runs on) leave the stops' pending
+        // executions alone
+        if self.recorder.is_some() || std::mem::take(&mut self.ring_tail) {
+            self.report_ring(s)
+        } else {
+            Ok(())
+        }
     }
     fn on_stop(&mut self, s: &mut dyn Backend, addr: u64) -> Result<()> {
         if self.points.contains(&addr) {

@@ -572,10 +572,7 @@ fn release_executable_in_a_debian_11_root() {
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let mut a = sleeper.join().unwrap();
     assert_eq!(code, 0, "{out}\n{err}");
-    assert!(
-        out.contains("plancache: 3 decisions (3 custom"),
-        "{out}"
-    );
+    assert!(out.contains("plancache: 3 decisions (3 custom"), "{out}");
     assert!(out.contains("Result"), "plan --next: {out}");
     assert!(out.contains("PgSleep"), "waits trace: {out}");
     assert_eq!(tracer_pid(pid), 0);

@@ -204,11 +204,6 @@ pub struct AttachOpts {
     /// Run as one of the per-backend workers of a multi-backend attach
     #[arg(long, hide = true)]
     pub worker: bool,
-    /// (a worker) The supervisor holds the target since its fork: say
-    /// "ready" on descriptor 3 once loaded, attach at the "go" line on
-    /// standard input (take_over)
-    #[arg(long, hide = true, requires = "worker")]
-    pub held: bool,
 }
 
 impl AttachOpts {
@@ -376,25 +371,14 @@ pub fn attached() -> bool {
 }
 
 pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
-    // (held: the postmaster's, whose binary every backend runs, until the
-    // supervisor names the backend)
-    let mut pid = parse_pid(pid)?;
+    let pid = parse_pid(pid)?;
     let call_timeout =
         command::parse_duration(&opts.call_timeout).map_err(|e| anyhow!("--call-timeout: {e}"))?;
-    let mut limit = opts.duration()?;
+    let limit = opts.duration()?;
     if (limit.is_some() || opts.count.is_some()) && opts.script.is_none() && opts.ex.is_empty() {
         bail!("--for and --count limit a script: give --script FILE or --ex COMMAND");
     }
-    let kind = if opts.held {
-        // forked a moment ago and held by the supervisor (traced by it):
-        // its title is still the postmaster's; the supervisor checked it
-        // holds a client connection
-        ProcessKind::ClientBackend {
-            title: "new connection".into(),
-        }
-    } else {
-        check_target(pid, opts.any_process)?
-    };
+    let kind = check_target(pid, opts.any_process)?;
     let (di, real_clean) = load_debuginfo(pid, opts)?;
     let script_cmds = load_scripts(opts, &di)?;
     let script_path = opts.script.clone().unwrap_or_else(|| PathBuf::from("--ex"));
@@ -404,13 +388,7 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
         None => None,
     };
     guard::install();
-    let target = if opts.held {
-        let (t, p, l) = take_over()?;
-        (pid, limit) = (p, l);
-        t
-    } else {
-        Target::attach(pid)?
-    };
+    let target = Target::attach(pid)?;
     ATTACHED.store(true, std::sync::atomic::Ordering::Relaxed);
     let mut session = Session::new(
         pid,
@@ -478,65 +456,6 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
         (Err(e), _) => Err(e),
         (Ok(_), Err(e)) => Err(anyhow!("detach failed: {e}")),
     }
-}
-
-/// The descriptor a held worker tells its supervisor on that it is ready
-/// to take its target, then that it has.
-pub const HANDOVER_FD: i32 = 3;
-
-/// A worker started ahead (`--held`, forks.rs): everything is loaded.
-/// Say so, wait for the supervisor to hand over a new backend it has held
-/// since its fork ("go PID MS": then in a job-control stop, untraced,
-/// `Seized::hand_over`; MS the time left of `--for`, or "-"), seize it
-/// and end that stop.  Every way out leaves it running: a supervisor that
-/// has nothing for us (or dies) closes standard input; a failure here
-/// sends the SIGCONT.
-fn take_over() -> Result<(Target, i32, Option<std::time::Duration>)> {
-    use crate::inferior::seized::let_run_if_stopped_untraced;
-    use std::io::{BufRead, Write};
-    use std::os::fd::FromRawFd;
-    // SAFETY: descriptor 3 is the pipe the supervisor gave us (spawn_worker)
-    let mut status = unsafe { std::fs::File::from_raw_fd(HANDOVER_FD) };
-    let _ = status.write_all(b"ready\n");
-    // "next PID" comes before the supervisor stops it for us, "go PID MS"
-    // after: a supervisor that dies in between leaves it to us to let run
-    let mut next = None;
-    let mut line = String::new();
-    let (pid, limit) = loop {
-        line.clear();
-        let _ = std::io::stdin().lock().read_line(&mut line);
-        let w: Vec<&str> = line.split_whitespace().collect();
-        match (w.first(), w.get(1).and_then(|p| p.parse::<i32>().ok())) {
-            (Some(&"next"), Some(p)) => next = Some(p),
-            (Some(&"go"), Some(p)) => {
-                let ms = w.get(2).and_then(|m| m.parse::<u64>().ok());
-                break (p, ms.map(std::time::Duration::from_millis));
-            }
-            _ => {
-                // dismissed (the script is over) or the supervisor died:
-                // nothing was handed over, or nothing is left stopped
-                if let Some(p) = next {
-                    let_run_if_stopped_untraced(p);
-                }
-                guard::flush_out();
-                std::process::exit(NOT_ATTACHED_EXIT);
-            }
-        }
-    };
-    let mut t = match Target::attach(pid) {
-        Ok(t) => t,
-        Err(e) => {
-            let_run_if_stopped_untraced(pid);
-            return Err(e);
-        }
-    };
-    if let Err(e) = t.end_hand_over() {
-        let _ = t.detach();
-        let_run_if_stopped_untraced(pid);
-        return Err(e);
-    }
-    let _ = status.write_all(b"attached\n");
-    Ok((t, pid, limit))
 }
 
 fn short_version(v: &str) -> &str {

@@ -345,7 +345,6 @@ pub fn main() -> i32 {
                 quiet,
                 any_process: false,
                 worker: false,
-                held: false,
             },
         ),
         Cmd::Report(args) => crate::report::run(&args),

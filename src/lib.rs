@@ -26,7 +26,6 @@ pub mod command;
 pub mod debuginfo;
 pub mod doctor;
 pub mod expr;
-pub mod forks;
 pub mod guard;
 pub mod infcall;
 pub mod inferior;

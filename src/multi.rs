@@ -8,7 +8,6 @@
 //! Ctrl-C/SIGTERM and waits for every worker to detach.
 
 use crate::attach::{AttachOpts, load_debuginfo, load_scripts};
-use crate::forks::{self, Handover};
 use crate::guard;
 use crate::postgres::{ProcessKind, classify, cluster};
 use anyhow::{Result, anyhow, bail};
@@ -17,15 +16,11 @@ use std::io::{BufRead, Write};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 struct Worker {
     child: Child,
     threads: Vec<std::thread::JoinHandle<()>>,
-    /// A new backend held since its fork, for this worker to take.
-    handover: Option<Handover>,
 }
 
 pub fn run(pids: &[String], cluster_dir: Option<&Path>, opts: &AttachOpts) -> Result<i32> {
@@ -52,27 +47,9 @@ pub fn run(pids: &[String], cluster_dir: Option<&Path>, opts: &AttachOpts) -> Re
         crate::attach::check_target(pid, opts.any_process)?;
         initial.push(pid);
     }
-    // new backends: from the kernel at their fork (subscribed before the
-    // first look, so that none falls between), else by looking
-    let mut seizer = None;
-    if let Some(pm) = postmaster {
-        match forks::Seizer::start(pm) {
-            Ok(e) => seizer = Some(e),
-            Err(why) => crate::errln!(
-                "pgdbg: new backends are looked for every 100 ms (their first statements may be missed): {why}"
-            ),
-        }
-    }
     if let Some(pm) = postmaster {
         initial.extend(cluster::backends(pm).iter().map(|b| b.pid));
     }
-    let mut hold_times = forks::HoldTimes::default();
-    // new backends held since their fork, waiting for a spare worker
-    let mut held: std::collections::VecDeque<(i32, Instant)> = Default::default();
-    // workers started ahead (forks.rs), and how many failed to
-    let mut spares: Vec<forks::Spare> = Vec::new();
-    let mut spare_failures = 0;
-    let mut last_look = Instant::now();
     // The script, checked once against the binary's debug info.
     let binary_of = postmaster.or(initial.first().copied());
     let Some(binary_pid) = binary_of else {
@@ -146,21 +123,9 @@ pub fn run(pids: &[String], cluster_dir: Option<&Path>, opts: &AttachOpts) -> Re
         if out_of_time {
             stopping = true;
         }
-        // new children of the postmaster, stopped at their fork (before
-        // the PIDs found by looking: one may be both)
-        if let Some(sz) = &seizer {
-            for (pid, since) in sz.new_held() {
-                if stopping || !seen.insert(pid) {
-                    sz.release(pid);
-                    continue;
-                }
-                held.push_back((pid, since));
-            }
-        }
         if !stopping {
             for pid in pending.drain(..) {
-                if held_by_us(pid) || !seen.insert(pid) {
-                    // (held: the seizer's, given above or at the next turn)
+                if !seen.insert(pid) {
                     continue;
                 }
                 match spawn_worker(pid, opts, remaining) {
@@ -174,91 +139,6 @@ pub fn run(pids: &[String], cluster_dir: Option<&Path>, opts: &AttachOpts) -> Re
                 }
             }
         }
-        // each held backend to a ready spare worker
-        for sp in spares.iter_mut() {
-            sp.poll();
-        }
-        while !stopping && !held.is_empty() {
-            let Some(i) = spares.iter().position(|s| s.ready()) else {
-                break;
-            };
-            let h = held.pop_front().expect("not empty");
-            let pid = h.0;
-            let sz = seizer.as_ref().expect("held by it");
-            match spares.swap_remove(i).assign(h, sz, remaining) {
-                Ok((child, threads, h)) => {
-                    workers.insert(
-                        pid,
-                        Worker {
-                            child,
-                            threads,
-                            handover: Some(h),
-                        },
-                    );
-                }
-                Err(spare) => {
-                    if crate::inferior::procfs::exists(pid) {
-                        // let go, running: the next look takes it
-                        seen.remove(&pid);
-                    } else {
-                        ended_first += 1;
-                    }
-                    spares.push(spare);
-                }
-            }
-        }
-        for (_, w) in workers.iter_mut() {
-            if let Some(h) = &mut w.handover {
-                h.poll(&mut hold_times);
-            }
-        }
-        if stopping {
-            // let go of what was not handed over yet; spares end
-            if let Some(sz) = &mut seizer {
-                sz.stop();
-            }
-            held.clear();
-            spares.iter_mut().for_each(|s| s.dismiss());
-        } else if seizer.is_some() {
-            // enough spares for what is held, and some ahead
-            let want = (SPARES + held.len()).min(MAX_SPARES);
-            while spares.len() < want && spare_failures < 3 {
-                match spawn_spare(postmaster.unwrap_or(0), opts) {
-                    Ok(sp) => spares.push(sp),
-                    Err(e) => {
-                        spare_failures += 1;
-                        crate::errln!("pgdbg: error: cannot start a worker: {e}");
-                        break;
-                    }
-                }
-            }
-        }
-        // spares that ended: none should before they are dismissed
-        spares.retain_mut(|sp| {
-            let Ok(Some(st)) = sp.child.try_wait() else {
-                return true;
-            };
-            for t in sp.threads.drain(..) {
-                let _ = t.join();
-            }
-            if !stopping {
-                spare_failures += 1;
-                crate::errln!(
-                    "pgdbg: a worker started ahead ended ({st}) before it was given a backend"
-                );
-            }
-            false
-        });
-        if spare_failures >= 3 && !held.is_empty() {
-            // new backends are then found by looking: let them go and
-            // forget them, so that the next look takes them
-            for (pid, _) in held.drain(..) {
-                if let Some(sz) = &seizer {
-                    sz.release(pid);
-                }
-                seen.remove(&pid);
-            }
-        }
         // reap
         let mut done = Vec::new();
         for (pid, w) in workers.iter_mut() {
@@ -267,11 +147,7 @@ pub fn run(pids: &[String], cluster_dir: Option<&Path>, opts: &AttachOpts) -> Re
             }
         }
         for (pid, st) in done {
-            if let Some(mut w) = workers.remove(&pid) {
-                if let Some(h) = &mut w.handover {
-                    // never left stopped by a worker that did not take it
-                    h.worker_ended(pid, &mut hold_times);
-                }
+            if let Some(w) = workers.remove(&pid) {
                 for t in w.threads {
                     let _ = t.join();
                 }
@@ -296,21 +172,10 @@ pub fn run(pids: &[String], cluster_dir: Option<&Path>, opts: &AttachOpts) -> Re
                 failed += 1;
             }
         }
-        if workers.is_empty() && spares.is_empty() && (stopping || postmaster.is_none()) {
+        if workers.is_empty() && (stopping || postmaster.is_none()) {
             break;
         }
-        let status: Vec<i32> = workers
-            .values()
-            .filter_map(|w| w.handover.as_ref().and_then(|h| h.status_fd()))
-            .chain(spares.iter().filter_map(|s| s.status_fd()))
-            .collect();
-        let next_look = Duration::from_millis(100).saturating_sub(last_look.elapsed());
-        forks::wait(seizer.as_ref(), &status, next_look);
-        if last_look.elapsed() < Duration::from_millis(100) {
-            continue;
-        }
-        last_look = Instant::now();
-        // looking too: a fork event can be lost (a full socket buffer)
+        std::thread::sleep(Duration::from_millis(100));
         if let Some(pm) = postmaster
             && !stopping
         {
@@ -319,24 +184,11 @@ pub fn run(pids: &[String], cluster_dir: Option<&Path>, opts: &AttachOpts) -> Re
                 stopping = true;
             }
             for b in cluster::backends(pm) {
-                // with the seizer, a child still under the postmaster's
-                // title was forked a moment ago: its fork is the seizer's
-                // to handle (held, or let go as no backend)
-                if seizer.is_some()
-                    && !crate::inferior::procfs::cmdline(b.pid).starts_with("postgres: ")
-                {
-                    continue;
-                }
                 if !seen.contains(&b.pid) && is_client_backend(b.pid) {
                     pending.push(b.pid);
                 }
             }
         }
-    }
-    if !opts.quiet
-        && let Some(s) = hold_times.summary()
-    {
-        crate::errln!("pgdbg: {s}");
     }
     if !opts.quiet {
         crate::errln!(
@@ -377,123 +229,47 @@ pub fn run(pids: &[String], cluster_dir: Option<&Path>, opts: &AttachOpts) -> Re
     Ok(if failed + not_attached > 0 { 1 } else { 0 })
 }
 
-/// Held by our seizer thread (forks.rs) since its fork.
-fn held_by_us(pid: i32) -> bool {
-    crate::inferior::procfs::status(pid).is_ok_and(|s| s.tracer_pid == std::process::id() as i32)
-}
-
 fn is_client_backend(pid: i32) -> bool {
     matches!(classify(pid), Ok(ProcessKind::ClientBackend { .. }))
 }
 
-/// Workers kept started ahead of the forks, and at most at once.
-const SPARES: usize = 2;
-const MAX_SPARES: usize = 8;
-
 /// Start `pgdbg attach PID --worker ...` with the same script, in its own
 /// process group (Ctrl-C reaches it through us, once).
 fn spawn_worker(pid: i32, opts: &AttachOpts, remaining: Option<Duration>) -> Result<Worker> {
-    let prefix = Arc::new(AtomicI32::new(pid));
-    let (child, threads, _) = spawn(opts.worker_args(pid, remaining), prefix, false)?;
-    Ok(Worker {
-        child,
-        threads,
-        handover: None,
-    })
-}
-
-/// Start a worker ahead of any fork, to be handed a new backend
-/// (`--held`): it loads the debug info of the postmaster's binary (each
-/// backend's) and the script, and waits.
-fn spawn_spare(postmaster: i32, opts: &AttachOpts) -> Result<forks::Spare> {
-    let mut args = opts.worker_args(postmaster, None);
-    args.push("--held".into());
-    let prefix = Arc::new(AtomicI32::new(0));
-    let (child, threads, pipes) = spawn(args, prefix.clone(), true)?;
-    let (go, status) = pipes.expect("asked for");
-    Ok(forks::Spare::new(child, threads, go, status, prefix))
-}
-
-type Pipes = Option<(std::process::ChildStdin, std::fs::File)>;
-
-/// The process of a worker and the threads copying its output; with
-/// `handover`, its standard input and a pipe on its descriptor 3
-/// (`attach::HANDOVER_FD`).
-fn spawn(
-    args: Vec<std::ffi::OsString>,
-    prefix: Arc<AtomicI32>,
-    handover: bool,
-) -> Result<(Child, Vec<std::thread::JoinHandle<()>>, Pipes)> {
-    use std::os::fd::{AsRawFd, IntoRawFd};
     let exe = std::env::current_exe()?;
     let mut cmd = std::process::Command::new(exe);
-    cmd.args(args);
+    cmd.args(opts.worker_args(pid, remaining));
     let parent = std::process::id() as i32;
-    let pipe = if handover {
-        let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
-        nix::fcntl::fcntl(
-            &r,
-            nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
-        )?;
-        Some((r, w))
-    } else {
-        None
-    };
-    let status_w = pipe.as_ref().map(|(_, w)| w.as_raw_fd());
-    cmd.stdin(if handover {
-        Stdio::piped()
-    } else {
-        Stdio::null()
-    })
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .process_group(0);
-    // SAFETY: prctl, getppid, fcntl and dup2 are async-signal-safe;
-    // nothing else runs between fork and exec.  If this supervisor dies
-    // (even by SIGKILL), the worker gets SIGTERM and restores its backend.
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    // SAFETY: prctl and getppid are async-signal-safe; nothing else runs
+    // between fork and exec.  If this supervisor dies (even by SIGKILL), the
+    // worker gets SIGTERM and restores its backend.
     unsafe {
         cmd.pre_exec(move || {
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
             if libc::getppid() != parent {
                 libc::_exit(1);
             }
-            // the status pipe as descriptor 3, kept across exec
-            if let Some(w) = status_w {
-                let fd = crate::attach::HANDOVER_FD;
-                if w == fd {
-                    libc::fcntl(fd, libc::F_SETFD, 0);
-                } else if libc::dup2(w, fd) < 0 {
-                    libc::_exit(1);
-                }
-            }
             Ok(())
         });
     }
     let mut child = cmd.spawn()?;
-    let pipes = match pipe {
-        Some((r, w)) => {
-            drop(w);
-            let go = child.stdin.take().expect("piped stdin");
-            // SAFETY: the read end, ours, handed to the File
-            let status =
-                unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(r.into_raw_fd()) };
-            Some((go, status))
-        }
-        None => None,
-    };
     let mut threads = Vec::new();
     if let Some(o) = child.stdout.take() {
-        threads.push(prefix_lines(prefix.clone(), o, false));
+        threads.push(prefix_lines(pid, o, false));
     }
     if let Some(e) = child.stderr.take() {
-        threads.push(prefix_lines(prefix, e, true));
+        threads.push(prefix_lines(pid, e, true));
     }
-    Ok((child, threads, pipes))
+    Ok(Worker { child, threads })
 }
 
 /// Copy a worker's output line by line, each line prefixed with `[PID] `.
 fn prefix_lines(
-    pid: Arc<AtomicI32>,
+    pid: i32,
     r: impl std::io::Read + Send + 'static,
     to_stderr: bool,
 ) -> std::thread::JoinHandle<()> {
@@ -513,11 +289,7 @@ fn prefix_lines(
                 Err(_) => break,
             }
             let line = String::from_utf8_lossy(&buf);
-            let l = format!(
-                "[{}] {}\n",
-                pid.load(Ordering::Relaxed),
-                line.trim_end_matches('\n')
-            );
+            let l = format!("[{pid}] {}\n", line.trim_end_matches('\n'));
             if to_stderr {
                 let _ = std::io::stderr().write_all(l.as_bytes());
             } else if !stdout_broken {

@@ -168,34 +168,6 @@ impl Target {
         }
     }
 
-    /// Just attached to a process another pgdbg held since its fork and
-    /// handed over in a job-control stop (seized.rs): end that stop now,
-    /// while the target is stopped under ptrace (the SIGCONT does not run
-    /// a ptrace-stopped tracee), so that from here it is an ordinary
-    /// target: run by pgdbg's resumes, running on if pgdbg dies (not left
-    /// in a group stop nobody ends).  The kernel's notice of the SIGCONT
-    /// and the signal itself come at the next resume and pass through
-    /// (outside.rs, wait.rs).
-    pub fn end_hand_over(&mut self) -> Result<()> {
-        if self.hold != Hold::Found {
-            bail!(
-                "process {} was not stopped when pgdbg took it over",
-                self.pid()
-            );
-        }
-        // SAFETY: tgkill to the target's main thread.
-        let r = unsafe { libc::syscall(libc::SYS_tgkill, self.pid(), self.pid(), libc::SIGCONT) };
-        if r < 0 {
-            bail!(
-                "cannot end the stop of process {} ({})",
-                self.pid(),
-                std::io::Error::last_os_error()
-            );
-        }
-        self.hold = Hold::No;
-        Ok(())
-    }
-
     /// Whether pgdbg's death now, with the target running untraced, could
     /// harm it (see the module comment).
     pub(super) fn hold_needed(&self) -> bool {

@@ -214,6 +214,7 @@ impl<'t> CallFrame<'t> {
         self.target.note_call_return_slot(sp);
         self.target.call_in_flight_phase(true);
         self.target.set_regs(&r)?;
+        self.target.call_regs_written();
         if !dbls.is_empty() {
             let mut fp = self.target.fpregs()?;
             for (i, d) in dbls.iter().enumerate() {

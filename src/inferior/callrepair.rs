@@ -394,6 +394,18 @@ impl Target {
         self.trap_repair_off = false;
         self.trap_repair_sp = 0;
         self.trap_repair_data.clear();
+        // AMX (XCR0 bits 17, 18: TILECFG, TILEDATA) makes the ptrace image
+        // larger than a signal frame's (the kernel leaves the tiles out of
+        // a frame of a process that did not ask for them), and the handler
+        // would put back only the legacy FP/SSE part, leaving the callee's
+        // AVX/AVX-512 registers: no repair there (the call's return trap
+        // kills the backend as without a record; pgdbg rescue restores it)
+        if super::xstate::xcr0_of(xstate.bytes()).is_some_and(|x| x & (3 << 17) != 0) {
+            super::log::debug("AMX state: the SIGTRAP handler does not repair a call");
+            let _ = self.write(base + MARK, &0u64.to_le_bytes());
+            self.trap_repair_off = true;
+            return;
+        }
         let res = (|| -> Result<()> {
             // MARK first, so that a half-written record is never used
             self.write(base + MARK, &0u64.to_le_bytes())?;
@@ -424,8 +436,12 @@ impl Target {
         }
     }
 
-    /// The call's registers are about to be written: `MARK` = `ret`, one
-    /// word in the data page, written once per series.
+    /// The call's registers have been written: `MARK` = `ret`, one word in
+    /// the data page, written once per series.  Not before: a record
+    /// marked while the backend still has its own registers would, after
+    /// pgdbg and the guardian died there and the backend ran on, turn a
+    /// later ERROR deeper than the call's stack slot into a roll-back to
+    /// this stop.
     pub(super) fn mark_call_repair(&mut self, ret: u64) {
         let Some(base) = self.repair_page() else {
             return;
@@ -505,6 +521,20 @@ impl Target {
         if let Some(base) = self.repair_page() {
             let _ = self.write(base + DATAW, &vec![0u8; DATA_SLOTS as usize * 24]);
         }
+    }
+
+    /// The saved registers are about to be put back: `MARK` = 0 first (the
+    /// same reason as in [`Target::mark_call_repair`]; dying between the
+    /// two leaves the call's return trap, which kills the backend as
+    /// without a record, never a roll-back).
+    pub(super) fn disarm_call_repair(&mut self) {
+        if self.trap_repair_mark == 0 {
+            return;
+        }
+        if let Some(base) = self.repair_page() {
+            let _ = self.write(base + MARK, &0u64.to_le_bytes());
+        }
+        self.trap_repair_mark = 0;
     }
 
     /// The call is over: nothing in flight for the handler any more.

@@ -39,7 +39,7 @@ pub fn cpuid_xsave_sizes() -> Option<(u32, u32)> {
 
 /// XCR0 as the kernel writes it into the software-reserved bytes of every
 /// xstate it hands to a debugger (offset 464; gdb reads it there too).
-fn xcr0_of(buf: &[u8]) -> Option<u64> {
+pub(super) fn xcr0_of(buf: &[u8]) -> Option<u64> {
     Some(u64::from_le_bytes(
         buf.get(XCR0_AT..XCR0_AT + 8)?.try_into().ok()?,
     ))

@@ -283,6 +283,10 @@ impl InFlight {
         } else {
             how = "call had returned".into();
         }
+        // the handler's record is disarmed before anything is put back
+        // (callrepair.rs: a record marked over restored registers could
+        // roll the backend back later)
+        t.end_call_repair();
         self.put_data(t)?;
         t.set_regs(&c.regs)?;
         t.check_regs_read_back(&c.regs)?;
@@ -387,9 +391,15 @@ impl Target {
         if let Some(g) = &mut self.guardian {
             g.call_phase(if armed { CALL_ARMED } else { CALL_RESTORING });
         }
-        if armed {
-            self.mark_call_repair(self.trap_repair_ret);
+        if !armed {
+            self.disarm_call_repair();
         }
+    }
+
+    /// The call's registers are in the backend: the handler's record may
+    /// be used from now on (callrepair.rs).
+    pub fn call_regs_written(&mut self) {
+        self.mark_call_repair(self.trap_repair_ret);
     }
 
     /// The registers and xstate are back: the record goes.

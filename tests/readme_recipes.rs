@@ -103,7 +103,7 @@ fn check(r: &Recipe, got: &str, varies: &[&str]) {
 
 /// The README command as arguments for pgdbg: the shell's quotes, a
 /// trailing `# comment` and `> /dev/null` removed, the README's PID and
-/// cluster directory replaced.
+/// `$PGDBG_CLUSTER` replaced.
 fn args_of(command: &str, pid: i32, dir: &Path) -> Vec<String> {
     let command = command.split("  #").next().unwrap().trim();
     let command = command.trim_end_matches("> /dev/null").trim();
@@ -137,7 +137,7 @@ fn args_of(command: &str, pid: i32, dir: &Path) -> Vec<String> {
     args.into_iter()
         .map(|a| {
             a.replace("5261", &pid.to_string())
-                .replace("/tmp/docs-entry-cluster", dir.to_str().unwrap())
+                .replace("$PGDBG_CLUSTER", dir.to_str().unwrap())
         })
         .collect()
 }

@@ -496,7 +496,7 @@ fn target(c: &Crate, u: &Use) -> Option<(Module, Vec<String>)> {
     // inline modules are part of their file
     let n = (0..=abs.len())
         .rev()
-        .find(|&n| n == 0 || c.modules.contains(&abs[..n].to_vec()))?;
+        .find(|&n| n == 0 || c.modules.contains(&abs[..n]))?;
     Some((abs[..n].to_vec(), abs[n..].to_vec()))
 }
 
@@ -509,7 +509,7 @@ fn reexports(c: &Crate) -> HashMap<(Module, String), Module> {
         let file_module = {
             let n = (0..=u.module.len())
                 .rev()
-                .find(|&n| c.modules.contains(&u.module[..n].to_vec()))
+                .find(|&n| c.modules.contains(&u.module[..n]))
                 .unwrap_or(0);
             u.module[..n].to_vec()
         };

@@ -8,9 +8,9 @@ use crate::capture::Capture;
 use crate::command;
 use crate::debuginfo::DebugInfo;
 use crate::debuginfo::debuginfod::Fetch;
-use crate::guard;
 use crate::inferior::{Target, procfs};
 use crate::postgres::{self, ProcessKind};
+use crate::runtime;
 use crate::script::Script;
 use crate::session::{Flow, Session, SessionOptions};
 use anyhow::{Result, anyhow, bail};
@@ -387,7 +387,7 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
         Some(p) => Some(Capture::open(p)?),
         None => None,
     };
-    guard::install();
+    runtime::install();
     let target = Target::attach(pid)?;
     ATTACHED.store(true, std::sync::atomic::Ordering::Relaxed);
     let mut session = Session::new(
@@ -427,7 +427,7 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
     }
     let code = match script_cmds {
         Some(cmds) => {
-            let _deadline = limit.map(guard::Deadline::arm);
+            let _deadline = limit.map(runtime::Deadline::arm);
             run_script(&mut session, &script_path, cmds, opts)
         }
         None => crate::repl::run(&mut session),
@@ -436,18 +436,18 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
     let detach_res = session.detach();
     // the queued output now (a closed or full standard output is one more
     // failed write, reported below)
-    guard::flush_out();
-    if let Some(what) = guard::output_failure() {
+    runtime::flush_out();
+    if let Some(what) = runtime::output_failure() {
         match &detach_res {
             Ok(_) => crate::errln!("pgdbg: {what}; the backend was restored and detached"),
             Err(e) => crate::errln!("pgdbg: {what}; detach failed: {}", one_line(e)),
         }
-        return Ok(guard::OUTPUT_FAILED_EXIT);
+        return Ok(runtime::OUTPUT_FAILED_EXIT);
     }
-    if let Some(sig) = guard::terminating() {
+    if let Some(sig) = runtime::terminating() {
         crate::errln!(
             "pgdbg: received {}: backend {pid} restored and detached",
-            guard::signal_name(sig)
+            runtime::signal_name(sig)
         );
         return Ok(128 + sig);
     }
@@ -469,10 +469,10 @@ fn run_script(
     opts: &AttachOpts,
 ) -> Result<i32> {
     for (n, _text, cmd) in cmds {
-        if guard::must_stop() {
+        if runtime::must_stop() {
             return Ok(1);
         }
-        if guard::deadline_hit() {
+        if runtime::deadline_hit() {
             if !opts.quiet {
                 crate::errln!(
                     "pgdbg: --for {} reached at line {n}: detaching",
@@ -495,9 +495,9 @@ fn run_script(
         match session.execute(&cmd) {
             Ok((text, flow)) => {
                 if !text.is_empty() {
-                    guard::out_line(text.strip_prefix('\n').unwrap_or(&text));
+                    runtime::out_line(text.strip_prefix('\n').unwrap_or(&text));
                 }
-                if guard::sigint_seen() {
+                if runtime::sigint_seen() {
                     crate::errln!("pgdbg: interrupted: script stopped at line {n}");
                     return Ok(130);
                 }

@@ -23,7 +23,7 @@ pub fn wall_now() -> f64 {
 pub struct Capture {
     out: std::fs::File,
     path: std::path::PathBuf,
-    /// A write failed (reported once, through `guard::output_failed`):
+    /// A write failed (reported once, through `runtime::output_failed`):
     /// nothing more is written.
     failed: bool,
 }
@@ -73,7 +73,7 @@ impl Capture {
 
     /// Append one event, as one line written by one `write`: `event`,
     /// `ts` (`ts`, or now), `pid`, then the event's fields.
-    /// A failed write stops the running command (`guard::output_failed`).
+    /// A failed write stops the running command (`runtime::output_failed`).
     pub fn event(&mut self, event: Event, ts: Option<f64>, pid: i32) {
         if self.failed {
             return;
@@ -103,7 +103,7 @@ impl Capture {
 
     fn fail(&mut self, e: std::io::Error) {
         self.failed = true;
-        crate::guard::output_failed(format!(
+        crate::runtime::output_failed(format!(
             "writing capture {} failed: {e}",
             self.path.display()
         ));

@@ -5,8 +5,8 @@
 
 use crate::attach::{AttachOpts, one_line};
 use crate::debuginfo::DebugInfo;
-use crate::guard;
 use crate::inferior::procfs;
+use crate::runtime;
 use anyhow::{Result, anyhow, bail};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -352,7 +352,7 @@ pub fn main() -> i32 {
             SymbolsCmd::Extract { binary, output } => extract_pack(&binary, output.as_deref()),
         },
     });
-    guard::flush_out();
+    runtime::flush_out();
     match res {
         Ok(Ok(code)) => code,
         Ok(Err(e)) => {
@@ -382,7 +382,7 @@ fn run_profile(
     }
     crate::attach::check_target(pid, false)?;
     let (di, _) = crate::attach::load_debuginfo(pid, &aopts)?;
-    guard::install();
+    runtime::install();
     if !aopts.quiet {
         crate::errln!(
             "profile: sampling backend {pid} at {} Hz (perf cpu-clock, not stopped){}",
@@ -394,7 +394,7 @@ fn run_profile(
         );
     }
     let out = crate::session::profile_detached(pid, &di, &opts)?;
-    guard::out_line(&out);
+    runtime::out_line(&out);
     Ok(0)
 }
 

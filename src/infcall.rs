@@ -21,9 +21,9 @@
 //!
 //! No PostgreSQL knowledge here: `postgres::call` adds the backend guards.
 
-use crate::guard;
 use crate::inferior::xstate::XState;
 use crate::inferior::{Registers, Stop, Target};
+use crate::runtime;
 use anyhow::{Result, anyhow, bail};
 use std::time::Duration;
 
@@ -236,7 +236,7 @@ impl<'t> CallFrame<'t> {
 
     fn wait_call(&mut self) -> Result<CallOutcome> {
         let sp = self.call_sp;
-        let deadline = guard::Deadline::arm(self.timeout);
+        let deadline = runtime::Deadline::arm(self.timeout);
         let outcome = loop {
             let rip = self.target.regs()?.rip;
             if self.target.breakpoint_inserted(rip)
@@ -254,7 +254,7 @@ impl<'t> CallFrame<'t> {
             }
             // the time the call ran (the stopped part the target counts)
             let (t0, s0) = (std::time::Instant::now(), self.target.stopped_time());
-            let stop = self.target.cont_and_wait(&guard::CallHooks);
+            let stop = self.target.cont_and_wait(&runtime::CallHooks);
             let stopped = self.target.stopped_time().saturating_sub(s0);
             self.target
                 .add_call_time(t0.elapsed().saturating_sub(stopped));

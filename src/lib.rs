@@ -1,6 +1,8 @@
 //! pgdbg: a debugger for live PostgreSQL backends.
 //!
 //! Layers, bottom up (ARCHITECTURE.md follows one command through them):
+//! - `runtime`: pgdbg's own signals, deadlines, poll ticker and output
+//!   queue; imports nothing of pgdbg's;
 //! - `inferior`: the traced process (ptrace, wait loop, registers, memory,
 //!   code written into it, the guardian); no DWARF, no PostgreSQL;
 //! - `debuginfo`: ELF, DWARF index, types, locations, lines, CFI unwinding,
@@ -15,7 +17,7 @@
 //! - `probes`: `trace` and `count` over the same trait;
 //! - `session`: one debugging session (implements `Backend`), `command`:
 //!   the command registry, `script`: scripts checked before attaching;
-//! - `attach`, `multi`, `repl`, `cli`, `guard`, `capture`, `report`: the
+//! - `attach`, `multi`, `repl`, `cli`, `capture`, `report`: the
 //!   user-facing parts.
 
 pub mod attach;
@@ -26,7 +28,6 @@ pub mod command;
 pub mod debuginfo;
 pub mod doctor;
 pub mod expr;
-pub mod guard;
 pub mod infcall;
 pub mod inferior;
 pub mod multi;
@@ -35,6 +36,7 @@ pub mod postgres;
 pub mod probes;
 pub mod repl;
 pub mod report;
+pub mod runtime;
 pub mod script;
 pub mod session;
 pub mod shellgen;

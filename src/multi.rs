@@ -8,8 +8,8 @@
 //! Ctrl-C/SIGTERM and waits for every worker to detach.
 
 use crate::attach::{AttachOpts, load_debuginfo, load_scripts};
-use crate::guard;
 use crate::postgres::{ProcessKind, classify, cluster};
+use crate::runtime;
 use anyhow::{Result, anyhow, bail};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, Write};
@@ -62,7 +62,7 @@ pub fn run(pids: &[String], cluster_dir: Option<&Path>, opts: &AttachOpts) -> Re
         // create it now so that a bad path fails before any attach
         crate::capture::Capture::open(c)?;
     }
-    guard::install();
+    runtime::install();
     let t0 = Instant::now();
     let mut workers: BTreeMap<i32, Worker> = BTreeMap::new();
     let mut seen: BTreeSet<i32> = BTreeSet::new();
@@ -100,7 +100,10 @@ pub fn run(pids: &[String], cluster_dir: Option<&Path>, opts: &AttachOpts) -> Re
     loop {
         let remaining = limit.map(|d| d.saturating_sub(t0.elapsed()));
         let out_of_time = remaining.is_some_and(|r| r.is_zero());
-        let (int_now, term_now) = (guard::sigint_seen(), guard::must_stop() || output_failed);
+        let (int_now, term_now) = (
+            runtime::sigint_seen(),
+            runtime::must_stop() || output_failed,
+        );
         // (Ctrl-C is cleared once forwarded, so each new one shows up here)
         if int_now || (term_now && !forwarded.1) {
             // the first Ctrl-C ends the workers' scripts (SIGINT); another
@@ -116,7 +119,7 @@ pub fn run(pids: &[String], cluster_dir: Option<&Path>, opts: &AttachOpts) -> Re
             }
             forwarded = (forwarded.0 || int_now, forwarded.1 || term_now);
             if int_now {
-                guard::clear_interrupt();
+                runtime::clear_interrupt();
             }
             stopping = true;
         }
@@ -162,7 +165,7 @@ pub fn run(pids: &[String], cluster_dir: Option<&Path>, opts: &AttachOpts) -> Re
                 continue;
             }
             attached += 1;
-            if st.code() == Some(guard::OUTPUT_FAILED_EXIT) {
+            if st.code() == Some(runtime::OUTPUT_FAILED_EXIT) {
                 // the worker said which write failed
                 failed += 1;
                 output_failed = true;
@@ -215,15 +218,15 @@ pub fn run(pids: &[String], cluster_dir: Option<&Path>, opts: &AttachOpts) -> Re
                 .unwrap_or_default()
         );
     }
-    if let Some(what) = guard::output_failure() {
+    if let Some(what) = runtime::output_failure() {
         // our own standard output (the workers' lines are relayed by us)
         crate::errln!("pgdbg: {what}; the backends were restored and detached");
-        return Ok(guard::OUTPUT_FAILED_EXIT);
+        return Ok(runtime::OUTPUT_FAILED_EXIT);
     }
     if output_failed {
-        return Ok(guard::OUTPUT_FAILED_EXIT);
+        return Ok(runtime::OUTPUT_FAILED_EXIT);
     }
-    if let Some(sig) = guard::terminating() {
+    if let Some(sig) = runtime::terminating() {
         return Ok(128 + sig);
     }
     Ok(if failed + not_attached > 0 { 1 } else { 0 })
@@ -274,7 +277,7 @@ fn prefix_lines(
     to_stderr: bool,
 ) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
-        guard::block_in_this_thread();
+        runtime::block_in_this_thread();
         // never stop draining: a worker blocked on a full pipe could hold
         // its backend stopped at a breakpoint
         let mut rd = std::io::BufReader::new(r);
@@ -298,7 +301,7 @@ fn prefix_lines(
                     // keep draining (the worker must not block); the
                     // supervisor stops every worker
                     stdout_broken = true;
-                    guard::output_failed(format!("writing standard output failed: {e}"));
+                    runtime::output_failed(format!("writing standard output failed: {e}"));
                 }
             }
         }

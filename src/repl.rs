@@ -14,7 +14,7 @@
 mod term;
 
 use crate::command::{self, Command};
-use crate::guard;
+use crate::runtime;
 use crate::session::{Flow, Session};
 use anyhow::Result;
 use rustyline::completion::{Completer, Pair};
@@ -150,7 +150,7 @@ impl Lines<'_> {
                 Ok(i @ Input::Target { .. }) => return Some(i),
                 Ok(i) => break i,
                 Err(mpsc::RecvTimeoutError::Timeout) => {
-                    if guard::must_stop() {
+                    if runtime::must_stop() {
                         return None;
                     }
                     if self.ticks {
@@ -222,7 +222,7 @@ impl Printer {
 fn spawn_waiter(pid: i32, wake: mpsc::Sender<Input>) -> mpsc::Sender<()> {
     let (arm_tx, arm_rx) = mpsc::channel::<()>();
     std::thread::spawn(move || {
-        guard::block_in_this_thread();
+        runtime::block_in_this_thread();
         while arm_rx.recv().is_ok() {
             // SAFETY: waitid(2) writes only into `info`; WNOWAIT leaves the
             // status for the tracer's waitpid.
@@ -273,7 +273,7 @@ pub fn run(session: &mut Session) -> Result<i32> {
     let nonstop = std::io::stdin().is_terminal() && std::env::var_os("PGDBG_ALL_STOP").is_none();
     let waiter = nonstop.then(|| spawn_waiter(session.pid, in_tx.clone()));
     let _reader = std::thread::spawn(move || {
-        guard::block_in_this_thread();
+        runtime::block_in_this_thread();
         // history gets each line of a multi-line paste (below)
         let config = rustyline::Config::builder()
             .auto_add_history(false)
@@ -357,7 +357,7 @@ pub fn run(session: &mut Session) -> Result<i32> {
         }
     }
     loop {
-        if guard::must_stop() {
+        if runtime::must_stop() {
             return Ok(1);
         }
         if let Some(w) = &waiter
@@ -482,9 +482,9 @@ pub fn run(session: &mut Session) -> Result<i32> {
             }
         }
         term.apply();
-        guard::clear_interrupt();
+        runtime::clear_interrupt();
         let res = session.execute_at_prompt(&cmd);
-        guard::flush_out();
+        runtime::flush_out();
         match res {
             Ok((text, flow)) => {
                 let written = if text.is_empty() {
@@ -494,7 +494,7 @@ pub fn run(session: &mut Session) -> Result<i32> {
                     writeln!(stdout, "{t}").and_then(|_| stdout.flush())
                 };
                 if let Err(e) = written {
-                    guard::output_failed(format!("writing standard output failed: {e}"));
+                    runtime::output_failed(format!("writing standard output failed: {e}"));
                     return Ok(1);
                 }
                 match flow {
@@ -524,7 +524,7 @@ fn ends(flow: Flow) -> Option<i32> {
 fn show(printer: &mut Printer, r: Result<(String, Flow)>) -> Option<i32> {
     match r {
         Ok((text, flow)) => {
-            guard::flush_out();
+            runtime::flush_out();
             printer.say(&text);
             ends(flow)
         }

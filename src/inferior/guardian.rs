@@ -517,7 +517,7 @@ pub fn main(args: &[String]) -> i32 {
     // `ps`/`top` name it for what it is (started as /proc/self/exe: "exe")
     // SAFETY: prctl(2) with a NUL-terminated name of at most 16 bytes.
     unsafe { libc::prctl(libc::PR_SET_NAME, c"pgdbg-guardian".as_ptr()) };
-    crate::guard::ignore_session_signals();
+    crate::runtime::ignore_session_signals();
     match run(args) {
         Ok(()) => 0,
         Err(e) => {

@@ -152,15 +152,9 @@ pub struct Target {
     outside: outside::Outside,
 }
 
-/// Outcome of checking for a pending tool signal while waiting.
-pub trait WaitHooks {
-    /// The user pressed Ctrl-C: the wait should interrupt the target.
-    fn user_interrupt(&self) -> bool;
-    /// pgdbg received SIGTERM/SIGHUP: stop the target and return.
-    fn terminate(&self) -> bool;
-    /// Called with true before blocking in waitpid and false after.
-    fn waiting(&self, _blocked: bool) {}
-}
+/// What the wait loop asks while the target runs (pgdbg's own signals,
+/// deadlines, poll ticks): defined by the runtime room, below this one.
+pub use crate::runtime::WaitHooks;
 
 /// Hooks that never interrupt.
 pub struct NoHooks;

@@ -148,7 +148,7 @@ mod closer {
             Closing::Kept(id) if !ending => super::release(id),
             Closing::Kept(_) => {}
             Closing::Own(fd) => drop(fd),
-            Closing::Definition(root, ev) => super::super::tracefs::remove(&root, &ev),
+            Closing::Definition(root, ev) => super::super::uprobe_events::remove(&root, &ev),
         }
     }
 
@@ -193,7 +193,7 @@ mod closer {
             let spawned = std::thread::Builder::new()
                 .name("pgdbg-uprobe-closer".into())
                 .spawn(move || {
-                    crate::guard::block_in_this_thread();
+                    crate::runtime::block_in_this_thread();
                     for c in rx {
                         let own = matches!(c, Closing::Own(_));
                         let ending = state().ending;
@@ -291,13 +291,13 @@ mod closer {
 /// The uprobe PMU's type, if this kernel has it.
 fn uprobe_kind() -> Option<u32> {
     static KIND: OnceLock<Option<u32>> = OnceLock::new();
-    *KIND.get_or_init(|| super::uprobe::pmu_type().ok())
+    *KIND.get_or_init(|| super::pmu::pmu_type().ok())
 }
 
 /// Events that write an int3 into the traced process: tracefs-defined
 /// uprobes (tracepoints) and the uprobe PMU's.
 fn places_uprobe(kind: u32) -> bool {
-    kind == super::tracefs::PERF_TYPE_TRACEPOINT || Some(kind) == uprobe_kind()
+    kind == super::pmu::PERF_TYPE_TRACEPOINT || Some(kind) == uprobe_kind()
 }
 
 fn sys_open(attr: &Attr, tid: i32) -> std::io::Result<OwnedFd> {
@@ -611,7 +611,7 @@ fn recv(sock: RawFd) -> std::io::Result<(Vec<u8>, Option<OwnedFd>)> {
 pub fn main(args: &[String]) -> i32 {
     // SAFETY: prctl(2) with a NUL-terminated name of at most 16 bytes.
     unsafe { libc::prctl(libc::PR_SET_NAME, c"pgdbg-keeper".as_ptr()) };
-    crate::guard::ignore_session_signals();
+    crate::runtime::ignore_session_signals();
     let (Some(pid), Some(start)) = (
         args.first().and_then(|s| s.parse::<u32>().ok()),
         args.get(1).and_then(|s| s.parse::<u64>().ok()),
@@ -686,7 +686,7 @@ pub fn main(args: &[String]) -> i32 {
     }
     drop(held);
     if ended(pid, start) {
-        super::tracefs::remove_group_of(pid, start);
+        super::uprobe_events::remove_group_of(pid, start);
     }
     0
 }

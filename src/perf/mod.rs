@@ -26,10 +26,12 @@
 pub mod keeper;
 pub mod latency;
 pub mod placement;
+mod pmu;
 pub mod profile;
 pub mod stack;
 pub mod tracefs;
 pub mod uprobe;
+mod uprobe_events;
 pub mod watch;
 
 use crate::inferior::Registers;

@@ -78,7 +78,7 @@ impl Profiler {
         let t0 = std::time::Instant::now();
         let cpu0 = cpu_ns(pid, tid);
         let handle = std::thread::spawn(move || {
-            crate::guard::block_in_this_thread();
+            crate::runtime::block_in_this_thread();
             let mut ev = ev;
             let mut maps = Maps::new(pid, main_bias);
             let mut raw = RawProfile::default();

@@ -13,13 +13,13 @@
 //! or else by the next pgdbg (group `pgdbg_<pid>_<start time>` of a
 //! process that is gone).
 
+use super::pmu::PERF_TYPE_TRACEPOINT;
+use super::uprobe_events::{append, remove_where};
 use super::{Attr, Event, FLAG_DISABLED, FLAG_EXCLUDE_HV, FLAG_USE_CLOCKID, SAMPLE_TIME, Wakeup};
 use std::collections::HashMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-pub(crate) const PERF_TYPE_TRACEPOINT: u32 = 2;
 const SAMPLE_RAW: u64 = 1 << 10;
 
 /// Where tracefs is mounted, mounting it on /sys/kernel/tracing (where
@@ -142,37 +142,6 @@ fn own_group() -> String {
     )
 }
 
-fn append(root: &Path, line: &str) -> std::io::Result<()> {
-    let mut f = std::fs::OpenOptions::new()
-        .append(true)
-        .open(root.join("uprobe_events"))?;
-    f.write_all(format!("{line}\n").as_bytes())
-}
-
-/// Remove the definitions that `drop_it` says to remove
-/// (given the group's pid and start time).  Best effort.
-fn remove_where(root: &Path, mut drop_it: impl FnMut(&str, &str) -> bool) {
-    let Ok(text) = std::fs::read_to_string(root.join("uprobe_events")) else {
-        return;
-    };
-    for line in text.lines() {
-        // "p:pgdbg_123_456/m0 /path:0x... args"
-        let Some(ev) = line.split_whitespace().next().and_then(|w| w.get(2..)) else {
-            continue;
-        };
-        let Some((group, _)) = ev.split_once('/') else {
-            continue;
-        };
-        let Some((pid, started)) = group.strip_prefix("pgdbg_").and_then(|p| p.split_once('_'))
-        else {
-            continue;
-        };
-        if drop_it(pid, started) {
-            let _ = append(root, &format!("-:{ev}"));
-        }
-    }
-}
-
 /// Remove the definitions left by pgdbgs that are gone (killed before they
 /// or their keeper could remove them).  Best effort.
 fn remove_stale(root: &Path) {
@@ -183,19 +152,6 @@ fn remove_stale(root: &Path) {
         format!("pgdbg_{pid}_{started}") != own
             && start_time(pid).map(|t| t.to_string()) != Some(started.to_string())
     });
-}
-
-/// Remove the definitions of pgdbg `pid` started at `start` (its keeper,
-/// once pgdbg is gone and the events are closed).  Tracefs is not mounted
-/// for this.  Best effort.
-pub fn remove_group_of(pid: u32, start: u64) {
-    for d in ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"] {
-        let root = Path::new(d);
-        if root.join("uprobe_events").exists() {
-            remove_where(root, |p, s| p == pid.to_string() && s == start.to_string());
-            return;
-        }
-    }
 }
 
 impl Definition {
@@ -257,13 +213,6 @@ impl Drop for Definition {
         // behind them, it goes once they are closed
         let ev = format!("{}/{}", self.group, self.name);
         super::keeper::queue_closing(super::keeper::Closing::Definition(self.root.clone(), ev));
-    }
-}
-
-/// Remove definition `ev` (`group/name`) under `root`.  Best effort.
-pub(crate) fn remove(root: &Path, ev: &str) {
-    if let Err(e) = append(root, &format!("-:{ev}")) {
-        crate::inferior::log::debug(&format!("uprobe definition {ev} not removed ({e})"));
     }
 }
 

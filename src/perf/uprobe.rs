@@ -10,6 +10,8 @@
 //! return address of calls still running when the event is closed (or
 //! pgdbg dies) and drops those a `longjmp` left (no record for them).
 
+use super::pmu::PMU;
+pub use super::pmu::pmu_type;
 use super::{Attr, Event, open_error, set_reg};
 use crate::inferior::Registers;
 use anyhow::{Result, anyhow};
@@ -21,16 +23,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 const SAMPLE_IDENTIFIER: u64 = 1 << 16;
 const IOC_SET_OUTPUT: libc::c_ulong = 0x2405;
 const IOC_ID: libc::c_ulong = 0x8008_2407;
-const PMU: &str = "/sys/bus/event_source/devices/uprobe";
-
-/// The uprobe PMU's type (its `type` file; ENOENT when unreadable as a
-/// number).
-pub fn pmu_type() -> std::io::Result<u32> {
-    std::fs::read_to_string(format!("{PMU}/type"))?
-        .trim()
-        .parse()
-        .map_err(|_| std::io::Error::from_raw_os_error(libc::ENOENT))
-}
 
 /// The uprobe PMU's type and the bit of `config` that makes a uretprobe
 /// (its `format/retprobe` file, e.g. `config:0`).
@@ -202,7 +194,7 @@ impl<T: Send + 'static> Sampler<T> {
         let stop = Arc::new(AtomicBool::new(false));
         let st = stop.clone();
         let handle = std::thread::spawn(move || {
-            crate::guard::block_in_this_thread();
+            crate::runtime::block_in_this_thread();
             // the redirected events live as long as the ring is read
             let _others = others;
             loop {

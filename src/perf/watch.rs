@@ -382,7 +382,7 @@ impl WordWatch {
         let stop = Arc::new(AtomicBool::new(false));
         let st = stop.clone();
         let handle = std::thread::spawn(move || {
-            crate::guard::block_in_this_thread();
+            crate::runtime::block_in_this_thread();
             let mut ev = ev;
             // the mapped files: for the stacks and to find the store's function
             let mut maps = Maps::new(pid, bias);

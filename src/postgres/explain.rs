@@ -229,7 +229,7 @@ pub fn explain(
             ("costs", opts.costs, false),
         ],
     )?;
-    let saved = super::progress::instrumentation_of(s, query_desc)?;
+    let saved = super::planstate::instrumentation_of(s, query_desc)?;
     let mut calls = BackendCalls::open(s, timeout, true)?;
     let text = printer.print(&mut calls, query_desc, |_, _| Ok(()));
     let closed = calls.close();

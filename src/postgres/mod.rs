@@ -168,6 +168,7 @@ pub mod commands;
 pub mod explain;
 pub mod packs;
 pub mod plancache;
+mod planstate;
 pub mod progress;
 pub mod waits;
 

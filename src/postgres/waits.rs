@@ -202,7 +202,7 @@ impl Sampler {
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let st = stop.clone();
         let handle = std::thread::spawn(move || {
-            crate::guard::block_in_this_thread();
+            crate::runtime::block_in_this_thread();
             let mut counts: BTreeMap<u32, u64> = BTreeMap::new();
             let mut total = 0u64;
             let period = std::time::Duration::from_secs_f64(1.0 / hz.max(1.0));

@@ -115,7 +115,7 @@ pub fn trace_perf(
     // --count N: the reader ends the run once it has N calls
     let (on_demand, trigger) = match count {
         Some(_) => {
-            let (d, t) = crate::guard::Deadline::on_demand();
+            let (d, t) = crate::runtime::Deadline::on_demand();
             (Some(d), Some(t))
         }
         None => (None, None),

@@ -8,12 +8,12 @@ use crate::debuginfo::types::TypeRef;
 use crate::expr::eval::{Scalar, Value, eval, scalar};
 use crate::expr::format::{Radix, format_value, to_json};
 use crate::expr::parse::Expr;
-use crate::guard;
 use crate::infcall::CallFrame;
 use crate::inferior::recorder::{Record, RecordSpec, Recorder};
 use crate::inferior::{Registers, Stop};
 use crate::postgres::ProcessKind;
 use crate::postgres::backend::{Backend, ProbeEnd, ProbeHandler, Sibling};
+use crate::runtime;
 use crate::session::Session;
 use anyhow::Result;
 use std::time::Duration;
@@ -115,15 +115,15 @@ impl Backend for Session {
         (n, text, json)
     }
     fn run_briefly(&mut self, d: Duration) -> Result<Option<String>> {
-        let deadline = guard::Deadline::arm(d);
+        let deadline = runtime::Deadline::arm(d);
         let regs = self.target.regs()?;
         if self.target.breakpoint_inserted(regs.rip) {
             self.target.step_over_breakpoint(regs.rip)?;
         }
         let stop = if self.sibling {
-            self.target.cont_and_wait(&guard::PeekHooks)?
+            self.target.cont_and_wait(&runtime::PeekHooks)?
         } else {
-            self.target.cont_and_wait(&guard::Hooks)?
+            self.target.cont_and_wait(&runtime::Hooks)?
         };
         drop(deadline);
         match stop {
@@ -197,7 +197,7 @@ impl Backend for Session {
         crate::inferior::read_untraced(pid, addr, buf)
     }
     fn stop_requested(&self) -> bool {
-        guard::interrupt_pending() || guard::must_stop() || guard::deadline_hit()
+        runtime::interrupt_pending() || runtime::must_stop() || runtime::deadline_hit()
     }
 }
 

@@ -27,10 +27,10 @@ use crate::debuginfo::{DebugInfo, SourceFrame, VarInfo};
 use crate::expr::eval::{EvalEnv, ValLoc, Value, eval, scalar};
 use crate::expr::format::{Radix, format_value, to_json};
 use crate::expr::parse;
-use crate::guard;
 use crate::inferior::regs::FrameRegs;
 use crate::inferior::{Stop, Target, procfs};
 use crate::postgres;
+use crate::runtime;
 use anyhow::{Result, anyhow, bail};
 use std::cell::RefCell;
 use std::path::PathBuf;
@@ -314,7 +314,7 @@ impl Session {
 
     /// Write a line of probe output now (not buffered until the command ends).
     pub fn say(&mut self, line: &str) {
-        guard::out_line(line);
+        runtime::out_line(line);
     }
 
     /// Append `event` to the capture, if there is one, at `ts` (None: now).

@@ -21,7 +21,7 @@ impl Session {
     /// meanwhile.
     pub(super) fn settle_uprobes(&self, cmd: &Command) {
         if matches!(cmd.needs(), Needs::Stop | Needs::Runs | Needs::RunState) {
-            crate::perf::keeper::settle(&guard::must_stop);
+            crate::perf::keeper::settle(&runtime::must_stop);
         }
     }
 
@@ -225,7 +225,7 @@ impl Session {
         if matches!(
             res,
             Ok((_, Flow::TargetGone | Flow::Terminate | Flow::Quit))
-        ) || guard::must_stop()
+        ) || runtime::must_stop()
             || self.target.is_gone()
         {
             return res;

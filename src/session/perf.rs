@@ -37,11 +37,11 @@ impl Session {
 /// signal (Ctrl-C).
 pub fn profile_detached(pid: i32, di: &DebugInfo, opts: &ProfileOpts) -> Result<String> {
     let bias = modules::compute_bias(pid, di)?;
-    let _deadline = opts.duration.map(crate::guard::Deadline::arm);
+    let _deadline = opts.duration.map(crate::runtime::Deadline::arm);
     let profiler = Profiler::start(pid, pid, opts.hz, bias)?;
-    while !crate::guard::deadline_hit()
-        && !crate::guard::must_stop()
-        && !crate::guard::sigint_seen()
+    while !crate::runtime::deadline_hit()
+        && !crate::runtime::must_stop()
+        && !crate::runtime::sigint_seen()
         && std::path::Path::new(&format!("/proc/{pid}")).exists()
     {
         std::thread::sleep(std::time::Duration::from_millis(20));

@@ -138,7 +138,7 @@ impl Session {
         h: &mut dyn ProbeHandler,
         limit: Option<std::time::Duration>,
     ) -> Result<(ProbeEnd, String)> {
-        let deadline = limit.map(guard::Deadline::arm);
+        let deadline = limit.map(runtime::Deadline::arm);
         // Run on the backend's CPU while probing: a stopped backend and
         // pgdbg never compete for it, and every stop/resume becomes a local
         // context switch instead of a cross-CPU wake-up (about 5x cheaper
@@ -172,12 +172,12 @@ impl Session {
     }
 
     pub(crate) fn probe_loop(&mut self, h: &mut dyn ProbeHandler) -> Result<(ProbeEnd, String)> {
-        let ticker = h.poll_every().map(guard::Ticker::start);
-        let poll_hooks = guard::PollHooks::default();
+        let ticker = h.poll_every().map(runtime::Ticker::start);
+        let poll_hooks = runtime::PollHooks::default();
         let hooks: &dyn crate::inferior::WaitHooks = if ticker.is_some() {
             &poll_hooks
         } else {
-            &guard::Hooks
+            &runtime::Hooks
         };
         // resumed already (after a poll), the next stop is only waited for
         let mut running = false;
@@ -185,7 +185,7 @@ impl Session {
             self.hit = None;
             let stop = if running {
                 running = false;
-                if h.done() || guard::deadline_hit() {
+                if h.done() || runtime::deadline_hit() {
                     self.target.interrupt()?;
                 }
                 self.target.wait(hooks)?
@@ -193,12 +193,12 @@ impl Session {
                 if h.done() {
                     return Ok((ProbeEnd::Done, String::new()));
                 }
-                if guard::deadline_hit() {
+                if runtime::deadline_hit() {
                     return Ok((ProbeEnd::Deadline, String::new()));
                 }
-                if guard::sigint_seen() {
+                if runtime::sigint_seen() {
                     // Ctrl-C whose interrupt lost the race against a hit
-                    guard::take_interrupt();
+                    runtime::take_interrupt();
                     let (_, text) = self.report_stop(Stop::Interrupted)?;
                     return Ok((ProbeEnd::Stopped, text));
                 }
@@ -209,7 +209,7 @@ impl Session {
             };
             match stop {
                 Stop::Interrupted
-                    if ticker.is_some() && !poll_hooks.user.get() && !guard::deadline_hit() =>
+                    if ticker.is_some() && !poll_hooks.user.get() && !runtime::deadline_hit() =>
                 {
                     self.last_stop = Some(stop);
                     h.on_poll(self)?;
@@ -241,7 +241,7 @@ impl Session {
                     self.last_stop = Some(stop);
                     self.on_library_event()?;
                 }
-                Stop::Interrupted if guard::deadline_hit() => {
+                Stop::Interrupted if runtime::deadline_hit() => {
                     self.last_stop = Some(stop);
                     return Ok((ProbeEnd::Deadline, String::new()));
                 }

@@ -24,7 +24,7 @@ impl Session {
             {
                 return self.report_stop(stop);
             }
-            let stop = self.target.cont_and_wait(&guard::Hooks)?;
+            let stop = self.target.cont_and_wait(&runtime::Hooks)?;
             if let Some(r) = self.judge_stop(stop, true)? {
                 return Ok(r);
             }
@@ -47,8 +47,8 @@ impl Session {
             // a library was loaded or unloaded: not a stop
             self.last_stop = Some(stop);
             self.on_library_event()?;
-            if foreground && (guard::sigint_seen() || guard::deadline_hit()) {
-                guard::take_interrupt();
+            if foreground && (runtime::sigint_seen() || runtime::deadline_hit()) {
+                runtime::take_interrupt();
                 return self.report_stop(Stop::Interrupted).map(Some);
             }
             return Ok(None);
@@ -61,8 +61,8 @@ impl Session {
             if passing.is_empty() {
                 // No condition held: not a stop, unless Ctrl-C or a
                 // deadline came meanwhile.
-                if foreground && (guard::sigint_seen() || guard::deadline_hit()) {
-                    guard::take_interrupt();
+                if foreground && (runtime::sigint_seen() || runtime::deadline_hit()) {
+                    runtime::take_interrupt();
                     return self.report_stop(Stop::Interrupted).map(Some);
                 }
                 return Ok(None);
@@ -116,7 +116,7 @@ impl Session {
         }
         let Some(hit) = self.hit.take() else {
             // not a breakpoint: an interrupt (Ctrl-C, --for) or a signal
-            if guard::deadline_hit() {
+            if runtime::deadline_hit() {
                 return Ok(AfterStop::Done(String::new(), Flow::Continue));
             }
             return Ok(AfterStop::Done(text, Flow::Continue));
@@ -160,13 +160,13 @@ impl Session {
                 },
             }
         }
-        if !resume || limit_hit || guard::deadline_hit() {
+        if !resume || limit_hit || runtime::deadline_hit() {
             return Ok(AfterStop::Done(String::new(), Flow::Continue));
         }
-        if guard::sigint_seen() {
+        if runtime::sigint_seen() {
             // Ctrl-C while the block ran (or its interrupt lost the
             // race against this hit): stop here, and say where
-            guard::take_interrupt();
+            runtime::take_interrupt();
             return Ok(AfterStop::Done(self.interrupted_text()?, Flow::Continue));
         }
         Ok(AfterStop::Resume)

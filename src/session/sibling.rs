@@ -4,7 +4,7 @@
 //! of its own (its own `Target`, guardian, group stop and detach, the
 //! same debug info), made and let go inside one command; its waits leave
 //! Ctrl-C and deadlines to the command's loop on the first backend
-//! (`guard::PeekHooks`).
+//! (`runtime::PeekHooks`).
 
 use crate::inferior::{Target, procfs};
 use crate::postgres::backend::Sibling;

@@ -144,7 +144,7 @@ impl Pump {
         let (tx, rx) = mpsc::sync_channel(4);
         std::thread::spawn(move || {
             // signals are the tracer thread's to handle
-            crate::guard::block_in_this_thread();
+            crate::runtime::block_in_this_thread();
             let mut buf = vec![0u8; 256 * 1024];
             loop {
                 let r = match body.read(&mut buf) {

@@ -158,7 +158,7 @@ pub fn rescue(pid: i32) -> Result<String> {
             let sh = map(&path, pid)?;
             // a Ctrl-C or SIGTERM must not end this half-way (the backend
             // is held meanwhile, its record kept until the end)
-            crate::guard::ignore_session_signals();
+            crate::runtime::ignore_session_signals();
             // this process restores as a guardian does: the Target it uses
             // starts no guardian (nor a record) of its own meanwhile
             IN_GUARDIAN.store(true, Ordering::Relaxed);

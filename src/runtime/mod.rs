@@ -1,0 +1,58 @@
+//! pgdbg's runtime: its own signals, deadlines, the poll ticker and the
+//! queue of probe output, process-wide and below every other room (it
+//! imports nothing of pgdbg's).  Ctrl-C (SIGINT) while the backend runs
+//! asks the wait loop to stop it with PTRACE_INTERRUPT; SIGTERM/SIGHUP (a
+//! kill, a closed terminal) make pgdbg stop the backend, restore it and
+//! detach before exiting.  Handlers only set flags: all ptrace work stays
+//! on the thread that attached.
+//!
+//! A flag set just before the tracer thread blocks in `waitpid` would be
+//! missed until the next stop; a timer thread closes that window by
+//! waking the tracer (SIGALRM, EINTR) while a flag is pending and it waits.
+//!
+//! The wait loop (`inferior/`) reads these flags through [`WaitHooks`],
+//! the trait this room defines and its hooks implement.
+
+mod deadlines;
+mod hooks;
+mod output;
+mod signals;
+mod ticker;
+
+pub use deadlines::{Deadline, DeadlineTrigger, deadline_hit, innermost_deadline_hit};
+pub use hooks::{CallHooks, Hooks, PeekHooks, PollHooks, WaitHooks};
+pub use output::{OUTPUT_FAILED_EXIT, flush_out, out_line, output_failed, output_failure};
+pub use signals::{
+    block_in_this_thread, clear_interrupt, ignore_session_signals, interrupt_pending, set_in_wait,
+    sigint_seen, signal_name, take_interrupt, terminating,
+};
+pub use ticker::{Ticker, set_poll_interval};
+
+/// Install the handlers (without SA_RESTART, so a blocking waitpid returns
+/// EINTR), ignore SIGPIPE (a closed pipe must not kill us before we clean
+/// up), and start the timer thread that writes queued output and wakes the
+/// tracer while a flag is pending.
+pub fn install() {
+    signals::install_handlers();
+    std::thread::spawn(|| {
+        block_in_this_thread();
+        loop {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            if output::queued() {
+                flush_out();
+            }
+            let pending = signals::interrupt_pending()
+                || terminating().is_some()
+                || output::failed()
+                || deadline_hit();
+            if pending && signals::in_wait() {
+                signals::wake_tracer();
+            }
+        }
+    });
+}
+
+/// The session must end now: a terminating signal or a failed write.
+pub fn must_stop() -> bool {
+    terminating().is_some() || output::failed()
+}

@@ -88,6 +88,11 @@ pgdbg report out.jsonl"
         /// script runs (needs --script or --ex)
         #[arg(long, value_name = "DIR")]
         cluster: Option<PathBuf>,
+        /// The PIDs are PIDs in the PID namespace of host process HOSTPID
+        /// (a container's: pg_stat_activity.pid there; HOSTPID is any
+        /// process of that container, e.g. its postmaster)
+        #[arg(long, value_name = "HOSTPID")]
+        ns_of: Option<String>,
         #[command(flatten)]
         opts: AttachOpts,
     },
@@ -271,8 +276,13 @@ pub fn main() -> i32 {
         Cmd::Attach {
             pids,
             cluster,
+            ns_of,
             opts,
         } => {
+            let pids = match ns_of {
+                Some(of) => crate::attach::host_pids(&of, &pids)?,
+                None => pids,
+            };
             if pids.len() > 1 || cluster.is_some() {
                 crate::multi::run(&pids, cluster.as_deref(), &opts)
             } else {

@@ -30,11 +30,17 @@ fn start() -> Container {
 /// container, its host PID, and the thread running it.
 fn busy_in_plpgsql(
     ct: &Container,
-) -> (i32, i32, std::thread::JoinHandle<Result<(), postgres::Error>>) {
+) -> (
+    i32,
+    i32,
+    std::thread::JoinHandle<Result<(), postgres::Error>>,
+) {
     let mut c = ct.connect();
     let ns: i32 = c.query_one("select pg_backend_pid()", &[]).unwrap().get(0);
     let h = std::thread::spawn(move || {
-        c.batch_execute("do $$ begin for i in 1..6000 loop perform pg_sleep(0.01); end loop; end $$")
+        c.batch_execute(
+            "do $$ begin for i in 1..6000 loop perform pg_sleep(0.01); end loop; end $$",
+        )
     });
     let host = ct.host_pid(ns);
     let t0 = std::time::Instant::now();
@@ -42,7 +48,10 @@ fn busy_in_plpgsql(
         .unwrap_or_default()
         .contains("plpgsql.so")
     {
-        assert!(t0.elapsed() < Duration::from_secs(30), "plpgsql.so never loaded");
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "plpgsql.so never loaded"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     (ns, host, h)
@@ -63,10 +72,21 @@ fn attach_by_host_and_container_pid() {
     let (ns, host, h) = busy_in_plpgsql(&ct);
     assert_ne!(ns, host, "the backend's PIDs differ in the two namespaces");
 
-    let (code, out, err) = pgdbg(&["attach", &host.to_string(), "-q", "--ex", "bt", "--ex", "info"]);
+    let (code, out, err) = pgdbg(&[
+        "attach",
+        &host.to_string(),
+        "-q",
+        "--ex",
+        "bt",
+        "--ex",
+        "info",
+    ]);
     assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
     assert!(out.contains("pg_sleep"), "{out}");
-    assert!(out.contains("exec_stmt_perform"), "plpgsql frames:\n{out}\n{err}");
+    assert!(
+        out.contains("exec_stmt_perform"),
+        "plpgsql frames:\n{out}\n{err}"
+    );
     assert!(
         out.contains(&format!("pid:         {host} (PID {ns} in its namespace)")),
         "{out}"
@@ -74,19 +94,37 @@ fn attach_by_host_and_container_pid() {
     assert_eq!(tracer_pid(host), 0);
 
     let pm = ct.postmaster.to_string();
-    let (code, out, err) = pgdbg(&["attach", "--ns-of", &pm, &ns.to_string(), "-q", "--ex", "info"]);
+    let (code, out, err) = pgdbg(&[
+        "attach",
+        "--ns-of",
+        &pm,
+        &ns.to_string(),
+        "-q",
+        "--ex",
+        "info",
+    ]);
     assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
-    assert!(out.contains(&format!("pid:         {host} (PID {ns} in its namespace)")), "{out}");
+    assert!(
+        out.contains(&format!("pid:         {host} (PID {ns} in its namespace)")),
+        "{out}"
+    );
 
     // a PID the container has not: one line, nothing attached
     let (code, _, err) = pgdbg(&["attach", "--ns-of", &pm, "999999", "-q", "--ex", "info"]);
     assert_ne!(code, 0);
-    assert!(err.contains("no process 999999 in the PID namespace of process"), "{err}");
+    assert!(
+        err.contains("no process 999999 in the PID namespace of process"),
+        "{err}"
+    );
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 
     cancel(&ct, ns);
     assert!(h.join().unwrap().is_err());
-    assert!(!watch.touched(), "the decoy {} was opened", ct.decoy.display());
+    assert!(
+        !watch.touched(),
+        "the decoy {} was opened",
+        ct.decoy.display()
+    );
 }
 
 /// `--cluster` with the container's data directory (its postmaster.pid
@@ -98,15 +136,32 @@ fn cluster_by_container_data_directory() {
     let (ns, host, h) = busy_in_plpgsql(&ct);
     let data = ct.data.display().to_string();
     let (code, out, err) = pgdbg(&[
-        "attach", "--cluster", &data, "-q", "--ex", "bt", "--for", "20s",
+        "attach",
+        "--cluster",
+        &data,
+        "-q",
+        "--ex",
+        "bt",
+        "--for",
+        "20s",
     ]);
     cancel(&ct, ns);
     assert!(h.join().unwrap().is_err());
     assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
-    assert!(out.contains("exec_stmt_perform"), "stdout:\n{out}\nstderr:\n{err}");
-    assert!(out.contains(&host.to_string()) || err.contains(&host.to_string()), "{out}{err}");
+    assert!(
+        out.contains("exec_stmt_perform"),
+        "stdout:\n{out}\nstderr:\n{err}"
+    );
+    assert!(
+        out.contains(&host.to_string()) || err.contains(&host.to_string()),
+        "{out}{err}"
+    );
     assert_eq!(tracer_pid(host), 0);
-    assert!(!watch.touched(), "the decoy {} was opened", ct.decoy.display());
+    assert!(
+        !watch.touched(),
+        "the decoy {} was opened",
+        ct.decoy.display()
+    );
 }
 
 /// `plan --progress` on a parallel query: the workers' titles name the
@@ -123,9 +178,8 @@ fn plan_progress_counts_container_workers() {
     .unwrap();
     let ns: i32 = c.query_one("select pg_backend_pid()", &[]).unwrap().get(0);
     let leader = ct.host_pid(ns);
-    let h = std::thread::spawn(move || {
-        c.batch_execute("select count(*) from ct_t where ct_slow(id)")
-    });
+    let h =
+        std::thread::spawn(move || c.batch_execute("select count(*) from ct_t where ct_slow(id)"));
     // both workers running (their titles name the leader's container PID)
     wait_until("two parallel workers", Duration::from_secs(60), || {
         container::children(ct.postmaster)

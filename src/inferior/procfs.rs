@@ -201,7 +201,11 @@ pub fn ns_pids(pid: i32) -> Vec<i32> {
         .unwrap_or_default()
         .lines()
         .find_map(|l| l.strip_prefix("NSpid:"))
-        .map(|v| v.split_whitespace().filter_map(|x| x.parse().ok()).collect())
+        .map(|v| {
+            v.split_whitespace()
+                .filter_map(|x| x.parse().ok())
+                .collect()
+        })
         .unwrap_or_default();
     if v.is_empty() { vec![pid] } else { v }
 }
@@ -221,9 +225,9 @@ pub fn pid_namespace(pid: i32) -> Option<PathBuf> {
 /// process `of` (a container's PID, given with a process of that container).
 pub fn host_pid_in_namespace_of(of: i32, ns_pid: i32) -> Option<i32> {
     let ns = pid_namespace(of)?;
-    all_pids().into_iter().find(|p| {
-        self::ns_pid(*p) == ns_pid && pid_namespace(*p).as_deref() == Some(ns.as_path())
-    })
+    all_pids()
+        .into_iter()
+        .find(|p| self::ns_pid(*p) == ns_pid && pid_namespace(*p).as_deref() == Some(ns.as_path()))
 }
 
 /// Device and inode of a file (following symbolic links).
@@ -311,7 +315,10 @@ mod tests {
         let me = std::process::id() as i32;
         assert_eq!(ns_pid(me), *ns_pids(me).last().unwrap());
         assert!(!root_differs(me));
-        assert_eq!(in_root_of(me, std::path::Path::new("/etc")), PathBuf::from("/etc"));
+        assert_eq!(
+            in_root_of(me, std::path::Path::new("/etc")),
+            PathBuf::from("/etc")
+        );
         assert_eq!(parse_dev("fd:01"), Some(libc::makedev(0xfd, 1)));
     }
 }

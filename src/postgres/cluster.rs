@@ -57,7 +57,10 @@ pub fn postmaster_of(dir: &Path) -> Result<i32> {
         // on its second line, as the server sees it
         let data = match c.file_name().is_some_and(|n| n == "postmaster.pid") {
             true => None,
-            false => text.lines().nth(1).map(|l| Path::new(l.trim()).to_path_buf()),
+            false => text
+                .lines()
+                .nth(1)
+                .map(|l| Path::new(l.trim()).to_path_buf()),
         };
         let serves = |host: i32| match &data {
             None => cwd_is(host, dir),

@@ -94,7 +94,11 @@ pub fn ns_pids(pid: i32) -> Vec<i32> {
         .unwrap_or_default()
         .lines()
         .find_map(|l| l.strip_prefix("NSpid:"))
-        .map(|v| v.split_whitespace().filter_map(|x| x.parse().ok()).collect())
+        .map(|v| {
+            v.split_whitespace()
+                .filter_map(|x| x.parse().ok())
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -107,7 +111,9 @@ impl Container {
         let root = PathBuf::from(format!("/tmp/pgdbg-ct-{n}"));
         let install = PathBuf::from(format!("/opt/pgdbg-ct-{n}"));
         let _ = std::fs::remove_dir_all(&root);
-        for d in ["usr", "etc", "dev", "proc", "tmp", "sock", "data", ".oldroot"] {
+        for d in [
+            "usr", "etc", "dev", "proc", "tmp", "sock", "data", ".oldroot",
+        ] {
             std::fs::create_dir_all(root.join(d)).unwrap();
         }
         let inside = root.join(install.strip_prefix("/").unwrap());
@@ -144,9 +150,8 @@ impl Container {
                 "--no-sync",
             ])
             .current_dir("/"));
-        let mut conf = String::from(
-            "listen_addresses = ''\nunix_socket_directories = '/sock'\nfsync = off\n",
-        );
+        let mut conf =
+            String::from("listen_addresses = ''\nunix_socket_directories = '/sock'\nfsync = off\n");
         for s in settings {
             conf.push_str(s);
             conf.push('\n');
@@ -277,12 +282,16 @@ impl Drop for Container {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        let _ = std::fs::remove_dir_all(self.install.parent().unwrap().join(
-            self.install.file_name().unwrap(),
-        ));
+        let _ = std::fs::remove_dir_all(
+            self.install
+                .parent()
+                .unwrap()
+                .join(self.install.file_name().unwrap()),
+        );
         // the mounts lived in the container's mount namespace only; never
         // remove a root whose /usr is not the empty directory made above
-        let usr_empty = std::fs::read_dir(self.root.join("usr")).is_ok_and(|mut d| d.next().is_none());
+        let usr_empty =
+            std::fs::read_dir(self.root.join("usr")).is_ok_and(|mut d| d.next().is_none());
         if usr_empty {
             let _ = std::fs::remove_dir_all(&self.root);
         }
@@ -301,9 +310,7 @@ impl Watch {
         // SAFETY: plain system calls on a descriptor this struct owns
         let fd = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
         assert!(fd >= 0, "inotify_init1");
-        let w = unsafe {
-            libc::inotify_add_watch(fd, c.as_ptr(), libc::IN_OPEN | libc::IN_ACCESS)
-        };
+        let w = unsafe { libc::inotify_add_watch(fd, c.as_ptr(), libc::IN_OPEN | libc::IN_ACCESS) };
         assert!(w >= 0, "inotify_add_watch {}", path.display());
         Watch { fd }
     }

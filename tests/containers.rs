@@ -125,6 +125,9 @@ fn attach_by_host_and_container_pid() {
         "the decoy {} was opened",
         ct.decoy.display()
     );
+    // the watch does see a read of the decoy
+    let _ = std::fs::read(&ct.decoy).unwrap();
+    assert!(watch.touched());
 }
 
 /// `--cluster` with the container's data directory (its postmaster.pid
@@ -135,6 +138,19 @@ fn cluster_by_container_data_directory() {
     let watch = Watch::new(&ct.decoy);
     let (ns, host, h) = busy_in_plpgsql(&ct);
     let data = ct.data.display().to_string();
+    let (code, out, err) = pgdbg(&["ps", "--cluster", &data]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains(&format!(
+            "postmaster {} (PID 1 in its namespace)",
+            ct.postmaster
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(" (PID {ns} in its namespace)")),
+        "{out}"
+    );
     let (code, out, err) = pgdbg(&[
         "attach",
         "--cluster",
@@ -212,4 +228,49 @@ fn plan_progress_counts_container_workers() {
             && workers.iter().any(|l| l.starts_with("Worker 1")),
         "no worker lines:\n{out}\n{err}"
     );
+}
+
+/// A stripped server in the container (the usual image): the layout pack
+/// is checked against `MyProc->pid`, which holds the container's PID.
+#[test]
+fn stripped_server_layout_pack_checked_with_container_pid() {
+    let prefix = pg_prefix(15);
+    let copy = std::path::PathBuf::from(format!("/tmp/pgdbg-ct-strip-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&copy);
+    std::fs::create_dir_all(copy.join("bin")).unwrap();
+    for d in ["lib", "share"] {
+        let st = std::process::Command::new("cp")
+            .arg("-a")
+            .arg(prefix.join(d))
+            .arg(copy.join(d))
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    for b in ["initdb", "postgres"] {
+        let st = std::process::Command::new("strip")
+            .args(["--strip-debug", "-o"])
+            .arg(copy.join("bin").join(b))
+            .arg(prefix.join("bin").join(b))
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    std::process::Command::new("chmod")
+        .args(["-R", "a+rX"])
+        .arg(&copy)
+        .status()
+        .unwrap();
+    let ct = Container::start(&copy, SETTINGS);
+    let mut c = ct.connect();
+    let ns: i32 = c.query_one("select pg_backend_pid()", &[]).unwrap().get(0);
+    let host = ct.host_pid(ns);
+    let (code, out, err) = pgdbg(&["attach", &host.to_string(), "--ex", "print MyProc->pid"]);
+    drop(c);
+    drop(ct);
+    let _ = std::fs::remove_dir_all(&copy);
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    assert!(err.contains("the layout pack for PostgreSQL 15"), "{err}");
+    assert!(!err.contains("does not match"), "{err}");
+    assert_eq!(print_values(&out), vec![ns.to_string()], "{out}");
 }

@@ -271,6 +271,9 @@ impl AttachOpts {
 /// Load the debug info of a process's binary (with progress on a terminal).
 pub fn load_debuginfo(pid: i32, opts: &AttachOpts) -> Result<(Rc<DebugInfo>, PathBuf)> {
     let exe_link = PathBuf::from(format!("/proc/{pid}/exe"));
+    // the files the backend names (libraries, debug files, $libdir) are
+    // looked up in its root: a container's, not the host's
+    crate::debuginfo::elf::set_target(pid);
     let real = procfs::exe_path(pid)?;
     let real_clean = PathBuf::from(
         real.to_string_lossy()
@@ -523,4 +526,27 @@ fn run_script(
 /// An error as one line (what every failure of pgdbg prints).
 pub(crate) fn one_line(e: &anyhow::Error) -> String {
     e.to_string().replace('\n', " ")
+}
+
+/// `--ns-of HOSTPID`: the host PIDs of `pids`, PIDs in the PID namespace
+/// of process `of` (a container's).
+pub fn host_pids(of: &str, pids: &[String]) -> Result<Vec<String>> {
+    let of = parse_pid(Some(of.to_string())).map_err(|e| anyhow!("--ns-of: {e}"))?;
+    if procfs::pid_namespace(of).is_none() {
+        bail!(
+            "--ns-of {of}: cannot read /proc/{of}/ns/pid (no such process, or no permission): give the host PID of a process in the container"
+        );
+    }
+    pids.iter()
+        .map(|p| {
+            let ns = parse_pid(Some(p.clone()))?;
+            procfs::host_pid_in_namespace_of(of, ns)
+                .map(|h| h.to_string())
+                .ok_or_else(|| {
+                    anyhow!(
+                        "no process {ns} in the PID namespace of process {of}: give a PID from pg_stat_activity in that container"
+                    )
+                })
+        })
+        .collect()
 }

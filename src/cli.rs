@@ -88,6 +88,11 @@ pgdbg report out.jsonl"
         /// script runs (needs --script or --ex)
         #[arg(long, value_name = "DIR")]
         cluster: Option<PathBuf>,
+        /// The PIDs are PIDs in the PID namespace of host process HOSTPID
+        /// (a container's: pg_stat_activity.pid there; HOSTPID is any
+        /// process of that container, e.g. its postmaster)
+        #[arg(long, value_name = "HOSTPID")]
+        ns_of: Option<String>,
         #[command(flatten)]
         opts: AttachOpts,
     },
@@ -271,8 +276,13 @@ pub fn main() -> i32 {
         Cmd::Attach {
             pids,
             cluster,
+            ns_of,
             opts,
         } => {
+            let pids = match ns_of {
+                Some(of) => crate::attach::host_pids(&of, &pids)?,
+                None => pids,
+            };
             if pids.len() > 1 || cluster.is_some() {
                 crate::multi::run(&pids, cluster.as_deref(), &opts)
             } else {
@@ -495,12 +505,22 @@ fn run_ps(cluster: Option<&std::path::Path>, json: bool) -> Result<i32> {
                 let mut v = serde_json::to_value(b)?;
                 v["postmaster"] = pm.into();
                 v["pgdbg"] = left(b.pid).into();
+                // a container's process: its PID there (pg_stat_activity's)
+                let ns = procfs::ns_pid(b.pid);
+                if ns != b.pid {
+                    v["ns_pid"] = ns.into();
+                }
                 out.push_str(&format!("{v}\n"));
             }
             continue;
         }
+        let in_ns = |pid: i32| match procfs::ns_pid(pid) {
+            ns if ns != pid => format!(" (PID {ns} in its namespace)"),
+            _ => String::new(),
+        };
         out.push_str(&format!(
-            "postmaster {pm} ({}): {} client backend{}\n",
+            "postmaster {pm}{} ({}): {} client backend{}\n",
+            in_ns(pm),
             data_dir.trim(),
             backends.len(),
             if backends.len() == 1 { "" } else { "s" }
@@ -513,7 +533,8 @@ fn run_ps(cluster: Option<&std::path::Path>, json: bool) -> Result<i32> {
             "pid", "user", "database", "client", "state"
         ));
         for b in &backends {
-            let note = left(b.pid).map(|n| format!("  ({n})")).unwrap_or_default();
+            let mut note = left(b.pid).map(|n| format!("  ({n})")).unwrap_or_default();
+            note.push_str(&in_ns(b.pid));
             out.push_str(&format!(
                 "{:>8}  {:<12} {:<12} {:<22} {}{note}\n",
                 b.pid, b.user, b.database, b.client, b.state

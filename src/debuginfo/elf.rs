@@ -225,7 +225,11 @@ pub fn find_debug_file(
     }
     if let Some((name, _crc)) = bin.debuglink() {
         let dir = bin_path_for_links.parent().unwrap_or(Path::new("/"));
-        let mut cands = vec![dir.join(&name), dir.join(".debug").join(&name)];
+        // next to the binary as the target sees it (inside its root)
+        let mut cands = vec![
+            target_path(&dir.join(&name)),
+            target_path(&dir.join(".debug").join(&name)),
+        ];
         for root in &roots {
             let rel = dir.strip_prefix("/").unwrap_or(dir);
             cands.push(root.join(rel).join(&name));
@@ -248,9 +252,70 @@ pub fn find_debug_file(
     Ok(None)
 }
 
+/// The target's root directory when it is not pgdbg's (a container's:
+/// `/proc/PID/root`), set once at attach: every file pgdbg opens on the
+/// target's behalf by a path the target names is looked up there.
+/// With the target's PID (to verify a mapped file against its mapping).
+static TARGET: std::sync::Mutex<Option<(i32, Option<PathBuf>)>> = std::sync::Mutex::new(None);
+
+/// Note the target process: its files are looked up in its root.
+pub fn set_target(pid: i32) {
+    let root = crate::inferior::procfs::root_differs(pid)
+        .then(|| PathBuf::from(format!("/proc/{pid}/root")));
+    *TARGET.lock().unwrap_or_else(|e| e.into_inner()) = Some((pid, root));
+}
+
+fn target() -> Option<(i32, Option<PathBuf>)> {
+    TARGET.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+fn target_root() -> Option<PathBuf> {
+    target().and_then(|(_, r)| r)
+}
+
+/// The file mapped into the target as `path` (device `dev`, inode
+/// `inode`), as a path pgdbg may open (`procfs::verified_mapped_file`);
+/// None when it cannot be verified, said once per file: another file of
+/// the same name (a container's path on the host) is never read.
+pub fn verified_mapped(path: &Path, dev: &str, inode: u64) -> Option<PathBuf> {
+    let Some((pid, _)) = target() else {
+        return Some(path.to_path_buf());
+    };
+    match crate::inferior::procfs::verified_mapped_file(pid, path, dev, inode) {
+        Ok(p) => Some(p),
+        Err(why) => {
+            static SAID: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+            let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
+            if !said.iter().any(|p| p == path) {
+                said.push(path.to_path_buf());
+                crate::errln!(
+                    "pgdbg: not reading {} (mapped by process {pid}): {why}; its functions are unnamed",
+                    path.display()
+                );
+            }
+            None
+        }
+    }
+}
+
+/// `p`, a path as the target sees it, as pgdbg reaches it (inside the
+/// target's root).
+pub fn target_path(p: &Path) -> PathBuf {
+    match target_root() {
+        Some(r) => r.join(p.strip_prefix("/").unwrap_or(p)),
+        None => p.to_path_buf(),
+    }
+}
+
+/// The directories of separate debug files: the target's own first (a
+/// container's `/usr/lib/debug`), then the host's.
 pub(crate) fn debug_roots() -> Vec<PathBuf> {
-    match std::env::var_os("PGDBG_DEBUG_ROOT") {
-        Some(r) => vec![PathBuf::from(r)],
-        None => vec![PathBuf::from("/usr/lib/debug")],
+    let host = match std::env::var_os("PGDBG_DEBUG_ROOT") {
+        Some(r) => PathBuf::from(r),
+        None => PathBuf::from("/usr/lib/debug"),
+    };
+    match target_root() {
+        Some(_) => vec![target_path(Path::new("/usr/lib/debug")), host],
+        None => vec![host],
     }
 }

@@ -37,9 +37,10 @@ pub fn server_library_dirs() -> Vec<PathBuf> {
     let Some(prefix) = exe.parent().and_then(Path::parent) else {
         return Vec::new();
     };
+    // paths as the server sees them; looked at inside its root
     [prefix.join("lib/postgresql"), prefix.join("lib")]
         .into_iter()
-        .filter(|d| d.is_dir())
+        .filter(|d| elf::target_path(d).is_dir())
         .collect()
 }
 
@@ -47,10 +48,7 @@ pub fn server_library_dirs() -> Vec<PathBuf> {
 pub fn installation_libraries() -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = server_library_dirs()
         .iter()
-        .filter_map(|d| std::fs::read_dir(d).ok())
-        .flatten()
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "so"))
+        .flat_map(|d| so_files(d))
         .collect();
     out.sort();
     out
@@ -66,6 +64,20 @@ pub fn some_names(names: &[String], what: &str, otherwise: &str) -> String {
     format!("{what}: {}", names.join(", "))
 }
 
+/// The `*.so` files of `dir` (a directory as the server sees it, read
+/// inside its root), named as the server sees them, sorted.
+fn so_files(dir: &Path) -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir(elf::target_path(dir)) else {
+        return Vec::new();
+    };
+    let mut v: Vec<PathBuf> = rd
+        .filter_map(|e| e.ok().map(|e| dir.join(e.file_name())))
+        .filter(|p| p.extension().is_some_and(|x| x == "so"))
+        .collect();
+    v.sort();
+    v
+}
+
 fn in_server_installation(path: &Path) -> bool {
     server_library_dirs()
         .iter()
@@ -73,11 +85,13 @@ fn in_server_installation(path: &Path) -> bool {
 }
 
 impl DebugInfo {
-    /// The debug info of the shared object at `path` (as mapped: its
-    /// FileKey's path).  Never fails for want of DWARF: then its ELF
-    /// symbols and CFI are all there is.
-    pub fn load_library(path: &Path) -> Result<DebugInfo> {
-        let binary = ElfImage::open(path)?;
+    /// The debug info of the shared object mapped as `path` (its
+    /// FileKey's path, as the target sees it), read from `open` (the
+    /// same file as pgdbg reaches it, verified against the mapping:
+    /// `procfs::verified_mapped_file`).  Never fails for want of DWARF:
+    /// then its ELF symbols and CFI are all there is.
+    pub fn load_library(open: &Path, path: &Path) -> Result<DebugInfo> {
+        let binary = ElfImage::open(open)?;
         let build_id = binary.build_id().unwrap_or_default();
         let fetch = match server() {
             Some((_, f)) if in_server_installation(path) => f,
@@ -129,16 +143,8 @@ pub fn library_lookup(name: &str) -> (Vec<PathBuf>, bool) {
     let mut unknown = false;
     let mut out = Vec::new();
     for dir in server_library_dirs() {
-        let Ok(rd) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        let mut files: Vec<PathBuf> = rd
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "so"))
-            .collect();
-        files.sort();
-        for p in files {
-            match file_defines(&p, name) {
+        for p in so_files(&dir) {
+            match file_defines(&elf::target_path(&p), name) {
                 Some(true) => out.push(p),
                 Some(false) => {}
                 None => unknown |= ask_servers,

@@ -127,7 +127,13 @@ pub fn no_debug_info_message(bin_path: &Path, build_id: &str) -> String {
 }
 
 fn owning_package(p: &Path) -> Option<String> {
-    let out = std::process::Command::new("dpkg")
+    let mut dpkg = std::process::Command::new("dpkg");
+    // a container's packages are in its own dpkg database
+    let root = elf::target_path(Path::new("/"));
+    if root != Path::new("/") {
+        dpkg.arg(format!("--root={}", root.display()));
+    }
+    let out = dpkg
         .arg("-S")
         .arg(p)
         .stderr(std::process::Stdio::null())

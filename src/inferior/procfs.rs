@@ -190,3 +190,166 @@ pub fn start_time(pid: i32) -> Option<u64> {
     let rest = &s[s.rfind(')')? + 2..];
     rest.split_whitespace().nth(19)?.parse().ok()
 }
+
+/// The process's PID in each PID namespace it is in (`NSpid` of
+/// /proc/PID/status), from this /proc's namespace (the host's, `pid`) to
+/// its own (the container's, the PID that PostgreSQL there writes in
+/// `postmaster.pid`, `MyProc->pid` and process titles).  `[pid]` on a
+/// kernel without `NSpid`.
+pub fn ns_pids(pid: i32) -> Vec<i32> {
+    let v: Vec<i32> = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("NSpid:"))
+        .map(|v| {
+            v.split_whitespace()
+                .filter_map(|x| x.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    if v.is_empty() { vec![pid] } else { v }
+}
+
+/// The PID the process knows itself by (its innermost namespace's): the
+/// one PostgreSQL stores.  Equal to `pid` outside containers.
+pub fn ns_pid(pid: i32) -> i32 {
+    ns_pids(pid).last().copied().unwrap_or(pid)
+}
+
+/// The process's PID namespace (the target of /proc/PID/ns/pid).
+pub fn pid_namespace(pid: i32) -> Option<PathBuf> {
+    std::fs::read_link(format!("/proc/{pid}/ns/pid")).ok()
+}
+
+/// The host PID of the process that is `ns_pid` in the PID namespace of
+/// process `of` (a container's PID, given with a process of that container).
+pub fn host_pid_in_namespace_of(of: i32, ns_pid: i32) -> Option<i32> {
+    let ns = pid_namespace(of)?;
+    all_pids()
+        .into_iter()
+        .find(|p| self::ns_pid(*p) == ns_pid && pid_namespace(*p).as_deref() == Some(ns.as_path()))
+}
+
+/// Device and inode of a file (following symbolic links).
+pub fn dev_ino(path: &std::path::Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.dev(), m.ino()))
+}
+
+/// The process's root directory is not pgdbg's (a container, a chroot):
+/// the paths it maps and names are not the host's.
+pub fn root_differs(pid: i32) -> bool {
+    match (
+        dev_ino(std::path::Path::new(&format!("/proc/{pid}/root"))),
+        dev_ino(std::path::Path::new("/proc/self/root")),
+    ) {
+        (Some(a), Some(b)) => a != b,
+        _ => false,
+    }
+}
+
+/// `path` as the process sees it, reachable from pgdbg: itself when the
+/// process shares pgdbg's root, else `/proc/PID/root/<path>` (the way
+/// into a container's files without entering its namespaces; `setns`
+/// would fail in pgdbg, which has threads).
+pub fn in_root_of(pid: i32, path: &std::path::Path) -> PathBuf {
+    if !root_differs(pid) {
+        return path.to_path_buf();
+    }
+    let rel = path.strip_prefix("/").unwrap_or(path);
+    PathBuf::from(format!("/proc/{pid}/root")).join(rel)
+}
+
+/// "fd:01" (as in /proc/PID/maps) as a `dev_t`.
+fn parse_dev(s: &str) -> Option<u64> {
+    let (ma, mi) = s.split_once(':')?;
+    let ma = u32::from_str_radix(ma, 16).ok()?;
+    let mi = u32::from_str_radix(mi, 16).ok()?;
+    Some(libc::makedev(ma, mi))
+}
+
+/// The file mapped at `path` in process `pid` (device `dev`, inode
+/// `inode` from /proc/PID/maps), as a path pgdbg may open: the path in the
+/// process's root when its device and inode are the mapping's, else the
+/// mapping itself (`/proc/PID/map_files/START-END`, readable with
+/// CAP_SYS_ADMIN).  Err: why no file could be verified (then pgdbg must
+/// not use any, lest it read another file of the same name).
+pub fn verified_mapped_file(
+    pid: i32,
+    path: &std::path::Path,
+    dev: &str,
+    inode: u64,
+) -> std::result::Result<PathBuf, String> {
+    let want = parse_dev(dev).map(|d| (d, inode));
+    let cand = in_root_of(pid, path);
+    let got = dev_ino(&cand);
+    if want.is_some() && got == want {
+        return Ok(cand);
+    }
+    let mapped = maps(pid).unwrap_or_default();
+    let mine = |m: &&Mapping| m.path.as_deref() == Some(path) && m.inode == inode && m.dev == dev;
+    if let Some(m) = mapped.iter().find(mine) {
+        let mf = PathBuf::from(format!("/proc/{pid}/map_files/{:x}-{:x}", m.start, m.end));
+        if std::fs::File::open(&mf).is_ok() {
+            return Ok(mf);
+        }
+    }
+    // overlayfs (a container's usual root) maps the layer's inode but
+    // stat(2) answers with the overlay's device: the same inode number
+    // and the same first page (ELF header, program headers, build-id
+    // note) as the mapping at file offset 0 still identify the file
+    if got.is_some_and(|(_, ino)| ino == inode)
+        && let Some(m) = mapped.iter().filter(mine).find(|m| m.offset == 0)
+        && first_page_matches(pid, m, &cand)
+    {
+        return Ok(cand);
+    }
+    Err(match got {
+        None => format!("{} is not there", cand.display()),
+        Some(_) => format!(
+            "{} is not the file mapped (another device or inode)",
+            cand.display()
+        ),
+    })
+}
+
+/// The file's first page equals the process's memory at mapping `m`
+/// (file offset 0, read-only: never relocated).
+fn first_page_matches(pid: i32, m: &Mapping, file: &std::path::Path) -> bool {
+    use std::io::Read;
+    use std::os::unix::fs::FileExt;
+    let len = (m.end - m.start).min(4096) as usize;
+    if m.perms.contains('w') || len == 0 {
+        return false;
+    }
+    let mut a = vec![0u8; len];
+    let mut b = vec![0u8; len];
+    let Ok(mut f) = std::fs::File::open(file) else {
+        return false;
+    };
+    if f.read_exact(&mut a).is_err() {
+        return false;
+    }
+    let Ok(mem) = std::fs::File::open(format!("/proc/{pid}/mem")) else {
+        return false;
+    };
+    mem.read_exact_at(&mut b, m.start).is_ok() && a == b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_namespace() {
+        let me = std::process::id() as i32;
+        assert_eq!(ns_pid(me), *ns_pids(me).last().unwrap());
+        assert!(!root_differs(me));
+        assert_eq!(
+            in_root_of(me, std::path::Path::new("/etc")),
+            PathBuf::from("/etc")
+        );
+        assert_eq!(parse_dev("fd:01"), Some(libc::makedev(0xfd, 1)));
+    }
+}

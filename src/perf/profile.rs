@@ -206,8 +206,9 @@ impl<'a> Symbolizer<'a> {
             .libs
             .entry(m.path.clone())
             .or_insert_with(|| {
-                DebugInfo::load_library(&m.path)
-                    .ok()
+                let k = &m.key;
+                crate::debuginfo::elf::verified_mapped(&k.path, &k.dev, k.inode)
+                    .and_then(|open| DebugInfo::load_library(&open, &k.path).ok())
                     .filter(|d| d.has_dwarf())
                     .map(std::rc::Rc::new)
             })

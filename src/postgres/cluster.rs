@@ -50,11 +50,40 @@ pub fn postmaster_of(dir: &Path) -> Result<i32> {
         else {
             continue;
         };
-        if pid > 0 && classify(pid).is_ok_and(|k| k == ProcessKind::Postmaster) {
+        if pid <= 0 {
+            continue;
+        }
+        // the lock file of a socket directory names the data directory
+        // on its second line, as the server sees it
+        let data = match c.file_name().is_some_and(|n| n == "postmaster.pid") {
+            true => None,
+            false => text
+                .lines()
+                .nth(1)
+                .map(|l| Path::new(l.trim()).to_path_buf()),
+        };
+        let serves = |host: i32| match &data {
+            None => cwd_is(host, dir),
+            Some(d) => cwd_is(host, &procfs::in_root_of(host, d)),
+        };
+        let postmaster = |p: i32| classify(p).is_ok_and(|k| k == ProcessKind::Postmaster);
+        // the PID as this machine's: a server outside containers (its
+        // working directory unreadable to another user: trusted as before)
+        if procfs::ns_pid(pid) == pid && postmaster(pid) && serves(pid) != Some(false) {
             return Ok(pid);
         }
+        // a server in a container wrote the PID of its own namespace (1
+        // when the postmaster is the container's first process): the
+        // postmaster whose innermost PID it is and whose data directory
+        // this is
+        if let Some(h) = postmasters()
+            .into_iter()
+            .find(|h| procfs::ns_pid(*h) == pid && *h != pid && serves(*h) == Some(true))
+        {
+            return Ok(h);
+        }
         bail!(
-            "{} names PID {pid}, which is not a running postmaster: is the cluster stopped?",
+            "{} names PID {pid}, which is not a running postmaster of this directory (here or in a container's PID namespace): is the cluster stopped?",
             c.display()
         );
     }
@@ -62,6 +91,13 @@ pub fn postmaster_of(dir: &Path) -> Result<i32> {
         "no postmaster.pid or .s.PGSQL.*.lock in {}: give the data directory or the socket directory of a running cluster",
         dir.display()
     ))
+}
+
+/// Whether process `pid` works in directory `dir` (a postmaster works in
+/// its data directory); None when its working directory is unreadable.
+fn cwd_is(pid: i32, dir: &Path) -> Option<bool> {
+    let cwd = procfs::dev_ino(Path::new(&format!("/proc/{pid}/cwd")))?;
+    Some(procfs::dev_ino(dir) == Some(cwd))
 }
 
 /// Every running postmaster on this machine.

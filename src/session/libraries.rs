@@ -52,7 +52,12 @@ impl Library {
     /// Its debug info, loaded on first use (None: not a readable ELF file).
     pub fn di(&self) -> Option<Rc<DebugInfo>> {
         self.di
-            .get_or_init(|| DebugInfo::load_library(&self.key.path).ok().map(Rc::new))
+            .get_or_init(|| {
+                // the mapped file itself, never another of the same name
+                let k = &self.key;
+                let open = crate::debuginfo::elf::verified_mapped(&k.path, &k.dev, k.inode)?;
+                DebugInfo::load_library(&open, &k.path).ok().map(Rc::new)
+            })
             .clone()
     }
 

@@ -292,11 +292,13 @@ impl Session {
         let mut b = [0u8; 4];
         self.target.read(p + l.offset("pid")?, &mut b)?;
         let got = i32::from_le_bytes(b);
-        if got != self.pid {
+        // PostgreSQL stores the PID of its own namespace (a container's)
+        let expected = crate::inferior::procfs::ns_pid(self.pid);
+        if got != expected {
             bail!(
                 "the layout pack for PostgreSQL {} does not match this binary (MyProc->pid reads {got}, expected {}): give the pack of this exact major with --symbols, or the debug info",
                 pack.major,
-                self.pid
+                expected
             );
         }
         Ok(())
@@ -391,8 +393,13 @@ impl Session {
             _ => "?".into(),
         };
         format!(
-            "pid:         {}\nprocess:     {kind}\npostgres:    {}\nbinary:      {}\nbuild-id:    {}\ndebug info:  {}{}\nindex:       {} functions, {} globals, {} types ({})\nload bias:   {:#x}\ncpu state:   {}\nbreakpoints: {}\nstate:       {state}",
+            "pid:         {}{}\nprocess:     {kind}\npostgres:    {}\nbinary:      {}\nbuild-id:    {}\ndebug info:  {}{}\nindex:       {} functions, {} globals, {} types ({})\nload bias:   {:#x}\ncpu state:   {}\nbreakpoints: {}\nstate:       {state}",
             self.pid,
+            // a container's process: the PID PostgreSQL there shows too
+            match crate::inferior::procfs::ns_pid(self.pid) {
+                ns if ns != self.pid => format!(" (PID {ns} in its namespace)"),
+                _ => String::new(),
+            },
             self.pg_version
                 .clone()
                 .unwrap_or_else(|| "unknown version".into()),

@@ -124,6 +124,13 @@ pub fn plan_applies(s: &mut dyn Backend, at_executor_entry: bool) -> Result<()> 
             let a = s.global_addr("ParallelLeaderPid")?;
             s.read_i32(a).ok().filter(|p| *p > 0)
         });
+        // both name the leader's PID in the server's PID namespace: the
+        // host's PID to attach to when the server runs in a container
+        use crate::inferior::procfs;
+        let leader = leader.map(|l| match procfs::ns_pid(pid) != pid {
+            true => procfs::host_pid_in_namespace_of(pid, l).unwrap_or(l),
+            false => l,
+        });
         match leader {
             Some(l) => bail!(
                 "process {pid} is a parallel worker of leader PID {l}: it runs part of the leader's plan; attach to the leader for the whole plan (pgdbg attach {l} --ex plan)"

@@ -75,6 +75,9 @@ struct Proc {
 /// The leader's workers, as far as `plan --progress` counts them.
 pub(super) struct Workers {
     leader: i32,
+    /// The leader's PID in its own PID namespace: the one its workers'
+    /// titles name (a container's PID when the server runs in one).
+    leader_ns: i32,
     procs: Vec<Proc>,
     /// Processes seen already (counted, refused, or ended), by PID and start.
     seen: Vec<(i32, Option<u64>)>,
@@ -107,6 +110,7 @@ impl Workers {
     pub(super) fn new(leader: i32) -> Workers {
         Workers {
             leader,
+            leader_ns: crate::inferior::procfs::ns_pid(leader),
             procs: Vec::new(),
             seen: Vec::new(),
             notes: Vec::new(),
@@ -125,7 +129,7 @@ impl Workers {
         };
         crate::inferior::procfs::children_of(pm)
             .into_iter()
-            .filter(|p| crate::postgres::parallel_leader_from_title(*p) == Some(self.leader))
+            .filter(|p| crate::postgres::parallel_leader_from_title(*p) == Some(self.leader_ns))
             .collect()
     }
 
@@ -190,7 +194,7 @@ impl Workers {
         // leader's worker, else nothing is written into it
         if start.is_none()
             || crate::inferior::procfs::start_time(pid) != start
-            || crate::postgres::parallel_leader_from_title(pid) != Some(self.leader)
+            || crate::postgres::parallel_leader_from_title(pid) != Some(self.leader_ns)
         {
             let _ = w.detach();
             return Outcome::Gone;

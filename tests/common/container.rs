@@ -1,0 +1,331 @@
+//! A PostgreSQL server in a container of its own, made with `unshare`:
+//! its own PID namespace (the postmaster is PID 1 there, as in Docker or a
+//! pod), its own mount namespace, and its own root directory (`pivot_root`).
+//!
+//! Mechanism and why: `unshare --pid --mount --fork` + bind mounts +
+//! `pivot_root`, not a container runtime (none is installed here, and a
+//! runtime adds nothing the kernel does not: namespaces and a root), and
+//! not a debootstrapped Debian root (scripts/rootfs): the server is this
+//! project's build, linked against the host's libc, so the container's
+//! /usr is the host's /usr bind-mounted (the host's libc and libraries,
+//! as the build expects).  What makes it a container for pgdbg is the
+//! installation: bind-mounted at `/opt/pgdbg-ct-N` inside, a path the host
+//! lacks, where the host has only a decoy `plpgsql.so` (same name, other
+//! contents).  A debugger that opens the container's paths on the host
+//! opens the decoy; the tests watch it with inotify.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The unprivileged user the server runs as (the one scripts/pg-cluster
+/// uses).
+const USER: &str = "pgdbg";
+
+pub struct Container {
+    /// The container's root directory, as the host sees it.
+    pub root: PathBuf,
+    /// Where the installation lives inside the container (absent on the
+    /// host but for the decoy).
+    pub install: PathBuf,
+    /// The host file at the container's `plpgsql.so` path.
+    pub decoy: PathBuf,
+    /// The postmaster's host PID (PID 1 in the container).
+    pub postmaster: i32,
+    /// The data directory as the host sees it.
+    pub data: PathBuf,
+    unshare: Child,
+}
+
+fn run(cmd: &mut Command) {
+    let out = cmd.output().unwrap_or_else(|e| panic!("run {cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn ensure_user() {
+    let known = Command::new("id")
+        .arg(USER)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !known {
+        run(Command::new("useradd").args([
+            "--system",
+            "--no-create-home",
+            "--home-dir",
+            "/nonexistent",
+            "--shell",
+            "/usr/sbin/nologin",
+            USER,
+        ]));
+    }
+}
+
+/// The host PIDs whose PPid is `ppid`.
+pub fn children(ppid: i32) -> Vec<i32> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(st) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+            continue;
+        };
+        if st
+            .lines()
+            .any(|l| l.strip_prefix("PPid:").map(str::trim) == Some(&ppid.to_string()))
+        {
+            v.push(pid);
+        }
+    }
+    v
+}
+
+/// `NSpid` of a process: its PID in each namespace, the host's first.
+pub fn ns_pids(pid: i32) -> Vec<i32> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("NSpid:"))
+        .map(|v| {
+            v.split_whitespace()
+                .filter_map(|x| x.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+impl Container {
+    /// A PostgreSQL server of `prefix` in its own PID and mount namespace
+    /// and root directory; its socket directory is `<root>/sock`.
+    pub fn start(prefix: &Path, settings: &[&str]) -> Container {
+        ensure_user();
+        let n = std::process::id();
+        let root = PathBuf::from(format!("/tmp/pgdbg-ct-{n}"));
+        let install = PathBuf::from(format!("/opt/pgdbg-ct-{n}"));
+        let _ = std::fs::remove_dir_all(&root);
+        for d in [
+            "usr", "etc", "dev", "proc", "tmp", "sock", "data", ".oldroot",
+        ] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        let inside = root.join(install.strip_prefix("/").unwrap());
+        std::fs::create_dir_all(&inside).unwrap();
+        for l in ["lib", "lib64", "bin", "sbin"] {
+            let target = std::fs::read_link(Path::new("/").join(l))
+                .unwrap_or_else(|_| PathBuf::from(format!("usr/{l}")));
+            std::os::unix::fs::symlink(target, root.join(l)).unwrap();
+        }
+        run(Command::new("chmod").args(["755"]).arg(&root));
+        run(Command::new("chmod").args(["1777"]).arg(root.join("tmp")));
+        run(Command::new("chown")
+            .arg(format!("{USER}:"))
+            .arg(root.join("sock"))
+            .arg(root.join("data")));
+        // the decoy: the container's plpgsql.so path on the host, not an ELF
+        let decoy = install.join("lib/postgresql/plpgsql.so");
+        std::fs::create_dir_all(decoy.parent().unwrap()).unwrap();
+        std::fs::write(&decoy, "not the container's plpgsql.so\n").unwrap();
+
+        let data = root.join("data");
+        run(Command::new("runuser")
+            .args(["-u", USER, "--"])
+            .arg(prefix.join("bin/initdb"))
+            .arg("-D")
+            .arg(&data)
+            .args([
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--locale=C",
+                "--no-sync",
+            ])
+            .current_dir("/"));
+        let mut conf =
+            String::from("listen_addresses = ''\nunix_socket_directories = '/sock'\nfsync = off\n");
+        for s in settings {
+            conf.push_str(s);
+            conf.push('\n');
+        }
+        let pc = data.join("postgresql.conf");
+        let mut text = std::fs::read_to_string(&pc).unwrap();
+        text.push_str(&conf);
+        std::fs::write(&pc, text).unwrap();
+
+        let group = String::from_utf8(
+            Command::new("id")
+                .args(["-gn", USER])
+                .output()
+                .unwrap()
+                .stdout,
+        )
+        .unwrap();
+        let r = root.display();
+        // pivot_root, as container runtimes do (a chroot would leave the
+        // host's / as the namespace's root, and the kernel would name the
+        // container's files by their host paths in /proc/PID/maps)
+        let script = format!(
+            "set -e\n\
+             mount --bind {r} {r}\n\
+             mount --bind /usr {r}/usr\n\
+             mount --bind /etc {r}/etc\n\
+             mount --rbind /dev {r}/dev\n\
+             mount --bind {p} {r}{i}\n\
+             cd {r}\n\
+             pivot_root . .oldroot\n\
+             mount -t proc proc /proc\n\
+             umount -l /.oldroot\n\
+             exec chroot --userspec={USER}:{g} / {i}/bin/postgres -D /data\n",
+            p = prefix.display(),
+            i = install.display(),
+            g = group.trim(),
+        );
+        let log = std::fs::File::create(root.join("postmaster.log")).unwrap();
+        let unshare = Command::new("unshare")
+            .args(["--pid", "--mount", "--fork", "--propagation", "private"])
+            .args(["sh", "-c", &script])
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("run unshare");
+        let mut c = Container {
+            root,
+            install,
+            decoy,
+            postmaster: 0,
+            data,
+            unshare,
+        };
+        let t0 = Instant::now();
+        loop {
+            let ready = std::fs::read_to_string(c.data.join("postmaster.pid"))
+                .is_ok_and(|t| t.lines().nth(7).is_some_and(|l| l.trim() == "ready"));
+            if ready {
+                break;
+            }
+            if let Ok(Some(st)) = c.unshare.try_wait() {
+                panic!("the container's server exited ({st}):\n{}", c.log());
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(60),
+                "the container's server did not start:\n{}",
+                c.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let kids = children(c.unshare.id() as i32);
+        assert_eq!(kids.len(), 1, "unshare's children: {kids:?}");
+        c.postmaster = kids[0];
+        assert_eq!(
+            ns_pids(c.postmaster).last(),
+            Some(&1),
+            "the postmaster is PID 1 in its namespace"
+        );
+        c
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.root.join("postmaster.log")).unwrap_or_default()
+    }
+
+    pub fn connstr(&self) -> String {
+        format!(
+            "host={} port=5432 user=postgres dbname=postgres",
+            self.root.join("sock").display()
+        )
+    }
+
+    pub fn connect(&self) -> postgres::Client {
+        postgres::Client::connect(&self.connstr(), postgres::NoTls)
+            .expect("connect to the container's server")
+    }
+
+    /// The host PID of the container's process `ns_pid` (a backend's
+    /// `pg_backend_pid()`).
+    pub fn host_pid(&self, ns_pid: i32) -> i32 {
+        let t0 = Instant::now();
+        loop {
+            if let Some(p) = children(self.postmaster)
+                .into_iter()
+                .find(|p| ns_pids(*p).last() == Some(&ns_pid))
+            {
+                return p;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(30), "no PID {ns_pid}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Container {
+    fn drop(&mut self) {
+        // fast shutdown; PID 1 ending ends the namespace and its mounts
+        if self.postmaster > 0 {
+            unsafe { libc::kill(self.postmaster, libc::SIGINT) };
+        }
+        let t0 = Instant::now();
+        while !matches!(self.unshare.try_wait(), Ok(Some(_))) {
+            if t0.elapsed() > Duration::from_secs(60) {
+                let _ = self.unshare.kill();
+                let _ = self.unshare.wait();
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = std::fs::remove_dir_all(
+            self.install
+                .parent()
+                .unwrap()
+                .join(self.install.file_name().unwrap()),
+        );
+        // the mounts lived in the container's mount namespace only; never
+        // remove a root whose /usr is not the empty directory made above
+        let usr_empty =
+            std::fs::read_dir(self.root.join("usr")).is_ok_and(|mut d| d.next().is_none());
+        if usr_empty {
+            let _ = std::fs::remove_dir_all(&self.root);
+        }
+    }
+}
+
+/// Watches a file with inotify: was it opened or read since?
+pub struct Watch {
+    fd: i32,
+}
+
+impl Watch {
+    pub fn new(path: &Path) -> Watch {
+        use std::os::unix::ffi::OsStrExt;
+        let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+        // SAFETY: plain system calls on a descriptor this struct owns
+        let fd = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
+        assert!(fd >= 0, "inotify_init1");
+        let w = unsafe { libc::inotify_add_watch(fd, c.as_ptr(), libc::IN_OPEN | libc::IN_ACCESS) };
+        assert!(w >= 0, "inotify_add_watch {}", path.display());
+        Watch { fd }
+    }
+
+    /// Whether any open or read happened since `new`.
+    pub fn touched(&self) -> bool {
+        let mut buf = [0u8; 4096];
+        // SAFETY: reads into a buffer of the given size
+        let n = unsafe { libc::read(self.fd, buf.as_mut_ptr().cast(), buf.len()) };
+        n > 0
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        unsafe { libc::close(self.fd) };
+    }
+}

@@ -1,0 +1,276 @@
+//! PostgreSQL 15 in a container (its own PID and mount namespace and root
+//! directory: tests/common/container.rs says how and why), pgdbg on the
+//! host: attach by host PID and by the container's PID, `bt` through
+//! plpgsql.so, `--cluster` with the container's data directory,
+//! `plan --progress` with parallel workers (their titles name the
+//! leader's PID in the container), and the host's file at the container's
+//! `plpgsql.so` path is never opened.
+
+mod common;
+#[path = "common/container.rs"]
+mod container;
+use common::*;
+use container::{Container, Watch};
+use std::time::Duration;
+
+const SETTINGS: &[&str] = &[
+    "max_parallel_workers_per_gather = 2",
+    "parallel_setup_cost = 0",
+    "parallel_tuple_cost = 0",
+    "min_parallel_table_scan_size = 0",
+    "jit = off",
+];
+
+fn start() -> Container {
+    Container::start(&pg_prefix(15), SETTINGS)
+}
+
+/// A backend in the container busy in a plpgsql function (pg_sleep inside
+/// a loop, so plpgsql.so is mapped and on the stack): its PID in the
+/// container, its host PID, and the thread running it.
+fn busy_in_plpgsql(
+    ct: &Container,
+) -> (
+    i32,
+    i32,
+    std::thread::JoinHandle<Result<(), postgres::Error>>,
+) {
+    let mut c = ct.connect();
+    let ns: i32 = c.query_one("select pg_backend_pid()", &[]).unwrap().get(0);
+    let h = std::thread::spawn(move || {
+        c.batch_execute(
+            "do $$ begin for i in 1..6000 loop perform pg_sleep(0.01); end loop; end $$",
+        )
+    });
+    let host = ct.host_pid(ns);
+    let t0 = std::time::Instant::now();
+    while !std::fs::read_to_string(format!("/proc/{host}/maps"))
+        .unwrap_or_default()
+        .contains("plpgsql.so")
+    {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "plpgsql.so never loaded"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (ns, host, h)
+}
+
+fn cancel(ct: &Container, ns: i32) {
+    let mut c = ct.connect();
+    c.execute("select pg_cancel_backend($1)", &[&ns]).unwrap();
+}
+
+/// By host PID: `bt` through plpgsql.so's frames (its debug info read
+/// from the container's file, not the host's decoy) and `info` naming
+/// both PIDs; by the container's PID with `--ns-of`: the same process.
+#[test]
+fn attach_by_host_and_container_pid() {
+    let ct = start();
+    let watch = Watch::new(&ct.decoy);
+    let (ns, host, h) = busy_in_plpgsql(&ct);
+    assert_ne!(ns, host, "the backend's PIDs differ in the two namespaces");
+
+    let (code, out, err) = pgdbg(&[
+        "attach",
+        &host.to_string(),
+        "-q",
+        "--ex",
+        "bt",
+        "--ex",
+        "info",
+    ]);
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    assert!(out.contains("pg_sleep"), "{out}");
+    assert!(
+        out.contains("exec_stmt_perform"),
+        "plpgsql frames:\n{out}\n{err}"
+    );
+    assert!(
+        out.contains(&format!("pid:         {host} (PID {ns} in its namespace)")),
+        "{out}"
+    );
+    assert_eq!(tracer_pid(host), 0);
+
+    let pm = ct.postmaster.to_string();
+    let (code, out, err) = pgdbg(&[
+        "attach",
+        "--ns-of",
+        &pm,
+        &ns.to_string(),
+        "-q",
+        "--ex",
+        "info",
+    ]);
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        out.contains(&format!("pid:         {host} (PID {ns} in its namespace)")),
+        "{out}"
+    );
+
+    // a PID the container has not: one line, nothing attached
+    let (code, _, err) = pgdbg(&["attach", "--ns-of", &pm, "999999", "-q", "--ex", "info"]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("no process 999999 in the PID namespace of process"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+
+    cancel(&ct, ns);
+    assert!(h.join().unwrap().is_err());
+    assert!(
+        !watch.touched(),
+        "the decoy {} was opened",
+        ct.decoy.display()
+    );
+    // the watch does see a read of the decoy
+    let _ = std::fs::read(&ct.decoy).unwrap();
+    assert!(watch.touched());
+}
+
+/// `--cluster` with the container's data directory (its postmaster.pid
+/// says PID 1) finds the postmaster and observes the backends.
+#[test]
+fn cluster_by_container_data_directory() {
+    let ct = start();
+    let watch = Watch::new(&ct.decoy);
+    let (ns, host, h) = busy_in_plpgsql(&ct);
+    let data = ct.data.display().to_string();
+    let (code, out, err) = pgdbg(&["ps", "--cluster", &data]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains(&format!(
+            "postmaster {} (PID 1 in its namespace)",
+            ct.postmaster
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(" (PID {ns} in its namespace)")),
+        "{out}"
+    );
+    let (code, out, err) = pgdbg(&[
+        "attach",
+        "--cluster",
+        &data,
+        "-q",
+        "--ex",
+        "bt",
+        "--for",
+        "20s",
+    ]);
+    cancel(&ct, ns);
+    assert!(h.join().unwrap().is_err());
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        out.contains("exec_stmt_perform"),
+        "stdout:\n{out}\nstderr:\n{err}"
+    );
+    assert!(
+        out.contains(&host.to_string()) || err.contains(&host.to_string()),
+        "{out}{err}"
+    );
+    assert_eq!(tracer_pid(host), 0);
+    assert!(
+        !watch.touched(),
+        "the decoy {} was opened",
+        ct.decoy.display()
+    );
+}
+
+/// `plan --progress` on a parallel query: the workers' titles name the
+/// leader's PID in the container, and their lines show.
+#[test]
+fn plan_progress_counts_container_workers() {
+    let ct = start();
+    let mut c = ct.connect();
+    c.batch_execute(
+        "create table ct_t as select g as id from generate_series(1, 20000) g; analyze ct_t;
+         create function ct_slow(id int) returns bool language plpgsql parallel safe as $$
+         begin perform pg_sleep(0.005); return true; end $$;",
+    )
+    .unwrap();
+    let ns: i32 = c.query_one("select pg_backend_pid()", &[]).unwrap().get(0);
+    let leader = ct.host_pid(ns);
+    let h =
+        std::thread::spawn(move || c.batch_execute("select count(*) from ct_t where ct_slow(id)"));
+    // both workers running (their titles name the leader's container PID)
+    wait_until("two parallel workers", Duration::from_secs(60), || {
+        container::children(ct.postmaster)
+            .iter()
+            .filter(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/cmdline"))
+                    .unwrap_or_default()
+                    .contains(&format!("parallel worker for PID {ns}"))
+            })
+            .count()
+            == 2
+    });
+    let (code, out, err) = pgdbg(&[
+        "attach",
+        &leader.to_string(),
+        "-q",
+        "--ex",
+        "plan --progress --every 300ms --for 4s",
+    ]);
+    cancel(&ct, ns);
+    assert!(h.join().unwrap().is_err());
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    let workers: Vec<&str> = out
+        .lines()
+        .map(str::trim_start)
+        .filter(|l| l.starts_with("Worker ") && l.contains("rows so far="))
+        .collect();
+    assert!(
+        workers.iter().any(|l| l.starts_with("Worker 0"))
+            && workers.iter().any(|l| l.starts_with("Worker 1")),
+        "no worker lines:\n{out}\n{err}"
+    );
+}
+
+/// A stripped server in the container (the usual image): the layout pack
+/// is checked against `MyProc->pid`, which holds the container's PID.
+#[test]
+fn stripped_server_layout_pack_checked_with_container_pid() {
+    let prefix = pg_prefix(15);
+    let copy = std::path::PathBuf::from(format!("/tmp/pgdbg-ct-strip-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&copy);
+    std::fs::create_dir_all(copy.join("bin")).unwrap();
+    for d in ["lib", "share"] {
+        let st = std::process::Command::new("cp")
+            .arg("-a")
+            .arg(prefix.join(d))
+            .arg(copy.join(d))
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    for b in ["initdb", "postgres"] {
+        let st = std::process::Command::new("strip")
+            .args(["--strip-debug", "-o"])
+            .arg(copy.join("bin").join(b))
+            .arg(prefix.join("bin").join(b))
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    std::process::Command::new("chmod")
+        .args(["-R", "a+rX"])
+        .arg(&copy)
+        .status()
+        .unwrap();
+    let ct = Container::start(&copy, SETTINGS);
+    let mut c = ct.connect();
+    let ns: i32 = c.query_one("select pg_backend_pid()", &[]).unwrap().get(0);
+    let host = ct.host_pid(ns);
+    let (code, out, err) = pgdbg(&["attach", &host.to_string(), "--ex", "print MyProc->pid"]);
+    drop(c);
+    drop(ct);
+    let _ = std::fs::remove_dir_all(&copy);
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    assert!(err.contains("the layout pack for PostgreSQL 15"), "{err}");
+    assert!(!err.contains("does not match"), "{err}");
+    assert_eq!(print_values(&out), vec![ns.to_string()], "{out}");
+}

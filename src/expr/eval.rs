@@ -31,6 +31,11 @@ pub trait EvalEnv: TypeSource {
     fn history(&self, n: Option<usize>) -> Option<Value>;
     /// Symbol name for a runtime code address.
     fn symbol_for(&self, addr: u64) -> Option<String>;
+    /// A function's type from its debug info (return and parameter
+    /// types), for `print FUNC`, `whatis FUNC`, `ptype FUNC`.
+    fn function_type(&self, _name: &str) -> Option<TypeRef> {
+        None
+    }
     /// Symbol name for a runtime address of static data.
     fn data_symbol_for(&self, _addr: u64) -> Option<String> {
         None
@@ -302,7 +307,13 @@ pub fn eval(env: &dyn EvalEnv, e: &Expr) -> Result<Value> {
                 v
             } else if let Some(a) = env.function_address(n) {
                 Value {
-                    ty: TypeRef::Synth(Rc::new(Type::Function { ret: None })),
+                    ty: env.function_type(n).unwrap_or_else(|| {
+                        TypeRef::Synth(Rc::new(Type::Function {
+                            ret: None,
+                            params: None,
+                            variadic: false,
+                        }))
+                    }),
                     loc: ValLoc::Memory(a),
                 }
             } else {
@@ -315,7 +326,11 @@ pub fn eval(env: &dyn EvalEnv, e: &Expr) -> Result<Value> {
         Expr::Reg(r) => match env.register(r) {
             Some(v) => Value {
                 ty: if r == "pc" || r == "rip" {
-                    Type::pointer_to(Some(TypeRef::Synth(Rc::new(Type::Function { ret: None }))))
+                    Type::pointer_to(Some(TypeRef::Synth(Rc::new(Type::Function {
+                        ret: None,
+                        params: None,
+                        variadic: false,
+                    }))))
                 } else if r == "sp" || r == "rsp" || r == "fp" || r == "rbp" {
                     Type::pointer_to(None)
                 } else {

@@ -339,7 +339,7 @@ pub fn fmt_float(f: f64, size: u64) -> String {
     format!("{f}")
 }
 
-fn char_lit(c: u8) -> String {
+pub(crate) fn char_lit(c: u8) -> String {
     match c {
         0 => "'\\000'".into(),
         b'\n' => "'\\n'".into(),

@@ -109,6 +109,35 @@ fn inspect(major: u32) {
     assert_eq!(values(lines[8]), bits, "{out}");
     assert_eq!(values(lines[9]), vec!["115 's'", "101 'e'"], "{out}");
 
+    // print's formats and gdb's artificial arrays
+    let out = run(
+        pid,
+        &[
+            "p/x MyProcPid",
+            "p/o MyProcPid",
+            "p/t MyProcPid",
+            "p/d MyProcPid",
+            "p/c *debug_query_string",
+            "p *debug_query_string@6",
+            "p MyProc->fpRelId[0]@3",
+            "p/x MyProc",
+        ],
+    );
+    let v = print_values(&out);
+    assert_eq!(v[0], format!("{pid:#x}"), "{out}");
+    assert_eq!(v[1], format!("0{pid:o}"), "{out}");
+    assert_eq!(v[2], format!("{pid:b}"), "{out}");
+    assert_eq!(v[3], pid.to_string(), "{out}");
+    assert_eq!(v[4], "115 's'", "{out}");
+    assert_eq!(v[5], "\"select\"", "{out}");
+    assert_eq!(v[6].matches(',').count(), 2, "{out}");
+    assert!(v[6].starts_with('{') && v[6].ends_with('}'), "{out}");
+    assert_eq!(v[7], proc_ptr, "{out}");
+    let e = one_line_error(pid, "p/q MyProcPid");
+    assert!(e.contains("unknown print format '/q'"), "{e}");
+    let e = one_line_error(pid, "p MyProcPid@0");
+    assert!(e.contains("'@' needs a positive count"), "{e}");
+
     // types from DWARF
     let out = run(
         pid,
@@ -253,6 +282,16 @@ fn like_gdb(pid: i32, binary: &std::path::Path) {
         "x",
     ];
     let ours = run(pid, &cmds);
+    // print's formats of constants (the same history numbers: both start at $1)
+    let formats = ["p/x 3022", "p/o 3022", "p/t 3022", "p/c 65", "p/d 0x10"];
+    let ours_p = run(pid, &formats);
+    let mut g = Command::new("gdb");
+    g.args(["-nx", "-batch"]);
+    for c in formats {
+        g.arg("-ex").arg(c);
+    }
+    let o = g.arg(binary).output().expect("run gdb");
+    assert_eq!(ours_p, String::from_utf8_lossy(&o.stdout));
     let mut g = Command::new("gdb");
     g.args(["-nx", "-batch"]);
     for c in cmds {

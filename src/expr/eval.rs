@@ -450,6 +450,33 @@ fn cast(env: &dyn EvalEnv, v: Value, ty: TypeRef) -> Result<Value> {
     }
 }
 
+/// The largest value `a@n` makes (gdb's default max-value-size).
+const MAX_ARTIFICIAL: u64 = 65536;
+
+/// `a@n`: n objects of a's type from a's address, as an array (gdb's
+/// artificial arrays: `p arr[0]@4`, `p *list->elements@list->length`).
+fn artificial_array(env: &dyn EvalEnv, a: &Expr, b: &Expr) -> Result<Value> {
+    let va = eval(env, a)?;
+    let n = scalar(env, &eval(env, b)?)?.as_i64();
+    let ValLoc::Memory(addr) = va.loc else {
+        bail!("only values in memory can be extended with '@'");
+    };
+    if n <= 0 {
+        bail!("'@' needs a positive count, not {n}");
+    }
+    let size = size_of(env, &va.ty).saturating_mul(n as u64);
+    if size > MAX_ARTIFICIAL {
+        bail!("{n} elements make {size} bytes, more than the {MAX_ARTIFICIAL} '@' may show");
+    }
+    Ok(Value {
+        ty: TypeRef::Synth(Rc::new(Type::Array {
+            elem: va.ty,
+            count: Some(n as u64),
+        })),
+        loc: ValLoc::Memory(addr),
+    })
+}
+
 fn binary(env: &dyn EvalEnv, op: BinOp, a: &Expr, b: &Expr) -> Result<Value> {
     if op == BinOp::And || op == BinOp::Or {
         let l = scalar(env, &eval(env, a)?)?.truthy();
@@ -459,6 +486,9 @@ fn binary(env: &dyn EvalEnv, op: BinOp, a: &Expr, b: &Expr) -> Result<Value> {
             _ => scalar(env, &eval(env, b)?)?.truthy(),
         };
         return Ok(synth_scalar(Scalar::I(r as i64)));
+    }
+    if op == BinOp::At {
+        return artificial_array(env, a, b);
     }
     let va = eval(env, a)?;
     let vb = eval(env, b)?;
@@ -559,6 +589,6 @@ fn binary(env: &dyn EvalEnv, op: BinOp, a: &Expr, b: &Expr) -> Result<Value> {
         }),
         BinOp::Eq => cmp(p == q),
         BinOp::Ne => cmp(p != q),
-        BinOp::And | BinOp::Or => unreachable!(),
+        BinOp::And | BinOp::Or | BinOp::At => unreachable!(),
     }
 }

@@ -25,21 +25,36 @@ pub static ENTRIES: &[&Entry] = &[
 pub static PRINT: Entry = Entry {
     name: "print",
     aliases: &["p", "inspect"],
-    usage: "print[/x|/d] EXPR",
+    usage: "print[/x|/d|/u|/o|/t|/c] EXPR",
     summary: "evaluate a C expression at the current stop",
     help: "EXPR is C over the backend's memory and DWARF types: locals and parameters of the \
            selected frame, globals, ->, ., *, &, [i], casts, arithmetic, registers ($rip) and \
-           earlier results ($1); printed like gdb. /x prints integers in hex, /d in decimal.\n\n\
+           earlier results ($1); printed like gdb. /x prints integers and pointers in hex, /d in \
+           decimal, /u unsigned, /o octal, /t binary, /c as characters. EXPR@N is gdb's \
+           artificial array: N objects from EXPR's address (p *list->elements@list->length, \
+           p arr[0]@4).\n\n\
            In a script, EXPR is type-checked before attaching (inside a commands block, in the \
            breakpoint's function).",
-    examples: &["print plansource->generic_cost", "p/x MyProc->pid"],
+    examples: &[
+        "print plansource->generic_cost",
+        "p/x MyProc->pid",
+        "p MyProc->fpRelId[0]@4",
+    ],
     parse: |rest| {
         let (radix, expr) = if let Some(r) = rest.strip_prefix('/') {
             let (f, e) = r.split_at(r.find(char::is_whitespace).unwrap_or(r.len()));
             let radix = match f {
                 "x" => Radix::Hex,
                 "d" => Radix::Decimal,
-                _ => bail!("unknown print format '/{f}': use /x or /d"),
+                "o" => Radix::Octal,
+                "t" => Radix::Binary,
+                "u" => Radix::Unsigned,
+                "c" => Radix::Char,
+                _ => bail!(
+                    "unknown print format '/{f}': use /x (hex), /d (decimal), /u (unsigned), \
+                     /o (octal), /t (binary) or /c (character)",
+                    f = crate::shown::shown(f)
+                ),
             };
             (radix, e.trim())
         } else {

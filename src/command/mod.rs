@@ -19,6 +19,7 @@ mod breakpoints;
 pub mod check;
 mod data;
 mod info;
+mod inspect;
 mod postgres;
 mod probes;
 mod profile;
@@ -30,6 +31,7 @@ pub use args::{parse_duration, split_args, strip_comment};
 pub use check::CheckCtx;
 pub use data::printf_conversions;
 pub use info::help_text;
+pub use inspect::type_words;
 
 use crate::expr::format::Radix;
 use anyhow::{Result, bail};
@@ -114,6 +116,21 @@ pub enum Command {
     InfoRegisters,
     InfoFrame,
     InfoSharedlibrary,
+    /// `x/NFU ADDR`: what is not given comes from the last `x`.
+    Examine {
+        count: Option<usize>,
+        format: Option<char>,
+        unit: Option<char>,
+        expr: Option<String>,
+    },
+    /// `ptype EXPR|TYPE`
+    Ptype(String),
+    /// `whatis EXPR|TYPE`
+    Whatis(String),
+    /// `info symbol ADDR`
+    InfoSymbol(String),
+    /// `info line FUNCTION|FILE:LINE`
+    InfoLine(String),
     Echo(String),
     /// Watch plan-cache decisions.
     PlanCache {
@@ -240,6 +257,7 @@ pub static REGISTRY: &[(&str, &[&Entry])] = &[
     ("Breakpoints", breakpoints::ENTRIES),
     ("Running", running::ENTRIES),
     ("Data", data::ENTRIES),
+    ("Inspection", inspect::ENTRIES),
     ("Probes", probes::ENTRIES),
     ("Profiling", profile::ENTRIES),
     ("PostgreSQL", postgres::ENTRIES),
@@ -291,6 +309,11 @@ impl Command {
             C::WaitsTrace { .. } => &postgres::WAITS_TRACE,
             C::Profile(_) => &profile::PROFILE,
             C::InfoSharedlibrary => &info::INFO_SHAREDLIBRARY,
+            C::Examine { .. } => &inspect::X,
+            C::Ptype(_) => &inspect::PTYPE,
+            C::Whatis(_) => &inspect::WHATIS,
+            C::InfoSymbol(_) => &inspect::INFO_SYMBOL,
+            C::InfoLine(_) => &inspect::INFO_LINE,
             C::Info => &info::INFO,
             C::Help(_) => &info::HELP,
             C::Nothing => return None,

@@ -186,6 +186,16 @@ fn one_of_each() -> Vec<Command> {
         C::Detach,
         C::Quit,
         C::InfoSharedlibrary,
+        C::Examine {
+            count: None,
+            format: None,
+            unit: None,
+            expr: None,
+        },
+        C::Ptype(s()),
+        C::Whatis(s()),
+        C::InfoSymbol(s()),
+        C::InfoLine(s()),
         C::Help(None),
         C::Nothing,
     ];
@@ -216,6 +226,11 @@ fn one_of_each() -> Vec<Command> {
             | C::InfoRegisters
             | C::InfoFrame
             | C::InfoSharedlibrary
+            | C::Examine { .. }
+            | C::Ptype(_)
+            | C::Whatis(_)
+            | C::InfoSymbol(_)
+            | C::InfoLine(_)
             | C::Echo(_)
             | C::PlanCache { .. }
             | C::Call(_)

@@ -65,7 +65,14 @@ impl DebugInfo {
                 kw: "_Atomic",
                 target,
             },
-            dw::DW_TAG_subroutine_type => Type::Function { ret: target },
+            dw::DW_TAG_subroutine_type => {
+                let (params, variadic) = self.parameters(u, &e, root.children())?;
+                Type::Function {
+                    ret: target,
+                    params,
+                    variadic,
+                }
+            }
             dw::DW_TAG_structure_type | dw::DW_TAG_union_type | dw::DW_TAG_class_type => {
                 let kw = if e.tag() == dw::DW_TAG_union_type {
                     "union"
@@ -188,6 +195,70 @@ impl DebugInfo {
             _ => Type::Void,
         };
         Ok(ty)
+    }
+}
+
+impl DebugInfo {
+    /// The parameters' types of a subroutine type or subprogram DIE (None:
+    /// not prototyped), and whether it takes `...`.
+    fn parameters(
+        &self,
+        u: &gimli::Unit<R>,
+        e: &gimli::DebuggingInformationEntry<R>,
+        mut children: gimli::EntriesTreeIter<R>,
+    ) -> Result<(Option<Vec<TypeRef>>, bool)> {
+        let mut params = Vec::new();
+        let mut variadic = false;
+        while let Some(child) = children.next().map_err(|e| anyhow!("{e}"))? {
+            let c = child.entry();
+            match c.tag() {
+                dw::DW_TAG_formal_parameter => {
+                    if let Some(t) = c.attr_value(dw::DW_AT_type).and_then(|v| global_ref(u, v)) {
+                        params.push(TypeRef::Die(t));
+                    }
+                }
+                dw::DW_TAG_unspecified_parameters => variadic = true,
+                _ => {}
+            }
+        }
+        let prototyped = e.attr_value(dw::DW_AT_prototyped).is_some();
+        Ok((
+            (prototyped || !params.is_empty()).then_some(params),
+            variadic,
+        ))
+    }
+
+    /// The type of the function whose subprogram DIE is at `die` (an
+    /// inlined or out-of-line instance: its abstract origin is followed),
+    /// e.g. `void (QueryDesc *, ScanDirection, uint64, _Bool)`.
+    pub fn function_type(&self, die: u64) -> Option<TypeRef> {
+        let mut off = die;
+        for _ in 0..4 {
+            let unit = self.unit_for_offset(off).ok()?;
+            let uo = gimli::DebugInfoOffset(off as usize).to_unit_offset(&unit.header)?;
+            let mut tree = unit.entries_tree(Some(uo)).ok()?;
+            let root = tree.root().ok()?;
+            let e = root.entry().clone();
+            let origin = e
+                .attr_value(dw::DW_AT_abstract_origin)
+                .or_else(|| e.attr_value(dw::DW_AT_specification))
+                .and_then(|v| global_ref(&unit, v));
+            if let Some(o) = origin {
+                off = o;
+                continue;
+            }
+            let ret = e
+                .attr_value(dw::DW_AT_type)
+                .and_then(|v| global_ref(&unit, v))
+                .map(TypeRef::Die);
+            let (params, variadic) = self.parameters(&unit, &e, root.children()).ok()?;
+            return Some(TypeRef::Synth(Rc::new(Type::Function {
+                ret,
+                params,
+                variadic,
+            })));
+        }
+        None
     }
 }
 

@@ -100,6 +100,15 @@ impl ElfImage {
         })
     }
 
+    /// The allocated sections (name, address, size), for `info symbol`.
+    pub fn sections(&self) -> Vec<(String, u64, u64)> {
+        self.file
+            .sections()
+            .filter(|s| s.address() != 0 && s.size() > 0)
+            .filter_map(|s| Some((s.name().ok()?.to_string(), s.address(), s.size())))
+            .collect()
+    }
+
     /// Lowest virtual address of a PT_LOAD segment (0 for PIE/shared objects).
     pub fn first_load_vaddr(&self) -> u64 {
         self.file.segments().map(|s| s.address()).min().unwrap_or(0)

@@ -649,6 +649,28 @@ impl DebugInfo {
         Some((path, line))
     }
 
+    /// The line-table range around link-time `pc`: from the last row at
+    /// or before it to the next row at a higher address in the same
+    /// sequence (gdb's `info line` range).
+    pub fn line_range_at(&self, pc: u64) -> Option<(u64, u64)> {
+        let ctx = self.a2l();
+        let unit = ctx.find_dwarf_and_unit(pc).skip_all_loads()?;
+        let prog = unit.line_program.clone()?;
+        let mut rows = prog.rows();
+        let mut prev: Option<u64> = None;
+        while let Ok(Some((_, row))) = rows.next_row() {
+            let a = row.address();
+            if let Some(p) = prev
+                && p <= pc
+                && pc < a
+            {
+                return Some((p, a));
+            }
+            prev = if row.end_sequence() { None } else { Some(a) };
+        }
+        None
+    }
+
     /// file:line of a link-time address.
     pub fn location_at(&self, pc: u64) -> Option<(String, u32)> {
         if let Some(x) = self.last_row_at(pc) {

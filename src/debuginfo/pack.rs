@@ -324,7 +324,11 @@ pub fn from_pack(p: &PackType) -> TypeRef {
             signed: values.values().any(|v| *v < 0),
             values: values.iter().map(|(k, v)| (k.clone(), *v)).collect(),
         },
-        PackType::Function => Type::Function { ret: None },
+        PackType::Function => Type::Function {
+            ret: None,
+            params: None,
+            variadic: false,
+        },
     }))
 }
 

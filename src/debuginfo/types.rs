@@ -70,6 +70,10 @@ pub enum Type {
     },
     Function {
         ret: Option<TypeRef>,
+        /// The parameters' types (None: not known, or not prototyped), and
+        /// whether `...` follows them.
+        params: Option<Vec<TypeRef>>,
+        variadic: bool,
     },
     /// const/volatile/restrict/atomic wrapper.
     Qualified {
@@ -216,7 +220,7 @@ fn name_parts(ts: &dyn TypeSource, t: &TypeRef, depth: u32) -> (String, String) 
     let ty = ts.resolve(t);
     match &*ty {
         Type::Void => ("void".into(), String::new()),
-        Type::Base { name, .. } => (name.clone(), String::new()),
+        Type::Base { name, .. } => (gdb_spelling(name).to_string(), String::new()),
         Type::Typedef { name, .. } => (name.clone(), String::new()),
         Type::Struct { kw, name, .. } => (
             format!("{kw} {}", name.clone().unwrap_or_else(|| "{...}".into())),
@@ -253,12 +257,51 @@ fn name_parts(ts: &dyn TypeSource, t: &TypeRef, depth: u32) -> (String, String) 
             let c = count.map(|c| c.to_string()).unwrap_or_default();
             (b, format!("{s}[{c}]"))
         }
-        Type::Function { ret } => {
+        Type::Function {
+            ret,
+            params,
+            variadic,
+        } => {
             let (b, s) = match ret {
                 Some(t) => name_parts(ts, t, depth + 1),
                 None => ("void".into(), String::new()),
             };
-            (b, format!("{s}(...)"))
+            (b, format!("{s}{}", parameter_list(ts, params, *variadic)))
         }
+    }
+}
+
+/// A function's parameters as C writes them: `(QueryDesc *, int)`,
+/// `(void)` for none, `(const char *, ...)`, `()` when not prototyped
+/// (gdb's spelling).
+pub fn parameter_list(
+    ts: &dyn TypeSource,
+    params: &Option<Vec<TypeRef>>,
+    variadic: bool,
+) -> String {
+    let Some(ps) = params else {
+        return "()".into();
+    };
+    let mut names: Vec<String> = ps.iter().map(|p| type_name(ts, p)).collect();
+    if variadic {
+        names.push("...".into());
+    }
+    if names.is_empty() {
+        return "(void)".into();
+    }
+    format!("({})", names.join(", "))
+}
+
+/// A base type's name as gdb spells it: gcc's DWARF says `long unsigned
+/// int`, gdb (and C programmers) `unsigned long`.
+pub fn gdb_spelling(name: &str) -> &str {
+    match name {
+        "long int" => "long",
+        "long unsigned int" => "unsigned long",
+        "short int" => "short",
+        "short unsigned int" => "unsigned short",
+        "long long int" => "long long",
+        "long long unsigned int" => "unsigned long long",
+        other => other,
     }
 }

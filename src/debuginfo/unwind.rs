@@ -240,6 +240,7 @@ pub struct FileKey {
 pub struct ModuleImage {
     tables: UnwindTables,
     symbols: Vec<ElfSymbol>,
+    sections: Vec<(String, u64, u64)>,
 }
 
 /// The parsed image of a mapped file, from a process-wide cache: each file
@@ -257,6 +258,7 @@ fn image_of(key: &FileKey) -> Option<&'static ModuleImage> {
         let m: &'static ModuleImage = Box::leak(Box::new(ModuleImage {
             tables: UnwindTables::from_image(&img),
             symbols: img.symbols(),
+            sections: img.sections(),
         }));
         m
     });
@@ -304,10 +306,24 @@ impl Module {
         super::symbol_at(&img.symbols, runtime - self.bias).map(|(s, off)| (s.name.clone(), off))
     }
 
+    /// The name of the section holding runtime address `runtime`.
+    pub fn section_at(&self, runtime: u64) -> Option<String> {
+        let link = runtime.wrapping_sub(self.bias);
+        section_named(&self.loaded()?.sections, link)
+    }
+
     pub fn short_name(&self) -> String {
         self.path
             .file_name()
             .map(|f| f.to_string_lossy().into_owned())
             .unwrap_or_default()
     }
+}
+
+/// The section of a list of (name, address, size) holding `addr`.
+pub fn section_named(sections: &[(String, u64, u64)], addr: u64) -> Option<String> {
+    sections
+        .iter()
+        .find(|(_, a, n)| addr >= *a && addr < a + n)
+        .map(|(name, _, _)| name.clone())
 }

@@ -31,6 +31,11 @@ pub trait EvalEnv: TypeSource {
     fn history(&self, n: Option<usize>) -> Option<Value>;
     /// Symbol name for a runtime code address.
     fn symbol_for(&self, addr: u64) -> Option<String>;
+    /// A function's type from its debug info (return and parameter
+    /// types), for `print FUNC`, `whatis FUNC`, `ptype FUNC`.
+    fn function_type(&self, _name: &str) -> Option<TypeRef> {
+        None
+    }
     /// Symbol name for a runtime address of static data.
     fn data_symbol_for(&self, _addr: u64) -> Option<String> {
         None
@@ -302,7 +307,13 @@ pub fn eval(env: &dyn EvalEnv, e: &Expr) -> Result<Value> {
                 v
             } else if let Some(a) = env.function_address(n) {
                 Value {
-                    ty: TypeRef::Synth(Rc::new(Type::Function { ret: None })),
+                    ty: env.function_type(n).unwrap_or_else(|| {
+                        TypeRef::Synth(Rc::new(Type::Function {
+                            ret: None,
+                            params: None,
+                            variadic: false,
+                        }))
+                    }),
                     loc: ValLoc::Memory(a),
                 }
             } else {
@@ -315,7 +326,11 @@ pub fn eval(env: &dyn EvalEnv, e: &Expr) -> Result<Value> {
         Expr::Reg(r) => match env.register(r) {
             Some(v) => Value {
                 ty: if r == "pc" || r == "rip" {
-                    Type::pointer_to(Some(TypeRef::Synth(Rc::new(Type::Function { ret: None }))))
+                    Type::pointer_to(Some(TypeRef::Synth(Rc::new(Type::Function {
+                        ret: None,
+                        params: None,
+                        variadic: false,
+                    }))))
                 } else if r == "sp" || r == "rsp" || r == "fp" || r == "rbp" {
                     Type::pointer_to(None)
                 } else {
@@ -435,6 +450,33 @@ fn cast(env: &dyn EvalEnv, v: Value, ty: TypeRef) -> Result<Value> {
     }
 }
 
+/// The largest value `a@n` makes (gdb's default max-value-size).
+const MAX_ARTIFICIAL: u64 = 65536;
+
+/// `a@n`: n objects of a's type from a's address, as an array (gdb's
+/// artificial arrays: `p arr[0]@4`, `p *list->elements@list->length`).
+fn artificial_array(env: &dyn EvalEnv, a: &Expr, b: &Expr) -> Result<Value> {
+    let va = eval(env, a)?;
+    let n = scalar(env, &eval(env, b)?)?.as_i64();
+    let ValLoc::Memory(addr) = va.loc else {
+        bail!("only values in memory can be extended with '@'");
+    };
+    if n <= 0 {
+        bail!("'@' needs a positive count, not {n}");
+    }
+    let size = size_of(env, &va.ty).saturating_mul(n as u64);
+    if size > MAX_ARTIFICIAL {
+        bail!("{n} elements make {size} bytes, more than the {MAX_ARTIFICIAL} '@' may show");
+    }
+    Ok(Value {
+        ty: TypeRef::Synth(Rc::new(Type::Array {
+            elem: va.ty,
+            count: Some(n as u64),
+        })),
+        loc: ValLoc::Memory(addr),
+    })
+}
+
 fn binary(env: &dyn EvalEnv, op: BinOp, a: &Expr, b: &Expr) -> Result<Value> {
     if op == BinOp::And || op == BinOp::Or {
         let l = scalar(env, &eval(env, a)?)?.truthy();
@@ -444,6 +486,9 @@ fn binary(env: &dyn EvalEnv, op: BinOp, a: &Expr, b: &Expr) -> Result<Value> {
             _ => scalar(env, &eval(env, b)?)?.truthy(),
         };
         return Ok(synth_scalar(Scalar::I(r as i64)));
+    }
+    if op == BinOp::At {
+        return artificial_array(env, a, b);
     }
     let va = eval(env, a)?;
     let vb = eval(env, b)?;
@@ -544,6 +589,6 @@ fn binary(env: &dyn EvalEnv, op: BinOp, a: &Expr, b: &Expr) -> Result<Value> {
         }),
         BinOp::Eq => cmp(p == q),
         BinOp::Ne => cmp(p != q),
-        BinOp::And | BinOp::Or => unreachable!(),
+        BinOp::And | BinOp::Or | BinOp::At => unreachable!(),
     }
 }

@@ -14,6 +14,30 @@ pub enum Radix {
     Natural,
     Hex,
     Decimal,
+    /// `/o`
+    Octal,
+    /// `/t`
+    Binary,
+    /// `/u`
+    Unsigned,
+    /// `/c`: an integer as its value and character
+    Char,
+}
+
+/// An integer of `size` bytes in a radix other than its natural one
+/// (None: the natural one, or /d of a signed integer), as gdb prints it:
+/// `0x1f`, `037`, `11111`, `31`, `65 'A'`.
+fn in_radix(v: i64, size: u64, radix: Radix) -> Option<String> {
+    let u = v as u64 & mask(size);
+    Some(match radix {
+        Radix::Hex => format!("{u:#x}"),
+        Radix::Octal if u == 0 => "0".into(),
+        Radix::Octal => format!("0{u:o}"),
+        Radix::Binary => format!("{u:b}"),
+        Radix::Unsigned => u.to_string(),
+        Radix::Char => format!("{} {}", v as u8 as i8, char_lit(v as u8)),
+        Radix::Natural | Radix::Decimal => return None,
+    })
 }
 
 pub fn format_value(env: &dyn EvalEnv, v: &Value, radix: Radix) -> String {
@@ -33,7 +57,7 @@ pub fn format_value(env: &dyn EvalEnv, v: &Value, radix: Radix) -> String {
                         }
                     )
                 });
-            if is_string {
+            if is_string || radix != Radix::Natural {
                 inner
             } else {
                 format!("({}) {inner}", type_name(env, &v.ty))
@@ -93,7 +117,7 @@ fn format_bytes(
                     let f = s.as_f64();
                     fmt_float(f, *size)
                 }
-                (_, Radix::Hex) => format!("{:#x}", s.as_i64() as u64 & mask(*size)),
+                (_, r) if let Some(t) = in_radix(s.as_i64(), *size, r) => t,
                 (Encoding::Bool, _) => match s.as_i64() {
                     0 => "false".into(),
                     1 => "true".into(),
@@ -111,8 +135,8 @@ fn format_bytes(
         }
         Type::Enum { values, size, .. } => {
             let s = scalar_from(env, ty, b).map(|s| s.as_i64()).unwrap_or(0);
-            if radix == Radix::Hex {
-                return format!("{:#x}", s as u64 & mask(*size));
+            if let Some(t) = in_radix(s, *size, radix) {
+                return t;
             }
             match values.iter().find(|(_, v)| *v == s) {
                 Some((n, _)) => n.clone(),
@@ -139,6 +163,9 @@ fn format_bytes(
             let n = b.len().min(8);
             a8[..n].copy_from_slice(&b[..n]);
             let a = u64::from_le_bytes(a8);
+            if let Some(t) = in_radix(a as i64, 8, radix) {
+                return t;
+            }
             if a == 0 {
                 return "0x0".into();
             }
@@ -339,7 +366,7 @@ pub fn fmt_float(f: f64, size: u64) -> String {
     format!("{f}")
 }
 
-fn char_lit(c: u8) -> String {
+pub(crate) fn char_lit(c: u8) -> String {
     match c {
         0 => "'\\000'".into(),
         b'\n' => "'\\n'".into(),

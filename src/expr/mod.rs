@@ -1,7 +1,9 @@
 //! C expressions for `print`: parsing, evaluation over DWARF types, and
 //! gdb-style formatting.
 
+pub mod ctype;
 pub mod eval;
+pub mod examine;
 pub mod format;
 pub mod parse;
 pub mod printf;

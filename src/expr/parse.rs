@@ -60,6 +60,8 @@ pub enum BinOp {
     BitXor,
     And,
     Or,
+    /// `a@n`: gdb's artificial array of n objects from a's address
+    At,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -74,7 +76,7 @@ enum Tok {
 
 const PUNCT: &[&str] = &[
     "->", "<<", ">>", "<=", ">=", "==", "!=", "&&", "||", "+", "-", "*", "/", "%", "<", ">", "&",
-    "|", "^", "!", "~", "(", ")", "[", "]", ".",
+    "|", "^", "!", "~", "(", ")", "[", "]", ".", "@",
 ];
 
 /// The deepest nesting an expression may have: parentheses, unary
@@ -330,11 +332,13 @@ fn prec(op: &str) -> Option<(u8, BinOp)> {
         ">=" => (7, BinOp::Ge),
         "<<" => (8, BinOp::Shl),
         ">>" => (8, BinOp::Shr),
-        "+" => (9, BinOp::Add),
-        "-" => (9, BinOp::Sub),
-        "*" => (10, BinOp::Mul),
-        "/" => (10, BinOp::Div),
-        "%" => (10, BinOp::Rem),
+        // gdb's: `@` binds tighter than shifts, looser than + and -
+        "@" => (9, BinOp::At),
+        "+" => (10, BinOp::Add),
+        "-" => (10, BinOp::Sub),
+        "*" => (11, BinOp::Mul),
+        "/" => (11, BinOp::Div),
+        "%" => (11, BinOp::Rem),
         _ => return None,
     })
 }
@@ -842,7 +846,11 @@ mod tests {
     fn errors_are_clear() {
         let e = parse("a->", &|_| false).unwrap_err().to_string();
         assert!(e.contains("expected a field name"), "{e}");
-        let e = parse("a @ b", &|_| false).unwrap_err().to_string();
-        assert!(e.contains("unexpected character '@'"), "{e}");
+        let e = parse("a ` b", &|_| false).unwrap_err().to_string();
+        assert!(e.contains("unexpected character '`'"), "{e}");
+        assert!(matches!(
+            parse("a[0]@n+1", &|_| false).unwrap(),
+            Expr::Binary(BinOp::At, _, _)
+        ));
     }
 }

@@ -178,6 +178,19 @@ impl Session {
                     Flow::Continue,
                 )
             }
+            Command::Examine {
+                count,
+                format,
+                unit,
+                expr,
+            } => (
+                self.examine(*count, *format, *unit, expr.as_deref())?,
+                Flow::Continue,
+            ),
+            Command::Ptype(t) => (self.ptype(t)?, Flow::Continue),
+            Command::Whatis(t) => (self.whatis(t)?, Flow::Continue),
+            Command::InfoSymbol(e) => (self.info_symbol(e)?, Flow::Continue),
+            Command::InfoLine(spec) => (self.info_line(spec)?, Flow::Continue),
             Command::Echo(t) => (t.clone(), Flow::Continue),
             Command::PlanCache {
                 duration,

@@ -185,7 +185,17 @@ fn retag(t: &Type, tag: u64) -> Type {
             elem: tag_ref(elem.clone(), tag),
             count: *count,
         },
-        Type::Function { ret } => Type::Function { ret: opt(ret) },
+        Type::Function {
+            ret,
+            params,
+            variadic,
+        } => Type::Function {
+            ret: opt(ret),
+            params: params
+                .as_ref()
+                .map(|ps| ps.iter().map(|p| tag_ref(p.clone(), tag)).collect()),
+            variadic: *variadic,
+        },
         Type::Qualified { kw, target } => Type::Qualified {
             kw,
             target: opt(target),

@@ -41,6 +41,7 @@ mod breakpoints;
 mod execute;
 mod frames;
 mod hits;
+mod inspect;
 mod libraries;
 mod locations;
 mod modules;
@@ -179,6 +180,8 @@ pub struct Session {
     /// after it, so a Ctrl-C that ends it is no stop to show (its location
     /// is not looked up: the first one loads a library's debug info).
     resumes_after: bool,
+    /// What a bare `x` goes on from: the last format, unit, count, address.
+    examine_last: crate::expr::examine::Last,
     /// `info`'s CPU state line, read at a stop (it needs one).
     cpu_state: Option<String>,
     /// A second process attached for a while by a command on another
@@ -253,6 +256,7 @@ impl Session {
             nonstop: false,
             background: false,
             resumes_after: false,
+            examine_last: Default::default(),
             cpu_state: None,
             sibling: false,
         };

@@ -213,6 +213,14 @@ impl EvalEnv for Session {
             .map(|l| l.addr + self.bias)
     }
 
+    fn function_type(&self, name: &str) -> Option<TypeRef> {
+        self.di
+            .function_locations(name)
+            .iter()
+            .filter(|l| l.die != 0)
+            .find_map(|l| self.di.function_type(l.die))
+    }
+
     fn register(&self, name: &str) -> Option<u64> {
         let f = self.selected_frame()?;
         let n = match name {

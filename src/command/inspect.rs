@@ -1,0 +1,164 @@
+//! Reading memory and debug info without touching the backend: `x`,
+//! `ptype`, `whatis`, `info symbol`, `info line`.
+
+use super::check::{CheckCtx, misrouted};
+use super::{Command, Entry, Needs};
+use anyhow::{Result, bail};
+
+pub static ENTRIES: &[&Entry] = &[&X, &PTYPE, &WHATIS, &INFO_SYMBOL, &INFO_LINE];
+
+pub static X: Entry = Entry {
+    name: "x",
+    aliases: &[],
+    usage: "x[/NFU] [ADDR-EXPR]",
+    summary: "examine memory: N units of U at an address, in format F",
+    help: "ADDR-EXPR is a C expression: a pointer or an integer is the address; an array, a \
+           function or a struct is examined where it lies. N counts units (default 1). F is a \
+           format: x hex, d decimal, u unsigned, o octal, t binary, a address with its symbol, \
+           c character, f float, s string (one NUL-terminated string per unit); i (instructions) \
+           is not supported. U is a unit: b bytes, h halfwords (2), w words (4), g giants (8).\n\n\
+           Each line starts with its address and the symbol around it, as gdb prints it. The \
+           format, unit and count are remembered: a bare 'x' goes on after the last unit shown, \
+           'x ADDR' uses the last format and unit. Memory is read while the backend runs (no \
+           stop) unless ADDR-EXPR names a local or a register.",
+    examples: &[
+        "x/4xb &MyProcPid",
+        "x/2a &MyProc",
+        "x/s debug_query_string",
+        "x",
+    ],
+    parse: |rest| {
+        let (spec, expr) = match rest.strip_prefix('/') {
+            Some(r) => {
+                let (f, e) = r.split_at(r.find(char::is_whitespace).unwrap_or(r.len()));
+                (f, e.trim())
+            }
+            None => ("", rest.trim()),
+        };
+        let (count, format, unit) = crate::expr::examine::parse_spec(spec)?;
+        if format == Some('s') && unit.is_some_and(|u| u != 'b') {
+            bail!("x/{spec}: strings are of bytes only (x/s or x/sb)");
+        }
+        Ok(Command::Examine {
+            count,
+            format,
+            unit,
+            expr: (!expr.is_empty()).then(|| expr.to_string()),
+        })
+    },
+    needs: Needs::Memory,
+    check: |ctx, cmd| match cmd {
+        Command::Examine { expr: Some(e), .. } => ctx.typecheck(e),
+        Command::Examine { .. } => Ok(()),
+        _ => Err(misrouted("x", cmd)),
+    },
+};
+
+pub static PTYPE: Entry = Entry {
+    name: "ptype",
+    aliases: &[],
+    usage: "ptype EXPR|TYPE",
+    summary: "the C declaration of a type or of an expression's type, struct expanded",
+    help: "With a type name (PlannedStmt, struct PGPROC, List *) or an expression (MyProc, \
+           *MyProc, standard_ExecutorRun): its type with typedefs resolved down to the base \
+           type, a struct, union or enum expanded one level (its members keep their own \
+           typedef names), as gdb prints it. Nothing of the backend is read for a type name.",
+    examples: &["ptype PlannedStmt", "ptype struct PGPROC", "ptype MyProc"],
+    parse: |rest| type_arg(rest, "ptype").map(Command::Ptype),
+    needs: Needs::Memory,
+    check: |ctx, cmd| match cmd {
+        Command::Ptype(a) => check_type_or_expr(ctx, a),
+        _ => Err(misrouted("ptype", cmd)),
+    },
+};
+
+pub static WHATIS: Entry = Entry {
+    name: "whatis",
+    aliases: &[],
+    usage: "whatis EXPR|TYPE",
+    summary: "the type of an expression as declared (a type name: one typedef unrolled)",
+    help: "With an expression: its type as written in the source (whatis MyProc is PGPROC *). \
+           With a type name: one level of typedef unrolled (whatis PlannedStmt is struct \
+           PlannedStmt); ptype goes all the way and expands structs.",
+    examples: &["whatis MyProc", "whatis PlannedStmt"],
+    parse: |rest| type_arg(rest, "whatis").map(Command::Whatis),
+    needs: Needs::Memory,
+    check: |ctx, cmd| match cmd {
+        Command::Whatis(a) => check_type_or_expr(ctx, a),
+        _ => Err(misrouted("whatis", cmd)),
+    },
+};
+
+pub static INFO_SYMBOL: Entry = Entry {
+    name: "info symbol",
+    aliases: &[],
+    usage: "info symbol ADDR-EXPR",
+    summary: "the symbol and section an address is in (symbol + offset in section .text)",
+    help: "ADDR-EXPR is a C expression giving an address (&standard_ExecutorRun, $pc, a \
+           pointer, 0x55d0c0a0). Prints 'SYMBOL + OFFSET in section NAME', with 'of LIBRARY' for \
+           an address in a shared library, or that no symbol matches.",
+    examples: &["info symbol &standard_ExecutorRun", "info symbol MyProc"],
+    parse: |rest| {
+        if rest.trim().is_empty() {
+            bail!("info symbol needs an address, e.g. info symbol &standard_ExecutorRun");
+        }
+        Ok(Command::InfoSymbol(rest.trim().to_string()))
+    },
+    needs: Needs::Memory,
+    check: |ctx, cmd| match cmd {
+        Command::InfoSymbol(e) => ctx.typecheck(e),
+        _ => Err(misrouted("info symbol", cmd)),
+    },
+};
+
+pub static INFO_LINE: Entry = Entry {
+    name: "info line",
+    aliases: &[],
+    usage: "info line FUNCTION|FILE:LINE",
+    summary: "the code addresses of a source line (where a function's first line starts)",
+    help: "Prints 'Line N of \"FILE\" starts at address A <f+o> and ends at B <f+p>.' from the \
+           line table: for FUNCTION the line of its entry, for FILE:LINE that line (or, when it \
+           has no code, the address it would be at). Reads the debug info only.",
+    examples: &["info line standard_ExecutorRun", "info line execMain.c:330"],
+    parse: |rest| {
+        let r = rest.trim();
+        if r.is_empty() {
+            bail!("info line needs FUNCTION or FILE:LINE, e.g. info line standard_ExecutorRun");
+        }
+        Ok(Command::InfoLine(r.to_string()))
+    },
+    needs: Needs::Nothing,
+    check: |ctx, cmd| match cmd {
+        Command::InfoLine(spec) => ctx.location(spec),
+        _ => Err(misrouted("info line", cmd)),
+    },
+};
+
+fn type_arg(rest: &str, name: &str) -> Result<String> {
+    let r = rest.trim();
+    if r.is_empty() {
+        bail!("{name} needs an expression or a type name, e.g. {name} MyProc");
+    }
+    Ok(r.to_string())
+}
+
+/// A type name (`PlannedStmt`, `struct PGPROC *`): its base name and the
+/// number of `*` after it; None when `text` is not written as one.
+pub fn type_words(text: &str) -> Option<(&str, usize)> {
+    let base = text.trim_end_matches(|c: char| c == '*' || c.is_whitespace());
+    let stars = text[base.len()..].matches('*').count();
+    let ok = !base.is_empty()
+        && base
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ' ');
+    ok.then_some((base, stars))
+}
+
+fn check_type_or_expr(ctx: &CheckCtx, text: &str) -> Result<()> {
+    if let Some((base, _)) = type_words(text)
+        && crate::debuginfo::types::TypeSource::type_by_name(ctx.di, base).is_some()
+    {
+        return Ok(());
+    }
+    ctx.typecheck(text)
+}

@@ -48,6 +48,10 @@ pub struct Detour {
     /// Whether a resume at any instruction boundary inside the jump traps
     /// at once (`jumpover::jump_traps`).
     pub traps_inside: bool,
+    /// Reserved landing pages (one page each, all trapping filler): where
+    /// the jump leads, outside the code page, with a uprobe's int3 or the
+    /// file's byte inside its `rel32` (`jumpover::landings`).
+    pub landings: Vec<u64>,
     /// Set once someone else's uprobe took the jump over (`jumpover.rs`):
     /// the jump is gone, the pages wait for removal.
     pub taken_over: Option<super::jumpover::TakenOver>,
@@ -317,18 +321,20 @@ impl Target {
     }
 
     /// Write a detour at `site` (a function's entry): `len` bytes of whole
-    /// instructions (`displaced_len`) are replaced by a jump to `entry` in
-    /// `code`, which must be mapped; `body` is what runs there before the
-    /// displaced instructions and the jump back (both appended here).
+    /// instructions (`displaced_len`) are replaced by a jump to
+    /// `pages.entry` in the code page `pages.code`, which must be mapped,
+    /// as must the reserved landing pages (`map_jump_page`); `body` is
+    /// what runs there before the displaced instructions and the jump back
+    /// (both appended here).
     pub fn install_detour(
         &mut self,
         site: u64,
         len: usize,
         body: &[u8],
-        code: (u64, u64),
-        entry: u64,
+        pages: &super::jumpover::JumpPages,
         data: (u64, u64),
     ) -> Result<()> {
+        let (code, entry) = ((pages.code, PAGE), pages.entry);
         if self.gone || !self.stopped {
             bail!("internal: install_detour needs a stopped target");
         }
@@ -384,6 +390,7 @@ impl Target {
             data,
             entry: Some(entry),
             traps_inside: super::jumpover::jump_traps(orig[0], &to_code[1..], &after),
+            landings: pages.landings.clone(),
             taken_over: None,
         };
         // a jump that may not trap could run its rel32 as code under
@@ -478,8 +485,9 @@ impl Target {
             self.write(d.site, &d.orig)
                 .context("cannot restore the code under a detour")?;
         }
-        // stopped on the filler of the code page, where the jump led with
-        // a uprobe's int3 in its rel32: back to the site (no step there);
+        // stopped on the filler of the code page or of a landing page,
+        // where the jump led with a uprobe's int3 (or the file's byte) in
+        // its rel32: back to the site (no step there);
         // before the detour is forgotten, so that a failure leaves it known
         self.rewind_wild_landing()?;
         self.detours.remove(i);
@@ -507,12 +515,32 @@ impl Target {
             }
             steps += 1;
         }
+        // The reserved landing pages: no jump leads there any more (the
+        // original bytes are back, or only a uprobe's int3 with them), and
+        // the target is not on one (rewound above).  Each is left mapped,
+        // harmlessly (filler, read and execute), if the target is stopped
+        // on it all the same or its stack points into it.
+        let rip = self.regs()?.rip;
+        let mut kept = false;
+        for &p in &d.landings {
+            if (p..p + PAGE).contains(&rip) || self.stack_points_into((p, PAGE))? {
+                kept = true;
+            } else {
+                self.unmap_pages(p, PAGE)?;
+            }
+        }
+        if kept {
+            super::log::debug("a landing page left mapped: the target is on it or its stack points into it");
+        }
         if self.stack_points_into(d.code)? {
             super::log::debug("detour pages left mapped: the stack points into them");
             return Ok(false);
         }
         self.unmap_pages(d.code.0, d.code.1)?;
         self.unmap_pages(d.data.0, d.data.1)?;
+        if kept {
+            return Ok(false);
+        }
         // the pages are gone (the address may be someone else's next): an
         // entry for this jump could only misread a later SIGILL there, and
         // none of its own is queued now (taken above, or by the unmap's

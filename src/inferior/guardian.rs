@@ -92,7 +92,7 @@ const STATE_CLEAN: u64 = 1;
 pub const BP_SLOTS: usize = 16384;
 /// Detour slots: site + 1, length, 16 original bytes, code, data.
 const DETOUR_SLOTS: usize = 16;
-const DETOUR_WORDS: usize = 8;
+const DETOUR_WORDS: usize = 9;
 const BP_DETOUR_WORDS: usize = 2 * BP_SLOTS + DETOUR_SLOTS * DETOUR_WORDS;
 const WORDS: usize = HDR + BP_DETOUR_WORDS + inflight::WORDS;
 const BYTES: usize = WORDS * 8;
@@ -421,6 +421,9 @@ impl Guardian {
         self.shared.set(i + 5, d.code.1);
         self.shared.set(i + 6, d.data.0);
         self.shared.set(i + 7, d.data.1);
+        // the jump's target (0: not known), from which the reserved
+        // landing pages are found again (`jumpover::landing_pages`)
+        self.shared.set(i + 8, d.entry.unwrap_or(0));
         self.shared.set(i, d.site + 1);
         self.detour_slot.insert(d.site, slot);
         Ok(())
@@ -662,13 +665,22 @@ fn restore(
             let mut orig = shared.get(i + 2).to_le_bytes().to_vec();
             orig.extend_from_slice(&shared.get(i + 3).to_le_bytes());
             orig.truncate(len);
+            let code = (shared.get(i + 4), shared.get(i + 5));
+            // pgdbg mapped them before it noted the detour here, and
+            // forgets the detour here before it unmaps them: they are
+            // its pages still
+            let landings = match shared.get(i + 8) {
+                0 => Vec::new(),
+                entry => super::jumpover::landing_pages(site - 1, entry, &orig, code.0),
+            };
             Some(Detour {
                 site: site - 1,
                 orig,
-                code: (shared.get(i + 4), shared.get(i + 5)),
+                code,
                 data: (shared.get(i + 6), shared.get(i + 7)),
                 entry: None,
                 traps_inside: false,
+                landings,
                 taken_over: None,
             })
         })

@@ -168,16 +168,18 @@ impl Recorder {
         // placed so that the jump to it traps wherever it is entered
         // other than at its start (`jumpover.rs`)
         let text_len = (body.len() + len + JMP_LEN) as u64;
-        let (code_at, entry) = match t.map_jump_page(site, len, text_len) {
+        let pages = match t.map_jump_page(site, len, text_len) {
             Ok(a) => a,
             Err(e) => {
                 let _ = t.unmap_pages(data, data_len);
                 return Err(e);
             }
         };
-        if let Err(e) = t.install_detour(site, len, &body, (code_at, page), entry, (data, data_len))
-        {
-            let _ = t.unmap_pages(code_at, page);
+        if let Err(e) = t.install_detour(site, len, &body, &pages, (data, data_len)) {
+            // (no jump leads into them: the install writes it last)
+            for p in pages.landings.iter().chain([&pages.code]) {
+                let _ = t.unmap_pages(*p, page);
+            }
             let _ = t.unmap_pages(data, data_len);
             return Err(e);
         }
@@ -354,6 +356,7 @@ impl Recorder {
             data: (data, data_len),
             entry: None,
             traps_inside: false,
+            landings: Vec::new(),
             taken_over: None,
         });
         t.remove_detour(site)?;

@@ -530,7 +530,9 @@ impl Target {
             }
         }
         if kept {
-            super::log::debug("a landing page left mapped: the target is on it or its stack points into it");
+            super::log::debug(
+                "a landing page left mapped: the target is on it or its stack points into it",
+            );
         }
         if self.stack_points_into(d.code)? {
             super::log::debug("detour pages left mapped: the stack points into them");

@@ -349,6 +349,19 @@ impl Recorder {
         {
             return Ok(false);
         }
+        // The reserved landing pages of this jump (`jumpover::landings`,
+        // from the jump's target and the file's bytes): each one only if
+        // it is still an anonymous read-and-execute page holding nothing
+        // but the trapping filler, as pgdbg mapped it; one that is not is
+        // someone else's now and left alone.
+        let mut landings = Vec::new();
+        let filler = [super::jumpover::UD64[0]; PAGE as usize];
+        for p in super::jumpover::landing_pages(site, entry, &original[..len], code) {
+            let mut b = vec![0u8; PAGE as usize];
+            if inside(p, PAGE, "r-xp") && t.read(p, &mut b).is_ok() && b[..] == filler[..] {
+                landings.push(p);
+            }
+        }
         t.adopt_detour(super::detour::Detour {
             site,
             orig: original[..len].to_vec(),
@@ -356,7 +369,7 @@ impl Recorder {
             data: (data, data_len),
             entry: None,
             traps_inside: false,
-            landings: Vec::new(),
+            landings,
             taken_over: None,
         });
         t.remove_detour(site)?;

@@ -516,7 +516,7 @@ fn uprobe_in_rel32_under_load(major: u32) {
     let read = || std::fs::read_to_string(&out).unwrap_or_default();
     for i in 0..rounds() {
         let k = ks[i % ks.len()];
-        let keep = (i / ks.len()) % 2 == 0;
+        let keep = (i / ks.len()).is_multiple_of(2);
         let round = format!(
             "{major} uprobe at GetCachedPlan+{k} #{i} ({})",
             if keep { "kept" } else { "removed at once" }

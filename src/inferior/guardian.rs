@@ -56,7 +56,15 @@ use std::collections::HashMap;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-const MAGIC: u64 = 0x7067_6462_6775_6172; // "pgdbguar"
+/// The record's layout: a new layout gets a new value, so that a pgdbg
+/// that knows another layout refuses the record instead of reading words
+/// at the wrong places ("pgdbgua2": detours of 9 words, with the jump's
+/// target, from which the reserved landing pages are found again).
+const MAGIC: u64 = 0x7067_6462_6775_6132; // "pgdbgua2"
+/// The magic of the previous layout (detours of 8 words, no landing
+/// pages): a record with it was written by an earlier pgdbg, which alone
+/// knows how to restore that backend (`rescue::map`).
+const MAGIC_EARLIER: u64 = 0x7067_6462_6775_6172; // "pgdbguar"
 /// Words of the header: magic, state, debug registers armed, backend PID,
 /// the SIGTRAP handler's pages (traphandler.rs), whether its saved action
 /// is valid, the saved action (4 words).

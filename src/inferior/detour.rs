@@ -521,9 +521,16 @@ impl Target {
         // harmlessly (filler, read and execute), if the target is stopped
         // on it all the same or its stack points into it.
         let rip = self.regs()?.rip;
+        // one read of the stack for all the pages (the target is stopped
+        // meanwhile; the unmaps below restore rsp and write nothing above it)
+        let stack = self.stack_words()?;
+        let points_into = |(start, len): (u64, u64)| match &stack {
+            None => true, // unknown stack: keep the pages
+            Some(words) => words.iter().any(|&v| v >= start && v < start + len),
+        };
         let mut kept = false;
         for &p in &d.landings {
-            if (p..p + PAGE).contains(&rip) || self.stack_points_into((p, PAGE))? {
+            if (p..p + PAGE).contains(&rip) || points_into((p, PAGE)) {
                 kept = true;
             } else {
                 self.unmap_pages(p, PAGE)?;
@@ -534,23 +541,22 @@ impl Target {
                 "a landing page left mapped: the target is on it or its stack points into it",
             );
         }
-        if self.stack_points_into(d.code)? {
+        let code_kept = points_into(d.code);
+        if code_kept {
             super::log::debug("detour pages left mapped: the stack points into them");
-            return Ok(false);
+        } else {
+            self.unmap_pages(d.code.0, d.code.1)?;
+            self.unmap_pages(d.data.0, d.data.1)?;
         }
-        self.unmap_pages(d.code.0, d.code.1)?;
-        self.unmap_pages(d.data.0, d.data.1)?;
-        if kept {
-            return Ok(false);
-        }
-        // the pages are gone (the address may be someone else's next): an
-        // entry for this jump could only misread a later SIGILL there, and
-        // none of its own is queued now (taken above, or by the unmap's
-        // own resumes, which drop it)
+        // the detour is forgotten and some of its pages are gone (the
+        // address may be someone else's next), on every path from here:
+        // an entry for this jump could only misread a later SIGILL there,
+        // and none of its own is queued now (taken above, or by the
+        // unmap's own resumes, which drop it); one still pending keeps it
         if !self.sigill_pending() {
             self.undone_jumps.retain(|x| x.site != site);
         }
-        Ok(true)
+        Ok(!kept && !code_kept)
     }
 
     /// Whether an address is among the bytes a detour replaced.
@@ -564,18 +570,28 @@ impl Target {
     /// an address in `range` (start, length): a saved rip of an interrupted
     /// detour.
     pub(super) fn stack_points_into(&self, range: (u64, u64)) -> Result<bool> {
+        Ok(match self.stack_words()? {
+            None => true, // unknown stack: keep the pages
+            Some(words) => words.iter().any(|&v| v >= range.0 && v < range.0 + range.1),
+        })
+    }
+
+    /// The words between rsp and the top of its stack mapping (None: rsp
+    /// is in no mapping, so nothing can be said).
+    pub(super) fn stack_words(&self) -> Result<Option<Vec<u64>>> {
         let rsp = self.regs()?.rsp;
         let maps = procfs::maps(self.pid())?;
         let Some(m) = maps.iter().find(|m| m.start <= rsp && rsp < m.end) else {
-            return Ok(true); // unknown stack: keep the pages
+            return Ok(None);
         };
         let from = rsp & !7;
         let mut buf = vec![0u8; (m.end - from) as usize];
         self.read(from, &mut buf)?;
-        Ok(buf.chunks_exact(8).any(|w| {
-            let v = u64::from_le_bytes(w.try_into().expect("8 bytes"));
-            v >= range.0 && v < range.0 + range.1
-        }))
+        Ok(Some(
+            buf.chunks_exact(8)
+                .map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")))
+                .collect(),
+        ))
     }
 
     /// Undo every detour (detach, drop).

@@ -24,13 +24,15 @@
 //!   delivered, and the detour is only waiting for its pages to be unmapped.
 //!
 //! A uprobe at an original instruction boundary inside the jump (`+2`
-//! after `push r15`) puts its int3 into the `rel32`, and its removal puts
+//! after `push r15`), or inside an instruction (the kernel takes any
+//! offset whose file bytes decode, tracefs `p:/path:0x...`; bpftrace and
+//! perf refuse it by default), puts its int3 into the `rel32`, and its removal puts
 //! the file's byte there: the jump then leads elsewhere, up to gigabytes
 //! away with byte 4 changed.  Each look undoes such a jump too, around
 //! the int3 (which the kernel owns).  A call that runs the jump before
 //! that look lands at one of a few addresses known in advance
-//! (`landings`: each boundary in the `rel32` holds our byte, 0xcc or the
-//! file's byte).  The jump's target is chosen so that every one of them
+//! (`landings`: each byte of the `rel32` holds our byte, 0xcc or the
+//! file's byte: up to 80 addresses).  The jump's target is chosen so that every one of them
 //! is on trapping filler: in the code page outside the code, or in a
 //! reserved landing page, free when chosen and mapped with the code page
 //! (`map_jump_page`), unmapped with it.  The trap there (SIGILL, never
@@ -79,8 +81,8 @@ pub enum TakenOver {
     /// went, its removal wrote the byte it had replaced).
     FileByte,
     /// Byte 0 still pgdbg's 0xe9, and a uprobe's int3 (or the file's byte,
-    /// the uprobe gone again) at an original instruction boundary inside
-    /// the jump's `rel32`: the jump leads elsewhere now.
+    /// the uprobe gone again) in the jump's `rel32`: the jump leads
+    /// elsewhere now.
     Inside,
     /// Anything else (another patcher's code there now): nothing is
     /// written there, and the detour's pages stay mapped for good, since
@@ -164,10 +166,10 @@ fn sigill_of_jump(d: &Detour, at: u64, uprobe_at_0: bool, now: &[u8]) -> bool {
 }
 
 /// Every address the jump from `site` to `entry` can lead to once
-/// uprobes changed bytes of its `rel32`: a uprobe's int3 sits only at an
-/// original instruction boundary (the kernel decodes the file), and when
-/// the uprobe goes the kernel writes the file's byte (`orig[k]`) back
-/// there.  So each boundary `k` in 1..=4 holds our byte, 0xcc or
+/// uprobes changed bytes of its `rel32`: a uprobe's int3 may sit at any
+/// offset whose file bytes decode, an original instruction boundary or
+/// not, and when the uprobe goes the kernel writes the file's byte
+/// (`orig[k]`) back there.  So each `k` in 1..=4 holds our byte, 0xcc or
 /// `orig[k]`; every combination but "all ours" is a landing.  A change
 /// at `k` moves the target by up to 256^(k-1) * 255 bytes: within the
 /// code page's neighbourhood for k = 1, up to gigabytes away for k = 4.
@@ -178,11 +180,10 @@ pub fn landings(site: u64, entry: u64, orig: &[u8]) -> Vec<u64> {
     let Ok(jump) = super::detour::jmp(site, entry) else {
         return Vec::new();
     };
-    let inside: Vec<usize> = boundaries_of(site, orig)
-        .into_iter()
-        .map(|b| (b - site) as usize)
-        .filter(|k| (1..JMP_LEN).contains(k) && *k < orig.len())
-        .collect();
+    // every byte of the rel32, not only the original instruction
+    // boundaries: the kernel also takes a uprobe inside an instruction
+    // when its bytes decode from there (tracefs `p:/path:0x...`)
+    let inside: Vec<usize> = (1..JMP_LEN).filter(|k| *k < orig.len()).collect();
     let mut out = Vec::new();
     for combo in 0..3usize.pow(inside.len() as u32) {
         let mut j = jump;
@@ -444,9 +445,8 @@ impl Target {
 
     /// Whether someone else has changed the jump of the detour at `site`
     /// since pgdbg wrote it, and what.  When it was uprobes (each byte
-    /// that is no longer ours is a foreign int3 or the file's byte, at an
-    /// original instruction boundary: byte 0, or inside the `rel32`, where
-    /// it makes the jump lead elsewhere), the original bytes are put back
+    /// that is no longer ours is a foreign int3 or the file's byte: byte
+    /// 0, or in the `rel32`, where it makes the jump lead elsewhere), the original bytes are put back
     /// now around the uprobes' int3s, which are left to the kernel.
     /// Otherwise (`Changed`) nothing is written and the pages stay mapped
     /// (`remove_detour`).  Once taken over, the
@@ -471,20 +471,20 @@ impl Target {
             return Ok(None);
         }
         let file = super::foreign::mapped_file_bytes(self.pid(), site, JMP_LEN);
-        let bounds = boundaries(&d);
-        let boundary = |i: usize| bounds.contains(&(site + i as u64));
-        // a uprobe's int3: at an original instruction boundary (where the
-        // kernel puts them: it decodes the file), and the file has none
+        // a uprobe's int3 where the file has none: at any byte of the jump,
+        // not only at an original instruction boundary, since the kernel
+        // also takes a uprobe at an offset inside an instruction when the
+        // file's bytes decode from there (tracefs `p:/path:0x...`); the
+        // same positions as `landings`
         let uprobe_at = |i: usize| {
             now[i] == INT3
                 && d.orig[i] != INT3
-                && boundary(i)
                 && file.as_ref().is_none_or(|f| f.get(i) != Some(&INT3))
         };
-        // each byte is still ours, a uprobe's int3, or the file's byte at
-        // a boundary (a uprobe's removal writes the file's byte back)
-        let by_uprobes = (0..JMP_LEN)
-            .all(|i| now[i] == jump[i] || uprobe_at(i) || (boundary(i) && now[i] == d.orig[i]));
+        // each byte is still ours, a uprobe's int3, or the file's byte (a
+        // uprobe's removal writes the file's byte back)
+        let by_uprobes =
+            (0..JMP_LEN).all(|i| now[i] == jump[i] || uprobe_at(i) || now[i] == d.orig[i]);
         let mut kind = if !by_uprobes {
             TakenOver::Changed
         } else if uprobe_at(0) {
@@ -923,8 +923,9 @@ mod tests {
         let orig = [0x55u8, 0x53, 0x48, 0x89, 0xfd];
         let entry = site + 5 + 0x0606_06d4;
         let l = landings(site, entry, &orig);
-        // each of +1, +2: ours, 0xcc or the file's byte (8 combinations)
-        assert_eq!(l.len(), 8, "{l:x?}");
+        // each of +1..+4 (a uprobe may sit inside an instruction too):
+        // ours, 0xcc or the file's byte (80 combinations)
+        assert_eq!(l.len(), 80, "{l:x?}");
         // the low byte 0xd4 becomes 0xcc: 8 bytes before the entry
         assert!(l.contains(&(entry - 8)));
         // ... or the file's 0x53
@@ -942,7 +943,7 @@ mod tests {
         let rel = super::super::detour::jmp(site, entry).unwrap();
         assert_eq!(rel, [0xe9, 0x06, 0x06, 0xe9, 0xea]);
         let l = landings(site, entry, &orig);
-        assert_eq!(l.len(), 8, "{l:x?}");
+        assert_eq!(l.len(), 80, "{l:x?}");
         let at = |r: [u8; 4]| (site + 5).wrapping_add(i32::from_le_bytes(r) as i64 as u64);
         // a uprobe at +2 (after push r15), and its removal
         assert!(l.contains(&at([0x06, 0xcc, 0xe9, 0xea])));
@@ -958,9 +959,14 @@ mod tests {
             let p = x & !(PAGE - 1);
             p == code_page || pages.contains(&p)
         }));
-        // a first instruction of five bytes or more: no boundary inside
+        // a first instruction of five bytes or more: no boundary inside,
+        // but a uprobe inside it changes the rel32 all the same
         let orig = [0xb8u8, 1, 0, 0, 0, 0x55];
-        assert!(landings(site, entry, &orig).is_empty());
+        let l = landings(site, entry, &orig);
+        assert_eq!(l.len(), 80, "{l:x?}");
+        // +1 and +3, inside instructions: ours, 0xcc or the file's byte
+        assert!(l.contains(&at([0xcc, 0x06, 0xe9, 0xea])));
+        assert!(l.contains(&at([0x06, 0x06, 0x00, 0xea])));
     }
 
     #[test]

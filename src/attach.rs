@@ -103,6 +103,7 @@ pub fn check_target(pid: i32, any_process: bool) -> Result<ProcessKind> {
             "backend {pid} holds what a killed pgdbg changed, and its record {} cannot be used ({why}): run pgdbg as that pgdbg's user or as root",
             path.display()
         ),
+        Some(Left::Earlier { path }) => bail!("{}", rescue::earlier(pid, &path)),
         Some(Left::Stopped) => crate::errln!(
             "backend {pid} is stopped (state T, no tracer): pgdbg leaves it stopped; if a killed debugger left it so, 'pgdbg rescue {pid}' lets it run"
         ),

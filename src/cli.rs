@@ -494,6 +494,9 @@ fn run_ps(cluster: Option<&std::path::Path>, json: bool) -> Result<i32> {
             Left::Unusable { path, why } => {
                 format!("pgdbg's record {} cannot be used: {why}", path.display())
             }
+            Left::Earlier { .. } => {
+                format!("left by an earlier version of pgdbg: that version's pgdbg rescue {pid}")
+            }
         })
     };
     let mut out = String::new();

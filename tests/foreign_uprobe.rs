@@ -457,6 +457,118 @@ fn uprobe_inside_jump(major: u32) {
     cl.assert_no_crash();
 }
 
+/// The original instruction boundaries at GetCachedPlan+2..+4 (inside
+/// the recorder's jump's rel32 past its low byte), decoded from the file.
+fn boundaries_in_rel32(exe: &Path, offset: u64) -> Vec<u64> {
+    let mut code = [0u8; 32];
+    std::fs::File::open(exe)
+        .unwrap()
+        .read_exact_at(&mut code, offset)
+        .unwrap();
+    let dec = iced_x86::Decoder::new(64, &code, iced_x86::DecoderOptions::NONE);
+    let mut at = 0u64;
+    let mut out = Vec::new();
+    for ins in dec {
+        at += ins.len() as u64;
+        if at >= 5 {
+            break;
+        }
+        if at >= 2 {
+            out.push(at);
+        }
+    }
+    out
+}
+
+/// A uprobe at an original instruction boundary at GetCachedPlan+2..+4
+/// while `plancache` records there and pgbench calls it without pause:
+/// the backend may run the jump with the uprobe's int3 (or, the uprobe
+/// gone again, the file's byte) in its rel32 before pgdbg's next look,
+/// which makes it lead far off (up to gigabytes with +4).  It lands on
+/// one of the recorder's reserved landing pages, traps there, and is put
+/// back at the function's start: no crash, the same backend serves
+/// pgbench throughout.  20 rounds, the boundaries in turn, the uprobe
+/// kept until pgdbg has said so, or removed again at once; each time the
+/// code is the file's afterwards and no page of pgdbg is left.
+fn uprobe_in_rel32_under_load(major: u32) {
+    let cl = Cluster::start(major);
+    let (mut bench, bpid) = pgbench(&cl, 3600);
+    let exe = std::fs::read_link(format!("/proc/{bpid}/exe")).unwrap();
+    let (vaddr, offset) = symbol_in_file(&exe, "GetCachedPlan");
+    let ks = boundaries_in_rel32(&exe, offset);
+    assert!(
+        !ks.is_empty(),
+        "no instruction boundary at GetCachedPlan+2..+4 in this build"
+    );
+    let mut s = Setup {
+        bpid,
+        at: runtime(bpid, &exe, vaddr),
+        bin: cl.postgres_binary(),
+        exe,
+        offset,
+        maps_before: anon_exec_maps(bpid),
+        log: cl.dir.join("postmaster.log"),
+    };
+    let out = std::env::temp_dir().join(format!(
+        "pgdbg-uprobe-rel32-{major}-{}.out",
+        std::process::id()
+    ));
+    let read = || std::fs::read_to_string(&out).unwrap_or_default();
+    for i in 0..rounds() {
+        let k = ks[i % ks.len()];
+        let keep = (i / ks.len()).is_multiple_of(2);
+        let round = format!(
+            "{major} uprobe at GetCachedPlan+{k} #{i} ({})",
+            if keep { "kept" } else { "removed at once" }
+        );
+        s.offset = offset + k;
+        let p = s.plancache(&out);
+        wait_until(
+            &format!("{round}: the recorder's jump"),
+            Duration::from_secs(30),
+            || byte_at(bpid, s.at) == 0xe9,
+        );
+        wait_output(&out, &format!("{round}: a decision recorded"), |t| {
+            t.contains(" plan  ")
+        });
+        // the code page and at least one landing page
+        let pages = anon_exec_maps(bpid)
+            .into_iter()
+            .filter(|m| !s.maps_before.contains(m))
+            .count();
+        assert!(pages >= 2, "{round}: the recorder's pages: {pages}");
+        let probe = s.uprobe();
+        if keep {
+            wait_until(
+                &format!("{round}: the uprobe's hits, or the backend's end"),
+                Duration::from_secs(30),
+                || probe.count().unwrap() > 0 || !s.serving(&mut bench),
+            );
+        }
+        drop(probe);
+        assert!(
+            s.serving(&mut bench),
+            "{round}: the backend died:\n{}\n{}",
+            read(),
+            cl.log()
+        );
+        wait_output(
+            &out,
+            &format!("{round}: the line and decisions with stops"),
+            |t| decisions_after(t, TAKEN) >= 3,
+        );
+        let text = s.end(p, &out, &round);
+        assert_eq!(text.matches(TAKEN).count(), 1, "{round}: {text}");
+        assert!(!text.contains("Program received signal"), "{round}: {text}");
+        s.check_restored(&cl, &mut bench, &round);
+    }
+    let _ = std::fs::remove_file(&out);
+    let _ = std::fs::remove_file(err_file(&out));
+    let _ = bench.kill();
+    let _ = bench.wait();
+    cl.assert_no_crash();
+}
+
 /// Another patcher's change to the recorder's jump that is no uprobe's
 /// (its own `jmp` written over ours, on an idle backend so that it is not
 /// run): pgdbg's poll finds it, writes nothing there (the bytes stay
@@ -550,6 +662,16 @@ fn uprobe_inside_jump_15() {
 #[test]
 fn uprobe_inside_jump_18() {
     uprobe_inside_jump(18);
+}
+
+#[test]
+fn uprobe_in_rel32_under_load_15() {
+    uprobe_in_rel32_under_load(15);
+}
+
+#[test]
+fn uprobe_in_rel32_under_load_18() {
+    uprobe_in_rel32_under_load(18);
 }
 
 #[test]

@@ -48,6 +48,10 @@ pub struct Detour {
     /// Whether a resume at any instruction boundary inside the jump traps
     /// at once (`jumpover::jump_traps`).
     pub traps_inside: bool,
+    /// Reserved landing pages (one page each, all trapping filler): where
+    /// the jump leads, outside the code page, with a uprobe's int3 or the
+    /// file's byte inside its `rel32` (`jumpover::landings`).
+    pub landings: Vec<u64>,
     /// Set once someone else's uprobe took the jump over (`jumpover.rs`):
     /// the jump is gone, the pages wait for removal.
     pub taken_over: Option<super::jumpover::TakenOver>,
@@ -317,18 +321,20 @@ impl Target {
     }
 
     /// Write a detour at `site` (a function's entry): `len` bytes of whole
-    /// instructions (`displaced_len`) are replaced by a jump to `entry` in
-    /// `code`, which must be mapped; `body` is what runs there before the
-    /// displaced instructions and the jump back (both appended here).
+    /// instructions (`displaced_len`) are replaced by a jump to
+    /// `pages.entry` in the code page `pages.code`, which must be mapped,
+    /// as must the reserved landing pages (`map_jump_page`); `body` is
+    /// what runs there before the displaced instructions and the jump back
+    /// (both appended here).
     pub fn install_detour(
         &mut self,
         site: u64,
         len: usize,
         body: &[u8],
-        code: (u64, u64),
-        entry: u64,
+        pages: &super::jumpover::JumpPages,
         data: (u64, u64),
     ) -> Result<()> {
+        let (code, entry) = ((pages.code, PAGE), pages.entry);
         if self.gone || !self.stopped {
             bail!("internal: install_detour needs a stopped target");
         }
@@ -384,6 +390,7 @@ impl Target {
             data,
             entry: Some(entry),
             traps_inside: super::jumpover::jump_traps(orig[0], &to_code[1..], &after),
+            landings: pages.landings.clone(),
             taken_over: None,
         };
         // a jump that may not trap could run its rel32 as code under
@@ -478,8 +485,9 @@ impl Target {
             self.write(d.site, &d.orig)
                 .context("cannot restore the code under a detour")?;
         }
-        // stopped on the filler of the code page, where the jump led with
-        // a uprobe's int3 in its rel32: back to the site (no step there);
+        // stopped on the filler of the code page or of a landing page,
+        // where the jump led with a uprobe's int3 (or the file's byte) in
+        // its rel32: back to the site (no step there);
         // before the detour is forgotten, so that a failure leaves it known
         self.rewind_wild_landing()?;
         self.detours.remove(i);
@@ -507,20 +515,48 @@ impl Target {
             }
             steps += 1;
         }
-        if self.stack_points_into(d.code)? {
-            super::log::debug("detour pages left mapped: the stack points into them");
-            return Ok(false);
+        // The reserved landing pages: no jump leads there any more (the
+        // original bytes are back, or only a uprobe's int3 with them), and
+        // the target is not on one (rewound above).  Each is left mapped,
+        // harmlessly (filler, read and execute), if the target is stopped
+        // on it all the same or its stack points into it.
+        let rip = self.regs()?.rip;
+        // one read of the stack for all the pages (the target is stopped
+        // meanwhile; the unmaps below restore rsp and write nothing above it)
+        let stack = self.stack_words()?;
+        let points_into = |(start, len): (u64, u64)| match &stack {
+            None => true, // unknown stack: keep the pages
+            Some(words) => words.iter().any(|&v| v >= start && v < start + len),
+        };
+        let mut kept = false;
+        for &p in &d.landings {
+            if (p..p + PAGE).contains(&rip) || points_into((p, PAGE)) {
+                kept = true;
+            } else {
+                self.unmap_pages(p, PAGE)?;
+            }
         }
-        self.unmap_pages(d.code.0, d.code.1)?;
-        self.unmap_pages(d.data.0, d.data.1)?;
-        // the pages are gone (the address may be someone else's next): an
-        // entry for this jump could only misread a later SIGILL there, and
-        // none of its own is queued now (taken above, or by the unmap's
-        // own resumes, which drop it)
+        if kept {
+            super::log::debug(
+                "a landing page left mapped: the target is on it or its stack points into it",
+            );
+        }
+        let code_kept = points_into(d.code);
+        if code_kept {
+            super::log::debug("detour pages left mapped: the stack points into them");
+        } else {
+            self.unmap_pages(d.code.0, d.code.1)?;
+            self.unmap_pages(d.data.0, d.data.1)?;
+        }
+        // the detour is forgotten and some of its pages are gone (the
+        // address may be someone else's next), on every path from here:
+        // an entry for this jump could only misread a later SIGILL there,
+        // and none of its own is queued now (taken above, or by the
+        // unmap's own resumes, which drop it); one still pending keeps it
         if !self.sigill_pending() {
             self.undone_jumps.retain(|x| x.site != site);
         }
-        Ok(true)
+        Ok(!kept && !code_kept)
     }
 
     /// Whether an address is among the bytes a detour replaced.
@@ -534,18 +570,28 @@ impl Target {
     /// an address in `range` (start, length): a saved rip of an interrupted
     /// detour.
     pub(super) fn stack_points_into(&self, range: (u64, u64)) -> Result<bool> {
+        Ok(match self.stack_words()? {
+            None => true, // unknown stack: keep the pages
+            Some(words) => words.iter().any(|&v| v >= range.0 && v < range.0 + range.1),
+        })
+    }
+
+    /// The words between rsp and the top of its stack mapping (None: rsp
+    /// is in no mapping, so nothing can be said).
+    pub(super) fn stack_words(&self) -> Result<Option<Vec<u64>>> {
         let rsp = self.regs()?.rsp;
         let maps = procfs::maps(self.pid())?;
         let Some(m) = maps.iter().find(|m| m.start <= rsp && rsp < m.end) else {
-            return Ok(true); // unknown stack: keep the pages
+            return Ok(None);
         };
         let from = rsp & !7;
         let mut buf = vec![0u8; (m.end - from) as usize];
         self.read(from, &mut buf)?;
-        Ok(buf.chunks_exact(8).any(|w| {
-            let v = u64::from_le_bytes(w.try_into().expect("8 bytes"));
-            v >= range.0 && v < range.0 + range.1
-        }))
+        Ok(Some(
+            buf.chunks_exact(8)
+                .map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")))
+                .collect(),
+        ))
     }
 
     /// Undo every detour (detach, drop).

@@ -56,7 +56,15 @@ use std::collections::HashMap;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-const MAGIC: u64 = 0x7067_6462_6775_6172; // "pgdbguar"
+/// The record's layout: a new layout gets a new value, so that a pgdbg
+/// that knows another layout refuses the record instead of reading words
+/// at the wrong places ("pgdbgua2": detours of 9 words, with the jump's
+/// target, from which the reserved landing pages are found again).
+const MAGIC: u64 = 0x7067_6462_6775_6132; // "pgdbgua2"
+/// The magic of the previous layout (detours of 8 words, no landing
+/// pages): a record with it was written by an earlier pgdbg, which alone
+/// knows how to restore that backend (`rescue::map`).
+const MAGIC_EARLIER: u64 = 0x7067_6462_6775_6172; // "pgdbguar"
 /// Words of the header: magic, state, debug registers armed, backend PID,
 /// the SIGTRAP handler's pages (traphandler.rs), whether its saved action
 /// is valid, the saved action (4 words).
@@ -92,7 +100,7 @@ const STATE_CLEAN: u64 = 1;
 pub const BP_SLOTS: usize = 16384;
 /// Detour slots: site + 1, length, 16 original bytes, code, data.
 const DETOUR_SLOTS: usize = 16;
-const DETOUR_WORDS: usize = 8;
+const DETOUR_WORDS: usize = 9;
 const BP_DETOUR_WORDS: usize = 2 * BP_SLOTS + DETOUR_SLOTS * DETOUR_WORDS;
 const WORDS: usize = HDR + BP_DETOUR_WORDS + inflight::WORDS;
 const BYTES: usize = WORDS * 8;
@@ -421,6 +429,9 @@ impl Guardian {
         self.shared.set(i + 5, d.code.1);
         self.shared.set(i + 6, d.data.0);
         self.shared.set(i + 7, d.data.1);
+        // the jump's target (0: not known), from which the reserved
+        // landing pages are found again (`jumpover::landing_pages`)
+        self.shared.set(i + 8, d.entry.unwrap_or(0));
         self.shared.set(i, d.site + 1);
         self.detour_slot.insert(d.site, slot);
         Ok(())
@@ -662,13 +673,22 @@ fn restore(
             let mut orig = shared.get(i + 2).to_le_bytes().to_vec();
             orig.extend_from_slice(&shared.get(i + 3).to_le_bytes());
             orig.truncate(len);
+            let code = (shared.get(i + 4), shared.get(i + 5));
+            // pgdbg mapped them before it noted the detour here, and
+            // forgets the detour here before it unmaps them: they are
+            // its pages still
+            let landings = match shared.get(i + 8) {
+                0 => Vec::new(),
+                entry => super::jumpover::landing_pages(site - 1, entry, &orig, code.0),
+            };
             Some(Detour {
                 site: site - 1,
                 orig,
-                code: (shared.get(i + 4), shared.get(i + 5)),
+                code,
                 data: (shared.get(i + 6), shared.get(i + 7)),
                 entry: None,
                 traps_inside: false,
+                landings,
                 taken_over: None,
             })
         })

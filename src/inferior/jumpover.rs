@@ -24,13 +24,21 @@
 //!   delivered, and the detour is only waiting for its pages to be unmapped.
 //!
 //! A uprobe at an original instruction boundary inside the jump (`+2`
-//! after `push r15`) puts its int3 into the `rel32`: the jump then leads
-//! elsewhere.  Each look undoes such a jump too, around the int3 (which
-//! the kernel owns).  A call that runs the jump before that look lands off
-//! the page: with the int3 at byte 1 (after a one-byte first instruction)
-//! on the page's filler, which traps at once and is resumed at the
-//! function's start; with it further in, up to gigabytes away, which
-//! pgdbg cannot make safe.
+//! after `push r15`), or inside an instruction (the kernel takes any
+//! offset whose file bytes decode, tracefs `p:/path:0x...`; bpftrace and
+//! perf refuse it by default), puts its int3 into the `rel32`, and its removal puts
+//! the file's byte there: the jump then leads elsewhere, up to gigabytes
+//! away with byte 4 changed.  Each look undoes such a jump too, around
+//! the int3 (which the kernel owns).  A call that runs the jump before
+//! that look lands at one of a few addresses known in advance
+//! (`landings`: each byte of the `rel32` holds our byte, 0xcc or the
+//! file's byte: up to 80 addresses).  The jump's target is chosen so that every one of them
+//! is on trapping filler: in the code page outside the code, or in a
+//! reserved landing page, free when chosen and mapped with the code page
+//! (`map_jump_page`), unmapped with it.  The trap there (SIGILL, never
+//! SIGSEGV) is recognised (`wild_landing`): the jump is undone, rip put
+//! back at the function's start, where nothing of the function has run,
+//! and the signal is not delivered.
 //!
 //! When no free page gives such a jump, there is no detour (the caller
 //! stops at each call instead).  Only a SIGILL the CPU raised for #UD
@@ -73,8 +81,8 @@ pub enum TakenOver {
     /// went, its removal wrote the byte it had replaced).
     FileByte,
     /// Byte 0 still pgdbg's 0xe9, and a uprobe's int3 (or the file's byte,
-    /// the uprobe gone again) at an original instruction boundary inside
-    /// the jump's `rel32`: the jump leads elsewhere now.
+    /// the uprobe gone again) in the jump's `rel32`: the jump leads
+    /// elsewhere now.
     Inside,
     /// Anything else (another patcher's code there now): nothing is
     /// written there, and the detour's pages stay mapped for good, since
@@ -157,15 +165,100 @@ fn sigill_of_jump(d: &Detour, at: u64, uprobe_at_0: bool, now: &[u8]) -> bool {
     original && (d.traps_inside || (k >= 1 && uprobe_at_0 && rel32_traps(&jump[1..])))
 }
 
-/// Where the jump from `site` to `entry` leads once a uprobe's int3 took
-/// the place of its `rel32`'s low byte (a uprobe at `site + 1`, after a
-/// one-byte first instruction such as `push rbp`): up to about 200 bytes
-/// from `entry`, in the code's own page when `map_jump_page` placed it.
-pub fn landing_of_int3_at_1(site: u64, entry: u64) -> Option<u64> {
-    let mut j = super::detour::jmp(site, entry).ok()?;
-    j[1] = INT3;
-    let rel = i32::from_le_bytes(j[1..].try_into().ok()?) as i64;
-    Some((site + JMP_LEN as u64).wrapping_add(rel as u64))
+/// Every address the jump from `site` to `entry` can lead to once
+/// uprobes changed bytes of its `rel32`: a uprobe's int3 may sit at any
+/// offset whose file bytes decode, an original instruction boundary or
+/// not, and when the uprobe goes the kernel writes the file's byte
+/// (`orig[k]`) back there.  So each `k` in 1..=4 holds our byte, 0xcc or
+/// `orig[k]`; every combination but "all ours" is a landing.  A change
+/// at `k` moves the target by up to 256^(k-1) * 255 bytes: within the
+/// code page's neighbourhood for k = 1, up to gigabytes away for k = 4.
+/// The set is computed from the original bytes alone, the same way at
+/// the choice of the pages (`map_jump_page`), at a trap
+/// (`wild_landing`) and in the guardian (`landing_pages`).
+pub fn landings(site: u64, entry: u64, orig: &[u8]) -> Vec<u64> {
+    let Ok(jump) = super::detour::jmp(site, entry) else {
+        return Vec::new();
+    };
+    // every byte of the rel32, not only the original instruction
+    // boundaries: the kernel also takes a uprobe inside an instruction
+    // when its bytes decode from there (tracefs `p:/path:0x...`)
+    let inside: Vec<usize> = (1..JMP_LEN).filter(|k| *k < orig.len()).collect();
+    let mut out = Vec::new();
+    for combo in 0..3usize.pow(inside.len() as u32) {
+        let mut j = jump;
+        let mut c = combo;
+        for &k in &inside {
+            match c % 3 {
+                1 => j[k] = INT3,
+                2 => j[k] = orig[k],
+                _ => {}
+            }
+            c /= 3;
+        }
+        if j == jump {
+            continue;
+        }
+        let rel = i32::from_le_bytes([j[1], j[2], j[3], j[4]]) as i64;
+        out.push((site + JMP_LEN as u64).wrapping_add(rel as u64));
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// The reserved landing pages of a jump whose code is in the page at
+/// `code_page`: the pages of its `landings` other than the code page.
+pub fn landing_pages(site: u64, entry: u64, orig: &[u8], code_page: u64) -> Vec<u64> {
+    let mut pages: Vec<u64> = landings(site, entry, orig)
+        .into_iter()
+        .map(|l| l & !(PAGE - 1))
+        .filter(|&p| p != code_page)
+        .collect();
+    pages.dedup();
+    pages
+}
+
+/// The lowest page pgdbg maps (above `mmap_min_addr` and a guard page).
+const USER_LO: u64 = 0x10000 + PAGE;
+/// The end of user space with 4-level paging (`TASK_SIZE`, one page below
+/// 2^47): nothing is mapped past it, and no address past it is canonical
+/// with 4-level paging; pgdbg stays below it under 5-level paging too.
+const USER_TOP: u64 = 0x7fff_ffff_f000;
+/// How far above the heap's current end a landing page may be: brk grows
+/// the heap upwards, and a page in its way makes a `brk` fail there
+/// (glibc's malloc then goes on with mmap: no harm, but the heap stops
+/// growing in place).  Half a gigabyte of growth is left to it.
+const HEAP_ROOM: u64 = 512 << 20;
+
+/// Whether one page at `page` may be mapped for a jump's landing: in the
+/// user range, no mapping within a page either side of it (`sorted`: the
+/// target's maps by start), not in the gap under the stack (it grows down
+/// there), and at least `HEAP_ROOM` above the heap.
+pub fn landing_page_free(sorted: &[procfs::Mapping], page: u64) -> bool {
+    if page < USER_LO || page.checked_add(2 * PAGE).is_none_or(|e| e > USER_TOP) {
+        return false;
+    }
+    // the first mapping that starts past the page's upper guard
+    let i = sorted.partition_point(|m| m.start < page + 2 * PAGE);
+    let name = |m: &procfs::Mapping, n: &str| m.path.as_ref().is_some_and(|p| p.as_os_str() == n);
+    if sorted.get(i).is_some_and(|next| name(next, "[stack]")) {
+        return false;
+    }
+    match i.checked_sub(1).map(|j| &sorted[j]) {
+        None => true,
+        Some(prev) if name(prev, "[heap]") => prev.end.saturating_add(HEAP_ROOM) <= page,
+        Some(prev) => prev.end + PAGE <= page,
+    }
+}
+
+/// Where a detour's code goes (`Target::map_jump_page`): its code page,
+/// the jump's target in it, and the reserved landing pages.
+#[derive(Debug, Clone)]
+pub struct JumpPages {
+    pub code: u64,
+    pub entry: u64,
+    pub landings: Vec<u64>,
 }
 
 /// The jump targets (`site` + 5 + rel32) whose `rel32` bytes are all
@@ -214,10 +307,15 @@ pub fn trapping_targets(maps: &[procfs::Mapping], site: u64, text_len: u64) -> V
 /// The instruction boundaries among a detour's original bytes: `site`,
 /// then the end of each whole instruction before `site + len`.
 fn boundaries(d: &Detour) -> Vec<u64> {
-    let mut out = vec![d.site];
-    let dec = Decoder::with_ip(64, &d.orig, d.site, DecoderOptions::NONE);
+    boundaries_of(d.site, &d.orig)
+}
+
+/// The instruction boundaries among the original bytes `orig` at `site`.
+fn boundaries_of(site: u64, orig: &[u8]) -> Vec<u64> {
+    let mut out = vec![site];
+    let dec = Decoder::with_ip(64, orig, site, DecoderOptions::NONE);
     for ins in dec {
-        if ins.is_invalid() || ins.next_ip() >= d.site + d.orig.len() as u64 {
+        if ins.is_invalid() || ins.next_ip() >= site + orig.len() as u64 {
             break;
         }
         out.push(ins.next_ip());
@@ -246,57 +344,109 @@ impl Target {
     /// Map one page of code (read and execute) for a detour at `site` that
     /// displaces `len` bytes and whose code is `text_len` bytes, placed so
     /// that the jump traps wherever a uprobe makes the backend enter it
-    /// (`trapping_targets`, `jump_traps` with the bytes really there).
-    /// Refused when no such page is free: a jump that may not trap could
-    /// run its `rel32` as code under someone's uprobe, so the caller does
-    /// without the detour.  Returns (page, entry).
+    /// (`trapping_targets`, `jump_traps` with the bytes really there), and
+    /// so that wherever a uprobe inside its `rel32` makes it lead
+    /// (`landings`) there is filler that traps: in the code page outside
+    /// the code, or in a reserved landing page mapped here too.
+    /// Refused when no such set of pages is free: a jump that may not trap
+    /// could run its `rel32` as code under someone's uprobe, and one that
+    /// may lead to unmapped memory would kill the backend with SIGSEGV, so
+    /// the caller does without the detour.
     pub(super) fn map_jump_page(
         &mut self,
         site: u64,
         len: usize,
         text_len: u64,
-    ) -> Result<(u64, u64)> {
+    ) -> Result<JumpPages> {
         let maps = procfs::maps(self.pid())?;
+        let mut sorted = maps.clone();
+        sorted.sort_by_key(|m| m.start);
         let mut orig = vec![0u8; len];
         self.read(site, &mut orig)?;
         let after = self.after_jump(site, &orig);
-        // a uprobe at site+1 (after a one-byte first instruction) makes the
-        // jump land near `entry`: that must be in the page, outside the
-        // code, on the filler that traps (`install_detour`), so that the
-        // SIGILL there is known for what it is (`fault_in_taken_over_jump`)
-        let one_byte_first = Decoder::with_ip(64, &orig, site, DecoderOptions::NONE)
-            .decode()
-            .len()
-            == 1;
-        let lands_on_filler = |page: u64, entry: u64| {
-            !one_byte_first
-                || landing_of_int3_at_1(site, entry).is_some_and(|l| {
-                    l >= page && l < page + PAGE && !(entry..entry + text_len).contains(&l)
-                })
-        };
         let traps = |entry: u64| {
             super::detour::jmp(site, entry).is_ok_and(|j| jump_traps(orig[0], &j[1..], &after))
         };
-        let found: Vec<(u64, u64)> = trapping_targets(&maps, site, text_len)
+        // Each landing in the code page must be on its filler (never in
+        // the code: running it from the middle would do anything); each
+        // one elsewhere must be in a page free now (`landing_page_free`),
+        // to be mapped below.  None when some landing cannot be so.
+        let landing_set = |page: u64, entry: u64| -> Option<Vec<u64>> {
+            for l in landings(site, entry, &orig) {
+                let p = l & !(PAGE - 1);
+                let ok = if p == page {
+                    !(entry..entry + text_len).contains(&l)
+                } else {
+                    landing_page_free(&sorted, p)
+                };
+                if !ok {
+                    return None;
+                }
+            }
+            Some(landing_pages(site, entry, &orig, page))
+        };
+        let found: Vec<(u64, u64, Vec<u64>)> = trapping_targets(&maps, site, text_len)
             .into_iter()
-            .filter(|&(page, entry)| traps(entry) && lands_on_filler(page, entry))
+            .filter(|&(_, entry)| traps(entry))
+            .filter_map(|(page, entry)| Some((page, entry, landing_set(page, entry)?)))
             .take(8)
             .collect();
-        for &(page, entry) in &found {
-            if let Some(a) = self.map_page_at(page, libc::PROT_READ | libc::PROT_EXEC)? {
-                return Ok((a, entry));
+        for (page, entry, landings) in found {
+            if let Some(code) = self.map_landing_set(page, &landings)? {
+                return Ok(JumpPages {
+                    code,
+                    entry,
+                    landings,
+                });
             }
         }
         bail!(
-            "no free page within jump reach of {site:#x} makes the jump there trap if another tool's uprobe lands on it"
+            "no free page within jump reach of {site:#x} makes the jump there trap wherever another tool's uprobe makes it lead"
         )
+    }
+
+    /// Map the code page at `page` and the landing pages `landings`, each
+    /// exactly there (MAP_FIXED_NOREPLACE: never over anything mapped
+    /// meanwhile), the landing pages filled with the trapping filler
+    /// (`UD64`) at once: an anonymous page is zeros, and `00 00` is
+    /// `add [rax], al`.  Nothing can run in any of them yet (no jump leads
+    /// there before `install_detour`).  None, with whatever was mapped
+    /// unmapped again, when one of them cannot go there; an error after
+    /// the same cleanup.
+    fn map_landing_set(&mut self, page: u64, landings: &[u64]) -> Result<Option<u64>> {
+        let prot = libc::PROT_READ | libc::PROT_EXEC;
+        let Some(code) = self.map_page_at(page, prot)? else {
+            return Ok(None);
+        };
+        let mut mapped: Vec<u64> = Vec::new();
+        let mut res = Ok(true);
+        for &p in landings {
+            res = match self.map_page_at(p, prot) {
+                Ok(Some(_)) => {
+                    mapped.push(p);
+                    self.write(p, &[UD64[0]; PAGE as usize]).map(|_| true)
+                }
+                Ok(None) => Ok(false),
+                Err(e) => Err(e),
+            };
+            if !matches!(res, Ok(true)) {
+                break;
+            }
+        }
+        if matches!(res, Ok(true)) {
+            return Ok(Some(code));
+        }
+        // (best effort: the first error is the one reported)
+        for p in mapped.into_iter().chain([code]) {
+            let _ = self.unmap_pages(p, PAGE);
+        }
+        res.map(|_| None)
     }
 
     /// Whether someone else has changed the jump of the detour at `site`
     /// since pgdbg wrote it, and what.  When it was uprobes (each byte
-    /// that is no longer ours is a foreign int3 or the file's byte, at an
-    /// original instruction boundary: byte 0, or inside the `rel32`, where
-    /// it makes the jump lead elsewhere), the original bytes are put back
+    /// that is no longer ours is a foreign int3 or the file's byte: byte
+    /// 0, or in the `rel32`, where it makes the jump lead elsewhere), the original bytes are put back
     /// now around the uprobes' int3s, which are left to the kernel.
     /// Otherwise (`Changed`) nothing is written and the pages stay mapped
     /// (`remove_detour`).  Once taken over, the
@@ -321,20 +471,20 @@ impl Target {
             return Ok(None);
         }
         let file = super::foreign::mapped_file_bytes(self.pid(), site, JMP_LEN);
-        let bounds = boundaries(&d);
-        let boundary = |i: usize| bounds.contains(&(site + i as u64));
-        // a uprobe's int3: at an original instruction boundary (where the
-        // kernel puts them: it decodes the file), and the file has none
+        // a uprobe's int3 where the file has none: at any byte of the jump,
+        // not only at an original instruction boundary, since the kernel
+        // also takes a uprobe at an offset inside an instruction when the
+        // file's bytes decode from there (tracefs `p:/path:0x...`); the
+        // same positions as `landings`
         let uprobe_at = |i: usize| {
             now[i] == INT3
                 && d.orig[i] != INT3
-                && boundary(i)
                 && file.as_ref().is_none_or(|f| f.get(i) != Some(&INT3))
         };
-        // each byte is still ours, a uprobe's int3, or the file's byte at
-        // a boundary (a uprobe's removal writes the file's byte back)
-        let by_uprobes = (0..JMP_LEN)
-            .all(|i| now[i] == jump[i] || uprobe_at(i) || (boundary(i) && now[i] == d.orig[i]));
+        // each byte is still ours, a uprobe's int3, or the file's byte (a
+        // uprobe's removal writes the file's byte back)
+        let by_uprobes =
+            (0..JMP_LEN).all(|i| now[i] == jump[i] || uprobe_at(i) || now[i] == d.orig[i]);
         let mut kind = if !by_uprobes {
             TakenOver::Changed
         } else if uprobe_at(0) {
@@ -448,8 +598,9 @@ impl Target {
         }
         // SAFETY: a kernel-generated SIGILL's siginfo carries si_addr.
         let at = unsafe { si.si_addr() } as u64;
-        // The jump ran with a uprobe's int3 as its rel32's low byte and
-        // landed on the filler of its code page (`wild_landing`).  Taken
+        // The jump ran with a uprobe's int3 (or the file's byte) in its
+        // rel32 and landed on the filler of its code page or of a
+        // reserved landing page (`wild_landing`).  Taken
         // at the fault (rip there): resumed at the function's start.
         // Taken late (queued, reported during an injected system call
         // whose registers are put back afterwards): dropped all the same,
@@ -460,7 +611,7 @@ impl Target {
                 self.rewind_wild_landing()?;
             }
             super::log::debug(&format!(
-                "{sig:?} at {at:#x}: the jump at {site:#x} landed wide (a uprobe at +1)"
+                "{sig:?} at {at:#x}: the jump at {site:#x} landed wide (a uprobe inside it)"
             ));
             return Ok(true);
         }
@@ -495,30 +646,36 @@ impl Target {
         Ok(resume)
     }
 
-    /// The site of the detour whose jump leads to `at` when a uprobe's
-    /// int3 is its rel32's low byte (`landing_of_int3_at_1`): a boundary
-    /// at `site + 1`, that byte a uprobe's int3 or the file's again, `at`
-    /// in the detour's code page, on the filler there (`map_jump_page`).
+    /// The site of the detour whose jump leads to `at` when uprobes
+    /// changed bytes of its `rel32` (`landings`), `at` being on trapping
+    /// filler of that detour's: in its code page outside the code (checked
+    /// at the choice, `map_jump_page`) or in one of its reserved landing
+    /// pages (all filler).  No code of the backend's or of pgdbg's leads
+    /// there but that jump: a trap at exactly such an address is the jump
+    /// run with a uprobe's int3 (or the file's byte, the uprobe gone) in
+    /// its `rel32`, and nothing else.
     fn wild_landing(&self, at: u64) -> Option<u64> {
         self.detours
             .iter()
             .chain(self.undone_jumps.iter())
             .find(|d| {
-                let b1 = self.byte_in_target(d.site + 1);
-                d.entry
-                    .and_then(|e| landing_of_int3_at_1(d.site, e))
-                    .is_some_and(|l| l == at && (d.code.0..d.code.0 + d.code.1).contains(&l))
-                    && boundaries(d).contains(&(d.site + 1))
-                    && (b1 == Some(INT3) || b1 == Some(d.orig[1]))
+                let ours = (d.code.0..d.code.0 + d.code.1).contains(&at)
+                    || d.landings.iter().any(|&p| (p..p + PAGE).contains(&at));
+                ours && d
+                    .entry
+                    .is_some_and(|e| landings(d.site, e, &d.orig).contains(&at))
             })
             .map(|d| d.site)
     }
 
     /// When the target is stopped at a wild landing of a detour's jump
     /// (`wild_landing`): the jump is undone and rip set back to the
-    /// detour's site.  A jump has no other effect, so the target is then
-    /// as it was when it ran the jump, and runs its original code (and the
-    /// uprobe).  Whether it was.
+    /// detour's site.  The jump is the first instruction at the function's
+    /// start and has no effect but on rip, and the filler traps before
+    /// doing anything (#UD), so no instruction of the function ran: the
+    /// target is then exactly as it was when it ran the jump, and runs its
+    /// original code (and the uprobe) from the function's start.  Whether
+    /// it was.
     pub(super) fn rewind_wild_landing(&mut self) -> Result<bool> {
         let mut r = self.regs()?;
         let Some(site) = self.wild_landing(r.rip) else {
@@ -711,6 +868,7 @@ mod tests {
             data: (0, 0),
             entry: Some(entry),
             traps_inside: true,
+            landings: Vec::new(),
             taken_over: Some(TakenOver::Int3),
         };
         // the uprobe's return past `push r15`: the original bytes again
@@ -759,13 +917,92 @@ mod tests {
     }
 
     #[test]
-    fn a_uprobe_at_byte_1_lands_near_the_entry() {
+    fn a_uprobe_inside_the_jump_lands_where_the_bytes_say() {
+        // push rbp; push rbx; mov rbp, rdi: boundaries at +1 and +2
         let site = 0x40_0000u64;
+        let orig = [0x55u8, 0x53, 0x48, 0x89, 0xfd];
         let entry = site + 5 + 0x0606_06d4;
+        let l = landings(site, entry, &orig);
+        // each of +1..+4 (a uprobe may sit inside an instruction too):
+        // ours, 0xcc or the file's byte (80 combinations)
+        assert_eq!(l.len(), 80, "{l:x?}");
         // the low byte 0xd4 becomes 0xcc: 8 bytes before the entry
-        assert_eq!(landing_of_int3_at_1(site, entry), Some(entry - 8));
-        let entry = site + 5 + 0x0606_0606;
-        assert_eq!(landing_of_int3_at_1(site, entry), Some(entry + 0xc6));
+        assert!(l.contains(&(entry - 8)));
+        // ... or the file's 0x53
+        assert!(l.contains(&(entry - 0xd4 + 0x53)));
+        // the second byte 0x06 becomes 0xcc or 0x48
+        assert!(l.contains(&(entry + 0xc600)));
+        assert!(l.contains(&(entry + 0x4200)));
+        // both at once
+        assert!(l.contains(&(site + 5 + 0x0606_cccc)));
+        assert!(!l.contains(&entry));
+        // push r15; push r14; mov r14, rcx: +2 and +4, the high byte too
+        let orig = [0x41u8, 0x57, 0x41, 0x56, 0x49, 0x89, 0xce];
+        let site = 0x5555_5600_0000u64;
+        let entry = site + 5 - 0x1516_f9fa; // rel32 06 06 e9 ea
+        let rel = super::super::detour::jmp(site, entry).unwrap();
+        assert_eq!(rel, [0xe9, 0x06, 0x06, 0xe9, 0xea]);
+        let l = landings(site, entry, &orig);
+        assert_eq!(l.len(), 80, "{l:x?}");
+        let at = |r: [u8; 4]| (site + 5).wrapping_add(i32::from_le_bytes(r) as i64 as u64);
+        // a uprobe at +2 (after push r15), and its removal
+        assert!(l.contains(&at([0x06, 0xcc, 0xe9, 0xea])));
+        assert!(l.contains(&at([0x06, 0x41, 0xe9, 0xea])));
+        // at +4: 870 MB below, 1.2 GB above
+        assert!(l.contains(&at([0x06, 0x06, 0xe9, 0xcc])));
+        assert!(l.contains(&at([0x06, 0x06, 0xe9, 0x49])));
+        // the pages other than the code page's
+        let code_page = entry & !(PAGE - 1);
+        let pages = landing_pages(site, entry, &orig, code_page);
+        assert!(pages.iter().all(|&p| p % PAGE == 0 && p != code_page));
+        assert!(l.iter().all(|&x| {
+            let p = x & !(PAGE - 1);
+            p == code_page || pages.contains(&p)
+        }));
+        // a first instruction of five bytes or more: no boundary inside,
+        // but a uprobe inside it changes the rel32 all the same
+        let orig = [0xb8u8, 1, 0, 0, 0, 0x55];
+        let l = landings(site, entry, &orig);
+        assert_eq!(l.len(), 80, "{l:x?}");
+        // +1 and +3, inside instructions: ours, 0xcc or the file's byte
+        assert!(l.contains(&at([0xcc, 0x06, 0xe9, 0xea])));
+        assert!(l.contains(&at([0x06, 0x06, 0x00, 0xea])));
+    }
+
+    #[test]
+    fn landing_pages_are_free_with_room() {
+        let m = |start: u64, end: u64, path: &str| procfs::Mapping {
+            start,
+            end,
+            perms: "r-xp".into(),
+            offset: 0,
+            path: (!path.is_empty()).then(|| path.into()),
+            ..Default::default()
+        };
+        let maps = vec![
+            m(0x5555_5500_0000, 0x5555_5700_0000, "/bin/postgres"),
+            m(0x5555_5800_0000, 0x5555_5900_0000, "[heap]"),
+            m(0x7f00_0000_0000, 0x7f00_0010_0000, "/lib/libc.so"),
+            m(0x7fff_0000_0000, 0x7fff_0010_0000, "[stack]"),
+        ];
+        // below the binary, with a guard page either side
+        assert!(landing_page_free(&maps, 0x5555_4000_0000));
+        assert!(landing_page_free(&maps, 0x5555_5500_0000 - 2 * PAGE));
+        assert!(!landing_page_free(&maps, 0x5555_5500_0000 - PAGE));
+        assert!(!landing_page_free(&maps, 0x5555_5600_0000));
+        assert!(!landing_page_free(&maps, 0x5555_5700_0000));
+        assert!(landing_page_free(&maps, 0x5555_5700_0000 + PAGE));
+        // above the heap: only with room for it to grow
+        assert!(!landing_page_free(&maps, 0x5555_5900_0000 + PAGE));
+        assert!(!landing_page_free(&maps, 0x5555_5900_0000 + (256 << 20)));
+        assert!(landing_page_free(&maps, 0x5555_5900_0000 + (512 << 20)));
+        // not under the stack, not outside the user range
+        assert!(!landing_page_free(&maps, 0x7fff_0000_0000 - (64 << 20)));
+        assert!(!landing_page_free(&maps, 0x7f00_0010_0000 + PAGE));
+        assert!(landing_page_free(&maps, 0x7f00_0000_0000 - 2 * PAGE));
+        assert!(!landing_page_free(&maps, 0x1000));
+        assert!(!landing_page_free(&maps, 0x8000_0000_0000));
+        assert!(!landing_page_free(&maps, 0xffff_ffff_ffff_f000));
     }
 
     #[test]
@@ -778,6 +1015,7 @@ mod tests {
             data: (0, 0),
             entry: None,
             traps_inside: true,
+            landings: Vec::new(),
             taken_over: None,
         };
         assert_eq!(boundaries(&d), vec![0x1000, 0x1002, 0x1004]);

@@ -168,16 +168,18 @@ impl Recorder {
         // placed so that the jump to it traps wherever it is entered
         // other than at its start (`jumpover.rs`)
         let text_len = (body.len() + len + JMP_LEN) as u64;
-        let (code_at, entry) = match t.map_jump_page(site, len, text_len) {
+        let pages = match t.map_jump_page(site, len, text_len) {
             Ok(a) => a,
             Err(e) => {
                 let _ = t.unmap_pages(data, data_len);
                 return Err(e);
             }
         };
-        if let Err(e) = t.install_detour(site, len, &body, (code_at, page), entry, (data, data_len))
-        {
-            let _ = t.unmap_pages(code_at, page);
+        if let Err(e) = t.install_detour(site, len, &body, &pages, (data, data_len)) {
+            // (no jump leads into them: the install writes it last)
+            for p in pages.landings.iter().chain([&pages.code]) {
+                let _ = t.unmap_pages(*p, page);
+            }
             let _ = t.unmap_pages(data, data_len);
             return Err(e);
         }
@@ -347,6 +349,19 @@ impl Recorder {
         {
             return Ok(false);
         }
+        // The reserved landing pages of this jump (`jumpover::landings`,
+        // from the jump's target and the file's bytes): each one only if
+        // it is still an anonymous read-and-execute page holding nothing
+        // but the trapping filler, as pgdbg mapped it; one that is not is
+        // someone else's now and left alone.
+        let mut landings = Vec::new();
+        let filler = [super::jumpover::UD64[0]; PAGE as usize];
+        for p in super::jumpover::landing_pages(site, entry, &original[..len], code) {
+            let mut b = vec![0u8; PAGE as usize];
+            if inside(p, PAGE, "r-xp") && t.read(p, &mut b).is_ok() && b[..] == filler[..] {
+                landings.push(p);
+            }
+        }
         t.adopt_detour(super::detour::Detour {
             site,
             orig: original[..len].to_vec(),
@@ -354,6 +369,7 @@ impl Recorder {
             data: (data, data_len),
             entry: None,
             traps_inside: false,
+            landings,
             taken_over: None,
         });
         t.remove_detour(site)?;

@@ -46,6 +46,7 @@ impl Target {
         // the kernel runs the file's instruction there, so the point past
         // it is found in the file's bytes; the int3 of the stop itself
         // never goes over the foreign one (`insert_breakpoint` refuses)
+        let live = code;
         if code.contains(&INT3)
             && let Some(file) = super::foreign::mapped_file_bytes(self.pid(), entry, code.len())
         {
@@ -62,8 +63,11 @@ impl Target {
             };
             off += len as usize;
         }
+        // (a uprobe's int3 on that move itself, `GetCachedPlan+4` after
+        // two two-byte pushes: the stop goes at the entry instead, where
+        // the argument registers hold the same)
         match regs::decode_mov_reg(&code[off..]) {
-            Some((_, dst, _)) if off > 0 && dst != 4 => entry + off as u64,
+            Some((_, dst, _)) if off > 0 && dst != 4 && live[off] != INT3 => entry + off as u64,
             _ => entry,
         }
     }

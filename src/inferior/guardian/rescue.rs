@@ -5,8 +5,8 @@
 //! `pgdbg attach PID`, exactly as the guardian restores it.
 
 use super::{
-    IN_GUARDIAN, MAGIC, Shared, W_GUARDIAN, W_GUARDIAN_START, W_MAGIC, W_PGDBG, W_PGDBG_START,
-    W_START, file, restore,
+    IN_GUARDIAN, MAGIC, MAGIC_EARLIER, Shared, W_GUARDIAN, W_GUARDIAN_START, W_MAGIC, W_PGDBG,
+    W_PGDBG_START, W_START, file, restore,
 };
 use crate::inferior::procfs;
 use anyhow::{Result, anyhow, bail};
@@ -26,6 +26,10 @@ pub enum Left {
     /// A record this user may not use or that is not one (another user's,
     /// damaged): nothing is done to the backend, never a SIGCONT.
     Unusable { path: PathBuf, why: String },
+    /// A record in the layout of an earlier pgdbg (`MAGIC_EARLIER`): this
+    /// pgdbg does not read it (its words are elsewhere); that version's
+    /// `pgdbg rescue` restores the backend.  Nothing is done to it here.
+    Earlier { path: PathBuf },
     /// Stopped (job control) with no tracer and no record.
     Stopped,
 }
@@ -39,6 +43,29 @@ fn alive(pid: i32, start: u64) -> bool {
         && procfs::start_time(pid) == Some(start)
 }
 
+/// A record written by an earlier pgdbg, in another layout (`map`).
+#[derive(Debug)]
+pub struct EarlierRecord;
+
+impl std::fmt::Display for EarlierRecord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("written by an earlier version of pgdbg, in another layout")
+    }
+}
+
+impl std::error::Error for EarlierRecord {}
+
+/// What the record's first word says: `Ok` for this pgdbg's layout,
+/// `EarlierRecord` for the earlier one (never read, never removed: its
+/// pgdbg's int3s may still be in the backend), else not a record.
+fn check_magic(word0: u64, path: &std::path::Path) -> Result<()> {
+    match word0 {
+        MAGIC => Ok(()),
+        MAGIC_EARLIER => Err(EarlierRecord.into()),
+        _ => bail!("{} is not a pgdbg record: remove it", path.display()),
+    }
+}
+
 fn map(path: &std::path::Path, backend: i32) -> Result<Shared> {
     // root may use a record of the backend's own user (who may trace the
     // backend anyway); anyone else only their own
@@ -49,17 +76,22 @@ fn map(path: &std::path::Path, backend: i32) -> Result<Shared> {
             path.display()
         )
     })?;
-    let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    // the magic first: an earlier layout's record is shorter, and must not
+    // be called "not a pgdbg record"
+    let file = std::fs::File::from(fd);
+    let mut w0 = [0u8; 8];
+    if std::os::unix::fs::FileExt::read_exact_at(&file, &mut w0, 0).is_ok() {
+        check_magic(u64::from_le_bytes(w0), path)?;
+    }
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
     if len < super::BYTES as u64 {
         bail!(
             "{} is not a pgdbg record (too short): remove it",
             path.display()
         );
     }
-    let sh = Shared::map(fd.as_raw_fd())?;
-    if sh.get(W_MAGIC) != MAGIC {
-        bail!("{} is not a pgdbg record: remove it", path.display());
-    }
+    let sh = Shared::map(file.as_raw_fd())?;
+    check_magic(sh.get(W_MAGIC), path)?;
     Ok(sh)
 }
 
@@ -84,6 +116,7 @@ pub fn left(pid: i32) -> Option<Left> {
                     path,
                 });
             }
+            Err(e) if e.is::<EarlierRecord>() => return Some(Left::Earlier { path }),
             Err(e) => {
                 if young(&path) {
                     // being written (the magic comes last): its pgdbg runs
@@ -147,6 +180,7 @@ pub fn rescue(pid: i32) -> Result<String> {
             "backend {pid}: pgdbg's record {} cannot be used ({why}); nothing was done to the backend",
             path.display()
         ),
+        Some(Left::Earlier { path }) => bail!("{}", earlier(pid, &path)),
         Some(Left::Stopped) => {
             // SAFETY: kill(2) of the process checked just above.
             unsafe { libc::kill(pid, libc::SIGCONT) };
@@ -179,6 +213,15 @@ pub fn rescue(pid: i32) -> Result<String> {
     }
 }
 
+/// Why a backend cannot be rescued or attached by this pgdbg: an earlier
+/// version left its record (and perhaps its int3s) there.
+pub fn earlier(pid: i32, path: &std::path::Path) -> String {
+    format!(
+        "backend {pid}: pgdbg's record {} was written by an earlier version of pgdbg: run that version's 'pgdbg rescue {pid}'; nothing was done to the backend",
+        path.display()
+    )
+}
+
 /// Why a backend cannot be rescued or attached now: its pgdbg or guardian
 /// runs and restores it itself.
 pub fn guarded(pid: i32, pgdbg: i32) -> String {
@@ -188,5 +231,63 @@ pub fn guarded(pid: i32, pgdbg: i32) -> String {
         )
     } else {
         format!("backend {pid} is being attached by a pgdbg right now: try again in a moment")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+
+    /// A record file of `len` bytes starting with `magic`, mode 0600.
+    fn record(name: &str, magic: u64, len: usize) -> PathBuf {
+        let p = std::env::temp_dir().join(format!("pgdbg-test-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_file(&p);
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&p)
+            .unwrap();
+        f.write_all(&magic.to_le_bytes()).unwrap();
+        f.set_len(len as u64).unwrap();
+        p
+    }
+
+    #[test]
+    fn an_earlier_layout_is_told_apart_from_the_current_one() {
+        // an earlier pgdbg checks for its own magic: a record of this
+        // layout must not carry it (it would read detours 8 words apart)
+        assert_ne!(MAGIC, MAGIC_EARLIER);
+        let p = std::path::Path::new("/x");
+        assert!(check_magic(MAGIC, p).is_ok());
+        assert!(
+            check_magic(MAGIC_EARLIER, p)
+                .unwrap_err()
+                .is::<EarlierRecord>()
+        );
+        let other = check_magic(0, p).unwrap_err();
+        assert!(!other.is::<EarlierRecord>());
+        assert!(format!("{other:#}").contains("not a pgdbg record"));
+    }
+
+    #[test]
+    fn a_record_of_an_earlier_pgdbg_is_left_to_that_version() {
+        let me = std::process::id() as i32;
+        // the earlier layout: detours of 8 words, so 16 words shorter
+        let earlier = super::super::BYTES - super::super::DETOUR_SLOTS * 8;
+        let p = record("earlier", MAGIC_EARLIER, earlier);
+        let e = map(&p, me).err().expect("an earlier record is not read");
+        assert!(e.is::<EarlierRecord>(), "{e:#}");
+        let msg = super::earlier(me, &p);
+        assert!(msg.contains("earlier version of pgdbg") && msg.contains("pgdbg rescue"));
+        assert!(!msg.contains("remove"), "{msg}");
+        assert!(p.exists(), "the record is kept");
+        let _ = std::fs::remove_file(&p);
+        // this layout's record is read
+        let p = record("current", MAGIC, super::super::BYTES);
+        assert!(map(&p, me).is_ok());
+        let _ = std::fs::remove_file(&p);
     }
 }

@@ -121,9 +121,13 @@ struct Out {
     reason: char,
 }
 
+/// A switch-out sample: time, the tracepoint's raw record, the user
+/// registers and the copy of the user stack.
+type SwitchOut<'a> = (u64, &'a [u8], Option<Registers>, &'a [u8]);
+
 /// A tracepoint sample: TID, TIME, RAW, REGS_USER, STACK_USER in the
 /// kernel's order.
-fn parse_switch_out(b: &[u8]) -> Option<(u64, &[u8], Option<Registers>, &[u8])> {
+fn parse_switch_out(b: &[u8]) -> Option<SwitchOut<'_>> {
     let mut p = 8usize; // pid, tid
     let u64_at = |p: &mut usize| -> Option<u64> {
         let v = u64::from_le_bytes(b.get(*p..*p + 8)?.try_into().ok()?);

@@ -75,15 +75,15 @@ fn still_active(cl: &Cluster, pid: i32, shows: &str) {
 fn off_cpu_of_pg_sleep_and_of_a_cpu_bound_query() {
     let cl = Cluster::start(15);
 
-    // 120 sleeps of 50 ms: 6 s, longer than the 3 s recorded
-    let sleep = "select pg_sleep(0.05) from generate_series(1,120)";
+    // 200 sleeps of 50 ms: 10 s, longer than the 3 s and 1 s recorded
+    let sleep = "select pg_sleep(0.05) from generate_series(1,200)";
     let (mut a, pid, h) = start(&cl, sleep, "pg_sleep(0.05)");
     let p = off_cpu_profile(pid);
     still_active(&cl, pid, "pg_sleep(0.05)");
     let off = p["off_cpu_s"].as_f64().unwrap();
     let dur = p["duration_s"].as_f64().unwrap();
     assert!(
-        (1.5..=3.1).contains(&off) && off <= dur + 0.01,
+        (1.5..=3.1).contains(&off) && off <= dur,
         "off CPU {off} s of {dur} s: {p}"
     );
     let n = p["intervals"].as_u64().unwrap();
@@ -106,6 +106,33 @@ fn off_cpu_of_pg_sleep_and_of_a_cpu_bound_query() {
         top["reason"].as_str().unwrap().starts_with('S'),
         "sleeping: {top}"
     );
+    // at the prompt, the table and the total line, and a flame graph
+    let svg = std::env::temp_dir().join(format!("pgdbg-offcpu-{}.svg", std::process::id()));
+    let _ = std::fs::remove_file(&svg);
+    let (code, out, err) = pgdbg(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--ex",
+        &format!("profile --off-cpu --for 1s --flamegraph {}", svg.display()),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    eprintln!("{out}");
+    assert!(out.contains("function (off-CPU time)"), "{out}");
+    assert!(out.contains("WaitLatch"), "{out}");
+    let total = out
+        .lines()
+        .find(|l| l.contains(" off CPU ") && l.contains(" intervals"))
+        .unwrap_or_else(|| panic!("a total line: {out}"));
+    assert!(total.contains("S sleeping"), "{total}");
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        text.contains("<svg") && text.contains("WaitLatch"),
+        "flame graph"
+    );
+    let _ = std::fs::remove_file(&svg);
+    assert_eq!(tracer_pid(pid), 0);
+    still_active(&cl, pid, "pg_sleep(0.05)");
     let r = a.rejoin(h);
     assert!(r.is_ok(), "the sleeps end by themselves: {r:?}");
 

@@ -164,7 +164,6 @@ fn parse_switch_out(b: &[u8]) -> Option<SwitchOut<'_>> {
 pub struct OffCpuProfiler {
     stop: Arc<AtomicBool>,
     handle: Option<std::thread::JoinHandle<RawOffCpu>>,
-    t0: std::time::Instant,
     ids: (i32, i32),
     cpu0: Option<u64>,
 }
@@ -220,7 +219,8 @@ impl OffCpuProfiler {
         ev.enable().map_err(refused)?;
         let stop = Arc::new(AtomicBool::new(false));
         let st = stop.clone();
-        let t0 = std::time::Instant::now();
+        // the window recorded, on the records' clock: every interval lies in it
+        let t0_ns = monotonic_ns();
         let cpu0 = super::profile::cpu_ns(pid, tid);
         let handle = std::thread::spawn(move || {
             crate::guard::block_in_this_thread();
@@ -229,7 +229,7 @@ impl OffCpuProfiler {
             let mut raw = RawOffCpu::default();
             let mut out: Option<Out> = None;
             let add = |raw: &mut RawOffCpu, o: Out, end: u64| {
-                let ns = end.saturating_sub(o.time);
+                let ns = end.saturating_sub(o.time.max(t0_ns));
                 let e = raw.stacks.entry((o.pcs, o.reason)).or_insert((0, 0));
                 e.0 += ns;
                 e.1 += 1;
@@ -276,16 +276,17 @@ impl OffCpuProfiler {
                 ev.wait(super::POLL_MS);
             }
             // still off the CPU at the end: counted up to now
+            let end_ns = monotonic_ns();
             if let Some(o) = out.take() {
-                add(&mut raw, o, monotonic_ns());
+                add(&mut raw, o, end_ns);
             }
+            raw.duration_s = end_ns.saturating_sub(t0_ns) as f64 / 1e9;
             raw.lost = ev.lost;
             raw
         });
         Ok(OffCpuProfiler {
             stop,
             handle: Some(handle),
-            t0,
             ids: (pid, tid),
             cpu0,
         })
@@ -301,7 +302,6 @@ impl OffCpuProfiler {
             .ok_or_else(|| anyhow!("profile: the recorder is gone"))?
             .join()
             .map_err(|_| anyhow!("profile: the recorder thread failed"))?;
-        raw.duration_s = self.t0.elapsed().as_secs_f64();
         if let (Some(a), Some(b)) = (self.cpu0, cpu1) {
             raw.cpu_s = Some(b.saturating_sub(a) as f64 / 1e9);
         }
@@ -463,7 +463,7 @@ impl OffCpuProfile {
             .map(|(r, s, n)| format!("{r} {s:.3} s in {n}"))
             .collect();
         format!(
-            "profile: backend {} off CPU {:.3} s of {:.1} s in {} intervals{}{}{}",
+            "profile: backend {} off CPU {:.3} s of {:.3} s in {} intervals{}{}{}",
             self.pid,
             self.off_cpu_s,
             self.duration_s,

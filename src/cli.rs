@@ -132,6 +132,10 @@ pgdbg profile 4711 --for 5s --format folded   stacks for flamegraph.pl / inferno
         /// Functions in the table
         #[arg(long, value_name = "N", default_value_t = 25)]
         rows: usize,
+        /// Where the backend waits instead: time off a CPU by user stack and
+        /// the kernel's reason (the scheduler's switch tracepoint)
+        #[arg(long)]
+        off_cpu: bool,
         /// Take the DWARF from FILE (must have the binary's build-id)
         #[arg(long, value_name = "FILE")]
         debug_file: Option<PathBuf>,
@@ -328,6 +332,7 @@ pub fn main() -> i32 {
             format,
             flamegraph,
             rows,
+            off_cpu,
             debug_file,
             symbols,
             quiet,
@@ -339,6 +344,7 @@ pub fn main() -> i32 {
                 format,
                 flamegraph,
                 rows,
+                off_cpu,
             },
             for_,
             AttachOpts {
@@ -393,7 +399,15 @@ fn run_profile(
     crate::attach::check_target(pid, false)?;
     let (di, _) = crate::attach::load_debuginfo(pid, &aopts)?;
     runtime::install();
-    if !aopts.quiet {
+    if !aopts.quiet && opts.off_cpu {
+        crate::errln!(
+            "profile: recording when backend {pid} leaves a CPU (perf sched:sched_switch, not stopped){}",
+            match opts.duration {
+                Some(d) => format!(" for {:.1}s", d.as_secs_f64()),
+                None => "; Ctrl-C stops".into(),
+            }
+        );
+    } else if !aopts.quiet {
         crate::errln!(
             "profile: sampling backend {pid} at {} Hz (perf cpu-clock, not stopped){}",
             opts.hz,

@@ -12,7 +12,7 @@ pub static ENTRIES: &[&Entry] = &[&PROFILE];
 pub static PROFILE: Entry = Entry {
     name: "profile",
     aliases: &[],
-    usage: "profile [--hz N] [--for D] [--format top|folded|json] [--flamegraph OUT.svg] [--rows N]",
+    usage: "profile [--off-cpu] [--hz N] [--for D] [--format top|folded|json] [--flamegraph OUT.svg] [--rows N]",
     summary: "on-CPU profile of the backend (perf events): self and total share, stacks",
     help: "The backend runs, never stopped: the kernel samples its thread N times a second of CPU \
            time (--hz, 1 to 10000, default 99; perf's software cpu-clock) with its registers and \
@@ -21,11 +21,18 @@ pub static PROFILE: Entry = Entry {
            Prints a perf report-like table (self% and total% per function, --rows N of them), \
            or folded stacks (--format folded, flamegraph.pl's input), or JSON; --flamegraph \
            OUT.svg draws the flame graph.\n\n\
+           --off-cpu: where the backend waits instead: every interval its thread is off a CPU \
+           (the scheduler's sched:sched_switch tracepoint, from the switch-out to the next \
+           switch-in), attributed to the user stack at the switch-out, with the kernel's reason \
+           (S sleeping, D uninterruptible, R preempted); the table gives milliseconds off CPU per \
+           function, the folded stacks microseconds. Needs tracefs and root, CAP_PERFMON or \
+           perf_event_paranoid <= 1.\n\n\
            Needs perf_event_open on the backend: root, or the server's user with \
            perf_event_paranoid <= 2; in a container CAP_PERFMON and CAP_SYS_PTRACE.",
     examples: &[
         "profile --for 10s",
         "profile --hz 999 --for 5s --flamegraph cpu.svg",
+        "profile --off-cpu --for 10s --flamegraph wait.svg",
     ],
     parse: parse_profile,
     needs: Needs::Runs,
@@ -61,6 +68,7 @@ pub fn parse_profile(rest: &str) -> Result<Command> {
                 })?;
             }
             "--folded" => o.format = Format::Folded,
+            "--off-cpu" => o.off_cpu = true,
             "--json" => o.format = Format::Json,
             "--flamegraph" => {
                 let v = it

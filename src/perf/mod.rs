@@ -15,6 +15,8 @@
 //! - `keeper.rs`: the process that opens and closes the uprobe events;
 //! - `stack.rs`: a sample's stack unwound over the mapped files' CFI;
 //! - `profile.rs`: `profile`, on-CPU stacks sampled by the cpu-clock;
+//! - `offcpu.rs`: `profile --off-cpu`, the stacks the thread left a CPU
+//!   at (the scheduler's switch tracepoint) and how long it stayed off;
 //! - `watch.rs`: a write breakpoint event on one word (every store, with
 //!   the value stored);
 //! - `uprobe.rs`: uprobes and uretprobes sampled with the registers into
@@ -25,6 +27,7 @@
 
 pub mod keeper;
 pub mod latency;
+pub mod offcpu;
 pub mod placement;
 mod pmu;
 pub mod profile;
@@ -299,6 +302,17 @@ impl Event {
     /// Hand every sample in the ring to `f` (its raw bytes after the
     /// header), then give the space back to the kernel.
     pub fn drain(&mut self, mut f: impl FnMut(&[u8])) {
+        self.drain_records(|kind, _, b| {
+            if kind == RECORD_SAMPLE {
+                f(b)
+            }
+        })
+    }
+
+    /// Hand every record in the ring to `f` (its type, its header's misc
+    /// bits and its bytes after the header; lost records are counted),
+    /// then give the space back to the kernel.
+    pub fn drain_records(&mut self, mut f: impl FnMut(u32, u16, &[u8])) {
         // perf_event_mmap_page: data_head at 1024, data_tail at 1032
         let head_p = unsafe { self.base.add(1024) as *const u64 };
         let tail_p = unsafe { self.base.add(1032) as *mut u64 };
@@ -311,17 +325,17 @@ impl Event {
             let off = (tail & mask) as usize;
             let hdr = self.read_at(data, off, 8).to_vec();
             let kind = u32::from_le_bytes(hdr[0..4].try_into().unwrap());
+            let misc = u16::from_le_bytes(hdr[4..6].try_into().unwrap());
             let size = u16::from_le_bytes(hdr[6..8].try_into().unwrap()) as usize;
             if size < 8 {
                 break;
             }
             let rec = self.read_at(data, off, size);
             match kind {
-                RECORD_SAMPLE => f(&rec[8..]),
                 RECORD_LOST if rec.len() >= 24 => {
                     self.lost += u64::from_le_bytes(rec[16..24].try_into().unwrap());
                 }
-                _ => {}
+                _ => f(kind, misc, &rec[8..]),
             }
             tail += size as u64;
         }

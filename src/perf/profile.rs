@@ -39,7 +39,7 @@ pub struct RawProfile {
 }
 
 /// On-CPU time of a thread so far, ns (the first field of its schedstat).
-fn cpu_ns(pid: i32, tid: i32) -> Option<u64> {
+pub(crate) fn cpu_ns(pid: i32, tid: i32) -> Option<u64> {
     std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/schedstat"))
         .ok()?
         .split_whitespace()
@@ -230,6 +230,19 @@ impl<'a> Symbolizer<'a> {
     }
 }
 
+/// The names of a sampled stack's pcs, innermost first (never empty).
+pub fn stack_frames(sym: &mut Symbolizer, pcs: &[u64]) -> Vec<String> {
+    let mut frames: Vec<String> = Vec::new();
+    for (i, pc) in pcs.iter().enumerate() {
+        let leaf = i == 0 || (i == 1 && pcs[0] == KERNEL_PC);
+        frames.extend(sym.names(*pc, leaf));
+    }
+    if frames.is_empty() {
+        frames.push("[unknown]".into());
+    }
+    frames
+}
+
 /// One function's share: samples where it is the innermost frame (self)
 /// and samples where it is anywhere on the stack (total).
 #[derive(Debug, Clone, serde::Serialize)]
@@ -261,14 +274,7 @@ impl Profile {
         let mut totals: HashMap<String, u64> = HashMap::new();
         let mut folded: HashMap<String, u64> = HashMap::new();
         for (pcs, n) in &raw.stacks {
-            let mut frames: Vec<String> = Vec::new();
-            for (i, pc) in pcs.iter().enumerate() {
-                let leaf = i == 0 || (i == 1 && pcs[0] == KERNEL_PC);
-                frames.extend(sym.names(*pc, leaf));
-            }
-            if frames.is_empty() {
-                frames.push("[unknown]".into());
-            }
+            let frames = stack_frames(sym, pcs);
             *selfs.entry(frames[0].clone()).or_insert(0) += n;
             let mut seen: Vec<&String> = Vec::new();
             for f in &frames {
@@ -427,6 +433,8 @@ pub struct ProfileOpts {
     pub format: Format,
     pub flamegraph: Option<std::path::PathBuf>,
     pub rows: usize,
+    /// Off-CPU intervals (the scheduler's switches) instead of on-CPU samples.
+    pub off_cpu: bool,
 }
 
 impl Default for ProfileOpts {
@@ -437,6 +445,7 @@ impl Default for ProfileOpts {
             format: Format::Top,
             flamegraph: None,
             rows: 25,
+            off_cpu: false,
         }
     }
 }

@@ -1,0 +1,553 @@
+//! `profile --off-cpu`: where one backend thread waits.  Every time the
+//! scheduler takes the thread off a CPU, the kernel records the user
+//! registers and a copy of the top of the user stack (unwound with CFI as
+//! `profile` does), the time and the thread's state; when it puts the
+//! thread back, the time again.  Each interval off the CPU (switch-out to
+//! the next switch-in) is attributed to the stack at the switch-out.
+//!
+//! Which events: the tracepoint `sched:sched_switch`, opened on the
+//! thread.  It fires in the scheduler while the thread is still the
+//! current task, so its sample carries that thread's user registers and
+//! stack, and its raw record has `prev_state`: the kernel's reason
+//! (sleeping S, uninterruptible D, preempted R).  The software event
+//! PERF_COUNT_SW_CONTEXT_SWITCHES would give the same stack but no
+//! state.  The switch-in has no sample of its own on a per-thread event
+//! (the tracepoint fires for the task leaving), so the same event asks
+//! for PERF_RECORD_SWITCH records (`context_switch`), whose switch-in
+//! record is written once the thread runs again, with its time.
+//!
+//! Nothing is written into the backend and it is never stopped: the
+//! kernel copies what it records, pgdbg only reads its ring.
+
+use super::profile::{KERNEL_PC, STACK_BYTES, Symbolizer, stack_frames};
+use super::stack::{Maps, unwind};
+use super::tracefs::{Field, field_u64, parse_format};
+use super::{
+    Attr, Event, FLAG_DISABLED, FLAG_EXCLUDE_HV, FLAG_USE_CLOCKID, REGS_MASK, Refused,
+    SAMPLE_REGS_USER, SAMPLE_STACK_USER, SAMPLE_TID, SAMPLE_TIME, Wakeup, monotonic_ns, set_reg,
+};
+use crate::inferior::Registers;
+use anyhow::{Result, anyhow};
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+const SAMPLE_RAW: u64 = 1 << 10;
+const FLAG_SAMPLE_ID_ALL: u64 = 1 << 18;
+const FLAG_CONTEXT_SWITCH: u64 = 1 << 26;
+const RECORD_SAMPLE: u32 = 9;
+const RECORD_SWITCH: u32 = 14;
+const MISC_SWITCH_OUT: u16 = 1 << 13;
+const MAX_FRAMES: usize = 256;
+
+/// The kernel's reason for a switch-out, from the tracepoint's
+/// `prev_state`: a task preempted is reported with a bit above the task
+/// states (TASK_REPORT_MAX) or as 0 (running).
+pub fn reason(state: u64) -> char {
+    match state & 0xff {
+        0 => 'R',
+        s if s & 1 != 0 => 'S',
+        s if s & 2 != 0 => 'D',
+        s if s & 0x80 != 0 => 'I',
+        s if s & 0x0c != 0 => 'T',
+        _ => '?',
+    }
+}
+
+fn reason_name(r: char) -> &'static str {
+    match r {
+        'S' => "S sleeping",
+        'D' => "D uninterruptible (disk)",
+        'R' => "R preempted",
+        'I' => "I idle",
+        'T' => "T stopped",
+        _ => "? other",
+    }
+}
+
+/// The tracepoint's id and record fields, from tracefs (mounted when it is
+/// not); the reason when they cannot be read.
+fn sched_switch() -> Result<(u64, HashMap<String, Field>), String> {
+    let find = || {
+        ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
+            .iter()
+            .map(|d| Path::new(d).join("events/sched/sched_switch"))
+            .find(|e| e.join("format").exists())
+    };
+    let dir = match find() {
+        Some(d) => d,
+        None => {
+            // mounts tracefs where it is missing (its error says why not)
+            let root = super::tracefs::root();
+            find().ok_or_else(|| match root {
+                Err(e) => e,
+                Ok(_) => "this kernel has no sched:sched_switch tracepoint".into(),
+            })?
+        }
+    };
+    let read = |f: &str| {
+        std::fs::read_to_string(dir.join(f)).map_err(|e| {
+            format!(
+                "cannot read {} ({e}): run pgdbg as root",
+                dir.join(f).display()
+            )
+        })
+    };
+    let id = read("id")?
+        .trim()
+        .parse::<u64>()
+        .map_err(|e| format!("{}: {e}", dir.join("id").display()))?;
+    Ok((id, parse_format(&read("format")?)))
+}
+
+/// What the reader thread gathered.
+#[derive(Default)]
+pub struct RawOffCpu {
+    /// (pcs innermost first, reason) -> (ns off the CPU, intervals)
+    pub stacks: HashMap<(Vec<u64>, char), (u64, u64)>,
+    pub intervals: u64,
+    pub off_ns: u64,
+    /// Records the kernel could not write (the ring was full).
+    pub lost: u64,
+    pub duration_s: f64,
+    pub cpu_s: Option<f64>,
+}
+
+/// A switch-out waiting for its switch-in.
+struct Out {
+    time: u64,
+    pcs: Vec<u64>,
+    reason: char,
+}
+
+/// A switch-out sample: time, the tracepoint's raw record, the user
+/// registers and the copy of the user stack.
+type SwitchOut<'a> = (u64, &'a [u8], Option<Registers>, &'a [u8]);
+
+/// A tracepoint sample: TID, TIME, RAW, REGS_USER, STACK_USER in the
+/// kernel's order.
+fn parse_switch_out(b: &[u8]) -> Option<SwitchOut<'_>> {
+    let mut p = 8usize; // pid, tid
+    let u64_at = |p: &mut usize| -> Option<u64> {
+        let v = u64::from_le_bytes(b.get(*p..*p + 8)?.try_into().ok()?);
+        *p += 8;
+        Some(v)
+    };
+    let time = u64_at(&mut p)?;
+    let raw_size = u32::from_le_bytes(b.get(p..p + 4)?.try_into().ok()?) as usize;
+    let raw = b.get(p + 4..p + 4 + raw_size)?;
+    p += 4 + raw_size;
+    let abi = u64_at(&mut p)?;
+    let regs = if abi != 0 {
+        let mut r = Registers::default();
+        for bit in 0..64u32 {
+            if REGS_MASK & (1 << bit) != 0 {
+                set_reg(&mut r, bit, u64_at(&mut p)?);
+            }
+        }
+        Some(r)
+    } else {
+        None
+    };
+    let size = u64_at(&mut p)? as usize;
+    let mut stack: &[u8] = &[];
+    if size > 0 {
+        let data = b.get(p..p + size)?;
+        p += size;
+        let dyn_size = u64_at(&mut p)? as usize;
+        stack = &data[..dyn_size.min(size)];
+    }
+    Some((time, raw, regs, stack))
+}
+
+pub struct OffCpuProfiler {
+    stop: Arc<AtomicBool>,
+    handle: Option<std::thread::JoinHandle<RawOffCpu>>,
+    ids: (i32, i32),
+    cpu0: Option<u64>,
+}
+
+impl OffCpuProfiler {
+    /// Open the switch tracepoint on thread `tid` of process `pid` (the
+    /// binary loaded at `main_bias`) and start recording.
+    pub fn start(pid: i32, tid: i32, main_bias: u64) -> Result<OffCpuProfiler> {
+        let what = format!("profile --off-cpu on process {pid}");
+        let (id, fields) = sched_switch().map_err(|e| Refused(format!("{what}: {e}")))?;
+        let state_field = *fields
+            .get("prev_state")
+            .ok_or_else(|| anyhow!("{what}: sched:sched_switch has no prev_state field"))?;
+        let attr = Attr {
+            kind: super::pmu::PERF_TYPE_TRACEPOINT,
+            size: std::mem::size_of::<Attr>() as u32,
+            config: id,
+            period_or_freq: 1,
+            sample_type: SAMPLE_TID
+                | SAMPLE_TIME
+                | SAMPLE_RAW
+                | SAMPLE_REGS_USER
+                | SAMPLE_STACK_USER,
+            // the switch records carry the tid and time too (sample_id_all)
+            flags: FLAG_DISABLED
+                | FLAG_EXCLUDE_HV
+                | FLAG_USE_CLOCKID
+                | FLAG_SAMPLE_ID_ALL
+                | FLAG_CONTEXT_SWITCH,
+            clockid: libc::CLOCK_MONOTONIC,
+            sample_regs_user: REGS_MASK,
+            sample_stack_user: STACK_BYTES,
+            ..Attr::default()
+        }
+        .wakeup(Wakeup::Batched);
+        let refused = |e: std::io::Error| -> anyhow::Error {
+            match e.raw_os_error() {
+                Some(libc::EACCES) | Some(libc::EPERM) => {
+                    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+                        .map(|s| s.trim().to_string())
+                        .unwrap_or_else(|_| "unknown".into());
+                    anyhow::Error::new(Refused(format!(
+                        "{what}: perf_event_open refused ({e}; perf_event_paranoid = \
+                         {paranoid}): the scheduler's tracepoint needs root, CAP_PERFMON \
+                         (or CAP_SYS_ADMIN), or perf_event_paranoid <= 1"
+                    )))
+                }
+                _ => super::open_error("profile --off-cpu", pid, e),
+            }
+        };
+        // 1 MB of ring: about 30 switch-outs; drained every few ms
+        let ev = Event::open(&attr, tid, 256).map_err(refused)?;
+        ev.enable().map_err(refused)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let st = stop.clone();
+        // the window recorded, on the records' clock: every interval lies in it
+        let t0_ns = monotonic_ns();
+        let cpu0 = super::profile::cpu_ns(pid, tid);
+        let handle = std::thread::spawn(move || {
+            crate::runtime::block_in_this_thread();
+            let mut ev = ev;
+            let mut maps = Maps::new(pid, main_bias);
+            let mut raw = RawOffCpu::default();
+            let mut out: Option<Out> = None;
+            let add = |raw: &mut RawOffCpu, o: Out, end: u64| {
+                let ns = end.saturating_sub(o.time.max(t0_ns));
+                let e = raw.stacks.entry((o.pcs, o.reason)).or_insert((0, 0));
+                e.0 += ns;
+                e.1 += 1;
+                raw.off_ns += ns;
+                raw.intervals += 1;
+            };
+            let mut take = |kind: u32, misc: u16, b: &[u8], raw: &mut RawOffCpu| match kind {
+                RECORD_SAMPLE => {
+                    let Some((time, rec, regs, stack)) = parse_switch_out(b) else {
+                        return;
+                    };
+                    // every switch happens in the kernel: the user stack
+                    // is below a kernel frame
+                    let mut pcs = vec![KERNEL_PC];
+                    if let Some(r) = &regs {
+                        pcs.extend(unwind(&mut maps, r, stack, MAX_FRAMES));
+                    }
+                    let state = field_u64(rec, &state_field).unwrap_or(0);
+                    // a switch-out before the last one's switch-in: that
+                    // record was lost, the interval's end is unknown
+                    out = Some(Out {
+                        time,
+                        pcs,
+                        reason: reason(state),
+                    });
+                }
+                RECORD_SWITCH if misc & MISC_SWITCH_OUT == 0 => {
+                    // sample_id: pid, tid, time
+                    let Some(t) = b.get(8..16) else { return };
+                    let time = u64::from_le_bytes(t.try_into().unwrap_or_default());
+                    // none pending: off the CPU since before the start
+                    if let Some(o) = out.take() {
+                        add(raw, o, time);
+                    }
+                }
+                _ => {}
+            };
+            loop {
+                let last = st.load(Ordering::Relaxed);
+                ev.drain_records(|k, m, b| take(k, m, b, &mut raw));
+                if last {
+                    break;
+                }
+                ev.wait(super::POLL_MS);
+            }
+            // still off the CPU at the end: counted up to now
+            let end_ns = monotonic_ns();
+            if let Some(o) = out.take() {
+                add(&mut raw, o, end_ns);
+            }
+            raw.duration_s = end_ns.saturating_sub(t0_ns) as f64 / 1e9;
+            raw.lost = ev.lost;
+            raw
+        });
+        Ok(OffCpuProfiler {
+            stop,
+            handle: Some(handle),
+            ids: (pid, tid),
+            cpu0,
+        })
+    }
+
+    /// Stop recording (the event is closed) and return what was gathered.
+    pub fn finish(mut self) -> Result<RawOffCpu> {
+        self.stop.store(true, Ordering::Relaxed);
+        let cpu1 = super::profile::cpu_ns(self.ids.0, self.ids.1);
+        let mut raw = self
+            .handle
+            .take()
+            .ok_or_else(|| anyhow!("profile: the recorder is gone"))?
+            .join()
+            .map_err(|_| anyhow!("profile: the recorder thread failed"))?;
+        if let (Some(a), Some(b)) = (self.cpu0, cpu1) {
+            raw.cpu_s = Some(b.saturating_sub(a) as f64 / 1e9);
+        }
+        Ok(raw)
+    }
+}
+
+impl Drop for OffCpuProfiler {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// One distinct stack and reason, its time off the CPU.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct StackRow {
+    pub ms: f64,
+    pub intervals: u64,
+    pub reason: String,
+    /// Innermost first.
+    pub frames: Vec<String>,
+}
+
+/// One function's time: where it is the innermost user frame (self) and
+/// anywhere on the stack (total).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct OffRow {
+    pub function: String,
+    pub self_ms: f64,
+    pub total_ms: f64,
+    pub intervals: u64,
+}
+
+/// A symbolized off-CPU profile.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct OffCpuProfile {
+    pub pid: i32,
+    pub duration_s: f64,
+    pub off_cpu_s: f64,
+    pub intervals: u64,
+    pub lost: u64,
+    /// CPU time the backend used meanwhile (seconds), when known.
+    pub cpu_s: Option<f64>,
+    /// Time off the CPU by the kernel's reason: (reason, seconds, intervals).
+    pub by_reason: Vec<(String, f64, u64)>,
+    /// Stacks by time off the CPU, most first.
+    pub stacks: Vec<StackRow>,
+    pub top: Vec<OffRow>,
+    /// Folded stacks, root first, with their microseconds off the CPU.
+    pub folded: Vec<(String, u64)>,
+}
+
+impl OffCpuProfile {
+    pub fn build(raw: &RawOffCpu, sym: &mut Symbolizer, pid: i32) -> OffCpuProfile {
+        let mut stacks = Vec::new();
+        let mut reasons: HashMap<char, (u64, u64)> = HashMap::new();
+        let mut rows: HashMap<String, OffRow> = HashMap::new();
+        let mut folded: HashMap<String, u64> = HashMap::new();
+        for ((pcs, r), (ns, n)) in &raw.stacks {
+            let frames = stack_frames(sym, pcs);
+            let ms = *ns as f64 / 1e6;
+            let e = reasons.entry(*r).or_insert((0, 0));
+            e.0 += ns;
+            e.1 += n;
+            // the innermost user frame: the [kernel] one is on every stack
+            let user: Vec<&String> = frames.iter().filter(|f| *f != "[kernel]").collect();
+            let mut seen: Vec<&String> = Vec::new();
+            for (i, f) in user.iter().enumerate() {
+                if seen.contains(f) {
+                    continue;
+                }
+                seen.push(f);
+                let row = rows.entry((*f).clone()).or_insert_with(|| OffRow {
+                    function: (*f).clone(),
+                    self_ms: 0.0,
+                    total_ms: 0.0,
+                    intervals: 0,
+                });
+                if i == 0 {
+                    row.self_ms += ms;
+                }
+                row.total_ms += ms;
+                row.intervals += n;
+            }
+            let line: Vec<&str> = frames.iter().rev().map(|s| s.as_str()).collect();
+            *folded.entry(line.join(";")).or_insert(0) += ns / 1000;
+            stacks.push(StackRow {
+                ms,
+                intervals: *n,
+                reason: reason_name(*r).into(),
+                frames,
+            });
+        }
+        stacks.sort_by(|a, b| b.ms.total_cmp(&a.ms));
+        let mut top: Vec<OffRow> = rows.into_values().collect();
+        top.sort_by(|a, b| {
+            b.self_ms
+                .total_cmp(&a.self_ms)
+                .then(b.total_ms.total_cmp(&a.total_ms))
+                .then(a.function.cmp(&b.function))
+        });
+        let mut by_reason: Vec<(String, f64, u64)> = reasons
+            .into_iter()
+            .map(|(r, (ns, n))| (reason_name(r).to_string(), ns as f64 / 1e9, n))
+            .collect();
+        by_reason.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let mut folded: Vec<(String, u64)> = folded.into_iter().collect();
+        folded.sort();
+        OffCpuProfile {
+            pid,
+            duration_s: raw.duration_s,
+            off_cpu_s: raw.off_ns as f64 / 1e9,
+            intervals: raw.intervals,
+            lost: raw.lost,
+            cpu_s: raw.cpu_s,
+            by_reason,
+            stacks,
+            top,
+            folded,
+        }
+    }
+
+    /// The functions with the most time off the CPU where they are the
+    /// innermost user frame (self), then callers by total; the reasons;
+    /// the total line.
+    pub fn table(&self, rows: usize) -> String {
+        let mut out = format!(
+            "{:>10} {:>10} {:>9}  {}\n",
+            "self ms", "total ms", "intervals", "function (off-CPU time)"
+        );
+        let line = |r: &OffRow| {
+            format!(
+                "{:>10.1} {:>10.1} {:>9}  {}\n",
+                r.self_ms, r.total_ms, r.intervals, r.function
+            )
+        };
+        let mut shown = 0;
+        for r in self.top.iter().filter(|r| r.self_ms > 0.0).take(rows) {
+            out.push_str(&line(r));
+            shown += 1;
+        }
+        let mut callers: Vec<&OffRow> = self.top.iter().filter(|r| r.self_ms == 0.0).collect();
+        callers.sort_by(|a, b| b.total_ms.total_cmp(&a.total_ms));
+        if shown < rows && !callers.is_empty() {
+            out.push_str("callers, by total:\n");
+            for r in callers.into_iter().take(rows - shown) {
+                out.push_str(&line(r));
+            }
+        }
+        out.push_str(&self.summary_line());
+        out
+    }
+
+    /// "off CPU 1.234 s of 3.0 s in N intervals (reasons); it ran ..."
+    pub fn summary_line(&self) -> String {
+        let reasons: Vec<String> = self
+            .by_reason
+            .iter()
+            .map(|(r, s, n)| format!("{r} {s:.3} s in {n}"))
+            .collect();
+        format!(
+            "profile: backend {} off CPU {:.3} s of {:.3} s in {} intervals{}{}{}",
+            self.pid,
+            self.off_cpu_s,
+            self.duration_s,
+            self.intervals,
+            if reasons.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", reasons.join(", "))
+            },
+            match self.cpu_s {
+                Some(c) => format!("; on a CPU {c:.3} s"),
+                None => String::new(),
+            },
+            if self.lost > 0 {
+                format!("; {} records lost (ring full)", self.lost)
+            } else {
+                String::new()
+            }
+        )
+    }
+
+    /// `stack MICROSECONDS` lines, root first (flamegraph.pl's input).
+    pub fn folded_text(&self) -> String {
+        let mut s = String::new();
+        for (stack, n) in &self.folded {
+            s.push_str(&format!("{stack} {n}\n"));
+        }
+        s
+    }
+
+    pub fn json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    /// Draw the flame graph (inferno) into `out`, widths in microseconds.
+    pub fn write_svg(&self, out: &Path) -> Result<()> {
+        if self.folded.is_empty() {
+            anyhow::bail!("nothing to draw: the backend did not leave a CPU while it was recorded");
+        }
+        let mut opt = inferno::flamegraph::Options::default();
+        opt.title = format!("Off-CPU stacks of backend {} (microseconds)", self.pid);
+        opt.count_name = "us".into();
+        let text = self.folded_text();
+        let mut svg = Vec::new();
+        inferno::flamegraph::from_lines(&mut opt, text.lines(), &mut svg)
+            .map_err(|e| anyhow!("cannot draw the flame graph: {e}"))?;
+        std::fs::write(out, svg).map_err(|e| anyhow!("cannot write {}: {e}", out.display()))
+    }
+}
+
+impl super::profile::ProfileOpts {
+    /// An off-CPU profile as the format asks, and the flame graph written.
+    pub fn render_off_cpu(&self, p: &OffCpuProfile) -> Result<String> {
+        use super::profile::Format;
+        let mut out = match self.format {
+            Format::Top => p.table(self.rows),
+            Format::Folded => p.folded_text().trim_end().to_string(),
+            Format::Json => p.json(),
+        };
+        if let Some(svg) = &self.flamegraph {
+            p.write_svg(svg)?;
+            if self.format != Format::Json {
+                out.push_str(&format!(
+                    "\nprofile: wrote {}: flame graph of {} distinct stacks",
+                    svg.display(),
+                    p.folded.len()
+                ));
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reason;
+
+    #[test]
+    fn reasons_of_prev_state() {
+        assert_eq!(reason(1), 'S');
+        assert_eq!(reason(2), 'D');
+        assert_eq!(reason(0), 'R');
+        // preempted: TASK_REPORT_MAX (0x100 since Linux 5.14)
+        assert_eq!(reason(0x100), 'R');
+        assert_eq!(reason(0x80), 'I');
+    }
+}

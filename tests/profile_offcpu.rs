@@ -1,0 +1,169 @@
+//! `profile --off-cpu` on real PostgreSQL 15: a backend sleeping in
+//! `pg_sleep` (checked running before and after the recording) is off a
+//! CPU nearly all the window, in `WaitLatch`'s stacks, sleeping (S); a
+//! CPU-bound backend is off a CPU far less than on one.  Neither is
+//! traced or stopped.
+
+mod common;
+use common::*;
+use std::time::Duration;
+
+/// A loop that runs until cancelled (the test cancels it).
+const LOOP: &str =
+    "do $$ declare i bigint = 0; begin while i < 100000000000 loop i := i + 1; end loop; end $$";
+
+type Running = std::thread::JoinHandle<(postgres::Client, Result<String, String>)>;
+
+fn start(cl: &Cluster, sql: &str, shows: &str) -> (Client, i32, Running) {
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let h = a.spawn_text(sql);
+    cl.wait_active(&[pid], shows);
+    (a, pid, h)
+}
+
+/// `pgdbg profile PID --off-cpu --for 3s --format json`, watching that the
+/// backend is never traced nor stopped meanwhile.
+fn off_cpu_profile(pid: i32) -> serde_json::Value {
+    // a long document (every distinct stack): to a file, not a pipe
+    let file = std::env::temp_dir().join(format!("pgdbg-offcpu-{}-{pid}.json", std::process::id()));
+    let p = Pgdbg::spawn_to_file(
+        &[
+            "profile",
+            &pid.to_string(),
+            "--off-cpu",
+            "--for",
+            "3s",
+            "--format",
+            "json",
+            "-q",
+        ],
+        &file,
+    );
+    let t0 = std::time::Instant::now();
+    while t0.elapsed() < Duration::from_secs(2) {
+        assert_eq!(tracer_pid(pid), 0, "profile must not ptrace the backend");
+        let st = proc_state(pid);
+        assert!(
+            !st.starts_with('t') && !st.starts_with('T'),
+            "backend stopped: {st}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (code, _, err) = p.wait(Duration::from_secs(60));
+    assert_eq!(code, 0, "{err}");
+    let out = std::fs::read_to_string(&file).unwrap();
+    let _ = std::fs::remove_file(&file);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    eprintln!(
+        "off CPU {} s of {} s in {} intervals, on CPU {} s, by reason {}, top stack {}",
+        v["off_cpu_s"], v["duration_s"], v["intervals"], v["cpu_s"], v["by_reason"], v["stacks"][0]
+    );
+    v
+}
+
+fn still_active(cl: &Cluster, pid: i32, shows: &str) {
+    let mut c = cl.connect();
+    let n = c.query_one_i64(&format!(
+        "select count(*) from pg_stat_activity where pid = {pid} and state = 'active' and position({} in query) > 0",
+        sql_literal(shows)
+    ));
+    assert_eq!(n, 1, "the workload ran through the whole recording");
+}
+
+#[test]
+fn off_cpu_of_pg_sleep_and_of_a_cpu_bound_query() {
+    let cl = Cluster::start(15);
+
+    // 200 sleeps of 50 ms: 10 s, longer than the 3 s and 1 s recorded
+    let sleep = "select pg_sleep(0.05) from generate_series(1,200)";
+    let (mut a, pid, h) = start(&cl, sleep, "pg_sleep(0.05)");
+    let p = off_cpu_profile(pid);
+    still_active(&cl, pid, "pg_sleep(0.05)");
+    let off = p["off_cpu_s"].as_f64().unwrap();
+    let dur = p["duration_s"].as_f64().unwrap();
+    assert!(
+        (1.5..=3.1).contains(&off) && off <= dur,
+        "off CPU {off} s of {dur} s: {p}"
+    );
+    let n = p["intervals"].as_u64().unwrap();
+    assert!(n >= 30, "a switch per sleep at least: {n} intervals");
+    let top = &p["stacks"][0];
+    let frames: Vec<&str> = top["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap())
+        .collect();
+    assert!(
+        frames
+            .iter()
+            .any(|f| ["pg_usleep", "WaitLatch", "epoll_wait"].contains(f)),
+        "the top off-CPU stack sleeps: {top}"
+    );
+    assert!(frames.contains(&"PostgresMain"), "whole stack: {top}");
+    assert!(
+        top["reason"].as_str().unwrap().starts_with('S'),
+        "sleeping: {top}"
+    );
+    // at the prompt, the table and the total line, and a flame graph
+    let svg = std::env::temp_dir().join(format!("pgdbg-offcpu-{}.svg", std::process::id()));
+    let _ = std::fs::remove_file(&svg);
+    let (code, out, err) = pgdbg(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--ex",
+        &format!("profile --off-cpu --for 1s --flamegraph {}", svg.display()),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    eprintln!("{out}");
+    assert!(out.contains("function (off-CPU time)"), "{out}");
+    assert!(out.contains("WaitLatch"), "{out}");
+    let total = out
+        .lines()
+        .find(|l| l.contains(" off CPU ") && l.contains(" intervals"))
+        .unwrap_or_else(|| panic!("a total line: {out}"));
+    assert!(total.contains("S sleeping"), "{total}");
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        text.contains("<svg") && text.contains("WaitLatch"),
+        "flame graph"
+    );
+    let _ = std::fs::remove_file(&svg);
+    assert_eq!(tracer_pid(pid), 0);
+    still_active(&cl, pid, "pg_sleep(0.05)");
+    let r = a.rejoin(h);
+    assert!(r.is_ok(), "the sleeps end by themselves: {r:?}");
+
+    // CPU-bound (a PL/pgSQL loop, cancelled at the end): it never sleeps,
+    // it is off a CPU only when preempted, and the time on and off a CPU
+    // adds up to the time recorded (however loaded the machine is)
+    let (mut b, pid, h) = start(&cl, LOOP, "while i <");
+    let p = off_cpu_profile(pid);
+    still_active(&cl, pid, "while i <");
+    let off = p["off_cpu_s"].as_f64().unwrap();
+    let cpu = p["cpu_s"].as_f64().expect("CPU time known");
+    let dur = p["duration_s"].as_f64().unwrap();
+    assert!(cpu > 0.3, "the loop ran on a CPU: {p}");
+    assert!(
+        (off + cpu - dur).abs() < 0.15 * dur,
+        "on CPU {cpu} s + off CPU {off} s = the {dur} s recorded: {p}"
+    );
+    let sleeping: f64 = p["by_reason"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r[0].as_str().unwrap().starts_with('S'))
+        .map(|r| r[1].as_f64().unwrap())
+        .sum();
+    assert!(
+        sleeping < 0.1 * dur && sleeping < cpu,
+        "the loop does not sleep: {sleeping} s sleeping, {cpu} s on a CPU: {p}"
+    );
+    cl.cancel(&[pid]);
+    let r = b.rejoin(h);
+    assert!(r.is_err_and(|e| e.contains("canceling statement")));
+    assert_eq!(b.query_one_i64("select 41 + 1"), 42);
+    cl.assert_no_crash();
+}

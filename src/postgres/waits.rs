@@ -219,13 +219,24 @@ pub fn known_values(s: &dyn Backend) -> Vec<u32> {
         out.extend(values(e).iter().map(|(_, v)| *v as u32));
     }
     // PG_WAIT_LWLOCK | tranche: the built-in tranches (individual LWLocks
-    // first) below LWTRANCHE_FIRST_USER_DEFINED
-    if let Some((_, first_user)) = values("BuiltinTrancheIds")
+    // first) below LWTRANCHE_FIRST_USER_DEFINED, from the enum when the
+    // debug info has it, else from the lengths of lwlock.c's name arrays
+    // (individual LWLocks' names apart before 17)
+    let entries = |name: &str| -> i64 {
+        match di.global(name).and_then(|(_, t)| t).map(|t| strip(di, &t)) {
+            Some(t) => match &*t {
+                Type::Array { count, .. } => count.unwrap_or(0) as i64,
+                _ => 0,
+            },
+            None => 0,
+        }
+    };
+    let first_user = values("BuiltinTrancheIds")
         .into_iter()
         .find(|(n, _)| n == "LWTRANCHE_FIRST_USER_DEFINED")
-    {
-        out.extend((0..first_user.clamp(0, 4096) as u32).map(|t| 0x0100_0000 | t));
-    }
+        .map(|(_, v)| v)
+        .unwrap_or_else(|| entries("IndividualLWLockNames") + entries("BuiltinTrancheNames"));
+    out.extend((0..first_user.clamp(0, 4096) as u32).map(|t| 0x0100_0000 | t));
     // PG_WAIT_LOCK | lock tag type
     out.extend(
         values("LockTagType")

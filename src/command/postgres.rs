@@ -236,7 +236,10 @@ pub static WAITS_TRACE: Entry = Entry {
            By default the watchpoint is a perf event the kernel owns (a write breakpoint with \
            a sample per store) and the statement times come from kernel uprobes: the backend \
            is never stopped, the value of each store is decoded from the store instruction, \
-           and the waits are reported when tracing ends. Each statement's text is copied by \
+           and the waits are reported when tracing ends; a backend that ends while traced has \
+           its waits and statements reported up to its end, named (the names of every wait \
+           the build can report are asked of the backend when tracing starts, once per build, \
+           and kept in ~/.cache/pgdbg/waitnames). Each statement's text is copied by \
            the kernel at the executor's start (a uprobe defined in tracefs, mounted on \
            /sys/kernel/tracing when it is not; without it, pgdbg reads the texts as they \
            arrive, at more cost to the backend). Needs perf_event_open (root, or \

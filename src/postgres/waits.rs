@@ -189,6 +189,71 @@ impl WaitNames {
     }
 }
 
+/// Every wait_event_info value this build can report that its debug info
+/// enumerates: the values of the wait-event enums of each class (their
+/// enumerators carry the class bits), the built-in LWLock tranches, the
+/// lock tag types and the buffer pin wait.  A type the debug info lacks
+/// (a stripped binary's layout pack) adds nothing.
+pub fn known_values(s: &dyn Backend) -> Vec<u32> {
+    use crate::debuginfo::types::{Type, TypeSource, strip};
+    let di = s.di();
+    let values = |name: &str| -> Vec<(String, i64)> {
+        match di.type_by_name(name).map(|t| strip(di, &t)) {
+            Some(t) => match &*t {
+                Type::Enum { values, .. } => values.clone(),
+                _ => Vec::new(),
+            },
+            None => Vec::new(),
+        }
+    };
+    let mut out: Vec<u32> = Vec::new();
+    for e in [
+        "WaitEventActivity",
+        "WaitEventClient",
+        "WaitEventIPC",
+        "WaitEventTimeout",
+        "WaitEventIO",
+        "WaitEventBufferPin",
+        "WaitEventExtension",
+    ] {
+        out.extend(values(e).iter().map(|(_, v)| *v as u32));
+    }
+    // PG_WAIT_LWLOCK | tranche: the built-in tranches (individual LWLocks
+    // first) below LWTRANCHE_FIRST_USER_DEFINED, from the enum when the
+    // debug info has it, else from the lengths of lwlock.c's name arrays
+    // (individual LWLocks' names apart before 17)
+    let entries = |name: &str| -> i64 {
+        match di.global(name).and_then(|(_, t)| t).map(|t| strip(di, &t)) {
+            Some(t) => match &*t {
+                Type::Array { count, .. } => count.unwrap_or(0) as i64,
+                _ => 0,
+            },
+            None => 0,
+        }
+    };
+    let first_user = values("BuiltinTrancheIds")
+        .into_iter()
+        .find(|(n, _)| n == "LWTRANCHE_FIRST_USER_DEFINED")
+        .map(|(_, v)| v)
+        .unwrap_or_else(|| entries("IndividualLWLockNames") + entries("BuiltinTrancheNames"));
+    out.extend((0..first_user.clamp(0, 4096) as u32).map(|t| 0x0100_0000 | t));
+    // PG_WAIT_LOCK | lock tag type
+    out.extend(
+        values("LockTagType")
+            .iter()
+            .filter(|(n, _)| n != "LOCKTAG_LAST_TYPE")
+            .map(|(_, v)| 0x0300_0000 | *v as u32),
+    );
+    if !out.is_empty() {
+        // PG_WAIT_BUFFER_PIN (a class of one wait before 17)
+        out.push(0x0400_0000);
+    }
+    out.retain(|v| *v != 0);
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// Sample the word from another thread while the target runs.
 pub struct Sampler {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,

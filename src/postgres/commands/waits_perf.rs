@@ -120,6 +120,19 @@ pub fn waits_trace_perf(
     statements: bool,
 ) -> Result<(String, Flow)> {
     let mut probe = TraceProbe::observing(s, stacks, quiet)?;
+    // the waits are named once tracing ends, by asking the backend; one
+    // that ends meanwhile cannot be asked: every value this build can
+    // report is named now, while it can (once per build: the names are
+    // kept on disk), so that an ended backend's waits have their names
+    let values = crate::postgres::waits::known_values(s);
+    if values.iter().any(|v| probe.names.unresolved(*v).is_some())
+        && let Err(e) = probe.names.resolve(s, &values)
+    {
+        // asked again at the end, as before, when the backend is still there
+        s.say(&format!(
+            "waits: the names of this build's waits could not be asked for now ({e:#}); asked at the end"
+        ));
+    }
     let base_i = std::time::Instant::now();
     let base_ns = crate::perf::monotonic_ns();
     let base_wall = crate::capture::wall_now();

@@ -1,0 +1,266 @@
+//! A backend that exits while a command observes it (its session closes
+//! its connection): what it recorded up to its end is reported, with the
+//! same totals as the statements it ran, and it is said to have ended.
+//! On one backend (`attach PID --ex`) and in a whole cluster (`attach
+//! --cluster --script`).
+
+mod common;
+use common::*;
+use std::io::{BufRead, BufReader, Read};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Rows inserted one statement at a time, then the session closes.
+const ROWS: u64 = 37;
+/// `pg_sleep` calls made before the session closes.
+const SLEEPS: u64 = 15;
+
+fn temp(name: &str) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("pgdbg-ended-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_file(&p);
+    p
+}
+
+/// A cache directory whose debug index is the usual one (a link to it) and
+/// whose wait names are empty: the names of the waits must be learned
+/// afresh, as on a machine where this build was never traced.
+fn fresh_wait_names(key: &str) -> PathBuf {
+    let index = match std::env::var_os("PGDBG_INDEX_CACHE") {
+        Some(d) => PathBuf::from(d),
+        None => std::env::var_os("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache"))
+            .join("pgdbg")
+            .join("index"),
+    };
+    std::fs::create_dir_all(&index).unwrap();
+    let dir = temp(&format!("cache-{key}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::os::unix::fs::symlink(&index, dir.join("index")).unwrap();
+    dir.join("index")
+}
+
+/// pgdbg with `PGDBG_INDEX_CACHE` set to `cache`, stdout piped or to a file.
+fn spawn_with_cache(
+    args: &[&str],
+    cache: &std::path::Path,
+    stdout: Option<&std::path::Path>,
+) -> Pgdbg {
+    let child = std::process::Command::new(pgdbg_bin())
+        .args(args)
+        .env_remove("DEBUGINFOD_URLS")
+        .env("PGDBG_INDEX_CACHE", cache)
+        .stdin(std::process::Stdio::null())
+        .stdout(match stdout {
+            Some(p) => std::process::Stdio::from(std::fs::File::create(p).unwrap()),
+            None => std::process::Stdio::piped(),
+        })
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn pgdbg");
+    Pgdbg { child }
+}
+
+fn all_events(path: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("capture lines are JSON"))
+        .collect()
+}
+
+/// The session's work: `SLEEPS` short sleeps and `ROWS` single-row inserts.
+fn work(c: &mut Client) {
+    for _ in 0..SLEEPS {
+        c.simple_text("select pg_sleep(0.01)::text");
+    }
+    for i in 0..ROWS {
+        c.exec(&format!("insert into ended_t values ({i})"));
+    }
+}
+
+/// `attach PID -q --ex CMD`, started once pgdbg says `ready` (a line
+/// starting with it on stdout), then the session works and closes; the
+/// whole standard output and error once pgdbg has ended.
+fn observe_until_exit(cl: &Cluster, cmd: &str, ready: &str) -> (i32, String, String) {
+    let mut c = cl.connect();
+    c.exec("create table if not exists ended_t (i int)");
+    let pid = c.pid();
+    let cache = fresh_wait_names(&format!("one-{pid}"));
+    let mut p = spawn_with_cache(
+        &["attach", &pid.to_string(), "-q", "--ex", cmd],
+        &cache,
+        None,
+    );
+    let mut out = BufReader::new(p.child.stdout.take().unwrap());
+    let mut head = String::new();
+    loop {
+        let mut l = String::new();
+        assert!(out.read_line(&mut l).unwrap() > 0, "pgdbg ended: {head}");
+        head.push_str(&l);
+        if l.contains(ready) {
+            break;
+        }
+    }
+    work(&mut c);
+    drop(c);
+    let mut rest = String::new();
+    out.read_to_string(&mut rest).unwrap();
+    let (_, _, err) = p.wait(Duration::from_secs(90));
+    (pid, format!("{head}{rest}"), err)
+}
+
+fn calls(out: &str, f: &str) -> u64 {
+    out.lines()
+        .find_map(|l| {
+            let r = l.strip_prefix(f)?;
+            r.split_whitespace().next()?.parse().ok()
+        })
+        .unwrap_or_else(|| panic!("no line for {f} in:\n{out}"))
+}
+
+/// The count of `Timeout: PgSleep` waits in a `waits trace` summary.
+fn pg_sleeps(summary: &str) -> u64 {
+    summary
+        .lines()
+        .find_map(|l| {
+            let rest = l.trim().strip_prefix("Timeout: PgSleep")?;
+            rest.split_whitespace().next()?.parse().ok()
+        })
+        .unwrap_or(0)
+}
+
+/// `pg_sleeps` of the lines of backend `pid` in a `--cluster` output.
+fn pg_sleeps_of(text: &str, pid: i32) -> u64 {
+    let tag = format!("[{pid}]");
+    let mine: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix(tag.as_str()))
+        .collect();
+    pg_sleeps(&mine.join("\n"))
+}
+
+#[test]
+fn count_of_backend_that_exits() {
+    let cl = Cluster::start(15);
+    let (pid, out, err) = observe_until_exit(&cl, "count heap_insert --for 60s", "count: ");
+    assert_eq!(calls(&out, "heap_insert"), ROWS, "{out}\n{err}");
+    assert!(
+        format!("{out}{err}").contains(&format!("{pid}")) && format!("{out}{err}").contains("exit"),
+        "the backend is said to have ended:\n{out}\n{err}"
+    );
+    cl.assert_no_crash();
+}
+
+#[test]
+fn latency_of_backend_that_exits() {
+    let cl = Cluster::start(15);
+    let (_, out, err) = observe_until_exit(&cl, "latency heap_insert --for 60s", "latency: ");
+    assert_eq!(calls(&out, "heap_insert"), ROWS, "{out}\n{err}");
+    cl.assert_no_crash();
+}
+
+#[test]
+fn waits_trace_of_backend_that_exits() {
+    let cl = Cluster::start(15);
+    let (pid, out, err) =
+        observe_until_exit(&cl, "waits trace --for 60s --quiet", "waits: tracing");
+    assert!(pg_sleeps(&out) >= SLEEPS, "{out}\n{err}");
+    assert!(
+        out.contains(&format!("backend {pid} ended after")),
+        "{out}\n{err}"
+    );
+    assert!(!out.contains("not reported"), "{out}\n{err}");
+    // named although the backend could not be asked at the end
+    assert!(!out.contains("could not be named"), "{out}\n{err}");
+    assert!(!out.contains("unresolved"), "{out}\n{err}");
+    cl.assert_no_crash();
+}
+
+/// `attach --cluster --script S`: a backend that connects, is attached,
+/// works and closes; its totals are in the capture, and the final line
+/// counts it as exited.
+fn cluster_case(script_line: &str, key: &str) -> (i32, Vec<serde_json::Value>, String, String) {
+    let cl = Cluster::start(15);
+    let mut setup = cl.connect();
+    setup.exec("create table if not exists ended_t (i int)");
+    let cap = temp(&format!("{key}.jsonl"));
+    let out = temp(&format!("{key}.out"));
+    let script = write_script(&format!("ended-{key}"), &[script_line]);
+    let cache = fresh_wait_names(key);
+    let p = spawn_with_cache(
+        &[
+            "attach",
+            "--cluster",
+            cl.dir.to_str().unwrap(),
+            "--script",
+            script.to_str().unwrap(),
+            "--for",
+            "25s",
+            "--capture",
+            cap.to_str().unwrap(),
+        ],
+        &cache,
+        Some(&out),
+    );
+    let setup_pid = setup.pid();
+    wait_until("the cluster attached", Duration::from_secs(60), || {
+        tracer_pid(setup_pid) != 0
+    });
+    let mut c = cl.connect();
+    let pid = c.pid();
+    wait_until("the new backend attached", Duration::from_secs(60), || {
+        tracer_pid(pid) != 0
+    });
+    // the script is armed once the backend's arm event is in the capture
+    wait_until("the script armed", Duration::from_secs(60), || {
+        all_events(&cap)
+            .iter()
+            .any(|e| e["pid"] == pid && e["event"] != "attach")
+            || std::fs::read_to_string(&out)
+                .unwrap_or_default()
+                .lines()
+                .any(|l| l.contains(&pid.to_string()) && !l.contains("attach"))
+    });
+    work(&mut c);
+    drop(c);
+    let (code, _, err) = p.wait(Duration::from_secs(120));
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(code, 0, "{text}{err}");
+    let ev = all_events(&cap);
+    let _ = std::fs::remove_file(&cap);
+    let _ = std::fs::remove_file(&out);
+    cl.assert_no_crash();
+    (pid, ev, text, err)
+}
+
+#[test]
+fn cluster_count_of_backend_that_exits() {
+    let (pid, ev, text, err) = cluster_case("count heap_insert", "count");
+    let n = ev
+        .iter()
+        .find(|e| e["event"] == "count" && e["pid"] == pid)
+        .and_then(|e| e["calls"].as_u64());
+    assert_eq!(n, Some(ROWS), "{text}\n{err}");
+    assert!(err.contains("1 exited during the script"), "{err}");
+}
+
+#[test]
+fn cluster_waits_of_backend_that_exits() {
+    let (pid, _ev, text, err) = cluster_case("waits trace --quiet", "waits");
+    let mine: String = text
+        .lines()
+        .filter(|l| l.contains(&format!("[{pid}]")) || l.contains(&pid.to_string()))
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(!text.contains("not reported"), "{text}\n{err}");
+    assert!(pg_sleeps_of(&text, pid) >= SLEEPS, "{mine}\n{text}\n{err}");
+    assert!(!mine.contains("could not be named"), "{mine}\n{err}");
+    assert!(!mine.contains("unresolved"), "{mine}\n{err}");
+    assert!(
+        text.contains(&format!("backend {pid} ended after")),
+        "{mine}\n{text}\n{err}"
+    );
+    assert!(err.contains("1 exited during the script"), "{err}");
+}

@@ -338,10 +338,18 @@ fn uprobe_over_recorder(major: u32) {
         });
         let text = idle.end(p, &out, &round);
         assert_eq!(decisions_after(&text, TAKEN), 8, "{round}: {text}");
-        assert!(
-            mapped_code_matches_file(cpid, &idle.bin, &idle.exe, "GetCachedPlan", 32),
-            "{round}"
-        );
+        // the kernel takes its int3 out when the uprobe's event is freed,
+        // which may come after the close (as in `check_restored`)
+        let t0 = std::time::Instant::now();
+        let mut differs;
+        loop {
+            differs = mapped_code_differs(cpid, &idle.bin, &idle.exe, "GetCachedPlan", 32);
+            if differs.is_none() || t0.elapsed() > Duration::from_secs(20) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert_eq!(differs, None, "{round}");
         assert_eq!(
             anon_exec_maps(cpid),
             idle.maps_before,

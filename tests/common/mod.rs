@@ -607,6 +607,18 @@ pub fn mapped_code_matches_file(
     symbol: &str,
     len: usize,
 ) -> bool {
+    mapped_code_differs(pid, file, mapped_as, symbol, len).is_none()
+}
+
+/// `None` when the first `len` bytes of `symbol` in process `pid` are the
+/// file's, else both, for a test's failure message.
+pub fn mapped_code_differs(
+    pid: i32,
+    file: &Path,
+    mapped_as: &Path,
+    symbol: &str,
+    len: usize,
+) -> Option<String> {
     let (addr, file_off) = symbol_in_file(file, symbol);
     let data = std::fs::read(file).unwrap();
     let want = &data[file_off as usize..file_off as usize + len];
@@ -615,7 +627,7 @@ pub fn mapped_code_matches_file(
     let mut got = vec![0u8; len];
     mem.read_exact_at(&mut got, runtime(pid, mapped_as, addr))
         .unwrap();
-    got == want
+    (got != want).then(|| format!("{symbol} in memory {got:02x?}, in the file {want:02x?}"))
 }
 
 /// Panics when `symbol`'s first instruction in `file` is a push (which

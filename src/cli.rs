@@ -402,19 +402,13 @@ fn run_profile(
     if !aopts.quiet && opts.off_cpu {
         crate::errln!(
             "profile: recording when backend {pid} leaves a CPU (perf sched:sched_switch, not stopped){}",
-            match opts.duration {
-                Some(d) => format!(" for {:.1}s", d.as_secs_f64()),
-                None => "; Ctrl-C stops".into(),
-            }
+            crate::perf::profile::limit_text(opts.duration)
         );
     } else if !aopts.quiet {
         crate::errln!(
             "profile: sampling backend {pid} at {} Hz (perf cpu-clock, not stopped){}",
             opts.hz,
-            match opts.duration {
-                Some(d) => format!(" for {:.1}s", d.as_secs_f64()),
-                None => "; Ctrl-C stops".into(),
-            }
+            crate::perf::profile::limit_text(opts.duration)
         );
     }
     let out = crate::session::profile_detached(pid, &di, &opts)?;

@@ -16,20 +16,13 @@ impl Session {
             "profile: sampling backend {} at {} Hz (perf cpu-clock, not stopped){}",
             self.pid,
             opts.hz,
-            match opts.duration {
-                Some(d) => format!(" for {:.1}s", d.as_secs_f64()),
-                None => "; Ctrl-C stops".into(),
-            }
+            crate::perf::profile::limit_text(opts.duration)
         ));
         let mut probe = NoStop;
         let res = self.run_probes(&mut probe, opts.duration);
         let raw = profiler.finish()?;
         let (end, text) = res?;
-        let flow = match end {
-            ProbeEnd::TargetGone => Flow::TargetGone,
-            ProbeEnd::Terminating => Flow::Terminate,
-            _ => Flow::Continue,
-        };
+        let flow = flow_of(end);
         let mut sym = Symbolizer::new(self.pid, &self.di, self.bias);
         let p = Profile::build(&raw, &mut sym, self.pid, opts.hz);
         Ok((format!("{}{text}", opts.render(&p)?), flow))
@@ -44,20 +37,13 @@ impl Session {
         self.say(&format!(
             "profile: recording when backend {} leaves a CPU (perf sched:sched_switch, not stopped){}",
             self.pid,
-            match opts.duration {
-                Some(d) => format!(" for {:.1}s", d.as_secs_f64()),
-                None => "; Ctrl-C stops".into(),
-            }
+            crate::perf::profile::limit_text(opts.duration)
         ));
         let mut probe = NoStop;
         let res = self.run_probes(&mut probe, opts.duration);
         let raw = rec.finish()?;
         let (end, text) = res?;
-        let flow = match end {
-            ProbeEnd::TargetGone => Flow::TargetGone,
-            ProbeEnd::Terminating => Flow::Terminate,
-            _ => Flow::Continue,
-        };
+        let flow = flow_of(end);
         let mut sym = Symbolizer::new(self.pid, &self.di, self.bias);
         let p = OffCpuProfile::build(&raw, &mut sym, self.pid);
         Ok((format!("{}{text}", opts.render_off_cpu(&p)?), flow))
@@ -94,4 +80,13 @@ pub fn profile_detached(pid: i32, di: &DebugInfo, opts: &ProfileOpts) -> Result<
     let mut sym = Symbolizer::new(pid, di, bias);
     let p = Profile::build(&raw, &mut sym, pid, opts.hz);
     opts.render(&p)
+}
+
+/// How a recording that let the backend run ended, for the prompt.
+fn flow_of(end: ProbeEnd) -> Flow {
+    match end {
+        ProbeEnd::TargetGone => Flow::TargetGone,
+        ProbeEnd::Terminating => Flow::Terminate,
+        _ => Flow::Continue,
+    }
 }

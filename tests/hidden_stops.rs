@@ -11,7 +11,8 @@
 //!   time, says in one line that the backend was stopped by SIGSTOP, and
 //!   exits 0; the backend runs afterwards; a SIGSTOP that still holds at
 //!   the command's end is said so and left in place until its SIGCONT;
-//! - an inferior call made while someone else's SIGSTOP holds: it runs,
+//! - an inferior call made while someone else's SIGSTOP holds (made to
+//!   land inside pg_sleep's system call, where a call is safe): it runs,
 //!   and the backend stays stopped (pgdbg sends no SIGCONT of its own);
 //! - without the keeper, the tracefs definitions of `waits trace --perf`
 //!   are removed before pgdbg exits.
@@ -344,14 +345,14 @@ fn call_in_foreign_stop(major: u32) {
     let cl = Cluster::start(major);
     let mut a = cl.connect();
     let pid = a.pid();
-    let looping = a.spawn_text(LOOP);
-    cl.wait_active(&[pid], "perform count");
+    let looping = a.spawn_text(SLEEPING_LOOP);
+    cl.wait_active(&[pid], "perform pg_sleep");
     let mut p = Pgdbg::spawn(&[
         "attach",
         &pid.to_string(),
         "-q",
         "--ex",
-        "count ExecutorStart --for 2s",
+        "count pg_sleep --for 2s",
         "--ex",
         "call pg_usleep(1000)",
         "--ex",
@@ -360,7 +361,7 @@ fn call_in_foreign_stop(major: u32) {
     let mut out = BufReader::new(p.child.stdout.take().unwrap());
     read_until(&mut out, "count: ", Duration::from_secs(60));
     std::thread::sleep(Duration::from_millis(500));
-    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    stop_inside_a_system_call(pid);
     let mut text = String::new();
     out.read_to_string(&mut text).unwrap();
     // no SIGCONT before pgdbg's end: the call must not wait for one
@@ -392,6 +393,33 @@ fn call_in_foreign_stop(major: u32) {
     cl.cancel(&[pid]);
     assert!(a.rejoin(looping).is_err(), "the loop ends by the cancel");
     cl.assert_no_crash();
+}
+
+/// Someone else's SIGSTOP of `pid`, made to land inside a system call
+/// (pg_sleep's wait): where a stop lands in user code (the allocator, a
+/// buffer lock) `call` is rightly refused as unsafe, so a stop that is
+/// not in a system call (/proc/PID/syscall reads `-1 ...`) is undone with
+/// a SIGCONT and tried again; the loop sleeps almost all its time, so a
+/// few tries at most are needed.
+fn stop_inside_a_system_call(pid: i32) {
+    for _ in 0..50 {
+        unsafe { libc::kill(pid, libc::SIGSTOP) };
+        wait_until("the backend stopped", Duration::from_secs(10), || {
+            proc_state(pid).starts_with(['T', 't'])
+        });
+        let sc = std::fs::read_to_string(format!("/proc/{pid}/syscall")).unwrap_or_default();
+        let nr: i64 = sc
+            .split_whitespace()
+            .next()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(-1);
+        if nr >= 0 {
+            return;
+        }
+        unsafe { libc::kill(pid, libc::SIGCONT) };
+        std::thread::sleep(Duration::from_millis(30));
+    }
+    panic!("50 SIGSTOPs of a backend sleeping in pg_sleep: none landed inside a system call");
 }
 
 #[test]

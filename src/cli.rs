@@ -402,13 +402,13 @@ fn run_profile(
     if !aopts.quiet && opts.off_cpu {
         crate::errln!(
             "profile: recording when backend {pid} leaves a CPU (perf sched:sched_switch, not stopped){}",
-            crate::perf::profile::limit_text(opts.duration)
+            crate::runtime::limit_text(opts.duration, None)
         );
     } else if !aopts.quiet {
         crate::errln!(
             "profile: sampling backend {pid} at {} Hz (perf cpu-clock, not stopped){}",
             opts.hz,
-            crate::perf::profile::limit_text(opts.duration)
+            crate::runtime::limit_text(opts.duration, None)
         );
     }
     let out = crate::session::profile_detached(pid, &di, &opts)?;

@@ -92,9 +92,7 @@ pub fn run(pids: &[String], cluster_dir: Option<&Path>, opts: &AttachOpts) -> Re
             } else {
                 ""
             },
-            limit
-                .map(|d| format!(" for {:.1}s", d.as_secs_f64()))
-                .unwrap_or_else(|| "; Ctrl-C stops".into())
+            crate::runtime::limit_text(limit, None)
         );
     }
     loop {

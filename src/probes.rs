@@ -11,6 +11,7 @@ pub mod trace_perf;
 use crate::capture::Event;
 use crate::capture::events::Phases;
 use crate::postgres::backend::{Backend, ProbeEnd, ProbeHandler};
+use crate::runtime::limit_text;
 use anyhow::{Result, bail};
 use std::collections::{BTreeMap, HashMap};
 
@@ -35,14 +36,6 @@ fn arm_all(s: &mut dyn Backend, addrs: &[u64]) -> Result<()> {
         }
     }
     Ok(())
-}
-
-fn limit_text(duration: Option<std::time::Duration>, count: Option<u64>) -> String {
-    match (duration, count) {
-        (Some(d), _) => format!(" for {:.1}s", d.as_secs_f64()),
-        (None, Some(n)) => format!(" for {n} calls"),
-        _ => "; Ctrl-C stops".into(),
-    }
 }
 
 struct Trace {
@@ -126,7 +119,7 @@ pub fn trace(
         addrs.len(),
         if addrs.len() == 1 { "" } else { "s" },
         s.pid(),
-        limit_text(duration, count)
+        limit_text(duration, count.map(|n| (n, "calls")))
     ));
     let t0 = std::time::Instant::now();
     let (end, text) = s.run_probes(&mut probe, duration)?;

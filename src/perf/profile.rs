@@ -425,15 +425,6 @@ impl Format {
     }
 }
 
-/// " for 2.0s", or how to stop a recording without a limit (the start
-/// lines of `profile` and `profile --off-cpu`).
-pub(crate) fn limit_text(duration: Option<std::time::Duration>) -> String {
-    match duration {
-        Some(d) => format!(" for {:.1}s", d.as_secs_f64()),
-        None => "; Ctrl-C stops".into(),
-    }
-}
-
 /// The options of `profile`, shared by the command line and the prompt.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProfileOpts {

@@ -142,10 +142,7 @@ pub fn latency(
         "latency: {} in backend {} (entry and return uprobes, no stops){}",
         functions.join(", "),
         s.pid(),
-        match duration {
-            Some(d) => format!(" for {:.1}s", d.as_secs_f64()),
-            None => "; Ctrl-C stops".into(),
-        }
+        crate::runtime::limit_text(duration, None)
     ));
     let runs0 = s.resumes();
     let t0 = std::time::Instant::now();

@@ -6,10 +6,11 @@
 //! so a counted function that also starts a phase is counted in the
 //! phase around it, as in the ptrace mode.
 
-use super::{addresses, count_summary, limit_text};
+use super::{addresses, count_summary};
 use crate::perf::uprobe::{Probe, SP, Sampler};
 use crate::postgres::backend::{Backend, NoStop, ProbeEnd};
 use crate::postgres::{ERROR_CLEANUP_FUNCTIONS, PHASE_FUNCTIONS, PHASES};
+use crate::runtime::limit_text;
 use anyhow::{Result, anyhow};
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -7,12 +7,13 @@
 //! string, an argument passed on the stack) or `--stacks` is traced with
 //! ptrace stops instead, saying why in one line.
 
-use super::{BTreeMap, Event, addresses, limit_text, trace, trace_summary};
+use super::{BTreeMap, Event, addresses, trace, trace_summary};
 use crate::debuginfo::types::TypeRef;
 use crate::expr::eval::{ValLoc, Value};
 use crate::inferior::Registers;
 use crate::perf::uprobe::{Probe, Sampler};
 use crate::postgres::backend::{Backend, NoStop, ProbeEnd};
+use crate::runtime::limit_text;
 use anyhow::{Result, anyhow};
 use std::collections::HashMap;
 use std::time::Duration;
@@ -157,7 +158,7 @@ pub fn trace_perf(
         addrs.len(),
         if addrs.len() == 1 { "" } else { "s" },
         s.pid(),
-        limit_text(duration, count)
+        limit_text(duration, count.map(|n| (n, "calls")))
     ));
     let base_ns = crate::perf::monotonic_ns();
     let base_wall = crate::capture::wall_now();

@@ -5,6 +5,17 @@ use super::signals::{block_in_this_thread, wake_tracer};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+/// How a command that runs for a while ends, as its start line says it:
+/// " for 2.0s" with a `--for`, " for 100 calls" with a count (`unit` names
+/// what is counted), else "; Ctrl-C stops".
+pub fn limit_text(duration: Option<std::time::Duration>, count: Option<(u64, &str)>) -> String {
+    match (duration, count) {
+        (Some(d), _) => format!(" for {:.1}s", d.as_secs_f64()),
+        (None, Some((n, unit))) => format!(" for {n} {unit}"),
+        _ => "; Ctrl-C stops".into(),
+    }
+}
+
 /// Active deadlines, innermost last (a call's timeout inside a `--for`).
 static DEADLINES: Mutex<Vec<Arc<AtomicBool>>> = Mutex::new(Vec::new());
 

@@ -19,7 +19,7 @@ mod output;
 mod signals;
 mod ticker;
 
-pub use deadlines::{Deadline, DeadlineTrigger, deadline_hit, innermost_deadline_hit};
+pub use deadlines::{Deadline, DeadlineTrigger, deadline_hit, innermost_deadline_hit, limit_text};
 pub use hooks::{CallHooks, Hooks, PeekHooks, PollHooks, WaitHooks};
 pub use output::{OUTPUT_FAILED_EXIT, flush_out, out_line, output_failed, output_failure};
 pub use signals::{

@@ -16,7 +16,7 @@ impl Session {
             "profile: sampling backend {} at {} Hz (perf cpu-clock, not stopped){}",
             self.pid,
             opts.hz,
-            crate::perf::profile::limit_text(opts.duration)
+            crate::runtime::limit_text(opts.duration, None)
         ));
         let mut probe = NoStop;
         let res = self.run_probes(&mut probe, opts.duration);
@@ -37,7 +37,7 @@ impl Session {
         self.say(&format!(
             "profile: recording when backend {} leaves a CPU (perf sched:sched_switch, not stopped){}",
             self.pid,
-            crate::perf::profile::limit_text(opts.duration)
+            crate::runtime::limit_text(opts.duration, None)
         ));
         let mut probe = NoStop;
         let res = self.run_probes(&mut probe, opts.duration);

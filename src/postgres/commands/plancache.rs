@@ -32,11 +32,7 @@ pub fn plancache(
         mode == PlanCacheMode::InProcess,
     )?;
     probe.arm(s)?;
-    let limit = match (duration, count) {
-        (Some(d), _) => format!(" for {:.1}s", d.as_secs_f64()),
-        (None, Some(n)) => format!(" for {n} decisions"),
-        _ => "; Ctrl-C stops".into(),
-    };
+    let limit = crate::runtime::limit_text(duration, count.map(|n| (n, "decisions")));
     let how = if probe.in_process() {
         " (recorded in-process, no stops)"
     } else {

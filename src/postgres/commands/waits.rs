@@ -4,6 +4,7 @@ use crate::capture::Event;
 use crate::capture::events::WaitSample;
 use crate::postgres::backend::{Backend, Flow, NoStop};
 use crate::postgres::waits::{Sampler, TraceProbe, WaitNames, read_word, word_address};
+use crate::runtime::limit_text;
 use anyhow::Result;
 use std::time::Duration;
 
@@ -23,14 +24,6 @@ pub fn wait_now(s: &mut dyn Backend) -> Result<String> {
     Ok(format!("{}  [{info:#010x}]{note}", names.label(info)))
 }
 
-/// "for 2.0s", or how to stop a command without a limit.
-fn limit_text(duration: Option<Duration>) -> String {
-    match duration {
-        Some(d) => format!(" for {:.1}s", d.as_secs_f64()),
-        None => "; Ctrl-C stops".into(),
-    }
-}
-
 /// `waits sample`: let the backend run and sample its wait-event word.
 pub fn waits_sample(
     s: &mut dyn Backend,
@@ -41,7 +34,7 @@ pub fn waits_sample(
     s.say(&format!(
         "waits: sampling backend {} at {hz} Hz{}",
         s.pid(),
-        limit_text(duration)
+        limit_text(duration, None)
     ));
     let t0 = std::time::Instant::now();
     let sampler = Sampler::start(s.pid(), addr, hz);
@@ -118,7 +111,7 @@ pub fn waits_trace(
     s.say(&format!(
         "waits: tracing backend {} (hardware watchpoint on its wait-event word){}",
         s.pid(),
-        limit_text(duration)
+        limit_text(duration, None)
     ));
     // run_probes disarms the breakpoints and clears the debug registers
     let res = s.run_probes(&mut probe, duration);

@@ -189,10 +189,7 @@ pub fn waits_trace_perf(
     s.say(&format!(
         "waits: tracing backend {} (perf write-breakpoint event on its wait-event word and uprobes on the executor's start and end, no stop per wait; reported at the end{how}){}",
         s.pid(),
-        match duration {
-            Some(d) => format!(" for {:.1}s", d.as_secs_f64()),
-            None => "; Ctrl-C stops".into(),
-        }
+        crate::runtime::limit_text(duration, None)
     ));
     let mut nostop = NoStop;
     let res = s.run_probes(&mut nostop, duration);

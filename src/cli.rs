@@ -136,7 +136,7 @@ pgdbg profile 4711 --for 5s --format folded   stacks for flamegraph.pl / inferno
         /// the kernel's reason (the scheduler's switch tracepoint)
         #[arg(long)]
         off_cpu: bool,
-        /// Where its time goes, on a CPU and off it: samples weighed by their
+        /// Where the backend's time goes, on a CPU and off it: samples weighed by their
         /// period and off-CPU intervals by their duration, adding up to the
         /// time recorded
         #[arg(long, conflicts_with = "off_cpu")]

@@ -12,15 +12,15 @@ pub static ENTRIES: &[&Entry] = &[&PROFILE];
 pub static PROFILE: Entry = Entry {
     name: "profile",
     aliases: &[],
-    usage: "profile [--off-cpu | --wall] [--hz N] [--for D] [--format top|folded|json] [--flamegraph OUT.svg] [--rows N]",
+    usage: "profile [--off-cpu|--wall] [--hz N] [--for D] [--format FMT] [--flamegraph OUT.svg] [--rows N]",
     summary: "on-CPU profile of the backend (perf events): self and total share, stacks",
     help: "The backend runs, never stopped: the kernel samples its thread N times a second of CPU \
            time (--hz, 1 to 10000, default 99; perf's software cpu-clock) with its registers and \
            the top of its stack, which pgdbg unwinds with the binary's and libraries' CFI and names \
            with DWARF (inlined functions are frames of their own). Until Ctrl-C or --for D. \
            Prints a perf report-like table (self% and total% per function, --rows N of them), \
-           or folded stacks (--format folded, flamegraph.pl's input), or JSON; --flamegraph \
-           OUT.svg draws the flame graph.\n\n\
+           or folded stacks (--format folded, flamegraph.pl's input), or JSON (--format json); \
+           --flamegraph OUT.svg draws the flame graph.\n\n\
            --off-cpu: where the backend waits instead: every interval its thread is off a CPU \
            (the scheduler's sched:sched_switch tracepoint, from the switch-out to the next \
            switch-in), attributed to the user stack at the switch-out, with the kernel's reason \

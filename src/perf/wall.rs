@@ -76,11 +76,12 @@ impl WallProfiler {
             loop {
                 let last = st.load(Ordering::Relaxed);
                 clock.drain(|b| {
-                    if let Some((time, pcs)) = sample_stack(b, &mut maps) {
-                        if time >= t0_ns {
-                            raw.samples += 1;
-                            *raw.on.entry(pcs).or_insert(0) += 1;
-                        }
+                    // a sample before the window: dropped
+                    if let Some((time, pcs)) = sample_stack(b, &mut maps)
+                        && time >= t0_ns
+                    {
+                        raw.samples += 1;
+                        *raw.on.entry(pcs).or_insert(0) += 1;
                     }
                 });
                 switches.drain_records(|k, m, b| sw.take(k, m, b, &mut maps));

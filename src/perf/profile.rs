@@ -49,20 +49,20 @@ pub(crate) fn cpu_ns(pid: i32, tid: i32) -> Option<u64> {
 }
 
 /// Open the cpu-clock event `attr` on thread `tid` of process `pid` and
-/// enable it; a paranoid kernel that refuses kernel samples to a user
+/// enable it (`mode` names the command in refusals); a paranoid kernel that refuses kernel samples to a user
 /// without CAP_PERFMON is asked for user-only ones.
-pub(crate) fn open_cpu_clock(attr: &Attr, pid: i32, tid: i32) -> Result<Event> {
+pub(crate) fn open_cpu_clock(attr: &Attr, pid: i32, tid: i32, mode: &str) -> Result<Event> {
     // 1 MB of ring: about 30 samples; drained every few ms
     let ev = match Event::open(attr, tid, 256) {
         Ok(e) => e,
         Err(e) if e.raw_os_error() == Some(libc::EACCES) => {
             let mut a = *attr;
             a.flags |= super::FLAG_EXCLUDE_KERNEL;
-            Event::open(&a, tid, 256).map_err(|e| open_error("profile", pid, e))?
+            Event::open(&a, tid, 256).map_err(|e| open_error(mode, pid, e))?
         }
-        Err(e) => return Err(open_error("profile", pid, e)),
+        Err(e) => return Err(open_error(mode, pid, e)),
     };
-    ev.enable().map_err(|e| open_error("profile", pid, e))?;
+    ev.enable().map_err(|e| open_error(mode, pid, e))?;
     Ok(ev)
 }
 
@@ -92,7 +92,7 @@ impl Profiler {
     /// Open the cpu-clock event on thread `tid` of process `pid` (the
     /// binary loaded at `main_bias`) and start sampling at `hz`.
     pub fn start(pid: i32, tid: i32, hz: u64, main_bias: u64) -> Result<Profiler> {
-        let ev = open_cpu_clock(&Attr::cpu_clock(hz, STACK_BYTES), pid, tid)?;
+        let ev = open_cpu_clock(&Attr::cpu_clock(hz, STACK_BYTES), pid, tid, "profile")?;
         let stop = Arc::new(AtomicBool::new(false));
         let st = stop.clone();
         let t0 = std::time::Instant::now();

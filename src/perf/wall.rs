@@ -56,7 +56,7 @@ impl WallProfiler {
         // a fixed period: each sample is the same CPU time
         attr.flags &= !super::FLAG_FREQ;
         attr.period_or_freq = period_ns;
-        let clock = open_cpu_clock(&attr, pid, tid)?;
+        let clock = open_cpu_clock(&attr, pid, tid, "profile --wall")?;
         let switches = open_switches(pid, tid, "profile --wall")?;
         let (mut switches, state_field) = switches;
         let stop = Arc::new(AtomicBool::new(false));

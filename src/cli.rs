@@ -136,6 +136,11 @@ pgdbg profile 4711 --for 5s --format folded   stacks for flamegraph.pl / inferno
         /// the kernel's reason (the scheduler's switch tracepoint)
         #[arg(long)]
         off_cpu: bool,
+        /// Where the backend's time goes, on a CPU and off it: samples weighed by their
+        /// period and off-CPU intervals by their duration, adding up to the
+        /// time recorded
+        #[arg(long, conflicts_with = "off_cpu")]
+        wall: bool,
         /// Take the DWARF from FILE (must have the binary's build-id)
         #[arg(long, value_name = "FILE")]
         debug_file: Option<PathBuf>,
@@ -333,6 +338,7 @@ pub fn main() -> i32 {
             flamegraph,
             rows,
             off_cpu,
+            wall,
             debug_file,
             symbols,
             quiet,
@@ -345,6 +351,7 @@ pub fn main() -> i32 {
                 flamegraph,
                 rows,
                 off_cpu,
+                wall,
             },
             for_,
             AttachOpts {
@@ -399,7 +406,9 @@ fn run_profile(
     crate::attach::check_target(pid, false)?;
     let (di, _) = crate::attach::load_debuginfo(pid, &aopts)?;
     runtime::install();
-    if !aopts.quiet && opts.off_cpu {
+    if !aopts.quiet && opts.wall {
+        crate::errln!("{}", crate::session::wall_start_line(pid, &opts));
+    } else if !aopts.quiet && opts.off_cpu {
         crate::errln!(
             "profile: recording when backend {pid} leaves a CPU (perf sched:sched_switch, not stopped){}",
             crate::runtime::limit_text(opts.duration, None)

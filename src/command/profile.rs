@@ -12,27 +12,35 @@ pub static ENTRIES: &[&Entry] = &[&PROFILE];
 pub static PROFILE: Entry = Entry {
     name: "profile",
     aliases: &[],
-    usage: "profile [--off-cpu] [--hz N] [--for D] [--format top|folded|json] [--flamegraph OUT.svg] [--rows N]",
+    usage: "profile [--off-cpu|--wall] [--hz N] [--for D] [--format FMT] [--flamegraph OUT.svg] [--rows N]",
     summary: "on-CPU profile of the backend (perf events): self and total share, stacks",
     help: "The backend runs, never stopped: the kernel samples its thread N times a second of CPU \
            time (--hz, 1 to 10000, default 99; perf's software cpu-clock) with its registers and \
            the top of its stack, which pgdbg unwinds with the binary's and libraries' CFI and names \
            with DWARF (inlined functions are frames of their own). Until Ctrl-C or --for D. \
            Prints a perf report-like table (self% and total% per function, --rows N of them), \
-           or folded stacks (--format folded, flamegraph.pl's input), or JSON; --flamegraph \
-           OUT.svg draws the flame graph.\n\n\
+           or folded stacks (--format folded, flamegraph.pl's input), or JSON (--format json); \
+           --flamegraph OUT.svg draws the flame graph.\n\n\
            --off-cpu: where the backend waits instead: every interval its thread is off a CPU \
            (the scheduler's sched:sched_switch tracepoint, from the switch-out to the next \
            switch-in), attributed to the user stack at the switch-out, with the kernel's reason \
            (S sleeping, D uninterruptible, R preempted); the table gives milliseconds off CPU per \
            function, the folded stacks microseconds. Needs tracefs and root, CAP_PERFMON or \
            perf_event_paranoid <= 1.\n\n\
+           --wall: where the time goes, on a CPU and off it, over the same window: the on-CPU \
+           samples weigh their period (1/N s of CPU time) and the off-CPU intervals their \
+           duration, so the stacks add up to the time recorded; each stack's root says \
+           [on-CPU] or [off-CPU: sleeping|I/O|preempted]. The table gives milliseconds per \
+           function, split on and off CPU, and a total line: elapsed = on CPU + off CPU + \
+           what is not accounted for (at most about one sampling period, plus records lost). \
+           Needs what --off-cpu needs; not with --off-cpu.\n\n\
            Needs perf_event_open on the backend: root, or the server's user with \
            perf_event_paranoid <= 2; in a container CAP_PERFMON and CAP_SYS_PTRACE.",
     examples: &[
         "profile --for 10s",
         "profile --hz 999 --for 5s --flamegraph cpu.svg",
         "profile --off-cpu --for 10s --flamegraph wait.svg",
+        "profile --wall --for 10s --flamegraph wall.svg",
     ],
     parse: parse_profile,
     needs: Needs::Runs,
@@ -69,6 +77,7 @@ pub fn parse_profile(rest: &str) -> Result<Command> {
             }
             "--folded" => o.format = Format::Folded,
             "--off-cpu" => o.off_cpu = true,
+            "--wall" => o.wall = true,
             "--json" => o.format = Format::Json,
             "--flamegraph" => {
                 let v = it
@@ -91,6 +100,12 @@ pub fn parse_profile(rest: &str) -> Result<Command> {
     let (duration, count) = parse_limits(&others.join(" "), "profile")?;
     if count.is_some() {
         bail!("profile takes --for DURATION, not --count");
+    }
+    if o.wall && o.off_cpu {
+        bail!(
+            "profile: --wall (time on and off a CPU) and --off-cpu (time off a CPU only) \
+             exclude each other"
+        );
     }
     o.duration = duration;
     Ok(Command::Profile(o))

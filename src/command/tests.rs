@@ -548,3 +548,18 @@ fn every_entry_declares_what_it_needs() {
         assert_eq!(e.needs, Needs::Nothing, "{}", e.name);
     }
 }
+
+#[test]
+fn profile_wall_and_off_cpu_exclude_each_other() {
+    let Ok(Command::Profile(o)) = profile::parse_profile("--wall --for 2s") else {
+        panic!("profile --wall parses");
+    };
+    assert!(o.wall && !o.off_cpu);
+    let e = profile::parse_profile("--off-cpu --wall")
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "profile: --wall (time on and off a CPU) and --off-cpu (time off a CPU only) exclude each other"
+    );
+}

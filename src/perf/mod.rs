@@ -17,6 +17,7 @@
 //! - `profile.rs`: `profile`, on-CPU stacks sampled by the cpu-clock;
 //! - `offcpu.rs`: `profile --off-cpu`, the stacks the thread left a CPU
 //!   at (the scheduler's switch tracepoint) and how long it stayed off;
+//! - `wall.rs`: `profile --wall`, both together, weighed in time;
 //! - `watch.rs`: a write breakpoint event on one word (every store, with
 //!   the value stored);
 //! - `uprobe.rs`: uprobes and uretprobes sampled with the registers into
@@ -35,6 +36,7 @@ pub mod stack;
 pub mod tracefs;
 pub mod uprobe;
 mod uprobe_events;
+pub mod wall;
 pub mod watch;
 
 use crate::inferior::Registers;

@@ -108,6 +108,10 @@ pub struct RawOffCpu {
     pub stacks: HashMap<(Vec<u64>, char), (u64, u64)>,
     pub intervals: u64,
     pub off_ns: u64,
+    /// Off the CPU from the window's start to the first switch-in, the
+    /// switch-out having come before the window (stack and reason
+    /// unknown; not in `off_ns`).
+    pub before_ns: u64,
     /// Records the kernel could not write (the ring was full).
     pub lost: u64,
     pub duration_s: f64,
@@ -161,6 +165,136 @@ fn parse_switch_out(b: &[u8]) -> Option<SwitchOut<'_>> {
     Some((time, raw, regs, stack))
 }
 
+/// The switch tracepoint opened and enabled on thread `tid` of process
+/// `pid`, and where its record keeps `prev_state`; `mode` names the
+/// command in refusals ("profile --off-cpu").
+pub(crate) fn open_switches(pid: i32, tid: i32, mode: &str) -> Result<(Event, Field)> {
+    let what = format!("{mode} on process {pid}");
+    let (id, fields) = sched_switch().map_err(|e| Refused(format!("{what}: {e}")))?;
+    let state_field = *fields
+        .get("prev_state")
+        .ok_or_else(|| anyhow!("{what}: sched:sched_switch has no prev_state field"))?;
+    let attr = Attr {
+        kind: super::pmu::PERF_TYPE_TRACEPOINT,
+        size: std::mem::size_of::<Attr>() as u32,
+        config: id,
+        period_or_freq: 1,
+        sample_type: SAMPLE_TID | SAMPLE_TIME | SAMPLE_RAW | SAMPLE_REGS_USER | SAMPLE_STACK_USER,
+        // the switch records carry the tid and time too (sample_id_all)
+        flags: FLAG_DISABLED
+            | FLAG_EXCLUDE_HV
+            | FLAG_USE_CLOCKID
+            | FLAG_SAMPLE_ID_ALL
+            | FLAG_CONTEXT_SWITCH,
+        clockid: libc::CLOCK_MONOTONIC,
+        sample_regs_user: REGS_MASK,
+        sample_stack_user: STACK_BYTES,
+        ..Attr::default()
+    }
+    .wakeup(Wakeup::Batched);
+    let refused = |e: std::io::Error| -> anyhow::Error {
+        match e.raw_os_error() {
+            Some(libc::EACCES) | Some(libc::EPERM) => {
+                let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+                    .map(|s| s.trim().to_string())
+                    .unwrap_or_else(|_| "unknown".into());
+                anyhow::Error::new(Refused(format!(
+                    "{what}: perf_event_open refused ({e}; perf_event_paranoid = \
+                     {paranoid}): the scheduler's tracepoint needs root, CAP_PERFMON \
+                     (or CAP_SYS_ADMIN), or perf_event_paranoid <= 1"
+                )))
+            }
+            _ => super::open_error(mode, pid, e),
+        }
+    };
+    // 1 MB of ring: about 30 switch-outs; drained every few ms
+    let ev = Event::open(&attr, tid, 256).map_err(refused)?;
+    ev.enable().map_err(refused)?;
+    Ok((ev, state_field))
+}
+
+/// The switch records of one thread turned into intervals off the CPU
+/// within a window that starts at `t0_ns` (earlier parts are cut off).
+pub(crate) struct Switches {
+    t0_ns: u64,
+    state_field: Field,
+    /// The last switch-out, waiting for its switch-in.
+    out: Option<Out>,
+    /// No switch-in seen yet (a first one ends an interval begun before
+    /// the window, whose stack and reason are unknown).
+    first: bool,
+    pub raw: RawOffCpu,
+}
+
+impl Switches {
+    pub fn new(t0_ns: u64, state_field: Field) -> Switches {
+        Switches {
+            t0_ns,
+            state_field,
+            out: None,
+            first: true,
+            raw: RawOffCpu::default(),
+        }
+    }
+
+    fn add(&mut self, o: Out, end: u64) {
+        let ns = end.saturating_sub(o.time.max(self.t0_ns));
+        let e = self.raw.stacks.entry((o.pcs, o.reason)).or_insert((0, 0));
+        e.0 += ns;
+        e.1 += 1;
+        self.raw.off_ns += ns;
+        self.raw.intervals += 1;
+    }
+
+    /// One record of the switch event's ring.
+    pub fn take(&mut self, kind: u32, misc: u16, b: &[u8], maps: &mut Maps) {
+        match kind {
+            RECORD_SAMPLE => {
+                let Some((time, rec, regs, stack)) = parse_switch_out(b) else {
+                    return;
+                };
+                // every switch happens in the kernel: the user stack is
+                // below a kernel frame
+                let mut pcs = vec![KERNEL_PC];
+                if let Some(r) = &regs {
+                    pcs.extend(unwind(maps, r, stack, MAX_FRAMES));
+                }
+                let state = field_u64(rec, &self.state_field).unwrap_or(0);
+                // a switch-out before the last one's switch-in: that
+                // record was lost, the interval's end is unknown
+                self.out = Some(Out {
+                    time,
+                    pcs,
+                    reason: reason(state),
+                });
+            }
+            RECORD_SWITCH if misc & MISC_SWITCH_OUT == 0 => {
+                // sample_id: pid, tid, time
+                let Some(t) = b.get(8..16) else { return };
+                let time = u64::from_le_bytes(t.try_into().unwrap_or_default());
+                match self.out.take() {
+                    Some(o) => self.add(o, time),
+                    // none pending: off the CPU since before the start
+                    None if self.first => self.raw.before_ns = time.saturating_sub(self.t0_ns),
+                    None => {}
+                }
+                self.first = false;
+            }
+            _ => {}
+        }
+    }
+
+    /// The window ends at `end_ns`: an interval still open is counted up
+    /// to it.
+    pub fn end(mut self, end_ns: u64) -> RawOffCpu {
+        if let Some(o) = self.out.take() {
+            self.add(o, end_ns);
+        }
+        self.raw.duration_s = end_ns.saturating_sub(self.t0_ns) as f64 / 1e9;
+        self.raw
+    }
+}
+
 pub struct OffCpuProfiler {
     stop: Arc<AtomicBool>,
     handle: Option<std::thread::JoinHandle<RawOffCpu>>,
@@ -172,51 +306,7 @@ impl OffCpuProfiler {
     /// Open the switch tracepoint on thread `tid` of process `pid` (the
     /// binary loaded at `main_bias`) and start recording.
     pub fn start(pid: i32, tid: i32, main_bias: u64) -> Result<OffCpuProfiler> {
-        let what = format!("profile --off-cpu on process {pid}");
-        let (id, fields) = sched_switch().map_err(|e| Refused(format!("{what}: {e}")))?;
-        let state_field = *fields
-            .get("prev_state")
-            .ok_or_else(|| anyhow!("{what}: sched:sched_switch has no prev_state field"))?;
-        let attr = Attr {
-            kind: super::pmu::PERF_TYPE_TRACEPOINT,
-            size: std::mem::size_of::<Attr>() as u32,
-            config: id,
-            period_or_freq: 1,
-            sample_type: SAMPLE_TID
-                | SAMPLE_TIME
-                | SAMPLE_RAW
-                | SAMPLE_REGS_USER
-                | SAMPLE_STACK_USER,
-            // the switch records carry the tid and time too (sample_id_all)
-            flags: FLAG_DISABLED
-                | FLAG_EXCLUDE_HV
-                | FLAG_USE_CLOCKID
-                | FLAG_SAMPLE_ID_ALL
-                | FLAG_CONTEXT_SWITCH,
-            clockid: libc::CLOCK_MONOTONIC,
-            sample_regs_user: REGS_MASK,
-            sample_stack_user: STACK_BYTES,
-            ..Attr::default()
-        }
-        .wakeup(Wakeup::Batched);
-        let refused = |e: std::io::Error| -> anyhow::Error {
-            match e.raw_os_error() {
-                Some(libc::EACCES) | Some(libc::EPERM) => {
-                    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
-                        .map(|s| s.trim().to_string())
-                        .unwrap_or_else(|_| "unknown".into());
-                    anyhow::Error::new(Refused(format!(
-                        "{what}: perf_event_open refused ({e}; perf_event_paranoid = \
-                         {paranoid}): the scheduler's tracepoint needs root, CAP_PERFMON \
-                         (or CAP_SYS_ADMIN), or perf_event_paranoid <= 1"
-                    )))
-                }
-                _ => super::open_error("profile --off-cpu", pid, e),
-            }
-        };
-        // 1 MB of ring: about 30 switch-outs; drained every few ms
-        let ev = Event::open(&attr, tid, 256).map_err(refused)?;
-        ev.enable().map_err(refused)?;
+        let (ev, state_field) = open_switches(pid, tid, "profile --off-cpu")?;
         let stop = Arc::new(AtomicBool::new(false));
         let st = stop.clone();
         // the window recorded, on the records' clock: every interval lies in it
@@ -226,61 +316,17 @@ impl OffCpuProfiler {
             crate::runtime::block_in_this_thread();
             let mut ev = ev;
             let mut maps = Maps::new(pid, main_bias);
-            let mut raw = RawOffCpu::default();
-            let mut out: Option<Out> = None;
-            let add = |raw: &mut RawOffCpu, o: Out, end: u64| {
-                let ns = end.saturating_sub(o.time.max(t0_ns));
-                let e = raw.stacks.entry((o.pcs, o.reason)).or_insert((0, 0));
-                e.0 += ns;
-                e.1 += 1;
-                raw.off_ns += ns;
-                raw.intervals += 1;
-            };
-            let mut take = |kind: u32, misc: u16, b: &[u8], raw: &mut RawOffCpu| match kind {
-                RECORD_SAMPLE => {
-                    let Some((time, rec, regs, stack)) = parse_switch_out(b) else {
-                        return;
-                    };
-                    // every switch happens in the kernel: the user stack
-                    // is below a kernel frame
-                    let mut pcs = vec![KERNEL_PC];
-                    if let Some(r) = &regs {
-                        pcs.extend(unwind(&mut maps, r, stack, MAX_FRAMES));
-                    }
-                    let state = field_u64(rec, &state_field).unwrap_or(0);
-                    // a switch-out before the last one's switch-in: that
-                    // record was lost, the interval's end is unknown
-                    out = Some(Out {
-                        time,
-                        pcs,
-                        reason: reason(state),
-                    });
-                }
-                RECORD_SWITCH if misc & MISC_SWITCH_OUT == 0 => {
-                    // sample_id: pid, tid, time
-                    let Some(t) = b.get(8..16) else { return };
-                    let time = u64::from_le_bytes(t.try_into().unwrap_or_default());
-                    // none pending: off the CPU since before the start
-                    if let Some(o) = out.take() {
-                        add(raw, o, time);
-                    }
-                }
-                _ => {}
-            };
+            let mut sw = Switches::new(t0_ns, state_field);
             loop {
                 let last = st.load(Ordering::Relaxed);
-                ev.drain_records(|k, m, b| take(k, m, b, &mut raw));
+                ev.drain_records(|k, m, b| sw.take(k, m, b, &mut maps));
                 if last {
                     break;
                 }
                 ev.wait(super::POLL_MS);
             }
             // still off the CPU at the end: counted up to now
-            let end_ns = monotonic_ns();
-            if let Some(o) = out.take() {
-                add(&mut raw, o, end_ns);
-            }
-            raw.duration_s = end_ns.saturating_sub(t0_ns) as f64 / 1e9;
+            let mut raw = sw.end(monotonic_ns());
             raw.lost = ev.lost;
             raw
         });
@@ -484,56 +530,26 @@ impl OffCpuProfile {
             }
         )
     }
-
-    /// `stack MICROSECONDS` lines, root first (flamegraph.pl's input).
-    pub fn folded_text(&self) -> String {
-        let mut s = String::new();
-        for (stack, n) in &self.folded {
-            s.push_str(&format!("{stack} {n}\n"));
-        }
-        s
-    }
-
-    pub fn json(&self) -> String {
-        serde_json::to_string_pretty(self).unwrap_or_default()
-    }
-
-    /// Draw the flame graph (inferno) into `out`, widths in microseconds.
-    pub fn write_svg(&self, out: &Path) -> Result<()> {
-        if self.folded.is_empty() {
-            anyhow::bail!("nothing to draw: the backend did not leave a CPU while it was recorded");
-        }
-        let mut opt = inferno::flamegraph::Options::default();
-        opt.title = format!("Off-CPU stacks of backend {} (microseconds)", self.pid);
-        opt.count_name = "us".into();
-        let text = self.folded_text();
-        let mut svg = Vec::new();
-        inferno::flamegraph::from_lines(&mut opt, text.lines(), &mut svg)
-            .map_err(|e| anyhow!("cannot draw the flame graph: {e}"))?;
-        std::fs::write(out, svg).map_err(|e| anyhow!("cannot write {}: {e}", out.display()))
-    }
 }
 
-impl super::profile::ProfileOpts {
-    /// An off-CPU profile as the format asks, and the flame graph written.
-    pub fn render_off_cpu(&self, p: &OffCpuProfile) -> Result<String> {
-        use super::profile::Format;
-        let mut out = match self.format {
-            Format::Top => p.table(self.rows),
-            Format::Folded => p.folded_text().trim_end().to_string(),
-            Format::Json => p.json(),
-        };
-        if let Some(svg) = &self.flamegraph {
-            p.write_svg(svg)?;
-            if self.format != Format::Json {
-                out.push_str(&format!(
-                    "\nprofile: wrote {}: flame graph of {} distinct stacks",
-                    svg.display(),
-                    p.folded.len()
-                ));
-            }
-        }
-        Ok(out)
+impl super::profile::Rendered for OffCpuProfile {
+    fn table_text(&self, rows: usize) -> String {
+        self.table(rows)
+    }
+
+    fn folded(&self) -> &[(String, u64)] {
+        &self.folded
+    }
+
+    fn svg_labels(&self) -> (String, &'static str) {
+        (
+            format!("Off-CPU stacks of backend {} (microseconds)", self.pid),
+            "us",
+        )
+    }
+
+    fn nothing_to_draw(&self) -> &'static str {
+        "nothing to draw: the backend did not leave a CPU while it was recorded"
     }
 }
 

@@ -48,6 +48,38 @@ pub(crate) fn cpu_ns(pid: i32, tid: i32) -> Option<u64> {
         .ok()
 }
 
+/// Open the cpu-clock event `attr` on thread `tid` of process `pid` and
+/// enable it (`mode` names the command in refusals); a paranoid kernel that refuses kernel samples to a user
+/// without CAP_PERFMON is asked for user-only ones.
+pub(crate) fn open_cpu_clock(attr: &Attr, pid: i32, tid: i32, mode: &str) -> Result<Event> {
+    // 1 MB of ring: about 30 samples; drained every few ms
+    let ev = match Event::open(attr, tid, 256) {
+        Ok(e) => e,
+        Err(e) if e.raw_os_error() == Some(libc::EACCES) => {
+            let mut a = *attr;
+            a.flags |= super::FLAG_EXCLUDE_KERNEL;
+            Event::open(&a, tid, 256).map_err(|e| open_error(mode, pid, e))?
+        }
+        Err(e) => return Err(open_error(mode, pid, e)),
+    };
+    ev.enable().map_err(|e| open_error(mode, pid, e))?;
+    Ok(ev)
+}
+
+/// A cpu-clock sample's time and its stack's pcs, innermost first
+/// ([`KERNEL_PC`] first when it was taken in the kernel).
+pub(crate) fn sample_stack(b: &[u8], maps: &mut Maps) -> Option<(u64, Vec<u64>)> {
+    let s = Sample::parse(b, true)?;
+    let mut pcs = Vec::new();
+    if is_kernel(s.ip) {
+        pcs.push(KERNEL_PC);
+    }
+    if let Some(r) = &s.regs {
+        pcs.extend(unwind(maps, r, s.stack, MAX_FRAMES));
+    }
+    Some((s.time, pcs))
+}
+
 pub struct Profiler {
     stop: Arc<AtomicBool>,
     handle: Option<std::thread::JoinHandle<RawProfile>>,
@@ -60,19 +92,7 @@ impl Profiler {
     /// Open the cpu-clock event on thread `tid` of process `pid` (the
     /// binary loaded at `main_bias`) and start sampling at `hz`.
     pub fn start(pid: i32, tid: i32, hz: u64, main_bias: u64) -> Result<Profiler> {
-        let attr = Attr::cpu_clock(hz, STACK_BYTES);
-        // 1 MB of ring: about 30 samples; drained every few ms
-        let ev = match Event::open(&attr, tid, 256) {
-            Ok(e) => e,
-            Err(e) if e.raw_os_error() == Some(libc::EACCES) => {
-                // without CAP_PERFMON a paranoid kernel still allows user-only sampling
-                let mut a = attr;
-                a.flags |= super::FLAG_EXCLUDE_KERNEL;
-                Event::open(&a, tid, 256).map_err(|e| open_error("profile", pid, e))?
-            }
-            Err(e) => return Err(open_error("profile", pid, e)),
-        };
-        ev.enable().map_err(|e| open_error("profile", pid, e))?;
+        let ev = open_cpu_clock(&Attr::cpu_clock(hz, STACK_BYTES), pid, tid, "profile")?;
         let stop = Arc::new(AtomicBool::new(false));
         let st = stop.clone();
         let t0 = std::time::Instant::now();
@@ -83,16 +103,9 @@ impl Profiler {
             let mut maps = Maps::new(pid, main_bias);
             let mut raw = RawProfile::default();
             let take = |b: &[u8], raw: &mut RawProfile, maps: &mut Maps| {
-                let Some(s) = Sample::parse(b, true) else {
+                let Some((_, pcs)) = sample_stack(b, maps) else {
                     return;
                 };
-                let mut pcs = Vec::new();
-                if is_kernel(s.ip) {
-                    pcs.push(KERNEL_PC);
-                }
-                if let Some(r) = &s.regs {
-                    pcs.extend(unwind(maps, r, s.stack, MAX_FRAMES));
-                }
                 raw.samples += 1;
                 *raw.stacks.entry(pcs).or_insert(0) += 1;
             };
@@ -370,30 +383,64 @@ impl Profile {
             }
         )
     }
+}
 
-    /// `stack COUNT` lines, root first (flamegraph.pl's and inferno's input).
-    pub fn folded_text(&self) -> String {
+impl Rendered for Profile {
+    fn table_text(&self, rows: usize) -> String {
+        self.table(rows)
+    }
+
+    fn folded(&self) -> &[(String, u64)] {
+        &self.folded
+    }
+
+    fn svg_labels(&self) -> (String, &'static str) {
+        (
+            format!("On-CPU stacks of backend {} (samples)", self.pid),
+            "samples",
+        )
+    }
+
+    fn nothing_to_draw(&self) -> &'static str {
+        "nothing to draw: no samples (the backend did not run on a CPU while sampled)"
+    }
+}
+
+/// What each mode of `profile` (on-CPU, off-CPU, wall-clock) prints:
+/// its own table, and from its folded stacks the same folded text, flame
+/// graph and (from its fields) JSON document.
+pub trait Rendered: serde::Serialize {
+    /// The table and the total line.
+    fn table_text(&self, rows: usize) -> String;
+    /// Folded stacks, root first, `;`-separated, with their weights.
+    fn folded(&self) -> &[(String, u64)];
+    /// The flame graph's title and the name of its weights.
+    fn svg_labels(&self) -> (String, &'static str);
+    /// Why there is no flame graph when there are no stacks.
+    fn nothing_to_draw(&self) -> &'static str;
+
+    /// `stack WEIGHT` lines, root first (flamegraph.pl's and inferno's input).
+    fn folded_text(&self) -> String {
         let mut s = String::new();
-        for (stack, n) in &self.folded {
+        for (stack, n) in self.folded() {
             s.push_str(&format!("{stack} {n}\n"));
         }
         s
     }
 
-    pub fn json(&self) -> String {
+    fn json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_default()
     }
 
     /// Draw the flame graph (inferno) into `out`.
-    pub fn write_svg(&self, out: &std::path::Path) -> Result<()> {
-        if self.folded.is_empty() {
-            anyhow::bail!(
-                "nothing to draw: no samples (the backend did not run on a CPU while sampled)"
-            );
+    fn write_svg(&self, out: &std::path::Path) -> Result<()> {
+        if self.folded().is_empty() {
+            anyhow::bail!("{}", self.nothing_to_draw());
         }
         let mut opt = inferno::flamegraph::Options::default();
-        opt.title = format!("On-CPU stacks of backend {} (samples)", self.pid);
-        opt.count_name = "samples".into();
+        let (title, count) = self.svg_labels();
+        opt.title = title;
+        opt.count_name = count.into();
         let text = self.folded_text();
         let mut svg = Vec::new();
         inferno::flamegraph::from_lines(&mut opt, text.lines(), &mut svg)
@@ -435,6 +482,8 @@ pub struct ProfileOpts {
     pub rows: usize,
     /// Off-CPU intervals (the scheduler's switches) instead of on-CPU samples.
     pub off_cpu: bool,
+    /// On-CPU samples and off-CPU intervals together, weighed in time.
+    pub wall: bool,
 }
 
 impl Default for ProfileOpts {
@@ -446,15 +495,16 @@ impl Default for ProfileOpts {
             flamegraph: None,
             rows: 25,
             off_cpu: false,
+            wall: false,
         }
     }
 }
 
 impl ProfileOpts {
     /// The result as the format asks, and the flame graph written.
-    pub fn render(&self, p: &Profile) -> Result<String> {
+    pub fn render(&self, p: &impl Rendered) -> Result<String> {
         let mut out = match self.format {
-            Format::Top => p.table(self.rows),
+            Format::Top => p.table_text(self.rows),
             Format::Folded => p.folded_text().trim_end().to_string(),
             Format::Json => p.json(),
         };
@@ -464,7 +514,7 @@ impl ProfileOpts {
                 out.push_str(&format!(
                     "\nprofile: wrote {}: flame graph of {} distinct stacks",
                     svg.display(),
-                    p.folded.len()
+                    p.folded().len()
                 ));
             }
         }

@@ -48,7 +48,7 @@ mod modules;
 mod nonstop;
 mod perf;
 mod probes;
-pub use perf::profile_detached;
+pub use perf::{profile_detached, wall_start_line};
 mod run;
 mod sampled;
 mod sibling;

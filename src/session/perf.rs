@@ -3,6 +3,7 @@
 use super::*;
 use crate::perf::offcpu::{OffCpuProfile, OffCpuProfiler};
 use crate::perf::profile::{Profile, ProfileOpts, Profiler, Symbolizer};
+use crate::perf::wall::{WallProfile, WallProfiler};
 use crate::postgres::backend::NoStop;
 
 impl Session {
@@ -10,6 +11,9 @@ impl Session {
     pub(crate) fn profile(&mut self, opts: &ProfileOpts) -> Result<(String, Flow)> {
         if opts.off_cpu {
             return self.profile_off_cpu(opts);
+        }
+        if opts.wall {
+            return self.profile_wall(opts);
         }
         let profiler = Profiler::start(self.pid, self.pid, opts.hz, self.bias)?;
         self.say(&format!(
@@ -46,12 +50,38 @@ impl Session {
         let flow = flow_of(end);
         let mut sym = Symbolizer::new(self.pid, &self.di, self.bias);
         let p = OffCpuProfile::build(&raw, &mut sym, self.pid);
-        Ok((format!("{}{text}", opts.render_off_cpu(&p)?), flow))
+        Ok((format!("{}{text}", opts.render(&p)?), flow))
+    }
+
+    /// `profile --wall`: on-CPU samples and off-CPU intervals together.
+    fn profile_wall(&mut self, opts: &ProfileOpts) -> Result<(String, Flow)> {
+        let rec = WallProfiler::start(self.pid, self.pid, opts.hz, self.bias)?;
+        self.say(&wall_start_line(self.pid, opts));
+        let mut probe = NoStop;
+        let res = self.run_probes(&mut probe, opts.duration);
+        let raw = rec.finish()?;
+        let (end, text) = res?;
+        let flow = flow_of(end);
+        let mut sym = Symbolizer::new(self.pid, &self.di, self.bias);
+        let p = WallProfile::build(&raw, &mut sym, self.pid, opts.hz);
+        Ok((format!("{}{text}", opts.render(&p)?), flow))
     }
 }
 
-/// Wait until the deadline, a terminating signal or the process's end.
-fn wait_detached(pid: i32) {
+/// What `profile --wall` says as it starts.
+pub fn wall_start_line(pid: i32, opts: &ProfileOpts) -> String {
+    format!(
+        "profile: recording backend {pid} on a CPU (perf cpu-clock at {} Hz) and off it \
+         (perf sched:sched_switch), not stopped{}",
+        opts.hz,
+        crate::perf::profile::limit_text(opts.duration)
+    )
+}
+
+/// Wait `duration` (armed now that the recording has started: --for D
+/// records D), or until a terminating signal or the process's end.
+fn wait_detached(pid: i32, duration: Option<std::time::Duration>) {
+    let _deadline = duration.map(crate::runtime::Deadline::arm);
     while !crate::runtime::deadline_hit()
         && !crate::runtime::must_stop()
         && !crate::runtime::sigint_seen()
@@ -66,16 +96,22 @@ fn wait_detached(pid: i32) {
 /// signal (Ctrl-C).
 pub fn profile_detached(pid: i32, di: &DebugInfo, opts: &ProfileOpts) -> Result<String> {
     let bias = modules::compute_bias(pid, di)?;
-    let _deadline = opts.duration.map(crate::runtime::Deadline::arm);
     if opts.off_cpu {
         let rec = OffCpuProfiler::start(pid, pid, bias)?;
-        wait_detached(pid);
+        wait_detached(pid, opts.duration);
         let raw = rec.finish()?;
         let mut sym = Symbolizer::new(pid, di, bias);
-        return opts.render_off_cpu(&OffCpuProfile::build(&raw, &mut sym, pid));
+        return opts.render(&OffCpuProfile::build(&raw, &mut sym, pid));
+    }
+    if opts.wall {
+        let rec = WallProfiler::start(pid, pid, opts.hz, bias)?;
+        wait_detached(pid, opts.duration);
+        let raw = rec.finish()?;
+        let mut sym = Symbolizer::new(pid, di, bias);
+        return opts.render(&WallProfile::build(&raw, &mut sym, pid, opts.hz));
     }
     let profiler = Profiler::start(pid, pid, opts.hz, bias)?;
-    wait_detached(pid);
+    wait_detached(pid, opts.duration);
     let raw = profiler.finish()?;
     let mut sym = Symbolizer::new(pid, di, bias);
     let p = Profile::build(&raw, &mut sym, pid, opts.hz);

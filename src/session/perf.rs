@@ -74,7 +74,7 @@ pub fn wall_start_line(pid: i32, opts: &ProfileOpts) -> String {
         "profile: recording backend {pid} on a CPU (perf cpu-clock at {} Hz) and off it \
          (perf sched:sched_switch), not stopped{}",
         opts.hz,
-        crate::perf::profile::limit_text(opts.duration)
+        crate::runtime::limit_text(opts.duration, None)
     )
 }
 

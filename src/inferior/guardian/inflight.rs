@@ -237,9 +237,10 @@ impl InFlight {
     /// `flush`: `FlushErrorState`'s address and the call's return slot
     /// (`abandon_at_error_trap`).
     ///
-    /// Every signal that reaches the backend meanwhile is held back: none
-    /// runs PostgreSQL's handlers inside the call (or inside the flush),
-    /// whose frames are ours and about to be dropped.  Each is recorded in
+    /// Every signal that reaches the backend meanwhile is held back: no
+    /// PostgreSQL handler runs on the call's stack (or the flush's), nor
+    /// cuts its sleep short, while only the guardian can finish it; the
+    /// job-control signals excepted (wait.rs).  Each is recorded in
     /// the table at its delivery stop, before the resume that suppresses
     /// it (a rescue sends it again if the guardian dies too), and is sent
     /// again by the detach that follows, once the registers are the

@@ -622,6 +622,12 @@ fn run(args: &[String]) -> Result<()> {
         return Ok(());
     }
     let res = restore(&shared, pid, start, Some(pgdbg), t0);
+    // the record goes before the line is written: a guardian blocked on
+    // its stderr and killed there leaves no record of a backend restored
+    // already for a rescue to replay
+    if res.is_ok() {
+        remove_file();
+    }
     match &res {
         Ok(None) => {}
         Ok(Some(r)) => {
@@ -636,9 +642,6 @@ fn run(args: &[String]) -> Result<()> {
         Err(e) => crate::errln!(
             "pgdbg guardian: pgdbg (PID {pgdbg}) ended without detaching from backend {pid}; could not fully restore it ({e:#}): run 'pgdbg rescue {pid}'"
         ),
-    }
-    if res.is_ok() {
-        remove_file();
     }
     res.map(|_| ())
 }
@@ -656,10 +659,9 @@ fn file_id_of_path(p: &std::path::Path) -> Option<(u64, u64)> {
         .map(|m| (m.dev(), m.ino()))
 }
 
-/// After a restore that failed half-way: the table keeps only what a later
-/// restore may do again safely, the int3 bytes (written back only where
-/// the byte is still an int3).
-fn forget_all_but_breakpoints(shared: &Shared) {
+/// The records of a call or injected system call in flight and the data
+/// words around it, once they are put back.
+fn forget_in_flight(shared: &Shared) {
     let r = inflight::Records {
         shared,
         at: inflight::base(BP_DETOUR_WORDS),
@@ -669,6 +671,13 @@ fn forget_all_but_breakpoints(shared: &Shared) {
     shared.set(W_RET_SLOT, 0);
     r.forget_syscall();
     r.forget_data();
+}
+
+/// After a restore that failed half-way: the table keeps only what a later
+/// restore may do again safely, the int3 bytes (written back only where
+/// the byte is still an int3).
+fn forget_all_but_breakpoints(shared: &Shared) {
+    forget_in_flight(shared);
     for slot in 0..DETOUR_SLOTS {
         shared.set(HDR + 2 * BP_SLOTS + slot * DETOUR_WORDS, 0);
     }
@@ -882,6 +891,12 @@ fn restore(
     let res = inflight
         .finish(&mut t, flush)
         .map(|h| how = h)
+        // the call or system call is over and its registers and data
+        // words are the backend's again: its records go at once, so that
+        // a rescue after a death of the guardian from here on (a stderr
+        // it blocks on, a kill) never replays them on a backend that has
+        // run since
+        .map(|_| forget_in_flight(shared))
         .and_then(|_| rewind_if_trapped(&mut t, resumed))
         .and_then(|_| t.detach());
     // whatever happened above: the backend never stays stopped

@@ -343,7 +343,7 @@ fn run_to_return(t: &mut Target, c: &Call, flush: (u64, u64)) -> Result<String> 
         return abandon_at_error_trap(t, c, flush);
     }
     t.resume()?;
-    match wait_for_return(t, c)? {
+    match wait_for_return(t, c, c.timeout)? {
         Ran::Returned => Ok("call completed".into()),
         Ran::Gone => Ok("backend ended".into()),
         Ran::ErrorTrap => abandon_at_error_trap(t, c, flush),
@@ -371,8 +371,8 @@ enum Ran {
 
 /// Wait for the running backend to reach the call's return int3, within
 /// the call's timeout (then interrupted); stopped at the end unless gone.
-fn wait_for_return(t: &mut Target, c: &Call) -> Result<Ran> {
-    let deadline = std::time::Instant::now() + c.timeout;
+fn wait_for_return(t: &mut Target, c: &Call, limit: std::time::Duration) -> Result<Ran> {
+    let deadline = std::time::Instant::now() + limit;
     loop {
         match t.poll()? {
             Some(Stop::Breakpoint { addr }) if addr == c.ret => return Ok(Ran::Returned),
@@ -432,6 +432,13 @@ fn abandon_at_error_trap(t: &mut Target, c: &Call, flush: (u64, u64)) -> Result<
         // not inside the call's frames: not the call's error
         return abandon(t, "call abandoned at its error trap");
     }
+    // the slot decides where the backend's memory is written and where
+    // code runs: only one shaped as pgdbg makes it (16-byte alignment at
+    // entry less the return address, below the red zone and a page under
+    // the backend's own frames), else no flush
+    if slot % 16 != 8 || slot + 8 > c.regs.rsp.saturating_sub(256 + 4096) {
+        return abandon(t, "call abandoned at its error trap");
+    }
     t.write(slot, &c.ret.to_le_bytes())?;
     r.rsp = slot;
     r.rip = func;
@@ -440,7 +447,10 @@ fn abandon_at_error_trap(t: &mut Target, c: &Call, flush: (u64, u64)) -> Result<
     r.rax = 0;
     t.set_regs(&r)?;
     t.resume()?;
-    match wait_for_return(t, c)? {
+    // FlushErrorState takes microseconds: signals are held back meanwhile,
+    // so the flush gets a second at most, not a second call timeout
+    let limit = c.timeout.min(std::time::Duration::from_secs(1));
+    match wait_for_return(t, c, limit)? {
         Ran::Returned => abandon(t, "call abandoned at its error trap, error state flushed"),
         Ran::Gone => Ok("backend ended".into()),
         Ran::ErrorTrap | Ran::Signal(_) | Ran::TimedOut => abandon(

@@ -225,16 +225,6 @@ fn killed_together_breakpoint_rescued_at_attach_18() {
     hot_break(18, true);
 }
 
-/// The system call the backend sleeps in (/proc/PID/syscall's first field).
-fn syscall_nr(pid: i32) -> Option<i64> {
-    std::fs::read_to_string(format!("/proc/{pid}/syscall"))
-        .ok()?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
-}
-
 /// `call pg_usleep(...)` in flight: killed together, the backend is held;
 /// the rescue finishes the call from the saved registers and puts them
 /// back: the session goes on.

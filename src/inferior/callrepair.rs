@@ -458,6 +458,11 @@ impl Target {
     /// its registers: one word, once per series (every call of a series
     /// uses the same slot).
     pub fn note_call_return_slot(&mut self, sp: u64) {
+        // the guardian's table too: its flush after an error runs from
+        // there (guardian/inflight.rs)
+        if let Some(g) = &mut self.guardian {
+            g.note_ret_slot(sp);
+        }
         if let Some(base) = self.repair_page()
             && self.trap_repair_sp != sp
             && self.write(base + SP, &sp.to_le_bytes()).is_ok()
@@ -470,6 +475,11 @@ impl Target {
     /// unless the word at `catch.0` no longer holds `catch.1` (the callee
     /// catches the error itself: the trap is let through).
     pub fn note_call_error_repair(&mut self, flush: Option<u64>, catch: Option<(u64, u64)>) {
+        // the guardian runs the flush too when it abandons a call at its
+        // error trap (guardian/inflight.rs)
+        if let Some(g) = &mut self.guardian {
+            g.note_flush(flush.unwrap_or(0));
+        }
         let Some(base) = self.repair_page() else {
             return;
         };

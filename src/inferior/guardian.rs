@@ -94,6 +94,14 @@ const W_SIGNALS: usize = 16;
 /// a reused PID is not taken for them).
 const W_PGDBG_START: usize = 17;
 const W_GUARDIAN_START: usize = 18;
+/// `FlushErrorState`'s address while a call series is recorded (0: none
+/// known): run before a call abandoned at its error trap is dropped, as
+/// pgdbg does (inflight.rs).  A word the header had free: a record of an
+/// earlier pgdbg reads 0 there (no flush, as that pgdbg's guardian did).
+const W_FLUSH: usize = 19;
+/// The call's return-address slot (its `rsp` at entry), where the flush
+/// runs from, as pgdbg's does (0: none yet).
+const W_RET_SLOT: usize = 20;
 const STATE_ACTIVE: u64 = 0;
 const STATE_CLEAN: u64 = 1;
 /// Breakpoint slots: (address + 1, original byte); 0 marks a free slot.
@@ -152,6 +160,27 @@ impl Shared {
 impl Drop for Shared {
     fn drop(&mut self) {
         unsafe { libc::munmap(self.words as *mut libc::c_void, BYTES) };
+    }
+}
+
+/// The guardian's own Target keeps the table's word of held-back signals
+/// up to date (it holds signals back while it finishes a call in flight:
+/// inflight.rs): `before` (what pgdbg had held back, sent again at the
+/// end) with the signals the Target holds now, so that a rescue after the
+/// guardian's death too sends them all again.
+pub(super) struct SignalWord {
+    word: *const AtomicU64,
+    before: u64,
+}
+
+// SAFETY: a word of the table mapped by `restore`'s caller, which outlives
+// the Target that holds this (dropped inside `restore`).
+unsafe impl Send for SignalWord {}
+
+impl SignalWord {
+    pub(super) fn note(&self, held: u64) {
+        // SAFETY: see the Send impl: the mapping is alive.
+        unsafe { &*self.word }.store(self.before | held, Ordering::Release);
     }
 }
 
@@ -311,6 +340,17 @@ impl Guardian {
         self.shared.set(W_SIGNALS, mask);
     }
 
+    /// The function that flushes PostgreSQL's error state (`FlushErrorState`),
+    /// for a call of the series in flight abandoned at its error trap.
+    pub fn note_flush(&mut self, addr: u64) {
+        self.shared.set(W_FLUSH, addr);
+    }
+
+    /// The return-address slot of the calls of the series in flight.
+    pub fn note_ret_slot(&mut self, sp: u64) {
+        self.shared.set(W_RET_SLOT, sp);
+    }
+
     /// Record an int3 about to be written at `addr` over `orig`.
     pub fn note_breakpoint(&mut self, addr: u64, orig: u8) -> Result<()> {
         if self.bp_slot.contains_key(&addr) {
@@ -383,7 +423,9 @@ impl Guardian {
     }
 
     pub fn forget_call(&mut self) {
-        self.records().forget_call()
+        self.records().forget_call();
+        self.shared.set(W_FLUSH, 0);
+        self.shared.set(W_RET_SLOT, 0);
     }
 
     pub fn note_data(&mut self, addr: u64, orig: &[u8]) -> Result<()> {
@@ -580,6 +622,12 @@ fn run(args: &[String]) -> Result<()> {
         return Ok(());
     }
     let res = restore(&shared, pid, start, Some(pgdbg), t0);
+    // the record goes before the line is written: a guardian blocked on
+    // its stderr and killed there leaves no record of a backend restored
+    // already for a rescue to replay
+    if res.is_ok() {
+        remove_file();
+    }
     match &res {
         Ok(None) => {}
         Ok(Some(r)) => {
@@ -594,9 +642,6 @@ fn run(args: &[String]) -> Result<()> {
         Err(e) => crate::errln!(
             "pgdbg guardian: pgdbg (PID {pgdbg}) ended without detaching from backend {pid}; could not fully restore it ({e:#}): run 'pgdbg rescue {pid}'"
         ),
-    }
-    if res.is_ok() {
-        remove_file();
     }
     res.map(|_| ())
 }
@@ -614,17 +659,25 @@ fn file_id_of_path(p: &std::path::Path) -> Option<(u64, u64)> {
         .map(|m| (m.dev(), m.ino()))
 }
 
-/// After a restore that failed half-way: the table keeps only what a later
-/// restore may do again safely, the int3 bytes (written back only where
-/// the byte is still an int3).
-fn forget_all_but_breakpoints(shared: &Shared) {
+/// The records of a call or injected system call in flight and the data
+/// words around it, once they are put back.
+fn forget_in_flight(shared: &Shared) {
     let r = inflight::Records {
         shared,
         at: inflight::base(BP_DETOUR_WORDS),
     };
     r.forget_call();
+    shared.set(W_FLUSH, 0);
+    shared.set(W_RET_SLOT, 0);
     r.forget_syscall();
     r.forget_data();
+}
+
+/// After a restore that failed half-way: the table keeps only what a later
+/// restore may do again safely, the int3 bytes (written back only where
+/// the byte is still an int3).
+fn forget_all_but_breakpoints(shared: &Shared) {
+    forget_in_flight(shared);
     for slot in 0..DETOUR_SLOTS {
         shared.set(HDR + 2 * BP_SLOTS + slot * DETOUR_WORDS, 0);
     }
@@ -715,6 +768,7 @@ fn restore(
     }
     .adopt();
     let signals = shared.get(W_SIGNALS);
+    let flush = (shared.get(W_FLUSH), shared.get(W_RET_SLOT));
     let nothing_else =
         bps.is_empty() && detours.is_empty() && !debugregs && trap.is_none() && inflight.is_empty();
     if nothing_else && !held && signals == 0 {
@@ -809,6 +863,11 @@ fn restore(
             t.adopt_detour(d.clone());
         }
         t.trap = trap.clone();
+        // the signals this Target holds back go into the table too
+        t.signal_word = Some(SignalWord {
+            word: shared.w(W_SIGNALS),
+            before: signals,
+        });
     };
     let mut t = match Target::attach_prepared(pid, adopt) {
         Ok(t) => t,
@@ -830,8 +889,14 @@ fn restore(
     // its SIGCONT, or single-stepping, the trap flag set: the detach
     // below clears it)
     let res = inflight
-        .finish(&mut t)
+        .finish(&mut t, flush)
         .map(|h| how = h)
+        // the call or system call is over and its registers and data
+        // words are the backend's again: its records go at once, so that
+        // a rescue after a death of the guardian from here on (a stderr
+        // it blocks on, a kill) never replays them on a backend that has
+        // run since
+        .map(|_| forget_in_flight(shared))
         .and_then(|_| rewind_if_trapped(&mut t, resumed))
         .and_then(|_| t.detach());
     // whatever happened above: the backend never stays stopped

@@ -81,6 +81,14 @@ pub struct Target {
     taken_signals: u64,
     /// A fault signal reported to the user, delivered on the next resume.
     pending_fault: Option<Signal>,
+    /// Signals are held back, not delivered, until this is cleared (the
+    /// guardian while it finishes a call in flight: inflight.rs): a
+    /// pass-through signal is deferred at its delivery stop, and no
+    /// resume carries a deferred one.
+    holding_signals: bool,
+    /// In the guardian: the table's word of held-back signals, which its
+    /// Target (with no guardian of its own) keeps up to date (guardian.rs).
+    signal_word: Option<guardian::SignalWord>,
     /// Number of PTRACE_INTERRUPTs whose event stop has not been seen.
     interrupts_outstanding: u32,
     /// Interrupts whose stop will still arrive after another stop was
@@ -194,6 +202,8 @@ impl Target {
             deferred: VecDeque::new(),
             taken_signals: 0,
             pending_fault: None,
+            holding_signals: false,
+            signal_word: None,
             interrupts_outstanding: 0,
             stale_interrupts: 0,
             gone: false,
@@ -515,6 +525,10 @@ impl Target {
     /// else the first deferred one); any further deferred signals are
     /// re-sent to the target with kill(2).
     fn signal_to_deliver(&mut self) -> Option<Signal> {
+        if self.holding_signals {
+            // kept (and recorded) until the holder lets them go
+            return None;
+        }
         let sig = self
             .pending_fault
             .take()
@@ -647,6 +661,27 @@ impl Target {
         if let Some(g) = &mut self.guardian {
             g.note_signals(mask);
         }
+        if let Some(w) = &self.signal_word {
+            w.note(mask);
+        }
+    }
+
+    /// Hold every signal back from now on (`on`), each recorded when it
+    /// is deferred, or let them go again: the next resume or the detach
+    /// delivers them (the first with it, the others sent with kill(2)).
+    pub(super) fn hold_signals_back(&mut self, on: bool) {
+        self.holding_signals = on;
+    }
+
+    /// The signals held back now, named (for a message).
+    pub(super) fn held_signals(&self) -> Vec<String> {
+        let mut v: Vec<String> = Vec::new();
+        for s in &self.deferred {
+            if !v.iter().any(|n| n == s.as_str()) {
+                v.push(s.as_str().to_string());
+            }
+        }
+        v
     }
 
     /// Discard a fault signal instead of delivering it.

@@ -535,6 +535,17 @@ pub fn pgdbg(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// The system call `pid` is in or sleeps in (/proc/PID/syscall's first
+/// field; None while it runs in user mode).
+pub fn syscall_nr(pid: i32) -> Option<i64> {
+    std::fs::read_to_string(format!("/proc/{pid}/syscall"))
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
 pub fn tracer_pid(pid: i32) -> i32 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()

@@ -234,7 +234,32 @@ impl InFlight {
 
     /// Put the target back as pgdbg would after the system call and the
     /// call (module comment).  Returns how the call ended, for the log.
-    pub fn finish(&self, t: &mut Target) -> Result<String> {
+    /// `flush`: `FlushErrorState`'s address and the call's return slot
+    /// (`abandon_at_error_trap`).
+    ///
+    /// Every signal that reaches the backend meanwhile is held back: no
+    /// PostgreSQL handler runs on the call's stack (or the flush's), nor
+    /// cuts its sleep short, while only the guardian can finish it; the
+    /// job-control signals excepted (wait.rs).  Each is recorded in
+    /// the table at its delivery stop, before the resume that suppresses
+    /// it (a rescue sends it again if the guardian dies too), and is sent
+    /// again by the detach that follows, once the registers are the
+    /// backend's own again; on a failure here as well (the detach then
+    /// leaves the backend as it is, and the signals are its own).
+    pub fn finish(&self, t: &mut Target, flush: (u64, u64)) -> Result<String> {
+        t.hold_signals_back(true);
+        let res = self.finish_holding(t, flush);
+        let held = t.held_signals();
+        t.hold_signals_back(false);
+        let how = res?;
+        Ok(if held.is_empty() {
+            how
+        } else {
+            format!("{how}; {} held back meanwhile, sent after", held.join(" "))
+        })
+    }
+
+    fn finish_holding(&self, t: &mut Target, flush: (u64, u64)) -> Result<String> {
         let mut how = String::new();
         if t.in_trap_handler() {
             // the SIGTRAP of the call's return int3 (or of the system
@@ -276,7 +301,7 @@ impl InFlight {
             // always runs on a stack of its own below the saved rsp)
             how = "call not started".into();
         } else if rip != c.ret && rip != c.ret + 1 {
-            how = run_to_return(t, c)?;
+            how = run_to_return(t, c, flush)?;
             if t.is_gone() {
                 return Ok(how);
             }
@@ -306,34 +331,59 @@ impl InFlight {
 
 /// Let a call in flight run to its return int3 (the group still stopped:
 /// if the guardian dies too, the target stops again), within its timeout.
-fn run_to_return(t: &mut Target, c: &Call) -> Result<String> {
-    let deadline = std::time::Instant::now() + c.timeout;
+/// At its error trap it is abandoned, the error state flushed first.
+fn run_to_return(t: &mut Target, c: &Call, flush: (u64, u64)) -> Result<String> {
+    let started = t.regs()?.rip;
     // an int3 of the call where it stands (a trap it stopped at): the
     // original instruction runs first
-    let rip = t.regs()?.rip;
+    let rip = started;
     if (t.breakpoint_inserted(rip) || t.breakpoint_inserted(rip.wrapping_sub(1))) && rip != c.ret {
         // stopped at one of the call's traps (an error raised inside it),
         // rewound or not
-        return abandon(t, "call abandoned at its error trap");
+        return abandon_at_error_trap(t, c, flush);
     }
     t.resume()?;
+    match wait_for_return(t, c, c.timeout)? {
+        Ran::Returned => Ok("call completed".into()),
+        Ran::Gone => Ok("backend ended".into()),
+        Ran::ErrorTrap => abandon_at_error_trap(t, c, flush),
+        Ran::Signal(sig) => {
+            let at = t.regs().map(|r| r.rip).unwrap_or(0);
+            abandon(
+                t,
+                format!("call abandoned after {sig:?} at {at:#x}, started at {started:#x}"),
+            )
+        }
+        Ran::TimedOut => abandon(t, "call abandoned after its timeout"),
+    }
+}
+
+/// How a run of the backend towards the call's return int3 ended.
+enum Ran {
+    Returned,
+    Gone,
+    /// at an int3 of the call other than its return: an error trap
+    ErrorTrap,
+    /// a fault (discarded: the call is abandoned)
+    Signal(nix::sys::signal::Signal),
+    TimedOut,
+}
+
+/// Wait for the running backend to reach the call's return int3, within
+/// the call's timeout (then interrupted); stopped at the end unless gone.
+fn wait_for_return(t: &mut Target, c: &Call, limit: std::time::Duration) -> Result<Ran> {
+    let deadline = std::time::Instant::now() + limit;
     loop {
         match t.poll()? {
-            Some(Stop::Breakpoint { addr }) if addr == c.ret => return Ok("call completed".into()),
-            Some(Stop::Breakpoint { .. }) => {
-                return abandon(t, "call abandoned at its error trap");
-            }
-            Some(Stop::Exited(_)) | Some(Stop::Killed(_)) => return Ok("backend ended".into()),
+            Some(Stop::Breakpoint { addr }) if addr == c.ret => return Ok(Ran::Returned),
+            Some(Stop::Breakpoint { .. }) => return Ok(Ran::ErrorTrap),
+            Some(Stop::Exited(_)) | Some(Stop::Killed(_)) => return Ok(Ran::Gone),
             Some(Stop::Signal(sig)) => {
                 t.discard_pending_fault();
-                let at = t.regs().map(|r| r.rip).unwrap_or(0);
-                return abandon(
-                    t,
-                    format!("call abandoned after {sig:?} at {at:#x}, started at {rip:#x}"),
-                );
+                return Ok(Ran::Signal(sig));
             }
             Some(_) => t.resume()?,
-            None if t.is_gone() => return Ok("backend ended".into()),
+            None if t.is_gone() => return Ok(Ran::Gone),
             None if t.is_stopped() => t.resume()?,
             None if std::time::Instant::now() > deadline => {
                 t.interrupt()?;
@@ -341,16 +391,72 @@ fn run_to_return(t: &mut Target, c: &Call) -> Result<String> {
                 if let Stop::Breakpoint { addr } = s
                     && addr == c.ret
                 {
-                    return Ok("call completed".into());
+                    return Ok(Ran::Returned);
                 }
                 if matches!(s, Stop::Exited(_) | Stop::Killed(_)) {
-                    return Ok("backend ended".into());
+                    return Ok(Ran::Gone);
                 }
                 t.discard_pending_fault();
-                return abandon(t, "call abandoned after its timeout");
+                return Ok(Ran::TimedOut);
             }
             None => std::thread::sleep(std::time::Duration::from_millis(1)),
         }
+    }
+}
+
+/// The call raised an ERROR and stopped at its trap (`pg_re_throw`): as
+/// pgdbg does after a trapped error (postgres/call/series.rs), the error
+/// state is flushed by a call of `FlushErrorState` before the call is
+/// abandoned, so that PostgreSQL's error stack is not left one entry deep
+/// (each entry left brings the session nearer "ERRORDATA_STACK_SIZE
+/// exceeded", a PANIC).  `flush`: (the function, the call's return-address
+/// slot), recorded by pgdbg; (0, _) or (_, 0): not known (a record of an
+/// earlier pgdbg, or no such function in the binary): abandoned as is.
+///
+/// The flush runs exactly as pgdbg's own does: from the call's return
+/// slot (its `rsp` at entry, which pgdbg wrote and which holds the return
+/// address already: written again here), on the abandoned call's stack,
+/// whose frames are dropped with it, and returns to the call's return
+/// int3, within the call's timeout.  Should the guardian die meanwhile,
+/// the backend's own repair recognizes that return (`rsp` one past the
+/// slot, callrepair.rs) as it would pgdbg's flush.  A flush that does not
+/// return there is itself abandoned like the call: the saved registers
+/// are put back whatever happened.
+fn abandon_at_error_trap(t: &mut Target, c: &Call, flush: (u64, u64)) -> Result<String> {
+    let (func, slot) = flush;
+    if func == 0 || slot == 0 {
+        return abandon(t, "call abandoned at its error trap");
+    }
+    let mut r = t.regs()?;
+    if r.rsp >= slot {
+        // not inside the call's frames: not the call's error
+        return abandon(t, "call abandoned at its error trap");
+    }
+    // the slot decides where the backend's memory is written and where
+    // code runs: only one shaped as pgdbg makes it (16-byte alignment at
+    // entry less the return address, below the red zone and a page under
+    // the backend's own frames), else no flush
+    if slot % 16 != 8 || slot + 8 > c.regs.rsp.saturating_sub(256 + 4096) {
+        return abandon(t, "call abandoned at its error trap");
+    }
+    t.write(slot, &c.ret.to_le_bytes())?;
+    r.rsp = slot;
+    r.rip = func;
+    // no system call to restart under these registers (as infcall.rs)
+    r.orig_rax = u64::MAX;
+    r.rax = 0;
+    t.set_regs(&r)?;
+    t.resume()?;
+    // FlushErrorState takes microseconds: signals are held back meanwhile,
+    // so the flush gets a second at most, not a second call timeout
+    let limit = c.timeout.min(std::time::Duration::from_secs(1));
+    match wait_for_return(t, c, limit)? {
+        Ran::Returned => abandon(t, "call abandoned at its error trap, error state flushed"),
+        Ran::Gone => Ok("backend ended".into()),
+        Ran::ErrorTrap | Ran::Signal(_) | Ran::TimedOut => abandon(
+            t,
+            "call abandoned at its error trap (the error state flush did not return)",
+        ),
     }
 }
 

@@ -484,19 +484,13 @@ impl OffCpuProfile {
                 r.self_ms, r.total_ms, r.intervals, r.function
             )
         };
-        let mut shown = 0;
-        for r in self.top.iter().filter(|r| r.self_ms > 0.0).take(rows) {
-            out.push_str(&line(r));
-            shown += 1;
-        }
-        let mut callers: Vec<&OffRow> = self.top.iter().filter(|r| r.self_ms == 0.0).collect();
-        callers.sort_by(|a, b| b.total_ms.total_cmp(&a.total_ms));
-        if shown < rows && !callers.is_empty() {
-            out.push_str("callers, by total:\n");
-            for r in callers.into_iter().take(rows - shown) {
-                out.push_str(&line(r));
-            }
-        }
+        out.push_str(&super::profile::table_rows(
+            &self.top,
+            rows,
+            |r| (r.self_ms, r.total_ms),
+            "callers, by total:",
+            line,
+        ));
         out.push_str(&self.summary_line());
         out
     }

@@ -335,29 +335,20 @@ impl Profile {
             "{:>7} {:>7}  {}\n",
             "self%", "total%", "function (on-CPU samples)"
         );
-        let mut shown = 0;
-        for r in self.top.iter().filter(|r| r.self_samples > 0).take(rows) {
-            out.push_str(&format!(
-                "{:>6.2}% {:>6.2}%  {}\n",
-                pct(r.self_samples),
-                pct(r.total_samples),
-                r.function
-            ));
-            shown += 1;
-        }
-        let mut by_total: Vec<&TopRow> = self.top.iter().filter(|r| r.self_samples == 0).collect();
-        by_total.sort_by_key(|r| std::cmp::Reverse(r.total_samples));
-        if shown < rows && !by_total.is_empty() {
-            out.push_str("callers (no self samples), by total:\n");
-            for r in by_total.into_iter().take(rows - shown) {
-                out.push_str(&format!(
+        out.push_str(&table_rows(
+            &self.top,
+            rows,
+            |r| (r.self_samples as f64, r.total_samples as f64),
+            "callers (no self samples), by total:",
+            |r| {
+                format!(
                     "{:>6.2}% {:>6.2}%  {}\n",
-                    0.0,
+                    pct(r.self_samples),
                     pct(r.total_samples),
                     r.function
-                ));
-            }
-        }
+                )
+            },
+        ));
         out.push_str(&self.summary_line());
         out
     }
@@ -409,6 +400,35 @@ impl Rendered for Profile {
 /// What each mode of `profile` (on-CPU, off-CPU, wall-clock) prints:
 /// its own table, and from its folded stacks the same folded text, flame
 /// graph and (from its fields) JSON document.
+/// The rows of a `perf report`-like table (`profile`, `--off-cpu`,
+/// `--wall`): the first `rows` of `top` with self time, in `top`'s order,
+/// then, when fewer were shown, those without self time by total, under
+/// the line `callers`.  `weights`: a row's (self, total).
+pub(crate) fn table_rows<R>(
+    top: &[R],
+    rows: usize,
+    weights: impl Fn(&R) -> (f64, f64),
+    callers: &str,
+    line: impl Fn(&R) -> String,
+) -> String {
+    let mut out = String::new();
+    let mut shown = 0;
+    for r in top.iter().filter(|r| weights(r).0 > 0.0).take(rows) {
+        out.push_str(&line(r));
+        shown += 1;
+    }
+    let mut by_total: Vec<&R> = top.iter().filter(|r| weights(r).0 == 0.0).collect();
+    by_total.sort_by(|a, b| weights(b).1.total_cmp(&weights(a).1));
+    if shown < rows && !by_total.is_empty() {
+        out.push_str(callers);
+        out.push('\n');
+        for r in by_total.into_iter().take(rows - shown) {
+            out.push_str(&line(r));
+        }
+    }
+    out
+}
+
 pub trait Rendered: serde::Serialize {
     /// The table and the total line.
     fn table_text(&self, rows: usize) -> String;

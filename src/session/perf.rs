@@ -15,55 +15,70 @@ impl Session {
         if opts.wall {
             return self.profile_wall(opts);
         }
-        let profiler = Profiler::start(self.pid, self.pid, opts.hz, self.bias)?;
-        self.say(&format!(
+        let rec = Profiler::start(self.pid, self.pid, opts.hz, self.bias)?;
+        let line = format!(
             "profile: sampling backend {} at {} Hz (perf cpu-clock, not stopped){}",
             self.pid,
             opts.hz,
             crate::runtime::limit_text(opts.duration, None)
-        ));
-        let mut probe = NoStop;
-        let res = self.run_probes(&mut probe, opts.duration);
-        let raw = profiler.finish()?;
-        let (end, text) = res?;
-        let flow = flow_of(end);
-        let mut sym = Symbolizer::new(self.pid, &self.di, self.bias);
-        let p = Profile::build(&raw, &mut sym, self.pid, opts.hz);
-        Ok((format!("{}{text}", opts.render(&p)?), flow))
+        );
+        let (pid, hz) = (self.pid, opts.hz);
+        self.record(
+            opts,
+            &line,
+            || rec.finish(),
+            |raw, sym| Profile::build(raw, sym, pid, hz),
+        )
     }
-}
 
-impl Session {
     /// `profile --off-cpu`: let the backend run while the kernel records
     /// its switches.
     fn profile_off_cpu(&mut self, opts: &ProfileOpts) -> Result<(String, Flow)> {
         let rec = OffCpuProfiler::start(self.pid, self.pid, self.bias)?;
-        self.say(&format!(
+        let line = format!(
             "profile: recording when backend {} leaves a CPU (perf sched:sched_switch, not stopped){}",
             self.pid,
             crate::runtime::limit_text(opts.duration, None)
-        ));
-        let mut probe = NoStop;
-        let res = self.run_probes(&mut probe, opts.duration);
-        let raw = rec.finish()?;
-        let (end, text) = res?;
-        let flow = flow_of(end);
-        let mut sym = Symbolizer::new(self.pid, &self.di, self.bias);
-        let p = OffCpuProfile::build(&raw, &mut sym, self.pid);
-        Ok((format!("{}{text}", opts.render(&p)?), flow))
+        );
+        let pid = self.pid;
+        self.record(
+            opts,
+            &line,
+            || rec.finish(),
+            |raw, sym| OffCpuProfile::build(raw, sym, pid),
+        )
     }
 
     /// `profile --wall`: on-CPU samples and off-CPU intervals together.
     fn profile_wall(&mut self, opts: &ProfileOpts) -> Result<(String, Flow)> {
         let rec = WallProfiler::start(self.pid, self.pid, opts.hz, self.bias)?;
-        self.say(&wall_start_line(self.pid, opts));
-        let mut probe = NoStop;
-        let res = self.run_probes(&mut probe, opts.duration);
-        let raw = rec.finish()?;
+        let line = wall_start_line(self.pid, opts);
+        let (pid, hz) = (self.pid, opts.hz);
+        self.record(
+            opts,
+            &line,
+            || rec.finish(),
+            |raw, sym| WallProfile::build(raw, sym, pid, hz),
+        )
+    }
+
+    /// The three modes' common course, their recorder started: say `line`,
+    /// let the backend run for the command's time, end the recording, and
+    /// render what `build` makes of it.
+    fn record<R, P: crate::perf::profile::Rendered>(
+        &mut self,
+        opts: &ProfileOpts,
+        line: &str,
+        finish: impl FnOnce() -> Result<R>,
+        build: impl FnOnce(&R, &mut Symbolizer<'_>) -> P,
+    ) -> Result<(String, Flow)> {
+        self.say(line);
+        let res = self.run_probes(&mut NoStop, opts.duration);
+        let raw = finish()?;
         let (end, text) = res?;
         let flow = flow_of(end);
         let mut sym = Symbolizer::new(self.pid, &self.di, self.bias);
-        let p = WallProfile::build(&raw, &mut sym, self.pid, opts.hz);
+        let p = build(&raw, &mut sym);
         Ok((format!("{}{text}", opts.render(&p)?), flow))
     }
 }

@@ -413,20 +413,14 @@ impl OffCpuProfile {
             e.0 += ns;
             e.1 += n;
             // the innermost user frame: the [kernel] one is on every stack
-            let user: Vec<&String> = frames.iter().filter(|f| *f != "[kernel]").collect();
-            let mut seen: Vec<&String> = Vec::new();
-            for (i, f) in user.iter().enumerate() {
-                if seen.contains(f) {
-                    continue;
-                }
-                seen.push(f);
-                let row = rows.entry((*f).clone()).or_insert_with(|| OffRow {
-                    function: (*f).clone(),
+            for (innermost, f) in super::profile::user_frames_once(&frames) {
+                let row = rows.entry(f.clone()).or_insert_with(|| OffRow {
+                    function: f.clone(),
                     self_ms: 0.0,
                     total_ms: 0.0,
                     intervals: 0,
                 });
-                if i == 0 {
+                if innermost {
                     row.self_ms += ms;
                 }
                 row.total_ms += ms;

@@ -397,9 +397,24 @@ impl Rendered for Profile {
     }
 }
 
-/// What each mode of `profile` (on-CPU, off-CPU, wall-clock) prints:
-/// its own table, and from its folded stacks the same folded text, flame
-/// graph and (from its fields) JSON document.
+/// A stack's user frames (the `[kernel]` frame of an off-CPU stack left
+/// out), innermost first, each function once (a recursive one counts once
+/// per stack), with whether it is the innermost: the self frame.
+pub(crate) fn user_frames_once(frames: &[String]) -> impl Iterator<Item = (bool, &String)> {
+    let mut seen: Vec<&String> = Vec::new();
+    frames
+        .iter()
+        .filter(|f| *f != "[kernel]")
+        .enumerate()
+        .filter_map(move |(i, f)| {
+            if seen.contains(&f) {
+                return None;
+            }
+            seen.push(f);
+            Some((i == 0, f))
+        })
+}
+
 /// The rows of a `perf report`-like table (`profile`, `--off-cpu`,
 /// `--wall`): the first `rows` of `top` with self time, in `top`'s order,
 /// then, when fewer were shown, those without self time by total, under
@@ -429,6 +444,9 @@ pub(crate) fn table_rows<R>(
     out
 }
 
+/// What each mode of `profile` (on-CPU, off-CPU, wall-clock) prints:
+/// its own table, and from its folded stacks the same folded text, flame
+/// graph and (from its fields) JSON document.
 pub trait Rendered: serde::Serialize {
     /// The table and the total line.
     fn table_text(&self, rows: usize) -> String;

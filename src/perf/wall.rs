@@ -222,21 +222,15 @@ impl WallProfile {
             let ms = ns as f64 / 1e6;
             // the innermost user frame is self: the [kernel] one is on
             // every off-CPU stack
-            let user: Vec<&String> = frames.iter().filter(|f| *f != "[kernel]").collect();
-            let mut seen: Vec<&String> = Vec::new();
-            for (i, f) in user.iter().enumerate() {
-                if seen.contains(f) {
-                    continue;
-                }
-                seen.push(f);
-                let row = rows.entry((*f).clone()).or_insert_with(|| WallRow {
-                    function: (*f).clone(),
+            for (innermost, f) in super::profile::user_frames_once(&frames) {
+                let row = rows.entry(f.clone()).or_insert_with(|| WallRow {
+                    function: f.clone(),
                     self_ms: 0.0,
                     total_ms: 0.0,
                     on_cpu_ms: 0.0,
                     off_cpu_ms: 0.0,
                 });
-                if i == 0 {
+                if innermost {
                     row.self_ms += ms;
                 }
                 row.total_ms += ms;

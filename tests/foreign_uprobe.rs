@@ -183,6 +183,11 @@ fn err_file(out: &Path) -> PathBuf {
 /// Wait (at most 30 s) until pgdbg's output in `out` satisfies `f`;
 /// panics with the output.
 fn wait_output(out: &Path, what: &str, f: impl Fn(&str) -> bool) {
+    wait_output_with(out, what, f, String::new)
+}
+
+/// `wait_output`, with `more()` in the panic's text (the backend's state).
+fn wait_output_with(out: &Path, what: &str, f: impl Fn(&str) -> bool, more: impl Fn() -> String) {
     let t0 = std::time::Instant::now();
     loop {
         let text = std::fs::read_to_string(out).unwrap_or_default();
@@ -194,7 +199,8 @@ fn wait_output(out: &Path, what: &str, f: impl Fn(&str) -> bool) {
             let err = std::fs::read_to_string(err_file(out)).unwrap_or_default();
             let err_tail: Vec<&str> = err.lines().rev().take(60).collect();
             panic!(
-                "timed out waiting for {what}; pgdbg's output ends with:\n{}\nits errors with:\n{}",
+                "timed out waiting for {what}; {}pgdbg's output ends with:\n{}\nits errors with:\n{}",
+                more(),
                 tail.into_iter().rev().collect::<Vec<_>>().join("\n"),
                 err_tail.into_iter().rev().collect::<Vec<_>>().join("\n")
             );
@@ -381,6 +387,15 @@ fn boundary_inside_jump(exe: &Path, offset: u64) -> u64 {
     k
 }
 
+fn file_bytes(exe: &Path, offset: u64, n: usize) -> Vec<u8> {
+    let mut b = vec![0u8; n];
+    std::fs::File::open(exe)
+        .unwrap()
+        .read_exact_at(&mut b, offset)
+        .unwrap();
+    b
+}
+
 fn read_to(out: &Path) -> String {
     std::fs::read_to_string(out).unwrap_or_default()
 }
@@ -435,9 +450,20 @@ fn uprobe_inside_jump(major: u32) {
     }
     assert!(probe.count().unwrap() >= 8, "{round}: the uprobe counts");
     assert!(read_to(&out).contains(TAKEN), "{round}: {}", read_to(&out));
-    wait_output(&out, &format!("{round}: decisions with stops"), |t| {
-        decisions_after(t, TAKEN) >= 7
-    });
+    // (the last one is reported at the end)
+    wait_output_with(
+        &out,
+        &format!("{round}: decisions with stops"),
+        |t| decisions_after(t, TAKEN) >= 7,
+        || {
+            format!(
+                "GetCachedPlan's first 8 bytes {:02x?} (the file's {:02x?}), uprobe hits {:?}; ",
+                (0..8).map(|i| byte_at(cpid, s.at + i)).collect::<Vec<_>>(),
+                file_bytes(&s.exe, s.offset - k, 8),
+                probe.count()
+            )
+        },
+    );
     let text = s.end(p, &out, &round);
     assert!(!text.contains("Program received signal"), "{round}: {text}");
     // pgdbg gone, the uprobe still there: the original code around its int3

@@ -203,6 +203,16 @@ impl Target {
     pub fn remove_breakpoint(&mut self, addr: u64) -> Result<()> {
         if let Some(orig) = self.inserted.get(&addr).copied() {
             if !self.gone {
+                // (the raw byte: `read` shows the original under our int3s)
+                if let Some(b) = self.byte_in_target(addr)
+                    && b != INT3
+                {
+                    // a kernel uprobe's removal at this address writes the
+                    // file's byte over any int3 there, ours too
+                    log::debug(&format!(
+                        "{addr:#x}: pgdbg's int3 was gone (byte {b:#04x}): removed by someone else"
+                    ));
+                }
                 self.write(addr, &[orig])?;
             }
             self.inserted.remove(&addr);

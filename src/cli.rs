@@ -105,7 +105,8 @@ removes the event.\n\nNeeds perf_event_open on the backend: root, or the server'
 kernel.perf_event_paranoid <= 2; in a container CAP_PERFMON (or CAP_SYS_ADMIN) and CAP_SYS_PTRACE.\n\n\
 Examples:\n  pgdbg profile 4711 --for 10s                 functions by self and total share\n  \
 pgdbg profile 4711 --for 10s --hz 999 --flamegraph cpu.svg\n  \
-pgdbg profile 4711 --for 5s --format folded   stacks for flamegraph.pl / inferno"
+pgdbg profile 4711 --for 5s --format folded   stacks for flamegraph.pl / inferno\n  \
+pgdbg profile 4711 --for 10s --speedscope cpu.json --pprof cpu.pb.gz   for speedscope and pprof"
     )]
     Profile {
         /// PID of the backend
@@ -129,6 +130,14 @@ pgdbg profile 4711 --for 5s --format folded   stacks for flamegraph.pl / inferno
         /// Also draw the flame graph into FILE (SVG)
         #[arg(long, value_name = "FILE")]
         flamegraph: Option<PathBuf>,
+        /// Also write the stacks into FILE for speedscope (JSON, a "sampled" profile; weights:
+        /// samples, or microseconds with --off-cpu and --wall)
+        #[arg(long, value_name = "FILE")]
+        speedscope: Option<PathBuf>,
+        /// Also write the stacks into FILE for pprof (gzipped profile.proto: samples/count and
+        /// cpu/nanoseconds, or off-cpu/nanoseconds, wall/nanoseconds)
+        #[arg(long, value_name = "FILE")]
+        pprof: Option<PathBuf>,
         /// Functions in the table
         #[arg(long, value_name = "N", default_value_t = 25)]
         rows: usize,
@@ -336,6 +345,8 @@ pub fn main() -> i32 {
             for_,
             format,
             flamegraph,
+            speedscope,
+            pprof,
             rows,
             off_cpu,
             wall,
@@ -349,6 +360,8 @@ pub fn main() -> i32 {
                 duration: None,
                 format,
                 flamegraph,
+                speedscope,
+                pprof,
                 rows,
                 off_cpu,
                 wall,
@@ -400,6 +413,7 @@ fn run_profile(
     if opts.rows == 0 {
         bail!("--rows takes a number of rows from 1");
     }
+    opts.files()?;
     if let Some(f) = &for_ {
         opts.duration = Some(crate::command::parse_duration(f).map_err(|e| anyhow!("--for: {e}"))?);
     }

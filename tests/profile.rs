@@ -4,9 +4,12 @@
 //! expression evaluator's and PL/pgSQL's, its stacks reach PostgresMain,
 //! and the sample count is the rate times the CPU time it used.  Also: the
 //! same at the prompt with a flame graph, pgdbg killed mid-profile, bad
-//! input.
+//! input.  The speedscope and pprof files read back (serde_json, prost)
+//! give the same stacks and samples as the folded output of the same run.
 
 mod common;
+#[path = "common/profile_files.rs"]
+mod profile_files;
 use common::*;
 use std::time::Duration;
 
@@ -199,6 +202,149 @@ fn profile_killed_leaves_backend_running() {
         )),
         "active"
     );
+    end_loop(&cl, a, pid, h);
+}
+
+/// The folded stacks of a JSON profile.
+fn folded_of(prof: &serde_json::Value) -> Vec<(String, u64)> {
+    prof["folded"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| (l[0].as_str().unwrap().to_string(), l[1].as_u64().unwrap()))
+        .collect()
+}
+
+/// `pgdbg profile PID --speedscope F --pprof F --format json`, then the
+/// same at the prompt with folded output: both files hold the run's folded
+/// stacks, weighed in samples (pprof: also their CPU time at 1/HZ s each).
+#[test]
+fn profile_writes_speedscope_and_pprof() {
+    let cl = Cluster::start(15);
+    let (a, pid, h) = busy_backend(&cl);
+    let dir = std::env::temp_dir();
+    let me = std::process::id();
+    let ss = dir.join(format!("pgdbg-profile-{me}.speedscope.json"));
+    let pb = dir.join(format!("pgdbg-profile-{me}.pb.gz"));
+    let hz = 199u64;
+    let (code, out, err) = pgdbg(&[
+        "profile",
+        &pid.to_string(),
+        "--for",
+        "2s",
+        "--hz",
+        &hz.to_string(),
+        "--format",
+        "json",
+        "--speedscope",
+        ss.to_str().unwrap(),
+        "--pprof",
+        pb.to_str().unwrap(),
+        "-q",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let prof: serde_json::Value =
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let samples = prof["samples"].as_u64().unwrap();
+    assert!(samples > 20, "the loop was sampled: {samples}");
+    let folded = folded_of(&prof);
+
+    // speedscope: the same stacks, weights in samples (no unit of time)
+    let (mut stacks, unit) = profile_files::speedscope_folded(&ss);
+    assert_eq!(unit, "none");
+    stacks.sort();
+    assert_eq!(stacks, folded, "speedscope's stacks are the folded ones");
+    assert_eq!(stacks.iter().map(|(_, n)| n).sum::<u64>(), samples);
+    assert!(
+        stacks.iter().any(|(s, _)| s.ends_with(";ExecInterpExpr")
+            && s.contains("PostgresMain;exec_simple_query")
+            && s.contains(";exec_stmts;")),
+        "the loop's stacks: {stacks:?}"
+    );
+
+    // pprof: samples/count and cpu/nanoseconds, the root outermost
+    let p = profile_files::read_pprof(&pb);
+    let st = |i: i64| p.string_table[i as usize].as_str();
+    let types: Vec<(&str, &str)> = p
+        .sample_type
+        .iter()
+        .map(|t| (st(t.r#type), st(t.unit)))
+        .collect();
+    assert_eq!(types, [("samples", "count"), ("cpu", "nanoseconds")]);
+    let period = 1_000_000_000 / hz as i64;
+    assert_eq!(p.period, period);
+    let mut stacks: Vec<(String, u64)> = p
+        .folded()
+        .into_iter()
+        .map(|(s, v)| {
+            assert_eq!(v[1], v[0] * period, "{s}: the samples' CPU time");
+            (s, v[0] as u64)
+        })
+        .collect();
+    stacks.sort();
+    assert_eq!(stacks, folded, "pprof's stacks are the folded ones");
+    assert!(
+        p.function.iter().any(|f| st(f.name) == "ExecInterpExpr"),
+        "functions by name"
+    );
+    assert!(p.duration_nanos >= 1_900_000_000, "{}", p.duration_nanos);
+
+    // at the prompt, with folded output: the files are the printed stacks
+    let _ = std::fs::remove_file(&ss);
+    let _ = std::fs::remove_file(&pb);
+    let (code, out, err) = pgdbg(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--ex",
+        &format!(
+            "profile --for 1s --format folded --pprof {} --speedscope {}",
+            pb.display(),
+            ss.display()
+        ),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let mut printed: Vec<(String, u64)> = out
+        .lines()
+        .filter(|l| !l.starts_with("profile: "))
+        .filter_map(|l| {
+            let (s, n) = l.rsplit_once(' ')?;
+            Some((s.to_string(), n.parse().ok()?))
+        })
+        .collect();
+    printed.sort();
+    assert!(!printed.is_empty(), "{out}");
+    for f in [&ss, &pb] {
+        assert!(
+            out.contains(&format!("profile: wrote {}: ", f.display())),
+            "{out}"
+        );
+    }
+    let (mut stacks, _) = profile_files::speedscope_folded(&ss);
+    stacks.sort();
+    assert_eq!(stacks, printed);
+    let mut stacks: Vec<(String, u64)> = profile_files::read_pprof(&pb)
+        .folded()
+        .into_iter()
+        .map(|(s, v)| (s, v[0] as u64))
+        .collect();
+    stacks.sort();
+    assert_eq!(stacks, printed);
+    let _ = std::fs::remove_file(&ss);
+    let _ = std::fs::remove_file(&pb);
+
+    // one file for two outputs: refused before anything is recorded
+    let (code, _, err) = pgdbg(&[
+        "profile",
+        &pid.to_string(),
+        "--speedscope",
+        "same.out",
+        "--pprof",
+        "same.out",
+    ]);
+    assert_one_line_error(code, &err, "--speedscope and --pprof both write same.out");
+    assert!(!std::path::Path::new("same.out").exists());
+    assert_eq!(tracer_pid(pid), 0);
     end_loop(&cl, a, pid, h);
 }
 

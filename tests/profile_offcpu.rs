@@ -2,9 +2,12 @@
 //! `pg_sleep` (checked running before and after the recording) is off a
 //! CPU nearly all the window, in `WaitLatch`'s stacks, sleeping (S); a
 //! CPU-bound backend is off a CPU far less than on one.  Neither is
-//! traced or stopped.
+//! traced or stopped.  The speedscope and pprof files written at the
+//! prompt hold the same stacks, weighing the time off a CPU.
 
 mod common;
+#[path = "common/profile_files.rs"]
+mod profile_files;
 use common::*;
 use std::time::Duration;
 
@@ -71,6 +74,47 @@ fn still_active(cl: &Cluster, pid: i32, shows: &str) {
     assert_eq!(n, 1, "the workload ran through the whole recording");
 }
 
+/// The speedscope file (microseconds) and the pprof file
+/// (off-cpu/nanoseconds) hold the same stacks, the sleep's among them,
+/// and weigh the time off a CPU of the total line (`off CPU X s`).
+fn files_weigh_the_time_off_cpu(total: &str, ss: &std::path::Path, pb: &std::path::Path) {
+    let off: f64 = total
+        .split(" off CPU ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("the time off a CPU: {total}"));
+    let (mut stacks, unit) = profile_files::speedscope_folded(ss);
+    assert_eq!(unit, "microseconds");
+    stacks.sort();
+    let us: u64 = stacks.iter().map(|(_, n)| n).sum();
+    assert!(
+        (us as f64 / 1e6 - off).abs() < 0.002 + stacks.len() as f64 * 1e-6,
+        "{us} us in the stacks, {off} s off a CPU: {total}"
+    );
+    assert!(
+        stacks.iter().any(|(s, _)| s.contains(";WaitLatch;")),
+        "{stacks:?}"
+    );
+    let p = profile_files::read_pprof(pb);
+    let st = |i: i64| p.string_table[i as usize].as_str();
+    let types: Vec<(&str, &str)> = p
+        .sample_type
+        .iter()
+        .map(|t| (st(t.r#type), st(t.unit)))
+        .collect();
+    assert_eq!(types, [("off-cpu", "nanoseconds")]);
+    let mut from_pprof: Vec<(String, u64)> = p
+        .folded()
+        .into_iter()
+        .map(|(s, v)| (s, v[0] as u64 / 1000))
+        .collect();
+    from_pprof.sort();
+    assert_eq!(from_pprof, stacks, "the same stacks in both files");
+    let _ = std::fs::remove_file(ss);
+    let _ = std::fs::remove_file(pb);
+}
+
 #[test]
 fn off_cpu_of_pg_sleep_and_of_a_cpu_bound_query() {
     let cl = Cluster::start(15);
@@ -106,15 +150,23 @@ fn off_cpu_of_pg_sleep_and_of_a_cpu_bound_query() {
         top["reason"].as_str().unwrap().starts_with('S'),
         "sleeping: {top}"
     );
-    // at the prompt, the table and the total line, and a flame graph
-    let svg = std::env::temp_dir().join(format!("pgdbg-offcpu-{}.svg", std::process::id()));
+    // at the prompt, the table and the total line, a flame graph and the
+    // speedscope and pprof files
+    let tmp =
+        |ext: &str| std::env::temp_dir().join(format!("pgdbg-offcpu-{}.{ext}", std::process::id()));
+    let (svg, ss, pb) = (tmp("svg"), tmp("speedscope.json"), tmp("pb.gz"));
     let _ = std::fs::remove_file(&svg);
     let (code, out, err) = pgdbg(&[
         "attach",
         &pid.to_string(),
         "-q",
         "--ex",
-        &format!("profile --off-cpu --for 1s --flamegraph {}", svg.display()),
+        &format!(
+            "profile --off-cpu --for 1s --flamegraph {} --speedscope {} --pprof {}",
+            svg.display(),
+            ss.display(),
+            pb.display()
+        ),
     ]);
     assert_eq!(code, 0, "{err}");
     eprintln!("{out}");
@@ -131,6 +183,7 @@ fn off_cpu_of_pg_sleep_and_of_a_cpu_bound_query() {
         "flame graph"
     );
     let _ = std::fs::remove_file(&svg);
+    files_weigh_the_time_off_cpu(total, &ss, &pb);
     assert_eq!(tracer_pid(pid), 0);
     still_active(&cl, pid, "pg_sleep(0.05)");
     let r = a.rejoin(h);

@@ -3,7 +3,9 @@
 //! and after the recording) is recorded for 2 s.  The time on a CPU
 //! (samples times their period) and off it (the switch intervals) adds up
 //! to the window; the off-CPU time is the sleep's stack, the on-CPU time
-//! the count's executor.  `--wall --off-cpu` is refused in one line.
+//! the count's executor.  The speedscope and pprof files of the same run
+//! hold its folded stacks, states as roots, in microseconds and
+//! nanoseconds.  `--wall --off-cpu` is refused in one line.
 //!
 //! Why the bounds do not depend on the machine's speed or load: the two
 //! events measure the same thread's time with the kernel's clocks, and a
@@ -16,6 +18,8 @@
 //! the rest of the sleeping), the same on a slow machine.
 
 mod common;
+#[path = "common/profile_files.rs"]
+mod profile_files;
 use common::*;
 use serde_json::Value;
 use std::time::Duration;
@@ -34,9 +38,10 @@ fn still_active(cl: &Cluster, pid: i32) {
     assert_eq!(n, 1, "the workload ran through the whole recording");
 }
 
-/// `pgdbg profile PID --wall --for 2s --format json`, watching that the
-/// backend is never traced nor stopped meanwhile.
-fn wall_profile(pid: i32) -> Value {
+/// `pgdbg profile PID --wall --for 2s --format json --speedscope SS
+/// --pprof PB`, watching that the backend is never traced nor stopped
+/// meanwhile.
+fn wall_profile(pid: i32, ss: &std::path::Path, pb: &std::path::Path) -> Value {
     let file = std::env::temp_dir().join(format!("pgdbg-wall-{}-{pid}.json", std::process::id()));
     let p = Pgdbg::spawn_to_file(
         &[
@@ -47,6 +52,10 @@ fn wall_profile(pid: i32) -> Value {
             "2s",
             "--format",
             "json",
+            "--speedscope",
+            ss.to_str().unwrap(),
+            "--pprof",
+            pb.to_str().unwrap(),
             "-q",
         ],
         &file,
@@ -95,7 +104,11 @@ fn wall_of_sleep_and_count(major: u32) {
     let h = a.spawn_text(LOOP);
     cl.wait_active(&[pid], SHOWS);
 
-    let p = wall_profile(pid);
+    let tmp = |ext: &str| {
+        std::env::temp_dir().join(format!("pgdbg-wall-{}-{pid}.{ext}", std::process::id()))
+    };
+    let (ss, pb) = (tmp("speedscope.json"), tmp("pb.gz"));
+    let p = wall_profile(pid, &ss, &pb);
     still_active(&cl, pid);
     let dur = p["duration_s"].as_f64().unwrap();
     let on = p["on_cpu_s"].as_f64().unwrap();
@@ -167,6 +180,7 @@ fn wall_of_sleep_and_count(major: u32) {
         (us as f64 / 1e6 - (on + off)).abs() < 0.01,
         "the folded stacks weigh the same time: {us} us"
     );
+    files_hold_the_folded_stacks(folded, &ss, &pb);
 
     // at the prompt: the table, the total line and a flame graph
     let svg = std::env::temp_dir().join(format!("pgdbg-wall-{}.svg", std::process::id()));
@@ -225,6 +239,58 @@ fn wall_of_sleep_and_count(major: u32) {
     assert!(r.is_err_and(|e| e.contains("canceling statement")));
     assert_eq!(a.query_one_i64("select 41 + 1"), 42);
     cl.assert_no_crash();
+}
+
+/// The speedscope file (microseconds) and the pprof file
+/// (wall/nanoseconds) of the run hold its folded stacks, the state
+/// outermost: the same stacks and time, the sleep's stack among them.
+fn files_hold_the_folded_stacks(folded: &[Value], ss: &std::path::Path, pb: &std::path::Path) {
+    let mut want: Vec<(String, u64)> = folded
+        .iter()
+        .map(|f| (f[0].as_str().unwrap().to_string(), f[1].as_u64().unwrap()))
+        .collect();
+    want.sort();
+    let us: u64 = want.iter().map(|(_, n)| n).sum();
+
+    let (mut stacks, unit) = profile_files::speedscope_folded(ss);
+    assert_eq!(unit, "microseconds");
+    stacks.sort();
+    assert_eq!(stacks, want, "speedscope's stacks are the folded ones");
+    assert_eq!(stacks.iter().map(|(_, n)| n).sum::<u64>(), us);
+
+    let p = profile_files::read_pprof(pb);
+    let st = |i: i64| p.string_table[i as usize].as_str();
+    let types: Vec<(&str, &str)> = p
+        .sample_type
+        .iter()
+        .map(|t| (st(t.r#type), st(t.unit)))
+        .collect();
+    assert_eq!(types, [("wall", "nanoseconds")]);
+    // the outermost location of every sample is its state
+    for s in &p.sample {
+        let name = p.frames(s).pop().unwrap();
+        assert!(
+            name.starts_with("[on-CPU]") || name.starts_with("[off-CPU: "),
+            "the root is the state: {name}"
+        );
+    }
+    let mut stacks: Vec<(String, u64)> = p
+        .folded()
+        .into_iter()
+        .map(|(s, v)| {
+            assert_eq!(v[0] % 1000, 0, "{s}: microseconds in nanoseconds");
+            (s, v[0] as u64 / 1000)
+        })
+        .collect();
+    stacks.sort();
+    assert_eq!(stacks, want, "pprof's stacks are the folded ones");
+    assert!(
+        stacks
+            .iter()
+            .any(|(s, _)| { s.starts_with("[off-CPU: sleeping];") && s.contains(";pg_sleep;") })
+    );
+    let _ = std::fs::remove_file(ss);
+    let _ = std::fs::remove_file(pb);
 }
 
 #[test]

@@ -174,7 +174,7 @@ pub enum Command {
         /// at the executor's start and end)
         no_statements: bool,
     },
-    /// `profile [--hz N] [--for D] [--format F] [--flamegraph OUT]`
+    /// `profile [--hz N] [--for D] [--format F] [--flamegraph OUT] [--speedscope OUT] [--pprof OUT]`
     Profile(crate::perf::profile::ProfileOpts),
     Detach,
     Quit,

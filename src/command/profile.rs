@@ -12,7 +12,8 @@ pub static ENTRIES: &[&Entry] = &[&PROFILE];
 pub static PROFILE: Entry = Entry {
     name: "profile",
     aliases: &[],
-    usage: "profile [--off-cpu|--wall] [--hz N] [--for D] [--format FMT] [--flamegraph OUT.svg] [--rows N]",
+    usage: "profile [--off-cpu|--wall] [--hz N] [--for D] [--format FMT] [--rows N]\n        \
+            [--flamegraph OUT.svg] [--speedscope OUT.json] [--pprof OUT.pb.gz]",
     summary: "on-CPU profile of the backend (perf events): self and total share, stacks",
     help: "The backend runs, never stopped: the kernel samples its thread N times a second of CPU \
            time (--hz, 1 to 10000, default 99; perf's software cpu-clock) with its registers and \
@@ -20,7 +21,11 @@ pub static PROFILE: Entry = Entry {
            with DWARF (inlined functions are frames of their own). Until Ctrl-C or --for D. \
            Prints a perf report-like table (self% and total% per function, --rows N of them), \
            or folded stacks (--format folded, flamegraph.pl's input), or JSON (--format json); \
-           --flamegraph OUT.svg draws the flame graph.\n\n\
+           --flamegraph OUT.svg draws the flame graph; --speedscope OUT.json writes the stacks \
+           for speedscope (a \"sampled\" profile, weights in samples, or microseconds with \
+           --off-cpu and --wall), --pprof OUT.pb.gz for pprof (gzipped profile.proto: \
+           samples/count and cpu/nanoseconds, or off-cpu/nanoseconds, wall/nanoseconds); any \
+           of them with any --format, and with each other.\n\n\
            --off-cpu: where the backend waits instead: every interval its thread is off a CPU \
            (the scheduler's sched:sched_switch tracepoint, from the switch-out to the next \
            switch-in), attributed to the user stack at the switch-out, with the kernel's reason \
@@ -41,6 +46,7 @@ pub static PROFILE: Entry = Entry {
         "profile --hz 999 --for 5s --flamegraph cpu.svg",
         "profile --off-cpu --for 10s --flamegraph wait.svg",
         "profile --wall --for 10s --flamegraph wall.svg",
+        "profile --for 10s --speedscope cpu.json --pprof cpu.pb.gz",
     ],
     parse: parse_profile,
     needs: Needs::Runs,
@@ -85,6 +91,18 @@ pub fn parse_profile(rest: &str) -> Result<Command> {
                     .ok_or_else(|| anyhow!("profile: --flamegraph takes a file name (OUT.svg)"))?;
                 o.flamegraph = Some(v.into());
             }
+            "--speedscope" => {
+                let v = it
+                    .next()
+                    .ok_or_else(|| anyhow!("profile: --speedscope takes a file name (OUT.json)"))?;
+                o.speedscope = Some(v.into());
+            }
+            "--pprof" => {
+                let v = it
+                    .next()
+                    .ok_or_else(|| anyhow!("profile: --pprof takes a file name (OUT.pb.gz)"))?;
+                o.pprof = Some(v.into());
+            }
             "--rows" => {
                 let v = it.next().unwrap_or("");
                 o.rows = v.parse::<usize>().ok().filter(|n| *n >= 1).ok_or_else(|| {
@@ -107,6 +125,7 @@ pub fn parse_profile(rest: &str) -> Result<Command> {
              exclude each other"
         );
     }
+    o.files()?;
     o.duration = duration;
     Ok(Command::Profile(o))
 }

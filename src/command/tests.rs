@@ -563,3 +563,31 @@ fn profile_wall_and_off_cpu_exclude_each_other() {
         "profile: --wall (time on and off a CPU) and --off-cpu (time off a CPU only) exclude each other"
     );
 }
+
+#[test]
+fn profile_files_with_any_format_each_its_own() {
+    let Ok(Command::Profile(o)) =
+        parse("profile --wall --format folded --speedscope w.json --pprof w.pb.gz")
+    else {
+        panic!("profile with both files parses");
+    };
+    assert_eq!(o.speedscope, Some("w.json".into()));
+    assert_eq!(o.pprof, Some("w.pb.gz".into()));
+    assert_eq!(o.format, crate::perf::profile::Format::Folded);
+    let e = parse("profile --pprof").unwrap_err().to_string();
+    assert_eq!(e, "profile: --pprof takes a file name (OUT.pb.gz)");
+    let e = parse("profile --flamegraph a --pprof a")
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "profile: --pprof and --flamegraph both write a: give each its own file"
+    );
+    let e = parse("profile --speedscope a --speedscope b")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("profile: option --speedscope given twice"),
+        "{e}"
+    );
+}

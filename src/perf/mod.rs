@@ -18,6 +18,8 @@
 //! - `offcpu.rs`: `profile --off-cpu`, the stacks the thread left a CPU
 //!   at (the scheduler's switch tracepoint) and how long it stayed off;
 //! - `wall.rs`: `profile --wall`, both together, weighed in time;
+//! - `export.rs`, `pprof.rs`: a profile's folded stacks as speedscope and
+//!   pprof files;
 //! - `watch.rs`: a write breakpoint event on one word (every store, with
 //!   the value stored);
 //! - `uprobe.rs`: uprobes and uretprobes sampled with the registers into
@@ -26,11 +28,13 @@
 //! - `tracefs.rs`: uprobes defined in tracefs, whose records carry memory
 //!   the kernel copied at the hit (a statement's text).
 
+pub mod export;
 pub mod keeper;
 pub mod latency;
 pub mod offcpu;
 pub mod placement;
 mod pmu;
+pub mod pprof;
 pub mod profile;
 pub mod stack;
 pub mod tracefs;

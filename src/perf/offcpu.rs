@@ -539,6 +539,14 @@ impl super::profile::Rendered for OffCpuProfile {
     fn nothing_to_draw(&self) -> &'static str {
         "nothing to draw: the backend did not leave a CPU while it was recorded"
     }
+
+    fn weight(&self) -> super::export::Weight {
+        super::export::Weight::Micros("off-cpu")
+    }
+
+    fn recorded_s(&self) -> f64 {
+        self.duration_s
+    }
 }
 
 #[cfg(test)]

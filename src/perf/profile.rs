@@ -6,6 +6,7 @@
 //! (inlined functions are frames of their own) and the libraries' ELF
 //! symbols.  The backend is never stopped and nothing is written into it.
 
+use super::export::{Meta, Weight};
 use super::stack::{Maps, unwind};
 use super::{Attr, Event, Sample, is_kernel, open_error};
 use crate::debuginfo::DebugInfo;
@@ -395,6 +396,14 @@ impl Rendered for Profile {
     fn nothing_to_draw(&self) -> &'static str {
         "nothing to draw: no samples (the backend did not run on a CPU while sampled)"
     }
+
+    fn weight(&self) -> Weight {
+        Weight::Samples { hz: self.hz }
+    }
+
+    fn recorded_s(&self) -> f64 {
+        self.duration_s
+    }
 }
 
 /// A stack's user frames (the `[kernel]` frame of an off-CPU stack left
@@ -446,7 +455,7 @@ pub(crate) fn table_rows<R>(
 
 /// What each mode of `profile` (on-CPU, off-CPU, wall-clock) prints:
 /// its own table, and from its folded stacks the same folded text, flame
-/// graph and (from its fields) JSON document.
+/// graph, speedscope and pprof files and (from its fields) JSON document.
 pub trait Rendered: serde::Serialize {
     /// The table and the total line.
     fn table_text(&self, rows: usize) -> String;
@@ -456,6 +465,10 @@ pub trait Rendered: serde::Serialize {
     fn svg_labels(&self) -> (String, &'static str);
     /// Why there is no flame graph when there are no stacks.
     fn nothing_to_draw(&self) -> &'static str;
+    /// What the folded stacks' weights are.
+    fn weight(&self) -> Weight;
+    /// The time recorded, seconds.
+    fn recorded_s(&self) -> f64;
 
     /// `stack WEIGHT` lines, root first (flamegraph.pl's and inferno's input).
     fn folded_text(&self) -> String {
@@ -483,8 +496,34 @@ pub trait Rendered: serde::Serialize {
         let mut svg = Vec::new();
         inferno::flamegraph::from_lines(&mut opt, text.lines(), &mut svg)
             .map_err(|e| anyhow!("cannot draw the flame graph: {e}"))?;
-        std::fs::write(out, svg).map_err(|e| anyhow!("cannot write {}: {e}", out.display()))
+        write_file(out, &svg)
     }
+
+    /// The name, weights and time recorded that the files carry.
+    fn meta(&self) -> Meta {
+        Meta {
+            name: self.svg_labels().0,
+            weight: self.weight(),
+            duration_s: self.recorded_s(),
+        }
+    }
+
+    /// Write the speedscope file (JSON) into `out`.
+    fn write_speedscope(&self, out: &std::path::Path) -> Result<()> {
+        write_file(
+            out,
+            super::export::speedscope(self.folded(), &self.meta()).as_bytes(),
+        )
+    }
+
+    /// Write the pprof file (gzipped profile.proto) into `out`.
+    fn write_pprof(&self, out: &std::path::Path) -> Result<()> {
+        write_file(out, &super::pprof::gzipped(self.folded(), &self.meta())?)
+    }
+}
+
+fn write_file(out: &std::path::Path, bytes: &[u8]) -> Result<()> {
+    std::fs::write(out, bytes).map_err(|e| anyhow!("cannot write {}: {e}", out.display()))
 }
 
 /// How `profile` prints its result.
@@ -517,6 +556,10 @@ pub struct ProfileOpts {
     pub duration: Option<std::time::Duration>,
     pub format: Format,
     pub flamegraph: Option<std::path::PathBuf>,
+    /// The speedscope file (JSON) to write.
+    pub speedscope: Option<std::path::PathBuf>,
+    /// The pprof file (gzipped profile.proto) to write.
+    pub pprof: Option<std::path::PathBuf>,
     pub rows: usize,
     /// Off-CPU intervals (the scheduler's switches) instead of on-CPU samples.
     pub off_cpu: bool,
@@ -531,6 +574,8 @@ impl Default for ProfileOpts {
             duration: None,
             format: Format::Top,
             flamegraph: None,
+            speedscope: None,
+            pprof: None,
             rows: 25,
             off_cpu: false,
             wall: false,
@@ -538,20 +583,71 @@ impl Default for ProfileOpts {
     }
 }
 
+/// A file `profile` writes besides its output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutFile {
+    Speedscope,
+    Pprof,
+    FlameGraph,
+}
+
+impl OutFile {
+    pub fn option(self) -> &'static str {
+        match self {
+            OutFile::Speedscope => "--speedscope",
+            OutFile::Pprof => "--pprof",
+            OutFile::FlameGraph => "--flamegraph",
+        }
+    }
+
+    /// Write `p`'s stacks into `out`; what was written.
+    fn write(self, p: &impl Rendered, out: &std::path::Path) -> Result<&'static str> {
+        match self {
+            OutFile::Speedscope => p.write_speedscope(out).map(|_| "speedscope profile"),
+            OutFile::Pprof => p.write_pprof(out).map(|_| "pprof profile"),
+            OutFile::FlameGraph => p.write_svg(out).map(|_| "flame graph"),
+        }
+    }
+}
+
 impl ProfileOpts {
-    /// The result as the format asks, and the flame graph written.
+    /// The files to write, the flame graph last (there is none of no
+    /// stacks; the other files are empty profiles then); refused when two
+    /// options name the same file (the second would overwrite the first).
+    pub fn files(&self) -> Result<Vec<(OutFile, &std::path::Path)>> {
+        let mut files: Vec<(OutFile, &std::path::Path)> = Vec::new();
+        for (kind, f) in [
+            (OutFile::Speedscope, &self.speedscope),
+            (OutFile::Pprof, &self.pprof),
+            (OutFile::FlameGraph, &self.flamegraph),
+        ] {
+            let Some(f) = f else { continue };
+            if let Some((other, _)) = files.iter().find(|(_, g)| *g == f.as_path()) {
+                anyhow::bail!(
+                    "profile: {} and {} both write {}: give each its own file",
+                    other.option(),
+                    kind.option(),
+                    crate::shown::shown(&f.display().to_string())
+                );
+            }
+            files.push((kind, f));
+        }
+        Ok(files)
+    }
+
+    /// The result as the format asks, and the files written.
     pub fn render(&self, p: &impl Rendered) -> Result<String> {
         let mut out = match self.format {
             Format::Top => p.table_text(self.rows),
             Format::Folded => p.folded_text().trim_end().to_string(),
             Format::Json => p.json(),
         };
-        if let Some(svg) = &self.flamegraph {
-            p.write_svg(svg)?;
+        for (kind, f) in self.files()? {
+            let what = kind.write(p, f)?;
             if self.format != Format::Json {
                 out.push_str(&format!(
-                    "\nprofile: wrote {}: flame graph of {} distinct stacks",
-                    svg.display(),
+                    "\nprofile: wrote {}: {what} of {} distinct stacks",
+                    f.display(),
                     p.folded().len()
                 ));
             }

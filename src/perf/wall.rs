@@ -388,6 +388,14 @@ impl Rendered for WallProfile {
     fn nothing_to_draw(&self) -> &'static str {
         "nothing to draw: no sample and no switch was recorded"
     }
+
+    fn weight(&self) -> super::export::Weight {
+        super::export::Weight::Micros("wall")
+    }
+
+    fn recorded_s(&self) -> f64 {
+        self.duration_s
+    }
 }
 
 #[cfg(test)]

@@ -173,8 +173,8 @@ pgdbg plan --cluster /var/lib/postgresql/15/main"
     Plan(crate::oneshot::OneShotArgs),
     /// Print the wait event each backend is in now, as pg_stat_activity names it
     #[command(
-        after_help = "Each backend is attached, its wait-event word read, and detached, as 'pgdbg attach PID \
--q --ex wait' does. A PID that cannot be attached is said in one line; the others are answered; the exit \
+        after_help = "Each backend is attached (stopped for milliseconds), its wait-event word read, and \
+detached, as 'pgdbg attach PID -q --ex wait' does. A PID that cannot be attached is said in one line; the others are answered; the exit \
 status is 1 if any failed.\n\nExamples:\n  pgdbg wait 4711\n  \
 pgdbg wait --cluster /var/run/postgresql --json   pid, backend_type, wait_event_type, wait_event"
     )]

@@ -160,6 +160,34 @@ pgdbg profile 4711 --for 10s --speedscope cpu.json --pprof cpu.pb.gz   for speed
         #[arg(long, short = 'q')]
         quiet: bool,
     },
+    /// Print where backends are: their backtraces (attach, bt, detach)
+    #[command(
+        after_help = "Each backend is attached, stopped for the milliseconds its stack takes to read, and \
+detached, as 'pgdbg attach PID -q --ex bt' does. A PID that cannot be attached (not a backend, exited, no \
+permission) is said in one line; the others are answered; the exit status is 1 if any failed.\n\n\
+Examples:\n  pgdbg bt 4711\n  pgdbg bt 4711 4712                          lines prefixed [PID]\n  \
+pgdbg bt --cluster /var/lib/postgresql/15/main --json   one JSON object per backend (pid, frames)"
+    )]
+    Bt(crate::oneshot::OneShotArgs),
+    /// Print the plans of the queries backends run (EXPLAIN inside each backend)
+    #[command(
+        after_help = "Each backend is attached, stopped at a safe point of its query, its own ExplainPrintPlan \
+called in a private memory context, and detached, as 'pgdbg attach PID -q --ex plan' does. A backend that \
+runs no query, or cannot be attached, is said in one line; the others are answered; the exit status is 1 \
+if any failed. With --cluster, the backends whose process titles say idle are passed over.\n\n\
+Examples:\n  pgdbg plan 4711\n  \
+pgdbg plan 4711 4712 --json      one JSON object per backend (pid, query, plan)\n  \
+pgdbg plan --cluster /var/lib/postgresql/15/main"
+    )]
+    Plan(crate::oneshot::OneShotArgs),
+    /// Print the wait event each backend is in now, as pg_stat_activity names it
+    #[command(
+        after_help = "Each backend is attached (stopped for milliseconds), its wait-event word read, and \
+detached, as 'pgdbg attach PID -q --ex wait' does. A PID that cannot be attached is said in one line; the others are answered; the exit \
+status is 1 if any failed.\n\nExamples:\n  pgdbg wait 4711\n  \
+pgdbg wait --cluster /var/run/postgresql --json   pid, backend_type, wait_event_type, wait_event"
+    )]
+    Wait(crate::oneshot::OneShotArgs),
     /// List the client backends of a cluster (or of every cluster on this
     /// machine): pid, user, database, client, state from the process titles
     #[command(
@@ -314,6 +342,9 @@ pub fn main() -> i32 {
                 }
             }
         }
+        Cmd::Bt(a) => crate::oneshot::run("bt", "bt", a),
+        Cmd::Plan(a) => crate::oneshot::run("plan", "plan", a),
+        Cmd::Wait(a) => crate::oneshot::run("wait", "wait", a),
         Cmd::Ps { cluster, json } => run_ps(cluster.as_deref(), json),
         Cmd::Doctor { pid, cluster, json } => crate::doctor::main(pid, cluster.as_deref(), json),
         Cmd::Rescue { pid } => {

@@ -17,7 +17,7 @@
 //! - `probes`: `trace` and `count` over the same trait;
 //! - `session`: one debugging session (implements `Backend`), `command`:
 //!   the command registry, `script`: scripts checked before attaching;
-//! - `attach`, `multi`, `repl`, `cli`, `capture`, `report`: the
+//! - `attach`, `multi`, `oneshot`, `repl`, `cli`, `capture`, `report`: the
 //!   user-facing parts.
 
 pub mod attach;
@@ -31,6 +31,7 @@ pub mod expr;
 pub mod infcall;
 pub mod inferior;
 pub mod multi;
+pub mod oneshot;
 pub mod perf;
 pub mod postgres;
 pub mod probes;

@@ -6,6 +6,12 @@
 //! This process only supervises: it checks the script once before anything
 //! is attached, prefixes each worker's output with `[PID]`, forwards
 //! Ctrl-C/SIGTERM and waits for every worker to detach.
+//!
+//! `pgdbg bt|plan|wait PID...` (`oneshot.rs`) runs the same workers
+//! once ([`Mode::Once`]): a PID that cannot be attached is said and
+//! counted while the others are answered, `--cluster` takes the backends
+//! there now (none that start later), and each worker's answer is written
+//! whole when it ends.
 
 use crate::attach::{AttachOpts, load_debuginfo, load_scripts};
 use crate::postgres::{ProcessKind, classify, cluster};
@@ -23,7 +29,36 @@ struct Worker {
     threads: Vec<std::thread::JoinHandle<()>>,
 }
 
+/// How the supervisor runs its workers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// `attach`: every target is checked before any is attached; with
+    /// `--cluster`, backends that start later get a worker too; output is
+    /// relayed line by line.
+    Script,
+    /// `bt`, `plan`, `wait`: one answer from each backend; a target that
+    /// cannot be attached is said in one line and counted; each worker's
+    /// standard output is relayed whole when it ends (`quiet_stdout`: not
+    /// at all, the answers are read from the capture); `running_only`:
+    /// the backends of `--cluster` whose process titles say idle are
+    /// passed over (`plan`: they have no query).
+    Once {
+        quiet_stdout: bool,
+        running_only: bool,
+    },
+}
+
 pub fn run(pids: &[String], cluster_dir: Option<&Path>, opts: &AttachOpts) -> Result<i32> {
+    supervise(pids, cluster_dir, opts, Mode::Script)
+}
+
+pub fn supervise(
+    pids: &[String],
+    cluster_dir: Option<&Path>,
+    opts: &AttachOpts,
+    mode: Mode,
+) -> Result<i32> {
+    let once = mode != Mode::Script;
     if opts.script.is_none() && opts.ex.is_empty() {
         bail!(
             "attaching to several backends needs --script FILE or --ex COMMAND (the prompt works on one backend: pgdbg attach PID)"
@@ -38,17 +73,67 @@ pub fn run(pids: &[String], cluster_dir: Option<&Path>, opts: &AttachOpts) -> Re
     // Targets, all checked before anything is attached.
     let postmaster = cluster_dir.map(cluster::postmaster_of).transpose()?;
     let mut initial = Vec::new();
+    // targets refused before a worker was started (Mode::Once)
+    let mut refused = 0usize;
     for p in pids {
-        let pid = crate::attach::parse_pid(Some(p.clone()))?;
+        let checked = crate::attach::parse_pid(Some(p.clone())).and_then(|pid| {
+            if !initial.contains(&pid) {
+                crate::attach::check_target(pid, opts.any_process)?;
+            }
+            Ok(pid)
+        });
+        let pid = match checked {
+            Ok(pid) => pid,
+            Err(e) if once => {
+                crate::errln!("pgdbg: error: {}", crate::attach::one_line(&e));
+                refused += 1;
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         if initial.contains(&pid) {
             crate::errln!("pgdbg: PID {pid} is given more than once: attaching to it once");
             continue;
         }
-        crate::attach::check_target(pid, opts.any_process)?;
         initial.push(pid);
     }
     if let Some(pm) = postmaster {
-        initial.extend(cluster::backends(pm).iter().map(|b| b.pid));
+        let mut found = cluster::backends(pm);
+        if matches!(
+            mode,
+            Mode::Once {
+                running_only: true,
+                ..
+            }
+        ) {
+            let before = found.len();
+            found.retain(|b| !b.state.starts_with("idle"));
+            let idle = before - found.len();
+            if idle > 0 {
+                crate::errln!(
+                    "pgdbg: {idle} idle backend{} passed over (no query running, says the process title)",
+                    if idle == 1 { "" } else { "s" }
+                );
+            }
+        }
+        initial.extend(found.iter().map(|b| b.pid));
+    }
+    if once && initial.is_empty() {
+        if refused > 0 {
+            return Ok(once_summary(refused, refused));
+        }
+        if !matches!(
+            mode,
+            Mode::Once {
+                running_only: true,
+                ..
+            }
+        ) {
+            crate::errln!(
+                "pgdbg: the cluster has no client backend (pgdbg ps --cluster DIR lists them)"
+            );
+        }
+        return Ok(0);
     }
     // The script, checked once against the binary's debug info.
     let binary_of = postmaster.or(initial.first().copied());
@@ -129,7 +214,7 @@ pub fn run(pids: &[String], cluster_dir: Option<&Path>, opts: &AttachOpts) -> Re
                 if !seen.insert(pid) {
                     continue;
                 }
-                match spawn_worker(pid, opts, remaining) {
+                match spawn_worker(pid, opts, remaining, mode) {
                     Ok(w) => {
                         workers.insert(pid, w);
                     }
@@ -173,12 +258,13 @@ pub fn run(pids: &[String], cluster_dir: Option<&Path>, opts: &AttachOpts) -> Re
                 failed += 1;
             }
         }
-        if workers.is_empty() && (stopping || postmaster.is_none()) {
+        if workers.is_empty() && (stopping || postmaster.is_none() || once) {
             break;
         }
-        std::thread::sleep(Duration::from_millis(100));
+        std::thread::sleep(Duration::from_millis(if once { 5 } else { 100 }));
         if let Some(pm) = postmaster
             && !stopping
+            && !once
         {
             if !crate::inferior::procfs::exists(pm) {
                 crate::errln!("pgdbg: the postmaster {pm} is gone");
@@ -190,6 +276,18 @@ pub fn run(pids: &[String], cluster_dir: Option<&Path>, opts: &AttachOpts) -> Re
                 }
             }
         }
+    }
+    if once && runtime::output_failure().is_none() && !output_failed {
+        if let Some(sig) = runtime::terminating() {
+            return Ok(128 + sig);
+        }
+        if forwarded.0 {
+            return Ok(130);
+        }
+        return Ok(once_summary(
+            refused + failed + not_attached,
+            seen.len() + refused,
+        ));
     }
     if !opts.quiet {
         crate::errln!(
@@ -230,13 +328,34 @@ pub fn run(pids: &[String], cluster_dir: Option<&Path>, opts: &AttachOpts) -> Re
     Ok(if failed + not_attached > 0 { 1 } else { 0 })
 }
 
+/// The end of a [`Mode::Once`] run: how many of the backends failed (each
+/// said why in its own line), and the exit status.
+fn once_summary(failed: usize, total: usize) -> i32 {
+    if failed == 0 {
+        return 0;
+    }
+    if failed == total && total > 1 {
+        crate::errln!("pgdbg: all {total} PIDs failed (said above)");
+    } else if total > 1 {
+        crate::errln!(
+            "pgdbg: {failed} of {total} PIDs failed (said above); the others were answered"
+        );
+    }
+    1
+}
+
 fn is_client_backend(pid: i32) -> bool {
     matches!(classify(pid), Ok(ProcessKind::ClientBackend { .. }))
 }
 
 /// Start `pgdbg attach PID --worker ...` with the same script, in its own
 /// process group (Ctrl-C reaches it through us, once).
-fn spawn_worker(pid: i32, opts: &AttachOpts, remaining: Option<Duration>) -> Result<Worker> {
+fn spawn_worker(
+    pid: i32,
+    opts: &AttachOpts,
+    remaining: Option<Duration>,
+    mode: Mode,
+) -> Result<Worker> {
     let exe = std::env::current_exe()?;
     let mut cmd = std::process::Command::new(exe);
     cmd.args(opts.worker_args(pid, remaining));
@@ -259,20 +378,44 @@ fn spawn_worker(pid: i32, opts: &AttachOpts, remaining: Option<Duration>) -> Res
     }
     let mut child = cmd.spawn()?;
     let mut threads = Vec::new();
+    let stdout = match mode {
+        Mode::Script => Relay::Lines,
+        Mode::Once {
+            quiet_stdout: false,
+            ..
+        } => Relay::Whole,
+        Mode::Once {
+            quiet_stdout: true, ..
+        } => Relay::Drop,
+    };
     if let Some(o) = child.stdout.take() {
-        threads.push(prefix_lines(pid, o, false));
+        threads.push(prefix_lines(pid, o, stdout));
     }
     if let Some(e) = child.stderr.take() {
-        threads.push(prefix_lines(pid, e, true));
+        threads.push(prefix_lines(pid, e, Relay::Stderr));
     }
     Ok(Worker { child, threads })
 }
 
-/// Copy a worker's output line by line, each line prefixed with `[PID] `.
+/// Where a worker's output goes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Relay {
+    /// to standard error, line by line
+    Stderr,
+    /// to standard output, line by line
+    Lines,
+    /// to standard output, all of it in one write when the worker ends (a
+    /// backtrace is not interleaved with another backend's)
+    Whole,
+    /// read and dropped
+    Drop,
+}
+
+/// Copy a worker's output, each line prefixed with `[PID] `.
 fn prefix_lines(
     pid: i32,
     r: impl std::io::Read + Send + 'static,
-    to_stderr: bool,
+    relay: Relay,
 ) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         runtime::block_in_this_thread();
@@ -280,7 +423,20 @@ fn prefix_lines(
         // its backend stopped at a breakpoint
         let mut rd = std::io::BufReader::new(r);
         let mut buf = Vec::new();
+        let mut whole = String::new();
         let mut stdout_broken = false;
+        let mut write_out = |text: &str| {
+            if stdout_broken || text.is_empty() {
+                return;
+            }
+            let mut o = std::io::stdout().lock();
+            if let Err(e) = o.write_all(text.as_bytes()).and_then(|_| o.flush()) {
+                // keep draining (the worker must not block); the
+                // supervisor stops every worker
+                stdout_broken = true;
+                runtime::output_failed(format!("writing standard output failed: {e}"));
+            }
+        };
         loop {
             buf.clear();
             match rd.read_until(b'\n', &mut buf) {
@@ -291,17 +447,15 @@ fn prefix_lines(
             }
             let line = String::from_utf8_lossy(&buf);
             let l = format!("[{pid}] {}\n", line.trim_end_matches('\n'));
-            if to_stderr {
-                let _ = std::io::stderr().write_all(l.as_bytes());
-            } else if !stdout_broken {
-                let mut o = std::io::stdout().lock();
-                if let Err(e) = o.write_all(l.as_bytes()).and_then(|_| o.flush()) {
-                    // keep draining (the worker must not block); the
-                    // supervisor stops every worker
-                    stdout_broken = true;
-                    runtime::output_failed(format!("writing standard output failed: {e}"));
+            match relay {
+                Relay::Stderr => {
+                    let _ = std::io::stderr().write_all(l.as_bytes());
                 }
+                Relay::Lines => write_out(&l),
+                Relay::Whole => whole.push_str(&l),
+                Relay::Drop => {}
             }
         }
+        write_out(&whole);
     })
 }

@@ -52,6 +52,9 @@ fn commands_md_names_every_session_command_and_subcommand() {
     }
     for sub in [
         "attach",
+        "bt",
+        "plan",
+        "wait",
         "ps",
         "profile",
         "report",

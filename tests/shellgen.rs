@@ -23,6 +23,9 @@ fn subcommands() -> Vec<String> {
         .collect();
     for n in [
         "attach",
+        "bt",
+        "plan",
+        "wait",
         "report",
         "ps",
         "rescue",

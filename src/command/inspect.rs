@@ -147,7 +147,7 @@ pub static DISASSEMBLE: Entry = Entry {
     name: "disassemble",
     aliases: &[],
     usage: "disassemble [/r] [/s] [FUNCTION|ADDR-EXPR | START,END | START,+LENGTH]",
-    summary: "machine code as gdb dumps it: a function, or an address range (AT&T syntax)",
+    summary: "machine code as gdb dumps it: a function or an address range (AT&T syntax)",
     help: "Without an argument: the function of the selected frame's pc (the backend is stopped \
            for it). With an expression (GetCachedPlan, $pc, 0x55d0c0a0): the whole function \
            around that address, each of its parts under 'Address range A to B:' when gcc split \
@@ -219,7 +219,7 @@ pub static INFO_FUNCTIONS: Entry = Entry {
     name: "info functions",
     aliases: &[],
     usage: "info functions [REGEX]",
-    summary: "functions with debug info whose names match REGEX, by file, then plain symbols",
+    summary: "functions matching REGEX, by file, then symbols without debug info",
     help: "Lists, as gdb does, under 'File NAME:' each function defined there whose name \
            matches the regular expression (all of them without one) as 'LINE:<TAB>declaration;' \
            ('static' for a function of one file), then under 'Non-debugging symbols:' the \
@@ -238,7 +238,7 @@ pub static INFO_VARIABLES: Entry = Entry {
     name: "info variables",
     aliases: &[],
     usage: "info variables [REGEX]",
-    summary: "global and static variables whose names match REGEX, by file, then plain symbols",
+    summary: "global and static variables matching REGEX, by file, then plain symbols",
     help: "Lists, as gdb does, under 'File NAME:' each global or file-level static variable \
            defined there whose name matches the regular expression (all without one) as \
            'LINE:<TAB>declaration;', then under 'Non-debugging symbols:' the matching ELF data \

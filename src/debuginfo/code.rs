@@ -131,18 +131,6 @@ pub fn normalised_path(p: &str) -> String {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn paths_are_folded() {
-        assert_eq!(
-            super::normalised_path("/b/src/backend/../backend/./executor/x.c"),
-            "/b/src/backend/executor/x.c"
-        );
-        assert_eq!(super::normalised_path("a//b/"), "a/b");
-    }
-}
-
 impl DebugInfo {
     /// Where the function or variable of DIE `die` is declared: the full
     /// name of its file and its line (through its abstract origin or
@@ -192,5 +180,17 @@ impl DebugInfo {
             .find_dwarf_and_unit(addr)
             .skip_all_loads()
             .is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn paths_are_folded() {
+        assert_eq!(
+            super::normalised_path("/b/src/backend/../backend/./executor/x.c"),
+            "/b/src/backend/executor/x.c"
+        );
+        assert_eq!(super::normalised_path("a//b/"), "a/b");
     }
 }

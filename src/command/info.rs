@@ -26,7 +26,7 @@ pub static INFO_SHAREDLIBRARY: Entry = Entry {
 pub static INFO: Entry = Entry {
     name: "info",
     aliases: &["i"],
-    usage: "info [breakpoints|locals|args|registers|frame|address SYM|symbol ADDR|line LOC|sharedlibrary]",
+    usage: "info [SUBCOMMAND [ARGS]]",
     summary: "the backend: pid, version, binary, debug info, state ('help info': more)",
     help: "Without a subcommand: the pid, the kind of process, the PostgreSQL version, the \
            binary, its build-id, where the debug info came from (and what is missing without \
@@ -37,7 +37,7 @@ pub static INFO: Entry = Entry {
         match what {
             "" | "target" | "process" | "program" | "inferior" => Ok(Command::Info),
             other => bail!(
-                "unknown info subcommand '{other}': try info, info breakpoints, info locals, info args, info registers, info frame, info address SYM, info symbol ADDR, info line LOC, info sharedlibrary"
+                "unknown info subcommand '{other}': try info, info breakpoints, info locals, info args, info registers, info frame, info address SYM, info symbol ADDR, info line LOC, info functions RE, info variables RE, info sharedlibrary"
             ),
         }
     },

@@ -1,11 +1,20 @@
 //! Reading memory and debug info without touching the backend: `x`,
-//! `ptype`, `whatis`, `info symbol`, `info line`.
+//! `ptype`, `whatis`, `info symbol`, `info line`, `disassemble`.
 
 use super::check::{CheckCtx, misrouted};
 use super::{Command, Entry, Needs};
 use anyhow::{Result, bail};
 
-pub static ENTRIES: &[&Entry] = &[&X, &PTYPE, &WHATIS, &INFO_SYMBOL, &INFO_LINE];
+pub static ENTRIES: &[&Entry] = &[
+    &X,
+    &PTYPE,
+    &WHATIS,
+    &INFO_SYMBOL,
+    &INFO_LINE,
+    &INFO_FUNCTIONS,
+    &INFO_VARIABLES,
+    &DISASSEMBLE,
+];
 
 pub static X: Entry = Entry {
     name: "x",
@@ -133,6 +142,142 @@ pub static INFO_LINE: Entry = Entry {
         _ => Err(misrouted("info line", cmd)),
     },
 };
+
+pub static DISASSEMBLE: Entry = Entry {
+    name: "disassemble",
+    aliases: &[],
+    usage: "disassemble [/r] [/s] [FUNCTION|ADDR-EXPR | START,END | START,+LENGTH]",
+    summary: "machine code as gdb dumps it: a function or an address range (AT&T syntax)",
+    help: "Without an argument: the function of the selected frame's pc (the backend is stopped \
+           for it). With an expression (GetCachedPlan, $pc, 0x55d0c0a0): the whole function \
+           around that address, each of its parts under 'Address range A to B:' when gcc split \
+           it (a .cold part). With START,END or START,+LENGTH: the instructions from START up to \
+           END, each named <function+offset>. Lines are 'ADDRESS <+OFFSET>:' and the \
+           instruction in AT&T syntax as gdb prints it, '=> ' marking the pc of the selected \
+           frame when the backend is stopped there.\n\n\
+           /r adds each instruction's bytes, /s the source lines from the line table (the file \
+           from the unit's compilation directory). The code is read as the program has it: \
+           where pgdbg placed a breakpoint or the plan-cache recorder's jump, the bytes they \
+           replaced. Memory is read while the backend runs (no stop) unless the argument is \
+           missing or names a local or a register.",
+    examples: &[
+        "disassemble GetCachedPlan",
+        "disassemble /r ExecScan",
+        "disassemble /s GetCachedPlan",
+        "disassemble &standard_ExecutorRun,+32",
+        "disassemble",
+    ],
+    parse: parse_disassemble,
+    needs: Needs::Memory,
+    check: |ctx, cmd| match cmd {
+        Command::Disassemble { spec: None, .. } => Ok(()),
+        Command::Disassemble { spec: Some(s), .. } => match crate::expr::disasm::split_range(s) {
+            Some((a, b, _)) => {
+                if a.is_empty() || b.is_empty() {
+                    bail!("disassemble {s}: give START,END or START,+LENGTH");
+                }
+                ctx.typecheck(a)?;
+                ctx.typecheck(b)
+            }
+            None => ctx.typecheck(s),
+        },
+        _ => Err(misrouted("disassemble", cmd)),
+    },
+};
+
+/// What `info functions|variables` lists.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum SymbolKind {
+    Functions,
+    Variables,
+}
+
+/// A regular expression of `info functions|variables`, compiled (the
+/// check before attaching and the command use the same).
+pub fn symbol_regex(r: &str) -> Result<regex::Regex> {
+    regex::Regex::new(r).map_err(|e| {
+        let why = e.to_string();
+        let last = why.lines().last().unwrap_or("").trim().to_string();
+        anyhow::anyhow!("invalid regular expression \"{r}\": {last}")
+    })
+}
+
+fn symbols_parse(kind: SymbolKind) -> impl Fn(&str) -> Result<Command> {
+    move |rest| {
+        let r = rest.trim();
+        if !r.is_empty() {
+            symbol_regex(r)?;
+        }
+        Ok(Command::InfoSymbols {
+            kind,
+            regex: (!r.is_empty()).then(|| r.to_string()),
+        })
+    }
+}
+
+pub static INFO_FUNCTIONS: Entry = Entry {
+    name: "info functions",
+    aliases: &[],
+    usage: "info functions [REGEX]",
+    summary: "functions matching REGEX, by file, then symbols without debug info",
+    help: "Lists, as gdb does, under 'File NAME:' each function defined there whose name \
+           matches the regular expression (all of them without one) as 'LINE:<TAB>declaration;' \
+           ('static' for a function of one file), then under 'Non-debugging symbols:' the \
+           matching ELF function symbols no debug info describes (gcc's .cold and .isra parts, \
+           PLT entries) with their addresses. Reads the debug info only.",
+    examples: &["info functions ^GetCachedPlan$", "info functions ^ExecScan"],
+    parse: |rest| symbols_parse(SymbolKind::Functions)(rest),
+    needs: Needs::Nothing,
+    check: |_, cmd| match cmd {
+        Command::InfoSymbols { .. } => Ok(()),
+        _ => Err(misrouted("info functions", cmd)),
+    },
+};
+
+pub static INFO_VARIABLES: Entry = Entry {
+    name: "info variables",
+    aliases: &[],
+    usage: "info variables [REGEX]",
+    summary: "global and static variables matching REGEX, by file, then plain symbols",
+    help: "Lists, as gdb does, under 'File NAME:' each global or file-level static variable \
+           defined there whose name matches the regular expression (all without one) as \
+           'LINE:<TAB>declaration;', then under 'Non-debugging symbols:' the matching ELF data \
+           symbols no debug info describes. Reads the debug info only.",
+    examples: &["info variables ^MyProcPid$", "info variables ^debug_query"],
+    parse: |rest| symbols_parse(SymbolKind::Variables)(rest),
+    needs: Needs::Nothing,
+    check: |_, cmd| match cmd {
+        Command::InfoSymbols { .. } => Ok(()),
+        _ => Err(misrouted("info variables", cmd)),
+    },
+};
+
+/// `[/r] [/s] [SPEC]`: gdb's modifiers, alone (`/r /s`) or together (`/rs`).
+fn parse_disassemble(rest: &str) -> Result<Command> {
+    let (mut raw, mut source) = (false, false);
+    let mut r = rest.trim();
+    while let Some(m) = r.strip_prefix('/') {
+        let end = m.find(char::is_whitespace).unwrap_or(m.len());
+        if end == 0 {
+            bail!("disassemble: a modifier follows '/': /r (bytes) or /s (source lines)");
+        }
+        for c in m[..end].chars() {
+            match c {
+                'r' => raw = true,
+                's' => source = true,
+                c => bail!(
+                    "disassemble: unknown modifier '/{c}': use /r (bytes) or /s (source lines)"
+                ),
+            }
+        }
+        r = m[end..].trim_start();
+    }
+    Ok(Command::Disassemble {
+        raw,
+        source,
+        spec: (!r.is_empty()).then(|| r.to_string()),
+    })
+}
 
 fn type_arg(rest: &str, name: &str) -> Result<String> {
     let r = rest.trim();

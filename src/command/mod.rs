@@ -24,6 +24,7 @@ mod postgres;
 mod probes;
 mod profile;
 mod running;
+mod source;
 #[cfg(test)]
 mod tests;
 
@@ -31,7 +32,7 @@ pub use args::{parse_duration, split_args, strip_comment};
 pub use check::CheckCtx;
 pub use data::printf_conversions;
 pub use info::help_text;
-pub use inspect::type_words;
+pub use inspect::{SymbolKind, symbol_regex, type_words};
 
 use crate::expr::format::Radix;
 use anyhow::{Result, bail};
@@ -131,6 +132,24 @@ pub enum Command {
     InfoSymbol(String),
     /// `info line FUNCTION|FILE:LINE`
     InfoLine(String),
+    /// `disassemble [/r] [/s] [LOCATION | START,END | START,+LEN]`
+    Disassemble {
+        /// `/r`: each instruction's bytes
+        raw: bool,
+        /// `/s`: the source lines with the code
+        source: bool,
+        /// None: the function of the selected frame's pc
+        spec: Option<String>,
+    },
+    /// `info functions|variables [REGEX]`
+    InfoSymbols {
+        kind: SymbolKind,
+        regex: Option<String>,
+    },
+    /// `list [LOCATION | FIRST,LAST | -]`
+    List(Option<String>),
+    /// `directory [DIR]`
+    Directory(Option<String>),
     Echo(String),
     /// Watch plan-cache decisions.
     PlanCache {
@@ -258,6 +277,7 @@ pub static REGISTRY: &[(&str, &[&Entry])] = &[
     ("Running", running::ENTRIES),
     ("Data", data::ENTRIES),
     ("Inspection", inspect::ENTRIES),
+    ("Source", source::ENTRIES),
     ("Probes", probes::ENTRIES),
     ("Profiling", profile::ENTRIES),
     ("PostgreSQL", postgres::ENTRIES),
@@ -314,6 +334,17 @@ impl Command {
             C::Whatis(_) => &inspect::WHATIS,
             C::InfoSymbol(_) => &inspect::INFO_SYMBOL,
             C::InfoLine(_) => &inspect::INFO_LINE,
+            C::Disassemble { .. } => &inspect::DISASSEMBLE,
+            C::List(_) => &source::LIST,
+            C::InfoSymbols {
+                kind: SymbolKind::Functions,
+                ..
+            } => &inspect::INFO_FUNCTIONS,
+            C::InfoSymbols {
+                kind: SymbolKind::Variables,
+                ..
+            } => &inspect::INFO_VARIABLES,
+            C::Directory(_) => &source::DIRECTORY,
             C::Info => &info::INFO,
             C::Help(_) => &info::HELP,
             C::Nothing => return None,

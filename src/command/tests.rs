@@ -196,6 +196,21 @@ fn one_of_each() -> Vec<Command> {
         C::Whatis(s()),
         C::InfoSymbol(s()),
         C::InfoLine(s()),
+        C::Disassemble {
+            raw: false,
+            source: false,
+            spec: None,
+        },
+        C::List(None),
+        C::Directory(None),
+        C::InfoSymbols {
+            kind: SymbolKind::Functions,
+            regex: None,
+        },
+        C::InfoSymbols {
+            kind: SymbolKind::Variables,
+            regex: None,
+        },
         C::Help(None),
         C::Nothing,
     ];
@@ -231,6 +246,10 @@ fn one_of_each() -> Vec<Command> {
             | C::Whatis(_)
             | C::InfoSymbol(_)
             | C::InfoLine(_)
+            | C::Disassemble { .. }
+            | C::List(_)
+            | C::Directory(_)
+            | C::InfoSymbols { .. }
             | C::Echo(_)
             | C::PlanCache { .. }
             | C::Call(_)
@@ -590,4 +609,61 @@ fn profile_files_with_any_format_each_its_own() {
         e.starts_with("profile: option --speedscope given twice"),
         "{e}"
     );
+}
+
+#[test]
+fn disassemble_takes_gdb_modifiers_and_ranges() {
+    let d = |l: &str| parse(l).unwrap();
+    let cmd = |raw, source, spec: Option<&str>| Command::Disassemble {
+        raw,
+        source,
+        spec: spec.map(str::to_string),
+    };
+    assert_eq!(d("disassemble"), cmd(false, false, None));
+    assert_eq!(
+        d("disassemble /r GetCachedPlan"),
+        cmd(true, false, Some("GetCachedPlan"))
+    );
+    assert_eq!(
+        d("disassemble/rs GetCachedPlan"),
+        cmd(true, true, Some("GetCachedPlan"))
+    );
+    assert_eq!(d("disassemble /s /r $pc"), cmd(true, true, Some("$pc")));
+    assert_eq!(d("disassemble &f, +16"), cmd(false, false, Some("&f, +16")));
+    let e = parse("disassemble /x f").unwrap_err().to_string();
+    assert!(e.contains("unknown modifier '/x'"), "{e}");
+    use crate::expr::disasm::split_range;
+    assert_eq!(split_range("&f, +16"), Some(("&f", "16", true)));
+    assert_eq!(split_range("0x10,0x20"), Some(("0x10", "0x20", false)));
+    assert_eq!(split_range("GetCachedPlan"), None);
+}
+
+#[test]
+fn list_and_directory_parse() {
+    assert_eq!(parse("list").unwrap(), Command::List(None));
+    assert_eq!(
+        parse("l 10,20").unwrap(),
+        Command::List(Some("10,20".into()))
+    );
+    assert_eq!(
+        parse("dir /tmp").unwrap(),
+        Command::Directory(Some("/tmp".into()))
+    );
+}
+
+#[test]
+fn info_functions_checks_its_regex_when_parsed() {
+    assert_eq!(
+        parse("info functions ^GetCachedPlan$").unwrap(),
+        Command::InfoSymbols {
+            kind: SymbolKind::Functions,
+            regex: Some("^GetCachedPlan$".into())
+        }
+    );
+    let e = parse("info variables (unclosed").unwrap_err().to_string();
+    assert!(
+        e.starts_with("invalid regular expression \"(unclosed\""),
+        "{e}"
+    );
+    assert_eq!(e.lines().count(), 1, "{e}");
 }

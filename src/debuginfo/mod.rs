@@ -2,6 +2,7 @@
 //! lines, inlined frames), CFI unwinding.  Addresses here are link-time
 //! addresses unless a name says `runtime`; the load bias converts.
 
+mod code;
 pub mod debuginfod;
 mod dwarf_types;
 pub mod elf;
@@ -10,6 +11,7 @@ pub mod layout;
 pub mod library;
 pub mod location;
 pub mod pack;
+mod plt;
 mod scopes;
 pub mod types;
 pub mod unwind;
@@ -625,6 +627,17 @@ impl DebugInfo {
         let (fidx, line) = found?;
         let header = rows.header();
         let fe = header.file(fidx)?;
+        Some((self.file_path(unit, header, fe)?, line))
+    }
+
+    /// The full name of a line table's file: its directory (the unit's
+    /// compilation directory before a relative one) and its name.
+    fn file_path(
+        &self,
+        unit: gimli::UnitRef<'_, R>,
+        header: &gimli::LineProgramHeader<R>,
+        fe: &gimli::FileEntry<R>,
+    ) -> Option<String> {
         let name = unit.attr_string(fe.path_name()).ok()?;
         let name = String::from_utf8_lossy(name.slice()).into_owned();
         let path = if name.starts_with('/') {
@@ -646,7 +659,7 @@ impl DebugInfo {
             };
             format!("{dir}/{name}")
         };
-        Some((path, line))
+        Some(path)
     }
 
     /// The line-table range around link-time `pc`: from the last row at

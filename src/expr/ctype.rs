@@ -31,6 +31,13 @@ pub fn whatis(ts: &dyn TypeSource, t: &TypeRef, unroll: bool) -> String {
     type_name(ts, t)
 }
 
+/// The declaration of `name` with type `t`, typedef names kept, as gdb's
+/// `info functions` and `info variables` print them:
+/// `CachedPlan *GetCachedPlan(CachedPlanSource *, ParamListInfo)`.
+pub fn declare(ts: &dyn TypeSource, t: &TypeRef, name: &str) -> String {
+    declaration(ts, t, name.to_string(), false, 0, 0)
+}
+
 /// `base inner`, gdb's spacing: `struct Plan *planTree`, `char [64]`.
 fn join(base: &str, inner: &str) -> String {
     let inner = inner.trim();

@@ -2,6 +2,7 @@
 //! gdb-style formatting.
 
 pub mod ctype;
+pub mod disasm;
 pub mod eval;
 pub mod examine;
 pub mod format;

@@ -582,6 +582,21 @@ impl Target {
         Ok(!kept && !code_kept)
     }
 
+    /// Put a detour's original bytes over its jump in `buf`, the target's
+    /// bytes at `addr` (a jump someone else's uprobe took over is gone
+    /// from the code already).
+    pub(super) fn hide_detours(&self, addr: u64, buf: &mut [u8]) {
+        let end = addr + buf.len() as u64;
+        for d in self.detours.iter().filter(|d| d.taken_over.is_none()) {
+            for (i, &b) in d.orig.iter().enumerate() {
+                let a = d.site + i as u64;
+                if a >= addr && a < end {
+                    buf[(a - addr) as usize] = b;
+                }
+            }
+        }
+    }
+
     /// Whether an address is among the bytes a detour replaced.
     pub fn in_detour(&self, addr: u64) -> bool {
         self.detours

@@ -18,6 +18,14 @@ impl Target {
         Ok(())
     }
 
+    /// Read code at `addr` as the program has it: where pgdbg wrote code
+    /// of its own (an int3, the recorder's jump) the bytes it replaced.
+    pub fn read_code(&self, addr: u64, buf: &mut [u8]) -> Result<()> {
+        self.read(addr, buf)?;
+        self.hide_detours(addr, buf);
+        Ok(())
+    }
+
     /// The byte at `addr` as it is in the target (our int3s not hidden);
     /// None when nothing is mapped there.
     pub(super) fn byte_in_target(&self, addr: u64) -> Option<u8> {

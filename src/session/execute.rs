@@ -191,6 +191,15 @@ impl Session {
             Command::Whatis(t) => (self.whatis(t)?, Flow::Continue),
             Command::InfoSymbol(e) => (self.info_symbol(e)?, Flow::Continue),
             Command::InfoLine(spec) => (self.info_line(spec)?, Flow::Continue),
+            Command::InfoSymbols { kind, regex } => {
+                (self.info_symbols(*kind, regex.as_deref())?, Flow::Continue)
+            }
+            Command::List(spec) => (self.list(spec.as_deref())?, Flow::Continue),
+            Command::Directory(d) => (self.directory(d.as_deref())?, Flow::Continue),
+            Command::Disassemble { raw, source, spec } => (
+                self.disassemble(*raw, *source, spec.as_deref())?,
+                Flow::Continue,
+            ),
             Command::Echo(t) => (t.clone(), Flow::Continue),
             Command::PlanCache {
                 duration,

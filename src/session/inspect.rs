@@ -37,7 +37,7 @@ impl Session {
     /// The address an expression gives, as `x` and `info symbol` take it:
     /// a pointer's or an integer's value, where an array, a function or a
     /// struct lies.
-    fn address_of(&mut self, expr: &str) -> Result<u64> {
+    pub(super) fn address_of(&mut self, expr: &str) -> Result<u64> {
         let v = self.eval_expr(expr)?;
         let t = strip(self, &v.ty);
         match (&*t, &v.loc) {

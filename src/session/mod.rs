@@ -38,11 +38,13 @@ use std::rc::Rc;
 
 mod backend;
 mod breakpoints;
+mod disasm;
 mod execute;
 mod frames;
 mod hits;
 mod inspect;
 mod libraries;
+mod listing;
 mod locations;
 mod modules;
 mod nonstop;
@@ -52,6 +54,7 @@ pub use perf::{profile_detached, wall_start_line};
 mod run;
 mod sampled;
 mod sibling;
+mod symbols;
 mod values;
 
 pub use crate::postgres::backend::{Flow, ProbeEnd, ProbeHandler};
@@ -182,6 +185,11 @@ pub struct Session {
     resumes_after: bool,
     /// What a bare `x` goes on from: the last format, unit, count, address.
     examine_last: crate::expr::examine::Last,
+    /// The file and lines the last `list` showed (a bare `list` goes on).
+    listed: Option<listing::Listed>,
+    /// `directory DIR`: where source files are looked for, before the
+    /// path the debug info gives.
+    source_dirs: Vec<std::path::PathBuf>,
     /// `info`'s CPU state line, read at a stop (it needs one).
     cpu_state: Option<String>,
     /// A second process attached for a while by a command on another
@@ -257,6 +265,8 @@ impl Session {
             background: false,
             resumes_after: false,
             examine_last: Default::default(),
+            listed: None,
+            source_dirs: Vec::new(),
             cpu_state: None,
             sibling: false,
         };

@@ -281,6 +281,12 @@ mod tests {
         assert_eq!(n("info breakpoints"), Needs::Nothing);
         assert_eq!(n("print MyProcPid"), Needs::Memory);
         assert_eq!(n("wait"), Needs::Memory);
+        // code and source read while the backend runs; a stop only for
+        // the frame's pc when no location is given
+        assert_eq!(n("disassemble GetCachedPlan"), Needs::Memory);
+        assert_eq!(n("disassemble"), Needs::Memory);
+        assert_eq!(n("list GetCachedPlan"), Needs::Memory);
+        assert_eq!(n("directory /tmp"), Needs::Nothing);
         assert_eq!(n("bt"), Needs::Stop);
         assert_eq!(n("plan"), Needs::Stop);
         assert_eq!(n("break exec_simple_query"), Needs::Stop);

@@ -265,12 +265,10 @@ fn profile_writes_speedscope_and_pprof() {
     // pprof: samples/count and cpu/nanoseconds, the root outermost
     let p = profile_files::read_pprof(&pb);
     let st = |i: i64| p.string_table[i as usize].as_str();
-    let types: Vec<(&str, &str)> = p
-        .sample_type
-        .iter()
-        .map(|t| (st(t.r#type), st(t.unit)))
-        .collect();
-    assert_eq!(types, [("samples", "count"), ("cpu", "nanoseconds")]);
+    assert_eq!(
+        p.sample_types(),
+        [("samples", "count"), ("cpu", "nanoseconds")]
+    );
     let period = 1_000_000_000 / hz as i64;
     assert_eq!(p.period, period);
     let mut stacks: Vec<(String, u64)> = p

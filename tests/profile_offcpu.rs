@@ -97,13 +97,7 @@ fn files_weigh_the_time_off_cpu(total: &str, ss: &std::path::Path, pb: &std::pat
         "{stacks:?}"
     );
     let p = profile_files::read_pprof(pb);
-    let st = |i: i64| p.string_table[i as usize].as_str();
-    let types: Vec<(&str, &str)> = p
-        .sample_type
-        .iter()
-        .map(|t| (st(t.r#type), st(t.unit)))
-        .collect();
-    assert_eq!(types, [("off-cpu", "nanoseconds")]);
+    assert_eq!(p.sample_types(), [("off-cpu", "nanoseconds")]);
     let mut from_pprof: Vec<(String, u64)> = p
         .folded()
         .into_iter()

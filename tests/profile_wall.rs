@@ -259,13 +259,7 @@ fn files_hold_the_folded_stacks(folded: &[Value], ss: &std::path::Path, pb: &std
     assert_eq!(stacks.iter().map(|(_, n)| n).sum::<u64>(), us);
 
     let p = profile_files::read_pprof(pb);
-    let st = |i: i64| p.string_table[i as usize].as_str();
-    let types: Vec<(&str, &str)> = p
-        .sample_type
-        .iter()
-        .map(|t| (st(t.r#type), st(t.unit)))
-        .collect();
-    assert_eq!(types, [("wall", "nanoseconds")]);
+    assert_eq!(p.sample_types(), [("wall", "nanoseconds")]);
     // the outermost location of every sample is its state
     for s in &p.sample {
         let name = p.frames(s).pop().unwrap();

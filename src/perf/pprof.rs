@@ -187,11 +187,7 @@ mod tests {
             Profile::decode(&encode(&f, &meta(Weight::Micros("wall")), 5_000_000_000)[..]).unwrap();
         let st = |i: i64| p.string_table[i as usize].as_str();
         assert_eq!(st(0), "");
-        assert_eq!(p.sample_type.len(), 1);
-        assert_eq!(
-            (st(p.sample_type[0].r#type), st(p.sample_type[0].unit)),
-            ("wall", "nanoseconds")
-        );
+        assert_eq!(p.sample_types(), [("wall", "nanoseconds")]);
         assert_eq!(st(p.default_sample_type), "wall");
         assert_eq!(p.duration_nanos, 2_000_000_000);
         assert_eq!(p.time_nanos, 3_000_000_000);
@@ -220,12 +216,10 @@ mod tests {
         let f = folded();
         let p = Profile::decode(&encode(&f, &meta(Weight::Samples { hz: 100 }), 0)[..]).unwrap();
         let st = |i: i64| p.string_table[i as usize].as_str();
-        let types: Vec<(&str, &str)> = p
-            .sample_type
-            .iter()
-            .map(|t| (st(t.r#type), st(t.unit)))
-            .collect();
-        assert_eq!(types, [("samples", "count"), ("cpu", "nanoseconds")]);
+        assert_eq!(
+            p.sample_types(),
+            [("samples", "count"), ("cpu", "nanoseconds")]
+        );
         assert_eq!(p.period, 10_000_000);
         let pt = p.period_type.as_ref().unwrap();
         assert_eq!((st(pt.r#type), st(pt.unit)), ("cpu", "nanoseconds"));

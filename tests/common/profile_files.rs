@@ -100,6 +100,15 @@ impl Profile {
             .collect()
     }
 
+    /// Each sample value's (type, unit), named from the string table.
+    pub fn sample_types(&self) -> Vec<(&str, &str)> {
+        let st = |i: i64| self.string_table[i as usize].as_str();
+        self.sample_type
+            .iter()
+            .map(|t| (st(t.r#type), st(t.unit)))
+            .collect()
+    }
+
     /// Each sample as a folded line, root first, and its values.
     pub fn folded(&self) -> Vec<(String, Vec<i64>)> {
         self.sample

@@ -419,21 +419,7 @@ fn run_profile(
     crate::attach::check_target(pid, false)?;
     let (di, _) = crate::attach::load_debuginfo(pid, &aopts)?;
     runtime::install();
-    if !aopts.quiet && opts.wall {
-        crate::errln!("{}", crate::session::wall_start_line(pid, &opts));
-    } else if !aopts.quiet && opts.off_cpu {
-        crate::errln!(
-            "profile: recording when backend {pid} leaves a CPU (perf sched:sched_switch, not stopped){}",
-            crate::runtime::limit_text(opts.duration, None)
-        );
-    } else if !aopts.quiet {
-        crate::errln!(
-            "profile: sampling backend {pid} at {} Hz (perf cpu-clock, not stopped){}",
-            opts.hz,
-            crate::runtime::limit_text(opts.duration, None)
-        );
-    }
-    let out = crate::session::profile_detached(pid, &di, &opts)?;
+    let out = crate::session::profile_detached(pid, &di, &opts, aopts.quiet)?;
     runtime::out_line(&out);
     Ok(0)
 }

@@ -50,7 +50,7 @@ mod modules;
 mod nonstop;
 mod perf;
 mod probes;
-pub use perf::{profile_detached, wall_start_line};
+pub use perf::profile_detached;
 mod run;
 mod sampled;
 mod sibling;

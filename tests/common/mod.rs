@@ -4,6 +4,8 @@
 #![allow(dead_code)]
 
 pub mod debuginfod;
+pub mod ex;
+pub mod running;
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};

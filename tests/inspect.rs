@@ -178,6 +178,24 @@ fn inspect(major: u32) {
     assert!(e.contains("Cannot access memory at address 0x0"), "{e}");
     assert_eq!(tracer_pid(pid), 0);
 
+    // what pgdbg does with each signal, as gdb's info signals shows it
+    let out = run(pid, &["info signals", "info handle usr1"]);
+    let row = |name: &str| {
+        out.lines()
+            .find(|l| l.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no {name} row: {out}"))
+            .to_string()
+    };
+    assert!(out.starts_with("Signal        Stop\tPrint\tPass to program\tDescription\n"));
+    assert!(row("SIGTRAP").contains("Yes\tYes\tNo\t\t"), "{out}");
+    assert!(row("SIGALRM").contains("No\tNo\tYes\t\t"), "{out}");
+    assert!(
+        row("SIGALRM").ends_with("held back by the guardian"),
+        "{out}"
+    );
+    assert_eq!(out.matches("\nSIGUSR1 ").count(), 2, "{out}");
+    assert_eq!(tracer_pid(pid), 0);
+
     like_gdb(pid, &cl.postgres_binary());
 
     cl.cancel(&[pid]);
@@ -251,6 +269,14 @@ fn like_gdb(pid: i32, binary: &std::path::Path) {
     // print's formats of constants (the same history numbers: both start at $1)
     let formats = ["p/x 3022", "p/o 3022", "p/t 3022", "p/c 65", "p/d 0x10"];
     assert_same_as_gdb(pid, binary, &formats, str::to_string, str::to_string);
+    // a fault's row: gdb's defaults are pgdbg's (stop, print, pass)
+    assert_same_as_gdb(
+        pid,
+        binary,
+        &["info signals SIGSEGV"],
+        str::to_string,
+        str::to_string,
+    );
 }
 
 #[test]

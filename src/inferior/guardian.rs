@@ -49,7 +49,7 @@ pub mod file;
 mod inflight;
 pub mod rescue;
 
-use super::{Registers, Target, detour::Detour, hold::Hold, log, procfs, traphandler};
+use super::{Registers, Target, detour::Detour, hold::Hold, log, procfs, selfrelease, traphandler};
 use anyhow::{Result, anyhow, bail};
 use nix::sys::signal::Signal;
 use std::collections::HashMap;
@@ -102,6 +102,13 @@ const W_FLUSH: usize = 19;
 /// The call's return-address slot (its `rsp` at entry), where the flush
 /// runs from, as pgdbg's does (0: none yet).
 const W_RET_SLOT: usize = 20;
+/// The pipe and SIGCONT action that let the backend end its own stop
+/// (selfrelease.rs: `Release::word`); a write end pgdbg asks the guardian
+/// to take from the backend (its number + 1), and the guardian's answer
+/// (the same number once it holds its copy).
+const W_RELEASE: usize = 21;
+const W_RELEASE_ASK: usize = 22;
+const W_RELEASE_TAKEN: usize = 23;
 const STATE_ACTIVE: u64 = 0;
 const STATE_CLEAN: u64 = 1;
 /// Breakpoint slots: (address + 1, original byte); 0 marks a free slot.
@@ -495,6 +502,42 @@ impl Guardian {
         self.shared.set(W_TRAP_BASE, base);
     }
 
+    /// The pipe and SIGCONT action set up in the backend now (0: none).
+    pub fn note_release(&mut self, word: u64) {
+        self.shared.set(W_RELEASE, word);
+    }
+
+    /// Have the guardian take its copy of the write end `fd` of the
+    /// backend's pipe (it must hold one before the backend's own is
+    /// closed); false when it did not within two seconds.
+    pub fn share_release_fd(&mut self, fd: i32) -> bool {
+        let ask = fd as u64 + 1;
+        self.shared.set(W_RELEASE_TAKEN, 0);
+        self.shared.set(W_RELEASE_ASK, ask);
+        let Some(w) = &self.pipe_w else {
+            return false;
+        };
+        // SAFETY: a one-byte write to our end of the guardian's pipe.
+        if unsafe { libc::write(w.as_raw_fd(), b"r".as_ptr() as *const libc::c_void, 1) } != 1 {
+            return false;
+        }
+        let t0 = std::time::Instant::now();
+        while t0.elapsed() < std::time::Duration::from_secs(2) {
+            if self.shared.get(W_RELEASE_TAKEN) == ask {
+                self.shared.set(W_RELEASE_ASK, 0);
+                return true;
+            }
+            if let Some(c) = &mut self.child
+                && !matches!(c.try_wait(), Ok(None))
+            {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+        self.shared.set(W_RELEASE_ASK, 0);
+        false
+    }
+
     /// The handler's pages are unmapped (or left for good).
     pub fn forget_trap(&mut self) {
         self.shared.set(W_TRAP_OLD_VALID, 0);
@@ -519,6 +562,7 @@ impl Guardian {
         }
         self.note_debugregs(false);
         self.forget_trap();
+        self.note_release(0);
         self.forget_call();
         self.forget_data();
         self.forget_syscall();
@@ -532,6 +576,7 @@ impl Guardian {
             && self.detour_slot.is_empty()
             && self.shared.get(W_DEBUGREGS) == 0
             && self.shared.get(W_TRAP_BASE) == 0
+            && self.shared.get(W_RELEASE) == 0
             && self.shared.get(W_HOLD) == 0
             && self.shared.get(W_SIGNALS) == 0
             && !self.records().any()
@@ -601,13 +646,26 @@ fn run(args: &[String]) -> Result<()> {
     if shared.get(W_MAGIC) != MAGIC {
         bail!("internal command line; not for use by hand");
     }
-    // wait for pgdbg to close the pipe (exit, detach or death)
+    // wait for pgdbg to close the pipe (exit, detach or death); a byte
+    // from it asks for a copy of the backend's pipe's write end
+    // (selfrelease.rs), kept until this process ends
     let mut b = [0u8; 64];
+    let mut write_ends: Vec<OwnedFd> = Vec::new();
     loop {
         let n = unsafe { libc::read(rfd, b.as_mut_ptr() as *mut libc::c_void, b.len()) };
         if n == 0 || (n < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR))
         {
             break;
+        }
+        let ask = shared.get(W_RELEASE_ASK);
+        if n > 0 && ask != 0 && procfs::start_time(pid) == Some(start) {
+            match selfrelease::take_write_end(pid, (ask - 1) as i32) {
+                Ok(fd) => {
+                    write_ends.push(fd);
+                    shared.set(W_RELEASE_TAKEN, ask);
+                }
+                Err(e) => log::debug(&format!("guardian: no copy of the write end ({e})")),
+            }
         }
     }
     let t0 = std::time::Instant::now();
@@ -622,6 +680,9 @@ fn run(args: &[String]) -> Result<()> {
         return Ok(());
     }
     let res = restore(&shared, pid, start, Some(pgdbg), t0);
+    // the backend's read end is closed by now (or the restore failed and
+    // the backend is let go): these may go
+    drop(write_ends);
     // the record goes before the line is written: a guardian blocked on
     // its stderr and killed there leaves no record of a backend restored
     // already for a rescue to replay
@@ -684,6 +745,7 @@ fn forget_all_but_breakpoints(shared: &Shared) {
     shared.set(W_DEBUGREGS, 0);
     shared.set(W_TRAP_OLD_VALID, 0);
     shared.set(W_TRAP_BASE, 0);
+    shared.set(W_RELEASE, 0);
     shared.set(W_SIGNALS, 0);
     shared.set(W_HOLD, 0);
     shared.set(W_RESUME_RIP, 0);
@@ -757,7 +819,9 @@ fn restore(
                 }
                 o
             });
-            Some(traphandler::TrapHandler::adopted(base, old))
+            let mut h = traphandler::TrapHandler::adopted(base, old);
+            h.release = selfrelease::Release::from_word(shared.get(W_RELEASE));
+            Some(h)
         }
     };
     let held = shared.get(W_HOLD) != 0;
@@ -922,6 +986,9 @@ fn restore(
     }
     if trap.is_some() {
         parts.push("the SIGTRAP handler".into());
+    }
+    if trap.as_ref().is_some_and(|h| h.release.is_some()) {
+        parts.push("the SIGCONT handler and its pipe".into());
     }
     if !detours.is_empty() {
         parts.push(format!("{} jump(s)", detours.len()));

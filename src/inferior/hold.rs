@@ -324,15 +324,22 @@ impl Target {
         let Some(&orig) = self.inserted.get(&rip.wrapping_sub(1)) else {
             return;
         };
+        let harmless = matches!(
+            orig,
+            0x90 | 0x98 | 0x99 | 0x9e | 0x9f | 0xf8 | 0xf9 | 0xfc | 0xfd
+        );
         if let Some(g) = &mut self.guardian {
-            if matches!(
-                orig,
-                0x90 | 0x98 | 0x99 | 0x9e | 0x9f | 0xf8 | 0xf9 | 0xfc | 0xfd
-            ) {
+            if harmless {
                 g.forget_resume();
             } else {
                 g.note_resume(rip, rsp);
             }
+        }
+        // the same for the SIGCONT handler (selfrelease.rs)
+        if harmless {
+            self.note_release_resume(0, 0);
+        } else {
+            self.note_release_resume(rip, rsp);
         }
     }
 }

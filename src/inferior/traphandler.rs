@@ -51,7 +51,7 @@
 //! guardian), then the pages are unmapped unless the target is still
 //! inside the handler (it calls nothing, so only `rip` can point there).
 
-use super::{Target, callrepair, procfs};
+use super::{Target, callrepair, procfs, selfrelease};
 use anyhow::{Result, anyhow, bail};
 use std::collections::HashSet;
 
@@ -87,7 +87,8 @@ const _: () = assert!(
         && ACT_DFL + 8 * SA_WORDS as u64 <= callrepair::MARK
 );
 /// The restorer's offset in the code page.
-const RESTORER: u64 = 0x400;
+pub(super) const RESTORER: u64 = 0x400;
+const _: () = assert!(RESTORER + 16 <= selfrelease::CODE);
 
 // Kernel ABI constants (x86-64), fixed by the kernel's user-space ABI:
 /// `siginfo_t.si_code`: after `int si_signo; int si_errno;`
@@ -337,6 +338,23 @@ pub fn emit(base: u64) -> Vec<u8> {
     c
 }
 
+/// Where the SIGCONT handler (selfrelease.rs) finds the words it reads.
+fn release_layout() -> selfrelease::Layout {
+    use callrepair as cr;
+    selfrelease::Layout {
+        sel: SEL,
+        entry: ENTRY,
+        cap: CAP as u32,
+        mark: cr::MARK,
+        sp: cr::SP,
+        int3s: cr::INT3S,
+        dataw: cr::DATAW,
+        data_slots: cr::DATA_SLOTS as u32,
+        uc_rip: cr::UC_RIP,
+        uc_rsp: cr::UC_RSP,
+    }
+}
+
 /// A handler installed in the target.
 #[derive(Debug, Clone)]
 pub struct TrapHandler {
@@ -352,6 +370,9 @@ pub struct TrapHandler {
     half: u64,
     /// Executable mappings (start, end, writable), refreshed on a miss.
     exec: Vec<(u64, u64, bool)>,
+    /// The pipe and SIGCONT handler that end the stop when every pgdbg
+    /// process is gone (selfrelease.rs).
+    pub release: Option<selfrelease::Release>,
 }
 
 impl TrapHandler {
@@ -365,6 +386,7 @@ impl TrapHandler {
             known: HashSet::new(),
             half: 0,
             exec: Vec::new(),
+            release: None,
         }
     }
 
@@ -414,6 +436,10 @@ impl Target {
         if let Err(e) = self.install_trap_handler() {
             self.trap_refused = true;
             super::log::debug(&format!("no SIGTRAP handler in the target: {e:#}"));
+            return;
+        }
+        if let Some(base) = self.trap.as_ref().map(|h| h.base) {
+            self.install_self_release(base, &release_layout());
         }
     }
 
@@ -664,6 +690,8 @@ impl Target {
                 return Ok(());
             }
         }
+        // the pipe and the SIGCONT action first: they need the pages
+        self.remove_self_release()?;
         let base = h.base;
         if let (true, Some(old)) = (h.installed, h.old) {
             self.write(base + ACT_NEW, &sa_bytes(&old))?;

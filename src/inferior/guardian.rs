@@ -42,8 +42,11 @@
 //!
 //! Left to pgdbg's SIGTRAP handler in the backend (traphandler.rs): the
 //! microseconds between pgdbg's end and the kernel's kick reaching a
-//! backend running in user mode.  Not covered: SIGKILL of the guardian too
-//! (the backend stays stopped until someone sends SIGCONT).
+//! backend running in user mode.  SIGKILL of the guardian too: the backend
+//! ends its stop itself (selfrelease.rs: the guardian holds a copy of the
+//! write end of the pipe whose release sends it SIGCONT, taken from the
+//! backend when pgdbg asks through this process's pipe), and `pgdbg
+//! rescue` removes what is left.
 
 pub mod file;
 mod inflight;
@@ -58,13 +61,16 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// The record's layout: a new layout gets a new value, so that a pgdbg
 /// that knows another layout refuses the record instead of reading words
-/// at the wrong places ("pgdbgua2": detours of 9 words, with the jump's
-/// target, from which the reserved landing pages are found again).
-const MAGIC: u64 = 0x7067_6462_6775_6132; // "pgdbgua2"
-/// The magic of the previous layout (detours of 8 words, no landing
-/// pages): a record with it was written by an earlier pgdbg, which alone
-/// knows how to restore that backend (`rescue::map`).
+/// at the wrong places ("pgdbgua3": the pipe and SIGCONT action of
+/// selfrelease.rs in header words 21-23, which a pgdbg of the layout
+/// before would leave in the backend while it unmaps the handler's page).
+const MAGIC: u64 = 0x7067_6462_6775_6133; // "pgdbgua3"
+/// The magics of the previous layouts ("pgdbgua2": no pipe; "pgdbguar":
+/// detours of 8 words, no landing pages): a record with one was written
+/// by an earlier pgdbg, which alone knows how to restore that backend
+/// (`rescue::map`).
 const MAGIC_EARLIER: u64 = 0x7067_6462_6775_6172; // "pgdbguar"
+const MAGIC_UA2: u64 = 0x7067_6462_6775_6132; // "pgdbgua2"
 /// Words of the header: magic, state, debug registers armed, backend PID,
 /// the SIGTRAP handler's pages (traphandler.rs), whether its saved action
 /// is valid, the saved action (4 words).

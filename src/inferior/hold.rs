@@ -27,6 +27,9 @@
 //! mode: pgdbg's SIGTRAP handler in the target (traphandler.rs) covers an
 //! int3 or a single-step trap met then.
 //!
+//! pgdbg and its guardian both dead: the backend ends the stop itself
+//! (selfrelease.rs).
+//!
 //! Every detach sends SIGCONT after PTRACE_DETACH (the guardian does when
 //! pgdbg ends without its clean flag, even with nothing else to restore).
 //! Someone else's SIGCONT while pgdbg traces ends the group stop; pgdbg

@@ -30,9 +30,11 @@
 //!   goes back onto the int3, which traps again, untraced, into the SIGTRAP
 //!   handler (it restores the byte, or repairs a call);
 //! * `rip` in an injected system call's code at AT_ENTRY, or data words
-//!   changed around calls (callrepair.rs) with no call running that would
-//!   put them back at its return: it stops the backend again (SIGSTOP to
-//!   itself), the state it was left in before (`pgdbg rescue` repairs it);
+//!   changed around calls (callrepair.rs) with no call record (between the
+//!   calls of a series) or a call neither running nor at its return trap:
+//!   it stops the backend again (SIGSTOP to itself), the state it was left
+//!   in before (`pgdbg rescue` repairs it); a call the SIGTRAP handler has
+//!   repaired (its trap may be taken before the SIGCONT) put them back;
 //! * anything else: it returns, the backend runs on.
 //!
 //! While pgdbg or the guardian traces the backend the pipe has a writer,
@@ -51,11 +53,11 @@ use std::sync::Arc;
 pub const CODE: u64 = 0x440;
 /// In the data page (offsets from the mapping's base, the data page being
 /// its second page): our read end's descriptor + 1 (0: none).
-const FD: u64 = 4096 + 0x800;
+pub(super) const FD: u64 = 4096 + 0x800;
 /// Where pgdbg last resumed the backend one past an int3 of ours on
 /// purpose: rip, rsp (rip 0: none).
-const RES_RIP: u64 = 4096 + 0x808;
-const RES_RSP: u64 = 4096 + 0x810;
+pub(super) const RES_RIP: u64 = 4096 + 0x808;
+pub(super) const RES_RSP: u64 = 4096 + 0x810;
 /// The SIGCONT action found at install (kernel sigaction, 4 words).
 const OLD: u64 = 4096 + 0x818;
 /// Scratch: pipe2's two descriptors; then a sigaction to install.
@@ -91,6 +93,8 @@ pub struct Layout {
     /// `ucontext_t` offsets of rip and rsp.
     pub uc_rip: u32,
     pub uc_rsp: u32,
+    /// The SIGTRAP handler's restorer (`rt_sigreturn`), shared.
+    pub restorer: u64,
 }
 
 /// The SIGCONT handler's machine code, for a mapping at `base`; it goes at
@@ -199,7 +203,8 @@ pub fn emit(base: u64, l: &Layout) -> Vec<u8> {
     c.extend_from_slice(&[0x80, 0x38, 0xcc]); // cmp byte [rax], 0xcc
     jcc(&mut c, &mut jumps, JNE, "restop");
     // data words changed around calls: only a call running (rsp at or
-    // below its return slot) puts them back, at its return trap
+    // below its return slot) or at its return trap (rsp just above it)
+    // puts them back, at that trap
     labels.push(("data", c.len()));
     c.extend_from_slice(&[0x49, 0x8d, 0x8b]); // data: lea rcx, [r11+dataw]
     d32(&mut c, dp(l.dataw));
@@ -212,13 +217,18 @@ pub fn emit(base: u64, l: &Layout) -> Vec<u8> {
     c.extend_from_slice(&[0x41, 0xff, 0xca]); // dec r10d
     jcc(&mut c, &mut jumps, JNE, "slots");
     jmp(&mut c, &mut jumps, "done");
+    // (a call the SIGTRAP handler repaired, `mark` 1, had them put back:
+    // its trap can come first, SIGTRAP being taken before SIGCONT)
     labels.push(("changed", c.len()));
     c.extend_from_slice(&[0x49, 0x8b, 0x83]); // changed: mov rax, [r11+mark]
     d32(&mut c, dp(l.mark));
+    c.extend_from_slice(&[0x48, 0x85, 0xc0]); // test rax, rax
+    jcc(&mut c, &mut jumps, JE, "restop");
     c.extend_from_slice(&[0x48, 0x83, 0xf8, 0x01]); // cmp rax, 1
-    jcc(&mut c, &mut jumps, JBE, "restop");
+    jcc(&mut c, &mut jumps, JE, "done");
     c.extend_from_slice(&[0x48, 0x8b, 0x82]); // mov rax, [rdx+uc_rsp]
     d32(&mut c, l.uc_rsp);
+    c.extend_from_slice(&[0x48, 0x83, 0xe8, 0x08]); // sub rax, 8
     c.extend_from_slice(&[0x49, 0x3b, 0x83]); // cmp rax, [r11+sp]
     d32(&mut c, dp(l.sp));
     jcc(&mut c, &mut jumps, JBE, "done");
@@ -405,7 +415,7 @@ impl Target {
         let new: [u64; 4] = [
             base + CODE,
             SA_SIGINFO | SA_RESTART | SA_RESTORER,
-            base + super::traphandler::RESTORER,
+            base + l.restorer,
             u64::MAX, // every signal blocked while it runs
         ];
         self.write(base + ACT, &sa_bytes(&new))?;

@@ -352,6 +352,7 @@ fn release_layout() -> selfrelease::Layout {
         data_slots: cr::DATA_SLOTS as u32,
         uc_rip: cr::UC_RIP,
         uc_rsp: cr::UC_RSP,
+        restorer: RESTORER,
     }
 }
 
@@ -1362,6 +1363,182 @@ mod tests {
         });
         assert!(
             libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0,
+            "status {st:#x}"
+        );
+    }
+
+    /// In a forked child: both handlers installed for real (SIGTRAP's and
+    /// the SIGCONT one of selfrelease.rs), a pipe whose only writer is a
+    /// grandchild that exits 100 ms later, its read end armed as pgdbg arms
+    /// it; `prep` writes the page's words, then the child runs a call to
+    /// `f + 1`, where `jmp $` loops; `f` holds an int3 whose original byte
+    /// is `ret`.  Returns the child's wait status (stopped included; a
+    /// child still looping after 3 s dies of its SIGALRM).
+    fn run_with_release(prep: fn(u64, u64)) -> i32 {
+        unsafe {
+            let pid = libc::fork();
+            assert!(pid >= 0);
+            if pid == 0 {
+                let base = libc::mmap(
+                    std::ptr::null_mut(),
+                    MAP_LEN as usize,
+                    libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                );
+                if base == libc::MAP_FAILED {
+                    libc::_exit(90);
+                }
+                let base = base as u64;
+                let code = emit(base);
+                std::ptr::copy_nonoverlapping(code.as_ptr(), base as *mut u8, code.len());
+                let cont = selfrelease::emit(base, &release_layout());
+                std::ptr::copy_nonoverlapping(
+                    cont.as_ptr(),
+                    (base + selfrelease::CODE) as *mut u8,
+                    cont.len(),
+                );
+                *((base + SEL) as *mut u64) = base + HALF0;
+                let f = base + HALF0 + TABLE_BYTES;
+                let loop_code = [0xccu8, 0xeb, 0xfe];
+                std::ptr::copy_nonoverlapping(loop_code.as_ptr(), f as *mut u8, 3);
+                for (sig, at) in [
+                    (libc::SIGTRAP, base),
+                    (libc::SIGCONT, base + selfrelease::CODE),
+                ] {
+                    let act: [u64; SA_WORDS] = [
+                        at,
+                        SA_SIGINFO | SA_RESTART | SA_RESTORER,
+                        base + RESTORER,
+                        u64::MAX,
+                    ];
+                    if libc::syscall(libc::SYS_rt_sigaction, sig, act.as_ptr(), 0usize, 8usize) != 0
+                    {
+                        libc::_exit(91);
+                    }
+                }
+                let mut p = [0i32; 2];
+                if libc::pipe2(p.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
+                    libc::_exit(92);
+                }
+                if libc::fork() == 0 {
+                    libc::close(p[0]);
+                    libc::usleep(100_000);
+                    libc::_exit(0);
+                }
+                libc::close(p[1]);
+                *((base + selfrelease::FD) as *mut u64) = p[0] as u64 + 1;
+                prep(base, f);
+                if libc::fcntl(p[0], libc::F_SETOWN, libc::getpid()) != 0
+                    || libc::fcntl(p[0], 10, libc::SIGCONT) != 0
+                    || libc::fcntl(p[0], libc::F_SETFL, libc::O_ASYNC | libc::O_NONBLOCK) != 0
+                {
+                    libc::_exit(93);
+                }
+                libc::alarm(3);
+                // rsp at f + 1 is this rsp - 8: kept in r12 for prep's
+                // resume record, written below before the call
+                std::arch::asm!(
+                    "mov rax, rsp",
+                    "sub rax, 8",
+                    "test rcx, rcx",
+                    "jz 2f",
+                    "mov [rcx], rax",
+                    "2:",
+                    "call rdx",
+                    in("rcx") if *((base + selfrelease::RES_RIP) as *const u64) != 0 {
+                        base + selfrelease::RES_RSP
+                    } else {
+                        0
+                    },
+                    in("rdx") f + 1,
+                    out("rax") _,
+                );
+                // back from the call: the int3 was rewound onto and its
+                // byte put back (`ret`)
+                libc::_exit(if *(f as *const u8) == 0xc3 { 0 } else { 1 });
+            }
+            let mut st = 0;
+            assert_eq!(libc::waitpid(pid, &mut st, libc::WUNTRACED), pid);
+            if libc::WIFSTOPPED(st) {
+                libc::kill(pid, libc::SIGKILL);
+                let mut st2 = 0;
+                libc::waitpid(pid, &mut st2, 0);
+            }
+            st
+        }
+    }
+
+    /// The SIGCONT of the pipe's last writer at `rip` one past an int3 in
+    /// the table: rewound, the int3 traps into the SIGTRAP handler, which
+    /// puts the original byte back; the code goes on.
+    #[test]
+    fn release_rewinds_a_trap_not_rewound() {
+        let st = run_with_release(|base, f| unsafe {
+            *((base + HALF0) as *mut u64) = f | F_WRITABLE | (0xc3u64 << 56);
+        });
+        assert!(
+            libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0,
+            "status {st:#x}"
+        );
+    }
+
+    /// Where pgdbg resumed on purpose (the recorded rip and rsp): not
+    /// rewound (the loop goes on until the alarm).
+    #[test]
+    fn release_leaves_a_resume_of_pgdbgs_alone() {
+        let st = run_with_release(|base, f| unsafe {
+            *((base + HALF0) as *mut u64) = f | F_WRITABLE | (0xc3u64 << 56);
+            *((base + selfrelease::RES_RIP) as *mut u64) = f + 1;
+        });
+        assert!(
+            libc::WIFSIGNALED(st) && libc::WTERMSIG(st) == libc::SIGALRM,
+            "status {st:#x}"
+        );
+    }
+
+    /// Inside an injected system call's code (AT_ENTRY), or data words
+    /// changed with no call running: the backend stops again.
+    #[test]
+    fn release_stops_again_where_it_cannot_go_on() {
+        let st = run_with_release(|base, f| unsafe {
+            *((base + ENTRY) as *mut u64) = f + 1;
+        });
+        assert!(
+            libc::WIFSTOPPED(st) && libc::WSTOPSIG(st) == libc::SIGSTOP,
+            "status {st:#x}"
+        );
+        let st = run_with_release(|base, _| unsafe {
+            *((base + callrepair::DATAW) as *mut u64) = 0x1000;
+        });
+        assert!(
+            libc::WIFSTOPPED(st) && libc::WSTOPSIG(st) == libc::SIGSTOP,
+            "status {st:#x}"
+        );
+    }
+
+    /// Data words changed, with a call running (`rsp` at or below its
+    /// return slot): left to the call's return trap; or with the call
+    /// repaired already: put back.  The code goes on (until the alarm
+    /// here).
+    #[test]
+    fn release_lets_a_running_or_repaired_call_go_on() {
+        let st = run_with_release(|base, _| unsafe {
+            *((base + callrepair::DATAW) as *mut u64) = 0x1000;
+            *((base + callrepair::MARK) as *mut u64) = 0x1234;
+            *((base + callrepair::SP) as *mut u64) = u64::MAX / 2;
+        });
+        assert!(
+            libc::WIFSIGNALED(st) && libc::WTERMSIG(st) == libc::SIGALRM,
+            "status {st:#x}"
+        );
+        let st = run_with_release(|base, _| unsafe {
+            *((base + callrepair::DATAW) as *mut u64) = 0x1000;
+            *((base + callrepair::MARK) as *mut u64) = callrepair::REPAIRED;
+        });
+        assert!(
+            libc::WIFSIGNALED(st) && libc::WTERMSIG(st) == libc::SIGALRM,
             "status {st:#x}"
         );
     }

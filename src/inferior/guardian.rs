@@ -887,11 +887,15 @@ fn restore(
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
     let t_free = t0.elapsed();
+    // the backend ended its stop itself and ran on since (selfrelease.rs):
+    // nothing recorded of its registers, data words or signals is true
+    // any more, only its int3 bytes, handlers and pages are left
+    let released = std::cell::Cell::new(false);
     let sigcont = || {
         if same() {
             // the signals pgdbg held back, queued while still stopped
             for n in 1..=64 {
-                if signals & (1 << (n - 1)) != 0 {
+                if signals & (1 << (n - 1)) != 0 && !released.get() {
                     // SAFETY: kill(2) of the backend, checked by its start time.
                     unsafe { libc::kill(pid, n) };
                 }
@@ -903,7 +907,7 @@ fn restore(
         }
     };
     // the held-back signals, named, for the message
-    let sent = if signals == 0 {
+    let mut sent = if signals == 0 {
         None
     } else {
         let names: Vec<String> = (1..=64)
@@ -953,22 +957,36 @@ fn restore(
     if held {
         t.hold = Hold::Ours;
     }
+    if t.released_by_handler() {
+        released.set(true);
+        sent = None;
+        if let Some(w) = &mut t.signal_word {
+            w.before = 0;
+        }
+        shared.set(W_SIGNALS, 0);
+    }
     let t_seized = t0.elapsed();
     let mut how = String::new();
     // (held with nothing else recorded: pgdbg died between its detach and
     // its SIGCONT, or single-stepping, the trap flag set: the detach
     // below clears it)
-    let res = inflight
-        .finish(&mut t, flush)
-        .map(|h| how = h)
-        // the call or system call is over and its registers and data
-        // words are the backend's again: its records go at once, so that
-        // a rescue after a death of the guardian from here on (a stderr
-        // it blocks on, a kill) never replays them on a backend that has
-        // run since
-        .map(|_| forget_in_flight(shared))
-        .and_then(|_| rewind_if_trapped(&mut t, resumed))
-        .and_then(|_| t.detach());
+    let res = if released.get() {
+        forget_in_flight(shared);
+        how = "the backend had ended its stop itself: not replayed".into();
+        t.detach()
+    } else {
+        inflight
+            .finish(&mut t, flush)
+            .map(|h| how = h)
+            // the call or system call is over and its registers and data
+            // words are the backend's again: its records go at once, so that
+            // a rescue after a death of the guardian from here on (a stderr
+            // it blocks on, a kill) never replays them on a backend that has
+            // run since
+            .map(|_| forget_in_flight(shared))
+            .and_then(|_| rewind_if_trapped(&mut t, resumed))
+            .and_then(|_| t.detach())
+    };
     // whatever happened above: the backend never stays stopped
     if res.is_err() {
         let _ = t.detach();
@@ -994,7 +1012,11 @@ fn restore(
         parts.push("the SIGTRAP handler".into());
     }
     if trap.as_ref().is_some_and(|h| h.release.is_some()) {
-        parts.push("the SIGCONT handler and its pipe".into());
+        parts.push(if released.get() {
+            "the SIGCONT handler and its pipe (the backend had ended its stop itself)".into()
+        } else {
+            "the SIGCONT handler and its pipe".into()
+        });
     }
     if !detours.is_empty() {
         parts.push(format!("{} jump(s)", detours.len()));

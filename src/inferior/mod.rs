@@ -673,6 +673,9 @@ impl Target {
 
     fn note_held_signals(&mut self) {
         let mask = signal_mask(&self.deferred) | self.taken_signals;
+        // the handler's page first (selfrelease.rs: never released
+        // without them)
+        self.note_release_signals(mask);
         if let Some(g) = &mut self.guardian {
             g.note_signals(mask);
         }
@@ -803,17 +806,18 @@ impl Target {
             }
         }
         let mut first_err: Option<anyhow::Error> = None;
-        // the pipe's read end first (selfrelease.rs): a death of pgdbg
-        // from here on leaves the backend stopped for the guardian
-        if let Err(e) = self.remove_self_release() {
-            first_err.get_or_insert(e);
-        }
         // A SIGTRAP still queued for one of our int3s: take it while the
         // breakpoint is known, so rip is rewound (drained again below).
+        // Before any injected system call, which would swallow it.
         if let Some(bp) = self.int3_behind_rip()?
             && self.sigtrap_pending()
         {
             self.rewind_to(bp)?;
+        }
+        // then the pipe's read end (selfrelease.rs): a death of pgdbg
+        // from here on leaves the backend stopped for the guardian
+        if let Err(e) = self.remove_self_release() {
+            first_err.get_or_insert(e);
         }
         if let Err(e) = self.remove_all_detours() {
             first_err.get_or_insert(e);

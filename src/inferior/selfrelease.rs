@@ -63,9 +63,18 @@ const OLD: u64 = 4096 + 0x818;
 /// Scratch: pipe2's two descriptors; then a sigaction to install.
 const PIPE: u64 = 4096 + 0x840;
 const ACT: u64 = 4096 + 0x848;
-/// How often the handler released the backend (for `pgdbg rescue`).
-const RELEASED: u64 = 4096 + 0x868;
-const _: () = assert!(ACT + 32 <= RELEASED && RELEASED + 8 <= 2 * 4096);
+/// How often the handler let the backend run on (0: never): the records
+/// of pgdbg's guardian are old then, never replayed (guardian.rs).
+pub(super) const RELEASED: u64 = 4096 + 0x868;
+/// Nonzero while the registers (or the xstate) are not the backend's own:
+/// bit 0 a call of pgdbg's in flight, bit 1 an injected system call;
+/// written before the guardian's record of them, cleared after it.
+pub(super) const NOT_OWN: u64 = 4096 + 0x870;
+/// The signals pgdbg holds back for the backend (bit N-1 for signal N),
+/// as the guardian's record has them: the backend must not run without.
+pub(super) const SIGS: u64 = 4096 + 0x878;
+pub(super) const END: u64 = SIGS + 8;
+const _: () = assert!(ACT + 32 <= RELEASED && END <= 2 * 4096);
 
 const POLL_IN: u8 = 1;
 /// fcntl's F_SETSIG (include/uapi/asm-generic/fcntl.h; not in the libc crate).
@@ -130,11 +139,32 @@ pub fn emit(base: u64, l: &Layout) -> Vec<u8> {
     d32(&mut c, dp(FD));
     jcc(&mut c, &mut jumps, JNE, "done");
     // ours: every writer of the pipe is gone
-    c.extend_from_slice(&[0x49, 0xff, 0x83]); // inc qword [r11+RELEASED]
-    d32(&mut c, dp(RELEASED));
     c.extend_from_slice(&[0x4c, 0x8b, 0x82]); // mov r8, [rdx+uc_rip]
     d32(&mut c, l.uc_rip);
     c.extend_from_slice(&[0x4d, 0x8d, 0x48, 0xff]); // lea r9, [r8-1]
+    // signals held back by pgdbg: not without them
+    c.extend_from_slice(&[0x49, 0x83, 0xbb]); // cmp qword [r11+SIGS], 0
+    d32(&mut c, dp(SIGS));
+    c.push(0);
+    jcc(&mut c, &mut jumps, JNE, "restop");
+    // registers not the backend's own: only a call running or at its
+    // return trap (MARK > 1, rsp at most its return slot + 8) is repaired
+    // by the SIGTRAP handler, the rest stops again
+    c.extend_from_slice(&[0x49, 0x83, 0xbb]); // cmp qword [r11+NOT_OWN], 0
+    d32(&mut c, dp(NOT_OWN));
+    c.push(0);
+    jcc(&mut c, &mut jumps, JE, "calls");
+    c.extend_from_slice(&[0x49, 0x8b, 0x83]); // mov rax, [r11+mark]
+    d32(&mut c, dp(l.mark));
+    c.extend_from_slice(&[0x48, 0x83, 0xf8, 0x01]); // cmp rax, 1
+    jcc(&mut c, &mut jumps, JBE, "restop");
+    c.extend_from_slice(&[0x48, 0x8b, 0x82]); // mov rax, [rdx+uc_rsp]
+    d32(&mut c, l.uc_rsp);
+    c.extend_from_slice(&[0x48, 0x83, 0xe8, 0x08]); // sub rax, 8
+    c.extend_from_slice(&[0x49, 0x3b, 0x83]); // cmp rax, [r11+sp]
+    d32(&mut c, dp(l.sp));
+    jcc(&mut c, &mut jumps, JA, "restop");
+    labels.push(("calls", c.len()));
     // a call's int3s: its return address, then its error traps
     c.extend_from_slice(&[0x49, 0x8b, 0x83]); // mov rax, [r11+mark]
     d32(&mut c, dp(l.mark));
@@ -186,7 +216,7 @@ pub fn emit(base: u64, l: &Layout) -> Vec<u8> {
     labels.push(("rewind", c.len()));
     c.extend_from_slice(&[0x4c, 0x89, 0x8a]); // rewind: mov [rdx+uc_rip], r9
     d32(&mut c, l.uc_rip);
-    c.push(0xc3); // ret
+    jmp(&mut c, &mut jumps, "go");
     // other: inside an injected system call (`syscall; int3` at
     // AT_ENTRY)?  A call's return int3 there, rewound, is not one
     labels.push(("other", c.len()));
@@ -216,7 +246,7 @@ pub fn emit(base: u64, l: &Layout) -> Vec<u8> {
     c.extend_from_slice(&[0x48, 0x83, 0xc1, 0x18]); // add rcx, 24
     c.extend_from_slice(&[0x41, 0xff, 0xca]); // dec r10d
     jcc(&mut c, &mut jumps, JNE, "slots");
-    jmp(&mut c, &mut jumps, "done");
+    jmp(&mut c, &mut jumps, "go");
     // (a call the SIGTRAP handler repaired, `mark` 1, had them put back:
     // its trap can come first, SIGTRAP being taken before SIGCONT)
     labels.push(("changed", c.len()));
@@ -225,13 +255,19 @@ pub fn emit(base: u64, l: &Layout) -> Vec<u8> {
     c.extend_from_slice(&[0x48, 0x85, 0xc0]); // test rax, rax
     jcc(&mut c, &mut jumps, JE, "restop");
     c.extend_from_slice(&[0x48, 0x83, 0xf8, 0x01]); // cmp rax, 1
-    jcc(&mut c, &mut jumps, JE, "done");
+    jcc(&mut c, &mut jumps, JE, "go");
     c.extend_from_slice(&[0x48, 0x8b, 0x82]); // mov rax, [rdx+uc_rsp]
     d32(&mut c, l.uc_rsp);
     c.extend_from_slice(&[0x48, 0x83, 0xe8, 0x08]); // sub rax, 8
     c.extend_from_slice(&[0x49, 0x3b, 0x83]); // cmp rax, [r11+sp]
     d32(&mut c, dp(l.sp));
-    jcc(&mut c, &mut jumps, JBE, "done");
+    jcc(&mut c, &mut jumps, JBE, "go");
+    jmp(&mut c, &mut jumps, "restop");
+    // go: the backend runs on, counted (the records are old from now on)
+    labels.push(("go", c.len()));
+    c.extend_from_slice(&[0x49, 0xff, 0x83]); // go: inc qword [r11+RELEASED]
+    d32(&mut c, dp(RELEASED));
+    c.push(0xc3); // ret
     // restop: stopped again as before (SIGSTOP cannot be blocked: the stop
     // takes hold as the kill returns, inside this handler)
     labels.push(("restop", c.len()));
@@ -272,6 +308,9 @@ pub struct Release {
     pub mine: Option<Arc<OwnedFd>>,
     /// A resume point is written in the data page (not all zeros).
     resume_set: bool,
+    /// What `NOT_OWN` and `SIGS` hold now (written when they change).
+    not_own: u64,
+    sigs: u64,
 }
 
 impl Release {
@@ -290,9 +329,22 @@ impl Release {
             action: w >> 63 != 0,
             mine: None,
             resume_set: true,
+            not_own: u64::MAX,
+            sigs: u64::MAX,
         };
         (r.rfd.is_some() || r.wfd.is_some() || r.action).then_some(r)
     }
+}
+
+/// Whether the running kernel's release is at least `major.minor`.
+fn kernel_at_least(major: u32, minor: u32) -> bool {
+    let r = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let mut it = r
+        .trim()
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|n| n.parse::<u32>().unwrap_or(0));
+    let (a, b) = (it.next().unwrap_or(0), it.next().unwrap_or(0));
+    (a, b) >= (major, minor)
 }
 
 fn sa_bytes(sa: &[u64; 4]) -> Vec<u8> {
@@ -361,9 +413,16 @@ impl Target {
     }
 
     fn try_install_self_release(&mut self, base: u64, l: &Layout) -> Result<()> {
+        // before Linux 5.5 pipe_release signalled the readers at every
+        // close: pgdbg's death alone would release the backend while its
+        // guardian restores it
+        if !kernel_at_least(5, 5) {
+            bail!("Linux 5.5 or later is needed");
+        }
         self.write(base + CODE, &emit(base, l))?;
         self.write(base + FD, &0u64.to_le_bytes())?;
         self.write(base + RES_RIP, &[0u8; 16])?;
+        self.write(base + RELEASED, &[0u8; 24])?;
         let r = self.inject_syscall(
             libc::SYS_pipe2,
             [base + PIPE, libc::O_CLOEXEC as u64, 0, 0, 0, 0],
@@ -395,6 +454,8 @@ impl Target {
             bail!("close in the backend failed (errno {})", -r);
         }
         self.set_release(|r| r.wfd = None);
+        // the signals held back now, for the handler
+        self.note_held_signals();
         // the SIGCONT action: only in place of the default one
         self.write(base + FD, &(rfd as u64 + 1).to_le_bytes())?;
         let r = self.inject_syscall(
@@ -553,5 +614,46 @@ impl Target {
         if let Err(e) = self.write(base + RES_RIP, &b) {
             super::log::debug(&format!("resume point not written for the handler: {e:#}"));
         }
+    }
+
+    /// A word of the data page the handler reads, written when it changes.
+    fn note_release_word(&mut self, at: u64, v: u64, old: fn(&mut Release) -> &mut u64) {
+        let Some(h) = &mut self.trap else {
+            return;
+        };
+        let base = h.base;
+        let Some(r) = &mut h.release else {
+            return;
+        };
+        let o = old(r);
+        if *o == v {
+            return;
+        }
+        *o = v;
+        if let Err(e) = self.write(base + at, &v.to_le_bytes()) {
+            super::log::debug(&format!("release word not written: {e:#}"));
+        }
+    }
+
+    /// A call (bit 0) or an injected system call (bit 1) of pgdbg's is in
+    /// flight or no longer: before the registers change, after they are
+    /// back.
+    pub(super) fn note_release_not_own(&mut self, bit: u64, on: bool) {
+        let cur = self
+            .trap
+            .as_ref()
+            .and_then(|h| h.release.as_ref())
+            .map(|r| if r.not_own == u64::MAX { 0 } else { r.not_own });
+        let Some(cur) = cur else {
+            return;
+        };
+        let v = if on { cur | bit } else { cur & !bit };
+        self.note_release_word(NOT_OWN, v, |r| &mut r.not_own);
+    }
+
+    /// The signals pgdbg holds back now (the guardian's record has the
+    /// same mask).
+    pub(super) fn note_release_signals(&mut self, mask: u64) {
+        self.note_release_word(SIGS, mask, |r| &mut r.sigs);
     }
 }

@@ -666,10 +666,13 @@ fn run(args: &[String]) -> Result<()> {
         let ask = shared.get(W_RELEASE_ASK);
         if n > 0 && ask != 0 && procfs::start_time(pid) == Some(start) {
             match selfrelease::take_write_end(pid, (ask - 1) as i32) {
-                Ok(fd) => {
+                // still asked (pgdbg gives up after two seconds and closes
+                // the number in the backend: a copy taken later is dropped)
+                Ok(fd) if shared.get(W_RELEASE_ASK) == ask => {
                     write_ends.push(fd);
                     shared.set(W_RELEASE_TAKEN, ask);
                 }
+                Ok(_) => {}
                 Err(e) => log::debug(&format!("guardian: no copy of the write end ({e})")),
             }
         }

@@ -147,17 +147,23 @@ pub fn emit(base: u64, l: &Layout) -> Vec<u8> {
     d32(&mut c, dp(SIGS));
     c.push(0);
     jcc(&mut c, &mut jumps, JNE, "restop");
-    // registers not the backend's own: only a call running or at its
-    // return trap (MARK > 1, rsp at most its return slot + 8) is repaired
-    // by the SIGTRAP handler, the rest stops again
-    c.extend_from_slice(&[0x49, 0x83, 0xbb]); // cmp qword [r11+NOT_OWN], 0
+    // registers not the backend's own: only a call (bit 0, no system
+    // call) running or at its return trap (MARK > 1, rsp at most its
+    // return slot + 8) is repaired by the SIGTRAP handler, or was already
+    // (MARK 1: its SIGTRAP is taken before this SIGCONT); the rest stops
+    // again
+    c.extend_from_slice(&[0x49, 0x8b, 0x83]); // mov rax, [r11+NOT_OWN]
     d32(&mut c, dp(NOT_OWN));
-    c.push(0);
+    c.extend_from_slice(&[0x48, 0x85, 0xc0]); // test rax, rax
     jcc(&mut c, &mut jumps, JE, "calls");
+    c.extend_from_slice(&[0x48, 0x83, 0xf8, 0x01]); // cmp rax, 1
+    jcc(&mut c, &mut jumps, JNE, "restop");
     c.extend_from_slice(&[0x49, 0x8b, 0x83]); // mov rax, [r11+mark]
     d32(&mut c, dp(l.mark));
+    c.extend_from_slice(&[0x48, 0x85, 0xc0]); // test rax, rax
+    jcc(&mut c, &mut jumps, JE, "restop");
     c.extend_from_slice(&[0x48, 0x83, 0xf8, 0x01]); // cmp rax, 1
-    jcc(&mut c, &mut jumps, JBE, "restop");
+    jcc(&mut c, &mut jumps, JE, "calls");
     c.extend_from_slice(&[0x48, 0x8b, 0x82]); // mov rax, [rdx+uc_rsp]
     d32(&mut c, l.uc_rsp);
     c.extend_from_slice(&[0x48, 0x83, 0xe8, 0x08]); // sub rax, 8

@@ -672,6 +672,10 @@ impl Target {
             }
             steps += 1;
         }
+        if quiet_entry && let Some(entry) = procfs::auxv_entry(self.pid()) {
+            // the SIGCONT handler reads it too (selfrelease.rs)
+            self.write(base + ENTRY, &entry.to_le_bytes())?;
+        }
         Ok(())
     }
 
@@ -1583,6 +1587,7 @@ mod tests {
         let st = run_with_release(|base, _| unsafe {
             *((base + callrepair::DATAW) as *mut u64) = 0x1000;
             *((base + callrepair::MARK) as *mut u64) = callrepair::REPAIRED;
+            *((base + selfrelease::NOT_OWN) as *mut u64) = 1;
         });
         assert!(
             libc::WIFSIGNALED(st) && libc::WTERMSIG(st) == libc::SIGALRM,

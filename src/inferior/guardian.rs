@@ -183,7 +183,7 @@ impl Drop for Shared {
 /// guardian's death too sends them all again.
 pub(super) struct SignalWord {
     word: *const AtomicU64,
-    before: u64,
+    pub(super) before: u64,
 }
 
 // SAFETY: a word of the table mapped by `restore`'s caller, which outlives
@@ -960,7 +960,11 @@ fn restore(
     if held {
         t.hold = Hold::Ours;
     }
-    if t.released_by_handler() {
+    // a call still running after the backend let itself go (or at its
+    // return trap) is finished as without the release: its record is
+    // still true (the backend has run only inside the call), and leaving
+    // it would take the return trap away under it
+    if t.released_by_handler() && !t.call_running_by_page() {
         released.set(true);
         sent = None;
         if let Some(w) = &mut t.signal_word {

@@ -674,8 +674,10 @@ impl Target {
     fn note_held_signals(&mut self) {
         let mask = signal_mask(&self.deferred) | self.taken_signals;
         // the handler's page first (selfrelease.rs: never released
-        // without them)
-        self.note_release_signals(mask);
+        // without them), with those a killed pgdbg held back (the
+        // guardian's record) until they are sent
+        let before = self.signal_word.as_ref().map_or(0, |w| w.before);
+        self.note_release_signals(mask | before);
         if let Some(g) = &mut self.guardian {
             g.note_signals(mask);
         }

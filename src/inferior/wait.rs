@@ -240,6 +240,7 @@ impl Target {
         // a trap not yet taken, e.g. an interrupt's stop; only the emulate
         // and step paths record a resume there on purpose)
         self.rehold_before(sig);
+        let sig = self.deliverable(sig);
         ptrace::cont(self.pid, sig)
             .map_err(|e| anyhow!("cannot resume process {} ({e})", self.pid))?;
         self.set_running();

@@ -440,8 +440,14 @@ pub struct Pgdbg {
 
 impl Pgdbg {
     pub fn spawn(args: &[&str]) -> Pgdbg {
+        Pgdbg::spawn_env(args, &[])
+    }
+
+    /// `spawn` with these environment variables set.
+    pub fn spawn_env(args: &[&str], env: &[(&str, &str)]) -> Pgdbg {
         let child = Command::new(pgdbg_bin())
             .args(args)
+            .envs(env.iter().copied())
             .env_remove("DEBUGINFOD_URLS")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -485,7 +491,11 @@ impl Pgdbg {
     /// Spawn pgdbg and wait until it has seized `pid` (TracerPid set);
     /// fails at once with its stderr if it exits first.
     pub fn spawn_attached(args: &[&str], pid: i32) -> Pgdbg {
-        let mut p = Pgdbg::spawn(args);
+        Pgdbg::spawn_attached_env(args, pid, &[])
+    }
+
+    pub fn spawn_attached_env(args: &[&str], pid: i32, env: &[(&str, &str)]) -> Pgdbg {
+        let mut p = Pgdbg::spawn_env(args, env);
         p.wait_attached(pid);
         p
     }

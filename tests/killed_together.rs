@@ -301,18 +301,6 @@ fn sigcont(pid: i32) {
     assert_eq!(unsafe { libc::kill(pid, libc::SIGCONT) }, 0);
 }
 
-/// XCR0 (the features the kernel enabled, the same for every process)
-/// has AMX's bits 17-18.
-fn amx_enabled() -> bool {
-    #[target_feature(enable = "xsave")]
-    unsafe fn xcr0() -> u64 {
-        // SAFETY: called only where the CPU and the kernel support XSAVE
-        unsafe { std::arch::x86_64::_xgetbv(0) }
-    }
-    // SAFETY: xsave detected (CPUID OSXSAVE) just before
-    std::arch::is_x86_feature_detected!("xsave") && unsafe { xcr0() } & (3 << 17) != 0
-}
-
 /// `call pg_usleep(...)` in flight, pgdbg and its guardian killed together,
 /// and nobody rescues: `kill -CONT` lets the call return to its return
 /// int3, where pgdbg's SIGTRAP handler puts back the registers, the FP/SSE

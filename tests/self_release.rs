@@ -178,6 +178,12 @@ fn self_release_breakpoint_loop_18() {
 /// `call pg_usleep(2000000)` in flight: the call runs to its return trap,
 /// where the SIGTRAP handler undoes it; the session goes on.
 fn call_in_flight(major: u32) {
+    if amx_enabled() {
+        // no self-repair of a call where XCR0 has AMX (docs/safety.md):
+        // the handler stops such a backend again for `pgdbg rescue`
+        eprintln!("skipped: XCR0 has AMX, where a call in flight is not repaired by the backend");
+        return;
+    }
     let cl = Cluster::start(major);
     let mut a = cl.connect();
     let mut other = cl.connect();

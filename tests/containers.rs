@@ -274,3 +274,93 @@ fn stripped_server_layout_pack_checked_with_container_pid() {
     assert!(!err.contains("does not match"), "{err}");
     assert_eq!(print_values(&out), vec![ns.to_string()], "{out}");
 }
+
+/// docs/containers.md's commands from the host, as written (the
+/// document's PIDs and data directory replaced by the container's, the
+/// `--for` shortened): each succeeds and shows what its comment says, and
+/// a command of the document this test does not know fails it.
+#[test]
+fn docs_container_examples() {
+    use common::recipes::{args_of, assert_all_run, recipes};
+    let ct = start();
+    let mut c = ct.connect();
+    c.batch_execute(
+        "create table ct_t as select g as id from generate_series(1, 3000) g; analyze ct_t;
+         create function ct_slow(id int) returns bool language plpgsql parallel safe as $$
+         begin perform pg_sleep(0.005); return true; end $$;",
+    )
+    .unwrap();
+    let all = recipes("docs/containers.md", &["pgdbg "]);
+    let mut done = std::collections::BTreeSet::new();
+    let (ns, host, h) = busy_in_plpgsql(&ct);
+    let data = ct.data.display().to_string();
+    let replace = |cmd: &str| -> Vec<String> {
+        args_of(
+            &format!("pgdbg {cmd}"),
+            &[
+                ("48213", &host.to_string()),
+                ("48100", &ct.postmaster.to_string()),
+                (" 57 ", &format!(" {ns} ")),
+                ("/var/lib/docker/volumes/pg/_data", &data),
+                ("--for 10s", "--for 3s"),
+            ],
+        )
+    };
+    for r in all
+        .iter()
+        .filter(|r| !r.command.contains("plan --progress"))
+    {
+        let args = replace(&r.command);
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, out, err) = pgdbg(&a);
+        assert_eq!(code, 0, "{args:?}\nstdout:\n{out}\nstderr:\n{err}");
+        if r.command.contains("--ex bt") {
+            assert!(out.contains("exec_stmt_perform"), "{args:?}:\n{out}\n{err}");
+        } else {
+            assert!(
+                out.contains(&format!("pid:         {host} (PID {ns} in its namespace)")),
+                "{args:?}:\n{out}"
+            );
+        }
+        done.insert(r.key());
+    }
+    cancel(&ct, ns);
+    assert!(h.join().unwrap().is_err());
+
+    // the parallel query's workers, found by their titles (the command
+    // ends with the statement)
+    let r = all
+        .iter()
+        .find(|r| r.command.contains("plan --progress"))
+        .expect("containers.md's plan --progress");
+    let ns: i32 = c.query_one("select pg_backend_pid()", &[]).unwrap().get(0);
+    let leader = ct.host_pid(ns);
+    let h =
+        std::thread::spawn(move || c.batch_execute("select count(*) from ct_t where ct_slow(id)"));
+    wait_until("two parallel workers", Duration::from_secs(60), || {
+        container::children(ct.postmaster)
+            .iter()
+            .filter(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/cmdline"))
+                    .unwrap_or_default()
+                    .contains(&format!("parallel worker for PID {ns}"))
+            })
+            .count()
+            == 2
+    });
+    let args = args_of(
+        &format!("pgdbg {}", r.command),
+        &[("48213", &leader.to_string())],
+    );
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, out, err) = pgdbg(&a);
+    assert!(h.join().unwrap().is_ok());
+    assert_eq!(code, 0, "{args:?}\nstdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        out.lines()
+            .any(|l| l.trim_start().starts_with("Worker ") && l.contains("rows so far=")),
+        "no worker lines:\n{out}\n{err}"
+    );
+    done.insert(r.key());
+    assert_all_run(&all, &done);
+}

@@ -5,6 +5,7 @@
 
 pub mod debuginfod;
 pub mod ex;
+pub mod recipes;
 pub mod running;
 
 use std::io::{BufRead, BufReader, Read};

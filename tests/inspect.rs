@@ -196,6 +196,9 @@ fn inspect(major: u32) {
     assert_eq!(out.matches("\nSIGUSR1 ").count(), 2, "{out}");
     assert_eq!(tracer_pid(pid), 0);
 
+    auxv_like_gdb(pid);
+    assert_eq!(tracer_pid(pid), 0);
+
     like_gdb(pid, &cl.postgres_binary());
 
     cl.cancel(&[pid]);
@@ -287,4 +290,64 @@ fn inspection_reads_memory_and_types_15() {
 #[test]
 fn inspection_reads_memory_and_types_18() {
     inspect(18);
+}
+
+/// The rows of an `info auxv` table (a frame line like `0x00007f... in`
+/// is none).
+fn auxv_rows(out: &str) -> Vec<&str> {
+    out.lines()
+        .filter(|l| {
+            let mut w = l.split_whitespace();
+            w.next().is_some_and(|n| n.parse::<u64>().is_ok())
+                && w.next().is_some_and(|n| n.starts_with("AT_") || n == "???")
+        })
+        .collect()
+}
+
+/// A row's value as a number (decimal, or hex with `0x`).
+fn auxv_value(row: &str) -> u64 {
+    let v = row.split_whitespace().last().unwrap();
+    match v.strip_prefix("0x") {
+        Some(h) => u64::from_str_radix(h, 16).unwrap(),
+        None => v.parse().unwrap_or_else(|_| panic!("value of {row}")),
+    }
+}
+
+/// `info auxv` row by row as gdb's on the same backend (gdb attaches for
+/// its command, after pgdbg has detached); a type this gdb does not name
+/// (`???`: gdb 13 and AT_RSEQ_*) has pgdbg's row with the same number and
+/// value.
+fn auxv_like_gdb(pid: i32) {
+    let ours = run(pid, &["info auxv"]);
+    let rows = auxv_rows(&ours);
+    assert_eq!(rows.len(), ours.lines().count(), "{ours}");
+    let entry = format!(
+        "{:<4} {:<20} {:<30} ",
+        9, "AT_ENTRY", "Entry point of program"
+    );
+    assert!(rows.iter().any(|r| r.starts_with(&entry)), "{ours}");
+    assert_eq!(
+        rows.last().copied(),
+        Some("0    AT_NULL              End of vector                  0x0"),
+        "{ours}"
+    );
+    let execfn = rows
+        .iter()
+        .find(|r| r.starts_with("31 "))
+        .expect("AT_EXECFN");
+    assert!(execfn.ends_with("postgres\""), "{execfn}");
+    if !gdb_there() {
+        return;
+    }
+    let out = gdb_attached(pid, &["info auxv"]);
+    let theirs = auxv_rows(&out);
+    assert_eq!(rows.len(), theirs.len(), "pgdbg:\n{ours}\ngdb:\n{out}");
+    for (o, t) in rows.iter().zip(&theirs) {
+        if t.split_whitespace().nth(1) == Some("???") {
+            assert_eq!(o.split_whitespace().next(), t.split_whitespace().next());
+            assert_eq!(auxv_value(o), auxv_value(t), "{o} / {t}");
+        } else {
+            assert_eq!(o, t);
+        }
+    }
 }

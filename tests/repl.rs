@@ -664,6 +664,17 @@ fn nonstop_prompt(major: u32) {
     t.wait_for("state:       running", Duration::from_secs(20));
     t.type_line("print MyProcPid");
     t.wait_for(&format!("$1 = {pid}"), Duration::from_secs(20));
+    // info auxv reads /proc and the backend's memory: no stop to take
+    t.type_line("info auxv");
+    t.wait_for(
+        "0    AT_NULL              End of vector                  0x0",
+        Duration::from_secs(20),
+    );
+    prompt_back(&t, "the prompt after info auxv");
+    assert!(
+        advances(&mut b, Duration::from_secs(5)),
+        "stopped after info auxv"
+    );
 
     // bt and plan take the stop they need, then the backend goes on.
     t.type_line("bt");

@@ -33,6 +33,7 @@ pub static BREAK: Entry = Entry {
     parse: |rest| parse_break("break", rest),
     needs: Needs::Stop,
     check: check_break,
+    run: None,
 };
 
 pub static TBREAK: Entry = Entry {
@@ -46,6 +47,7 @@ pub static TBREAK: Entry = Entry {
     parse: |rest| parse_break("tbreak", rest),
     needs: Needs::Stop,
     check: check_break,
+    run: None,
 };
 
 fn parse_break(name: &str, rest: &str) -> Result<Command> {
@@ -137,6 +139,7 @@ pub static CONDITION: Entry = Entry {
             None => Ok(()),
         }
     },
+    run: None,
 };
 
 pub static COMMANDS: Entry = Entry {
@@ -179,6 +182,7 @@ pub static COMMANDS: Entry = Entry {
         }
         Ok(())
     },
+    run: None,
 };
 
 pub static END: Entry = Entry {
@@ -191,6 +195,7 @@ pub static END: Entry = Entry {
     parse: |_| Ok(Command::End),
     needs: Needs::Nothing,
     check: no_check,
+    run: None,
 };
 
 pub static SILENT: Entry = Entry {
@@ -204,6 +209,7 @@ pub static SILENT: Entry = Entry {
     parse: |_| Ok(Command::Silent),
     needs: Needs::Nothing,
     check: no_check,
+    run: None,
 };
 
 pub static DELETE: Entry = Entry {
@@ -230,6 +236,7 @@ pub static DELETE: Entry = Entry {
     },
     needs: Needs::Stop,
     check: no_check,
+    run: None,
 };
 
 pub static INFO_BREAKPOINTS: Entry = Entry {
@@ -244,4 +251,5 @@ pub static INFO_BREAKPOINTS: Entry = Entry {
     parse: |_| Ok(Command::InfoBreakpoints),
     needs: Needs::Nothing,
     check: no_check,
+    run: None,
 };

@@ -2,8 +2,9 @@
 //! `backtrace`, `frame`, `up`, `down`, `info address|locals|args|registers|frame`.
 
 use super::check::{CheckCtx, misrouted, no_check, short};
-use super::{Command, Entry, Needs, args::num_arg, args::split_args};
+use super::{Command, Entry, Invocation, Needs, args::num_arg, args::split_args};
 use crate::expr::format::Radix;
+use crate::postgres::backend::Flow;
 use anyhow::{Result, anyhow, bail};
 
 pub static ENTRIES: &[&Entry] = &[
@@ -73,6 +74,7 @@ pub static PRINT: Entry = Entry {
         Command::Print { expr, .. } => ctx.typecheck(expr),
         _ => Err(misrouted("print", cmd)),
     },
+    run: None,
 };
 
 pub static PRINTF: Entry = Entry {
@@ -103,6 +105,7 @@ pub static PRINTF: Entry = Entry {
         }
         Ok(())
     },
+    run: None,
 };
 
 /// `"FORMAT", EXPR, EXPR` -> (FORMAT with escapes resolved, [EXPR...]).
@@ -175,9 +178,10 @@ pub static ECHO: Entry = Entry {
     summary: "print TEXT (for scripts)",
     help: "Prints TEXT as it is; \\n in it is a line break.",
     examples: &["echo plan choices:"],
-    parse: |rest| Ok(Command::Echo(rest.replace("\\n", "\n"))),
+    parse: |rest| Ok(Invocation::command(&ECHO, rest)),
     needs: Needs::Nothing,
     check: no_check,
+    run: Some(|_, rest| Ok((rest.replace("\\n", "\n"), Flow::Continue))),
 };
 
 pub static CALL: Entry = Entry {
@@ -197,11 +201,12 @@ pub static CALL: Entry = Entry {
         if !(rest.contains('(') && rest.ends_with(')')) {
             bail!("call needs FUNC(ARGS), e.g. call pgstat_get_wait_event(0x0100003d)");
         }
-        Ok(Command::Call(rest.to_string()))
+        Ok(Invocation::command(&CALL, rest))
     },
     // the prototype is checked when the call is made
     needs: Needs::Stop,
     check: no_check,
+    run: Some(|b, text| Ok((crate::postgres::commands::call(b, text)?, Flow::Continue))),
 };
 
 pub static BACKTRACE: Entry = Entry {
@@ -220,6 +225,7 @@ pub static BACKTRACE: Entry = Entry {
     },
     needs: Needs::Stop,
     check: no_check,
+    run: None,
 };
 
 pub static FRAME: Entry = Entry {
@@ -233,6 +239,7 @@ pub static FRAME: Entry = Entry {
     parse: |rest| Ok(Command::Frame(num_arg(rest, "frame")?)),
     needs: Needs::Stop,
     check: no_check,
+    run: None,
 };
 
 pub static UP: Entry = Entry {
@@ -245,6 +252,7 @@ pub static UP: Entry = Entry {
     parse: |rest| Ok(Command::Up(num_arg(rest, "up")?.unwrap_or(1))),
     needs: Needs::Stop,
     check: no_check,
+    run: None,
 };
 
 pub static DOWN: Entry = Entry {
@@ -257,6 +265,7 @@ pub static DOWN: Entry = Entry {
     parse: |rest| Ok(Command::Down(num_arg(rest, "down")?.unwrap_or(1))),
     needs: Needs::Stop,
     check: no_check,
+    run: None,
 };
 
 pub static INFO_ADDRESS: Entry = Entry {
@@ -287,6 +296,7 @@ pub static INFO_ADDRESS: Entry = Entry {
         }
         Ok(())
     },
+    run: None,
 };
 
 pub static INFO_LOCALS: Entry = Entry {
@@ -299,6 +309,7 @@ pub static INFO_LOCALS: Entry = Entry {
     parse: |_| Ok(Command::InfoLocals),
     needs: Needs::Stop,
     check: no_check,
+    run: None,
 };
 
 pub static INFO_ARGS: Entry = Entry {
@@ -311,6 +322,7 @@ pub static INFO_ARGS: Entry = Entry {
     parse: |_| Ok(Command::InfoArgs),
     needs: Needs::Stop,
     check: no_check,
+    run: None,
 };
 
 pub static INFO_REGISTERS: Entry = Entry {
@@ -324,6 +336,7 @@ pub static INFO_REGISTERS: Entry = Entry {
     parse: |_| Ok(Command::InfoRegisters),
     needs: Needs::Stop,
     check: no_check,
+    run: None,
 };
 
 pub static INFO_FRAME: Entry = Entry {
@@ -337,4 +350,5 @@ pub static INFO_FRAME: Entry = Entry {
     parse: |_| Ok(Command::InfoFrame),
     needs: Needs::Stop,
     check: no_check,
+    run: None,
 };

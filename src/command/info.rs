@@ -1,11 +1,14 @@
 //! `info` (the process and pgdbg's view of it) and `help`, which reads
 //! the whole registry.
 
+mod auxv;
+
 use super::check::no_check;
-use super::{Command, Entry, Needs, REGISTRY, find, subcommands};
+use super::{Command, Entry, Invocation, Needs, REGISTRY, find, subcommands};
+use crate::postgres::backend::Flow;
 use anyhow::bail;
 
-pub static ENTRIES: &[&Entry] = &[&INFO, &INFO_SHAREDLIBRARY, &INFO_SIGNALS, &HELP];
+pub static ENTRIES: &[&Entry] = &[&INFO, &INFO_SHAREDLIBRARY, &INFO_SIGNALS, &INFO_AUXV, &HELP];
 
 pub static INFO_SHAREDLIBRARY: Entry = Entry {
     name: "info sharedlibrary",
@@ -21,6 +24,7 @@ pub static INFO_SHAREDLIBRARY: Entry = Entry {
     parse: |_| Ok(Command::InfoSharedlibrary),
     needs: Needs::Stop,
     check: no_check,
+    run: None,
 };
 
 pub static INFO_SIGNALS: Entry = Entry {
@@ -37,17 +41,37 @@ pub static INFO_SIGNALS: Entry = Entry {
            SIGABRT) stops the backend and is delivered when it continues. The table is fixed: \
            pgdbg has no handle command.",
     examples: &["info signals", "info signals SIGUSR1"],
-    parse: parse_info_signals,
+    parse: |rest| signal_arg(rest).map(|_| Invocation::command(&INFO_SIGNALS, rest)),
     needs: Needs::Nothing,
     check: no_check,
+    run: Some(|_, rest| {
+        let sig = signal_arg(rest)?;
+        Ok((crate::inferior::signals::table(sig), Flow::Continue))
+    }),
+};
+
+pub static INFO_AUXV: Entry = Entry {
+    name: "info auxv",
+    aliases: &[],
+    usage: "info auxv",
+    summary: "the auxiliary vector the kernel gave the backend at exec, in gdb's table",
+    help: "One line per entry of /proc/PID/auxv, as gdb shows it: the type's number, its name, \
+           what it means and its value; a string's address (AT_EXECFN, AT_PLATFORM) with its \
+           text read from the backend's memory. At the prompt the backend runs on while it \
+           is read.",
+    examples: &["info auxv"],
+    parse: |rest| auxv::no_argument(rest).map(|_| Invocation::command(&INFO_AUXV, rest)),
+    needs: Needs::Memory,
+    check: no_check,
+    run: Some(auxv::info_auxv),
 };
 
 /// `info signals [SIGNAL]`: SIGNAL as SIGUSR1, USR1, usr1 or 10.
-fn parse_info_signals(rest: &str) -> anyhow::Result<Command> {
+fn signal_arg(rest: &str) -> anyhow::Result<Option<nix::sys::signal::Signal>> {
     use nix::sys::signal::Signal;
     let w = rest.trim();
     if w.is_empty() {
-        return Ok(Command::InfoSignals(None));
+        return Ok(None);
     }
     let up = w.to_ascii_uppercase();
     let sig = match w.parse::<i32>() {
@@ -56,7 +80,7 @@ fn parse_info_signals(rest: &str) -> anyhow::Result<Command> {
         Err(_) => format!("SIG{up}").parse().ok(),
     };
     match sig {
-        Some(s) => Ok(Command::InfoSignals(Some(s))),
+        Some(s) => Ok(Some(s)),
         None => bail!(
             "info signals: unknown signal '{}': give a name like SIGUSR1 or a number",
             crate::shown::shown(w)
@@ -77,13 +101,18 @@ pub static INFO: Entry = Entry {
         let what = rest.split_whitespace().next().unwrap_or("");
         match what {
             "" | "target" | "process" | "program" | "inferior" => Ok(Command::Info),
-            other => bail!(
-                "unknown info subcommand '{other}': try info, info breakpoints, info locals, info args, info registers, info frame, info address SYM, info symbol ADDR, info line LOC, info functions RE, info variables RE, info sharedlibrary, info signals"
-            ),
+            other => {
+                let names: Vec<&str> = subcommands(&INFO).iter().map(|e| e.name).collect();
+                bail!(
+                    "unknown info subcommand '{other}': try info, {}",
+                    names.join(", ")
+                )
+            }
         }
     },
     needs: Needs::Nothing,
     check: no_check,
+    run: None,
 };
 
 pub static HELP: Entry = Entry {
@@ -94,15 +123,13 @@ pub static HELP: Entry = Entry {
     help: "Without COMMAND, one line per command; with it, what the command does, its options \
            and examples. COMMAND may be an abbreviation, or a subcommand like 'info locals'.",
     examples: &["help", "help break"],
-    parse: |rest| {
-        Ok(Command::Help(if rest.is_empty() {
-            None
-        } else {
-            Some(rest.to_string())
-        }))
-    },
+    parse: |rest| Ok(Invocation::command(&HELP, rest)),
     needs: Needs::Nothing,
     check: no_check,
+    run: Some(|_, rest| {
+        let topic = Some(rest).filter(|t| !t.is_empty());
+        Ok((help_text(topic), Flow::Continue))
+    }),
 };
 
 /// The width of the names column of `help`.

@@ -61,6 +61,7 @@ pub static X: Entry = Entry {
         Command::Examine { .. } => Ok(()),
         _ => Err(misrouted("x", cmd)),
     },
+    run: None,
 };
 
 pub static PTYPE: Entry = Entry {
@@ -79,6 +80,7 @@ pub static PTYPE: Entry = Entry {
         Command::Ptype(a) => check_type_or_expr(ctx, a),
         _ => Err(misrouted("ptype", cmd)),
     },
+    run: None,
 };
 
 pub static WHATIS: Entry = Entry {
@@ -96,6 +98,7 @@ pub static WHATIS: Entry = Entry {
         Command::Whatis(a) => check_type_or_expr(ctx, a),
         _ => Err(misrouted("whatis", cmd)),
     },
+    run: None,
 };
 
 pub static INFO_SYMBOL: Entry = Entry {
@@ -118,6 +121,7 @@ pub static INFO_SYMBOL: Entry = Entry {
         Command::InfoSymbol(e) => ctx.typecheck(e),
         _ => Err(misrouted("info symbol", cmd)),
     },
+    run: None,
 };
 
 pub static INFO_LINE: Entry = Entry {
@@ -141,6 +145,7 @@ pub static INFO_LINE: Entry = Entry {
         Command::InfoLine(spec) => ctx.location(spec),
         _ => Err(misrouted("info line", cmd)),
     },
+    run: None,
 };
 
 pub static DISASSEMBLE: Entry = Entry {
@@ -183,6 +188,7 @@ pub static DISASSEMBLE: Entry = Entry {
         },
         _ => Err(misrouted("disassemble", cmd)),
     },
+    run: None,
 };
 
 /// What `info functions|variables` lists.
@@ -232,6 +238,7 @@ pub static INFO_FUNCTIONS: Entry = Entry {
         Command::InfoSymbols { .. } => Ok(()),
         _ => Err(misrouted("info functions", cmd)),
     },
+    run: None,
 };
 
 pub static INFO_VARIABLES: Entry = Entry {
@@ -250,6 +257,7 @@ pub static INFO_VARIABLES: Entry = Entry {
         Command::InfoSymbols { .. } => Ok(()),
         _ => Err(misrouted("info variables", cmd)),
     },
+    run: None,
 };
 
 /// `[/r] [/s] [SPEC]`: gdb's modifiers, alone (`/r /s`) or together (`/rs`).

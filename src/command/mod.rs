@@ -7,11 +7,18 @@
 //! ([`Needs`]).  `parse`, `help`, Tab completion, the script checks and
 //! the non-stop prompt (`session/nonstop.rs`) all read the registry.
 //!
-//! A new command: its variant of [`Command`] here, its `Entry` in its
-//! family's file, listed in that file's `ENTRIES`.  The compiler then asks
-//! for the variant's arm in [`Command::entry`] (which entry checks it) and
-//! in `Session::execute`; the unit tests check that the entry's examples
-//! parse to a command its own check receives.
+//! A new command: its `Entry` in its family's file, listed in that file's
+//! `ENTRIES`, whose `parse` gives [`Invocation::command`] (the entry and
+//! the rest of the line) and whose `run` is its implementation, over
+//! `postgres::Backend`: `Command::Run` carries the entry, so
+//! [`Command::entry`], `Session::execute`, the non-stop prompt, `help`,
+//! `info`'s list of subcommands and Tab completion need nothing more.  A
+//! command that needs the session's own frames, breakpoints or stops
+//! beyond `Backend` has instead a variant of [`Command`] here (`run:
+//! None`); the compiler then asks for its arm in [`Command::entry`] and in
+//! `Session::execute`.  The unit tests check that each entry's examples
+//! parse to a command its own check receives, and that an entry has a
+//! `run` exactly when its parser gives `Command::Run`.
 
 mod analyze;
 mod args;
@@ -35,6 +42,8 @@ pub use info::help_text;
 pub use inspect::{SymbolKind, symbol_regex, type_words};
 
 use crate::expr::format::Radix;
+use crate::postgres::Backend;
+use crate::postgres::backend::Flow;
 use anyhow::{Result, bail};
 
 pub use crate::postgres::plancache::PlanCacheMode;
@@ -117,8 +126,6 @@ pub enum Command {
     InfoRegisters,
     InfoFrame,
     InfoSharedlibrary,
-    /// `info signals [SIGNAL]`: what pgdbg does with each signal.
-    InfoSignals(Option<nix::sys::signal::Signal>),
     /// `x/NFU ADDR`: what is not given comes from the last `x`.
     Examine {
         count: Option<usize>,
@@ -152,7 +159,6 @@ pub enum Command {
     List(Option<String>),
     /// `directory [DIR]`
     Directory(Option<String>),
-    Echo(String),
     /// Watch plan-cache decisions.
     PlanCache {
         duration: Option<std::time::Duration>,
@@ -160,8 +166,6 @@ pub enum Command {
         /// the recorder (default), `--fast=stop`, `--stops`
         mode: PlanCacheMode,
     },
-    /// `call FUNC(ARGS)`
-    Call(String),
     /// `plan [--next] [--format F] [--verbose] [--costs off]`
     Plan {
         next: bool,
@@ -176,8 +180,6 @@ pub enum Command {
         every: std::time::Duration,
         duration: Option<std::time::Duration>,
     },
-    /// `wait`: the current wait event
-    Wait,
     /// `waits sample [--hz N] [--for D]`
     WaitsSample {
         hz: f64,
@@ -199,8 +201,52 @@ pub enum Command {
     Profile(crate::perf::profile::ProfileOpts),
     Detach,
     Quit,
-    Help(Option<String>),
+    /// A command its registry entry runs (`Entry::run`): no variant of
+    /// its own, no arm in `Session::execute`.
+    Run(Invocation),
     Nothing,
+}
+
+/// How a command of the registry runs by itself: over the backend, with
+/// the rest of its line (which its entry's `parse` accepted).
+pub type Run = fn(&mut dyn Backend, &str) -> Result<(String, Flow)>;
+
+/// A parsed command that its entry runs: the entry and the rest of the
+/// line.
+#[derive(Clone)]
+pub struct Invocation {
+    pub entry: &'static Entry,
+    pub args: String,
+}
+
+impl Invocation {
+    /// The command `entry` runs with `args` (an entry's `parse` gives it).
+    pub fn command(entry: &'static Entry, args: &str) -> Command {
+        Command::Run(Invocation {
+            entry,
+            args: args.to_string(),
+        })
+    }
+
+    /// Run it: the entry's `run` over the backend.
+    pub fn run(&self, b: &mut dyn Backend) -> Result<(String, Flow)> {
+        match self.entry.run {
+            Some(run) => run(b, &self.args),
+            None => bail!("{}: this command cannot run here", self.entry.name),
+        }
+    }
+}
+
+impl PartialEq for Invocation {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self.entry, other.entry) && self.args == other.args
+    }
+}
+
+impl std::fmt::Debug for Invocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Run({:?} {:?})", self.entry.name, self.args)
+    }
 }
 
 /// One command: everything pgdbg knows about it, in one place.
@@ -228,6 +274,11 @@ pub struct Entry {
     /// The check made before attaching (`--script`, `--ex`);
     /// `check::no_check` where nothing can be known before.
     pub check: fn(&CheckCtx, &Command) -> Result<()>,
+    /// How it runs, when its `parse` gives `Command::Run` (see
+    /// `Invocation::command`); None for a command with its own variant of
+    /// `Command`, which `Session::execute` runs (it needs the session's
+    /// frames, breakpoints or stops beyond `postgres::Backend`).
+    pub run: Option<Run>,
 }
 
 /// What a command needs of the backend.  At the non-stop prompt the
@@ -310,8 +361,6 @@ impl Command {
             C::Quit => &running::QUIT,
             C::Print { .. } => &data::PRINT,
             C::Printf { .. } => &data::PRINTF,
-            C::Echo(_) => &data::ECHO,
-            C::Call(_) => &data::CALL,
             C::Backtrace(_) => &data::BACKTRACE,
             C::Frame(_) => &data::FRAME,
             C::Up(_) => &data::UP,
@@ -326,12 +375,10 @@ impl Command {
             C::Latency { .. } => &probes::LATENCY,
             C::Plan { .. } | C::PlanAnalyze(_) | C::PlanProgress { .. } => &postgres::PLAN,
             C::PlanCache { .. } => &postgres::PLANCACHE,
-            C::Wait => &postgres::WAIT,
             C::WaitsSample { .. } => &postgres::WAITS_SAMPLE,
             C::WaitsTrace { .. } => &postgres::WAITS_TRACE,
             C::Profile(_) => &profile::PROFILE,
             C::InfoSharedlibrary => &info::INFO_SHAREDLIBRARY,
-            C::InfoSignals(_) => &info::INFO_SIGNALS,
             C::Examine { .. } => &inspect::X,
             C::Ptype(_) => &inspect::PTYPE,
             C::Whatis(_) => &inspect::WHATIS,
@@ -349,7 +396,7 @@ impl Command {
             } => &inspect::INFO_VARIABLES,
             C::Directory(_) => &source::DIRECTORY,
             C::Info => &info::INFO,
-            C::Help(_) => &info::HELP,
+            C::Run(i) => i.entry,
             C::Nothing => return None,
         })
     }

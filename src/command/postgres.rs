@@ -3,7 +3,8 @@
 
 use super::args::{parse_limits, stacks_arg};
 use super::check::no_check;
-use super::{Command, Entry, Needs, PlanCacheMode};
+use super::{Command, Entry, Invocation, Needs, PlanCacheMode};
+use crate::postgres::backend::Flow;
 use anyhow::{Result, anyhow, bail};
 
 pub static ENTRIES: &[&Entry] = &[
@@ -94,6 +95,7 @@ pub static PLAN: Entry = Entry {
     },
     needs: Needs::Varies(plan_needs),
     check: no_check,
+    run: None,
 };
 
 /// `plan`: a stop for the plan of the running query; with --next, --analyze
@@ -150,6 +152,7 @@ pub static PLANCACHE: Entry = Entry {
     },
     needs: Needs::Runs,
     check: no_check,
+    run: None,
 };
 
 pub static WAIT: Entry = Entry {
@@ -164,10 +167,11 @@ pub static WAIT: Entry = Entry {
         if !rest.is_empty() {
             bail!("wait takes no arguments (did you mean 'waits sample'?)");
         }
-        Ok(Command::Wait)
+        Ok(Invocation::command(&WAIT, rest))
     },
     needs: Needs::Memory,
     check: no_check,
+    run: Some(|b, _| Ok((crate::postgres::commands::wait_now(b)?, Flow::Continue))),
 };
 
 /// `waits` alone: only its subcommands are commands.
@@ -182,6 +186,7 @@ pub static WAITS: Entry = Entry {
     parse: |_| bail!("waits needs a subcommand: waits sample [--hz N] [--for DURATION]"),
     needs: Needs::Nothing,
     check: no_check,
+    run: None,
 };
 
 pub static WAITS_SAMPLE: Entry = Entry {
@@ -222,6 +227,7 @@ pub static WAITS_SAMPLE: Entry = Entry {
     },
     needs: Needs::Runs,
     check: no_check,
+    run: None,
 };
 
 pub static WAITS_TRACE: Entry = Entry {
@@ -258,6 +264,7 @@ pub static WAITS_TRACE: Entry = Entry {
     parse: parse_waits_trace,
     needs: Needs::Runs,
     check: no_check,
+    run: None,
 };
 
 fn parse_waits_trace(opts: &str) -> Result<Command> {

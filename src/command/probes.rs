@@ -41,6 +41,7 @@ pub static TRACE: Entry = Entry {
         }
         Ok(())
     },
+    run: None,
 };
 
 fn parse_trace(rest: &str) -> Result<Command> {
@@ -116,6 +117,7 @@ pub static COUNT: Entry = Entry {
         }
         Ok(())
     },
+    run: None,
 };
 
 fn parse_count(rest: &str) -> Result<Command> {
@@ -191,6 +193,7 @@ pub static LATENCY: Entry = Entry {
         }
         Ok(())
     },
+    run: None,
 };
 
 fn parse_latency(rest: &str) -> Result<Command> {

@@ -51,6 +51,7 @@ pub static PROFILE: Entry = Entry {
     parse: parse_profile,
     needs: Needs::Runs,
     check: no_check,
+    run: None,
 };
 
 pub fn parse_profile(rest: &str) -> Result<Command> {

@@ -20,6 +20,7 @@ pub static CONTINUE: Entry = Entry {
     parse: |_| Ok(Command::Continue),
     needs: Needs::RunState,
     check: no_check,
+    run: None,
 };
 
 pub static INTERRUPT: Entry = Entry {
@@ -37,6 +38,7 @@ pub static INTERRUPT: Entry = Entry {
     parse: |_| Ok(Command::Interrupt),
     needs: Needs::RunState,
     check: no_check,
+    run: None,
 };
 
 pub static DETACH: Entry = Entry {
@@ -51,6 +53,7 @@ pub static DETACH: Entry = Entry {
     parse: |_| Ok(Command::Detach),
     needs: Needs::Detaches,
     check: no_check,
+    run: None,
 };
 
 pub static QUIT: Entry = Entry {
@@ -63,4 +66,5 @@ pub static QUIT: Entry = Entry {
     parse: |_| Ok(Command::Quit),
     needs: Needs::Detaches,
     check: no_check,
+    run: None,
 };

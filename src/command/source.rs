@@ -44,6 +44,7 @@ pub static LIST: Entry = Entry {
         }
         _ => Err(misrouted("list", cmd)),
     },
+    run: None,
 };
 
 pub static DIRECTORY: Entry = Entry {
@@ -70,6 +71,7 @@ pub static DIRECTORY: Entry = Entry {
         Command::Directory(_) => Ok(()),
         _ => Err(misrouted("directory", cmd)),
     },
+    run: None,
 };
 
 /// A FUNCTION or FILE:LINE must name something the debug info has.

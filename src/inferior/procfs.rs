@@ -106,20 +106,28 @@ pub fn maps(pid: i32) -> Result<Vec<Mapping>> {
     Ok(out)
 }
 
-/// AT_ENTRY from /proc/PID/auxv: the runtime entry point of the executable.
-pub fn auxv_entry(pid: i32) -> Option<u64> {
-    let b = std::fs::read(format!("/proc/{pid}/auxv")).ok()?;
+/// The auxiliary vector the kernel gave the process at exec
+/// (/proc/PID/auxv): its (type, value) pairs up to and including AT_NULL.
+pub fn auxv(pid: i32) -> std::io::Result<Vec<(u64, u64)>> {
+    let b = std::fs::read(format!("/proc/{pid}/auxv"))?;
+    let mut out = Vec::new();
     for c in b.chunks_exact(16) {
-        let k = u64::from_le_bytes(c[..8].try_into().ok()?);
-        let v = u64::from_le_bytes(c[8..].try_into().ok()?);
-        if k == libc::AT_ENTRY {
-            return Some(v);
-        }
-        if k == 0 {
+        let word = |w: &[u8]| u64::from_le_bytes(w.try_into().unwrap_or([0; 8]));
+        let (k, v) = (word(&c[..8]), word(&c[8..]));
+        out.push((k, v));
+        if k == libc::AT_NULL {
             break;
         }
     }
-    None
+    Ok(out)
+}
+
+/// AT_ENTRY from /proc/PID/auxv: the runtime entry point of the executable.
+pub fn auxv_entry(pid: i32) -> Option<u64> {
+    auxv(pid)
+        .ok()?
+        .into_iter()
+        .find_map(|(k, v)| (k == libc::AT_ENTRY).then_some(v))
 }
 
 /// The CPU the process last ran on (/proc/PID/stat field 39).

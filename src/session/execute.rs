@@ -120,7 +120,6 @@ impl Session {
             Command::Delete(ids) => (self.delete_breakpoints(ids)?, Flow::Continue),
             Command::InfoBreakpoints => (self.info_breakpoints(), Flow::Continue),
             Command::InfoSharedlibrary => (self.info_sharedlibrary(), Flow::Continue),
-            Command::InfoSignals(sig) => (crate::inferior::signals::table(*sig), Flow::Continue),
             Command::Continue => self.continue_running()?,
             Command::Interrupt => self.interrupt()?,
             Command::Print { radix, expr } => (self.print(expr, *radix)?, Flow::Continue),
@@ -201,14 +200,11 @@ impl Session {
                 self.disassemble(*raw, *source, spec.as_deref())?,
                 Flow::Continue,
             ),
-            Command::Echo(t) => (t.clone(), Flow::Continue),
             Command::PlanCache {
                 duration,
                 count,
                 mode,
             } => pg::plancache(self, *duration, *count, *mode)?,
-            Command::Call(text) => (pg::call(self, text)?, Flow::Continue),
-            Command::Wait => (pg::wait_now(self)?, Flow::Continue),
             Command::WaitsSample { hz, duration } => pg::waits_sample(self, *hz, *duration)?,
             Command::WaitsTrace {
                 duration,
@@ -252,7 +248,7 @@ impl Session {
             Command::Profile(opts) => self.profile(opts)?,
             Command::Detach => (self.detach()?, Flow::Quit),
             Command::Quit => (self.detach()?, Flow::Quit),
-            Command::Help(t) => (help_text(t.as_deref()), Flow::Continue),
+            Command::Run(i) => i.run(self)?,
         })
     }
 }

@@ -19,7 +19,7 @@
 
 use crate::breakpoints::{BpLocation, Breakpoints};
 use crate::capture::{Capture, Event};
-use crate::command::{Command, help_text};
+use crate::command::Command;
 use crate::debuginfo::location::{FrameContext, Place, eval_location};
 use crate::debuginfo::types::{TypeRef, TypeSource, size_of};
 use crate::debuginfo::unwind::{FileKey, Module};

@@ -81,3 +81,15 @@ pub fn assert_same_as_gdb(
     }
     assert_eq!(a.len(), b.len(), "{cmds:?}\npgdbg:\n{ours}\ngdb:\n{theirs}");
 }
+
+/// gdb's output for `cmds` attached to process `pid` (gdb stops it for
+/// the moment of its commands, then detaches).
+pub fn gdb_attached(pid: i32, cmds: &[&str]) -> String {
+    let mut g = Command::new("gdb");
+    g.args(["-nx", "-batch", "-p", &pid.to_string()]);
+    for c in cmds {
+        g.arg("-ex").arg(c);
+    }
+    let o = g.output().expect("run gdb");
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}

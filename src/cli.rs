@@ -412,6 +412,7 @@ pub fn main() -> i32 {
                 quiet,
                 any_process: false,
                 worker: false,
+                next_backend: false,
             },
         ),
         Cmd::Report(args) => crate::report::run(&args),

@@ -73,6 +73,7 @@ pub fn run(name: &str, command: &str, a: OneShotArgs) -> Result<i32> {
         quiet: true,
         any_process: false,
         worker: false,
+        next_backend: false,
     };
     if pids.len() == 1 && a.cluster.is_none() && answers.is_none() {
         return crate::attach::run_attach(pids.into_iter().next(), &opts);

@@ -414,6 +414,15 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
             return Ok(NOT_ATTACHED_EXIT);
         };
         crate::forks::hold_for_tests(&mut t);
+        // from its fork to its first command it runs untouched
+        if let Err(e) = crate::session::run_to_first_command(&mut t, &di, p) {
+            let _ = t.detach();
+            if !t.is_gone() {
+                crate::errln!("pgdbg: new backend {p}: {e}");
+            }
+            runtime::flush_out();
+            return Ok(NOT_ATTACHED_EXIT);
+        }
         pid = p;
         limit = limit.map(|l| l.saturating_sub(started.elapsed()));
         t

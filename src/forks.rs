@@ -9,9 +9,12 @@
 //! refused and wait for the next fork).  The winner keeps it only when
 //! its parent is still the postmaster (not a reused PID) and it holds a
 //! client connection (inferior/newchild.rs); otherwise it detaches at once
-//! and waits again.  Then it arms the script and lets the backend run: the
-//! new connection waits for that, as any backend waits while a worker
-//! attaches.  The supervisor hears "attached PID" and starts another spare.
+//! and waits again.  Then the backend runs on until it is ready for its
+//! first command (session/firstcommand.rs: an execute breakpoint in a
+//! debug register, nothing written into it), where it stays stopped while
+//! the script is armed: the new connection waits for that, as any backend
+//! waits while a worker attaches.  The supervisor hears "attached PID" and
+//! starts another spare.
 //!
 //! No stop here is anything but a ptrace stop of the worker that keeps the
 //! backend: the kernel ends it if that worker dies, no SIGSTOP or SIGCONT
@@ -290,7 +293,7 @@ impl ForkTimes {
         v.sort();
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         Some(format!(
-            "{} new backend{} attached at their fork, stopped {:.2} ms after it (median), {:.2} ms at most; each stays stopped while its worker arms the script",
+            "{} new backend{} attached at their fork, {:.2} ms after it (median), {:.2} ms at most; each stopped before its first command while its worker armed the script",
             v.len(),
             if v.len() == 1 { "" } else { "s" },
             ms(v[v.len() / 2]),

@@ -1,7 +1,7 @@
 //! `pgdbg attach --cluster`: each new backend is attached at its fork by
-//! a worker started ahead and stays stopped until the script is armed, so
-//! that even a session of one short statement is observed from its first
-//! statement; a backend killed while it is held is reaped by the
+//! a worker started ahead and stopped before its first command until the
+//! script is armed, so that even a session of one short statement is
+//! observed from its first statement; a backend killed while it is held is reaped by the
 //! postmaster (its crash restart completes), one held while pgdbg is
 //! killed runs on; every backend is left running, untraced.
 

@@ -423,6 +423,17 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
             runtime::flush_out();
             return Ok(NOT_ATTACHED_EXIT);
         }
+        // its title is set by now: a walsender (a replication connection)
+        // or any other child that merely inherited a connection is let go
+        if !matches!(
+            crate::postgres::classify(p),
+            Ok(ProcessKind::ClientBackend { .. })
+        ) {
+            crate::inferior::log::debug(&format!("[{p}] not a client backend: let go"));
+            let _ = t.detach();
+            runtime::flush_out();
+            return Ok(crate::forks::NOT_A_CLIENT_EXIT);
+        }
         pid = p;
         limit = limit.map(|l| l.saturating_sub(started.elapsed()));
         t

@@ -41,6 +41,11 @@ use std::time::{Duration, Instant};
 /// "refused WHY" when it cannot hear of forks.
 pub const STATUS_FD: i32 = 3;
 
+/// The exit status of a spare whose new child turned out not to be a
+/// client backend once ready for its first command (a walsender): let
+/// go, not counted.
+pub const NOT_A_CLIENT_EXIT: i32 = 4;
+
 /// Whether this process may hear of forks: None, or why not (said once
 /// by the caller, who then looks every 100 ms instead).
 pub fn events_refused() -> Option<String> {

@@ -325,6 +325,11 @@ pub fn supervise(
                     let _ = t.join();
                 }
             }
+            if st.code() == Some(forks::NOT_A_CLIENT_EXIT) {
+                // a walsender taken at its fork, let go: never a backend
+                // of the script
+                continue;
+            }
             if st.code() == Some(crate::attach::NOT_ATTACHED_EXIT) {
                 // the worker said why; a backend gone now had ended first
                 if crate::inferior::procfs::exists(pid) {

@@ -108,6 +108,11 @@ pub fn take_next_backend(
             if f.parent != postmaster || got.is_some() {
                 continue;
             }
+            // a fork heard late (this spare waited for a CPU): another
+            // spare has taken it, and may have let it go since: not new
+            if ProcEvents::now_ns().saturating_sub(f.at_ns) > STALE_FORK_NS {
+                continue;
+            }
             if let Some(t) = take(f.child, postmaster) {
                 let took = Duration::from_nanos(ProcEvents::now_ns().saturating_sub(f.at_ns));
                 got = Some((t, f.child, took));
@@ -124,6 +129,9 @@ pub fn take_next_backend(
     }
     Ok(taken)
 }
+
+/// A fork heard this long after it is left alone.
+const STALE_FORK_NS: u64 = 50_000_000;
 
 /// Attach to a new child of the postmaster; kept only when it is a client
 /// backend (else detached at once).  None as well when another spare took
@@ -148,7 +156,27 @@ fn take(pid: i32, postmaster: i32) -> Option<Target> {
         "[{pid}] new child let go: parent {parent:?}, connections {conns:?}"
     ));
     let _ = t.detach();
+    reap_if_ours(pid);
     None
+}
+
+/// A child killed while it was ours (its detach failed, ESRCH) stays our
+/// tracee until waited for: the postmaster reaps it only then.  Waited
+/// for up to a second; after that this spare ends, and the kernel hands
+/// the zombie to the postmaster.
+fn reap_if_ours(pid: i32) {
+    use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+    let p = nix::unistd::Pid::from_raw(pid);
+    let until = Instant::now() + Duration::from_secs(1);
+    while Instant::now() < until {
+        match waitpid(p, Some(WaitPidFlag::WNOHANG | WaitPidFlag::__WALL)) {
+            Ok(WaitStatus::StillAlive) => std::thread::sleep(Duration::from_millis(1)),
+            // not ours any more (detached), or reaped now
+            _ => return,
+        }
+    }
+    runtime::flush_out();
+    std::process::exit(crate::attach::NOT_ATTACHED_EXIT);
 }
 
 /// Tests only (PGDBG_HOLD_NEW_MS): keep a new backend stopped this long

@@ -279,6 +279,18 @@ pub fn supervise(
                     }
                     spares_on = false;
                 }
+                Said::Attached { pid, .. } if workers.contains_key(&pid) => {
+                    // a late spare took a backend that has a worker (its
+                    // fork heard late): it ends at once, the backend
+                    // restored and detached
+                    let mut sp = spares.swap_remove(i);
+                    // SAFETY: plain kill(2) to our own child.
+                    unsafe { libc::kill(sp.child.id() as i32, libc::SIGTERM) };
+                    let _ = sp.child.wait();
+                    for t in sp.threads.drain(..) {
+                        let _ = t.join();
+                    }
+                }
                 Said::Attached { pid, took } => {
                     let sp = spares.swap_remove(i);
                     sp.prefix.store(pid, Ordering::Relaxed);

@@ -16,6 +16,12 @@ pub fn run_to_first_command(t: &mut Target, di: &DebugInfo, pid: i32) -> Result<
         .first()
         .map(|l| l.addr)
         .ok_or_else(|| anyhow!("ReadyForQuery not found in the debug info"))?;
+    if crate::runtime::must_stop() {
+        return Err(anyhow!("stopped before its first command"));
+    }
+    // bounded: the server's default authentication_timeout (60 s) and a
+    // margin; a client that never authenticates is let go then
+    let _deadline = crate::runtime::Deadline::arm(std::time::Duration::from_secs(65));
     t.set_debugreg(0, addr)?;
     // DR7: slot 0 enabled (local), execute, length 1
     t.set_debugreg(7, 1)?;
@@ -30,7 +36,11 @@ pub fn run_to_first_command(t: &mut Target, di: &DebugInfo, pid: i32) -> Result<
                 break Err(anyhow!("backend {pid} ended before its first command"));
             }
             Stop::ToolTerminating => break Err(anyhow!("stopped before its first command")),
-            Stop::Interrupted if crate::runtime::must_stop() || crate::runtime::sigint_seen() => {
+            Stop::Interrupted
+                if crate::runtime::must_stop()
+                    || crate::runtime::sigint_seen()
+                    || crate::runtime::deadline_hit() =>
+            {
                 break Err(anyhow!("stopped before its first command"));
             }
             _ => {}

@@ -16,9 +16,11 @@
 //! waits while a worker attaches.  The supervisor hears "attached PID" and
 //! starts another spare.
 //!
-//! No stop here is anything but a ptrace stop of the worker that keeps the
-//! backend: the kernel ends it if that worker dies, no SIGSTOP or SIGCONT
-//! is ever sent, and no backend is handed from one tracer to another.  A
+//! The stop at the fork is a ptrace stop of the spare: the kernel ends it
+//! if the spare dies, and no backend is handed from one tracer to another.
+//! The run to the first command uses a debug register, with what that
+//! brings (the guardian, the SIGTRAP handler, the group stop of hold.rs:
+//! docs/safety.md).  A
 //! new backend is stopped only when a spare is ready (else it is found by
 //! looking, every 100 ms, as without process events).  A backend killed
 //! while it is stopped is waited for by its worker (its parent, the

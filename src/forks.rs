@@ -82,7 +82,10 @@ pub fn take_next_backend(
     unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, -10) };
     let _ = status.write_all(b"ready\n");
     let taken = loop {
-        if runtime::must_stop() || until.is_some_and(|u| Instant::now() >= u) {
+        if runtime::must_stop()
+            || until.is_some_and(|u| Instant::now() >= u)
+            || UNREAPED.load(std::sync::atomic::Ordering::Relaxed)
+        {
             break None;
         }
         let mut fds = [
@@ -177,9 +180,11 @@ fn reap_if_ours(pid: i32) {
             _ => return,
         }
     }
-    runtime::flush_out();
-    std::process::exit(crate::attach::NOT_ATTACHED_EXIT);
+    UNREAPED.store(true, std::sync::atomic::Ordering::Relaxed);
 }
+
+/// A child this spare could not wait for: it ends (take_next_backend).
+static UNREAPED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Tests only (PGDBG_HOLD_NEW_MS): keep a new backend stopped this long
 /// after its fork, so that a test can kill it, or pgdbg, meanwhile.  Its

@@ -159,8 +159,72 @@ fn load_script(
     crate::script::check_after(&w, &crate::script::substitute(&w, &text, defs)?, di, scopes)
 }
 
-/// The options of `pgdbg attach` besides the targets.
+/// The backends a command works on (`pgdbg attach`, `bt`, `plan`, `wait`).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct Targets {
+    /// PID of the backend (select pg_backend_pid(), or pg_stat_activity.pid);
+    /// several PIDs run the script on each of them at once
+    #[arg(value_name = "PID")]
+    pub pids: Vec<String>,
+    /// Every client backend of the cluster whose data directory or
+    /// socket directory is DIR, including backends that start while the
+    /// script runs (needs --script or --ex)
+    #[arg(long, value_name = "DIR")]
+    pub cluster: Option<PathBuf>,
+    /// The PIDs are PIDs in the PID namespace of host process HOSTPID
+    /// (a container's: pg_stat_activity.pid there; HOSTPID is any
+    /// process of that container, e.g. its postmaster)
+    #[arg(long, value_name = "HOSTPID")]
+    pub ns_of: Option<String>,
+}
+
+impl Targets {
+    /// The PIDs as this machine's PID namespace numbers them.
+    pub fn host_pids(&self) -> Result<Vec<String>> {
+        match &self.ns_of {
+            Some(of) => host_pids(of, &self.pids),
+            None => Ok(self.pids.clone()),
+        }
+    }
+}
+
+/// Where the debug info of the backend's binary comes from (`pgdbg
+/// attach`, `bt`, `plan`, `wait`, `profile`).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct DebugInfoOpts {
+    /// Read DWARF from FILE, a separate debug file of this exact build (the
+    /// same build-id)
+    #[arg(long, value_name = "FILE")]
+    pub debug_file: Option<PathBuf>,
+    /// Use this layout pack instead of DWARF (stripped binaries; see pgdbg
+    /// symbols; the packs for PostgreSQL 13 to 18 are built in and picked
+    /// automatically)
+    #[arg(long, value_name = "FILE")]
+    pub symbols: Option<PathBuf>,
+}
+
+/// How pgdbg reads and calls into an attached backend (`pgdbg attach`,
+/// `bt`, `plan`, `wait`).
 #[derive(clap::Args, Debug, Clone)]
+pub struct BackendOpts {
+    #[command(flatten)]
+    pub debug: DebugInfoOpts,
+    /// Abandon an inferior call (call, plan) that takes longer (e.g. 5s)
+    #[arg(long, value_name = "DURATION", default_value = "5s")]
+    pub call_timeout: String,
+}
+
+impl Default for BackendOpts {
+    fn default() -> Self {
+        BackendOpts {
+            debug: DebugInfoOpts::default(),
+            call_timeout: "5s".into(),
+        }
+    }
+}
+
+/// The options of `pgdbg attach` besides the targets.
+#[derive(clap::Args, Debug, Clone, Default)]
 pub struct AttachOpts {
     /// End the script after DURATION (e.g. 10s): the command running then
     /// stops, the backend is restored and detached
@@ -186,16 +250,8 @@ pub struct AttachOpts {
     /// breakpoint (default: a hits event with counts, once a second)
     #[arg(long, requires = "capture")]
     pub capture_hits: bool,
-    /// Read DWARF from FILE (a separate debug file of this exact build)
-    #[arg(long, value_name = "FILE")]
-    pub debug_file: Option<PathBuf>,
-    /// Use this layout pack instead of DWARF (stripped binaries; the
-    /// packs for PostgreSQL 15 and 18 are built in and picked automatically)
-    #[arg(long, value_name = "FILE")]
-    pub symbols: Option<PathBuf>,
-    /// Abandon an inferior call (call, plan) that takes longer (e.g. 5s)
-    #[arg(long, value_name = "DURATION", default_value = "5s")]
-    pub call_timeout: String,
+    #[command(flatten)]
+    pub backend: BackendOpts,
     /// Do not print the banner and progress lines
     #[arg(long, short = 'q')]
     pub quiet: bool,
@@ -242,13 +298,13 @@ impl AttachOpts {
         if let Some(c) = &self.capture {
             opt("--capture", c.into());
         }
-        if let Some(d) = &self.debug_file {
+        if let Some(d) = &self.backend.debug.debug_file {
             opt("--debug-file", d.into());
         }
-        if let Some(s) = &self.symbols {
+        if let Some(s) = &self.backend.debug.symbols {
             opt("--symbols", s.into());
         }
-        opt("--call-timeout", (&self.call_timeout).into());
+        opt("--call-timeout", (&self.backend.call_timeout).into());
         if let Some(r) = remaining {
             opt("--for", format!("{}ms", r.as_millis().max(1)).into());
         }
@@ -302,8 +358,8 @@ pub fn load_debuginfo(pid: i32, opts: &AttachOpts) -> Result<(Rc<DebugInfo>, Pat
     let di = DebugInfo::load(
         &exe_link,
         &real_clean,
-        opts.debug_file.as_deref(),
-        opts.symbols.as_deref(),
+        opts.backend.debug.debug_file.as_deref(),
+        opts.backend.debug.symbols.as_deref(),
         &postgres::packs::Packs,
         fetch,
     );
@@ -383,8 +439,8 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
     // until a new backend is taken)
     let mut pid = parse_pid(pid)?;
     let started = std::time::Instant::now();
-    let call_timeout =
-        command::parse_duration(&opts.call_timeout).map_err(|e| anyhow!("--call-timeout: {e}"))?;
+    let call_timeout = command::parse_duration(&opts.backend.call_timeout)
+        .map_err(|e| anyhow!("--call-timeout: {e}"))?;
     let mut limit = opts.duration()?;
     if (limit.is_some() || opts.count.is_some()) && opts.script.is_none() && opts.ex.is_empty() {
         bail!("--for and --count limit a script: give --script FILE or --ex COMMAND");

@@ -3,7 +3,7 @@
 //! problem and what to do, with a non-zero exit, and leaves the target as
 //! it was.
 
-use crate::attach::{AttachOpts, one_line};
+use crate::attach::{AttachOpts, BackendOpts, DebugInfoOpts, Targets, one_line};
 use crate::debuginfo::DebugInfo;
 use crate::inferior::procfs;
 use crate::runtime;
@@ -79,20 +79,8 @@ pgdbg attach --cluster /var/lib/postgresql/15/main --script scripts/examples/pla
 pgdbg report out.jsonl"
     )]
     Attach {
-        /// PID of the backend (select pg_backend_pid(), or pg_stat_activity.pid);
-        /// several PIDs run the script on each of them at once
-        #[arg(value_name = "PID")]
-        pids: Vec<String>,
-        /// Every client backend of the cluster whose data directory or
-        /// socket directory is DIR, including backends that start while the
-        /// script runs (needs --script or --ex)
-        #[arg(long, value_name = "DIR")]
-        cluster: Option<PathBuf>,
-        /// The PIDs are PIDs in the PID namespace of host process HOSTPID
-        /// (a container's: pg_stat_activity.pid there; HOSTPID is any
-        /// process of that container, e.g. its postmaster)
-        #[arg(long, value_name = "HOSTPID")]
-        ns_of: Option<String>,
+        #[command(flatten)]
+        targets: Targets,
         #[command(flatten)]
         opts: AttachOpts,
     },
@@ -150,12 +138,8 @@ pgdbg profile 4711 --for 10s --speedscope cpu.json --pprof cpu.pb.gz   for speed
         /// time recorded
         #[arg(long, conflicts_with = "off_cpu")]
         wall: bool,
-        /// Take the DWARF from FILE (must have the binary's build-id)
-        #[arg(long, value_name = "FILE")]
-        debug_file: Option<PathBuf>,
-        /// A layout pack for a stripped binary (see pgdbg symbols)
-        #[arg(long, value_name = "FILE")]
-        symbols: Option<PathBuf>,
+        #[command(flatten)]
+        debug: DebugInfoOpts,
         /// No progress lines
         #[arg(long, short = 'q')]
         quiet: bool,
@@ -319,18 +303,10 @@ pub fn main() -> i32 {
         crate::errln!("pgdbg: internal error: {info}; the backend is being restored and detached");
     }));
     let res = std::panic::catch_unwind(|| match cli.cmd {
-        Cmd::Attach {
-            pids,
-            cluster,
-            ns_of,
-            opts,
-        } => {
-            let pids = match ns_of {
-                Some(of) => crate::attach::host_pids(&of, &pids)?,
-                None => pids,
-            };
-            if pids.len() > 1 || cluster.is_some() {
-                crate::multi::run(&pids, cluster.as_deref(), &opts)
+        Cmd::Attach { targets, opts } => {
+            let pids = targets.host_pids()?;
+            if pids.len() > 1 || targets.cluster.is_some() {
+                crate::multi::run(&pids, targets.cluster.as_deref(), &opts)
             } else {
                 match crate::attach::run_attach(pids.into_iter().next(), &opts) {
                     // a worker that never attached says so by its status
@@ -381,8 +357,7 @@ pub fn main() -> i32 {
             rows,
             off_cpu,
             wall,
-            debug_file,
-            symbols,
+            debug,
             quiet,
         } => run_profile(
             pid,
@@ -399,20 +374,12 @@ pub fn main() -> i32 {
             },
             for_,
             AttachOpts {
-                for_: None,
-                count: None,
-                define: Vec::new(),
-                script: None,
-                ex: Vec::new(),
-                capture: None,
-                capture_hits: false,
-                debug_file,
-                symbols,
-                call_timeout: "5s".into(),
+                backend: BackendOpts {
+                    debug,
+                    ..BackendOpts::default()
+                },
                 quiet,
-                any_process: false,
-                worker: false,
-                next_backend: false,
+                ..AttachOpts::default()
             },
         ),
         Cmd::Report(args) => crate::report::run(&args),
@@ -452,21 +419,7 @@ fn run_profile(
     crate::attach::check_target(pid, false)?;
     let (di, _) = crate::attach::load_debuginfo(pid, &aopts)?;
     runtime::install();
-    if !aopts.quiet && opts.wall {
-        crate::errln!("{}", crate::session::wall_start_line(pid, &opts));
-    } else if !aopts.quiet && opts.off_cpu {
-        crate::errln!(
-            "profile: recording when backend {pid} leaves a CPU (perf sched:sched_switch, not stopped){}",
-            crate::runtime::limit_text(opts.duration, None)
-        );
-    } else if !aopts.quiet {
-        crate::errln!(
-            "profile: sampling backend {pid} at {} Hz (perf cpu-clock, not stopped){}",
-            opts.hz,
-            crate::runtime::limit_text(opts.duration, None)
-        );
-    }
-    let out = crate::session::profile_detached(pid, &di, &opts)?;
+    let out = crate::session::profile_detached(pid, &di, &opts, aopts.quiet)?;
     runtime::out_line(&out);
     Ok(0)
 }
@@ -609,4 +562,34 @@ fn run_ps(cluster: Option<&std::path::Path>, json: bool) -> Result<i32> {
     }
     print!("{out}");
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    /// The options `attach`, `bt`, `plan`, `wait` and `profile` have in
+    /// common read the same in each (one definition, flattened in).
+    #[test]
+    fn common_options_read_the_same_in_every_subcommand() {
+        let cmd = super::command();
+        let help = |sub: &str, opt: &str| -> Option<String> {
+            let s = cmd.find_subcommand(sub).unwrap();
+            let a = s.get_arguments().find(|a| a.get_id() == opt)?;
+            Some(format!("{:?} {:?}", a.get_help(), a.get_default_values()))
+        };
+        let common = [
+            (
+                "debug_file",
+                &["attach", "bt", "plan", "wait", "profile"][..],
+            ),
+            ("symbols", &["attach", "bt", "plan", "wait", "profile"][..]),
+            ("call_timeout", &["attach", "bt", "plan", "wait"][..]),
+            ("ns_of", &["attach", "bt", "plan", "wait"][..]),
+        ];
+        for (opt, subs) in common {
+            let want = help("attach", opt).unwrap_or_else(|| panic!("attach has no {opt}"));
+            for sub in subs {
+                assert_eq!(help(sub, opt).as_ref(), Some(&want), "{sub}'s {opt}");
+            }
+        }
+    }
 }

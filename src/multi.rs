@@ -71,7 +71,7 @@ pub fn supervise(
         bail!("give either PIDs or --cluster DIR, not both");
     }
     let limit = opts.duration()?;
-    crate::command::parse_duration(&opts.call_timeout)
+    crate::command::parse_duration(&opts.backend.call_timeout)
         .map_err(|e| anyhow!("--call-timeout: {e}"))?;
     // Targets, all checked before anything is attached.
     let postmaster = cluster_dir.map(cluster::postmaster_of).transpose()?;

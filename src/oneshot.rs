@@ -6,7 +6,7 @@
 //! capture file of pgdbg's own and each backend's answer event is printed
 //! as one JSON object, with the backend's `pid` and `backend_type`.
 
-use crate::attach::{AttachOpts, host_pids};
+use crate::attach::{AttachOpts, BackendOpts, Targets};
 use crate::capture::{Event, Line};
 use crate::multi::Mode;
 use crate::postgres::{ProcessKind, classify};
@@ -14,75 +14,59 @@ use anyhow::{Result, anyhow, bail};
 use serde_json::{Map, Value};
 use std::path::PathBuf;
 
-/// The targets and options common to `pgdbg bt`, `plan` and `wait`.
+/// The targets and options of `pgdbg bt`, `plan` and `wait`: `pgdbg
+/// attach`'s, with a JSON output of their own.
 #[derive(clap::Args, Debug, Clone)]
+#[command(
+    mut_arg("pids", |a| a.help(
+        "PID of a backend (pg_stat_activity.pid); several are answered at once, their lines \
+         prefixed [PID]"
+    )),
+    mut_arg("cluster", |a| a.help(
+        "Every client backend of the cluster whose data directory or socket directory is DIR \
+         (those pgdbg ps --cluster DIR lists)"
+    ))
+)]
 pub struct OneShotArgs {
-    /// PID of a backend (pg_stat_activity.pid); several are answered at once, their
-    /// lines prefixed [PID]
-    #[arg(value_name = "PID")]
-    pub pids: Vec<String>,
-    /// Every client backend of the cluster whose data directory or socket directory is
-    /// DIR (those pgdbg ps --cluster DIR lists)
-    #[arg(long, value_name = "DIR")]
-    pub cluster: Option<PathBuf>,
+    #[command(flatten)]
+    pub targets: Targets,
     /// One JSON object per backend, one per line: pid, backend_type and the answer's
     /// fields
     #[arg(long)]
     pub json: bool,
-    /// The PIDs are PIDs in the PID namespace of host process HOSTPID (a container's)
-    #[arg(long, value_name = "HOSTPID")]
-    pub ns_of: Option<String>,
-    /// Read DWARF from FILE (a separate debug file of this exact build)
-    #[arg(long, value_name = "FILE")]
-    pub debug_file: Option<PathBuf>,
-    /// A layout pack for a stripped binary (see pgdbg symbols)
-    #[arg(long, value_name = "FILE")]
-    pub symbols: Option<PathBuf>,
-    /// Abandon the call into the backend (plan) that takes longer (e.g. 5s)
-    #[arg(long, value_name = "DURATION", default_value = "5s")]
-    pub call_timeout: String,
+    #[command(flatten)]
+    pub backend: BackendOpts,
 }
 
 /// `pgdbg NAME ...`: run the session command `command` (its registered
 /// entry, as `--ex` runs it) once on each backend.
 pub fn run(name: &str, command: &str, a: OneShotArgs) -> Result<i32> {
-    let pids = match &a.ns_of {
-        Some(of) => host_pids(of, &a.pids)?,
-        None => a.pids.clone(),
-    };
-    if pids.is_empty() && a.cluster.is_none() {
+    let pids = a.targets.host_pids()?;
+    let cluster = a.targets.cluster;
+    if pids.is_empty() && cluster.is_none() {
         bail!(
             "pgdbg {name} needs the PID of a backend or --cluster DIR: pgdbg {name} PID (find it with: pgdbg ps)"
         );
     }
-    if !pids.is_empty() && a.cluster.is_some() {
+    if !pids.is_empty() && cluster.is_some() {
         bail!("give either PIDs or --cluster DIR, not both");
     }
     let answers = a.json.then(AnswerFile::create).transpose()?;
     let opts = AttachOpts {
-        for_: None,
-        count: None,
-        define: Vec::new(),
-        script: None,
         ex: vec![command.to_string()],
         capture: answers.as_ref().map(|f| f.0.clone()),
-        capture_hits: false,
-        debug_file: a.debug_file,
-        symbols: a.symbols,
-        call_timeout: a.call_timeout,
+        backend: a.backend,
         quiet: true,
-        any_process: false,
-        worker: false,
-        next_backend: false,
+        ..AttachOpts::default()
     };
-    if pids.len() == 1 && a.cluster.is_none() && answers.is_none() {
+    if pids.len() == 1 && cluster.is_none() && answers.is_none() {
         return crate::attach::run_attach(pids.into_iter().next(), &opts);
     }
     let mode = Mode::Once {
         quiet_stdout: answers.is_some(),
         running_only: command == "plan",
     };
-    let code = crate::multi::supervise(&pids, a.cluster.as_deref(), &opts, mode)?;
+    let code = crate::multi::supervise(&pids, cluster.as_deref(), &opts, mode)?;
     if let Some(f) = &answers {
         let text = std::fs::read_to_string(&f.0)
             .map_err(|e| anyhow!("cannot read {}: {e}", f.0.display()))?;

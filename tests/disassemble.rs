@@ -6,34 +6,10 @@
 //! int3 in the dump, and reading the code costs the backend no stop.
 
 mod common;
+use common::ex::*;
 use common::*;
-use std::process::Command;
 
 const QUERY: &str = "select pg_sleep(600) /* disassemble */";
-
-/// pgdbg's output for `--ex` commands on backend `pid` (which must succeed).
-fn run(pid: i32, cmds: &[&str]) -> String {
-    let mut args = vec!["attach".to_string(), pid.to_string(), "-q".into()];
-    for c in cmds {
-        args.push("--ex".into());
-        args.push(c.to_string());
-    }
-    let a: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
-    let (code, out, err) = pgdbg(&a);
-    assert_eq!(code, 0, "{cmds:?}: {err}");
-    out
-}
-
-/// gdb's output for the same commands on the binary file.
-fn gdb(binary: &std::path::Path, cmds: &[&str]) -> String {
-    let mut g = Command::new("gdb");
-    g.args(["-nx", "-batch"]);
-    for c in cmds {
-        g.arg("-ex").arg(c);
-    }
-    let o = g.arg(binary).output().expect("run gdb");
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
 
 /// The first address of a dump's first instruction line.
 fn first_insn_addr(out: &str) -> u64 {
@@ -78,42 +54,13 @@ fn normalised(line: &str, bias: u64) -> String {
 
 /// pgdbg's and gdb's dumps of the same commands, line by line.
 fn same_as_gdb(pid: i32, binary: &std::path::Path, cmds: &[&str], bias: u64) {
-    let ours = run(pid, cmds);
-    let theirs = gdb(binary, cmds);
-    let a: Vec<String> = ours.lines().map(|l| normalised(l, bias)).collect();
-    let b: Vec<String> = theirs.lines().map(|l| normalised(l, 0)).collect();
-    for (i, (x, y)) in a.iter().zip(&b).enumerate() {
-        assert_eq!(
-            x,
-            y,
-            "{cmds:?}: pgdbg and gdb differ at line {}\npgdbg:\n{ours}\ngdb:\n{theirs}",
-            i + 1
-        );
-    }
-    assert_eq!(a.len(), b.len(), "{cmds:?}\npgdbg:\n{ours}\ngdb:\n{theirs}");
-}
-
-fn gdb_there() -> bool {
-    Command::new("gdb")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-/// The one line of a failed pgdbg, with a non-zero exit.
-fn one_line_error(pid: i32, cmd: &str) -> String {
-    let (code, _, err) = pgdbg(&["attach", &pid.to_string(), "-q", "--ex", cmd]);
-    assert_ne!(
-        code, 0,
-        "{cmd}: exit status must be non-zero; stderr: {err}"
+    assert_same_as_gdb(
+        pid,
+        binary,
+        cmds,
+        |l| normalised(l, bias),
+        |l| normalised(l, 0),
     );
-    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
-    assert_eq!(
-        lines.len(),
-        1,
-        "{cmd}: expected one line on stderr, got:\n{err}"
-    );
-    lines[0].to_string()
 }
 
 fn disassemble(major: u32, small_static: &str) {
@@ -162,9 +109,7 @@ fn disassemble(major: u32, small_static: &str) {
     assert!(e.contains("no_such_function_here"), "{e}");
     assert_eq!(tracer_pid(pid), 0);
 
-    if !gdb_there() {
-        eprintln!("gdb is not installed: the comparison with gdb is skipped");
-    } else {
+    if gdb_there() {
         let link = first_insn_addr(&gdb(&binary, &["disassemble GetCachedPlan"]));
         let runtime = first_insn_addr(&run(pid, &["disassemble GetCachedPlan"]));
         let bias = runtime - link;

@@ -61,3 +61,39 @@ fn a_group_stopped_tracee_stops_when_its_tracer_dies() {
         }
     }
 }
+
+fn run_release(mode: &str) -> String {
+    let out = std::process::Command::new(c_fixture("pipe_release"))
+        .arg(mode)
+        .output()
+        .expect("run the fixture");
+    let so = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "pipe_release {mode}: {}\n{so}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    so
+}
+
+/// The kernel fact the backend's own release is built on
+/// (src/inferior/selfrelease.rs): the last writer of a pipe going away
+/// sends the read end's owner the signal set with F_SETSIG (SIGCONT here),
+/// with si_code POLL_IN and si_fd the read end; it ends a job-control
+/// stop, and a group stop a dead tracer left at an int3 (where the
+/// handler sees rip one past the int3: the stop's SIGTRAP was dropped).
+#[test]
+fn the_last_writer_of_a_pipe_ends_the_stop_of_its_reader() {
+    for mode in ["stopped", "int3"] {
+        let o = run_release(mode);
+        assert!(has(&o, "handler_ran=1"), "{mode}: {o}");
+        assert!(has(&o, "si_code=POLL_IN"), "{mode}: {o}");
+        assert!(has(&o, "si_fd_ok=1"), "{mode}: {o}");
+        assert!(has(&o, "target_exit=status 0"), "{mode}: {o}");
+        match mode {
+            "stopped" => assert!(has(&o, "state=T"), "{o}"),
+            _ => assert!(has(&o, "rip=int3+1"), "{o}"),
+        }
+    }
+}

@@ -7,39 +7,10 @@
 //! leading addresses are left out of the comparison).
 
 mod common;
+use common::ex::*;
 use common::*;
-use std::process::Command;
 
 const QUERY: &str = "select pg_sleep(600) /* inspect */";
-
-/// pgdbg's output for `--ex` commands on backend `pid` (which must succeed).
-fn run(pid: i32, cmds: &[&str]) -> String {
-    let mut args = vec!["attach".to_string(), pid.to_string(), "-q".into()];
-    for c in cmds {
-        args.push("--ex".into());
-        args.push(c.to_string());
-    }
-    let a: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
-    let (code, out, err) = pgdbg(&a);
-    assert_eq!(code, 0, "{cmds:?}: {err}");
-    out
-}
-
-/// The one line of a failed pgdbg, with a non-zero exit.
-fn one_line_error(pid: i32, cmd: &str) -> String {
-    let (code, _, err) = pgdbg(&["attach", &pid.to_string(), "-q", "--ex", cmd]);
-    assert_ne!(
-        code, 0,
-        "{cmd}: exit status must be non-zero; stderr: {err}"
-    );
-    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
-    assert_eq!(
-        lines.len(),
-        1,
-        "{cmd}: expected one line on stderr, got:\n{err}"
-    );
-    lines[0].to_string()
-}
 
 /// The values of an `x` line (after `ADDR <sym>:`).
 fn values(line: &str) -> Vec<String> {
@@ -207,6 +178,24 @@ fn inspect(major: u32) {
     assert!(e.contains("Cannot access memory at address 0x0"), "{e}");
     assert_eq!(tracer_pid(pid), 0);
 
+    // what pgdbg does with each signal, as gdb's info signals shows it
+    let out = run(pid, &["info signals", "info handle usr1"]);
+    let row = |name: &str| {
+        out.lines()
+            .find(|l| l.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no {name} row: {out}"))
+            .to_string()
+    };
+    assert!(out.starts_with("Signal        Stop\tPrint\tPass to program\tDescription\n"));
+    assert!(row("SIGTRAP").contains("Yes\tYes\tNo\t\t"), "{out}");
+    assert!(row("SIGALRM").contains("No\tNo\tYes\t\t"), "{out}");
+    assert!(
+        row("SIGALRM").ends_with("held back by the guardian"),
+        "{out}"
+    );
+    assert_eq!(out.matches("\nSIGUSR1 ").count(), 2, "{out}");
+    assert_eq!(tracer_pid(pid), 0);
+
     like_gdb(pid, &cl.postgres_binary());
 
     cl.cancel(&[pid]);
@@ -240,12 +229,7 @@ fn normalised(line: &str) -> String {
 /// The commands that read only the binary's code and debug info agree
 /// with gdb's output on the same binary.
 fn like_gdb(pid: i32, binary: &std::path::Path) {
-    let gdb_there = Command::new("gdb")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !gdb_there {
-        eprintln!("gdb is not installed: the comparison with gdb is skipped");
+    if !gdb_there() {
         return;
     }
     let line = run(pid, &["info line standard_ExecutorRun"]);
@@ -281,30 +265,18 @@ fn like_gdb(pid: i32, binary: &std::path::Path) {
         "x/2fw standard_ExecutorRun",
         "x",
     ];
-    let ours = run(pid, &cmds);
+    assert_same_as_gdb(pid, binary, &cmds, normalised, normalised);
     // print's formats of constants (the same history numbers: both start at $1)
     let formats = ["p/x 3022", "p/o 3022", "p/t 3022", "p/c 65", "p/d 0x10"];
-    let ours_p = run(pid, &formats);
-    let mut g = Command::new("gdb");
-    g.args(["-nx", "-batch"]);
-    for c in formats {
-        g.arg("-ex").arg(c);
-    }
-    let o = g.arg(binary).output().expect("run gdb");
-    assert_eq!(ours_p, String::from_utf8_lossy(&o.stdout));
-    let mut g = Command::new("gdb");
-    g.args(["-nx", "-batch"]);
-    for c in cmds {
-        g.arg("-ex").arg(c);
-    }
-    let o = g.arg(binary).output().expect("run gdb");
-    let theirs = String::from_utf8_lossy(&o.stdout);
-    let a: Vec<String> = ours.lines().map(normalised).collect();
-    let b: Vec<String> = theirs.lines().map(normalised).collect();
-    for (x, y) in a.iter().zip(&b) {
-        assert_eq!(x, y, "pgdbg and gdb differ\npgdbg:\n{ours}\ngdb:\n{theirs}");
-    }
-    assert_eq!(a.len(), b.len(), "pgdbg:\n{ours}\ngdb:\n{theirs}");
+    assert_same_as_gdb(pid, binary, &formats, str::to_string, str::to_string);
+    // a fault's row: gdb's defaults are pgdbg's (stop, print, pass)
+    assert_same_as_gdb(
+        pid,
+        binary,
+        &["info signals SIGSEGV"],
+        str::to_string,
+        str::to_string,
+    );
 }
 
 #[test]

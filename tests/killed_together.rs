@@ -4,10 +4,19 @@
 //! else runs on; what is left is flagged by `pgdbg ps` and restored by
 //! `pgdbg rescue PID`, or before the next `pgdbg attach PID`, from the
 //! record pgdbg keeps in /dev/shm.
+//!
+//! A held backend ends its stop itself when pgdbg and its guardian are
+//! both gone (tests/self_release.rs); the tests here that need it left
+//! held (the rescue, `kill -CONT`) run pgdbg with that turned off
+//! (`PGDBG_NO_SELF_RELEASE`), the state a backend is left in when the
+//! pipe cannot be set up.
 
 mod common;
 use common::*;
 use std::time::Duration;
+
+/// pgdbg without the backend's own release: it stays held.
+const HELD: &[(&str, &str)] = &[("PGDBG_NO_SELF_RELEASE", "1")];
 
 /// Plan-cache lookups (a query plpgsql runs through SPI, not a simple
 /// expression) and int3 hits, as many as the test needs and then an end.
@@ -151,7 +160,7 @@ fn hot_break(major: u32, by_attach: bool) {
             "continue",
         ],
     );
-    let p = Pgdbg::spawn_attached(
+    let p = Pgdbg::spawn_attached_env(
         &[
             "attach",
             &pid.to_string(),
@@ -160,6 +169,7 @@ fn hot_break(major: u32, by_attach: bool) {
             script.to_str().unwrap(),
         ],
         pid,
+        HELD,
     );
     let h = a.spawn_text(LOOP);
     wait_armed(pid, "pg_backend_pid");
@@ -233,7 +243,7 @@ fn call_in_flight(major: u32) {
     let mut a = cl.connect();
     let pid = a.pid();
     let idle = syscall_nr(pid);
-    let p = Pgdbg::spawn_attached(
+    let p = Pgdbg::spawn_attached_env(
         &[
             "attach",
             &pid.to_string(),
@@ -242,6 +252,7 @@ fn call_in_flight(major: u32) {
             "call pg_usleep(3000000)",
         ],
         pid,
+        HELD,
     );
     // the call sleeps: select, nanosleep, clock_nanosleep or pselect6
     wait_until("the call to sleep", Duration::from_secs(20), || {
@@ -290,18 +301,6 @@ fn sigcont(pid: i32) {
     assert_eq!(unsafe { libc::kill(pid, libc::SIGCONT) }, 0);
 }
 
-/// XCR0 (the features the kernel enabled, the same for every process)
-/// has AMX's bits 17-18.
-fn amx_enabled() -> bool {
-    #[target_feature(enable = "xsave")]
-    unsafe fn xcr0() -> u64 {
-        // SAFETY: called only where the CPU and the kernel support XSAVE
-        unsafe { std::arch::x86_64::_xgetbv(0) }
-    }
-    // SAFETY: xsave detected (CPUID OSXSAVE) just before
-    std::arch::is_x86_feature_detected!("xsave") && unsafe { xcr0() } & (3 << 17) != 0
-}
-
 /// `call pg_usleep(...)` in flight, pgdbg and its guardian killed together,
 /// and nobody rescues: `kill -CONT` lets the call return to its return
 /// int3, where pgdbg's SIGTRAP handler puts back the registers, the FP/SSE
@@ -326,7 +325,7 @@ fn call_in_flight_repairs_itself(major: u32) {
         syscall_nr(pid).is_some()
     });
     let idle = syscall_nr(pid);
-    let p = Pgdbg::spawn_attached(
+    let p = Pgdbg::spawn_attached_env(
         &[
             "attach",
             &pid.to_string(),
@@ -335,6 +334,7 @@ fn call_in_flight_repairs_itself(major: u32) {
             "call pg_usleep(2000000)",
         ],
         pid,
+        HELD,
     );
     wait_until("the call to sleep", Duration::from_secs(20), || {
         matches!(syscall_nr(pid), Some(23 | 35 | 230 | 270))

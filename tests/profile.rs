@@ -10,44 +10,10 @@
 mod common;
 #[path = "common/profile_files.rs"]
 mod profile_files;
+use common::ex::run;
+use common::running::*;
 use common::*;
 use std::time::Duration;
-
-/// A loop that runs until cancelled (the test cancels it).
-const LOOP: &str =
-    "do $$ declare i bigint = 0; begin while i < 100000000000 loop i := i + 1; end loop; end $$";
-
-/// The client of a running statement, its backend and the statement's thread.
-type Busy = (
-    Client,
-    i32,
-    std::thread::JoinHandle<(postgres::Client, Result<String, String>)>,
-);
-
-fn busy_backend(cl: &Cluster) -> Busy {
-    let mut a = cl.connect();
-    let pid = a.pid();
-    let h = a.spawn_text(LOOP);
-    cl.wait_active(&[pid], "while i <");
-    (a, pid, h)
-}
-
-fn end_loop(
-    cl: &Cluster,
-    mut a: Client,
-    pid: i32,
-    h: std::thread::JoinHandle<(postgres::Client, Result<String, String>)>,
-) {
-    cl.cancel(&[pid]);
-    let r = a.rejoin(h);
-    assert!(
-        r.as_ref().is_err_and(|e| e.contains("canceling statement")),
-        "the loop ends by the cancel only: {r:?}"
-    );
-    // the backend still serves its client
-    assert_eq!(a.query_one_i64("select 41 + 1"), 42);
-    cl.assert_no_crash();
-}
 
 fn top_row<'a>(p: &'a serde_json::Value, f: &str) -> Option<&'a serde_json::Value> {
     p["top"]
@@ -59,32 +25,25 @@ fn top_row<'a>(p: &'a serde_json::Value, f: &str) -> Option<&'a serde_json::Valu
 
 fn profile_of_plpgsql_loop(major: u32) {
     let cl = Cluster::start(major);
-    let (a, pid, h) = busy_backend(&cl);
+    let (a, pid, h) = cl.running(LOOP, LOOP_SHOWS);
     let hz = 199u64;
-    let p = Pgdbg::spawn(&[
-        "profile",
-        &pid.to_string(),
-        "--for",
-        "4s",
-        "--hz",
-        &hz.to_string(),
-        "--format",
-        "json",
-        "-q",
-    ]);
     // never traced, never stopped while sampled
-    let t0 = std::time::Instant::now();
-    while t0.elapsed() < Duration::from_secs(3) {
-        assert_eq!(tracer_pid(pid), 0, "profile must not ptrace the backend");
-        let st = proc_state(pid);
-        assert!(
-            !st.starts_with('t') && !st.starts_with('T'),
-            "backend stopped: {st}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let (code, out, err) = p.wait(Duration::from_secs(60));
-    assert_eq!(code, 0, "{err}");
+    let out = output_never_stopped(
+        &[
+            "profile",
+            &pid.to_string(),
+            "--for",
+            "4s",
+            "--hz",
+            &hz.to_string(),
+            "--format",
+            "json",
+            "-q",
+        ],
+        pid,
+        Duration::from_secs(3),
+        "profile",
+    );
     let prof: serde_json::Value =
         serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
     let samples = prof["samples"].as_u64().unwrap();
@@ -127,7 +86,7 @@ fn profile_of_plpgsql_loop(major: u32) {
         deep * 10 >= samples * 9,
         "{deep} of {samples} stacks reach PostgresMain"
     );
-    end_loop(&cl, a, pid, h);
+    cl.end_by_cancel(a, pid, h);
 }
 
 #[test]
@@ -142,17 +101,16 @@ fn profile_of_plpgsql_loop_all_majors() {
 #[test]
 fn profile_at_the_prompt_with_flamegraph() {
     let cl = Cluster::start(15);
-    let (a, pid, h) = busy_backend(&cl);
+    let (a, pid, h) = cl.running(LOOP, LOOP_SHOWS);
     let svg = std::env::temp_dir().join(format!("pgdbg-profile-{}.svg", std::process::id()));
     let _ = std::fs::remove_file(&svg);
-    let (code, out, err) = pgdbg(&[
-        "attach",
-        &pid.to_string(),
-        "-q",
-        "--ex",
-        &format!("profile --for 2s --hz 499 --flamegraph {}", svg.display()),
-    ]);
-    assert_eq!(code, 0, "{err}");
+    let out = run(
+        pid,
+        &[&format!(
+            "profile --for 2s --hz 499 --flamegraph {}",
+            svg.display()
+        )],
+    );
     assert!(out.contains("self%"), "{out}");
     assert!(out.contains("ExecInterpExpr"), "{out}");
     assert!(out.contains("wrote"), "{out}");
@@ -163,7 +121,17 @@ fn profile_at_the_prompt_with_flamegraph() {
     );
     let _ = std::fs::remove_file(&svg);
     assert_eq!(tracer_pid(pid), 0);
-    end_loop(&cl, a, pid, h);
+    // the command line records as the prompt does, and says so alike
+    let (code, _, err) = pgdbg(&["profile", &pid.to_string(), "--for", "2s", "--hz", "499"]);
+    assert_eq!(code, 0, "{err}");
+    let said = |text: &str| -> String {
+        text.lines()
+            .find(|l| l.starts_with("profile: sampling backend "))
+            .unwrap_or_else(|| panic!("no starting line in {text}"))
+            .to_string()
+    };
+    assert_eq!(said(&err), said(&out));
+    cl.end_by_cancel(a, pid, h);
 }
 
 /// SIGKILL of pgdbg while it samples: the kernel drops the event; the
@@ -171,7 +139,7 @@ fn profile_at_the_prompt_with_flamegraph() {
 #[test]
 fn profile_killed_leaves_backend_running() {
     let cl = Cluster::start(15);
-    let (a, pid, h) = busy_backend(&cl);
+    let (a, pid, h) = cl.running(LOOP, LOOP_SHOWS);
     for _ in 0..5 {
         let mut p = Pgdbg::spawn(&["profile", &pid.to_string(), "--hz", "999", "-q"]);
         // sampling has started when pgdbg holds a perf event fd
@@ -202,7 +170,7 @@ fn profile_killed_leaves_backend_running() {
         )),
         "active"
     );
-    end_loop(&cl, a, pid, h);
+    cl.end_by_cancel(a, pid, h);
 }
 
 /// The folded stacks of a JSON profile.
@@ -221,7 +189,7 @@ fn folded_of(prof: &serde_json::Value) -> Vec<(String, u64)> {
 #[test]
 fn profile_writes_speedscope_and_pprof() {
     let cl = Cluster::start(15);
-    let (a, pid, h) = busy_backend(&cl);
+    let (a, pid, h) = cl.running(LOOP, LOOP_SHOWS);
     let dir = std::env::temp_dir();
     let me = std::process::id();
     let ss = dir.join(format!("pgdbg-profile-{me}.speedscope.json"));
@@ -290,18 +258,14 @@ fn profile_writes_speedscope_and_pprof() {
     // at the prompt, with folded output: the files are the printed stacks
     let _ = std::fs::remove_file(&ss);
     let _ = std::fs::remove_file(&pb);
-    let (code, out, err) = pgdbg(&[
-        "attach",
-        &pid.to_string(),
-        "-q",
-        "--ex",
-        &format!(
+    let out = run(
+        pid,
+        &[&format!(
             "profile --for 1s --format folded --pprof {} --speedscope {}",
             pb.display(),
             ss.display()
-        ),
-    ]);
-    assert_eq!(code, 0, "{err}");
+        )],
+    );
     let mut printed: Vec<(String, u64)> = out
         .lines()
         .filter(|l| !l.starts_with("profile: "))
@@ -343,7 +307,7 @@ fn profile_writes_speedscope_and_pprof() {
     assert_one_line_error(code, &err, "--speedscope and --pprof both write same.out");
     assert!(!std::path::Path::new("same.out").exists());
     assert_eq!(tracer_pid(pid), 0);
-    end_loop(&cl, a, pid, h);
+    cl.end_by_cancel(a, pid, h);
 }
 
 #[test]

@@ -8,70 +8,32 @@
 mod common;
 #[path = "common/profile_files.rs"]
 mod profile_files;
+use common::ex::run;
+use common::running::*;
 use common::*;
 use std::time::Duration;
-
-/// A loop that runs until cancelled (the test cancels it).
-const LOOP: &str =
-    "do $$ declare i bigint = 0; begin while i < 100000000000 loop i := i + 1; end loop; end $$";
-
-type Running = std::thread::JoinHandle<(postgres::Client, Result<String, String>)>;
-
-fn start(cl: &Cluster, sql: &str, shows: &str) -> (Client, i32, Running) {
-    let mut a = cl.connect();
-    let pid = a.pid();
-    let h = a.spawn_text(sql);
-    cl.wait_active(&[pid], shows);
-    (a, pid, h)
-}
 
 /// `pgdbg profile PID --off-cpu --for 3s --format json`, watching that the
 /// backend is never traced nor stopped meanwhile.
 fn off_cpu_profile(pid: i32) -> serde_json::Value {
     // a long document (every distinct stack): to a file, not a pipe
-    let file = std::env::temp_dir().join(format!("pgdbg-offcpu-{}-{pid}.json", std::process::id()));
-    let p = Pgdbg::spawn_to_file(
-        &[
-            "profile",
-            &pid.to_string(),
-            "--off-cpu",
-            "--for",
-            "3s",
-            "--format",
-            "json",
-            "-q",
-        ],
-        &file,
-    );
-    let t0 = std::time::Instant::now();
-    while t0.elapsed() < Duration::from_secs(2) {
-        assert_eq!(tracer_pid(pid), 0, "profile must not ptrace the backend");
-        let st = proc_state(pid);
-        assert!(
-            !st.starts_with('t') && !st.starts_with('T'),
-            "backend stopped: {st}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let (code, _, err) = p.wait(Duration::from_secs(60));
-    assert_eq!(code, 0, "{err}");
-    let out = std::fs::read_to_string(&file).unwrap();
-    let _ = std::fs::remove_file(&file);
+    let args = [
+        "profile",
+        &pid.to_string(),
+        "--off-cpu",
+        "--for",
+        "3s",
+        "--format",
+        "json",
+        "-q",
+    ];
+    let out = output_never_stopped(&args, pid, Duration::from_secs(2), "offcpu");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
     eprintln!(
         "off CPU {} s of {} s in {} intervals, on CPU {} s, by reason {}, top stack {}",
         v["off_cpu_s"], v["duration_s"], v["intervals"], v["cpu_s"], v["by_reason"], v["stacks"][0]
     );
     v
-}
-
-fn still_active(cl: &Cluster, pid: i32, shows: &str) {
-    let mut c = cl.connect();
-    let n = c.query_one_i64(&format!(
-        "select count(*) from pg_stat_activity where pid = {pid} and state = 'active' and position({} in query) > 0",
-        sql_literal(shows)
-    ));
-    assert_eq!(n, 1, "the workload ran through the whole recording");
 }
 
 /// The speedscope file (microseconds) and the pprof file
@@ -115,9 +77,9 @@ fn off_cpu_of_pg_sleep_and_of_a_cpu_bound_query() {
 
     // 200 sleeps of 50 ms: 10 s, longer than the 3 s and 1 s recorded
     let sleep = "select pg_sleep(0.05) from generate_series(1,200)";
-    let (mut a, pid, h) = start(&cl, sleep, "pg_sleep(0.05)");
+    let (mut a, pid, h) = cl.running(sleep, "pg_sleep(0.05)");
     let p = off_cpu_profile(pid);
-    still_active(&cl, pid, "pg_sleep(0.05)");
+    cl.still_active(pid, "pg_sleep(0.05)");
     let off = p["off_cpu_s"].as_f64().unwrap();
     let dur = p["duration_s"].as_f64().unwrap();
     assert!(
@@ -150,19 +112,15 @@ fn off_cpu_of_pg_sleep_and_of_a_cpu_bound_query() {
         |ext: &str| std::env::temp_dir().join(format!("pgdbg-offcpu-{}.{ext}", std::process::id()));
     let (svg, ss, pb) = (tmp("svg"), tmp("speedscope.json"), tmp("pb.gz"));
     let _ = std::fs::remove_file(&svg);
-    let (code, out, err) = pgdbg(&[
-        "attach",
-        &pid.to_string(),
-        "-q",
-        "--ex",
-        &format!(
+    let out = run(
+        pid,
+        &[&format!(
             "profile --off-cpu --for 1s --flamegraph {} --speedscope {} --pprof {}",
             svg.display(),
             ss.display(),
             pb.display()
-        ),
-    ]);
-    assert_eq!(code, 0, "{err}");
+        )],
+    );
     eprintln!("{out}");
     assert!(out.contains("function (off-CPU time)"), "{out}");
     assert!(out.contains("WaitLatch"), "{out}");
@@ -179,16 +137,16 @@ fn off_cpu_of_pg_sleep_and_of_a_cpu_bound_query() {
     let _ = std::fs::remove_file(&svg);
     files_weigh_the_time_off_cpu(total, &ss, &pb);
     assert_eq!(tracer_pid(pid), 0);
-    still_active(&cl, pid, "pg_sleep(0.05)");
+    cl.still_active(pid, "pg_sleep(0.05)");
     let r = a.rejoin(h);
     assert!(r.is_ok(), "the sleeps end by themselves: {r:?}");
 
     // CPU-bound (a PL/pgSQL loop, cancelled at the end): it never sleeps,
     // it is off a CPU only when preempted, and the time on and off a CPU
     // adds up to the time recorded (however loaded the machine is)
-    let (mut b, pid, h) = start(&cl, LOOP, "while i <");
+    let (b, pid, h) = cl.running(LOOP, LOOP_SHOWS);
     let p = off_cpu_profile(pid);
-    still_active(&cl, pid, "while i <");
+    cl.still_active(pid, LOOP_SHOWS);
     let off = p["off_cpu_s"].as_f64().unwrap();
     let cpu = p["cpu_s"].as_f64().expect("CPU time known");
     let dur = p["duration_s"].as_f64().unwrap();
@@ -208,9 +166,5 @@ fn off_cpu_of_pg_sleep_and_of_a_cpu_bound_query() {
         sleeping < 0.1 * dur && sleeping < cpu,
         "the loop does not sleep: {sleeping} s sleeping, {cpu} s on a CPU: {p}"
     );
-    cl.cancel(&[pid]);
-    let r = b.rejoin(h);
-    assert!(r.is_err_and(|e| e.contains("canceling statement")));
-    assert_eq!(b.query_one_i64("select 41 + 1"), 42);
-    cl.assert_no_crash();
+    cl.end_by_cancel(b, pid, h);
 }

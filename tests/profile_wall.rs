@@ -20,60 +20,36 @@
 mod common;
 #[path = "common/profile_files.rs"]
 mod profile_files;
+use common::ex::run;
+use common::running::*;
 use common::*;
 use serde_json::Value;
 use std::time::Duration;
 
 /// Runs until cancelled: a 10 ms sleep, then a count over 30000 rows.
-const LOOP: &str = "do $$ begin loop perform pg_sleep(0.01); \
+const SLEEP_AND_COUNT: &str = "do $$ begin loop perform pg_sleep(0.01); \
      perform count(*) from generate_series(1, 30000) g where g % 7 = 3; end loop; end $$";
 const SHOWS: &str = "pg_sleep(0.01)";
-
-fn still_active(cl: &Cluster, pid: i32) {
-    let mut c = cl.connect();
-    let n = c.query_one_i64(&format!(
-        "select count(*) from pg_stat_activity where pid = {pid} and state = 'active' and position({} in query) > 0",
-        sql_literal(SHOWS)
-    ));
-    assert_eq!(n, 1, "the workload ran through the whole recording");
-}
 
 /// `pgdbg profile PID --wall --for 2s --format json --speedscope SS
 /// --pprof PB`, watching that the backend is never traced nor stopped
 /// meanwhile.
 fn wall_profile(pid: i32, ss: &std::path::Path, pb: &std::path::Path) -> Value {
-    let file = std::env::temp_dir().join(format!("pgdbg-wall-{}-{pid}.json", std::process::id()));
-    let p = Pgdbg::spawn_to_file(
-        &[
-            "profile",
-            &pid.to_string(),
-            "--wall",
-            "--for",
-            "2s",
-            "--format",
-            "json",
-            "--speedscope",
-            ss.to_str().unwrap(),
-            "--pprof",
-            pb.to_str().unwrap(),
-            "-q",
-        ],
-        &file,
-    );
-    let t0 = std::time::Instant::now();
-    while t0.elapsed() < Duration::from_millis(1500) {
-        assert_eq!(tracer_pid(pid), 0, "profile must not ptrace the backend");
-        let st = proc_state(pid);
-        assert!(
-            !st.starts_with('t') && !st.starts_with('T'),
-            "backend stopped: {st}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let (code, _, err) = p.wait(Duration::from_secs(60));
-    assert_eq!(code, 0, "{err}");
-    let out = std::fs::read_to_string(&file).unwrap();
-    let _ = std::fs::remove_file(&file);
+    let args = [
+        "profile",
+        &pid.to_string(),
+        "--wall",
+        "--for",
+        "2s",
+        "--format",
+        "json",
+        "--speedscope",
+        ss.to_str().unwrap(),
+        "--pprof",
+        pb.to_str().unwrap(),
+        "-q",
+    ];
+    let out = output_never_stopped(&args, pid, Duration::from_millis(1500), "wall");
     serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
 }
 
@@ -99,17 +75,14 @@ fn ms_of(p: &Value, pick: impl Fn(&Value) -> bool) -> f64 {
 
 fn wall_of_sleep_and_count(major: u32) {
     let cl = Cluster::start(major);
-    let mut a = cl.connect();
-    let pid = a.pid();
-    let h = a.spawn_text(LOOP);
-    cl.wait_active(&[pid], SHOWS);
+    let (a, pid, h) = cl.running(SLEEP_AND_COUNT, SHOWS);
 
     let tmp = |ext: &str| {
         std::env::temp_dir().join(format!("pgdbg-wall-{}-{pid}.{ext}", std::process::id()))
     };
     let (ss, pb) = (tmp("speedscope.json"), tmp("pb.gz"));
     let p = wall_profile(pid, &ss, &pb);
-    still_active(&cl, pid);
+    cl.still_active(pid, SHOWS);
     let dur = p["duration_s"].as_f64().unwrap();
     let on = p["on_cpu_s"].as_f64().unwrap();
     let off = p["off_cpu_s"].as_f64().unwrap();
@@ -185,14 +158,13 @@ fn wall_of_sleep_and_count(major: u32) {
     // at the prompt: the table, the total line and a flame graph
     let svg = std::env::temp_dir().join(format!("pgdbg-wall-{}.svg", std::process::id()));
     let _ = std::fs::remove_file(&svg);
-    let (code, out, err) = pgdbg(&[
-        "attach",
-        &pid.to_string(),
-        "-q",
-        "--ex",
-        &format!("profile --wall --for 1s --flamegraph {}", svg.display()),
-    ]);
-    assert_eq!(code, 0, "{err}");
+    let out = run(
+        pid,
+        &[&format!(
+            "profile --wall --for 1s --flamegraph {}",
+            svg.display()
+        )],
+    );
     eprintln!("{out}");
     assert!(out.contains("function (wall-clock time)"), "{out}");
     let total = out
@@ -233,12 +205,8 @@ fn wall_of_sleep_and_count(major: u32) {
     );
 
     assert_eq!(tracer_pid(pid), 0);
-    still_active(&cl, pid);
-    cl.cancel(&[pid]);
-    let r = a.rejoin(h);
-    assert!(r.is_err_and(|e| e.contains("canceling statement")));
-    assert_eq!(a.query_one_i64("select 41 + 1"), 42);
-    cl.assert_no_crash();
+    cl.still_active(pid, SHOWS);
+    cl.end_by_cancel(a, pid, h);
 }
 
 /// The speedscope file (microseconds) and the pprof file

@@ -525,8 +525,11 @@ fn soak(
         let t_kill = Instant::now();
         let (_, _, mut err) = p.wait(Duration::from_secs(30));
         if kill == Kill::WithGuardian {
-            // nobody restores the backend now: a held one stays stopped
-            // (state T) until the rescue, anything else runs on
+            // nobody restores the backend now: a held one ends its stop
+            // itself (src/inferior/selfrelease.rs) unless it stops again
+            // inside an injected system call or between the calls of a
+            // series (counted as held: stopped until the rescue); anything
+            // else runs on
             wait_until("the kernel to let go", Duration::from_secs(10), || {
                 tracer_pid(pid) == 0 && guardians_of(pid).iter().all(|g| !guardians.contains(g))
             });
@@ -753,11 +756,11 @@ fn run_killing(major: u32, modes: &[Mode], n: usize, kill: Kill) {
     }
 }
 
-// pgdbg and its guardian killed together at a random instant: nothing
-// restores the backend until `pgdbg rescue PID`, which runs after each
-// kill.  The in-process recorder is never held (it runs on); a breakpoint
-// hit and a call in flight may be (then the rescue rewinds the trap or
-// finishes the call).  Then the same checks as above.
+// pgdbg and its guardian killed together at a random instant: a held
+// backend ends its stop itself (a trap not rewound is, a call in flight
+// runs to its return trap and undoes itself), and `pgdbg rescue PID`,
+// which runs after each kill, removes what is left.  The in-process
+// recorder is never held (it runs on).  Then the same checks as above.
 #[test]
 fn kill9_together_15() {
     run_killing(

@@ -5,7 +5,7 @@ use super::check::no_check;
 use super::{Command, Entry, Needs, REGISTRY, find, subcommands};
 use anyhow::bail;
 
-pub static ENTRIES: &[&Entry] = &[&INFO, &INFO_SHAREDLIBRARY, &HELP];
+pub static ENTRIES: &[&Entry] = &[&INFO, &INFO_SHAREDLIBRARY, &INFO_SIGNALS, &HELP];
 
 pub static INFO_SHAREDLIBRARY: Entry = Entry {
     name: "info sharedlibrary",
@@ -23,6 +23,47 @@ pub static INFO_SHAREDLIBRARY: Entry = Entry {
     check: no_check,
 };
 
+pub static INFO_SIGNALS: Entry = Entry {
+    name: "info signals",
+    aliases: &["handle"],
+    usage: "info signals [SIGNAL]",
+    summary: "what pgdbg does with each signal the backend gets: stop, pass, hold back",
+    help: "gdb's table: Stop (the backend stays stopped and pgdbg says so), Print, Pass to \
+           program (the backend gets it) and the signal's description. The signals a backend \
+           lives on (SIGUSR1, SIGALRM, SIGINT, SIGTERM, SIGHUP, SIGURG, ...) go straight \
+           through without a stop; when pgdbg is killed during a call in the backend, its \
+           guardian finishes the call and holds most of them back meanwhile, sending them after. SIGTRAP is pgdbg's own (its breakpoints \
+           and watchpoints) and never passed. A fault (SIGSEGV, SIGBUS, SIGFPE, SIGILL, \
+           SIGABRT) stops the backend and is delivered when it continues. The table is fixed: \
+           pgdbg has no handle command.",
+    examples: &["info signals", "info signals SIGUSR1"],
+    parse: parse_info_signals,
+    needs: Needs::Nothing,
+    check: no_check,
+};
+
+/// `info signals [SIGNAL]`: SIGNAL as SIGUSR1, USR1, usr1 or 10.
+fn parse_info_signals(rest: &str) -> anyhow::Result<Command> {
+    use nix::sys::signal::Signal;
+    let w = rest.trim();
+    if w.is_empty() {
+        return Ok(Command::InfoSignals(None));
+    }
+    let up = w.to_ascii_uppercase();
+    let sig = match w.parse::<i32>() {
+        Ok(n) => Signal::try_from(n).ok(),
+        Err(_) if up.starts_with("SIG") => up.parse().ok(),
+        Err(_) => format!("SIG{up}").parse().ok(),
+    };
+    match sig {
+        Some(s) => Ok(Command::InfoSignals(Some(s))),
+        None => bail!(
+            "info signals: unknown signal '{}': give a name like SIGUSR1 or a number",
+            crate::shown::shown(w)
+        ),
+    }
+}
+
 pub static INFO: Entry = Entry {
     name: "info",
     aliases: &["i"],
@@ -37,7 +78,7 @@ pub static INFO: Entry = Entry {
         match what {
             "" | "target" | "process" | "program" | "inferior" => Ok(Command::Info),
             other => bail!(
-                "unknown info subcommand '{other}': try info, info breakpoints, info locals, info args, info registers, info frame, info address SYM, info symbol ADDR, info line LOC, info functions RE, info variables RE, info sharedlibrary"
+                "unknown info subcommand '{other}': try info, info breakpoints, info locals, info args, info registers, info frame, info address SYM, info symbol ADDR, info line LOC, info functions RE, info variables RE, info sharedlibrary, info signals"
             ),
         }
     },

@@ -117,6 +117,8 @@ pub enum Command {
     InfoRegisters,
     InfoFrame,
     InfoSharedlibrary,
+    /// `info signals [SIGNAL]`: what pgdbg does with each signal.
+    InfoSignals(Option<nix::sys::signal::Signal>),
     /// `x/NFU ADDR`: what is not given comes from the last `x`.
     Examine {
         count: Option<usize>,
@@ -329,6 +331,7 @@ impl Command {
             C::WaitsTrace { .. } => &postgres::WAITS_TRACE,
             C::Profile(_) => &profile::PROFILE,
             C::InfoSharedlibrary => &info::INFO_SHAREDLIBRARY,
+            C::InfoSignals(_) => &info::INFO_SIGNALS,
             C::Examine { .. } => &inspect::X,
             C::Ptype(_) => &inspect::PTYPE,
             C::Whatis(_) => &inspect::WHATIS,

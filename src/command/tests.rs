@@ -186,6 +186,7 @@ fn one_of_each() -> Vec<Command> {
         C::Detach,
         C::Quit,
         C::InfoSharedlibrary,
+        C::InfoSignals(None),
         C::Examine {
             count: None,
             format: None,
@@ -241,6 +242,7 @@ fn one_of_each() -> Vec<Command> {
             | C::InfoRegisters
             | C::InfoFrame
             | C::InfoSharedlibrary
+            | C::InfoSignals(_)
             | C::Examine { .. }
             | C::Ptype(_)
             | C::Whatis(_)

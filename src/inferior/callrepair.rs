@@ -560,21 +560,34 @@ impl Target {
     /// Whether the handler repaired a call since pgdbg or the guardian
     /// wrote the record (`MARK` = `REPAIRED`, in a page of this layout).
     pub(super) fn call_repaired(&self) -> bool {
-        let Some(base) = self.trap.as_ref().map(|h| h.base) else {
-            return false;
-        };
+        self.call_mark() == Some(REPAIRED)
+    }
+
+    /// Whether a call is in flight by the handler's page (`MARK` = its
+    /// return address: running, or at its return or error trap), in a
+    /// page of this layout holding our code.
+    pub(super) fn call_running_by_page(&self) -> bool {
+        self.call_mark().is_some_and(|m| m > REPAIRED)
+    }
+
+    /// `MARK`, read from pages that hold our code in this layout.
+    fn call_mark(&self) -> Option<u64> {
+        let base = self.trap.as_ref().map(|h| h.base)?;
         let word = |a: u64| {
             let mut b = [0u8; 8];
             self.read(base + a, &mut b)
                 .ok()
                 .map(|_| u64::from_le_bytes(b))
         };
-        if word(LAYOUT) != Some(LAYOUT_MAGIC) || word(MARK) != Some(REPAIRED) {
-            return false;
+        if word(LAYOUT) != Some(LAYOUT_MAGIC) {
+            return None;
         }
         let code = traphandler::emit(base);
         let mut now = vec![0u8; code.len()];
-        self.read(base, &mut now).is_ok() && now == code
+        if self.read(base, &mut now).is_err() || now != code {
+            return None;
+        }
+        word(MARK)
     }
 }
 

@@ -42,14 +42,17 @@
 //!
 //! Left to pgdbg's SIGTRAP handler in the backend (traphandler.rs): the
 //! microseconds between pgdbg's end and the kernel's kick reaching a
-//! backend running in user mode.  Not covered: SIGKILL of the guardian too
-//! (the backend stays stopped until someone sends SIGCONT).
+//! backend running in user mode.  SIGKILL of the guardian too: the backend
+//! ends its stop itself (selfrelease.rs: the guardian holds a copy of the
+//! write end of the pipe whose release sends it SIGCONT, taken from the
+//! backend when pgdbg asks through this process's pipe), and `pgdbg
+//! rescue` removes what is left.
 
 pub mod file;
 mod inflight;
 pub mod rescue;
 
-use super::{Registers, Target, detour::Detour, hold::Hold, log, procfs, traphandler};
+use super::{Registers, Target, detour::Detour, hold::Hold, log, procfs, selfrelease, traphandler};
 use anyhow::{Result, anyhow, bail};
 use nix::sys::signal::Signal;
 use std::collections::HashMap;
@@ -58,13 +61,16 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// The record's layout: a new layout gets a new value, so that a pgdbg
 /// that knows another layout refuses the record instead of reading words
-/// at the wrong places ("pgdbgua2": detours of 9 words, with the jump's
-/// target, from which the reserved landing pages are found again).
-const MAGIC: u64 = 0x7067_6462_6775_6132; // "pgdbgua2"
-/// The magic of the previous layout (detours of 8 words, no landing
-/// pages): a record with it was written by an earlier pgdbg, which alone
-/// knows how to restore that backend (`rescue::map`).
+/// at the wrong places ("pgdbgua3": the pipe and SIGCONT action of
+/// selfrelease.rs in header words 21-23, which a pgdbg of the layout
+/// before would leave in the backend while it unmaps the handler's page).
+const MAGIC: u64 = 0x7067_6462_6775_6133; // "pgdbgua3"
+/// The magics of the previous layouts ("pgdbgua2": no pipe; "pgdbguar":
+/// detours of 8 words, no landing pages): a record with one was written
+/// by an earlier pgdbg, which alone knows how to restore that backend
+/// (`rescue::map`).
 const MAGIC_EARLIER: u64 = 0x7067_6462_6775_6172; // "pgdbguar"
+const MAGIC_UA2: u64 = 0x7067_6462_6775_6132; // "pgdbgua2"
 /// Words of the header: magic, state, debug registers armed, backend PID,
 /// the SIGTRAP handler's pages (traphandler.rs), whether its saved action
 /// is valid, the saved action (4 words).
@@ -102,6 +108,13 @@ const W_FLUSH: usize = 19;
 /// The call's return-address slot (its `rsp` at entry), where the flush
 /// runs from, as pgdbg's does (0: none yet).
 const W_RET_SLOT: usize = 20;
+/// The pipe and SIGCONT action that let the backend end its own stop
+/// (selfrelease.rs: `Release::word`); a write end pgdbg asks the guardian
+/// to take from the backend (its number + 1), and the guardian's answer
+/// (the same number once it holds its copy).
+const W_RELEASE: usize = 21;
+const W_RELEASE_ASK: usize = 22;
+const W_RELEASE_TAKEN: usize = 23;
 const STATE_ACTIVE: u64 = 0;
 const STATE_CLEAN: u64 = 1;
 /// Breakpoint slots: (address + 1, original byte); 0 marks a free slot.
@@ -170,7 +183,7 @@ impl Drop for Shared {
 /// guardian's death too sends them all again.
 pub(super) struct SignalWord {
     word: *const AtomicU64,
-    before: u64,
+    pub(super) before: u64,
 }
 
 // SAFETY: a word of the table mapped by `restore`'s caller, which outlives
@@ -495,6 +508,42 @@ impl Guardian {
         self.shared.set(W_TRAP_BASE, base);
     }
 
+    /// The pipe and SIGCONT action set up in the backend now (0: none).
+    pub fn note_release(&mut self, word: u64) {
+        self.shared.set(W_RELEASE, word);
+    }
+
+    /// Have the guardian take its copy of the write end `fd` of the
+    /// backend's pipe (it must hold one before the backend's own is
+    /// closed); false when it did not within two seconds.
+    pub fn share_release_fd(&mut self, fd: i32) -> bool {
+        let ask = fd as u64 + 1;
+        self.shared.set(W_RELEASE_TAKEN, 0);
+        self.shared.set(W_RELEASE_ASK, ask);
+        let Some(w) = &self.pipe_w else {
+            return false;
+        };
+        // SAFETY: a one-byte write to our end of the guardian's pipe.
+        if unsafe { libc::write(w.as_raw_fd(), b"r".as_ptr() as *const libc::c_void, 1) } != 1 {
+            return false;
+        }
+        let t0 = std::time::Instant::now();
+        while t0.elapsed() < std::time::Duration::from_secs(2) {
+            if self.shared.get(W_RELEASE_TAKEN) == ask {
+                self.shared.set(W_RELEASE_ASK, 0);
+                return true;
+            }
+            if let Some(c) = &mut self.child
+                && !matches!(c.try_wait(), Ok(None))
+            {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+        self.shared.set(W_RELEASE_ASK, 0);
+        false
+    }
+
     /// The handler's pages are unmapped (or left for good).
     pub fn forget_trap(&mut self) {
         self.shared.set(W_TRAP_OLD_VALID, 0);
@@ -519,6 +568,7 @@ impl Guardian {
         }
         self.note_debugregs(false);
         self.forget_trap();
+        self.note_release(0);
         self.forget_call();
         self.forget_data();
         self.forget_syscall();
@@ -532,6 +582,7 @@ impl Guardian {
             && self.detour_slot.is_empty()
             && self.shared.get(W_DEBUGREGS) == 0
             && self.shared.get(W_TRAP_BASE) == 0
+            && self.shared.get(W_RELEASE) == 0
             && self.shared.get(W_HOLD) == 0
             && self.shared.get(W_SIGNALS) == 0
             && !self.records().any()
@@ -601,13 +652,29 @@ fn run(args: &[String]) -> Result<()> {
     if shared.get(W_MAGIC) != MAGIC {
         bail!("internal command line; not for use by hand");
     }
-    // wait for pgdbg to close the pipe (exit, detach or death)
+    // wait for pgdbg to close the pipe (exit, detach or death); a byte
+    // from it asks for a copy of the backend's pipe's write end
+    // (selfrelease.rs), kept until this process ends
     let mut b = [0u8; 64];
+    let mut write_ends: Vec<OwnedFd> = Vec::new();
     loop {
         let n = unsafe { libc::read(rfd, b.as_mut_ptr() as *mut libc::c_void, b.len()) };
         if n == 0 || (n < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR))
         {
             break;
+        }
+        let ask = shared.get(W_RELEASE_ASK);
+        if n > 0 && ask != 0 && procfs::start_time(pid) == Some(start) {
+            match selfrelease::take_write_end(pid, (ask - 1) as i32) {
+                // still asked (pgdbg gives up after two seconds and closes
+                // the number in the backend: a copy taken later is dropped)
+                Ok(fd) if shared.get(W_RELEASE_ASK) == ask => {
+                    write_ends.push(fd);
+                    shared.set(W_RELEASE_TAKEN, ask);
+                }
+                Ok(_) => {}
+                Err(e) => log::debug(&format!("guardian: no copy of the write end ({e})")),
+            }
         }
     }
     let t0 = std::time::Instant::now();
@@ -622,6 +689,9 @@ fn run(args: &[String]) -> Result<()> {
         return Ok(());
     }
     let res = restore(&shared, pid, start, Some(pgdbg), t0);
+    // the backend's read end is closed by now (or the restore failed and
+    // the backend is let go): these may go
+    drop(write_ends);
     // the record goes before the line is written: a guardian blocked on
     // its stderr and killed there leaves no record of a backend restored
     // already for a rescue to replay
@@ -684,6 +754,7 @@ fn forget_all_but_breakpoints(shared: &Shared) {
     shared.set(W_DEBUGREGS, 0);
     shared.set(W_TRAP_OLD_VALID, 0);
     shared.set(W_TRAP_BASE, 0);
+    shared.set(W_RELEASE, 0);
     shared.set(W_SIGNALS, 0);
     shared.set(W_HOLD, 0);
     shared.set(W_RESUME_RIP, 0);
@@ -757,7 +828,9 @@ fn restore(
                 }
                 o
             });
-            Some(traphandler::TrapHandler::adopted(base, old))
+            let mut h = traphandler::TrapHandler::adopted(base, old);
+            h.release = selfrelease::Release::from_word(shared.get(W_RELEASE));
+            Some(h)
         }
     };
     let held = shared.get(W_HOLD) != 0;
@@ -817,11 +890,15 @@ fn restore(
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
     let t_free = t0.elapsed();
+    // the backend ended its stop itself and ran on since (selfrelease.rs):
+    // nothing recorded of its registers, data words or signals is true
+    // any more, only its int3 bytes, handlers and pages are left
+    let released = std::cell::Cell::new(false);
     let sigcont = || {
         if same() {
             // the signals pgdbg held back, queued while still stopped
             for n in 1..=64 {
-                if signals & (1 << (n - 1)) != 0 {
+                if signals & (1 << (n - 1)) != 0 && !released.get() {
                     // SAFETY: kill(2) of the backend, checked by its start time.
                     unsafe { libc::kill(pid, n) };
                 }
@@ -833,7 +910,7 @@ fn restore(
         }
     };
     // the held-back signals, named, for the message
-    let sent = if signals == 0 {
+    let mut sent = if signals == 0 {
         None
     } else {
         let names: Vec<String> = (1..=64)
@@ -883,22 +960,40 @@ fn restore(
     if held {
         t.hold = Hold::Ours;
     }
+    // a call still running after the backend let itself go (or at its
+    // return trap) is finished as without the release: its record is
+    // still true (the backend has run only inside the call), and leaving
+    // it would take the return trap away under it
+    if t.released_by_handler() && !t.call_running_by_page() {
+        released.set(true);
+        sent = None;
+        if let Some(w) = &mut t.signal_word {
+            w.before = 0;
+        }
+        shared.set(W_SIGNALS, 0);
+    }
     let t_seized = t0.elapsed();
     let mut how = String::new();
     // (held with nothing else recorded: pgdbg died between its detach and
     // its SIGCONT, or single-stepping, the trap flag set: the detach
     // below clears it)
-    let res = inflight
-        .finish(&mut t, flush)
-        .map(|h| how = h)
-        // the call or system call is over and its registers and data
-        // words are the backend's again: its records go at once, so that
-        // a rescue after a death of the guardian from here on (a stderr
-        // it blocks on, a kill) never replays them on a backend that has
-        // run since
-        .map(|_| forget_in_flight(shared))
-        .and_then(|_| rewind_if_trapped(&mut t, resumed))
-        .and_then(|_| t.detach());
+    let res = if released.get() {
+        forget_in_flight(shared);
+        how = "the backend had ended its stop itself: not replayed".into();
+        t.detach()
+    } else {
+        inflight
+            .finish(&mut t, flush)
+            .map(|h| how = h)
+            // the call or system call is over and its registers and data
+            // words are the backend's again: its records go at once, so that
+            // a rescue after a death of the guardian from here on (a stderr
+            // it blocks on, a kill) never replays them on a backend that has
+            // run since
+            .map(|_| forget_in_flight(shared))
+            .and_then(|_| rewind_if_trapped(&mut t, resumed))
+            .and_then(|_| t.detach())
+    };
     // whatever happened above: the backend never stays stopped
     if res.is_err() {
         let _ = t.detach();
@@ -922,6 +1017,13 @@ fn restore(
     }
     if trap.is_some() {
         parts.push("the SIGTRAP handler".into());
+    }
+    if trap.as_ref().is_some_and(|h| h.release.is_some()) {
+        parts.push(if released.get() {
+            "the SIGCONT handler and its pipe (the backend had ended its stop itself)".into()
+        } else {
+            "the SIGCONT handler and its pipe".into()
+        });
     }
     if !detours.is_empty() {
         parts.push(format!("{} jump(s)", detours.len()));

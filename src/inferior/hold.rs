@@ -27,6 +27,9 @@
 //! mode: pgdbg's SIGTRAP handler in the target (traphandler.rs) covers an
 //! int3 or a single-step trap met then.
 //!
+//! pgdbg and its guardian both dead: the backend ends the stop itself
+//! (selfrelease.rs).
+//!
 //! Every detach sends SIGCONT after PTRACE_DETACH (the guardian does when
 //! pgdbg ends without its clean flag, even with nothing else to restore).
 //! Someone else's SIGCONT while pgdbg traces ends the group stop; pgdbg
@@ -324,15 +327,22 @@ impl Target {
         let Some(&orig) = self.inserted.get(&rip.wrapping_sub(1)) else {
             return;
         };
+        let harmless = matches!(
+            orig,
+            0x90 | 0x98 | 0x99 | 0x9e | 0x9f | 0xf8 | 0xf9 | 0xfc | 0xfd
+        );
         if let Some(g) = &mut self.guardian {
-            if matches!(
-                orig,
-                0x90 | 0x98 | 0x99 | 0x9e | 0x9f | 0xf8 | 0xf9 | 0xfc | 0xfd
-            ) {
+            if harmless {
                 g.forget_resume();
             } else {
                 g.note_resume(rip, rsp);
             }
+        }
+        // the same for the SIGCONT handler (selfrelease.rs)
+        if harmless {
+            self.note_release_resume(0, 0);
+        } else {
+            self.note_release_resume(rip, rsp);
         }
     }
 }

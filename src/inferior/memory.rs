@@ -281,6 +281,7 @@ impl Target {
         if let Some(g) = &mut self.guardian {
             g.forget_resume();
         }
+        self.note_release_resume(0, 0);
         let mut regs = self.regs()?;
         regs.rip = addr;
         self.set_regs(&regs)

@@ -26,6 +26,7 @@ pub mod procevents;
 pub mod procfs;
 pub mod recorder;
 pub mod regs;
+mod selfrelease;
 pub mod signals;
 mod stepping;
 pub mod traphandler;
@@ -552,6 +553,10 @@ impl Target {
             .take()
             .or_else(|| self.deferred.pop_front());
         while let Some(s) = self.deferred.pop_front() {
+            if s == Signal::SIGCONT && self.sigcont_to_handler() {
+                // its effect came when it was sent (selfrelease.rs)
+                continue;
+            }
             // (someone's stop signal sent again is known for theirs when
             // it is reported: outside.rs)
             let _ = nix::sys::signal::kill(self.pid, s);
@@ -563,7 +568,9 @@ impl Target {
             // the kernel ignores a signal given with the resume from an
             // event stop (our interrupt, the group stop): queued again,
             // it is reported and passed through as usual
-            let _ = nix::sys::signal::kill(self.pid, s);
+            if s != Signal::SIGCONT || !self.sigcont_to_handler() {
+                let _ = nix::sys::signal::kill(self.pid, s);
+            }
             return None;
         }
         if let Some(s) = sig {
@@ -583,11 +590,19 @@ impl Target {
             return Ok(());
         }
         self.rehold_before(sig);
+        let sig = self.deliverable(sig);
         ptrace::cont(self.pid, sig)
             .map_err(|e| anyhow!("cannot resume process {} ({e})", self.pid))?;
         self.set_running();
         self.note_held_signals();
         Ok(())
+    }
+
+    /// `sig` as it may be delivered: a SIGCONT is not while our SIGCONT
+    /// handler is in place (selfrelease.rs: its effect, ending the group
+    /// stop, came when it was sent; the re-hold has seen it).
+    fn deliverable(&self, sig: Option<Signal>) -> Option<Signal> {
+        sig.filter(|s| *s != Signal::SIGCONT || !self.sigcont_to_handler())
     }
 
     /// Before the target runs: the group stop entered or left as what
@@ -676,6 +691,11 @@ impl Target {
 
     fn note_held_signals(&mut self) {
         let mask = signal_mask(&self.deferred) | self.taken_signals;
+        // the handler's page first (selfrelease.rs: never released
+        // without them), with those a killed pgdbg held back (the
+        // guardian's record) until they are sent
+        let before = self.signal_word.as_ref().map_or(0, |w| w.before);
+        self.note_release_signals(mask | before);
         if let Some(g) = &mut self.guardian {
             g.note_signals(mask);
         }
@@ -808,10 +828,16 @@ impl Target {
         let mut first_err: Option<anyhow::Error> = None;
         // A SIGTRAP still queued for one of our int3s: take it while the
         // breakpoint is known, so rip is rewound (drained again below).
+        // Before any injected system call, which would swallow it.
         if let Some(bp) = self.int3_behind_rip()?
             && self.sigtrap_pending()
         {
             self.rewind_to(bp)?;
+        }
+        // then the pipe's read end (selfrelease.rs): a death of pgdbg
+        // from here on leaves the backend stopped for the guardian
+        if let Err(e) = self.remove_self_release() {
+            first_err.get_or_insert(e);
         }
         if let Err(e) = self.remove_all_detours() {
             first_err.get_or_insert(e);

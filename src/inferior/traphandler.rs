@@ -51,7 +51,7 @@
 //! guardian), then the pages are unmapped unless the target is still
 //! inside the handler (it calls nothing, so only `rip` can point there).
 
-use super::{Target, callrepair, procfs};
+use super::{Target, callrepair, procfs, selfrelease};
 use anyhow::{Result, anyhow, bail};
 use std::collections::HashSet;
 
@@ -87,7 +87,10 @@ const _: () = assert!(
         && ACT_DFL + 8 * SA_WORDS as u64 <= callrepair::MARK
 );
 /// The restorer's offset in the code page.
-const RESTORER: u64 = 0x400;
+pub(super) const RESTORER: u64 = 0x400;
+// selfrelease.rs's words lie after the call record in the data page
+const _: () = assert!(callrepair::XLEN + 8 <= selfrelease::FD && selfrelease::END <= 2 * PAGE);
+const _: () = assert!(RESTORER + 16 <= selfrelease::CODE);
 
 // Kernel ABI constants (x86-64), fixed by the kernel's user-space ABI:
 /// `siginfo_t.si_code`: after `int si_signo; int si_errno;`
@@ -337,6 +340,24 @@ pub fn emit(base: u64) -> Vec<u8> {
     c
 }
 
+/// Where the SIGCONT handler (selfrelease.rs) finds the words it reads.
+fn release_layout() -> selfrelease::Layout {
+    use callrepair as cr;
+    selfrelease::Layout {
+        sel: SEL,
+        entry: ENTRY,
+        cap: CAP as u32,
+        mark: cr::MARK,
+        sp: cr::SP,
+        int3s: cr::INT3S,
+        dataw: cr::DATAW,
+        data_slots: cr::DATA_SLOTS as u32,
+        uc_rip: cr::UC_RIP,
+        uc_rsp: cr::UC_RSP,
+        restorer: RESTORER,
+    }
+}
+
 /// A handler installed in the target.
 #[derive(Debug, Clone)]
 pub struct TrapHandler {
@@ -352,6 +373,9 @@ pub struct TrapHandler {
     half: u64,
     /// Executable mappings (start, end, writable), refreshed on a miss.
     exec: Vec<(u64, u64, bool)>,
+    /// The pipe and SIGCONT handler that end the stop when every pgdbg
+    /// process is gone (selfrelease.rs).
+    pub release: Option<selfrelease::Release>,
 }
 
 impl TrapHandler {
@@ -365,6 +389,7 @@ impl TrapHandler {
             known: HashSet::new(),
             half: 0,
             exec: Vec::new(),
+            release: None,
         }
     }
 
@@ -414,6 +439,10 @@ impl Target {
         if let Err(e) = self.install_trap_handler() {
             self.trap_refused = true;
             super::log::debug(&format!("no SIGTRAP handler in the target: {e:#}"));
+            return;
+        }
+        if let Some(base) = self.trap.as_ref().map(|h| h.base) {
+            self.install_self_release(base, &release_layout());
         }
     }
 
@@ -643,6 +672,10 @@ impl Target {
             }
             steps += 1;
         }
+        if quiet_entry && let Some(entry) = procfs::auxv_entry(self.pid()) {
+            // the SIGCONT handler reads it too (selfrelease.rs)
+            self.write(base + ENTRY, &entry.to_le_bytes())?;
+        }
         Ok(())
     }
 
@@ -664,6 +697,8 @@ impl Target {
                 return Ok(());
             }
         }
+        // the pipe and the SIGCONT action first: they need the pages
+        self.remove_self_release()?;
         let base = h.base;
         if let (true, Some(old)) = (h.installed, h.old) {
             self.write(base + ACT_NEW, &sa_bytes(&old))?;
@@ -739,6 +774,23 @@ impl Target {
             return Ok(());
         }
         self.unmap_pages(base, MAP_LEN)
+    }
+
+    /// Whether the SIGCONT handler has let the backend run on since pgdbg
+    /// and its guardian were gone (selfrelease.rs): the guardian's records
+    /// of registers, data words and held-back signals are old then.  Only
+    /// from pages that hold our code.
+    pub(super) fn released_by_handler(&self) -> bool {
+        let Some(base) = self.trap.as_ref().map(|h| h.base) else {
+            return false;
+        };
+        let code = selfrelease::emit(base, &release_layout());
+        let mut now = vec![0u8; code.len()];
+        if self.read(base + selfrelease::CODE, &mut now).is_err() || now != code {
+            return false;
+        }
+        let mut b = [0u8; 8];
+        self.read(base + selfrelease::RELEASED, &mut b).is_ok() && u64::from_le_bytes(b) != 0
     }
 
     /// The original byte recorded in the active half of the table for
@@ -1334,6 +1386,211 @@ mod tests {
         });
         assert!(
             libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0,
+            "status {st:#x}"
+        );
+    }
+
+    /// In a forked child: both handlers installed for real (SIGTRAP's and
+    /// the SIGCONT one of selfrelease.rs), a pipe whose only writer is a
+    /// grandchild that exits 100 ms later, its read end armed as pgdbg arms
+    /// it; `prep` writes the page's words, then the child runs a call to
+    /// `f + 1`, where `jmp $` loops; `f` holds an int3 whose original byte
+    /// is `ret`.  Returns the child's wait status (stopped included; a
+    /// child still looping after 3 s dies of its SIGALRM).
+    fn run_with_release(prep: fn(u64, u64)) -> i32 {
+        unsafe {
+            let pid = libc::fork();
+            assert!(pid >= 0);
+            if pid == 0 {
+                let base = libc::mmap(
+                    std::ptr::null_mut(),
+                    MAP_LEN as usize,
+                    libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                );
+                if base == libc::MAP_FAILED {
+                    libc::_exit(90);
+                }
+                let base = base as u64;
+                let code = emit(base);
+                std::ptr::copy_nonoverlapping(code.as_ptr(), base as *mut u8, code.len());
+                let cont = selfrelease::emit(base, &release_layout());
+                std::ptr::copy_nonoverlapping(
+                    cont.as_ptr(),
+                    (base + selfrelease::CODE) as *mut u8,
+                    cont.len(),
+                );
+                *((base + SEL) as *mut u64) = base + HALF0;
+                let f = base + HALF0 + TABLE_BYTES;
+                let loop_code = [0xccu8, 0xeb, 0xfe];
+                std::ptr::copy_nonoverlapping(loop_code.as_ptr(), f as *mut u8, 3);
+                for (sig, at) in [
+                    (libc::SIGTRAP, base),
+                    (libc::SIGCONT, base + selfrelease::CODE),
+                ] {
+                    let act: [u64; SA_WORDS] = [
+                        at,
+                        SA_SIGINFO | SA_RESTART | SA_RESTORER,
+                        base + RESTORER,
+                        u64::MAX,
+                    ];
+                    if libc::syscall(libc::SYS_rt_sigaction, sig, act.as_ptr(), 0usize, 8usize) != 0
+                    {
+                        libc::_exit(91);
+                    }
+                }
+                let mut p = [0i32; 2];
+                if libc::pipe2(p.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
+                    libc::_exit(92);
+                }
+                if libc::fork() == 0 {
+                    libc::close(p[0]);
+                    libc::usleep(100_000);
+                    libc::_exit(0);
+                }
+                libc::close(p[1]);
+                *((base + selfrelease::FD) as *mut u64) = p[0] as u64 + 1;
+                prep(base, f);
+                if libc::fcntl(p[0], libc::F_SETOWN, libc::getpid()) != 0
+                    || libc::fcntl(p[0], 10, libc::SIGCONT) != 0
+                    || libc::fcntl(p[0], libc::F_SETFL, libc::O_ASYNC | libc::O_NONBLOCK) != 0
+                {
+                    libc::_exit(93);
+                }
+                libc::alarm(3);
+                // rsp at f + 1 is this rsp - 8: kept in r12 for prep's
+                // resume record, written below before the call
+                std::arch::asm!(
+                    "mov rax, rsp",
+                    "sub rax, 8",
+                    "test rcx, rcx",
+                    "jz 2f",
+                    "mov [rcx], rax",
+                    "2:",
+                    "call rdx",
+                    in("rcx") if *((base + selfrelease::RES_RIP) as *const u64) != 0 {
+                        base + selfrelease::RES_RSP
+                    } else {
+                        0
+                    },
+                    in("rdx") f + 1,
+                    out("rax") _,
+                );
+                // back from the call: the int3 was rewound onto and its
+                // byte put back (`ret`), the release counted once
+                let released = *((base + selfrelease::RELEASED) as *const u64);
+                libc::_exit(if *(f as *const u8) == 0xc3 && released == 1 {
+                    0
+                } else {
+                    1
+                });
+            }
+            let mut st = 0;
+            assert_eq!(libc::waitpid(pid, &mut st, libc::WUNTRACED), pid);
+            if libc::WIFSTOPPED(st) {
+                libc::kill(pid, libc::SIGKILL);
+                let mut st2 = 0;
+                libc::waitpid(pid, &mut st2, 0);
+            }
+            st
+        }
+    }
+
+    /// The SIGCONT of the pipe's last writer at `rip` one past an int3 in
+    /// the table: rewound, the int3 traps into the SIGTRAP handler, which
+    /// puts the original byte back; the code goes on.
+    #[test]
+    fn release_rewinds_a_trap_not_rewound() {
+        let st = run_with_release(|base, f| unsafe {
+            *((base + HALF0) as *mut u64) = f | F_WRITABLE | (0xc3u64 << 56);
+        });
+        assert!(
+            libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0,
+            "status {st:#x}"
+        );
+    }
+
+    /// Where pgdbg resumed on purpose (the recorded rip and rsp): not
+    /// rewound (the loop goes on until the alarm).
+    #[test]
+    fn release_leaves_a_resume_of_pgdbgs_alone() {
+        let st = run_with_release(|base, f| unsafe {
+            *((base + HALF0) as *mut u64) = f | F_WRITABLE | (0xc3u64 << 56);
+            *((base + selfrelease::RES_RIP) as *mut u64) = f + 1;
+        });
+        assert!(
+            libc::WIFSIGNALED(st) && libc::WTERMSIG(st) == libc::SIGALRM,
+            "status {st:#x}"
+        );
+    }
+
+    /// Inside an injected system call's code (AT_ENTRY), or data words
+    /// changed with no call running: the backend stops again.
+    #[test]
+    fn release_stops_again_where_it_cannot_go_on() {
+        let st = run_with_release(|base, f| unsafe {
+            *((base + ENTRY) as *mut u64) = f + 1;
+        });
+        assert!(
+            libc::WIFSTOPPED(st) && libc::WSTOPSIG(st) == libc::SIGSTOP,
+            "status {st:#x}"
+        );
+        let st = run_with_release(|base, _| unsafe {
+            *((base + callrepair::DATAW) as *mut u64) = 0x1000;
+        });
+        assert!(
+            libc::WIFSTOPPED(st) && libc::WSTOPSIG(st) == libc::SIGSTOP,
+            "status {st:#x}"
+        );
+    }
+
+    /// Signals pgdbg holds back, or registers that are not the process's
+    /// own (a call being set up or put back, MARK 0): it stops again, even
+    /// at a trap in the table it would otherwise rewind.
+    #[test]
+    fn release_stops_again_without_its_signals_or_registers() {
+        for word in [selfrelease::SIGS, selfrelease::NOT_OWN] {
+            let st = match word {
+                w if w == selfrelease::SIGS => run_with_release(|base, f| unsafe {
+                    *((base + HALF0) as *mut u64) = f | F_WRITABLE | (0xc3u64 << 56);
+                    *((base + selfrelease::SIGS) as *mut u64) = 1 << (libc::SIGALRM - 1);
+                }),
+                _ => run_with_release(|base, f| unsafe {
+                    *((base + HALF0) as *mut u64) = f | F_WRITABLE | (0xc3u64 << 56);
+                    *((base + selfrelease::NOT_OWN) as *mut u64) = 1;
+                }),
+            };
+            assert!(
+                libc::WIFSTOPPED(st) && libc::WSTOPSIG(st) == libc::SIGSTOP,
+                "word {word:#x}: status {st:#x}"
+            );
+        }
+    }
+
+    /// Data words changed, with a call running (`rsp` at or below its
+    /// return slot): left to the call's return trap; or with the call
+    /// repaired already: put back.  The code goes on (until the alarm
+    /// here).
+    #[test]
+    fn release_lets_a_running_or_repaired_call_go_on() {
+        let st = run_with_release(|base, _| unsafe {
+            *((base + callrepair::DATAW) as *mut u64) = 0x1000;
+            *((base + callrepair::MARK) as *mut u64) = 0x1234;
+            *((base + callrepair::SP) as *mut u64) = u64::MAX / 2;
+        });
+        assert!(
+            libc::WIFSIGNALED(st) && libc::WTERMSIG(st) == libc::SIGALRM,
+            "status {st:#x}"
+        );
+        let st = run_with_release(|base, _| unsafe {
+            *((base + callrepair::DATAW) as *mut u64) = 0x1000;
+            *((base + callrepair::MARK) as *mut u64) = callrepair::REPAIRED;
+            *((base + selfrelease::NOT_OWN) as *mut u64) = 1;
+        });
+        assert!(
+            libc::WIFSIGNALED(st) && libc::WTERMSIG(st) == libc::SIGALRM,
             "status {st:#x}"
         );
     }

@@ -185,7 +185,7 @@ impl Target {
                 WaitStatus::Stopped(_, sig) => {
                     self.mark_stopped();
                     if signals::pass_through(sig) {
-                        if self.holding_signals && !terminating && !never_held(sig) {
+                        if self.holding_signals && !terminating && !signals::never_held(sig) {
                             // held back (the guardian finishing a call):
                             // recorded by `defer` before this resume
                             // suppresses it, sent again when let go
@@ -240,6 +240,7 @@ impl Target {
         // a trap not yet taken, e.g. an interrupt's stop; only the emulate
         // and step paths record a resume there on purpose)
         self.rehold_before(sig);
+        let sig = self.deliverable(sig);
         ptrace::cont(self.pid, sig)
             .map_err(|e| anyhow!("cannot resume process {} ({e})", self.pid))?;
         self.set_running();
@@ -254,14 +255,4 @@ impl Target {
         self.interrupts_outstanding = 0;
         Ok(stop)
     }
-}
-
-/// Signals never held back during a call: SIGCONT and the stop signals
-/// (the kernel acts on them, PostgreSQL installs no handler for them, and
-/// the group stop's re-hold and someone else's stop rely on seeing them go
-/// through: hold.rs, outside.rs), and SIGQUIT (the postmaster's crash
-/// restart or immediate shutdown: its handler only exits the process, and
-/// a backend still alive 5 s later is SIGKILLed by the postmaster).
-fn never_held(sig: Signal) -> bool {
-    sig == Signal::SIGCONT || sig == Signal::SIGQUIT || outside::is_stop_signal(sig)
 }

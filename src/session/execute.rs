@@ -120,6 +120,7 @@ impl Session {
             Command::Delete(ids) => (self.delete_breakpoints(ids)?, Flow::Continue),
             Command::InfoBreakpoints => (self.info_breakpoints(), Flow::Continue),
             Command::InfoSharedlibrary => (self.info_sharedlibrary(), Flow::Continue),
+            Command::InfoSignals(sig) => (crate::inferior::signals::table(*sig), Flow::Continue),
             Command::Continue => self.continue_running()?,
             Command::Interrupt => self.interrupt()?,
             Command::Print { radix, expr } => (self.print(expr, *radix)?, Flow::Continue),

@@ -52,7 +52,7 @@ mod modules;
 mod nonstop;
 mod perf;
 mod probes;
-pub use perf::{profile_detached, wall_start_line};
+pub use perf::profile_detached;
 mod run;
 mod sampled;
 mod sibling;

@@ -4,6 +4,8 @@
 #![allow(dead_code)]
 
 pub mod debuginfod;
+pub mod ex;
+pub mod running;
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -438,8 +440,14 @@ pub struct Pgdbg {
 
 impl Pgdbg {
     pub fn spawn(args: &[&str]) -> Pgdbg {
+        Pgdbg::spawn_env(args, &[])
+    }
+
+    /// `spawn` with these environment variables set.
+    pub fn spawn_env(args: &[&str], env: &[(&str, &str)]) -> Pgdbg {
         let child = Command::new(pgdbg_bin())
             .args(args)
+            .envs(env.iter().copied())
             .env_remove("DEBUGINFOD_URLS")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -483,7 +491,11 @@ impl Pgdbg {
     /// Spawn pgdbg and wait until it has seized `pid` (TracerPid set);
     /// fails at once with its stderr if it exits first.
     pub fn spawn_attached(args: &[&str], pid: i32) -> Pgdbg {
-        let mut p = Pgdbg::spawn(args);
+        Pgdbg::spawn_attached_env(args, pid, &[])
+    }
+
+    pub fn spawn_attached_env(args: &[&str], pid: i32, env: &[(&str, &str)]) -> Pgdbg {
+        let mut p = Pgdbg::spawn_env(args, env);
         p.wait_attached(pid);
         p
     }
@@ -924,4 +936,16 @@ pub fn tracefs_definitions_of(k: u32) -> Vec<String> {
                 .collect::<Vec<_>>()
         })
         .collect()
+}
+
+/// XCR0 (the features the kernel enabled, the same for every process)
+/// has AMX's bits 17-18.
+pub fn amx_enabled() -> bool {
+    #[target_feature(enable = "xsave")]
+    unsafe fn xcr0() -> u64 {
+        // SAFETY: called only where the CPU and the kernel support XSAVE
+        unsafe { std::arch::x86_64::_xgetbv(0) }
+    }
+    // SAFETY: xsave detected (CPUID OSXSAVE) just before
+    std::arch::is_x86_feature_detected!("xsave") && unsafe { xcr0() } & (3 << 17) != 0
 }

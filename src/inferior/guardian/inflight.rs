@@ -478,6 +478,9 @@ impl Target {
         traps: &[u64],
         timeout: std::time::Duration,
     ) -> Result<()> {
+        // the handler's page first: the backend never releases itself
+        // with registers that are not its own (selfrelease.rs)
+        self.note_release_not_own(1, true);
         if let Some(g) = self.guardian()? {
             g.note_call(regs, xstate.bytes(), ret, timeout.as_millis() as u64);
         }
@@ -514,6 +517,7 @@ impl Target {
             g.forget_call();
         }
         self.end_call_repair();
+        self.note_release_not_own(1, false);
     }
 
     /// A data word about to be changed around calls, and its value to put
@@ -541,6 +545,7 @@ impl Target {
         at: u64,
         code: [u8; 3],
     ) -> Result<()> {
+        self.note_release_not_own(2, true);
         if let Some(g) = self.guardian()? {
             g.note_syscall(regs, at, code);
         }
@@ -551,5 +556,6 @@ impl Target {
         if let Some(g) = &mut self.guardian {
             g.forget_syscall();
         }
+        self.note_release_not_own(2, false);
     }
 }

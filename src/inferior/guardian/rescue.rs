@@ -5,8 +5,8 @@
 //! `pgdbg attach PID`, exactly as the guardian restores it.
 
 use super::{
-    IN_GUARDIAN, MAGIC, MAGIC_EARLIER, Shared, W_GUARDIAN, W_GUARDIAN_START, W_MAGIC, W_PGDBG,
-    W_PGDBG_START, W_START, file, restore,
+    IN_GUARDIAN, MAGIC, MAGIC_EARLIER, MAGIC_UA2, Shared, W_GUARDIAN, W_GUARDIAN_START, W_MAGIC,
+    W_PGDBG, W_PGDBG_START, W_START, file, restore,
 };
 use crate::inferior::procfs;
 use anyhow::{Result, anyhow, bail};
@@ -26,7 +26,7 @@ pub enum Left {
     /// A record this user may not use or that is not one (another user's,
     /// damaged): nothing is done to the backend, never a SIGCONT.
     Unusable { path: PathBuf, why: String },
-    /// A record in the layout of an earlier pgdbg (`MAGIC_EARLIER`): this
+    /// A record in the layout of an earlier pgdbg (`MAGIC_EARLIER`, `MAGIC_UA2`): this
     /// pgdbg does not read it (its words are elsewhere); that version's
     /// `pgdbg rescue` restores the backend.  Nothing is done to it here.
     Earlier { path: PathBuf },
@@ -61,7 +61,7 @@ impl std::error::Error for EarlierRecord {}
 fn check_magic(word0: u64, path: &std::path::Path) -> Result<()> {
     match word0 {
         MAGIC => Ok(()),
-        MAGIC_EARLIER => Err(EarlierRecord.into()),
+        MAGIC_EARLIER | MAGIC_UA2 => Err(EarlierRecord.into()),
         _ => bail!("{} is not a pgdbg record: remove it", path.display()),
     }
 }
@@ -260,6 +260,8 @@ mod tests {
         // an earlier pgdbg checks for its own magic: a record of this
         // layout must not carry it (it would read detours 8 words apart)
         assert_ne!(MAGIC, MAGIC_EARLIER);
+        assert_ne!(MAGIC, MAGIC_UA2);
+        assert!(check_magic(MAGIC_UA2, std::path::Path::new("/x")).is_err());
         let p = std::path::Path::new("/x");
         assert!(check_magic(MAGIC, p).is_ok());
         assert!(

@@ -1,0 +1,665 @@
+//! The backend ends its own stop when every pgdbg process is gone.
+//!
+//! pgdbg holds the backend in a group stop (hold.rs) and the guardian ends
+//! it when pgdbg dies; with pgdbg and its guardian killed together nothing
+//! would.  So, once the SIGTRAP handler's pages exist (traphandler.rs), the
+//! backend gets the read end of a pipe whose only writers are pgdbg and its
+//! guardian, with `O_ASYNC`, `F_SETOWN` = the backend and `F_SETSIG` =
+//! SIGCONT.  Nobody writes into it.  When the last writer's file is
+//! released (every pgdbg process dead, whatever killed it), the kernel's
+//! `pipe_release` sends the owner SIGCONT (`si_code` POLL_IN, `si_fd` the
+//! read end): the group stop ends at once (tests/fixtures/pipe_release.c,
+//! a delay of well under a millisecond), tracer or not.
+//!
+//! Set up with injected system calls: `pipe2` in the backend, its write end
+//! copied into pgdbg (`pidfd_getfd`, close-on-exec) and into the guardian
+//! (which takes it from the backend the same way when pgdbg asks it to),
+//! the backend's own write end closed, then `fcntl` × 3 on the read end,
+//! `F_SETFL` last.  Both ends are recorded in the guardian's table first.
+//!
+//! The SIGCONT handler (raw code in the handler's code page, every signal
+//! blocked while it runs), installed only where the backend's SIGCONT
+//! action is the default one (PostgreSQL installs none), the action found
+//! kept in the data page and put back at detach.  It acts only on our
+//! pipe's signal (`si_code` POLL_IN, `si_fd` ours); then, in the
+//! interrupted context:
+//! * `rip - 1` one of our int3s (the table, the return or error traps of a
+//!   call record), its byte still 0xcc, and (`rip`, `rsp`) not where pgdbg
+//!   resumed the backend on purpose (recorded here before such a resume):
+//!   a trap pgdbg had not rewound (the kernel dropped its SIGTRAP).  `rip`
+//!   goes back onto the int3, which traps again, untraced, into the SIGTRAP
+//!   handler (it restores the byte, or repairs a call);
+//! * `rip` in an injected system call's code at AT_ENTRY, or data words
+//!   changed around calls (callrepair.rs) with no call record (between the
+//!   calls of a series) or a call neither running nor at its return trap:
+//!   it stops the backend again (SIGSTOP to itself), the state it was left
+//!   in before (`pgdbg rescue` repairs it); a call the SIGTRAP handler has
+//!   repaired (its trap may be taken before the SIGCONT) put them back;
+//! * anything else: it returns, the backend runs on.
+//!
+//! While pgdbg or the guardian traces the backend the pipe has a writer,
+//! so no such signal comes; anyone else's SIGCONT they see is not
+//! delivered to the handler (its effect, ending the stop, happened when it
+//! was sent; with the default action it is discarded the same).  Every
+//! detach closes the read end first, before the action and the pages go.
+
+use super::Target;
+use anyhow::{Result, anyhow, bail};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::Arc;
+
+/// Where the SIGCONT handler's code starts in the code page (after the
+/// SIGTRAP handler's restorer).
+pub const CODE: u64 = 0x440;
+/// In the data page (offsets from the mapping's base, the data page being
+/// its second page): our read end's descriptor + 1 (0: none).
+pub(super) const FD: u64 = 4096 + 0x800;
+/// Where pgdbg last resumed the backend one past an int3 of ours on
+/// purpose: rip, rsp (rip 0: none).
+pub(super) const RES_RIP: u64 = 4096 + 0x808;
+pub(super) const RES_RSP: u64 = 4096 + 0x810;
+/// The SIGCONT action found at install (kernel sigaction, 4 words).
+const OLD: u64 = 4096 + 0x818;
+/// Scratch: pipe2's two descriptors; then a sigaction to install.
+const PIPE: u64 = 4096 + 0x840;
+const ACT: u64 = 4096 + 0x848;
+/// How often the handler let the backend run on (0: never): the records
+/// of pgdbg's guardian are old then, never replayed (guardian.rs).
+pub(super) const RELEASED: u64 = 4096 + 0x868;
+/// Nonzero while the registers (or the xstate) are not the backend's own:
+/// bit 0 a call of pgdbg's in flight, bit 1 an injected system call;
+/// written before the guardian's record of them, cleared after it.
+pub(super) const NOT_OWN: u64 = 4096 + 0x870;
+/// The signals pgdbg holds back for the backend (bit N-1 for signal N),
+/// as the guardian's record has them: the backend must not run without.
+pub(super) const SIGS: u64 = 4096 + 0x878;
+pub(super) const END: u64 = SIGS + 8;
+const _: () = assert!(ACT + 32 <= RELEASED && END <= 2 * 4096);
+
+const POLL_IN: u8 = 1;
+/// fcntl's F_SETSIG (include/uapi/asm-generic/fcntl.h; not in the libc crate).
+const F_SETSIG: i32 = 10;
+/// `siginfo_t` for SIGPOLL: `si_band` (long) at 16, `si_fd` (int) at 24.
+const SIGINFO_FD: u8 = 24;
+
+/// Words of the SIGTRAP handler's mapping the SIGCONT handler reads, as
+/// offsets from its base (traphandler.rs and callrepair.rs own them).
+pub struct Layout {
+    /// The address of the table's active half.
+    pub sel: u64,
+    /// AT_ENTRY, where injected system calls run.
+    pub entry: u64,
+    /// Entries in a half of the table (each: address in bits 0-47).
+    pub cap: u32,
+    /// A call's record: its return address (> 1: in flight), its
+    /// return-address slot, its error traps (zero-ended), its data words
+    /// (slots of 3 words, the first nonzero when used).
+    pub mark: u64,
+    pub sp: u64,
+    pub int3s: u64,
+    pub dataw: u64,
+    pub data_slots: u32,
+    /// `ucontext_t` offsets of rip and rsp.
+    pub uc_rip: u32,
+    pub uc_rsp: u32,
+    /// The SIGTRAP handler's restorer (`rt_sigreturn`), shared.
+    pub restorer: u64,
+}
+
+/// The SIGCONT handler's machine code, for a mapping at `base`; it goes at
+/// `base + CODE` and returns through the SIGTRAP handler's restorer.
+pub fn emit(base: u64, l: &Layout) -> Vec<u8> {
+    let mut c: Vec<u8> = Vec::with_capacity(256);
+    let d32 = |c: &mut Vec<u8>, v: u32| c.extend_from_slice(&v.to_le_bytes());
+    // rel32 jumps to labels, patched at the end
+    let mut jumps: Vec<(usize, &'static str)> = Vec::new();
+    let jcc = |c: &mut Vec<u8>, j: &mut Vec<(usize, &'static str)>, cc: u8, to| {
+        c.extend_from_slice(&[0x0f, cc, 0, 0, 0, 0]);
+        j.push((c.len() - 4, to));
+    };
+    let jmp = |c: &mut Vec<u8>, j: &mut Vec<(usize, &'static str)>, to| {
+        c.extend_from_slice(&[0xe9, 0, 0, 0, 0]);
+        j.push((c.len() - 4, to));
+    };
+    const JE: u8 = 0x84;
+    const JNE: u8 = 0x85;
+    const JBE: u8 = 0x86;
+    const JA: u8 = 0x87;
+    let mut labels: Vec<(&'static str, usize)> = Vec::new();
+    // disp32 from r11 = base + 4096 (the data page)
+    let dp = |a: u64| (a - 4096) as u32;
+    // rdi = signal, rsi = siginfo, rdx = ucontext
+    c.extend_from_slice(&[0x83, 0x7e, 0x08, POLL_IN]); // cmp dword [rsi+8], POLL_IN
+    jcc(&mut c, &mut jumps, JNE, "done");
+    c.extend_from_slice(&[0x49, 0xbb]); // movabs r11, base+4096
+    c.extend_from_slice(&(base + 4096).to_le_bytes());
+    c.extend_from_slice(&[0x8b, 0x46, SIGINFO_FD]); // mov eax, [rsi+24]   si_fd
+    c.extend_from_slice(&[0x48, 0xff, 0xc0]); // inc rax
+    c.extend_from_slice(&[0x49, 0x3b, 0x83]); // cmp rax, [r11+FD]
+    d32(&mut c, dp(FD));
+    jcc(&mut c, &mut jumps, JNE, "done");
+    // ours: every writer of the pipe is gone
+    c.extend_from_slice(&[0x4c, 0x8b, 0x82]); // mov r8, [rdx+uc_rip]
+    d32(&mut c, l.uc_rip);
+    c.extend_from_slice(&[0x4d, 0x8d, 0x48, 0xff]); // lea r9, [r8-1]
+    // signals held back by pgdbg: not without them
+    c.extend_from_slice(&[0x49, 0x83, 0xbb]); // cmp qword [r11+SIGS], 0
+    d32(&mut c, dp(SIGS));
+    c.push(0);
+    jcc(&mut c, &mut jumps, JNE, "restop");
+    // registers not the backend's own: only a call (bit 0, no system
+    // call) running or at its return trap (MARK > 1, rsp at most its
+    // return slot + 8) is repaired by the SIGTRAP handler, or was already
+    // (MARK 1: its SIGTRAP is taken before this SIGCONT); the rest stops
+    // again
+    c.extend_from_slice(&[0x49, 0x8b, 0x83]); // mov rax, [r11+NOT_OWN]
+    d32(&mut c, dp(NOT_OWN));
+    c.extend_from_slice(&[0x48, 0x85, 0xc0]); // test rax, rax
+    jcc(&mut c, &mut jumps, JE, "calls");
+    c.extend_from_slice(&[0x48, 0x83, 0xf8, 0x01]); // cmp rax, 1
+    jcc(&mut c, &mut jumps, JNE, "restop");
+    c.extend_from_slice(&[0x49, 0x8b, 0x83]); // mov rax, [r11+mark]
+    d32(&mut c, dp(l.mark));
+    c.extend_from_slice(&[0x48, 0x85, 0xc0]); // test rax, rax
+    jcc(&mut c, &mut jumps, JE, "restop");
+    c.extend_from_slice(&[0x48, 0x83, 0xf8, 0x01]); // cmp rax, 1
+    jcc(&mut c, &mut jumps, JE, "calls");
+    c.extend_from_slice(&[0x48, 0x8b, 0x82]); // mov rax, [rdx+uc_rsp]
+    d32(&mut c, l.uc_rsp);
+    c.extend_from_slice(&[0x48, 0x83, 0xe8, 0x08]); // sub rax, 8
+    c.extend_from_slice(&[0x49, 0x3b, 0x83]); // cmp rax, [r11+sp]
+    d32(&mut c, dp(l.sp));
+    jcc(&mut c, &mut jumps, JA, "restop");
+    labels.push(("calls", c.len()));
+    // a call's int3s: its return address, then its error traps
+    c.extend_from_slice(&[0x49, 0x8b, 0x83]); // mov rax, [r11+mark]
+    d32(&mut c, dp(l.mark));
+    c.extend_from_slice(&[0x48, 0x83, 0xf8, 0x01]); // cmp rax, 1
+    jcc(&mut c, &mut jumps, JBE, "table");
+    c.extend_from_slice(&[0x4c, 0x39, 0xc8]); // cmp rax, r9
+    jcc(&mut c, &mut jumps, JE, "int3");
+    c.extend_from_slice(&[0x49, 0x8d, 0x8b]); // lea rcx, [r11+int3s+8]
+    d32(&mut c, dp(l.int3s) + 8);
+    labels.push(("traps", c.len()));
+    c.extend_from_slice(&[0x4c, 0x8b, 0x11]); // traps: mov r10, [rcx]
+    c.extend_from_slice(&[0x4d, 0x85, 0xd2]); // test r10, r10
+    jcc(&mut c, &mut jumps, JE, "table");
+    c.extend_from_slice(&[0x4d, 0x39, 0xca]); // cmp r10, r9
+    jcc(&mut c, &mut jumps, JE, "int3");
+    c.extend_from_slice(&[0x48, 0x83, 0xc1, 0x08]); // add rcx, 8
+    jmp(&mut c, &mut jumps, "traps");
+    // the table's active half
+    labels.push(("table", c.len()));
+    c.extend_from_slice(&[0x49, 0x8b, 0x83]); // table: mov rax, [r11+sel]
+    d32(&mut c, dp(l.sel));
+    c.push(0xb9); // mov ecx, cap
+    d32(&mut c, l.cap);
+    labels.push(("loop", c.len()));
+    c.extend_from_slice(&[0x4c, 0x8b, 0x10]); // loop: mov r10, [rax]
+    c.extend_from_slice(&[0x4d, 0x85, 0xd2]); // test r10, r10
+    jcc(&mut c, &mut jumps, JE, "other");
+    c.extend_from_slice(&[0x49, 0xc1, 0xe2, 0x10]); // shl r10, 16
+    c.extend_from_slice(&[0x49, 0xc1, 0xea, 0x10]); // shr r10, 16   address
+    c.extend_from_slice(&[0x4d, 0x39, 0xca]); // cmp r10, r9
+    jcc(&mut c, &mut jumps, JE, "int3");
+    c.extend_from_slice(&[0x48, 0x83, 0xc0, 0x08]); // add rax, 8
+    c.extend_from_slice(&[0xff, 0xc9]); // dec ecx
+    jcc(&mut c, &mut jumps, JNE, "loop");
+    jmp(&mut c, &mut jumps, "other");
+    // rip - 1 is an int3 address of ours (mapped code): still an int3,
+    // and not a resume of pgdbg's there?
+    labels.push(("int3", c.len()));
+    c.extend_from_slice(&[0x41, 0x80, 0x39, 0xcc]); // int3: cmp byte [r9], 0xcc
+    jcc(&mut c, &mut jumps, JNE, "other");
+    c.extend_from_slice(&[0x4d, 0x3b, 0x83]); // cmp r8, [r11+RES_RIP]
+    d32(&mut c, dp(RES_RIP));
+    jcc(&mut c, &mut jumps, JNE, "rewind");
+    c.extend_from_slice(&[0x48, 0x8b, 0x82]); // mov rax, [rdx+uc_rsp]
+    d32(&mut c, l.uc_rsp);
+    c.extend_from_slice(&[0x49, 0x3b, 0x83]); // cmp rax, [r11+RES_RSP]
+    d32(&mut c, dp(RES_RSP));
+    jcc(&mut c, &mut jumps, JE, "other");
+    labels.push(("rewind", c.len()));
+    c.extend_from_slice(&[0x4c, 0x89, 0x8a]); // rewind: mov [rdx+uc_rip], r9
+    d32(&mut c, l.uc_rip);
+    jmp(&mut c, &mut jumps, "go");
+    // other: inside an injected system call (`syscall; int3` at
+    // AT_ENTRY)?  A call's return int3 there, rewound, is not one
+    labels.push(("other", c.len()));
+    c.extend_from_slice(&[0x49, 0x8b, 0x83]); // other: mov rax, [r11+entry]
+    d32(&mut c, dp(l.entry));
+    c.extend_from_slice(&[0x48, 0x85, 0xc0]); // test rax, rax
+    jcc(&mut c, &mut jumps, JE, "data");
+    c.extend_from_slice(&[0x4c, 0x89, 0xc1]); // mov rcx, r8
+    c.extend_from_slice(&[0x48, 0x29, 0xc1]); // sub rcx, rax
+    c.extend_from_slice(&[0x48, 0x83, 0xf9, 0x03]); // cmp rcx, 3
+    jcc(&mut c, &mut jumps, JA, "data");
+    c.extend_from_slice(&[0x48, 0x85, 0xc9]); // test rcx, rcx
+    jcc(&mut c, &mut jumps, JNE, "restop");
+    c.extend_from_slice(&[0x80, 0x38, 0xcc]); // cmp byte [rax], 0xcc
+    jcc(&mut c, &mut jumps, JNE, "restop");
+    // data words changed around calls: only a call running (rsp at or
+    // below its return slot) or at its return trap (rsp just above it)
+    // puts them back, at that trap
+    labels.push(("data", c.len()));
+    c.extend_from_slice(&[0x49, 0x8d, 0x8b]); // data: lea rcx, [r11+dataw]
+    d32(&mut c, dp(l.dataw));
+    c.extend_from_slice(&[0x41, 0xba]); // mov r10d, data_slots
+    d32(&mut c, l.data_slots);
+    labels.push(("slots", c.len()));
+    c.extend_from_slice(&[0x48, 0x83, 0x39, 0x00]); // slots: cmp qword [rcx], 0
+    jcc(&mut c, &mut jumps, JNE, "changed");
+    c.extend_from_slice(&[0x48, 0x83, 0xc1, 0x18]); // add rcx, 24
+    c.extend_from_slice(&[0x41, 0xff, 0xca]); // dec r10d
+    jcc(&mut c, &mut jumps, JNE, "slots");
+    jmp(&mut c, &mut jumps, "go");
+    // (a call the SIGTRAP handler repaired, `mark` 1, had them put back:
+    // its trap can come first, SIGTRAP being taken before SIGCONT)
+    labels.push(("changed", c.len()));
+    c.extend_from_slice(&[0x49, 0x8b, 0x83]); // changed: mov rax, [r11+mark]
+    d32(&mut c, dp(l.mark));
+    c.extend_from_slice(&[0x48, 0x85, 0xc0]); // test rax, rax
+    jcc(&mut c, &mut jumps, JE, "restop");
+    c.extend_from_slice(&[0x48, 0x83, 0xf8, 0x01]); // cmp rax, 1
+    jcc(&mut c, &mut jumps, JE, "go");
+    c.extend_from_slice(&[0x48, 0x8b, 0x82]); // mov rax, [rdx+uc_rsp]
+    d32(&mut c, l.uc_rsp);
+    c.extend_from_slice(&[0x48, 0x83, 0xe8, 0x08]); // sub rax, 8
+    c.extend_from_slice(&[0x49, 0x3b, 0x83]); // cmp rax, [r11+sp]
+    d32(&mut c, dp(l.sp));
+    jcc(&mut c, &mut jumps, JBE, "go");
+    jmp(&mut c, &mut jumps, "restop");
+    // go: the backend runs on, counted (the records are old from now on)
+    labels.push(("go", c.len()));
+    c.extend_from_slice(&[0x49, 0xff, 0x83]); // go: inc qword [r11+RELEASED]
+    d32(&mut c, dp(RELEASED));
+    c.push(0xc3); // ret
+    // restop: stopped again as before (SIGSTOP cannot be blocked: the stop
+    // takes hold as the kill returns, inside this handler)
+    labels.push(("restop", c.len()));
+    c.push(0xb8); // restop: mov eax, SYS_getpid
+    d32(&mut c, libc::SYS_getpid as u32);
+    c.extend_from_slice(&[0x0f, 0x05]); // syscall
+    c.extend_from_slice(&[0x89, 0xc7]); // mov edi, eax
+    c.push(0xbe); // mov esi, SIGSTOP
+    d32(&mut c, libc::SIGSTOP as u32);
+    c.push(0xb8); // mov eax, SYS_kill
+    d32(&mut c, libc::SYS_kill as u32);
+    c.extend_from_slice(&[0x0f, 0x05]); // syscall
+    labels.push(("done", c.len()));
+    c.push(0xc3); // done: ret
+    for (at, to) in jumps {
+        let to = labels
+            .iter()
+            .find(|(n, _)| *n == to)
+            .map(|(_, a)| *a)
+            .expect("label");
+        let rel = i32::try_from(to as isize - (at as isize + 4)).expect("near jump");
+        c[at..at + 4].copy_from_slice(&rel.to_le_bytes());
+    }
+    c
+}
+
+/// The pipe and the SIGCONT action set up in a backend.
+#[derive(Debug, Clone, Default)]
+pub struct Release {
+    /// The read end in the backend (armed once `F_SETFL` succeeded).
+    pub rfd: Option<i32>,
+    /// The backend's own write end, until it is closed.
+    pub wfd: Option<i32>,
+    /// Our SIGCONT action is (or may be) in place; the old one is in the
+    /// data page.
+    pub action: bool,
+    /// pgdbg's own write end (None in the guardian and `pgdbg rescue`).
+    pub mine: Option<Arc<OwnedFd>>,
+    /// A resume point is written in the data page (not all zeros).
+    resume_set: bool,
+    /// What `NOT_OWN` and `SIGS` hold now (written when they change).
+    not_own: u64,
+    sigs: u64,
+}
+
+impl Release {
+    /// The record's word (guardian.rs): read end + 1, write end + 1 << 32,
+    /// bit 63 the action.
+    pub fn word(&self) -> u64 {
+        let f = |x: Option<i32>| x.map(|v| v as u64 + 1).unwrap_or(0) & 0x7fff_ffff;
+        f(self.rfd) | f(self.wfd) << 32 | (self.action as u64) << 63
+    }
+
+    pub fn from_word(w: u64) -> Option<Release> {
+        let f = |x: u64| (x != 0).then(|| (x - 1) as i32);
+        let r = Release {
+            rfd: f(w & 0x7fff_ffff),
+            wfd: f((w >> 32) & 0x7fff_ffff),
+            action: w >> 63 != 0,
+            mine: None,
+            resume_set: true,
+            not_own: u64::MAX,
+            sigs: u64::MAX,
+        };
+        (r.rfd.is_some() || r.wfd.is_some() || r.action).then_some(r)
+    }
+}
+
+/// Whether the running kernel's release is at least `major.minor`.
+fn kernel_at_least(major: u32, minor: u32) -> bool {
+    let r = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let mut it = r
+        .trim()
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|n| n.parse::<u32>().unwrap_or(0));
+    let (a, b) = (it.next().unwrap_or(0), it.next().unwrap_or(0));
+    (a, b) >= (major, minor)
+}
+
+fn sa_bytes(sa: &[u64; 4]) -> Vec<u8> {
+    sa.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
+
+fn pidfd_getfd(pid: i32, fd: i32) -> std::io::Result<OwnedFd> {
+    // SAFETY: pidfd_open(2) / pidfd_getfd(2); each fd is owned at once.
+    unsafe {
+        let p = libc::syscall(libc::SYS_pidfd_open, pid, 0);
+        if p < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let pidfd = OwnedFd::from_raw_fd(p as i32);
+        let f = libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), fd, 0);
+        if f < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(OwnedFd::from_raw_fd(f as i32))
+    }
+}
+
+/// The write end `fd` of backend `pid`, copied into this process (the
+/// guardian's side of the hand-over).
+pub fn take_write_end(pid: i32, fd: i32) -> std::io::Result<OwnedFd> {
+    pidfd_getfd(pid, fd)
+}
+
+impl Target {
+    fn release_base(&self) -> Option<u64> {
+        self.trap.as_ref().map(|h| h.base)
+    }
+
+    fn note_release(&mut self) {
+        let w = self
+            .trap
+            .as_ref()
+            .and_then(|h| h.release.as_ref())
+            .map(|r| r.word())
+            .unwrap_or(0);
+        if let Some(g) = &mut self.guardian {
+            g.note_release(w);
+        }
+    }
+
+    fn set_release(&mut self, f: impl FnOnce(&mut Release)) {
+        if let Some(h) = &mut self.trap {
+            f(h.release.get_or_insert_with(Release::default));
+        }
+        self.note_release();
+    }
+
+    /// Set up the pipe and the SIGCONT handler (module comment) in a
+    /// backend whose SIGTRAP handler was just installed at `base`.  A
+    /// failure removes what was set up and is only logged: the backend is
+    /// then as before (stopped until someone ends it if pgdbg and its
+    /// guardian die together).
+    pub(super) fn install_self_release(&mut self, base: u64, l: &Layout) {
+        if std::env::var_os("PGDBG_NO_SELF_RELEASE").is_some() {
+            return;
+        }
+        if let Err(e) = self.try_install_self_release(base, l) {
+            super::log::debug(&format!("the backend cannot release itself: {e:#}"));
+            let _ = self.remove_self_release();
+        }
+    }
+
+    fn try_install_self_release(&mut self, base: u64, l: &Layout) -> Result<()> {
+        // before Linux 5.5 pipe_release signalled the readers at every
+        // close: pgdbg's death alone would release the backend while its
+        // guardian restores it
+        if !kernel_at_least(5, 5) {
+            bail!("Linux 5.5 or later is needed");
+        }
+        self.write(base + CODE, &emit(base, l))?;
+        self.write(base + FD, &0u64.to_le_bytes())?;
+        self.write(base + RES_RIP, &[0u8; 16])?;
+        self.write(base + RELEASED, &[0u8; 24])?;
+        let r = self.inject_syscall(
+            libc::SYS_pipe2,
+            [base + PIPE, libc::O_CLOEXEC as u64, 0, 0, 0, 0],
+        )?;
+        if r < 0 {
+            bail!("pipe2 in the backend failed (errno {})", -r);
+        }
+        let mut b = [0u8; 8];
+        self.read(base + PIPE, &mut b)?;
+        let rfd = i32::from_le_bytes(b[..4].try_into().expect("4"));
+        let wfd = i32::from_le_bytes(b[4..].try_into().expect("4"));
+        // recorded first: a rescue closes both
+        self.set_release(|r| {
+            r.rfd = Some(rfd);
+            r.wfd = Some(wfd);
+        });
+        let mine = pidfd_getfd(self.pid(), wfd)
+            .map_err(|e| anyhow!("cannot take the pipe's write end ({e})"))?;
+        self.set_release(|r| r.mine = Some(Arc::new(mine)));
+        let shared = match self.guardian()? {
+            Some(g) => g.share_release_fd(wfd),
+            None => false,
+        };
+        if !shared {
+            bail!("the guardian did not take the pipe's write end");
+        }
+        let r = self.inject_syscall(libc::SYS_close, [wfd as u64, 0, 0, 0, 0, 0])?;
+        if r < 0 {
+            bail!("close in the backend failed (errno {})", -r);
+        }
+        self.set_release(|r| r.wfd = None);
+        // the signals held back now, for the handler
+        self.note_held_signals();
+        // the SIGCONT action: only in place of the default one
+        self.write(base + FD, &(rfd as u64 + 1).to_le_bytes())?;
+        let r = self.inject_syscall(
+            libc::SYS_rt_sigaction,
+            [libc::SIGCONT as u64, 0, base + OLD, 8, 0, 0],
+        )?;
+        if r < 0 {
+            bail!("rt_sigaction in the backend failed (errno {})", -r);
+        }
+        let mut old = [0u8; 8];
+        self.read(base + OLD, &mut old)?;
+        if u64::from_le_bytes(old) != libc::SIG_DFL as u64 {
+            bail!("the backend has a SIGCONT action of its own");
+        }
+        const SA_SIGINFO: u64 = 4;
+        const SA_RESTART: u64 = 0x1000_0000;
+        const SA_RESTORER: u64 = 0x0400_0000;
+        let new: [u64; 4] = [
+            base + CODE,
+            SA_SIGINFO | SA_RESTART | SA_RESTORER,
+            base + l.restorer,
+            u64::MAX, // every signal blocked while it runs
+        ];
+        self.write(base + ACT, &sa_bytes(&new))?;
+        self.set_release(|r| r.action = true);
+        let r = self.inject_syscall(
+            libc::SYS_rt_sigaction,
+            [libc::SIGCONT as u64, base + ACT, 0, 8, 0, 0],
+        )?;
+        if r < 0 {
+            bail!("rt_sigaction in the backend failed (errno {})", -r);
+        }
+        // the read end armed last
+        let pid = self.pid() as u64;
+        for (cmd, arg) in [
+            (libc::F_SETOWN, pid),
+            (F_SETSIG, libc::SIGCONT as u64),
+            (libc::F_SETFL, (libc::O_ASYNC | libc::O_NONBLOCK) as u64),
+        ] {
+            let r = self.inject_syscall(libc::SYS_fcntl, [rfd as u64, cmd as u64, arg, 0, 0, 0])?;
+            if r < 0 {
+                bail!("fcntl in the backend failed (errno {})", -r);
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether our SIGCONT handler may be in place: a SIGCONT seen while
+    /// tracing is not delivered (module comment).
+    pub(super) fn sigcont_to_handler(&self) -> bool {
+        self.trap
+            .as_ref()
+            .and_then(|h| h.release.as_ref())
+            .is_some_and(|r| r.action)
+    }
+
+    /// Remove the pipe's ends from the backend, then the SIGCONT action
+    /// (the old one back).  First at every detach: from then on the
+    /// backend stays stopped if pgdbg dies, as before it was set up.
+    pub(super) fn remove_self_release(&mut self) -> Result<()> {
+        let Some(r) = self.trap.as_ref().and_then(|h| h.release.clone()) else {
+            return Ok(());
+        };
+        let Some(base) = self.release_base() else {
+            return Ok(());
+        };
+        if self.gone {
+            return Ok(());
+        }
+        if !self.stopped {
+            self.ensure_stopped()?;
+            if self.gone {
+                return Ok(());
+            }
+        }
+        // a call's return int3 at AT_ENTRY (the guardian's or a rescue's
+        // detach) would keep the system calls from running there: it goes
+        // first, as the detach removes it anyway
+        if let Some(at) = super::procfs::auxv_entry(self.pid()) {
+            for a in at..at + 3 {
+                if !self.inserted.contains_key(&a) {
+                    continue;
+                }
+                if self.byte_in_target(a) == Some(super::INT3) {
+                    self.remove_breakpoint(a)?;
+                } else {
+                    self.forget_breakpoint(a);
+                }
+            }
+        }
+        for fd in [r.rfd, r.wfd].into_iter().flatten() {
+            // only a pipe: the backend never closes descriptors it did not
+            // open, but a number is checked before it is closed
+            let link = std::fs::read_link(format!("/proc/{}/fd/{fd}", self.pid()))
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if link.starts_with("pipe:") {
+                let r = self.inject_syscall(libc::SYS_close, [fd as u64, 0, 0, 0, 0, 0])?;
+                if r < 0 && r != -(libc::EBADF as i64) {
+                    bail!("cannot close descriptor {fd} in the backend (errno {})", -r);
+                }
+            }
+        }
+        self.write(base + FD, &0u64.to_le_bytes())?;
+        self.set_release(|r| {
+            r.rfd = None;
+            r.wfd = None;
+        });
+        if r.action {
+            let mut old = [0u8; 32];
+            self.read(base + OLD, &mut old)?;
+            self.write(base + ACT, &old)?;
+            let res = self.inject_syscall(
+                libc::SYS_rt_sigaction,
+                [libc::SIGCONT as u64, base + ACT, base + OLD, 8, 0, 0],
+            )?;
+            if res < 0 {
+                bail!("cannot restore the SIGCONT action (errno {})", -res);
+            }
+            let mut cur = [0u8; 32];
+            self.read(base + OLD, &mut cur)?;
+            if u64::from_le_bytes(cur[..8].try_into().expect("8")) != base + CODE {
+                // the backend replaced our action meanwhile: keep its own
+                self.write(base + ACT, &cur)?;
+                let _ = self.inject_syscall(
+                    libc::SYS_rt_sigaction,
+                    [libc::SIGCONT as u64, base + ACT, 0, 8, 0, 0],
+                )?;
+            }
+        }
+        if let Some(h) = &mut self.trap {
+            h.release = None;
+        }
+        self.note_release();
+        Ok(())
+    }
+
+    /// pgdbg resumes the backend at `rip` with `rsp`, one past an int3 of
+    /// its own, on purpose (hold.rs): the handler must not rewind there.
+    /// `rip` 0: no such resume holds any more.
+    pub(super) fn note_release_resume(&mut self, rip: u64, rsp: u64) {
+        let Some(h) = &mut self.trap else {
+            return;
+        };
+        let base = h.base;
+        let Some(r) = &mut h.release else {
+            return;
+        };
+        if rip == 0 && !r.resume_set {
+            return;
+        }
+        r.resume_set = rip != 0;
+        let mut b = [0u8; 16];
+        b[..8].copy_from_slice(&rip.to_le_bytes());
+        b[8..].copy_from_slice(&rsp.to_le_bytes());
+        if let Err(e) = self.write(base + RES_RIP, &b) {
+            super::log::debug(&format!("resume point not written for the handler: {e:#}"));
+        }
+    }
+
+    /// A word of the data page the handler reads, written when it changes.
+    fn note_release_word(&mut self, at: u64, v: u64, old: fn(&mut Release) -> &mut u64) {
+        let Some(h) = &mut self.trap else {
+            return;
+        };
+        let base = h.base;
+        let Some(r) = &mut h.release else {
+            return;
+        };
+        let o = old(r);
+        if *o == v {
+            return;
+        }
+        *o = v;
+        if let Err(e) = self.write(base + at, &v.to_le_bytes()) {
+            super::log::debug(&format!("release word not written: {e:#}"));
+        }
+    }
+
+    /// A call (bit 0) or an injected system call (bit 1) of pgdbg's is in
+    /// flight or no longer: before the registers change, after they are
+    /// back.
+    pub(super) fn note_release_not_own(&mut self, bit: u64, on: bool) {
+        let cur = self
+            .trap
+            .as_ref()
+            .and_then(|h| h.release.as_ref())
+            .map(|r| if r.not_own == u64::MAX { 0 } else { r.not_own });
+        let Some(cur) = cur else {
+            return;
+        };
+        let v = if on { cur | bit } else { cur & !bit };
+        self.note_release_word(NOT_OWN, v, |r| &mut r.not_own);
+    }
+
+    /// The signals pgdbg holds back now (the guardian's record has the
+    /// same mask).
+    pub(super) fn note_release_signals(&mut self, mask: u64) {
+        self.note_release_word(SIGS, mask, |r| &mut r.sigs);
+    }
+}

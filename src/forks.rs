@@ -8,8 +8,10 @@
 //! spare to seize it wins (a process has one tracer; the others are
 //! refused and wait for the next fork).  The winner keeps it only when
 //! its parent is still the postmaster (not a reused PID) and it holds a
-//! client connection (inferior/newchild.rs); otherwise it detaches at once
-//! and waits again.  Then the backend runs on until it is ready for its
+//! connection accepted on one of the postmaster's listening sockets
+//! (inferior/newchild.rs); otherwise it detaches at once and waits again.
+//! A replication connection passes that too: it is let go once its title
+//! says walsender, at its first command (attach.rs), and not counted.  Then the backend runs on until it is ready for its
 //! first command (session/firstcommand.rs: an execute breakpoint in a
 //! debug register, nothing written into it), where it stays stopped while
 //! the script is armed: the new connection waits for that, as any backend
@@ -68,6 +70,25 @@ pub fn take_next_backend(
 ) -> Result<Option<(Target, i32, Duration)>> {
     // SAFETY: the pipe the supervisor gave us as this descriptor (multi.rs)
     let mut status = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(STATUS_FD) };
+    // what a client's connection is accepted on: a child holding a
+    // connection on none of these is not a client backend
+    let listen = match newchild::listening(postmaster) {
+        Ok(l) if !l.is_empty() => l,
+        Ok(_) => {
+            let _ = writeln!(
+                status,
+                "refused the postmaster {postmaster} has no listening socket pgdbg can see"
+            );
+            return Ok(None);
+        }
+        Err(e) => {
+            let _ = writeln!(
+                status,
+                "refused cannot read the listening sockets of the postmaster {postmaster} ({e})"
+            );
+            return Ok(None);
+        }
+    };
     let mut events = match ProcEvents::open() {
         Ok(e) => e,
         Err(e) => {
@@ -81,6 +102,7 @@ pub fn take_next_backend(
     // SAFETY: setpriority(2) of this thread
     unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, -10) };
     let _ = status.write_all(b"ready\n");
+    let mut said_lost = false;
     let taken = loop {
         if runtime::must_stop()
             || until.is_some_and(|u| Instant::now() >= u)
@@ -109,7 +131,13 @@ pub fn take_next_backend(
             break None;
         }
         let mut got = None;
-        for f in events.forks() {
+        let forks = events.forks();
+        if events.lost > 0 && !said_lost {
+            // the supervisor says it once for all spares
+            let _ = status.write_all(b"lost\n");
+            said_lost = true;
+        }
+        for f in forks {
             if f.parent != postmaster || got.is_some() {
                 continue;
             }
@@ -118,7 +146,7 @@ pub fn take_next_backend(
             if ProcEvents::now_ns().saturating_sub(f.at_ns) > STALE_FORK_NS {
                 continue;
             }
-            if let Some(t) = take(f.child, postmaster) {
+            if let Some(t) = take(f.child, postmaster, &listen) {
                 let took = Duration::from_nanos(ProcEvents::now_ns().saturating_sub(f.at_ns));
                 got = Some((t, f.child, took));
             }
@@ -138,10 +166,11 @@ pub fn take_next_backend(
 /// A fork heard this long after it is left alone.
 const STALE_FORK_NS: u64 = 50_000_000;
 
-/// Attach to a new child of the postmaster; kept only when it is a client
-/// backend (else detached at once).  None as well when another spare took
+/// Attach to a new child of the postmaster; kept only when it holds a
+/// connection accepted on one of the postmaster's `listen` sockets (else
+/// detached at once: a child that merely inherited a connection).  None as well when another spare took
 /// it first, or it ended first.
-fn take(pid: i32, postmaster: i32) -> Option<Target> {
+fn take(pid: i32, postmaster: i32, listen: &[newchild::Listen]) -> Option<Target> {
     let mut t = match Target::attach(pid) {
         Ok(t) => t,
         Err(e) => {
@@ -153,7 +182,7 @@ fn take(pid: i32, postmaster: i32) -> Option<Target> {
     // by the postmaster's death, its descriptors are the ones it was
     // forked with
     let parent = crate::inferior::procfs::status(pid).map(|s| s.ppid).ok();
-    let conns = newchild::connected_stream_sockets(pid);
+    let conns = newchild::client_connections(pid, listen);
     if parent == Some(postmaster) && conns.as_ref().is_ok_and(|n| *n > 0) {
         return Some(t);
     }
@@ -187,19 +216,30 @@ fn reap_if_ours(pid: i32) {
 static UNREAPED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Tests only (PGDBG_HOLD_NEW_MS): keep a new backend stopped this long
-/// after its fork, so that a test can kill it, or pgdbg, meanwhile.  Its
-/// end is waited for at once (as the script's own waits would).
+/// after its fork (at most `HOLD_CAP_MS`), so that a test can kill it, or
+/// pgdbg, meanwhile.  Its end is waited for at once (as the script's own
+/// waits would).  The supervisor says so when it is set (`held_for_tests`).
 pub fn hold_for_tests(t: &mut Target) {
-    let Some(ms) = std::env::var("PGDBG_HOLD_NEW_MS")
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok())
-    else {
+    let Some(ms) = held_for_tests() else {
         return;
     };
     let until = Instant::now() + Duration::from_millis(ms);
     while Instant::now() < until && !runtime::must_stop() && !t.reap_if_killed() {
         std::thread::sleep(Duration::from_millis(5));
     }
+}
+
+/// The longest PGDBG_HOLD_NEW_MS honoured: a variable left set must not
+/// hold connections for longer than a client's usual patience.
+pub const HOLD_CAP_MS: u64 = 120_000;
+
+/// PGDBG_HOLD_NEW_MS, capped: how long each new backend is held after its
+/// fork, for tests.
+pub fn held_for_tests() -> Option<u64> {
+    std::env::var("PGDBG_HOLD_NEW_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .map(|ms| ms.min(HOLD_CAP_MS))
 }
 
 /// A spare as the supervisor sees it.
@@ -221,6 +261,8 @@ pub enum Said {
     Ready,
     Attached { pid: i32, took: Duration },
     Refused(String),
+    /// It heard that fork events were lost (the kernel's buffer was full).
+    Lost,
 }
 
 impl Spare {
@@ -273,6 +315,7 @@ impl Spare {
                 },
                 _ => Said::Nothing,
             },
+            ["lost"] => Said::Lost,
             ["refused", ..] => Said::Refused(line["refused".len()..].trim().to_string()),
             _ => Said::Nothing,
         }

@@ -30,6 +30,9 @@ use std::time::{Duration, Instant};
 struct Worker {
     child: Child,
     threads: Vec<std::thread::JoinHandle<()>>,
+    /// A spare's: from the kernel's word of its backend's fork to the
+    /// stop (counted once the worker ends, if it was a client backend).
+    took: Option<Duration>,
 }
 
 /// How the supervisor runs its workers.
@@ -181,11 +184,17 @@ pub fn supervise(
     let mut pending = initial;
     let mut spares: Vec<Spare> = Vec::new();
     let mut spare_failures = 0;
+    let mut said_lost = false;
     let mut fork_times = forks::ForkTimes::default();
     // when spares took their backends lately: more are kept ready while
     // backends start fast
     let mut taken: std::collections::VecDeque<Instant> = Default::default();
     let mut last_look = Instant::now();
+    if spares_on && let Some(ms) = forks::held_for_tests() {
+        crate::errln!(
+            "pgdbg: PGDBG_HOLD_NEW_MS is set (for tests): each new backend is kept stopped {ms} ms after its fork"
+        );
+    }
     if spares_on && let Some(pm) = postmaster {
         // the first spares ready before the script is said to run
         start_spares(&mut spares, SPARES, pm, opts, limit, &mut spare_failures);
@@ -273,6 +282,14 @@ pub fn supervise(
                     }
                 }
                 Said::Ready => {}
+                Said::Lost => {
+                    if !said_lost {
+                        crate::errln!(
+                            "pgdbg: fork events were lost (the kernel's buffer for them was full): the backends they announced are found by looking, every 100 ms, and their first statements may be missed"
+                        );
+                    }
+                    said_lost = true;
+                }
                 Said::Refused(why) => {
                     if spares_on {
                         say_looking(&why);
@@ -294,7 +311,6 @@ pub fn supervise(
                 Said::Attached { pid, took } => {
                     let sp = spares.swap_remove(i);
                     sp.prefix.store(pid, Ordering::Relaxed);
-                    fork_times.push(took);
                     taken.push_back(Instant::now());
                     seen.insert(pid);
                     if forwarded.0 || forwarded.1 {
@@ -307,6 +323,7 @@ pub fn supervise(
                         Worker {
                             child: sp.child,
                             threads: sp.threads,
+                            took: Some(took),
                         },
                     );
                 }
@@ -332,15 +349,20 @@ pub fn supervise(
             }
         }
         for (pid, st) in done {
+            let mut took = None;
             if let Some(w) = workers.remove(&pid) {
+                took = w.took;
                 for t in w.threads {
                     let _ = t.join();
                 }
             }
             if st.code() == Some(forks::NOT_A_CLIENT_EXIT) {
                 // a walsender taken at its fork, let go: never a backend
-                // of the script
+                // of the script, nor counted as attached at its fork
                 continue;
+            }
+            if let Some(d) = took {
+                fork_times.push(d);
             }
             if st.code() == Some(crate::attach::NOT_ATTACHED_EXIT) {
                 // the worker said why; a backend gone now had ended first
@@ -570,7 +592,11 @@ fn spawn_worker(
     };
     let prefix = Arc::new(AtomicI32::new(pid));
     let (child, threads, _) = spawn(opts.worker_args(pid, remaining), prefix, stdout, false)?;
-    Ok(Worker { child, threads })
+    Ok(Worker {
+        child,
+        threads,
+        took: None,
+    })
 }
 
 type Pipes = Option<(std::process::ChildStdin, std::fs::File)>;

@@ -65,7 +65,7 @@ impl ProcEvents {
         // a large buffer: a burst of forks elsewhere on the machine must
         // not push out the postmaster's (FORCE needs CAP_NET_ADMIN, which
         // the subscription needs anyway)
-        let size: libc::c_int = 4 << 20;
+        let size: libc::c_int = 1 << 20;
         for opt in [libc::SO_RCVBUFFORCE, libc::SO_RCVBUF] {
             // SAFETY: setsockopt with an int of the right size.
             let r = unsafe {

@@ -259,7 +259,10 @@ pub struct Spare {
 pub enum Said {
     Nothing,
     Ready,
-    Attached { pid: i32, took: Duration },
+    Attached {
+        pid: i32,
+        took: Duration,
+    },
     Refused(String),
     /// It heard that fork events were lost (the kernel's buffer was full).
     Lost,

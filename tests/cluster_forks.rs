@@ -57,11 +57,11 @@ fn each_short_session_counted(major: u32) {
         // `psql -c`: the statement is sent the moment the connection is
         // ready, the whole session lasts a few milliseconds; looking every
         // 100 ms and attaching in 70 ms or more sees none of these first
-        // statements.  A session every 0.3 s: a worker started ahead takes
-        // about 0.1 s of CPU to be ready, so a faster stream of new
-        // connections on this shared 2-CPU machine outruns them (those
-        // backends are then found by looking)
-        std::thread::sleep(Duration::from_millis(300));
+        // statements.  Each session once the workers started ahead are
+        // listening for forks again (a faster stream of new connections
+        // outruns them: those backends are then found by looking) and the
+        // worker of the session before has ended
+        spares_ready(p.pid());
         let o = Command::new(&psql)
             .args([
                 "-h",
@@ -124,6 +124,52 @@ fn each_short_session_counted(major: u32) {
     cl.assert_no_crash();
 }
 
+/// How many of process `sup`'s children hold a socket of the kernel's
+/// process events connector (netlink protocol 11): the workers started
+/// ahead that are listening for forks (each closes it once it took one).
+fn spares_listening(sup: i32) -> usize {
+    let connector: std::collections::HashSet<String> =
+        std::fs::read_to_string(format!("/proc/{sup}/net/netlink"))
+            .unwrap_or_default()
+            .lines()
+            .skip(1)
+            .filter_map(|l| {
+                let w: Vec<&str> = l.split_whitespace().collect();
+                (w.get(1) == Some(&"11")).then(|| w.last().unwrap().to_string())
+            })
+            .collect();
+    children(sup)
+        .into_iter()
+        .filter(|c| {
+            std::fs::read_dir(format!("/proc/{c}/fd"))
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter_map(|e| std::fs::read_link(e.path()).ok())
+                .any(|t| {
+                    t.to_str()
+                        .and_then(|t| t.strip_prefix("socket:["))
+                        .and_then(|t| t.strip_suffix(']'))
+                        .is_some_and(|i| connector.contains(i))
+                })
+        })
+        .count()
+}
+
+/// Wait until the supervisor `sup` keeps its 3 workers started ahead
+/// listening for forks and has no other worker left (the workers of
+/// earlier sessions have ended: their uprobes are closed).
+fn spares_ready(sup: i32) {
+    wait_until(
+        "3 workers started ahead listening for forks, no other worker",
+        Duration::from_secs(60),
+        || {
+            let n = spares_listening(sup);
+            n >= 3 && children(sup).len() == n
+        },
+    );
+}
+
 fn children(pid: i32) -> Vec<i32> {
     std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
         .unwrap_or_default()
@@ -152,14 +198,32 @@ fn spawn_holding(
     std::process::Child,
     std::sync::Arc<std::sync::Mutex<String>>,
 ) {
+    spawn_cluster(cl, name, &[("PGDBG_HOLD_NEW_MS", "120000")], None)
+}
+
+/// `pgdbg attach --cluster` counting each backend's statements, with
+/// `env`, its standard output to `out` (else dropped), its standard error
+/// collected by a thread.
+fn spawn_cluster(
+    cl: &Cluster,
+    name: &str,
+    env: &[(&str, &str)],
+    out: Option<&std::path::Path>,
+) -> (
+    std::process::Child,
+    std::sync::Arc<std::sync::Mutex<String>>,
+) {
     let script = write_script(name, &["count standard_ExecutorStart"]);
     let mut child = Command::new(pgdbg_bin())
         .args(["attach", "--cluster", cl.dir.to_str().unwrap()])
         .args(["--script", script.to_str().unwrap(), "--for", "600s"])
         .env_remove("DEBUGINFOD_URLS")
-        .env("PGDBG_HOLD_NEW_MS", "120000")
+        .envs(env.iter().copied())
         .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
+        .stdout(match out {
+            Some(p) => std::process::Stdio::from(std::fs::File::create(p).unwrap()),
+            None => std::process::Stdio::null(),
+        })
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawn pgdbg");
@@ -321,4 +385,302 @@ fn cluster_pgdbg_killed_while_holding_15() {
 #[test]
 fn cluster_pgdbg_killed_while_holding_18() {
     pgdbg_killed_while_holding(18);
+}
+
+/// Wait for `child` to end (at most 120 s).
+fn wait_end(child: &mut std::process::Child, err: &std::sync::Mutex<String>) -> i32 {
+    let t0 = std::time::Instant::now();
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            return st.code().unwrap_or(-1);
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(120),
+            "pgdbg did not end: {}",
+            err.lock().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A replication connection (a walsender) under `--cluster`: taken at
+/// its fork like any connection (its startup packet is not read yet), let
+/// go once its title says walsender: no script, no output line, not in
+/// the count of backends attached at their fork, and untraced while it
+/// runs.
+fn replication_connection_not_scripted(major: u32) {
+    let cl = Cluster::start(major);
+    let out = temp(&format!("repl-{major}.out"));
+    let (mut pg, err) = spawn_cluster(
+        &cl,
+        &format!("repl-{major}"),
+        &[("PGDBG_DEBUG", "1")],
+        Some(&out),
+    );
+    spares_ready(pg.id() as i32);
+    let psql = cl.bin.join("psql");
+    let host = cl.dir.to_str().unwrap();
+    // one client session, counted
+    let o = Command::new(&psql)
+        .args(["-h", host, "-U", "postgres", "-X", "-At"])
+        .args(["-c", "select pg_backend_pid()", "postgres"])
+        .output()
+        .expect("run psql");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let client: i32 = String::from_utf8_lossy(&o.stdout).trim().parse().unwrap();
+    spares_ready(pg.id() as i32);
+    // a replication session kept open
+    let before = children(cl.postmaster_pid);
+    let mut repl = Command::new(&psql)
+        .arg(format!(
+            "host={host} user=postgres dbname=postgres replication=database"
+        ))
+        .args(["-X", "-At"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run psql");
+    let is_walsender = |p: i32| {
+        std::fs::read_to_string(format!("/proc/{p}/cmdline")).is_ok_and(|c| c.contains("walsender"))
+    };
+    let mut ws = 0;
+    wait_until("the walsender", Duration::from_secs(30), || {
+        ws = children(cl.postmaster_pid)
+            .into_iter()
+            .find(|p| !before.contains(p) && is_walsender(*p))
+            .unwrap_or(0);
+        ws != 0
+    });
+    // taken at its fork and let go at its first command
+    wait_until(
+        "the walsender let go by pgdbg",
+        Duration::from_secs(30),
+        || {
+            err.lock()
+                .unwrap()
+                .contains(&format!("[{ws}] not a client backend: let go"))
+        },
+    );
+    // untraced and running while its session lasts
+    for _ in 0..10 {
+        assert_eq!(tracer_pid(ws), 0, "walsender {ws} traced");
+        let st = proc_state(ws);
+        assert!(
+            !st.to_lowercase().starts_with('t'),
+            "walsender {ws} stopped: {st}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    {
+        use std::io::Write;
+        let mut i = repl.stdin.take().unwrap();
+        i.write_all(b"IDENTIFY_SYSTEM;\n").unwrap();
+    }
+    let o = repl.wait_with_output().expect("psql replication");
+    assert!(
+        o.status.success() && String::from_utf8_lossy(&o.stdout).contains('|'),
+        "IDENTIFY_SYSTEM failed: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // SAFETY: kill(2) of our own child
+    unsafe { libc::kill(pg.id() as i32, libc::SIGINT) };
+    let code = wait_end(&mut pg, &err);
+    let rest = err.lock().unwrap().clone();
+    let text = std::fs::read_to_string(&out).unwrap_or_default();
+    assert!(code == 0 || code == 130, "exit {code}: {rest}");
+    assert!(
+        rest.contains("1 new backend attached at their fork"),
+        "the walsender counted, or the client not: {rest}"
+    );
+    assert!(
+        text.contains(&format!("[{client}]")),
+        "no output for the client session {client}: {text}"
+    );
+    assert!(
+        !text.contains(&format!("[{ws}]")) && !rest.contains(&format!("[{ws}] Attached")),
+        "output for the walsender {ws}: {text}{rest}"
+    );
+    no_backend_traced(&cl);
+    cl.assert_no_crash();
+}
+
+#[test]
+fn cluster_replication_connection_not_scripted_15() {
+    replication_connection_not_scripted(15);
+}
+
+#[test]
+fn cluster_replication_connection_not_scripted_18() {
+    replication_connection_not_scripted(18);
+}
+
+/// The backend of a new connection whose client sends nothing: it waits
+/// for the startup packet, traced by the worker that took it at its fork
+/// and runs it to its first command (a debug register armed, the group
+/// stop's hold, the guardian).  Found once it has been so for half a
+/// second; with the worker (its tracer).
+fn silent_connection(cl: &Cluster, sup: i32) -> (std::os::unix::net::UnixStream, i32, i32) {
+    spares_ready(sup);
+    let before = children(cl.postmaster_pid);
+    let sock = std::os::unix::net::UnixStream::connect(cl.dir.join(".s.PGSQL.5432"))
+        .expect("connect to the server's socket");
+    let mut found = None;
+    wait_until(
+        "the silent connection's backend traced by a worker",
+        Duration::from_secs(30),
+        || {
+            let workers = children(sup);
+            found = children(cl.postmaster_pid)
+                .into_iter()
+                .filter(|p| !before.contains(p))
+                .map(|p| (p, tracer_pid(p)))
+                .find(|(_, t)| workers.contains(t));
+            if let Some((p, t)) = found {
+                std::thread::sleep(Duration::from_millis(500));
+                return tracer_pid(p) == t;
+            }
+            false
+        },
+    );
+    let (pid, worker) = found.unwrap();
+    (sock, pid, worker)
+}
+
+/// Startup packet (protocol 3.0, user and database postgres) and the
+/// server's answers up to ReadyForQuery: the message types seen.
+fn start_session(sock: &mut std::os::unix::net::UnixStream) -> Vec<u8> {
+    use std::io::Write;
+    let mut body = 196608u32.to_be_bytes().to_vec();
+    body.extend_from_slice(b"user\0postgres\0database\0postgres\0\0");
+    let mut pkt = ((body.len() + 4) as u32).to_be_bytes().to_vec();
+    pkt.extend_from_slice(&body);
+    sock.write_all(&pkt).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut types = Vec::new();
+    loop {
+        let mut h = [0u8; 5];
+        if sock.read_exact(&mut h).is_err() {
+            return types;
+        }
+        let len = u32::from_be_bytes(h[1..5].try_into().unwrap()) as usize;
+        let mut rest = vec![0u8; len.saturating_sub(4)];
+        if sock.read_exact(&mut rest).is_err() {
+            return types;
+        }
+        types.push(h[0]);
+        if h[0] == b'Z' || h[0] == b'E' {
+            return types;
+        }
+    }
+}
+
+/// The worker holding a silent connection's backend (in the run to its
+/// first command) is killed: its guardian restores the backend at once;
+/// untraced and running within a second; the client then starts its
+/// session normally (nothing left armed at ReadyForQuery) and nothing
+/// crashed.
+fn worker_killed_during_authentication(major: u32) {
+    let cl = Cluster::start(major);
+    let (mut pg, err) = spawn_cluster(&cl, &format!("auth-worker-{major}"), &[], None);
+    let (mut sock, pid, worker) = silent_connection(&cl, pg.id() as i32);
+    // SAFETY: kill(2) of a worker of our pgdbg
+    unsafe { libc::kill(worker, libc::SIGKILL) };
+    let t0 = std::time::Instant::now();
+    loop {
+        let st = proc_state(pid);
+        if tracer_pid(pid) == 0 && !st.to_lowercase().starts_with('t') {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(1),
+            "backend {pid} still traced ({}) or stopped ({st}) a second after its worker was killed",
+            tracer_pid(pid)
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let types = start_session(&mut sock);
+    assert_eq!(
+        types.last(),
+        Some(&b'Z'),
+        "no ReadyForQuery: {:?}",
+        String::from_utf8_lossy(&types)
+    );
+    {
+        use std::io::Write;
+        // Terminate
+        sock.write_all(b"X\0\0\0\x04").unwrap();
+    }
+    drop(sock);
+    wait_until("the session's end", Duration::from_secs(10), || {
+        !std::path::Path::new(&format!("/proc/{pid}")).exists()
+    });
+    // SAFETY: kill(2) of our own child
+    unsafe { libc::kill(pg.id() as i32, libc::SIGINT) };
+    wait_end(&mut pg, &err);
+    no_backend_traced(&cl);
+    let mut c = cl.connect();
+    assert_eq!(c.query_one_i64("select 7"), 7);
+    cl.assert_no_crash();
+}
+
+/// A silent connection's backend killed (SIGKILL) in the run to its first
+/// command: its worker waits for it, the postmaster reaps it and its
+/// crash restart completes; the cluster answers.
+fn backend_killed_during_authentication(major: u32) {
+    let cl = Cluster::start(major);
+    let (mut pg, err) = spawn_cluster(&cl, &format!("auth-killed-{major}"), &[], None);
+    let (sock, pid, _) = silent_connection(&cl, pg.id() as i32);
+    // SAFETY: kill(2) of a backend of our test cluster
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    wait_until(
+        "the postmaster to reap the killed backend",
+        Duration::from_secs(10),
+        || !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+    );
+    drop(sock);
+    let isready = cl.bin.join("pg_isready");
+    wait_until(
+        "the crash restart to complete",
+        Duration::from_secs(60),
+        || {
+            Command::new(&isready)
+                .args(["-h", cl.dir.to_str().unwrap(), "-q"])
+                .status()
+                .is_ok_and(|s| s.success())
+        },
+    );
+    let mut c = cl.connect();
+    assert_eq!(c.query_one_i64("select 7"), 7);
+    assert!(
+        cl.log().contains("terminated by signal 9"),
+        "no crash restart: {}",
+        cl.log()
+    );
+    // SAFETY: kill(2) of our own child
+    unsafe { libc::kill(pg.id() as i32, libc::SIGINT) };
+    wait_end(&mut pg, &err);
+    no_backend_traced(&cl);
+}
+
+#[test]
+fn cluster_worker_killed_during_authentication_15() {
+    worker_killed_during_authentication(15);
+}
+
+#[test]
+fn cluster_worker_killed_during_authentication_18() {
+    worker_killed_during_authentication(18);
+}
+
+#[test]
+fn cluster_backend_killed_during_authentication_15() {
+    backend_killed_during_authentication(15);
+}
+
+#[test]
+fn cluster_backend_killed_during_authentication_18() {
+    backend_killed_during_authentication(18);
 }

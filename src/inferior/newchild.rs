@@ -265,10 +265,16 @@ mod tests {
         );
         assert!(accepted_on(&conn, std::slice::from_ref(&any)));
         assert!(accepted_on(&mapped, std::slice::from_ref(&any6)));
-        assert!(accepted_on(&mapped, &[Listen::Tcp(vec![10, 0, 0, 7], 5432)]));
+        assert!(accepted_on(
+            &mapped,
+            &[Listen::Tcp(vec![10, 0, 0, 7], 5432)]
+        ));
         // another port (a connection the postmaster made itself)
         assert!(!accepted_on(&Listen::Tcp(vec![10, 0, 0, 7], 40000), &[any]));
-        assert!(!accepted_on(&conn, &[Listen::Tcp(vec![127, 0, 0, 1], 5432)]));
+        assert!(!accepted_on(
+            &conn,
+            &[Listen::Tcp(vec![127, 0, 0, 1], 5432)]
+        ));
     }
 
     #[test]

@@ -22,7 +22,12 @@
 //! if the spare dies, and no backend is handed from one tracer to another.
 //! The run to the first command uses a debug register, with what that
 //! brings (the guardian, the SIGTRAP handler, the group stop of hold.rs:
-//! docs/safety.md).  A
+//! docs/safety.md).  The spare and its guardian killed together there:
+//! the backend releases itself and runs on untraced, keeping the handlers,
+//! the pipe and the execute debug register on ReadyForQuery (each hit
+//! passes through the SIGTRAP handler) until `pgdbg rescue` or the next
+//! attach; it stays stopped only when killed inside an injected set-up
+//! call or while signals are held back.  A
 //! new backend is stopped only when a spare is ready (else it is found by
 //! looking, every 100 ms, as without process events).  A backend killed
 //! while it is stopped is waited for by its worker (its parent, the

@@ -684,3 +684,148 @@ fn cluster_backend_killed_during_authentication_15() {
 fn cluster_backend_killed_during_authentication_18() {
     backend_killed_during_authentication(18);
 }
+
+/// utime + stime of `pid`, in clock ticks (/proc/PID/stat).
+fn cpu_ticks(pid: i32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after = &s[s.rfind(')').unwrap() + 2..];
+    let f: Vec<&str> = after.split_whitespace().collect();
+    // fields 14 and 15 of the line; `after` starts at field 3
+    f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
+}
+
+/// A simple-protocol query on `sock`: the message types up to
+/// ReadyForQuery.
+fn query(sock: &mut std::os::unix::net::UnixStream, sql: &str) -> Vec<u8> {
+    use std::io::Write;
+    let mut m = vec![b'Q'];
+    m.extend_from_slice(&((sql.len() + 5) as u32).to_be_bytes());
+    m.extend_from_slice(sql.as_bytes());
+    m.push(0);
+    sock.write_all(&m).unwrap();
+    let mut types = Vec::new();
+    loop {
+        let mut h = [0u8; 5];
+        sock.read_exact(&mut h).expect("an answer to the query");
+        let len = u32::from_be_bytes(h[1..5].try_into().unwrap()) as usize;
+        let mut rest = vec![0u8; len.saturating_sub(4)];
+        sock.read_exact(&mut rest).expect("an answer to the query");
+        types.push(h[0]);
+        if h[0] == b'Z' {
+            return types;
+        }
+    }
+}
+
+/// A silent connection's backend whose worker and guardian are SIGKILLed
+/// together (pgdbg's supervisor stopped first so that it attaches nothing
+/// meanwhile, then killed): the backend is not left stopped and runs on
+/// untraced with the execute debug register on ReadyForQuery and our
+/// SIGTRAP handler; its session starts and its statements answer, each
+/// trap passing through the handler at a bounded CPU cost; `pgdbg rescue`
+/// clears DR7 and puts both signal actions back; the session answers and
+/// nothing crashed.
+fn worker_and_guardian_killed_during_authentication(major: u32) {
+    let cl = Cluster::start(major);
+    let (mut pg, err) = spawn_cluster(&cl, &format!("auth-both-{major}"), &[], None);
+    let (mut sock, pid, worker) = silent_connection(&cl, pg.id() as i32);
+    let g = guardians_of(pid);
+    assert_eq!(g.len(), 1, "one guardian of {pid}: {g:?}");
+    // SAFETY: kill(2) of our own child, of its worker and of the worker's
+    // guardian
+    unsafe {
+        libc::kill(pg.id() as i32, libc::SIGSTOP);
+        libc::kill(g[0], libc::SIGKILL);
+        libc::kill(worker, libc::SIGKILL);
+    }
+    let t0 = std::time::Instant::now();
+    loop {
+        let st = proc_state(pid);
+        if tracer_pid(pid) == 0 && !st.to_lowercase().starts_with('t') {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(1),
+            "backend {pid} still traced ({}) or stopped ({st}) a second after its worker and guardian were killed",
+            tracer_pid(pid)
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // SAFETY: kill(2) of our own child
+    unsafe { libc::kill(pg.id() as i32, libc::SIGKILL) };
+    let _ = pg.wait();
+    drop(err);
+    wait_until("the workers to end", Duration::from_secs(30), || {
+        children(pg.id() as i32).is_empty() && guardians_of(pid).is_empty()
+    });
+    // what the killed worker left: the SIGTRAP and SIGCONT handlers and
+    // the debug register armed on ReadyForQuery
+    assert!(
+        caught(pid, libc::SIGTRAP),
+        "no SIGTRAP handler left in {pid}"
+    );
+    assert!(
+        caught(pid, libc::SIGCONT),
+        "no SIGCONT handler left in {pid}"
+    );
+    assert_ne!(dr7(pid), 0, "DR7 of {pid} not left armed");
+    let types = start_session(&mut sock);
+    assert_eq!(
+        types.last(),
+        Some(&b'Z'),
+        "no ReadyForQuery: {:?}",
+        String::from_utf8_lossy(&types)
+    );
+    let before = cpu_ticks(pid);
+    for i in 0..20 {
+        let t = query(&mut sock, &format!("select {i}"));
+        assert!(t.contains(&b'D'), "no row for statement {i}: {t:?}");
+        assert!(!proc_state(pid).starts_with('T'), "backend {pid} stopped");
+    }
+    // one second of CPU
+    // SAFETY: sysconf(3)
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
+    assert!(
+        cpu_ticks(pid) - before < ticks,
+        "backend {pid} used {} ticks of CPU for 20 statements",
+        cpu_ticks(pid) - before
+    );
+    assert_eq!(tracer_pid(pid), 0, "backend {pid} traced again");
+    let (code, out, e) = pgdbg(&["rescue", &pid.to_string()]);
+    assert_eq!(code, 0, "rescue: {e}");
+    assert!(out.contains("restored"), "rescue said: {out}");
+    assert_eq!(dr7(pid), 0, "DR7 of {pid} still armed after the rescue");
+    assert!(
+        !caught(pid, libc::SIGTRAP),
+        "the SIGTRAP action was not put back"
+    );
+    assert!(
+        !caught(pid, libc::SIGCONT),
+        "the SIGCONT action was not put back"
+    );
+    let t = query(&mut sock, "select 42");
+    assert!(t.contains(&b'D'), "no row after the rescue: {t:?}");
+    {
+        use std::io::Write;
+        // Terminate
+        sock.write_all(b"X\0\0\0\x04").unwrap();
+    }
+    drop(sock);
+    wait_until("the session's end", Duration::from_secs(10), || {
+        !std::path::Path::new(&format!("/proc/{pid}")).exists()
+    });
+    no_backend_traced(&cl);
+    let mut c = cl.connect();
+    assert_eq!(c.query_one_i64("select 7"), 7);
+    cl.assert_no_crash();
+}
+
+#[test]
+fn cluster_worker_and_guardian_killed_during_authentication_15() {
+    worker_and_guardian_killed_during_authentication(15);
+}
+
+#[test]
+fn cluster_worker_and_guardian_killed_during_authentication_18() {
+    worker_and_guardian_killed_during_authentication(18);
+}

@@ -4,7 +4,10 @@
 //! would read the postmaster's.  An execute breakpoint in a debug
 //! register at `ReadyForQuery` (nothing written into its code), cleared
 //! at the first hit: the backend is stopped there, before it reads the
-//! client's first statement.
+//! client's first statement.  Killed together with its guardian
+//! meanwhile, this worker leaves the debug register armed: the backend
+//! releases itself and each hit passes through our SIGTRAP handler until
+//! `pgdbg rescue` (docs/safety.md).
 
 use crate::debuginfo::DebugInfo;
 use crate::inferior::{Stop, Target};

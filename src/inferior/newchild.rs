@@ -10,11 +10,12 @@
 use anyhow::{Result, bail};
 
 /// The local addresses the postmaster listens on, as this module
-/// compares them: `unix PATH` (`@NAME` for an abstract one) and `tcp
-/// ADDR PORT` (ADDR the 4 or 16 bytes, all zero for any address).
+/// compares them: `unix PATH` (its bytes as /proc/net/unix prints them:
+/// `@NAME` for an abstract one) and `tcp ADDR PORT` (ADDR the 4 or 16
+/// bytes, all zero for any address).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Listen {
-    Unix(String),
+    Unix(Vec<u8>),
     Tcp(Vec<u8>, u16),
 }
 
@@ -35,19 +36,11 @@ pub fn listening(postmaster: i32) -> Result<Vec<Listen>> {
             inodes.insert(n);
         }
     }
-    let mut out = Vec::new();
     let net = |f: &str| std::fs::read_to_string(format!("/proc/{postmaster}/net/{f}"));
-    // Num RefCount Protocol Flags Type St Inode [Path]; Flags
-    // __SO_ACCEPTCON (0x10000): listening
-    for l in net("unix")?.lines().skip(1) {
-        let w: Vec<&str> = l.split_whitespace().collect();
-        if let [_, _, _, flags, _, _, inode, path, ..] = w[..]
-            && inode.parse().is_ok_and(|i: u64| inodes.contains(&i))
-            && u32::from_str_radix(flags, 16).is_ok_and(|f| f & 0x10000 != 0)
-        {
-            out.push(Listen::Unix(path.to_string()));
-        }
-    }
+    let mut out = unix_listening(
+        &std::fs::read(format!("/proc/{postmaster}/net/unix"))?,
+        &inodes,
+    );
     for f in ["tcp", "tcp6"] {
         // absent without IPv6
         let Ok(text) = net(f) else { continue };
@@ -65,6 +58,43 @@ pub fn listening(postmaster: i32) -> Result<Vec<Listen>> {
         }
     }
     Ok(out)
+}
+
+/// The listening unix sockets among `inodes` in /proc/net/unix's `text`:
+/// `Num RefCount Protocol Flags Type St Inode[ Path]`, Flags
+/// __SO_ACCEPTCON (0x10000) for listening; the path is the rest of the
+/// line after the one space that follows the inode, bytes as they are
+/// (spaces, non-UTF-8 bytes).
+fn unix_listening(text: &[u8], inodes: &std::collections::HashSet<u64>) -> Vec<Listen> {
+    let mut out = Vec::new();
+    for l in text.split(|b| *b == b'\n').skip(1) {
+        let mut rest = l;
+        let mut w: Vec<&[u8]> = Vec::new();
+        while w.len() < 7 {
+            let start = rest.iter().position(|b| *b != b' ').unwrap_or(rest.len());
+            rest = &rest[start..];
+            let end = rest.iter().position(|b| *b == b' ').unwrap_or(rest.len());
+            if end == 0 {
+                break;
+            }
+            w.push(&rest[..end]);
+            rest = &rest[end..];
+        }
+        let num = |b: &[u8], radix| {
+            std::str::from_utf8(b)
+                .ok()
+                .and_then(|t| u64::from_str_radix(t, radix).ok())
+        };
+        if let [_, _, _, flags, _, _, inode] = w[..]
+            && let Some(path) = rest.strip_prefix(b" ")
+            && !path.is_empty()
+            && num(inode, 10).is_some_and(|i| inodes.contains(&i))
+            && num(flags, 16).is_some_and(|f| f & 0x10000 != 0)
+        {
+            out.push(Listen::Unix(path.to_vec()));
+        }
+    }
+    out
 }
 
 /// /proc/net/tcp's `ADDR:PORT`: the address as 32-bit words in hex, each
@@ -230,15 +260,12 @@ fn local_address(fd: &std::os::fd::OwnedFd) -> Option<Listen> {
 
 /// A unix socket's path as /proc/net/unix prints it: up to its first NUL,
 /// or, abstract (a leading NUL), `@` and the name with NULs as `@`.
-fn unix_path(p: &[u8]) -> String {
+fn unix_path(p: &[u8]) -> Vec<u8> {
     match p.first() {
-        Some(0) => p
-            .iter()
-            .map(|b| if *b == 0 { '@' } else { *b as char })
-            .collect(),
+        Some(0) => p.iter().map(|b| if *b == 0 { b'@' } else { *b }).collect(),
         _ => {
             let end = p.iter().position(|b| *b == 0).unwrap_or(p.len());
-            String::from_utf8_lossy(&p[..end]).into_owned()
+            p[..end].to_vec()
         }
     }
 }
@@ -279,11 +306,46 @@ mod tests {
 
     #[test]
     fn unix_paths_as_proc_prints_them() {
-        assert_eq!(unix_path(b"/tmp/.s.PGSQL.5432\0\0"), "/tmp/.s.PGSQL.5432");
-        assert_eq!(unix_path(b"\0pg\0x"), "@pg@x");
-        let l = [Listen::Unix("/tmp/.s.PGSQL.5432".into())];
-        assert!(accepted_on(&Listen::Unix("/tmp/.s.PGSQL.5432".into()), &l));
+        assert_eq!(unix_path(b"/tmp/.s.PGSQL.5432\0\0"), b"/tmp/.s.PGSQL.5432");
+        assert_eq!(unix_path(b"\0pg\0x"), b"@pg@x");
+        // a name that is not UTF-8 or not ASCII, byte for byte
+        assert_eq!(unix_path(b"\0p\xe9g\xff"), b"@p\xe9g\xff");
+        let l = [Listen::Unix(b"/tmp/.s.PGSQL.5432".to_vec())];
+        assert!(accepted_on(
+            &Listen::Unix(unix_path(b"/tmp/.s.PGSQL.5432\0")),
+            &l
+        ));
         // an unnamed socket (a library's connection to /dev/log)
-        assert!(!accepted_on(&Listen::Unix(String::new()), &l));
+        assert!(!accepted_on(&Listen::Unix(Vec::new()), &l));
+    }
+
+    #[test]
+    fn unix_listening_sockets_from_proc() {
+        let inodes = [27001, 27002, 27003, 27004].into_iter().collect();
+        let mut text = b"Num       RefCount Protocol Flags    Type St Inode Path\n".to_vec();
+        // a directory with spaces in its name
+        text.extend_from_slice(
+            b"0000000000000000: 00000002 00000000 00010000 0001 01 27001 /run/my pg/.s.PGSQL.5432\n",
+        );
+        // an abstract name, not UTF-8
+        text.extend_from_slice(
+            b"0000000000000000: 00000002 00000000 00010000 0001 01 27002 @p\xe9g\n",
+        );
+        // connected, not listening
+        text.extend_from_slice(
+            b"0000000000000000: 00000003 00000000 00000000 0001 03 27003 /tmp/x\n",
+        );
+        // listening, unnamed; then one not the postmaster's
+        text.extend_from_slice(
+            b"0000000000000000: 00000002 00000000 00010000 0001 01  9999 /tmp/y\n",
+        );
+        text.extend_from_slice(b"0000000000000000: 00000002 00000000 00010000 0001 01 27004\n");
+        assert_eq!(
+            unix_listening(&text, &inodes),
+            vec![
+                Listen::Unix(b"/run/my pg/.s.PGSQL.5432".to_vec()),
+                Listen::Unix(b"@p\xe9g".to_vec()),
+            ]
+        );
     }
 }

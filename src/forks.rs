@@ -7,7 +7,9 @@
 //! the child at once, as any worker attaches to its backend.  The first
 //! spare to seize it wins (a process has one tracer; the others are
 //! refused and wait for the next fork).  The winner keeps it only when
-//! its parent is still the postmaster (not a reused PID) and it holds a
+//! its parent is still the postmaster (not a reused PID), its title is
+//! still the postmaster's (it has not run as a backend yet: one another
+//! spare let go is not taken again) and it holds a
 //! connection accepted on one of the postmaster's listening sockets
 //! (inferior/newchild.rs); otherwise it detaches at once and waits again.
 //! A replication connection passes that too: it is let go once its title
@@ -94,6 +96,9 @@ pub fn take_next_backend(
             return Ok(None);
         }
     };
+    // a child's title until it runs as a backend (read once: the
+    // postmaster keeps it)
+    let title = crate::inferior::procfs::cmdline(postmaster);
     let mut events = match ProcEvents::open() {
         Ok(e) => e,
         Err(e) => {
@@ -151,7 +156,7 @@ pub fn take_next_backend(
             if ProcEvents::now_ns().saturating_sub(f.at_ns) > STALE_FORK_NS {
                 continue;
             }
-            if let Some(t) = take(f.child, postmaster, &listen) {
+            if let Some(t) = take(f.child, postmaster, &title, &listen) {
                 let took = Duration::from_nanos(ProcEvents::now_ns().saturating_sub(f.at_ns));
                 got = Some((t, f.child, took));
             }
@@ -171,11 +176,14 @@ pub fn take_next_backend(
 /// A fork heard this long after it is left alone.
 const STALE_FORK_NS: u64 = 50_000_000;
 
-/// Attach to a new child of the postmaster; kept only when it holds a
-/// connection accepted on one of the postmaster's `listen` sockets (else
-/// detached at once: a child that merely inherited a connection).  None as well when another spare took
-/// it first, or it ended first.
-fn take(pid: i32, postmaster: i32, listen: &[newchild::Listen]) -> Option<Target> {
+/// Attach to a new child of the postmaster; kept only when it has not run
+/// as a backend yet (its title is still the postmaster's `pm_title`: a walsender or
+/// backend another spare let go, heard late here, is never taken again)
+/// and holds a connection accepted on one of the postmaster's `listen`
+/// sockets (else detached at once: a child that merely inherited a
+/// connection).  None as well when another spare took it first, or it
+/// ended first.
+fn take(pid: i32, postmaster: i32, pm_title: &str, listen: &[newchild::Listen]) -> Option<Target> {
     let mut t = match Target::attach(pid) {
         Ok(t) => t,
         Err(e) => {
@@ -187,12 +195,14 @@ fn take(pid: i32, postmaster: i32, listen: &[newchild::Listen]) -> Option<Target
     // by the postmaster's death, its descriptors are the ones it was
     // forked with
     let parent = crate::inferior::procfs::status(pid).map(|s| s.ppid).ok();
+    let title = crate::inferior::procfs::cmdline(pid);
+    let fresh = title == pm_title;
     let conns = newchild::client_connections(pid, listen);
-    if parent == Some(postmaster) && conns.as_ref().is_ok_and(|n| *n > 0) {
+    if parent == Some(postmaster) && fresh && conns.as_ref().is_ok_and(|n| *n > 0) {
         return Some(t);
     }
     crate::inferior::log::debug(&format!(
-        "[{pid}] new child let go: parent {parent:?}, connections {conns:?}"
+        "[{pid}] new child let go: parent {parent:?}, title {title:?}, connections {conns:?}"
     ));
     let _ = t.detach();
     reap_if_ours(pid);

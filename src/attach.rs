@@ -261,6 +261,10 @@ pub struct AttachOpts {
     /// Run as one of the per-backend workers of a multi-backend attach
     #[arg(long, hide = true)]
     pub worker: bool,
+    /// (a worker started ahead) PID is the postmaster: attach to its next
+    /// client backend at its fork (forks.rs)
+    #[arg(long, hide = true, requires = "worker")]
+    pub next_backend: bool,
 }
 
 impl AttachOpts {
@@ -431,14 +435,25 @@ pub fn attached() -> bool {
 }
 
 pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
-    let pid = parse_pid(pid)?;
+    // (--next-backend: the postmaster's, whose binary every backend runs,
+    // until a new backend is taken)
+    let mut pid = parse_pid(pid)?;
+    let started = std::time::Instant::now();
     let call_timeout = command::parse_duration(&opts.backend.call_timeout)
         .map_err(|e| anyhow!("--call-timeout: {e}"))?;
-    let limit = opts.duration()?;
+    let mut limit = opts.duration()?;
     if (limit.is_some() || opts.count.is_some()) && opts.script.is_none() && opts.ex.is_empty() {
         bail!("--for and --count limit a script: give --script FILE or --ex COMMAND");
     }
-    let kind = check_target(pid, opts.any_process)?;
+    let kind = if opts.next_backend {
+        // taken at its fork: its title is still the postmaster's; checked
+        // to hold a client connection (forks.rs)
+        ProcessKind::ClientBackend {
+            title: "new connection".into(),
+        }
+    } else {
+        check_target(pid, opts.any_process)?
+    };
     let (di, real_clean) = load_debuginfo(pid, opts)?;
     let script_cmds = load_scripts(opts, &di)?;
     let script_path = opts.script.clone().unwrap_or_else(|| PathBuf::from("--ex"));
@@ -448,7 +463,39 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
         None => None,
     };
     runtime::install();
-    let target = Target::attach(pid)?;
+    let target = if opts.next_backend {
+        let until = limit.map(|l| started + l);
+        let Some((mut t, p, _)) = crate::forks::take_next_backend(pid, until)? else {
+            runtime::flush_out();
+            return Ok(NOT_ATTACHED_EXIT);
+        };
+        crate::forks::hold_for_tests(&mut t);
+        // from its fork to its first command it runs untouched
+        if let Err(e) = crate::session::run_to_first_command(&mut t, &di, p) {
+            let _ = t.detach();
+            if !t.is_gone() {
+                crate::errln!("pgdbg: new backend {p}: {e}");
+            }
+            runtime::flush_out();
+            return Ok(NOT_ATTACHED_EXIT);
+        }
+        // its title is set by now: a walsender (a replication connection)
+        // or any other child that merely inherited a connection is let go
+        if !matches!(
+            crate::postgres::classify(p),
+            Ok(ProcessKind::ClientBackend { .. })
+        ) {
+            crate::inferior::log::debug(&format!("[{p}] not a client backend: let go"));
+            let _ = t.detach();
+            runtime::flush_out();
+            return Ok(crate::forks::NOT_A_CLIENT_EXIT);
+        }
+        pid = p;
+        limit = limit.map(|l| l.saturating_sub(started.elapsed()));
+        t
+    } else {
+        Target::attach(pid)?
+    };
     ATTACHED.store(true, std::sync::atomic::Ordering::Relaxed);
     let mut session = Session::new(
         pid,

@@ -28,6 +28,7 @@ pub mod command;
 pub mod debuginfo;
 pub mod doctor;
 pub mod expr;
+pub mod forks;
 pub mod infcall;
 pub mod inferior;
 pub mod multi;

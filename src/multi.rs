@@ -14,6 +14,7 @@
 //! whole when it ends.
 
 use crate::attach::{AttachOpts, load_debuginfo, load_scripts};
+use crate::forks::{self, Said, Spare};
 use crate::postgres::{ProcessKind, classify, cluster};
 use crate::runtime;
 use anyhow::{Result, anyhow, bail};
@@ -22,11 +23,16 @@ use std::io::{BufRead, Write};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 struct Worker {
     child: Child,
     threads: Vec<std::thread::JoinHandle<()>>,
+    /// A spare's: from the kernel's word of its backend's fork to the
+    /// stop (counted once the worker ends, if it was a client backend).
+    took: Option<Duration>,
 }
 
 /// How the supervisor runs its workers.
@@ -96,6 +102,15 @@ pub fn supervise(
             continue;
         }
         initial.push(pid);
+    }
+    // new backends: taken at their fork by workers started ahead (forks.rs)
+    // when this process may hear of forks; else by looking
+    let mut spares_on = false;
+    if postmaster.is_some() && mode == Mode::Script {
+        match forks::events_refused() {
+            None => spares_on = true,
+            Some(why) => say_looking(&why),
+        }
     }
     if let Some(pm) = postmaster {
         let mut found = cluster::backends(pm);
@@ -167,6 +182,27 @@ pub fn supervise(
     // signals already forwarded: each new Ctrl-C/SIGTERM is passed on
     let mut forwarded = (false, false);
     let mut pending = initial;
+    let mut spares: Vec<Spare> = Vec::new();
+    let mut spare_failures = 0;
+    let mut said_lost = false;
+    let mut fork_times = forks::ForkTimes::default();
+    // when spares took their backends lately: more are kept ready while
+    // backends start fast
+    let mut taken: std::collections::VecDeque<Instant> = Default::default();
+    let mut last_look = Instant::now();
+    if spares_on && let Some(ms) = forks::held_for_tests() {
+        crate::errln!(
+            "pgdbg: PGDBG_HOLD_NEW_MS is set (for tests): each new backend is kept stopped {ms} ms after its fork"
+        );
+    }
+    if spares_on && let Some(pm) = postmaster {
+        // the first spares ready before the script is said to run
+        start_spares(&mut spares, SPARES, pm, opts, limit, &mut spare_failures);
+        if let Some(why) = forks::await_ready(&mut spares, Duration::from_secs(30)) {
+            say_looking(&why);
+            spares_on = false;
+        }
+    }
     if !opts.quiet {
         crate::errln!(
             "pgdbg: running the script on {} backend{}{}{}",
@@ -225,6 +261,86 @@ pub fn supervise(
                 }
             }
         }
+        // spares: the backends they took become their workers'
+        let mut i = 0;
+        while i < spares.len() {
+            let ended = matches!(spares[i].child.try_wait(), Ok(Some(_)));
+            match spares[i].poll() {
+                Said::Nothing if !ended => i += 1,
+                Said::Nothing => {
+                    let mut sp = spares.swap_remove(i);
+                    let st = sp.child.wait().ok();
+                    for t in sp.threads.drain(..) {
+                        let _ = t.join();
+                    }
+                    if !stopping && spares_on {
+                        spare_failures += 1;
+                        crate::errln!(
+                            "pgdbg: a worker started ahead ended ({}) before it took a backend",
+                            st.map(|s| s.to_string()).unwrap_or_default()
+                        );
+                    }
+                }
+                Said::Ready => {}
+                Said::Lost => {
+                    if !said_lost {
+                        crate::errln!(
+                            "pgdbg: fork events were lost (the kernel's buffer for them was full): the backends they announced are found by looking, every 100 ms, and their first statements may be missed"
+                        );
+                    }
+                    said_lost = true;
+                }
+                Said::Refused(why) => {
+                    if spares_on {
+                        say_looking(&why);
+                    }
+                    spares_on = false;
+                }
+                Said::Attached { pid, .. } if workers.contains_key(&pid) => {
+                    // a late spare took a backend that has a worker (its
+                    // fork heard late): it ends at once, the backend
+                    // restored and detached
+                    let mut sp = spares.swap_remove(i);
+                    // SAFETY: plain kill(2) to our own child.
+                    unsafe { libc::kill(sp.child.id() as i32, libc::SIGTERM) };
+                    let _ = sp.child.wait();
+                    for t in sp.threads.drain(..) {
+                        let _ = t.join();
+                    }
+                }
+                Said::Attached { pid, took } => {
+                    let sp = spares.swap_remove(i);
+                    sp.prefix.store(pid, Ordering::Relaxed);
+                    taken.push_back(Instant::now());
+                    seen.insert(pid);
+                    if forwarded.0 || forwarded.1 {
+                        // taken as the others were told to end
+                        // SAFETY: plain kill(2) to our own child.
+                        unsafe { libc::kill(sp.child.id() as i32, libc::SIGTERM) };
+                    }
+                    workers.insert(
+                        pid,
+                        Worker {
+                            child: sp.child,
+                            threads: sp.threads,
+                            took: Some(took),
+                        },
+                    );
+                }
+            }
+        }
+        if stopping || !spares_on {
+            spares.iter_mut().for_each(|s| s.dismiss());
+        } else if let Some(pm) = postmaster {
+            while taken
+                .front()
+                .is_some_and(|t| t.elapsed() > Duration::from_secs(1))
+            {
+                taken.pop_front();
+            }
+            let want = if taken.is_empty() { SPARES } else { MAX_SPARES };
+            start_spares(&mut spares, want, pm, opts, remaining, &mut spare_failures);
+        }
         // reap
         let mut done = Vec::new();
         for (pid, w) in workers.iter_mut() {
@@ -233,10 +349,20 @@ pub fn supervise(
             }
         }
         for (pid, st) in done {
+            let mut took = None;
             if let Some(w) = workers.remove(&pid) {
+                took = w.took;
                 for t in w.threads {
                     let _ = t.join();
                 }
+            }
+            if st.code() == Some(forks::NOT_A_CLIENT_EXIT) {
+                // a walsender taken at its fork, let go: never a backend
+                // of the script, nor counted as attached at its fork
+                continue;
+            }
+            if let Some(d) = took {
+                fork_times.push(d);
             }
             if st.code() == Some(crate::attach::NOT_ATTACHED_EXIT) {
                 // the worker said why; a backend gone now had ended first
@@ -258,10 +384,24 @@ pub fn supervise(
                 failed += 1;
             }
         }
-        if workers.is_empty() && (stopping || postmaster.is_none() || once) {
+        if workers.is_empty() && spares.is_empty() && (stopping || postmaster.is_none() || once) {
             break;
         }
-        std::thread::sleep(Duration::from_millis(if once { 5 } else { 100 }));
+        if once {
+            std::thread::sleep(Duration::from_millis(5));
+            continue;
+        }
+        let status: Vec<i32> = spares.iter().map(|s| s.status_fd()).collect();
+        wait_for(
+            &status,
+            Duration::from_millis(100).saturating_sub(last_look.elapsed()),
+        );
+        if last_look.elapsed() < Duration::from_millis(100) {
+            continue;
+        }
+        last_look = Instant::now();
+        // looking too: a backend forked while no spare was ready, or a fork
+        // event lost (a full socket buffer)
         if let Some(pm) = postmaster
             && !stopping
             && !once
@@ -271,11 +411,20 @@ pub fn supervise(
                 stopping = true;
             }
             for b in cluster::backends(pm) {
+                // a spare's: it says so (above) once it has armed the script
+                if traced_by_spare(b.pid, &spares) {
+                    continue;
+                }
                 if !seen.contains(&b.pid) && is_client_backend(b.pid) {
                     pending.push(b.pid);
                 }
             }
         }
+    }
+    if !opts.quiet
+        && let Some(s) = fork_times.summary()
+    {
+        crate::errln!("pgdbg: {s}");
     }
     if once && runtime::output_failure().is_none() && !output_failed {
         if let Some(sig) = runtime::terminating() {
@@ -348,6 +497,81 @@ fn is_client_backend(pid: i32) -> bool {
     matches!(classify(pid), Ok(ProcessKind::ClientBackend { .. }))
 }
 
+/// Workers kept started ahead of the forks; MAX_SPARES while backends
+/// start fast (one taken in the last second): a spare takes 0.15 s or
+/// more to be ready, a session of one statement lasts a few ms.
+const SPARES: usize = 3;
+const MAX_SPARES: usize = 8;
+
+/// Start spares until there are `want` (none after 3 failures).
+fn start_spares(
+    spares: &mut Vec<Spare>,
+    want: usize,
+    postmaster: i32,
+    opts: &AttachOpts,
+    remaining: Option<Duration>,
+    failures: &mut usize,
+) {
+    while spares.len() < want && *failures < 3 {
+        match spawn_spare(postmaster, opts, remaining) {
+            Ok(sp) => spares.push(sp),
+            Err(e) => {
+                *failures += 1;
+                crate::errln!("pgdbg: error: cannot start a worker: {e}");
+                break;
+            }
+        }
+    }
+}
+
+fn say_looking(why: &str) {
+    crate::errln!(
+        "pgdbg: new backends are looked for every 100 ms (their first statements may be missed): {why}"
+    );
+}
+
+/// Traced by one of the spares (taken at its fork, being armed).
+fn traced_by_spare(pid: i32, spares: &[Spare]) -> bool {
+    let tracer = crate::inferior::procfs::status(pid).map_or(0, |s| s.tracer_pid);
+    tracer != 0 && spares.iter().any(|s| s.child.id() as i32 == tracer)
+}
+
+/// Wait at most `d` for a spare's word.
+fn wait_for(fds: &[i32], d: Duration) {
+    if fds.is_empty() {
+        std::thread::sleep(d);
+        return;
+    }
+    let mut p: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    // SAFETY: poll(2) over pollfds we own.
+    unsafe {
+        libc::poll(
+            p.as_mut_ptr(),
+            p.len() as libc::nfds_t,
+            d.as_millis().clamp(1, 100) as i32,
+        )
+    };
+}
+
+/// Start a worker ahead of any fork (`--next-backend`, forks.rs): it loads
+/// the debug info of the postmaster's binary (each backend's) and the
+/// script, then takes the next new backend.
+fn spawn_spare(postmaster: i32, opts: &AttachOpts, remaining: Option<Duration>) -> Result<Spare> {
+    let mut args = opts.worker_args(postmaster, remaining);
+    args.push("--next-backend".into());
+    let prefix = Arc::new(AtomicI32::new(0));
+    let (child, threads, pipes) = spawn(args, prefix.clone(), Relay::Lines, true)?;
+    let (stdin, status) = pipes.expect("asked for");
+    Ok(Spare::new(child, threads, stdin, status, prefix))
+}
+
 /// Start `pgdbg attach PID --worker ...` with the same script, in its own
 /// process group (Ctrl-C reaches it through us, once).
 fn spawn_worker(
@@ -356,28 +580,6 @@ fn spawn_worker(
     remaining: Option<Duration>,
     mode: Mode,
 ) -> Result<Worker> {
-    let exe = std::env::current_exe()?;
-    let mut cmd = std::process::Command::new(exe);
-    cmd.args(opts.worker_args(pid, remaining));
-    let parent = std::process::id() as i32;
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    // SAFETY: prctl and getppid are async-signal-safe; nothing else runs
-    // between fork and exec.  If this supervisor dies (even by SIGKILL), the
-    // worker gets SIGTERM and restores its backend.
-    unsafe {
-        cmd.pre_exec(move || {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
-            if libc::getppid() != parent {
-                libc::_exit(1);
-            }
-            Ok(())
-        });
-    }
-    let mut child = cmd.spawn()?;
-    let mut threads = Vec::new();
     let stdout = match mode {
         Mode::Script => Relay::Lines,
         Mode::Once {
@@ -388,13 +590,84 @@ fn spawn_worker(
             quiet_stdout: true, ..
         } => Relay::Drop,
     };
+    let prefix = Arc::new(AtomicI32::new(pid));
+    let (child, threads, _) = spawn(opts.worker_args(pid, remaining), prefix, stdout, false)?;
+    Ok(Worker {
+        child,
+        threads,
+        took: None,
+    })
+}
+
+type Pipes = Option<(std::process::ChildStdin, std::fs::File)>;
+
+/// The process of a worker and the threads copying its output; a spare
+/// also gets its standard input piped and a pipe on its descriptor 3
+/// (`forks::STATUS_FD`).
+fn spawn(
+    args: Vec<std::ffi::OsString>,
+    prefix: Arc<AtomicI32>,
+    stdout: Relay,
+    spare: bool,
+) -> Result<(Child, Vec<std::thread::JoinHandle<()>>, Pipes)> {
+    use std::os::fd::AsRawFd;
+    let exe = std::env::current_exe()?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args(args);
+    let parent = std::process::id() as i32;
+    let pipe = if spare {
+        let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+        nix::fcntl::fcntl(
+            &r,
+            nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
+        )?;
+        Some((r, w))
+    } else {
+        None
+    };
+    let status_w = pipe.as_ref().map(|(_, w)| w.as_raw_fd());
+    cmd.stdin(if spare { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    // SAFETY: prctl, getppid, fcntl and dup2 are async-signal-safe;
+    // nothing else runs between fork and exec.  If this supervisor dies
+    // (even by SIGKILL), the worker gets SIGTERM and restores its backend.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            // the status pipe as descriptor 3, kept across exec
+            if let Some(w) = status_w {
+                let fd = forks::STATUS_FD;
+                if w == fd {
+                    libc::fcntl(fd, libc::F_SETFD, 0);
+                } else if libc::dup2(w, fd) < 0 {
+                    libc::_exit(1);
+                }
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn()?;
+    let pipes = match pipe {
+        Some((r, w)) => {
+            drop(w);
+            let stdin = child.stdin.take().expect("piped stdin");
+            Some((stdin, std::fs::File::from(r)))
+        }
+        None => None,
+    };
+    let mut threads = Vec::new();
     if let Some(o) = child.stdout.take() {
-        threads.push(prefix_lines(pid, o, stdout));
+        threads.push(prefix_lines(prefix.clone(), o, stdout));
     }
     if let Some(e) = child.stderr.take() {
-        threads.push(prefix_lines(pid, e, Relay::Stderr));
+        threads.push(prefix_lines(prefix, e, Relay::Stderr));
     }
-    Ok(Worker { child, threads })
+    Ok((child, threads, pipes))
 }
 
 /// Where a worker's output goes.
@@ -411,9 +684,24 @@ enum Relay {
     Drop,
 }
 
+/// The backend a worker's lines are prefixed with.  A worker started
+/// ahead says which backend it took (forks.rs) before it writes anything
+/// else, but on another pipe, read by the supervisor's loop: its first
+/// line may come first, and waits for that (0 after 500 ms: it took none).
+fn backend_of(pid: &AtomicI32) -> i32 {
+    let t0 = Instant::now();
+    loop {
+        let p = pid.load(Ordering::Relaxed);
+        if p != 0 || t0.elapsed() > Duration::from_millis(500) {
+            return p;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 /// Copy a worker's output, each line prefixed with `[PID] `.
 fn prefix_lines(
-    pid: i32,
+    pid: Arc<AtomicI32>,
     r: impl std::io::Read + Send + 'static,
     relay: Relay,
 ) -> std::thread::JoinHandle<()> {
@@ -446,7 +734,11 @@ fn prefix_lines(
                 Err(_) => break,
             }
             let line = String::from_utf8_lossy(&buf);
-            let l = format!("[{pid}] {}\n", line.trim_end_matches('\n'));
+            let l = match backend_of(&pid) {
+                // a worker started ahead that took no backend
+                0 => format!("{}\n", line.trim_end_matches('\n')),
+                p => format!("[{p}] {}\n", line.trim_end_matches('\n')),
+            };
             match relay {
                 Relay::Stderr => {
                     let _ = std::io::stderr().write_all(l.as_bytes());

@@ -51,16 +51,6 @@ fn assert_runs_on(pid: i32, cl: &Cluster) {
     }
 }
 
-fn caught(pid: i32, sig: i32) -> bool {
-    let st = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    st.lines()
-        .find_map(|l| l.strip_prefix("SigCgt:"))
-        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
-        .unwrap()
-        & (1 << (sig - 1))
-        != 0
-}
-
 fn pipes(pid: i32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/fd"))
         .unwrap()

@@ -254,41 +254,6 @@ fn entry_byte(pid: i32) -> Option<u8> {
     Some(b[0])
 }
 
-/// DR7 of `pid`, read with a short PTRACE_SEIZE of our own.
-fn dr7(pid: i32) -> u64 {
-    unsafe {
-        let p = pid as libc::pid_t;
-        assert_eq!(
-            libc::ptrace(libc::PTRACE_SEIZE, p, 0usize, 0usize),
-            0,
-            "seize {pid} to read DR7: {}",
-            std::io::Error::last_os_error()
-        );
-        assert_eq!(libc::ptrace(libc::PTRACE_INTERRUPT, p, 0usize, 0usize), 0);
-        let mut st = 0;
-        loop {
-            assert_eq!(libc::waitpid(p, &mut st, libc::__WALL), p);
-            // the interrupt's event stop; anything else is passed on
-            if st >> 16 == libc::PTRACE_EVENT_STOP {
-                break;
-            }
-            let sig = if libc::WIFSTOPPED(st) {
-                libc::WSTOPSIG(st)
-            } else {
-                0
-            };
-            assert_ne!(sig, libc::SIGTRAP, "a SIGTRAP is still on its way to {pid}");
-            libc::ptrace(libc::PTRACE_CONT, p, 0usize, sig as usize);
-        }
-        let off = std::mem::offset_of!(libc::user, u_debugreg) + 7 * 8;
-        *libc::__errno_location() = 0;
-        let v = libc::ptrace(libc::PTRACE_PEEKUSER, p, off, 0usize);
-        assert_eq!(*libc::__errno_location(), 0, "PEEKUSER DR7");
-        libc::ptrace(libc::PTRACE_DETACH, p, 0usize, 0usize);
-        v as u64
-    }
-}
-
 struct Rng(u64);
 impl Rng {
     fn below(&mut self, n: u64) -> u64 {

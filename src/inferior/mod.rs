@@ -19,8 +19,10 @@ pub mod guardian;
 mod hold;
 pub mod jumpover;
 mod memory;
+pub mod newchild;
 pub mod outside;
 pub mod permission;
+pub mod procevents;
 pub mod procfs;
 pub mod recorder;
 pub mod regs;
@@ -263,6 +265,22 @@ impl Target {
 
     pub fn is_gone(&self) -> bool {
         self.gone
+    }
+
+    /// While stopped: whether it was killed meanwhile (SIGKILL ends a
+    /// ptrace stop), waited for at once (never blocks): its parent hears
+    /// of its end only once its tracer has waited for it.
+    pub fn reap_if_killed(&mut self) -> bool {
+        if self.gone || !self.attached {
+            return self.gone;
+        }
+        match waitpid(self.pid, Some(WaitPidFlag::WNOHANG | WaitPidFlag::__WALL)) {
+            Ok(WaitStatus::Exited(..) | WaitStatus::Signaled(..)) | Err(Errno::ECHILD) => {
+                self.mark_gone();
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Changes each time the target runs (see `set_running`).

@@ -1,0 +1,404 @@
+//! `pgdbg attach --cluster`: a new backend taken at its fork.
+//!
+//! The supervisor (multi.rs) keeps workers started ahead ("spares",
+//! `--next-backend`): each has loaded the debug info and checked the
+//! script, listens to the kernel's process events itself
+//! (inferior/procevents.rs) and, at a fork of the postmaster, attaches to
+//! the child at once, as any worker attaches to its backend.  The first
+//! spare to seize it wins (a process has one tracer; the others are
+//! refused and wait for the next fork).  The winner keeps it only when
+//! its parent is still the postmaster (not a reused PID), its title is
+//! still the postmaster's (it has not run as a backend yet: one another
+//! spare let go is not taken again) and it holds a
+//! connection accepted on one of the postmaster's listening sockets
+//! (inferior/newchild.rs); otherwise it detaches at once and waits again.
+//! A replication connection passes that too: it is let go once its title
+//! says walsender, at its first command (attach.rs), and not counted.  Then the backend runs on until it is ready for its
+//! first command (session/firstcommand.rs: an execute breakpoint in a
+//! debug register, nothing written into it), where it stays stopped while
+//! the script is armed: the new connection waits for that, as any backend
+//! waits while a worker attaches.  The supervisor hears "attached PID" and
+//! starts another spare.
+//!
+//! The stop at the fork is a ptrace stop of the spare: the kernel ends it
+//! if the spare dies, and no backend is handed from one tracer to another.
+//! The run to the first command uses a debug register, with what that
+//! brings (the guardian, the SIGTRAP handler, the group stop of hold.rs:
+//! docs/safety.md).  The spare and its guardian killed together there:
+//! the backend releases itself and runs on untraced, keeping the handlers,
+//! the pipe and the execute debug register on ReadyForQuery (each hit
+//! passes through the SIGTRAP handler) until `pgdbg rescue` or the next
+//! attach; it stays stopped only when killed inside an injected set-up
+//! call or while signals are held back.  A
+//! new backend is stopped only when a spare is ready (else it is found by
+//! looking, every 100 ms, as without process events).  A backend killed
+//! while it is stopped is waited for by its worker (its parent, the
+//! postmaster, can reap it only then).
+
+use crate::inferior::Target;
+use crate::inferior::newchild;
+use crate::inferior::procevents::ProcEvents;
+use crate::runtime;
+use anyhow::Result;
+use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
+use std::process::ChildStdin;
+use std::sync::Arc;
+use std::sync::atomic::AtomicI32;
+use std::time::{Duration, Instant};
+
+/// The descriptor a spare says "ready", then "attached PID US" on (US:
+/// microseconds from the kernel's word of the fork to the stop), or
+/// "refused WHY" when it cannot hear of forks.
+pub const STATUS_FD: i32 = 3;
+
+/// The exit status of a spare whose new child turned out not to be a
+/// client backend once ready for its first command (a walsender): let
+/// go, not counted.
+pub const NOT_A_CLIENT_EXIT: i32 = 4;
+
+/// Whether this process may hear of forks: None, or why not (said once
+/// by the caller, who then looks every 100 ms instead).
+pub fn events_refused() -> Option<String> {
+    if std::env::var_os("PGDBG_NO_PROC_EVENTS").is_some() {
+        return Some("PGDBG_NO_PROC_EVENTS is set".into());
+    }
+    ProcEvents::open().err().map(|e| format!("{e:#}"))
+}
+
+/// A spare, in the worker: wait for the postmaster's next client
+/// backend and attach to it at its fork.  None when there is nothing to
+/// take: the supervisor closed our standard input (done, or dead), pgdbg
+/// was told to stop, or `until` passed.  The backend is returned stopped,
+/// with the time from the kernel's word of its fork to the stop.
+pub fn take_next_backend(
+    postmaster: i32,
+    until: Option<Instant>,
+) -> Result<Option<(Target, i32, Duration)>> {
+    // SAFETY: the pipe the supervisor gave us as this descriptor (multi.rs)
+    let mut status = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(STATUS_FD) };
+    // what a client's connection is accepted on: a child holding a
+    // connection on none of these is not a client backend
+    let listen = match newchild::listening(postmaster) {
+        Ok(l) if !l.is_empty() => l,
+        Ok(_) => {
+            let _ = writeln!(
+                status,
+                "refused the postmaster {postmaster} has no listening socket pgdbg can see"
+            );
+            return Ok(None);
+        }
+        Err(e) => {
+            let _ = writeln!(
+                status,
+                "refused cannot read the listening sockets of the postmaster {postmaster} ({e})"
+            );
+            return Ok(None);
+        }
+    };
+    // a child's title until it runs as a backend (read once: the
+    // postmaster keeps it)
+    let title = crate::inferior::procfs::cmdline(postmaster);
+    let mut events = match ProcEvents::open() {
+        Ok(e) => e,
+        Err(e) => {
+            let _ = writeln!(status, "refused {e:#}");
+            return Ok(None);
+        }
+    };
+    // woken before the workers' loading and scripts: the stop of a session
+    // of a few milliseconds must not wait for a CPU (refused without
+    // CAP_SYS_NICE: it then competes as it is)
+    // SAFETY: setpriority(2) of this thread
+    unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, -10) };
+    let _ = status.write_all(b"ready\n");
+    let mut said_lost = false;
+    let taken = loop {
+        if runtime::must_stop()
+            || until.is_some_and(|u| Instant::now() >= u)
+            || UNREAPED.load(std::sync::atomic::Ordering::Relaxed)
+        {
+            break None;
+        }
+        let mut fds = [
+            libc::pollfd {
+                fd: events.fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: 0,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        // SAFETY: poll(2) over two pollfds we own
+        unsafe { libc::poll(fds.as_mut_ptr(), 2, 100) };
+        if fds[1].revents != 0 {
+            // the supervisor says nothing on it: EOF (or anything) ends us
+            let mut b = [0u8; 16];
+            let _ = std::io::stdin().read(&mut b);
+            break None;
+        }
+        let mut got = None;
+        let forks = events.forks();
+        if events.lost > 0 && !said_lost {
+            // the supervisor says it once for all spares
+            let _ = status.write_all(b"lost\n");
+            said_lost = true;
+        }
+        for f in forks {
+            if f.parent != postmaster || got.is_some() {
+                continue;
+            }
+            // a fork heard late (this spare waited for a CPU): another
+            // spare has taken it, and may have let it go since: not new
+            if ProcEvents::now_ns().saturating_sub(f.at_ns) > STALE_FORK_NS {
+                continue;
+            }
+            if let Some(t) = take(f.child, postmaster, &title, &listen) {
+                let took = Duration::from_nanos(ProcEvents::now_ns().saturating_sub(f.at_ns));
+                got = Some((t, f.child, took));
+            }
+        }
+        if got.is_some() {
+            break got;
+        }
+    };
+    // SAFETY: setpriority(2) of this thread, back to the usual
+    unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 0) };
+    if let Some((_, pid, took)) = &taken {
+        let _ = writeln!(status, "attached {pid} {}", took.as_micros());
+    }
+    Ok(taken)
+}
+
+/// A fork heard this long after it is left alone.
+const STALE_FORK_NS: u64 = 50_000_000;
+
+/// Attach to a new child of the postmaster; kept only when it has not run
+/// as a backend yet (its title is still the postmaster's `pm_title`: a walsender or
+/// backend another spare let go, heard late here, is never taken again)
+/// and holds a connection accepted on one of the postmaster's `listen`
+/// sockets (else detached at once: a child that merely inherited a
+/// connection).  None as well when another spare took it first, or it
+/// ended first.
+fn take(pid: i32, postmaster: i32, pm_title: &str, listen: &[newchild::Listen]) -> Option<Target> {
+    let mut t = match Target::attach(pid) {
+        Ok(t) => t,
+        Err(e) => {
+            crate::inferior::log::debug(&format!("[{pid}] new child not taken: {e:#}"));
+            return None;
+        }
+    };
+    // checked once it is ours and stopped: its parent cannot change but
+    // by the postmaster's death, its descriptors are the ones it was
+    // forked with
+    let parent = crate::inferior::procfs::status(pid).map(|s| s.ppid).ok();
+    let title = crate::inferior::procfs::cmdline(pid);
+    let fresh = title == pm_title;
+    let conns = newchild::client_connections(pid, listen);
+    if parent == Some(postmaster) && fresh && conns.as_ref().is_ok_and(|n| *n > 0) {
+        return Some(t);
+    }
+    crate::inferior::log::debug(&format!(
+        "[{pid}] new child let go: parent {parent:?}, title {title:?}, connections {conns:?}"
+    ));
+    let _ = t.detach();
+    reap_if_ours(pid);
+    None
+}
+
+/// A child killed while it was ours (its detach failed, ESRCH) stays our
+/// tracee until waited for: the postmaster reaps it only then.  Waited
+/// for up to a second; after that this spare ends, and the kernel hands
+/// the zombie to the postmaster.
+fn reap_if_ours(pid: i32) {
+    use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+    let p = nix::unistd::Pid::from_raw(pid);
+    let until = Instant::now() + Duration::from_secs(1);
+    while Instant::now() < until {
+        match waitpid(p, Some(WaitPidFlag::WNOHANG | WaitPidFlag::__WALL)) {
+            Ok(WaitStatus::StillAlive) => std::thread::sleep(Duration::from_millis(1)),
+            // not ours any more (detached), or reaped now
+            _ => return,
+        }
+    }
+    UNREAPED.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// A child this spare could not wait for: it ends (take_next_backend).
+static UNREAPED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Tests only (PGDBG_HOLD_NEW_MS): keep a new backend stopped this long
+/// after its fork (at most `HOLD_CAP_MS`), so that a test can kill it, or
+/// pgdbg, meanwhile.  Its end is waited for at once (as the script's own
+/// waits would).  The supervisor says so when it is set (`held_for_tests`).
+pub fn hold_for_tests(t: &mut Target) {
+    let Some(ms) = held_for_tests() else {
+        return;
+    };
+    let until = Instant::now() + Duration::from_millis(ms);
+    while Instant::now() < until && !runtime::must_stop() && !t.reap_if_killed() {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// The longest PGDBG_HOLD_NEW_MS honoured: a variable left set must not
+/// hold connections for longer than a client's usual patience.
+pub const HOLD_CAP_MS: u64 = 120_000;
+
+/// PGDBG_HOLD_NEW_MS, capped: how long each new backend is held after its
+/// fork, for tests.
+pub fn held_for_tests() -> Option<u64> {
+    std::env::var("PGDBG_HOLD_NEW_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .map(|ms| ms.min(HOLD_CAP_MS))
+}
+
+/// A spare as the supervisor sees it.
+pub struct Spare {
+    pub child: std::process::Child,
+    pub threads: Vec<std::thread::JoinHandle<()>>,
+    /// Closed to dismiss it.
+    stdin: Option<ChildStdin>,
+    status: std::fs::File,
+    said: String,
+    /// The PID its output lines are prefixed with, once it has one.
+    pub prefix: Arc<AtomicI32>,
+    ready: bool,
+}
+
+/// What a spare said since the last look.
+pub enum Said {
+    Nothing,
+    Ready,
+    Attached {
+        pid: i32,
+        took: Duration,
+    },
+    Refused(String),
+    /// It heard that fork events were lost (the kernel's buffer was full).
+    Lost,
+}
+
+impl Spare {
+    pub fn new(
+        child: std::process::Child,
+        threads: Vec<std::thread::JoinHandle<()>>,
+        stdin: ChildStdin,
+        status: std::fs::File,
+        prefix: Arc<AtomicI32>,
+    ) -> Spare {
+        Spare {
+            child,
+            threads,
+            stdin: Some(stdin),
+            status,
+            said: String::new(),
+            prefix,
+            ready: false,
+        }
+    }
+
+    pub fn status_fd(&self) -> i32 {
+        self.status.as_raw_fd()
+    }
+
+    /// The next whole line it said (the pipe is non-blocking).
+    pub fn poll(&mut self) -> Said {
+        let mut buf = [0u8; 256];
+        loop {
+            match self.status.read(&mut buf) {
+                Ok(n) if n > 0 => self.said.push_str(&String::from_utf8_lossy(&buf[..n])),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                _ => break,
+            }
+        }
+        let Some(end) = self.said.find('\n') else {
+            return Said::Nothing;
+        };
+        let line: String = self.said.drain(..=end).collect();
+        let w: Vec<&str> = line.split_whitespace().collect();
+        match w.as_slice() {
+            ["ready"] => {
+                self.ready = true;
+                Said::Ready
+            }
+            ["attached", pid, us] => match (pid.parse(), us.parse()) {
+                (Ok(pid), Ok(us)) => Said::Attached {
+                    pid,
+                    took: Duration::from_micros(us),
+                },
+                _ => Said::Nothing,
+            },
+            ["lost"] => Said::Lost,
+            ["refused", ..] => Said::Refused(line["refused".len()..].trim().to_string()),
+            _ => Said::Nothing,
+        }
+    }
+
+    /// Let it end (EOF on its standard input) if it has taken nothing.
+    pub fn dismiss(&mut self) {
+        self.stdin = None;
+    }
+}
+
+/// Wait at most `d` for each spare to be ready (or to end): Some(why)
+/// when one says it cannot hear of forks.  Lines after "ready" are left
+/// for the supervisor's loop.
+pub fn await_ready(spares: &mut [Spare], d: Duration) -> Option<String> {
+    let until = Instant::now() + d;
+    while Instant::now() < until && !runtime::must_stop() {
+        let mut waiting = Vec::new();
+        for sp in spares.iter_mut() {
+            while !sp.ready {
+                match sp.poll() {
+                    Said::Refused(why) => return Some(why),
+                    Said::Nothing => break,
+                    _ => {}
+                }
+            }
+            if !sp.ready && !matches!(sp.child.try_wait(), Ok(Some(_))) {
+                waiting.push(libc::pollfd {
+                    fd: sp.status_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                });
+            }
+        }
+        if waiting.is_empty() {
+            break;
+        }
+        // SAFETY: poll(2) over pollfds we own
+        unsafe { libc::poll(waiting.as_mut_ptr(), waiting.len() as libc::nfds_t, 100) };
+    }
+    None
+}
+
+/// Times from the kernel's word of a fork to the stop of the new backend.
+#[derive(Default)]
+pub struct ForkTimes(Vec<Duration>);
+
+impl ForkTimes {
+    pub fn push(&mut self, d: Duration) {
+        self.0.push(d);
+    }
+
+    pub fn summary(&self) -> Option<String> {
+        if self.0.is_empty() {
+            return None;
+        }
+        let mut v = self.0.clone();
+        v.sort();
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        Some(format!(
+            "{} new backend{} attached at their fork, {:.2} ms after it (median), {:.2} ms at most; each stopped before its first command while its worker armed the script",
+            v.len(),
+            if v.len() == 1 { "" } else { "s" },
+            ms(v[v.len() / 2]),
+            ms(v[v.len() - 1]),
+        ))
+    }
+}

@@ -1,0 +1,57 @@
+//! A backend attached at its fork (forks.rs) is let run until it is
+//! ready for its first command: its state (MyProc, the wait-event word,
+//! the database) exists only from there, and a script armed before
+//! would read the postmaster's.  An execute breakpoint in a debug
+//! register at `ReadyForQuery` (nothing written into its code), cleared
+//! at the first hit: the backend is stopped there, before it reads the
+//! client's first statement.  Killed together with its guardian
+//! meanwhile, this worker leaves the debug register armed: the backend
+//! releases itself and each hit passes through our SIGTRAP handler until
+//! `pgdbg rescue` (docs/safety.md).
+
+use crate::debuginfo::DebugInfo;
+use crate::inferior::{Stop, Target};
+use anyhow::{Result, anyhow};
+
+pub fn run_to_first_command(t: &mut Target, di: &DebugInfo, pid: i32) -> Result<()> {
+    let bias = super::modules::compute_bias(pid, di)?;
+    let addr = super::locations::resolve_location(di, bias, "ReadyForQuery")?
+        .first()
+        .map(|l| l.addr)
+        .ok_or_else(|| anyhow!("ReadyForQuery not found in the debug info"))?;
+    if crate::runtime::must_stop() {
+        return Err(anyhow!("stopped before its first command"));
+    }
+    // bounded: the server's default authentication_timeout (60 s) and a
+    // margin; a client that never authenticates is let go then
+    let _deadline = crate::runtime::Deadline::arm(std::time::Duration::from_secs(65));
+    t.set_debugreg(0, addr)?;
+    // DR7: slot 0 enabled (local), execute, length 1
+    t.set_debugreg(7, 1)?;
+    let r = loop {
+        if t.is_gone() {
+            break Err(anyhow!("backend {pid} ended before its first command"));
+        }
+        t.resume()?;
+        match t.wait(&crate::runtime::Hooks)? {
+            Stop::HardwareBreak { dr6 } if dr6 & 1 != 0 => break Ok(()),
+            Stop::Exited(_) | Stop::Killed(_) => {
+                break Err(anyhow!("backend {pid} ended before its first command"));
+            }
+            Stop::ToolTerminating => break Err(anyhow!("stopped before its first command")),
+            Stop::Interrupted
+                if crate::runtime::must_stop()
+                    || crate::runtime::sigint_seen()
+                    || crate::runtime::deadline_hit() =>
+            {
+                break Err(anyhow!("stopped before its first command"));
+            }
+            _ => {}
+        }
+    };
+    if !t.is_gone() {
+        t.set_debugreg(7, 0)?;
+        t.set_debugreg(0, 0)?;
+    }
+    r
+}

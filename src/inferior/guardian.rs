@@ -65,10 +65,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 /// selfrelease.rs in header words 21-23, which a pgdbg of the layout
 /// before would leave in the backend while it unmaps the handler's page).
 const MAGIC: u64 = 0x7067_6462_6775_6133; // "pgdbgua3"
-/// The magics of the previous layouts ("pgdbgua2": no pipe; "pgdbguar":
-/// detours of 8 words, no landing pages): a record with one was written
-/// by an earlier pgdbg, which alone knows how to restore that backend
-/// (`rescue::map`).
+/// The magics of the previous layouts.  "pgdbgua2": no pipe, words 21-23
+/// unused (zero): read as this layout, no pipe to remove (`rescue::map`).
+/// "pgdbguar": detours of 8 words, no landing pages: written by an earlier
+/// pgdbg, which alone knows how to restore that backend.
 const MAGIC_EARLIER: u64 = 0x7067_6462_6775_6172; // "pgdbguar"
 const MAGIC_UA2: u64 = 0x7067_6462_6775_6132; // "pgdbgua2"
 /// Words of the header: magic, state, debug registers armed, backend PID,

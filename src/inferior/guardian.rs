@@ -994,9 +994,12 @@ fn restore(
             .and_then(|_| rewind_if_trapped(&mut t, resumed))
             .and_then(|_| t.detach())
     };
-    // whatever happened above: the backend never stays stopped
+    // whatever happened above: the backend never stays stopped (nor
+    // is stopped again by the SIGCONT handler, where its pipe could not
+    // be removed, for words of pgdbg's once this process is gone)
     if res.is_err() {
         let _ = t.detach();
+        t.release_words_cleared();
     }
     drop(t);
     if res.is_err() {

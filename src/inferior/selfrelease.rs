@@ -723,6 +723,25 @@ impl Target {
         }
     }
 
+    /// The disarm's own `fcntl`, injected at `at`: the handler stops the
+    /// backend again inside code injected there when the page records
+    /// that address, so this one system call needs no NOT_OWN bit (whose
+    /// write may be what just failed).
+    pub(super) fn disarm_in_injected_code(&mut self, at: u64) -> bool {
+        let Some(base) = self
+            .trap
+            .as_ref()
+            .filter(|h| h.release.as_ref().is_some_and(|r| r.disarming))
+            .map(|h| h.base)
+        else {
+            return false;
+        };
+        let mut b = [0u8; 8];
+        at != 0
+            && self.read(base + super::traphandler::ENTRY, &mut b).is_ok()
+            && u64::from_le_bytes(b) == at
+    }
+
     /// After a restore that failed, when the backend is let go: the
     /// handler must not stop it again for words of pgdbg's (the guardian's
     /// SIGCONT lets it run, as it did before the pipe).

@@ -71,7 +71,7 @@ const DATA: u64 = PAGE;
 const SEL: u64 = DATA;
 /// In the data page: the target's AT_ENTRY (where inject_syscall runs
 /// `syscall; int3`).
-const ENTRY: u64 = DATA + 0x10;
+pub(super) const ENTRY: u64 = DATA + 0x10;
 /// In the data page: kernel sigaction structs for rt_sigaction; ACT_DFL
 /// stays all zeros (SIG_DFL), for the handler itself.
 const ACT_NEW: u64 = DATA + 0x40;

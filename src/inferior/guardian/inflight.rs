@@ -549,7 +549,9 @@ impl Target {
         at: u64,
         code: [u8; 3],
     ) -> Result<()> {
-        self.note_release_not_own(2, true)?;
+        if !self.disarm_in_injected_code(at) {
+            self.note_release_not_own(2, true)?;
+        }
         if let Some(g) = self.guardian()? {
             g.note_syscall(regs, at, code);
         }

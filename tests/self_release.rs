@@ -18,28 +18,32 @@ fn stopped(pid: i32) -> bool {
 }
 
 /// SIGKILL to the guardian and to pgdbg, back to back: pgdbg, the tracer,
-/// is the last writer of the pipe to go.
-fn kill_both(p: &Pgdbg, backend: i32) {
+/// is the last writer of the pipe to go.  Returns when both have closed
+/// every file (the pipe's write ends): pgdbg reaped, the guardian gone.
+fn kill_both(p: &mut Pgdbg, backend: i32) {
     let g = guardians_of(backend);
     assert_eq!(g.len(), 1, "one guardian of {backend}: {g:?}");
+    // SAFETY: kill(2) of the pgdbg this test started and of its guardian.
     unsafe {
         libc::kill(g[0], libc::SIGKILL);
         libc::kill(p.pid(), libc::SIGKILL);
     }
-    wait_until(
-        "pgdbg and its guardian to end",
-        Duration::from_secs(10),
-        || tracer_pid(backend) == 0 && guardians_of(backend).is_empty(),
-    );
+    p.child.wait().unwrap();
+    wait_files_closed(g[0]);
 }
 
-/// Not stopped within 2 s of the kill, and still not stopped over the
-/// next half second (sampled): nobody sent SIGCONT.
+/// Process `pid` (not the test's child) has closed its files: its /proc
+/// entry gone, or a zombie (exit_files is done before that).
+fn wait_files_closed(pid: i32) {
+    wait_until("the guardian to end", Duration::from_secs(10), || {
+        let s = proc_state(pid);
+        s.is_empty() || s.starts_with('Z')
+    });
+}
+
+/// Not stopped once the pipe's last writer is gone, sampled over half a
+/// second: nobody sent SIGCONT.
 fn assert_runs_on(pid: i32, cl: &Cluster) {
-    let t0 = std::time::Instant::now();
-    while stopped(pid) && t0.elapsed() < Duration::from_secs(2) {
-        std::thread::sleep(Duration::from_millis(5));
-    }
     for _ in 0..25 {
         assert!(
             !stopped(pid),
@@ -174,7 +178,7 @@ fn hot_break(major: u32) {
             "continue",
         ],
     );
-    let p = Pgdbg::spawn_attached(
+    let mut p = Pgdbg::spawn_attached(
         &[
             "attach",
             &pid.to_string(),
@@ -188,7 +192,7 @@ fn hot_break(major: u32) {
     wait_armed(pid, "pg_backend_pid");
     assert!(caught(pid, libc::SIGCONT), "no SIGCONT handler installed");
     std::thread::sleep(Duration::from_millis(300));
-    kill_both(&p, pid);
+    kill_both(&mut p, pid);
     assert_runs_on(pid, &cl);
     let r = a.rejoin(h);
     assert!(r.is_ok(), "the loop failed: {r:?}");
@@ -229,7 +233,7 @@ fn call_in_flight(major: u32) {
         syscall_nr(pid).is_some()
     });
     let idle = syscall_nr(pid);
-    let p = Pgdbg::spawn_attached(
+    let mut p = Pgdbg::spawn_attached(
         &[
             "attach",
             &pid.to_string(),
@@ -243,7 +247,7 @@ fn call_in_flight(major: u32) {
         matches!(syscall_nr(pid), Some(23 | 35 | 230 | 270))
     });
     assert!(caught(pid, libc::SIGCONT), "no SIGCONT handler installed");
-    kill_both(&p, pid);
+    kill_both(&mut p, pid);
     assert_runs_on(pid, &cl);
     wait_until(
         "the backend to be idle again",
@@ -351,10 +355,18 @@ fn held_signal_restops(major: u32) {
     );
     // SAFETY: kill(2) of the guardian this test's pgdbg started.
     unsafe { libc::kill(g, libc::SIGKILL) };
-    wait_until("the guardian to end", Duration::from_secs(10), || {
-        tracer_pid(pid) == 0 && guardians_of(pid).is_empty()
-    });
+    wait_files_closed(g);
     assert_stopped_again(pid, &cl);
+    // stopped by the handler (SIGSTOP to itself, every signal it can
+    // block blocked), not left in a group stop by the tracer's exit
+    let unblockable = (1u64 << (libc::SIGKILL - 1)) | (1u64 << (libc::SIGSTOP - 1));
+    let mask = u64::from_str_radix(&sig_blocked(pid), 16).unwrap();
+    assert_eq!(
+        mask | unblockable,
+        u64::MAX,
+        "backend {pid} is not stopped in the SIGCONT handler: {}",
+        where_stopped(pid, &cl)
+    );
     let (code, out, err) = pgdbg(&["rescue", &pid.to_string()]);
     assert_eq!(code, 0, "rescue: {err}");
     assert!(
@@ -406,7 +418,7 @@ fn self_release_held_signal_stops_again_then_rescue_18() {
     held_signal_restops(18);
 }
 
-/// A call that sleeps 8 s whatever signal comes (`WaitLatch` on a timeout
+/// A call that sleeps 30 s whatever signal comes (`WaitLatch` on a timeout
 /// alone: WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, no latch) in flight, pgdbg and
 /// its guardian killed together: the backend lets itself go inside the
 /// call, and `pgdbg rescue` at once, while the call still runs, finishes
@@ -427,29 +439,37 @@ fn rescue_during_released_call(major: u32) {
             "attach",
             &pid.to_string(),
             "-q",
+            "--call-timeout",
+            "60s",
             "--ex",
-            "call WaitLatch(0, 40, 8000, 0)",
+            "call WaitLatch(0, 40, 30000, 0)",
         ],
         pid,
     );
     // the call's own wait: an epoll set that is not the session's
+    let in_call = |pid: i32| {
+        let now = syscall_and_first_arg(pid);
+        now.as_ref()
+            .is_some_and(|(n, _)| [232, 281, 441].contains(n))
+            && now != idle
+    };
     wait_until("the call to wait", Duration::from_secs(20), || {
         if let Ok(Some(st)) = p.child.try_wait() {
             panic!("pgdbg ended ({st}) before the call waited");
         }
-        let now = syscall_and_first_arg(pid);
-        tracer_pid(pid) != 0
-            && !stopped(pid)
-            && now
-                .as_ref()
-                .is_some_and(|(n, _)| [232, 281, 441].contains(n))
-            && now != idle
+        tracer_pid(pid) != 0 && !stopped(pid) && in_call(pid)
     });
+    let t0 = std::time::Instant::now();
     assert!(caught(pid, libc::SIGCONT), "no SIGCONT handler installed");
-    kill_both(&p, pid);
+    kill_both(&mut p, pid);
     if !amx_enabled() {
         // (where XCR0 has AMX the handler stops it again instead)
         assert_runs_on(pid, &cl);
+        assert!(
+            in_call(pid),
+            "too slow: the 30 s call had ended {:?} after it began waiting",
+            t0.elapsed()
+        );
     }
     let (code, out, err) = pgdbg(&["rescue", &pid.to_string()]);
     assert_eq!(code, 0, "rescue: {err}");

@@ -994,15 +994,9 @@ fn restore(
             .and_then(|_| rewind_if_trapped(&mut t, resumed))
             .and_then(|_| t.detach())
     };
-    // whatever happened above: the backend never stays stopped (nor
-    // is stopped again by the SIGCONT handler, where its pipe could not
-    // be removed, for words of pgdbg's once this process is gone)
+    // whatever happened above: the backend never stays stopped
     if res.is_err() {
         let _ = t.detach();
-        t.release_words_cleared();
-    }
-    drop(t);
-    if res.is_err() {
         // the backend runs on from here, restored in part: what is not
         // safe to do twice on a backend that has run since (registers,
         // data words, pages, signals) must never be replayed from this
@@ -1010,6 +1004,13 @@ fn restore(
         forget_all_but_breakpoints(shared);
     }
     sigcont();
+    if res.is_err() {
+        // only now that it runs with its signals sent: nor is it stopped
+        // again by the SIGCONT handler, where its pipe could not be
+        // removed, for words of pgdbg's once this process is gone
+        t.release_words_cleared();
+    }
+    drop(t);
     let t_done = t0.elapsed();
     let mut parts: Vec<String> = Vec::new();
     if !bps.is_empty() {

@@ -94,6 +94,15 @@ fn map(path: &std::path::Path, backend: i32) -> Result<Shared> {
     }
     let sh = Shared::map(file.as_raw_fd())?;
     check_magic(sh.get(W_MAGIC), path)?;
+    let release = [
+        super::W_RELEASE,
+        super::W_RELEASE_ASK,
+        super::W_RELEASE_TAKEN,
+    ];
+    if sh.get(W_MAGIC) == MAGIC_UA2 && release.iter().any(|&w| sh.get(w) != 0) {
+        // not the layout read as the previous one: left alone
+        return Err(EarlierRecord.into());
+    }
     Ok(sh)
 }
 
@@ -308,6 +317,13 @@ mod tests {
             crate::inferior::selfrelease::Release::from_word(w).is_none(),
             "no pipe, no SIGCONT action: the restore of that version"
         );
+        drop(sh);
+        // the same magic with a pipe's words set: not that layout
+        let f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
+        let at = (super::super::W_RELEASE_ASK * 8) as u64;
+        std::os::unix::fs::FileExt::write_all_at(&f, &1u64.to_le_bytes(), at).unwrap();
+        let e = map(&p, me).err().expect("such a record is not read");
+        assert!(e.is::<EarlierRecord>(), "{e:#}");
         let _ = std::fs::remove_file(&p);
     }
 }

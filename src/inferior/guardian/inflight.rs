@@ -482,6 +482,14 @@ impl Target {
         // with registers that are not its own (selfrelease.rs); not
         // written: no call
         self.note_release_not_own(1, true)?;
+        if let Err(e) = self.guardian() {
+            // no call: the bit goes again (if that fails too, it stays
+            // set and the handler stops the backend again)
+            if let Err(e) = self.note_release_not_own(1, false) {
+                super::log::debug(&format!("{e:#}"));
+            }
+            return Err(e);
+        }
         if let Some(g) = self.guardian()? {
             g.note_call(regs, xstate.bytes(), ret, timeout.as_millis() as u64);
         }

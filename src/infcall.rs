@@ -122,7 +122,27 @@ impl<'t> CallFrame<'t> {
         // for the guardian, before the registers change: if pgdbg dies
         // while the calls run, it finishes or abandons them and puts these
         // back (forgotten by `restore`, which dropping `f` runs)
-        target.note_call_in_flight(&saved_regs, &saved_xstate, ret_addr, traps, timeout)?;
+        if let Err(e) =
+            target.note_call_in_flight(&saved_regs, &saved_xstate, ret_addr, traps, timeout)
+        {
+            // no call: what was taken above goes back (the held-back
+            // signals to be delivered, the breakpoints, the debug registers)
+            if let Some(p) = held_signals {
+                target.restore_pending_signals(p);
+            }
+            for &a in &lifted {
+                if let Err(e) = target.insert_breakpoint(a) {
+                    crate::inferior::log::debug(&format!("{e:#}"));
+                }
+            }
+            if let Some(d) = saved_debugregs {
+                for (n, v) in d.iter().take(4).enumerate() {
+                    let _ = target.set_debugreg(n, *v);
+                }
+                let _ = target.set_debugreg(7, d[4]);
+            }
+            return Err(e);
+        }
         let mut f = CallFrame {
             target,
             saved_regs,

@@ -18,37 +18,77 @@ fn stopped(pid: i32) -> bool {
 }
 
 /// SIGKILL to the guardian and to pgdbg, back to back: pgdbg, the tracer,
-/// is the last writer of the pipe to go.
-fn kill_both(p: &Pgdbg, backend: i32) {
+/// is the last writer of the pipe to go.  Returns when both have closed
+/// every file (the pipe's write ends): pgdbg reaped, the guardian gone.
+fn kill_both(p: &mut Pgdbg, backend: i32) {
     let g = guardians_of(backend);
     assert_eq!(g.len(), 1, "one guardian of {backend}: {g:?}");
+    // SAFETY: kill(2) of the pgdbg this test started and of its guardian.
     unsafe {
         libc::kill(g[0], libc::SIGKILL);
         libc::kill(p.pid(), libc::SIGKILL);
     }
-    wait_until(
-        "pgdbg and its guardian to end",
-        Duration::from_secs(10),
-        || tracer_pid(backend) == 0 && guardians_of(backend).is_empty(),
-    );
+    p.child.wait().unwrap();
+    wait_files_closed(g[0]);
 }
 
-/// Not stopped within 2 s of the kill, and still not stopped over the
-/// next half second (sampled): nobody sent SIGCONT.
+/// Process `pid` (not the test's child) has closed its files: its /proc
+/// entry gone, or a zombie (exit_files is done before that).
+fn wait_files_closed(pid: i32) {
+    wait_until("the guardian to end", Duration::from_secs(10), || {
+        let s = proc_state(pid);
+        s.is_empty() || s.starts_with('Z')
+    });
+}
+
+/// Not stopped once the pipe's last writer is gone, sampled over half a
+/// second: nobody sent SIGCONT.
 fn assert_runs_on(pid: i32, cl: &Cluster) {
-    let t0 = std::time::Instant::now();
-    while stopped(pid) && t0.elapsed() < Duration::from_secs(2) {
-        std::thread::sleep(Duration::from_millis(5));
-    }
     for _ in 0..25 {
         assert!(
             !stopped(pid),
-            "backend {pid} stopped after pgdbg and its guardian were killed: {}; log:\n{}",
-            proc_state(pid),
-            cl.log()
+            "backend {pid} stopped after pgdbg and its guardian were killed: {}",
+            where_stopped(pid, cl)
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// The state, the system call line (its `pc` last) and the mapping that
+/// holds `pc` of a stopped backend, and the server log.
+fn where_stopped(pid: i32, cl: &Cluster) -> String {
+    let sc = std::fs::read_to_string(format!("/proc/{pid}/syscall")).unwrap_or_default();
+    let pc = sc
+        .split_whitespace()
+        .last()
+        .and_then(|v| u64::from_str_radix(v.trim_start_matches("0x"), 16).ok())
+        .unwrap_or(0);
+    let map = std::fs::read_to_string(format!("/proc/{pid}/maps"))
+        .unwrap_or_default()
+        .lines()
+        .find(|l| {
+            let (a, b) = l.split_once(' ').unwrap().0.split_once('-').unwrap();
+            let (a, b) = (
+                u64::from_str_radix(a, 16).unwrap(),
+                u64::from_str_radix(b, 16).unwrap(),
+            );
+            a <= pc && pc < b
+        })
+        .unwrap_or("")
+        .to_string();
+    let sigs: Vec<String> = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.starts_with("Sig") || l.starts_with("ShdPnd"))
+        .map(str::to_string)
+        .collect();
+    format!(
+        "{}; syscall {}; pc in {map}; {}; log:\n{}",
+        proc_state(pid),
+        sc.trim(),
+        sigs.join(" "),
+        cl.log()
+    )
 }
 
 fn pipes(pid: i32) -> usize {
@@ -128,7 +168,7 @@ fn hot_break(major: u32) {
             "continue",
         ],
     );
-    let p = Pgdbg::spawn_attached(
+    let mut p = Pgdbg::spawn_attached(
         &[
             "attach",
             &pid.to_string(),
@@ -142,7 +182,7 @@ fn hot_break(major: u32) {
     wait_armed(pid, "pg_backend_pid");
     assert!(caught(pid, libc::SIGCONT), "no SIGCONT handler installed");
     std::thread::sleep(Duration::from_millis(300));
-    kill_both(&p, pid);
+    kill_both(&mut p, pid);
     assert_runs_on(pid, &cl);
     let r = a.rejoin(h);
     assert!(r.is_ok(), "the loop failed: {r:?}");
@@ -183,7 +223,7 @@ fn call_in_flight(major: u32) {
         syscall_nr(pid).is_some()
     });
     let idle = syscall_nr(pid);
-    let p = Pgdbg::spawn_attached(
+    let mut p = Pgdbg::spawn_attached(
         &[
             "attach",
             &pid.to_string(),
@@ -197,7 +237,7 @@ fn call_in_flight(major: u32) {
         matches!(syscall_nr(pid), Some(23 | 35 | 230 | 270))
     });
     assert!(caught(pid, libc::SIGCONT), "no SIGCONT handler installed");
-    kill_both(&p, pid);
+    kill_both(&mut p, pid);
     assert_runs_on(pid, &cl);
     wait_until(
         "the backend to be idle again",
@@ -227,4 +267,235 @@ fn self_release_call_in_flight_15() {
 #[test]
 fn self_release_call_in_flight_18() {
     call_in_flight(18);
+}
+
+/// The system call `pid` sleeps in and its first argument (an epoll
+/// set's descriptor for epoll_wait).
+fn syscall_and_first_arg(pid: i32) -> Option<(i64, String)> {
+    let line = std::fs::read_to_string(format!("/proc/{pid}/syscall")).ok()?;
+    let mut it = line.split_whitespace();
+    Some((it.next()?.parse().ok()?, it.next()?.to_string()))
+}
+
+/// `SigBlk` of /proc/PID/status: the signals `pid` blocks.
+fn sig_blocked(pid: i32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("SigBlk:").map(|v| v.trim().to_string()))
+        .unwrap()
+}
+
+/// Stopped within 5 s of the kill and still stopped half a second later
+/// (sampled): the handler stopped the backend again.
+fn assert_stopped_again(pid: i32, cl: &Cluster) {
+    wait_until("the backend to be stopped", Duration::from_secs(5), || {
+        stopped(pid)
+    });
+    for _ in 0..25 {
+        assert!(
+            stopped(pid),
+            "backend {pid} runs on without what pgdbg held for it: {}; log:\n{}",
+            proc_state(pid),
+            cl.log()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `call pg_usleep(10000000)` inside a running `select pg_sleep(120)`,
+/// pgdbg killed alone: its guardian finishes the call and holds back a
+/// query cancel (SIGINT) sent meanwhile, written into the handler's page
+/// too; the guardian killed then, the backend must not run without it:
+/// the handler stops it again (state T), and `pgdbg rescue` steps it out of
+/// the handler (its signal mask back), finishes the call and sends the
+/// cancel, which cancels the statement; the session goes on.
+fn held_signal_restops(major: u32) {
+    let cl = Cluster::start(major);
+    let mut a = cl.connect();
+    let mut other = cl.connect();
+    let pid = a.pid();
+    let pipes_before = pipes(pid);
+    let h = a.spawn_text("select pg_sleep(120)");
+    cl.wait_active(&[pid], "select pg_sleep(120)");
+    let blocked = sig_blocked(pid);
+    let mut p = Pgdbg::spawn_attached(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--call-timeout",
+            "60s",
+            "--ex",
+            "call pg_usleep(10000000)",
+        ],
+        pid,
+    );
+    // the call sleeps: select, nanosleep, clock_nanosleep or pselect6
+    wait_call_in(&mut p, pid, "the call to sleep", &[23, 35, 230, 270]);
+    assert!(caught(pid, libc::SIGCONT), "no SIGCONT handler installed");
+    let g = kill_pgdbg_alone(&p, pid);
+    // SAFETY: kill(2) of a backend of the test's own cluster.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let bit = 1u64 << (libc::SIGINT - 1);
+    wait_until(
+        "SIGINT to be recorded as held back",
+        Duration::from_secs(20),
+        || recorded_signals(pid).is_some_and(|m| m & bit != 0),
+    );
+    // SAFETY: kill(2) of the guardian this test's pgdbg started.
+    unsafe { libc::kill(g, libc::SIGKILL) };
+    wait_files_closed(g);
+    assert_stopped_again(pid, &cl);
+    // stopped by the handler (SIGSTOP to itself, every signal it can
+    // block blocked), not left in a group stop by the tracer's exit
+    let unblockable = (1u64 << (libc::SIGKILL - 1)) | (1u64 << (libc::SIGSTOP - 1));
+    let mask = u64::from_str_radix(&sig_blocked(pid), 16).unwrap();
+    assert_eq!(
+        mask | unblockable,
+        u64::MAX,
+        "backend {pid} is not stopped in the SIGCONT handler: {}",
+        where_stopped(pid, &cl)
+    );
+    let (code, out, err) = pgdbg(&["rescue", &pid.to_string()]);
+    assert_eq!(code, 0, "rescue: {err}");
+    assert!(
+        out.contains("restored") && out.contains("call") && out.contains("SIGINT sent again"),
+        "rescue said: {out}"
+    );
+    assert!(
+        !out.contains("ended its stop itself"),
+        "the handler had let the backend run: {out}"
+    );
+    let r = a.rejoin(h);
+    assert!(
+        r.as_ref()
+            .is_err_and(|e| e.contains("canceling statement due to user request")),
+        "the statement was not cancelled: {r:?}"
+    );
+    assert!(!stopped(pid), "{}", proc_state(pid));
+    assert_eq!(a.query_one_i64("select 41 + 1"), 42);
+    assert_eq!(
+        sig_blocked(pid),
+        blocked,
+        "the signal mask is not the backend's"
+    );
+    assert_eq!(other.query_one_i64("select 6 * 7"), 42);
+    assert!(!caught(pid, libc::SIGTRAP) && !caught(pid, libc::SIGCONT));
+    assert_eq!(
+        pipes(pid),
+        pipes_before,
+        "the pipe's read end is still open"
+    );
+    let bin = cl.postgres_binary();
+    for sym in ["_start", "pg_re_throw", "pg_usleep"] {
+        assert!(
+            code_matches_file(pid, &bin, sym, 32),
+            "{sym}'s bytes differ from the file after the rescue"
+        );
+    }
+    timeout_fires(&mut a);
+    cl.assert_no_crash();
+}
+
+#[test]
+fn self_release_held_signal_stops_again_then_rescue_15() {
+    held_signal_restops(15);
+}
+
+#[test]
+fn self_release_held_signal_stops_again_then_rescue_18() {
+    held_signal_restops(18);
+}
+
+/// A call that sleeps 30 s whatever signal comes (`WaitLatch` on a timeout
+/// alone: WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, no latch) in flight, pgdbg and
+/// its guardian killed together: the backend lets itself go inside the
+/// call, and `pgdbg rescue` at once, while the call still runs, finishes
+/// it as without the release (its return trap kept), then puts the
+/// registers back: the session answers, nothing crashes.
+fn rescue_during_released_call(major: u32) {
+    let cl = Cluster::start(major);
+    let mut a = cl.connect();
+    let mut other = cl.connect();
+    let pid = a.pid();
+    let pipes_before = pipes(pid);
+    wait_until("the backend to wait", Duration::from_secs(10), || {
+        syscall_nr(pid).is_some()
+    });
+    let idle = syscall_and_first_arg(pid);
+    let mut p = Pgdbg::spawn_attached(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--call-timeout",
+            "60s",
+            "--ex",
+            "call WaitLatch(0, 40, 30000, 0)",
+        ],
+        pid,
+    );
+    // the call's own wait: an epoll set that is not the session's
+    let in_call = |pid: i32| {
+        let now = syscall_and_first_arg(pid);
+        now.as_ref()
+            .is_some_and(|(n, _)| [232, 281, 441].contains(n))
+            && now != idle
+    };
+    wait_until("the call to wait", Duration::from_secs(20), || {
+        if let Ok(Some(st)) = p.child.try_wait() {
+            panic!("pgdbg ended ({st}) before the call waited");
+        }
+        tracer_pid(pid) != 0 && !stopped(pid) && in_call(pid)
+    });
+    let t0 = std::time::Instant::now();
+    assert!(caught(pid, libc::SIGCONT), "no SIGCONT handler installed");
+    kill_both(&mut p, pid);
+    if !amx_enabled() {
+        // (where XCR0 has AMX the handler stops it again instead)
+        assert_runs_on(pid, &cl);
+        assert!(
+            in_call(pid),
+            "too slow: the 30 s call had ended {:?} after it began waiting",
+            t0.elapsed()
+        );
+    }
+    let (code, out, err) = pgdbg(&["rescue", &pid.to_string()]);
+    assert_eq!(code, 0, "rescue: {err}");
+    // the call was still in flight by the handler's page: finished, not
+    // taken for a backend that ran on with nothing to replay
+    assert!(
+        out.contains("restored") && out.contains("call") && !out.contains("ended its stop itself"),
+        "rescue said: {out}"
+    );
+    assert!(!stopped(pid), "{}", proc_state(pid));
+    assert_eq!(a.query_one_i64("select 41 + 1"), 42);
+    assert!(a.c.as_mut().unwrap().batch_execute("select 1/0").is_err());
+    assert_eq!(other.query_one_i64("select 6 * 7"), 42);
+    assert!(!caught(pid, libc::SIGTRAP) && !caught(pid, libc::SIGCONT));
+    assert_eq!(
+        pipes(pid),
+        pipes_before,
+        "the pipe's read end is still open"
+    );
+    let bin = cl.postgres_binary();
+    for sym in ["_start", "pg_re_throw"] {
+        assert!(
+            code_matches_file(pid, &bin, sym, 32),
+            "{sym}'s bytes differ from the file after the rescue"
+        );
+    }
+    timeout_fires(&mut a);
+    cl.assert_no_crash();
+}
+
+#[test]
+fn self_release_rescue_during_released_call_15() {
+    rescue_during_released_call(15);
+}
+
+#[test]
+fn self_release_rescue_during_released_call_18() {
+    rescue_during_released_call(18);
 }

@@ -65,10 +65,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 /// selfrelease.rs in header words 21-23, which a pgdbg of the layout
 /// before would leave in the backend while it unmaps the handler's page).
 const MAGIC: u64 = 0x7067_6462_6775_6133; // "pgdbgua3"
-/// The magics of the previous layouts ("pgdbgua2": no pipe; "pgdbguar":
-/// detours of 8 words, no landing pages): a record with one was written
-/// by an earlier pgdbg, which alone knows how to restore that backend
-/// (`rescue::map`).
+/// The magics of the previous layouts.  "pgdbgua2": no pipe, words 21-23
+/// unused (zero): read as this layout, no pipe to remove (`rescue::map`).
+/// "pgdbguar": detours of 8 words, no landing pages: written by an earlier
+/// pgdbg, which alone knows how to restore that backend.
 const MAGIC_EARLIER: u64 = 0x7067_6462_6775_6172; // "pgdbguar"
 const MAGIC_UA2: u64 = 0x7067_6462_6775_6132; // "pgdbgua2"
 /// Words of the header: magic, state, debug registers armed, backend PID,
@@ -997,9 +997,6 @@ fn restore(
     // whatever happened above: the backend never stays stopped
     if res.is_err() {
         let _ = t.detach();
-    }
-    drop(t);
-    if res.is_err() {
         // the backend runs on from here, restored in part: what is not
         // safe to do twice on a backend that has run since (registers,
         // data words, pages, signals) must never be replayed from this
@@ -1007,6 +1004,13 @@ fn restore(
         forget_all_but_breakpoints(shared);
     }
     sigcont();
+    if res.is_err() {
+        // only now that it runs with its signals sent: nor is it stopped
+        // again by the SIGCONT handler, where its pipe could not be
+        // removed, for words of pgdbg's once this process is gone
+        t.release_words_cleared();
+    }
+    drop(t);
     let t_done = t0.elapsed();
     let mut parts: Vec<String> = Vec::new();
     if !bps.is_empty() {

@@ -306,12 +306,12 @@ impl Target {
     /// `rsp` just past one of our int3s on purpose (an emulated one-byte
     /// instruction, a step over it): a stop found there after pgdbg's death
     /// with the same registers is not a trap to rewind.
-    pub(super) fn note_resume_point(&mut self) {
+    pub(super) fn note_resume_point(&mut self) -> Result<()> {
         if self.inserted.is_empty() || self.guardian.is_none() {
-            return;
+            return Ok(());
         }
-        let Ok(r) = self.regs() else { return };
-        self.note_resume_at(r.rip, r.rsp);
+        let Ok(r) = self.regs() else { return Ok(()) };
+        self.note_resume_at(r.rip, r.rsp)
     }
 
     /// The same for registers about to be written (before the write: if
@@ -323,9 +323,12 @@ impl Target {
     /// rewind over them is harmless, while a record could match a later,
     /// real trap at the same address with the same rsp (a loop) and keep
     /// the guardian from rewinding it.
-    pub(super) fn note_resume_at(&mut self, rip: u64, rsp: u64) {
+    ///
+    /// An error: the SIGCONT handler's copy is not written (the caller
+    /// does not resume there).
+    pub(super) fn note_resume_at(&mut self, rip: u64, rsp: u64) -> Result<()> {
         let Some(&orig) = self.inserted.get(&rip.wrapping_sub(1)) else {
-            return;
+            return Ok(());
         };
         let harmless = matches!(
             orig,
@@ -340,9 +343,9 @@ impl Target {
         }
         // the same for the SIGCONT handler (selfrelease.rs)
         if harmless {
-            self.note_release_resume(0, 0);
+            self.note_release_resume(0, 0)
         } else {
-            self.note_release_resume(rip, rsp);
+            self.note_release_resume(rip, rsp)
         }
     }
 }

@@ -281,10 +281,12 @@ impl Target {
         if let Some(g) = &mut self.guardian {
             g.forget_resume();
         }
-        self.note_release_resume(0, 0);
+        // (rewound all the same; the error after)
+        let noted = self.note_release_resume(0, 0);
         let mut regs = self.regs()?;
         regs.rip = addr;
-        self.set_regs(&regs)
+        self.set_regs(&regs)?;
+        noted
     }
 
     /// Every address where an int3 of ours is written.

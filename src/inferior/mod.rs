@@ -689,13 +689,23 @@ impl Target {
         self.note_held_signals();
     }
 
+    /// The signals held back now, with those a killed pgdbg held back
+    /// (the guardian's record) until they are sent.
+    fn held_signal_mask(&self) -> u64 {
+        let before = self.signal_word.as_ref().map_or(0, |w| w.before);
+        signal_mask(&self.deferred) | self.taken_signals | before
+    }
+
     fn note_held_signals(&mut self) {
         let mask = signal_mask(&self.deferred) | self.taken_signals;
         // the handler's page first (selfrelease.rs: never released
-        // without them), with those a killed pgdbg held back (the
-        // guardian's record) until they are sent
-        let before = self.signal_word.as_ref().map_or(0, |w| w.before);
-        self.note_release_signals(mask | before);
+        // without them); if that fails, the pipe no longer releases the
+        // backend at all (a signal already held cannot be refused)
+        if let Err(e) = self.note_release_signals(self.held_signal_mask())
+            && let Err(e) = self.disarm_self_release(e)
+        {
+            log::debug(&format!("{e:#}"));
+        }
         if let Some(g) = &mut self.guardian {
             g.note_signals(mask);
         }

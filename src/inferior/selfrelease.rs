@@ -314,9 +314,15 @@ pub struct Release {
     pub mine: Option<Arc<OwnedFd>>,
     /// A resume point is written in the data page (not all zeros).
     resume_set: bool,
-    /// What `NOT_OWN` and `SIGS` hold now (written when they change).
+    /// What `NOT_OWN` and `SIGS` hold now (written when they change;
+    /// `u64::MAX`: not known, the page is read).
     not_own: u64,
     sigs: u64,
+    /// The read end no longer signals (a word above could not be
+    /// written): the words do not matter any more.
+    disarmed: bool,
+    /// That is being done (an injected `fcntl`).
+    disarming: bool,
 }
 
 impl Release {
@@ -337,6 +343,8 @@ impl Release {
             resume_set: true,
             not_own: u64::MAX,
             sigs: u64::MAX,
+            disarmed: false,
+            disarming: false,
         };
         (r.rfd.is_some() || r.wfd.is_some() || r.action).then_some(r)
     }
@@ -429,6 +437,20 @@ impl Target {
         self.write(base + FD, &0u64.to_le_bytes())?;
         self.write(base + RES_RIP, &[0u8; 16])?;
         self.write(base + RELEASED, &[0u8; 24])?;
+        // the SIGCONT action: only in place of the default one, asked
+        // first (nothing else is injected where the backend has its own)
+        let r = self.inject_syscall(
+            libc::SYS_rt_sigaction,
+            [libc::SIGCONT as u64, 0, base + OLD, 8, 0, 0],
+        )?;
+        if r < 0 {
+            bail!("rt_sigaction in the backend failed (errno {})", -r);
+        }
+        let mut old = [0u8; 8];
+        self.read(base + OLD, &mut old)?;
+        if u64::from_le_bytes(old) != libc::SIG_DFL as u64 {
+            bail!("the backend has a SIGCONT action of its own");
+        }
         let r = self.inject_syscall(
             libc::SYS_pipe2,
             [base + PIPE, libc::O_CLOEXEC as u64, 0, 0, 0, 0],
@@ -461,21 +483,8 @@ impl Target {
         }
         self.set_release(|r| r.wfd = None);
         // the signals held back now, for the handler
-        self.note_held_signals();
-        // the SIGCONT action: only in place of the default one
+        self.note_release_signals(self.held_signal_mask())?;
         self.write(base + FD, &(rfd as u64 + 1).to_le_bytes())?;
-        let r = self.inject_syscall(
-            libc::SYS_rt_sigaction,
-            [libc::SIGCONT as u64, 0, base + OLD, 8, 0, 0],
-        )?;
-        if r < 0 {
-            bail!("rt_sigaction in the backend failed (errno {})", -r);
-        }
-        let mut old = [0u8; 8];
-        self.read(base + OLD, &mut old)?;
-        if u64::from_le_bytes(old) != libc::SIG_DFL as u64 {
-            bail!("the backend has a SIGCONT action of its own");
-        }
         const SA_SIGINFO: u64 = 4;
         const SA_RESTART: u64 = 0x1000_0000;
         const SA_RESTORER: u64 = 0x0400_0000;
@@ -573,24 +582,7 @@ impl Target {
         if r.action {
             let mut old = [0u8; 32];
             self.read(base + OLD, &mut old)?;
-            self.write(base + ACT, &old)?;
-            let res = self.inject_syscall(
-                libc::SYS_rt_sigaction,
-                [libc::SIGCONT as u64, base + ACT, base + OLD, 8, 0, 0],
-            )?;
-            if res < 0 {
-                bail!("cannot restore the SIGCONT action (errno {})", -res);
-            }
-            let mut cur = [0u8; 32];
-            self.read(base + OLD, &mut cur)?;
-            if u64::from_le_bytes(cur[..8].try_into().expect("8")) != base + CODE {
-                // the backend replaced our action meanwhile: keep its own
-                self.write(base + ACT, &cur)?;
-                let _ = self.inject_syscall(
-                    libc::SYS_rt_sigaction,
-                    [libc::SIGCONT as u64, base + ACT, 0, 8, 0, 0],
-                )?;
-            }
+            self.restore_action(libc::SIGCONT, &old, base + CODE, base + ACT, base + OLD)?;
         }
         if let Some(h) = &mut self.trap {
             h.release = None;
@@ -602,64 +594,170 @@ impl Target {
     /// pgdbg resumes the backend at `rip` with `rsp`, one past an int3 of
     /// its own, on purpose (hold.rs): the handler must not rewind there.
     /// `rip` 0: no such resume holds any more.
-    pub(super) fn note_release_resume(&mut self, rip: u64, rsp: u64) {
+    /// An error: the handler may act on the point before (the caller
+    /// does not resume there).
+    pub(super) fn note_release_resume(&mut self, rip: u64, rsp: u64) -> Result<()> {
         let Some(h) = &mut self.trap else {
-            return;
+            return Ok(());
         };
         let base = h.base;
         let Some(r) = &mut h.release else {
-            return;
+            return Ok(());
         };
-        if rip == 0 && !r.resume_set {
-            return;
+        if r.disarmed || (rip == 0 && !r.resume_set) {
+            return Ok(());
         }
-        r.resume_set = rip != 0;
         let mut b = [0u8; 16];
         b[..8].copy_from_slice(&rip.to_le_bytes());
         b[8..].copy_from_slice(&rsp.to_le_bytes());
-        if let Err(e) = self.write(base + RES_RIP, &b) {
-            super::log::debug(&format!("resume point not written for the handler: {e:#}"));
+        self.write(base + RES_RIP, &b)
+            .map_err(|e| anyhow!("resume point not written for the SIGCONT handler: {e:#}"))?;
+        if let Some(r) = self.trap.as_mut().and_then(|h| h.release.as_mut()) {
+            r.resume_set = rip != 0;
         }
+        Ok(())
     }
 
-    /// A word of the data page the handler reads, written when it changes.
-    fn note_release_word(&mut self, at: u64, v: u64, old: fn(&mut Release) -> &mut u64) {
+    /// A word of the data page the handler reads, written when it
+    /// changes; what is known of it follows only a write that succeeded
+    /// (a failed one is tried again at the next change).
+    fn note_release_word(
+        &mut self,
+        at: u64,
+        v: u64,
+        old: fn(&mut Release) -> &mut u64,
+    ) -> Result<()> {
         let Some(h) = &mut self.trap else {
-            return;
+            return Ok(());
         };
         let base = h.base;
         let Some(r) = &mut h.release else {
-            return;
+            return Ok(());
         };
-        let o = old(r);
-        if *o == v {
-            return;
+        if r.disarmed || *old(r) == v {
+            return Ok(());
         }
-        *o = v;
-        if let Err(e) = self.write(base + at, &v.to_le_bytes()) {
-            super::log::debug(&format!("release word not written: {e:#}"));
+        self.write(base + at, &v.to_le_bytes())
+            .map_err(|e| anyhow!("a word of the SIGCONT handler not written: {e:#}"))?;
+        if let Some(r) = self.trap.as_mut().and_then(|h| h.release.as_mut()) {
+            *old(r) = v;
         }
+        Ok(())
     }
 
     /// A call (bit 0) or an injected system call (bit 1) of pgdbg's is in
     /// flight or no longer: before the registers change, after they are
-    /// back.
-    pub(super) fn note_release_not_own(&mut self, bit: u64, on: bool) {
-        let cur = self
+    /// back.  An error on `on`: the call or system call must not start.
+    pub(super) fn note_release_not_own(&mut self, bit: u64, on: bool) -> Result<()> {
+        let Some((base, cached)) = self
             .trap
             .as_ref()
-            .and_then(|h| h.release.as_ref())
-            .map(|r| if r.not_own == u64::MAX { 0 } else { r.not_own });
-        let Some(cur) = cur else {
-            return;
+            .and_then(|h| Some((h.base, h.release.as_ref()?.not_own)))
+        else {
+            return Ok(());
+        };
+        let cur = if cached == u64::MAX {
+            // not known (the guardian's Target): the page's, which keeps
+            // what pgdbg had set
+            let mut b = [0u8; 8];
+            self.read(base + NOT_OWN, &mut b)?;
+            let cur = u64::from_le_bytes(b);
+            if let Some(r) = self.trap.as_mut().and_then(|h| h.release.as_mut()) {
+                r.not_own = cur;
+            }
+            cur
+        } else {
+            cached
         };
         let v = if on { cur | bit } else { cur & !bit };
-        self.note_release_word(NOT_OWN, v, |r| &mut r.not_own);
+        self.note_release_word(NOT_OWN, v, |r| &mut r.not_own)
     }
 
     /// The signals pgdbg holds back now (the guardian's record has the
     /// same mask).
-    pub(super) fn note_release_signals(&mut self, mask: u64) {
-        self.note_release_word(SIGS, mask, |r| &mut r.sigs);
+    pub(super) fn note_release_signals(&mut self, mask: u64) -> Result<()> {
+        self.note_release_word(SIGS, mask, |r| &mut r.sigs)
+    }
+
+    /// A word the handler reads could not be written (`why`) where the
+    /// change cannot be refused: the read end stops signalling (`F_SETFL`
+    /// without `O_ASYNC`, one injected `fcntl`), so that a death of pgdbg
+    /// and its guardian leaves the backend stopped, as without the pipe.
+    /// Only at a stop; an error when that is not possible.
+    pub(super) fn disarm_self_release(&mut self, why: anyhow::Error) -> Result<()> {
+        let Some(r) = self.trap.as_ref().and_then(|h| h.release.as_ref()) else {
+            return Ok(());
+        };
+        if r.disarmed {
+            return Ok(());
+        }
+        let Some(rfd) = r.rfd.filter(|_| !r.disarming && self.stopped && !self.gone) else {
+            return Err(why);
+        };
+        let set = |t: &mut Target, f: fn(&mut Release)| {
+            if let Some(r) = t.trap.as_mut().and_then(|h| h.release.as_mut()) {
+                f(r);
+            }
+        };
+        set(self, |r| r.disarming = true);
+        let res = self.inject_syscall(
+            libc::SYS_fcntl,
+            [
+                rfd as u64,
+                libc::F_SETFL as u64,
+                libc::O_NONBLOCK as u64,
+                0,
+                0,
+                0,
+            ],
+        );
+        set(self, |r| r.disarming = false);
+        match res {
+            Ok(0) => {
+                set(self, |r| r.disarmed = true);
+                super::log::debug(&format!("the backend no longer releases itself: {why:#}"));
+                Ok(())
+            }
+            Ok(e) => Err(why.context(format!("fcntl in the backend failed (errno {})", -e))),
+            Err(e) => Err(why.context(format!("{e:#}"))),
+        }
+    }
+
+    /// The disarm's own `fcntl`, injected at `at`: the handler stops the
+    /// backend again inside code injected there when the page records
+    /// that address, so this one system call needs no NOT_OWN bit (whose
+    /// write may be what just failed).
+    pub(super) fn disarm_in_injected_code(&mut self, at: u64) -> bool {
+        let Some(base) = self
+            .trap
+            .as_ref()
+            .filter(|h| h.release.as_ref().is_some_and(|r| r.disarming))
+            .map(|h| h.base)
+        else {
+            return false;
+        };
+        let mut b = [0u8; 8];
+        at != 0
+            && self.read(base + super::traphandler::ENTRY, &mut b).is_ok()
+            && u64::from_le_bytes(b) == at
+    }
+
+    /// After a restore that failed, when the backend is let go: the
+    /// handler must not stop it again for words of pgdbg's (the guardian's
+    /// SIGCONT lets it run, as it did before the pipe).
+    pub(super) fn release_words_cleared(&mut self) {
+        let Some(base) = self
+            .trap
+            .as_ref()
+            .filter(|h| h.release.is_some())
+            .map(|h| h.base)
+        else {
+            return;
+        };
+        for at in [SIGS, NOT_OWN] {
+            if let Err(e) = self.write(base + at, &0u64.to_le_bytes()) {
+                super::log::debug(&format!("a word of the SIGCONT handler not cleared: {e:#}"));
+            }
+        }
     }
 }

@@ -23,7 +23,12 @@ impl Target {
         // a one-byte instruction leaves rip one past the int3: recorded
         // for the guardian before the int3 is back (hold.rs)
         if !self.gone {
-            self.note_resume_point();
+            if let Err(e) = self.note_resume_point() {
+                // the SIGCONT handler would rewind over the instruction
+                // just run: it no longer releases the backend, or the
+                // int3 stays out (the backend is safe without it)
+                self.disarm_self_release(e)?;
+            }
             self.write(addr, &[INT3])?;
         } else {
             self.inserted.clear();
@@ -100,7 +105,10 @@ impl Target {
             let v = r.gpr(src);
             *r.gpr_mut(dst) = v;
             r.rip = addr + len;
-            self.note_resume_at(r.rip, r.rsp);
+            if self.note_resume_at(r.rip, r.rsp).is_err() {
+                // single-stepped instead
+                return Ok(false);
+            }
             self.set_regs(&r)?;
             return Ok(true);
         }
@@ -117,8 +125,12 @@ impl Target {
         }
         r.rip = addr + len;
         // before the write: a one-byte push or nop leaves rip one past the
-        // int3, which the guardian must not take for a trap (hold.rs)
-        self.note_resume_at(r.rip, r.rsp);
+        // int3, which the guardian must not take for a trap (hold.rs);
+        // not written: single-stepped instead (the word pushed lies below
+        // rsp, which the step writes again)
+        if self.note_resume_at(r.rip, r.rsp).is_err() {
+            return Ok(false);
+        }
         self.set_regs(&r)?;
         Ok(true)
     }

@@ -71,7 +71,7 @@ const DATA: u64 = PAGE;
 const SEL: u64 = DATA;
 /// In the data page: the target's AT_ENTRY (where inject_syscall runs
 /// `syscall; int3`).
-const ENTRY: u64 = DATA + 0x10;
+pub(super) const ENTRY: u64 = DATA + 0x10;
 /// In the data page: kernel sigaction structs for rt_sigaction; ACT_DFL
 /// stays all zeros (SIG_DFL), for the handler itself.
 const ACT_NEW: u64 = DATA + 0x40;
@@ -648,7 +648,8 @@ impl Target {
     /// injected system call (whose code the caller has put back) then makes
     /// it return instead of dying.
     pub(super) fn step_out_of_trap_handler(&mut self, quiet_entry: bool) -> Result<()> {
-        let Some(base) = self.trap.as_ref().map(|h| h.base) else {
+        let Some((base, release)) = self.trap.as_ref().map(|h| (h.base, h.release.is_some()))
+        else {
             return Ok(());
         };
         if !self.in_trap_handler() {
@@ -672,7 +673,10 @@ impl Target {
             }
             steps += 1;
         }
-        if quiet_entry && let Some(entry) = procfs::auxv_entry(self.pid()) {
+        if quiet_entry
+            && release
+            && let Some(entry) = procfs::auxv_entry(self.pid())
+        {
             // the SIGCONT handler reads it too (selfrelease.rs)
             self.write(base + ENTRY, &entry.to_le_bytes())?;
         }
@@ -701,34 +705,8 @@ impl Target {
         self.remove_self_release()?;
         let base = h.base;
         if let (true, Some(old)) = (h.installed, h.old) {
-            self.write(base + ACT_NEW, &sa_bytes(&old))?;
-            let r = self.inject_syscall(
-                libc::SYS_rt_sigaction,
-                [
-                    libc::SIGTRAP as u64,
-                    base + ACT_NEW,
-                    base + ACT_OLD,
-                    8,
-                    0,
-                    0,
-                ],
-            )?;
-            if r < 0 {
-                bail!("cannot restore the SIGTRAP action (errno {})", -r);
-            }
-            let mut b = [0u8; 8];
-            self.read(base + ACT_OLD, &mut b)?;
-            let cur = u64::from_le_bytes(b);
-            if cur != base {
-                // the target replaced our action meanwhile: keep its own
-                let mut theirs = [0u8; SA_WORDS * 8];
-                self.read(base + ACT_OLD, &mut theirs)?;
-                self.write(base + ACT_NEW, &theirs)?;
-                let _ = self.inject_syscall(
-                    libc::SYS_rt_sigaction,
-                    [libc::SIGTRAP as u64, base + ACT_NEW, 0, 8, 0, 0],
-                )?;
-            }
+            let old: [u8; SA_WORDS * 8] = sa_bytes(&old).try_into().expect("sigaction");
+            self.restore_action(libc::SIGTRAP, &old, base, base + ACT_NEW, base + ACT_OLD)?;
         }
         if let Some(t) = &mut self.trap {
             t.installed = false;
@@ -774,6 +752,35 @@ impl Target {
             return Ok(());
         }
         self.unmap_pages(base, MAP_LEN)
+    }
+
+    /// Put `old` (a kernel sigaction) back as `signal`'s action, unless
+    /// the target replaced ours (whose handler is at `ours`) meanwhile:
+    /// then its own is kept.  `new` and `cur` are scratch words of the
+    /// pages (the action to set, the one replaced).
+    pub(super) fn restore_action(
+        &mut self,
+        signal: i32,
+        old: &[u8; SA_WORDS * 8],
+        ours: u64,
+        new: u64,
+        cur: u64,
+    ) -> Result<()> {
+        let name = nix::sys::signal::Signal::try_from(signal).map_or("a signal", |s| s.as_str());
+        self.write(new, old)?;
+        let r = self.inject_syscall(libc::SYS_rt_sigaction, [signal as u64, new, cur, 8, 0, 0])?;
+        if r < 0 {
+            bail!("cannot restore the {name} action (errno {})", -r);
+        }
+        let mut theirs = [0u8; SA_WORDS * 8];
+        self.read(cur, &mut theirs)?;
+        if u64::from_le_bytes(theirs[..8].try_into().expect("8")) != ours {
+            // the target replaced our action meanwhile: keep its own
+            self.write(new, &theirs)?;
+            let _ =
+                self.inject_syscall(libc::SYS_rt_sigaction, [signal as u64, new, 0, 8, 0, 0])?;
+        }
+        Ok(())
     }
 
     /// Whether the SIGCONT handler has let the backend run on since pgdbg

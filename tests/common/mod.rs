@@ -571,6 +571,48 @@ pub fn tracer_pid(pid: i32) -> i32 {
         .unwrap_or(0)
 }
 
+/// The word of held-back signals (bit N-1 for signal N) in the guardian's
+/// table of `pid` (/dev/shm/pgdbg-backend-PID-START, word 16), or None
+/// when there is no table any more.
+pub fn recorded_signals(pid: i32) -> Option<u64> {
+    let name = std::fs::read_dir("/dev/shm")
+        .ok()?
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .find(|n| n.starts_with(&format!("pgdbg-backend-{pid}-")))?;
+    let mut f = std::fs::File::open(format!("/dev/shm/{name}")).ok()?;
+    let mut b = [0u8; 17 * 8];
+    f.read_exact(&mut b).ok()?;
+    Some(u64::from_le_bytes(b[16 * 8..].try_into().unwrap()))
+}
+
+/// Wait until `pid` is in one of the system calls `nrs`, while pgdbg runs
+/// (its stderr shown if it ends first: the call refused or failed).
+pub fn wait_call_in(p: &mut Pgdbg, pid: i32, what: &str, nrs: &[i64]) {
+    wait_until(what, Duration::from_secs(20), || {
+        if let Ok(Some(st)) = p.child.try_wait() {
+            let mut err = String::new();
+            let _ = p.child.stderr.take().unwrap().read_to_string(&mut err);
+            panic!("pgdbg ended ({st}) before {what}: {err}");
+        }
+        syscall_nr(pid).is_some_and(|n| nrs.contains(&n))
+    });
+}
+
+/// SIGKILL to pgdbg alone, once the call is under way: the guardian takes
+/// the backend over (it traces it from then on until it has restored it).
+pub fn kill_pgdbg_alone(p: &Pgdbg, backend: i32) -> i32 {
+    let g = guardians_of(backend);
+    assert_eq!(g.len(), 1, "one guardian of {backend}: {g:?}");
+    // SAFETY: kill(2) of the pgdbg this test started.
+    unsafe { libc::kill(p.pid(), libc::SIGKILL) };
+    wait_until(
+        "the guardian to take the backend over",
+        Duration::from_secs(20),
+        || tracer_pid(backend) == g[0],
+    );
+    g[0]
+}
+
 pub fn proc_state(pid: i32) -> String {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()

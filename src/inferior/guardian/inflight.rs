@@ -479,8 +479,17 @@ impl Target {
         timeout: std::time::Duration,
     ) -> Result<()> {
         // the handler's page first: the backend never releases itself
-        // with registers that are not its own (selfrelease.rs)
-        self.note_release_not_own(1, true);
+        // with registers that are not its own (selfrelease.rs); not
+        // written: no call
+        self.note_release_not_own(1, true)?;
+        if let Err(e) = self.guardian() {
+            // no call: the bit goes again (if that fails too, it stays
+            // set and the handler stops the backend again)
+            if let Err(e) = self.note_release_not_own(1, false) {
+                super::log::debug(&format!("{e:#}"));
+            }
+            return Err(e);
+        }
         if let Some(g) = self.guardian()? {
             g.note_call(regs, xstate.bytes(), ret, timeout.as_millis() as u64);
         }
@@ -517,7 +526,10 @@ impl Target {
             g.forget_call();
         }
         self.end_call_repair();
-        self.note_release_not_own(1, false);
+        // (not cleared: the handler stops the backend again, as before)
+        if let Err(e) = self.note_release_not_own(1, false) {
+            super::log::debug(&format!("{e:#}"));
+        }
     }
 
     /// A data word about to be changed around calls, and its value to put
@@ -545,7 +557,9 @@ impl Target {
         at: u64,
         code: [u8; 3],
     ) -> Result<()> {
-        self.note_release_not_own(2, true);
+        if !self.disarm_in_injected_code(at) {
+            self.note_release_not_own(2, true)?;
+        }
         if let Some(g) = self.guardian()? {
             g.note_syscall(regs, at, code);
         }
@@ -556,6 +570,8 @@ impl Target {
         if let Some(g) = &mut self.guardian {
             g.forget_syscall();
         }
-        self.note_release_not_own(2, false);
+        if let Err(e) = self.note_release_not_own(2, false) {
+            super::log::debug(&format!("{e:#}"));
+        }
     }
 }

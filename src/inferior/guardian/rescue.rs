@@ -26,7 +26,7 @@ pub enum Left {
     /// A record this user may not use or that is not one (another user's,
     /// damaged): nothing is done to the backend, never a SIGCONT.
     Unusable { path: PathBuf, why: String },
-    /// A record in the layout of an earlier pgdbg (`MAGIC_EARLIER`, `MAGIC_UA2`): this
+    /// A record in the layout of an earlier pgdbg (`MAGIC_EARLIER`): this
     /// pgdbg does not read it (its words are elsewhere); that version's
     /// `pgdbg rescue` restores the backend.  Nothing is done to it here.
     Earlier { path: PathBuf },
@@ -55,13 +55,15 @@ impl std::fmt::Display for EarlierRecord {
 
 impl std::error::Error for EarlierRecord {}
 
-/// What the record's first word says: `Ok` for this pgdbg's layout,
-/// `EarlierRecord` for the earlier one (never read, never removed: its
-/// pgdbg's int3s may still be in the backend), else not a record.
+/// What the record's first word says: `Ok` for this pgdbg's layout and
+/// the one before it (`MAGIC_UA2`: the same words, with 21-23 zero, i.e.
+/// no pipe, restored as that pgdbg did), `EarlierRecord` for the older
+/// one (never read, never removed: its pgdbg's int3s may still be in the
+/// backend), else not a record.
 fn check_magic(word0: u64, path: &std::path::Path) -> Result<()> {
     match word0 {
-        MAGIC => Ok(()),
-        MAGIC_EARLIER | MAGIC_UA2 => Err(EarlierRecord.into()),
+        MAGIC | MAGIC_UA2 => Ok(()),
+        MAGIC_EARLIER => Err(EarlierRecord.into()),
         _ => bail!("{} is not a pgdbg record: remove it", path.display()),
     }
 }
@@ -92,6 +94,15 @@ fn map(path: &std::path::Path, backend: i32) -> Result<Shared> {
     }
     let sh = Shared::map(file.as_raw_fd())?;
     check_magic(sh.get(W_MAGIC), path)?;
+    let release = [
+        super::W_RELEASE,
+        super::W_RELEASE_ASK,
+        super::W_RELEASE_TAKEN,
+    ];
+    if sh.get(W_MAGIC) == MAGIC_UA2 && release.iter().any(|&w| sh.get(w) != 0) {
+        // not the layout read as the previous one: left alone
+        return Err(EarlierRecord.into());
+    }
     Ok(sh)
 }
 
@@ -261,9 +272,9 @@ mod tests {
         // layout must not carry it (it would read detours 8 words apart)
         assert_ne!(MAGIC, MAGIC_EARLIER);
         assert_ne!(MAGIC, MAGIC_UA2);
-        assert!(check_magic(MAGIC_UA2, std::path::Path::new("/x")).is_err());
         let p = std::path::Path::new("/x");
         assert!(check_magic(MAGIC, p).is_ok());
+        assert!(check_magic(MAGIC_UA2, p).is_ok());
         assert!(
             check_magic(MAGIC_EARLIER, p)
                 .unwrap_err()
@@ -290,6 +301,29 @@ mod tests {
         // this layout's record is read
         let p = record("current", MAGIC, super::super::BYTES);
         assert!(map(&p, me).is_ok());
+        let _ = std::fs::remove_file(&p);
+    }
+
+    #[test]
+    fn a_record_of_the_previous_layout_is_restored_without_a_pipe() {
+        let me = std::process::id() as i32;
+        // the previous layout: the same size, words 21-23 unused (zero)
+        let p = record("ua2", MAGIC_UA2, super::super::BYTES);
+        let sh = map(&p, me).expect("a record of the previous layout is read");
+        assert_eq!(sh.get(W_MAGIC), MAGIC_UA2);
+        let w = sh.get(super::super::W_RELEASE);
+        assert_eq!(w, 0);
+        assert!(
+            crate::inferior::selfrelease::Release::from_word(w).is_none(),
+            "no pipe, no SIGCONT action: the restore of that version"
+        );
+        drop(sh);
+        // the same magic with a pipe's words set: not that layout
+        let f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
+        let at = (super::super::W_RELEASE_ASK * 8) as u64;
+        std::os::unix::fs::FileExt::write_all_at(&f, &1u64.to_le_bytes(), at).unwrap();
+        let e = map(&p, me).err().expect("such a record is not read");
+        assert!(e.is::<EarlierRecord>(), "{e:#}");
         let _ = std::fs::remove_file(&p);
     }
 }

@@ -446,7 +446,7 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
         bail!("--for and --count limit a script: give --script FILE or --ex COMMAND");
     }
     let kind = if opts.next_backend {
-        // taken at its fork: its title is still the postmaster's; checked
+        // taken before its first command (forks.rs: not_run_yet); checked
         // to hold a client connection (forks.rs)
         ProcessKind::ClientBackend {
             title: "new connection".into(),

@@ -7,9 +7,10 @@
 //! the child at once, as any worker attaches to its backend.  The first
 //! spare to seize it wins (a process has one tracer; the others are
 //! refused and wait for the next fork).  The winner keeps it only when
-//! its parent is still the postmaster (not a reused PID), its title is
-//! still the postmaster's (it has not run as a backend yet: one another
-//! spare let go is not taken again) and it holds a
+//! its parent is still the postmaster (not a reused PID), its title says
+//! it has not reached its first command (the postmaster's, or
+//! initializing, authentication, startup: one another spare let go is
+//! not taken again) and it holds a
 //! connection accepted on one of the postmaster's listening sockets
 //! (inferior/newchild.rs); otherwise it detaches at once and waits again.
 //! A replication connection passes that too: it is let go once its title
@@ -153,9 +154,15 @@ pub fn take_next_backend(
             }
             // a fork heard late (this spare waited for a CPU): another
             // spare has taken it, and may have let it go since: not new
-            if ProcEvents::now_ns().saturating_sub(f.at_ns) > STALE_FORK_NS {
+            let late = ProcEvents::now_ns().saturating_sub(f.at_ns);
+            if late > STALE_FORK_NS {
                 continue;
             }
+            crate::inferior::log::debug(&format!(
+                "[{}] fork heard {} us after it",
+                f.child,
+                late / 1000
+            ));
             if let Some(t) = take(f.child, postmaster, &title, &listen) {
                 let took = Duration::from_nanos(ProcEvents::now_ns().saturating_sub(f.at_ns));
                 got = Some((t, f.child, took));
@@ -177,8 +184,8 @@ pub fn take_next_backend(
 const STALE_FORK_NS: u64 = 50_000_000;
 
 /// Attach to a new child of the postmaster; kept only when it has not run
-/// as a backend yet (its title is still the postmaster's `pm_title`: a walsender or
-/// backend another spare let go, heard late here, is never taken again)
+/// to its first command yet (`not_run_yet`: a walsender or backend another
+/// spare let go, heard late here, is never taken again)
 /// and holds a connection accepted on one of the postmaster's `listen`
 /// sockets (else detached at once: a child that merely inherited a
 /// connection).  None as well when another spare took it first, or it
@@ -196,7 +203,7 @@ fn take(pid: i32, postmaster: i32, pm_title: &str, listen: &[newchild::Listen]) 
     // forked with
     let parent = crate::inferior::procfs::status(pid).map(|s| s.ppid).ok();
     let title = crate::inferior::procfs::cmdline(pid);
-    let fresh = title == pm_title;
+    let fresh = not_run_yet(&title, pm_title);
     let conns = newchild::client_connections(pid, listen);
     if parent == Some(postmaster) && fresh && conns.as_ref().is_ok_and(|n| *n > 0) {
         return Some(t);
@@ -207,6 +214,20 @@ fn take(pid: i32, postmaster: i32, pm_title: &str, listen: &[newchild::Listen]) 
     let _ = t.detach();
     reap_if_ours(pid);
     None
+}
+
+/// Whether a child of the postmaster with this title has not yet reached
+/// its first command: its title is still the postmaster's, or it says one
+/// of the steps a backend takes before that (`initializing`,
+/// `authentication`, `startup`: PostgreSQL 13-18 set these before the
+/// first "idle", the title a spare lets a walsender go at).  A spare that
+/// waited for a CPU attaches after the client sent its startup packet.
+/// With update_process_title off only the postmaster's title counts.
+fn not_run_yet(title: &str, pm_title: &str) -> bool {
+    title == pm_title
+        || [" initializing", " authentication", " startup"]
+            .iter()
+            .any(|s| title.ends_with(s))
 }
 
 /// A child killed while it was ours (its detach failed, ESRCH) stays our
@@ -400,5 +421,32 @@ impl ForkTimes {
             ms(v[v.len() / 2]),
             ms(v[v.len() - 1]),
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::not_run_yet;
+
+    #[test]
+    fn titles_before_the_first_command() {
+        let pm = "/usr/lib/postgresql/18/bin/postgres -D /srv/pg";
+        assert!(not_run_yet(pm, pm));
+        for t in [
+            "postgres: alice shop [local] initializing",
+            "postgres: alice shop 10.0.0.7(51234) authentication",
+            "postgres: main: alice shop [local] startup",
+        ] {
+            assert!(not_run_yet(t, pm), "{t}");
+        }
+        for t in [
+            "postgres: alice shop [local] idle",
+            "postgres: walsender repl 10.0.0.7(51234) idle",
+            "postgres: alice shop [local] SELECT",
+            "postgres: alice shop [local] idle in transaction",
+            "postgres: alice shop [local]",
+        ] {
+            assert!(!not_run_yet(t, pm), "{t}");
+        }
     }
 }

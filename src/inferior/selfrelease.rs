@@ -326,6 +326,11 @@ pub struct Release {
 }
 
 impl Release {
+    /// The read end is being disarmed (its own injected `fcntl`).
+    pub fn disarming(&self) -> bool {
+        self.disarming
+    }
+
     /// The record's word (guardian.rs): read end + 1, write end + 1 << 32,
     /// bit 63 the action.
     pub fn word(&self) -> u64 {
@@ -721,25 +726,6 @@ impl Target {
             Ok(e) => Err(why.context(format!("fcntl in the backend failed (errno {})", -e))),
             Err(e) => Err(why.context(format!("{e:#}"))),
         }
-    }
-
-    /// The disarm's own `fcntl`, injected at `at`: the handler stops the
-    /// backend again inside code injected there when the page records
-    /// that address, so this one system call needs no NOT_OWN bit (whose
-    /// write may be what just failed).
-    pub(super) fn disarm_in_injected_code(&mut self, at: u64) -> bool {
-        let Some(base) = self
-            .trap
-            .as_ref()
-            .filter(|h| h.release.as_ref().is_some_and(|r| r.disarming))
-            .map(|h| h.base)
-        else {
-            return false;
-        };
-        let mut b = [0u8; 8];
-        at != 0
-            && self.read(base + super::traphandler::ENTRY, &mut b).is_ok()
-            && u64::from_le_bytes(b) == at
     }
 
     /// After a restore that failed, when the backend is let go: the

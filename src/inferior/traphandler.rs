@@ -424,6 +424,23 @@ fn sa_bytes(sa: &[u64; SA_WORDS]) -> Vec<u8> {
 }
 
 impl Target {
+    /// The disarm's own `fcntl`, injected at `at`: the handler stops the
+    /// backend again inside code injected there when the page records
+    /// that address, so this one system call needs no NOT_OWN bit (whose
+    /// write may be what just failed).
+    pub(super) fn disarm_in_injected_code(&mut self, at: u64) -> bool {
+        let Some(base) = self
+            .trap
+            .as_ref()
+            .filter(|h| h.release.as_ref().is_some_and(|r| r.disarming()))
+            .map(|h| h.base)
+        else {
+            return false;
+        };
+        let mut b = [0u8; 8];
+        at != 0 && self.read(base + ENTRY, &mut b).is_ok() && u64::from_le_bytes(b) == at
+    }
+
     /// Install the handler if it is not there yet (before the first int3 or
     /// debug register).  The target must be stopped; a failure leaves the
     /// target as it was and is only logged (the guardian still restores

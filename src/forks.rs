@@ -13,6 +13,9 @@
 //! not taken again) and it holds a
 //! connection accepted on one of the postmaster's listening sockets
 //! (inferior/newchild.rs); otherwise it detaches at once and waits again.
+//! A client backend it got to only after its startup (it waited for a
+//! CPU) is let go as well, found by looking, and counted in a warning at
+//! the end: its first statements may have run unobserved.
 //! A replication connection passes that too: it is let go once its title
 //! says walsender, at its first command (attach.rs), and not counted.  Then the backend runs on until it is ready for its
 //! first command (session/firstcommand.rs: an execute breakpoint in a
@@ -49,8 +52,9 @@ use std::sync::atomic::AtomicI32;
 use std::time::{Duration, Instant};
 
 /// The descriptor a spare says "ready", then "attached PID US" on (US:
-/// microseconds from the kernel's word of the fork to the stop), or
-/// "refused WHY" when it cannot hear of forks.
+/// microseconds from the kernel's word of the fork to the stop), "missed
+/// PID" for a new client backend it got to only after its startup,
+/// or "refused WHY" when it cannot hear of forks.
 pub const STATUS_FD: i32 = 3;
 
 /// The exit status of a spare whose new child turned out not to be a
@@ -163,9 +167,18 @@ pub fn take_next_backend(
                 f.child,
                 late / 1000
             ));
-            if let Some(t) = take(f.child, postmaster, &title, &listen) {
-                let took = Duration::from_nanos(ProcEvents::now_ns().saturating_sub(f.at_ns));
-                got = Some((t, f.child, took));
+            if std::env::var_os("PGDBG_SPARE_LATE").is_some() {
+                late_for_tests(f.child, &title);
+            }
+            match take(f.child, postmaster, &title, &listen) {
+                Taken::Yes(t) => {
+                    let took = Duration::from_nanos(ProcEvents::now_ns().saturating_sub(f.at_ns));
+                    got = Some((*t, f.child, took));
+                }
+                Taken::TooLate => {
+                    let _ = writeln!(status, "missed {}", f.child);
+                }
+                Taken::No => {}
             }
         }
         if got.is_some() {
@@ -180,6 +193,18 @@ pub fn take_next_backend(
     Ok(taken)
 }
 
+/// What became of a new child of the postmaster a spare heard of.
+enum Taken {
+    /// Ours, stopped before its first command.
+    Yes(Box<Target>),
+    /// A client backend past its startup when this spare got to it (it
+    /// waited for a CPU): let go, found by looking; its first statements
+    /// may have run unobserved.
+    TooLate,
+    /// Another spare's, ended first, or not a client backend.
+    No,
+}
+
 /// A fork heard this long after it is left alone.
 const STALE_FORK_NS: u64 = 50_000_000;
 
@@ -188,14 +213,14 @@ const STALE_FORK_NS: u64 = 50_000_000;
 /// spare let go, heard late here, is never taken again)
 /// and holds a connection accepted on one of the postmaster's `listen`
 /// sockets (else detached at once: a child that merely inherited a
-/// connection).  None as well when another spare took it first, or it
+/// connection).  No as well when another spare took it first, or it
 /// ended first.
-fn take(pid: i32, postmaster: i32, pm_title: &str, listen: &[newchild::Listen]) -> Option<Target> {
+fn take(pid: i32, postmaster: i32, pm_title: &str, listen: &[newchild::Listen]) -> Taken {
     let mut t = match Target::attach(pid) {
         Ok(t) => t,
         Err(e) => {
             crate::inferior::log::debug(&format!("[{pid}] new child not taken: {e:#}"));
-            return None;
+            return Taken::No;
         }
     };
     // checked once it is ours and stopped: its parent cannot change but
@@ -205,15 +230,20 @@ fn take(pid: i32, postmaster: i32, pm_title: &str, listen: &[newchild::Listen]) 
     let title = crate::inferior::procfs::cmdline(pid);
     let fresh = not_run_yet(&title, pm_title);
     let conns = newchild::client_connections(pid, listen);
-    if parent == Some(postmaster) && fresh && conns.as_ref().is_ok_and(|n| *n > 0) {
-        return Some(t);
+    let client = parent == Some(postmaster) && conns.as_ref().is_ok_and(|n| *n > 0);
+    if client && fresh {
+        return Taken::Yes(Box::new(t));
     }
     crate::inferior::log::debug(&format!(
         "[{pid}] new child let go: parent {parent:?}, title {title:?}, connections {conns:?}"
     ));
     let _ = t.detach();
     reap_if_ours(pid);
-    None
+    if client && !title.contains("walsender") {
+        Taken::TooLate
+    } else {
+        Taken::No
+    }
 }
 
 /// Whether a child of the postmaster with this title has not yet reached
@@ -278,6 +308,19 @@ pub fn held_for_tests() -> Option<u64> {
         .map(|ms| ms.min(HOLD_CAP_MS))
 }
 
+/// PGDBG_SPARE_LATE (for tests): a spare gets to a new child only once
+/// it is past its startup (at most 5 s), as on a machine too
+/// busy to give the spares a CPU in time.
+fn late_for_tests(pid: i32, pm_title: &str) {
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(5)
+        && crate::inferior::procfs::exists(pid)
+        && not_run_yet(&crate::inferior::procfs::cmdline(pid), pm_title)
+    {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 /// A spare as the supervisor sees it.
 pub struct Spare {
     pub child: std::process::Child,
@@ -302,6 +345,8 @@ pub enum Said {
     Refused(String),
     /// It heard that fork events were lost (the kernel's buffer was full).
     Lost,
+    /// A new client backend was past its startup when it got to it.
+    Missed(i32),
 }
 
 impl Spare {
@@ -355,6 +400,7 @@ impl Spare {
                 _ => Said::Nothing,
             },
             ["lost"] => Said::Lost,
+            ["missed", pid] => pid.parse().map(Said::Missed).unwrap_or(Said::Nothing),
             ["refused", ..] => Said::Refused(line["refused".len()..].trim().to_string()),
             _ => Said::Nothing,
         }
@@ -398,20 +444,46 @@ pub fn await_ready(spares: &mut [Spare], d: Duration) -> Option<String> {
     None
 }
 
-/// Times from the kernel's word of a fork to the stop of the new backend.
+/// Times from the kernel's word of a fork to the stop of the new backend,
+/// and the new backends no spare got to before the end of their startup.
 #[derive(Default)]
-pub struct ForkTimes(Vec<Duration>);
+pub struct ForkTimes {
+    times: Vec<Duration>,
+    taken: std::collections::HashSet<i32>,
+    missed: std::collections::HashSet<i32>,
+}
 
 impl ForkTimes {
     pub fn push(&mut self, d: Duration) {
-        self.0.push(d);
+        self.times.push(d);
+    }
+
+    /// A spare took `pid` at its fork.
+    pub fn taken(&mut self, pid: i32) {
+        self.taken.insert(pid);
+    }
+
+    /// A spare got to the client backend `pid` only after its startup.
+    pub fn missed(&mut self, pid: i32) {
+        self.missed.insert(pid);
+    }
+
+    /// How many new backends no spare got to before their startup ended
+    /// (none taken by another spare), said when there were any.
+    pub fn missed_summary(&self) -> Option<String> {
+        let n = self.missed.difference(&self.taken).count();
+        (n > 0).then(|| {
+            format!(
+                "new backends a worker got to only after their startup (the workers waited for a CPU): {n}; each was let go and is found by looking, every 100 ms, if it lived that long: its first statements may have run unobserved"
+            )
+        })
     }
 
     pub fn summary(&self) -> Option<String> {
-        if self.0.is_empty() {
+        if self.times.is_empty() {
             return None;
         }
-        let mut v = self.0.clone();
+        let mut v = self.times.clone();
         v.sort();
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         Some(format!(
@@ -426,7 +498,26 @@ impl ForkTimes {
 
 #[cfg(test)]
 mod tests {
-    use super::not_run_yet;
+    use super::{ForkTimes, not_run_yet};
+
+    #[test]
+    fn missed_backends_counted_once_unless_another_spare_took_them() {
+        let mut f = ForkTimes::default();
+        assert_eq!(f.missed_summary(), None);
+        // two spares late for 10, one late for 11 that another took
+        f.missed(10);
+        f.missed(10);
+        f.missed(11);
+        f.taken(11);
+        let s = f.missed_summary().unwrap();
+        assert!(
+            s.contains("after their startup (the workers waited for a CPU): 1;"),
+            "{s}"
+        );
+        f.missed(12);
+        let s = f.missed_summary().unwrap();
+        assert!(s.contains("CPU): 2;"), "{s}");
+    }
 
     #[test]
     fn titles_before_the_first_command() {

@@ -290,6 +290,7 @@ pub fn supervise(
                     }
                     said_lost = true;
                 }
+                Said::Missed(pid) => fork_times.missed(pid),
                 Said::Refused(why) => {
                     if spares_on {
                         say_looking(&why);
@@ -309,6 +310,7 @@ pub fn supervise(
                     }
                 }
                 Said::Attached { pid, took } => {
+                    fork_times.taken(pid);
                     let sp = spares.swap_remove(i);
                     sp.prefix.store(pid, Ordering::Relaxed);
                     taken.push_back(Instant::now());
@@ -424,6 +426,9 @@ pub fn supervise(
     if !opts.quiet
         && let Some(s) = fork_times.summary()
     {
+        crate::errln!("pgdbg: {s}");
+    }
+    if let Some(s) = fork_times.missed_summary() {
         crate::errln!("pgdbg: {s}");
     }
     if once && runtime::output_failure().is_none() && !output_failed {

@@ -188,6 +188,59 @@ fn cluster_counts_each_short_session_from_its_first_statement_18() {
     each_short_session_counted(18);
 }
 
+/// A session whose backend the workers started ahead get to only after
+/// its startup (PGDBG_SPARE_LATE, for tests: as on a machine too
+/// busy to give them a CPU in time) is said at the end, not lost silently.
+fn late_spare_said(major: u32) {
+    let cl = Cluster::start(major);
+    let (mut p, err) = spawn_cluster(
+        &cl,
+        &format!("late-spare-{major}"),
+        &[("PGDBG_SPARE_LATE", "1")],
+        None,
+    );
+    spares_ready(p.id() as i32);
+    let o = Command::new(cl.bin.join("psql"))
+        .args([
+            "-h",
+            cl.dir.to_str().unwrap(),
+            "-U",
+            "postgres",
+            "-X",
+            "-At",
+        ])
+        .args(["-c", "select pg_sleep(0.5)", "postgres"])
+        .output()
+        .expect("run psql");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // SAFETY: kill(2) of our own child
+    unsafe { libc::kill(p.id() as i32, libc::SIGINT) };
+    let t0 = std::time::Instant::now();
+    while t0.elapsed() < Duration::from_secs(120) && matches!(p.try_wait(), Ok(None)) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = p.kill();
+    let _ = p.wait();
+    std::thread::sleep(Duration::from_millis(200));
+    let text = err.lock().unwrap().clone();
+    assert!(
+        text.contains("after their startup (the workers waited for a CPU): 1;"),
+        "{text}"
+    );
+    assert!(!text.contains("attached at their fork"), "{text}");
+    no_backend_traced(&cl);
+}
+
+#[test]
+fn cluster_says_backends_reached_after_their_startup_15() {
+    late_spare_said(15);
+}
+
+#[test]
+fn cluster_says_backends_reached_after_their_startup_18() {
+    late_spare_said(18);
+}
+
 /// `pgdbg attach --cluster` with every new backend kept stopped 120 s
 /// after its fork (PGDBG_HOLD_NEW_MS, for tests), its standard error
 /// collected by a thread.

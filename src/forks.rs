@@ -51,10 +51,12 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicI32;
 use std::time::{Duration, Instant};
 
-/// The descriptor a spare says "ready", then "attached PID US" on (US:
-/// microseconds from the kernel's word of the fork to the stop), "missed
-/// PID" for a new client backend it got to only after its startup,
-/// or "refused WHY" when it cannot hear of forks.
+/// The descriptor a spare says "ready", then "attached PID US AT" on (US:
+/// microseconds from the kernel's word of the fork to the stop, AT the
+/// kernel's time of the fork: one fork heard by every spare has one, a
+/// PID reused by a later fork another), "missed PID AT" for a new client
+/// backend it got to only after its startup, or "refused WHY" when it
+/// cannot hear of forks.
 pub const STATUS_FD: i32 = 3;
 
 /// The exit status of a spare whose new child turned out not to be a
@@ -118,6 +120,8 @@ pub fn take_next_backend(
     unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, -10) };
     let _ = status.write_all(b"ready\n");
     let mut said_lost = false;
+    // the kernel's time of the fork taken: with the PID, which fork it was
+    let mut fork_at = 0;
     let taken = loop {
         if runtime::must_stop()
             || until.is_some_and(|u| Instant::now() >= u)
@@ -162,11 +166,6 @@ pub fn take_next_backend(
             if late > STALE_FORK_NS {
                 continue;
             }
-            crate::inferior::log::debug(&format!(
-                "[{}] fork heard {} us after it",
-                f.child,
-                late / 1000
-            ));
             if std::env::var_os("PGDBG_SPARE_LATE").is_some() {
                 late_for_tests(f.child, &title);
             }
@@ -174,12 +173,19 @@ pub fn take_next_backend(
                 Taken::Yes(t) => {
                     let took = Duration::from_nanos(ProcEvents::now_ns().saturating_sub(f.at_ns));
                     got = Some((*t, f.child, took));
+                    fork_at = f.at_ns;
                 }
                 Taken::TooLate => {
-                    let _ = writeln!(status, "missed {}", f.child);
+                    let _ = writeln!(status, "missed {} {}", f.child, f.at_ns);
                 }
                 Taken::No => {}
             }
+            // (said after the seize: nothing but the seize on its way)
+            crate::inferior::log::debug(&format!(
+                "[{}] fork heard {} us after it",
+                f.child,
+                late / 1000
+            ));
         }
         if got.is_some() {
             break got;
@@ -188,7 +194,7 @@ pub fn take_next_backend(
     // SAFETY: setpriority(2) of this thread, back to the usual
     unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 0) };
     if let Some((_, pid, took)) = &taken {
-        let _ = writeln!(status, "attached {pid} {}", took.as_micros());
+        let _ = writeln!(status, "attached {pid} {} {fork_at}", took.as_micros());
     }
     Ok(taken)
 }
@@ -341,12 +347,16 @@ pub enum Said {
     Attached {
         pid: i32,
         took: Duration,
+        at: u64,
     },
     Refused(String),
     /// It heard that fork events were lost (the kernel's buffer was full).
     Lost,
     /// A new client backend was past its startup when it got to it.
-    Missed(i32),
+    Missed {
+        pid: i32,
+        at: u64,
+    },
 }
 
 impl Spare {
@@ -392,15 +402,19 @@ impl Spare {
                 self.ready = true;
                 Said::Ready
             }
-            ["attached", pid, us] => match (pid.parse(), us.parse()) {
-                (Ok(pid), Ok(us)) => Said::Attached {
+            ["attached", pid, us, at] => match (pid.parse(), us.parse(), at.parse()) {
+                (Ok(pid), Ok(us), Ok(at)) => Said::Attached {
                     pid,
                     took: Duration::from_micros(us),
+                    at,
                 },
                 _ => Said::Nothing,
             },
             ["lost"] => Said::Lost,
-            ["missed", pid] => pid.parse().map(Said::Missed).unwrap_or(Said::Nothing),
+            ["missed", pid, at] => match (pid.parse(), at.parse()) {
+                (Ok(pid), Ok(at)) => Said::Missed { pid, at },
+                _ => Said::Nothing,
+            },
             ["refused", ..] => Said::Refused(line["refused".len()..].trim().to_string()),
             _ => Said::Nothing,
         }
@@ -446,11 +460,13 @@ pub fn await_ready(spares: &mut [Spare], d: Duration) -> Option<String> {
 
 /// Times from the kernel's word of a fork to the stop of the new backend,
 /// and the new backends no spare got to before the end of their startup.
+/// A fork is its child's PID and its time (PIDs are reused: 32768 of them
+/// by default).
 #[derive(Default)]
 pub struct ForkTimes {
     times: Vec<Duration>,
-    taken: std::collections::HashSet<i32>,
-    missed: std::collections::HashSet<i32>,
+    taken: std::collections::HashSet<(i32, u64)>,
+    missed: std::collections::HashSet<(i32, u64)>,
 }
 
 impl ForkTimes {
@@ -458,14 +474,15 @@ impl ForkTimes {
         self.times.push(d);
     }
 
-    /// A spare took `pid` at its fork.
-    pub fn taken(&mut self, pid: i32) {
-        self.taken.insert(pid);
+    /// A spare took `pid` at its fork at `at`.
+    pub fn taken(&mut self, pid: i32, at: u64) {
+        self.taken.insert((pid, at));
     }
 
-    /// A spare got to the client backend `pid` only after its startup.
-    pub fn missed(&mut self, pid: i32) {
-        self.missed.insert(pid);
+    /// A spare got to the client backend `pid`, forked at `at`, only
+    /// after its startup.
+    pub fn missed(&mut self, pid: i32, at: u64) {
+        self.missed.insert((pid, at));
     }
 
     /// How many new backends no spare got to before their startup ended
@@ -505,18 +522,23 @@ mod tests {
         let mut f = ForkTimes::default();
         assert_eq!(f.missed_summary(), None);
         // two spares late for 10, one late for 11 that another took
-        f.missed(10);
-        f.missed(10);
-        f.missed(11);
-        f.taken(11);
+        f.missed(10, 1_000);
+        f.missed(10, 1_000);
+        f.missed(11, 2_000);
+        f.taken(11, 2_000);
         let s = f.missed_summary().unwrap();
         assert!(
             s.contains("after their startup (the workers waited for a CPU): 1;"),
             "{s}"
         );
-        f.missed(12);
+        f.missed(12, 3_000);
         let s = f.missed_summary().unwrap();
         assert!(s.contains("CPU): 2;"), "{s}");
+        // PIDs 10 and 11 again, of later forks: other backends
+        f.missed(10, 4_000);
+        f.missed(11, 5_000);
+        let s = f.missed_summary().unwrap();
+        assert!(s.contains("CPU): 4;"), "{s}");
     }
 
     #[test]

@@ -290,7 +290,7 @@ pub fn supervise(
                     }
                     said_lost = true;
                 }
-                Said::Missed(pid) => fork_times.missed(pid),
+                Said::Missed { pid, at } => fork_times.missed(pid, at),
                 Said::Refused(why) => {
                     if spares_on {
                         say_looking(&why);
@@ -309,8 +309,8 @@ pub fn supervise(
                         let _ = t.join();
                     }
                 }
-                Said::Attached { pid, took } => {
-                    fork_times.taken(pid);
+                Said::Attached { pid, took, at } => {
+                    fork_times.taken(pid, at);
                     let sp = spares.swap_remove(i);
                     sp.prefix.store(pid, Ordering::Relaxed);
                     taken.push_back(Instant::now());

@@ -51,7 +51,6 @@ fn each_short_session_counted(major: u32) {
         !banner.contains("looked for every 100 ms"),
         "process events refused here: {banner}"
     );
-    let psql = cl.bin.join("psql");
     let mut pids = Vec::new();
     for _ in 0..N {
         // `psql -c`: the statement is sent the moment the connection is
@@ -62,16 +61,7 @@ fn each_short_session_counted(major: u32) {
         // outruns them: those backends are then found by looking) and the
         // worker of the session before has ended
         spares_ready(p.pid());
-        let o = Command::new(&psql)
-            .args([
-                "-h",
-                cl.dir.to_str().unwrap(),
-                "-U",
-                "postgres",
-                "-X",
-                "-At",
-            ])
-            .args(["-c", "select pg_backend_pid()", "postgres"])
+        let o = psql_c(&cl, "select pg_backend_pid()")
             .output()
             .expect("run psql");
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -200,33 +190,24 @@ fn late_spare_said(major: u32) {
         None,
     );
     spares_ready(p.id() as i32);
-    let o = Command::new(cl.bin.join("psql"))
-        .args([
-            "-h",
-            cl.dir.to_str().unwrap(),
-            "-U",
-            "postgres",
-            "-X",
-            "-At",
-        ])
-        .args(["-c", "select pg_sleep(0.5)", "postgres"])
+    let o = psql_c(&cl, "select pg_sleep(0.5)")
         .output()
         .expect("run psql");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     // SAFETY: kill(2) of our own child
     unsafe { libc::kill(p.id() as i32, libc::SIGINT) };
-    let t0 = std::time::Instant::now();
-    while t0.elapsed() < Duration::from_secs(120) && matches!(p.try_wait(), Ok(None)) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let _ = p.kill();
-    let _ = p.wait();
-    std::thread::sleep(Duration::from_millis(200));
-    let text = err.lock().unwrap().clone();
-    assert!(
-        text.contains("after their startup (the workers waited for a CPU): 1;"),
-        "{text}"
+    wait_end(&mut p, &err);
+    // its last line, as read by the thread that collects standard error
+    wait_until(
+        "the line of the backend missed",
+        Duration::from_secs(10),
+        || {
+            err.lock()
+                .unwrap()
+                .contains("after their startup (the workers waited for a CPU): 1;")
+        },
     );
+    let text = err.lock().unwrap().clone();
     assert!(!text.contains("attached at their fork"), "{text}");
     no_backend_traced(&cl);
 }
@@ -300,19 +281,9 @@ fn spawn_cluster(
 /// until one is held (the workers started ahead may not be ready for the
 /// first); the psql process and the held backend.
 fn held_session(cl: &Cluster, err: &std::sync::Mutex<String>) -> (std::process::Child, i32) {
-    let psql = cl.bin.join("psql");
     let t0 = std::time::Instant::now();
     while t0.elapsed() < Duration::from_secs(120) {
-        let mut c = Command::new(&psql)
-            .args([
-                "-h",
-                cl.dir.to_str().unwrap(),
-                "-U",
-                "postgres",
-                "-X",
-                "-At",
-            ])
-            .args(["-c", "select 1", "postgres"])
+        let mut c = psql_c(cl, "select 1")
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -374,15 +345,7 @@ fn held_backend_killed(major: u32) {
     // connection of the restart (pg_isready's too) for 120 s
     // SAFETY: kill(2) of our own child
     unsafe { libc::kill(pg.id() as i32, libc::SIGINT) };
-    let t0 = std::time::Instant::now();
-    while pg.try_wait().unwrap().is_none() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(120),
-            "pgdbg did not end: {}",
-            err.lock().unwrap()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_end(&mut pg, &err);
     let isready = cl.bin.join("pg_isready");
     wait_until(
         "the crash restart to complete",
@@ -440,6 +403,22 @@ fn cluster_pgdbg_killed_while_holding_18() {
     pgdbg_killed_while_holding(18);
 }
 
+/// `psql -c SQL` as postgres in a session of its own on the cluster's
+/// socket, unaligned, without psqlrc.
+fn psql_c(cl: &Cluster, sql: &str) -> Command {
+    let mut c = Command::new(cl.bin.join("psql"));
+    c.args([
+        "-h",
+        cl.dir.to_str().unwrap(),
+        "-U",
+        "postgres",
+        "-X",
+        "-At",
+    ])
+    .args(["-c", sql, "postgres"]);
+    c
+}
+
 /// Wait for `child` to end (at most 120 s).
 fn wait_end(child: &mut std::process::Child, err: &std::sync::Mutex<String>) -> i32 {
     let t0 = std::time::Instant::now();
@@ -474,9 +453,7 @@ fn replication_connection_not_scripted(major: u32) {
     let psql = cl.bin.join("psql");
     let host = cl.dir.to_str().unwrap();
     // one client session, counted
-    let o = Command::new(&psql)
-        .args(["-h", host, "-U", "postgres", "-X", "-At"])
-        .args(["-c", "select pg_backend_pid()", "postgres"])
+    let o = psql_c(&cl, "select pg_backend_pid()")
         .output()
         .expect("run psql");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));

@@ -265,6 +265,10 @@ pub struct AttachOpts {
     /// client backend at its fork (forks.rs)
     #[arg(long, hide = true, requires = "worker")]
     pub next_backend: bool,
+    /// (with --next-backend) load the debug info and the script once, then
+    /// fork each spare from this process (forkserver.rs)
+    #[arg(long, hide = true, requires = "next_backend")]
+    pub fork_server: bool,
 }
 
 impl AttachOpts {
@@ -438,7 +442,7 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
     // (--next-backend: the postmaster's, whose binary every backend runs,
     // until a new backend is taken)
     let mut pid = parse_pid(pid)?;
-    let started = std::time::Instant::now();
+    let mut started = std::time::Instant::now();
     let call_timeout = command::parse_duration(&opts.backend.call_timeout)
         .map_err(|e| anyhow!("--call-timeout: {e}"))?;
     let mut limit = opts.duration()?;
@@ -456,6 +460,16 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
     };
     let (di, real_clean) = load_debuginfo(pid, opts)?;
     let script_cmds = load_scripts(opts, &di)?;
+    if opts.fork_server {
+        // returns in each spare forked from here, with the time left
+        match crate::forkserver::serve()? {
+            None => return Ok(0),
+            Some(left) => {
+                started = std::time::Instant::now();
+                limit = left;
+            }
+        }
+    }
     let script_path = opts.script.clone().unwrap_or_else(|| PathBuf::from("--ex"));
     let (capture, quiet) = (&opts.capture, opts.quiet);
     let cap = match &capture {

@@ -46,7 +46,6 @@ use crate::runtime;
 use anyhow::Result;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
-use std::process::ChildStdin;
 use std::sync::Arc;
 use std::sync::atomic::AtomicI32;
 use std::time::{Duration, Instant};
@@ -329,10 +328,10 @@ fn late_for_tests(pid: i32, pm_title: &str) {
 
 /// A spare as the supervisor sees it.
 pub struct Spare {
-    pub child: std::process::Child,
+    pub child: crate::forkserver::Proc,
     pub threads: Vec<std::thread::JoinHandle<()>>,
     /// Closed to dismiss it.
-    stdin: Option<ChildStdin>,
+    stdin: Option<std::fs::File>,
     status: std::fs::File,
     said: String,
     /// The PID its output lines are prefixed with, once it has one.
@@ -361,9 +360,9 @@ pub enum Said {
 
 impl Spare {
     pub fn new(
-        child: std::process::Child,
+        child: crate::forkserver::Proc,
         threads: Vec<std::thread::JoinHandle<()>>,
-        stdin: ChildStdin,
+        stdin: std::fs::File,
         status: std::fs::File,
         prefix: Arc<AtomicI32>,
     ) -> Spare {

@@ -29,6 +29,7 @@ pub mod debuginfo;
 pub mod doctor;
 pub mod expr;
 pub mod forks;
+pub mod forkserver;
 pub mod infcall;
 pub mod inferior;
 pub mod multi;

@@ -15,20 +15,23 @@
 
 use crate::attach::{AttachOpts, load_debuginfo, load_scripts};
 use crate::forks::{self, Said, Spare};
+use crate::forkserver::{self, ForkServer, Proc};
 use crate::postgres::{ProcessKind, classify, cluster};
 use crate::runtime;
 use anyhow::{Result, anyhow, bail};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, Write};
+use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Stdio};
+use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 struct Worker {
-    child: Child,
+    child: Proc,
     threads: Vec<std::thread::JoinHandle<()>>,
     /// A spare's: from the kernel's word of its backend's fork to the
     /// stop (counted once the worker ends, if it was a client backend).
@@ -195,9 +198,24 @@ pub fn supervise(
             "pgdbg: PGDBG_HOLD_NEW_MS is set (for tests): each new backend is kept stopped {ms} ms after its fork"
         );
     }
+    // the spares forked from one process that has loaded the debug info
+    // (forkserver.rs); executed one by one when it cannot start
+    let mut server = None;
     if spares_on && let Some(pm) = postmaster {
+        // (PGDBG_NO_FORK_SERVER, for tests: the executed spares' course)
+        if std::env::var_os("PGDBG_NO_FORK_SERVER").is_none() {
+            server = start_fork_server(pm, opts, limit);
+        }
         // the first spares ready before the script is said to run
-        start_spares(&mut spares, SPARES, pm, opts, limit, &mut spare_failures);
+        start_spares(
+            &mut spares,
+            SPARES,
+            pm,
+            opts,
+            limit,
+            &mut spare_failures,
+            server.as_ref(),
+        );
         if let Some(why) = forks::await_ready(&mut spares, Duration::from_secs(30)) {
             say_looking(&why);
             spares_on = false;
@@ -341,7 +359,15 @@ pub fn supervise(
                 taken.pop_front();
             }
             let want = if taken.is_empty() { SPARES } else { MAX_SPARES };
-            start_spares(&mut spares, want, pm, opts, remaining, &mut spare_failures);
+            start_spares(
+                &mut spares,
+                want,
+                pm,
+                opts,
+                remaining,
+                &mut spare_failures,
+                server.as_ref(),
+            );
         }
         // reap
         let mut done = Vec::new();
@@ -421,6 +447,12 @@ pub fn supervise(
                     pending.push(b.pid);
                 }
             }
+        }
+    }
+    if let Some(s) = server.take() {
+        // every child of it has ended (the loop above waited for each)
+        if let Ok(s) = Rc::try_unwrap(s) {
+            s.end(Duration::from_secs(5));
         }
     }
     if !opts.quiet
@@ -508,7 +540,8 @@ fn is_client_backend(pid: i32) -> bool {
 const SPARES: usize = 3;
 const MAX_SPARES: usize = 8;
 
-/// Start spares until there are `want` (none after 3 failures).
+/// Start spares until there are `want` (none after 3 failures): forked
+/// by the fork server, else executed.
 fn start_spares(
     spares: &mut Vec<Spare>,
     want: usize,
@@ -516,9 +549,14 @@ fn start_spares(
     opts: &AttachOpts,
     remaining: Option<Duration>,
     failures: &mut usize,
+    server: Option<&Rc<ForkServer>>,
 ) {
     while spares.len() < want && *failures < 3 {
-        match spawn_spare(postmaster, opts, remaining) {
+        let sp = match server {
+            Some(s) => fork_spare(s, remaining),
+            None => spawn_spare(postmaster, opts, remaining),
+        };
+        match sp {
             Ok(sp) => spares.push(sp),
             Err(e) => {
                 *failures += 1;
@@ -572,9 +610,90 @@ fn spawn_spare(postmaster: i32, opts: &AttachOpts, remaining: Option<Duration>) 
     let mut args = opts.worker_args(postmaster, remaining);
     args.push("--next-backend".into());
     let prefix = Arc::new(AtomicI32::new(0));
-    let (child, threads, pipes) = spawn(args, prefix.clone(), Relay::Lines, true)?;
-    let (stdin, status) = pipes.expect("asked for");
-    Ok(Spare::new(child, threads, stdin, status, prefix))
+    let (status, status_w) = forkserver::pipe()?;
+    let (child, threads, stdin) = spawn(args, prefix.clone(), Relay::Lines, Some(status_w.into()))?;
+    set_nonblocking(&status)?;
+    Ok(Spare::new(
+        Proc::Exec(child),
+        threads,
+        stdin.expect("asked for"),
+        status,
+        prefix,
+    ))
+}
+
+/// The fork server for the spares of `postmaster`'s backends, ready
+/// (None, said in debug output, when it cannot start: spares are then
+/// executed one by one).
+fn start_fork_server(
+    postmaster: i32,
+    opts: &AttachOpts,
+    remaining: Option<Duration>,
+) -> Option<Rc<ForkServer>> {
+    let start = || -> Result<ForkServer> {
+        let mut args = opts.worker_args(postmaster, remaining);
+        args.push("--next-backend".into());
+        args.push("--fork-server".into());
+        let (mine, theirs) = forkserver::socketpair()?;
+        let prefix = Arc::new(AtomicI32::new(0));
+        let (child, threads, _) = spawn(args, prefix, Relay::Lines, Some(theirs))?;
+        ForkServer::new(child, threads, mine, Duration::from_secs(30))
+    };
+    match start() {
+        Ok(s) => Some(Rc::new(s)),
+        Err(e) => {
+            crate::inferior::log::debug(&format!(
+                "no fork server ({e:#}): each worker started ahead is executed"
+            ));
+            None
+        }
+    }
+}
+
+/// A spare forked by the fork server: its standard input, output and
+/// error and its status pipe made here, their other ends sent.
+fn fork_spare(server: &Rc<ForkServer>, remaining: Option<Duration>) -> Result<Spare> {
+    use std::os::fd::AsRawFd;
+    let (stdin_r, stdin_w) = forkserver::pipe()?;
+    let (out_r, out_w) = forkserver::pipe()?;
+    let (err_r, err_w) = forkserver::pipe()?;
+    let (status, status_w) = forkserver::pipe()?;
+    set_nonblocking(&status)?;
+    let pid = server.fork(
+        [
+            stdin_r.as_raw_fd(),
+            out_w.as_raw_fd(),
+            err_w.as_raw_fd(),
+            status_w.as_raw_fd(),
+        ],
+        remaining,
+    )?;
+    // (their copies are the spare's now)
+    drop((stdin_r, out_w, err_w, status_w));
+    let prefix = Arc::new(AtomicI32::new(0));
+    let threads = vec![
+        prefix_lines(prefix.clone(), out_r, Relay::Lines),
+        prefix_lines(prefix.clone(), err_r, Relay::Stderr),
+    ];
+    Ok(Spare::new(
+        Proc::Forked {
+            pid,
+            server: server.clone(),
+            status: None,
+        },
+        threads,
+        stdin_w,
+        status,
+        prefix,
+    ))
+}
+
+fn set_nonblocking(f: &std::fs::File) -> Result<()> {
+    nix::fcntl::fcntl(
+        f,
+        nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
+    )?;
+    Ok(())
 }
 
 /// Start `pgdbg attach PID --worker ...` with the same script, in its own
@@ -596,41 +715,35 @@ fn spawn_worker(
         } => Relay::Drop,
     };
     let prefix = Arc::new(AtomicI32::new(pid));
-    let (child, threads, _) = spawn(opts.worker_args(pid, remaining), prefix, stdout, false)?;
+    let (child, threads, _) = spawn(opts.worker_args(pid, remaining), prefix, stdout, None)?;
     Ok(Worker {
-        child,
+        child: Proc::Exec(child),
         threads,
         took: None,
     })
 }
 
-type Pipes = Option<(std::process::ChildStdin, std::fs::File)>;
-
 /// The process of a worker and the threads copying its output; a spare
-/// also gets its standard input piped and a pipe on its descriptor 3
-/// (`forks::STATUS_FD`).
+/// (and the fork server) also gets its standard input piped (returned)
+/// and `fd3` as its descriptor 3 (`forks::STATUS_FD`: a spare's status
+/// pipe, the fork server's socket).
 fn spawn(
     args: Vec<std::ffi::OsString>,
     prefix: Arc<AtomicI32>,
     stdout: Relay,
-    spare: bool,
-) -> Result<(Child, Vec<std::thread::JoinHandle<()>>, Pipes)> {
+    fd3: Option<OwnedFd>,
+) -> Result<(
+    Child,
+    Vec<std::thread::JoinHandle<()>>,
+    Option<std::fs::File>,
+)> {
     use std::os::fd::AsRawFd;
     let exe = std::env::current_exe()?;
     let mut cmd = std::process::Command::new(exe);
     cmd.args(args);
     let parent = std::process::id() as i32;
-    let pipe = if spare {
-        let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
-        nix::fcntl::fcntl(
-            &r,
-            nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
-        )?;
-        Some((r, w))
-    } else {
-        None
-    };
-    let status_w = pipe.as_ref().map(|(_, w)| w.as_raw_fd());
+    let spare = fd3.is_some();
+    let status_w = fd3.as_ref().map(|w| w.as_raw_fd());
     cmd.stdin(if spare { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -657,14 +770,11 @@ fn spawn(
         });
     }
     let mut child = cmd.spawn()?;
-    let pipes = match pipe {
-        Some((r, w)) => {
-            drop(w);
-            let stdin = child.stdin.take().expect("piped stdin");
-            Some((stdin, std::fs::File::from(r)))
-        }
-        None => None,
-    };
+    drop(fd3);
+    let stdin = child
+        .stdin
+        .take()
+        .map(|s| std::fs::File::from(OwnedFd::from(s)));
     let mut threads = Vec::new();
     if let Some(o) = child.stdout.take() {
         threads.push(prefix_lines(prefix.clone(), o, stdout));
@@ -672,7 +782,7 @@ fn spawn(
     if let Some(e) = child.stderr.take() {
         threads.push(prefix_lines(prefix, e, Relay::Stderr));
     }
-    Ok((child, threads, pipes))
+    Ok((child, threads, stdin))
 }
 
 /// Where a worker's output goes.

@@ -51,6 +51,15 @@ fn each_short_session_counted(major: u32) {
         !banner.contains("looked for every 100 ms"),
         "process events refused here: {banner}"
     );
+    // the workers started ahead are forked from one fork server, none
+    // executed one by one
+    spares_ready(p.pid());
+    let server = fork_server(p.pid()).expect("no fork server among pgdbg's workers");
+    assert_eq!(
+        children(p.pid()),
+        vec![server],
+        "spares executed, not forked"
+    );
     let mut pids = Vec::new();
     for _ in 0..N {
         // `psql -c`: the statement is sent the moment the connection is
@@ -114,7 +123,30 @@ fn each_short_session_counted(major: u32) {
     cl.assert_no_crash();
 }
 
-/// How many of process `sup`'s children hold a socket of the kernel's
+/// The fork server among the supervisor `sup`'s children (the process
+/// the workers started ahead are forked from), if it has one.
+fn fork_server(sup: i32) -> Option<i32> {
+    children(sup).into_iter().find(|&c| {
+        std::fs::read(format!("/proc/{c}/cmdline"))
+            .unwrap_or_default()
+            .split(|&b| b == 0)
+            .any(|a| a == b"--fork-server")
+    })
+}
+
+/// The supervisor `sup`'s workers: its children, and the fork server's
+/// in place of the fork server.
+fn workers(sup: i32) -> Vec<i32> {
+    let server = fork_server(sup);
+    let mut w: Vec<i32> = children(sup)
+        .into_iter()
+        .filter(|&c| Some(c) != server)
+        .collect();
+    w.extend(server.map(children).unwrap_or_default());
+    w
+}
+
+/// How many of the supervisor `sup`'s workers hold a socket of the kernel's
 /// process events connector (netlink protocol 11): the workers started
 /// ahead that are listening for forks (each closes it once it took one).
 fn spares_listening(sup: i32) -> usize {
@@ -128,7 +160,7 @@ fn spares_listening(sup: i32) -> usize {
                 (w.get(1) == Some(&"11")).then(|| w.last().unwrap().to_string())
             })
             .collect();
-    children(sup)
+    workers(sup)
         .into_iter()
         .filter(|c| {
             std::fs::read_dir(format!("/proc/{c}/fd"))
@@ -155,7 +187,7 @@ fn spares_ready(sup: i32) {
         Duration::from_secs(60),
         || {
             let n = spares_listening(sup);
-            n >= 3 && children(sup).len() == n
+            n >= 3 && workers(sup).len() == n
         },
     );
 }
@@ -220,6 +252,53 @@ fn cluster_says_backends_reached_after_their_startup_15() {
 #[test]
 fn cluster_says_backends_reached_after_their_startup_18() {
     late_spare_said(18);
+}
+
+/// Without the fork server (PGDBG_NO_FORK_SERVER, for tests: as when it
+/// cannot start), the workers started ahead are executed one by one, and
+/// a short session is counted from its first statement all the same.
+fn executed_spares_count(major: u32) {
+    let cl = Cluster::start(major);
+    let out = temp(&format!("executed-spares-{major}.out"));
+    let (mut p, err) = spawn_cluster(
+        &cl,
+        &format!("executed-spares-{major}"),
+        &[("PGDBG_NO_FORK_SERVER", "1")],
+        Some(&out),
+    );
+    let sup = p.id() as i32;
+    spares_ready(sup);
+    assert_eq!(
+        fork_server(sup),
+        None,
+        "a fork server despite PGDBG_NO_FORK_SERVER"
+    );
+    let o = psql_c(&cl, "select pg_backend_pid()")
+        .output()
+        .expect("run psql");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let pid: i32 = String::from_utf8_lossy(&o.stdout).trim().parse().unwrap();
+    // SAFETY: kill(2) of our own child
+    unsafe { libc::kill(sup, libc::SIGINT) };
+    wait_end(&mut p, &err);
+    let text = std::fs::read_to_string(&out).unwrap_or_default();
+    let counted = format!("[{pid}] standard_ExecutorStart          1");
+    assert!(text.contains(&counted), "no '{counted}' in:\n{text}");
+    wait_until(
+        "the count of backends attached at their fork",
+        Duration::from_secs(10),
+        || {
+            err.lock()
+                .unwrap()
+                .contains("1 new backend attached at their fork")
+        },
+    );
+    no_backend_traced(&cl);
+}
+
+#[test]
+fn cluster_executed_spares_count_a_session_15() {
+    executed_spares_count(15);
 }
 
 /// `pgdbg attach --cluster` with every new backend kept stopped 120 s
@@ -561,7 +640,7 @@ fn silent_connection(cl: &Cluster, sup: i32) -> (std::os::unix::net::UnixStream,
         "the silent connection's backend traced by a worker",
         Duration::from_secs(30),
         || {
-            let workers = children(sup);
+            let workers = workers(sup);
             found = children(cl.postmaster_pid)
                 .into_iter()
                 .filter(|p| !before.contains(p))

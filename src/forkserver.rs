@@ -186,31 +186,33 @@ pub fn serve() -> Result<Option<Option<Duration>>> {
                 continue;
             }
         };
-        let remaining = match text.split_whitespace().collect::<Vec<_>>().as_slice() {
-            ["spare", "-"] => None,
-            ["spare", ms] => match ms.parse::<u64>() {
-                Ok(ms) => Some(Duration::from_millis(ms)),
-                Err(_) => {
-                    let _ = send(sock, "error a request this server does not know", &[]);
-                    continue;
-                }
-            },
-            _ => {
-                let _ = send(sock, "error a request this server does not know", &[]);
-                continue;
-            }
+        // "spare SEQ MS|-": answered "forked SEQ PID" or "error SEQ WHY"
+        let w: Vec<&str> = text.split_whitespace().collect();
+        let (seq, remaining) = match w.as_slice() {
+            ["spare", seq, "-"] => (*seq, Ok(None)),
+            ["spare", seq, ms] => (*seq, ms.parse().map(|ms| Some(Duration::from_millis(ms)))),
+            _ => ("0", Ok(None)),
         };
+        let refuse = |why: &str| {
+            let _ = send(sock, &format!("error {seq} {why}"), &[]);
+        };
+        let Ok(remaining) = remaining else {
+            refuse("a request this server does not know");
+            continue;
+        };
+        if w.first() != Some(&"spare") {
+            refuse("a request this server does not know");
+            continue;
+        }
         if fds.len() != FDS {
-            let _ = send(sock, "error a request without its four descriptors", &[]);
+            refuse("a request without its four descriptors");
             continue;
         }
         let n = threads();
         if n != 1 {
-            let _ = send(
-                sock,
-                &format!("error the fork server runs {n} threads (it forks only with one)"),
-                &[],
-            );
+            refuse(&format!(
+                "the fork server runs {n} threads (it forks only with one)"
+            ));
             continue;
         }
         let _ = std::io::stdout().flush();
@@ -219,8 +221,7 @@ pub fn serve() -> Result<Option<Option<Duration>>> {
         // the child is a whole copy, no lock is held by a thread it lacks.
         let pid = unsafe { libc::fork() };
         if pid < 0 {
-            let e = std::io::Error::last_os_error();
-            let _ = send(sock, &format!("error fork: {e}"), &[]);
+            refuse(&format!("fork: {}", std::io::Error::last_os_error()));
             continue;
         }
         if pid == 0 {
@@ -229,7 +230,7 @@ pub fn serve() -> Result<Option<Option<Duration>>> {
         }
         drop(fds);
         children.push(pid);
-        let _ = send(sock, &format!("forked {pid}"), &[]);
+        let _ = send(sock, &format!("forked {seq} {pid}"), &[]);
     }
 }
 
@@ -267,6 +268,8 @@ pub struct ForkServer {
     exits: RefCell<HashMap<i32, i32>>,
     /// its socket is closed (it ended)
     gone: std::cell::Cell<bool>,
+    /// the last request's number
+    seq: std::cell::Cell<u64>,
 }
 
 impl ForkServer {
@@ -284,6 +287,7 @@ impl ForkServer {
             threads: RefCell::new(threads),
             exits: RefCell::new(HashMap::new()),
             gone: std::cell::Cell::new(false),
+            seq: std::cell::Cell::new(0),
         };
         let until = Instant::now() + d;
         loop {
@@ -337,9 +341,13 @@ impl ForkServer {
         if self.gone.get() {
             bail!("the fork server has ended");
         }
+        // numbered: the answer to an earlier request that timed out is
+        // never taken for this one's
+        let seq = self.seq.get() + 1;
+        self.seq.set(seq);
         let req = match remaining {
-            Some(r) => format!("spare {}", r.as_millis().max(1)),
-            None => "spare -".into(),
+            Some(r) => format!("spare {seq} {}", r.as_millis().max(1)),
+            None => format!("spare {seq} -"),
         };
         send(self.sock.as_raw_fd(), &req, &fds)?;
         let until = Instant::now() + Duration::from_secs(10);
@@ -349,16 +357,17 @@ impl ForkServer {
             }
             match recv(self.sock.as_raw_fd(), true) {
                 Ok(Some((t, _))) => {
-                    if let Some(pid) = t.strip_prefix("forked ") {
-                        return pid
-                            .trim()
-                            .parse()
-                            .map_err(|_| anyhow!("the fork server said {t:?}"));
+                    let w: Vec<&str> = t.splitn(3, ' ').collect();
+                    match w.as_slice() {
+                        ["forked", s, pid] if s.parse() == Ok(seq) => {
+                            return pid
+                                .trim()
+                                .parse()
+                                .map_err(|_| anyhow!("the fork server said {t:?}"));
+                        }
+                        ["error", s, why] if s.parse() == Ok(seq) => bail!("{why}"),
+                        _ => self.note(&t),
                     }
-                    if let Some(why) = t.strip_prefix("error ") {
-                        bail!("{why}");
-                    }
-                    self.note(&t);
                 }
                 Ok(None) => {
                     self.gone.set(true);

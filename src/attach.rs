@@ -462,7 +462,7 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
     let script_cmds = load_scripts(opts, &di)?;
     if opts.fork_server {
         // returns in each spare forked from here, with the time left
-        match crate::forkserver::serve()? {
+        match crate::forkserver::serve(crate::forks::STATUS_FD)? {
             None => return Ok(0),
             Some(left) => {
                 started = std::time::Instant::now();

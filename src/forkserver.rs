@@ -5,7 +5,7 @@
 //!
 //! The supervisor (multi.rs) starts `pgdbg attach POSTMASTER --worker
 //! --next-backend --fork-server`, which loads what a spare loads and then
-//! serves on a socket at descriptor 3 (`forks::STATUS_FD`): each request
+//! serves on a socket at descriptor 3 (a spare's status pipe's): each request
 //! carries the four descriptors a spare needs (standard input, output and
 //! error, its status pipe) and the time left of `--for`; the server forks,
 //! the child puts them in place and goes on as a spare
@@ -142,12 +142,11 @@ fn threads() -> usize {
 }
 
 /// In the server (`--fork-server`, with the debug info loaded and the
-/// script checked): serve fork requests on descriptor 3 until it is
+/// script checked): serve fork requests on `sock` (descriptor 3) until it is
 /// closed and every child has ended (then None).  Returns
 /// `Some(time left of --for)` in each forked child, which goes on as a
 /// spare with its descriptors in place.
-pub fn serve() -> Result<Option<Option<Duration>>> {
-    let sock = crate::forks::STATUS_FD;
+pub fn serve(sock: RawFd) -> Result<Option<Option<Duration>>> {
     let me = std::process::id() as i32;
     let mut children: Vec<i32> = Vec::new();
     let mut closing = false;

@@ -246,7 +246,7 @@ fn debug_info_check(binary: &Path, version: Option<&str>) -> Check {
     }
     let major = version.and_then(crate::postgres::major_of);
     let packed = major.filter(|m| {
-        std::env::var_os("PGDBG_NO_PACKS").is_none()
+        !crate::config::get().no_packs
             && crate::postgres::packs::embedded(*m).is_some_and(|p| p.is_ok())
     });
     match packed {

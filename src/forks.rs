@@ -66,7 +66,7 @@ pub const NOT_A_CLIENT_EXIT: i32 = 4;
 /// Whether this process may hear of forks: None, or why not (said once
 /// by the caller, who then looks every 100 ms instead).
 pub fn events_refused() -> Option<String> {
-    if std::env::var_os("PGDBG_NO_PROC_EVENTS").is_some() {
+    if crate::config::get().no_proc_events {
         return Some("PGDBG_NO_PROC_EVENTS is set".into());
     }
     ProcEvents::open().err().map(|e| format!("{e:#}"))
@@ -165,7 +165,7 @@ pub fn take_next_backend(
             if late > STALE_FORK_NS {
                 continue;
             }
-            if std::env::var_os("PGDBG_SPARE_LATE").is_some() {
+            if crate::config::get().spare_late {
                 late_for_tests(f.child, &title);
             }
             match take(f.child, postmaster, &title, &listen) {
@@ -307,9 +307,8 @@ pub const HOLD_CAP_MS: u64 = 120_000;
 /// PGDBG_HOLD_NEW_MS, capped: how long each new backend is held after its
 /// fork, for tests.
 pub fn held_for_tests() -> Option<u64> {
-    std::env::var("PGDBG_HOLD_NEW_MS")
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok())
+    crate::config::get()
+        .hold_new_ms
         .map(|ms| ms.min(HOLD_CAP_MS))
 }
 

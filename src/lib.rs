@@ -25,6 +25,7 @@ pub mod breakpoints;
 pub mod capture;
 pub mod cli;
 pub mod command;
+pub mod config;
 pub mod debuginfo;
 pub mod doctor;
 pub mod expr;

@@ -203,7 +203,7 @@ pub fn supervise(
     let mut server = None;
     if spares_on && let Some(pm) = postmaster {
         // (PGDBG_NO_FORK_SERVER, for tests: the executed spares' course)
-        if std::env::var_os("PGDBG_NO_FORK_SERVER").is_none() {
+        if !crate::config::get().no_fork_server {
             server = start_fork_server(pm, opts, limit);
         }
         // the first spares ready before the script is said to run

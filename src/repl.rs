@@ -182,8 +182,8 @@ fn split_paste(text: &str) -> Vec<String> {
 }
 
 fn history_path() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("PGDBG_HISTORY") {
-        return Some(PathBuf::from(p));
+    if let Some(p) = &crate::config::get().history {
+        return Some(p.clone());
     }
     let home = std::env::var_os("HOME")?;
     Some(
@@ -270,7 +270,7 @@ pub fn run(session: &mut Session) -> Result<i32> {
     let helper_syms = symbols.clone();
     let (printer_tx, printer_rx) = mpsc::channel::<Printer>();
     // non-stop on a terminal; piped input keeps the stopped backend
-    let nonstop = std::io::stdin().is_terminal() && std::env::var_os("PGDBG_ALL_STOP").is_none();
+    let nonstop = std::io::stdin().is_terminal() && !crate::config::get().all_stop;
     let waiter = nonstop.then(|| spawn_waiter(session.pid, in_tx.clone()));
     let _reader = std::thread::spawn(move || {
         runtime::block_in_this_thread();

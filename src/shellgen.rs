@@ -22,7 +22,31 @@ pub fn main_page(cmd: clap::Command, out: &mut dyn Write) -> Result<()> {
     cmd.build();
     clap_mangen::Man::new(cmd).render(out)?;
     out.write_all(session_section().as_bytes())?;
+    out.write_all(environment_section().as_bytes())?;
     Ok(())
+}
+
+/// The `PGDBG_*` variables (config.rs), those for pgdbg's own tests last.
+fn environment_section() -> String {
+    let mut r = Roff::default();
+    r.control("SH", ["ENVIRONMENT"]);
+    r.text([roman(
+        "DEBUGINFOD_URLS, DEBUGINFOD_CACHE_PATH, DEBUGINFOD_TIMEOUT, DEBUGINFOD_MAXTIME and \
+         DEBUGINFOD_MAXSIZE are read as elfutils' debuginfod client reads them. pgdbg's own:",
+    )]);
+    let mut vars: Vec<&crate::config::Var> = crate::config::VARS.iter().collect();
+    vars.sort_by_key(|v| v.for_tests);
+    for v in vars {
+        r.control("TP", [] as [&str; 0]);
+        r.text([bold(v.name)]);
+        let what = if v.for_tests {
+            format!("{} (for pgdbg's own tests)", v.what)
+        } else {
+            v.what.to_string()
+        };
+        r.text([roman(what)]);
+    }
+    r.to_roff()
 }
 
 fn session_section() -> String {

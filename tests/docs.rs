@@ -69,6 +69,32 @@ fn commands_md_names_every_session_command_and_subcommand() {
     }
 }
 
+/// docs/usage.md's Environment table names every variable pgdbg reads
+/// that is not only for its own tests, and no other.
+#[test]
+fn usage_lists_the_environment() {
+    let text = std::fs::read_to_string(repo().join("docs/usage.md")).unwrap();
+    let section = text
+        .split("## Environment")
+        .nth(1)
+        .expect("docs/usage.md has no ## Environment section");
+    let listed: BTreeSet<String> = section
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `PGDBG_"))
+        .filter_map(|l| l.split('`').next())
+        .map(|n| format!("PGDBG_{n}"))
+        .collect();
+    let used: BTreeSet<String> = pgdbg::config::VARS
+        .iter()
+        .filter(|v| !v.for_tests)
+        .map(|v| v.name.to_string())
+        .collect();
+    assert_eq!(
+        listed, used,
+        "docs/usage.md's Environment table vs src/config.rs VARS"
+    );
+}
+
 #[test]
 fn readme_is_a_short_entry() {
     let readme = read("README.md");

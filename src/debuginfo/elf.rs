@@ -319,8 +319,8 @@ pub fn target_path(p: &Path) -> PathBuf {
 /// The directories of separate debug files: the target's own first (a
 /// container's `/usr/lib/debug`), then the host's.
 pub(crate) fn debug_roots() -> Vec<PathBuf> {
-    let host = match std::env::var_os("PGDBG_DEBUG_ROOT") {
-        Some(r) => PathBuf::from(r),
+    let host = match crate::config::get().debug_root.clone() {
+        Some(r) => r,
         None => PathBuf::from("/usr/lib/debug"),
     };
     match target_root() {

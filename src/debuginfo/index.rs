@@ -157,8 +157,8 @@ pub struct Index {
 
 impl Index {
     pub fn cache_path(build_id: &str) -> Option<PathBuf> {
-        let dir = match std::env::var_os("PGDBG_INDEX_CACHE") {
-            Some(d) => PathBuf::from(d),
+        let dir = match crate::config::get().index_cache.clone() {
+            Some(d) => d,
             None => {
                 let base = std::env::var_os("XDG_CACHE_HOME")
                     .map(PathBuf::from)

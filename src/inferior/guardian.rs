@@ -701,7 +701,7 @@ fn run(args: &[String]) -> Result<()> {
     match &res {
         Ok(None) => {}
         Ok(Some(r)) => {
-            if std::env::var_os("PGDBG_GUARDIAN_QUIET").is_none() {
+            if !crate::config::get().guardian_quiet {
                 crate::errln!(
                     "pgdbg guardian: pgdbg (PID {pgdbg}) ended without detaching from backend {pid}; restored {} ({})",
                     r.what,

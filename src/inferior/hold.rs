@@ -75,7 +75,7 @@ impl Target {
         if self.hold != Hold::No || self.hold_refused || self.gone || !self.stopped {
             return Ok(());
         }
-        if std::env::var_os("PGDBG_NO_GROUP_STOP").is_some() {
+        if crate::config::get().no_group_stop {
             self.hold_refused = true;
             return Ok(());
         }

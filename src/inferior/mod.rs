@@ -959,7 +959,7 @@ fn debugreg_offset(n: usize) -> usize {
 /// Minimal debug logging, enabled with PGDBG_DEBUG=1.
 pub mod log {
     pub fn debug(msg: &str) {
-        if std::env::var_os("PGDBG_DEBUG").is_some() {
+        if crate::config::get().debug {
             crate::errln!("pgdbg-debug: {msg}");
         }
     }

@@ -422,7 +422,7 @@ impl Target {
     /// then as before (stopped until someone ends it if pgdbg and its
     /// guardian die together).
     pub(super) fn install_self_release(&mut self, base: u64, l: &Layout) {
-        if std::env::var_os("PGDBG_NO_SELF_RELEASE").is_some() {
+        if crate::config::get().no_self_release {
             return;
         }
         if let Err(e) = self.try_install_self_release(base, l) {

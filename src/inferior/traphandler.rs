@@ -449,7 +449,7 @@ impl Target {
         if self.trap.is_some() || self.trap_refused || self.gone || !self.stopped {
             return;
         }
-        if std::env::var_os("PGDBG_NO_TRAP_HANDLER").is_some() {
+        if crate::config::get().no_trap_handler {
             self.trap_refused = true;
             return;
         }

@@ -335,7 +335,7 @@ pub fn open(attr: &Attr, path: Option<&CStr>, tid: i32) -> std::io::Result<PerfF
     // PGDBG_NO_KEEPER=1 opens them here (to show what the keeper is for)
     if !places_uprobe(attr.kind)
         || !CAN_START.load(std::sync::atomic::Ordering::Relaxed)
-        || std::env::var_os("PGDBG_NO_KEEPER").is_some()
+        || crate::config::get().no_keeper
     {
         return sys_open(attr, tid).map(|fd| PerfFd {
             fd: Some(fd),

@@ -145,7 +145,7 @@ impl PackSource for Packs {
                 pk
             }
             None => {
-                let Some(m) = major.filter(|_| std::env::var_os("PGDBG_NO_PACKS").is_none()) else {
+                let Some(m) = major.filter(|_| !crate::config::get().no_packs) else {
                     bail!("{}", no_debug_info_message(real_path, build_id));
                 };
                 match embedded(m) {

@@ -145,7 +145,7 @@ impl Session {
         // per stop on the 2-CPU machines measured; PGDBG_NO_PIN=1 disables).
         // A polling probe (the in-process recorder) stops the backend only
         // 50 times a second: its work is better done on another CPU.
-        let pinned = if std::env::var_os("PGDBG_NO_PIN").is_none() && h.poll_every().is_none() {
+        let pinned = if !crate::config::get().no_pin && h.poll_every().is_none() {
             procfs::last_cpu(self.pid).and_then(procfs::pin_to_cpu)
         } else {
             None

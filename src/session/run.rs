@@ -86,7 +86,7 @@ impl Session {
             .list
             .iter()
             .any(|b| b.condition.is_some() || b.commands.last() == Some(&Command::Continue));
-        let pinned = if busy && std::env::var_os("PGDBG_NO_PIN").is_none() {
+        let pinned = if busy && !crate::config::get().no_pin {
             procfs::last_cpu(self.pid).and_then(procfs::pin_to_cpu)
         } else {
             None

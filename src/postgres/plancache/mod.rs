@@ -438,7 +438,7 @@ impl PlanCacheProbe {
             .entries
             .iter()
             .map(|&e| {
-                if self.fast && std::env::var_os("PGDBG_ENTRY_ONLY").is_none() {
+                if self.fast && !crate::config::get().entry_only {
                     s.register_only_point(e)
                 } else {
                     e

@@ -485,7 +485,7 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
         };
         crate::forks::hold_for_tests(&mut t);
         // from its fork to its first command it runs untouched
-        if let Err(e) = crate::session::run_to_first_command(&mut t, &di, p) {
+        if let Err(e) = crate::session::run_to_first_command(&mut t, &di, p, until) {
             let _ = t.detach();
             if !t.is_gone() {
                 crate::errln!("pgdbg: new backend {p}: {e}");

@@ -326,10 +326,24 @@ fn spawn_cluster(
     std::process::Child,
     std::sync::Arc<std::sync::Mutex<String>>,
 ) {
+    spawn_cluster_for(cl, name, env, out, "600s")
+}
+
+/// [`spawn_cluster`] with `--for` `limit`.
+fn spawn_cluster_for(
+    cl: &Cluster,
+    name: &str,
+    env: &[(&str, &str)],
+    out: Option<&std::path::Path>,
+    limit: &str,
+) -> (
+    std::process::Child,
+    std::sync::Arc<std::sync::Mutex<String>>,
+) {
     let script = write_script(name, &["count standard_ExecutorStart"]);
     let mut child = Command::new(pgdbg_bin())
         .args(["attach", "--cluster", cl.dir.to_str().unwrap()])
-        .args(["--script", script.to_str().unwrap(), "--for", "600s"])
+        .args(["--script", script.to_str().unwrap(), "--for", limit])
         .env_remove("DEBUGINFOD_URLS")
         .envs(env.iter().copied())
         .stdin(std::process::Stdio::null())
@@ -655,6 +669,40 @@ fn silent_connection(cl: &Cluster, sup: i32) -> (std::os::unix::net::UnixStream,
     );
     let (pid, worker) = found.unwrap();
     (sock, pid, worker)
+}
+
+/// A new backend whose client sends nothing is run to its first command
+/// only until `--for` ends (not the 65 s bound of a stalled
+/// authentication): pgdbg ends with its `--for`, the backend runs on
+/// untraced and its session starts.
+fn silent_connection_ends_with_for(major: u32) {
+    let cl = Cluster::start(major);
+    let t0 = std::time::Instant::now();
+    let (mut pg, err) = spawn_cluster_for(&cl, &format!("silent-for-{major}"), &[], None, "8s");
+    let (mut sock, pid, _) = silent_connection(&cl, pg.id() as i32);
+    wait_end(&mut pg, &err);
+    let took = t0.elapsed();
+    assert!(
+        took < Duration::from_secs(30),
+        "pgdbg ended {took:?} after its start with --for 8s: the silent connection held it"
+    );
+    wait_until("the backend untraced", Duration::from_secs(10), || {
+        tracer_pid(pid) == 0 && !proc_state(pid).to_lowercase().starts_with('t')
+    });
+    let types = start_session(&mut sock);
+    assert_eq!(
+        types.last(),
+        Some(&b'Z'),
+        "no ReadyForQuery: {:?}",
+        String::from_utf8_lossy(&types)
+    );
+    no_backend_traced(&cl);
+    cl.assert_no_crash();
+}
+
+#[test]
+fn cluster_silent_connection_ends_with_for_15() {
+    silent_connection_ends_with_for(15);
 }
 
 /// Startup packet (protocol 3.0, user and database postgres) and the

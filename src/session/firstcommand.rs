@@ -13,7 +13,13 @@ use crate::debuginfo::DebugInfo;
 use crate::inferior::{Stop, Target};
 use anyhow::{Result, anyhow};
 
-pub fn run_to_first_command(t: &mut Target, di: &DebugInfo, pid: i32) -> Result<()> {
+/// `until`: the end of `--for`, if any (the run ends there too).
+pub fn run_to_first_command(
+    t: &mut Target,
+    di: &DebugInfo,
+    pid: i32,
+    until: Option<std::time::Instant>,
+) -> Result<()> {
     let bias = super::modules::compute_bias(pid, di)?;
     let addr = super::locations::resolve_location(di, bias, "ReadyForQuery")?
         .first()
@@ -23,8 +29,16 @@ pub fn run_to_first_command(t: &mut Target, di: &DebugInfo, pid: i32) -> Result<
         return Err(anyhow!("stopped before its first command"));
     }
     // bounded: the server's default authentication_timeout (60 s) and a
-    // margin; a client that never authenticates is let go then
-    let _deadline = crate::runtime::Deadline::arm(std::time::Duration::from_secs(65));
+    // margin, or the end of --for if sooner; a client that never
+    // authenticates is let go then
+    let mut bound = std::time::Duration::from_secs(65);
+    if let Some(u) = until {
+        bound = bound.min(u.saturating_duration_since(std::time::Instant::now()));
+    }
+    if bound.is_zero() {
+        return Err(anyhow!("--for ended before its first command"));
+    }
+    let _deadline = crate::runtime::Deadline::arm(bound);
     t.set_debugreg(0, addr)?;
     // DR7: slot 0 enabled (local), execute, length 1
     t.set_debugreg(7, 1)?;

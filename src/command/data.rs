@@ -7,6 +7,8 @@ use crate::expr::format::Radix;
 use crate::postgres::backend::Flow;
 use anyhow::{Result, anyhow, bail};
 
+mod frame_function;
+
 pub static ENTRIES: &[&Entry] = &[
     &PRINT,
     &PRINTF,
@@ -14,6 +16,7 @@ pub static ENTRIES: &[&Entry] = &[
     &CALL,
     &BACKTRACE,
     &FRAME,
+    &FRAME_FUNCTION,
     &UP,
     &DOWN,
     &INFO_ADDRESS,
@@ -255,6 +258,27 @@ pub static FRAME: Entry = Entry {
         };
         Ok((h.select_frame(n)?, Flow::Continue))
     }),
+};
+
+pub static FRAME_FUNCTION: Entry = Entry {
+    name: "frame function",
+    aliases: &[],
+    usage: "frame function NAME",
+    summary: "select the innermost frame of function NAME",
+    help: "As gdb's: the innermost frame, numbered as backtrace numbers them (inlined frames \
+           included), whose function is NAME is selected and shown like 'frame N'; no such \
+           frame is an error that says so.\n\n\
+           In a script, NAME must be a function of the binary.",
+    examples: &["frame function exec_simple_query"],
+    parse: |rest| {
+        frame_function::function_arg(rest).map(|_| Invocation::command(&FRAME_FUNCTION, rest))
+    },
+    needs: Needs::Stop,
+    check: |ctx, cmd| {
+        let rest = run_args("frame function", cmd)?;
+        ctx.function_must_exist(frame_function::function_arg(rest)?)
+    },
+    run: Some(frame_function::frame_function),
 };
 
 pub static UP: Entry = Entry {

@@ -70,7 +70,7 @@ fn assemble_lines(where_: &str, text: &str) -> Result<(Script, Vec<Vec<usize>>)>
                 lines.push("silent".into());
                 numbers.push(n);
             }
-            (Some(_), Command::Break { .. } | Command::Delete(_)) => {
+            (Some(_), c) if command::changes_breakpoints(&c) => {
                 bail!("{where_}:{n}: breakpoints cannot be set or deleted from a commands block")
             }
             (Some((_, _, body)), c) => {
@@ -143,11 +143,10 @@ pub fn check_after(
         };
         command::check(&ctx, cmd).map_err(|e| anyhow!("{where_}:{n}: {e}"))?;
         match cmd {
-            Command::Break { location, .. } => scopes.push(plain_function(location)),
             Command::Commands { id, body, .. } => {
                 let mut scope = ctx.breakpoint_scope(*id).flatten();
                 for (k, c) in body.iter().enumerate() {
-                    if matches!(c, Command::Up(_) | Command::Down(_) | Command::Frame(_)) {
+                    if command::selects_frame(c) {
                         // another frame: its variables are not known here
                         scope = None;
                     }
@@ -162,8 +161,13 @@ pub fn check_after(
                     command::check(&ctx, c).map_err(|e| anyhow!("{where_}:{line}: {e}"))?;
                 }
             }
-            // checked above; nothing to note for the lines that follow
-            _ => {}
+            // checked above; a breakpoint's function is noted for the
+            // lines that follow
+            c => {
+                if let Some(location) = command::break_location(c) {
+                    scopes.push(plain_function(&location));
+                }
+            }
         }
     }
     Ok(script)

@@ -514,3 +514,67 @@ fn bt_after_conditional_stop_15() {
 fn bt_after_conditional_stop_18() {
     bt_after_conditional_stop(18);
 }
+
+/// `frame function NAME` selects the innermost frame of NAME, numbered as
+/// `bt` numbers it, and shows it as `frame N` does.
+fn frame_function(major: u32) {
+    let cl = Cluster::start(major);
+    let mut c = cl.connect();
+    let pid = c.pid();
+    let p = Pgdbg::spawn_attached(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--ex",
+            "break int4mod",
+            "--ex",
+            "continue",
+            "--ex",
+            "bt",
+            "--ex",
+            "frame function PostgresMain",
+            "--ex",
+            "echo selected:\\n",
+            "--ex",
+            "frame",
+            "--ex",
+            "detach",
+        ],
+        pid,
+    );
+    let h = c.spawn_text("select sum(n % 3) from generate_series(1, 10) n");
+    let (code, out, err) = p.wait(Duration::from_secs(120));
+    assert_eq!(code, 0, "pgdbg failed:\n{out}\n{err}");
+    assert_eq!(c.rejoin(h).unwrap(), "10", "the statement's result");
+    assert_eq!(tracer_pid(pid), 0);
+    let (bt, after) = out.split_once("selected:").expect("the echo");
+    let frames: Vec<&str> = bt.lines().filter(|l| l.starts_with('#')).collect();
+    // bt's lines, then the line of `frame function`
+    let (chosen, bt) = frames.split_last().expect("frame lines");
+    let level = bt
+        .iter()
+        .position(|l| frame_name(l) == "PostgresMain")
+        .unwrap_or_else(|| panic!("PostgresMain in bt:\n{out}"));
+    assert!(
+        chosen.starts_with(&format!("#{level} ")) && frame_name(chosen) == "PostgresMain",
+        "frame function PostgresMain selected frame {level}:\n{out}"
+    );
+    // `frame` shows the same frame: it stays selected
+    let again = after
+        .lines()
+        .find(|l| l.starts_with('#'))
+        .unwrap_or_default();
+    assert_eq!(again, *chosen, "{out}");
+    cl.assert_no_crash();
+}
+
+#[test]
+fn frame_function_selects_the_innermost_frame_15() {
+    frame_function(15);
+}
+
+#[test]
+fn frame_function_selects_the_innermost_frame_18() {
+    frame_function(18);
+}

@@ -1,10 +1,28 @@
 //! `plan --next --analyze ...`: the options of EXPLAIN ANALYZE for another
 //! session's next statement (the `plan` entry hands them over here).
 
-use super::Command;
 use super::args::parse_limits;
 use crate::postgres::analyze::{AnalyzeOpts, parse_condition};
 use anyhow::{Result, bail};
+
+/// `plan`'s line, parsed: one of its three forms.
+#[derive(Debug, PartialEq)]
+pub enum PlanArgs {
+    /// `plan [--next] [--format F] [--verbose] [--costs off]`
+    Plan {
+        next: bool,
+        format: String,
+        verbose: bool,
+        costs: bool,
+    },
+    /// `plan --next --analyze ...`: EXPLAIN ANALYZE of the next statement(s)
+    Analyze(AnalyzeOpts),
+    /// `plan --progress [--every D] [--for D]`: the running statement, node by node
+    Progress {
+        every: std::time::Duration,
+        duration: Option<std::time::Duration>,
+    },
+}
 
 /// Whether a `plan` line asks for the analyzing form.
 pub fn wants_analyze(rest: &str) -> bool {
@@ -18,7 +36,7 @@ pub fn wants_progress(rest: &str) -> bool {
 }
 
 /// `plan --progress [--every D] [--for D]`
-pub fn parse_plan_progress(rest: &str) -> Result<Command> {
+pub fn parse_plan_progress(rest: &str) -> Result<PlanArgs> {
     let mut every = std::time::Duration::from_secs(1);
     let mut limits: Vec<&str> = Vec::new();
     let mut it = rest.split_whitespace();
@@ -45,12 +63,12 @@ pub fn parse_plan_progress(rest: &str) -> Result<Command> {
         }
     }
     let (duration, _) = parse_limits(&limits.join(" "), "plan --progress")?;
-    Ok(Command::PlanProgress { every, duration })
+    Ok(PlanArgs::Progress { every, duration })
 }
 
 /// `plan --next --analyze [--buffers] [--wal] [--timing off] [--format F]
 /// [--verbose] [--costs off] [--nested] [--count N] [--for D] [--if EXPR]`
-pub fn parse_plan_analyze(rest: &str) -> Result<Command> {
+pub fn parse_plan_analyze(rest: &str) -> Result<PlanArgs> {
     // --if takes the rest of the line (an expression with spaces)
     let (opts_text, cond_text) = match rest.find("--if") {
         Some(i) => (&rest[..i], Some(&rest[i + 4..])),
@@ -106,7 +124,7 @@ pub fn parse_plan_analyze(rest: &str) -> Result<Command> {
     if let Some(c) = cond_text {
         o.cond = parse_condition(c)?;
     }
-    Ok(Command::PlanAnalyze(o))
+    Ok(PlanArgs::Analyze(o))
 }
 
 #[cfg(test)]
@@ -115,19 +133,18 @@ mod tests {
 
     #[test]
     fn analyze_options() {
-        let Command::PlanAnalyze(o) =
+        let PlanArgs::Analyze(o) =
             parse_plan_analyze("--next --analyze --buffers --timing off --format json").unwrap()
         else {
             panic!()
         };
         assert!(o.buffers && !o.timing && !o.wal && o.format == "json" && o.count == 1);
         assert!(!o.nested);
-        let Command::PlanAnalyze(o) = parse_plan_analyze("--next --analyze --nested").unwrap()
-        else {
+        let PlanArgs::Analyze(o) = parse_plan_analyze("--next --analyze --nested").unwrap() else {
             panic!()
         };
         assert!(o.nested);
-        let Command::PlanAnalyze(o) =
+        let PlanArgs::Analyze(o) =
             parse_plan_analyze("--next --analyze --count 3 --if 'duration > 20ms'").unwrap()
         else {
             panic!()
@@ -140,7 +157,7 @@ mod tests {
         assert!(wants_analyze("--next --analyze"));
         assert_eq!(
             parse_plan_progress("--progress --every 250ms --for 3s").unwrap(),
-            Command::PlanProgress {
+            PlanArgs::Progress {
                 every: std::time::Duration::from_millis(250),
                 duration: Some(std::time::Duration::from_secs(3))
             }

@@ -1,8 +1,9 @@
 //! Breakpoints: `break`, `tbreak`, `condition`, `commands` ... `end`,
 //! `silent`, `delete`, `info breakpoints`.
 
-use super::check::{CheckCtx, misrouted, no_check, plain_function, short};
-use super::{Command, Entry, Needs, args::num_arg};
+use super::check::{CheckCtx, misrouted, no_check, plain_function, run_args, short};
+use super::{Command, Entry, Invocation, Needs, args::num_arg};
+use crate::postgres::backend::Flow;
 use anyhow::{Result, anyhow, bail};
 
 pub static ENTRIES: &[&Entry] = &[
@@ -30,10 +31,14 @@ pub static BREAK: Entry = Entry {
         "break choose_custom_plan",
         "break standard_ExecutorRun if queryDesc->plannedstmt->queryId == 42",
     ],
-    parse: |rest| parse_break("break", rest),
+    parse: |rest| parse_break("break", rest).map(|_| Invocation::command(&BREAK, rest)),
     needs: Needs::Stop,
     check: check_break,
-    run: None,
+    run: Some(|h, rest| {
+        let b = parse_break("break", rest)?;
+        let text = h.add_breakpoint(&b.location, false, b.condition.as_deref())?;
+        Ok((text, Flow::Continue))
+    }),
 };
 
 pub static TBREAK: Entry = Entry {
@@ -44,13 +49,37 @@ pub static TBREAK: Entry = Entry {
     help: "A breakpoint like 'break' (the same locations and conditions) that is deleted when \
            it is hit the first time.",
     examples: &["tbreak exec_simple_query"],
-    parse: |rest| parse_break("tbreak", rest),
+    parse: |rest| parse_break("tbreak", rest).map(|_| Invocation::command(&TBREAK, rest)),
     needs: Needs::Stop,
     check: check_break,
-    run: None,
+    run: Some(|h, rest| {
+        let b = parse_break("tbreak", rest)?;
+        let text = h.add_breakpoint(&b.location, true, b.condition.as_deref())?;
+        Ok((text, Flow::Continue))
+    }),
 };
 
-fn parse_break(name: &str, rest: &str) -> Result<Command> {
+/// `break`'s (or `tbreak`'s) line, parsed.
+#[derive(Debug, PartialEq)]
+pub struct BreakArgs {
+    pub location: String,
+    /// `break LOC if EXPR`: stop only when EXPR is non-zero.
+    pub condition: Option<String>,
+}
+
+/// The location of a `break` or `tbreak` command (None: another command).
+pub fn break_location(cmd: &Command) -> Option<String> {
+    let name = [&BREAK, &TBREAK].into_iter().find(|e| cmd.is(e))?.name;
+    Some(parse_break(name, run_args(name, cmd).ok()?).ok()?.location)
+}
+
+/// `break`, `tbreak` or `delete`: a command that sets or deletes
+/// breakpoints (refused in a `commands` block).
+pub fn changes_breakpoints(cmd: &Command) -> bool {
+    [&BREAK, &TBREAK, &DELETE].into_iter().any(|e| cmd.is(e))
+}
+
+fn parse_break(name: &str, rest: &str) -> Result<BreakArgs> {
     let (location, condition) = split_condition(rest);
     if location.is_empty() {
         bail!("{name} needs a location: {name} FUNCTION, {name} FILE:LINE or {name} *ADDRESS");
@@ -58,9 +87,8 @@ fn parse_break(name: &str, rest: &str) -> Result<Command> {
     if condition.as_deref() == Some("") {
         bail!("{name} {location} if: the condition is missing");
     }
-    Ok(Command::Break {
+    Ok(BreakArgs {
         location: location.to_string(),
-        temporary: name == "tbreak",
         condition,
     })
 }
@@ -81,17 +109,14 @@ fn split_condition(rest: &str) -> (&str, Option<String>) {
 
 /// The location resolves; the condition type-checks in the function's scope.
 fn check_break(ctx: &CheckCtx, cmd: &Command) -> Result<()> {
-    let Command::Break {
+    let name = cmd.entry().map_or("break", |e| e.name);
+    let BreakArgs {
         location,
         condition,
-        ..
-    } = cmd
-    else {
-        return Err(misrouted("break", cmd));
-    };
-    ctx.location(location)?;
-    if let Some(c) = condition {
-        ctx.typecheck_in(plain_function(location).as_deref(), c)
+    } = parse_break(name, run_args(name, cmd)?)?;
+    ctx.location(&location)?;
+    if let Some(c) = &condition {
+        ctx.typecheck_in(plain_function(&location).as_deref(), c)
             .map_err(|e| anyhow!("condition '{}': {e}", short(c)))?;
     }
     Ok(())
@@ -110,22 +135,11 @@ pub static CONDITION: Entry = Entry {
         "condition 1 plansource->num_custom_plans >= 5",
         "condition 1",
     ],
-    parse: |rest| {
-        let (n, e) = rest.split_at(rest.find(char::is_whitespace).unwrap_or(rest.len()));
-        let id = n
-            .parse::<u32>()
-            .map_err(|_| anyhow!("condition needs a breakpoint number: condition N EXPR"))?;
-        let e = e.trim();
-        Ok(Command::Condition {
-            id,
-            expr: (!e.is_empty()).then(|| e.to_string()),
-        })
-    },
+    parse: |rest| parse_condition(rest).map(|_| Invocation::command(&CONDITION, rest)),
     needs: Needs::Nothing,
     check: |ctx, cmd| {
-        let Command::Condition { id, expr } = cmd else {
-            return Err(misrouted("condition", cmd));
-        };
+        let (id, expr) = parse_condition(run_args("condition", cmd)?)?;
+        let (id, expr) = (&id, &expr);
         // inside a commands block the breakpoints are not known (it runs
         // after the script has set them all): no scope then
         let scope = match ctx.breakpoints {
@@ -139,8 +153,21 @@ pub static CONDITION: Entry = Entry {
             None => Ok(()),
         }
     },
-    run: None,
+    run: Some(|h, rest| {
+        let (id, expr) = parse_condition(rest)?;
+        Ok((h.set_condition(id, expr.as_deref())?, Flow::Continue))
+    }),
 };
+
+/// `condition N [EXPR]`: the breakpoint and the condition (None: removed).
+pub fn parse_condition(rest: &str) -> Result<(u32, Option<String>)> {
+    let (n, e) = rest.split_at(rest.find(char::is_whitespace).unwrap_or(rest.len()));
+    let id = n
+        .parse::<u32>()
+        .map_err(|_| anyhow!("condition needs a breakpoint number: condition N EXPR"))?;
+    let e = e.trim();
+    Ok((id, (!e.is_empty()).then(|| e.to_string())))
+}
 
 pub static COMMANDS: Entry = Entry {
     name: "commands",
@@ -220,24 +247,27 @@ pub static DELETE: Entry = Entry {
     help: "Removes breakpoints N... from the backend (all of them without arguments); \
            'delete breakpoints N...' is the same.",
     examples: &["delete 1 2", "delete"],
-    parse: |rest| {
-        let rest = rest.strip_prefix("breakpoints").unwrap_or(rest).trim();
-        let mut ids = Vec::new();
-        for w in rest.split_whitespace() {
-            match w.parse::<u32>() {
-                Ok(n) => ids.push(n),
-                Err(_) => bail!(
-                    "delete takes breakpoint numbers, not '{w}'",
-                    w = crate::shown::shown(w)
-                ),
-            }
-        }
-        Ok(Command::Delete(ids))
-    },
+    parse: |rest| parse_delete(rest).map(|_| Invocation::command(&DELETE, rest)),
     needs: Needs::Stop,
     check: no_check,
-    run: None,
+    run: Some(|h, rest| Ok((h.delete_breakpoints(&parse_delete(rest)?)?, Flow::Continue))),
 };
+
+/// `delete [breakpoints] [N...]`: the numbers (none: all).
+pub fn parse_delete(rest: &str) -> Result<Vec<u32>> {
+    let rest = rest.strip_prefix("breakpoints").unwrap_or(rest).trim();
+    let mut ids = Vec::new();
+    for w in rest.split_whitespace() {
+        match w.parse::<u32>() {
+            Ok(n) => ids.push(n),
+            Err(_) => bail!(
+                "delete takes breakpoint numbers, not '{w}'",
+                w = crate::shown::shown(w)
+            ),
+        }
+    }
+    Ok(ids)
+}
 
 pub static INFO_BREAKPOINTS: Entry = Entry {
     name: "info breakpoints",
@@ -248,8 +278,8 @@ pub static INFO_BREAKPOINTS: Entry = Entry {
            several): its number, whether it is deleted at its first hit, its address and where \
            that is; then its condition, its commands and how often it was hit.",
     examples: &["info breakpoints", "i b"],
-    parse: |_| Ok(Command::InfoBreakpoints),
+    parse: |rest| Ok(Invocation::command(&INFO_BREAKPOINTS, rest)),
     needs: Needs::Nothing,
     check: no_check,
-    run: None,
+    run: Some(|h, _| Ok((h.info_breakpoints(), Flow::Continue))),
 };

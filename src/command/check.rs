@@ -77,6 +77,15 @@ pub fn misrouted(entry: &str, cmd: &Command) -> anyhow::Error {
     anyhow!("internal error: the check of '{entry}' was given {cmd:?}")
 }
 
+/// The rest of the line of `entry`'s command, which its entry runs
+/// (`Command::Run`); any other command: a registry bug.
+pub fn run_args<'a>(entry: &str, cmd: &'a Command) -> Result<&'a str> {
+    match cmd {
+        Command::Run(i) => Ok(&i.args),
+        _ => Err(misrouted(entry, cmd)),
+    }
+}
+
 /// `choose_custom_plan` -> Some; `file.c:12`, `*0x...` -> None.
 pub fn plain_function(spec: &str) -> Option<String> {
     let s = spec.trim();

@@ -1,11 +1,13 @@
 //! Looking at the stopped backend: `print`, `printf`, `echo`, `call`,
 //! `backtrace`, `frame`, `up`, `down`, `info address|locals|args|registers|frame`.
 
-use super::check::{CheckCtx, misrouted, no_check, short};
+use super::check::{CheckCtx, no_check, run_args, short};
 use super::{Command, Entry, Invocation, Needs, args::num_arg, args::split_args};
 use crate::expr::format::Radix;
 use crate::postgres::backend::Flow;
 use anyhow::{Result, anyhow, bail};
+
+mod frame_function;
 
 pub static ENTRIES: &[&Entry] = &[
     &PRINT,
@@ -14,6 +16,7 @@ pub static ENTRIES: &[&Entry] = &[
     &CALL,
     &BACKTRACE,
     &FRAME,
+    &FRAME_FUNCTION,
     &UP,
     &DOWN,
     &INFO_ADDRESS,
@@ -41,7 +44,18 @@ pub static PRINT: Entry = Entry {
         "p/x MyProc->pid",
         "p MyProc->fpRelId[0]@4",
     ],
-    parse: |rest| {
+    parse: |rest| parse_print(rest).map(|_| Invocation::command(&PRINT, rest)),
+    needs: Needs::Memory,
+    check: |ctx, cmd| ctx.typecheck(&parse_print(run_args("print", cmd)?)?.1),
+    run: Some(|h, rest| {
+        let (radix, expr) = parse_print(rest)?;
+        Ok((h.print(&expr, radix)?, Flow::Continue))
+    }),
+};
+
+/// `print[/F] EXPR`: the radix and the expression.
+pub fn parse_print(rest: &str) -> Result<(Radix, String)> {
+    {
         let (radix, expr) = if let Some(r) = rest.strip_prefix('/') {
             let (f, e) = r.split_at(r.find(char::is_whitespace).unwrap_or(r.len()));
             let radix = match f {
@@ -64,18 +78,9 @@ pub static PRINT: Entry = Entry {
         if expr.is_empty() {
             bail!("print needs an expression, e.g. print plansource->generic_cost");
         }
-        Ok(Command::Print {
-            radix,
-            expr: expr.to_string(),
-        })
-    },
-    needs: Needs::Memory,
-    check: |ctx, cmd| match cmd {
-        Command::Print { expr, .. } => ctx.typecheck(expr),
-        _ => Err(misrouted("print", cmd)),
-    },
-    run: None,
-};
+        Ok((radix, expr.to_string()))
+    }
+}
 
 pub static PRINTF: Entry = Entry {
     name: "printf",
@@ -90,26 +95,24 @@ pub static PRINTF: Entry = Entry {
         "printf \"%s: %d custom plans\\n\", plansource->query_string, \
                  plansource->num_custom_plans",
     ],
-    parse: |rest| {
-        let (format, args) = parse_printf(rest)?;
-        Ok(Command::Printf { format, args })
-    },
+    parse: |rest| parse_printf(rest).map(|_| Invocation::command(&PRINTF, rest)),
     needs: Needs::Memory,
     check: |ctx, cmd| {
-        let Command::Printf { args, .. } = cmd else {
-            return Err(misrouted("printf", cmd));
-        };
-        for a in args {
+        let (_, args) = parse_printf(run_args("printf", cmd)?)?;
+        for a in &args {
             ctx.typecheck(a)
                 .map_err(|e| anyhow!("printf argument '{}': {e}", short(a)))?;
         }
         Ok(())
     },
-    run: None,
+    run: Some(|h, rest| {
+        let (format, args) = parse_printf(rest)?;
+        Ok((h.printf(&format, &args)?, Flow::Continue))
+    }),
 };
 
 /// `"FORMAT", EXPR, EXPR` -> (FORMAT with escapes resolved, [EXPR...]).
-fn parse_printf(rest: &str) -> Result<(String, Vec<String>)> {
+pub fn parse_printf(rest: &str) -> Result<(String, Vec<String>)> {
     let usage = "printf needs a quoted format: printf \"%d rows\\n\", expr";
     let mut chars = rest.trim().chars();
     if chars.next() != Some('"') {
@@ -219,14 +222,23 @@ pub static BACKTRACE: Entry = Entry {
            another is a frame of its own. N shows the innermost N frames only; 'backtrace full' \
            is the same as 'backtrace'.",
     examples: &["bt", "backtrace 5"],
-    parse: |rest| {
-        let r = rest.trim_start_matches("full").trim();
-        Ok(Command::Backtrace(num_arg(r, "backtrace")?))
-    },
+    parse: |rest| parse_backtrace(rest).map(|_| Invocation::command(&BACKTRACE, rest)),
     needs: Needs::Stop,
     check: no_check,
-    run: None,
+    run: Some(|h, rest| Ok((h.backtrace(parse_backtrace(rest)?)?, Flow::Continue))),
 };
+
+/// `backtrace [full] [N]`: how many frames (None: all).
+pub fn parse_backtrace(rest: &str) -> Result<Option<usize>> {
+    num_arg(rest.trim_start_matches("full").trim(), "backtrace")
+}
+
+/// `frame`, `up` or `down`: a command that selects another frame (a
+/// `commands` block's later expressions are not in the breakpoint's
+/// function then).
+pub fn selects_frame(cmd: &Command) -> bool {
+    [&FRAME, &UP, &DOWN].into_iter().any(|e| cmd.is(e))
+}
 
 pub static FRAME: Entry = Entry {
     name: "frame",
@@ -236,10 +248,37 @@ pub static FRAME: Entry = Entry {
     help: "Frame 0 is the innermost, as numbered by backtrace. print, info locals, info args, \
            info registers and info frame work in the selected frame.",
     examples: &["frame 1", "frame"],
-    parse: |rest| Ok(Command::Frame(num_arg(rest, "frame")?)),
+    parse: |rest| num_arg(rest, "frame").map(|_| Invocation::command(&FRAME, rest)),
     needs: Needs::Stop,
     check: no_check,
-    run: None,
+    run: Some(|h, rest| {
+        let n = match num_arg(rest, "frame")? {
+            Some(n) => n,
+            None => h.selected(),
+        };
+        Ok((h.select_frame(n)?, Flow::Continue))
+    }),
+};
+
+pub static FRAME_FUNCTION: Entry = Entry {
+    name: "frame function",
+    aliases: &[],
+    usage: "frame function NAME",
+    summary: "select the innermost frame of function NAME",
+    help: "As gdb's: the innermost frame, numbered as backtrace numbers them (inlined frames \
+           included), whose function is NAME is selected and shown like 'frame N'; no such \
+           frame is an error that says so.\n\n\
+           In a script, NAME must be a function of the binary.",
+    examples: &["frame function exec_simple_query"],
+    parse: |rest| {
+        frame_function::function_arg(rest).map(|_| Invocation::command(&FRAME_FUNCTION, rest))
+    },
+    needs: Needs::Stop,
+    check: |ctx, cmd| {
+        let rest = run_args("frame function", cmd)?;
+        ctx.function_must_exist(frame_function::function_arg(rest)?)
+    },
+    run: Some(frame_function::frame_function),
 };
 
 pub static UP: Entry = Entry {
@@ -249,10 +288,19 @@ pub static UP: Entry = Entry {
     summary: "select the caller's frame (N frames up)",
     help: "Selects the frame N levels (default 1) above the selected one, towards main.",
     examples: &["up", "up 2"],
-    parse: |rest| Ok(Command::Up(num_arg(rest, "up")?.unwrap_or(1))),
+    parse: |rest| num_arg(rest, "up").map(|_| Invocation::command(&UP, rest)),
     needs: Needs::Stop,
     check: no_check,
-    run: None,
+    run: Some(|h, rest| {
+        let n = num_arg(rest, "up")?.unwrap_or(1);
+        let len = h.frame_count()?;
+        let sel = h.selected();
+        let t = (sel + n).min(len.saturating_sub(1));
+        if t == sel && n > 0 {
+            bail!("initial frame selected; you cannot go up");
+        }
+        Ok((h.select_frame(t)?, Flow::Continue))
+    }),
 };
 
 pub static DOWN: Entry = Entry {
@@ -262,10 +310,18 @@ pub static DOWN: Entry = Entry {
     summary: "select the callee's frame (N frames down)",
     help: "Selects the frame N levels (default 1) below the selected one, towards frame 0.",
     examples: &["down", "down 2"],
-    parse: |rest| Ok(Command::Down(num_arg(rest, "down")?.unwrap_or(1))),
+    parse: |rest| num_arg(rest, "down").map(|_| Invocation::command(&DOWN, rest)),
     needs: Needs::Stop,
     check: no_check,
-    run: None,
+    run: Some(|h, rest| {
+        let n = num_arg(rest, "down")?.unwrap_or(1);
+        let sel = h.selected();
+        if sel == 0 {
+            bail!("bottom (innermost) frame selected; you cannot go down");
+        }
+        let t = sel.saturating_sub(n);
+        Ok((h.select_frame(t)?, Flow::Continue))
+    }),
 };
 
 pub static INFO_ADDRESS: Entry = Entry {
@@ -281,13 +337,11 @@ pub static INFO_ADDRESS: Entry = Entry {
         if arg.is_empty() {
             bail!("info address needs a symbol name");
         }
-        Ok(Command::InfoAddress(arg.to_string()))
+        Ok(Invocation::command(&INFO_ADDRESS, arg))
     },
     needs: Needs::Stop,
     check: |ctx: &CheckCtx, cmd| {
-        let Command::InfoAddress(sym) = cmd else {
-            return Err(misrouted("info address", cmd));
-        };
+        let sym = run_args("info address", cmd)?;
         if ctx.di.function_locations(sym).is_empty() && ctx.di.global(sym).is_none() {
             bail!(
                 "no symbol \"{sym}\" in this postgres binary",
@@ -296,7 +350,7 @@ pub static INFO_ADDRESS: Entry = Entry {
         }
         Ok(())
     },
-    run: None,
+    run: Some(|h, sym| Ok((h.info_address(sym)?, Flow::Continue))),
 };
 
 pub static INFO_LOCALS: Entry = Entry {
@@ -306,10 +360,10 @@ pub static INFO_LOCALS: Entry = Entry {
     summary: "the local variables of the selected frame, with their values",
     help: "One line per local variable of the selected frame's function, printed like print's.",
     examples: &["info locals"],
-    parse: |_| Ok(Command::InfoLocals),
+    parse: |rest| Ok(Invocation::command(&INFO_LOCALS, rest)),
     needs: Needs::Stop,
     check: no_check,
-    run: None,
+    run: Some(|h, _| Ok((h.info_vars(false)?, Flow::Continue))),
 };
 
 pub static INFO_ARGS: Entry = Entry {
@@ -319,10 +373,10 @@ pub static INFO_ARGS: Entry = Entry {
     summary: "the arguments of the selected frame, with their values",
     help: "One line per parameter of the selected frame's function, printed like print's.",
     examples: &["info args"],
-    parse: |_| Ok(Command::InfoArgs),
+    parse: |rest| Ok(Invocation::command(&INFO_ARGS, rest)),
     needs: Needs::Stop,
     check: no_check,
-    run: None,
+    run: Some(|h, _| Ok((h.info_vars(true)?, Flow::Continue))),
 };
 
 pub static INFO_REGISTERS: Entry = Entry {
@@ -333,10 +387,10 @@ pub static INFO_REGISTERS: Entry = Entry {
     help: "rax to r15 and rip, in hex and as signed integers, as they were in the selected frame \
            (\"<not saved>\" where the unwinder cannot know a caller's value).",
     examples: &["info registers"],
-    parse: |_| Ok(Command::InfoRegisters),
+    parse: |rest| Ok(Invocation::command(&INFO_REGISTERS, rest)),
     needs: Needs::Stop,
     check: no_check,
-    run: None,
+    run: Some(|h, _| Ok((h.info_registers()?, Flow::Continue))),
 };
 
 pub static INFO_FRAME: Entry = Entry {
@@ -347,8 +401,8 @@ pub static INFO_FRAME: Entry = Entry {
     help: "The selected frame's level, canonical frame address, rip, function and file:line, \
            and whether it is a physical frame or a function inlined into the frame above.",
     examples: &["info frame"],
-    parse: |_| Ok(Command::InfoFrame),
+    parse: |rest| Ok(Invocation::command(&INFO_FRAME, rest)),
     needs: Needs::Stop,
     check: no_check,
-    run: None,
+    run: Some(|h, _| Ok((h.info_frame()?, Flow::Continue))),
 };

@@ -4,7 +4,7 @@
 mod auxv;
 
 use super::check::no_check;
-use super::{Command, Entry, Invocation, Needs, REGISTRY, find, subcommands};
+use super::{Entry, Invocation, Needs, REGISTRY, find, subcommands};
 use crate::postgres::backend::Flow;
 use anyhow::bail;
 
@@ -21,10 +21,10 @@ pub static INFO_SHAREDLIBRARY: Entry = Entry {
            binary's: break, trace, count, print of their locals; LIB:FUNCTION picks one library \
            (break plpgsql:exec_stmt_execsql).",
     examples: &["info sharedlibrary"],
-    parse: |_| Ok(Command::InfoSharedlibrary),
+    parse: |rest| Ok(Invocation::command(&INFO_SHAREDLIBRARY, rest)),
     needs: Needs::Stop,
     check: no_check,
-    run: None,
+    run: Some(|h, _| Ok((h.info_sharedlibrary(), Flow::Continue))),
 };
 
 pub static INFO_SIGNALS: Entry = Entry {
@@ -63,7 +63,7 @@ pub static INFO_AUXV: Entry = Entry {
     parse: |rest| auxv::no_argument(rest).map(|_| Invocation::command(&INFO_AUXV, rest)),
     needs: Needs::Memory,
     check: no_check,
-    run: Some(auxv::info_auxv),
+    run: Some(|b, rest| auxv::info_auxv(b, rest)),
 };
 
 /// `info signals [SIGNAL]`: SIGNAL as SIGUSR1, USR1, usr1 or 10.
@@ -100,7 +100,9 @@ pub static INFO: Entry = Entry {
     parse: |rest| {
         let what = rest.split_whitespace().next().unwrap_or("");
         match what {
-            "" | "target" | "process" | "program" | "inferior" => Ok(Command::Info),
+            "" | "target" | "process" | "program" | "inferior" => {
+                Ok(Invocation::command(&INFO, rest))
+            }
             other => {
                 let names: Vec<&str> = subcommands(&INFO).iter().map(|e| e.name).collect();
                 bail!(
@@ -112,7 +114,7 @@ pub static INFO: Entry = Entry {
     },
     needs: Needs::Nothing,
     check: no_check,
-    run: None,
+    run: Some(|h, _| Ok((h.info_target(), Flow::Continue))),
 };
 
 pub static HELP: Entry = Entry {

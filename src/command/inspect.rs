@@ -1,8 +1,9 @@
 //! Reading memory and debug info without touching the backend: `x`,
 //! `ptype`, `whatis`, `info symbol`, `info line`, `disassemble`.
 
-use super::check::{CheckCtx, misrouted};
-use super::{Command, Entry, Needs};
+use super::check::{CheckCtx, run_args};
+use super::{Entry, Invocation, Needs};
+use crate::postgres::backend::Flow;
 use anyhow::{Result, bail};
 
 pub static ENTRIES: &[&Entry] = &[
@@ -36,7 +37,30 @@ pub static X: Entry = Entry {
         "x/s debug_query_string",
         "x",
     ],
-    parse: |rest| {
+    parse: |rest| parse_x(rest).map(|_| Invocation::command(&X, rest)),
+    needs: Needs::Memory,
+    check: |ctx, cmd| match parse_x(run_args("x", cmd)?)?.expr {
+        Some(e) => ctx.typecheck(&e),
+        None => Ok(()),
+    },
+    run: Some(|h, rest| {
+        let a = parse_x(rest)?;
+        let text = h.examine(a.count, a.format, a.unit, a.expr.as_deref())?;
+        Ok((text, Flow::Continue))
+    }),
+};
+
+/// `x/NFU [EXPR]`'s line, parsed: what is not given comes from the last `x`.
+#[derive(Debug, PartialEq)]
+pub struct ExamineArgs {
+    pub count: Option<usize>,
+    pub format: Option<char>,
+    pub unit: Option<char>,
+    pub expr: Option<String>,
+}
+
+pub fn parse_x(rest: &str) -> Result<ExamineArgs> {
+    {
         let (spec, expr) = match rest.strip_prefix('/') {
             Some(r) => {
                 let (f, e) = r.split_at(r.find(char::is_whitespace).unwrap_or(r.len()));
@@ -48,21 +72,14 @@ pub static X: Entry = Entry {
         if format == Some('s') && unit.is_some_and(|u| u != 'b') {
             bail!("x/{spec}: strings are of bytes only (x/s or x/sb)");
         }
-        Ok(Command::Examine {
+        Ok(ExamineArgs {
             count,
             format,
             unit,
             expr: (!expr.is_empty()).then(|| expr.to_string()),
         })
-    },
-    needs: Needs::Memory,
-    check: |ctx, cmd| match cmd {
-        Command::Examine { expr: Some(e), .. } => ctx.typecheck(e),
-        Command::Examine { .. } => Ok(()),
-        _ => Err(misrouted("x", cmd)),
-    },
-    run: None,
-};
+    }
+}
 
 pub static PTYPE: Entry = Entry {
     name: "ptype",
@@ -74,13 +91,10 @@ pub static PTYPE: Entry = Entry {
            type, a struct, union or enum expanded one level (its members keep their own \
            typedef names), as gdb prints it. Nothing of the backend is read for a type name.",
     examples: &["ptype PlannedStmt", "ptype struct PGPROC", "ptype MyProc"],
-    parse: |rest| type_arg(rest, "ptype").map(Command::Ptype),
+    parse: |rest| type_arg(rest, "ptype").map(|_| Invocation::command(&PTYPE, rest)),
     needs: Needs::Memory,
-    check: |ctx, cmd| match cmd {
-        Command::Ptype(a) => check_type_or_expr(ctx, a),
-        _ => Err(misrouted("ptype", cmd)),
-    },
-    run: None,
+    check: |ctx, cmd| check_type_or_expr(ctx, &type_arg(run_args("ptype", cmd)?, "ptype")?),
+    run: Some(|h, rest| Ok((h.ptype(&type_arg(rest, "ptype")?)?, Flow::Continue))),
 };
 
 pub static WHATIS: Entry = Entry {
@@ -92,13 +106,10 @@ pub static WHATIS: Entry = Entry {
            With a type name: one level of typedef unrolled (whatis PlannedStmt is struct \
            PlannedStmt); ptype goes all the way and expands structs.",
     examples: &["whatis MyProc", "whatis PlannedStmt"],
-    parse: |rest| type_arg(rest, "whatis").map(Command::Whatis),
+    parse: |rest| type_arg(rest, "whatis").map(|_| Invocation::command(&WHATIS, rest)),
     needs: Needs::Memory,
-    check: |ctx, cmd| match cmd {
-        Command::Whatis(a) => check_type_or_expr(ctx, a),
-        _ => Err(misrouted("whatis", cmd)),
-    },
-    run: None,
+    check: |ctx, cmd| check_type_or_expr(ctx, &type_arg(run_args("whatis", cmd)?, "whatis")?),
+    run: Some(|h, rest| Ok((h.whatis(&type_arg(rest, "whatis")?)?, Flow::Continue))),
 };
 
 pub static INFO_SYMBOL: Entry = Entry {
@@ -114,14 +125,11 @@ pub static INFO_SYMBOL: Entry = Entry {
         if rest.trim().is_empty() {
             bail!("info symbol needs an address, e.g. info symbol &standard_ExecutorRun");
         }
-        Ok(Command::InfoSymbol(rest.trim().to_string()))
+        Ok(Invocation::command(&INFO_SYMBOL, rest.trim()))
     },
     needs: Needs::Memory,
-    check: |ctx, cmd| match cmd {
-        Command::InfoSymbol(e) => ctx.typecheck(e),
-        _ => Err(misrouted("info symbol", cmd)),
-    },
-    run: None,
+    check: |ctx, cmd| ctx.typecheck(run_args("info symbol", cmd)?),
+    run: Some(|h, e| Ok((h.info_symbol(e)?, Flow::Continue))),
 };
 
 pub static INFO_LINE: Entry = Entry {
@@ -138,14 +146,11 @@ pub static INFO_LINE: Entry = Entry {
         if r.is_empty() {
             bail!("info line needs FUNCTION or FILE:LINE, e.g. info line standard_ExecutorRun");
         }
-        Ok(Command::InfoLine(r.to_string()))
+        Ok(Invocation::command(&INFO_LINE, r))
     },
     needs: Needs::Nothing,
-    check: |ctx, cmd| match cmd {
-        Command::InfoLine(spec) => ctx.location(spec),
-        _ => Err(misrouted("info line", cmd)),
-    },
-    run: None,
+    check: |ctx, cmd| ctx.location(run_args("info line", cmd)?),
+    run: Some(|h, spec| Ok((h.info_line(spec)?, Flow::Continue))),
 };
 
 pub static DISASSEMBLE: Entry = Entry {
@@ -172,11 +177,11 @@ pub static DISASSEMBLE: Entry = Entry {
         "disassemble &standard_ExecutorRun,+32",
         "disassemble",
     ],
-    parse: parse_disassemble,
+    parse: |rest| parse_disassemble(rest).map(|_| Invocation::command(&DISASSEMBLE, rest)),
     needs: Needs::Memory,
-    check: |ctx, cmd| match cmd {
-        Command::Disassemble { spec: None, .. } => Ok(()),
-        Command::Disassemble { spec: Some(s), .. } => match crate::expr::disasm::split_range(s) {
+    check: |ctx, cmd| match &parse_disassemble(run_args("disassemble", cmd)?)?.2 {
+        None => Ok(()),
+        Some(s) => match crate::expr::disasm::split_range(s) {
             Some((a, b, _)) => {
                 if a.is_empty() || b.is_empty() {
                     bail!("disassemble {s}: give START,END or START,+LENGTH");
@@ -186,9 +191,11 @@ pub static DISASSEMBLE: Entry = Entry {
             }
             None => ctx.typecheck(s),
         },
-        _ => Err(misrouted("disassemble", cmd)),
     },
-    run: None,
+    run: Some(|h, rest| {
+        let (raw, source, spec) = parse_disassemble(rest)?;
+        Ok((h.disassemble(raw, source, spec.as_deref())?, Flow::Continue))
+    }),
 };
 
 /// What `info functions|variables` lists.
@@ -208,17 +215,14 @@ pub fn symbol_regex(r: &str) -> Result<regex::Regex> {
     })
 }
 
-fn symbols_parse(kind: SymbolKind) -> impl Fn(&str) -> Result<Command> {
-    move |rest| {
-        let r = rest.trim();
-        if !r.is_empty() {
-            symbol_regex(r)?;
-        }
-        Ok(Command::InfoSymbols {
-            kind,
-            regex: (!r.is_empty()).then(|| r.to_string()),
-        })
+/// `info functions|variables [REGEX]`: the regular expression (None:
+/// all), checked.
+pub fn symbols_regex_arg(rest: &str) -> Result<Option<String>> {
+    let r = rest.trim();
+    if !r.is_empty() {
+        symbol_regex(r)?;
     }
+    Ok((!r.is_empty()).then(|| r.to_string()))
 }
 
 pub static INFO_FUNCTIONS: Entry = Entry {
@@ -232,13 +236,16 @@ pub static INFO_FUNCTIONS: Entry = Entry {
            matching ELF function symbols no debug info describes (gcc's .cold and .isra parts, \
            PLT entries) with their addresses. Reads the debug info only.",
     examples: &["info functions ^GetCachedPlan$", "info functions ^ExecScan"],
-    parse: |rest| symbols_parse(SymbolKind::Functions)(rest),
+    parse: |rest| symbols_regex_arg(rest).map(|_| Invocation::command(&INFO_FUNCTIONS, rest)),
     needs: Needs::Nothing,
-    check: |_, cmd| match cmd {
-        Command::InfoSymbols { .. } => Ok(()),
-        _ => Err(misrouted("info functions", cmd)),
-    },
-    run: None,
+    check: |_, cmd| run_args("info functions", cmd).map(|_| ()),
+    run: Some(|h, rest| {
+        let regex = symbols_regex_arg(rest)?;
+        Ok((
+            h.info_symbols(SymbolKind::Functions, regex.as_deref())?,
+            Flow::Continue,
+        ))
+    }),
 };
 
 pub static INFO_VARIABLES: Entry = Entry {
@@ -251,17 +258,22 @@ pub static INFO_VARIABLES: Entry = Entry {
            'LINE:<TAB>declaration;', then under 'Non-debugging symbols:' the matching ELF data \
            symbols no debug info describes. Reads the debug info only.",
     examples: &["info variables ^MyProcPid$", "info variables ^debug_query"],
-    parse: |rest| symbols_parse(SymbolKind::Variables)(rest),
+    parse: |rest| symbols_regex_arg(rest).map(|_| Invocation::command(&INFO_VARIABLES, rest)),
     needs: Needs::Nothing,
-    check: |_, cmd| match cmd {
-        Command::InfoSymbols { .. } => Ok(()),
-        _ => Err(misrouted("info variables", cmd)),
-    },
-    run: None,
+    check: |_, cmd| run_args("info variables", cmd).map(|_| ()),
+    run: Some(|h, rest| {
+        let regex = symbols_regex_arg(rest)?;
+        Ok((
+            h.info_symbols(SymbolKind::Variables, regex.as_deref())?,
+            Flow::Continue,
+        ))
+    }),
 };
 
 /// `[/r] [/s] [SPEC]`: gdb's modifiers, alone (`/r /s`) or together (`/rs`).
-fn parse_disassemble(rest: &str) -> Result<Command> {
+/// (`/r`: each instruction's bytes, `/s`: the source lines with the code,
+/// the location or range; None: the function of the selected frame's pc).
+pub fn parse_disassemble(rest: &str) -> Result<(bool, bool, Option<String>)> {
     let (mut raw, mut source) = (false, false);
     let mut r = rest.trim();
     while let Some(m) = r.strip_prefix('/') {
@@ -280,11 +292,7 @@ fn parse_disassemble(rest: &str) -> Result<Command> {
         }
         r = m[end..].trim_start();
     }
-    Ok(Command::Disassemble {
-        raw,
-        source,
-        spec: (!r.is_empty()).then(|| r.to_string()),
-    })
+    Ok((raw, source, (!r.is_empty()).then(|| r.to_string())))
 }
 
 fn type_arg(rest: &str, name: &str) -> Result<String> {

@@ -10,21 +10,25 @@
 //! A new command: its `Entry` in its family's file, listed in that file's
 //! `ENTRIES`, whose `parse` gives [`Invocation::command`] (the entry and
 //! the rest of the line) and whose `run` is its implementation, over
-//! `postgres::Backend`: `Command::Run` carries the entry, so
-//! [`Command::entry`], `Session::execute`, the non-stop prompt, `help`,
-//! `info`'s list of subcommands and Tab completion need nothing more.  A
-//! command that needs the session's own frames, breakpoints or stops
-//! beyond `Backend` has instead a variant of [`Command`] here (`run:
-//! None`); the compiler then asks for its arm in [`Command::entry`] and in
-//! `Session::execute`.  The unit tests check that each entry's examples
-//! parse to a command its own check receives, and that an entry has a
-//! `run` exactly when its parser gives `Command::Run`.
+//! [`Host`] (the backend, `postgres::Backend`, and the session's own
+//! breakpoints, frames and stop): `Command::Run` carries the entry, so
+//! [`Command::entry`], `Session::execute`, the non-stop prompt, the script
+//! checks, `help`, `info`'s list of subcommands and Tab completion need
+//! nothing more (e.g. `frame function`: `data.rs` and
+//! `data/frame_function.rs`).  [`Command`] keeps variants only for what
+//! the session and the script reader handle as structure: a `commands`
+//! block (`Commands`, `End`, `Silent`), `Continue` (the block's resume,
+//! the non-stop prompt's background run) and the empty line.  The unit
+//! tests check that each entry's examples parse to a command its own
+//! check receives, and that an entry has a `run` exactly when its parser
+//! gives `Command::Run`.
 
 mod analyze;
 mod args;
 mod breakpoints;
 pub mod check;
 mod data;
+mod host;
 mod info;
 mod inspect;
 mod postgres;
@@ -36,13 +40,14 @@ mod source;
 mod tests;
 
 pub use args::{parse_duration, split_args, strip_comment};
+pub use breakpoints::{break_location, changes_breakpoints};
 pub use check::CheckCtx;
 pub use data::printf_conversions;
+pub use data::selects_frame;
+pub use host::Host;
 pub use info::help_text;
 pub use inspect::{SymbolKind, symbol_regex, type_words};
 
-use crate::expr::format::Radix;
-use crate::postgres::Backend;
 use crate::postgres::backend::Flow;
 use anyhow::{Result, bail};
 
@@ -50,17 +55,6 @@ pub use crate::postgres::plancache::PlanCacheMode;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
-    Break {
-        location: String,
-        temporary: bool,
-        /// `break LOC if EXPR`: stop only when EXPR is non-zero.
-        condition: Option<String>,
-    },
-    /// `condition N [EXPR]`: set (or remove) breakpoint N's condition.
-    Condition {
-        id: u32,
-        expr: Option<String>,
-    },
     /// `commands [N]` opens a block (ended by `end`) run at each hit of
     /// breakpoint N (the last one set by default).  The parser returns
     /// this with an empty body; `script::assemble` fills it in.
@@ -74,142 +68,20 @@ pub enum Command {
     End,
     /// `silent` as a block's first command: no "Breakpoint N, ..." line.
     Silent,
-    /// `printf "FORMAT", EXPR...`
-    Printf {
-        format: String,
-        args: Vec<String>,
-    },
-    /// `trace FUNC [ARGEXPR...] [--for D] [--count N] [--stacks N] [--quiet] [--perf]`
-    Trace {
-        function: String,
-        args: Vec<String>,
-        duration: Option<std::time::Duration>,
-        count: Option<u64>,
-        stacks: usize,
-        quiet: bool,
-        /// kernel uprobes with the argument registers instead of ptrace stops
-        perf: bool,
-    },
-    /// `count FUNC... [--by-phase] [--for D]`
-    Count {
-        functions: Vec<String>,
-        by_phase: bool,
-        duration: Option<std::time::Duration>,
-        /// `--ptrace`: a ptrace stop per call instead of kernel uprobes
-        /// (also what `--by-phase` needs)
-        ptrace: bool,
-    },
-    /// `latency FUNC... [--for D]`: entry and return uprobes
-    Latency {
-        functions: Vec<String>,
-        duration: Option<std::time::Duration>,
-        /// the summary as one JSON document
-        json: bool,
-    },
-    Delete(Vec<u32>),
-    InfoBreakpoints,
+    /// `continue`: at the non-stop prompt the backend runs in the
+    /// background (`Session::execute_at_prompt`); as a `commands` block's
+    /// last command it resumes the backend after the block.
     Continue,
-    /// `interrupt`: stop a backend that runs while the prompt waits.
-    Interrupt,
-    Print {
-        radix: Radix,
-        expr: String,
-    },
-    Backtrace(Option<usize>),
-    Frame(Option<usize>),
-    Up(usize),
-    Down(usize),
-    Info,
-    InfoAddress(String),
-    InfoLocals,
-    InfoArgs,
-    InfoRegisters,
-    InfoFrame,
-    InfoSharedlibrary,
-    /// `x/NFU ADDR`: what is not given comes from the last `x`.
-    Examine {
-        count: Option<usize>,
-        format: Option<char>,
-        unit: Option<char>,
-        expr: Option<String>,
-    },
-    /// `ptype EXPR|TYPE`
-    Ptype(String),
-    /// `whatis EXPR|TYPE`
-    Whatis(String),
-    /// `info symbol ADDR`
-    InfoSymbol(String),
-    /// `info line FUNCTION|FILE:LINE`
-    InfoLine(String),
-    /// `disassemble [/r] [/s] [LOCATION | START,END | START,+LEN]`
-    Disassemble {
-        /// `/r`: each instruction's bytes
-        raw: bool,
-        /// `/s`: the source lines with the code
-        source: bool,
-        /// None: the function of the selected frame's pc
-        spec: Option<String>,
-    },
-    /// `info functions|variables [REGEX]`
-    InfoSymbols {
-        kind: SymbolKind,
-        regex: Option<String>,
-    },
-    /// `list [LOCATION | FIRST,LAST | -]`
-    List(Option<String>),
-    /// `directory [DIR]`
-    Directory(Option<String>),
-    /// Watch plan-cache decisions.
-    PlanCache {
-        duration: Option<std::time::Duration>,
-        count: Option<u64>,
-        /// the recorder (default), `--fast=stop`, `--stops`
-        mode: PlanCacheMode,
-    },
-    /// `plan [--next] [--format F] [--verbose] [--costs off]`
-    Plan {
-        next: bool,
-        format: String,
-        verbose: bool,
-        costs: bool,
-    },
-    /// `plan --next --analyze ...`: EXPLAIN ANALYZE of the next statement(s)
-    PlanAnalyze(crate::postgres::analyze::AnalyzeOpts),
-    /// `plan --progress [--every D] [--for D]`: the running statement, node by node
-    PlanProgress {
-        every: std::time::Duration,
-        duration: Option<std::time::Duration>,
-    },
-    /// `waits sample [--hz N] [--for D]`
-    WaitsSample {
-        hz: f64,
-        duration: Option<std::time::Duration>,
-    },
-    /// `waits trace [--for D] [--stacks N] [--quiet] [--ptrace]`
-    WaitsTrace {
-        duration: Option<std::time::Duration>,
-        stacks: usize,
-        quiet: bool,
-        /// `--ptrace`: a debug register and ptrace stops instead of the
-        /// perf write-breakpoint event
-        ptrace: bool,
-        /// `--no-statements`: no statement times (no uprobes or breakpoints
-        /// at the executor's start and end)
-        no_statements: bool,
-    },
-    /// `profile [--hz N] [--for D] [--format F] [--flamegraph OUT] [--speedscope OUT] [--pprof OUT]`
-    Profile(crate::perf::profile::ProfileOpts),
-    Detach,
-    Quit,
     /// A command its registry entry runs (`Entry::run`): no variant of
     /// its own, no arm in `Session::execute`.
     Run(Invocation),
     Nothing,
 }
 
-/// How a command of the registry runs by itself: over the backend, with
-/// the rest of its line (which its entry's `parse` accepted).
-pub type Run = fn(&mut dyn Backend, &str) -> Result<(String, Flow)>;
+/// How a command of the registry runs by itself: over the backend and the
+/// session's own state ([`Host`]), with the rest of its line (which its
+/// entry's `parse` accepted).
+pub type Run = fn(&mut dyn Host, &str) -> Result<(String, Flow)>;
 
 /// A parsed command that its entry runs: the entry and the rest of the
 /// line.
@@ -228,8 +100,8 @@ impl Invocation {
         })
     }
 
-    /// Run it: the entry's `run` over the backend.
-    pub fn run(&self, b: &mut dyn Backend) -> Result<(String, Flow)> {
+    /// Run it: the entry's `run` over the session.
+    pub fn run(&self, b: &mut dyn Host) -> Result<(String, Flow)> {
         match self.entry.run {
             Some(run) => run(b, &self.args),
             None => bail!("{}: this command cannot run here", self.entry.name),
@@ -275,9 +147,9 @@ pub struct Entry {
     /// `check::no_check` where nothing can be known before.
     pub check: fn(&CheckCtx, &Command) -> Result<()>,
     /// How it runs, when its `parse` gives `Command::Run` (see
-    /// `Invocation::command`); None for a command with its own variant of
-    /// `Command`, which `Session::execute` runs (it needs the session's
-    /// frames, breakpoints or stops beyond `postgres::Backend`).
+    /// `Invocation::command`); None for the structure of a `commands`
+    /// block and `continue`, which have a variant of `Command`, and for a
+    /// group of subcommands (`waits`).
     pub run: Option<Run>,
 }
 
@@ -343,59 +215,10 @@ impl Command {
     pub fn entry(&self) -> Option<&'static Entry> {
         use Command as C;
         Some(match self {
-            C::Break {
-                temporary: false, ..
-            } => &breakpoints::BREAK,
-            C::Break {
-                temporary: true, ..
-            } => &breakpoints::TBREAK,
-            C::Condition { .. } => &breakpoints::CONDITION,
             C::Commands { .. } => &breakpoints::COMMANDS,
             C::End => &breakpoints::END,
             C::Silent => &breakpoints::SILENT,
-            C::Delete(_) => &breakpoints::DELETE,
-            C::InfoBreakpoints => &breakpoints::INFO_BREAKPOINTS,
             C::Continue => &running::CONTINUE,
-            C::Interrupt => &running::INTERRUPT,
-            C::Detach => &running::DETACH,
-            C::Quit => &running::QUIT,
-            C::Print { .. } => &data::PRINT,
-            C::Printf { .. } => &data::PRINTF,
-            C::Backtrace(_) => &data::BACKTRACE,
-            C::Frame(_) => &data::FRAME,
-            C::Up(_) => &data::UP,
-            C::Down(_) => &data::DOWN,
-            C::InfoAddress(_) => &data::INFO_ADDRESS,
-            C::InfoLocals => &data::INFO_LOCALS,
-            C::InfoArgs => &data::INFO_ARGS,
-            C::InfoRegisters => &data::INFO_REGISTERS,
-            C::InfoFrame => &data::INFO_FRAME,
-            C::Trace { .. } => &probes::TRACE,
-            C::Count { .. } => &probes::COUNT,
-            C::Latency { .. } => &probes::LATENCY,
-            C::Plan { .. } | C::PlanAnalyze(_) | C::PlanProgress { .. } => &postgres::PLAN,
-            C::PlanCache { .. } => &postgres::PLANCACHE,
-            C::WaitsSample { .. } => &postgres::WAITS_SAMPLE,
-            C::WaitsTrace { .. } => &postgres::WAITS_TRACE,
-            C::Profile(_) => &profile::PROFILE,
-            C::InfoSharedlibrary => &info::INFO_SHAREDLIBRARY,
-            C::Examine { .. } => &inspect::X,
-            C::Ptype(_) => &inspect::PTYPE,
-            C::Whatis(_) => &inspect::WHATIS,
-            C::InfoSymbol(_) => &inspect::INFO_SYMBOL,
-            C::InfoLine(_) => &inspect::INFO_LINE,
-            C::Disassemble { .. } => &inspect::DISASSEMBLE,
-            C::List(_) => &source::LIST,
-            C::InfoSymbols {
-                kind: SymbolKind::Functions,
-                ..
-            } => &inspect::INFO_FUNCTIONS,
-            C::InfoSymbols {
-                kind: SymbolKind::Variables,
-                ..
-            } => &inspect::INFO_VARIABLES,
-            C::Directory(_) => &source::DIRECTORY,
-            C::Info => &info::INFO,
             C::Run(i) => i.entry,
             C::Nothing => return None,
         })
@@ -403,6 +226,11 @@ impl Command {
 }
 
 impl Command {
+    /// Whether this is a command `entry` runs (`Command::Run` of it).
+    pub fn is(&self, entry: &Entry) -> bool {
+        matches!(self, Command::Run(i) if std::ptr::eq(i.entry, entry))
+    }
+
     /// What this command needs of the backend, from its registry entry
     /// (an empty line: nothing).  Never `Needs::Varies`.
     pub fn needs(&self) -> Needs {

@@ -1,11 +1,14 @@
 //! PostgreSQL's own questions: `plan`, `plancache`, `wait`, `waits sample`,
 //! `waits trace`.
 
+use super::analyze::PlanArgs;
 use super::args::{parse_limits, stacks_arg};
-use super::check::no_check;
+use super::check::{no_check, run_args};
 use super::{Command, Entry, Invocation, Needs, PlanCacheMode};
 use crate::postgres::backend::Flow;
+use crate::postgres::commands as pg;
 use anyhow::{Result, anyhow, bail};
+use std::time::Duration;
 
 pub static ENTRIES: &[&Entry] = &[
     &PLAN,
@@ -56,54 +59,71 @@ pub static PLAN: Entry = Entry {
         "plan --next --analyze --count 10 --if duration > 200ms",
         "plan --progress --every 2s --for 1m",
     ],
-    parse: |rest| {
-        if super::analyze::wants_progress(rest) {
-            return super::analyze::parse_plan_progress(rest);
-        }
-        if super::analyze::wants_analyze(rest) {
-            return super::analyze::parse_plan_analyze(rest);
-        }
-        let (mut next, mut format, mut verbose, mut costs) =
-            (false, "text".to_string(), false, true);
-        let mut it = rest.split_whitespace();
-        while let Some(w) = it.next() {
-            match w {
-                "--next" => next = true,
-                "--verbose" => verbose = true,
-                "--format" => {
-                    format = it.next().unwrap_or("").to_lowercase();
-                    if !["text", "json", "yaml", "xml"].contains(&format.as_str()) {
-                        bail!("plan --format takes text, json, yaml or xml");
-                    }
-                }
-                "--costs" => match it.next() {
-                    Some("off") | Some("false") => costs = false,
-                    Some("on") | Some("true") => costs = true,
-                    _ => bail!("plan --costs takes on or off"),
-                },
-                other => bail!(
-                    "plan: unknown option '{other}' (use --next, --format F, --verbose, --costs off)"
-                ),
-            }
-        }
-        Ok(Command::Plan {
+    parse: |rest| parse_plan(rest).map(|_| Invocation::command(&PLAN, rest)),
+    needs: Needs::Varies(plan_needs),
+    check: no_check,
+    run: Some(|b, rest| match parse_plan(rest)? {
+        PlanArgs::Plan {
             next,
             format,
             verbose,
             costs,
-        })
-    },
-    needs: Needs::Varies(plan_needs),
-    check: no_check,
-    run: None,
+        } => {
+            let opts = crate::postgres::explain::ExplainOpts {
+                format,
+                verbose,
+                costs,
+            };
+            pg::plan(b, next, &opts)
+        }
+        PlanArgs::Analyze(o) => pg::plan_analyze(b, &o),
+        PlanArgs::Progress { every, duration } => pg::plan_progress(b, every, duration),
+    }),
 };
+
+pub fn parse_plan(rest: &str) -> Result<PlanArgs> {
+    if super::analyze::wants_progress(rest) {
+        return super::analyze::parse_plan_progress(rest);
+    }
+    if super::analyze::wants_analyze(rest) {
+        return super::analyze::parse_plan_analyze(rest);
+    }
+    let (mut next, mut format, mut verbose, mut costs) = (false, "text".to_string(), false, true);
+    let mut it = rest.split_whitespace();
+    while let Some(w) = it.next() {
+        match w {
+            "--next" => next = true,
+            "--verbose" => verbose = true,
+            "--format" => {
+                format = it.next().unwrap_or("").to_lowercase();
+                if !["text", "json", "yaml", "xml"].contains(&format.as_str()) {
+                    bail!("plan --format takes text, json, yaml or xml");
+                }
+            }
+            "--costs" => match it.next() {
+                Some("off") | Some("false") => costs = false,
+                Some("on") | Some("true") => costs = true,
+                _ => bail!("plan --costs takes on or off"),
+            },
+            other => bail!(
+                "plan: unknown option '{other}' (use --next, --format F, --verbose, --costs off)"
+            ),
+        }
+    }
+    Ok(PlanArgs::Plan {
+        next,
+        format,
+        verbose,
+        costs,
+    })
+}
 
 /// `plan`: a stop for the plan of the running query; with --next, --analyze
 /// or --progress the backend runs while pgdbg waits for the statement or
 /// reads its progress.
 fn plan_needs(cmd: &Command) -> Needs {
-    match cmd {
-        Command::Plan { next: false, .. } => Needs::Stop,
+    match run_args("plan", cmd).and_then(parse_plan) {
+        Ok(PlanArgs::Plan { next: false, .. }) => Needs::Stop,
         _ => Needs::Runs,
     }
 }
@@ -129,7 +149,18 @@ pub static PLANCACHE: Entry = Entry {
         "plancache --count 100",
         "plancache --stops --for 10s",
     ],
-    parse: |rest| {
+    parse: |rest| parse_plancache(rest).map(|_| Invocation::command(&PLANCACHE, rest)),
+    needs: Needs::Runs,
+    check: no_check,
+    run: Some(|b, rest| {
+        let (duration, count, mode) = parse_plancache(rest)?;
+        pg::plancache(b, duration, count, mode)
+    }),
+};
+
+/// `plancache`'s line: its limits (--for, --count) and its mode.
+pub fn parse_plancache(rest: &str) -> Result<(Option<Duration>, Option<u64>, PlanCacheMode)> {
+    {
         let mut mode = PlanCacheMode::InProcess;
         let mut others: Vec<&str> = Vec::new();
         for w in rest.split_whitespace() {
@@ -144,16 +175,9 @@ pub static PLANCACHE: Entry = Entry {
             }
         }
         let (duration, count) = parse_limits(&others.join(" "), "plancache")?;
-        Ok(Command::PlanCache {
-            duration,
-            count,
-            mode,
-        })
-    },
-    needs: Needs::Runs,
-    check: no_check,
-    run: None,
-};
+        Ok((duration, count, mode))
+    }
+}
 
 pub static WAIT: Entry = Entry {
     name: "wait",
@@ -198,7 +222,18 @@ pub static WAITS_SAMPLE: Entry = Entry {
            default 100) without stopping it, until Ctrl-C or --for D. Prints the profile: each \
            wait event's share of the samples.",
     examples: &["waits sample --hz 1000 --for 10s"],
-    parse: |opts| {
+    parse: |rest| parse_waits_sample(rest).map(|_| Invocation::command(&WAITS_SAMPLE, rest)),
+    needs: Needs::Runs,
+    check: no_check,
+    run: Some(|b, rest| {
+        let (hz, duration) = parse_waits_sample(rest)?;
+        pg::waits_sample(b, hz, duration)
+    }),
+};
+
+/// `waits sample`'s line: the rate and the duration.
+pub fn parse_waits_sample(opts: &str) -> Result<(f64, Option<Duration>)> {
+    {
         let mut hz = 100.0;
         let mut others = Vec::new();
         let mut it = opts.split_whitespace();
@@ -223,12 +258,9 @@ pub static WAITS_SAMPLE: Entry = Entry {
         if count.is_some() {
             bail!("waits sample takes --for DURATION, not --count");
         }
-        Ok(Command::WaitsSample { hz, duration })
-    },
-    needs: Needs::Runs,
-    check: no_check,
-    run: None,
-};
+        Ok((hz, duration))
+    }
+}
 
 pub static WAITS_TRACE: Entry = Entry {
     name: "waits trace",
@@ -261,13 +293,47 @@ pub static WAITS_TRACE: Entry = Entry {
         "waits trace --for 10s --quiet",
         "waits trace --ptrace --for 10s",
     ],
-    parse: parse_waits_trace,
+    parse: |rest| parse_waits_trace(rest).map(|_| Invocation::command(&WAITS_TRACE, rest)),
     needs: Needs::Runs,
     check: no_check,
-    run: None,
+    run: Some(|b, rest| {
+        let WaitsTraceArgs {
+            duration,
+            stacks,
+            quiet,
+            ptrace,
+            no_statements,
+        } = parse_waits_trace(rest)?;
+        if ptrace {
+            return pg::waits_trace(b, duration, stacks, quiet, !no_statements);
+        }
+        match pg::waits_trace_perf(b, duration, stacks, quiet, !no_statements) {
+            Err(e) if crate::perf::refused(&e).is_some() => {
+                b.say(&format!(
+                    "{e}; tracing with a debug register and ptrace stops instead"
+                ));
+                pg::waits_trace(b, duration, stacks, quiet, !no_statements)
+            }
+            r => r,
+        }
+    }),
 };
 
-fn parse_waits_trace(opts: &str) -> Result<Command> {
+/// `waits trace`'s line, parsed.
+#[derive(Debug, PartialEq)]
+pub struct WaitsTraceArgs {
+    pub duration: Option<Duration>,
+    pub stacks: usize,
+    pub quiet: bool,
+    /// `--ptrace`: a debug register and ptrace stops instead of the
+    /// perf write-breakpoint event
+    pub ptrace: bool,
+    /// `--no-statements`: no statement times (no uprobes or breakpoints
+    /// at the executor's start and end)
+    pub no_statements: bool,
+}
+
+pub fn parse_waits_trace(opts: &str) -> Result<WaitsTraceArgs> {
     let mut stacks = 0usize;
     let mut quiet = false;
     let mut ptrace = false;
@@ -288,7 +354,7 @@ fn parse_waits_trace(opts: &str) -> Result<Command> {
     if count.is_some() {
         bail!("waits trace takes --for DURATION, not --count");
     }
-    Ok(Command::WaitsTrace {
+    Ok(WaitsTraceArgs {
         duration,
         stacks,
         quiet,

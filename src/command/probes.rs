@@ -1,9 +1,12 @@
 //! Probes that let the backend run and record calls: `trace`, `count`.
 
+use super::Host;
 use super::args::{parse_limits, stacks_arg};
-use super::check::{misrouted, short};
-use super::{Command, Entry, Needs};
+use super::check::{run_args, short};
+use super::{Entry, Invocation, Needs};
+use crate::postgres::backend::{Flow, probe_outcome};
 use anyhow::{Result, anyhow, bail};
+use std::time::Duration;
 
 pub static ENTRIES: &[&Entry] = &[&TRACE, &COUNT, &LATENCY];
 
@@ -28,23 +31,53 @@ pub static TRACE: Entry = Entry {
         "trace LockRelationOid relid lockmode --for 5s",
         "trace LockRelationOid relid lockmode --perf --for 5s",
     ],
-    parse: parse_trace,
+    parse: |rest| parse_trace(rest).map(|_| Invocation::command(&TRACE, rest)),
     needs: Needs::Runs,
     check: |ctx, cmd| {
-        let Command::Trace { function, args, .. } = cmd else {
-            return Err(misrouted("trace", cmd));
-        };
-        ctx.function_must_exist(function)?;
-        for a in args {
-            ctx.typecheck_in(Some(function), a)
+        let TraceArgs { function, args, .. } = parse_trace(run_args("trace", cmd)?)?;
+        ctx.function_must_exist(&function)?;
+        for a in &args {
+            ctx.typecheck_in(Some(&function), a)
                 .map_err(|e| anyhow!("trace argument '{}': {e}", short(a)))?;
         }
         Ok(())
     },
-    run: None,
+    run: Some(run_trace),
 };
 
-fn parse_trace(rest: &str) -> Result<Command> {
+/// `trace`'s line, parsed.
+#[derive(Debug, PartialEq)]
+pub struct TraceArgs {
+    pub function: String,
+    pub args: Vec<String>,
+    pub duration: Option<Duration>,
+    pub count: Option<u64>,
+    pub stacks: usize,
+    pub quiet: bool,
+    /// kernel uprobes with the argument registers instead of ptrace stops
+    pub perf: bool,
+}
+
+fn run_trace(b: &mut dyn Host, rest: &str) -> Result<(String, Flow)> {
+    let a = parse_trace(rest)?;
+    let run = if a.perf {
+        crate::probes::trace_perf::trace_perf
+    } else {
+        crate::probes::trace
+    };
+    let (end, summary, text) = run(
+        b,
+        &a.function,
+        &a.args,
+        a.duration,
+        a.count,
+        a.stacks,
+        a.quiet,
+    )?;
+    Ok(probe_outcome(b, end, summary, text))
+}
+
+pub fn parse_trace(rest: &str) -> Result<TraceArgs> {
     let mut words = Vec::new();
     let mut stacks = 0usize;
     let mut quiet = false;
@@ -71,7 +104,7 @@ fn parse_trace(rest: &str) -> Result<Command> {
         );
     }
     let function = words.remove(0);
-    Ok(Command::Trace {
+    Ok(TraceArgs {
         function,
         args: words,
         duration,
@@ -106,21 +139,64 @@ pub static COUNT: Entry = Entry {
         "count standard_ExecutorStart --ptrace --for 10s",
         "count ReadBufferExtended --by-phase --perf --for 10s",
     ],
-    parse: parse_count,
+    parse: |rest| parse_count(rest).map(|_| Invocation::command(&COUNT, rest)),
     needs: Needs::Runs,
     check: |ctx, cmd| {
-        let Command::Count { functions, .. } = cmd else {
-            return Err(misrouted("count", cmd));
-        };
-        for f in functions {
+        for f in &parse_count(run_args("count", cmd)?)?.functions {
             ctx.function_must_exist(f)?;
         }
         Ok(())
     },
-    run: None,
+    run: Some(run_count),
 };
 
-fn parse_count(rest: &str) -> Result<Command> {
+/// `count`'s line, parsed.
+#[derive(Debug, PartialEq)]
+pub struct CountArgs {
+    pub functions: Vec<String>,
+    pub by_phase: bool,
+    pub duration: Option<Duration>,
+    /// `--ptrace`: a ptrace stop per call instead of kernel uprobes
+    /// (also what `--by-phase` needs)
+    pub ptrace: bool,
+}
+
+fn run_count(b: &mut dyn Host, rest: &str) -> Result<(String, Flow)> {
+    let CountArgs {
+        functions,
+        by_phase,
+        duration,
+        ptrace,
+    } = parse_count(rest)?;
+    let fast = if ptrace {
+        None
+    } else {
+        let r = if by_phase {
+            crate::probes::phases_perf::count_by_phase_perf(b, &functions, duration)
+        } else {
+            crate::probes::count_perf(b, &functions, duration)
+        };
+        match r {
+            Ok(r) => Some(r),
+            Err(e) => match crate::perf::refused(&e) {
+                Some(r) => {
+                    b.say(&format!(
+                        "{r}; counting with a ptrace stop per call instead"
+                    ));
+                    None
+                }
+                None => return Err(e),
+            },
+        }
+    };
+    let (end, summary, text) = match fast {
+        Some(r) => r,
+        None => crate::probes::count(b, &functions, by_phase, duration)?,
+    };
+    Ok(probe_outcome(b, end, summary, text))
+}
+
+pub fn parse_count(rest: &str) -> Result<CountArgs> {
     let mut functions = Vec::new();
     let mut by_phase = false;
     let mut perf = false;
@@ -150,7 +226,7 @@ fn parse_count(rest: &str) -> Result<Command> {
     if perf && ptrace {
         bail!("count: --perf (kernel uprobes) and --ptrace (a stop per call) exclude each other");
     }
-    Ok(Command::Count {
+    Ok(CountArgs {
         functions,
         by_phase,
         duration,
@@ -182,21 +258,32 @@ pub static LATENCY: Entry = Entry {
         "latency pg_sleep --for 10s",
         "latency LockRelationOid LWLockAcquire --for 5s --perf",
     ],
-    parse: parse_latency,
+    parse: |rest| parse_latency(rest).map(|_| Invocation::command(&LATENCY, rest)),
     needs: Needs::Runs,
     check: |ctx, cmd| {
-        let Command::Latency { functions, .. } = cmd else {
-            return Err(misrouted("latency", cmd));
-        };
-        for f in functions {
+        for f in &parse_latency(run_args("latency", cmd)?)?.functions {
             ctx.function_must_exist(f)?;
         }
         Ok(())
     },
-    run: None,
+    run: Some(|b, rest| {
+        let a = parse_latency(rest)?;
+        let (end, summary, text) =
+            crate::probes::latency::latency(b, &a.functions, a.duration, a.json)?;
+        Ok(probe_outcome(b, end, summary, text))
+    }),
 };
 
-fn parse_latency(rest: &str) -> Result<Command> {
+/// `latency`'s line, parsed.
+#[derive(Debug, PartialEq)]
+pub struct LatencyArgs {
+    pub functions: Vec<String>,
+    pub duration: Option<Duration>,
+    /// the summary as one JSON document
+    pub json: bool,
+}
+
+pub fn parse_latency(rest: &str) -> Result<LatencyArgs> {
     let mut functions = Vec::new();
     let mut limits = Vec::new();
     let mut json = false;
@@ -222,7 +309,7 @@ fn parse_latency(rest: &str) -> Result<Command> {
             "latency needs one or more functions: latency FUNC... [--for D], e.g. latency pg_sleep --for 10s"
         );
     }
-    Ok(Command::Latency {
+    Ok(LatencyArgs {
         functions,
         duration,
         json,

@@ -3,7 +3,7 @@
 
 use super::args::parse_limits;
 use super::check::no_check;
-use super::{Command, Entry, Needs};
+use super::{Entry, Invocation, Needs};
 use crate::perf::profile::{Format, ProfileOpts};
 use anyhow::{Result, anyhow, bail};
 
@@ -48,13 +48,13 @@ pub static PROFILE: Entry = Entry {
         "profile --wall --for 10s --flamegraph wall.svg",
         "profile --for 10s --speedscope cpu.json --pprof cpu.pb.gz",
     ],
-    parse: parse_profile,
+    parse: |rest| parse_profile(rest).map(|_| Invocation::command(&PROFILE, rest)),
     needs: Needs::Runs,
     check: no_check,
-    run: None,
+    run: Some(|h, rest| h.profile(&parse_profile(rest)?)),
 };
 
-pub fn parse_profile(rest: &str) -> Result<Command> {
+pub fn parse_profile(rest: &str) -> Result<ProfileOpts> {
     let mut o = ProfileOpts::default();
     let mut others = Vec::new();
     let mut it = rest.split_whitespace();
@@ -128,5 +128,5 @@ pub fn parse_profile(rest: &str) -> Result<Command> {
     }
     o.files()?;
     o.duration = duration;
-    Ok(Command::Profile(o))
+    Ok(o)
 }

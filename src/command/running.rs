@@ -1,7 +1,8 @@
 //! Running and leaving: `continue`, `detach`, `quit`.
 
 use super::check::no_check;
-use super::{Command, Entry, Needs};
+use super::{Command, Entry, Invocation, Needs};
+use crate::postgres::backend::Flow;
 
 pub static ENTRIES: &[&Entry] = &[&CONTINUE, &INTERRUPT, &DETACH, &QUIT];
 
@@ -35,10 +36,10 @@ pub static INTERRUPT: Entry = Entry {
            or 'detach'. While it is stopped it holds whatever locks and buffer pins it holds: \
            other sessions that need them wait. In a script the backend is stopped already.",
     examples: &["interrupt"],
-    parse: |_| Ok(Command::Interrupt),
+    parse: |rest| Ok(Invocation::command(&INTERRUPT, rest)),
     needs: Needs::RunState,
     check: no_check,
-    run: None,
+    run: Some(|h, _| h.interrupt()),
 };
 
 pub static DETACH: Entry = Entry {
@@ -50,10 +51,10 @@ pub static DETACH: Entry = Entry {
            backend go on as if pgdbg had never been there; pgdbg then exits. Errors, Ctrl-D, \
            SIGTERM, SIGHUP and a closed terminal detach the same way.",
     examples: &["detach"],
-    parse: |_| Ok(Command::Detach),
+    parse: |rest| Ok(Invocation::command(&DETACH, rest)),
     needs: Needs::Detaches,
     check: no_check,
-    run: None,
+    run: Some(|h, _| Ok((h.detach()?, Flow::Quit))),
 };
 
 pub static QUIT: Entry = Entry {
@@ -63,8 +64,8 @@ pub static QUIT: Entry = Entry {
     summary: "detach and exit (also Ctrl-D)",
     help: "The same as 'detach': the backend is restored and runs on, and pgdbg exits.",
     examples: &["quit", "q"],
-    parse: |_| Ok(Command::Quit),
+    parse: |rest| Ok(Invocation::command(&QUIT, rest)),
     needs: Needs::Detaches,
     check: no_check,
-    run: None,
+    run: Some(|h, _| Ok((h.detach()?, Flow::Quit))),
 };

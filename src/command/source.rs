@@ -1,8 +1,9 @@
 //! Source files: `list` shows their lines, `directory` says where to find
 //! them.  Only the debug info and the files are read.
 
-use super::check::misrouted;
-use super::{Command, Entry, Needs};
+use super::check::run_args;
+use super::{Entry, Invocation, Needs};
+use crate::postgres::backend::Flow;
 use anyhow::{Result, bail};
 
 pub static ENTRIES: &[&Entry] = &[&LIST, &DIRECTORY];
@@ -26,14 +27,11 @@ pub static LIST: Entry = Entry {
         "list",
         "list -",
     ],
-    parse: |rest| {
-        let r = rest.trim();
-        Ok(Command::List((!r.is_empty()).then(|| r.to_string())))
-    },
+    parse: |rest| Ok(Invocation::command(&LIST, rest)),
     needs: Needs::Memory,
-    check: |ctx, cmd| match cmd {
-        Command::List(None) => Ok(()),
-        Command::List(Some(s)) => {
+    check: |ctx, cmd| match optional(run_args("list", cmd)?) {
+        None => Ok(()),
+        Some(s) => {
             for part in s.split(',').map(str::trim) {
                 if part.is_empty() || part == "-" || part.parse::<u32>().is_ok() {
                     continue;
@@ -42,9 +40,8 @@ pub static LIST: Entry = Entry {
             }
             Ok(())
         }
-        _ => Err(misrouted("list", cmd)),
     },
-    run: None,
+    run: Some(|h, rest| Ok((h.list(optional(rest))?, Flow::Continue))),
 };
 
 pub static DIRECTORY: Entry = Entry {
@@ -59,20 +56,22 @@ pub static DIRECTORY: Entry = Entry {
         "directory /usr/src/postgresql-15/src/backend/utils/cache",
         "directory",
     ],
-    parse: |rest| {
-        let r = rest.trim();
-        Ok(Command::Directory((!r.is_empty()).then(|| r.to_string())))
-    },
+    parse: |rest| Ok(Invocation::command(&DIRECTORY, rest)),
     needs: Needs::Nothing,
-    check: |_, cmd| match cmd {
-        Command::Directory(Some(d)) if !std::path::Path::new(d).is_dir() => {
+    check: |_, cmd| match optional(run_args("directory", cmd)?) {
+        Some(d) if !std::path::Path::new(d).is_dir() => {
             bail!("{d} is not a directory: give one that holds the sources")
         }
-        Command::Directory(_) => Ok(()),
-        _ => Err(misrouted("directory", cmd)),
+        _ => Ok(()),
     },
-    run: None,
+    run: Some(|h, rest| Ok((h.directory(optional(rest))?, Flow::Continue))),
 };
+
+/// The argument, trimmed (None: none).
+fn optional(rest: &str) -> Option<&str> {
+    let r = rest.trim();
+    (!r.is_empty()).then_some(r)
+}
 
 /// A FUNCTION or FILE:LINE must name something the debug info has.
 fn check_line_spec(ctx: &super::CheckCtx, spec: &str) -> Result<()> {

@@ -1,25 +1,32 @@
 use super::*;
+use crate::expr::format::Radix;
+
+/// A command its entry runs: `entry` with the rest of the line `args`.
+fn run(entry: &'static Entry, args: &str) -> Command {
+    Invocation::command(entry, args)
+}
 
 #[test]
 fn gdb_aliases() {
     assert_eq!(
         parse("b choose_custom_plan").unwrap(),
-        Command::Break {
-            location: "choose_custom_plan".into(),
-            temporary: false,
-            condition: None,
-        }
+        run(&breakpoints::BREAK, "choose_custom_plan")
     );
     assert_eq!(parse("c").unwrap(), Command::Continue);
-    assert_eq!(parse("bt 5").unwrap(), Command::Backtrace(Some(5)));
+    assert_eq!(parse("bt 5").unwrap(), run(&data::BACKTRACE, "5"));
+    assert_eq!(data::parse_backtrace("5").unwrap(), Some(5));
     assert_eq!(
         parse("p/x MyProc->pid").unwrap(),
-        Command::Print {
-            radix: Radix::Hex,
-            expr: "MyProc->pid".into()
-        }
+        run(&data::PRINT, "/x MyProc->pid")
     );
-    assert_eq!(parse("i b").unwrap(), Command::InfoBreakpoints);
+    assert_eq!(
+        data::parse_print("/x MyProc->pid").unwrap(),
+        (Radix::Hex, "MyProc->pid".to_string())
+    );
+    assert_eq!(
+        parse("i b").unwrap(),
+        run(&breakpoints::INFO_BREAKPOINTS, "")
+    );
     assert_eq!(parse("  # comment").unwrap(), Command::Nothing);
 }
 
@@ -29,40 +36,31 @@ fn gdb_aliases() {
 fn trailing_comments() {
     assert_eq!(
         parse("print 1 + 2   # three").unwrap(),
-        Command::Print {
-            radix: Radix::Natural,
-            expr: "1 + 2".into()
-        }
+        run(&data::PRINT, "1 + 2")
     );
-    assert_eq!(
-        parse("p/x $1# hex").unwrap(),
-        Command::Print {
-            radix: Radix::Hex,
-            expr: "$1".into()
-        }
-    );
+    assert_eq!(parse("p/x $1# hex").unwrap(), run(&data::PRINT, "/x $1"));
     assert_eq!(
         parse("break *0x55d5c1e3c1a8 # an address").unwrap(),
-        Command::Break {
-            location: "*0x55d5c1e3c1a8".into(),
-            temporary: false,
-            condition: None,
-        }
+        run(&breakpoints::BREAK, "*0x55d5c1e3c1a8")
     );
     assert_eq!(
         parse("break f if x == '#' # a char").unwrap(),
-        Command::Break {
-            location: "f".into(),
-            temporary: false,
-            condition: Some("x == '#'".into()),
-        }
+        run(&breakpoints::BREAK, "f if x == '#'")
     );
     assert_eq!(
-        parse(r#"printf "%#x # not a comment \" # still not\n", v # comment"#).unwrap(),
-        Command::Printf {
-            format: "%#x # not a comment \" # still not\n".into(),
-            args: vec!["v".into()],
-        }
+        break_location(&parse("break f if x == '#' # a char").unwrap()).as_deref(),
+        Some("f")
+    );
+    let printf = parse(r#"printf "%#x # not a comment \" # still not\n", v # comment"#).unwrap();
+    let Command::Run(i) = &printf else {
+        panic!("{printf:?}")
+    };
+    assert_eq!(
+        data::parse_printf(&i.args).unwrap(),
+        (
+            "%#x # not a comment \" # still not\n".to_string(),
+            vec!["v".to_string()]
+        )
     );
     assert_eq!(parse("continue # go on").unwrap(), Command::Continue);
     assert_eq!(parse("#").unwrap(), Command::Nothing);
@@ -90,19 +88,7 @@ fn errors_name_the_problem() {
 /// does not compile until it is listed here too.
 fn one_of_each() -> Vec<Command> {
     use Command as C;
-    let s = String::new;
     let all = vec![
-        C::Break {
-            location: s(),
-            temporary: false,
-            condition: None,
-        },
-        C::Break {
-            location: s(),
-            temporary: true,
-            condition: None,
-        },
-        C::Condition { id: 1, expr: None },
         C::Commands {
             id: None,
             body: vec![],
@@ -110,154 +96,13 @@ fn one_of_each() -> Vec<Command> {
         },
         C::End,
         C::Silent,
-        C::Printf {
-            format: s(),
-            args: vec![],
-        },
-        C::Trace {
-            function: s(),
-            args: vec![],
-            duration: None,
-            count: None,
-            stacks: 0,
-            quiet: false,
-            perf: false,
-        },
-        C::Count {
-            functions: vec![],
-            by_phase: false,
-            duration: None,
-            ptrace: false,
-        },
-        C::Delete(vec![]),
-        C::InfoBreakpoints,
         C::Continue,
-        C::Print {
-            radix: Radix::Natural,
-            expr: s(),
-        },
-        C::Backtrace(None),
-        C::Frame(None),
-        C::Up(1),
-        C::Down(1),
-        C::Info,
-        C::InfoAddress(s()),
-        C::InfoLocals,
-        C::InfoArgs,
-        C::InfoRegisters,
-        C::InfoFrame,
-        C::PlanCache {
-            duration: None,
-            count: None,
-            mode: Default::default(),
-        },
-        C::Plan {
-            next: false,
-            format: s(),
-            verbose: false,
-            costs: true,
-        },
-        C::WaitsSample {
-            hz: 1.0,
-            duration: None,
-        },
-        C::WaitsTrace {
-            duration: None,
-            stacks: 0,
-            quiet: false,
-            ptrace: false,
-            no_statements: false,
-        },
-        C::PlanAnalyze(crate::postgres::analyze::AnalyzeOpts::default()),
-        C::PlanProgress {
-            every: std::time::Duration::from_secs(1),
-            duration: None,
-        },
-        C::Interrupt,
-        C::Profile(crate::perf::profile::ProfileOpts::default()),
-        C::Latency {
-            functions: vec![s()],
-            duration: None,
-            json: false,
-        },
-        C::Detach,
-        C::Quit,
-        C::InfoSharedlibrary,
-        C::Examine {
-            count: None,
-            format: None,
-            unit: None,
-            expr: None,
-        },
-        C::Ptype(s()),
-        C::Whatis(s()),
-        C::InfoSymbol(s()),
-        C::InfoLine(s()),
-        C::Disassemble {
-            raw: false,
-            source: false,
-            spec: None,
-        },
-        C::List(None),
-        C::Directory(None),
-        C::InfoSymbols {
-            kind: SymbolKind::Functions,
-            regex: None,
-        },
-        C::InfoSymbols {
-            kind: SymbolKind::Variables,
-            regex: None,
-        },
         Invocation::command(&super::info::HELP, ""),
         C::Nothing,
     ];
     for c in &all {
         match c {
-            C::Break { .. }
-            | C::Condition { .. }
-            | C::Commands { .. }
-            | C::End
-            | C::Silent
-            | C::Printf { .. }
-            | C::Trace { .. }
-            | C::Count { .. }
-            | C::Latency { .. }
-            | C::Delete(_)
-            | C::InfoBreakpoints
-            | C::Continue
-            | C::Interrupt
-            | C::Print { .. }
-            | C::Backtrace(_)
-            | C::Frame(_)
-            | C::Up(_)
-            | C::Down(_)
-            | C::Info
-            | C::InfoAddress(_)
-            | C::InfoLocals
-            | C::InfoArgs
-            | C::InfoRegisters
-            | C::InfoFrame
-            | C::InfoSharedlibrary
-            | C::Examine { .. }
-            | C::Ptype(_)
-            | C::Whatis(_)
-            | C::InfoSymbol(_)
-            | C::InfoLine(_)
-            | C::Disassemble { .. }
-            | C::List(_)
-            | C::Directory(_)
-            | C::InfoSymbols { .. }
-            | C::PlanCache { .. }
-            | C::Plan { .. }
-            | C::PlanAnalyze(_)
-            | C::PlanProgress { .. }
-            | C::WaitsSample { .. }
-            | C::WaitsTrace { .. }
-            | C::Profile(_)
-            | C::Detach
-            | C::Quit
-            | C::Run(_)
-            | C::Nothing => {}
+            C::Commands { .. } | C::End | C::Silent | C::Continue | C::Run(_) | C::Nothing => {}
         }
     }
     all
@@ -397,12 +242,15 @@ fn help_fits_100_columns() {
 /// Subcommands are parsed by their own entries; the errors are the same.
 #[test]
 fn subcommands_parse() {
-    assert_eq!(parse("info registers").unwrap(), Command::InfoRegisters);
-    assert_eq!(parse("i r").unwrap(), Command::InfoRegisters);
-    assert_eq!(parse("info target").unwrap(), Command::Info);
+    assert_eq!(
+        parse("info registers").unwrap(),
+        run(&data::INFO_REGISTERS, "")
+    );
+    assert_eq!(parse("i r").unwrap(), run(&data::INFO_REGISTERS, ""));
+    assert_eq!(parse("info target").unwrap(), run(&info::INFO, "target"));
     assert_eq!(
         parse("info address  MyProc ").unwrap(),
-        Command::InfoAddress("MyProc".into())
+        run(&data::INFO_ADDRESS, "MyProc")
     );
     let e = parse("info address").unwrap_err().to_string();
     assert_eq!(e, "info address needs a symbol name");
@@ -414,7 +262,11 @@ fn subcommands_parse() {
     assert!(e.starts_with("waits needs a subcommand"), "{e}");
     assert_eq!(
         parse("waits trace --stacks 3 --for 2s").unwrap(),
-        Command::WaitsTrace {
+        Invocation::command(&postgres::WAITS_TRACE, "--stacks 3 --for 2s")
+    );
+    assert_eq!(
+        postgres::parse_waits_trace("--stacks 3 --for 2s").unwrap(),
+        postgres::WaitsTraceArgs {
             duration: Some(std::time::Duration::from_secs(2)),
             stacks: 3,
             quiet: false,
@@ -423,8 +275,8 @@ fn subcommands_parse() {
         }
     );
     assert_eq!(
-        parse("waits trace --ptrace --no-statements").unwrap(),
-        Command::WaitsTrace {
+        postgres::parse_waits_trace("--ptrace --no-statements").unwrap(),
+        postgres::WaitsTraceArgs {
             duration: None,
             stacks: 0,
             quiet: false,
@@ -570,7 +422,7 @@ fn every_entry_declares_what_it_needs() {
 
 #[test]
 fn profile_wall_and_off_cpu_exclude_each_other() {
-    let Ok(Command::Profile(o)) = profile::parse_profile("--wall --for 2s") else {
+    let Ok(o) = profile::parse_profile("--wall --for 2s") else {
         panic!("profile --wall parses");
     };
     assert!(o.wall && !o.off_cpu);
@@ -585,9 +437,9 @@ fn profile_wall_and_off_cpu_exclude_each_other() {
 
 #[test]
 fn profile_files_with_any_format_each_its_own() {
-    let Ok(Command::Profile(o)) =
-        parse("profile --wall --format folded --speedscope w.json --pprof w.pb.gz")
-    else {
+    let line = "profile --wall --format folded --speedscope w.json --pprof w.pb.gz";
+    assert!(parse(line).unwrap().is(&profile::PROFILE));
+    let Ok(o) = profile::parse_profile(line.strip_prefix("profile ").unwrap()) else {
         panic!("profile with both files parses");
     };
     assert_eq!(o.speedscope, Some("w.json".into()));
@@ -613,12 +465,13 @@ fn profile_files_with_any_format_each_its_own() {
 
 #[test]
 fn disassemble_takes_gdb_modifiers_and_ranges() {
-    let d = |l: &str| parse(l).unwrap();
-    let cmd = |raw, source, spec: Option<&str>| Command::Disassemble {
-        raw,
-        source,
-        spec: spec.map(str::to_string),
+    let d = |l: &str| {
+        let c = parse(l).unwrap();
+        let Command::Run(i) = &c else { panic!("{c:?}") };
+        assert!(c.is(&inspect::DISASSEMBLE));
+        inspect::parse_disassemble(&i.args).unwrap()
     };
+    let cmd = |raw, source, spec: Option<&str>| (raw, source, spec.map(str::to_string));
     assert_eq!(d("disassemble"), cmd(false, false, None));
     assert_eq!(
         d("disassemble /r GetCachedPlan"),
@@ -640,25 +493,16 @@ fn disassemble_takes_gdb_modifiers_and_ranges() {
 
 #[test]
 fn list_and_directory_parse() {
-    assert_eq!(parse("list").unwrap(), Command::List(None));
-    assert_eq!(
-        parse("l 10,20").unwrap(),
-        Command::List(Some("10,20".into()))
-    );
-    assert_eq!(
-        parse("dir /tmp").unwrap(),
-        Command::Directory(Some("/tmp".into()))
-    );
+    assert_eq!(parse("list").unwrap(), run(&source::LIST, ""));
+    assert_eq!(parse("l 10,20").unwrap(), run(&source::LIST, "10,20"));
+    assert_eq!(parse("dir /tmp").unwrap(), run(&source::DIRECTORY, "/tmp"));
 }
 
 #[test]
 fn info_functions_checks_its_regex_when_parsed() {
     assert_eq!(
         parse("info functions ^GetCachedPlan$").unwrap(),
-        Command::InfoSymbols {
-            kind: SymbolKind::Functions,
-            regex: Some("^GetCachedPlan$".into())
-        }
+        run(&inspect::INFO_FUNCTIONS, "^GetCachedPlan$")
     );
     let e = parse("info variables (unclosed").unwrap_err().to_string();
     assert!(

@@ -44,6 +44,7 @@ mod execute;
 mod firstcommand;
 mod frames;
 mod hits;
+mod host;
 mod inspect;
 mod libraries;
 mod listing;

@@ -1,0 +1,87 @@
+//! What a command's `run` is given: the backend (`postgres::Backend`)
+//! and the session's own state that `Backend` does not show: numbered
+//! breakpoints, frames and their selection, the stop, the listing's
+//! place, the session's end.  `session/` implements it (`Session`); the
+//! command room cannot name `Session` (session imports command).
+//!
+//! A new command runs over these and `Backend`'s methods; a method is
+//! added here only for a new kind of session state.
+
+use crate::expr::format::Radix;
+use crate::perf::profile::ProfileOpts;
+use crate::postgres::Backend;
+use crate::postgres::backend::Flow;
+use anyhow::Result;
+
+use super::SymbolKind;
+
+pub trait Host: Backend {
+    /// `break`/`tbreak`: a numbered breakpoint; its "Breakpoint N at ..." line.
+    fn add_breakpoint(
+        &mut self,
+        location: &str,
+        temporary: bool,
+        condition: Option<&str>,
+    ) -> Result<String>;
+    /// Breakpoint `id`'s condition set (None: removed); what to say.
+    fn set_condition(&mut self, id: u32, expr: Option<&str>) -> Result<String>;
+    /// `delete [N...]` (none: all).
+    fn delete_breakpoints(&mut self, ids: &[u32]) -> Result<String>;
+    /// `info breakpoints`' table.
+    fn info_breakpoints(&self) -> String;
+    /// `info sharedlibrary`'s table.
+    fn info_sharedlibrary(&mut self) -> String;
+    /// `info` (`info target`): the backend, its build and its state.
+    fn info_target(&mut self) -> String;
+    /// Stop a backend that runs while the prompt waits.
+    fn interrupt(&mut self) -> Result<(String, Flow)>;
+    /// Detach: everything pgdbg put into the backend removed.
+    fn detach(&mut self) -> Result<String>;
+
+    /// `print EXPR` in the selected frame, into the value history.
+    fn print(&mut self, expr: &str, radix: Radix) -> Result<String>;
+    /// `printf "FORMAT", ARGS...`
+    fn printf(&mut self, format: &str, args: &[String]) -> Result<String>;
+    /// `backtrace [N]`
+    fn backtrace(&mut self, limit: Option<usize>) -> Result<String>;
+    /// How many frames the stopped backend's stack has.
+    fn frame_count(&mut self) -> Result<usize>;
+    /// The selected frame's level.
+    fn selected(&mut self) -> usize;
+    /// Select frame `n`; its line as `frame` shows it.
+    fn select_frame(&mut self, n: usize) -> Result<String>;
+    /// `info frame`
+    fn info_frame(&mut self) -> Result<String>;
+    /// `info locals` (`params`: `info args`).
+    fn info_vars(&mut self, params: bool) -> Result<String>;
+    /// `info registers`
+    fn info_registers(&mut self) -> Result<String>;
+    /// `info address SYM`
+    fn info_address(&self, sym: &str) -> Result<String>;
+    /// `x/NFU ADDR`: what is not given comes from the last `x`.
+    fn examine(
+        &mut self,
+        count: Option<usize>,
+        format: Option<char>,
+        unit: Option<char>,
+        expr: Option<&str>,
+    ) -> Result<String>;
+    /// `ptype EXPR|TYPE`
+    fn ptype(&mut self, text: &str) -> Result<String>;
+    /// `whatis EXPR|TYPE`
+    fn whatis(&mut self, text: &str) -> Result<String>;
+    /// `info symbol ADDR`
+    fn info_symbol(&mut self, expr: &str) -> Result<String>;
+    /// `info line FUNCTION|FILE:LINE`
+    fn info_line(&self, spec: &str) -> Result<String>;
+    /// `info functions|variables [REGEX]`
+    fn info_symbols(&self, kind: SymbolKind, regex: Option<&str>) -> Result<String>;
+    /// `list [LOCATION | FIRST,LAST | -]`
+    fn list(&mut self, spec: Option<&str>) -> Result<String>;
+    /// `directory [DIR]`
+    fn directory(&mut self, dir: Option<&str>) -> Result<String>;
+    /// `disassemble [/r] [/s] [SPEC]`
+    fn disassemble(&mut self, raw: bool, source: bool, spec: Option<&str>) -> Result<String>;
+    /// `profile ...`
+    fn profile(&mut self, opts: &ProfileOpts) -> Result<(String, Flow)>;
+}

@@ -1,0 +1,137 @@
+//! The session as the commands see it (`command::Host`): each method is
+//! the session's own implementation.
+use super::*;
+use crate::command::{Host, SymbolKind};
+use crate::perf::profile::ProfileOpts;
+
+impl Host for Session {
+    fn add_breakpoint(
+        &mut self,
+        location: &str,
+        temporary: bool,
+        condition: Option<&str>,
+    ) -> Result<String> {
+        Session::add_breakpoint(self, location, temporary, condition)
+    }
+    fn set_condition(&mut self, id: u32, expr: Option<&str>) -> Result<String> {
+        if let Some(e) = expr {
+            let di = self.di.clone();
+            parse::parse_in(e, &di)?;
+        }
+        let b = self
+            .bps
+            .get_mut(id)
+            .ok_or_else(|| anyhow!("No breakpoint number {id}."))?;
+        b.condition = expr.map(str::to_string);
+        Ok(match expr {
+            Some(_) => String::new(),
+            None => format!("Breakpoint {id} now unconditional."),
+        })
+    }
+    fn delete_breakpoints(&mut self, ids: &[u32]) -> Result<String> {
+        Session::delete_breakpoints(self, ids)
+    }
+    fn info_breakpoints(&self) -> String {
+        Session::info_breakpoints(self)
+    }
+    fn info_sharedlibrary(&mut self) -> String {
+        Session::info_sharedlibrary(self)
+    }
+    fn info_target(&mut self) -> String {
+        Session::info(self)
+    }
+    fn interrupt(&mut self) -> Result<(String, Flow)> {
+        Session::interrupt(self)
+    }
+    fn detach(&mut self) -> Result<String> {
+        Session::detach(self)
+    }
+    fn print(&mut self, expr: &str, radix: Radix) -> Result<String> {
+        Session::print(self, expr, radix)
+    }
+    fn printf(&mut self, format: &str, args: &[String]) -> Result<String> {
+        Session::printf(self, format, args)
+    }
+    fn backtrace(&mut self, limit: Option<usize>) -> Result<String> {
+        Session::backtrace(self, limit)
+    }
+    fn frame_count(&mut self) -> Result<usize> {
+        Ok(self.frames()?.len())
+    }
+    fn selected(&mut self) -> usize {
+        Session::selected(self)
+    }
+    fn select_frame(&mut self, n: usize) -> Result<String> {
+        Session::select_frame(self, n)
+    }
+    fn info_frame(&mut self) -> Result<String> {
+        let _ = self.frames()?;
+        let f = self
+            .selected_frame()
+            .cloned()
+            .ok_or_else(|| anyhow!("no frame"))?;
+        Ok(format!(
+            "Stack level {}, frame at {}:\n rip = {:#x} in {}{}\n {}",
+            f.level,
+            f.cfa
+                .map(|c| format!("{c:#x}"))
+                .unwrap_or_else(|| "?".into()),
+            f.pc,
+            f.function.clone().unwrap_or_else(|| "??".into()),
+            match (&f.file, f.line) {
+                (Some(fl), Some(l)) => format!(" ({}:{l})", basename(fl)),
+                _ => String::new(),
+            },
+            if f.inlined {
+                "inlined into the frame above"
+            } else {
+                "physical frame"
+            }
+        ))
+    }
+    fn info_vars(&mut self, params: bool) -> Result<String> {
+        Session::info_vars(self, params)
+    }
+    fn info_registers(&mut self) -> Result<String> {
+        Session::info_registers(self)
+    }
+    fn info_address(&self, sym: &str) -> Result<String> {
+        Session::info_address(self, sym)
+    }
+    fn examine(
+        &mut self,
+        count: Option<usize>,
+        format: Option<char>,
+        unit: Option<char>,
+        expr: Option<&str>,
+    ) -> Result<String> {
+        Session::examine(self, count, format, unit, expr)
+    }
+    fn ptype(&mut self, text: &str) -> Result<String> {
+        Session::ptype(self, text)
+    }
+    fn whatis(&mut self, text: &str) -> Result<String> {
+        Session::whatis(self, text)
+    }
+    fn info_symbol(&mut self, expr: &str) -> Result<String> {
+        Session::info_symbol(self, expr)
+    }
+    fn info_line(&self, spec: &str) -> Result<String> {
+        Session::info_line(self, spec)
+    }
+    fn info_symbols(&self, kind: SymbolKind, regex: Option<&str>) -> Result<String> {
+        Session::info_symbols(self, kind, regex)
+    }
+    fn list(&mut self, spec: Option<&str>) -> Result<String> {
+        Session::list(self, spec)
+    }
+    fn directory(&mut self, dir: Option<&str>) -> Result<String> {
+        Session::directory(self, dir)
+    }
+    fn disassemble(&mut self, raw: bool, source: bool, spec: Option<&str>) -> Result<String> {
+        Session::disassemble(self, raw, source, spec)
+    }
+    fn profile(&mut self, opts: &ProfileOpts) -> Result<(String, Flow)> {
+        Session::profile(self, opts)
+    }
+}

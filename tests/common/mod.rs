@@ -7,6 +7,7 @@ pub mod debuginfod;
 pub mod ex;
 pub mod recipes;
 pub mod running;
+pub mod spares;
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};

@@ -1,0 +1,453 @@
+//! PostgreSQL's own regression suite (`pg_regress`, one test at a time,
+//! from the source tree scripts/pg-build built) run while `pgdbg attach
+//! --cluster` observes the cluster with a `count`, a `waits trace` and a
+//! `plancache` script: every client backend of the run (the server logs
+//! its connections) is attached at its fork, before its first statement;
+//! `pg_regress` passes as it does without pgdbg (it compares every result
+//! with the expected one itself); no backend crashes; nothing of the
+//! cluster is left traced or stopped.
+//!
+//! By default each run is a fixed prefix of the suite's schedule (whole
+//! groups, `SUBSET_TESTS` tests or a few more: ~45 client sessions each),
+//! so that the six runs (3 scripts x 2 majors) take about 3 minutes;
+//! PGDBG_REGRESS_FULL=1 runs the whole schedule in each (and the suite
+//! once without pgdbg per major, to compare the times).
+
+mod common;
+use common::spares::spares_ready;
+use common::*;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The scripts: uprobe counters (the kernel's), a write-breakpoint event
+/// with the executor's uprobes, and a recorder written into each backend.
+const MODES: &[(&str, &str)] = &[
+    ("count", "count ExecInterpExpr heap_insert LockRelationOid"),
+    ("waits", "waits trace --quiet"),
+    ("plancache", "plancache"),
+];
+
+/// The default run: the schedule's first groups, up to at least this many
+/// tests (test_setup, then the data types: the tests after them need
+/// them; 15: 42 tests with the tablespace test, 18: 42).
+const SUBSET_TESTS: usize = 40;
+
+fn full() -> bool {
+    std::env::var_os("PGDBG_REGRESS_FULL").is_some_and(|v| v != "0")
+}
+
+fn cache() -> PathBuf {
+    std::env::var_os("PGDBG_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/pgdbg"))
+}
+
+/// `src/test/regress` of MAJOR's Debian source tree and of its build
+/// directory (scripts/pg-build configures in a separate directory).
+fn regress_trees(major: u32) -> (PathBuf, PathBuf) {
+    // builds it when absent (scripts/pg-build)
+    let _ = pg_prefix(major);
+    let src = std::fs::read_dir(cache().join(format!("src/{major}")))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.is_dir()
+                && p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with(&format!("postgresql-{major}-")))
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "no source tree of PostgreSQL {major} under {}: run scripts/pg-build {major}",
+                cache().join(format!("src/{major}")).display()
+            )
+        })
+        .join("src/test/regress");
+    let build = cache().join(format!("build/{major}/src/test/regress"));
+    assert!(
+        build.join("pg_regress").exists() && build.join("regress.so").exists(),
+        "no pg_regress or regress.so in {}: run scripts/pg-build {major} (it builds there)",
+        build.display()
+    );
+    (src, build)
+}
+
+/// A directory for one `pg_regress` run, owned by the server's user (the
+/// server writes into `results/` and reads `data/`): the sources' `sql`,
+/// `expected`, `data`, schedule and resultmap, the build's `pg_regress`
+/// and its loadable modules; `pg_regress` runs there as that user.
+/// Returns it and the schedule to run.
+fn workdir(major: u32, name: &str) -> (PathBuf, String) {
+    let (src, build) = regress_trees(major);
+    let w = std::env::temp_dir().join(format!("pgdbg-regress-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&w);
+    std::fs::create_dir_all(&w).unwrap();
+    let mut cp = Command::new("cp");
+    cp.arg("-r");
+    for d in [
+        "sql",
+        "expected",
+        "data",
+        "input",
+        "output",
+        "parallel_schedule",
+        "resultmap",
+    ] {
+        if src.join(d).exists() {
+            cp.arg(src.join(d));
+        }
+    }
+    for f in std::fs::read_dir(&build).unwrap().flatten() {
+        let p = f.path();
+        if p.file_name() == Some("pg_regress".as_ref()) || p.extension().is_some_and(|e| e == "so")
+        {
+            cp.arg(p);
+        }
+    }
+    let st = cp.arg(&w).status().expect("run cp");
+    assert!(st.success(), "copy the regression suite to {}", w.display());
+    let st = Command::new("chown")
+        .args(["-R", "pgdbg"])
+        .arg(&w)
+        .status()
+        .expect("run chown");
+    assert!(st.success(), "chown pgdbg {}", w.display());
+    let schedule = if full() {
+        "parallel_schedule".to_string()
+    } else {
+        let all = std::fs::read_to_string(w.join("parallel_schedule")).unwrap();
+        let mut lines = Vec::new();
+        let mut n = 0;
+        for l in all.lines().filter(|l| l.starts_with("test:")) {
+            if n >= SUBSET_TESTS {
+                break;
+            }
+            n += l.split_whitespace().count() - 1;
+            lines.push(l);
+        }
+        std::fs::write(w.join("subset_schedule"), lines.join("\n") + "\n").unwrap();
+        "subset_schedule".to_string()
+    };
+    (w, schedule)
+}
+
+/// How many tests a schedule names.
+fn tests_in(w: &Path, schedule: &str) -> usize {
+    std::fs::read_to_string(w.join(schedule))
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("test:"))
+        .map(|l| l.split_whitespace().count() - 1)
+        .sum()
+}
+
+/// `pg_regress` as `make installcheck` runs it (one test at a time:
+/// `--max-connections=1`), against the test cluster, as the server's
+/// user; its output, whether it passed, and how long it took.
+fn pg_regress(cl: &Cluster, major: u32, w: &Path, schedule: &str) -> (String, bool, Duration) {
+    let mut cmd = Command::new("runuser");
+    cmd.args(["-u", "pgdbg", "--", "./pg_regress"])
+        .args(["--inputdir=.", "--outputdir=.", "--dlpath=."])
+        .arg(format!(
+            "--bindir={}",
+            pg_prefix(major).join("bin").display()
+        ))
+        .arg(format!("--host={}", cl.dir.display()))
+        .args(["--port=5432", "--user=postgres"])
+        .args(["--max-concurrent-tests=20", "--max-connections=1"])
+        .arg(format!("--schedule={schedule}"));
+    if major >= 16 {
+        cmd.arg("--expecteddir=.");
+    }
+    for v in [
+        "PGHOST",
+        "PGPORT",
+        "PGUSER",
+        "PGDATABASE",
+        "PGOPTIONS",
+        "PGSERVICE",
+    ] {
+        cmd.env_remove(v);
+    }
+    let t0 = Instant::now();
+    let o = cmd
+        .current_dir(w)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run pg_regress");
+    let took = t0.elapsed();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let n = tests_in(w, schedule);
+    // 15: " All 217 tests passed. ", 18: "# All 231 tests passed."
+    let passed = o.status.success() && text.contains(&format!("All {n} tests passed"));
+    (text, passed, took)
+}
+
+/// The PIDs of the client backends whose connections the server logged
+/// in `log` ("connection authorized", log_line_prefix '%m [%p] ').
+fn connections(log: &str) -> Vec<i32> {
+    log.lines()
+        .filter(|l| l.contains("LOG:  connection authorized:"))
+        .map(|l| {
+            l.split_once(" [")
+                .and_then(|(_, r)| r.split_once(']'))
+                .and_then(|(p, _)| p.parse().ok())
+                .unwrap_or_else(|| panic!("no [PID] in the log line {l:?}"))
+        })
+        .collect()
+}
+
+fn children(pid: i32) -> Vec<i32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect()
+}
+
+fn server_log_since(cl: &Cluster, from: usize) -> String {
+    let all = std::fs::read(cl.dir.join("postmaster.log")).unwrap_or_default();
+    String::from_utf8_lossy(&all[from.min(all.len())..]).into_owned()
+}
+
+fn log_len(cl: &Cluster) -> usize {
+    std::fs::metadata(cl.dir.join("postmaster.log"))
+        .map(|m| m.len() as usize)
+        .unwrap_or(0)
+}
+
+/// The suite once under `pgdbg attach --cluster` with the script `mode`.
+fn regress_under(major: u32, mode: &str) {
+    let script_line = MODES.iter().find(|(m, _)| *m == mode).unwrap().1;
+    let name = format!("{major}-{mode}");
+    let (w, schedule) = workdir(major, &name);
+    let cl = Cluster::start_with(major, &["log_connections=on"]);
+    let script = write_script(&format!("regress-{name}"), &[script_line]);
+    let cap = w.join("capture.jsonl");
+    let out = w.join("pgdbg.out");
+    let err = w.join("pgdbg.err");
+    let mut p = Command::new(pgdbg_bin())
+        .args(["attach", "--cluster", cl.dir.to_str().unwrap()])
+        .args(["--script", script.to_str().unwrap(), "--for", "3600s"])
+        .arg("--capture")
+        .arg(&cap)
+        .env_remove("DEBUGINFOD_URLS")
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .expect("spawn pgdbg");
+    let sup = p.id() as i32;
+    let read = |f: &Path| std::fs::read_to_string(f).unwrap_or_default();
+    wait_until("pgdbg's banner", Duration::from_secs(60), || {
+        read(&err).contains("running the script") || matches!(p.try_wait(), Ok(Some(_)))
+    });
+    let banner = read(&err);
+    assert!(
+        banner.contains("running the script"),
+        "pgdbg ended first: {banner}"
+    );
+    assert!(
+        !banner.contains("looked for every 100 ms"),
+        "process events refused here: {banner}"
+    );
+    spares_ready(sup);
+    let from = log_len(&cl);
+    let (regress, passed, took) = pg_regress(&cl, major, &w, &schedule);
+    let log = server_log_since(&cl, from);
+    // SAFETY: kill(2) of our own child
+    unsafe { libc::kill(sup, libc::SIGINT) };
+    let t0 = Instant::now();
+    let code = loop {
+        if let Some(st) = p.try_wait().unwrap() {
+            break st.code().unwrap_or(-1);
+        }
+        if t0.elapsed() > Duration::from_secs(180) {
+            let _ = p.kill();
+            panic!("pgdbg did not end within 180 s of SIGINT: {}", read(&err));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let stderr = read(&err);
+    // kept with the run's files when a check fails
+    let _ = std::fs::write(w.join("postmaster.log"), &log);
+    let conns = connections(&log);
+    let attached: BTreeSet<i32> = read_events(&cap, "attach")
+        .iter()
+        .filter_map(|e| e["pid"].as_i64().map(|p| p as i32))
+        .collect();
+    let at_fork: Option<usize> = stderr.lines().find_map(|l| {
+        l.strip_prefix("pgdbg: ")?
+            .split_once(" new backend")
+            .filter(|(_, r)| {
+                r.starts_with(" attached at their fork")
+                    || r.starts_with("s attached at their fork")
+            })
+            .and_then(|(n, _)| n.parse().ok())
+    });
+    // pgdbg's own lines (not a backend's), e.g. a process found by
+    // looking that ended first
+    for l in stderr
+        .lines()
+        .filter(|l| !l.contains("its capture ends here"))
+    {
+        eprintln!("  {l}");
+    }
+    eprintln!(
+        "regress {major} {mode}: {schedule}, {} tests, {:.1} s under pgdbg; {} connections in the log, {} backends attached, {:?} at their fork; pgdbg exit {code}",
+        tests_in(&w, &schedule),
+        took.as_secs_f64(),
+        conns.len(),
+        attached.len(),
+        at_fork
+    );
+    let tail = |s: &str| {
+        s.lines()
+            .rev()
+            .take(40)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert!(
+        passed,
+        "pg_regress under pgdbg ({mode}) did not pass as without it:\n{}\n{}",
+        tail(&regress),
+        std::fs::read_to_string(w.join("regression.diffs")).unwrap_or_default()
+    );
+    cl.assert_no_crash();
+    assert!(
+        !log.contains("terminated by signal"),
+        "a backend died of a signal:\n{log}"
+    );
+    let unique: BTreeSet<i32> = conns.iter().copied().collect();
+    assert_eq!(
+        unique.len(),
+        conns.len(),
+        "a PID of two connections (reused during the run): the log cannot tell which was attached"
+    );
+    assert!(
+        conns.len() > tests_in(&w, &schedule),
+        "too few connections logged:\n{log}"
+    );
+    // every client backend of the run has an attach event, and nothing
+    // else was attached ...
+    let never: Vec<i32> = conns
+        .iter()
+        .copied()
+        .filter(|p| !attached.contains(p))
+        .collect();
+    assert!(
+        never.is_empty(),
+        "{} of {} backends of the run never attached: {never:?}\n{stderr}",
+        never.len(),
+        conns.len()
+    );
+    let other: Vec<&i32> = attached.difference(&unique).collect();
+    assert!(
+        other.is_empty(),
+        "attached, not a connection of the run: {other:?}"
+    );
+    // ... and as many were taken at their fork, stopped before their
+    // first command until the script was armed: all of them (none found
+    // by looking after the fact, none reached only after its startup)
+    assert_eq!(
+        at_fork,
+        Some(conns.len()),
+        "not every backend of the run attached at its fork:\n{stderr}"
+    );
+    // (not checked: "N ended before pgdbg could attach": a child of the
+    // postmaster found by looking, still with the postmaster's title, gone
+    // by the time its worker started: none of the run's connections, each
+    // of which is checked above to have been attached)
+    for bad in [
+        "after their startup",
+        "fork events were lost",
+        "failed after attaching",
+        "failed to attach",
+    ] {
+        assert!(!stderr.contains(bad), "pgdbg said {bad:?}:\n{stderr}");
+    }
+    assert!(code == 0 || code == 130, "pgdbg exit {code}:\n{stderr}");
+    // nothing of the cluster left traced or stopped
+    for pid in children(cl.postmaster_pid) {
+        assert_eq!(tracer_pid(pid), 0, "process {pid} left traced");
+        assert!(
+            !proc_state(pid).starts_with('T') && !proc_state(pid).starts_with('t'),
+            "process {pid} left stopped"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&w);
+}
+
+/// PGDBG_REGRESS_FULL only: the whole suite without pgdbg, for its time.
+fn regress_alone(major: u32) {
+    if !full() {
+        eprintln!(
+            "PGDBG_REGRESS_FULL unset: the run without pgdbg is only timed with the full suite"
+        );
+        return;
+    }
+    let (w, schedule) = workdir(major, &format!("{major}-alone"));
+    let cl = Cluster::start_with(major, &["log_connections=on"]);
+    let from = log_len(&cl);
+    let (regress, passed, took) = pg_regress(&cl, major, &w, &schedule);
+    let conns = connections(&server_log_since(&cl, from)).len();
+    eprintln!(
+        "regress {major} without pgdbg: {schedule}, {} tests, {:.1} s, {conns} connections in the log",
+        tests_in(&w, &schedule),
+        took.as_secs_f64()
+    );
+    assert!(passed, "pg_regress fails without pgdbg:\n{regress}");
+    let _ = std::fs::remove_dir_all(&w);
+}
+
+#[test]
+fn regress_15_alone() {
+    regress_alone(15);
+}
+
+#[test]
+fn regress_18_alone() {
+    regress_alone(18);
+}
+
+#[test]
+fn regress_15_count() {
+    regress_under(15, "count");
+}
+
+#[test]
+fn regress_15_waits_trace() {
+    regress_under(15, "waits");
+}
+
+#[test]
+fn regress_15_plancache() {
+    regress_under(15, "plancache");
+}
+
+#[test]
+fn regress_18_count() {
+    regress_under(18, "count");
+}
+
+#[test]
+fn regress_18_waits_trace() {
+    regress_under(18, "waits");
+}
+
+#[test]
+fn regress_18_plancache() {
+    regress_under(18, "plancache");
+}

@@ -393,8 +393,11 @@ pub fn supervise(
                 fork_times.push(d);
             }
             if st.code() == Some(crate::attach::NOT_ATTACHED_EXIT) {
-                // the worker said why; a backend gone now had ended first
-                if crate::inferior::procfs::exists(pid) {
+                // the worker said why; a backend gone now, or a zombie
+                // its parent has not reaped yet, had ended first
+                if crate::inferior::procfs::exists(pid)
+                    && crate::inferior::procfs::state(pid) != Some('Z')
+                {
                     not_attached += 1;
                 } else {
                     ended_first += 1;
@@ -438,9 +441,16 @@ pub fn supervise(
                 crate::errln!("pgdbg: the postmaster {pm} is gone");
                 stopping = true;
             }
+            let pm_title = crate::inferior::procfs::cmdline(pm);
             for b in cluster::backends(pm) {
                 // a spare's: it says so (above) once it has armed the script
                 if traced_by_spare(b.pid, &spares) {
+                    continue;
+                }
+                // a child still under the postmaster's title has not said
+                // what it is yet (an autovacuum or parallel worker just
+                // forked looks like a client backend): the next look decides
+                if crate::inferior::procfs::cmdline(b.pid) == pm_title {
                     continue;
                 }
                 if !seen.contains(&b.pid) && is_client_backend(b.pid) {

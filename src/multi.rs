@@ -117,6 +117,11 @@ pub fn supervise(
     }
     if let Some(pm) = postmaster {
         let mut found = cluster::backends(pm);
+        // a child still under the postmaster's title has not said what it
+        // is yet (an autovacuum or parallel worker just forked looks like
+        // a client backend): the first look after the start decides
+        let pm_title = crate::inferior::procfs::cmdline(pm);
+        found.retain(|b| crate::inferior::procfs::cmdline(b.pid) != pm_title);
         if matches!(
             mode,
             Mode::Once {

@@ -52,7 +52,15 @@ pub fn check_target(pid: i32, any_process: bool) -> Result<ProcessKind> {
         // a process that ended, became a zombie, ran another program or
         // whose PID was taken since it was looked at: said as such, not
         // blamed on permissions
-        if let Some(what) = vanished(pid, &st.name, started) {
+        // (a process in its exit loses its exe link before it becomes a
+        // zombie: a moment later it says so)
+        let mut what = vanished(pid, &st.name, started);
+        let t0 = std::time::Instant::now();
+        while what.is_none() && t0.elapsed() < std::time::Duration::from_millis(200) {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            what = vanished(pid, &st.name, started);
+        }
+        if let Some(what) = what {
             bail!("{what}");
         }
         // a process whose name is not postgres is not a backend, readable

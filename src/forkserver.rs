@@ -351,6 +351,11 @@ impl ForkServer {
         send(self.sock.as_raw_fd(), &req, &fds)?;
         let until = Instant::now() + Duration::from_secs(10);
         while Instant::now() < until {
+            // (a frozen server must not keep the supervisor from passing
+            // Ctrl-C or SIGTERM on to its workers)
+            if crate::runtime::must_stop() || crate::runtime::sigint_seen() {
+                bail!("told to stop while the fork server forked");
+            }
             if !poll_in(self.sock.as_raw_fd(), Duration::from_millis(100)) {
                 continue;
             }
@@ -380,17 +385,23 @@ impl ForkServer {
     }
 
     /// The exit status of a child of the server, once it ended.  A child
-    /// whose server ended first (it was killed) is judged by /proc: gone,
-    /// or a zombie of another parent, is ended (status unknown: 1).
+    /// whose server ended first (it was killed: its children, told by
+    /// their parent-death signal, restore their backends and end) is
+    /// judged by /proc once it is gone or a zombie (status unknown: 1),
+    /// not while it still detaches.
     fn status_of(&self, pid: i32) -> Option<ExitStatus> {
         self.pump();
         if let Some(st) = self.exits.borrow_mut().remove(&pid) {
             return Some(ExitStatus::from_raw(st));
         }
-        let gone = self.gone.get() || matches!(self.child.borrow_mut().try_wait(), Ok(Some(_)));
-        let zombie_or_none = crate::inferior::procfs::status(pid)
-            .map_or(true, |s| s.state.starts_with('Z') || s.ppid != self.pid());
-        (gone && zombie_or_none).then(|| ExitStatus::from_raw(1 << 8))
+        (self.ended() && ended(pid)).then(|| ExitStatus::from_raw(1 << 8))
+    }
+
+    /// The server has ended (reaped here, or its socket closed).
+    pub fn ended(&self) -> bool {
+        // (reaped first: a killed server is no zombie of ours for long)
+        let reaped = matches!(self.child.borrow_mut().try_wait(), Ok(Some(_)));
+        reaped || self.gone.get()
     }
 
     /// End it: no more forks; it ends once its children have (at most
@@ -431,6 +442,12 @@ pub enum Proc {
 }
 
 impl Proc {
+    /// Forked by a fork server that has ended since (its children end
+    /// with it: not a failure of theirs).
+    pub fn orphaned(&self) -> bool {
+        matches!(self, Proc::Forked { server, .. } if server.ended())
+    }
+
     pub fn id(&self) -> u32 {
         match self {
             Proc::Exec(c) => c.id(),
@@ -458,13 +475,27 @@ impl Proc {
         if let Proc::Exec(c) = self {
             return c.wait();
         }
+        // a child gone from /proc whose status the server does not report
+        // (a frozen server) is taken as ended after a second
+        let mut gone_since: Option<Instant> = None;
         loop {
             if let Some(st) = self.try_wait()? {
                 return Ok(st);
             }
+            if ended(self.id() as i32) {
+                let t = *gone_since.get_or_insert_with(Instant::now);
+                if t.elapsed() > Duration::from_secs(1) {
+                    return Ok(ExitStatus::from_raw(1 << 8));
+                }
+            }
             std::thread::sleep(Duration::from_millis(2));
         }
     }
+}
+
+/// Process `pid` has ended: gone, or a zombie.
+fn ended(pid: i32) -> bool {
+    crate::inferior::procfs::status(pid).map_or(true, |s| s.state.starts_with('Z'))
 }
 
 /// A pipe as (read end, write end), both close-on-exec.

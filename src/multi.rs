@@ -296,7 +296,13 @@ pub fn supervise(
                     for t in sp.threads.drain(..) {
                         let _ = t.join();
                     }
-                    if !stopping && spares_on {
+                    if sp.child.orphaned() {
+                        // its fork server ended (killed): executed spares
+                        // take over (start_spares)
+                        crate::inferior::log::debug(
+                            "a worker started ahead ended with its fork server",
+                        );
+                    } else if !stopping && spares_on {
                         spare_failures += 1;
                         crate::errln!(
                             "pgdbg: a worker started ahead ended ({}) before it took a backend",
@@ -567,8 +573,14 @@ fn start_spares(
     server: Option<&Rc<ForkServer>>,
 ) {
     while spares.len() < want && *failures < 3 {
-        let sp = match server {
-            Some(s) => fork_spare(s, remaining),
+        // forked, else (no server, or it ended or refused) executed
+        let sp = match server.filter(|s| !s.ended()) {
+            Some(s) => fork_spare(s, remaining).or_else(|e| {
+                crate::inferior::log::debug(&format!(
+                    "the fork server did not fork a worker ({e:#}): one executed instead"
+                ));
+                spawn_spare(postmaster, opts, remaining)
+            }),
             None => spawn_spare(postmaster, opts, remaining),
         };
         match sp {

@@ -225,6 +225,58 @@ fn cluster_executed_spares_count_a_session_15() {
     executed_spares_count(15);
 }
 
+/// The fork server killed alone (SIGKILL, as the OOM killer might pick
+/// it): its spares end with it, executed spares take over without a
+/// failure said, and a new session is still counted from its first
+/// statement.
+fn fork_server_killed(major: u32) {
+    let cl = Cluster::start(major);
+    let out = temp(&format!("server-killed-{major}.out"));
+    let (mut p, err) = spawn_cluster(&cl, &format!("server-killed-{major}"), &[], Some(&out));
+    let sup = p.id() as i32;
+    spares_ready(sup);
+    let server = fork_server(sup).expect("a fork server");
+    // SAFETY: kill(2) of a process of our pgdbg
+    unsafe { libc::kill(server, libc::SIGKILL) };
+    wait_until(
+        "executed workers started ahead in place of the forked ones",
+        Duration::from_secs(60),
+        || {
+            fork_server(sup).is_none()
+                && spares_listening(sup) >= 3
+                && workers(sup).len() == spares_listening(sup)
+        },
+    );
+    let o = psql_c(&cl, "select pg_backend_pid()")
+        .output()
+        .expect("run psql");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let pid: i32 = String::from_utf8_lossy(&o.stdout).trim().parse().unwrap();
+    // SAFETY: kill(2) of our own child
+    unsafe { libc::kill(sup, libc::SIGINT) };
+    wait_end(&mut p, &err);
+    let text = std::fs::read_to_string(&out).unwrap_or_default();
+    let counted = format!("[{pid}] standard_ExecutorStart          1");
+    assert!(text.contains(&counted), "no '{counted}' in:\n{text}");
+    wait_until(
+        "the count of backends attached at their fork",
+        Duration::from_secs(10),
+        || {
+            err.lock()
+                .unwrap()
+                .contains("1 new backend attached at their fork")
+        },
+    );
+    let e = err.lock().unwrap().clone();
+    assert!(!e.contains("ended (") && !e.contains("error"), "{e}");
+    no_backend_traced(&cl);
+}
+
+#[test]
+fn cluster_fork_server_killed_alone_15() {
+    fork_server_killed(15);
+}
+
 /// `pgdbg attach --cluster` with every new backend kept stopped 120 s
 /// after its fork (PGDBG_HOLD_NEW_MS, for tests), its standard error
 /// collected by a thread.

@@ -233,11 +233,13 @@ pub fn parse_backtrace(rest: &str) -> Result<Option<usize>> {
     num_arg(rest.trim_start_matches("full").trim(), "backtrace")
 }
 
-/// `frame`, `up` or `down`: a command that selects another frame (a
-/// `commands` block's later expressions are not in the breakpoint's
-/// function then).
+/// `frame`, `up`, `down` or `frame function`: a command that selects
+/// another frame (a `commands` block's later expressions are not in the
+/// breakpoint's function then).
 pub fn selects_frame(cmd: &Command) -> bool {
-    [&FRAME, &UP, &DOWN].into_iter().any(|e| cmd.is(e))
+    [&FRAME, &UP, &DOWN, &FRAME_FUNCTION]
+        .into_iter()
+        .any(|e| cmd.is(e))
 }
 
 pub static FRAME: Entry = Entry {

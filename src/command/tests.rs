@@ -511,3 +511,15 @@ fn info_functions_checks_its_regex_when_parsed() {
     );
     assert_eq!(e.lines().count(), 1, "{e}");
 }
+
+/// The commands after which a `commands` block's expressions are no
+/// longer in the breakpoint's function (script.rs checks them so).
+#[test]
+fn commands_that_select_another_frame() {
+    for l in ["frame 1", "up", "down 2", "frame function PostgresMain"] {
+        assert!(selects_frame(&parse(l).unwrap()), "{l}");
+    }
+    for l in ["bt", "print x", "info frame"] {
+        assert!(!selects_frame(&parse(l).unwrap()), "{l}");
+    }
+}

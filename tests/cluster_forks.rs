@@ -178,6 +178,37 @@ fn cluster_says_backends_reached_after_their_startup_18() {
     late_spare_said(18);
 }
 
+/// One `psql -c` session under the `--cluster` count `p` (its output in
+/// `out`), then Ctrl-C: the session's statement counted, and the backend
+/// counted as attached at its fork.
+fn one_session_counted(
+    cl: &Cluster,
+    p: &mut std::process::Child,
+    err: &std::sync::Mutex<String>,
+    out: &std::path::Path,
+) {
+    let o = psql_c(cl, "select pg_backend_pid()")
+        .output()
+        .expect("run psql");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let pid: i32 = String::from_utf8_lossy(&o.stdout).trim().parse().unwrap();
+    // SAFETY: kill(2) of our own child
+    unsafe { libc::kill(p.id() as i32, libc::SIGINT) };
+    wait_end(p, err);
+    let text = std::fs::read_to_string(out).unwrap_or_default();
+    let counted = format!("[{pid}] standard_ExecutorStart          1");
+    assert!(text.contains(&counted), "no '{counted}' in:\n{text}");
+    wait_until(
+        "the count of backends attached at their fork",
+        Duration::from_secs(10),
+        || {
+            err.lock()
+                .unwrap()
+                .contains("1 new backend attached at their fork")
+        },
+    );
+}
+
 /// Without the fork server (PGDBG_NO_FORK_SERVER, for tests: as when it
 /// cannot start), the workers started ahead are executed one by one, and
 /// a short session is counted from its first statement all the same.
@@ -197,26 +228,7 @@ fn executed_spares_count(major: u32) {
         None,
         "a fork server despite PGDBG_NO_FORK_SERVER"
     );
-    let o = psql_c(&cl, "select pg_backend_pid()")
-        .output()
-        .expect("run psql");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let pid: i32 = String::from_utf8_lossy(&o.stdout).trim().parse().unwrap();
-    // SAFETY: kill(2) of our own child
-    unsafe { libc::kill(sup, libc::SIGINT) };
-    wait_end(&mut p, &err);
-    let text = std::fs::read_to_string(&out).unwrap_or_default();
-    let counted = format!("[{pid}] standard_ExecutorStart          1");
-    assert!(text.contains(&counted), "no '{counted}' in:\n{text}");
-    wait_until(
-        "the count of backends attached at their fork",
-        Duration::from_secs(10),
-        || {
-            err.lock()
-                .unwrap()
-                .contains("1 new backend attached at their fork")
-        },
-    );
+    one_session_counted(&cl, &mut p, &err, &out);
     no_backend_traced(&cl);
 }
 
@@ -247,26 +259,7 @@ fn fork_server_killed(major: u32) {
                 && workers(sup).len() == spares_listening(sup)
         },
     );
-    let o = psql_c(&cl, "select pg_backend_pid()")
-        .output()
-        .expect("run psql");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let pid: i32 = String::from_utf8_lossy(&o.stdout).trim().parse().unwrap();
-    // SAFETY: kill(2) of our own child
-    unsafe { libc::kill(sup, libc::SIGINT) };
-    wait_end(&mut p, &err);
-    let text = std::fs::read_to_string(&out).unwrap_or_default();
-    let counted = format!("[{pid}] standard_ExecutorStart          1");
-    assert!(text.contains(&counted), "no '{counted}' in:\n{text}");
-    wait_until(
-        "the count of backends attached at their fork",
-        Duration::from_secs(10),
-        || {
-            err.lock()
-                .unwrap()
-                .contains("1 new backend attached at their fork")
-        },
-    );
+    one_session_counted(&cl, &mut p, &err, &out);
     let e = err.lock().unwrap().clone();
     assert!(!e.contains("ended (") && !e.contains("error"), "{e}");
     no_backend_traced(&cl);

@@ -117,11 +117,6 @@ pub fn supervise(
     }
     if let Some(pm) = postmaster {
         let mut found = cluster::backends(pm);
-        // a child still under the postmaster's title has not said what it
-        // is yet (an autovacuum or parallel worker just forked looks like
-        // a client backend): the first look after the start decides
-        let pm_title = crate::inferior::procfs::cmdline(pm);
-        found.retain(|b| crate::inferior::procfs::cmdline(b.pid) != pm_title);
         if matches!(
             mode,
             Mode::Once {
@@ -452,16 +447,9 @@ pub fn supervise(
                 crate::errln!("pgdbg: the postmaster {pm} is gone");
                 stopping = true;
             }
-            let pm_title = crate::inferior::procfs::cmdline(pm);
             for b in cluster::backends(pm) {
                 // a spare's: it says so (above) once it has armed the script
                 if traced_by_spare(b.pid, &spares) {
-                    continue;
-                }
-                // a child still under the postmaster's title has not said
-                // what it is yet (an autovacuum or parallel worker just
-                // forked looks like a client backend): the next look decides
-                if crate::inferior::procfs::cmdline(b.pid) == pm_title {
                     continue;
                 }
                 if !seen.contains(&b.pid) && is_client_backend(b.pid) {

@@ -109,9 +109,16 @@ pub fn postmasters() -> Vec<i32> {
 }
 
 /// The client backends of a postmaster, by PID.
+///
+/// A child still under the postmaster's title has not said what it is
+/// yet (an autovacuum or parallel worker just forked looks like a client
+/// backend, its title read as user, database and client): left out, the
+/// next look decides.
 pub fn backends(postmaster: i32) -> Vec<Backend> {
+    let pm_title = procfs::cmdline(postmaster);
     procfs::children_of(postmaster)
         .into_iter()
+        .filter(|&pid| procfs::cmdline(pid) != pm_title)
         .filter_map(|pid| match classify(pid) {
             Ok(ProcessKind::ClientBackend { title }) => parse_title(pid, &title),
             _ => None,

@@ -365,6 +365,23 @@ fn call_in_flight_repairs_itself(major: u32) {
         42,
         "the session answers after kill -CONT"
     );
+    // the words the call series changed are back (InterruptHoldoffCount
+    // above all: still raised, no interrupt would ever be served): a
+    // statement timeout fires, before any ERROR has reset the counters
+    let t = std::time::Instant::now();
+    let r =
+        a.c.as_mut()
+            .unwrap()
+            .batch_execute("set statement_timeout = '300ms'; select pg_sleep(5)");
+    let took = t.elapsed();
+    assert!(
+        r.as_ref()
+            .err()
+            .is_some_and(|e| format!("{e:?}").contains("statement timeout"))
+            && took < Duration::from_secs(3),
+        "after the self-repair a statement timeout must fire: {r:?} after {took:?}"
+    );
+    a.exec("set statement_timeout = 0");
     // an ERROR in the session (pg_re_throw, where the call had an int3)
     // is reported and the session goes on
     assert!(a.c.as_mut().unwrap().batch_execute("select 1/0").is_err());

@@ -1270,7 +1270,18 @@ fn run_together(major: u32, how: Together) {
         .is_some()
         .then(|| Load::start(&cl));
     let mut table = Vec::new();
+    // PGDBG_SOAK_MODES: only the modes whose name starts with one of
+    // these comma-separated words (scripts/soak-kill9 --only)
+    let only: Vec<String> = std::env::var("PGDBG_SOAK_MODES")
+        .unwrap_or_default()
+        .split(',')
+        .filter(|w| !w.is_empty())
+        .map(str::to_string)
+        .collect();
     for m in TOGETHER_MODES {
+        if !only.is_empty() && !only.iter().any(|w| m.name().starts_with(w.as_str())) {
+            continue;
+        }
         table.push((m, soak_together(&cl, m, n, &mut rng, how)));
         if let Some(l) = load.as_mut() {
             // still 4 clients (a crash would have ended them)

@@ -13,10 +13,10 @@
 //!   data page the registers to put back (in `ucontext` order, as the
 //!   backend would resume with them: see `as_resumed`), the saved XSAVE
 //!   image, the call's int3s (its return address, then its error traps) and
-//!   zeroes the data-word slots; the series writes the data words it
-//!   changes (`note_data_word`) and what the error trap needs
-//!   (`note_call_error_repair`); then `MARK` = the return address: a call
-//!   is in flight.  `SP` (the call's return-address slot) is written before
+//!   zeroes the data-word slots (once per series, at its start); the series
+//!   writes the data words it changes (`note_data_word`) and what the error
+//!   trap needs (`note_call_error_repair`); then `MARK` = the return
+//!   address: a call is in flight.  `SP` (the call's return-address slot) is written before
 //!   the first call's registers.
 //! * the handler, at an int3 at the return address with `rsp` = `SP` + 8
 //!   (the call's own return, never the backend's code): puts the data words
@@ -446,7 +446,7 @@ impl Target {
         let Some(base) = self.repair_page() else {
             return;
         };
-        if self.trap_repair_off || self.trap_repair_mark == ret {
+        if self.trap_repair_off || self.trap_repair_data_off || self.trap_repair_mark == ret {
             return;
         }
         if self.write(base + MARK, &ret.to_le_bytes()).is_ok() {
@@ -496,18 +496,21 @@ impl Target {
         let Some(base) = self.repair_page() else {
             return;
         };
+        if self.trap_repair_data_off {
+            return;
+        }
         let n = orig.len().min(8);
         let mut b = [0u8; 8];
         b[..n].copy_from_slice(&orig[..n]);
         let slot = match self.trap_repair_data.iter().position(|a| *a == addr) {
             Some(s) => s,
-            None if (self.trap_repair_data.len() as u64) < DATA_SLOTS => {
+            None if (self.trap_repair_data.len() as u64) < DATA_SLOTS && orig.len() <= 8 => {
                 self.trap_repair_data.push(addr);
                 self.trap_repair_data.len() - 1
             }
             None => {
                 // not put back by the handler: no repair rather than half a one
-                self.trap_repair_off = true;
+                self.repair_data_incomplete();
                 return;
             }
         };
@@ -518,18 +521,43 @@ impl Target {
                 .is_ok()
             && self.write(at, &(addr + 1).to_le_bytes()).is_ok();
         if !ok {
-            self.trap_repair_off = true;
+            self.repair_data_incomplete();
+        }
+    }
+
+    /// The page's slots do not hold every data word the series changes:
+    /// neither handler puts a part of them back (no call repair; the
+    /// SIGCONT handler, seeing `NOT_OWN` bit 2, stops the backend again
+    /// for `pgdbg rescue`, which has them all from the guardian's table).
+    fn repair_data_incomplete(&mut self) {
+        self.trap_repair_data_off = true;
+        if let Err(e) = self.note_release_not_own(4, true)
+            && let Err(e) = self.disarm_self_release(e)
+        {
+            super::log::debug(&format!("{e:#}"));
         }
     }
 
     /// The data words are back: their slots emptied.
+    /// Slots left set while the backend runs on would have the SIGCONT
+    /// handler put back old values one day: if they cannot be emptied,
+    /// the backend no longer releases itself.
     pub(super) fn forget_repair_data_words(&mut self) {
-        if self.trap_repair_data.is_empty() {
-            return;
+        if !self.trap_repair_data.is_empty() {
+            self.trap_repair_data.clear();
+            if let Some(base) = self.repair_page()
+                && let Err(e) = self.write(base + DATAW, &vec![0u8; DATA_SLOTS as usize * 24])
+                && let Err(e) = self.disarm_self_release(e)
+            {
+                super::log::debug(&format!("data words' slots not emptied: {e:#}"));
+            }
         }
-        self.trap_repair_data.clear();
-        if let Some(base) = self.repair_page() {
-            let _ = self.write(base + DATAW, &vec![0u8; DATA_SLOTS as usize * 24]);
+        // (after the slots: a part of them is never put back)
+        if self.trap_repair_data_off {
+            self.trap_repair_data_off = false;
+            if let Err(e) = self.note_release_not_own(4, false) {
+                super::log::debug(&format!("{e:#}"));
+            }
         }
     }
 

@@ -82,6 +82,10 @@ pub struct Target {
     /// The deferred signals a caller took (`take_pending_signals`) and has
     /// not given back: held back all the same (a mask, bit N-1 for N).
     taken_signals: u64,
+    /// A pass-through signal taken at its signal-delivery stop and not yet
+    /// handed back to the kernel by the resume (a mask): waitpid cleared
+    /// the kernel's copy, so it is recorded as held back until then.
+    delivering: u64,
     /// A fault signal reported to the user, delivered on the next resume.
     pending_fault: Option<Signal>,
     /// Signals are held back, not delivered, until this is cleared (the
@@ -146,6 +150,9 @@ pub struct Target {
     trap_repair_mark: u64,
     trap_repair_sp: u64,
     trap_repair_data: Vec<u64>,
+    /// The series' data words are not all in the page's slots (more than
+    /// it holds, or a write failed): the handler must not put back a part.
+    trap_repair_data_off: bool,
     /// The return address of the call series in flight.
     trap_repair_ret: u64,
     /// Whether pgdbg holds the process in a group stop (hold.rs).
@@ -204,6 +211,7 @@ impl Target {
             inserted: BTreeMap::new(),
             deferred: VecDeque::new(),
             taken_signals: 0,
+            delivering: 0,
             pending_fault: None,
             holding_signals: false,
             signal_word: None,
@@ -231,6 +239,7 @@ impl Target {
             trap: None,
             trap_refused: false,
             trap_repair_off: false,
+            trap_repair_data_off: false,
             trap_repair_mark: 0,
             trap_repair_sp: 0,
             trap_repair_data: Vec::new(),
@@ -693,11 +702,11 @@ impl Target {
     /// (the guardian's record) until they are sent.
     fn held_signal_mask(&self) -> u64 {
         let before = self.signal_word.as_ref().map_or(0, |w| w.before);
-        signal_mask(&self.deferred) | self.taken_signals | before
+        signal_mask(&self.deferred) | self.taken_signals | self.delivering | before
     }
 
     fn note_held_signals(&mut self) {
-        let mask = signal_mask(&self.deferred) | self.taken_signals;
+        let mask = signal_mask(&self.deferred) | self.taken_signals | self.delivering;
         // the handler's page first (selfrelease.rs: never released
         // without them); if that fails, the pipe no longer releases the
         // backend at all (a signal already held cannot be refused)

@@ -29,13 +29,24 @@
 //!   a trap pgdbg had not rewound (the kernel dropped its SIGTRAP).  `rip`
 //!   goes back onto the int3, which traps again, untraced, into the SIGTRAP
 //!   handler (it restores the byte, or repairs a call);
-//! * `rip` in an injected system call's code at AT_ENTRY, or data words
-//!   changed around calls (callrepair.rs) with no call record (between the
-//!   calls of a series) or a call neither running nor at its return trap:
-//!   it stops the backend again (SIGSTOP to itself), the state it was left
-//!   in before (`pgdbg rescue` repairs it); a call the SIGTRAP handler has
-//!   repaired (its trap may be taken before the SIGCONT) put them back;
-//! * anything else: it returns, the backend runs on.
+//! * `rip` in an injected system call's code at AT_ENTRY, registers not
+//!   the backend's own other than a call's (`NOT_OWN`: a system call, or a
+//!   record of data words that is not whole), or data words changed
+//!   around calls (callrepair.rs) with a call record whose call is neither
+//!   running nor at its return trap: it stops the backend again (SIGSTOP
+//!   to itself), the state it was left in before (`pgdbg rescue` repairs
+//!   it); a call the SIGTRAP handler has repaired (its trap may be taken
+//!   before the SIGCONT) put them back;
+//! * data words changed with no call record (the registers are the
+//!   backend's own: before, between or after the calls of a series): it
+//!   puts them back from their slots, as pgdbg would have;
+//! * then, and in every other case, it returns and the backend runs on,
+//!   with the signals pgdbg held back for it (`SIGS`: during a call
+//!   series, at an event stop, or taken at their delivery stop and not
+//!   yet handed back) sent to itself first: a `statement_timeout`'s
+//!   SIGALRM still fires.  PostgreSQL's handlers only set flags, and a
+//!   call in flight has interrupts held off (`InterruptHoldoffCount`) until
+//!   its repair puts the counter back.
 //!
 //! While pgdbg or the guardian traces the backend the pipe has a writer,
 //! so no such signal comes; anyone else's SIGCONT they see is not
@@ -68,10 +79,13 @@ const ACT: u64 = 4096 + 0x848;
 pub(super) const RELEASED: u64 = 4096 + 0x868;
 /// Nonzero while the registers (or the xstate) are not the backend's own:
 /// bit 0 a call of pgdbg's in flight, bit 1 an injected system call;
-/// written before the guardian's record of them, cleared after it.
+/// written before the guardian's record of them, cleared after it.  Bit 2:
+/// the data words a call series changes are not all in the SIGTRAP
+/// handler's slots (callrepair.rs): none is put back by a handler.
 pub(super) const NOT_OWN: u64 = 4096 + 0x870;
 /// The signals pgdbg holds back for the backend (bit N-1 for signal N),
-/// as the guardian's record has them: the backend must not run without.
+/// as the guardian's record has them: the handler sends them before it
+/// lets the backend run on, and empties the word.
 pub(super) const SIGS: u64 = 4096 + 0x878;
 pub(super) const END: u64 = SIGS + 8;
 const _: () = assert!(ACT + 32 <= RELEASED && END <= 2 * 4096);
@@ -125,6 +139,8 @@ pub fn emit(base: u64, l: &Layout) -> Vec<u8> {
     const JNE: u8 = 0x85;
     const JBE: u8 = 0x86;
     const JA: u8 = 0x87;
+    const JB: u8 = 0x82;
+    const JAE: u8 = 0x83;
     let mut labels: Vec<(&'static str, usize)> = Vec::new();
     // disp32 from r11 = base + 4096 (the data page)
     let dp = |a: u64| (a - 4096) as u32;
@@ -142,11 +158,6 @@ pub fn emit(base: u64, l: &Layout) -> Vec<u8> {
     c.extend_from_slice(&[0x4c, 0x8b, 0x82]); // mov r8, [rdx+uc_rip]
     d32(&mut c, l.uc_rip);
     c.extend_from_slice(&[0x4d, 0x8d, 0x48, 0xff]); // lea r9, [r8-1]
-    // signals held back by pgdbg: not without them
-    c.extend_from_slice(&[0x49, 0x83, 0xbb]); // cmp qword [r11+SIGS], 0
-    d32(&mut c, dp(SIGS));
-    c.push(0);
-    jcc(&mut c, &mut jumps, JNE, "restop");
     // registers not the backend's own: only a call (bit 0, no system
     // call) running or at its return trap (MARK > 1, rsp at most its
     // return slot + 8) is repaired by the SIGTRAP handler, or was already
@@ -222,7 +233,7 @@ pub fn emit(base: u64, l: &Layout) -> Vec<u8> {
     labels.push(("rewind", c.len()));
     c.extend_from_slice(&[0x4c, 0x89, 0x8a]); // rewind: mov [rdx+uc_rip], r9
     d32(&mut c, l.uc_rip);
-    jmp(&mut c, &mut jumps, "go");
+    jmp(&mut c, &mut jumps, "data");
     // other: inside an injected system call (`syscall; int3` at
     // AT_ENTRY)?  A call's return int3 there, rewound, is not one
     labels.push(("other", c.len()));
@@ -259,7 +270,7 @@ pub fn emit(base: u64, l: &Layout) -> Vec<u8> {
     c.extend_from_slice(&[0x49, 0x8b, 0x83]); // changed: mov rax, [r11+mark]
     d32(&mut c, dp(l.mark));
     c.extend_from_slice(&[0x48, 0x85, 0xc0]); // test rax, rax
-    jcc(&mut c, &mut jumps, JE, "restop");
+    jcc(&mut c, &mut jumps, JE, "putback");
     c.extend_from_slice(&[0x48, 0x83, 0xf8, 0x01]); // cmp rax, 1
     jcc(&mut c, &mut jumps, JE, "go");
     c.extend_from_slice(&[0x48, 0x8b, 0x82]); // mov rax, [rdx+uc_rsp]
@@ -269,9 +280,72 @@ pub fn emit(base: u64, l: &Layout) -> Vec<u8> {
     d32(&mut c, dp(l.sp));
     jcc(&mut c, &mut jumps, JBE, "go");
     jmp(&mut c, &mut jumps, "restop");
-    // go: the backend runs on, counted (the records are old from now on)
+    // putback: no call record (before the first call of a series, between
+    // two, or after the last before pgdbg put them back itself; registers
+    // the backend's own, NOT_OWN 0): the words go back, byte by byte,
+    // each slot emptied after its word (slots of 1-8 bytes)
+    labels.push(("putback", c.len()));
+    c.extend_from_slice(&[0x49, 0x8d, 0x8b]); // putback: lea rcx, [r11+dataw]
+    d32(&mut c, dp(l.dataw));
+    c.extend_from_slice(&[0x41, 0xba]); // mov r10d, data_slots
+    d32(&mut c, l.data_slots);
+    labels.push(("pb_slot", c.len()));
+    c.extend_from_slice(&[0x48, 0x8b, 0x39]); // pb_slot: mov rdi, [rcx]   address + 1
+    c.extend_from_slice(&[0x48, 0x85, 0xff]); // test rdi, rdi
+    jcc(&mut c, &mut jumps, JE, "pb_next");
+    c.extend_from_slice(&[0x48, 0xff, 0xcf]); // dec rdi
+    c.extend_from_slice(&[0x48, 0x8b, 0x71, 0x08]); // mov rsi, [rcx+8]   length
+    c.extend_from_slice(&[0x48, 0x8b, 0x41, 0x10]); // mov rax, [rcx+16]  value
+    c.extend_from_slice(&[0x48, 0x85, 0xf6]); // test rsi, rsi
+    jcc(&mut c, &mut jumps, JE, "pb_next");
+    c.extend_from_slice(&[0x48, 0x83, 0xfe, 0x08]); // cmp rsi, 8
+    jcc(&mut c, &mut jumps, JA, "pb_next");
+    labels.push(("pb_byte", c.len()));
+    c.extend_from_slice(&[0x88, 0x07]); // pb_byte: mov [rdi], al
+    c.extend_from_slice(&[0x48, 0xff, 0xc7]); // inc rdi
+    c.extend_from_slice(&[0x48, 0xc1, 0xe8, 0x08]); // shr rax, 8
+    c.extend_from_slice(&[0x48, 0xff, 0xce]); // dec rsi
+    jcc(&mut c, &mut jumps, JNE, "pb_byte");
+    c.extend_from_slice(&[0x48, 0xc7, 0x01, 0, 0, 0, 0]); // mov qword [rcx], 0
+    labels.push(("pb_next", c.len()));
+    c.extend_from_slice(&[0x48, 0x83, 0xc1, 0x18]); // pb_next: add rcx, 24
+    c.extend_from_slice(&[0x41, 0xff, 0xca]); // dec r10d
+    jcc(&mut c, &mut jumps, JNE, "pb_slot");
+    // go: the backend runs on, counted (the records are old from now on),
+    // with the signals pgdbg held back for it: sent to itself here (every
+    // signal is blocked in this handler: they are delivered after it, as
+    // the interrupted context's mask allows), the word emptied.  A system
+    // call takes rcx and r11: the base is kept in r13 (rt_sigreturn puts
+    // every register back)
     labels.push(("go", c.len()));
-    c.extend_from_slice(&[0x49, 0xff, 0x83]); // go: inc qword [r11+RELEASED]
+    c.extend_from_slice(&[0x4d, 0x8b, 0xa3]); // go: mov r12, [r11+SIGS]
+    d32(&mut c, dp(SIGS));
+    c.extend_from_slice(&[0x4d, 0x85, 0xe4]); // test r12, r12
+    jcc(&mut c, &mut jumps, JE, "count");
+    c.extend_from_slice(&[0x49, 0xc7, 0x83]); // mov qword [r11+SIGS], 0
+    d32(&mut c, dp(SIGS));
+    d32(&mut c, 0);
+    c.extend_from_slice(&[0x4d, 0x89, 0xdd]); // mov r13, r11
+    c.push(0xb8); // mov eax, SYS_getpid
+    d32(&mut c, libc::SYS_getpid as u32);
+    c.extend_from_slice(&[0x0f, 0x05]); // syscall
+    c.extend_from_slice(&[0x41, 0x89, 0xc6]); // mov r14d, eax
+    c.extend_from_slice(&[0x45, 0x31, 0xff]); // xor r15d, r15d   bit N-1: signal N
+    labels.push(("raise", c.len()));
+    c.extend_from_slice(&[0x4d, 0x0f, 0xa3, 0xfc]); // raise: bt r12, r15
+    jcc(&mut c, &mut jumps, JAE, "raise_next");
+    c.extend_from_slice(&[0x44, 0x89, 0xf7]); // mov edi, r14d
+    c.extend_from_slice(&[0x41, 0x8d, 0x77, 0x01]); // lea esi, [r15+1]
+    c.push(0xb8); // mov eax, SYS_kill
+    d32(&mut c, libc::SYS_kill as u32);
+    c.extend_from_slice(&[0x0f, 0x05]); // syscall
+    labels.push(("raise_next", c.len()));
+    c.extend_from_slice(&[0x41, 0xff, 0xc7]); // raise_next: inc r15d
+    c.extend_from_slice(&[0x41, 0x83, 0xff, 0x40]); // cmp r15d, 64
+    jcc(&mut c, &mut jumps, JB, "raise");
+    c.extend_from_slice(&[0x4d, 0x89, 0xeb]); // mov r11, r13
+    labels.push(("count", c.len()));
+    c.extend_from_slice(&[0x49, 0xff, 0x83]); // count: inc qword [r11+RELEASED]
     d32(&mut c, dp(RELEASED));
     c.push(0xc3); // ret
     // restop: stopped again as before (SIGSTOP cannot be blocked: the stop

@@ -1421,6 +1421,10 @@ mod tests {
     /// `f + 1`, where `jmp $` loops; `f` holds an int3 whose original byte
     /// is `ret`.  Returns the child's wait status (stopped included; a
     /// child still looping after 3 s dies of its SIGALRM).
+    /// A word of the data page no handler uses: a data word of a test.
+    const PUT_BACK_AT: u64 = 4096 + 0xff0;
+    const _: () = assert!(selfrelease::END <= PUT_BACK_AT);
+
     fn run_with_release(prep: fn(u64, u64)) -> i32 {
         unsafe {
             let pid = libc::fork();
@@ -1504,11 +1508,15 @@ mod tests {
                 );
                 // back from the call: the int3 was rewound onto and its
                 // byte put back (`ret`), the release counted once
+                // (16: a data word put back, its slot emptied)
                 let released = *((base + selfrelease::RELEASED) as *const u64);
-                libc::_exit(if *(f as *const u8) == 0xc3 && released == 1 {
-                    0
-                } else {
-                    1
+                let put = *((base + PUT_BACK_AT) as *const u64) == 0x55aa;
+                let slot_used = *((base + callrepair::DATAW) as *const u64) != 0;
+                let ok = *(f as *const u8) == 0xc3 && released == 1 && !(put && slot_used);
+                libc::_exit(match (ok, put) {
+                    (true, true) => 16,
+                    (true, false) => 0,
+                    _ => 1,
                 });
             }
             let mut st = 0;
@@ -1551,7 +1559,8 @@ mod tests {
     }
 
     /// Inside an injected system call's code (AT_ENTRY), or data words
-    /// changed with no call running: the backend stops again.
+    /// changed with a call record whose call neither runs nor is at its
+    /// return (`rsp` above its return slot): the backend stops again.
     #[test]
     fn release_stops_again_where_it_cannot_go_on() {
         let st = run_with_release(|base, f| unsafe {
@@ -1563,6 +1572,8 @@ mod tests {
         );
         let st = run_with_release(|base, _| unsafe {
             *((base + callrepair::DATAW) as *mut u64) = 0x1000;
+            *((base + callrepair::MARK) as *mut u64) = 0x1234;
+            *((base + callrepair::SP) as *mut u64) = 0;
         });
         assert!(
             libc::WIFSTOPPED(st) && libc::WSTOPSIG(st) == libc::SIGSTOP,
@@ -1570,27 +1581,77 @@ mod tests {
         );
     }
 
-    /// Signals pgdbg holds back, or registers that are not the process's
-    /// own (a call being set up or put back, MARK 0): it stops again, even
-    /// at a trap in the table it would otherwise rewind.
+    /// Registers that are not the process's own (a call being set up or
+    /// put back, MARK 0; an injected system call), or a record of data
+    /// words that is not whole: it stops again, even at a trap in the
+    /// table it would otherwise rewind, and sends no held-back signal.
     #[test]
-    fn release_stops_again_without_its_signals_or_registers() {
-        for word in [selfrelease::SIGS, selfrelease::NOT_OWN] {
-            let st = match word {
-                w if w == selfrelease::SIGS => run_with_release(|base, f| unsafe {
-                    *((base + HALF0) as *mut u64) = f | F_WRITABLE | (0xc3u64 << 56);
-                    *((base + selfrelease::SIGS) as *mut u64) = 1 << (libc::SIGALRM - 1);
-                }),
-                _ => run_with_release(|base, f| unsafe {
-                    *((base + HALF0) as *mut u64) = f | F_WRITABLE | (0xc3u64 << 56);
-                    *((base + selfrelease::NOT_OWN) as *mut u64) = 1;
-                }),
-            };
+    fn release_stops_again_without_its_registers_or_words() {
+        for (i, prep) in [
+            (|base, f| unsafe {
+                *((base + HALF0) as *mut u64) = f | F_WRITABLE | (0xc3u64 << 56);
+                *((base + selfrelease::NOT_OWN) as *mut u64) = 1;
+                *((base + selfrelease::SIGS) as *mut u64) = 1 << (libc::SIGUSR2 - 1);
+            }) as fn(u64, u64),
+            |base, f| unsafe {
+                *((base + HALF0) as *mut u64) = f | F_WRITABLE | (0xc3u64 << 56);
+                *((base + selfrelease::NOT_OWN) as *mut u64) = 2;
+            },
+            |base, f| unsafe {
+                *((base + HALF0) as *mut u64) = f | F_WRITABLE | (0xc3u64 << 56);
+                *((base + selfrelease::NOT_OWN) as *mut u64) = 4;
+                *((base + callrepair::DATAW) as *mut u64) = base + PUT_BACK_AT + 1;
+                *((base + callrepair::DATAW + 8) as *mut u64) = 2;
+                *((base + callrepair::DATAW + 16) as *mut u64) = 0x55aa;
+            },
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let st = run_with_release(prep);
             assert!(
                 libc::WIFSTOPPED(st) && libc::WSTOPSIG(st) == libc::SIGSTOP,
-                "word {word:#x}: status {st:#x}"
+                "case {i}: status {st:#x}"
             );
         }
+    }
+
+    /// Signals pgdbg held back: sent by the handler as it lets the process
+    /// go on (SIGUSR2's default action ends it, before the rewound trap).
+    #[test]
+    fn release_sends_the_signals_held_back() {
+        let st = run_with_release(|base, f| unsafe {
+            *((base + HALF0) as *mut u64) = f | F_WRITABLE | (0xc3u64 << 56);
+            *((base + selfrelease::SIGS) as *mut u64) = 1 << (libc::SIGUSR2 - 1);
+        });
+        assert!(
+            libc::WIFSIGNALED(st) && libc::WTERMSIG(st) == libc::SIGUSR2,
+            "status {st:#x}"
+        );
+    }
+
+    /// Data words changed with no call record (between the calls of a
+    /// series): put back (two bytes of the three-byte value: its length),
+    /// the slot emptied, then the trap rewound as usual.
+    #[test]
+    fn release_puts_data_words_back_between_calls() {
+        let st = run_with_release(|base, f| unsafe {
+            *((base + HALF0) as *mut u64) = f | F_WRITABLE | (0xc3u64 << 56);
+            *((base + callrepair::DATAW) as *mut u64) = base + PUT_BACK_AT + 1;
+            *((base + callrepair::DATAW + 8) as *mut u64) = 2;
+            *((base + callrepair::DATAW + 16) as *mut u64) = 0x7755aa;
+        });
+        assert!(
+            libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 16,
+            "status {st:#x}"
+        );
+    }
+
+    /// The SIGCONT handler fits its page after the SIGTRAP handler's code.
+    #[test]
+    fn release_code_fits_its_page() {
+        let n = selfrelease::emit(0x7f00_0000_0000, &release_layout()).len() as u64;
+        assert!(selfrelease::CODE + n <= 4096, "{n} bytes");
     }
 
     /// Data words changed, with a call running (`rsp` at or below its

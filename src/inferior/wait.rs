@@ -200,7 +200,7 @@ impl Target {
                             return self.reported(Stop::ToolTerminating).map(Some);
                         }
                         self.outside_signal(sig);
-                        self.cont_waiting(Some(sig))?;
+                        self.pass_through_recorded(sig)?;
                         continue;
                     }
                     // the trap of a resume inside a detour's jump that a
@@ -222,6 +222,24 @@ impl Target {
                 }
             }
         }
+    }
+
+    /// Resume delivering `sig`, taken at its signal-delivery stop.  The
+    /// wait took it from the kernel: until `PTRACE_CONT` hands it back it
+    /// lives only here, so it is recorded as held back meanwhile (the
+    /// handler's page, the guardian's table): a death of pgdbg in between
+    /// leaves it to the guardian, or to the backend's SIGCONT handler,
+    /// which send it again (selfrelease.rs).  Dying after the resume,
+    /// before the record is cleared, it may come twice; PostgreSQL's
+    /// handlers only set flags, a second one finds them set.
+    fn pass_through_recorded(&mut self, sig: Signal) -> Result<()> {
+        let bit = 1u64 << (sig as i32 - 1);
+        self.delivering = bit;
+        self.note_held_signals();
+        let res = self.cont_waiting(Some(sig));
+        self.delivering = 0;
+        self.note_held_signals();
+        res
     }
 
     /// Resume in the wait loop: while someone else's stop holds, a stop

@@ -894,11 +894,13 @@ fn restore(
     // nothing recorded of its registers, data words or signals is true
     // any more, only its int3 bytes, handlers and pages are left
     let released = std::cell::Cell::new(false);
+    // the backend's SIGCONT handler sent the held-back signals itself
+    let handler_sent = std::cell::Cell::new(false);
     let sigcont = || {
         if same() {
             // the signals pgdbg held back, queued while still stopped
             for n in 1..=64 {
-                if signals & (1 << (n - 1)) != 0 && !released.get() {
+                if signals & (1 << (n - 1)) != 0 && !released.get() && !handler_sent.get() {
                     // SAFETY: kill(2) of the backend, checked by its start time.
                     unsafe { libc::kill(pid, n) };
                 }
@@ -964,13 +966,18 @@ fn restore(
     // return trap) is finished as without the release: its record is
     // still true (the backend has run only inside the call), and leaving
     // it would take the return trap away under it
-    if t.released_by_handler() && !t.call_running_by_page() {
-        released.set(true);
+    if t.released_by_handler() {
+        // the handler sent the held-back signals as it let the backend go
+        // (selfrelease.rs): not again
+        handler_sent.set(true);
         sent = None;
         if let Some(w) = &mut t.signal_word {
             w.before = 0;
         }
         shared.set(W_SIGNALS, 0);
+        if !t.call_running_by_page() {
+            released.set(true);
+        }
     }
     let t_seized = t0.elapsed();
     let mut how = String::new();

@@ -32,21 +32,19 @@
 //! * `rip` in an injected system call's code at AT_ENTRY, registers not
 //!   the backend's own other than a call's (`NOT_OWN`: a system call, or a
 //!   record of data words that is not whole), or data words changed
-//!   around calls (callrepair.rs) with a call record whose call is neither
-//!   running nor at its return trap: it stops the backend again (SIGSTOP
-//!   to itself), the state it was left in before (`pgdbg rescue` repairs
-//!   it); a call the SIGTRAP handler has repaired (its trap may be taken
-//!   before the SIGCONT) put them back;
-//! * data words changed with no call record (the registers are the
-//!   backend's own: before, between or after the calls of a series): it
-//!   puts them back from their slots, as pgdbg would have;
-//! * then, and in every other case, it returns and the backend runs on,
-//!   with the signals pgdbg held back for it (`SIGS`: during a call
-//!   series, at an event stop, or taken at their delivery stop and not
-//!   yet handed back) sent to itself first: a `statement_timeout`'s
-//!   SIGALRM still fires.  PostgreSQL's handlers only set flags, and a
-//!   call in flight has interrupts held off (`InterruptHoldoffCount`) until
-//!   its repair puts the counter back.
+//!   around calls (callrepair.rs) with no call record (between the calls
+//!   of a series) or a call neither running nor at its return trap: it
+//!   stops the backend again (SIGSTOP to itself), the state it was left in
+//!   before (`pgdbg rescue` repairs it); a call the SIGTRAP handler has
+//!   repaired (its trap may be taken before the SIGCONT) put them back;
+//! * anything else: it returns and the backend runs on, with the signals
+//!   pgdbg held back for it (`SIGS`: during a call series, at an event
+//!   stop, or taken at their delivery stop and not yet handed back) sent
+//!   to itself first, SIGCONT and the stop signals left out: a
+//!   `statement_timeout`'s SIGALRM still fires.  PostgreSQL's handlers set
+//!   flags (and a latch), and a call in flight has interrupts held off
+//!   (`InterruptHoldoffCount`) until its repair puts the counter back.  A
+//!   stop it makes again keeps `SIGS` for `pgdbg rescue`.
 //!
 //! While pgdbg or the guardian traces the backend the pipe has a writer,
 //! so no such signal comes; anyone else's SIGCONT they see is not
@@ -54,7 +52,7 @@
 //! was sent; with the default action it is discarded the same).  Every
 //! detach closes the read end first, before the action and the pages go.
 
-use super::Target;
+use super::{Target, callrepair};
 use anyhow::{Result, anyhow, bail};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::Arc;
@@ -91,6 +89,12 @@ pub(super) const END: u64 = SIGS + 8;
 const _: () = assert!(ACT + 32 <= RELEASED && END <= 2 * 4096);
 
 const POLL_IN: u8 = 1;
+/// Signals the handler never sends from `SIGS` (bit N-1 for signal N).
+const NOT_SENT: u64 = 1 << (libc::SIGCONT - 1)
+    | 1 << (libc::SIGSTOP - 1)
+    | 1 << (libc::SIGTSTP - 1)
+    | 1 << (libc::SIGTTIN - 1)
+    | 1 << (libc::SIGTTOU - 1);
 /// fcntl's F_SETSIG (include/uapi/asm-generic/fcntl.h; not in the libc crate).
 const F_SETSIG: i32 = 10;
 /// `siginfo_t` for SIGPOLL: `si_band` (long) at 16, `si_fd` (int) at 24.
@@ -233,7 +237,7 @@ pub fn emit(base: u64, l: &Layout) -> Vec<u8> {
     labels.push(("rewind", c.len()));
     c.extend_from_slice(&[0x4c, 0x89, 0x8a]); // rewind: mov [rdx+uc_rip], r9
     d32(&mut c, l.uc_rip);
-    jmp(&mut c, &mut jumps, "data");
+    jmp(&mut c, &mut jumps, "go");
     // other: inside an injected system call (`syscall; int3` at
     // AT_ENTRY)?  A call's return int3 there, rewound, is not one
     labels.push(("other", c.len()));
@@ -270,7 +274,7 @@ pub fn emit(base: u64, l: &Layout) -> Vec<u8> {
     c.extend_from_slice(&[0x49, 0x8b, 0x83]); // changed: mov rax, [r11+mark]
     d32(&mut c, dp(l.mark));
     c.extend_from_slice(&[0x48, 0x85, 0xc0]); // test rax, rax
-    jcc(&mut c, &mut jumps, JE, "putback");
+    jcc(&mut c, &mut jumps, JE, "restop");
     c.extend_from_slice(&[0x48, 0x83, 0xf8, 0x01]); // cmp rax, 1
     jcc(&mut c, &mut jumps, JE, "go");
     c.extend_from_slice(&[0x48, 0x8b, 0x82]); // mov rax, [rdx+uc_rsp]
@@ -280,37 +284,6 @@ pub fn emit(base: u64, l: &Layout) -> Vec<u8> {
     d32(&mut c, dp(l.sp));
     jcc(&mut c, &mut jumps, JBE, "go");
     jmp(&mut c, &mut jumps, "restop");
-    // putback: no call record (before the first call of a series, between
-    // two, or after the last before pgdbg put them back itself; registers
-    // the backend's own, NOT_OWN 0): the words go back, byte by byte,
-    // each slot emptied after its word (slots of 1-8 bytes)
-    labels.push(("putback", c.len()));
-    c.extend_from_slice(&[0x49, 0x8d, 0x8b]); // putback: lea rcx, [r11+dataw]
-    d32(&mut c, dp(l.dataw));
-    c.extend_from_slice(&[0x41, 0xba]); // mov r10d, data_slots
-    d32(&mut c, l.data_slots);
-    labels.push(("pb_slot", c.len()));
-    c.extend_from_slice(&[0x48, 0x8b, 0x39]); // pb_slot: mov rdi, [rcx]   address + 1
-    c.extend_from_slice(&[0x48, 0x85, 0xff]); // test rdi, rdi
-    jcc(&mut c, &mut jumps, JE, "pb_next");
-    c.extend_from_slice(&[0x48, 0xff, 0xcf]); // dec rdi
-    c.extend_from_slice(&[0x48, 0x8b, 0x71, 0x08]); // mov rsi, [rcx+8]   length
-    c.extend_from_slice(&[0x48, 0x8b, 0x41, 0x10]); // mov rax, [rcx+16]  value
-    c.extend_from_slice(&[0x48, 0x85, 0xf6]); // test rsi, rsi
-    jcc(&mut c, &mut jumps, JE, "pb_next");
-    c.extend_from_slice(&[0x48, 0x83, 0xfe, 0x08]); // cmp rsi, 8
-    jcc(&mut c, &mut jumps, JA, "pb_next");
-    labels.push(("pb_byte", c.len()));
-    c.extend_from_slice(&[0x88, 0x07]); // pb_byte: mov [rdi], al
-    c.extend_from_slice(&[0x48, 0xff, 0xc7]); // inc rdi
-    c.extend_from_slice(&[0x48, 0xc1, 0xe8, 0x08]); // shr rax, 8
-    c.extend_from_slice(&[0x48, 0xff, 0xce]); // dec rsi
-    jcc(&mut c, &mut jumps, JNE, "pb_byte");
-    c.extend_from_slice(&[0x48, 0xc7, 0x01, 0, 0, 0, 0]); // mov qword [rcx], 0
-    labels.push(("pb_next", c.len()));
-    c.extend_from_slice(&[0x48, 0x83, 0xc1, 0x18]); // pb_next: add rcx, 24
-    c.extend_from_slice(&[0x41, 0xff, 0xca]); // dec r10d
-    jcc(&mut c, &mut jumps, JNE, "pb_slot");
     // go: the backend runs on, counted (the records are old from now on),
     // with the signals pgdbg held back for it: sent to itself here (every
     // signal is blocked in this handler: they are delivered after it, as
@@ -322,6 +295,11 @@ pub fn emit(base: u64, l: &Layout) -> Vec<u8> {
     d32(&mut c, dp(SIGS));
     c.extend_from_slice(&[0x4d, 0x85, 0xe4]); // test r12, r12
     jcc(&mut c, &mut jumps, JE, "count");
+    // never SIGCONT or a stop signal (pgdbg's own group stop, or someone's
+    // held back at an event stop: the backend would stop with nobody left)
+    c.extend_from_slice(&[0x48, 0xb8]); // movabs rax, !(SIGCONT and the stop signals)
+    c.extend_from_slice(&(!NOT_SENT).to_le_bytes());
+    c.extend_from_slice(&[0x49, 0x21, 0xc4]); // and r12, rax
     c.extend_from_slice(&[0x49, 0xc7, 0x83]); // mov qword [r11+SIGS], 0
     d32(&mut c, dp(SIGS));
     d32(&mut c, 0);
@@ -814,6 +792,17 @@ impl Target {
         else {
             return;
         };
+        // the call record and the data words' slots first: the backend has
+        // run since, nothing of them may be put back (nor stop it again)
+        let slots = vec![0u8; callrepair::DATA_SLOTS as usize * 24];
+        for (at, zeros) in [
+            (callrepair::MARK, &[0u8; 8][..]),
+            (callrepair::DATAW, &slots),
+        ] {
+            if let Err(e) = self.write(base + at, zeros) {
+                super::log::debug(&format!("the call record not cleared: {e:#}"));
+            }
+        }
         for at in [SIGS, NOT_OWN] {
             if let Err(e) = self.write(base + at, &0u64.to_le_bytes()) {
                 super::log::debug(&format!("a word of the SIGCONT handler not cleared: {e:#}"));

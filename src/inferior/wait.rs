@@ -230,9 +230,16 @@ impl Target {
     /// handler's page, the guardian's table): a death of pgdbg in between
     /// leaves it to the guardian, or to the backend's SIGCONT handler,
     /// which send it again (selfrelease.rs).  Dying after the resume,
-    /// before the record is cleared, it may come twice; PostgreSQL's
-    /// handlers only set flags, a second one finds them set.
+    /// before the record is cleared (microseconds), it may come twice:
+    /// PostgreSQL's handlers set flags and a latch; a second SIGINT after
+    /// the cancel was served finds the session reading its next command,
+    /// where a cancel is ignored.
     fn pass_through_recorded(&mut self, sig: Signal) -> Result<()> {
+        if signals::never_held(sig) {
+            // SIGCONT, the stop signals (pgdbg's own re-hold among them),
+            // SIGQUIT: never sent again by anyone (see `never_held`)
+            return self.cont_waiting(Some(sig));
+        }
         let bit = 1u64 << (sig as i32 - 1);
         self.delivering = bit;
         self.note_held_signals();

@@ -52,7 +52,7 @@
 //! was sent; with the default action it is discarded the same).  Every
 //! detach closes the read end first, before the action and the pages go.
 
-use super::{Target, callrepair};
+use super::Target;
 use anyhow::{Result, anyhow, bail};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::Arc;
@@ -792,17 +792,9 @@ impl Target {
         else {
             return;
         };
-        // the call record and the data words' slots first: the backend has
-        // run since, nothing of them may be put back (nor stop it again)
-        let slots = vec![0u8; callrepair::DATA_SLOTS as usize * 24];
-        for (at, zeros) in [
-            (callrepair::MARK, &[0u8; 8][..]),
-            (callrepair::DATAW, &slots),
-        ] {
-            if let Err(e) = self.write(base + at, zeros) {
-                super::log::debug(&format!("the call record not cleared: {e:#}"));
-            }
-        }
+        // (not the call record: a call still running when the restore
+        // failed is repaired at its return trap from it; a stale one repairs
+        // nothing, the backend never executes that return address)
         for at in [SIGS, NOT_OWN] {
             if let Err(e) = self.write(base + at, &0u64.to_le_bytes()) {
                 super::log::debug(&format!("a word of the SIGCONT handler not cleared: {e:#}"));

@@ -194,6 +194,36 @@ impl Attr {
     }
 }
 
+/// Why the kernel refused a perf event with EACCES or EPERM, and what to
+/// grant: a seccomp filter on pgdbg (a container's profile answers
+/// EPERM), no CAP_PERFMON (kernel uprobes and the scheduler's tracepoint
+/// need it, every event does above perf_event_paranoid 2), else the
+/// paranoid setting (another user's process).
+pub fn permission_why(err: &std::io::Error, paranoid: &str) -> String {
+    use crate::inferior::permission::{GRANT_PERFMON, LIFT_SECCOMP, own};
+    let me = own();
+    if err.raw_os_error() == Some(libc::EPERM) && me.seccomp_filtered() {
+        format!(
+            "perf_event_open refused ({err}) and pgdbg runs under a seccomp filter (Seccomp: 2 in \
+             /proc/self/status), as a container's profile may deny perf_event_open: run pgdbg \
+             with a profile that allows it ({LIFT_SECCOMP})"
+        )
+    } else if !me.perfmon() {
+        format!(
+            "perf_event_open refused ({err}; perf_event_paranoid = {paranoid}): pgdbg has no \
+             CAP_PERFMON (kernel uprobes and tracepoints need it, every perf event where \
+             perf_event_paranoid > 2): grant it, with CAP_SYS_PTRACE when the server runs as \
+             another user ({GRANT_PERFMON})"
+        )
+    } else {
+        format!(
+            "perf_event_open refused ({err}; perf_event_paranoid = {paranoid}) although pgdbg has \
+             CAP_PERFMON: a security module or a seccomp profile may deny it; allow \
+             perf_event_open ({LIFT_SECCOMP})"
+        )
+    }
+}
+
 /// What a container or a host must grant when the kernel refuses, in one
 /// line (the cause first).
 pub fn refused_line(what: &str, pid: i32, err: &std::io::Error) -> String {
@@ -201,12 +231,7 @@ pub fn refused_line(what: &str, pid: i32, err: &std::io::Error) -> String {
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "unknown".into());
     let why = match err.raw_os_error() {
-        Some(libc::EACCES) | Some(libc::EPERM) => format!(
-            "perf_event_open refused ({err}; perf_event_paranoid = {paranoid}): run pgdbg as root \
-             or as the server's user with perf_event_paranoid <= 2; in a container grant \
-             CAP_PERFMON (or CAP_SYS_ADMIN) and CAP_SYS_PTRACE, and allow perf_event_open in \
-             its seccomp profile"
-        ),
+        Some(libc::EACCES) | Some(libc::EPERM) => permission_why(err, &paranoid),
         Some(libc::ENOENT) | Some(libc::ENODEV) | Some(libc::EOPNOTSUPP) => {
             format!("this kernel or machine has no such perf event ({err})")
         }

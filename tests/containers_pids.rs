@@ -1,0 +1,100 @@
+//! Both PIDs of a backend in a container (PostgreSQL 15 in its own PID
+//! and mount namespace and root: tests/common/container.rs): a capture's
+//! events carry the host PID and, as `ns_pid`, the container's (the one
+//! `pg_stat_activity` shows there), `pgdbg report` names both.
+
+mod common;
+#[path = "common/container.rs"]
+mod container;
+use common::*;
+use container::Container;
+
+#[test]
+fn capture_and_report_name_both_pids() {
+    let ct = Container::start(&pg_prefix(15), &[]);
+    let mut c = ct.connect();
+    let ns: i32 = c.query_one("select pg_backend_pid()", &[]).unwrap().get(0);
+    let host = ct.host_pid(ns);
+    assert_ne!(ns, host);
+    let cap = std::env::temp_dir().join(format!("pgdbg-ct-pids-{}.jsonl", std::process::id()));
+    let _ = std::fs::remove_file(&cap);
+    let cap_s = cap.display().to_string();
+    let (code, out, err) = pgdbg(&[
+        "attach",
+        &host.to_string(),
+        "-q",
+        "--capture",
+        &cap_s,
+        "--ex",
+        "bt",
+        "--ex",
+        "print MyProc->pid",
+    ]);
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    assert_eq!(print_values(&out), vec![ns.to_string()], "{out}");
+    let text = std::fs::read_to_string(&cap).unwrap();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(lines.len() >= 3, "attach, bt, print, detach:\n{text}");
+    for l in &lines {
+        assert_eq!(l["pid"], host, "{l}");
+        assert_eq!(l["ns_pid"], ns, "{l}");
+    }
+    // ns_pid right after pid, as the format says
+    assert!(
+        text.lines()
+            .all(|l| l.contains(&format!("\"pid\":{host},\"ns_pid\":{ns},"))
+                || l.contains(&format!("\"pid\":{host},\"ns_pid\":{ns}}}"))),
+        "{text}"
+    );
+
+    let (code, out, err) = pgdbg(&["report", &cap_s]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains(&format!(
+            "Backends in another PID namespace: {host} (PID {ns} in its namespace)"
+        )),
+        "{out}"
+    );
+    let (code, out, err) = pgdbg(&["report", "--json", &cap_s]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        v["header"]["namespace_pids"],
+        serde_json::json!([{"pid": host, "ns_pid": ns}]),
+        "{out}"
+    );
+    assert_eq!(tracer_pid(host), 0);
+    let _ = std::fs::remove_file(&cap);
+}
+
+/// On a bare-metal server the lines are as before: no `ns_pid`, no
+/// namespace line in the report.
+#[test]
+fn capture_without_namespace_has_no_ns_pid() {
+    let cl = Cluster::start(15);
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let cap = std::env::temp_dir().join(format!("pgdbg-pids-bare-{}.jsonl", std::process::id()));
+    let _ = std::fs::remove_file(&cap);
+    let cap_s = cap.display().to_string();
+    let (code, _, err) = pgdbg(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--capture",
+        &cap_s,
+        "--ex",
+        "bt",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let text = std::fs::read_to_string(&cap).unwrap();
+    assert!(!text.contains("ns_pid"), "{text}");
+    let (code, out, _) = pgdbg(&["report", &cap_s]);
+    assert_eq!(code, 0);
+    assert!(!out.contains("PID namespace"), "{out}");
+    let _ = std::fs::remove_file(&cap);
+    assert_eq!(a.query_one_i64("select 1"), 1);
+}

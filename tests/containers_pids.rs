@@ -1,13 +1,16 @@
 //! Both PIDs of a backend in a container (PostgreSQL 15 in its own PID
 //! and mount namespace and root: tests/common/container.rs): a capture's
 //! events carry the host PID and, as `ns_pid`, the container's (the one
-//! `pg_stat_activity` shows there), `pgdbg report` names both.
+//! `pg_stat_activity` shows there), `pgdbg report` names both, and `plan`
+//! on a parallel worker names its leader by the container's PID
+//! (`pg_stat_activity.leader_pid`) and by the host's (to attach to).
 
 mod common;
 #[path = "common/container.rs"]
 mod container;
 use common::*;
 use container::Container;
+use std::time::Duration;
 
 #[test]
 fn capture_and_report_name_both_pids() {
@@ -97,4 +100,53 @@ fn capture_without_namespace_has_no_ns_pid() {
     assert!(!out.contains("PID namespace"), "{out}");
     let _ = std::fs::remove_file(&cap);
     assert_eq!(a.query_one_i64("select 1"), 1);
+}
+
+#[test]
+fn worker_names_leader_by_both_pids() {
+    let ct = Container::start(
+        &pg_prefix(15),
+        &[
+            "max_parallel_workers_per_gather = 1",
+            "parallel_setup_cost = 0",
+            "parallel_tuple_cost = 0",
+            "force_parallel_mode = on",
+            "jit = off",
+        ],
+    );
+    let mut c = ct.connect();
+    let mut obs = ct.connect();
+    let ns: i32 = c.query_one("select pg_backend_pid()", &[]).unwrap().get(0);
+    let leader = ct.host_pid(ns);
+    let h = std::thread::spawn(move || {
+        c.batch_execute(
+            "select count(*) from (select pg_sleep(0.002) from generate_series(1, 4000)) s",
+        )
+    });
+    let mut worker_ns = 0;
+    wait_until("a parallel worker", Duration::from_secs(30), || {
+        worker_ns = obs
+            .query_one(
+                "select coalesce(max(pid), 0) from pg_stat_activity where leader_pid = $1 and pid <> $1",
+                &[&ns],
+            )
+            .unwrap()
+            .get(0);
+        worker_ns != 0
+    });
+    let worker = ct.host_pid(worker_ns);
+    let (code, out, err) = pgdbg(&["attach", &worker.to_string(), "-q", "--ex", "plan"]);
+    assert!(h.join().unwrap().is_ok());
+    assert_one_line_error(
+        code,
+        &err,
+        &format!(
+            "process {worker} (PID {worker_ns} in its namespace) is a parallel worker of leader PID {leader} (PID {ns} in its namespace, pg_stat_activity.leader_pid)"
+        ),
+    );
+    assert!(
+        err.contains(&format!("pgdbg attach {leader} --ex plan")),
+        "{err}"
+    );
+    assert!(!out.contains("Gather"), "{out}");
 }

@@ -2,7 +2,7 @@
 //! and mount namespace and root: tests/common/container.rs): a capture's
 //! events carry the host PID and, as `ns_pid`, the container's (the one
 //! `pg_stat_activity` shows there), `pgdbg report` names both, and `plan`
-//! on a parallel worker names its leader by the container's PID
+//! on a parallel worker (15 and 18) names its leader by the container's PID
 //! (`pg_stat_activity.leader_pid`) and by the host's (to attach to).
 
 mod common;
@@ -103,14 +103,27 @@ fn capture_without_namespace_has_no_ns_pid() {
 }
 
 #[test]
-fn worker_names_leader_by_both_pids() {
+fn worker_names_leader_by_both_pids_15() {
+    worker_names_leader_by_both_pids(15);
+}
+
+#[test]
+fn worker_names_leader_by_both_pids_18() {
+    worker_names_leader_by_both_pids(18);
+}
+
+fn worker_names_leader_by_both_pids(major: u32) {
     let ct = Container::start(
-        &pg_prefix(15),
+        &pg_prefix(major),
         &[
             "max_parallel_workers_per_gather = 1",
             "parallel_setup_cost = 0",
             "parallel_tuple_cost = 0",
-            "force_parallel_mode = on",
+            if major >= 16 {
+                "debug_parallel_query = on"
+            } else {
+                "force_parallel_mode = on"
+            },
             "jit = off",
         ],
     );

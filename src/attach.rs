@@ -659,8 +659,17 @@ pub(crate) fn one_line(e: &anyhow::Error) -> String {
 pub fn host_pids(of: &str, pids: &[String]) -> Result<Vec<String>> {
     let of = parse_pid(Some(of.to_string())).map_err(|e| anyhow!("--ns-of: {e}"))?;
     if procfs::pid_namespace(of).is_none() {
+        if !procfs::exists(of) {
+            bail!(
+                "--ns-of {of}: no process with PID {of}: give the host PID of a process in the container"
+            );
+        }
+        // reading a namespace link takes the ptrace permission
+        if let Some(why) = crate::inferior::permission::refusal(of) {
+            bail!("--ns-of {of}: cannot read /proc/{of}/ns/pid: {why}");
+        }
         bail!(
-            "--ns-of {of}: cannot read /proc/{of}/ns/pid (no such process, or no permission): give the host PID of a process in the container"
+            "--ns-of {of}: cannot read /proc/{of}/ns/pid (no permission): give the host PID of a process in the container"
         );
     }
     pids.iter()

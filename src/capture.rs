@@ -1,5 +1,6 @@
 //! Capture files: one JSON object per line, `{"event": ..., "ts": ...,
-//! "pid": ..., ...}`, appended as events happen. The events' types (what
+//! "pid": ..., ...}` (and `"ns_pid"`, the PID in a container's
+//! namespace), appended as events happen. The events' types (what
 //! is written, what `pgdbg report` reads) are in [`events`].
 
 pub mod events;
@@ -26,6 +27,9 @@ pub struct Capture {
     /// A write failed (reported once, through `runtime::output_failed`):
     /// nothing more is written.
     failed: bool,
+    /// Each backend's PID in its own namespace, when not its host PID
+    /// (read once, while it runs: the `attach` event comes first).
+    ns_pids: std::collections::HashMap<i32, Option<i32>>,
 }
 
 impl Capture {
@@ -68,20 +72,27 @@ impl Capture {
             out: f,
             path: path.to_path_buf(),
             failed: false,
+            ns_pids: Default::default(),
         })
     }
 
     /// Append one event, as one line written by one `write`: `event`,
-    /// `ts` (`ts`, or now), `pid`, then the event's fields.
+    /// `ts` (`ts`, or now), `pid` (and `ns_pid` in a container), then the
+    /// event's fields.
     /// A failed write stops the running command (`runtime::output_failed`).
     pub fn event(&mut self, event: Event, ts: Option<f64>, pid: i32) {
         if self.failed {
             return;
         }
         let ts = ts.unwrap_or_else(wall_now);
+        let ns_pid = *self.ns_pids.entry(pid).or_insert_with(|| {
+            let ns = crate::inferior::procfs::ns_pid(pid);
+            (ns != pid).then_some(ns)
+        });
         let line = Line {
             ts,
             pid: pid.into(),
+            ns_pid: ns_pid.map(i64::from),
             event,
         };
         let mut out = Vec::with_capacity(256);

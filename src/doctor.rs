@@ -82,10 +82,12 @@ fn machine_checks() -> Vec<Check> {
         out.push(check(
             "seccomp",
             Verdict::Warn,
-            "pgdbg runs under a seccomp filter (a container's default profile may refuse ptrace \
-             or perf_event_open): if attach or profile is refused, run it with a profile that \
-             allows them (docker run --security-opt seccomp=unconfined, or add them)"
-                .into(),
+            format!(
+                "pgdbg runs under a seccomp filter (a container's default profile may refuse \
+                 ptrace or perf_event_open): if attach or profile is refused, run it with a \
+                 profile that allows them ({})",
+                permission::LIFT_SECCOMP
+            ),
         ));
     }
     // perf events: tried on pgdbg itself (a disabled software clock,
@@ -111,11 +113,14 @@ fn machine_checks() -> Vec<Check> {
     if fd < 0 {
         let e = std::io::Error::last_os_error();
         let fix = if paranoid.as_deref().and_then(|p| p.parse::<i32>().ok()) > Some(2) {
-            "sysctl kernel.perf_event_paranoid=2, or give pgdbg CAP_PERFMON"
+            "sysctl kernel.perf_event_paranoid=2, or give pgdbg CAP_PERFMON".to_string()
         } else if seccomp == "2" {
-            "allow perf_event_open in pgdbg's seccomp profile"
+            format!(
+                "allow perf_event_open in pgdbg's seccomp profile ({})",
+                permission::LIFT_SECCOMP
+            )
         } else {
-            "give pgdbg CAP_PERFMON (in a container: --cap-add=PERFMON)"
+            format!("give pgdbg CAP_PERFMON ({})", permission::GRANT_PERFMON)
         };
         out.push(check(
             "perf events",
@@ -147,9 +152,9 @@ fn machine_checks() -> Vec<Check> {
                 Verdict::Warn,
                 format!(
                     "perf events allowed (kernel.perf_event_paranoid = {par}) but kernel uprobes \
-                     need CAP_PERFMON or CAP_SYS_ADMIN: run pgdbg as root, or give it CAP_PERFMON \
-                     (setcap cap_perfmon,cap_sys_ptrace+ep on the pgdbg binary); meanwhile count \
-                     and waits trace use breakpoints"
+                     need CAP_PERFMON or CAP_SYS_ADMIN, which pgdbg has not: give it CAP_PERFMON \
+                     ({}); meanwhile count and waits trace use breakpoints",
+                    permission::GRANT_PERFMON
                 ),
             ),
         };

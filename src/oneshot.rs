@@ -107,6 +107,9 @@ fn answer_objects(text: &str, kind: impl Fn(i32) -> Option<String>) -> Vec<Value
         };
         let mut o = Map::new();
         o.insert("pid".into(), line.pid.into());
+        if let Some(n) = line.ns_pid {
+            o.insert("ns_pid".into(), n.into());
+        }
         o.insert("backend_type".into(), kind(line.pid as i32).into());
         for (k, v) in fields {
             let k = match k.as_str() {

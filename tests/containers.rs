@@ -208,16 +208,26 @@ fn plan_progress_counts_container_workers() {
             .count()
             == 2
     });
+    let cap = std::env::temp_dir().join(format!("pgdbg-ct-progress-{}.jsonl", std::process::id()));
+    let _ = std::fs::remove_file(&cap);
+    let cap_s = cap.display().to_string();
     let (code, out, err) = pgdbg(&[
         "attach",
         &leader.to_string(),
         "-q",
+        "--capture",
+        &cap_s,
         "--ex",
         "plan --progress --every 300ms --for 4s",
     ]);
     cancel(&ct, ns);
     assert!(h.join().unwrap().is_err());
     assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    // the report's progress table names the leader by both PIDs
+    let (rc, report, rerr) = pgdbg(&["report", &cap_s]);
+    let _ = std::fs::remove_file(&cap);
+    assert_eq!(rc, 0, "{rerr}");
+    assert!(report.contains(&format!("{leader} (PID {ns})")), "{report}");
     let workers: Vec<&str> = out
         .lines()
         .map(str::trim_start)

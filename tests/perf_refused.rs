@@ -6,52 +6,13 @@
 //! seccomp profile does in a container.
 
 mod common;
+#[path = "common/seccomp.rs"]
+mod seccomp;
 use common::*;
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::Duration;
-
-#[repr(C)]
-struct SockFilter {
-    code: u16,
-    jt: u8,
-    jf: u8,
-    k: u32,
-}
-
-#[repr(C)]
-struct SockFprog {
-    len: u16,
-    filter: *const SockFilter,
-}
-
-/// In the child before exec: perf_event_open fails with EPERM, every other
-/// system call is allowed.
-fn deny_perf_event_open() -> std::io::Result<()> {
-    const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
-    let f = |code, jt, jf, k| SockFilter { code, jt, jf, k };
-    let prog = [
-        f(0x20, 0, 0, 4), // ld [arch]
-        f(0x15, 0, 3, AUDIT_ARCH_X86_64),
-        f(0x20, 0, 0, 0), // ld [nr]
-        f(0x15, 0, 1, libc::SYS_perf_event_open as u32),
-        f(0x06, 0, 0, 0x0005_0000 | libc::EPERM as u32), // SECCOMP_RET_ERRNO
-        f(0x06, 0, 0, 0x7fff_0000),                      // SECCOMP_RET_ALLOW
-    ];
-    let fprog = SockFprog {
-        len: prog.len() as u16,
-        filter: prog.as_ptr(),
-    };
-    unsafe {
-        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
-            || libc::prctl(libc::PR_SET_SECCOMP, 2, &fprog as *const SockFprog, 0, 0) != 0
-        {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    Ok(())
-}
 
 /// pgdbg with perf_event_open denied.
 fn spawn_denied(args: &[&str]) -> Pgdbg {
@@ -62,7 +23,7 @@ fn spawn_denied(args: &[&str]) -> Pgdbg {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     unsafe {
-        cmd.pre_exec(deny_perf_event_open);
+        cmd.pre_exec(|| seccomp::deny(&[libc::SYS_perf_event_open]));
     }
     Pgdbg {
         child: cmd.spawn().expect("spawn pgdbg"),

@@ -67,7 +67,8 @@ fn refused_attach_names_cause_and_fix() {
     one_line(
         &out,
         &[
-            &format!("it runs as {owner} and pgdbg as nobody"),
+            &format!("it runs as {owner} (uid "),
+            "and pgdbg as nobody without CAP_SYS_PTRACE",
             &format!("sudo -u {owner} pgdbg attach {pid}"),
         ],
     );
@@ -87,6 +88,8 @@ fn refused_attach_names_cause_and_fix() {
         &[
             "runs as root but without CAP_SYS_PTRACE",
             "--cap-add=SYS_PTRACE",
+            "kubectl debug --profile=sysadmin",
+            "securityContext.capabilities.add: [SYS_PTRACE]",
         ],
     );
     assert_eq!(tracer_pid(pid), 0);

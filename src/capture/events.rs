@@ -2,7 +2,9 @@
 //! `pgdbg report` reads back.
 //!
 //! A line is `{"event": NAME, "ts": SECONDS, "pid": PID, FIELDS...}`
-//! ([`Line`]); NAME and FIELDS are one [`Event`] variant. The fields of
+//! ([`Line`]), with `"ns_pid": PID` after `pid` when the backend is in
+//! another PID namespace (a container: the PID `pg_stat_activity` shows
+//! there; `pid` is the host's); NAME and FIELDS are one [`Event`] variant. The fields of
 //! every variant (and of the structs inside them) are declared in
 //! alphabetical order: the order of the lines pgdbg wrote before the
 //! events had types (a `serde_json::Map` sorts its keys), so a line's
@@ -486,13 +488,16 @@ impl WaitSample {
 pub struct Line {
     pub ts: f64,
     pub pid: i64,
+    /// The backend's PID in its own PID namespace, when not `pid`.
+    #[serde(default)]
+    pub ns_pid: Option<i64>,
     #[serde(flatten)]
     pub event: Event,
 }
 
 impl Line {
     /// Append the line's JSON (without the newline) to `out`:
-    /// `{"event":NAME,"ts":TS,"pid":PID,FIELDS...}`, serialized straight
+    /// `{"event":NAME,"ts":TS,"pid":PID[,"ns_pid":PID],FIELDS...}`, serialized straight
     /// into `out` (no intermediate `Value`).
     pub fn write_to(&self, out: &mut Vec<u8>) {
         let start = out.len();
@@ -514,6 +519,10 @@ impl Line {
         let _ = serde_json::to_writer(&mut head, &self.ts);
         head.extend_from_slice(b",\"pid\":");
         head.extend_from_slice(self.pid.to_string().as_bytes());
+        if let Some(n) = self.ns_pid {
+            head.extend_from_slice(b",\"ns_pid\":");
+            head.extend_from_slice(n.to_string().as_bytes());
+        }
         out.splice(at..at, head);
     }
 }
@@ -679,6 +688,7 @@ mod tests {
         let l = Line {
             ts: 1.0,
             pid: 1,
+            ns_pid: None,
             event: Event::PlancacheEnd {
                 decisions: 1,
                 generic: 0,

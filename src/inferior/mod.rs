@@ -200,10 +200,10 @@ impl Target {
         let found_stopped = hold::proc_state(pid) == Some('T');
         let pid = Pid::from_raw(pid);
         ptrace::seize(pid, ptrace::Options::empty()).map_err(|e| match e {
-            Errno::EPERM => anyhow!(
-                "no permission to trace process {pid}: run pgdbg as the same user as the server or as root (and check kernel.yama.ptrace_scope)"
-            ),
-            Errno::ESRCH => anyhow!("no process with PID {pid}: check the PID (pg_stat_activity.pid)"),
+            Errno::EPERM => anyhow!("{}", permission::seize_refused(pid.as_raw())),
+            Errno::ESRCH => {
+                anyhow!("no process with PID {pid}: check the PID (pg_stat_activity.pid)")
+            }
             e => anyhow!("cannot attach to process {pid}: {e}"),
         })?;
         let mut t = Target {

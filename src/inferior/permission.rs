@@ -7,8 +7,20 @@
 //! (`__ptrace_may_access` and Yama's `yama_ptrace_access_check`) for an
 //! attach with real credentials.
 
-/// CAP_SYS_PTRACE's bit in the capability sets.
+/// Capability bits in the capability sets.
 const CAP_SYS_PTRACE: u32 = 19;
+const CAP_SYS_ADMIN: u32 = 21;
+const CAP_PERFMON: u32 = 38;
+
+/// How each runtime grants CAP_SYS_PTRACE (Kubernetes' `sysadmin` debug
+/// profile is privileged: every capability, no seccomp filter).
+const GRANT_PTRACE: &str = "docker run --cap-add=SYS_PTRACE; Kubernetes: kubectl debug --profile=sysadmin, or securityContext.capabilities.add: [SYS_PTRACE]";
+
+/// How each runtime grants CAP_PERFMON.
+pub const GRANT_PERFMON: &str = "docker run --cap-add=PERFMON; Kubernetes: kubectl debug --profile=sysadmin, or securityContext.capabilities.add: [PERFMON]; on a host: setcap cap_perfmon,cap_sys_ptrace+ep on the pgdbg binary";
+
+/// How each runtime lifts a seccomp filter.
+pub const LIFT_SECCOMP: &str = "docker run --security-opt seccomp=unconfined; Kubernetes: kubectl debug --profile=sysadmin, or securityContext.seccompProfile.type: Unconfined";
 
 /// What /proc/PID/status says about credentials.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -18,6 +30,25 @@ pub struct Creds {
     pub gid: [u32; 4],
     pub cap_eff: u64,
     pub ppid: i32,
+    /// `Seccomp:` 2 when a filter applies to the process
+    pub seccomp: u32,
+}
+
+impl Creds {
+    /// CAP_PERFMON, or CAP_SYS_ADMIN (which grants it, and is what
+    /// kernels before 5.8 check).
+    pub fn perfmon(&self) -> bool {
+        self.cap_eff & (1 << CAP_PERFMON | 1 << CAP_SYS_ADMIN) != 0
+    }
+
+    pub fn seccomp_filtered(&self) -> bool {
+        self.seccomp == 2
+    }
+}
+
+/// pgdbg's own credentials (/proc/self/status).
+pub fn own() -> Creds {
+    creds(&std::fs::read_to_string("/proc/self/status").unwrap_or_default())
 }
 
 pub fn creds(status: &str) -> Creds {
@@ -38,6 +69,7 @@ pub fn creds(status: &str) -> Creds {
             "Gid" => c.gid = ids(v),
             "CapEff" => c.cap_eff = u64::from_str_radix(v.trim(), 16).unwrap_or(0),
             "PPid" => c.ppid = v.trim().parse().unwrap_or(0),
+            "Seccomp" => c.seccomp = v.trim().parse().unwrap_or(0),
             _ => {}
         }
     }
@@ -101,12 +133,14 @@ pub fn decide(
         let owner = name(target.uid[0]);
         if me.uid[0] == 0 {
             return Some(format!(
-                "no permission to trace process {pid}: pgdbg runs as root but without CAP_SYS_PTRACE (a container or a reduced capability set): give it that capability (docker run --cap-add=SYS_PTRACE, or systemd's AmbientCapabilities=CAP_SYS_PTRACE) or run pgdbg as {owner}, the user the server runs as"
+                "no permission to trace process {pid}: pgdbg runs as root but without CAP_SYS_PTRACE (a container or a reduced capability set): give it that capability ({GRANT_PTRACE}; systemd: AmbientCapabilities=CAP_SYS_PTRACE) or run pgdbg as {owner} (uid {uid}), the user the server runs as",
+                uid = target.uid[0]
             ));
         }
         return Some(format!(
-            "no permission to trace process {pid}: it runs as {owner} and pgdbg as {}: run pgdbg as {owner} (sudo -u {owner} pgdbg attach {pid}) or as root",
-            name(me.uid[0])
+            "no permission to trace process {pid}: it runs as {owner} (uid {uid}) and pgdbg as {} without CAP_SYS_PTRACE: run pgdbg as {owner} (sudo -u {owner} pgdbg attach {pid}; in a pod: securityContext.runAsUser: {uid}) or as root with CAP_SYS_PTRACE ({GRANT_PTRACE})",
+            name(me.uid[0]),
+            uid = target.uid[0]
         ));
     }
     match yama {
@@ -118,6 +152,24 @@ pub fn decide(
         )),
         _ => None,
     }
+}
+
+/// Why `PTRACE_SEIZE` of `pid` failed with EPERM although the
+/// credentials allow it ([`refusal`] said None), in one line: a seccomp
+/// filter on pgdbg (a container's profile answers EPERM), else a security
+/// module.
+pub fn seize_refused(pid: i32) -> String {
+    if let Some(why) = refusal(pid) {
+        return why;
+    }
+    if own().seccomp_filtered() {
+        return format!(
+            "no permission to trace process {pid}: the kernel refused ptrace and pgdbg runs under a seccomp filter (Seccomp: 2 in /proc/self/status), as a container's profile may deny ptrace: run pgdbg with a profile that allows ptrace ({LIFT_SECCOMP})"
+        );
+    }
+    format!(
+        "no permission to trace process {pid}: the kernel refused ptrace although pgdbg's user and capabilities allow it: a security module (AppArmor, SELinux) may deny it: run pgdbg unconfined (docker run --security-opt apparmor=unconfined) or check the kernel log"
+    )
 }
 
 /// Why this process may not trace `pid`, in one line; None when it may
@@ -142,6 +194,7 @@ mod tests {
             gid: [uid; 4],
             cap_eff: if cap { 1 << CAP_SYS_PTRACE } else { 0 },
             ppid: 1,
+            seccomp: 0,
         }
     }
 
@@ -155,8 +208,9 @@ mod tests {
 
     #[test]
     fn parses_status() {
-        let s = "Name:\tpostgres\nPPid:\t42\nUid:\t105\t105\t105\t105\nGid:\t110\t110\t110\t110\nCapEff:\t000001ffffffffff\n";
+        let s = "Name:\tpostgres\nPPid:\t42\nUid:\t105\t105\t105\t105\nGid:\t110\t110\t110\t110\nCapEff:\t000001ffffffffff\nSeccomp:\t2\n";
         let cr = creds(s);
+        assert!(cr.seccomp_filtered() && cr.perfmon());
         assert_eq!(cr.uid, [105; 4]);
         assert_eq!(cr.gid, [110; 4]);
         assert_eq!(cr.ppid, 42);
@@ -171,11 +225,17 @@ mod tests {
         assert_eq!(decide(7, &c(105, false), &pg, Some(0), false, &name), None);
         // another user
         let m = decide(7, &c(1000, false), &pg, None, false, &name).unwrap();
-        assert!(m.contains("runs as postgres and pgdbg as uid 1000"), "{m}");
+        assert!(
+            m.contains("runs as postgres (uid 105) and pgdbg as uid 1000"),
+            "{m}"
+        );
+        assert!(m.contains("securityContext.runAsUser: 105"), "{m}");
         assert!(m.contains("sudo -u postgres pgdbg attach 7"), "{m}");
         // root without CAP_SYS_PTRACE
         let m = decide(7, &c(0, false), &pg, None, false, &name).unwrap();
         assert!(m.contains("without CAP_SYS_PTRACE"), "{m}");
+        assert!(m.contains("kubectl debug --profile=sysadmin"), "{m}");
+        assert!(m.contains("capabilities.add: [SYS_PTRACE]"), "{m}");
         // Yama
         let m = decide(7, &c(105, false), &pg, Some(1), false, &name).unwrap();
         assert!(m.contains("ptrace_scope = 1"), "{m}");

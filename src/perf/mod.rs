@@ -36,6 +36,7 @@ pub mod placement;
 mod pmu;
 pub mod pprof;
 pub mod profile;
+mod refusal;
 pub mod stack;
 pub mod tracefs;
 pub mod uprobe;
@@ -44,9 +45,10 @@ pub mod wall;
 pub mod watch;
 
 use crate::inferior::Registers;
-use anyhow::anyhow;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{Ordering, fence};
+
+pub use refusal::{Refused, open_error, permission_why, refused, refused_line};
 
 pub const PERF_TYPE_SOFTWARE: u32 = 1;
 pub const PERF_TYPE_BREAKPOINT: u32 = 5;
@@ -192,33 +194,6 @@ impl Attr {
         a.flags |= FLAG_EXCLUDE_KERNEL;
         a
     }
-}
-
-/// What a container or a host must grant when the kernel refuses, in one
-/// line (the cause first).
-pub fn refused_line(what: &str, pid: i32, err: &std::io::Error) -> String {
-    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|_| "unknown".into());
-    let why = match err.raw_os_error() {
-        Some(libc::EACCES) | Some(libc::EPERM) => format!(
-            "perf_event_open refused ({err}; perf_event_paranoid = {paranoid}): run pgdbg as root \
-             or as the server's user with perf_event_paranoid <= 2; in a container grant \
-             CAP_PERFMON (or CAP_SYS_ADMIN) and CAP_SYS_PTRACE, and allow perf_event_open in \
-             its seccomp profile"
-        ),
-        Some(libc::ENOENT) | Some(libc::ENODEV) | Some(libc::EOPNOTSUPP) => {
-            format!("this kernel or machine has no such perf event ({err})")
-        }
-        Some(libc::ENOSPC) => format!(
-            "no hardware breakpoint slot is free for this thread ({err}): a debugger or tracer \
-             holds them, or watchpoints set through ptrace earlier still reserve them (the \
-             kernel frees those when the backend exits); the ptrace mode (--ptrace) uses a debug register of its own"
-        ),
-        Some(libc::ESRCH) => format!("process {pid} is gone"),
-        _ => format!("perf_event_open failed: {err}"),
-    };
-    format!("{what} on process {pid}: {why}")
 }
 
 /// One perf event and its ring buffer.
@@ -474,37 +449,6 @@ pub fn monotonic_ns() -> u64 {
 /// Whether a kernel address (a sample taken in a system call or interrupt).
 pub fn is_kernel(ip: u64) -> bool {
     ip >= 0xffff_8000_0000_0000
-}
-
-/// The kernel refused a perf event (permissions, a missing PMU, no free
-/// breakpoint slot, ...): a command with a ptrace mode may run that
-/// instead (nothing was changed in the backend).  Not for a process that
-/// is gone.
-#[derive(Debug)]
-pub struct Refused(pub String);
-
-impl std::fmt::Display for Refused {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Refused {}
-
-/// Whether `e` is the kernel refusing a perf event (see [`Refused`]).
-pub fn refused(e: &anyhow::Error) -> Option<&Refused> {
-    e.downcast_ref::<Refused>()
-}
-
-/// A short error for a failed open: a [`Refused`] unless the process is
-/// gone.
-pub fn open_error(what: &str, pid: i32, e: std::io::Error) -> anyhow::Error {
-    let line = refused_line(what, pid, &e);
-    if e.raw_os_error() == Some(libc::ESRCH) {
-        anyhow!(line)
-    } else {
-        anyhow::Error::new(Refused(line))
-    }
 }
 
 /// A uprobe counting event (the kernel's `uprobe` PMU) at `offset` in the

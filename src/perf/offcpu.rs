@@ -198,10 +198,9 @@ pub(crate) fn open_switches(pid: i32, tid: i32, mode: &str) -> Result<(Event, Fi
                 let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
                     .map(|s| s.trim().to_string())
                     .unwrap_or_else(|_| "unknown".into());
+                let why = super::permission_why(&e, &paranoid);
                 anyhow::Error::new(Refused(format!(
-                    "{what}: perf_event_open refused ({e}; perf_event_paranoid = \
-                     {paranoid}): the scheduler's tracepoint needs root, CAP_PERFMON \
-                     (or CAP_SYS_ADMIN), or perf_event_paranoid <= 1"
+                    "{what} (the scheduler's tracepoint: CAP_PERFMON or perf_event_paranoid <= 1): {why}"
                 )))
             }
             _ => super::open_error(mode, pid, e),

@@ -102,6 +102,8 @@ pub(super) struct LatencyAcc {
 pub struct Aggregator {
     events: usize,
     pids: BTreeSet<i64>,
+    /// Host PID -> PID in a container's namespace.
+    ns_pids: BTreeMap<i64, i64>,
     /// (first, last) timestamp.
     span: Option<(f64, f64)>,
     exited: usize,
@@ -128,6 +130,9 @@ impl Aggregator {
     pub fn add(&mut self, e: &Event) {
         self.events += 1;
         self.pids.insert(e.pid);
+        if let Some(n) = e.ns_pid {
+            self.ns_pids.insert(e.pid, n);
+        }
         self.span = Some(match self.span {
             None => (e.ts, e.ts),
             Some((lo, hi)) => (lo.min(e.ts), hi.max(e.ts)),
@@ -245,6 +250,7 @@ impl Aggregator {
             } => {
                 let p = self.progress.entry(e.pid).or_insert_with(|| ProgressRow {
                     backend: e.pid,
+                    ns_pid: e.ns_pid,
                     reports: 0,
                     elapsed_s: None,
                     executing: None,
@@ -291,6 +297,11 @@ impl Aggregator {
             last_ts,
             span_s: last_ts - first_ts,
             exited: self.exited,
+            namespace_pids: self
+                .ns_pids
+                .iter()
+                .map(|(&pid, &ns_pid)| NsPid { pid, ns_pid })
+                .collect(),
         };
 
         let mut plan_choices: Vec<PlanRow> = self

@@ -58,6 +58,9 @@ pub struct Event {
     pub line: usize,
     pub ts: f64,
     pub pid: i64,
+    /// The backend's PID in its own PID namespace (a container's), when
+    /// not `pid`.
+    pub ns_pid: Option<i64>,
     /// What happened: [`capture::Event::Other`](crate::capture::Event::Other)
     /// for an event this pgdbg does not know (counted in the header, in
     /// no table), or whose fields it cannot read (see
@@ -90,6 +93,17 @@ pub struct Header {
     pub last_ts: f64,
     pub span_s: f64,
     pub exited: usize,
+    /// Backends in another PID namespace (a container): host PID and the
+    /// PID there (`pg_stat_activity.pid` inside).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub namespace_pids: Vec<NsPid>,
+}
+
+/// A backend's host PID and its PID in its own namespace.
+#[derive(Debug, Serialize)]
+pub struct NsPid {
+    pub pid: i64,
+    pub ns_pid: i64,
 }
 
 #[derive(Debug, Serialize)]
@@ -234,6 +248,9 @@ pub struct Report {
 #[derive(Debug, Serialize)]
 pub struct ProgressRow {
     pub backend: i64,
+    /// The backend's PID in a container's namespace.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ns_pid: Option<i64>,
     pub reports: u64,
     pub elapsed_s: Option<f64>,
     pub executing: Option<String>,

@@ -82,6 +82,17 @@ pub fn render_text(r: &Report) -> String {
         out.push_str(&format!(", {} exited", h.exited));
     }
     out.push('\n');
+    if !h.namespace_pids.is_empty() {
+        let each: Vec<String> = h
+            .namespace_pids
+            .iter()
+            .map(|n| format!("{} (PID {} in its namespace)", n.pid, n.ns_pid))
+            .collect();
+        out.push_str(&format!(
+            "Backends in another PID namespace: {}\n",
+            each.join(", ")
+        ));
+    }
 
     let mut sections: Vec<(&str, Table)> = Vec::new();
     if !r.plan_choices.is_empty() {
@@ -257,7 +268,10 @@ pub fn render_text(r: &Report) -> String {
                 let first = i == 0;
                 t.row(vec![
                     if first {
-                        p.backend.to_string()
+                        match p.ns_pid {
+                            Some(n) => format!("{} (PID {n})", p.backend),
+                            None => p.backend.to_string(),
+                        }
                     } else {
                         String::new()
                     },

@@ -72,6 +72,7 @@ pub fn scan_capture(
             line: n,
             ts: parsed.ts,
             pid: parsed.pid,
+            ns_pid: parsed.ns_pid,
             event: parsed.event,
         });
     }
@@ -141,6 +142,7 @@ pub(super) fn untyped_line(
     Ok(Some(Line {
         ts,
         pid,
+        ns_pid: obj.get("ns_pid").and_then(Value::as_i64),
         event: CaptureEvent::Other,
     }))
 }

@@ -124,14 +124,18 @@ pub fn plan_applies(s: &mut dyn Backend, at_executor_entry: bool) -> Result<()> 
             let a = s.global_addr("ParallelLeaderPid")?;
             s.read_i32(a).ok().filter(|p| *p > 0)
         });
-        // both name the leader's PID in the server's PID namespace: the
-        // host's PID to attach to when the server runs in a container
+        // both name the leader's PID in the server's PID namespace (what
+        // pg_stat_activity.leader_pid shows there); the host's PID is the
+        // one to attach to when the server runs in a container
         use crate::inferior::procfs;
-        let leader = leader.map(|l| match procfs::ns_pid(pid) != pid {
-            true => procfs::host_pid_in_namespace_of(pid, l).unwrap_or(l),
-            false => l,
-        });
+        let ns = procfs::ns_pid(pid);
         match leader {
+            Some(l) if ns != pid => {
+                let host = procfs::host_pid_in_namespace_of(pid, l).unwrap_or(l);
+                bail!(
+                    "process {pid} (PID {ns} in its namespace) is a parallel worker of leader PID {host} (PID {l} in its namespace, pg_stat_activity.leader_pid): it runs part of the leader's plan; attach to the leader for the whole plan (pgdbg attach {host} --ex plan)"
+                )
+            }
             Some(l) => bail!(
                 "process {pid} is a parallel worker of leader PID {l}: it runs part of the leader's plan; attach to the leader for the whole plan (pgdbg attach {l} --ex plan)"
             ),

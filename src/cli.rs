@@ -138,6 +138,11 @@ pgdbg profile 4711 --for 10s --speedscope cpu.json --pprof cpu.pb.gz   for speed
         /// time recorded
         #[arg(long, conflicts_with = "off_cpu")]
         wall: bool,
+        /// Time per system call (calls, errors, total, average, longest, share of the
+        /// time recorded), as perf trace -s gives it: the raw_syscalls tracepoints on the
+        /// backend's thread; no stacks (--format top or json)
+        #[arg(long)]
+        syscalls: bool,
         #[command(flatten)]
         debug: DebugInfoOpts,
         /// No progress lines
@@ -357,6 +362,7 @@ pub fn main() -> i32 {
             rows,
             off_cpu,
             wall,
+            syscalls,
             debug,
             quiet,
         } => run_profile(
@@ -371,6 +377,7 @@ pub fn main() -> i32 {
                 rows,
                 off_cpu,
                 wall,
+                syscalls,
             },
             for_,
             AttachOpts {
@@ -412,7 +419,7 @@ fn run_profile(
     if opts.rows == 0 {
         bail!("--rows takes a number of rows from 1");
     }
-    opts.files()?;
+    opts.check_modes()?;
     if let Some(f) = &for_ {
         opts.duration = Some(crate::command::parse_duration(f).map_err(|e| anyhow!("--for: {e}"))?);
     }

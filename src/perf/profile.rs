@@ -565,6 +565,8 @@ pub struct ProfileOpts {
     pub off_cpu: bool,
     /// On-CPU samples and off-CPU intervals together, weighed in time.
     pub wall: bool,
+    /// Time per system call (the raw_syscalls tracepoints), no stacks.
+    pub syscalls: bool,
 }
 
 impl Default for ProfileOpts {
@@ -579,6 +581,7 @@ impl Default for ProfileOpts {
             rows: 25,
             off_cpu: false,
             wall: false,
+            syscalls: false,
         }
     }
 }
@@ -611,6 +614,36 @@ impl OutFile {
 }
 
 impl ProfileOpts {
+    /// The modes and outputs that go together, or one line saying which
+    /// do not.
+    pub fn check_modes(&self) -> Result<()> {
+        if self.wall && self.off_cpu {
+            anyhow::bail!(
+                "profile: --wall (time on and off a CPU) and --off-cpu (time off a CPU only) \
+                 exclude each other"
+            );
+        }
+        if self.syscalls {
+            if self.wall || self.off_cpu {
+                anyhow::bail!(
+                    "profile: --syscalls (time per system call) is a mode of its own, not with {}",
+                    if self.wall { "--wall" } else { "--off-cpu" }
+                );
+            }
+            let stacks = if self.format == Format::Folded {
+                Some("--format folded")
+            } else {
+                self.files()?.first().map(|(k, _)| k.option())
+            };
+            if let Some(o) = stacks {
+                anyhow::bail!(
+                    "profile: --syscalls records no stacks, so no {o}: use --format top or json"
+                );
+            }
+        }
+        self.files().map(|_| ())
+    }
+
     /// The files to write, the flame graph last (there is none of no
     /// stacks; the other files are empty profiles then); refused when two
     /// options name the same file (the second would overwrite the first).

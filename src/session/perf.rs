@@ -3,6 +3,8 @@
 use super::*;
 use crate::perf::offcpu::{OffCpuProfile, OffCpuProfiler};
 use crate::perf::profile::{Profile, ProfileOpts, Profiler, Rendered, Symbolizer};
+use crate::perf::syscall_report::SyscallProfile;
+use crate::perf::syscalls::SyscallProfiler;
 use crate::perf::wall::{WallProfile, WallProfiler};
 use crate::postgres::backend::NoStop;
 use std::time::Duration;
@@ -103,6 +105,19 @@ fn record<W: Recording>(
             &line,
             || rec.finish(),
             |raw, sym| OffCpuProfile::build(raw, sym, pid),
+        );
+    }
+    if opts.syscalls {
+        let rec = SyscallProfiler::start(pid, pid)?;
+        let line = format!(
+            "profile: recording the system calls of backend {pid} (perf raw_syscalls, not stopped){limit}"
+        );
+        return course(
+            at,
+            opts,
+            &line,
+            || rec.finish(),
+            |raw, _| SyscallProfile::build(raw, pid),
         );
     }
     let hz = opts.hz;

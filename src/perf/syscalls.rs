@@ -204,12 +204,13 @@ impl SyscallProfiler {
             let e = std::io::Error::last_os_error();
             return Err(anyhow!("{what}: the exits' ring redirection failed ({e})"));
         }
+        // the window, on the records' clock, opens before the first record
+        let t0_ns = monotonic_ns();
         // exits first: an enter is never recorded without its exit
         if unsafe { libc::ioctl(exits.as_raw_fd(), super::IOC_ENABLE, 0) } < 0 {
             return Err(open_error(MODE, pid, std::io::Error::last_os_error()));
         }
         ev.enable().map_err(|e| open_error(MODE, pid, e))?;
-        let t0_ns = monotonic_ns();
         let cpu0 = super::profile::cpu_ns(pid, tid);
         let stop = Arc::new(AtomicBool::new(false));
         let st = stop.clone();

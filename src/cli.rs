@@ -113,8 +113,8 @@ pgdbg profile 4711 --for 10s --speedscope cpu.json --pprof cpu.pb.gz   for speed
         #[arg(long = "for", alias = "seconds", value_name = "DURATION")]
         for_: Option<String>,
         /// Output: top (self/total per function), folded (flame graph input), json
-        #[arg(long, value_enum, default_value_t = crate::perf::profile::Format::Top)]
-        format: crate::perf::profile::Format,
+        #[arg(long, value_enum, default_value_t = crate::perf::profile_opts::Format::Top)]
+        format: crate::perf::profile_opts::Format,
         /// Also draw the flame graph into FILE (SVG)
         #[arg(long, value_name = "FILE")]
         flamegraph: Option<PathBuf>,
@@ -367,7 +367,7 @@ pub fn main() -> i32 {
             quiet,
         } => run_profile(
             pid,
-            crate::perf::profile::ProfileOpts {
+            crate::perf::profile_opts::ProfileOpts {
                 hz,
                 duration: None,
                 format,
@@ -408,7 +408,7 @@ pub fn main() -> i32 {
 /// `pgdbg profile PID`: checked like attach, then sampled without ptrace.
 fn run_profile(
     pid: Option<String>,
-    mut opts: crate::perf::profile::ProfileOpts,
+    mut opts: crate::perf::profile_opts::ProfileOpts,
     for_: Option<String>,
     aopts: AttachOpts,
 ) -> Result<i32> {

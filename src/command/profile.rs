@@ -4,7 +4,7 @@
 use super::args::parse_limits;
 use super::check::no_check;
 use super::{Entry, Invocation, Needs};
-use crate::perf::profile::{Format, ProfileOpts};
+use crate::perf::profile_opts::{Format, ProfileOpts};
 use anyhow::{Result, anyhow, bail};
 
 pub static ENTRIES: &[&Entry] = &[&PROFILE];

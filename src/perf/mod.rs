@@ -15,6 +15,8 @@
 //! - `keeper.rs`: the process that opens and closes the uprobe events;
 //! - `stack.rs`: a sample's stack unwound over the mapped files' CFI;
 //! - `profile.rs`: `profile`, on-CPU stacks sampled by the cpu-clock;
+//!   `profile_opts.rs`: its options (modes, formats, files); `render.rs`:
+//!   what every mode prints (table, folded, JSON, flame graph, files);
 //! - `offcpu.rs`: `profile --off-cpu`, the stacks the thread left a CPU
 //!   at (the scheduler's switch tracepoint) and how long it stayed off;
 //! - `wall.rs`: `profile --wall`, both together, weighed in time;
@@ -39,6 +41,8 @@ pub mod placement;
 mod pmu;
 pub mod pprof;
 pub mod profile;
+pub mod profile_opts;
+pub mod render;
 pub mod stack;
 pub mod syscall_report;
 mod syscall_table;

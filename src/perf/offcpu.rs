@@ -485,7 +485,7 @@ impl OffCpuProfile {
     }
 }
 
-impl super::profile::Rendered for OffCpuProfile {
+impl super::render::Rendered for OffCpuProfile {
     fn table_text(&self, rows: usize) -> String {
         self.table(rows)
     }

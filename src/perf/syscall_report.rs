@@ -135,7 +135,7 @@ impl SyscallProfile {
     }
 }
 
-impl super::profile::Rendered for SyscallProfile {
+impl super::render::Rendered for SyscallProfile {
     fn table_text(&self, rows: usize) -> String {
         self.table(rows)
     }

@@ -2,7 +2,9 @@
 //! prompt's command and for `pgdbg profile PID`, which never attaches.
 use super::*;
 use crate::perf::offcpu::{OffCpuProfile, OffCpuProfiler};
-use crate::perf::profile::{Profile, ProfileOpts, Profiler, Rendered, Symbolizer};
+use crate::perf::profile::{Profile, Profiler, Symbolizer};
+use crate::perf::profile_opts::ProfileOpts;
+use crate::perf::render::Rendered;
 use crate::perf::syscall_report::SyscallProfile;
 use crate::perf::syscalls::SyscallProfiler;
 use crate::perf::wall::{WallProfile, WallProfiler};

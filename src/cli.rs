@@ -113,8 +113,8 @@ pgdbg profile 4711 --for 10s --speedscope cpu.json --pprof cpu.pb.gz   for speed
         #[arg(long = "for", alias = "seconds", value_name = "DURATION")]
         for_: Option<String>,
         /// Output: top (self/total per function), folded (flame graph input), json
-        #[arg(long, value_enum, default_value_t = crate::perf::profile::Format::Top)]
-        format: crate::perf::profile::Format,
+        #[arg(long, value_enum, default_value_t = crate::perf::profile_opts::Format::Top)]
+        format: crate::perf::profile_opts::Format,
         /// Also draw the flame graph into FILE (SVG)
         #[arg(long, value_name = "FILE")]
         flamegraph: Option<PathBuf>,
@@ -138,6 +138,11 @@ pgdbg profile 4711 --for 10s --speedscope cpu.json --pprof cpu.pb.gz   for speed
         /// time recorded
         #[arg(long, conflicts_with = "off_cpu")]
         wall: bool,
+        /// Time per system call (calls, errors, total, average, longest, share of the
+        /// time recorded), as perf trace -s gives it: the raw_syscalls tracepoints on the
+        /// backend's thread; no stacks (--format top or json)
+        #[arg(long)]
+        syscalls: bool,
         #[command(flatten)]
         debug: DebugInfoOpts,
         /// No progress lines
@@ -357,11 +362,12 @@ pub fn main() -> i32 {
             rows,
             off_cpu,
             wall,
+            syscalls,
             debug,
             quiet,
         } => run_profile(
             pid,
-            crate::perf::profile::ProfileOpts {
+            crate::perf::profile_opts::ProfileOpts {
                 hz,
                 duration: None,
                 format,
@@ -371,6 +377,7 @@ pub fn main() -> i32 {
                 rows,
                 off_cpu,
                 wall,
+                syscalls,
             },
             for_,
             AttachOpts {
@@ -401,7 +408,7 @@ pub fn main() -> i32 {
 /// `pgdbg profile PID`: checked like attach, then sampled without ptrace.
 fn run_profile(
     pid: Option<String>,
-    mut opts: crate::perf::profile::ProfileOpts,
+    mut opts: crate::perf::profile_opts::ProfileOpts,
     for_: Option<String>,
     aopts: AttachOpts,
 ) -> Result<i32> {
@@ -412,7 +419,7 @@ fn run_profile(
     if opts.rows == 0 {
         bail!("--rows takes a number of rows from 1");
     }
-    opts.files()?;
+    opts.check_modes()?;
     if let Some(f) = &for_ {
         opts.duration = Some(crate::command::parse_duration(f).map_err(|e| anyhow!("--for: {e}"))?);
     }

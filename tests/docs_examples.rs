@@ -212,6 +212,17 @@ fn docs_examples_on_15() {
     cluster.cancel(&[pid]);
     let _ = s.rejoin(h);
 
+    // usage.md: the system calls of a backend in pg_sleep
+    let h = s.spawn_text("select pg_sleep(0.5) from generate_series(1, 20)");
+    cluster.wait_active(&[pid], "pg_sleep(0.5)");
+    let r = find("docs/usage.md", "--syscalls --for");
+    let (code, out) = run(&doc_args(&r.command, pid, &cluster.dir), &tmp);
+    assert_eq!(code, 0, "{out}");
+    check(r, &out, &[]);
+    done.insert(r.key());
+    cluster.cancel(&[pid]);
+    let _ = s.rejoin(h);
+
     assert_all_run(&all, &done);
     let _ = std::fs::remove_dir_all(&tmp);
     cluster.assert_no_crash();

@@ -161,6 +161,24 @@ fn perf_refused_falls_back_to_ptrace() {
     let lines: Vec<&str> = err.lines().collect();
     assert_eq!(lines.len(), 1, "{err}");
     assert!(lines[0].contains("perf_event_open refused"), "{err}");
+    // so has profile --syscalls (its tracepoints are perf events too)
+    let p = spawn_denied(&[
+        "profile",
+        &pid.to_string(),
+        "--syscalls",
+        "-q",
+        "--for",
+        "1s",
+    ]);
+    let (code, out, err) = p.wait(Duration::from_secs(60));
+    assert_ne!(code, 0, "{out}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(
+        lines[0].contains("profile --syscalls on process")
+            && lines[0].contains("perf_event_open refused"),
+        "{err}"
+    );
 
     // --ptrace needs no perf event: no refusal line at all
     let mut p = spawn_denied(&[

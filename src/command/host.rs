@@ -8,7 +8,7 @@
 //! added here only for a new kind of session state.
 
 use crate::expr::format::Radix;
-use crate::perf::profile::ProfileOpts;
+use crate::perf::profile_opts::ProfileOpts;
 use crate::postgres::Backend;
 use crate::postgres::backend::Flow;
 use anyhow::Result;

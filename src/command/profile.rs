@@ -4,7 +4,7 @@
 use super::args::parse_limits;
 use super::check::no_check;
 use super::{Entry, Invocation, Needs};
-use crate::perf::profile::{Format, ProfileOpts};
+use crate::perf::profile_opts::{Format, ProfileOpts};
 use anyhow::{Result, anyhow, bail};
 
 pub static ENTRIES: &[&Entry] = &[&PROFILE];
@@ -12,7 +12,7 @@ pub static ENTRIES: &[&Entry] = &[&PROFILE];
 pub static PROFILE: Entry = Entry {
     name: "profile",
     aliases: &[],
-    usage: "profile [--off-cpu|--wall] [--hz N] [--for D] [--format FMT] [--rows N]\n        \
+    usage: "profile [--off-cpu|--wall|--syscalls] [--hz N] [--for D] [--format FMT] [--rows N]\n        \
             [--flamegraph OUT.svg] [--speedscope OUT.json] [--pprof OUT.pb.gz]",
     summary: "on-CPU profile of the backend (perf events): self and total share, stacks",
     help: "The backend runs, never stopped: the kernel samples its thread N times a second of CPU \
@@ -39,6 +39,14 @@ pub static PROFILE: Entry = Entry {
            function, split on and off CPU, and a total line: elapsed = on CPU + off CPU + \
            what is not accounted for (at most about one sampling period, plus records lost). \
            Needs what --off-cpu needs; not with --off-cpu.\n\n\
+           --syscalls: time per system call, as perf trace -s gives it: every system call of \
+           the backend's thread (the raw_syscalls:sys_enter and sys_exit tracepoints on that \
+           thread only), a line per call name with its calls, errors, total, average and \
+           longest milliseconds and its share of the time recorded, most time first; a call in \
+           progress at the start or the end is counted within the window. Names from the \
+           x86_64 table of the kernel headers (syscall_N for a number it lacks). No stacks: \
+           --format top or json only, no files. Needs tracefs (to read the tracepoints' ids) \
+           and perf_event_open on the backend.\n\n\
            Needs perf_event_open on the backend: root, or the server's user with \
            perf_event_paranoid <= 2; in a container CAP_PERFMON and CAP_SYS_PTRACE.",
     examples: &[
@@ -46,6 +54,7 @@ pub static PROFILE: Entry = Entry {
         "profile --hz 999 --for 5s --flamegraph cpu.svg",
         "profile --off-cpu --for 10s --flamegraph wait.svg",
         "profile --wall --for 10s --flamegraph wall.svg",
+        "profile --syscalls --for 10s",
         "profile --for 10s --speedscope cpu.json --pprof cpu.pb.gz",
     ],
     parse: |rest| parse_profile(rest).map(|_| Invocation::command(&PROFILE, rest)),
@@ -85,6 +94,7 @@ pub fn parse_profile(rest: &str) -> Result<ProfileOpts> {
             "--folded" => o.format = Format::Folded,
             "--off-cpu" => o.off_cpu = true,
             "--wall" => o.wall = true,
+            "--syscalls" => o.syscalls = true,
             "--json" => o.format = Format::Json,
             "--flamegraph" => {
                 let v = it
@@ -120,13 +130,7 @@ pub fn parse_profile(rest: &str) -> Result<ProfileOpts> {
     if count.is_some() {
         bail!("profile takes --for DURATION, not --count");
     }
-    if o.wall && o.off_cpu {
-        bail!(
-            "profile: --wall (time on and off a CPU) and --off-cpu (time off a CPU only) \
-             exclude each other"
-        );
-    }
-    o.files()?;
+    o.check_modes()?;
     o.duration = duration;
     Ok(o)
 }

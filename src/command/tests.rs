@@ -444,7 +444,7 @@ fn profile_files_with_any_format_each_its_own() {
     };
     assert_eq!(o.speedscope, Some("w.json".into()));
     assert_eq!(o.pprof, Some("w.pb.gz".into()));
-    assert_eq!(o.format, crate::perf::profile::Format::Folded);
+    assert_eq!(o.format, crate::perf::profile_opts::Format::Folded);
     let e = parse("profile --pprof").unwrap_err().to_string();
     assert_eq!(e, "profile: --pprof takes a file name (OUT.pb.gz)");
     let e = parse("profile --flamegraph a --pprof a")

@@ -21,7 +21,7 @@
 
 use super::profile::{KERNEL_PC, STACK_BYTES, Symbolizer, stack_frames};
 use super::stack::{Maps, unwind};
-use super::tracefs::{Field, field_u64, parse_format};
+use super::tracefs::{Field, field_u64};
 use super::{
     Attr, Event, FLAG_DISABLED, FLAG_EXCLUDE_HV, FLAG_USE_CLOCKID, REGS_MASK, Refused,
     SAMPLE_REGS_USER, SAMPLE_STACK_USER, SAMPLE_TID, SAMPLE_TIME, Wakeup, monotonic_ns, set_reg,
@@ -29,7 +29,6 @@ use super::{
 use crate::inferior::Registers;
 use anyhow::{Result, anyhow};
 use std::collections::HashMap;
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -64,41 +63,6 @@ fn reason_name(r: char) -> &'static str {
         'T' => "T stopped",
         _ => "? other",
     }
-}
-
-/// The tracepoint's id and record fields, from tracefs (mounted when it is
-/// not); the reason when they cannot be read.
-fn sched_switch() -> Result<(u64, HashMap<String, Field>), String> {
-    let find = || {
-        ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
-            .iter()
-            .map(|d| Path::new(d).join("events/sched/sched_switch"))
-            .find(|e| e.join("format").exists())
-    };
-    let dir = match find() {
-        Some(d) => d,
-        None => {
-            // mounts tracefs where it is missing (its error says why not)
-            let root = super::tracefs::root();
-            find().ok_or_else(|| match root {
-                Err(e) => e,
-                Ok(_) => "this kernel has no sched:sched_switch tracepoint".into(),
-            })?
-        }
-    };
-    let read = |f: &str| {
-        std::fs::read_to_string(dir.join(f)).map_err(|e| {
-            format!(
-                "cannot read {} ({e}): run pgdbg as root",
-                dir.join(f).display()
-            )
-        })
-    };
-    let id = read("id")?
-        .trim()
-        .parse::<u64>()
-        .map_err(|e| format!("{}: {e}", dir.join("id").display()))?;
-    Ok((id, parse_format(&read("format")?)))
 }
 
 /// What the reader thread gathered.
@@ -170,7 +134,8 @@ fn parse_switch_out(b: &[u8]) -> Option<SwitchOut<'_>> {
 /// command in refusals ("profile --off-cpu").
 pub(crate) fn open_switches(pid: i32, tid: i32, mode: &str) -> Result<(Event, Field)> {
     let what = format!("{mode} on process {pid}");
-    let (id, fields) = sched_switch().map_err(|e| Refused(format!("{what}: {e}")))?;
+    let (id, fields) = super::tracefs::tracepoint("sched", "sched_switch")
+        .map_err(|e| Refused(format!("{what}: {e}")))?;
     let state_field = *fields
         .get("prev_state")
         .ok_or_else(|| anyhow!("{what}: sched:sched_switch has no prev_state field"))?;
@@ -519,7 +484,7 @@ impl OffCpuProfile {
     }
 }
 
-impl super::profile::Rendered for OffCpuProfile {
+impl super::render::Rendered for OffCpuProfile {
     fn table_text(&self, rows: usize) -> String {
         self.table(rows)
     }

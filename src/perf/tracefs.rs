@@ -59,6 +59,41 @@ pub fn root() -> Result<(PathBuf, bool), String> {
     }
 }
 
+/// A tracepoint's id and record fields (`events/SYSTEM/NAME/` in tracefs,
+/// mounted when it is not); the reason, in words, when they cannot be read.
+pub fn tracepoint(system: &str, name: &str) -> Result<(u64, HashMap<String, Field>), String> {
+    let find = || {
+        ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
+            .iter()
+            .map(|d| Path::new(d).join("events").join(system).join(name))
+            .find(|e| e.join("format").exists())
+    };
+    let dir = match find() {
+        Some(d) => d,
+        None => {
+            // mounts tracefs where it is missing (its error says why not)
+            let root = root();
+            find().ok_or_else(|| match root {
+                Err(e) => e,
+                Ok(_) => format!("this kernel has no {system}:{name} tracepoint"),
+            })?
+        }
+    };
+    let read = |f: &str| {
+        std::fs::read_to_string(dir.join(f)).map_err(|e| {
+            format!(
+                "cannot read {} ({e}): run pgdbg as root",
+                dir.join(f).display()
+            )
+        })
+    };
+    let id = read("id")?
+        .trim()
+        .parse::<u64>()
+        .map_err(|e| format!("{}: {e}", dir.join("id").display()))?;
+    Ok((id, parse_format(&read("format")?)))
+}
+
 /// One field of a trace event's record (from its `format` file).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Field {

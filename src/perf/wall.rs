@@ -17,7 +17,8 @@
 //! Nothing is written into the backend and it is never stopped.
 
 use super::offcpu::{RawOffCpu, Switches, open_switches};
-use super::profile::{Rendered, STACK_BYTES, Symbolizer, cpu_ns, open_cpu_clock, sample_stack};
+use super::profile::{STACK_BYTES, Symbolizer, cpu_ns, open_cpu_clock, sample_stack};
+use super::render::Rendered;
 use super::stack::Maps;
 use super::{Attr, monotonic_ns};
 use anyhow::{Result, anyhow};

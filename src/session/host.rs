@@ -2,7 +2,7 @@
 //! the session's own implementation.
 use super::*;
 use crate::command::{Host, SymbolKind};
-use crate::perf::profile::ProfileOpts;
+use crate::perf::profile_opts::ProfileOpts;
 
 impl Host for Session {
     fn add_breakpoint(

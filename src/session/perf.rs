@@ -2,7 +2,11 @@
 //! prompt's command and for `pgdbg profile PID`, which never attaches.
 use super::*;
 use crate::perf::offcpu::{OffCpuProfile, OffCpuProfiler};
-use crate::perf::profile::{Profile, ProfileOpts, Profiler, Rendered, Symbolizer};
+use crate::perf::profile::{Profile, Profiler, Symbolizer};
+use crate::perf::profile_opts::ProfileOpts;
+use crate::perf::render::Rendered;
+use crate::perf::syscall_report::SyscallProfile;
+use crate::perf::syscalls::SyscallProfiler;
 use crate::perf::wall::{WallProfile, WallProfiler};
 use crate::postgres::backend::NoStop;
 use std::time::Duration;
@@ -103,6 +107,19 @@ fn record<W: Recording>(
             &line,
             || rec.finish(),
             |raw, sym| OffCpuProfile::build(raw, sym, pid),
+        );
+    }
+    if opts.syscalls {
+        let rec = SyscallProfiler::start(pid, pid)?;
+        let line = format!(
+            "profile: recording the system calls of backend {pid} (perf raw_syscalls, not stopped){limit}"
+        );
+        return course(
+            at,
+            opts,
+            &line,
+            || rec.finish(),
+            |raw, _| SyscallProfile::build(raw, pid),
         );
     }
     let hz = opts.hz;

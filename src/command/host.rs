@@ -14,6 +14,7 @@ use crate::postgres::backend::Flow;
 use anyhow::Result;
 
 use super::SymbolKind;
+use crate::breakpoints::Breakpoints;
 
 pub trait Host: Backend {
     /// `break`/`tbreak`: a numbered breakpoint; its "Breakpoint N at ..." line.
@@ -29,6 +30,13 @@ pub trait Host: Backend {
     fn delete_breakpoints(&mut self, ids: &[u32]) -> Result<String>;
     /// `info breakpoints`' table.
     fn info_breakpoints(&self) -> String;
+    /// The numbered breakpoints, to read (`save breakpoints`, `$bpnum`).
+    fn breakpoints(&self) -> &Breakpoints;
+    /// `enable [N...]` (`on`) or `disable [N...]` (none: all): a disabled
+    /// breakpoint's int3s out of the backend, put back when enabled.
+    fn enable_breakpoints(&mut self, ids: &[u32], on: bool) -> Result<String>;
+    /// `ignore N COUNT`: what to say.
+    fn set_ignore(&mut self, id: u32, count: u64) -> Result<String>;
     /// `info sharedlibrary`'s table.
     fn info_sharedlibrary(&mut self) -> String;
     /// `info` (`info target`): the backend, its build and its state.

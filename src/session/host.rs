@@ -34,6 +34,15 @@ impl Host for Session {
     fn info_breakpoints(&self) -> String {
         Session::info_breakpoints(self)
     }
+    fn breakpoints(&self) -> &Breakpoints {
+        &self.bps
+    }
+    fn enable_breakpoints(&mut self, ids: &[u32], on: bool) -> Result<String> {
+        Session::enable_breakpoints(self, ids, on)
+    }
+    fn set_ignore(&mut self, id: u32, count: u64) -> Result<String> {
+        Session::set_ignore(self, id, count)
+    }
     fn info_sharedlibrary(&mut self) -> String {
         Session::info_sharedlibrary(self)
     }

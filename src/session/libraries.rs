@@ -496,7 +496,8 @@ impl Session {
     pub(crate) fn arm_pending(&mut self) -> Result<()> {
         let ids = std::mem::take(&mut self.pending);
         for id in ids {
-            let Some(spec) = self.bps.get_mut(id).map(|b| b.spec.clone()) else {
+            let Some((spec, enabled)) = self.bps.get_mut(id).map(|b| (b.spec.clone(), b.enabled))
+            else {
                 continue; // deleted meanwhile
             };
             let Ok(locs) = self.resolve_anywhere(&spec) else {
@@ -505,7 +506,8 @@ impl Session {
             };
             let mut inserted = Vec::new();
             let mut failed = None;
-            for l in &locs {
+            // a disabled breakpoint gets its locations, its int3s at `enable`
+            for l in locs.iter().filter(|_| enabled) {
                 // an address already armed (another breakpoint, a probe)
                 // keeps its int3 if this one is rolled back
                 let ours = !self.target.breakpoint_inserted(l.addr);

@@ -38,6 +38,7 @@ use std::path::PathBuf;
 use std::rc::Rc;
 
 mod backend;
+mod bpstate;
 mod breakpoints;
 mod disasm;
 mod execute;

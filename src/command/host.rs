@@ -15,6 +15,7 @@ use anyhow::Result;
 
 use super::SymbolKind;
 use crate::breakpoints::Breakpoints;
+use crate::displays::Displays;
 
 pub trait Host: Backend {
     /// `break`/`tbreak`: a numbered breakpoint; its "Breakpoint N at ..." line.
@@ -37,6 +38,11 @@ pub trait Host: Backend {
     fn enable_breakpoints(&mut self, ids: &[u32], on: bool) -> Result<String>;
     /// `ignore N COUNT`: what to say.
     fn set_ignore(&mut self, id: u32, count: u64) -> Result<String>;
+    /// The `display` expressions (shown by the session at each stop).
+    fn displays(&mut self) -> &mut Displays;
+    /// EXPR in the selected frame as `print` shows it, not kept in the
+    /// value history.
+    fn value_text(&mut self, expr: &str, radix: Radix) -> Result<String>;
     /// `info sharedlibrary`'s table.
     fn info_sharedlibrary(&mut self) -> String;
     /// `info` (`info target`): the backend, its build and its state.

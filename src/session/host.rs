@@ -43,6 +43,12 @@ impl Host for Session {
     fn set_ignore(&mut self, id: u32, count: u64) -> Result<String> {
         Session::set_ignore(self, id, count)
     }
+    fn displays(&mut self) -> &mut crate::displays::Displays {
+        &mut self.displays
+    }
+    fn value_text(&mut self, expr: &str, radix: Radix) -> Result<String> {
+        Session::value_text(self, expr, radix)
+    }
     fn info_sharedlibrary(&mut self) -> String {
         Session::info_sharedlibrary(self)
     }

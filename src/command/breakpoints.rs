@@ -1,6 +1,6 @@
 //! Breakpoints: `break`, `tbreak`, `condition`, `commands` ... `end`,
 //! `silent`, `delete`, `enable`, `disable`, `ignore` (`manage.rs`),
-//! `info breakpoints`.
+//! `info breakpoints`, `save breakpoints` (`save.rs`).
 
 use super::check::{CheckCtx, misrouted, no_check, plain_function, run_args, short};
 use super::{Command, Entry, Invocation, Needs, args::num_arg};
@@ -8,8 +8,10 @@ use crate::postgres::backend::Flow;
 use anyhow::{Result, anyhow, bail};
 use manage::BpNum;
 pub use manage::{DISABLE, ENABLE, IGNORE};
+pub use save::{SAVE, SAVE_BREAKPOINTS};
 
 mod manage;
+mod save;
 
 pub static ENTRIES: &[&Entry] = &[
     &BREAK,
@@ -23,6 +25,8 @@ pub static ENTRIES: &[&Entry] = &[
     &DISABLE,
     &IGNORE,
     &INFO_BREAKPOINTS,
+    &SAVE,
+    &SAVE_BREAKPOINTS,
 ];
 
 pub static BREAK: Entry = Entry {

@@ -13,7 +13,7 @@ use crate::postgres::Backend;
 use crate::postgres::backend::Flow;
 use anyhow::Result;
 
-use super::SymbolKind;
+use super::{Command, SymbolKind};
 use crate::breakpoints::Breakpoints;
 use crate::displays::Displays;
 
@@ -43,6 +43,9 @@ pub trait Host: Backend {
     /// EXPR in the selected frame as `print` shows it, not kept in the
     /// value history.
     fn value_text(&mut self, expr: &str, radix: Radix) -> Result<String>;
+    /// One command of a file `source` runs, as the prompt runs it (each
+    /// takes the stop it needs).
+    fn execute_sourced(&mut self, cmd: &Command) -> Result<(String, Flow)>;
     /// `info sharedlibrary`'s table.
     fn info_sharedlibrary(&mut self) -> String;
     /// `info` (`info target`): the backend, its build and its state.

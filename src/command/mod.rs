@@ -31,6 +31,7 @@ mod data;
 mod host;
 mod info;
 mod inspect;
+pub mod lines;
 mod postgres;
 mod probes;
 mod profile;
@@ -47,6 +48,7 @@ pub use data::selects_frame;
 pub use host::Host;
 pub use info::help_text;
 pub use inspect::{SymbolKind, symbol_regex, type_words};
+pub use source::sourced_file;
 
 use crate::postgres::backend::Flow;
 use anyhow::{Result, bail};

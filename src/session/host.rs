@@ -49,6 +49,9 @@ impl Host for Session {
     fn value_text(&mut self, expr: &str, radix: Radix) -> Result<String> {
         Session::value_text(self, expr, radix)
     }
+    fn execute_sourced(&mut self, cmd: &Command) -> Result<(String, Flow)> {
+        Session::execute_at_prompt(self, cmd)
+    }
     fn info_sharedlibrary(&mut self) -> String {
         Session::info_sharedlibrary(self)
     }

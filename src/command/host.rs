@@ -14,8 +14,24 @@ use crate::postgres::backend::Flow;
 use anyhow::Result;
 
 use super::{Command, SymbolKind};
-use crate::breakpoints::Breakpoints;
 use crate::displays::Displays;
+
+/// A numbered breakpoint as the commands read it (the session's
+/// `crate::breakpoints::Breakpoint` holds `Command`s: the command room
+/// cannot import it).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BreakpointView {
+    pub id: u32,
+    /// The location as the user typed it.
+    pub spec: String,
+    pub temporary: bool,
+    pub condition: Option<String>,
+    /// Hits left to ignore.
+    pub ignore: u64,
+    /// Its `commands` block's lines as written.
+    pub commands: Vec<String>,
+    pub enabled: bool,
+}
 
 pub trait Host: Backend {
     /// `break`/`tbreak`: a numbered breakpoint; its "Breakpoint N at ..." line.
@@ -31,8 +47,12 @@ pub trait Host: Backend {
     fn delete_breakpoints(&mut self, ids: &[u32]) -> Result<String>;
     /// `info breakpoints`' table.
     fn info_breakpoints(&self) -> String;
-    /// The numbered breakpoints, to read (`save breakpoints`, `$bpnum`).
-    fn breakpoints(&self) -> &Breakpoints;
+    /// The numbered breakpoints as `save breakpoints` and `source` read
+    /// them.
+    fn breakpoint_list(&self) -> Vec<BreakpointView>;
+    /// The number of the last breakpoint set (gdb's `$bpnum`), deleted
+    /// since or not; None before the first.
+    fn last_breakpoint(&self) -> Option<u32>;
     /// `enable [N...]` (`on`) or `disable [N...]` (none: all): a disabled
     /// breakpoint's int3s out of the backend, put back when enabled.
     fn enable_breakpoints(&mut self, ids: &[u32], on: bool) -> Result<String>;

@@ -1,7 +1,7 @@
 //! The session as the commands see it (`command::Host`): each method is
 //! the session's own implementation.
 use super::*;
-use crate::command::{Host, SymbolKind};
+use crate::command::{BreakpointView, Host, SymbolKind};
 use crate::perf::profile::ProfileOpts;
 
 impl Host for Session {
@@ -34,8 +34,23 @@ impl Host for Session {
     fn info_breakpoints(&self) -> String {
         Session::info_breakpoints(self)
     }
-    fn breakpoints(&self) -> &Breakpoints {
-        &self.bps
+    fn breakpoint_list(&self) -> Vec<BreakpointView> {
+        self.bps
+            .list
+            .iter()
+            .map(|b| BreakpointView {
+                id: b.id,
+                spec: b.spec.clone(),
+                temporary: b.temporary,
+                condition: b.condition.clone(),
+                ignore: b.ignore,
+                commands: b.commands_text.clone(),
+                enabled: b.enabled,
+            })
+            .collect()
+    }
+    fn last_breakpoint(&self) -> Option<u32> {
+        self.bps.last_id()
     }
     fn enable_breakpoints(&mut self, ids: &[u32], on: bool) -> Result<String> {
         Session::enable_breakpoints(self, ids, on)

@@ -29,8 +29,7 @@ impl BpNum {
         match self {
             BpNum::Num(n) => Ok(n),
             BpNum::Last => h
-                .breakpoints()
-                .last_id()
+                .last_breakpoint()
                 .ok_or_else(|| anyhow!("$bpnum names no breakpoint: none was set yet")),
         }
     }

@@ -2,9 +2,9 @@
 //! them again, gdb's way (`$bpnum` for the number each `break` gets), so
 //! that `source FILE` (or `--script FILE`) sets them in another session.
 
+use super::super::BreakpointView;
 use super::super::check::{no_check, run_args};
 use super::super::{Entry, Invocation, Needs};
-use crate::breakpoints::Breakpoints;
 use crate::postgres::backend::Flow;
 use anyhow::{Result, anyhow, bail};
 
@@ -52,7 +52,7 @@ pub static SAVE_BREAKPOINTS: Entry = Entry {
     },
     run: Some(|h, rest| {
         let file = file_arg(rest)?;
-        let text = save_text(h.breakpoints());
+        let text = save_text(&h.breakpoint_list());
         if text.is_empty() {
             bail!("Nothing to save: no breakpoints are set");
         }
@@ -77,9 +77,9 @@ fn file_arg(rest: &str) -> Result<&str> {
 
 /// The commands that set `bps` again, as gdb's `save breakpoints` writes
 /// them ("" without breakpoints).
-pub fn save_text(bps: &Breakpoints) -> String {
+pub fn save_text(bps: &[BreakpointView]) -> String {
     let mut s = String::new();
-    for b in &bps.list {
+    for b in bps {
         let kind = if b.temporary { "tbreak" } else { "break" };
         s.push_str(&format!("{kind} {}\n", b.spec));
         if let Some(c) = &b.condition {
@@ -88,9 +88,9 @@ pub fn save_text(bps: &Breakpoints) -> String {
         if b.ignore > 0 {
             s.push_str(&format!("  ignore $bpnum {}\n", b.ignore));
         }
-        if !b.commands_text.is_empty() {
+        if !b.commands.is_empty() {
             s.push_str("  commands\n");
-            for l in &b.commands_text {
+            for l in &b.commands {
                 s.push_str(&format!("    {l}\n"));
             }
             s.push_str("  end\n");
@@ -108,14 +108,24 @@ mod tests {
 
     #[test]
     fn written_as_gdb_writes_them() {
-        let mut bps = Breakpoints::default();
-        assert_eq!(save_text(&bps), "");
-        bps.add("f".into(), vec![], false, Some("x > 0".into()));
-        bps.add("plancache.c:1150".into(), vec![], true, None);
-        let b = bps.get_mut(1).unwrap();
-        b.ignore = 3;
-        b.commands_text = vec!["silent".into(), "print x".into(), "continue".into()];
-        b.enabled = false;
+        assert_eq!(save_text(&[]), "");
+        let bps = [
+            BreakpointView {
+                id: 1,
+                spec: "f".into(),
+                condition: Some("x > 0".into()),
+                ignore: 3,
+                commands: vec!["silent".into(), "print x".into(), "continue".into()],
+                ..Default::default()
+            },
+            BreakpointView {
+                id: 2,
+                spec: "plancache.c:1150".into(),
+                temporary: true,
+                enabled: true,
+                ..Default::default()
+            },
+        ];
         assert_eq!(
             save_text(&bps),
             "break f\n  condition $bpnum x > 0\n  ignore $bpnum 3\n  commands\n    silent\n    \

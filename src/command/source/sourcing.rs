@@ -36,9 +36,8 @@ pub fn source(h: &mut dyn Host, rest: &str) -> Result<(String, Flow)> {
     }
     // the breakpoints set so far, by number, for the file's `condition N`
     // and `commands N` (a deleted one counts as set: its line then says so)
-    let mut scopes: Vec<Option<String>> =
-        vec![None; h.breakpoints().last_id().unwrap_or(0) as usize];
-    for b in &h.breakpoints().list {
+    let mut scopes: Vec<Option<String>> = vec![None; h.last_breakpoint().unwrap_or(0) as usize];
+    for b in h.breakpoint_list() {
         if let Some(s) = scopes.get_mut(b.id as usize - 1) {
             *s = plain_function(&b.spec);
         }

@@ -71,6 +71,13 @@ pub fn assemble_lines(where_: &str, text: &str) -> Result<(Script, Vec<Vec<usize
             (Some(_), c) if command::changes_breakpoints(&c) => {
                 bail!("{where_}:{n}: breakpoints cannot be set or deleted from a commands block")
             }
+            // (its lines would run on after a `continue` of the file's,
+            // with the backend running)
+            (Some(_), c) if c.is(&command::source::SOURCE) => {
+                bail!(
+                    "{where_}:{n}: 'source' cannot run from a commands block: put the file's commands in the block"
+                )
+            }
             (Some((_, _, body)), c) => {
                 body.push(c);
                 lines.push(line.trim().to_string());

@@ -24,6 +24,28 @@ impl Session {
             if was == on {
                 continue;
             }
+            if on {
+                // each address still in code that is mapped (a library
+                // unloaded since is dropped at its event; this is the
+                // second guard): never an int3 into whatever came after it
+                let locs = self
+                    .bps
+                    .get_mut(id)
+                    .map(|b| b.locations.clone())
+                    .unwrap_or_default();
+                let unmapped: Vec<u64> = {
+                    let libs = self.libs.borrow();
+                    locs.iter()
+                        .map(|l| l.addr)
+                        .filter(|a| libs.index_at(*a).is_none() && self.modules.find(*a).is_none())
+                        .collect()
+                };
+                if let Some(a) = unmapped.first() {
+                    return Err(anyhow!(
+                        "breakpoint {id} stays disabled: its location {a:#x} is no longer in mapped code (its library was unloaded); delete it and set it again"
+                    ));
+                }
+            }
             let addrs = self.bps.set_enabled(id, on).unwrap_or_default();
             if !on {
                 for a in addrs {

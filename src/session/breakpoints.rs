@@ -12,9 +12,10 @@ impl Session {
     }
 
     /// Take the int3 at `addr` out (`Target::remove_breakpoint`) unless an
-    /// enabled user breakpoint or a probe still uses it.
+    /// enabled user breakpoint, a probe or the dynamic linker's hook
+    /// (library loads and unloads) still uses it.
     pub(crate) fn release_int3(&mut self, addr: u64) -> Result<()> {
-        if self.bps.uses(addr) || self.internal.contains_key(&addr) {
+        if self.bps.uses(addr) || self.internal.contains_key(&addr) || self.dl_hook == Some(addr) {
             return Ok(());
         }
         self.target.remove_breakpoint(addr)

@@ -452,10 +452,21 @@ impl Session {
     }
 
     fn drop_unmapped_locations(&mut self) -> Result<()> {
+        // the int3s in place, and the locations of disabled breakpoints
+        // (no int3 of theirs: an `enable` must not write one where the
+        // library was, whatever is mapped there now)
         let stale: Vec<u64> = {
             let libs = self.libs.borrow();
-            self.target
-                .inserted_addresses()
+            let mut candidates = self.target.inserted_addresses();
+            candidates.extend(
+                self.bps
+                    .list
+                    .iter()
+                    .flat_map(|b| b.locations.iter().map(|l| l.addr)),
+            );
+            candidates.sort_unstable();
+            candidates.dedup();
+            candidates
                 .into_iter()
                 .filter(|a| {
                     libs.list
@@ -467,7 +478,9 @@ impl Session {
                 .collect()
         };
         for a in &stale {
-            self.target.forget_breakpoint(*a);
+            if self.target.breakpoint_inserted(*a) {
+                self.target.forget_breakpoint(*a);
+            }
             self.internal.remove(a);
         }
         if stale.is_empty() {

@@ -28,6 +28,11 @@ pub struct Breakpoint {
     pub commands: Vec<crate::command::Command>,
     /// Their lines as written.
     pub commands_text: Vec<String>,
+    /// `disable N`: kept, its int3s out of the backend until `enable N`.
+    pub enabled: bool,
+    /// `ignore N COUNT`: the next COUNT hits whose condition holds are
+    /// counted and do not stop.
+    pub ignore: u64,
 }
 
 #[derive(Default)]
@@ -54,6 +59,8 @@ impl Breakpoints {
             condition,
             commands: Vec::new(),
             commands_text: Vec::new(),
+            enabled: true,
+            ignore: 0,
         });
         self.list.last().expect("just pushed")
     }
@@ -71,24 +78,27 @@ impl Breakpoints {
         )
     }
 
+    /// An enabled breakpoint has a location at `addr` (its int3 is in).
     pub fn uses(&self, addr: u64) -> bool {
         self.list
             .iter()
-            .any(|b| b.locations.iter().any(|l| l.addr == addr))
+            .any(|b| b.enabled && b.locations.iter().any(|l| l.addr == addr))
     }
 
-    /// Breakpoints with a location at `addr`.
+    /// The enabled breakpoints with a location at `addr`.
     pub fn at(&mut self, addr: u64) -> Vec<&mut Breakpoint> {
         self.list
             .iter_mut()
-            .filter(|b| b.locations.iter().any(|l| l.addr == addr))
+            .filter(|b| b.enabled && b.locations.iter().any(|l| l.addr == addr))
             .collect()
     }
 
+    /// The addresses of the enabled breakpoints' locations.
     pub fn all_addresses(&self) -> Vec<u64> {
         let mut v: Vec<u64> = self
             .list
             .iter()
+            .filter(|b| b.enabled)
             .flat_map(|b| b.locations.iter().map(|l| l.addr))
             .collect();
         v.sort();
@@ -102,5 +112,80 @@ impl Breakpoints {
 
     pub fn ids(&self) -> Vec<u32> {
         self.list.iter().map(|b| b.id).collect()
+    }
+
+    /// The number of the last breakpoint set (gdb's `$bpnum`), deleted
+    /// since or not; None before the first.
+    pub fn last_id(&self) -> Option<u32> {
+        (self.next_id > 0).then_some(self.next_id)
+    }
+
+    /// Enable or disable breakpoint `id`: the addresses whose int3 must be
+    /// written (enabled) or taken out (disabled: those no other enabled
+    /// breakpoint uses); None when there is no breakpoint `id`.
+    pub fn set_enabled(&mut self, id: u32, on: bool) -> Option<Vec<u64>> {
+        let b = self.get_mut(id)?;
+        b.enabled = on;
+        let addrs: Vec<u64> = b.locations.iter().map(|l| l.addr).collect();
+        Some(if on {
+            addrs
+        } else {
+            addrs.into_iter().filter(|a| !self.uses(*a)).collect()
+        })
+    }
+
+    /// The hit of breakpoint `id`, whose condition held, is one of those
+    /// `ignore` skips: counted, and the count left goes down by one.
+    pub fn ignored(&mut self, id: u32) -> bool {
+        match self.get_mut(id) {
+            Some(b) if b.ignore > 0 => {
+                b.ignore -= 1;
+                b.hits += 1;
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn loc(addr: u64) -> BpLocation {
+        BpLocation {
+            addr,
+            function: "f".into(),
+            inlined: false,
+            inlined_into: None,
+            file_line: None,
+        }
+    }
+
+    #[test]
+    fn disabled_breakpoints_keep_no_address() {
+        let mut b = Breakpoints::default();
+        assert_eq!(b.last_id(), None);
+        b.add("f".into(), vec![loc(1), loc(2)], false, None);
+        b.add("g".into(), vec![loc(2)], false, None);
+        assert_eq!(b.last_id(), Some(2));
+        // 2 stays in: breakpoint 2 uses it
+        assert_eq!(b.set_enabled(1, false), Some(vec![1]));
+        assert!(!b.uses(1) && b.uses(2));
+        assert_eq!(b.at(2).len(), 1);
+        assert_eq!(b.all_addresses(), vec![2]);
+        assert_eq!(b.set_enabled(2, false), Some(vec![2]));
+        assert!(b.all_addresses().is_empty());
+        assert_eq!(b.set_enabled(1, true), Some(vec![1, 2]));
+        assert_eq!(b.set_enabled(9, true), None);
+    }
+
+    #[test]
+    fn ignore_counts_the_hits_it_skips() {
+        let mut b = Breakpoints::default();
+        b.add("f".into(), vec![loc(1)], false, None);
+        b.get_mut(1).unwrap().ignore = 2;
+        assert!(b.ignored(1) && b.ignored(1) && !b.ignored(1));
+        assert_eq!(b.get_mut(1).unwrap().hits, 2);
     }
 }

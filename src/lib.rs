@@ -8,7 +8,8 @@
 //! - `debuginfo`: ELF, DWARF index, types, locations, lines, CFI unwinding,
 //!   layout packs (the format), debuginfod; no PostgreSQL;
 //! - `infcall`: calls of functions inside the inferior (no PostgreSQL);
-//! - `breakpoints`, `expr`: breakpoints and C expressions over DWARF types;
+//! - `breakpoints`, `displays`, `expr`: breakpoints, auto-display
+//!   expressions and C expressions over DWARF types;
 //! - `postgres`: PostgreSQL knowledge (process kinds, versions, layout
 //!   packs, plan cache, EXPLAIN, waits, guarded calls), reaching the backend
 //!   only through the `postgres::Backend` trait; no ptrace;
@@ -27,6 +28,7 @@ pub mod cli;
 pub mod command;
 pub mod config;
 pub mod debuginfo;
+pub mod displays;
 pub mod doctor;
 pub mod expr;
 pub mod forks;

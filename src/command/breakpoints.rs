@@ -1,10 +1,17 @@
 //! Breakpoints: `break`, `tbreak`, `condition`, `commands` ... `end`,
-//! `silent`, `delete`, `info breakpoints`.
+//! `silent`, `delete`, `enable`, `disable`, `ignore` (`manage.rs`),
+//! `info breakpoints`, `save breakpoints` (`save.rs`).
 
 use super::check::{CheckCtx, misrouted, no_check, plain_function, run_args, short};
 use super::{Command, Entry, Invocation, Needs, args::num_arg};
 use crate::postgres::backend::Flow;
 use anyhow::{Result, anyhow, bail};
+use manage::BpNum;
+pub use manage::{DISABLE, ENABLE, IGNORE};
+pub use save::{SAVE, SAVE_BREAKPOINTS};
+
+mod manage;
+mod save;
 
 pub static ENTRIES: &[&Entry] = &[
     &BREAK,
@@ -14,7 +21,12 @@ pub static ENTRIES: &[&Entry] = &[
     &END,
     &SILENT,
     &DELETE,
+    &ENABLE,
+    &DISABLE,
+    &IGNORE,
     &INFO_BREAKPOINTS,
+    &SAVE,
+    &SAVE_BREAKPOINTS,
 ];
 
 pub static BREAK: Entry = Entry {
@@ -129,6 +141,7 @@ pub static CONDITION: Entry = Entry {
     summary: "stop at breakpoint N only when EXPR is non-zero (no EXPR: always)",
     help: "EXPR is evaluated at each hit of breakpoint N, in the scope of its function; when it \
            is zero the backend resumes without a word. Without EXPR, the condition is removed.\n\n\
+           N may be $bpnum, the last breakpoint set (as 'save breakpoints' writes it).\n\n\
            In a script, breakpoint N must be set by an earlier line, and EXPR is type-checked in \
            its function.",
     examples: &[
@@ -144,8 +157,13 @@ pub static CONDITION: Entry = Entry {
         // after the script has set them all): no scope then
         let scope = match ctx.breakpoints {
             Some(_) => ctx
-                .breakpoint_scope(Some(*id))
-                .ok_or_else(|| anyhow!("no breakpoint {id} at this point of the script"))?,
+                .breakpoint_scope(id.in_script())
+                .ok_or_else(|| match id {
+                    BpNum::Num(i) => anyhow!("no breakpoint {i} at this point of the script"),
+                    BpNum::Last => {
+                        anyhow!("condition $bpnum: no breakpoint is set before this line")
+                    }
+                })?,
             None => None,
         };
         match expr {
@@ -155,16 +173,17 @@ pub static CONDITION: Entry = Entry {
     },
     run: Some(|h, rest| {
         let (id, expr) = parse_condition(rest)?;
+        let id = id.resolve(h)?;
         Ok((h.set_condition(id, expr.as_deref())?, Flow::Continue))
     }),
 };
 
-/// `condition N [EXPR]`: the breakpoint and the condition (None: removed).
-pub fn parse_condition(rest: &str) -> Result<(u32, Option<String>)> {
+/// `condition N [EXPR]`: the breakpoint (N or `$bpnum`) and the
+/// condition (None: removed).
+pub fn parse_condition(rest: &str) -> Result<(BpNum, Option<String>)> {
     let (n, e) = rest.split_at(rest.find(char::is_whitespace).unwrap_or(rest.len()));
-    let id = n
-        .parse::<u32>()
-        .map_err(|_| anyhow!("condition needs a breakpoint number: condition N EXPR"))?;
+    let id = BpNum::parse(n)
+        .ok_or_else(|| anyhow!("condition needs a breakpoint number: condition N EXPR"))?;
     let e = e.trim();
     Ok((id, (!e.is_empty()).then(|| e.to_string())))
 }

@@ -1,5 +1,6 @@
 //! Looking at the stopped backend: `print`, `printf`, `echo`, `call`,
-//! `backtrace`, `frame`, `up`, `down`, `info address|locals|args|registers|frame`.
+//! `backtrace`, `frame`, `up`, `down`, `info address|locals|args|registers|frame`,
+//! `display`, `undisplay`, `info display` (`data/display.rs`).
 
 use super::check::{CheckCtx, no_check, run_args, short};
 use super::{Command, Entry, Invocation, Needs, args::num_arg, args::split_args};
@@ -7,7 +8,10 @@ use crate::expr::format::Radix;
 use crate::postgres::backend::Flow;
 use anyhow::{Result, anyhow, bail};
 
+mod display;
 mod frame_function;
+
+pub use display::{DISPLAY, INFO_DISPLAY, UNDISPLAY};
 
 pub static ENTRIES: &[&Entry] = &[
     &PRINT,
@@ -24,6 +28,9 @@ pub static ENTRIES: &[&Entry] = &[
     &INFO_ARGS,
     &INFO_REGISTERS,
     &INFO_FRAME,
+    &DISPLAY,
+    &UNDISPLAY,
+    &INFO_DISPLAY,
 ];
 
 pub static PRINT: Entry = Entry {
@@ -58,14 +65,9 @@ pub fn parse_print(rest: &str) -> Result<(Radix, String)> {
     {
         let (radix, expr) = if let Some(r) = rest.strip_prefix('/') {
             let (f, e) = r.split_at(r.find(char::is_whitespace).unwrap_or(r.len()));
-            let radix = match f {
-                "x" => Radix::Hex,
-                "d" => Radix::Decimal,
-                "o" => Radix::Octal,
-                "t" => Radix::Binary,
-                "u" => Radix::Unsigned,
-                "c" => Radix::Char,
-                _ => bail!(
+            let radix = match Radix::from_letter(f) {
+                Some(r) => r,
+                None => bail!(
                     "unknown print format '/{f}': use /x (hex), /d (decimal), /u (unsigned), \
                      /o (octal), /t (binary) or /c (character)",
                     f = crate::shown::shown(f)

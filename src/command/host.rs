@@ -13,7 +13,25 @@ use crate::postgres::Backend;
 use crate::postgres::backend::Flow;
 use anyhow::Result;
 
-use super::SymbolKind;
+use super::{Command, SymbolKind};
+use crate::displays::Displays;
+
+/// A numbered breakpoint as the commands read it (the session's
+/// `crate::breakpoints::Breakpoint` holds `Command`s: the command room
+/// cannot import it).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BreakpointView {
+    pub id: u32,
+    /// The location as the user typed it.
+    pub spec: String,
+    pub temporary: bool,
+    pub condition: Option<String>,
+    /// Hits left to ignore.
+    pub ignore: u64,
+    /// Its `commands` block's lines as written.
+    pub commands: Vec<String>,
+    pub enabled: bool,
+}
 
 pub trait Host: Backend {
     /// `break`/`tbreak`: a numbered breakpoint; its "Breakpoint N at ..." line.
@@ -29,6 +47,25 @@ pub trait Host: Backend {
     fn delete_breakpoints(&mut self, ids: &[u32]) -> Result<String>;
     /// `info breakpoints`' table.
     fn info_breakpoints(&self) -> String;
+    /// The numbered breakpoints as `save breakpoints` and `source` read
+    /// them.
+    fn breakpoint_list(&self) -> Vec<BreakpointView>;
+    /// The number of the last breakpoint set (gdb's `$bpnum`), deleted
+    /// since or not; None before the first.
+    fn last_breakpoint(&self) -> Option<u32>;
+    /// `enable [N...]` (`on`) or `disable [N...]` (none: all): a disabled
+    /// breakpoint's int3s out of the backend, put back when enabled.
+    fn enable_breakpoints(&mut self, ids: &[u32], on: bool) -> Result<String>;
+    /// `ignore N COUNT`: what to say.
+    fn set_ignore(&mut self, id: u32, count: u64) -> Result<String>;
+    /// The `display` expressions (shown by the session at each stop).
+    fn displays(&mut self) -> &mut Displays;
+    /// EXPR in the selected frame as `print` shows it, not kept in the
+    /// value history.
+    fn value_text(&mut self, expr: &str, radix: Radix) -> Result<String>;
+    /// One command of a file `source` runs, as the prompt runs it (each
+    /// takes the stop it needs).
+    fn execute_sourced(&mut self, cmd: &Command) -> Result<(String, Flow)>;
     /// `info sharedlibrary`'s table.
     fn info_sharedlibrary(&mut self) -> String;
     /// `info` (`info target`): the backend, its build and its state.

@@ -1,12 +1,15 @@
 //! Source files: `list` shows their lines, `directory` says where to find
-//! them.  Only the debug info and the files are read.
+//! them.  Only the debug info and the files are read.  And files of
+//! commands: `source FILE` runs one (`source/sourcing.rs`).
 
 use super::check::run_args;
-use super::{Entry, Invocation, Needs};
+use super::{Command, Entry, Invocation, Needs};
 use crate::postgres::backend::Flow;
 use anyhow::{Result, bail};
 
-pub static ENTRIES: &[&Entry] = &[&LIST, &DIRECTORY];
+mod sourcing;
+
+pub static ENTRIES: &[&Entry] = &[&LIST, &DIRECTORY, &SOURCE];
 
 pub static LIST: Entry = Entry {
     name: "list",
@@ -76,4 +79,35 @@ fn optional(rest: &str) -> Option<&str> {
 /// A FUNCTION or FILE:LINE must name something the debug info has.
 fn check_line_spec(ctx: &super::CheckCtx, spec: &str) -> Result<()> {
     ctx.location(spec)
+}
+
+pub static SOURCE: Entry = Entry {
+    name: "source",
+    aliases: &[],
+    usage: "source FILE",
+    summary: "run the commands of FILE (a script, or what 'save breakpoints' wrote)",
+    help: "FILE holds pgdbg commands, one per line, with commands ... end blocks, as --script \
+           takes them; they run one after the other, each taking the stop it needs at the \
+           prompt. The whole file is parsed and its expressions type-checked before its first \
+           line runs; a line that fails ends the file there, naming FILE:LINE. A file may \
+           source others, at most 64 deep (gdb sets no limit).\n\n\
+           In a script, FILE's lines are checked before attaching, as if they were written \
+           where 'source' is.",
+    examples: &["source /tmp/breakpoints.gdb"],
+    parse: |rest| sourcing::file_arg(rest).map(|_| Invocation::command(&SOURCE, rest)),
+    // each of the file's commands takes what it needs
+    needs: Needs::RunState,
+    check: |_, cmd| {
+        let path = sourcing::file_arg(run_args("source", cmd)?)?;
+        super::lines::read_sourced(path).map(|_| ())
+    },
+    run: Some(sourcing::source),
+};
+
+/// The file of a `source` command (None: another command).
+pub fn sourced_file(cmd: &Command) -> Option<&str> {
+    if !cmd.is(&SOURCE) {
+        return None;
+    }
+    sourcing::file_arg(run_args("source", cmd).ok()?).ok()
 }

@@ -523,3 +523,21 @@ fn commands_that_select_another_frame() {
         assert!(!selects_frame(&parse(l).unwrap()), "{l}");
     }
 }
+
+#[test]
+fn source_and_break_are_refused_in_a_commands_block() {
+    let e = super::lines::assemble("s", "break f\ncommands\nsource x.gdb\nend\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("s:3: 'source' cannot run from a commands block"),
+        "{e}"
+    );
+    let e = super::lines::assemble("s", "break f\ncommands\ndelete 1\nend\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("s:3: breakpoints cannot be set or deleted"),
+        "{e}"
+    );
+}

@@ -24,6 +24,21 @@ pub enum Radix {
     Char,
 }
 
+impl Radix {
+    /// The radix of a format letter of `print/F`: x d u o t c.
+    pub fn from_letter(f: &str) -> Option<Radix> {
+        Some(match f {
+            "x" => Radix::Hex,
+            "d" => Radix::Decimal,
+            "o" => Radix::Octal,
+            "t" => Radix::Binary,
+            "u" => Radix::Unsigned,
+            "c" => Radix::Char,
+            _ => return None,
+        })
+    }
+}
+
 /// An integer of `size` bytes in a radix other than its natural one
 /// (None: the natural one, or /d of a signed integer), as gdb prints it:
 /// `0x1f`, `037`, `11111`, `31`, `65 'A'`.

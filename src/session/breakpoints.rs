@@ -11,6 +11,16 @@ impl Session {
             .map_err(|e| self.name_foreign(e))
     }
 
+    /// Take the int3 at `addr` out (`Target::remove_breakpoint`) unless an
+    /// enabled user breakpoint, a probe or the dynamic linker's hook
+    /// (library loads and unloads) still uses it.
+    pub(crate) fn release_int3(&mut self, addr: u64) -> Result<()> {
+        if self.bps.uses(addr) || self.internal.contains_key(&addr) || self.dl_hook == Some(addr) {
+            return Ok(());
+        }
+        self.target.remove_breakpoint(addr)
+    }
+
     /// `e` with the function and offset of the int3 that is not pgdbg's,
     /// when that is what it is about.
     pub(crate) fn name_foreign(&self, e: anyhow::Error) -> anyhow::Error {
@@ -198,7 +208,7 @@ impl Session {
             match self.bps.remove(id) {
                 Some(addrs) => {
                     for a in addrs {
-                        self.target.remove_breakpoint(a)?;
+                        self.release_int3(a)?;
                     }
                 }
                 None => msgs.push(format!("No breakpoint number {id}.")),
@@ -214,27 +224,30 @@ impl Session {
         let mut s = String::from("Num     Type           Disp Enb Address            What\n");
         for b in &self.bps.list {
             let disp = if b.temporary { "del " } else { "keep" };
+            let enb = if b.enabled { "y" } else { "n" };
+            // gdb 13's "y-": a location enabled, its breakpoint not
+            let loc_enb = if b.enabled { "y " } else { "y-" };
             if b.locations.is_empty() {
                 s.push_str(&format!(
-                    "{:<7} breakpoint     {disp} y   <PENDING>          {}\n",
+                    "{:<7} breakpoint     {disp} {enb}   <PENDING>          {}\n",
                     b.id, b.spec
                 ));
             } else if b.locations.len() == 1 {
                 let l = &b.locations[0];
                 s.push_str(&format!(
-                    "{:<7} breakpoint     {disp} y   {:#018x} {}\n",
+                    "{:<7} breakpoint     {disp} {enb}   {:#018x} {}\n",
                     b.id,
                     l.addr,
                     describe_loc(l)
                 ));
             } else {
                 s.push_str(&format!(
-                    "{:<7} breakpoint     {disp} y   <MULTIPLE>         {}\n",
+                    "{:<7} breakpoint     {disp} {enb}   <MULTIPLE>         {}\n",
                     b.id, b.spec
                 ));
                 for (i, l) in b.locations.iter().enumerate() {
                     s.push_str(&format!(
-                        "{:<7} {:<22}  y   {:#018x} {}\n",
+                        "{:<7} {:<22}  {loc_enb}  {:#018x} {}\n",
                         format!("{}.{}", b.id, i + 1),
                         "",
                         l.addr,
@@ -245,15 +258,18 @@ impl Session {
             if let Some(c) = &b.condition {
                 s.push_str(&format!("\tstop only if {c}\n"));
             }
-            for c in &b.commands_text {
-                s.push_str(&format!("\t  {c}\n"));
-            }
             if b.hits > 0 {
                 s.push_str(&format!(
                     "\tbreakpoint already hit {} time{}\n",
                     b.hits,
                     if b.hits == 1 { "" } else { "s" }
                 ));
+            }
+            if b.ignore > 0 {
+                s.push_str(&format!("\tignore next {} hits\n", b.ignore));
+            }
+            for c in &b.commands_text {
+                s.push_str(&format!("\t  {c}\n"));
             }
         }
         s.trim_end().to_string()
@@ -312,6 +328,8 @@ impl Session {
         }
         // the partial unwind above is not the stop's frames
         self.stop.forget();
+        // `ignore N COUNT`: a hit whose condition held, counted, no stop
+        passing.retain(|id| !self.bps.ignored(*id));
         (passing, note)
     }
 }

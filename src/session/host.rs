@@ -1,7 +1,7 @@
 //! The session as the commands see it (`command::Host`): each method is
 //! the session's own implementation.
 use super::*;
-use crate::command::{Host, SymbolKind};
+use crate::command::{BreakpointView, Host, SymbolKind};
 use crate::perf::profile_opts::ProfileOpts;
 
 impl Host for Session {
@@ -33,6 +33,39 @@ impl Host for Session {
     }
     fn info_breakpoints(&self) -> String {
         Session::info_breakpoints(self)
+    }
+    fn breakpoint_list(&self) -> Vec<BreakpointView> {
+        self.bps
+            .list
+            .iter()
+            .map(|b| BreakpointView {
+                id: b.id,
+                spec: b.spec.clone(),
+                temporary: b.temporary,
+                condition: b.condition.clone(),
+                ignore: b.ignore,
+                commands: b.commands_text.clone(),
+                enabled: b.enabled,
+            })
+            .collect()
+    }
+    fn last_breakpoint(&self) -> Option<u32> {
+        self.bps.last_id()
+    }
+    fn enable_breakpoints(&mut self, ids: &[u32], on: bool) -> Result<String> {
+        Session::enable_breakpoints(self, ids, on)
+    }
+    fn set_ignore(&mut self, id: u32, count: u64) -> Result<String> {
+        Session::set_ignore(self, id, count)
+    }
+    fn displays(&mut self) -> &mut crate::displays::Displays {
+        &mut self.displays
+    }
+    fn value_text(&mut self, expr: &str, radix: Radix) -> Result<String> {
+        Session::value_text(self, expr, radix)
+    }
+    fn execute_sourced(&mut self, cmd: &Command) -> Result<(String, Flow)> {
+        Session::execute_at_prompt(self, cmd)
     }
     fn info_sharedlibrary(&mut self) -> String {
         Session::info_sharedlibrary(self)

@@ -452,10 +452,21 @@ impl Session {
     }
 
     fn drop_unmapped_locations(&mut self) -> Result<()> {
+        // the int3s in place, and the locations of disabled breakpoints
+        // (no int3 of theirs: an `enable` must not write one where the
+        // library was, whatever is mapped there now)
         let stale: Vec<u64> = {
             let libs = self.libs.borrow();
-            self.target
-                .inserted_addresses()
+            let mut candidates = self.target.inserted_addresses();
+            candidates.extend(
+                self.bps
+                    .list
+                    .iter()
+                    .flat_map(|b| b.locations.iter().map(|l| l.addr)),
+            );
+            candidates.sort_unstable();
+            candidates.dedup();
+            candidates
                 .into_iter()
                 .filter(|a| {
                     libs.list
@@ -467,7 +478,9 @@ impl Session {
                 .collect()
         };
         for a in &stale {
-            self.target.forget_breakpoint(*a);
+            if self.target.breakpoint_inserted(*a) {
+                self.target.forget_breakpoint(*a);
+            }
             self.internal.remove(a);
         }
         if stale.is_empty() {
@@ -496,7 +509,8 @@ impl Session {
     pub(crate) fn arm_pending(&mut self) -> Result<()> {
         let ids = std::mem::take(&mut self.pending);
         for id in ids {
-            let Some(spec) = self.bps.get_mut(id).map(|b| b.spec.clone()) else {
+            let Some((spec, enabled)) = self.bps.get_mut(id).map(|b| (b.spec.clone(), b.enabled))
+            else {
                 continue; // deleted meanwhile
             };
             let Ok(locs) = self.resolve_anywhere(&spec) else {
@@ -505,7 +519,8 @@ impl Session {
             };
             let mut inserted = Vec::new();
             let mut failed = None;
-            for l in &locs {
+            // a disabled breakpoint gets its locations, its int3s at `enable`
+            for l in locs.iter().filter(|_| enabled) {
                 // an address already armed (another breakpoint, a probe)
                 // keeps its int3 if this one is rolled back
                 let ours = !self.target.breakpoint_inserted(l.addr);

@@ -38,8 +38,10 @@ use std::path::PathBuf;
 use std::rc::Rc;
 
 mod backend;
+mod bpstate;
 mod breakpoints;
 mod disasm;
+mod display;
 mod execute;
 mod firstcommand;
 mod frames;
@@ -160,6 +162,8 @@ pub struct Session {
     /// What was derived from the current stop (frames, the selected one).
     stop: StopState,
     history: RefCell<Vec<Value>>,
+    /// `display EXPR`: shown at each stop (`display.rs`).
+    displays: crate::displays::Displays,
     pub capture: Option<Capture>,
     pub last_stop: Option<Stop>,
     /// How long an inferior call may take before it is abandoned.
@@ -256,6 +260,7 @@ impl Session {
             internal: std::collections::BTreeMap::new(),
             stop: StopState::default(),
             history: RefCell::new(Vec::new()),
+            displays: Default::default(),
             capture,
             last_stop: Some(Stop::Interrupted),
             call_timeout: opts.call_timeout,

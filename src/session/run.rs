@@ -191,9 +191,10 @@ impl Session {
             signal: None,
         });
         Ok(match head {
-            Some(head) => {
-                format!("\nProgram stopped (interrupted; the backend got no signal).\n{head}")
-            }
+            Some(head) => format!(
+                "\nProgram stopped (interrupted; the backend got no signal).\n{head}{}",
+                self.display_lines()
+            ),
             None => "\nInterrupted.".into(),
         })
     }
@@ -271,9 +272,15 @@ impl Session {
                     self.delete_breakpoints(&temp)?;
                 }
                 let ids_s: Vec<String> = ids.iter().map(|i| i.to_string()).collect();
+                // gdb shows the displays where it shows the stop
+                let displays = if silent {
+                    String::new()
+                } else {
+                    self.display_lines()
+                };
                 Ok((
                     ProbeEnd::Stopped,
-                    format!("\n{label} {}, {head}{src}", ids_s.join(", ")),
+                    format!("\n{label} {}, {head}{src}{displays}", ids_s.join(", ")),
                 ))
             }
             Stop::Interrupted => Ok((ProbeEnd::Stopped, self.interrupted_text()?)),
@@ -291,7 +298,8 @@ impl Session {
                 Ok((
                     ProbeEnd::Stopped,
                     format!(
-                        "\nProgram received signal {sig:?}; it will be delivered when you continue or detach.\n{head}"
+                        "\nProgram received signal {sig:?}; it will be delivered when you continue or detach.\n{head}{}",
+                        self.display_lines()
                     ),
                 ))
             }

@@ -1,0 +1,49 @@
+//! `display EXPR`: the expressions shown at each stop, as gdb shows them
+//! ("1: expr = value").
+use super::*;
+use crate::displays::Display;
+
+impl Session {
+    /// EXPR in the selected frame as `print` shows it, not kept in the
+    /// value history.
+    pub fn value_text(&mut self, expr: &str, radix: Radix) -> Result<String> {
+        let v = self.eval_expr(expr)?;
+        Ok(format_value(self, &v, radix))
+    }
+
+    /// One display's line: "N: EXPR = VALUE", or gdb's `<error: ...>` where
+    /// it cannot be evaluated.
+    pub(crate) fn display_line(&mut self, d: &Display) -> String {
+        let radix = d
+            .format
+            .and_then(|f| Radix::from_letter(&f.to_string()))
+            .unwrap_or(Radix::Natural);
+        match self.value_text(&d.expr, radix) {
+            Ok(v) => format!("{}: {} = {v}", d.id, d.label()),
+            Err(e) => format!(
+                "{}: {} = <error: {}>",
+                d.id,
+                d.label(),
+                e.to_string().replace('\n', " ")
+            ),
+        }
+    }
+
+    /// The enabled displays at a stop, each on a line of its own after a
+    /// line break ("" without any).
+    pub(crate) fn display_lines(&mut self) -> String {
+        let list: Vec<Display> = self
+            .displays
+            .list
+            .iter()
+            .filter(|d| d.enabled)
+            .cloned()
+            .collect();
+        let mut s = String::new();
+        for d in &list {
+            s.push('\n');
+            s.push_str(&self.display_line(d));
+        }
+        s
+    }
+}

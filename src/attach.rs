@@ -650,8 +650,11 @@ fn run_script(
 }
 
 /// An error as one line (what every failure of pgdbg prints).
+/// An error as one line, its causes after it (`context: cause`): the
+/// message alone would hide why (`cannot open FILE` without the OS's
+/// reason, `plan --analyze stopped` without what stopped it).
 pub(crate) fn one_line(e: &anyhow::Error) -> String {
-    e.to_string().replace('\n', " ")
+    format!("{e:#}").replace('\n', " ")
 }
 
 /// `--ns-of HOSTPID`: the host PIDs of `pids`, PIDs in the PID namespace
@@ -684,4 +687,19 @@ pub fn host_pids(of: &str, pids: &[String]) -> Result<Vec<String>> {
                 })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn one_line_keeps_the_cause() {
+        let e = anyhow::anyhow!("No such file or directory (os error 2)")
+            .context("cannot open /x/y.gdb");
+        assert_eq!(
+            super::one_line(&e),
+            "cannot open /x/y.gdb: No such file or directory (os error 2)"
+        );
+        let e = anyhow::anyhow!("line one\nline two");
+        assert_eq!(super::one_line(&e), "line one line two");
+    }
 }

@@ -42,6 +42,7 @@ mod pmu;
 pub mod pprof;
 pub mod profile;
 pub mod profile_opts;
+mod recording;
 mod refusal;
 pub mod render;
 pub mod stack;

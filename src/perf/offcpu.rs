@@ -20,6 +20,7 @@
 //! kernel copies what it records, pgdbg only reads its ring.
 
 use super::profile::{KERNEL_PC, STACK_BYTES, Symbolizer, stack_frames};
+use super::recording::Recording;
 use super::stack::{Maps, unwind};
 use super::tracefs::{Field, field_u64};
 use super::{
@@ -29,8 +30,7 @@ use super::{
 use crate::inferior::Registers;
 use anyhow::{Result, anyhow};
 use std::collections::HashMap;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
 const SAMPLE_RAW: u64 = 1 << 10;
 const FLAG_SAMPLE_ID_ALL: u64 = 1 << 18;
@@ -259,25 +259,16 @@ impl Switches {
     }
 }
 
-pub struct OffCpuProfiler {
-    stop: Arc<AtomicBool>,
-    handle: Option<std::thread::JoinHandle<RawOffCpu>>,
-    ids: (i32, i32),
-    cpu0: Option<u64>,
-}
+pub struct OffCpuProfiler(Recording<RawOffCpu>);
 
 impl OffCpuProfiler {
     /// Open the switch tracepoint on thread `tid` of process `pid` (the
     /// binary loaded at `main_bias`) and start recording.
     pub fn start(pid: i32, tid: i32, main_bias: u64) -> Result<OffCpuProfiler> {
         let (ev, state_field) = open_switches(pid, tid, "profile --off-cpu")?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let st = stop.clone();
         // the window recorded, on the records' clock: every interval lies in it
         let t0_ns = monotonic_ns();
-        let cpu0 = super::profile::cpu_ns(pid, tid);
-        let handle = std::thread::spawn(move || {
-            crate::runtime::block_in_this_thread();
+        Ok(OffCpuProfiler(Recording::start(pid, tid, move |st| {
             let mut ev = ev;
             let mut maps = Maps::new(pid, main_bias);
             let mut sw = Switches::new(t0_ns, state_field);
@@ -293,35 +284,14 @@ impl OffCpuProfiler {
             let mut raw = sw.end(monotonic_ns());
             raw.lost = ev.lost;
             raw
-        });
-        Ok(OffCpuProfiler {
-            stop,
-            handle: Some(handle),
-            ids: (pid, tid),
-            cpu0,
-        })
+        })))
     }
 
     /// Stop recording (the event is closed) and return what was gathered.
-    pub fn finish(mut self) -> Result<RawOffCpu> {
-        self.stop.store(true, Ordering::Relaxed);
-        let cpu1 = super::profile::cpu_ns(self.ids.0, self.ids.1);
-        let mut raw = self
-            .handle
-            .take()
-            .ok_or_else(|| anyhow!("profile: the recorder is gone"))?
-            .join()
-            .map_err(|_| anyhow!("profile: the recorder thread failed"))?;
-        if let (Some(a), Some(b)) = (self.cpu0, cpu1) {
-            raw.cpu_s = Some(b.saturating_sub(a) as f64 / 1e9);
-        }
+    pub fn finish(self) -> Result<RawOffCpu> {
+        let (mut raw, cpu) = self.0.finish()?;
+        raw.cpu_s = cpu;
         Ok(raw)
-    }
-}
-
-impl Drop for OffCpuProfiler {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
     }
 }
 

@@ -7,13 +7,13 @@
 //! symbols.  The backend is never stopped and nothing is written into it.
 
 use super::export::Weight;
+use super::recording::Recording;
 use super::stack::{Maps, unwind};
 use super::{Attr, Event, Sample, is_kernel, open_error};
 use crate::debuginfo::DebugInfo;
 use anyhow::{Result, anyhow};
 use std::collections::HashMap;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
 /// Bytes of user stack copied per sample: deep enough for a PL/pgSQL
 /// function's executor stack down to `main` (perf's default is 8 KB).
@@ -82,11 +82,8 @@ pub(crate) fn sample_stack(b: &[u8], maps: &mut Maps) -> Option<(u64, Vec<u64>)>
 }
 
 pub struct Profiler {
-    stop: Arc<AtomicBool>,
-    handle: Option<std::thread::JoinHandle<RawProfile>>,
+    rec: Recording<RawProfile>,
     t0: std::time::Instant,
-    ids: (i32, i32),
-    cpu0: Option<u64>,
 }
 
 impl Profiler {
@@ -94,12 +91,8 @@ impl Profiler {
     /// binary loaded at `main_bias`) and start sampling at `hz`.
     pub fn start(pid: i32, tid: i32, hz: u64, main_bias: u64) -> Result<Profiler> {
         let ev = open_cpu_clock(&Attr::cpu_clock(hz, STACK_BYTES), pid, tid, "profile")?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let st = stop.clone();
         let t0 = std::time::Instant::now();
-        let cpu0 = cpu_ns(pid, tid);
-        let handle = std::thread::spawn(move || {
-            crate::runtime::block_in_this_thread();
+        let rec = Recording::start(pid, tid, move |st| {
             let mut ev = ev;
             let mut maps = Maps::new(pid, main_bias);
             let mut raw = RawProfile::default();
@@ -121,36 +114,15 @@ impl Profiler {
             raw.lost = ev.lost;
             raw
         });
-        Ok(Profiler {
-            stop,
-            handle: Some(handle),
-            t0,
-            ids: (pid, tid),
-            cpu0,
-        })
+        Ok(Profiler { rec, t0 })
     }
 
     /// Stop sampling (the event is closed) and return what was gathered.
-    pub fn finish(mut self) -> Result<RawProfile> {
-        self.stop.store(true, Ordering::Relaxed);
-        let cpu1 = cpu_ns(self.ids.0, self.ids.1);
-        let mut raw = self
-            .handle
-            .take()
-            .ok_or_else(|| anyhow!("profile: the sampler is gone"))?
-            .join()
-            .map_err(|_| anyhow!("profile: the sampler thread failed"))?;
+    pub fn finish(self) -> Result<RawProfile> {
+        let (mut raw, cpu) = self.rec.finish()?;
         raw.duration_s = self.t0.elapsed().as_secs_f64();
-        if let (Some(a), Some(b)) = (self.cpu0, cpu1) {
-            raw.cpu_s = Some(b.saturating_sub(a) as f64 / 1e9);
-        }
+        raw.cpu_s = cpu;
         Ok(raw)
-    }
-}
-
-impl Drop for Profiler {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
     }
 }
 

@@ -15,6 +15,7 @@
 //! headers by scripts/gen-syscalls (x86_64); a number it lacks is shown
 //! as `syscall_N`.
 
+use super::recording::Recording;
 use super::syscall_table::SYSCALLS;
 use super::tracefs::{Field, field_u64, parse_record};
 use super::{Attr, Event, FLAG_DISABLED, FLAG_EXCLUDE_HV, FLAG_USE_CLOCKID, Refused, SAMPLE_TIME};
@@ -22,8 +23,7 @@ use super::{Wakeup, monotonic_ns, open_error};
 use anyhow::{Result, anyhow};
 use std::collections::HashMap;
 use std::os::fd::AsRawFd;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
 const SAMPLE_RAW: u64 = 1 << 10;
 const IOC_SET_OUTPUT: libc::c_ulong = 0x2405;
@@ -170,12 +170,7 @@ fn layout() -> Result<(Layout, u64, u64), String> {
     Ok((l, enter, exit))
 }
 
-pub struct SyscallProfiler {
-    stop: Arc<AtomicBool>,
-    handle: Option<std::thread::JoinHandle<RawSyscalls>>,
-    ids: (i32, i32),
-    cpu0: Option<u64>,
-}
+pub struct SyscallProfiler(Recording<RawSyscalls>);
 
 impl SyscallProfiler {
     /// Open both tracepoints on thread `tid` of process `pid` into one
@@ -211,11 +206,7 @@ impl SyscallProfiler {
             return Err(open_error(MODE, pid, std::io::Error::last_os_error()));
         }
         ev.enable().map_err(|e| open_error(MODE, pid, e))?;
-        let cpu0 = super::profile::cpu_ns(pid, tid);
-        let stop = Arc::new(AtomicBool::new(false));
-        let st = stop.clone();
-        let handle = std::thread::spawn(move || {
-            crate::runtime::block_in_this_thread();
+        Ok(SyscallProfiler(Recording::start(pid, tid, move |st| {
             // the redirected event lives as long as the ring is read
             let _exits = exits;
             let mut p = Pairing::new(t0_ns, layout);
@@ -234,34 +225,13 @@ impl SyscallProfiler {
             let mut raw = p.end(monotonic_ns());
             raw.lost = ev.lost;
             raw
-        });
-        Ok(SyscallProfiler {
-            stop,
-            handle: Some(handle),
-            ids: (pid, tid),
-            cpu0,
-        })
+        })))
     }
 
     /// Stop recording (the events are closed) and return what was gathered.
-    pub fn finish(mut self) -> Result<RawSyscalls> {
-        self.stop.store(true, Ordering::Relaxed);
-        let cpu1 = super::profile::cpu_ns(self.ids.0, self.ids.1);
-        let mut raw = self
-            .handle
-            .take()
-            .ok_or_else(|| anyhow!("profile: the recorder is gone"))?
-            .join()
-            .map_err(|_| anyhow!("profile: the recorder thread failed"))?;
-        if let (Some(a), Some(b)) = (self.cpu0, cpu1) {
-            raw.cpu_s = Some(b.saturating_sub(a) as f64 / 1e9);
-        }
+    pub fn finish(self) -> Result<RawSyscalls> {
+        let (mut raw, cpu) = self.0.finish()?;
+        raw.cpu_s = cpu;
         Ok(raw)
-    }
-}
-
-impl Drop for SyscallProfiler {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
     }
 }

@@ -17,14 +17,14 @@
 //! Nothing is written into the backend and it is never stopped.
 
 use super::offcpu::{RawOffCpu, Switches, open_switches};
-use super::profile::{STACK_BYTES, Symbolizer, cpu_ns, open_cpu_clock, sample_stack};
+use super::profile::{STACK_BYTES, Symbolizer, open_cpu_clock, sample_stack};
+use super::recording::Recording;
 use super::render::Rendered;
 use super::stack::Maps;
 use super::{Attr, monotonic_ns};
 use anyhow::{Result, anyhow};
 use std::collections::HashMap;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
 /// What the reader thread gathered.
 #[derive(Default)]
@@ -40,12 +40,7 @@ pub struct RawWall {
     pub cpu_s: Option<f64>,
 }
 
-pub struct WallProfiler {
-    stop: Arc<AtomicBool>,
-    handle: Option<std::thread::JoinHandle<RawWall>>,
-    ids: (i32, i32),
-    cpu0: Option<u64>,
-}
+pub struct WallProfiler(Recording<RawWall>);
 
 impl WallProfiler {
     /// Open both events on thread `tid` of process `pid` (the binary
@@ -60,13 +55,9 @@ impl WallProfiler {
         let clock = open_cpu_clock(&attr, pid, tid, "profile --wall")?;
         let switches = open_switches(pid, tid, "profile --wall")?;
         let (mut switches, state_field) = switches;
-        let stop = Arc::new(AtomicBool::new(false));
-        let st = stop.clone();
         // both events run: the window starts (on the records' clock)
         let t0_ns = monotonic_ns();
-        let cpu0 = cpu_ns(pid, tid);
-        let handle = std::thread::spawn(move || {
-            crate::runtime::block_in_this_thread();
+        Ok(WallProfiler(Recording::start(pid, tid, move |st| {
             let mut clock = clock;
             let mut maps = Maps::new(pid, main_bias);
             let mut sw = Switches::new(t0_ns, state_field);
@@ -97,35 +88,14 @@ impl WallProfiler {
             raw.off.lost = switches.lost;
             raw.lost_samples = clock.lost;
             raw
-        });
-        Ok(WallProfiler {
-            stop,
-            handle: Some(handle),
-            ids: (pid, tid),
-            cpu0,
-        })
+        })))
     }
 
     /// Stop recording (the events are closed) and return what was gathered.
-    pub fn finish(mut self) -> Result<RawWall> {
-        self.stop.store(true, Ordering::Relaxed);
-        let cpu1 = cpu_ns(self.ids.0, self.ids.1);
-        let mut raw = self
-            .handle
-            .take()
-            .ok_or_else(|| anyhow!("profile: the recorder is gone"))?
-            .join()
-            .map_err(|_| anyhow!("profile: the recorder thread failed"))?;
-        if let (Some(a), Some(b)) = (self.cpu0, cpu1) {
-            raw.cpu_s = Some(b.saturating_sub(a) as f64 / 1e9);
-        }
+    pub fn finish(self) -> Result<RawWall> {
+        let (mut raw, cpu) = self.0.finish()?;
+        raw.cpu_s = cpu;
         Ok(raw)
-    }
-}
-
-impl Drop for WallProfiler {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
     }
 }
 

@@ -11,7 +11,7 @@ use super::recording::Recording;
 use super::stack::{Maps, unwind};
 use super::{Attr, Event, Sample, is_kernel, open_error};
 use crate::debuginfo::DebugInfo;
-use anyhow::{Result, anyhow};
+use anyhow::Result;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 

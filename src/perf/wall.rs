@@ -22,7 +22,7 @@ use super::recording::Recording;
 use super::render::Rendered;
 use super::stack::Maps;
 use super::{Attr, monotonic_ns};
-use anyhow::{Result, anyhow};
+use anyhow::Result;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 

@@ -10,7 +10,7 @@ use crate::debuginfo::DebugInfo;
 use crate::debuginfo::debuginfod::Fetch;
 use crate::inferior::{Target, procfs};
 use crate::postgres::{self, ProcessKind};
-use crate::runtime;
+use crate::runtime::{self, one_line};
 use crate::script::Script;
 use crate::session::{Flow, Session, SessionOptions};
 use anyhow::{Result, anyhow, bail};
@@ -649,14 +649,6 @@ fn run_script(
     Ok(0)
 }
 
-/// An error as one line (what every failure of pgdbg prints).
-/// An error as one line, its causes after it (`context: cause`): the
-/// message alone would hide why (`cannot open FILE` without the OS's
-/// reason, `plan --analyze stopped` without what stopped it).
-pub(crate) fn one_line(e: &anyhow::Error) -> String {
-    format!("{e:#}").replace('\n', " ")
-}
-
 /// `--ns-of HOSTPID`: the host PIDs of `pids`, PIDs in the PID namespace
 /// of process `of` (a container's).
 pub fn host_pids(of: &str, pids: &[String]) -> Result<Vec<String>> {
@@ -687,19 +679,4 @@ pub fn host_pids(of: &str, pids: &[String]) -> Result<Vec<String>> {
                 })
         })
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn one_line_keeps_the_cause() {
-        let e = anyhow::anyhow!("No such file or directory (os error 2)")
-            .context("cannot open /x/y.gdb");
-        assert_eq!(
-            super::one_line(&e),
-            "cannot open /x/y.gdb: No such file or directory (os error 2)"
-        );
-        let e = anyhow::anyhow!("line one\nline two");
-        assert_eq!(super::one_line(&e), "line one line two");
-    }
 }

@@ -3,10 +3,11 @@
 //! problem and what to do, with a non-zero exit, and leaves the target as
 //! it was.
 
-use crate::attach::{AttachOpts, BackendOpts, DebugInfoOpts, Targets, one_line};
+use crate::attach::{AttachOpts, BackendOpts, DebugInfoOpts, Targets};
 use crate::debuginfo::DebugInfo;
 use crate::inferior::procfs;
 use crate::runtime;
+use crate::runtime::one_line;
 use anyhow::{Result, anyhow, bail};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -316,7 +317,7 @@ pub fn main() -> i32 {
                 match crate::attach::run_attach(pids.into_iter().next(), &opts) {
                     // a worker that never attached says so by its status
                     Err(e) if opts.worker && !crate::attach::attached() => {
-                        crate::errln!("pgdbg: error: {}", crate::attach::one_line(&e));
+                        crate::errln!("pgdbg: error: {}", crate::runtime::one_line(&e));
                         Ok(crate::attach::NOT_ATTACHED_EXIT)
                     }
                     r => r,

@@ -94,7 +94,7 @@ pub fn supervise(
         let pid = match checked {
             Ok(pid) => pid,
             Err(e) if once => {
-                crate::errln!("pgdbg: error: {}", crate::attach::one_line(&e));
+                crate::errln!("pgdbg: error: {}", crate::runtime::one_line(&e));
                 refused += 1;
                 continue;
             }

@@ -352,7 +352,7 @@ pub fn run(session: &mut Session) -> Result<i32> {
                 }
             }
             Err(e) => {
-                let _ = writeln!(stdout, "{}", crate::attach::one_line(&e));
+                let _ = writeln!(stdout, "{}", crate::runtime::one_line(&e));
             }
         }
     }
@@ -505,7 +505,7 @@ pub fn run(session: &mut Session) -> Result<i32> {
                 }
             }
             Err(e) => {
-                let _ = writeln!(stdout, "{}", crate::attach::one_line(&e));
+                let _ = writeln!(stdout, "{}", crate::runtime::one_line(&e));
             }
         }
     }
@@ -529,7 +529,7 @@ fn show(printer: &mut Printer, r: Result<(String, Flow)>) -> Option<i32> {
             ends(flow)
         }
         Err(e) => {
-            printer.say(&crate::attach::one_line(&e));
+            printer.say(&crate::runtime::one_line(&e));
             None
         }
     }

@@ -39,16 +39,6 @@ pub struct RawProfile {
     pub cpu_s: Option<f64>,
 }
 
-/// On-CPU time of a thread so far, ns (the first field of its schedstat).
-pub(crate) fn cpu_ns(pid: i32, tid: i32) -> Option<u64> {
-    std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/schedstat"))
-        .ok()?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
-}
-
 /// Open the cpu-clock event `attr` on thread `tid` of process `pid` and
 /// enable it (`mode` names the command in refusals); a paranoid kernel that refuses kernel samples to a user
 /// without CAP_PERFMON is asked for user-only ones.

@@ -24,7 +24,7 @@ impl<R: Send + 'static> Recording<R> {
     ) -> Recording<R> {
         let stop = Arc::new(AtomicBool::new(false));
         let st = stop.clone();
-        let cpu0 = super::profile::cpu_ns(pid, tid);
+        let cpu0 = cpu_ns(pid, tid);
         let handle = std::thread::spawn(move || {
             crate::runtime::block_in_this_thread();
             read(&st)
@@ -41,7 +41,7 @@ impl<R: Send + 'static> Recording<R> {
     /// the thread used meanwhile (None where they cannot be read).
     pub(super) fn finish(mut self) -> Result<(R, Option<f64>)> {
         self.stop.store(true, Ordering::Relaxed);
-        let cpu1 = super::profile::cpu_ns(self.ids.0, self.ids.1);
+        let cpu1 = cpu_ns(self.ids.0, self.ids.1);
         let raw = self
             .handle
             .take()
@@ -60,4 +60,14 @@ impl<R> Drop for Recording<R> {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
     }
+}
+
+/// On-CPU time of a thread so far, ns (the first field of its schedstat).
+fn cpu_ns(pid: i32, tid: i32) -> Option<u64> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/schedstat"))
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }

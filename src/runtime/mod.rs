@@ -56,3 +56,26 @@ pub fn install() {
 pub fn must_stop() -> bool {
     terminating().is_some() || output::failed()
 }
+
+/// An error as one line (what every failure of pgdbg prints), its causes
+/// after it (`context: cause`): the message alone would hide why (`cannot
+/// open FILE` without the OS's reason, `plan --analyze stopped` without
+/// what stopped it).
+pub fn one_line(e: &anyhow::Error) -> String {
+    format!("{e:#}").replace('\n', " ")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn one_line_keeps_the_cause() {
+        let e = anyhow::anyhow!("No such file or directory (os error 2)")
+            .context("cannot open /x/y.gdb");
+        assert_eq!(
+            super::one_line(&e),
+            "cannot open /x/y.gdb: No such file or directory (os error 2)"
+        );
+        let e = anyhow::anyhow!("line one\nline two");
+        assert_eq!(super::one_line(&e), "line one line two");
+    }
+}

@@ -28,19 +28,14 @@ impl Session {
                 // each address still in code that is mapped (a library
                 // unloaded since is dropped at its event; this is the
                 // second guard): never an int3 into whatever came after it
-                let locs = self
+                let unmapped = self
                     .bps
-                    .get_mut(id)
-                    .map(|b| b.locations.clone())
-                    .unwrap_or_default();
-                let unmapped: Vec<u64> = {
-                    let libs = self.libs.borrow();
-                    locs.iter()
-                        .map(|l| l.addr)
-                        .filter(|a| libs.index_at(*a).is_none() && self.modules.find(*a).is_none())
-                        .collect()
-                };
-                if let Some(a) = unmapped.first() {
+                    .list
+                    .iter()
+                    .filter(|b| b.id == id)
+                    .flat_map(|b| b.locations.iter().map(|l| l.addr))
+                    .find(|a| !self.in_mapped_code(*a));
+                if let Some(a) = unmapped {
                     return Err(anyhow!(
                         "breakpoint {id} stays disabled: its location {a:#x} is no longer in mapped code (its library was unloaded); delete it and set it again"
                     ));

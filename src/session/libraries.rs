@@ -451,12 +451,17 @@ impl Session {
         Ok(())
     }
 
+    /// Whether `addr` lies in a library mapped now or in a file the
+    /// backend maps (the binary).
+    pub(crate) fn in_mapped_code(&self, addr: u64) -> bool {
+        self.libs.borrow().index_at(addr).is_some() || self.modules.find(addr).is_some()
+    }
+
     fn drop_unmapped_locations(&mut self) -> Result<()> {
         // the int3s in place, and the locations of disabled breakpoints
         // (no int3 of theirs: an `enable` must not write one where the
         // library was, whatever is mapped there now)
         let stale: Vec<u64> = {
-            let libs = self.libs.borrow();
             let mut candidates = self.target.inserted_addresses();
             candidates.extend(
                 self.bps
@@ -469,18 +474,18 @@ impl Session {
             candidates
                 .into_iter()
                 .filter(|a| {
-                    libs.list
+                    self.libs
+                        .borrow()
+                        .list
                         .iter()
                         .any(|l| !l.mapped && *a >= l.start && *a < l.end)
-                        && libs.index_at(*a).is_none()
-                        && self.modules.find(*a).is_none()
+                        && !self.in_mapped_code(*a)
                 })
                 .collect()
         };
         for a in &stale {
-            if self.target.breakpoint_inserted(*a) {
-                self.target.forget_breakpoint(*a);
-            }
+            // (a no-op where no int3 is: a disabled breakpoint's location)
+            self.target.forget_breakpoint(*a);
             self.internal.remove(a);
         }
         if stale.is_empty() {

@@ -24,7 +24,7 @@ impl Session {
                 "{}: {} = <error: {}>",
                 d.id,
                 d.label(),
-                e.to_string().replace('\n', " ")
+                crate::runtime::one_line(&e)
             ),
         }
     }

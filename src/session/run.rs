@@ -153,7 +153,7 @@ impl Session {
                         self.say(&format!(
                             "Error in commands of breakpoint {}: {}",
                             ids.join(", "),
-                            e.to_string().replace('\n', " ")
+                            crate::runtime::one_line(&e)
                         ));
                         break;
                     }

@@ -61,7 +61,7 @@ fn run_lines(
         }
         let (text, flow) = h
             .execute_sourced(&cmd)
-            .map_err(|e| anyhow!("{path}:{n}: {}", e.to_string().replace('\n', " ")))?;
+            .map_err(|e| anyhow!("{path}:{n}: {}", crate::runtime::one_line(&e)))?;
         if !text.is_empty() {
             h.say(text.strip_prefix('\n').unwrap_or(&text));
         }

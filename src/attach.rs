@@ -507,8 +507,9 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
             crate::postgres::classify(p),
             Ok(ProcessKind::ClientBackend { .. })
         ) {
-            crate::inferior::log::debug(&format!("[{p}] not a client backend: let go"));
+            // said once it is true: the test (and a reader) sees it untraced
             let _ = t.detach();
+            crate::inferior::log::debug(&format!("[{p}] not a client backend: let go"));
             runtime::flush_out();
             return Ok(crate::forks::NOT_A_CLIENT_EXIT);
         }

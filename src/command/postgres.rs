@@ -86,7 +86,7 @@ pub static PPRINT: Entry = Entry {
     name: "pprint",
     aliases: &[],
     usage: "pprint [--depth N] [--width N] EXPR",
-    summary: "print a PostgreSQL node tree (Node *, Plan *, List *, Query *...) as nodeToString does",
+    summary: "print a PostgreSQL node tree (Node *, Plan *, List *...) as nodeToString",
     help: "EXPR is a C expression giving a pointer to a node (queryDesc->plannedstmt, parse, \
            (Node *) plan). Each node's NodeTag names its struct (T_SeqScan is struct SeqScan, \
            from the debug info), whose fields are printed by their DWARF types as PostgreSQL's \

@@ -1,8 +1,7 @@
 //! PostgreSQL's node trees read from memory (`pprint`): the `NodeTag` at a
 //! node's start names its struct (enum `NodeTag`'s `T_Foo` is struct
 //! `Foo`, both from DWARF), each field is printed by its DWARF type, a
-//! `List` is iterated by its own layout (the array `elements` of 13+, or
-//! the older `head`/`next` cells), all in the shape of PostgreSQL's
+//! `List` is iterated by its own layout (the array `elements` of 13 to 18), all in the shape of PostgreSQL's
 //! `nodeToString` (`{SEQSCAN :startup_cost 0 ... :targetlist (...)}`).
 //! Nothing is called in the backend: one read per node (its whole struct)
 //! and one per list's cells.
@@ -55,10 +54,17 @@ pub fn pprint(b: &mut dyn Backend, expr: &str, lim: Limits) -> Result<String> {
         Scalar::U(u) => u,
         Scalar::F(_) => bail!("pprint: '{}' is not a pointer", crate::shown::shown(expr)),
     };
-    let tags = node_tags(di)?;
+    let read = |a: u64, buf: &mut [u8]| b.read(a, buf);
+    render(di, &read, addr, lim)
+}
+
+/// The tree at `addr` as pprint shows it, over types `ts` and memory
+/// `mem`.
+pub fn render(ts: &dyn TypeSource, mem: Mem<'_>, addr: u64, lim: Limits) -> Result<String> {
     let mut p = Printer {
-        b: &*b,
-        tags,
+        ts,
+        mem,
+        tags: node_tags(ts)?,
         lim,
         out: String::new(),
         path: Vec::new(),
@@ -74,6 +80,9 @@ pub fn pprint(b: &mut dyn Backend, expr: &str, lim: Limits) -> Result<String> {
     }
     Ok(p.out)
 }
+
+/// Reads the backend's memory: `Backend::read`.
+pub type Mem<'a> = &'a dyn Fn(u64, &mut [u8]) -> Result<()>;
 
 /// `print`'s note for a pointer to a node: the NodeTag at `ptr` when `ty`
 /// is a pointer to a struct that starts with one (Node *, Plan *, Expr *,
@@ -170,7 +179,8 @@ fn struct_named(t: &Type) -> Option<&str> {
 }
 
 struct Printer<'a> {
-    b: &'a dyn Backend,
+    ts: &'a dyn TypeSource,
+    mem: Mem<'a>,
     tags: HashMap<i64, String>,
     lim: Limits,
     out: String,
@@ -184,7 +194,36 @@ struct Printer<'a> {
 
 impl Printer<'_> {
     fn di(&self) -> &dyn TypeSource {
-        self.b.di()
+        self.ts
+    }
+
+    fn read_bytes(&self, addr: u64, len: usize) -> Result<Vec<u8>> {
+        let mut b = vec![0u8; len];
+        (self.mem)(addr, &mut b)?;
+        Ok(b)
+    }
+
+    fn read_i32(&self, addr: u64) -> Result<i32> {
+        let b = self.read_bytes(addr, 4)?;
+        Ok(i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    /// The NUL-terminated string at `addr`, at most `max` bytes, read in
+    /// pieces that do not cross a page.
+    fn read_cstr(&self, addr: u64, max: usize) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        let mut a = addr;
+        while out.len() < max {
+            let n = (4096 - (a as usize & 4095)).min(max - out.len()).min(256);
+            let b = self.read_bytes(a, n)?;
+            if let Some(p) = b.iter().position(|&c| c == 0) {
+                out.extend_from_slice(&b[..p]);
+                return Ok(out);
+            }
+            out.extend_from_slice(&b);
+            a += n as u64;
+        }
+        Ok(out)
     }
 
     /// A new line at `indent`.
@@ -206,7 +245,7 @@ impl Printer<'_> {
         if let Some(t) = self.structs.get(name) {
             return t.clone();
         }
-        let di = self.b.di();
+        let di = self.ts;
         let t = di
             .type_by_name(name)
             .or_else(|| di.type_by_name(&format!("struct {name}")))
@@ -223,7 +262,7 @@ impl Printer<'_> {
             self.out.push_str("<>");
             return;
         }
-        let tag = match self.b.read_i32(addr) {
+        let tag = match self.read_i32(addr) {
             Ok(t) => t,
             Err(_) => {
                 let _ = write!(self.out, "<cannot read a node at {addr:#x}>");
@@ -258,7 +297,7 @@ impl Printer<'_> {
         let Type::Struct { size, members, .. } = &*ty else {
             return;
         };
-        let Ok(bytes) = self.b.read_bytes(addr, *size as usize) else {
+        let Ok(bytes) = self.read_bytes(addr, *size as usize) else {
             let _ = write!(
                 self.out,
                 "{{{name} <cannot read {size} bytes at {addr:#x}>}}"
@@ -526,13 +565,12 @@ impl Printer<'_> {
             }
         };
         let body = match len {
-            -1 => match self.b.read_bytes(p, 4) {
+            -1 => match self.read_bytes(p, 4) {
                 Err(_) => "<cannot read>".to_string(),
                 // a 1-byte header: short inline (0x01 alone: a TOAST pointer)
                 Ok(h) if h[0] & 1 == 1 && h[0] != 1 => {
                     let n = (h[0] >> 1) as usize;
                     let data = self
-                        .b
                         .read_bytes(p + 1, n.saturating_sub(1).min(max))
                         .unwrap_or_default();
                     shown(&data, n.saturating_sub(1))
@@ -542,14 +580,13 @@ impl Printer<'_> {
                 Ok(h) if h[0] & 3 == 0 => {
                     let n = (u32::from_le_bytes([h[0], h[1], h[2], h[3]]) >> 2) as usize;
                     let data = self
-                        .b
                         .read_bytes(p + 4, n.saturating_sub(4).min(max))
                         .unwrap_or_default();
                     shown(&data, n.saturating_sub(4))
                 }
                 Ok(_) => "(compressed)".to_string(),
             },
-            -2 => match self.b.read_cstr(p, max) {
+            -2 => match self.read_cstr(p, max) {
                 Ok(s) => shown(&s, s.len()),
                 Err(_) => "<cannot read>".to_string(),
             },
@@ -560,7 +597,7 @@ impl Printer<'_> {
     }
 
     fn string(&mut self, p: u64) {
-        match self.b.read_cstr(p, self.lim.width.max(1) * 8) {
+        match self.read_cstr(p, self.lim.width.max(1) * 8) {
             Ok(s) => {
                 let _ = write!(self.out, "\"{}\"", escape(&s));
             }
@@ -582,7 +619,7 @@ impl Printer<'_> {
             let _ = write!(self.out, "{p:#x}");
             return;
         };
-        let Ok(n) = self.b.read_i32(p + nw.offset) else {
+        let Ok(n) = self.read_i32(p + nw.offset) else {
             let _ = write!(self.out, "<cannot read a Bitmapset at {p:#x}>");
             return;
         };
@@ -590,7 +627,7 @@ impl Printer<'_> {
             let _ = write!(self.out, "<not a Bitmapset at {p:#x}: nwords {n}>");
             return;
         }
-        let Ok(w) = self.b.read_bytes(p + words.offset, n as usize * 8) else {
+        let Ok(w) = self.read_bytes(p + words.offset, n as usize * 8) else {
             let _ = write!(self.out, "<cannot read a Bitmapset at {p:#x}>");
             return;
         };
@@ -607,24 +644,22 @@ impl Printer<'_> {
     }
 
     /// A List of any tag: `(` its elements `)`; `(i 1 2)`, `(o ...)`,
-    /// `(x ...)` for integers, OIDs and transaction ids.
+    /// `(x ...)` for integers, OIDs and transaction ids.  The layout of
+    /// 13 to 18: `length` cells in the array `elements`, each a union
+    /// ListCell (ptr_value, int_value, oid_value, xid_value), all from
+    /// DWARF.
     fn list(&mut self, addr: u64, tag: &str, indent: usize, depth: usize) {
         let Some(Type::Struct { size, members, .. }) = self.struct_type("List").as_deref().cloned()
         else {
             let _ = write!(self.out, "<no struct List in the debug info ({addr:#x})>");
             return;
         };
-        let Ok(bytes) = self.b.read_bytes(addr, size as usize) else {
+        let Ok(bytes) = self.read_bytes(addr, size as usize) else {
             let _ = write!(self.out, "<cannot read a List at {addr:#x}>");
             return;
         };
-        let member = |n: &str| {
-            members
-                .iter()
-                .find(|m| m.name.as_deref() == Some(n))
-                .cloned()
-        };
-        let rd = |m: &Member, n: usize| -> u64 {
+        let member = |n: &str| members.iter().find(|m| m.name.as_deref() == Some(n));
+        let word = |m: &Member, n: usize| -> u64 {
             let mut w = [0u8; 8];
             let o = m.offset as usize;
             if let Some(s) = bytes.get(o..o + n) {
@@ -632,90 +667,59 @@ impl Printer<'_> {
             }
             u64::from_le_bytes(w)
         };
-        let Some(len) = member("length") else {
-            let _ = write!(self.out, "<List without a length at {addr:#x}>");
+        let (Some(len), Some(el)) = (member("length"), member("elements")) else {
+            let _ = write!(
+                self.out,
+                "<a List without length and elements at {addr:#x}: a layout pprint does not know>"
+            );
             return;
         };
-        let length = rd(&len, 4) as i32;
+        let length = word(len, 4) as i32;
         if !(0..=100_000_000).contains(&length) {
             let _ = write!(self.out, "<not a List at {addr:#x}: length {length}>");
             return;
         }
-        // each cell's address, from the list's own layout
-        let shown = (length as usize).min(self.lim.width);
-        let mut cells = Vec::new();
-        let cell_ty = if let Some(el) = member("elements") {
-            // 13+: an array of ListCell
-            let Type::Pointer { target: Some(ct) } = &*strip(self.di(), &el.ty) else {
-                let _ = write!(self.out, "<List.elements is not a pointer at {addr:#x}>");
-                return;
-            };
-            let cs = size_of(self.di(), ct).max(1);
-            let elems = rd(&el, 8);
-            for k in 0..shown as u64 {
-                cells.push(elems + k * cs);
-            }
-            ct.clone()
-        } else if let Some(head) = member("head") {
-            // before 13: cells linked by next
-            let Type::Pointer { target: Some(ct) } = &*strip(self.di(), &head.ty) else {
-                let _ = write!(self.out, "<List.head is not a pointer at {addr:#x}>");
-                return;
-            };
-            let next = match &*strip(self.di(), ct) {
-                Type::Struct { members, .. } => members
-                    .iter()
-                    .find(|m| m.name.as_deref() == Some("next"))
-                    .map(|m| m.offset),
-                _ => None,
-            };
-            let Some(next) = next else {
-                let _ = write!(self.out, "<ListCell without next at {addr:#x}>");
-                return;
-            };
-            let mut c = rd(&head, 8);
-            while c != 0 && cells.len() < shown {
-                cells.push(c);
-                c = self.b.read_u64(c + next).unwrap_or(0);
-            }
-            ct.clone()
-        } else {
-            let _ = write!(
-                self.out,
-                "<a List layout pprint does not know at {addr:#x}>"
-            );
+        let Type::Pointer {
+            target: Some(cell_ty),
+        } = &*strip(self.di(), &el.ty)
+        else {
+            let _ = write!(self.out, "<List.elements is not a pointer at {addr:#x}>");
             return;
         };
-        // the cell's member for this list's kind (in its union `data`
-        // before 13)
+        let cs = size_of(self.di(), cell_ty).max(1) as usize;
+        let elements = word(el, 8);
         let want = match tag {
             "T_IntList" => "int_value",
             "T_OidList" => "oid_value",
             "T_XidList" => "xid_value",
             _ => "ptr_value",
         };
-        let Some((voff, vty)) = find_member(self.di(), &cell_ty, want, 0) else {
+        let Some((voff, vty)) = find_member(self.di(), cell_ty, want, 0) else {
             let _ = write!(self.out, "<ListCell without {want} at {addr:#x}>");
             return;
         };
-        let vsize = size_of(self.di(), &vty).clamp(1, 8) as usize;
+        let vsize = (size_of(self.di(), &vty) as usize).clamp(1, 8);
         let kind = match tag {
             "T_IntList" => "i ",
             "T_OidList" => "o ",
             "T_XidList" => "x ",
             _ => "",
         };
+        // the cells shown, in one read
+        let shown = (length as usize).min(self.lim.width);
+        let Ok(cells) = self.read_bytes(elements, shown * cs) else {
+            let _ = write!(self.out, "<cannot read {shown} cells at {elements:#x}>");
+            return;
+        };
         self.out.push('(');
         self.out.push_str(kind);
         self.path.push(addr);
-        for (k, c) in cells.iter().enumerate() {
-            let v = match self.b.read_bytes(c + voff, vsize) {
-                Ok(v) => v,
-                Err(_) => {
-                    let _ = write!(self.out, "<cannot read cell {k} at {c:#x}>");
-                    break;
-                }
+        for k in 0..shown {
+            let o = k * cs + voff as usize;
+            let Some(v) = cells.get(o..o + vsize) else {
+                break;
             };
+            let v = v.to_vec();
             if kind.is_empty() {
                 if !self.line(indent + 2) {
                     break;
@@ -727,7 +731,7 @@ impl Printer<'_> {
                 if k > 0 {
                     self.out.push(' ');
                 }
-                self.value(&vty, &v, c + voff, indent, depth);
+                self.value(&vty, &v, elements + o as u64, indent, depth);
             }
         }
         self.path.pop();
@@ -797,5 +801,219 @@ mod tests {
     #[test]
     fn escapes() {
         assert_eq!(escape(b"a\"b\n\x01"), "a\\\"b\\n\\001");
+    }
+
+    // ---- a tree over made-up types (the layout of 13+) and memory
+
+    fn syn(t: Type) -> TypeRef {
+        TypeRef::Synth(Rc::new(t))
+    }
+
+    fn m(name: &str, ty: TypeRef, offset: u64) -> Member {
+        Member {
+            name: Some(name.into()),
+            ty,
+            offset,
+            bits: None,
+        }
+    }
+
+    fn st(kw: &'static str, name: &str, size: u64, members: Vec<Member>) -> TypeRef {
+        syn(Type::Struct {
+            kw,
+            name: Some(name.into()),
+            size,
+            members,
+            declaration: false,
+        })
+    }
+
+    struct Types(HashMap<String, TypeRef>);
+
+    impl TypeSource for Types {
+        fn resolve(&self, t: &TypeRef) -> Rc<Type> {
+            match t {
+                TypeRef::Synth(t) => t.clone(),
+                TypeRef::Named(n) => self.resolve(&self.0[n]),
+                TypeRef::Die(_) => Rc::new(Type::Void),
+            }
+        }
+        fn type_by_name(&self, name: &str) -> Option<TypeRef> {
+            self.0.get(name).cloned()
+        }
+    }
+
+    fn types() -> Types {
+        let tag = syn(Type::Typedef {
+            name: "NodeTag".into(),
+            target: Some(syn(Type::Enum {
+                name: None,
+                size: 4,
+                signed: false,
+                values: ["T_List", "T_IntList", "T_Var", "T_SeqScan", "T_Plan"]
+                    .iter()
+                    .enumerate()
+                    .map(|(i, n)| (n.to_string(), i as i64 + 1))
+                    .collect(),
+            })),
+        });
+        let int = Type::int();
+        let ptr = |t: TypeRef| Type::pointer_to(Some(t));
+        let cell = st(
+            "union",
+            "ListCell",
+            8,
+            vec![
+                m("ptr_value", Type::pointer_to(None), 0),
+                m("int_value", int.clone(), 0),
+            ],
+        );
+        let list = st(
+            "struct",
+            "List",
+            24,
+            vec![
+                m("type", tag.clone(), 0),
+                m("length", int.clone(), 4),
+                m("max_length", int.clone(), 8),
+                m("elements", ptr(cell), 16),
+            ],
+        );
+        let expr = st("struct", "Expr", 4, vec![m("type", tag.clone(), 0)]);
+        let var = st(
+            "struct",
+            "Var",
+            12,
+            vec![
+                m("xpr", expr, 0),
+                m("varno", int.clone(), 4),
+                m("varattno", int.clone(), 8),
+            ],
+        );
+        let bms = st(
+            "struct",
+            "Bitmapset",
+            8,
+            vec![
+                m("nwords", int.clone(), 0),
+                m(
+                    "words",
+                    syn(Type::Array {
+                        elem: Type::ulong(),
+                        count: None,
+                    }),
+                    8,
+                ),
+            ],
+        );
+        let plan = st(
+            "struct",
+            "Plan",
+            40,
+            vec![
+                m("type", tag.clone(), 0),
+                m("startup_cost", Type::double(), 8),
+                m("targetlist", ptr(list.clone()), 16),
+                m("lefttree", ptr(TypeRef::Named("Plan".into())), 24),
+                m("extParam", ptr(bms.clone()), 32),
+            ],
+        );
+        let scan = st(
+            "struct",
+            "Scan",
+            48,
+            vec![m("plan", plan.clone(), 0), m("scanrelid", int.clone(), 40)],
+        );
+        let seqscan = st("struct", "SeqScan", 48, vec![m("scan", scan, 0)]);
+        Types(HashMap::from([
+            ("NodeTag".into(), tag),
+            ("List".into(), list),
+            ("Var".into(), var),
+            ("Bitmapset".into(), bms),
+            ("Plan".into(), plan),
+            ("SeqScan".into(), seqscan),
+        ]))
+    }
+
+    fn le(parts: &[u64], sizes: &[usize]) -> Vec<u8> {
+        let mut v = Vec::new();
+        for (p, s) in parts.iter().zip(sizes) {
+            v.extend_from_slice(&p.to_le_bytes()[..*s]);
+        }
+        v
+    }
+
+    /// A SeqScan whose targetlist has two Vars, whose lefttree is itself
+    /// (a cycle), with a Bitmapset; and an IntList.
+    fn memory() -> HashMap<u64, Vec<u8>> {
+        let mut mem = HashMap::new();
+        let (scan, list, cells, v1, v2, bms, ints, icells) = (
+            0x1000, 0x2000, 0x3000, 0x4000, 0x5000, 0x6000, 0x7000, 0x8000,
+        );
+        let mut s = le(&[4, 0], &[4, 4]);
+        s.extend(1.5f64.to_le_bytes());
+        s.extend(le(&[list, scan, bms, 7], &[8, 8, 8, 8]));
+        mem.insert(scan, s);
+        mem.insert(list, le(&[1, 2, 2, cells], &[4, 4, 8, 8]));
+        mem.insert(cells, le(&[v1, v2], &[8, 8]));
+        mem.insert(v1, le(&[3, 1, 1], &[4, 4, 4]));
+        mem.insert(v2, le(&[3, 1, 2], &[4, 4, 4]));
+        mem.insert(bms, le(&[1, 0, 0b1010], &[4, 4, 8]));
+        mem.insert(ints, le(&[2, 3, 3, icells], &[4, 4, 8, 8]));
+        mem.insert(icells, le(&[5, 6, 7], &[8, 8, 8]));
+        mem.insert(0x9000, le(&[99], &[4]));
+        mem
+    }
+
+    fn show(addr: u64, lim: Limits) -> String {
+        let mem = memory();
+        let read = |a: u64, buf: &mut [u8]| -> Result<()> {
+            for (start, bytes) in &mem {
+                if a >= *start && a + buf.len() as u64 <= start + bytes.len() as u64 {
+                    let o = (a - start) as usize;
+                    buf.copy_from_slice(&bytes[o..o + buf.len()]);
+                    return Ok(());
+                }
+            }
+            bail!("Cannot access memory at address {a:#x}")
+        };
+        render(&types(), &read, addr, lim).unwrap()
+    }
+
+    #[test]
+    fn a_tree_in_node_to_string_shape() {
+        let out = show(0x1000, Limits::default());
+        assert_eq!(
+            out,
+            "{SEQSCAN\n  :startup_cost 1.5\n  :targetlist (\n    {VAR\n      :varno 1\n      \
+             :varattno 1}\n    {VAR\n      :varno 1\n      :varattno 2}\n  )\n  \
+             :lefttree {SEQSCAN <cycle: 0x1000 is above>}\n  :extParam (b 1 3)\n  \
+             :scanrelid 7}"
+        );
+    }
+
+    #[test]
+    fn limits_and_int_lists() {
+        let out = show(0x1000, Limits { depth: 1, width: 1 });
+        assert!(
+            out.contains("{VAR ...} (0x4000, deeper than --depth)"),
+            "{out}"
+        );
+        assert!(out.contains("\n    ... 1 more\n  )"), "{out}");
+        assert!(!out.contains("0x5000"), "{out}");
+        assert_eq!(show(0x7000, Limits::default()), "(i 5 6 7)");
+        assert_eq!(
+            show(0x7000, Limits { depth: 1, width: 2 }),
+            "(i 5 6 ... 1 more)"
+        );
+        assert_eq!(show(0, Limits::default()), "<>");
+        assert_eq!(
+            show(0x10, Limits::default()),
+            "<cannot read a node at 0x10>"
+        );
+        assert_eq!(
+            show(0x9000, Limits::default()),
+            "<not a node at 0x9000: NodeTag 99>"
+        );
     }
 }

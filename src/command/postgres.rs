@@ -93,7 +93,7 @@ pub static PPRINT: Entry = Entry {
            nodeToString writes them: {SEQSCAN :startup_cost 0 ... :targetlist (...)}, the \
            superclass's fields (Plan's in a SeqScan) first, lists as ( ... ), integer and OID \
            lists as (i 1 2) and (o 16384), Bitmapsets as (b 1 3), strings quoted, enums by \
-           name, NULL as <>. A pointer to anything that is not a node is shown as its address.\n\n\
+           name, NULL as <>, a Const's value by reference with its text when inline. A pointer to anything that is not a node is shown as its address.\n\n\
            Only memory is read: nothing runs in the backend (unlike calling pprint() there, \
            which allocates and writes to the server log), so it is safe anywhere, and costs \
            no stop unless EXPR names a local or a register. --depth N (default 32) shows \

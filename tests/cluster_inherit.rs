@@ -197,6 +197,17 @@ fn short_sessions(major: u32) {
         Duration::from_secs(30),
         || tracefs_definitions_of(sup as u32).is_empty(),
     );
+    // and the postmaster's code is the file's again (its int3s went with
+    // the events)
+    assert!(
+        code_matches_file(
+            cl.postmaster_pid,
+            &cl.postgres_binary(),
+            "exec_simple_query",
+            16
+        ),
+        "the postmaster's exec_simple_query differs from the file"
+    );
     cl.assert_no_crash();
     let _ = std::fs::remove_file(&out);
     let _ = std::fs::remove_file(&cap);

@@ -94,6 +94,11 @@ pub const VARS: &[Var] = &[
         for_tests: true,
     },
     Var {
+        name: "PGDBG_NO_INHERIT",
+        what: "set: a --cluster script of one count line attaches to each backend instead of counting through uprobes inherited from the postmaster",
+        for_tests: true,
+    },
+    Var {
         name: "PGDBG_SPARE_LATE",
         what: "set: --cluster's workers get to each new backend only after its startup",
         for_tests: true,
@@ -123,6 +128,7 @@ pub struct Config {
     pub entry_only: bool,
     pub no_proc_events: bool,
     pub no_fork_server: bool,
+    pub no_inherit: bool,
     pub spare_late: bool,
     /// PGDBG_HOLD_NEW_MS as given (its cap is the reader's)
     pub hold_new_ms: Option<u64>,
@@ -149,6 +155,7 @@ impl Config {
             entry_only: set("PGDBG_ENTRY_ONLY"),
             no_proc_events: set("PGDBG_NO_PROC_EVENTS"),
             no_fork_server: set("PGDBG_NO_FORK_SERVER"),
+            no_inherit: set("PGDBG_NO_INHERIT"),
             spare_late: set("PGDBG_SPARE_LATE"),
             hold_new_ms: var("PGDBG_HOLD_NEW_MS")
                 .and_then(|v| v.to_str().and_then(|s| s.trim().parse().ok())),

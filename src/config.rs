@@ -103,6 +103,11 @@ pub const VARS: &[Var] = &[
         what: "milliseconds (at most 120 000) each new backend of --cluster is kept stopped after its fork",
         for_tests: true,
     },
+    Var {
+        name: "PGDBG_PAUSE_BEFORE_CALLS_MS",
+        what: "milliseconds (at most 120 000) a call series waits, its words changed, before its first call",
+        for_tests: true,
+    },
 ];
 
 /// The values, as read.
@@ -126,6 +131,8 @@ pub struct Config {
     pub spare_late: bool,
     /// PGDBG_HOLD_NEW_MS as given (its cap is the reader's)
     pub hold_new_ms: Option<u64>,
+    /// PGDBG_PAUSE_BEFORE_CALLS_MS as given (its cap is the reader's)
+    pub pause_before_calls_ms: Option<u64>,
 }
 
 impl Config {
@@ -151,6 +158,8 @@ impl Config {
             no_fork_server: set("PGDBG_NO_FORK_SERVER"),
             spare_late: set("PGDBG_SPARE_LATE"),
             hold_new_ms: var("PGDBG_HOLD_NEW_MS")
+                .and_then(|v| v.to_str().and_then(|s| s.trim().parse().ok())),
+            pause_before_calls_ms: var("PGDBG_PAUSE_BEFORE_CALLS_MS")
                 .and_then(|v| v.to_str().and_then(|s| s.trim().parse().ok())),
         }
     }

@@ -29,14 +29,21 @@
 //!   a trap pgdbg had not rewound (the kernel dropped its SIGTRAP).  `rip`
 //!   goes back onto the int3, which traps again, untraced, into the SIGTRAP
 //!   handler (it restores the byte, or repairs a call);
+//! * data words changed around calls (callrepair.rs) with no call record
+//!   and the registers the backend's own (`NOT_OWN` 0: a series before its
+//!   first call's registers are written or after its last call's are put
+//!   back): it puts them back from their slots, empties the slots, and the
+//!   backend runs on as below; a call running or at its return trap puts
+//!   them back at that trap, and one the SIGTRAP handler has repaired (its
+//!   trap may be taken before the SIGCONT) did;
 //! * `rip` in an injected system call's code at AT_ENTRY, registers not
 //!   the backend's own other than a call's (`NOT_OWN`: a system call, or a
-//!   record of data words that is not whole), or data words changed
-//!   around calls (callrepair.rs) with no call record (between the calls
-//!   of a series) or a call neither running nor at its return trap: it
+//!   record of data words that is not whole), a call's registers written
+//!   with no record of it yet or being put back (`NOT_OWN` bit 0, `MARK`
+//!   0: the microseconds of a register write), or data words changed with
+//!   a call record whose call neither runs nor is at its return trap: it
 //!   stops the backend again (SIGSTOP to itself), the state it was left in
-//!   before (`pgdbg rescue` repairs it); a call the SIGTRAP handler has
-//!   repaired (its trap may be taken before the SIGCONT) put them back;
+//!   before (`pgdbg rescue` repairs it);
 //! * anything else: it returns and the backend runs on, with the signals
 //!   pgdbg held back for it (`SIGS`: during a call series, at an event
 //!   stop, or taken at their delivery stop and not yet handed back) sent
@@ -76,8 +83,9 @@ const ACT: u64 = 4096 + 0x848;
 /// of pgdbg's guardian are old then, never replayed (guardian.rs).
 pub(super) const RELEASED: u64 = 4096 + 0x868;
 /// Nonzero while the registers (or the xstate) are not the backend's own:
-/// bit 0 a call of pgdbg's in flight, bit 1 an injected system call;
-/// written before the guardian's record of them, cleared after it.  Bit 2:
+/// bit 0 a call of pgdbg's (set before its registers are first written,
+/// cleared once the saved ones are back), bit 1 an injected system call
+/// (written before the guardian's record of it, cleared after it).  Bit 2:
 /// the data words a call series changes are not all in the SIGTRAP
 /// handler's slots (callrepair.rs): none is put back by a handler.
 pub(super) const NOT_OWN: u64 = 4096 + 0x870;
@@ -237,7 +245,7 @@ pub fn emit(base: u64, l: &Layout) -> Vec<u8> {
     labels.push(("rewind", c.len()));
     c.extend_from_slice(&[0x4c, 0x89, 0x8a]); // rewind: mov [rdx+uc_rip], r9
     d32(&mut c, l.uc_rip);
-    jmp(&mut c, &mut jumps, "go");
+    jmp(&mut c, &mut jumps, "data");
     // other: inside an injected system call (`syscall; int3` at
     // AT_ENTRY)?  A call's return int3 there, rewound, is not one
     labels.push(("other", c.len()));
@@ -253,9 +261,9 @@ pub fn emit(base: u64, l: &Layout) -> Vec<u8> {
     jcc(&mut c, &mut jumps, JNE, "restop");
     c.extend_from_slice(&[0x80, 0x38, 0xcc]); // cmp byte [rax], 0xcc
     jcc(&mut c, &mut jumps, JNE, "restop");
-    // data words changed around calls: only a call running (rsp at or
-    // below its return slot) or at its return trap (rsp just above it)
-    // puts them back, at that trap
+    // data words changed around calls: a call running (rsp at or below
+    // its return slot) or at its return trap (rsp just above it) puts
+    // them back at that trap; with no call record they are put back here
     labels.push(("data", c.len()));
     c.extend_from_slice(&[0x49, 0x8d, 0x8b]); // data: lea rcx, [r11+dataw]
     d32(&mut c, dp(l.dataw));
@@ -269,12 +277,14 @@ pub fn emit(base: u64, l: &Layout) -> Vec<u8> {
     jcc(&mut c, &mut jumps, JNE, "slots");
     jmp(&mut c, &mut jumps, "go");
     // (a call the SIGTRAP handler repaired, `mark` 1, had them put back:
-    // its trap can come first, SIGTRAP being taken before SIGCONT)
+    // its trap can come first, SIGTRAP being taken before SIGCONT; no
+    // call record, `mark` 0, means `NOT_OWN` 0 here: the registers are
+    // the backend's own, before a series' first call or after its last)
     labels.push(("changed", c.len()));
     c.extend_from_slice(&[0x49, 0x8b, 0x83]); // changed: mov rax, [r11+mark]
     d32(&mut c, dp(l.mark));
     c.extend_from_slice(&[0x48, 0x85, 0xc0]); // test rax, rax
-    jcc(&mut c, &mut jumps, JE, "restop");
+    jcc(&mut c, &mut jumps, JE, "putback");
     c.extend_from_slice(&[0x48, 0x83, 0xf8, 0x01]); // cmp rax, 1
     jcc(&mut c, &mut jumps, JE, "go");
     c.extend_from_slice(&[0x48, 0x8b, 0x82]); // mov rax, [rdx+uc_rsp]
@@ -284,6 +294,38 @@ pub fn emit(base: u64, l: &Layout) -> Vec<u8> {
     d32(&mut c, dp(l.sp));
     jcc(&mut c, &mut jumps, JBE, "go");
     jmp(&mut c, &mut jumps, "restop");
+    // putback: each used slot's value (1-8 bytes) written back to its
+    // address, the slot emptied; a length over 8 is not written
+    labels.push(("putback", c.len()));
+    c.extend_from_slice(&[0x49, 0x8d, 0x8b]); // putback: lea rcx, [r11+dataw]
+    d32(&mut c, dp(l.dataw));
+    c.extend_from_slice(&[0x41, 0xba]); // mov r10d, data_slots
+    d32(&mut c, l.data_slots);
+    labels.push(("pb_slot", c.len()));
+    c.extend_from_slice(&[0x48, 0x8b, 0x39]); // pb_slot: mov rdi, [rcx]   address + 1
+    c.extend_from_slice(&[0x48, 0x85, 0xff]); // test rdi, rdi
+    jcc(&mut c, &mut jumps, JE, "pb_next");
+    c.extend_from_slice(&[0x48, 0xff, 0xcf]); // dec rdi
+    c.extend_from_slice(&[0x4c, 0x8b, 0x41, 0x08]); // mov r8, [rcx+8]   length
+    c.extend_from_slice(&[0x49, 0x83, 0xf8, 0x08]); // cmp r8, 8
+    jcc(&mut c, &mut jumps, JA, "pb_empty");
+    c.extend_from_slice(&[0x48, 0x8d, 0x71, 0x10]); // lea rsi, [rcx+16]   value
+    labels.push(("pb_byte", c.len()));
+    c.extend_from_slice(&[0x4d, 0x85, 0xc0]); // pb_byte: test r8, r8
+    jcc(&mut c, &mut jumps, JE, "pb_empty");
+    c.extend_from_slice(&[0x8a, 0x06]); // mov al, [rsi]
+    c.extend_from_slice(&[0x88, 0x07]); // mov [rdi], al
+    c.extend_from_slice(&[0x48, 0xff, 0xc6]); // inc rsi
+    c.extend_from_slice(&[0x48, 0xff, 0xc7]); // inc rdi
+    c.extend_from_slice(&[0x49, 0xff, 0xc8]); // dec r8
+    jmp(&mut c, &mut jumps, "pb_byte");
+    labels.push(("pb_empty", c.len()));
+    c.extend_from_slice(&[0x48, 0xc7, 0x01]); // pb_empty: mov qword [rcx], 0
+    d32(&mut c, 0);
+    labels.push(("pb_next", c.len()));
+    c.extend_from_slice(&[0x48, 0x83, 0xc1, 0x18]); // pb_next: add rcx, 24
+    c.extend_from_slice(&[0x41, 0xff, 0xca]); // dec r10d
+    jcc(&mut c, &mut jumps, JNE, "pb_slot");
     // go: the backend runs on, counted (the records are old from now on),
     // with the signals pgdbg held back for it: sent to itself here (every
     // signal is blocked in this handler: they are delivered after it, as

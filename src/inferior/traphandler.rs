@@ -1507,8 +1507,19 @@ mod tests {
                 // (and the held-back signals' word emptied)
                 let released = *((base + selfrelease::RELEASED) as *const u64);
                 let sigs = *((base + selfrelease::SIGS) as *const u64);
+                // (and the probe words at f + 64 and f + 80 hold what
+                // the ones at f + 72 and f + 88 say, the data slots empty)
+                let probe = |a: u64| *((f + a) as *const u64);
+                let slots = (0..callrepair::DATA_SLOTS)
+                    .any(|n| *((base + callrepair::DATAW + 24 * n) as *const u64) != 0);
                 libc::_exit(if *(f as *const u8) == 0xc3 && released == 1 && sigs == 0 {
-                    0
+                    if probe(64) != probe(72) || probe(80) != probe(88) {
+                        2
+                    } else if slots {
+                        3
+                    } else {
+                        0
+                    }
                 } else {
                     1
                 });
@@ -1554,7 +1565,9 @@ mod tests {
 
     /// Inside an injected system call's code (AT_ENTRY), or data words
     /// changed with a call record whose call neither runs nor is at its
-    /// return (`rsp` above its return slot): the backend stops again.
+    /// return (`rsp` above its return slot), or with a call's registers
+    /// being written or put back (`NOT_OWN` bit 0, no record): the
+    /// backend stops again.
     #[test]
     fn release_stops_again_where_it_cannot_go_on() {
         let st = run_with_release(|base, f| unsafe {
@@ -1567,6 +1580,7 @@ mod tests {
         for prep in [
             (|base, _| unsafe {
                 *((base + callrepair::DATAW) as *mut u64) = 0x1000;
+                *((base + selfrelease::NOT_OWN) as *mut u64) = 1;
             }) as fn(u64, u64),
             |base, _| unsafe {
                 *((base + callrepair::DATAW) as *mut u64) = 0x1000;
@@ -1612,6 +1626,51 @@ mod tests {
                 "case {i}: status {st:#x}"
             );
         }
+    }
+
+    /// Data words changed with no call record and the process's own
+    /// registers (`NOT_OWN` 0, `MARK` 0: a series before its first call's
+    /// registers are written or after its last call's are put back): put
+    /// back from their slots (of a 4-byte word, its 4 bytes only), the
+    /// slots emptied, the trap rewound, and the code goes on.
+    #[test]
+    fn release_puts_back_data_words_with_no_call() {
+        let st = run_with_release(|base, f| unsafe {
+            *((base + HALF0) as *mut u64) = f | F_WRITABLE | (0xc3u64 << 56);
+            let slot = |n: u64, addr: u64, len: u64, v: u64| {
+                let at = base + callrepair::DATAW + 24 * n;
+                *((at + 8) as *mut u64) = len;
+                *((at + 16) as *mut u64) = v;
+                *(at as *mut u64) = addr + 1;
+            };
+            // changed from 0x1111 to 0xdead
+            *((f + 64) as *mut u64) = 0xdead;
+            *((f + 72) as *mut u64) = 0x1111;
+            slot(0, f + 64, 8, 0x1111);
+            *((f + 80) as *mut u64) = 0xaaaa_aaaa_bbbb_bbbb;
+            *((f + 88) as *mut u64) = 0xaaaa_aaaa_0000_2222;
+            slot(callrepair::DATA_SLOTS - 1, f + 80, 4, 0x2222);
+        });
+        assert!(
+            libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0,
+            "status {st:#x}"
+        );
+        // the same words with the call's registers being written (bit 0,
+        // no record): nothing put back, stopped again
+        let st = run_with_release(|base, f| unsafe {
+            *((base + HALF0) as *mut u64) = f | F_WRITABLE | (0xc3u64 << 56);
+            *((f + 64) as *mut u64) = 0xdead;
+            *((f + 72) as *mut u64) = 0x1111;
+            let at = base + callrepair::DATAW;
+            *((at + 8) as *mut u64) = 8;
+            *((at + 16) as *mut u64) = 0x1111;
+            *(at as *mut u64) = f + 64 + 1;
+            *((base + selfrelease::NOT_OWN) as *mut u64) = 1;
+        });
+        assert!(
+            libc::WIFSTOPPED(st) && libc::WSTOPSIG(st) == libc::SIGSTOP,
+            "status {st:#x}"
+        );
     }
 
     /// Signals pgdbg held back: sent by the handler as it lets the process

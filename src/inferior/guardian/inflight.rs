@@ -478,18 +478,8 @@ impl Target {
         traps: &[u64],
         timeout: std::time::Duration,
     ) -> Result<()> {
-        // the handler's page first: the backend never releases itself
-        // with registers that are not its own (selfrelease.rs); not
-        // written: no call
-        self.note_release_not_own(1, true)?;
-        if let Err(e) = self.guardian() {
-            // no call: the bit goes again (if that fails too, it stays
-            // set and the handler stops the backend again)
-            if let Err(e) = self.note_release_not_own(1, false) {
-                super::log::debug(&format!("{e:#}"));
-            }
-            return Err(e);
-        }
+        // (the handler page's NOT_OWN bit 0 comes with the registers:
+        // `call_registers_coming`; until then they are the backend's own)
         if let Some(g) = self.guardian()? {
             g.note_call(regs, xstate.bytes(), ret, timeout.as_millis() as u64);
         }
@@ -498,6 +488,16 @@ impl Target {
         self.write_call_repair(regs, xstate, ret, traps);
         self.trap_repair_ret = ret;
         Ok(())
+    }
+
+    /// A call's registers are about to be written: from now until
+    /// [`Target::forget_call_in_flight`] they may not be the backend's own,
+    /// and the SIGCONT handler must not let it run on by itself
+    /// (selfrelease.rs; before this, with the backend's own registers, it
+    /// puts the data words back and lets it run).  An error: the call must
+    /// not start.
+    pub fn call_registers_coming(&mut self) -> Result<()> {
+        self.note_release_not_own(1, true)
     }
 
     /// The call's registers are about to be written (`armed`), or the
@@ -520,14 +520,16 @@ impl Target {
         self.mark_call_repair(self.trap_repair_ret);
     }
 
-    /// The registers and xstate are back: the record goes.
-    pub fn forget_call_in_flight(&mut self) {
+    /// The call is over and the record goes; `back`: the registers and
+    /// xstate are the saved ones again (not: the SIGCONT handler keeps
+    /// stopping the backend again, until a detach lets it go).
+    pub fn forget_call_in_flight(&mut self, back: bool) {
         if let Some(g) = &mut self.guardian {
             g.forget_call();
         }
         self.end_call_repair();
         // (not cleared: the handler stops the backend again, as before)
-        if let Err(e) = self.note_release_not_own(1, false) {
+        if back && let Err(e) = self.note_release_not_own(1, false) {
             super::log::debug(&format!("{e:#}"));
         }
     }

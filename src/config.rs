@@ -104,8 +104,13 @@ pub const VARS: &[Var] = &[
         for_tests: true,
     },
     Var {
-        name: "PGDBG_PAUSE_BEFORE_CALLS_MS",
-        what: "milliseconds (at most 120 000) a call series waits, its words changed, before its first call",
+        name: "PGDBG_PAUSE_AT",
+        what: "where pgdbg waits PGDBG_PAUSE_MS, said on stderr: series (words changed, before the first call), call-setup (before a call's registers are written), call-restore (before the saved ones are put back)",
+        for_tests: true,
+    },
+    Var {
+        name: "PGDBG_PAUSE_MS",
+        what: "milliseconds (at most 120 000) of the wait at PGDBG_PAUSE_AT",
         for_tests: true,
     },
 ];
@@ -131,8 +136,10 @@ pub struct Config {
     pub spare_late: bool,
     /// PGDBG_HOLD_NEW_MS as given (its cap is the reader's)
     pub hold_new_ms: Option<u64>,
-    /// PGDBG_PAUSE_BEFORE_CALLS_MS as given (its cap is the reader's)
-    pub pause_before_calls_ms: Option<u64>,
+    /// PGDBG_PAUSE_AT and PGDBG_PAUSE_MS as given (the cap is the
+    /// reader's)
+    pub pause_at: Option<String>,
+    pub pause_ms: Option<u64>,
 }
 
 impl Config {
@@ -159,7 +166,8 @@ impl Config {
             spare_late: set("PGDBG_SPARE_LATE"),
             hold_new_ms: var("PGDBG_HOLD_NEW_MS")
                 .and_then(|v| v.to_str().and_then(|s| s.trim().parse().ok())),
-            pause_before_calls_ms: var("PGDBG_PAUSE_BEFORE_CALLS_MS")
+            pause_at: var("PGDBG_PAUSE_AT").and_then(|v| v.into_string().ok()),
+            pause_ms: var("PGDBG_PAUSE_MS")
                 .and_then(|v| v.to_str().and_then(|s| s.trim().parse().ok())),
         }
     }

@@ -233,6 +233,7 @@ impl<'t> CallFrame<'t> {
         // handler's record gets the return slot, then its mark
         self.target.note_call_return_slot(sp);
         self.target.call_registers_coming()?;
+        runtime::pause_for_tests("call-setup");
         self.target.call_in_flight_phase(true);
         self.target.set_regs(&r)?;
         self.target.call_regs_written();
@@ -339,15 +340,11 @@ impl<'t> CallFrame<'t> {
         };
         // from here the guardian only puts the saved registers back
         self.target.call_in_flight_phase(false);
-        let steps = [
-            self.target.set_regs(&self.saved_regs),
-            self.target.check_regs_read_back(&self.saved_regs),
-            self.saved_xstate.restore(self.target.pid()),
-        ];
-        // the handler's NOT_OWN bit 0 stays set where they are not back
-        self.target
-            .forget_call_in_flight(steps.iter().all(|r| r.is_ok()));
-        steps.into_iter().for_each(&mut keep);
+        runtime::pause_for_tests("call-restore");
+        keep(self.target.set_regs(&self.saved_regs));
+        keep(self.target.check_regs_read_back(&self.saved_regs));
+        keep(self.saved_xstate.restore(self.target.pid()));
+        self.target.forget_call_in_flight();
         if let Some(d) = self.saved_debugregs.take() {
             // DR0-3 before DR7, as the hardware wants
             for (n, v) in d.iter().take(4).enumerate() {

@@ -490,15 +490,19 @@ fn killed_together_after_a_call_18() {
     call_ended_then_killed(18);
 }
 
-/// A call series whose words are changed (`InterruptHoldoffCount` raised,
-/// `CurrentMemoryContext`, the error stacks recorded) before its first
-/// call's registers are written, pgdbg and its guardian killed together
-/// right there: the backend ends its stop itself at once, its SIGCONT
-/// handler puts the words back from the handler's page (registers its
-/// own: no call ran), and the session goes on as before: it answers, a
-/// `statement_timeout` fires (interrupts are no longer held off), an
-/// ERROR goes the usual way; the rescue removes what is left.
-fn series_killed_before_its_first_call(major: u32) {
+/// pgdbg and its guardian killed together at each point of a call
+/// series where the backend's registers are its own or a call's that has
+/// not started or has returned (`PGDBG_PAUSE_AT`): `series`, its words
+/// changed (`InterruptHoldoffCount` raised, `CurrentMemoryContext`, the
+/// error stacks) before the first call; `call-setup`, before the first
+/// call's registers are written; `call-restore`, after the last call
+/// returned, before the saved registers are put back.  The backend ends
+/// its stop itself at once, and its SIGCONT handler puts the words back
+/// (and, with a call's registers, the saved registers and FP state, as
+/// the call's return trap would): the session goes on as before it
+/// answers, a `statement_timeout` fires (interrupts are no longer held
+/// off), an ERROR goes the usual way; the rescue removes what is left.
+fn killed_together_paused_at(major: u32, at: &str) {
     let cl = Cluster::start(major);
     let bin = cl.postgres_binary();
     let mut a = cl.connect();
@@ -516,7 +520,7 @@ fn series_killed_before_its_first_call(major: u32) {
             "call pg_usleep(1000)",
         ],
         pid,
-        &[("PGDBG_PAUSE_BEFORE_CALLS_MS", "60000")],
+        &[("PGDBG_PAUSE_AT", at), ("PGDBG_PAUSE_MS", "60000")],
     );
     {
         use std::io::BufRead;
@@ -526,8 +530,8 @@ fn series_killed_before_its_first_call(major: u32) {
             let mut l = String::new();
             let n = err.read_line(&mut l).unwrap();
             seen.push_str(&l);
-            assert!(n > 0, "pgdbg ended before its call series paused: {seen}");
-            if l.contains("pauses") {
+            assert!(n > 0, "pgdbg ended before it paused at {at}: {seen}");
+            if l.contains("paused at") {
                 break;
             }
         }
@@ -545,7 +549,7 @@ fn series_killed_before_its_first_call(major: u32) {
     }
     assert!(
         !stopped(pid) && syscall_nr(pid) == idle && t0.elapsed() < Duration::from_secs(1),
-        "backend {pid} {:?} after pgdbg and its guardian were killed: state {}, system call {:?} (idle: {idle:?})",
+        "backend {pid} {:?} after pgdbg and its guardian were killed at {at}: state {}, system call {:?} (idle: {idle:?})",
         t0.elapsed(),
         proc_state(pid),
         syscall_nr(pid),
@@ -563,12 +567,17 @@ fn series_killed_before_its_first_call(major: u32) {
             .err()
             .is_some_and(|e| format!("{e:?}").contains("statement timeout"))
             && took < Duration::from_secs(3),
-        "the words put back, a statement timeout must fire: {r:?} after {took:?}"
+        "killed at {at}, the words put back, a statement timeout must fire: {r:?} after {took:?}"
     );
     a.exec("set statement_timeout = 0");
     // an ERROR (pg_re_throw held the call's error trap) goes the usual way
     assert!(a.c.as_mut().unwrap().batch_execute("select 1/0").is_err());
     assert_eq!(a.query_one_i64("select 6 * 7"), 42);
+    // floating point as before (the saved XSAVE image put back)
+    assert_eq!(
+        a.query_one_i64("select (sqrt(2.0::float8) * 1e6)::int8"),
+        1414214
+    );
     cl.assert_no_crash();
     let (code, out, err) = pgdbg(&["rescue", &pid.to_string()]);
     assert_eq!(code, 0, "rescue: {out}{err}");
@@ -585,10 +594,30 @@ fn series_killed_before_its_first_call(major: u32) {
 
 #[test]
 fn killed_together_series_before_its_first_call_15() {
-    series_killed_before_its_first_call(15);
+    killed_together_paused_at(15, "series");
 }
 
 #[test]
 fn killed_together_series_before_its_first_call_18() {
-    series_killed_before_its_first_call(18);
+    killed_together_paused_at(18, "series");
+}
+
+#[test]
+fn killed_together_call_registers_being_written_15() {
+    killed_together_paused_at(15, "call-setup");
+}
+
+#[test]
+fn killed_together_call_registers_being_written_18() {
+    killed_together_paused_at(18, "call-setup");
+}
+
+#[test]
+fn killed_together_call_registers_being_put_back_15() {
+    killed_together_paused_at(15, "call-restore");
+}
+
+#[test]
+fn killed_together_call_registers_being_put_back_18() {
+    killed_together_paused_at(18, "call-restore");
 }

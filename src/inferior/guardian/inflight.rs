@@ -325,6 +325,12 @@ impl InFlight {
         for (a, v) in &self.data {
             t.write(*a, v)?;
         }
+        // and the handler page's copies of them go: the backend runs on
+        // from here, where they are old (a SIGCONT handler left in place
+        // by a detach that fails must never put them back)
+        if !self.data.is_empty() {
+            t.clear_repair_data_slots();
+        }
         Ok(())
     }
 }
@@ -520,16 +526,16 @@ impl Target {
         self.mark_call_repair(self.trap_repair_ret);
     }
 
-    /// The call is over and the record goes; `back`: the registers and
-    /// xstate are the saved ones again (not: the SIGCONT handler keeps
-    /// stopping the backend again, until a detach lets it go).
-    pub fn forget_call_in_flight(&mut self, back: bool) {
+    /// The registers and xstate are back (or could not be put back: the
+    /// backend runs on from here all the same, and the handler must not
+    /// act on a call's state that is gone): the record goes.
+    pub fn forget_call_in_flight(&mut self) {
         if let Some(g) = &mut self.guardian {
             g.forget_call();
         }
         self.end_call_repair();
         // (not cleared: the handler stops the backend again, as before)
-        if back && let Err(e) = self.note_release_not_own(1, false) {
+        if let Err(e) = self.note_release_not_own(1, false) {
             super::log::debug(&format!("{e:#}"));
         }
     }

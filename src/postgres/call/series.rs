@@ -185,7 +185,7 @@ impl<'s> BackendCalls<'s> {
             (u32::from_le_bytes(bc.saved_holdoff.clone().try_into().expect("4")) + 1).to_le_bytes();
         let holdoff = bc.g.holdoff;
         bc.frame_mut().target().write(holdoff, &held)?;
-        pause_for_tests();
+        crate::runtime::pause_for_tests("series");
         if let Some(fs) = state_by_calls {
             // on refusal, dropping `bc` puts everything back
             match bc.transaction_state_by_calls(fs)? {
@@ -478,22 +478,5 @@ impl<'s> BackendCalls<'s> {
 impl Drop for BackendCalls<'_> {
     fn drop(&mut self) {
         let _ = self.close_inner();
-    }
-}
-
-/// PGDBG_PAUSE_BEFORE_CALLS_MS: the series waits here, its data words
-/// changed and no call's registers written yet, said on stderr first
-/// (tests/killed_together.rs kills pgdbg and its guardian there).
-fn pause_for_tests() {
-    let Some(ms) = crate::config::get().pause_before_calls_ms else {
-        return;
-    };
-    let ms = ms.min(crate::forks::HOLD_CAP_MS);
-    crate::errln!(
-        "pgdbg: a call series pauses {ms} ms before its first call (PGDBG_PAUSE_BEFORE_CALLS_MS)"
-    );
-    let until = std::time::Instant::now() + std::time::Duration::from_millis(ms);
-    while std::time::Instant::now() < until && !crate::runtime::must_stop() {
-        std::thread::sleep(std::time::Duration::from_millis(5));
     }
 }

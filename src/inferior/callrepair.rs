@@ -565,6 +565,18 @@ impl Target {
         }
     }
 
+    /// The same where no call still runs whose return trap puts the words
+    /// back (`MARK` 0 or REPAIRED).
+    pub(super) fn clear_repair_data_slots_unless_in_call(&mut self) {
+        let Some(base) = self.trap.as_ref().map(|h| h.base) else {
+            return;
+        };
+        let mut m = [0u8; 8];
+        if self.read(base + MARK, &mut m).is_ok() && u64::from_le_bytes(m) <= REPAIRED {
+            self.clear_repair_data_slots();
+        }
+    }
+
     /// The data words are back: their slots emptied.
     /// Slots left set while the backend runs on would have the SIGCONT
     /// handler put back old values one day: if they cannot be emptied,

@@ -900,13 +900,7 @@ impl Target {
                 super::log::debug(&format!("a word of the SIGCONT handler not cleared: {e:#}"));
             }
         }
-        // nor does it put old data words back: their slots go, unless a
-        // call still runs whose return trap puts them back (MARK > 1)
-        let mut m = [0u8; 8];
-        if self.read(base + super::callrepair::MARK, &mut m).is_ok()
-            && u64::from_le_bytes(m) <= super::callrepair::REPAIRED
-        {
-            self.clear_repair_data_slots();
-        }
+        // nor does it put old data words back
+        self.clear_repair_data_slots_unless_in_call();
     }
 }

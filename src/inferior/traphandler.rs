@@ -1741,7 +1741,8 @@ mod tests {
                 }
             }
         }
-        let cases: [(fn(u64, u64), Option<i32>); 6] = [
+        type Case = (fn(u64, u64), Option<i32>);
+        let cases: [Case; 6] = [
             // registers being written: the call's rsp is its slot
             (|b, f| prep(b, f, 0, b + callrepair::SP, 1), Some(42)),
             // the saved registers' own rsp, no mark

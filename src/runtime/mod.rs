@@ -57,23 +57,6 @@ pub fn must_stop() -> bool {
     terminating().is_some() || output::failed()
 }
 
-/// PGDBG_PAUSE_AT (tests): where it names `at`, wait PGDBG_PAUSE_MS
-/// (at most 120 s, 60 s if not given), said on stderr first, so that a
-/// test can kill pgdbg and its guardian right there
-/// (tests/killed_together.rs).
-pub fn pause_for_tests(at: &str) {
-    let c = crate::config::get();
-    if c.pause_at.as_deref() != Some(at) {
-        return;
-    }
-    let ms = c.pause_ms.unwrap_or(60_000).min(120_000);
-    crate::errln!("pgdbg: paused at {at} for {ms} ms (PGDBG_PAUSE_AT)");
-    let until = std::time::Instant::now() + std::time::Duration::from_millis(ms);
-    while std::time::Instant::now() < until && !must_stop() {
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-}
-
 /// An error as one line (what every failure of pgdbg prints), its causes
 /// after it (`context: cause`): the message alone would hide why (`cannot
 /// open FILE` without the OS's reason, `plan --analyze stopped` without

@@ -608,17 +608,25 @@ impl Target {
         if self.trap_repair_mark == 0 {
             return;
         }
-        if let Some(base) = self.repair_page() {
-            let _ = self.write(base + MARK, &0u64.to_le_bytes());
-        }
+        self.clear_mark();
         self.trap_repair_mark = 0;
+    }
+
+    /// `MARK` = 0; where it cannot be written the backend no longer
+    /// releases itself (a mark left over would have the SIGCONT handler
+    /// repair from an old record).
+    fn clear_mark(&mut self) {
+        if let Some(base) = self.repair_page()
+            && let Err(e) = self.write(base + MARK, &0u64.to_le_bytes())
+            && let Err(e) = self.disarm_self_release(e)
+        {
+            super::log::debug(&format!("the call's mark not cleared: {e:#}"));
+        }
     }
 
     /// The call is over: nothing in flight for the handler any more.
     pub(super) fn end_call_repair(&mut self) {
-        if let Some(base) = self.repair_page() {
-            let _ = self.write(base + MARK, &0u64.to_le_bytes());
-        }
+        self.clear_mark();
         self.trap_repair_mark = 0;
         self.trap_repair_sp = 0;
         if std::mem::take(&mut self.trap_repair_off)

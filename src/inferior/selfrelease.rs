@@ -220,8 +220,16 @@ pub fn emit(base: u64, l: &Layout) -> Vec<u8> {
     d32(&mut c, l.uc_rsp);
     c.extend_from_slice(&[0x49, 0x3b, 0x83]); // cmp rax, [r11+sp]
     d32(&mut c, dp(l.sp));
+    jcc(&mut c, &mut jumps, JNE, "not_slot");
+    // at the slot: it holds the call's return address (another handler's
+    // frame there would hold its restorer)
+    c.extend_from_slice(&[0x48, 0x8b, 0x08]); // mov rcx, [rax]
+    c.extend_from_slice(&[0x49, 0x3b, 0x8b]); // cmp rcx, [r11+int3s]   the return address
+    d32(&mut c, dp(l.int3s));
     jcc(&mut c, &mut jumps, JE, "repair");
-    c.extend_from_slice(&[0x48, 0x83, 0xe8, 0x08]); // sub rax, 8
+    jmp(&mut c, &mut jumps, "restop");
+    labels.push(("not_slot", c.len()));
+    c.extend_from_slice(&[0x48, 0x83, 0xe8, 0x08]); // not_slot: sub rax, 8
     c.extend_from_slice(&[0x49, 0x3b, 0x83]); // cmp rax, [r11+sp]
     d32(&mut c, dp(l.sp));
     jcc(&mut c, &mut jumps, JE, "repair");
@@ -828,6 +836,17 @@ impl Target {
         };
         let v = if on { cur | bit } else { cur & !bit };
         self.note_release_word(NOT_OWN, v, |r| &mut r.not_own)
+    }
+
+    /// Whether the SIGCONT handler sees NOT_OWN `bit` set, or cannot act
+    /// (no pipe armed, or disarmed).
+    pub(super) fn release_sees(&self, bit: u64) -> bool {
+        match self.trap.as_ref().and_then(|h| h.release.as_ref()) {
+            None => true,
+            Some(r) => {
+                r.rfd.is_none() || r.disarmed || (r.not_own != u64::MAX && r.not_own & bit != 0)
+            }
+        }
     }
 
     /// The signals pgdbg holds back now (the guardian's record has the

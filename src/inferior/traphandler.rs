@@ -1505,6 +1505,8 @@ mod tests {
                 libc::alarm(3);
                 // rsp at f + 1 is this rsp - 8: kept in r12 for prep's
                 // resume record, written below before the call
+                // (and the call's return address where prep asked for
+                // it: the word at f + 112)
                 std::arch::asm!(
                     "mov rax, rsp",
                     "sub rax, 8",
@@ -1512,7 +1514,13 @@ mod tests {
                     "jz 2f",
                     "mov [rcx], rax",
                     "2:",
+                    "lea rax, [rip + 4f]",
+                    "test r9, r9",
+                    "jz 3f",
+                    "mov [r9], rax",
+                    "3:",
                     "call rdx",
+                    "4:",
                     in("rcx") if *((base + selfrelease::RES_RIP) as *const u64) != 0 {
                         base + selfrelease::RES_RSP
                     } else {
@@ -1520,6 +1528,7 @@ mod tests {
                         *((f + 120) as *const u64)
                     },
                     in("rdx") f + 1,
+                    in("r9") *((f + 112) as *const u64),
                     out("rax") _,
                 );
                 // back from the call: the int3 was rewound onto and its
@@ -1739,10 +1748,13 @@ mod tests {
                 if sp_at != g + 8 * callrepair::GREGS_RSP {
                     *((g + 8 * callrepair::GREGS_RSP) as *mut u64) = 0x1000;
                 }
+                // the return address in the slot is the call's (the
+                // record's first int3)
+                *((f + 112) as *mut u64) = base + callrepair::INT3S;
             }
         }
         type Case = (fn(u64, u64), Option<i32>);
-        let cases: [Case; 6] = [
+        let cases: [Case; 7] = [
             // registers being written: the call's rsp is its slot
             (|b, f| prep(b, f, 0, b + callrepair::SP, 1), Some(42)),
             // the saved registers' own rsp, no mark
@@ -1773,6 +1785,15 @@ mod tests {
             ),
             // a record that cannot repair
             (|b, f| prep(b, f, 0, b + callrepair::SP, 1 | 8), None),
+            // rsp at the slot, but the slot does not hold the call's return
+            // address (another handler's frame there)
+            (
+                |b, f| {
+                    prep(b, f, 0, b + callrepair::SP, 1);
+                    unsafe { *((f + 112) as *mut u64) = 0 };
+                },
+                None,
+            ),
             // an rsp that is none of them
             (|b, f| prep(b, f, 0, 0, 1), None),
             (|b, f| prep(b, f, 0x1234, 0, 1), None),

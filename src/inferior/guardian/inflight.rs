@@ -503,6 +503,14 @@ impl Target {
     /// puts the data words back and lets it run).  An error: the call must
     /// not start.
     pub fn call_registers_coming(&mut self) -> Result<()> {
+        // a record that cannot repair must be known to the handler as such
+        // (bit 3) before a call's registers are written
+        if self.trap_repair_off && !self.release_sees(8) {
+            return Err(anyhow!(
+                "the backend's record of the call could not be written, nor its self-release \
+                 turned off: the call is refused"
+            ));
+        }
         self.note_release_not_own(1, true)
     }
 
@@ -534,8 +542,11 @@ impl Target {
             g.forget_call();
         }
         self.end_call_repair();
-        // (not cleared: the handler stops the backend again, as before)
-        if let Err(e) = self.note_release_not_own(1, false) {
+        // not cleared: the backend no longer releases itself (the handler
+        // would repair it from this record once it has run on)
+        if let Err(e) = self.note_release_not_own(1, false)
+            && let Err(e) = self.disarm_self_release(e)
+        {
             super::log::debug(&format!("{e:#}"));
         }
     }

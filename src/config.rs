@@ -108,6 +108,16 @@ pub const VARS: &[Var] = &[
         what: "milliseconds (at most 120 000) each new backend of --cluster is kept stopped after its fork",
         for_tests: true,
     },
+    Var {
+        name: "PGDBG_PAUSE_AT",
+        what: "where pgdbg waits PGDBG_PAUSE_MS, said on stderr: series (words changed, before the first call), call-setup (before a call's registers are written), call-restore (before the saved ones are put back)",
+        for_tests: true,
+    },
+    Var {
+        name: "PGDBG_PAUSE_MS",
+        what: "milliseconds (at most 120 000) of the wait at PGDBG_PAUSE_AT",
+        for_tests: true,
+    },
 ];
 
 /// The values, as read.
@@ -132,6 +142,10 @@ pub struct Config {
     pub spare_late: bool,
     /// PGDBG_HOLD_NEW_MS as given (its cap is the reader's)
     pub hold_new_ms: Option<u64>,
+    /// PGDBG_PAUSE_AT and PGDBG_PAUSE_MS as given (the cap is the
+    /// reader's)
+    pub pause_at: Option<String>,
+    pub pause_ms: Option<u64>,
 }
 
 impl Config {
@@ -159,7 +173,27 @@ impl Config {
             spare_late: set("PGDBG_SPARE_LATE"),
             hold_new_ms: var("PGDBG_HOLD_NEW_MS")
                 .and_then(|v| v.to_str().and_then(|s| s.trim().parse().ok())),
+            pause_at: var("PGDBG_PAUSE_AT").and_then(|v| v.into_string().ok()),
+            pause_ms: var("PGDBG_PAUSE_MS")
+                .and_then(|v| v.to_str().and_then(|s| s.trim().parse().ok())),
         }
+    }
+}
+
+/// PGDBG_PAUSE_AT (tests): where it names `at`, wait PGDBG_PAUSE_MS
+/// (at most 120 s, 60 s if not given), said on stderr first, so that a
+/// test can kill pgdbg and its guardian right there
+/// (tests/killed_together.rs).
+pub fn pause_for_tests(at: &str) {
+    let c = get();
+    if c.pause_at.as_deref() != Some(at) {
+        return;
+    }
+    let ms = c.pause_ms.unwrap_or(60_000).min(120_000);
+    crate::errln!("pgdbg: paused at {at} for {ms} ms (PGDBG_PAUSE_AT)");
+    let until = std::time::Instant::now() + std::time::Duration::from_millis(ms);
+    while std::time::Instant::now() < until && !crate::runtime::must_stop() {
+        std::thread::sleep(std::time::Duration::from_millis(5));
     }
 }
 

@@ -127,6 +127,18 @@ const F_WRITABLE: u64 = 1 << 48;
 
 /// The handler's machine code, for a mapping at `base`.
 pub fn emit(base: u64) -> Vec<u8> {
+    emit_with_repair(base).0
+}
+
+/// Where the call repair (callrepair.rs `emit`) starts in the handler's
+/// code: the SIGCONT handler calls it as a subroutine (selfrelease.rs).
+/// The same for every base (only immediates depend on it).
+fn repair_offset() -> u64 {
+    emit_with_repair(0).1 as u64
+}
+
+/// The handler's code and where its call repair starts.
+fn emit_with_repair(base: u64) -> (Vec<u8>, usize) {
     use callrepair as cr;
     let mut c: Vec<u8> = Vec::with_capacity(RESTORER as usize + 16);
     let d32 = |c: &mut Vec<u8>, v: u32| c.extend_from_slice(&v.to_le_bytes());
@@ -304,6 +316,11 @@ pub fn emit(base: u64) -> Vec<u8> {
     c.push(0xc3); // ret
     let mut labels = cr::emit(&mut c, base, search);
     labels.extend([("trace", trace), ("done", done)]);
+    let repair = labels
+        .iter()
+        .find(|(n, _)| *n == "repair")
+        .map(|(_, a)| *a)
+        .expect("the repair's label");
     let patch = |c: &mut Vec<u8>, at: usize, to: usize| {
         c[at + 1] = u8::try_from(to - (at + 2))
             .ok()
@@ -337,7 +354,7 @@ pub fn emit(base: u64) -> Vec<u8> {
     c.extend_from_slice(&SYS_RT_SIGRETURN.to_le_bytes());
     c.extend_from_slice(&[0x0f, 0x05]); // syscall
     c.extend_from_slice(&[0x0f, 0x0b]); // ud2 (rt_sigreturn does not return)
-    c
+    (c, repair)
 }
 
 /// Where the SIGCONT handler (selfrelease.rs) finds the words it reads.
@@ -354,6 +371,8 @@ fn release_layout() -> selfrelease::Layout {
         data_slots: cr::DATA_SLOTS as u32,
         uc_rip: cr::UC_RIP,
         uc_rsp: cr::UC_RSP,
+        gregs_rsp: cr::GREGS + 8 * cr::GREGS_RSP,
+        repair: repair_offset(),
         restorer: RESTORER,
     }
 }
@@ -1486,6 +1505,8 @@ mod tests {
                 libc::alarm(3);
                 // rsp at f + 1 is this rsp - 8: kept in r12 for prep's
                 // resume record, written below before the call
+                // (and the call's return address where prep asked for
+                // it: the word at f + 112)
                 std::arch::asm!(
                     "mov rax, rsp",
                     "sub rax, 8",
@@ -1493,13 +1514,21 @@ mod tests {
                     "jz 2f",
                     "mov [rcx], rax",
                     "2:",
+                    "lea rax, [rip + 4f]",
+                    "test r9, r9",
+                    "jz 3f",
+                    "mov [r9], rax",
+                    "3:",
                     "call rdx",
+                    "4:",
                     in("rcx") if *((base + selfrelease::RES_RIP) as *const u64) != 0 {
                         base + selfrelease::RES_RSP
                     } else {
-                        0
+                        // (or where prep asked for it: the word at f + 120)
+                        *((f + 120) as *const u64)
                     },
                     in("rdx") f + 1,
+                    in("r9") *((f + 112) as *const u64),
                     out("rax") _,
                 );
                 // back from the call: the int3 was rewound onto and its
@@ -1507,8 +1536,19 @@ mod tests {
                 // (and the held-back signals' word emptied)
                 let released = *((base + selfrelease::RELEASED) as *const u64);
                 let sigs = *((base + selfrelease::SIGS) as *const u64);
+                // (and the probe words at f + 64 and f + 80 hold what
+                // the ones at f + 72 and f + 88 say, the data slots empty)
+                let probe = |a: u64| *((f + a) as *const u64);
+                let slots = (0..callrepair::DATA_SLOTS)
+                    .any(|n| *((base + callrepair::DATAW + 24 * n) as *const u64) != 0);
                 libc::_exit(if *(f as *const u8) == 0xc3 && released == 1 && sigs == 0 {
-                    0
+                    if probe(64) != probe(72) || probe(80) != probe(88) {
+                        2
+                    } else if slots {
+                        3
+                    } else {
+                        0
+                    }
                 } else {
                     1
                 });
@@ -1554,7 +1594,9 @@ mod tests {
 
     /// Inside an injected system call's code (AT_ENTRY), or data words
     /// changed with a call record whose call neither runs nor is at its
-    /// return (`rsp` above its return slot): the backend stops again.
+    /// return (`rsp` above its return slot), or with a call's registers
+    /// being written or put back (`NOT_OWN` bit 0, no record): the
+    /// backend stops again.
     #[test]
     fn release_stops_again_where_it_cannot_go_on() {
         let st = run_with_release(|base, f| unsafe {
@@ -1567,6 +1609,7 @@ mod tests {
         for prep in [
             (|base, _| unsafe {
                 *((base + callrepair::DATAW) as *mut u64) = 0x1000;
+                *((base + selfrelease::NOT_OWN) as *mut u64) = 1;
             }) as fn(u64, u64),
             |base, _| unsafe {
                 *((base + callrepair::DATAW) as *mut u64) = 0x1000;
@@ -1611,6 +1654,162 @@ mod tests {
                 libc::WIFSTOPPED(st) && libc::WSTOPSIG(st) == libc::SIGSTOP,
                 "case {i}: status {st:#x}"
             );
+        }
+    }
+
+    /// Data words changed with no call record and the process's own
+    /// registers (`NOT_OWN` 0, `MARK` 0, `rsp` the one the series saved: a
+    /// series before its first call's registers are written): put back
+    /// from their slots (of a 4-byte word, its 4 bytes only), the slots
+    /// emptied, the trap rewound, and the code goes on.
+    #[test]
+    fn release_puts_back_data_words_with_no_call() {
+        let st = run_with_release(|base, f| unsafe {
+            *((base + HALF0) as *mut u64) = f | F_WRITABLE | (0xc3u64 << 56);
+            let slot = |n: u64, addr: u64, len: u64, v: u64| {
+                let at = base + callrepair::DATAW + 24 * n;
+                *((at + 8) as *mut u64) = len;
+                *((at + 16) as *mut u64) = v;
+                *(at as *mut u64) = addr + 1;
+            };
+            // changed from 0x1111 to 0xdead
+            *((f + 64) as *mut u64) = 0xdead;
+            *((f + 72) as *mut u64) = 0x1111;
+            slot(0, f + 64, 8, 0x1111);
+            *((f + 80) as *mut u64) = 0xaaaa_aaaa_bbbb_bbbb;
+            *((f + 88) as *mut u64) = 0xaaaa_aaaa_0000_2222;
+            slot(callrepair::DATA_SLOTS - 1, f + 80, 4, 0x2222);
+            // the rsp the series saved: the harness's own at the loop
+            *((f + 120) as *mut u64) = base + callrepair::GREGS + 8 * callrepair::GREGS_RSP;
+        });
+        assert!(
+            libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0,
+            "status {st:#x}"
+        );
+        // the same where rsp is not the one the series saved (the process
+        // ran on since, the slots left over): nothing put back, stopped
+        let st = run_with_release(|base, f| unsafe {
+            *((base + HALF0) as *mut u64) = f | F_WRITABLE | (0xc3u64 << 56);
+            *((f + 64) as *mut u64) = 0xdead;
+            *((f + 72) as *mut u64) = 0x1111;
+            let at = base + callrepair::DATAW;
+            *((at + 8) as *mut u64) = 8;
+            *((at + 16) as *mut u64) = 0x1111;
+            *(at as *mut u64) = f + 64 + 1;
+            *((base + callrepair::GREGS + 8 * callrepair::GREGS_RSP) as *mut u64) = 0x1000;
+        });
+        assert!(
+            libc::WIFSTOPPED(st) && libc::WSTOPSIG(st) == libc::SIGSTOP,
+            "status {st:#x}"
+        );
+        // the same words with the call's registers being written (bit 0,
+        // no record): nothing put back, stopped again
+        let st = run_with_release(|base, f| unsafe {
+            *((base + HALF0) as *mut u64) = f | F_WRITABLE | (0xc3u64 << 56);
+            *((f + 64) as *mut u64) = 0xdead;
+            *((f + 72) as *mut u64) = 0x1111;
+            let at = base + callrepair::DATAW;
+            *((at + 8) as *mut u64) = 8;
+            *((at + 16) as *mut u64) = 0x1111;
+            *(at as *mut u64) = f + 64 + 1;
+            *((base + selfrelease::NOT_OWN) as *mut u64) = 1;
+        });
+        assert!(
+            libc::WIFSTOPPED(st) && libc::WSTOPSIG(st) == libc::SIGSTOP,
+            "status {st:#x}"
+        );
+    }
+
+    /// A call's registers being written or put back (`NOT_OWN` bit 0,
+    /// `MARK` 0) with the call's `rsp` (its return slot; just above it, at
+    /// its return, is not set up by this harness),
+    /// or a record whose call is not running with the saved registers'
+    /// own `rsp`: the SIGTRAP handler's repair puts the saved registers
+    /// into the context, and the process goes on from them (here: code
+    /// that exits 42); the record is marked repaired.  With `NOT_OWN` bit
+    /// 3 (a record that cannot repair), or an `rsp` that is none of these,
+    /// it stops again.
+    #[test]
+    fn release_repairs_a_call_being_set_up_or_put_back() {
+        fn prep(base: u64, f: u64, mark: u64, sp_at: u64, not_own: u64) {
+            unsafe {
+                // exit_group(42)
+                let code = [0xbfu8, 42, 0, 0, 0, 0xb8, 231, 0, 0, 0, 0x0f, 0x05];
+                std::ptr::copy_nonoverlapping(code.as_ptr(), (f + 128) as *mut u8, code.len());
+                let g = base + callrepair::GREGS;
+                *((g + 16 * 8) as *mut u64) = f + 128;
+                *((g + 17 * 8) as *mut u64) = 0x202;
+                *((base + callrepair::MARK) as *mut u64) = mark;
+                *((base + selfrelease::NOT_OWN) as *mut u64) = not_own;
+                // the call's rsp (f + 1 runs with the harness's rsp - 8)
+                // is written here by the harness before the call
+                *((f + 120) as *mut u64) = sp_at;
+                // the saved rsp where the harness does not write it
+                if sp_at != g + 8 * callrepair::GREGS_RSP {
+                    *((g + 8 * callrepair::GREGS_RSP) as *mut u64) = 0x1000;
+                }
+                // the return address in the slot is the call's (the
+                // record's first int3)
+                *((f + 112) as *mut u64) = base + callrepair::INT3S;
+            }
+        }
+        type Case = (fn(u64, u64), Option<i32>);
+        let cases: [Case; 7] = [
+            // registers being written: the call's rsp is its slot
+            (|b, f| prep(b, f, 0, b + callrepair::SP, 1), Some(42)),
+            // the saved registers' own rsp, no mark
+            (
+                |b, f| {
+                    prep(
+                        b,
+                        f,
+                        0,
+                        b + callrepair::GREGS + 8 * callrepair::GREGS_RSP,
+                        1,
+                    )
+                },
+                Some(42),
+            ),
+            // a call record whose call is not running, the own rsp
+            (
+                |b, f| {
+                    prep(
+                        b,
+                        f,
+                        0x1234,
+                        b + callrepair::GREGS + 8 * callrepair::GREGS_RSP,
+                        1,
+                    )
+                },
+                Some(42),
+            ),
+            // a record that cannot repair
+            (|b, f| prep(b, f, 0, b + callrepair::SP, 1 | 8), None),
+            // rsp at the slot, but the slot does not hold the call's return
+            // address (another handler's frame there)
+            (
+                |b, f| {
+                    prep(b, f, 0, b + callrepair::SP, 1);
+                    unsafe { *((f + 112) as *mut u64) = 0 };
+                },
+                None,
+            ),
+            // an rsp that is none of them
+            (|b, f| prep(b, f, 0, 0, 1), None),
+            (|b, f| prep(b, f, 0x1234, 0, 1), None),
+        ];
+        for (i, (prep, want)) in cases.into_iter().enumerate() {
+            let st = run_with_release(prep);
+            match want {
+                Some(code) => assert!(
+                    libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == code,
+                    "case {i}: status {st:#x}"
+                ),
+                None => assert!(
+                    libc::WIFSTOPPED(st) && libc::WSTOPSIG(st) == libc::SIGSTOP,
+                    "case {i}: status {st:#x}"
+                ),
+            }
         }
     }
 

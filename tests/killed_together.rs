@@ -44,6 +44,30 @@ fn stopped(pid: i32) -> bool {
     s.starts_with('T') || s.starts_with('t')
 }
 
+/// The words a call series changed are back (`InterruptHoldoffCount`
+/// above all: still raised, no interrupt would ever be served): a 300 ms
+/// statement timeout fires, before any ERROR has reset the counters; then
+/// an ERROR (`pg_re_throw`, where a call had an int3) is reported and the
+/// session goes on.
+fn timeout_fires_and_errors_go_on(a: &mut Client, when: &str) {
+    let t = std::time::Instant::now();
+    let r =
+        a.c.as_mut()
+            .unwrap()
+            .batch_execute("set statement_timeout = '300ms'; select pg_sleep(5)");
+    let took = t.elapsed();
+    assert!(
+        r.as_ref()
+            .err()
+            .is_some_and(|e| format!("{e:?}").contains("statement timeout"))
+            && took < Duration::from_secs(3),
+        "{when}, a statement timeout must fire: {r:?} after {took:?}"
+    );
+    a.exec("set statement_timeout = 0");
+    assert!(a.c.as_mut().unwrap().batch_execute("select 1/0").is_err());
+    assert_eq!(a.query_one_i64("select 6 * 7"), 42);
+}
+
 fn records_of(pid: i32) -> Vec<String> {
     std::fs::read_dir("/dev/shm")
         .unwrap()
@@ -365,27 +389,7 @@ fn call_in_flight_repairs_itself(major: u32) {
         42,
         "the session answers after kill -CONT"
     );
-    // the words the call series changed are back (InterruptHoldoffCount
-    // above all: still raised, no interrupt would ever be served): a
-    // statement timeout fires, before any ERROR has reset the counters
-    let t = std::time::Instant::now();
-    let r =
-        a.c.as_mut()
-            .unwrap()
-            .batch_execute("set statement_timeout = '300ms'; select pg_sleep(5)");
-    let took = t.elapsed();
-    assert!(
-        r.as_ref()
-            .err()
-            .is_some_and(|e| format!("{e:?}").contains("statement timeout"))
-            && took < Duration::from_secs(3),
-        "after the self-repair a statement timeout must fire: {r:?} after {took:?}"
-    );
-    a.exec("set statement_timeout = 0");
-    // an ERROR in the session (pg_re_throw, where the call had an int3)
-    // is reported and the session goes on
-    assert!(a.c.as_mut().unwrap().batch_execute("select 1/0").is_err());
-    assert_eq!(a.query_one_i64("select 6 * 7"), 42);
+    timeout_fires_and_errors_go_on(&mut a, "after the self-repair");
     for sym in ["_start", "pg_re_throw", "pg_usleep"] {
         assert!(
             code_matches_file(pid, &bin, sym, 16),
@@ -555,24 +559,7 @@ fn killed_together_paused_at(major: u32, at: &str) {
         syscall_nr(pid),
     );
     assert_eq!(a.query_one_i64("select 41 + 1"), 42);
-    // InterruptHoldoffCount is back: a statement timeout fires
-    let t = std::time::Instant::now();
-    let r =
-        a.c.as_mut()
-            .unwrap()
-            .batch_execute("set statement_timeout = '300ms'; select pg_sleep(5)");
-    let took = t.elapsed();
-    assert!(
-        r.as_ref()
-            .err()
-            .is_some_and(|e| format!("{e:?}").contains("statement timeout"))
-            && took < Duration::from_secs(3),
-        "killed at {at}, the words put back, a statement timeout must fire: {r:?} after {took:?}"
-    );
-    a.exec("set statement_timeout = 0");
-    // an ERROR (pg_re_throw held the call's error trap) goes the usual way
-    assert!(a.c.as_mut().unwrap().batch_execute("select 1/0").is_err());
-    assert_eq!(a.query_one_i64("select 6 * 7"), 42);
+    timeout_fires_and_errors_go_on(&mut a, &format!("killed at {at}, the words put back"));
     // floating point as before (the saved XSAVE image put back)
     assert_eq!(
         a.query_one_i64("select (sqrt(2.0::float8) * 1e6)::int8"),

@@ -208,22 +208,8 @@ impl Printer<'_> {
         Ok(i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
 
-    /// The NUL-terminated string at `addr`, at most `max` bytes, read in
-    /// pieces that do not cross a page.
     fn read_cstr(&self, addr: u64, max: usize) -> Result<Vec<u8>> {
-        let mut out = Vec::new();
-        let mut a = addr;
-        while out.len() < max {
-            let n = (4096 - (a as usize & 4095)).min(max - out.len()).min(256);
-            let b = self.read_bytes(a, n)?;
-            if let Some(p) = b.iter().position(|&c| c == 0) {
-                out.extend_from_slice(&b[..p]);
-                return Ok(out);
-            }
-            out.extend_from_slice(&b);
-            a += n as u64;
-        }
-        Ok(out)
+        super::backend::read_cstr_with(self.mem, addr, max)
     }
 
     /// A new line at `indent`.

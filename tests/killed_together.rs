@@ -507,6 +507,12 @@ fn killed_together_after_a_call_18() {
 /// answers, a `statement_timeout` fires (interrupts are no longer held
 /// off), an ERROR goes the usual way; the rescue removes what is left.
 fn killed_together_paused_at(major: u32, at: &str) {
+    if amx_enabled() {
+        // a call's record cannot repair where XCR0 has AMX (NOT_OWN bit 3:
+        // the handler stops the backend again, docs/safety.md)
+        eprintln!("skipped: XCR0 has AMX, where the backend does not repair a call series itself");
+        return;
+    }
     let cl = Cluster::start(major);
     let bin = cl.postgres_binary();
     let mut a = cl.connect();

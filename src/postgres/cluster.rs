@@ -33,6 +33,8 @@ pub fn postmaster_of(dir: &Path) -> Result<i32> {
             .collect();
         locks.sort();
         candidates.extend(locks);
+    } else if let Some(h) = postmaster_in_other_root(dir) {
+        return Ok(h);
     } else {
         bail!(
             "cannot read directory {}: give the data directory or the socket directory of a running cluster",
@@ -82,15 +84,42 @@ pub fn postmaster_of(dir: &Path) -> Result<i32> {
         {
             return Ok(h);
         }
+        if let Some(h) = postmaster_in_other_root(dir) {
+            return Ok(h);
+        }
         bail!(
             "{} names PID {pid}, which is not a running postmaster of this directory (here or in a container's PID namespace): is the cluster stopped?",
             c.display()
         );
     }
+    if let Some(h) = postmaster_in_other_root(dir) {
+        return Ok(h);
+    }
     Err(anyhow!(
         "no postmaster.pid or .s.PGSQL.*.lock in {}: give the data directory or the socket directory of a running cluster",
         dir.display()
     ))
+}
+
+/// The postmaster whose data directory is `dir` as its own root names it
+/// (a container's path, given where pgdbg's root is another: on the host,
+/// or in a sidecar container that shares only the server's PID
+/// namespace): it works in `/proc/PID/root/<dir>`, and that directory's
+/// `postmaster.pid` names the PID it knows itself by.
+fn postmaster_in_other_root(dir: &Path) -> Option<i32> {
+    if !dir.is_absolute() {
+        return None;
+    }
+    postmasters().into_iter().find(|&h| {
+        if !procfs::root_differs(h) {
+            return false;
+        }
+        let d = procfs::in_root_of(h, dir);
+        let named = std::fs::read_to_string(d.join("postmaster.pid"))
+            .ok()
+            .and_then(|t| t.lines().next()?.trim().parse::<i32>().ok());
+        named == Some(procfs::ns_pid(h)) && cwd_is(h, &d) == Some(true)
+    })
 }
 
 /// Whether process `pid` works in directory `dir` (a postmaster works in
@@ -164,5 +193,22 @@ mod tests {
         let b = parse_title(7, "main: alice shop 10.0.0.5(51234) SELECT").unwrap();
         assert_eq!((b.user.as_str(), b.state.as_str()), ("alice", "SELECT"));
         assert!(parse_title(7, "checkpointer").is_none());
+    }
+
+    /// A directory looked up in other roots: only an absolute path, and
+    /// only a postmaster working there (none has this directory).
+    #[test]
+    fn other_roots() {
+        assert_eq!(postmaster_in_other_root(Path::new("data")), None);
+        assert_eq!(
+            postmaster_in_other_root(Path::new("/nonexistent-pgdbg-test-dir")),
+            None
+        );
+        let e = postmaster_of(Path::new("/nonexistent-pgdbg-test-dir")).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("cannot read directory /nonexistent-pgdbg-test-dir: "),
+            "{e}"
+        );
     }
 }

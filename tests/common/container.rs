@@ -329,3 +329,181 @@ impl Drop for Watch {
         unsafe { libc::close(self.fd) };
     }
 }
+
+/// A second container beside a `Container`, the sidecar case (`docker run
+/// --pid=container:PG`, a pod with `shareProcessNamespace: true`,
+/// `kubectl debug --target`): pgdbg runs in the server's PID namespace
+/// (it sees the server's processes by the PIDs `pg_stat_activity` shows;
+/// the postmaster is its PID 1) but in a mount namespace and root
+/// directory of its own, so the server's files are nowhere in its root.
+///
+/// Mechanism and why: `nsenter --pid=/proc/<postmaster>/ns/pid` (the only
+/// namespace shared, as `--pid=container:` shares only that one) forks
+/// into the server's PID namespace, `unshare --mount` gives the sidecar
+/// its own mounts, `/proc` is mounted there for that PID namespace, and
+/// `pivot_root` into the sidecar's root (then the old root unmounted), as
+/// container runtimes do.  Each command runs in a fresh such container
+/// from the same root (as `docker run --rm --pid=container:PG IMAGE pgdbg
+/// ...` would), so no process has to stay in the sidecar.
+///
+/// The root holds pgdbg (the build under test, bind-mounted at
+/// `/usr/local/bin/pgdbg`; not scripts/release's static executable, which
+/// is a second build of every crate and not the code under test) with the
+/// libraries it is linked against under `/pgdbg/lib` (`LD_LIBRARY_PATH`,
+/// so that the usual library paths stay free for decoys) and the dynamic
+/// loader at `/lib64`, and decoys: files that are not the server's at the paths
+/// where the server maps its libc, its dynamic loader, its `postgres`
+/// binary and `plpgsql.so`.  A debugger that opens the server's paths in
+/// its own root opens a decoy; `decoys` are watched with inotify.
+pub struct Sidecar {
+    /// The sidecar's root directory, as the host sees it.
+    pub root: PathBuf,
+    /// The decoys, as the host sees them.
+    pub decoys: Vec<PathBuf>,
+    /// The server container's postmaster (host PID): whose PID namespace
+    /// the sidecar joins.
+    target: i32,
+    libs: Vec<PathBuf>,
+}
+
+/// The shared libraries (and the loader) `bin` needs, from `ldd`.
+fn linked_libraries(bin: &Path) -> Vec<PathBuf> {
+    let out = Command::new("ldd").arg(bin).output().expect("run ldd");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let p = match l.split_once("=>") {
+                Some((_, r)) => r.split_whitespace().next()?,
+                None => l.split_whitespace().next()?,
+            };
+            p.starts_with('/').then(|| PathBuf::from(p))
+        })
+        .collect()
+}
+
+impl Sidecar {
+    pub fn start(ct: &Container, pgdbg: &Path) -> Sidecar {
+        let root = PathBuf::from(format!("/tmp/pgdbg-sc-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        for d in [
+            "proc",
+            "tmp",
+            "dev",
+            ".oldroot",
+            "lib64",
+            "pgdbg/lib",
+            "usr/local/bin",
+            "usr/lib/x86_64-linux-gnu",
+        ] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        run(Command::new("chmod").args(["1777"]).arg(root.join("tmp")));
+        std::fs::write(root.join("usr/local/bin/pgdbg"), "").unwrap();
+        std::fs::write(root.join("dev/null"), "").unwrap();
+        let libs = linked_libraries(pgdbg);
+        assert!(
+            libs.iter().any(|l| l.ends_with("ld-linux-x86-64.so.2")),
+            "{libs:?}"
+        );
+        for l in &libs {
+            let name = l.file_name().unwrap();
+            let at = if l.starts_with("/lib64") {
+                root.join("lib64").join(name)
+            } else {
+                root.join("pgdbg/lib").join(name)
+            };
+            std::fs::write(at, "").unwrap();
+        }
+        // the decoys: where the server's files are in its root
+        let mut decoys = Vec::new();
+        for p in [
+            ct.install.join("lib/postgresql/plpgsql.so"),
+            ct.install.join("bin/postgres"),
+            PathBuf::from("/usr/lib/x86_64-linux-gnu/libc.so.6"),
+            PathBuf::from("/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"),
+        ] {
+            let d = root.join(p.strip_prefix("/").unwrap());
+            std::fs::create_dir_all(d.parent().unwrap()).unwrap();
+            std::fs::write(&d, format!("not the server's {}\n", p.display())).unwrap();
+            decoys.push(d);
+        }
+        Sidecar {
+            root,
+            decoys,
+            target: ct.postmaster,
+            libs,
+        }
+    }
+
+    /// The command that runs `pgdbg ARGS` in a fresh sidecar container.
+    pub fn command(&self, pgdbg: &Path, args: &[&str]) -> Command {
+        let r = self.root.display();
+        let mut script = format!(
+            "set -e\n\
+             mount --bind {r} {r}\n\
+             mount --bind {b} {r}/usr/local/bin/pgdbg\n\
+             mount --bind /dev/null {r}/dev/null\n",
+            b = pgdbg.display()
+        );
+        for l in &self.libs {
+            let name = l.file_name().unwrap().to_string_lossy();
+            let at = if l.starts_with("/lib64") {
+                format!("{r}/lib64/{name}")
+            } else {
+                format!("{r}/pgdbg/lib/{name}")
+            };
+            script.push_str(&format!("mount --bind {} {at}\n", l.display()));
+        }
+        // /proc of the PID namespace this shell was forked into (the
+        // server's), then the sidecar's root; the old root is unmounted
+        // with its own umount (its libraries found there, by the loader
+        // the new root has at /lib64)
+        script.push_str(&format!(
+            "mount -t proc proc {r}/proc\n\
+             cd {r}\n\
+             pivot_root . .oldroot\n\
+             LD_LIBRARY_PATH=/.oldroot/usr/lib/x86_64-linux-gnu /.oldroot/usr/bin/umount -l /.oldroot\n\
+             export LD_LIBRARY_PATH=/pgdbg/lib HOME=/tmp\n\
+             exec /usr/local/bin/pgdbg \"$@\"\n"
+        ));
+        let mut c = Command::new("nsenter");
+        c.arg(format!("--pid=/proc/{}/ns/pid", self.target))
+            .args(["--", "unshare", "--mount", "--propagation", "private"])
+            .args(["sh", "-c", &script, "sh"])
+            .args(args)
+            .env_remove("DEBUGINFOD_URLS")
+            .stdin(Stdio::null());
+        c
+    }
+
+    /// `pgdbg ARGS` in the sidecar: (exit code, stdout, stderr).
+    pub fn pgdbg(&self, pgdbg: &Path, args: &[&str]) -> (i32, String, String) {
+        let out = self
+            .command(pgdbg, args)
+            .output()
+            .expect("run pgdbg in the sidecar");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    /// The host's path of a file the sidecar sees at `inside`.
+    pub fn host_path(&self, inside: &str) -> PathBuf {
+        self.root.join(inside.trim_start_matches('/'))
+    }
+}
+
+impl Drop for Sidecar {
+    fn drop(&mut self) {
+        // the mounts lived in each command's own mount namespace; never
+        // remove a root with something still mounted in it
+        let mounted = std::fs::read_to_string("/proc/self/mountinfo")
+            .unwrap_or_default()
+            .contains(&self.root.display().to_string());
+        if !mounted {
+            let _ = std::fs::remove_dir_all(&self.root);
+        }
+    }
+}

@@ -1,0 +1,363 @@
+//! The sidecar case: pgdbg in a second container that shares only the PID
+//! namespace of a PostgreSQL 15 container.  Mechanism (tests/common/
+//! container.rs, `Container` and `Sidecar`, says more): the server in its
+//! own PID and mount namespace and root (`unshare --pid --mount --fork` +
+//! `pivot_root`); each pgdbg command in a fresh sidecar made with `nsenter
+//! --pid=/proc/<postmaster>/ns/pid` + `unshare --mount` + `/proc` mounted
+//! for that PID namespace + `pivot_root` into a root of its own holding
+//! only pgdbg, its libraries and decoys.  Why: no container runtime is
+//! installed here, and a runtime adds nothing the kernel does not (what
+//! `docker run --pid=container:PG` makes is exactly this: the PID
+//! namespace shared, the mount namespace and root not).  From the sidecar: `pgdbg ps`, attach by the PID
+//! seen there (the one `pg_stat_activity.pid` shows), `bt` through
+//! plpgsql.so, `plancache`, and `--cluster` with the data directory as the
+//! server's container names it; the server's files are reached through
+//! `/proc/PID/root`, and neither the sidecar's decoys (at the paths of the
+//! server's libc, loader, binary and plpgsql.so) nor the host's are opened.
+
+mod common;
+#[path = "common/container.rs"]
+mod container;
+use common::*;
+use container::{Container, Sidecar, Watch};
+use std::time::Duration;
+
+fn start() -> (Container, Sidecar) {
+    let ct = Container::start(&pg_prefix(15), &["jit = off"]);
+    let sc = Sidecar::start(&ct, &pgdbg_bin());
+    (ct, sc)
+}
+
+/// Watches on every decoy: the host's and the sidecar's.
+fn watch_decoys(ct: &Container, sc: &Sidecar) -> Vec<(std::path::PathBuf, Watch)> {
+    std::iter::once(ct.decoy.clone())
+        .chain(sc.decoys.iter().cloned())
+        .map(|p| {
+            let w = Watch::new(&p);
+            (p, w)
+        })
+        .collect()
+}
+
+fn assert_untouched(watches: &[(std::path::PathBuf, Watch)]) {
+    for (p, w) in watches {
+        assert!(!w.touched(), "the decoy {} was opened", p.display());
+    }
+}
+
+/// A backend busy in a plpgsql function: its PID in the container (and
+/// the sidecar), its host PID, and the thread running it.
+fn busy_in_plpgsql(
+    ct: &Container,
+) -> (
+    i32,
+    i32,
+    std::thread::JoinHandle<Result<(), postgres::Error>>,
+) {
+    let mut c = ct.connect();
+    let ns: i32 = c.query_one("select pg_backend_pid()", &[]).unwrap().get(0);
+    let h = std::thread::spawn(move || {
+        c.batch_execute(
+            "do $$ begin for i in 1..6000 loop perform pg_sleep(0.01); end loop; end $$",
+        )
+    });
+    let host = ct.host_pid(ns);
+    wait_until("plpgsql.so loaded", Duration::from_secs(30), || {
+        std::fs::read_to_string(format!("/proc/{host}/maps"))
+            .unwrap_or_default()
+            .contains("plpgsql.so")
+    });
+    (ns, host, h)
+}
+
+fn cancel(ct: &Container, ns: i32) {
+    let mut c = ct.connect();
+    c.execute("select pg_cancel_backend($1)", &[&ns]).unwrap();
+}
+
+/// `pgdbg ps`, attach by the sidecar's PID with `bt`, `info` and `info
+/// sharedlibrary`, and `--cluster /data` (the data directory as the
+/// server's container names it; the sidecar has no /data).
+#[test]
+fn sidecar_ps_attach_bt_cluster() {
+    let (ct, sc) = start();
+    let watches = watch_decoys(&ct, &sc);
+    let bin = pgdbg_bin();
+    let (ns, host, h) = busy_in_plpgsql(&ct);
+    assert_ne!(ns, host);
+
+    // the postmaster is the sidecar's PID 1; one PID per process, the
+    // server's own (no "in its namespace": the sidecar is in it)
+    let (code, out, err) = sc.pgdbg(&bin, &["ps"]);
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        out.contains(&format!(
+            "postmaster 1 ({}/bin/postgres -D /data)",
+            ct.install.display()
+        )),
+        "{out}"
+    );
+    let row = out
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(&ns.to_string()))
+        .unwrap_or_else(|| panic!("no backend {ns}:\n{out}"));
+    assert!(row.contains("[local]"), "{row}");
+    assert!(!out.contains("in its namespace"), "{out}");
+
+    let (code, out, err) = sc.pgdbg(
+        &bin,
+        &[
+            "attach",
+            &ns.to_string(),
+            "-q",
+            "--ex",
+            "bt",
+            "--ex",
+            "info",
+            "--ex",
+            "info sharedlibrary",
+        ],
+    );
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    let f = frames(&out);
+    for want in [
+        "epoll_wait",
+        "WaitLatch",
+        "pg_sleep",
+        "exec_stmt_perform",
+        "plpgsql_inline_handler",
+        "exec_simple_query",
+        "PostgresMain",
+        "__libc_start_main_impl",
+    ] {
+        assert!(f.iter().any(|x| x == want), "{want} missing:\n{out}\n{err}");
+    }
+    // the frames are the ones the host's pgdbg sees
+    let (hcode, hout, herr) = pgdbg(&["attach", &host.to_string(), "-q", "--ex", "bt"]);
+    assert_eq!(hcode, 0, "{herr}");
+    let hf = frames(&hout);
+    assert_eq!(f[3..], hf[3..], "sidecar:\n{out}\nhost:\n{hout}");
+    assert!(out.contains(&format!("pid:         {ns}\n")), "{out}");
+    assert!(
+        out.contains(&format!(
+            "binary:      {}/bin/postgres",
+            ct.install.display()
+        )),
+        "{out}"
+    );
+    let plpgsql = out
+        .lines()
+        .find(|l| l.contains("plpgsql.so"))
+        .unwrap_or_else(|| panic!("no plpgsql.so in info sharedlibrary:\n{out}"));
+    assert!(!plpgsql.contains("symbols only"), "{plpgsql}");
+    assert!(!err.contains("not the file mapped"), "{err}");
+    assert_eq!(tracer_pid(host), 0);
+
+    let (code, out, err) = sc.pgdbg(
+        &bin,
+        &[
+            "attach",
+            "--cluster",
+            "/data",
+            "-q",
+            "--ex",
+            "bt",
+            "--for",
+            "5s",
+        ],
+    );
+    cancel(&ct, ns);
+    assert!(h.join().unwrap().is_err());
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with(&format!("[{ns}] ")) && l.contains("exec_stmt_perform")),
+        "stdout:\n{out}\nstderr:\n{err}"
+    );
+    assert_eq!(tracer_pid(host), 0);
+    assert_untouched(&watches);
+}
+
+/// The function of each frame of a `bt` ("#N  FUNC (...)" or "#N  0x... in
+/// FUNC+OFF (...)"; a `[PID] ` prefix dropped).
+fn frames(out: &str) -> Vec<String> {
+    out.lines()
+        .map(|l| match l.strip_prefix('[') {
+            Some(r) => r.split_once("] ").map_or(l, |(_, r)| r),
+            None => l,
+        })
+        .filter(|l| l.starts_with('#') && l[1..].starts_with(|c: char| c.is_ascii_digit()))
+        .filter_map(|l| {
+            let mut w = l.split_whitespace().skip(1);
+            let mut f = w.next()?;
+            if f.starts_with("0x") {
+                w.next(); // in
+                f = w.next()?;
+            }
+            Some(f.split('+').next().unwrap().to_string())
+        })
+        .collect()
+}
+
+/// `plancache` from the sidecar (by the sidecar's PID, a capture written
+/// in its /tmp) while a prepared statement runs 7 times, and the same from
+/// the host on another backend of the server: the same decisions.
+#[test]
+fn sidecar_plancache_same_as_host() {
+    let (ct, sc) = start();
+    let watches = watch_decoys(&ct, &sc);
+    let bin = pgdbg_bin();
+    ct.connect()
+        .batch_execute(
+            "create table ct_t as select g as id from generate_series(1, 20000) g; analyze ct_t;",
+        )
+        .unwrap();
+    let workload = |c: &mut postgres::Client| {
+        c.batch_execute("prepare s(int) as select count(*) from ct_t where id < $1")
+            .unwrap();
+        for _ in 0..7 {
+            c.batch_execute("execute s(100)").unwrap();
+        }
+    };
+    let decisions = |ev: &[serde_json::Value]| -> Vec<String> {
+        ev.iter()
+            .map(|e| {
+                format!(
+                    "{} {} {} {} {}",
+                    e["statement"],
+                    e["choice"],
+                    e["reason"],
+                    e["generic_cost"],
+                    e["custom_plan_cost"]
+                )
+            })
+            .collect()
+    };
+
+    let mut c = ct.connect();
+    let ns: i32 = c.query_one("select pg_backend_pid()", &[]).unwrap().get(0);
+    let host = ct.host_pid(ns);
+    let _ = std::fs::remove_file(sc.host_path("/tmp/pc.jsonl"));
+    let child = sc
+        .command(
+            &bin,
+            &[
+                "attach",
+                &ns.to_string(),
+                "-q",
+                "--capture",
+                "/tmp/pc.jsonl",
+                "--ex",
+                "plancache --count 7",
+                "--ex",
+                "detach",
+            ],
+        )
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run pgdbg in the sidecar");
+    let mut p = Pgdbg { child };
+    p.wait_attached(host);
+    workload(&mut c);
+    let (code, out, err) = p.wait(Duration::from_secs(120));
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    assert_eq!(tracer_pid(host), 0);
+    let ev = read_events(&sc.host_path("/tmp/pc.jsonl"), "plan_choice");
+    assert_eq!(ev.len(), 7, "{out}\n{err}");
+    for e in &ev {
+        assert_eq!(e["pid"], ns, "the sidecar's PID: {e}");
+    }
+    let from_sidecar = decisions(&ev);
+
+    let mut c2 = ct.connect();
+    let ns2: i32 = c2.query_one("select pg_backend_pid()", &[]).unwrap().get(0);
+    let host2 = ct.host_pid(ns2);
+    let (_, ev2) = watch_cmd(host2, "plancache --count 7", 7, || workload(&mut c2));
+    assert_eq!(from_sidecar, decisions(&ev2));
+    assert!(
+        from_sidecar[0].contains("fewer_than_5_custom_plans"),
+        "{from_sidecar:?}"
+    );
+    assert_untouched(&watches);
+}
+
+/// docs/containers.md's sidecar commands (`sidecar# pgdbg ...`), as
+/// written (the document's PID replaced by the backend's, `--for`
+/// shortened), each run in the sidecar: each succeeds and shows what its
+/// comment says, and a sidecar command of the document this test does not
+/// know fails it.
+#[test]
+fn docs_sidecar_examples() {
+    use common::recipes::{args_of, assert_all_run, recipes};
+    let (ct, sc) = start();
+    let watches = watch_decoys(&ct, &sc);
+    let bin = pgdbg_bin();
+    ct.connect()
+        .batch_execute(
+            "create table ct_t as select g as id from generate_series(1, 20000) g; analyze ct_t;",
+        )
+        .unwrap();
+    let all = recipes("docs/containers.md", &["sidecar# "]);
+    assert!(all.len() >= 4, "{all:?}");
+    let mut done = std::collections::BTreeSet::new();
+    let args = |cmd: &str, ns: i32| -> Vec<String> {
+        let a = args_of(
+            cmd,
+            &[(" 57 ", &format!(" {ns} ")), ("--for 10s", "--for 3s")],
+        );
+        assert!(cmd.starts_with("pgdbg "), "{cmd}");
+        a
+    };
+
+    let (ns, host, h) = busy_in_plpgsql(&ct);
+    for r in all.iter().filter(|r| !r.command.contains("plancache")) {
+        let a = args(&r.command, ns);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        let (code, out, err) = sc.pgdbg(&bin, &a);
+        assert_eq!(code, 0, "{a:?}\nstdout:\n{out}\nstderr:\n{err}");
+        if r.command.contains("--ex bt") {
+            assert!(out.contains("exec_stmt_perform"), "{a:?}:\n{out}\n{err}");
+            assert!(out.contains("epoll_wait"), "{a:?}:\n{out}\n{err}");
+        } else {
+            assert!(out.contains("postmaster 1 ("), "{a:?}:\n{out}");
+        }
+        if r.command.contains("--ex info") {
+            assert!(out.contains(&format!("pid:         {ns}\n")), "{out}");
+        }
+        done.insert(r.key());
+    }
+    cancel(&ct, ns);
+    assert!(h.join().unwrap().is_err());
+    assert_eq!(tracer_pid(host), 0);
+
+    let r = all
+        .iter()
+        .find(|r| r.command.contains("plancache"))
+        .expect("containers.md's sidecar plancache");
+    let mut c = ct.connect();
+    let ns: i32 = c.query_one("select pg_backend_pid()", &[]).unwrap().get(0);
+    let host = ct.host_pid(ns);
+    let a = args(&r.command, ns);
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    let child = sc
+        .command(&bin, &a)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run pgdbg in the sidecar");
+    let mut p = Pgdbg { child };
+    p.wait_attached(host);
+    c.batch_execute("prepare s(int) as select count(*) from ct_t where id < $1")
+        .unwrap();
+    for _ in 0..7 {
+        c.batch_execute("execute s(100)").unwrap();
+    }
+    let (code, out, err) = p.wait(Duration::from_secs(120));
+    assert_eq!(code, 0, "{a:?}\nstdout:\n{out}\nstderr:\n{err}");
+    assert!(out.contains("plancache: 7 decisions"), "{out}\n{err}");
+    assert_eq!(tracer_pid(host), 0);
+    done.insert(r.key());
+    assert_all_run(&all, &done);
+    assert_untouched(&watches);
+}

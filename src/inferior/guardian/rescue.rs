@@ -6,7 +6,7 @@
 
 use super::{
     IN_GUARDIAN, MAGIC, MAGIC_EARLIER, MAGIC_UA2, Shared, W_GUARDIAN, W_GUARDIAN_START, W_MAGIC,
-    W_PGDBG, W_PGDBG_START, W_START, file, restore,
+    W_PGDBG, W_PGDBG_START, W_START, file, restore::restore,
 };
 use crate::inferior::procfs;
 use anyhow::{Result, anyhow, bail};

@@ -1,0 +1,573 @@
+//! The handler's unit tests: the kernel ABI offsets, the emitted code
+//! disassembled, and the handler run for real in a forked child.
+
+use super::*;
+use iced_x86::{Decoder, DecoderOptions, Formatter, NasmFormatter};
+
+#[test]
+fn kernel_abi_offsets_match_the_c_structs() {
+    // glibc's ucontext_t starts like the kernel's struct ucontext
+    let uc = std::mem::offset_of!(libc::ucontext_t, uc_mcontext)
+        + std::mem::offset_of!(libc::mcontext_t, gregs)
+        + 8 * libc::REG_RIP as usize;
+    assert_eq!(uc, UCONTEXT_RIP as usize);
+    let efl = std::mem::offset_of!(libc::ucontext_t, uc_mcontext)
+        + std::mem::offset_of!(libc::mcontext_t, gregs)
+        + 8 * libc::REG_EFL as usize;
+    assert_eq!(efl, UCONTEXT_EFLAGS as usize);
+    let gregs = std::mem::offset_of!(libc::ucontext_t, uc_mcontext)
+        + std::mem::offset_of!(libc::mcontext_t, gregs);
+    assert_eq!(gregs, callrepair::UC_GREGS as usize);
+    assert_eq!(
+        gregs + 8 * libc::REG_RSP as usize,
+        callrepair::UC_RSP as usize
+    );
+    assert_eq!(
+        gregs + 8 * libc::REG_RIP as usize,
+        callrepair::UC_RIP as usize
+    );
+    let fp = std::mem::offset_of!(libc::ucontext_t, uc_mcontext)
+        + std::mem::offset_of!(libc::mcontext_t, fpregs);
+    assert_eq!(fp, callrepair::UC_FPREGS as usize);
+    assert_eq!(callrepair::UC_RIP, UCONTEXT_RIP);
+    let si: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    let code = std::ptr::addr_of!(si.si_code) as usize - std::ptr::addr_of!(si) as usize;
+    assert_eq!(code, SIGINFO_CODE as usize);
+    assert_eq!(SA_SIGINFO, libc::SA_SIGINFO as u64);
+    assert_eq!(SA_RESTART, libc::SA_RESTART as u64);
+    // SA_RESTORER (0x04000000) is not exported by libc: arch/x86/include/uapi/asm/signal.h
+    assert_eq!(SYS_MPROTECT as i64, libc::SYS_mprotect);
+    assert_eq!(SYS_RT_SIGRETURN as i64, libc::SYS_rt_sigreturn);
+    assert_eq!(SYS_RT_SIGACTION as i64, libc::SYS_rt_sigaction);
+    assert_eq!(SYS_GETPID as i64, libc::SYS_getpid);
+    assert_eq!(SYS_GETTID as i64, libc::SYS_gettid);
+    assert_eq!(SYS_TGKILL as i64, libc::SYS_tgkill);
+}
+
+fn disasm(code: &[u8], ip: u64) -> Vec<String> {
+    let mut dec = Decoder::with_ip(64, code, ip, DecoderOptions::NONE);
+    let mut f = NasmFormatter::new();
+    let mut out = Vec::new();
+    for ins in &mut dec {
+        assert!(!ins.is_invalid(), "invalid at {:#x}", ins.ip());
+        let mut s = String::new();
+        f.format(&ins, &mut s);
+        out.push(s);
+    }
+    out
+}
+
+/// The emitted code decodes to the instructions its comments name,
+/// with every branch landing where it should.
+#[test]
+fn handler_code_decodes_as_written() {
+    let base = 0x7f00_0000_0000u64;
+    let code = emit(base);
+    let end = code.iter().position(|&b| b == 0xf4).unwrap();
+    let text = disasm(&code[..end], base);
+    let want = [
+        "xor r15d,r15d",
+        "mov eax,[rsi+8]",
+        "cmp eax,2",
+        "je near 00007F00000000C8h",
+        "cmp eax,80h",
+        "je short 00007F000000001Fh",
+        "cmp eax,1",
+        "jne near 00007F00000000C7h",
+        "mov r8,[rdx+0A8h]",
+        "lea r9,[r8-1]",
+        "mov r11,7F0000001000h",
+        "mov rax,[r11+100h]",
+        "cmp rax,1",
+        "jbe short 00007F0000000068h",
+        "cmp rax,r9",
+        "je near 00007F00000001F3h",
+        "lea rcx,[r11+130h]",
+        "mov r10,[rcx]",
+        "test r10,r10",
+        "je short 00007F0000000068h",
+        "cmp r10,r9",
+        "je near 00007F0000000197h",
+        "add rcx,8",
+        "jmp short 00007F0000000051h",
+        "mov rax,7F0000001000h",
+        "mov rax,[rax]",
+        "mov ecx,4000h",
+        "mov r10,[rax]",
+        "test r10,r10",
+        "je short 00007F000000009Ah",
+        "mov r11,r10",
+        "shl r11,10h",
+        "shr r11,10h",
+        "cmp r11,r9",
+        "je short 00007F00000000D3h",
+        "add rax,8",
+        "dec ecx",
+        "jne short 00007F000000007Ah",
+        "test r15,r15",
+        "jne near 00007F00000002EEh",
+        "cmp byte [r9],0CCh",
+        "je near 00007F000000014Dh",
+        "mov rax,7F0000001010h",
+        "mov rax,[rax]",
+        "add rax,3",
+        "cmp rax,r8",
+        "je near 00007F000000014Dh",
+        "ret",
+        "and dword [rdx+0B0h],0FFFFFEFFh",
+        "ret",
+        "mov r12,rdx",
+        "mov r13,r9",
+        "mov r14,r10",
+        "cmp byte [r13],0CCh",
+        "jne short 00007F000000013Bh",
+        "bt r14,30h",
+        "jb short 00007F000000010Eh",
+        "mov rdi,r13",
+        "and rdi,0FFFFFFFFFFFFF000h",
+        "mov esi,1000h",
+        "mov edx,7",
+        "mov eax,0Ah",
+        "syscall",
+        "test rax,rax",
+        "jne near 00007F000000014Dh",
+        "mov rax,r14",
+        "shr rax,38h",
+        "mov [r13],al",
+        "bt r14,30h",
+        "jb short 00007F000000013Bh",
+        "mov rdi,r13",
+        "and rdi,0FFFFFFFFFFFFF000h",
+        "mov esi,1000h",
+        "mov edx,5",
+        "mov eax,0Ah",
+        "syscall",
+        "test r15,r15",
+        "jne near 00007F00000002EEh",
+        "mov [r12+0A8h],r13",
+        "ret",
+        "test r15,r15",
+        "jne near 00007F00000002EEh",
+        "mov edi,5",
+        "mov rsi,7F00000010C0h",
+        "xor edx,edx",
+        "mov r10d,8",
+        "mov eax,0Dh",
+        "syscall",
+        "mov eax,27h",
+        "syscall",
+        "mov r15,rax",
+        "mov eax,0BAh",
+        "syscall",
+        "mov esi,eax",
+        "mov edi,r15d",
+        "mov edx,5",
+        "mov eax,0EAh",
+        "syscall",
+        "ret",
+        "mov rax,[r11+108h]",
+        "cmp [rdx+0A0h],rax",
+        "jae near 00007F0000000068h",
+        "mov rax,[r11+118h]",
+        "test rax,rax",
+        "je short 00007F00000001C7h",
+        "mov rax,[rax]",
+        "cmp rax,[r11+120h]",
+        "jne near 00007F0000000068h",
+        "mov rax,[r11+110h]",
+        "test rax,rax",
+        "je short 00007F000000020Bh",
+        "mov rcx,[r11+108h]",
+        "mov rdi,[r11+100h]",
+        "mov [rcx],rdi",
+        "mov [rdx+0A0h],rcx",
+        "mov [rdx+0A8h],rax",
+        "ret",
+        "mov rax,[r11+108h]",
+        "add rax,8",
+        "cmp rax,[rdx+0A0h]",
+        "jne near 00007F0000000068h",
+        "lea rsi,[r11+160h]",
+        "mov r10d,8",
+        "mov rdi,[rsi]",
+        "test rdi,rdi",
+        "je short 00007F0000000244h",
+        "dec rdi",
+        "mov rcx,[rsi+8]",
+        "mov rax,[rsi+10h]",
+        "test rcx,rcx",
+        "je short 00007F0000000244h",
+        "cmp rcx,8",
+        "ja short 00007F0000000244h",
+        "mov [rdi],al",
+        "inc rdi",
+        "shr rax,8",
+        "dec rcx",
+        "jne short 00007F0000000236h",
+        "add rsi,18h",
+        "dec r10d",
+        "jne short 00007F0000000218h",
+        "lea rsi,[r11+220h]",
+        "lea rdi,[rdx+28h]",
+        "mov ecx,90h",
+        "rep movsb",
+        "mov rcx,[r11+2B0h]",
+        "cmp rcx,1A0h",
+        "jb near 00007F00000002D9h",
+        "mov r10,[rdx+0E0h]",
+        "test r10,r10",
+        "je near 00007F00000002D9h",
+        "mov rdi,r10",
+        "mov rsi,7F0000042000h",
+        "mov ecx,1A0h",
+        "rep movsb",
+        "cmp dword [r10+1D0h],46505853h",
+        "jne near 00007F00000002D9h",
+        "mov ecx,[r10+1E0h]",
+        "cmp rcx,[r11+2B0h]",
+        "jne near 00007F00000002D9h",
+        "lea rdi,[r10+200h]",
+        "mov rsi,7F0000042200h",
+        "sub rcx,200h",
+        "rep movsb",
+        "mov qword [r11+100h],1",
+        "mov r12,rdx",
+        "lea r15,[r11+128h]",
+        "mov rdx,r12",
+        "mov r9,[r15]",
+        "test r9,r9",
+        "je short 00007F0000000306h",
+        "add r15,8",
+        "lea r8,[r9+1]",
+        "jmp 00007F0000000068h",
+        "ret",
+    ];
+    assert_eq!(text, want, "{text:#?}");
+    let r = disasm(&code[RESTORER as usize..], base + RESTORER);
+    assert_eq!(r, ["mov eax,0Fh", "syscall", "ud2"]);
+    let pos = |s: &str| {
+        let mut dec = Decoder::with_ip(64, &code[..end], base, DecoderOptions::NONE);
+        let mut f = NasmFormatter::new();
+        for ins in &mut dec {
+            let mut t = String::new();
+            f.format(&ins, &mut t);
+            if t == s {
+                return ins.ip();
+            }
+        }
+        panic!("{s} not found");
+    };
+    // labels: int3, the loop head, missing, done, trace, found, store,
+    // rewind (its store), die (its first own instruction), and the call
+    // repair's: at_error, at_return, repair, fp_done, next_fix
+    assert_eq!(pos("mov r8,[rdx+0A8h]"), base + 0x1f);
+    assert_eq!(pos("mov r10,[rax]"), base + 0x7a);
+    assert_eq!(pos("test r15,r15"), base + 0x9a);
+    assert_eq!(pos("ret"), base + 0xc7);
+    assert_eq!(pos("and dword [rdx+0B0h],0FFFFFEFFh"), base + 0xc8);
+    assert_eq!(pos("mov r12,rdx"), base + 0xd3);
+    assert_eq!(pos("mov rax,r14"), base + 0x10e);
+    assert_eq!(pos("mov [r12+0A8h],r13"), base + 0x13b + 9);
+    assert_eq!(pos("mov edi,5"), base + 0x14d + 9);
+    assert_eq!(pos("mov rax,[r11+108h]"), base + 0x197);
+    assert_eq!(pos("cmp rax,[rdx+0A0h]"), base + 0x1f3 + 11);
+    assert_eq!(pos("lea rsi,[r11+160h]"), base + 0x20b);
+    assert_eq!(pos("mov qword [r11+100h],1"), base + 0x2d9);
+    assert_eq!(pos("mov rdx,r12"), base + 0x2ee);
+    // the data words the code reads
+    assert_eq!(base + SEL, 0x7f00_0000_1000);
+    assert_eq!(base + ENTRY, 0x7f00_0000_1010);
+    assert_eq!(base + ACT_DFL, 0x7f00_0000_10c0);
+    assert!(ACT_DFL >= ACT_OLD + 8 * SA_WORDS as u64);
+}
+
+/// In a forked child: the emitted handler installed for real, then
+/// `body` run; returns the child's wait status.
+fn run_with_handler(body: fn(u64) -> i32) -> i32 {
+    unsafe {
+        let pid = libc::fork();
+        assert!(pid >= 0);
+        if pid == 0 {
+            let base = libc::mmap(
+                std::ptr::null_mut(),
+                MAP_LEN as usize,
+                libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            );
+            if base == libc::MAP_FAILED {
+                libc::_exit(90);
+            }
+            let base = base as u64;
+            let code = emit(base);
+            std::ptr::copy_nonoverlapping(code.as_ptr(), base as *mut u8, code.len());
+            *((base + SEL) as *mut u64) = base + HALF0;
+            let act: [u64; SA_WORDS] = [
+                base,
+                SA_SIGINFO | SA_RESTART | SA_RESTORER,
+                base + RESTORER,
+                u64::MAX,
+            ];
+            let r = libc::syscall(
+                libc::SYS_rt_sigaction,
+                libc::SIGTRAP,
+                act.as_ptr(),
+                0usize,
+                8usize,
+            );
+            if r != 0 {
+                libc::_exit(91);
+            }
+            libc::_exit(body(base));
+        }
+        let mut st = 0;
+        assert_eq!(libc::waitpid(pid, &mut st, 0), pid);
+        st
+    }
+}
+
+/// An int3 not in the table: the handler re-raises SIGTRAP with the
+/// default action, the process dies of it as it would without us.
+#[test]
+fn foreign_int3_dies_as_without_handler() {
+    let st = run_with_handler(|_| {
+        unsafe { std::arch::asm!("int3") };
+        0
+    });
+    assert!(
+        libc::WIFSIGNALED(st) && libc::WTERMSIG(st) == libc::SIGTRAP,
+        "status {st:#x}"
+    );
+}
+
+/// An int3 in the table (writable page): the byte comes back, rip is
+/// rewound, the original instruction runs.
+#[test]
+fn int3_in_table_is_restored_and_rewound() {
+    let st = run_with_handler(|base| unsafe {
+        // a function in the handler's own (writable) mapping: mov eax, 7; ret
+        let f = base + HALF0 + TABLE_BYTES;
+        let code = [0xb8u8, 7, 0, 0, 0, 0xc3];
+        std::ptr::copy_nonoverlapping(code.as_ptr(), f as *mut u8, code.len());
+        *(f as *mut u8) = 0xcc;
+        *((base + HALF0) as *mut u64) = f | F_WRITABLE | (0xb8u64 << 56);
+        let g: extern "C" fn() -> i32 = std::mem::transmute(f as usize);
+        if g() != 7 || *(f as *const u8) != 0xb8 {
+            return 1;
+        }
+        0
+    });
+    assert!(
+        libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0,
+        "status {st:#x}"
+    );
+}
+
+/// A single-step trap: the handler clears TF in the context, so the
+/// code after it runs without trapping on every instruction.
+#[test]
+fn single_step_trap_clears_tf() {
+    let st = run_with_handler(|_| {
+        let flags: u64;
+        unsafe {
+            std::arch::asm!(
+                "pushfq",
+                "or qword ptr [rsp], 0x100",
+                "popfq",
+                "nop",
+                "nop",
+                "pushfq",
+                "pop {f}",
+                f = out(reg) flags,
+            )
+        };
+        if flags & 0x100 != 0 { 1 } else { 0 }
+    });
+    assert!(
+        libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0,
+        "status {st:#x}"
+    );
+}
+
+/// A call in flight repaired by the handler alone: the "call" returns
+/// to its return int3 with `rsp` just above its return slot; the
+/// handler puts a data word, the registers and the XSAVE image (XMM0
+/// changed in it) back, and the int3's byte; the code it resumes at
+/// exits with a status that sums what it finds.
+#[test]
+fn call_return_trap_restores_the_saved_state() {
+    use callrepair as cr;
+    static mut WORD: u32 = 5;
+    let st = run_with_handler(|base| unsafe {
+        let w = |a: u64, v: u64| *((base + a) as *mut u64) = v;
+        // the return int3 (original byte: nop) and, after it, the code
+        // the saved registers resume at:
+        //   mov eax,[rbx]; add eax,r12d; movzx ecx,byte [r13];
+        //   add eax,ecx; movd edx,xmm0; add eax,edx; mov edi,eax;
+        //   mov eax,231 (exit_group); syscall
+        let f = base + HALF0 + TABLE_BYTES;
+        let stub = f + 16;
+        let code = [
+            0x8b, 0x03, 0x44, 0x01, 0xe0, 0x41, 0x0f, 0xb6, 0x4d, 0x00, 0x01, 0xc8, 0x66, 0x0f,
+            0x7e, 0xc2, 0x01, 0xd0, 0x89, 0xc7, 0xb8, 0xe7, 0, 0, 0, 0x0f, 0x05,
+        ];
+        std::ptr::copy_nonoverlapping(code.as_ptr(), stub as *mut u8, code.len());
+        *(f as *mut u8) = 0xcc;
+        *((base + HALF0) as *mut u64) = f | F_WRITABLE | (0x90u64 << 56);
+        // the saved XSAVE image: this thread's own, XMM0 = 60
+        let Some((size, _)) = super::super::xstate::cpuid_xsave_sizes() else {
+            return 80;
+        };
+        let x = base + XAREA;
+        std::arch::asm!("xsave64 [{0}]", in(reg) x, in("eax") u32::MAX, in("edx") u32::MAX);
+        *((x + 160) as *mut u32) = 60;
+        w(cr::XLEN, size as u64);
+        // the data word the "series" changed, to be put back
+        let word = std::ptr::addr_of_mut!(WORD);
+        w(cr::DATAW, word as u64 + 1);
+        w(cr::DATAW + 8, 4);
+        w(cr::DATAW + 16, 5);
+        *word = 99;
+        let regs = super::super::Registers {
+            rbx: word as u64,
+            r12: 37,
+            r13: f,
+            rip: stub,
+            rsp: (x - 4096) & !0xf,
+            eflags: 0x202,
+            ..Default::default()
+        };
+        for (i, v) in cr::gregs_words(&regs).iter().enumerate() {
+            w(cr::GREGS + 8 * i as u64, *v);
+        }
+        w(cr::INT3S, f);
+        w(cr::MARK, f);
+        // the "call" returns to f: its return slot is rsp - 8 here
+        std::arch::asm!(
+            "lea rax, [rsp - 8]",
+            "mov [rcx], rax",
+            "push rdx",
+            "ret",
+            in("rcx") base + cr::SP,
+            in("rdx") f,
+            options(noreturn),
+        )
+    });
+    // 5 (the word) + 37 (r12) + 0x90 (the byte) + 60 (XMM0)
+    assert!(
+        libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 246,
+        "status {st:#x}"
+    );
+}
+
+/// An error trap inside the call (rsp below its return slot, the catch
+/// word unchanged): the handler runs the flush function on the call's
+/// stack, which returns into the return trap, which repairs; both
+/// int3s get their bytes back.
+#[test]
+fn call_error_trap_flushes_then_repairs() {
+    use callrepair as cr;
+    static mut WORD: u32 = 5;
+    static mut FLAG: u32 = 0;
+    static mut CATCHW: u64 = 3;
+    let st = run_with_handler(|base| unsafe {
+        let w = |a: u64, v: u64| *((base + a) as *mut u64) = v;
+        // f: the return int3 (original byte nop), e: the error trap
+        // (original byte 0); the code the saved registers resume at:
+        //   mov eax,[rbx]; add eax,r12d; add eax,[r14];
+        //   movzx ecx,byte [r13+8]; add eax,ecx; mov edi,eax;
+        //   mov eax,231 (exit_group); syscall
+        // and the "flush function": mov dword [rsi],20; ret
+        let f = base + HALF0 + TABLE_BYTES;
+        let e = f + 8;
+        let stub = f + 16;
+        let flush = f + 48;
+        let code = [
+            0x8b, 0x03, 0x44, 0x01, 0xe0, 0x41, 0x03, 0x06, 0x41, 0x0f, 0xb6, 0x4d, 0x08, 0x01,
+            0xc8, 0x89, 0xc7, 0xb8, 0xe7, 0, 0, 0, 0x0f, 0x05,
+        ];
+        std::ptr::copy_nonoverlapping(code.as_ptr(), stub as *mut u8, code.len());
+        let fl = [0xc7u8, 0x06, 20, 0, 0, 0, 0xc3];
+        std::ptr::copy_nonoverlapping(fl.as_ptr(), flush as *mut u8, fl.len());
+        *(f as *mut u8) = 0xcc;
+        *(e as *mut u8) = 0xcc;
+        *((base + HALF0) as *mut u64) = f | F_WRITABLE | (0x90u64 << 56);
+        *((base + HALF0 + 8) as *mut u64) = e | F_WRITABLE;
+        let word = std::ptr::addr_of_mut!(WORD);
+        w(cr::DATAW, word as u64 + 1);
+        w(cr::DATAW + 8, 4);
+        w(cr::DATAW + 16, 5);
+        *word = 99;
+        let flag = std::ptr::addr_of_mut!(FLAG);
+        let regs = super::super::Registers {
+            rbx: word as u64,
+            r12: 17,
+            r13: f,
+            r14: flag as u64,
+            rip: stub,
+            rsp: (base + XAREA - 4096) & !0xf,
+            eflags: 0x202,
+            ..Default::default()
+        };
+        for (i, v) in cr::gregs_words(&regs).iter().enumerate() {
+            w(cr::GREGS + 8 * i as u64, *v);
+        }
+        w(cr::INT3S, f);
+        w(cr::INT3S + 8, e);
+        w(cr::FLUSH, flush);
+        w(cr::CATCH_AT, std::ptr::addr_of!(CATCHW) as u64);
+        w(cr::CATCH_VAL, 3);
+        w(cr::MARK, f);
+        // the "call" raises its error below its return slot
+        std::arch::asm!(
+            "lea rax, [rsp - 8]",
+            "mov [rcx], rax",
+            "sub rsp, 256",
+            "jmp rdx",
+            in("rcx") base + cr::SP,
+            in("rdx") e,
+            in("rsi") flag,
+            options(noreturn),
+        )
+    });
+    // 5 (the word) + 17 (r12) + 20 (the flush ran) + 0 (e's byte back)
+    assert!(
+        libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 42,
+        "status {st:#x}"
+    );
+}
+
+/// A stale record (no call's return: rsp elsewhere) repairs nothing:
+/// the int3 in the table is rewound as usual.
+#[test]
+fn a_stale_call_record_is_ignored() {
+    let st = run_with_handler(|base| unsafe {
+        use callrepair as cr;
+        let f = base + HALF0 + TABLE_BYTES;
+        let code = [0xb8u8, 7, 0, 0, 0, 0xc3];
+        std::ptr::copy_nonoverlapping(code.as_ptr(), f as *mut u8, code.len());
+        *(f as *mut u8) = 0xcc;
+        *((base + HALF0) as *mut u64) = f | F_WRITABLE | (0xb8u64 << 56);
+        *((base + cr::MARK) as *mut u64) = f;
+        *((base + cr::SP) as *mut u64) = 0x1000;
+        *((base + cr::INT3S) as *mut u64) = f;
+        let g: extern "C" fn() -> i32 = std::mem::transmute(f as usize);
+        if g() != 7 || *(f as *const u8) != 0xb8 || *((base + cr::MARK) as *const u64) != f {
+            return 1;
+        }
+        0
+    });
+    assert!(
+        libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0,
+        "status {st:#x}"
+    );
+}
+
+#[test]
+fn entries_pack_address_flag_and_byte() {
+    let mut h = TrapHandler::adopted(0x1000, None);
+    h.exec = vec![(0x400000, 0x500000, false), (0x600000, 0x601000, true)];
+    assert_eq!(h.entry(0, 0x400123, 0x55), 0x5500_0000_0040_0123);
+    assert_eq!(h.entry(0, 0x600010, 0xf3), 0xf301_0000_0060_0010);
+}

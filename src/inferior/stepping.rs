@@ -36,6 +36,24 @@ impl Target {
         res
     }
 
+    /// One instruction of the target (`stepi`, `next`, `finish`'s
+    /// longjmp watch): over one of our int3s at `rip` with the original
+    /// byte back for that instruction (`step_over_breakpoint`, the int3
+    /// put back), else a plain PTRACE_SINGLESTEP, which writes nothing into
+    /// the backend (the kernel clears the trap flag when the tracer goes).
+    /// Signals arriving meanwhile are deferred to the next resume.  Some:
+    /// the backend ended, or the instruction faulted.
+    pub fn step_instruction(&mut self) -> Result<Option<Stop>> {
+        if self.gone {
+            bail!("the backend is gone");
+        }
+        let rip = self.regs()?.rip;
+        if self.breakpoint_inserted(rip) {
+            return self.step_over_breakpoint(rip);
+        }
+        self.single_step_raw()
+    }
+
     /// A cheaper place than `entry` for a probe that only reads argument
     /// registers: the first `mov r64, r64` after the `endbr64`/`push`/`nop` run
     /// that starts a function.  Up to there the argument registers hold

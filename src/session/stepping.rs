@@ -313,11 +313,13 @@ impl Session {
             addr: ret,
             min_sp: Some(cfa),
         };
+        // said before the backend runs (it may run long), as gdb does
+        self.say(&head);
         match self.run_to(&[goal], Some(cfa))? {
-            Arrival::Other(text, flow) => Ok((format!("{head}{text}"), flow)),
+            Arrival::Other(text, flow) => Ok((text, flow)),
             Arrival::Longjmp(note) => {
                 let at = self.step_stop_text(true, false)?;
-                Ok((format!("{head}\n{note}\n{at}"), Flow::Continue))
+                Ok((format!("{note}\n{at}"), Flow::Continue))
             }
             Arrival::At => {
                 let at = self.step_stop_text(true, false)?;
@@ -325,7 +327,7 @@ impl Session {
                     Some(ty) => self.returned_value(ty)?,
                     None => String::new(),
                 };
-                Ok((format!("{head}\n{at}{value}"), Flow::Continue))
+                Ok((format!("{at}{value}"), Flow::Continue))
             }
         }
     }

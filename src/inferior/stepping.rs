@@ -39,8 +39,11 @@ impl Target {
     /// One instruction of the target (`stepi`, `next`, `finish`'s
     /// longjmp watch): over one of our int3s at `rip` with the original
     /// byte back for that instruction (`step_over_breakpoint`, the int3
-    /// put back), else a plain PTRACE_SINGLESTEP, which writes nothing into
-    /// the backend (the kernel clears the trap flag when the tracer goes).
+    /// put back), else a plain PTRACE_SINGLESTEP.  A single step leaves the
+    /// trap flag set in the backend until the next resume, and a tracer
+    /// that dies does not clear it (only PTRACE_DETACH does): the SIGTRAP
+    /// handler (which takes such a trap and clears the flag) and the
+    /// guardian (whose detach clears it) come first, the backend held.
     /// Signals arriving meanwhile are deferred to the next resume.  Some:
     /// the backend ended, or the instruction faulted.
     pub fn step_instruction(&mut self) -> Result<Option<Stop>> {
@@ -51,6 +54,8 @@ impl Target {
         if self.breakpoint_inserted(rip) {
             return self.step_over_breakpoint(rip);
         }
+        self.ensure_trap_handler();
+        self.hold_for_change()?;
         self.single_step_raw()
     }
 

@@ -121,6 +121,13 @@ impl Session {
         armed: &mut Vec<u64>,
     ) -> Result<Arrival> {
         for a in goals.iter().map(|g| g.addr).chain(rethrow) {
+            // only ever a code address of a mapped module gets an int3 (a
+            // return address read from the stack may be anything)
+            if self.module_for(a).is_none() {
+                bail!(
+                    "{a:#x} is not code of the backend or a library it maps: not run there; use 'stepi'"
+                );
+            }
             if !armed.contains(&a) {
                 self.arm_internal(a)?;
                 armed.push(a);

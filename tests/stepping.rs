@@ -406,3 +406,85 @@ fn error_inside_finish_15() {
 fn error_inside_finish_18() {
     error_inside_finish(18);
 }
+
+/// `stepi` with nothing else armed (a busy backend interrupted at the
+/// prompt), then pgdbg SIGKILLed (alone, or with its guardian): a single
+/// step leaves the trap flag set and a tracer that dies does not clear
+/// it, so the guardian (its detach) or the backend's SIGTRAP handler must
+/// be there first; the backend runs on, its statement is cancelled
+/// normally, no crash.
+fn stepi_then_killed(major: u32, both: bool) {
+    use std::io::{BufRead, Write};
+    let (cl, mut c) = prepared(major);
+    let pid = c.pid();
+    let h = c.spawn_text("select count(*) from generate_series(1, 3000000000)");
+    wait_until("the statement to run", Duration::from_secs(10), || {
+        proc_state(pid).starts_with('R')
+    });
+    let mut p = Command::new(pgdbg_bin())
+        .args(["attach", &pid.to_string(), "-q"])
+        .env_remove("DEBUGINFOD_URLS")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = p.stdin.take().unwrap();
+    writeln!(input, "interrupt").unwrap();
+    writeln!(input, "stepi").unwrap();
+    writeln!(input, "echo stepped\\n").unwrap();
+    let mut out = std::io::BufReader::new(p.stdout.take().unwrap());
+    let mut seen = String::new();
+    loop {
+        let mut l = String::new();
+        assert!(out.read_line(&mut l).unwrap() > 0, "pgdbg ended: {seen}");
+        seen.push_str(&l);
+        if l.contains("stepped") {
+            break;
+        }
+    }
+    let g = guardians_of(pid);
+    if both {
+        for x in &g {
+            unsafe { libc::kill(*x, libc::SIGKILL) };
+        }
+    }
+    unsafe { libc::kill(p.id() as i32, libc::SIGKILL) };
+    let _ = p.wait();
+    wait_until(
+        "pgdbg and its guardian to end",
+        Duration::from_secs(10),
+        || tracer_pid(pid) == 0 && (!both || guardians_of(pid).is_empty()),
+    );
+    // not killed by a trap: still there, running its statement
+    std::thread::sleep(Duration::from_millis(500));
+    if proc_state(pid).starts_with('T') {
+        // left held (no self-release here): the rescue lets it go
+        let (code, out, err) = pgdbg(&["rescue", &pid.to_string()]);
+        assert_eq!(code, 0, "rescue: {out}{err}");
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "the backend died after stepi and pgdbg's death; log:\n{}",
+        cl.log()
+    );
+    cl.cancel(&[pid]);
+    let r = c.rejoin(h);
+    assert!(
+        r.is_err(),
+        "the statement was to be cancelled: {r:?}\n{seen}"
+    );
+    healthy(&mut c);
+    cl.assert_no_crash();
+}
+
+#[test]
+fn stepi_then_pgdbg_killed_15() {
+    stepi_then_killed(15, false);
+}
+
+#[test]
+fn stepi_then_pgdbg_and_guardian_killed_18() {
+    stepi_then_killed(18, true);
+}

@@ -94,6 +94,11 @@ pub const VARS: &[Var] = &[
         for_tests: true,
     },
     Var {
+        name: "PGDBG_NO_INHERIT",
+        what: "set: a --cluster script of one count line attaches to each backend instead of counting through uprobes inherited from the postmaster",
+        for_tests: true,
+    },
+    Var {
         name: "PGDBG_SPARE_LATE",
         what: "set: --cluster's workers get to each new backend only after its startup",
         for_tests: true,
@@ -101,6 +106,16 @@ pub const VARS: &[Var] = &[
     Var {
         name: "PGDBG_HOLD_NEW_MS",
         what: "milliseconds (at most 120 000) each new backend of --cluster is kept stopped after its fork",
+        for_tests: true,
+    },
+    Var {
+        name: "PGDBG_PAUSE_AT",
+        what: "where pgdbg waits PGDBG_PAUSE_MS, said on stderr: series (words changed, before the first call), call-setup (before a call's registers are written), call-restore (before the saved ones are put back)",
+        for_tests: true,
+    },
+    Var {
+        name: "PGDBG_PAUSE_MS",
+        what: "milliseconds (at most 120 000) of the wait at PGDBG_PAUSE_AT",
         for_tests: true,
     },
 ];
@@ -123,9 +138,14 @@ pub struct Config {
     pub entry_only: bool,
     pub no_proc_events: bool,
     pub no_fork_server: bool,
+    pub no_inherit: bool,
     pub spare_late: bool,
     /// PGDBG_HOLD_NEW_MS as given (its cap is the reader's)
     pub hold_new_ms: Option<u64>,
+    /// PGDBG_PAUSE_AT and PGDBG_PAUSE_MS as given (the cap is the
+    /// reader's)
+    pub pause_at: Option<String>,
+    pub pause_ms: Option<u64>,
 }
 
 impl Config {
@@ -149,10 +169,31 @@ impl Config {
             entry_only: set("PGDBG_ENTRY_ONLY"),
             no_proc_events: set("PGDBG_NO_PROC_EVENTS"),
             no_fork_server: set("PGDBG_NO_FORK_SERVER"),
+            no_inherit: set("PGDBG_NO_INHERIT"),
             spare_late: set("PGDBG_SPARE_LATE"),
             hold_new_ms: var("PGDBG_HOLD_NEW_MS")
                 .and_then(|v| v.to_str().and_then(|s| s.trim().parse().ok())),
+            pause_at: var("PGDBG_PAUSE_AT").and_then(|v| v.into_string().ok()),
+            pause_ms: var("PGDBG_PAUSE_MS")
+                .and_then(|v| v.to_str().and_then(|s| s.trim().parse().ok())),
         }
+    }
+}
+
+/// PGDBG_PAUSE_AT (tests): where it names `at`, wait PGDBG_PAUSE_MS
+/// (at most 120 s, 60 s if not given), said on stderr first, so that a
+/// test can kill pgdbg and its guardian right there
+/// (tests/killed_together.rs).
+pub fn pause_for_tests(at: &str) {
+    let c = get();
+    if c.pause_at.as_deref() != Some(at) {
+        return;
+    }
+    let ms = c.pause_ms.unwrap_or(60_000).min(120_000);
+    crate::errln!("pgdbg: paused at {at} for {ms} ms (PGDBG_PAUSE_AT)");
+    let until = std::time::Instant::now() + std::time::Duration::from_millis(ms);
+    while std::time::Instant::now() < until && !crate::runtime::must_stop() {
+        std::thread::sleep(std::time::Duration::from_millis(5));
     }
 }
 

@@ -232,6 +232,8 @@ impl<'t> CallFrame<'t> {
         // it to its return before putting the saved ones back; the
         // handler's record gets the return slot, then its mark
         self.target.note_call_return_slot(sp);
+        self.target.call_registers_coming()?;
+        crate::config::pause_for_tests("call-setup");
         self.target.call_in_flight_phase(true);
         self.target.set_regs(&r)?;
         self.target.call_regs_written();
@@ -338,6 +340,7 @@ impl<'t> CallFrame<'t> {
         };
         // from here the guardian only puts the saved registers back
         self.target.call_in_flight_phase(false);
+        crate::config::pause_for_tests("call-restore");
         keep(self.target.set_regs(&self.saved_regs));
         keep(self.target.check_regs_read_back(&self.saved_regs));
         keep(self.saved_xstate.restore(self.target.pid()));

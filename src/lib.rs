@@ -25,6 +25,7 @@ pub mod attach;
 pub mod breakpoints;
 pub mod capture;
 pub mod cli;
+pub mod cluster_count;
 pub mod command;
 pub mod config;
 pub mod debuginfo;

@@ -159,7 +159,24 @@ pub fn supervise(
         bail!("no backend to attach to");
     };
     let (di, _) = load_debuginfo(binary_pid, opts)?;
-    load_scripts(opts, &di)?;
+    let script = load_scripts(opts, &di)?;
+    // a script of one `count` line: every process of the cluster counted
+    // from its fork by uprobes the postmaster's children inherit, no
+    // worker at all (cluster_count.rs); else (said why) as any script
+    // (PGDBG_NO_INHERIT, for tests: the workers' course)
+    if mode == Mode::Script
+        && !crate::config::get().no_inherit
+        && let Some(pm) = postmaster
+        && let Some((functions, line_limit)) = script.as_ref().and_then(crate::command::count_only)
+    {
+        let limit = match (limit, line_limit) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if let Some(code) = crate::cluster_count::run(pm, &di, &functions, limit, opts)? {
+            return Ok(code);
+        }
+    }
     drop(di);
     if let Some(c) = &opts.capture {
         // create it now so that a bad path fails before any attach

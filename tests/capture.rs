@@ -423,7 +423,9 @@ fn backends_come_and_go(major: u32) {
     let cap = temp(&format!("churn-{major}.jsonl"));
     let out = temp(&format!("churn-{major}.out"));
     let script = write_script(&format!("churn-{major}"), &["count standard_ExecutorStart"]);
-    let p = Pgdbg::spawn_to_file(
+    // the workers' course (a script of one `count` line is otherwise
+    // served without workers: tests/cluster_inherit.rs)
+    let p = Pgdbg::spawn_to_file_env(
         &[
             "attach",
             "--cluster",
@@ -436,6 +438,7 @@ fn backends_come_and_go(major: u32) {
             cap.to_str().unwrap(),
         ],
         &out,
+        &[("PGDBG_NO_INHERIT", "1")],
     );
     wait_until(
         "all load backends attached",
@@ -1109,15 +1112,20 @@ fn cluster_final_line_counts_attached_exited_failed() {
     );
     let holder_tracer = tracer_pid(held_pid);
     let script = write_script("final-line", &["count standard_ExecutorStart"]);
-    let p = Pgdbg::spawn(&[
-        "attach",
-        "--cluster",
-        cl.dir.to_str().unwrap(),
-        "--script",
-        script.to_str().unwrap(),
-        "--for",
-        "8s",
-    ]);
+    // the workers' course (a script of one `count` line is otherwise
+    // served without workers: tests/cluster_inherit.rs)
+    let p = Pgdbg::spawn_env(
+        &[
+            "attach",
+            "--cluster",
+            cl.dir.to_str().unwrap(),
+            "--script",
+            script.to_str().unwrap(),
+            "--for",
+            "8s",
+        ],
+        &[("PGDBG_NO_INHERIT", "1")],
+    );
     wait_until(
         "the other backends attached",
         Duration::from_secs(30),

@@ -32,7 +32,9 @@ fn each_short_session_counted(major: u32) {
         &format!("short-sessions-{major}"),
         &["count standard_ExecutorStart"],
     );
-    let mut p = Pgdbg::spawn_to_file(
+    // the workers' course (a script of one `count` line is otherwise
+    // served without workers: tests/cluster_inherit.rs)
+    let mut p = Pgdbg::spawn_to_file_env(
         &[
             "attach",
             "--cluster",
@@ -45,6 +47,7 @@ fn each_short_session_counted(major: u32) {
             cap.to_str().unwrap(),
         ],
         &out,
+        &[("PGDBG_NO_INHERIT", "1")],
     );
     let mut err = stderr_reader(&mut p);
     let banner = read_until(&mut err, "running the script", Duration::from_secs(60));
@@ -314,6 +317,9 @@ fn spawn_cluster_for(
         .args(["attach", "--cluster", cl.dir.to_str().unwrap()])
         .args(["--script", script.to_str().unwrap(), "--for", limit])
         .env_remove("DEBUGINFOD_URLS")
+        // the workers' course (a script of one `count` line is otherwise
+        // served without workers: tests/cluster_inherit.rs)
+        .env("PGDBG_NO_INHERIT", "1")
         .envs(env.iter().copied())
         .stdin(std::process::Stdio::null())
         .stdout(match out {

@@ -51,6 +51,9 @@ fn spawn_with_cache(
         .args(args)
         .env_remove("DEBUGINFOD_URLS")
         .env("PGDBG_INDEX_CACHE", cache)
+        // --cluster's workers' course (a script of one `count` line is
+        // otherwise served without workers: tests/cluster_inherit.rs)
+        .env("PGDBG_NO_INHERIT", "1")
         .stdin(std::process::Stdio::null())
         .stdout(match stdout {
             Some(p) => std::process::Stdio::from(std::fs::File::create(p).unwrap()),

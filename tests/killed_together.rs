@@ -44,6 +44,30 @@ fn stopped(pid: i32) -> bool {
     s.starts_with('T') || s.starts_with('t')
 }
 
+/// The words a call series changed are back (`InterruptHoldoffCount`
+/// above all: still raised, no interrupt would ever be served): a 300 ms
+/// statement timeout fires, before any ERROR has reset the counters; then
+/// an ERROR (`pg_re_throw`, where a call had an int3) is reported and the
+/// session goes on.
+fn timeout_fires_and_errors_go_on(a: &mut Client, when: &str) {
+    let t = std::time::Instant::now();
+    let r =
+        a.c.as_mut()
+            .unwrap()
+            .batch_execute("set statement_timeout = '300ms'; select pg_sleep(5)");
+    let took = t.elapsed();
+    assert!(
+        r.as_ref()
+            .err()
+            .is_some_and(|e| format!("{e:?}").contains("statement timeout"))
+            && took < Duration::from_secs(3),
+        "{when}, a statement timeout must fire: {r:?} after {took:?}"
+    );
+    a.exec("set statement_timeout = 0");
+    assert!(a.c.as_mut().unwrap().batch_execute("select 1/0").is_err());
+    assert_eq!(a.query_one_i64("select 6 * 7"), 42);
+}
+
 fn records_of(pid: i32) -> Vec<String> {
     std::fs::read_dir("/dev/shm")
         .unwrap()
@@ -365,27 +389,7 @@ fn call_in_flight_repairs_itself(major: u32) {
         42,
         "the session answers after kill -CONT"
     );
-    // the words the call series changed are back (InterruptHoldoffCount
-    // above all: still raised, no interrupt would ever be served): a
-    // statement timeout fires, before any ERROR has reset the counters
-    let t = std::time::Instant::now();
-    let r =
-        a.c.as_mut()
-            .unwrap()
-            .batch_execute("set statement_timeout = '300ms'; select pg_sleep(5)");
-    let took = t.elapsed();
-    assert!(
-        r.as_ref()
-            .err()
-            .is_some_and(|e| format!("{e:?}").contains("statement timeout"))
-            && took < Duration::from_secs(3),
-        "after the self-repair a statement timeout must fire: {r:?} after {took:?}"
-    );
-    a.exec("set statement_timeout = 0");
-    // an ERROR in the session (pg_re_throw, where the call had an int3)
-    // is reported and the session goes on
-    assert!(a.c.as_mut().unwrap().batch_execute("select 1/0").is_err());
-    assert_eq!(a.query_one_i64("select 6 * 7"), 42);
+    timeout_fires_and_errors_go_on(&mut a, "after the self-repair");
     for sym in ["_start", "pg_re_throw", "pg_usleep"] {
         assert!(
             code_matches_file(pid, &bin, sym, 16),
@@ -488,4 +492,125 @@ fn killed_together_after_a_call_15() {
 #[test]
 fn killed_together_after_a_call_18() {
     call_ended_then_killed(18);
+}
+
+/// pgdbg and its guardian killed together at each point of a call
+/// series where the backend's registers are its own or a call's that has
+/// not started or has returned (`PGDBG_PAUSE_AT`): `series`, its words
+/// changed (`InterruptHoldoffCount` raised, `CurrentMemoryContext`, the
+/// error stacks) before the first call; `call-setup`, before the first
+/// call's registers are written; `call-restore`, after the last call
+/// returned, before the saved registers are put back.  The backend ends
+/// its stop itself at once, and its SIGCONT handler puts the words back
+/// (and, with a call's registers, the saved registers and FP state, as
+/// the call's return trap would): the session goes on as before it
+/// answers, a `statement_timeout` fires (interrupts are no longer held
+/// off), an ERROR goes the usual way; the rescue removes what is left.
+fn killed_together_paused_at(major: u32, at: &str) {
+    if amx_enabled() {
+        // a call's record cannot repair where XCR0 has AMX (NOT_OWN bit 3:
+        // the handler stops the backend again, docs/safety.md)
+        eprintln!("skipped: XCR0 has AMX, where the backend does not repair a call series itself");
+        return;
+    }
+    let cl = Cluster::start(major);
+    let bin = cl.postgres_binary();
+    let mut a = cl.connect();
+    let pid = a.pid();
+    wait_until("the backend to wait", Duration::from_secs(10), || {
+        syscall_nr(pid).is_some()
+    });
+    let idle = syscall_nr(pid);
+    let mut p = Pgdbg::spawn_attached_env(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--ex",
+            "call pg_usleep(1000)",
+        ],
+        pid,
+        &[("PGDBG_PAUSE_AT", at), ("PGDBG_PAUSE_MS", "60000")],
+    );
+    {
+        use std::io::BufRead;
+        let mut err = std::io::BufReader::new(p.child.stderr.as_mut().unwrap());
+        let mut seen = String::new();
+        loop {
+            let mut l = String::new();
+            let n = err.read_line(&mut l).unwrap();
+            seen.push_str(&l);
+            assert!(n > 0, "pgdbg ended before it paused at {at}: {seen}");
+            if l.contains("paused at") {
+                break;
+            }
+        }
+    }
+    assert!(
+        stopped(pid),
+        "held while the series runs: {}",
+        proc_state(pid)
+    );
+    kill_both(&p, pid);
+    // not stopped again: back in its client read within a second
+    let t0 = std::time::Instant::now();
+    while (stopped(pid) || syscall_nr(pid) != idle) && t0.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        !stopped(pid) && syscall_nr(pid) == idle && t0.elapsed() < Duration::from_secs(1),
+        "backend {pid} {:?} after pgdbg and its guardian were killed at {at}: state {}, system call {:?} (idle: {idle:?})",
+        t0.elapsed(),
+        proc_state(pid),
+        syscall_nr(pid),
+    );
+    assert_eq!(a.query_one_i64("select 41 + 1"), 42);
+    timeout_fires_and_errors_go_on(&mut a, &format!("killed at {at}, the words put back"));
+    // floating point as before (the saved XSAVE image put back)
+    assert_eq!(
+        a.query_one_i64("select (sqrt(2.0::float8) * 1e6)::int8"),
+        1414214
+    );
+    cl.assert_no_crash();
+    let (code, out, err) = pgdbg(&["rescue", &pid.to_string()]);
+    assert_eq!(code, 0, "rescue: {out}{err}");
+    for sym in ["_start", "pg_re_throw", "pg_usleep"] {
+        assert!(
+            code_matches_file(pid, &bin, sym, 16),
+            "{sym}'s bytes differ from the file after the rescue"
+        );
+    }
+    assert!(records_of(pid).is_empty(), "{:?}", records_of(pid));
+    assert_eq!(a.query_one_i64("select 40 + 2"), 42);
+    cl.assert_no_crash();
+}
+
+#[test]
+fn killed_together_series_before_its_first_call_15() {
+    killed_together_paused_at(15, "series");
+}
+
+#[test]
+fn killed_together_series_before_its_first_call_18() {
+    killed_together_paused_at(18, "series");
+}
+
+#[test]
+fn killed_together_call_registers_being_written_15() {
+    killed_together_paused_at(15, "call-setup");
+}
+
+#[test]
+fn killed_together_call_registers_being_written_18() {
+    killed_together_paused_at(18, "call-setup");
+}
+
+#[test]
+fn killed_together_call_registers_being_put_back_15() {
+    killed_together_paused_at(15, "call-restore");
+}
+
+#[test]
+fn killed_together_call_registers_being_put_back_18() {
+    killed_together_paused_at(18, "call-restore");
 }

@@ -253,6 +253,9 @@ fn regress_under(major: u32, mode: &str) {
         .arg("--capture")
         .arg(&cap)
         .env_remove("DEBUGINFOD_URLS")
+        // the workers' course (a script of one `count` line is otherwise
+        // served without workers: tests/cluster_inherit.rs)
+        .env("PGDBG_NO_INHERIT", "1")
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&out).unwrap())
         .stderr(std::fs::File::create(&err).unwrap())

@@ -43,7 +43,9 @@ pub static PRINT: Entry = Entry {
            earlier results ($1); printed like gdb. /x prints integers and pointers in hex, /d in \
            decimal, /u unsigned, /o octal, /t binary, /c as characters. EXPR@N is gdb's \
            artificial array: N objects from EXPR's address (p *list->elements@list->length, \
-           p arr[0]@4).\n\n\
+           p arr[0]@4). A pointer to a PostgreSQL node (Node *, Plan *, List *...) is followed \
+           by the NodeTag it points to, its dynamic type: (Plan *) 0x55d0c0a0 [T_SeqScan] \
+           (pprint shows the tree).\n\n\
            In a script, EXPR is type-checked before attaching (inside a commands block, in the \
            breakpoint's function).",
     examples: &[

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 pub static ENTRIES: &[&Entry] = &[
     &PLAN,
+    &PPRINT,
     &PLANCACHE,
     &WAIT,
     &WAITS,
@@ -80,6 +81,72 @@ pub static PLAN: Entry = Entry {
         PlanArgs::Progress { every, duration } => pg::plan_progress(b, every, duration),
     }),
 };
+
+pub static PPRINT: Entry = Entry {
+    name: "pprint",
+    aliases: &[],
+    usage: "pprint [--depth N] [--width N] EXPR",
+    summary: "print a PostgreSQL node tree (Node *, Plan *, List *...) as nodeToString",
+    help: "EXPR is a C expression giving a pointer to a node (queryDesc->plannedstmt, parse, \
+           (Node *) plan). Each node's NodeTag names its struct (T_SeqScan is struct SeqScan, \
+           from the debug info), whose fields are printed by their DWARF types as PostgreSQL's \
+           nodeToString writes them: {SEQSCAN :startup_cost 0 ... :targetlist (...)}, the \
+           superclass's fields (Plan's in a SeqScan) first, lists as ( ... ), integer and OID \
+           lists as (i 1 2) and (o 16384), Bitmapsets as (b 1 3), strings quoted, enums by \
+           name, NULL as <>, a Const's value by reference with its text when inline. A pointer to anything that is not a node is shown as its address.\n\n\
+           Only memory is read: nothing runs in the backend (unlike calling pprint() there, \
+           which allocates and writes to the server log), so it is safe anywhere, and costs \
+           no stop unless EXPR names a local or a register. --depth N (default 32) shows \
+           nodes nested deeper as {NAME ...}; --width N (default 100) shows the first N \
+           elements of a list. A pointer back to a node above is shown as a cycle.\n\n\
+           In a script, EXPR is type-checked before attaching.",
+    examples: &[
+        "pprint queryDesc->plannedstmt",
+        "pprint --depth 3 parse",
+        "pprint --width 5 queryDesc->plannedstmt->rtable",
+    ],
+    parse: |rest| parse_pprint(rest).map(|_| Invocation::command(&PPRINT, rest)),
+    needs: Needs::Memory,
+    check: |ctx, cmd| ctx.typecheck(&parse_pprint(run_args("pprint", cmd)?)?.1),
+    run: Some(|b, rest| {
+        let (lim, expr) = parse_pprint(rest)?;
+        Ok((
+            crate::postgres::nodes::pprint(b, &expr, lim)?,
+            Flow::Continue,
+        ))
+    }),
+};
+
+/// `pprint [--depth N] [--width N] EXPR`: the limits and the expression.
+pub fn parse_pprint(rest: &str) -> Result<(crate::postgres::nodes::Limits, String)> {
+    let mut lim = crate::postgres::nodes::Limits::default();
+    let mut r = rest.trim();
+    while let Some(o) = r.strip_prefix("--") {
+        let (opt, tail) = o.split_at(o.find(char::is_whitespace).unwrap_or(o.len()));
+        let tail = tail.trim_start();
+        let (val, after) = tail.split_at(tail.find(char::is_whitespace).unwrap_or(tail.len()));
+        let n: usize = match val.parse() {
+            Ok(n) if n > 0 => n,
+            _ => bail!(
+                "pprint --{opt} needs a positive number, e.g. pprint --{opt} 5 parse",
+                opt = crate::shown::shown(opt)
+            ),
+        };
+        match opt {
+            "depth" => lim.depth = n,
+            "width" => lim.width = n,
+            _ => bail!(
+                "pprint: unknown option '--{opt}' (use --depth N or --width N)",
+                opt = crate::shown::shown(opt)
+            ),
+        }
+        r = after.trim_start();
+    }
+    if r.is_empty() {
+        bail!("pprint needs an expression, e.g. pprint queryDesc->plannedstmt");
+    }
+    Ok((lim, r.to_string()))
+}
 
 pub fn parse_plan(rest: &str) -> Result<PlanArgs> {
     if super::analyze::wants_progress(rest) {

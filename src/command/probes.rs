@@ -196,6 +196,22 @@ fn run_count(b: &mut dyn Host, rest: &str) -> Result<(String, Flow)> {
     Ok(probe_outcome(b, end, summary, text))
 }
 
+/// A script that is one `count FUNC... [--for D]` line and nothing else
+/// (no `--by-phase`, no `--ptrace`): its functions and limit.  Such a
+/// script is what `attach --cluster` can serve with inherited uprobes.
+pub fn count_only(
+    script: &crate::command::lines::Script,
+) -> Option<(Vec<String>, Option<Duration>)> {
+    let [(_, _, cmd)] = script.as_slice() else {
+        return None;
+    };
+    if !cmd.is(&COUNT) {
+        return None;
+    }
+    let a = parse_count(run_args("count", cmd).ok()?).ok()?;
+    (!a.by_phase && !a.ptrace).then_some((a.functions, a.duration))
+}
+
 pub fn parse_count(rest: &str) -> Result<CountArgs> {
     let mut functions = Vec::new();
     let mut by_phase = false;

@@ -76,6 +76,8 @@ pub(super) const DATA_SLOTS: u64 = 8;
 /// The registers to put back, in `ucontext` `gregs` order (r8 .. eflags).
 pub(super) const GREGS: u64 = DATAW + DATA_SLOTS * 24;
 pub(super) const GREGS_WORDS: u64 = 18;
+/// `rsp`'s word among them.
+pub(super) const GREGS_RSP: u64 = 15;
 /// Bytes of the XSAVE image in `XAREA` (0: none saved).
 pub(super) const XLEN: u64 = GREGS + GREGS_WORDS * 8;
 /// The XSAVE image (after the two halves of the int3 table).
@@ -403,7 +405,7 @@ impl Target {
         if super::xstate::xcr0_of(xstate.bytes()).is_some_and(|x| x & (3 << 17) != 0) {
             super::log::debug("AMX state: the SIGTRAP handler does not repair a call");
             let _ = self.write(base + MARK, &0u64.to_le_bytes());
-            self.trap_repair_off = true;
+            self.repair_record_off();
             return;
         }
         let res = (|| -> Result<()> {
@@ -432,7 +434,19 @@ impl Target {
         })();
         if let Err(e) = res {
             super::log::debug(&format!("no self-repair record for the call: {e:#}"));
-            self.trap_repair_off = true;
+            self.repair_record_off();
+        }
+    }
+
+    /// The record cannot repair this call: neither handler uses it (the
+    /// SIGCONT handler, seeing `NOT_OWN` bit 3, stops the backend again
+    /// for `pgdbg rescue` instead of putting back registers from it).
+    fn repair_record_off(&mut self) {
+        self.trap_repair_off = true;
+        if let Err(e) = self.note_release_not_own(8, true)
+            && let Err(e) = self.disarm_self_release(e)
+        {
+            super::log::debug(&format!("{e:#}"));
         }
     }
 
@@ -486,7 +500,7 @@ impl Target {
         let (at, val) = catch.unwrap_or((0, 0));
         let w = words(&[flush.unwrap_or(0), at, val]);
         if self.write(base + FLUSH, &w).is_err() {
-            self.trap_repair_off = true;
+            self.repair_record_off();
         }
     }
 
@@ -538,6 +552,31 @@ impl Target {
         }
     }
 
+    /// The page's data-word slots emptied, whoever put the words back
+    /// (the guardian; a failed restore that lets the backend go): old
+    /// values a handler must never write.  Best effort: a page that cannot
+    /// be written is logged.
+    pub(super) fn clear_repair_data_slots(&mut self) {
+        let Some(base) = self.trap.as_ref().map(|h| h.base) else {
+            return;
+        };
+        if let Err(e) = self.write(base + DATAW, &[0u8; DATA_SLOTS as usize * 24]) {
+            super::log::debug(&format!("data words' slots not emptied: {e:#}"));
+        }
+    }
+
+    /// The same where no call still runs whose return trap puts the words
+    /// back (`MARK` 0 or REPAIRED).
+    pub(super) fn clear_repair_data_slots_unless_in_call(&mut self) {
+        let Some(base) = self.trap.as_ref().map(|h| h.base) else {
+            return;
+        };
+        let mut m = [0u8; 8];
+        if self.read(base + MARK, &mut m).is_ok() && u64::from_le_bytes(m) <= REPAIRED {
+            self.clear_repair_data_slots();
+        }
+    }
+
     /// The data words are back: their slots emptied.
     /// Slots left set while the backend runs on would have the SIGCONT
     /// handler put back old values one day: if they cannot be emptied,
@@ -569,20 +608,32 @@ impl Target {
         if self.trap_repair_mark == 0 {
             return;
         }
-        if let Some(base) = self.repair_page() {
-            let _ = self.write(base + MARK, &0u64.to_le_bytes());
-        }
+        self.clear_mark();
         self.trap_repair_mark = 0;
+    }
+
+    /// `MARK` = 0; where it cannot be written the backend no longer
+    /// releases itself (a mark left over would have the SIGCONT handler
+    /// repair from an old record).
+    fn clear_mark(&mut self) {
+        if let Some(base) = self.repair_page()
+            && let Err(e) = self.write(base + MARK, &0u64.to_le_bytes())
+            && let Err(e) = self.disarm_self_release(e)
+        {
+            super::log::debug(&format!("the call's mark not cleared: {e:#}"));
+        }
     }
 
     /// The call is over: nothing in flight for the handler any more.
     pub(super) fn end_call_repair(&mut self) {
-        if let Some(base) = self.repair_page() {
-            let _ = self.write(base + MARK, &0u64.to_le_bytes());
-        }
+        self.clear_mark();
         self.trap_repair_mark = 0;
-        self.trap_repair_off = false;
         self.trap_repair_sp = 0;
+        if std::mem::take(&mut self.trap_repair_off)
+            && let Err(e) = self.note_release_not_own(8, false)
+        {
+            super::log::debug(&format!("{e:#}"));
+        }
     }
 
     /// Whether the handler repaired a call since pgdbg or the guardian
@@ -670,7 +721,7 @@ mod tests {
         let g = gregs_words(&r);
         assert_eq!(g[0], 8);
         assert_eq!(g[8], 100);
-        assert_eq!(g[15], 7);
+        assert_eq!(g[GREGS_RSP as usize], 7);
         assert_eq!(g[16], 16);
         assert_eq!(g[17], 17);
     }

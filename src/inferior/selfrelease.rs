@@ -29,14 +29,29 @@
 //!   a trap pgdbg had not rewound (the kernel dropped its SIGTRAP).  `rip`
 //!   goes back onto the int3, which traps again, untraced, into the SIGTRAP
 //!   handler (it restores the byte, or repairs a call);
+//! * data words changed around calls (callrepair.rs) with no call record
+//!   and the registers the backend's own (`NOT_OWN` 0, `rsp` the one the
+//!   series saved: before its first call's registers are written): it puts
+//!   them back from their slots, empties the slots, and the backend runs
+//!   on as below; a call running or at its return trap puts them back at
+//!   that trap, and one the SIGTRAP handler has repaired (its trap may be
+//!   taken before the SIGCONT) did; slots found with another `rsp` (left
+//!   over where a restore failed) stop it again;
+//! * a call's registers being written or put back (`NOT_OWN` bit 0, no
+//!   mark yet or any more: `rsp` the call's return slot or just above it,
+//!   or the saved registers' own), or a call record whose call neither
+//!   runs nor is at its return trap with the saved registers' own `rsp`:
+//!   it runs the SIGTRAP handler's call repair (callrepair.rs) on this
+//!   context, as at the call's return trap (the saved registers and XSAVE
+//!   image, the data words, the call's int3s put back; `MARK` REPAIRED),
+//!   and the backend runs on as below from where pgdbg had stopped it;
 //! * `rip` in an injected system call's code at AT_ENTRY, registers not
-//!   the backend's own other than a call's (`NOT_OWN`: a system call, or a
-//!   record of data words that is not whole), or data words changed
-//!   around calls (callrepair.rs) with no call record (between the calls
-//!   of a series) or a call neither running nor at its return trap: it
-//!   stops the backend again (SIGSTOP to itself), the state it was left in
-//!   before (`pgdbg rescue` repairs it); a call the SIGTRAP handler has
-//!   repaired (its trap may be taken before the SIGCONT) put them back;
+//!   the backend's own other than a call's (`NOT_OWN`: a system call, a
+//!   record of data words that is not whole, a call record that cannot
+//!   repair), or a call's context that is none of the above (another
+//!   handler's frame delivered first): it stops the backend again
+//!   (SIGSTOP to itself), the state it was left in before (`pgdbg rescue`
+//!   repairs it);
 //! * anything else: it returns and the backend runs on, with the signals
 //!   pgdbg held back for it (`SIGS`: during a call series, at an event
 //!   stop, or taken at their delivery stop and not yet handed back) sent
@@ -76,10 +91,12 @@ const ACT: u64 = 4096 + 0x848;
 /// of pgdbg's guardian are old then, never replayed (guardian.rs).
 pub(super) const RELEASED: u64 = 4096 + 0x868;
 /// Nonzero while the registers (or the xstate) are not the backend's own:
-/// bit 0 a call of pgdbg's in flight, bit 1 an injected system call;
-/// written before the guardian's record of them, cleared after it.  Bit 2:
+/// bit 0 a call of pgdbg's (set before its registers are first written,
+/// cleared once the saved ones are back), bit 1 an injected system call
+/// (written before the guardian's record of it, cleared after it).  Bit 2:
 /// the data words a call series changes are not all in the SIGTRAP
-/// handler's slots (callrepair.rs): none is put back by a handler.
+/// handler's slots (callrepair.rs): none is put back by a handler.  Bit
+/// 3: the call's record cannot repair it (not written whole, AMX state).
 pub(super) const NOT_OWN: u64 = 4096 + 0x870;
 /// The signals pgdbg holds back for the backend (bit N-1 for signal N),
 /// as the guardian's record has them: the handler sends them before it
@@ -120,6 +137,13 @@ pub struct Layout {
     /// `ucontext_t` offsets of rip and rsp.
     pub uc_rip: u32,
     pub uc_rsp: u32,
+    /// The call record's saved `rsp` (the backend's own before the call).
+    pub gregs_rsp: u64,
+    /// The SIGTRAP handler's call repair, from the base: entered with r11
+    /// = base + 4096 and rdx = the ucontext, it puts the data words, the
+    /// saved registers and XSAVE image (into the context) and the call's
+    /// int3s back, `MARK` = REPAIRED, and returns (callrepair.rs).
+    pub repair: u64,
     /// The SIGTRAP handler's restorer (`rt_sigreturn`), shared.
     pub restorer: u64,
 }
@@ -162,11 +186,13 @@ pub fn emit(base: u64, l: &Layout) -> Vec<u8> {
     c.extend_from_slice(&[0x4c, 0x8b, 0x82]); // mov r8, [rdx+uc_rip]
     d32(&mut c, l.uc_rip);
     c.extend_from_slice(&[0x4d, 0x8d, 0x48, 0xff]); // lea r9, [r8-1]
-    // registers not the backend's own: only a call (bit 0, no system
-    // call) running or at its return trap (MARK > 1, rsp at most its
-    // return slot + 8) is repaired by the SIGTRAP handler, or was already
-    // (MARK 1: its SIGTRAP is taken before this SIGCONT); the rest stops
-    // again
+    // registers not the backend's own: only a call's (`NOT_OWN` 1, no
+    // system call, a record that repairs) are dealt with here: running or
+    // at its return trap (`MARK` > 1, rsp at most its return slot + 8) it
+    // is repaired by the SIGTRAP handler at that trap, or was already
+    // (`MARK` 1: its SIGTRAP is taken before this SIGCONT); being set up
+    // or put back, or not running with the saved rsp, the repair runs
+    // here; the rest stops again
     c.extend_from_slice(&[0x49, 0x8b, 0x83]); // mov rax, [r11+NOT_OWN]
     d32(&mut c, dp(NOT_OWN));
     c.extend_from_slice(&[0x48, 0x85, 0xc0]); // test rax, rax
@@ -176,7 +202,7 @@ pub fn emit(base: u64, l: &Layout) -> Vec<u8> {
     c.extend_from_slice(&[0x49, 0x8b, 0x83]); // mov rax, [r11+mark]
     d32(&mut c, dp(l.mark));
     c.extend_from_slice(&[0x48, 0x85, 0xc0]); // test rax, rax
-    jcc(&mut c, &mut jumps, JE, "restop");
+    jcc(&mut c, &mut jumps, JE, "unmarked");
     c.extend_from_slice(&[0x48, 0x83, 0xf8, 0x01]); // cmp rax, 1
     jcc(&mut c, &mut jumps, JE, "calls");
     c.extend_from_slice(&[0x48, 0x8b, 0x82]); // mov rax, [rdx+uc_rsp]
@@ -184,7 +210,48 @@ pub fn emit(base: u64, l: &Layout) -> Vec<u8> {
     c.extend_from_slice(&[0x48, 0x83, 0xe8, 0x08]); // sub rax, 8
     c.extend_from_slice(&[0x49, 0x3b, 0x83]); // cmp rax, [r11+sp]
     d32(&mut c, dp(l.sp));
-    jcc(&mut c, &mut jumps, JA, "restop");
+    jcc(&mut c, &mut jumps, JA, "own_rsp");
+    jmp(&mut c, &mut jumps, "calls");
+    // unmarked: a call's registers being written (the call not started:
+    // rsp its return slot) or put back (rsp just above it, or the saved
+    // registers' own rsp)
+    labels.push(("unmarked", c.len()));
+    c.extend_from_slice(&[0x48, 0x8b, 0x82]); // unmarked: mov rax, [rdx+uc_rsp]
+    d32(&mut c, l.uc_rsp);
+    c.extend_from_slice(&[0x49, 0x3b, 0x83]); // cmp rax, [r11+sp]
+    d32(&mut c, dp(l.sp));
+    jcc(&mut c, &mut jumps, JNE, "not_slot");
+    // at the slot: it holds the call's return address (another handler's
+    // frame there would hold its restorer)
+    c.extend_from_slice(&[0x48, 0x8b, 0x08]); // mov rcx, [rax]
+    c.extend_from_slice(&[0x49, 0x3b, 0x8b]); // cmp rcx, [r11+int3s]   the return address
+    d32(&mut c, dp(l.int3s));
+    jcc(&mut c, &mut jumps, JE, "repair");
+    jmp(&mut c, &mut jumps, "restop");
+    labels.push(("not_slot", c.len()));
+    c.extend_from_slice(&[0x48, 0x83, 0xe8, 0x08]); // not_slot: sub rax, 8
+    c.extend_from_slice(&[0x49, 0x3b, 0x83]); // cmp rax, [r11+sp]
+    d32(&mut c, dp(l.sp));
+    jcc(&mut c, &mut jumps, JE, "repair");
+    // own_rsp: only the saved registers' own rsp is theirs (another
+    // handler's frame, delivered before this one, is below it)
+    labels.push(("own_rsp", c.len()));
+    c.extend_from_slice(&[0x48, 0x8b, 0x82]); // own_rsp: mov rax, [rdx+uc_rsp]
+    d32(&mut c, l.uc_rsp);
+    c.extend_from_slice(&[0x49, 0x3b, 0x83]); // cmp rax, [r11+gregs_rsp]
+    d32(&mut c, dp(l.gregs_rsp));
+    jcc(&mut c, &mut jumps, JNE, "restop");
+    // repair: the SIGTRAP handler's call repair, as at the call's return
+    // trap: the saved registers and XSAVE image into this context, the
+    // data words and the call's int3s back; then on (its system calls
+    // take r11: the base again)
+    labels.push(("repair", c.len()));
+    c.push(0xe8); // repair: call base+repair
+    let rel = l.repair as i64 - (CODE as i64 + c.len() as i64 + 4);
+    d32(&mut c, i32::try_from(rel).expect("near call") as u32);
+    c.extend_from_slice(&[0x49, 0xbb]); // movabs r11, base+4096
+    c.extend_from_slice(&(base + 4096).to_le_bytes());
+    jmp(&mut c, &mut jumps, "go");
     labels.push(("calls", c.len()));
     // a call's int3s: its return address, then its error traps
     c.extend_from_slice(&[0x49, 0x8b, 0x83]); // mov rax, [r11+mark]
@@ -237,7 +304,7 @@ pub fn emit(base: u64, l: &Layout) -> Vec<u8> {
     labels.push(("rewind", c.len()));
     c.extend_from_slice(&[0x4c, 0x89, 0x8a]); // rewind: mov [rdx+uc_rip], r9
     d32(&mut c, l.uc_rip);
-    jmp(&mut c, &mut jumps, "go");
+    jmp(&mut c, &mut jumps, "data");
     // other: inside an injected system call (`syscall; int3` at
     // AT_ENTRY)?  A call's return int3 there, rewound, is not one
     labels.push(("other", c.len()));
@@ -253,9 +320,9 @@ pub fn emit(base: u64, l: &Layout) -> Vec<u8> {
     jcc(&mut c, &mut jumps, JNE, "restop");
     c.extend_from_slice(&[0x80, 0x38, 0xcc]); // cmp byte [rax], 0xcc
     jcc(&mut c, &mut jumps, JNE, "restop");
-    // data words changed around calls: only a call running (rsp at or
-    // below its return slot) or at its return trap (rsp just above it)
-    // puts them back, at that trap
+    // data words changed around calls: a call running (rsp at or below
+    // its return slot) or at its return trap (rsp just above it) puts
+    // them back at that trap; with no call record they are put back here
     labels.push(("data", c.len()));
     c.extend_from_slice(&[0x49, 0x8d, 0x8b]); // data: lea rcx, [r11+dataw]
     d32(&mut c, dp(l.dataw));
@@ -269,12 +336,16 @@ pub fn emit(base: u64, l: &Layout) -> Vec<u8> {
     jcc(&mut c, &mut jumps, JNE, "slots");
     jmp(&mut c, &mut jumps, "go");
     // (a call the SIGTRAP handler repaired, `mark` 1, had them put back:
-    // its trap can come first, SIGTRAP being taken before SIGCONT)
+    // its trap can come first, SIGTRAP being taken before SIGCONT; no
+    // call record, `mark` 0, means `NOT_OWN` 0 here: the registers are
+    // the backend's own, a series before its first call; put back only
+    // where rsp is still the one the series saved: a backend that ran on
+    // since with slots left over stops again rather than take old values)
     labels.push(("changed", c.len()));
     c.extend_from_slice(&[0x49, 0x8b, 0x83]); // changed: mov rax, [r11+mark]
     d32(&mut c, dp(l.mark));
     c.extend_from_slice(&[0x48, 0x85, 0xc0]); // test rax, rax
-    jcc(&mut c, &mut jumps, JE, "restop");
+    jcc(&mut c, &mut jumps, JE, "putback");
     c.extend_from_slice(&[0x48, 0x83, 0xf8, 0x01]); // cmp rax, 1
     jcc(&mut c, &mut jumps, JE, "go");
     c.extend_from_slice(&[0x48, 0x8b, 0x82]); // mov rax, [rdx+uc_rsp]
@@ -284,6 +355,43 @@ pub fn emit(base: u64, l: &Layout) -> Vec<u8> {
     d32(&mut c, dp(l.sp));
     jcc(&mut c, &mut jumps, JBE, "go");
     jmp(&mut c, &mut jumps, "restop");
+    // putback: each used slot's value (1-8 bytes) written back to its
+    // address, the slot emptied; a length over 8 is not written
+    labels.push(("putback", c.len()));
+    c.extend_from_slice(&[0x48, 0x8b, 0x82]); // putback: mov rax, [rdx+uc_rsp]
+    d32(&mut c, l.uc_rsp);
+    c.extend_from_slice(&[0x49, 0x3b, 0x83]); // cmp rax, [r11+gregs_rsp]
+    d32(&mut c, dp(l.gregs_rsp));
+    jcc(&mut c, &mut jumps, JNE, "restop");
+    c.extend_from_slice(&[0x49, 0x8d, 0x8b]); // lea rcx, [r11+dataw]
+    d32(&mut c, dp(l.dataw));
+    c.extend_from_slice(&[0x41, 0xba]); // mov r10d, data_slots
+    d32(&mut c, l.data_slots);
+    labels.push(("pb_slot", c.len()));
+    c.extend_from_slice(&[0x48, 0x8b, 0x39]); // pb_slot: mov rdi, [rcx]   address + 1
+    c.extend_from_slice(&[0x48, 0x85, 0xff]); // test rdi, rdi
+    jcc(&mut c, &mut jumps, JE, "pb_next");
+    c.extend_from_slice(&[0x48, 0xff, 0xcf]); // dec rdi
+    c.extend_from_slice(&[0x4c, 0x8b, 0x41, 0x08]); // mov r8, [rcx+8]   length
+    c.extend_from_slice(&[0x49, 0x83, 0xf8, 0x08]); // cmp r8, 8
+    jcc(&mut c, &mut jumps, JA, "pb_empty");
+    c.extend_from_slice(&[0x48, 0x8d, 0x71, 0x10]); // lea rsi, [rcx+16]   value
+    labels.push(("pb_byte", c.len()));
+    c.extend_from_slice(&[0x4d, 0x85, 0xc0]); // pb_byte: test r8, r8
+    jcc(&mut c, &mut jumps, JE, "pb_empty");
+    c.extend_from_slice(&[0x8a, 0x06]); // mov al, [rsi]
+    c.extend_from_slice(&[0x88, 0x07]); // mov [rdi], al
+    c.extend_from_slice(&[0x48, 0xff, 0xc6]); // inc rsi
+    c.extend_from_slice(&[0x48, 0xff, 0xc7]); // inc rdi
+    c.extend_from_slice(&[0x49, 0xff, 0xc8]); // dec r8
+    jmp(&mut c, &mut jumps, "pb_byte");
+    labels.push(("pb_empty", c.len()));
+    c.extend_from_slice(&[0x48, 0xc7, 0x01]); // pb_empty: mov qword [rcx], 0
+    d32(&mut c, 0);
+    labels.push(("pb_next", c.len()));
+    c.extend_from_slice(&[0x48, 0x83, 0xc1, 0x18]); // pb_next: add rcx, 24
+    c.extend_from_slice(&[0x41, 0xff, 0xca]); // dec r10d
+    jcc(&mut c, &mut jumps, JNE, "pb_slot");
     // go: the backend runs on, counted (the records are old from now on),
     // with the signals pgdbg held back for it: sent to itself here (every
     // signal is blocked in this handler: they are delivered after it, as
@@ -730,6 +838,17 @@ impl Target {
         self.note_release_word(NOT_OWN, v, |r| &mut r.not_own)
     }
 
+    /// Whether the SIGCONT handler sees NOT_OWN `bit` set, or cannot act
+    /// (no pipe armed, or disarmed).
+    pub(super) fn release_sees(&self, bit: u64) -> bool {
+        match self.trap.as_ref().and_then(|h| h.release.as_ref()) {
+            None => true,
+            Some(r) => {
+                r.rfd.is_none() || r.disarmed || (r.not_own != u64::MAX && r.not_own & bit != 0)
+            }
+        }
+    }
+
     /// The signals pgdbg holds back now (the guardian's record has the
     /// same mask).
     pub(super) fn note_release_signals(&mut self, mask: u64) -> Result<()> {
@@ -800,5 +919,7 @@ impl Target {
                 super::log::debug(&format!("a word of the SIGCONT handler not cleared: {e:#}"));
             }
         }
+        // nor does it put old data words back
+        self.clear_repair_data_slots_unless_in_call();
     }
 }

@@ -127,6 +127,18 @@ const F_WRITABLE: u64 = 1 << 48;
 
 /// The handler's machine code, for a mapping at `base`.
 pub fn emit(base: u64) -> Vec<u8> {
+    emit_with_repair(base).0
+}
+
+/// Where the call repair (callrepair.rs `emit`) starts in the handler's
+/// code: the SIGCONT handler calls it as a subroutine (selfrelease.rs).
+/// The same for every base (only immediates depend on it).
+fn repair_offset() -> u64 {
+    emit_with_repair(0).1 as u64
+}
+
+/// The handler's code and where its call repair starts.
+fn emit_with_repair(base: u64) -> (Vec<u8>, usize) {
     use callrepair as cr;
     let mut c: Vec<u8> = Vec::with_capacity(RESTORER as usize + 16);
     let d32 = |c: &mut Vec<u8>, v: u32| c.extend_from_slice(&v.to_le_bytes());
@@ -304,6 +316,11 @@ pub fn emit(base: u64) -> Vec<u8> {
     c.push(0xc3); // ret
     let mut labels = cr::emit(&mut c, base, search);
     labels.extend([("trace", trace), ("done", done)]);
+    let repair = labels
+        .iter()
+        .find(|(n, _)| *n == "repair")
+        .map(|(_, a)| *a)
+        .expect("the repair's label");
     let patch = |c: &mut Vec<u8>, at: usize, to: usize| {
         c[at + 1] = u8::try_from(to - (at + 2))
             .ok()
@@ -337,7 +354,7 @@ pub fn emit(base: u64) -> Vec<u8> {
     c.extend_from_slice(&SYS_RT_SIGRETURN.to_le_bytes());
     c.extend_from_slice(&[0x0f, 0x05]); // syscall
     c.extend_from_slice(&[0x0f, 0x0b]); // ud2 (rt_sigreturn does not return)
-    c
+    (c, repair)
 }
 
 /// Where the SIGCONT handler (selfrelease.rs) finds the words it reads.
@@ -354,6 +371,8 @@ fn release_layout() -> selfrelease::Layout {
         data_slots: cr::DATA_SLOTS as u32,
         uc_rip: cr::UC_RIP,
         uc_rsp: cr::UC_RSP,
+        gregs_rsp: cr::GREGS + 8 * cr::GREGS_RSP,
+        repair: repair_offset(),
         restorer: RESTORER,
     }
 }
@@ -848,6 +867,9 @@ impl Target {
             .map_err(|e| anyhow!("cannot mark the pending SIGTRAP as handled ({e})"))
     }
 }
+
+#[cfg(test)]
+mod release_tests;
 
 #[cfg(test)]
 mod tests {
@@ -1410,271 +1432,6 @@ mod tests {
         });
         assert!(
             libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0,
-            "status {st:#x}"
-        );
-    }
-
-    /// In a forked child: both handlers installed for real (SIGTRAP's and
-    /// the SIGCONT one of selfrelease.rs), a pipe whose only writer is a
-    /// grandchild that exits 100 ms later, its read end armed as pgdbg arms
-    /// it; `prep` writes the page's words, then the child runs a call to
-    /// `f + 1`, where `jmp $` loops; `f` holds an int3 whose original byte
-    /// is `ret`.  Returns the child's wait status (stopped included; a
-    /// child still looping after 3 s dies of its SIGALRM).
-    fn run_with_release(prep: fn(u64, u64)) -> i32 {
-        unsafe {
-            let pid = libc::fork();
-            assert!(pid >= 0);
-            if pid == 0 {
-                let base = libc::mmap(
-                    std::ptr::null_mut(),
-                    MAP_LEN as usize,
-                    libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC,
-                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                    -1,
-                    0,
-                );
-                if base == libc::MAP_FAILED {
-                    libc::_exit(90);
-                }
-                let base = base as u64;
-                let code = emit(base);
-                std::ptr::copy_nonoverlapping(code.as_ptr(), base as *mut u8, code.len());
-                let cont = selfrelease::emit(base, &release_layout());
-                std::ptr::copy_nonoverlapping(
-                    cont.as_ptr(),
-                    (base + selfrelease::CODE) as *mut u8,
-                    cont.len(),
-                );
-                *((base + SEL) as *mut u64) = base + HALF0;
-                let f = base + HALF0 + TABLE_BYTES;
-                let loop_code = [0xccu8, 0xeb, 0xfe];
-                std::ptr::copy_nonoverlapping(loop_code.as_ptr(), f as *mut u8, 3);
-                for (sig, at) in [
-                    (libc::SIGTRAP, base),
-                    (libc::SIGCONT, base + selfrelease::CODE),
-                ] {
-                    let act: [u64; SA_WORDS] = [
-                        at,
-                        SA_SIGINFO | SA_RESTART | SA_RESTORER,
-                        base + RESTORER,
-                        u64::MAX,
-                    ];
-                    if libc::syscall(libc::SYS_rt_sigaction, sig, act.as_ptr(), 0usize, 8usize) != 0
-                    {
-                        libc::_exit(91);
-                    }
-                }
-                let mut p = [0i32; 2];
-                if libc::pipe2(p.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
-                    libc::_exit(92);
-                }
-                if libc::fork() == 0 {
-                    libc::close(p[0]);
-                    libc::usleep(100_000);
-                    libc::_exit(0);
-                }
-                libc::close(p[1]);
-                *((base + selfrelease::FD) as *mut u64) = p[0] as u64 + 1;
-                prep(base, f);
-                if libc::fcntl(p[0], libc::F_SETOWN, libc::getpid()) != 0
-                    || libc::fcntl(p[0], 10, libc::SIGCONT) != 0
-                    || libc::fcntl(p[0], libc::F_SETFL, libc::O_ASYNC | libc::O_NONBLOCK) != 0
-                {
-                    libc::_exit(93);
-                }
-                libc::alarm(3);
-                // rsp at f + 1 is this rsp - 8: kept in r12 for prep's
-                // resume record, written below before the call
-                std::arch::asm!(
-                    "mov rax, rsp",
-                    "sub rax, 8",
-                    "test rcx, rcx",
-                    "jz 2f",
-                    "mov [rcx], rax",
-                    "2:",
-                    "call rdx",
-                    in("rcx") if *((base + selfrelease::RES_RIP) as *const u64) != 0 {
-                        base + selfrelease::RES_RSP
-                    } else {
-                        0
-                    },
-                    in("rdx") f + 1,
-                    out("rax") _,
-                );
-                // back from the call: the int3 was rewound onto and its
-                // byte put back (`ret`), the release counted once
-                // (and the held-back signals' word emptied)
-                let released = *((base + selfrelease::RELEASED) as *const u64);
-                let sigs = *((base + selfrelease::SIGS) as *const u64);
-                libc::_exit(if *(f as *const u8) == 0xc3 && released == 1 && sigs == 0 {
-                    0
-                } else {
-                    1
-                });
-            }
-            let mut st = 0;
-            assert_eq!(libc::waitpid(pid, &mut st, libc::WUNTRACED), pid);
-            if libc::WIFSTOPPED(st) {
-                libc::kill(pid, libc::SIGKILL);
-                let mut st2 = 0;
-                libc::waitpid(pid, &mut st2, 0);
-            }
-            st
-        }
-    }
-
-    /// The SIGCONT of the pipe's last writer at `rip` one past an int3 in
-    /// the table: rewound, the int3 traps into the SIGTRAP handler, which
-    /// puts the original byte back; the code goes on.
-    #[test]
-    fn release_rewinds_a_trap_not_rewound() {
-        let st = run_with_release(|base, f| unsafe {
-            *((base + HALF0) as *mut u64) = f | F_WRITABLE | (0xc3u64 << 56);
-        });
-        assert!(
-            libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0,
-            "status {st:#x}"
-        );
-    }
-
-    /// Where pgdbg resumed on purpose (the recorded rip and rsp): not
-    /// rewound (the loop goes on until the alarm).
-    #[test]
-    fn release_leaves_a_resume_of_pgdbgs_alone() {
-        let st = run_with_release(|base, f| unsafe {
-            *((base + HALF0) as *mut u64) = f | F_WRITABLE | (0xc3u64 << 56);
-            *((base + selfrelease::RES_RIP) as *mut u64) = f + 1;
-        });
-        assert!(
-            libc::WIFSIGNALED(st) && libc::WTERMSIG(st) == libc::SIGALRM,
-            "status {st:#x}"
-        );
-    }
-
-    /// Inside an injected system call's code (AT_ENTRY), or data words
-    /// changed with a call record whose call neither runs nor is at its
-    /// return (`rsp` above its return slot): the backend stops again.
-    #[test]
-    fn release_stops_again_where_it_cannot_go_on() {
-        let st = run_with_release(|base, f| unsafe {
-            *((base + ENTRY) as *mut u64) = f + 1;
-        });
-        assert!(
-            libc::WIFSTOPPED(st) && libc::WSTOPSIG(st) == libc::SIGSTOP,
-            "status {st:#x}"
-        );
-        for prep in [
-            (|base, _| unsafe {
-                *((base + callrepair::DATAW) as *mut u64) = 0x1000;
-            }) as fn(u64, u64),
-            |base, _| unsafe {
-                *((base + callrepair::DATAW) as *mut u64) = 0x1000;
-                *((base + callrepair::MARK) as *mut u64) = 0x1234;
-                *((base + callrepair::SP) as *mut u64) = 0;
-            },
-        ] {
-            let st = run_with_release(prep);
-            assert!(
-                libc::WIFSTOPPED(st) && libc::WSTOPSIG(st) == libc::SIGSTOP,
-                "status {st:#x}"
-            );
-        }
-    }
-
-    /// Registers that are not the process's own (a call being set up or
-    /// put back, MARK 0; an injected system call), or a record of data
-    /// words that is not whole: it stops again, even at a trap in the
-    /// table it would otherwise rewind, and sends no held-back signal.
-    #[test]
-    fn release_stops_again_without_its_registers_or_words() {
-        for (i, prep) in [
-            (|base, f| unsafe {
-                *((base + HALF0) as *mut u64) = f | F_WRITABLE | (0xc3u64 << 56);
-                *((base + selfrelease::NOT_OWN) as *mut u64) = 1;
-                *((base + selfrelease::SIGS) as *mut u64) = 1 << (libc::SIGUSR2 - 1);
-            }) as fn(u64, u64),
-            |base, f| unsafe {
-                *((base + HALF0) as *mut u64) = f | F_WRITABLE | (0xc3u64 << 56);
-                *((base + selfrelease::NOT_OWN) as *mut u64) = 2;
-            },
-            |base, f| unsafe {
-                *((base + HALF0) as *mut u64) = f | F_WRITABLE | (0xc3u64 << 56);
-                *((base + selfrelease::NOT_OWN) as *mut u64) = 4;
-            },
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            let st = run_with_release(prep);
-            assert!(
-                libc::WIFSTOPPED(st) && libc::WSTOPSIG(st) == libc::SIGSTOP,
-                "case {i}: status {st:#x}"
-            );
-        }
-    }
-
-    /// Signals pgdbg held back: sent by the handler as it lets the process
-    /// go on (SIGUSR2's default action ends it, before the rewound trap).
-    #[test]
-    fn release_sends_the_signals_held_back() {
-        let st = run_with_release(|base, f| unsafe {
-            *((base + HALF0) as *mut u64) = f | F_WRITABLE | (0xc3u64 << 56);
-            *((base + selfrelease::SIGS) as *mut u64) = 1 << (libc::SIGUSR2 - 1);
-        });
-        assert!(
-            libc::WIFSIGNALED(st) && libc::WTERMSIG(st) == libc::SIGUSR2,
-            "status {st:#x}"
-        );
-        // never SIGCONT or a stop signal: the trap is rewound, the code
-        // goes on (and the word is emptied all the same)
-        let st = run_with_release(|base, f| unsafe {
-            *((base + HALF0) as *mut u64) = f | F_WRITABLE | (0xc3u64 << 56);
-            *((base + selfrelease::SIGS) as *mut u64) = [
-                libc::SIGSTOP,
-                libc::SIGTSTP,
-                libc::SIGCONT,
-                libc::SIGTTIN,
-                libc::SIGTTOU,
-            ]
-            .iter()
-            .fold(0, |m, s| m | 1 << (*s - 1));
-        });
-        assert!(
-            libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0,
-            "status {st:#x}"
-        );
-    }
-
-    /// The SIGCONT handler fits its page after the SIGTRAP handler's code.
-    #[test]
-    fn release_code_fits_its_page() {
-        let n = selfrelease::emit(0x7f00_0000_0000, &release_layout()).len() as u64;
-        assert!(selfrelease::CODE + n <= 4096, "{n} bytes");
-    }
-
-    /// Data words changed, with a call running (`rsp` at or below its
-    /// return slot): left to the call's return trap; or with the call
-    /// repaired already: put back.  The code goes on (until the alarm
-    /// here).
-    #[test]
-    fn release_lets_a_running_or_repaired_call_go_on() {
-        let st = run_with_release(|base, _| unsafe {
-            *((base + callrepair::DATAW) as *mut u64) = 0x1000;
-            *((base + callrepair::MARK) as *mut u64) = 0x1234;
-            *((base + callrepair::SP) as *mut u64) = u64::MAX / 2;
-        });
-        assert!(
-            libc::WIFSIGNALED(st) && libc::WTERMSIG(st) == libc::SIGALRM,
-            "status {st:#x}"
-        );
-        let st = run_with_release(|base, _| unsafe {
-            *((base + callrepair::DATAW) as *mut u64) = 0x1000;
-            *((base + callrepair::MARK) as *mut u64) = callrepair::REPAIRED;
-            *((base + selfrelease::NOT_OWN) as *mut u64) = 1;
-        });
-        assert!(
-            libc::WIFSIGNALED(st) && libc::WTERMSIG(st) == libc::SIGALRM,
             "status {st:#x}"
         );
     }

@@ -20,7 +20,7 @@
 //! for ever).
 //!
 //! One socket pair (`SOCK_SEQPACKET`) joins them; the keeper's end is its
-//! standard input.  Requests: open (`O`, the thread, the attribute block,
+//! standard input.  Requests: open (`O`, the thread, the CPU, the attribute block,
 //! the uprobe's file) answered with the event's descriptor (`SCM_RIGHTS`)
 //! and an id, or an errno; close (`C`, the id) answered once closed.  When
 //! the socket closes (pgdbg ended or was killed) the keeper waits until
@@ -53,8 +53,8 @@ pub fn enable() {
 const ATTR: usize = std::mem::size_of::<Attr>();
 /// The longest path sent (the kernel takes at most PATH_MAX, 4096).
 const MAX_PATH: usize = 8192;
-/// A request's largest size: kind, thread, attribute block, a path.
-const MAX_MSG: usize = 1 + 4 + ATTR + MAX_PATH;
+/// A request's largest size: kind, thread, CPU, attribute block, a path.
+const MAX_MSG: usize = 1 + 8 + ATTR + MAX_PATH;
 /// How long pgdbg waits for an answer of the keeper.
 const ANSWER_MS: i32 = 5000;
 
@@ -300,7 +300,7 @@ fn places_uprobe(kind: u32) -> bool {
     kind == super::pmu::PERF_TYPE_TRACEPOINT || Some(kind) == uprobe_kind()
 }
 
-fn sys_open(attr: &Attr, tid: i32) -> std::io::Result<OwnedFd> {
+fn sys_open(attr: &Attr, tid: i32, cpu: i32) -> std::io::Result<OwnedFd> {
     // SAFETY: a perf_event_attr of `attr.size` bytes; for a uprobe its
     // config1 points to a NUL-terminated path that outlives the call (set
     // by `open` and the keeper from a CStr they hold), else is 0.
@@ -309,7 +309,7 @@ fn sys_open(attr: &Attr, tid: i32) -> std::io::Result<OwnedFd> {
             libc::SYS_perf_event_open,
             attr as *const Attr,
             tid,
-            -1i32,
+            cpu,
             -1i32,
             super::PERF_FLAG_FD_CLOEXEC,
         )
@@ -325,6 +325,11 @@ fn sys_open(attr: &Attr, tid: i32) -> std::io::Result<OwnedFd> {
 /// a uprobe, else here.  A uprobe PMU event names its file by `path`
 /// (config1 points to it, as the kernel expects).
 pub fn open(attr: &Attr, path: Option<&CStr>, tid: i32) -> std::io::Result<PerfFd> {
+    open_on(attr, path, tid, -1)
+}
+
+/// [`open`] on CPU `cpu` only (-1: any), as `perf_event_open` takes it.
+pub fn open_on(attr: &Attr, path: Option<&CStr>, tid: i32, cpu: i32) -> std::io::Result<PerfFd> {
     let mut attr = *attr;
     attr.bp_addr = match path {
         Some(p) => p.as_ptr() as u64,
@@ -337,7 +342,7 @@ pub fn open(attr: &Attr, path: Option<&CStr>, tid: i32) -> std::io::Result<PerfF
         || !CAN_START.load(std::sync::atomic::Ordering::Relaxed)
         || crate::config::get().no_keeper
     {
-        return sys_open(attr, tid).map(|fd| PerfFd {
+        return sys_open(attr, tid, cpu).map(|fd| PerfFd {
             fd: Some(fd),
             kept: None,
             uprobe: places_uprobe(attr.kind),
@@ -358,7 +363,7 @@ pub fn open(attr: &Attr, path: Option<&CStr>, tid: i32) -> std::io::Result<PerfF
         }));
     }
     if let Some(Ok(conn)) = guard.as_mut() {
-        match conn.open(attr, tid, path) {
+        match conn.open(attr, tid, cpu, path) {
             Ok(Ok((fd, id))) => {
                 return Ok(PerfFd {
                     fd: Some(fd),
@@ -374,7 +379,7 @@ pub fn open(attr: &Attr, path: Option<&CStr>, tid: i32) -> std::io::Result<PerfF
         }
     }
     drop(guard);
-    sys_open(attr, tid).map(|fd| PerfFd {
+    sys_open(attr, tid, cpu).map(|fd| PerfFd {
         fd: Some(fd),
         kept: None,
         uprobe: true,
@@ -494,11 +499,13 @@ impl Conn {
         &mut self,
         attr: &Attr,
         tid: i32,
+        cpu: i32,
         path: &[u8],
     ) -> std::io::Result<std::io::Result<(OwnedFd, u64)>> {
-        let mut req = Vec::with_capacity(5 + ATTR + path.len());
+        let mut req = Vec::with_capacity(9 + ATTR + path.len());
         req.push(b'O');
         req.extend_from_slice(&tid.to_le_bytes());
+        req.extend_from_slice(&cpu.to_le_bytes());
         // SAFETY: Attr is plain data (repr(C), no padding: u32/u64 pairs).
         req.extend_from_slice(unsafe {
             std::slice::from_raw_parts(attr as *const Attr as *const u8, ATTR)
@@ -632,19 +639,20 @@ pub fn main(args: &[String]) -> i32 {
     loop {
         let Ok((req, _)) = recv(0) else { break };
         let answer = match req.first() {
-            Some(b'O') if req.len() >= 5 + ATTR => {
+            Some(b'O') if req.len() >= 9 + ATTR => {
                 let tid = i32::from_le_bytes(req[1..5].try_into().unwrap());
+                let cpu = i32::from_le_bytes(req[5..9].try_into().unwrap());
                 // SAFETY: ATTR bytes of a repr(C) plain-data struct.
                 let mut attr: Attr =
-                    unsafe { std::ptr::read_unaligned(req[5..].as_ptr() as *const Attr) };
+                    unsafe { std::ptr::read_unaligned(req[9..].as_ptr() as *const Attr) };
                 // config1 of a uprobe: the path received (a pointer of
                 // pgdbg's means nothing here); a tracepoint has none
-                let path = std::ffi::CString::new(&req[5 + ATTR..]).ok();
+                let path = std::ffi::CString::new(&req[9 + ATTR..]).ok();
                 attr.bp_addr = match path.as_ref().filter(|p| !p.as_bytes().is_empty()) {
                     Some(p) => p.as_ptr() as u64,
                     None => 0,
                 };
-                match sys_open(&attr, tid) {
+                match sys_open(&attr, tid, cpu) {
                     Ok(fd) => {
                         let id = next;
                         next += 1;

@@ -31,9 +31,12 @@
 //!   one ring (`latency`, `trace --perf`);
 //! - `latency.rs`: calls paired with their returns, their statistics;
 //! - `tracefs.rs`: uprobes defined in tracefs, whose records carry memory
-//!   the kernel copied at the hit (a statement's text).
+//!   the kernel copied at the hit (a statement's text);
+//! - `inherited.rs`: `count` across a cluster, tracefs uprobes opened on
+//!   the postmaster per CPU and inherited by every process it forks.
 
 pub mod export;
+pub mod inherited;
 pub mod keeper;
 pub mod latency;
 pub mod offcpu;
@@ -239,11 +242,22 @@ impl Event {
         tid: i32,
         pages: usize,
     ) -> std::io::Result<Event> {
+        Event::open_on(attr, path, tid, -1, pages)
+    }
+
+    /// [`Event::open_uprobe`] on CPU `cpu` only (-1: any).
+    pub fn open_on(
+        attr: &Attr,
+        path: Option<&std::ffi::CStr>,
+        tid: i32,
+        cpu: i32,
+        pages: usize,
+    ) -> std::io::Result<Event> {
         let mut attr = *attr;
         if attr.flags & FLAG_WATERMARK != 0 {
             attr.wakeup_events = (4096 * pages / 4).max(1) as u32;
         }
-        let fd = keeper::open(&attr, path, tid)?;
+        let fd = keeper::open_on(&attr, path, tid, cpu)?;
         let page = 4096usize;
         let map_len = page * (1 + pages);
         let base = unsafe {

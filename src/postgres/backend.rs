@@ -29,6 +29,30 @@ use crate::postgres::ProcessKind;
 use anyhow::Result;
 use std::time::Duration;
 
+/// The NUL-terminated string at `addr` (without the NUL), at most `max`
+/// bytes, read through `read` in pieces that do not cross a page (a
+/// string that ends before an unmapped page reads whole).
+pub fn read_cstr_with(
+    read: &dyn Fn(u64, &mut [u8]) -> Result<()>,
+    addr: u64,
+    max: usize,
+) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut a = addr;
+    while out.len() < max {
+        let n = (4096 - (a as usize & 4095)).min(max - out.len()).min(256);
+        let mut b = vec![0u8; n];
+        read(a, &mut b)?;
+        if let Some(p) = b.iter().position(|&c| c == 0) {
+            out.extend_from_slice(&b[..p]);
+            return Ok(out);
+        }
+        out.extend_from_slice(&b);
+        a += n as u64;
+    }
+    Ok(out)
+}
+
 /// The traced backend, as the PostgreSQL layer and the probes reach it.
 pub trait Backend {
     // ------------------------------------------------------------ symbols
@@ -94,19 +118,7 @@ pub trait Backend {
     /// `max` bytes; read a page at a time, so a string that ends before
     /// an unmapped page reads whole.
     fn read_cstr(&self, addr: u64, max: usize) -> Result<Vec<u8>> {
-        let mut out = Vec::new();
-        let mut a = addr;
-        while out.len() < max {
-            let n = (4096 - (a as usize & 4095)).min(max - out.len()).min(256);
-            let b = self.read_bytes(a, n)?;
-            if let Some(p) = b.iter().position(|&c| c == 0) {
-                out.extend_from_slice(&b[..p]);
-                return Ok(out);
-            }
-            out.extend_from_slice(&b);
-            a += n as u64;
-        }
-        Ok(out)
+        read_cstr_with(&|a, b| self.read(a, b), addr, max)
     }
 
     /// Write a value into the stopped backend's own data: a field it reads

@@ -166,6 +166,7 @@ pub mod call;
 pub mod cluster;
 pub mod commands;
 pub mod explain;
+pub mod nodes;
 pub mod packs;
 pub mod plancache;
 mod planstate;

@@ -90,6 +90,11 @@ impl Backend for Session {
         Ok((format_value(self, &v, Radix::Natural), to_json(self, &v)))
     }
     fn eval_scalar(&mut self, e: &Expr) -> Result<(Scalar, TypeRef)> {
+        // the selected frame's locals, as print finds them (a backend
+        // running in the background has no frames: names are globals)
+        if !self.background && !self.target.is_gone() {
+            let _ = self.frames();
+        }
         let v = eval(self, e)?;
         Ok((scalar(self, &v)?, v.ty))
     }

@@ -68,7 +68,8 @@ pub use crate::postgres::backend::{Flow, ProbeEnd, ProbeHandler};
 use libraries::Libraries;
 use locations::resolve;
 pub use locations::{basename, resolve_location};
-use modules::{Modules, compute_bias};
+use modules::Modules;
+pub(crate) use modules::compute_bias;
 
 /// One frame of a backtrace: physical frames, with inlined calls expanded.
 #[derive(Clone, Debug)]

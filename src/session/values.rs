@@ -44,7 +44,14 @@ impl Session {
 
     pub fn print(&mut self, expr: &str, radix: Radix) -> Result<String> {
         let v = self.eval_expr(expr)?;
-        let text = format_value(self, &v, radix);
+        let mut text = format_value(self, &v, radix);
+        // a pointer to a PostgreSQL node: its tag, the node's dynamic type
+        if radix == Radix::Natural
+            && let Ok(p) = crate::expr::eval::scalar(self, &v)
+            && let Some(tag) = crate::postgres::nodes::dynamic_tag(self, &v.ty, p.as_i64() as u64)
+        {
+            text.push_str(&format!(" [{tag}]"));
+        }
         let json = to_json(self, &v);
         self.history.borrow_mut().push(v);
         let n = self.history.borrow().len();

@@ -517,9 +517,15 @@ impl Pgdbg {
 
     /// pgdbg with stdout going to a file (for long outputs).
     pub fn spawn_to_file(args: &[&str], stdout: &Path) -> Pgdbg {
+        Pgdbg::spawn_to_file_env(args, stdout, &[])
+    }
+
+    /// `spawn_to_file` with these environment variables set.
+    pub fn spawn_to_file_env(args: &[&str], stdout: &Path, env: &[(&str, &str)]) -> Pgdbg {
         let f = std::fs::File::create(stdout).unwrap();
         let child = Command::new(pgdbg_bin())
             .args(args)
+            .envs(env.iter().copied())
             .env_remove("DEBUGINFOD_URLS")
             .stdin(Stdio::null())
             .stdout(Stdio::from(f))

@@ -325,6 +325,12 @@ impl InFlight {
         for (a, v) in &self.data {
             t.write(*a, v)?;
         }
+        // and the handler page's copies of them go: the backend runs on
+        // from here, where they are old (a SIGCONT handler left in place
+        // by a detach that fails must never put them back)
+        if !self.data.is_empty() {
+            t.clear_repair_data_slots();
+        }
         Ok(())
     }
 }
@@ -478,18 +484,8 @@ impl Target {
         traps: &[u64],
         timeout: std::time::Duration,
     ) -> Result<()> {
-        // the handler's page first: the backend never releases itself
-        // with registers that are not its own (selfrelease.rs); not
-        // written: no call
-        self.note_release_not_own(1, true)?;
-        if let Err(e) = self.guardian() {
-            // no call: the bit goes again (if that fails too, it stays
-            // set and the handler stops the backend again)
-            if let Err(e) = self.note_release_not_own(1, false) {
-                super::log::debug(&format!("{e:#}"));
-            }
-            return Err(e);
-        }
+        // (the handler page's NOT_OWN bit 0 comes with the registers:
+        // `call_registers_coming`; until then they are the backend's own)
         if let Some(g) = self.guardian()? {
             g.note_call(regs, xstate.bytes(), ret, timeout.as_millis() as u64);
         }
@@ -498,6 +494,24 @@ impl Target {
         self.write_call_repair(regs, xstate, ret, traps);
         self.trap_repair_ret = ret;
         Ok(())
+    }
+
+    /// A call's registers are about to be written: from now until
+    /// [`Target::forget_call_in_flight`] they may not be the backend's own,
+    /// and the SIGCONT handler must not let it run on by itself
+    /// (selfrelease.rs; before this, with the backend's own registers, it
+    /// puts the data words back and lets it run).  An error: the call must
+    /// not start.
+    pub fn call_registers_coming(&mut self) -> Result<()> {
+        // a record that cannot repair must be known to the handler as such
+        // (bit 3) before a call's registers are written
+        if self.trap_repair_off && !self.release_sees(8) {
+            return Err(anyhow!(
+                "the backend's record of the call could not be written, nor its self-release \
+                 turned off: the call is refused"
+            ));
+        }
+        self.note_release_not_own(1, true)
     }
 
     /// The call's registers are about to be written (`armed`), or the
@@ -520,14 +534,19 @@ impl Target {
         self.mark_call_repair(self.trap_repair_ret);
     }
 
-    /// The registers and xstate are back: the record goes.
+    /// The registers and xstate are back (or could not be put back: the
+    /// backend runs on from here all the same, and the handler must not
+    /// act on a call's state that is gone): the record goes.
     pub fn forget_call_in_flight(&mut self) {
         if let Some(g) = &mut self.guardian {
             g.forget_call();
         }
         self.end_call_repair();
-        // (not cleared: the handler stops the backend again, as before)
-        if let Err(e) = self.note_release_not_own(1, false) {
+        // not cleared: the backend no longer releases itself (the handler
+        // would repair it from this record once it has run on)
+        if let Err(e) = self.note_release_not_own(1, false)
+            && let Err(e) = self.disarm_self_release(e)
+        {
             super::log::debug(&format!("{e:#}"));
         }
     }

@@ -185,6 +185,7 @@ impl<'s> BackendCalls<'s> {
             (u32::from_le_bytes(bc.saved_holdoff.clone().try_into().expect("4")) + 1).to_le_bytes();
         let holdoff = bc.g.holdoff;
         bc.frame_mut().target().write(holdoff, &held)?;
+        crate::config::pause_for_tests("series");
         if let Some(fs) = state_by_calls {
             // on refusal, dropping `bc` puts everything back
             match bc.transaction_state_by_calls(fs)? {

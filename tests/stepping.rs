@@ -81,6 +81,18 @@ fn stop_and_run(
     armed_in: &str,
     sql: &str,
 ) -> (String, Result<String, String>) {
+    stop_and_run_with(c, tool, &[], cmds, armed_in, sql)
+}
+
+/// `stop_and_run` with more arguments for pgdbg (`--for`).
+fn stop_and_run_with(
+    c: &mut Client,
+    tool: Tool,
+    args: &[&str],
+    cmds: &[&str],
+    armed_in: &str,
+    sql: &str,
+) -> (String, Result<String, String>) {
     let pid = c.pid();
     let mut cmd = match tool {
         Tool::Gdb => {
@@ -91,6 +103,7 @@ fn stop_and_run(
         Tool::Pgdbg => {
             let mut p = Command::new(pgdbg_bin());
             p.args(["attach", &pid.to_string(), "-q"]);
+            p.args(args);
             p.env_remove("DEBUGINFOD_URLS");
             p
         }
@@ -487,4 +500,205 @@ fn stepi_then_pgdbg_killed_15() {
 #[test]
 fn stepi_then_pgdbg_and_guardian_killed_18() {
     stepi_then_killed(18, true);
+}
+
+type Running = std::thread::JoinHandle<(postgres::Client, Result<String, String>)>;
+
+/// A busy backend (a long `count(*)`): the cluster, the session, the
+/// statement's handle and the backend's PID.
+fn busy(major: u32) -> (Cluster, Client, Running, i32) {
+    let (cl, mut c) = prepared(major);
+    let pid = c.pid();
+    let h = c.spawn_text("select count(*) from generate_series(1, 3000000000)");
+    let mut other = cl.connect();
+    let active = format!(
+        "select count(*) from pg_stat_activity where pid = {pid} and state = 'active' \
+         and query like '%generate_series%'"
+    );
+    wait_until("the statement to run", Duration::from_secs(10), || {
+        other.query_one_i64(&active) == 1 && proc_state(pid).starts_with('R')
+    });
+    (cl, c, h, pid)
+}
+
+/// After pgdbg let go of a busy backend: it runs on untraced, its
+/// statement is cancelled normally, its code is the file's.
+fn busy_let_go(cl: &Cluster, c: &mut Client, h: Running, pid: i32, out: &str) {
+    wait_until("pgdbg to let go", Duration::from_secs(30), || {
+        tracer_pid(pid) == 0
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        proc_state(pid).starts_with('R'),
+        "the backend is not running on: {}\n{out}",
+        proc_state(pid)
+    );
+    code_is_the_files(pid).unwrap();
+    cl.cancel(&[pid]);
+    let r = c.rejoin(h);
+    assert!(
+        r.is_err(),
+        "the statement was to be cancelled: {r:?}\n{out}"
+    );
+    healthy(c);
+    cl.assert_no_crash();
+}
+
+/// `stepi` of a hundred million instructions in a script with `--for`:
+/// the single steps end at the deadline (the stop said, the script ends
+/// as at any deadline), the backend is let go and runs on.
+fn step_cut_short_by_for(major: u32) {
+    let (cl, mut c, h, pid) = busy(major);
+    let t0 = std::time::Instant::now();
+    let mut p = Command::new(pgdbg_bin())
+        .args(["attach", &pid.to_string(), "--for", "3s"])
+        .args(["--ex", "interrupt", "--ex", "stepi 100000000"])
+        .args(["--ex", "echo not reached\\n"])
+        .env_remove("DEBUGINFOD_URLS")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // (SIGTERM after 30 s: pgdbg stops, restores and detaches)
+    let mut ended = false;
+    while !ended && t0.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(100));
+        ended = p.try_wait().unwrap().is_some();
+    }
+    let took = t0.elapsed();
+    if !ended {
+        unsafe { libc::kill(p.id() as i32, libc::SIGTERM) };
+    }
+    let out = p.wait_with_output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("{text}\n(took {took:?})");
+    assert!(
+        took < Duration::from_secs(30),
+        "stepi ran {took:?} past a 3 s --for:\n{text}"
+    );
+    assert!(
+        text.contains("(the time limit was reached while stepping)"),
+        "{text}"
+    );
+    assert!(text.contains("--for 3s reached at line 3"), "{text}");
+    assert!(!text.contains("not reached"), "{text}");
+    busy_let_go(&cl, &mut c, h, pid, &text);
+}
+
+/// `next` of a hundred million lines at the prompt, Ctrl-C (SIGINT to
+/// pgdbg): the stepping ends at once, where it was, the backend stopped
+/// under pgdbg (not running) and the session answers; `detach` lets it
+/// run on.
+fn step_cut_short_by_ctrl_c(major: u32) {
+    use std::io::{BufRead, Write};
+    let (cl, mut c, h, pid) = busy(major);
+    let mut p = Command::new(pgdbg_bin())
+        .args(["attach", &pid.to_string(), "-q"])
+        .env_remove("DEBUGINFOD_URLS")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = p.stdin.take().unwrap();
+    let mut out = std::io::BufReader::new(p.stdout.take().unwrap());
+    let mut seen = String::new();
+    let mut read_until = |what: &str, seen: &mut String| loop {
+        let mut l = String::new();
+        assert!(out.read_line(&mut l).unwrap() > 0, "pgdbg ended: {seen}");
+        seen.push_str(&l);
+        if l.contains(what) {
+            break;
+        }
+    };
+    writeln!(input, "interrupt").unwrap();
+    writeln!(input, "echo interrupted\\n").unwrap();
+    read_until("interrupted", &mut seen);
+    let before = seen.len();
+    writeln!(input, "next 100000000").unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let t0 = std::time::Instant::now();
+    unsafe { libc::kill(p.id() as i32, libc::SIGINT) };
+    writeln!(input, "echo stepped\\n").unwrap();
+    read_until("stepped", &mut seen);
+    let took = t0.elapsed();
+    eprintln!("{seen}\n(Ctrl-C answered in {took:?})");
+    assert!(took < Duration::from_secs(10), "{took:?}\n{seen}");
+    assert!(
+        seen[before..].contains("Program stopped (interrupted"),
+        "{seen}"
+    );
+    // stopped under pgdbg, not running
+    assert_eq!(tracer_pid(pid), p.id() as i32, "{seen}");
+    assert!(proc_state(pid).starts_with('t'), "{}", proc_state(pid));
+    writeln!(input, "detach").unwrap();
+    drop(input);
+    let _ = p.wait();
+    busy_let_go(&cl, &mut c, h, pid, &seen);
+}
+
+#[test]
+fn step_cut_short_by_for_15() {
+    step_cut_short_by_for(15);
+}
+
+#[test]
+fn step_cut_short_by_ctrl_c_18() {
+    step_cut_short_by_ctrl_c(18);
+}
+
+/// `finish` out of standard_ExecutorRun, a breakpoint on int4pl met on
+/// the way whose `commands` run `trace int4out` (a probe: the backend
+/// runs) and `continue`: the step's int3 at the return address is out
+/// while the block runs (trace counted its hit as a call of int4out, and
+/// its end took every internal int3 out); the backend ran, so the step
+/// ends and the block's `continue` continues, as gdb's; code as the
+/// file's afterwards.
+fn commands_probe_during_finish(major: u32) {
+    let (cl, mut c) = prepared(major);
+    let sql = "select v + 1 from st35";
+    let cmds = [
+        "break standard_ExecutorRun",
+        "continue",
+        "break int4pl",
+        "commands",
+        "trace int4out --for 500ms",
+        "continue",
+        "end",
+        "finish",
+        "echo not reached\\n",
+    ];
+    let (ours, r) = stop_and_run_with(
+        &mut c,
+        Tool::Pgdbg,
+        &["--for", "8s"],
+        &cmds,
+        "standard_ExecutorRun",
+        sql,
+    );
+    eprintln!("{ours}");
+    assert_eq!(r.as_deref(), Ok("42"), "{ours}");
+    assert!(ours.contains("Run till exit from #0"), "{ours}");
+    let calls = ours
+        .lines()
+        .filter(|l| l.trim_start().starts_with("int4out("))
+        .count();
+    assert_eq!(calls, 1, "int4out traced once:\n{ours}");
+    assert!(
+        ours.contains("The breakpoint's commands ran the backend (a probe or a step)"),
+        "{ours}"
+    );
+    assert!(!ours.contains("not reached"), "{ours}");
+    healthy(&mut c);
+    cl.assert_no_crash();
+}
+
+#[test]
+fn commands_probe_during_finish_15() {
+    commands_probe_during_finish(15);
 }

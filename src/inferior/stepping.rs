@@ -18,7 +18,7 @@ impl Target {
             return Ok(None);
         }
         self.write(addr, &[orig])?;
-        let res = self.single_step_raw();
+        let res = self.single_step_user();
         // Re-insert even when the step failed, unless the target is gone;
         // a one-byte instruction leaves rip one past the int3: recorded
         // for the guardian before the int3 is back (hold.rs)
@@ -56,7 +56,39 @@ impl Target {
         }
         self.ensure_trap_handler();
         self.hold_for_change()?;
-        self.single_step_raw()
+        self.single_step_user()
+    }
+
+    /// A single step of the backend's own code.  A `pushf`/`pushfq`
+    /// stepped with the trap flag set pushes that flag with the flags
+    /// word, and a later `popf` would set it in the backend (a SIGTRAP
+    /// after pgdbg let go): the pushed word's TF (bit 8) is cleared
+    /// again, unless the backend had set TF itself.
+    fn single_step_user(&mut self) -> Result<Option<Stop>> {
+        let before = self.regs()?;
+        let mut code = [0u8; 15];
+        let n = (0..=code.len())
+            .rev()
+            .find(|&n| self.read(before.rip, &mut code[..n]).is_ok())
+            .unwrap_or(0);
+        let pushed = pushed_flags_size(&code[..n]);
+        let res = self.single_step_raw()?;
+        if let (None, Some((len, size))) = (&res, pushed)
+            && before.eflags & TRAP_FLAG == 0
+            && !self.gone
+        {
+            let after = self.regs()?;
+            if after.rip == before.rip + len && after.rsp == before.rsp.wrapping_sub(size) {
+                let mut b = [0u8; 2];
+                self.read(after.rsp, &mut b)?;
+                let word = u16::from_le_bytes(b);
+                if word as u64 & TRAP_FLAG != 0 {
+                    let fixed = (word as u64 & !TRAP_FLAG) as u16;
+                    self.write(after.rsp, &fixed.to_le_bytes())?;
+                }
+            }
+        }
+        Ok(res)
     }
 
     /// A cheaper place than `entry` for a probe that only reads argument
@@ -213,5 +245,35 @@ impl Target {
                 }
             }
         }
+    }
+}
+
+/// The trap flag (TF) in `eflags`.
+const TRAP_FLAG: u64 = 1 << 8;
+
+/// `code` starts with `pushf` (16-bit) or `pushfq`: its length and the
+/// bytes it pushes.
+fn pushed_flags_size(code: &[u8]) -> Option<(u64, u64)> {
+    use iced_x86::{Decoder, DecoderOptions, Mnemonic};
+    let i = Decoder::new(64, code, DecoderOptions::NONE).decode();
+    match i.mnemonic() {
+        Mnemonic::Pushfq => Some((i.len() as u64, 8)),
+        Mnemonic::Pushf => Some((i.len() as u64, 2)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod pushf_tests {
+    use super::pushed_flags_size;
+
+    #[test]
+    fn pushf_forms() {
+        assert_eq!(pushed_flags_size(&[0x9c]), Some((1, 8)));
+        assert_eq!(pushed_flags_size(&[0x66, 0x9c]), Some((2, 2)));
+        assert_eq!(pushed_flags_size(&[0x48, 0x9c]), Some((2, 8)));
+        assert_eq!(pushed_flags_size(&[0x9d]), None); // popfq
+        assert_eq!(pushed_flags_size(&[0x55]), None); // push rbp
+        assert_eq!(pushed_flags_size(&[]), None);
     }
 }

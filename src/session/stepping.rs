@@ -6,8 +6,12 @@
 //! and at `pg_re_throw` (an ERROR's longjmp), each disarmed again on every
 //! way out of `run_to` (arrival, another stop, Ctrl-C, an error, the
 //! backend's exit); pgdbg killed meanwhile: the guardian restores them as
-//! any breakpoint.  Single steps write nothing (PTRACE_SINGLESTEP; over an
-//! int3 of ours, `Target::step_over_breakpoint` puts it back).
+//! any breakpoint; taken out too while a breakpoint's `commands` block
+//! runs meanwhile (`run_to_armed`).  Every goal must be code of a file the
+//! backend maps (`check_goals`).  Single steps write nothing
+//! (PTRACE_SINGLESTEP; over an int3 of ours, `Target::step_over_breakpoint`
+//! puts it back) but the word a stepped `pushf`/`pushfq` pushes: its trap
+//! flag, the step's own, is cleared (`Target::single_step_user`).
 use super::*;
 use crate::command::LineStep;
 use crate::debuginfo::LineSequence;
@@ -120,19 +124,9 @@ impl Session {
         frame_sp: Option<u64>,
         armed: &mut Vec<u64>,
     ) -> Result<Arrival> {
-        for a in goals.iter().map(|g| g.addr).chain(rethrow) {
-            // only ever a code address of a mapped module gets an int3 (a
-            // return address read from the stack may be anything)
-            if self.module_for(a).is_none() {
-                bail!(
-                    "{a:#x} is not code of the backend or a library it maps: not run there; use 'stepi'"
-                );
-            }
-            if !armed.contains(&a) {
-                self.arm_internal(a)?;
-                armed.push(a);
-            }
-        }
+        let addrs: Vec<u64> = goals.iter().map(|g| g.addr).chain(rethrow).collect();
+        self.check_goals(&addrs)?;
+        self.arm_goals(&addrs, armed)?;
         loop {
             if self.target.is_gone() {
                 bail!("the backend is gone");
@@ -167,11 +161,80 @@ impl Session {
             let Some((outcome, text)) = self.judge_stop(stop, true)? else {
                 continue;
             };
+            // a breakpoint's `commands` block may run now: this run's
+            // int3s are out while it runs (a probe in it would take their
+            // hits for its own, and its end removes every internal int3;
+            // a nested step arms its own)
+            let at = self.target.regs()?;
+            for a in armed.drain(..) {
+                self.disarm_internal(a)?;
+            }
             match self.after_stop(outcome, text)? {
                 run::AfterStop::Done(text, flow) => return Ok(Arrival::Other(text, flow)),
-                run::AfterStop::Resume => continue,
+                run::AfterStop::Resume => {
+                    if self.target.is_gone() {
+                        bail!("the backend is gone");
+                    }
+                    let now = self.target.regs()?;
+                    if (now.rip, now.rsp) != (at.rip, at.rsp) {
+                        // the block ran the backend (a probe, a step): the
+                        // frame this run was in may be gone; as gdb, the
+                        // step ends and the block's `continue` is one
+                        self.say(
+                            "The breakpoint's commands ran the backend (a probe or a step): \
+                             the step ends here, and their 'continue' continues.",
+                        );
+                        let (text, flow) = self.continue_running()?;
+                        return Ok(Arrival::Other(text, flow));
+                    }
+                    // only printed or evaluated: the run goes on
+                    self.check_goals(&addrs)?;
+                    self.arm_goals(&addrs, armed)?;
+                }
             }
         }
+    }
+
+    /// Every goal of a run must be code: in a module the backend maps
+    /// (`module_for`) and in an executable mapping of its file (a return
+    /// address read from the stack may be anything, and an int3 written
+    /// into data would corrupt it).
+    fn check_goals(&mut self, addrs: &[u64]) -> Result<()> {
+        let maps = procfs::maps(self.pid)?;
+        for &a in addrs {
+            if self.module_for(a).is_none() || !in_file_code(&maps, a) {
+                bail!(
+                    "{a:#x} is not code of the backend or a library it maps: not run there; use 'stepi'"
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// The int3s of a run, each once (`armed` holds those written).
+    fn arm_goals(&mut self, addrs: &[u64], armed: &mut Vec<u64>) -> Result<()> {
+        for &a in addrs {
+            if !armed.contains(&a) {
+                self.arm_internal(a)?;
+                armed.push(a);
+            }
+        }
+        Ok(())
+    }
+
+    /// Ctrl-C, SIGTERM (or a failed write of the output) or a deadline
+    /// (`--for`) during single steps: the command ends here, the backend
+    /// stopped; what to show (where it stopped).
+    fn cut_short(&mut self) -> Result<Option<String>> {
+        if !(runtime::sigint_seen() || runtime::must_stop() || runtime::deadline_hit()) {
+            return Ok(None);
+        }
+        runtime::take_interrupt();
+        let mut text = self.interrupted_text()?;
+        if runtime::deadline_hit() {
+            text.push_str("\n(the time limit was reached while stepping)");
+        }
+        Ok(Some(text))
     }
 
     /// Before resuming: past an int3 of ours at `rip`; Some when the
@@ -195,12 +258,8 @@ impl Session {
         let entry_sp = self.target.regs()?.rsp;
         let mut risen = false;
         for _ in 0..LONGJMP_STEPS {
-            if runtime::sigint_seen() || runtime::must_stop() {
-                runtime::take_interrupt();
-                return Ok(Some(Arrival::Other(
-                    self.interrupted_text()?,
-                    Flow::Continue,
-                )));
+            if let Some(text) = self.cut_short()? {
+                return Ok(Some(Arrival::Other(text, Flow::Continue)));
             }
             let pc = self.target.regs()?.rip;
             let jump = self
@@ -421,9 +480,8 @@ impl Session {
     /// instruction with a temporary int3.  Some: a stop that ends the
     /// command.
     fn one_instruction(&mut self, over: bool) -> Result<Option<(String, Flow)>> {
-        if runtime::sigint_seen() || runtime::must_stop() {
-            runtime::take_interrupt();
-            return Ok(Some((self.interrupted_text()?, Flow::Continue)));
+        if let Some(text) = self.cut_short()? {
+            return Ok(Some((text, Flow::Continue)));
         }
         let regs = self.target.regs()?;
         let insn = self.insn_at(regs.rip)?;
@@ -442,9 +500,15 @@ impl Session {
                 }
             });
         }
+        // stepping through the dynamic linker's hook: a library was
+        // loaded or unloaded, as when a run stops there (its int3 stays)
+        let hook = self.is_library_hook(regs.rip);
         if let Some(stop) = self.target.step_instruction()? {
             let (o, t) = self.report_stop(stop)?;
             return Ok(Some((t, o.into())));
+        }
+        if hook {
+            self.on_library_event()?;
         }
         Ok(None)
     }
@@ -550,9 +614,8 @@ impl Session {
             .and_then(|f| f.cfa)
             .unwrap_or(regs.rsp + 8);
         for _ in 0..LINE_STEPS {
-            if runtime::sigint_seen() || runtime::must_stop() {
-                runtime::take_interrupt();
-                return Ok(LineEnd::Stop(self.interrupted_text()?, Flow::Continue));
+            if let Some(text) = self.cut_short()? {
+                return Ok(LineEnd::Stop(text, Flow::Continue));
             }
             let regs = self.target.regs()?;
             let insn = self.insn_at(regs.rip)?;
@@ -775,5 +838,39 @@ fn same_line(cur: Option<(u64, u32)>, l: (u64, u32)) -> bool {
     match cur {
         Some((f, n)) => n == l.1 && (f == l.0 || f == ANY_FILE || l.0 == ANY_FILE),
         None => false,
+    }
+}
+
+/// Whether `addr` lies in an executable mapping of a file (`maps`: the
+/// process's `/proc/PID/maps`).
+fn in_file_code(maps: &[procfs::Mapping], addr: u64) -> bool {
+    maps.iter()
+        .any(|m| m.path.is_some() && m.perms.contains('x') && addr >= m.start && addr < m.end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::in_file_code;
+    use crate::inferior::procfs;
+
+    static DATA: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(7);
+
+    /// A run's goal is accepted in code only: this test process's own
+    /// code is, its data, stack, heap and a low address are not.
+    #[test]
+    fn goals_must_be_code() {
+        let maps = procfs::maps(std::process::id() as i32).unwrap();
+        let code = goals_must_be_code as fn() as usize as u64;
+        assert!(in_file_code(&maps, code), "own code at {code:#x}");
+        let data = &DATA as *const _ as u64;
+        assert!(!in_file_code(&maps, data), "static data at {data:#x}");
+        let local = 5u64;
+        let stack = &local as *const u64 as u64;
+        assert!(!in_file_code(&maps, stack), "stack at {stack:#x}");
+        let boxed = Box::new(9u64);
+        let heap = &*boxed as *const u64 as u64;
+        assert!(!in_file_code(&maps, heap), "heap at {heap:#x}");
+        assert!(!in_file_code(&maps, 0x1));
+        assert!(!in_file_code(&maps, u64::MAX - 7));
     }
 }

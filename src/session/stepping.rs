@@ -165,10 +165,16 @@ impl Session {
             // int3s are out while it runs (a probe in it would take their
             // hits for its own, and its end removes every internal int3;
             // a nested step arms its own)
-            let at = self.target.regs()?;
-            for a in armed.drain(..) {
-                self.disarm_internal(a)?;
-            }
+            // (the backend gone: nothing runs, `run_to` cleans up)
+            let at = if self.target.is_gone() {
+                None
+            } else {
+                let r = self.target.regs()?;
+                for a in armed.drain(..) {
+                    self.disarm_internal(a)?;
+                }
+                Some((r.rip, r.rsp))
+            };
             match self.after_stop(outcome, text)? {
                 run::AfterStop::Done(text, flow) => return Ok(Arrival::Other(text, flow)),
                 run::AfterStop::Resume => {
@@ -176,7 +182,7 @@ impl Session {
                         bail!("the backend is gone");
                     }
                     let now = self.target.regs()?;
-                    if (now.rip, now.rsp) != (at.rip, at.rsp) {
+                    if Some((now.rip, now.rsp)) != at {
                         // the block ran the backend (a probe, a step): the
                         // frame this run was in may be gone; as gdb, the
                         // step ends and the block's `continue` is one

@@ -59,11 +59,21 @@ impl Target {
         self.single_step_user()
     }
 
-    /// A single step of the backend's own code.  A `pushf`/`pushfq`
-    /// stepped with the trap flag set pushes that flag with the flags
-    /// word, and a later `popf` would set it in the backend (a SIGTRAP
-    /// after pgdbg let go): the pushed word's TF (bit 8) is cleared
-    /// again, unless the backend had set TF itself.
+    /// A single step of the backend's own code.  A `pushf`/`pushfq` is
+    /// emulated instead (the flags word written below `rsp`, then `rsp`
+    /// and `rip` moved on): stepped with the trap flag set it would push
+    /// that flag, and a later `popf` would set it in the backend (a
+    /// SIGTRAP after pgdbg let go; a fix of the pushed word after the step
+    /// would leave that window open if pgdbg died in between).  The word
+    /// pushed is the flags as the backend has them, RF and VM clear, as
+    /// the instruction pushes them.  Where the word cannot be written the
+    /// instruction is stepped as any other.
+    ///
+    /// After the step, where `rip - 1` is one of our int3s (a jump onto the
+    /// instruction after a one-byte one under an int3), the place is
+    /// recorded for the guardian and the SIGCONT handler, which would
+    /// otherwise take it for a trap not rewound and run that instruction
+    /// twice (hold.rs `note_resume_at`).
     fn single_step_user(&mut self) -> Result<Option<Stop>> {
         let before = self.regs()?;
         let mut code = [0u8; 15];
@@ -71,24 +81,41 @@ impl Target {
             .rev()
             .find(|&n| self.read(before.rip, &mut code[..n]).is_ok())
             .unwrap_or(0);
-        let pushed = pushed_flags_size(&code[..n]);
-        let res = self.single_step_raw()?;
-        if let (None, Some((len, size))) = (&res, pushed)
-            && before.eflags & TRAP_FLAG == 0
-            && !self.gone
+        let res = match pushed_flags_size(&code[..n]) {
+            Some((len, size)) if self.emulate_pushf(&before, len, size)? => None,
+            _ => self.single_step_raw()?,
+        };
+        if !self.gone
+            && let Err(e) = self.note_resume_point()
         {
-            let after = self.regs()?;
-            if after.rip == before.rip + len && after.rsp == before.rsp.wrapping_sub(size) {
-                let mut b = [0u8; 2];
-                self.read(after.rsp, &mut b)?;
-                let word = u16::from_le_bytes(b);
-                if word as u64 & TRAP_FLAG != 0 {
-                    let fixed = (word as u64 & !TRAP_FLAG) as u16;
-                    self.write(after.rsp, &fixed.to_le_bytes())?;
-                }
-            }
+            // the handler would rewind over the instruction just run: it
+            // no longer releases the backend by itself
+            self.disarm_self_release(e)?;
         }
         Ok(res)
+    }
+
+    /// `pushf` (`size` 2) or `pushfq` (8) of `len` bytes at `r.rip`, done
+    /// by pgdbg: false (nothing changed) where the word cannot be written.
+    /// `r.eflags` is the backend's own (PTRACE_GETREGS hides a trap flag
+    /// the kernel forced for a step).
+    fn emulate_pushf(&mut self, r: &Registers, len: u64, size: u64) -> Result<bool> {
+        const RF_VM: u64 = (1 << 16) | (1 << 17);
+        let flags = r.eflags & !RF_VM;
+        let at = r.rsp.wrapping_sub(size);
+        // below rsp: the instruction itself would write there
+        if self
+            .write(at, &flags.to_le_bytes()[..size as usize])
+            .is_err()
+        {
+            return Ok(false);
+        }
+        let mut moved = *r;
+        moved.rsp = at;
+        moved.rip = r.rip + len;
+        self.note_resume_at(moved.rip, moved.rsp)?;
+        self.set_regs(&moved)?;
+        Ok(true)
     }
 
     /// A cheaper place than `entry` for a probe that only reads argument
@@ -247,9 +274,6 @@ impl Target {
         }
     }
 }
-
-/// The trap flag (TF) in `eflags`.
-const TRAP_FLAG: u64 = 1 << 8;
 
 /// `code` starts with `pushf` (16-bit) or `pushfq`: its length and the
 /// bytes it pushes.

@@ -170,8 +170,17 @@ impl Session {
                 None
             } else {
                 let r = self.target.regs()?;
-                for a in armed.drain(..) {
-                    self.disarm_internal(a)?;
+                // every one out; one that failed stays listed (the run's
+                // end tries it again), the first failure reported after
+                let mut first = None;
+                for a in std::mem::take(armed) {
+                    if let Err(e) = self.disarm_internal(a) {
+                        armed.push(a);
+                        first.get_or_insert(e);
+                    }
+                }
+                if let Some(e) = first {
+                    return Err(e);
                 }
                 Some((r.rip, r.rsp))
             };
@@ -663,7 +672,7 @@ impl Session {
             }
             let now = self.target.regs()?;
             let pc = now.rip;
-            if !seq.covers(pc - bias) {
+            if !pc.checked_sub(bias).is_some_and(|a| seq.covers(a)) {
                 match self.line_sequence_at(pc) {
                     Some((s, b)) => {
                         seq = s;

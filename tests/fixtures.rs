@@ -239,3 +239,35 @@ fn break_file_line() {
     assert_ne!(code, 0);
     assert!(err.contains("no code at nosuchfile.c:10"), "{err}");
 }
+
+/// `stepi` over a `pushfq` pushes the backend's flags, not the trap flag
+/// of the step (a later `popf` would set it in the process after pgdbg
+/// let go): the word it pushed, popped into rax by the next instruction,
+/// has TF (bit 8) clear; the process runs on.
+#[test]
+fn stepi_over_pushf_pushes_no_trap_flag() {
+    let mut fx = Fixture::start("pushf");
+    let (code, out, err) = run(
+        fx.pid(),
+        &[
+            "break pushf_probe",
+            "continue",
+            "stepi",
+            "stepi",
+            "print/x $rax & 0x100",
+            "print/x $rsp",
+            "delete",
+            "detach",
+        ],
+    );
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        out.contains("= 0x0"),
+        "TF in the pushed word:\n{out}\n{err}"
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        fx.alive(),
+        "the process died after the detach:\n{out}\n{err}"
+    );
+}

@@ -33,6 +33,18 @@ pub struct BreakpointView {
     pub enabled: bool,
 }
 
+/// What `next`, `step` and a bare `until` step over.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub enum LineStep {
+    /// `next`: over calls, out-of-line and inlined.
+    Next,
+    /// `step`: into functions with line info.
+    Step,
+    /// `until` without an argument: `next` that does not stop at a jump
+    /// back (a loop's end).
+    Until,
+}
+
 pub trait Host: Backend {
     /// `break`/`tbreak`: a numbered breakpoint; its "Breakpoint N at ..." line.
     fn add_breakpoint(
@@ -119,6 +131,14 @@ pub trait Host: Backend {
     fn directory(&mut self, dir: Option<&str>) -> Result<String>;
     /// `disassemble [/r] [/s] [SPEC]`
     fn disassemble(&mut self, raw: bool, source: bool, spec: Option<&str>) -> Result<String>;
+    /// `finish`: run until the selected frame returns.
+    fn finish(&mut self) -> Result<(String, Flow)>;
+    /// `stepi [N]` (`over`: `nexti [N]`).
+    fn step_instructions(&mut self, over: bool, count: u64) -> Result<(String, Flow)>;
+    /// `next [N]`, `step [N]`, `until`.
+    fn step_lines(&mut self, mode: LineStep, count: u64) -> Result<(String, Flow)>;
+    /// `advance LOCATION` (`until`: `until LOCATION`).
+    fn advance(&mut self, spec: &str, until: bool) -> Result<(String, Flow)>;
     /// `profile ...`
     fn profile(&mut self, opts: &ProfileOpts) -> Result<(String, Flow)>;
 }

@@ -31,6 +31,30 @@ impl DebugInfo {
         (s.is_func && s.size > 0).then(|| (s.name.clone(), vec![(s.addr, s.addr + s.size)]))
     }
 
+    /// Where gdb (13) says an inlined call (its `inlined_subroutine` DIE
+    /// `die`) begins: the start of its one range, or the lowest start of
+    /// its ranges (as gdb reads them: sorted); link-time.  `next` and `step` stop at its call
+    /// site only when they reach this address.
+    pub fn inline_entry(&self, die: u64) -> Option<u64> {
+        self.with_die(die, |u, e| {
+            if let Some(v) = e.attr_value(gimli::constants::DW_AT_low_pc)
+                && let Ok(Some(a)) = self.dwarf.attr_address(u, v)
+            {
+                return Some(a);
+            }
+            let mut r = self.dwarf.die_ranges(u, e).ok()?;
+            let mut lowest: Option<u64> = None;
+            while let Ok(Some(range)) = r.next() {
+                if range.begin < range.end {
+                    lowest = Some(lowest.map_or(range.begin, |l| l.min(range.begin)));
+                }
+            }
+            lowest
+        })
+        .ok()
+        .flatten()
+    }
+
     /// gdb's `<symbol+offset>` of link-time `addr`: in code, the function
     /// around it and the offset from its entry (negative in a cold part
     /// placed before it), unless `prefer_function` is false and an ELF

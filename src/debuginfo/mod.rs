@@ -75,6 +75,58 @@ pub struct SourceFrame {
     pub inlined: bool,
 }
 
+/// One row of a line table (`DebugInfo::line_sequence`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LineRow {
+    pub addr: u64,
+    /// The line table's file index (rows of inlined code name another file).
+    pub file: u64,
+    /// 0: no line.
+    pub line: u32,
+    pub is_stmt: bool,
+}
+
+/// The rows of one line-table sequence, in address order, and its end.
+#[derive(Debug, Clone)]
+pub struct LineSequence {
+    pub rows: Vec<LineRow>,
+    pub end: u64,
+}
+
+impl LineSequence {
+    pub fn covers(&self, pc: u64) -> bool {
+        self.rows.first().is_some_and(|r| r.addr <= pc) && pc < self.end
+    }
+
+    /// The line `pc` belongs to (the last row at or before it): gdb's
+    /// `find_pc_line`; (file, line).
+    pub fn line_of(&self, pc: u64) -> Option<(u64, u32)> {
+        let i = self.rows.partition_point(|r| r.addr <= pc);
+        let r = self.rows.get(i.checked_sub(1)?)?;
+        Some((r.file, r.line))
+    }
+
+    /// A row (is_stmt or not) starts exactly at `pc`: gdb shows a stop
+    /// there without its address.
+    pub fn row_start(&self, pc: u64) -> bool {
+        let lo = self.rows.partition_point(|r| r.addr < pc);
+        self.rows.get(lo).is_some_and(|r| r.addr == pc)
+    }
+
+    /// When an is_stmt row starts exactly at `pc`: the (file, line) of the
+    /// last such row there (several rows at one address: the last one,
+    /// as gdb shows).
+    pub fn stmt_start(&self, pc: u64) -> Option<(u64, u32)> {
+        let lo = self.rows.partition_point(|r| r.addr < pc);
+        self.rows[lo..]
+            .iter()
+            .take_while(|r| r.addr == pc)
+            .filter(|r| r.is_stmt && r.line != 0)
+            .last()
+            .map(|r| (r.file, r.line))
+    }
+}
+
 pub struct DebugInfo {
     pub binary: ElfImage,
     pub debug_file: Option<ElfImage>,
@@ -680,6 +732,34 @@ impl DebugInfo {
                 return Some((p, a));
             }
             prev = if row.end_sequence() { None } else { Some(a) };
+        }
+        None
+    }
+
+    /// The line-table sequence holding link-time `pc`, for source-line
+    /// stepping (`next`, `step`): its rows in address order and the
+    /// sequence's end address.  None where no sequence covers `pc`.
+    pub fn line_sequence(&self, pc: u64) -> Option<LineSequence> {
+        let ctx = self.a2l();
+        let unit = ctx.find_dwarf_and_unit(pc).skip_all_loads()?;
+        let prog = unit.line_program.clone()?;
+        let mut rows = prog.rows();
+        let mut cur: Vec<LineRow> = Vec::new();
+        while let Ok(Some((_, row))) = rows.next_row() {
+            let a = row.address();
+            if row.end_sequence() {
+                if cur.first().is_some_and(|f| f.addr <= pc) && pc < a {
+                    return Some(LineSequence { rows: cur, end: a });
+                }
+                cur.clear();
+                continue;
+            }
+            cur.push(LineRow {
+                addr: a,
+                file: row.file_index(),
+                line: row.line().map_or(0, |l| l.get() as u32),
+                is_stmt: row.is_stmt(),
+            });
         }
         None
     }

@@ -18,7 +18,7 @@ impl Target {
             return Ok(None);
         }
         self.write(addr, &[orig])?;
-        let res = self.single_step_raw();
+        let res = self.single_step_user();
         // Re-insert even when the step failed, unless the target is gone;
         // a one-byte instruction leaves rip one past the int3: recorded
         // for the guardian before the int3 is back (hold.rs)
@@ -34,6 +34,88 @@ impl Target {
             self.inserted.clear();
         }
         res
+    }
+
+    /// One instruction of the target (`stepi`, `next`, `finish`'s
+    /// longjmp watch): over one of our int3s at `rip` with the original
+    /// byte back for that instruction (`step_over_breakpoint`, the int3
+    /// put back), else a plain PTRACE_SINGLESTEP.  A single step leaves the
+    /// trap flag set in the backend until the next resume, and a tracer
+    /// that dies does not clear it (only PTRACE_DETACH does): the SIGTRAP
+    /// handler (which takes such a trap and clears the flag) and the
+    /// guardian (whose detach clears it) come first, the backend held.
+    /// Signals arriving meanwhile are deferred to the next resume.  Some:
+    /// the backend ended, or the instruction faulted.
+    pub fn step_instruction(&mut self) -> Result<Option<Stop>> {
+        if self.gone {
+            bail!("the backend is gone");
+        }
+        let rip = self.regs()?.rip;
+        if self.breakpoint_inserted(rip) {
+            return self.step_over_breakpoint(rip);
+        }
+        self.ensure_trap_handler();
+        self.hold_for_change()?;
+        self.single_step_user()
+    }
+
+    /// A single step of the backend's own code.  A `pushf`/`pushfq` is
+    /// emulated instead (the flags word written below `rsp`, then `rsp`
+    /// and `rip` moved on): stepped with the trap flag set it would push
+    /// that flag, and a later `popf` would set it in the backend (a
+    /// SIGTRAP after pgdbg let go; a fix of the pushed word after the step
+    /// would leave that window open if pgdbg died in between).  The word
+    /// pushed is the flags as the backend has them, RF and VM clear, as
+    /// the instruction pushes them.  Where the word cannot be written the
+    /// instruction is stepped as any other.
+    ///
+    /// After the step, where `rip - 1` is one of our int3s (a jump onto the
+    /// instruction after a one-byte one under an int3), the place is
+    /// recorded for the guardian and the SIGCONT handler, which would
+    /// otherwise take it for a trap not rewound and run that instruction
+    /// twice (hold.rs `note_resume_at`).
+    fn single_step_user(&mut self) -> Result<Option<Stop>> {
+        let before = self.regs()?;
+        let mut code = [0u8; 15];
+        let n = (0..=code.len())
+            .rev()
+            .find(|&n| self.read(before.rip, &mut code[..n]).is_ok())
+            .unwrap_or(0);
+        let res = match pushed_flags_size(&code[..n]) {
+            Some((len, size)) if self.emulate_pushf(&before, len, size)? => None,
+            _ => self.single_step_raw()?,
+        };
+        if !self.gone
+            && let Err(e) = self.note_resume_point()
+        {
+            // the handler would rewind over the instruction just run: it
+            // no longer releases the backend by itself
+            self.disarm_self_release(e)?;
+        }
+        Ok(res)
+    }
+
+    /// `pushf` (`size` 2) or `pushfq` (8) of `len` bytes at `r.rip`, done
+    /// by pgdbg: false (nothing changed) where the word cannot be written.
+    /// `r.eflags` is the backend's own (PTRACE_GETREGS hides a trap flag
+    /// the kernel forced for a step).
+    fn emulate_pushf(&mut self, r: &Registers, len: u64, size: u64) -> Result<bool> {
+        const RF_VM: u64 = (1 << 16) | (1 << 17);
+        let flags = r.eflags & !RF_VM;
+        let at = r.rsp.wrapping_sub(size);
+        // below rsp: the instruction itself would write there
+        if self
+            .write(at, &flags.to_le_bytes()[..size as usize])
+            .is_err()
+        {
+            return Ok(false);
+        }
+        let mut moved = *r;
+        moved.rsp = at;
+        moved.rip = r.rip + len;
+        self.note_resume_at(moved.rip, moved.rsp)?;
+        self.set_regs(&moved)?;
+        Ok(true)
     }
 
     /// A cheaper place than `entry` for a probe that only reads argument
@@ -190,5 +272,32 @@ impl Target {
                 }
             }
         }
+    }
+}
+
+/// `code` starts with `pushf` (16-bit) or `pushfq`: its length and the
+/// bytes it pushes.
+fn pushed_flags_size(code: &[u8]) -> Option<(u64, u64)> {
+    use iced_x86::{Decoder, DecoderOptions, Mnemonic};
+    let i = Decoder::new(64, code, DecoderOptions::NONE).decode();
+    match i.mnemonic() {
+        Mnemonic::Pushfq => Some((i.len() as u64, 8)),
+        Mnemonic::Pushf => Some((i.len() as u64, 2)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod pushf_tests {
+    use super::pushed_flags_size;
+
+    #[test]
+    fn pushf_forms() {
+        assert_eq!(pushed_flags_size(&[0x9c]), Some((1, 8)));
+        assert_eq!(pushed_flags_size(&[0x66, 0x9c]), Some((2, 2)));
+        assert_eq!(pushed_flags_size(&[0x48, 0x9c]), Some((2, 8)));
+        assert_eq!(pushed_flags_size(&[0x9d]), None); // popfq
+        assert_eq!(pushed_flags_size(&[0x55]), None); // push rbp
+        assert_eq!(pushed_flags_size(&[]), None);
     }
 }

@@ -8,6 +8,7 @@ impl Session {
         if self.stop_state().frames.is_none() {
             let mut f = self.unwind(256)?;
             self.hide_inline_entry_frames(&mut f);
+            self.hide_stepped_inline_frames(&mut f);
             self.stop_state().frames = Some(f);
         }
         Ok(self.stop.frames.as_ref().expect("set above"))
@@ -58,6 +59,24 @@ impl Session {
         }
     }
 
+    /// A step that stopped at an inlined call's site (`stepping.rs`):
+    /// the inlined frames it did not enter are left out.
+    fn hide_stepped_inline_frames(&mut self, frames: &mut Vec<Frame>) {
+        let n = self.stop_state().hide_inline;
+        let mut dropped = false;
+        for _ in 0..n {
+            if frames.len() > 1 && frames[0].inlined && frames[0].phys == 0 {
+                frames.remove(0);
+                dropped = true;
+            }
+        }
+        if dropped {
+            for (i, f) in frames.iter_mut().enumerate() {
+                f.level = i;
+            }
+        }
+    }
+
     /// The frames of the innermost physical function only (its inlined
     /// calls included), as `frames` shows them: what an expression in
     /// frame 0 needs, at a fraction of a backtrace's cost.  Not cached as
@@ -65,6 +84,7 @@ impl Session {
     pub(crate) fn top_frames(&mut self) -> Result<Vec<Frame>> {
         let mut f = self.unwind(1)?;
         self.hide_inline_entry_frames(&mut f);
+        self.hide_stepped_inline_frames(&mut f);
         Ok(f)
     }
 
@@ -275,8 +295,9 @@ impl Session {
 
     pub(crate) fn at_line_start(&self, f: &Frame) -> bool {
         f.phys == 0
-            && matches!(self.last_stop, Some(Stop::Breakpoint { .. }))
-            && self.bps.all_addresses().contains(&f.pc)
+            && (self.stop_state_ref().is_some_and(|s| s.line_start)
+                || matches!(self.last_stop, Some(Stop::Breakpoint { .. }))
+                    && self.bps.all_addresses().contains(&f.pc))
     }
 
     pub(crate) fn source_line(&mut self, level: usize) -> Option<String> {

@@ -5,6 +5,18 @@ use crate::command::{BreakpointView, Host, SymbolKind};
 use crate::perf::profile_opts::ProfileOpts;
 
 impl Host for Session {
+    fn finish(&mut self) -> Result<(String, Flow)> {
+        Session::finish(self)
+    }
+    fn step_instructions(&mut self, over: bool, count: u64) -> Result<(String, Flow)> {
+        Session::step_instructions(self, over, count)
+    }
+    fn step_lines(&mut self, mode: crate::command::LineStep, count: u64) -> Result<(String, Flow)> {
+        Session::step_lines(self, mode, count)
+    }
+    fn advance(&mut self, spec: &str, until: bool) -> Result<(String, Flow)> {
+        Session::advance(self, spec, until)
+    }
     fn add_breakpoint(
         &mut self,
         location: &str,

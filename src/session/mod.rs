@@ -9,6 +9,7 @@
 //! | `breakpoints.rs` | user breakpoints: add, delete, list, conditions |
 //! | `locations.rs` | FUNCTION, FILE:LINE and *ADDRESS resolved to code locations |
 //! | `run.rs` | `continue`, stops and how they are reported, Ctrl-C |
+//! | `stepping.rs` | `finish`, `stepi`/`nexti`, `next`/`step`/`until`, `advance`: temporary internal int3s and single steps |
 //! | `nonstop.rs` | the prompt's non-stop mode: the backend runs while the prompt waits, each command takes the stop it needs, `interrupt` |
 //! | `probes.rs` | pgdbg's own breakpoints and watchpoints, the probe loop |
 //! | `frames.rs` | unwinding, the frames of the current stop, `bt`, `frame` |
@@ -59,6 +60,7 @@ pub use perf::profile_detached;
 mod run;
 mod sampled;
 mod sibling;
+mod stepping;
 mod symbols;
 mod values;
 
@@ -108,6 +110,13 @@ pub(crate) struct StopState {
     run: u64,
     frames: Option<Vec<Frame>>,
     selected: usize,
+    /// A step (`stepping.rs`) ended at the start of a line: frame 0's
+    /// line is shown without its address, as gdb does.
+    line_start: bool,
+    /// A step (`stepping.rs`) ended at the call site of inlined code it
+    /// entered: this many inlined frames are not shown (gdb's "skipped"
+    /// inline frames), frame 0 is the caller at the call's line.
+    hide_inline: usize,
 }
 
 impl StopState {

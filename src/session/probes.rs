@@ -20,9 +20,9 @@ impl Session {
             *n -= 1;
             if *n == 0 {
                 self.internal.remove(&addr);
-                if !self.bps.uses(addr) {
-                    self.target.remove_breakpoint(addr)?;
-                }
+                // kept where a user breakpoint or the dynamic linker's
+                // hook (library loads) has its int3 too
+                self.release_int3(addr)?;
             }
         }
         Ok(())
@@ -36,9 +36,7 @@ impl Session {
         let addrs: Vec<u64> = self.internal.keys().copied().collect();
         self.internal.clear();
         for a in addrs {
-            if !self.bps.uses(a) {
-                self.target.remove_breakpoint(a)?;
-            }
+            self.release_int3(a)?;
         }
         Ok(())
     }

@@ -262,7 +262,7 @@ fn stepi_over_pushf_pushes_no_trap_flag() {
     );
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(
-        out.contains("= 0x0"),
+        out.contains("$1 = 0x0\n"),
         "TF in the pushed word:\n{out}\n{err}"
     );
     std::thread::sleep(Duration::from_millis(300));

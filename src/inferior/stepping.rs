@@ -81,9 +81,18 @@ impl Target {
             .rev()
             .find(|&n| self.read(before.rip, &mut code[..n]).is_ok())
             .unwrap_or(0);
-        let res = match pushed_flags_size(&code[..n]) {
+        let pushf = pushed_flags_size(&code[..n]);
+        let res = match pushf {
             Some((len, size)) if self.emulate_pushf(&before, len, size)? => None,
-            _ => self.single_step_raw()?,
+            _ => {
+                let res = self.single_step_raw()?;
+                if let (None, Some((len, size))) = (&res, pushf) {
+                    // stepped after all: the pushed word's trap flag off
+                    // again (a window remains if pgdbg dies just here)
+                    self.clear_pushed_trap_flag(&before, len, size)?;
+                }
+                res
+            }
         };
         if !self.gone
             && let Err(e) = self.note_resume_point()
@@ -99,8 +108,13 @@ impl Target {
     /// by pgdbg: false (nothing changed) where the word cannot be written.
     /// `r.eflags` is the backend's own (PTRACE_GETREGS hides a trap flag
     /// the kernel forced for a step).
+    /// Not at a stop with a system call to restart (`orig_rax` set: the
+    /// kernel would move the new `rip` back by the `syscall`'s length).
     fn emulate_pushf(&mut self, r: &Registers, len: u64, size: u64) -> Result<bool> {
         const RF_VM: u64 = (1 << 16) | (1 << 17);
+        if r.orig_rax as i64 >= 0 {
+            return Ok(false);
+        }
         let flags = r.eflags & !RF_VM;
         let at = r.rsp.wrapping_sub(size);
         // below rsp: the instruction itself would write there
@@ -113,9 +127,37 @@ impl Target {
         let mut moved = *r;
         moved.rsp = at;
         moved.rip = r.rip + len;
-        self.note_resume_at(moved.rip, moved.rsp)?;
+        if let Err(e) = self.note_resume_at(moved.rip, moved.rsp) {
+            // as in `emulate_at`: the handler no longer releases the
+            // backend by itself
+            self.disarm_self_release(e)?;
+        }
         self.set_regs(&moved)?;
         Ok(true)
+    }
+
+    /// After a single step over `pushf`/`pushfq` (`len` bytes, `size`
+    /// pushed) from `before`: the word it pushed with the step's trap flag
+    /// gets that flag cleared, unless the backend had set it itself.
+    fn clear_pushed_trap_flag(&mut self, before: &Registers, len: u64, size: u64) -> Result<()> {
+        const TRAP_FLAG: u64 = 1 << 8;
+        if before.eflags & TRAP_FLAG != 0 || self.gone {
+            return Ok(());
+        }
+        let after = self.regs()?;
+        if after.rip != before.rip + len || after.rsp != before.rsp.wrapping_sub(size) {
+            return Ok(());
+        }
+        let mut b = [0u8; 2];
+        self.read(after.rsp, &mut b)?;
+        let word = u16::from_le_bytes(b);
+        if word as u64 & TRAP_FLAG != 0 {
+            self.write(
+                after.rsp,
+                &((word as u64 & !TRAP_FLAG) as u16).to_le_bytes(),
+            )?;
+        }
+        Ok(())
     }
 
     /// A cheaper place than `entry` for a probe that only reads argument

@@ -170,8 +170,9 @@ impl Session {
                 None
             } else {
                 let r = self.target.regs()?;
-                // every one out; one that failed stays listed (the run's
-                // end tries it again), the first failure reported after
+                // every one out, the first failure reported after (one
+                // that failed stays listed: its int3 stays known to the
+                // target and goes at the detach)
                 let mut first = None;
                 for a in std::mem::take(armed) {
                     if let Err(e) = self.disarm_internal(a) {

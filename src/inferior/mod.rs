@@ -189,13 +189,30 @@ impl Target {
     /// Seize and stop `pid`.  The caller has already checked that the process
     /// exists and is a sensible target.
     pub fn attach(pid: i32) -> Result<Target> {
-        Self::attach_prepared(pid, |_| {})
+        Self::attach_with(pid, |_| {}, || {})
+    }
+
+    /// `attach`, with `interrupted` called once the process is seized and
+    /// asked to stop (PTRACE_SEIZE, then PTRACE_INTERRUPT: it cannot run
+    /// another instruction of its own), before its stop is waited for; not
+    /// called when either fails.  A worker started ahead takes a new
+    /// backend at a real-time priority only up to there (forks.rs).
+    pub fn attach_then(pid: i32, interrupted: impl FnOnce()) -> Result<Target> {
+        Self::attach_with(pid, |_| {}, interrupted)
     }
 
     /// `attach`, with `prepare` run on the target after the seize and
     /// before the first stop is waited for (the guardian hands over the
     /// breakpoints it restores, so a trap of one of them is recognized).
     pub(crate) fn attach_prepared(pid: i32, prepare: impl FnOnce(&mut Target)) -> Result<Target> {
+        Self::attach_with(pid, prepare, || {})
+    }
+
+    fn attach_with(
+        pid: i32,
+        prepare: impl FnOnce(&mut Target),
+        interrupted: impl FnOnce(),
+    ) -> Result<Target> {
         // a process found stopped stays stopped: never continued by pgdbg
         let found_stopped = hold::proc_state(pid) == Some('T');
         let pid = Pid::from_raw(pid);
@@ -256,6 +273,7 @@ impl Target {
         };
         prepare(&mut t);
         t.interrupt()?;
+        interrupted();
         match t.wait(&NoHooks)? {
             Stop::Interrupted => {}
             Stop::Exited(c) => bail!("process {pid} exited (status {c}) while attaching"),

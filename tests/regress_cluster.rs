@@ -25,7 +25,7 @@
 //! CPU (0-4 per run of the prefix, 2-14 of 252-276 in the whole suite, at
 //! load average 7-17); with it, none in the six runs at load average
 //! 10-12 (2026-12-04, beside builds and `cargo test`).  Where real-time
-//! is refused pgdbg says so and the test fails on the first miss.  The
+//! is refused pgdbg says so and the test fails at once, naming it.  The
 //! runs without pgdbg (`_alone`) only time the whole suite and stay
 //! ignored: `cargo test --release --test regress_cluster -- --ignored
 //! --test-threads=1` with PGDBG_REGRESS_FULL=1.
@@ -278,6 +278,10 @@ fn regress_under(major: u32, mode: &str) {
     assert!(
         !banner.contains("looked for every 100 ms"),
         "process events refused here: {banner}"
+    );
+    assert!(
+        !banner.contains("at the normal priority"),
+        "real-time priority refused here: the workers started ahead may be late under load: {banner}"
     );
     spares_ready(sup);
     let from = log_len(&cl);

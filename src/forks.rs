@@ -699,7 +699,7 @@ mod tests {
             match u.raise() {
                 Ok(()) => {
                     assert_eq!(policy(), libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK);
-                    let other = std::thread::spawn(move || policy()).join().unwrap();
+                    let other = std::thread::spawn(policy).join().unwrap();
                     assert_eq!(other & !libc::SCHED_RESET_ON_FORK, libc::SCHED_OTHER);
                     u.lower();
                     assert_eq!(policy() & !libc::SCHED_RESET_ON_FORK, libc::SCHED_OTHER);

@@ -48,12 +48,16 @@
 //! microseconds after the fork, long before the new backend can have
 //! read its client's startup packet, whatever the load.  Only the wait
 //! and the two requests of the seize (PTRACE_SEIZE, PTRACE_INTERRUPT) run
-//! real-time: the spare is normal again before it waits for the child's
-//! stop, and whenever the seize fails (another spare took the child);
+//! real-time: the spare is normal again right after them, succeeded or
+//! not (`Target::attach_then`), before it builds any message, reads any
+//! file, writes to its supervisor, logs or waits for the child's stop: a
+//! spare refused the seize (another took the child) explains the refusal
+//! at the normal priority;
 //! a classic BPF filter on the events' socket lets only the postmaster's
 //! forks wake it.  Where real-time is refused (no CAP_SYS_NICE, a
-//! container's policy) the spare waits at nice -10 if it may, as before,
-//! and the supervisor says so once.  A spare killed at that priority
+//! container's policy), or the filter cannot be set (every fork of the
+//! machine would wake it), the spare waits at nice -10 if it may, as
+//! before, and the supervisor says so once.  A spare killed at that priority
 //! leaves nothing stopped: the child's ptrace stop ends with its tracer.
 //! (Measured under 4 busy loops and `pgbench -C -c 4 -S`, load 10-16 on
 //! 2 CPUs: 16-19 of 92-102 sessions per 30 s were not attached at their
@@ -377,13 +381,14 @@ fn take(
     listen: &[newchild::Listen],
     urgency: &mut Urgency,
 ) -> Taken {
-    // seized and asked to stop at the real-time priority, the rest (the
-    // wait for its stop, the checks) at the usual one
+    // seized and asked to stop at the real-time priority, the rest at the
+    // usual one: lowered right after the two requests, whether they
+    // succeeded or not, before anything else (the explanation of a
+    // refused seize reads /proc, the wait for its stop, the checks)
     let seized = Target::attach_then(pid, || {
-        crate::config::pause_for_tests("spare-seized");
         urgency.lower();
+        crate::config::pause_for_tests("spare-seized");
     });
-    urgency.lower();
     let mut t = match seized {
         Ok(t) => t,
         Err(e) => {

@@ -138,17 +138,20 @@ pub fn take_next_backend(
             return Ok(None);
         }
     };
-    // only the forks of the postmaster wake us (a spare at a real-time
-    // priority is woken by no other fork on the machine); without the
-    // filter every fork is read and those of others skipped
-    if let Err(e) = events.only_forks_of(postmaster) {
-        crate::inferior::log::debug(&format!("{e:#}"));
-    }
     // the wait for the fork and the seize at a real-time priority: the
     // stop of a session of a few milliseconds must not wait for a CPU
     let mut urgency = Urgency::new();
+    // only the forks of the postmaster wake us (a spare at a real-time
+    // priority is woken by no other fork on the machine); without the
+    // filter every fork is read and those of others skipped, never at a
+    // real-time priority (nice -10 then, and the supervisor says why once)
+    if let Err(e) = events.only_forks_of(postmaster) {
+        urgency.refuse(format!("{e:#}: no real-time without it"));
+    }
     match urgency.raise() {
         Ok(()) => {
+            // (said at the normal priority: raised again in the loop)
+            urgency.lower();
             let _ = status.write_all(b"ready\n");
         }
         Err(why) => {
@@ -206,7 +209,9 @@ pub fn take_next_backend(
             idle_wakes = 0;
         }
         if events.lost > 0 && !said_lost {
-            // the supervisor says it once for all spares
+            // the supervisor says it once for all spares (written at the
+            // normal priority: raised again before a seize)
+            urgency.lower();
             let _ = status.write_all(b"lost\n");
             said_lost = true;
         }
@@ -221,6 +226,7 @@ pub fn take_next_backend(
                 continue;
             }
             if crate::config::get().spare_late {
+                urgency.lower();
                 late_for_tests(f.child, &title);
             }
             let _ = urgency.raise();
@@ -274,6 +280,8 @@ struct Urgency {
     /// Real-time priority was refused (no CAP_SYS_NICE, no RLIMIT_RTPRIO,
     /// a container's or cgroup's policy): never asked again.
     refused: bool,
+    /// Why, when not asked at all (`refuse`).
+    why_refused: Option<String>,
 }
 
 impl Urgency {
@@ -281,6 +289,7 @@ impl Urgency {
         Urgency {
             raised: false,
             refused: false,
+            why_refused: None,
         }
     }
 
@@ -290,7 +299,10 @@ impl Urgency {
             return Ok(());
         }
         if self.refused {
-            return Err("refused before".into());
+            return Err(self
+                .why_refused
+                .clone()
+                .unwrap_or_else(|| "refused before".into()));
         }
         let p = libc::sched_param {
             sched_priority: URGENT_PRIORITY,
@@ -316,28 +328,45 @@ impl Urgency {
 
     /// Normal from now on.
     fn give_up(&mut self) {
+        self.lower();
         if !self.refused {
             crate::inferior::log::debug("woken again and again for nothing: real-time given up");
         }
-        self.lower();
         self.refused = true;
     }
 
+    /// Never real-time (`raise` says `why`).
+    fn refuse(&mut self, why: String) {
+        self.lower();
+        self.refused = true;
+        self.why_refused = Some(why);
+    }
+
     /// Normal again (always allowed: the flag is kept, which an
-    /// unprivileged thread may not clear).
+    /// unprivileged thread may not clear).  Should the kernel refuse it
+    /// all the same, the spare ends here, saying so in one line: it never
+    /// runs on real-time (a backend it seized is let go by the kernel).
     fn lower(&mut self) {
         if !self.raised {
             return;
         }
         let p = libc::sched_param { sched_priority: 0 };
         // SAFETY: sched_setscheduler(2) of this thread with a param we own
-        unsafe {
+        let r = unsafe {
             libc::sched_setscheduler(
                 libc::gettid(),
                 libc::SCHED_OTHER | libc::SCHED_RESET_ON_FORK,
                 &p,
             )
         };
+        if r != 0 {
+            let e = std::io::Error::last_os_error();
+            crate::errln!(
+                "pgdbg: a worker started ahead cannot return to the normal priority (sched_setscheduler SCHED_OTHER: {e}) and ends; report this"
+            );
+            // no destructor: nothing of this process runs on
+            std::process::exit(1);
+        }
         self.raised = false;
     }
 }

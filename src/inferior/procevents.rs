@@ -146,11 +146,13 @@ impl ProcEvents {
         }
     }
 
-    /// Let the kernel drop every event but the forks of `parent` (and
-    /// the subscription's acknowledgement) before it queues them: a
-    /// classic BPF filter on the socket, so that the machine's other forks
-    /// neither wake the reader nor fill its buffer.  Events queued before
-    /// are still read (`forks` gives every fork it reads).
+    /// Let the kernel drop every event but the forks of `parent` before
+    /// it queues them: a classic BPF filter on the socket, so that the
+    /// machine's other forks neither wake the reader nor fill its buffer.
+    /// The acknowledgements (PROC_EVENT_NONE) are dropped too, those of
+    /// other processes' subscriptions, multicast to every listener: `open`
+    /// has read its own, and nothing after it needs one.  Events queued
+    /// before are still read (`forks` gives every fork it reads).
     pub fn only_forks_of(&self, parent: i32) -> Result<()> {
         // offsets in the datagram: nlmsghdr, cn_msg, then the event
         const WHAT: u32 = (NLMSG_HDR + CN_MSG) as u32;
@@ -172,13 +174,11 @@ impl ProcEvents {
         );
         let prog = [
             ins(ld, 0, 0, WHAT),
-            // a fork: to 2, else to 4
-            ins(jeq, 0, 2, word(PROC_EVENT_FORK)),
+            // a fork: to 2, else dropped
+            ins(jeq, 0, 3, word(PROC_EVENT_FORK)),
             ins(ld, 0, 0, PARENT_TGID),
             // its parent: kept, else dropped
-            ins(jeq, 1, 2, word(parent as u32)),
-            // the acknowledgement: kept, else dropped
-            ins(jeq, 0, 1, word(PROC_EVENT_NONE)),
+            ins(jeq, 0, 1, word(parent as u32)),
             ins(ret, 0, 0, u32::MAX),
             ins(ret, 0, 0, 0),
         ];
@@ -334,5 +334,16 @@ mod tests {
             seen.contains(&shell),
             "our child {shell} not heard: {seen:?}"
         );
+        // another subscription's acknowledgement, sent to every listener,
+        // is dropped too
+        let other = ProcEvents::open().unwrap();
+        ev.wait(std::time::Duration::from_millis(200));
+        let mut kinds = Vec::new();
+        ev.read_each(|what, _, _| kinds.push(what));
+        assert!(
+            !kinds.contains(&super::PROC_EVENT_NONE),
+            "an acknowledgement passed the filter: {kinds:?}"
+        );
+        drop(other);
     }
 }

@@ -110,7 +110,7 @@ pub const VARS: &[Var] = &[
     },
     Var {
         name: "PGDBG_PAUSE_AT",
-        what: "where pgdbg waits PGDBG_PAUSE_MS, said on stderr: series (words changed, before the first call), call-setup (before a call's registers are written), call-restore (before the saved ones are put back)",
+        what: "where pgdbg waits PGDBG_PAUSE_MS, said on stderr: series (words changed, before the first call), call-setup (before a call's registers are written), call-restore (before the saved ones are put back), spare-seized (a worker started ahead, at its real-time priority, right after it seized a new backend and asked it to stop)",
         for_tests: true,
     },
     Var {

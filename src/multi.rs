@@ -205,6 +205,7 @@ pub fn supervise(
     let mut spares: Vec<Spare> = Vec::new();
     let mut spare_failures = 0;
     let mut said_lost = false;
+    let mut said_normal = false;
     let mut fork_times = forks::ForkTimes::default();
     // when spares took their backends lately: more are kept ready while
     // backends start fast
@@ -237,6 +238,7 @@ pub fn supervise(
             say_looking(&why);
             spares_on = false;
         }
+        say_normal_priority(&spares, &mut said_normal);
     }
     if !opts.quiet {
         crate::errln!(
@@ -322,7 +324,7 @@ pub fn supervise(
                         );
                     }
                 }
-                Said::Ready => {}
+                Said::Ready => say_normal_priority(&spares, &mut said_normal),
                 Said::Lost => {
                     if !said_lost {
                         crate::errln!(
@@ -602,6 +604,22 @@ fn start_spares(
 fn say_looking(why: &str) {
     crate::errln!(
         "pgdbg: new backends are looked for every 100 ms (their first statements may be missed): {why}"
+    );
+}
+
+/// Said once: the spares wait for forks at the normal priority (real-time
+/// refused), so that on a busy machine one may get a CPU only after a new
+/// backend's startup.
+fn say_normal_priority(spares: &[Spare], said: &mut bool) {
+    if *said {
+        return;
+    }
+    let Some(why) = spares.iter().find_map(|s| s.normal_priority.as_deref()) else {
+        return;
+    };
+    *said = true;
+    crate::errln!(
+        "pgdbg: the workers started ahead wait for new backends at the normal priority ({why}; real-time needs CAP_SYS_NICE or an RLIMIT_RTPRIO): on a busy machine a session may start before one gets a CPU, and its first statements are then missed"
     );
 }
 

@@ -471,6 +471,147 @@ fn cluster_pgdbg_killed_while_holding_18() {
     pgdbg_killed_while_holding(18);
 }
 
+/// The scheduling policy of each thread of `pid` (/proc/PID/task/TID/stat,
+/// field 41: 0 normal, 1 SCHED_FIFO).
+fn policies(pid: i32) -> Vec<u32> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("stat")).ok())
+        .filter_map(|s| {
+            let after = &s[s.rfind(')')? + 2..];
+            // `after` starts at field 3
+            after.split_whitespace().nth(38)?.parse().ok()
+        })
+        .collect()
+}
+
+/// A worker started ahead killed (SIGKILL) right after the two requests
+/// of the seize it made at its real-time priority (paused there by
+/// PGDBG_PAUSE_AT=spare-seized; pgdbg's supervisor stopped first so that
+/// it attaches nothing meanwhile): the ptrace stop ends with its tracer,
+/// the backend runs on untraced and its session completes; nothing of the
+/// cluster is left stopped.  Each worker waits for the fork with one
+/// real-time thread, and is normal again at the pause (lowered before
+/// anything else of its runs).  Where real-time is refused the test fails
+/// at once, saying so in one line.  (No autovacuum: a worker of its,
+/// forked meanwhile, would be seized and held the same way.)
+fn spare_killed_at_real_time(major: u32) {
+    let cl = Cluster::start_with(major, &["autovacuum=off"]);
+    let (mut pg, err) = spawn_cluster(
+        &cl,
+        &format!("rt-killed-{major}"),
+        &[
+            ("PGDBG_PAUSE_AT", "spare-seized"),
+            ("PGDBG_PAUSE_MS", "60000"),
+        ],
+        None,
+    );
+    let sup = pg.id() as i32;
+    spares_ready(sup);
+    for w in workers(sup) {
+        // (normal for a moment while it says it is ready)
+        let rt = || policies(w).iter().filter(|p| **p == 1).count();
+        let t0 = std::time::Instant::now();
+        while rt() != 1 && t0.elapsed() < Duration::from_secs(2) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if rt() != 1 {
+            fail_if_rt_refused(&err.lock().unwrap());
+            panic!(
+                "worker {w} waits for forks with {} real-time threads, not 1",
+                rt()
+            );
+        }
+    }
+    let before = children(cl.postmaster_pid);
+    let psql = psql_c(&cl, "select 41 + 1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run psql");
+    wait_until(
+        "a worker started ahead paused after its seize",
+        Duration::from_secs(30),
+        || err.lock().unwrap().contains("paused at spare-seized"),
+    );
+    let workers = workers(sup);
+    let (pid, spare) = children(cl.postmaster_pid)
+        .into_iter()
+        .filter(|p| !before.contains(p))
+        .map(|p| (p, tracer_pid(p)))
+        .find(|(_, t)| workers.contains(t))
+        .unwrap_or_else(|| panic!("no new backend seized: {}", err.lock().unwrap()));
+    let pol = policies(spare);
+    assert!(
+        !pol.contains(&1),
+        "worker {spare} still real-time after its seize: {pol:?}"
+    );
+    // SAFETY: kill(2) of our own child and of a worker of it
+    unsafe {
+        libc::kill(sup, libc::SIGSTOP);
+        libc::kill(spare, libc::SIGKILL);
+    }
+    let t0 = std::time::Instant::now();
+    loop {
+        let st = proc_state(pid);
+        if tracer_pid(pid) == 0 && !st.to_lowercase().starts_with('t') {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(1),
+            "backend {pid} still traced ({}) or stopped ({st}) a second after its worker was killed",
+            tracer_pid(pid)
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let o = psql.wait_with_output().expect("psql");
+    assert!(
+        o.status.success() && String::from_utf8_lossy(&o.stdout).trim() == "42",
+        "the session of the backend let go failed: {} {}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // SAFETY: kill(2) of our own child
+    unsafe {
+        libc::kill(sup, libc::SIGCONT);
+        libc::kill(sup, libc::SIGINT);
+    }
+    wait_end(&mut pg, &err);
+    no_backend_traced(&cl);
+    for p in children(cl.postmaster_pid) {
+        assert!(
+            !proc_state(p).to_lowercase().starts_with('t'),
+            "process {p} of the cluster left stopped"
+        );
+    }
+    let mut c = cl.connect();
+    assert_eq!(c.query_one_i64("select 7"), 7);
+    cl.assert_no_crash();
+}
+
+#[test]
+fn cluster_spare_killed_at_real_time_15() {
+    spare_killed_at_real_time(15);
+}
+
+#[test]
+fn cluster_spare_killed_at_real_time_18() {
+    spare_killed_at_real_time(18);
+}
+
+/// Fails in one line where pgdbg said (at any time: `stderr` is all it
+/// said so far) that its workers wait at the normal priority.
+fn fail_if_rt_refused(stderr: &str) {
+    if let Some(l) = stderr
+        .lines()
+        .find(|l| l.contains("at the normal priority"))
+    {
+        panic!("real-time priority refused here (needs CAP_SYS_NICE or RLIMIT_RTPRIO): {l}");
+    }
+}
+
 /// `psql -c SQL` as postgres in a session of its own on the cluster's
 /// socket, unaligned, without psqlrc.
 fn psql_c(cl: &Cluster, sql: &str) -> Command {

@@ -189,23 +189,52 @@ impl Target {
     /// Seize and stop `pid`.  The caller has already checked that the process
     /// exists and is a sensible target.
     pub fn attach(pid: i32) -> Result<Target> {
-        Self::attach_prepared(pid, |_| {})
+        Self::attach_with(pid, |_| {}, || {})
+    }
+
+    /// `attach`, with `requested` called once, right after the two
+    /// requests of the seize (PTRACE_SEIZE, then PTRACE_INTERRUPT: the
+    /// process cannot run another instruction of its own) or the first of
+    /// them that failed: before any error is explained (which reads
+    /// /proc), any file is opened, the Target is dropped or the stop is
+    /// waited for.  A worker started ahead takes a new backend at a
+    /// real-time priority only up to there (forks.rs).
+    pub fn attach_then(pid: i32, requested: impl FnOnce()) -> Result<Target> {
+        Self::attach_with(pid, |_| {}, requested)
     }
 
     /// `attach`, with `prepare` run on the target after the seize and
     /// before the first stop is waited for (the guardian hands over the
     /// breakpoints it restores, so a trap of one of them is recognized).
     pub(crate) fn attach_prepared(pid: i32, prepare: impl FnOnce(&mut Target)) -> Result<Target> {
+        Self::attach_with(pid, prepare, || {})
+    }
+
+    fn attach_with(
+        pid: i32,
+        prepare: impl FnOnce(&mut Target),
+        requested: impl FnOnce(),
+    ) -> Result<Target> {
+        // called once, on every path, as soon as the requests are made
+        let mut requested = Some(requested);
+        let mut requests_done = || {
+            if let Some(f) = requested.take() {
+                f();
+            }
+        };
         // a process found stopped stays stopped: never continued by pgdbg
         let found_stopped = hold::proc_state(pid) == Some('T');
         let pid = Pid::from_raw(pid);
-        ptrace::seize(pid, ptrace::Options::empty()).map_err(|e| match e {
-            Errno::EPERM => anyhow!("{}", permission::seize_refused(pid.as_raw())),
-            Errno::ESRCH => {
-                anyhow!("no process with PID {pid}: check the PID (pg_stat_activity.pid)")
-            }
-            e => anyhow!("cannot attach to process {pid}: {e}"),
-        })?;
+        if let Err(e) = ptrace::seize(pid, ptrace::Options::empty()) {
+            requests_done();
+            return Err(match e {
+                Errno::EPERM => anyhow!("{}", permission::seize_refused(pid.as_raw())),
+                Errno::ESRCH => {
+                    anyhow!("no process with PID {pid}: check the PID (pg_stat_activity.pid)")
+                }
+                e => anyhow!("cannot attach to process {pid}: {e}"),
+            });
+        }
         let mut t = Target {
             pid,
             inserted: BTreeMap::new(),
@@ -228,11 +257,8 @@ impl Target {
             regs_cache: std::cell::Cell::new(None),
             int3_sigtrap_live: false,
             code_cache: std::collections::HashMap::new(),
-            mem: std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .open(format!("/proc/{}/mem", pid.as_raw()))
-                .ok(),
+            // opened once the requests are made
+            mem: None,
             detours: Vec::new(),
             undone_jumps: Vec::new(),
             guardian: None,
@@ -255,7 +281,15 @@ impl Target {
             outside: outside::Outside::default(),
         };
         prepare(&mut t);
-        t.interrupt()?;
+        let asked = t.interrupt();
+        // (before a failure drops the Target, which waits for the stop)
+        requests_done();
+        asked?;
+        t.mem = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(format!("/proc/{}/mem", pid.as_raw()))
+            .ok();
         match t.wait(&NoHooks)? {
             Stop::Interrupted => {}
             Stop::Exited(c) => bail!("process {pid} exited (status {c}) while attaching"),

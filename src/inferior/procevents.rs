@@ -146,6 +146,66 @@ impl ProcEvents {
         }
     }
 
+    /// Let the kernel drop every event but the forks of `parent` before
+    /// it queues them: a classic BPF filter on the socket, so that the
+    /// machine's other forks neither wake the reader nor fill its buffer.
+    /// The acknowledgements (PROC_EVENT_NONE) are dropped too, those of
+    /// other processes' subscriptions, multicast to every listener: `open`
+    /// has read its own, and nothing after it needs one.  Events queued
+    /// before are still read (`forks` gives every fork it reads).
+    pub fn only_forks_of(&self, parent: i32) -> Result<()> {
+        // offsets in the datagram: nlmsghdr, cn_msg, then the event
+        const WHAT: u32 = (NLMSG_HDR + CN_MSG) as u32;
+        // fork: parent_pid, parent_tgid, ...
+        const PARENT_TGID: u32 = WHAT + EV_HDR as u32 + 4;
+        // a classic BPF load reads a word in network order: the event's
+        // host-order words are compared as those bytes read so
+        let word = |v: u32| u32::from_be_bytes(v.to_ne_bytes());
+        let ins = |code: u32, jt: u8, jf: u8, k: u32| libc::sock_filter {
+            code: code as u16,
+            jt,
+            jf,
+            k,
+        };
+        let (ld, jeq, ret) = (
+            libc::BPF_LD | libc::BPF_W | libc::BPF_ABS,
+            libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K,
+            libc::BPF_RET | libc::BPF_K,
+        );
+        let prog = [
+            ins(ld, 0, 0, WHAT),
+            // a fork: to 2, else dropped
+            ins(jeq, 0, 3, word(PROC_EVENT_FORK)),
+            ins(ld, 0, 0, PARENT_TGID),
+            // its parent: kept, else dropped
+            ins(jeq, 0, 1, word(parent as u32)),
+            ins(ret, 0, 0, u32::MAX),
+            ins(ret, 0, 0, 0),
+        ];
+        let fprog = libc::sock_fprog {
+            len: prog.len() as u16,
+            filter: prog.as_ptr() as *mut libc::sock_filter,
+        };
+        // SAFETY: setsockopt with a sock_fprog over `prog`, which outlives
+        // the call (the kernel copies it).
+        let r = unsafe {
+            libc::setsockopt(
+                self.fd(),
+                libc::SOL_SOCKET,
+                libc::SO_ATTACH_FILTER,
+                &fprog as *const _ as *const libc::c_void,
+                std::mem::size_of::<libc::sock_fprog>() as u32,
+            )
+        };
+        if r < 0 {
+            bail!(
+                "cannot filter the process events ({})",
+                std::io::Error::last_os_error()
+            );
+        }
+        Ok(())
+    }
+
     /// CLOCK_MONOTONIC now, in ns (the clock of `Fork::at_ns`).
     pub fn now_ns() -> u64 {
         let mut ts = libc::timespec {
@@ -234,5 +294,56 @@ impl ProcEvents {
                 off += (len + 3) & !3;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ProcEvents;
+
+    /// Filtered to our own forks, the socket gives no fork of another
+    /// parent (here a shell's child), and does give ours.  Skipped where
+    /// the subscription is refused (no CAP_NET_ADMIN).
+    #[test]
+    fn only_the_forks_of_one_parent() {
+        let Ok(mut ev) = ProcEvents::open() else {
+            eprintln!("process events refused here: not tested");
+            return;
+        };
+        let me = std::process::id() as i32;
+        ev.only_forks_of(me).unwrap();
+        // queued before the filter
+        ev.forks();
+        // a child of ours, which forks a grandchild (`true &`)
+        let sh = std::process::Command::new("sh")
+            .args(["-c", "true & wait"])
+            .spawn()
+            .unwrap();
+        let shell = sh.id() as i32;
+        let _ = sh.wait_with_output();
+        let mut seen = Vec::new();
+        let t0 = std::time::Instant::now();
+        while t0.elapsed() < std::time::Duration::from_secs(2) && !seen.contains(&shell) {
+            ev.wait(std::time::Duration::from_millis(50));
+            seen.extend(ev.forks().into_iter().map(|f| {
+                assert_eq!(f.parent, me, "a fork of another parent passed: {f:?}");
+                f.child
+            }));
+        }
+        assert!(
+            seen.contains(&shell),
+            "our child {shell} not heard: {seen:?}"
+        );
+        // another subscription's acknowledgement, sent to every listener,
+        // is dropped too
+        let other = ProcEvents::open().unwrap();
+        ev.wait(std::time::Duration::from_millis(200));
+        let mut kinds = Vec::new();
+        ev.read_each(|what, _, _| kinds.push(what));
+        assert!(
+            !kinds.contains(&super::PROC_EVENT_NONE),
+            "an acknowledgement passed the filter: {kinds:?}"
+        );
+        drop(other);
     }
 }

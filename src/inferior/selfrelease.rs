@@ -120,11 +120,13 @@ const F_SETSIG: i32 = 10;
 /// `siginfo_t` for SIGPOLL: `si_band` (long) at 16, `si_fd` (int) at 24.
 const SIGINFO_FD: u8 = 24;
 /// Another handler's frame below the saved registers' rsp (`putback`):
-/// at least its return address and ucontext up to `rip` (8 + UC_RIP + 8
-/// bytes; a real one is over a kilobyte, and the red zone's 128 bytes
-/// come first), at most 64 KiB below it.
-const NEST_MIN: u32 = 8 + super::callrepair::UC_RIP + 8;
+/// at least its return address and ucontext up to `rip` (8 + `uc_rip` +
+/// 8 bytes, `nest_min`; a real one is over a kilobyte, and the red zone's
+/// 128 bytes come first), at most 64 KiB below it.
 const NEST_MAX: u32 = 64 * 1024;
+fn nest_min(l: &Layout) -> u32 {
+    8 + l.uc_rip + 8
+}
 
 /// Words of the SIGTRAP handler's mapping the SIGCONT handler reads, as
 /// offsets from its base (traphandler.rs and callrepair.rs own them).
@@ -387,8 +389,8 @@ pub fn emit(base: u64, l: &Layout) -> Vec<u8> {
     c.extend_from_slice(&[0x49, 0x8b, 0x8b]); // mov rcx, [r11+gregs_rsp]
     d32(&mut c, dp(l.gregs_rsp));
     c.extend_from_slice(&[0x48, 0x29, 0xc1]); // sub rcx, rax   (unsigned: above it wraps)
-    c.extend_from_slice(&[0x48, 0x81, 0xf9]); // cmp rcx, NEST_MIN
-    d32(&mut c, NEST_MIN);
+    c.extend_from_slice(&[0x48, 0x81, 0xf9]); // cmp rcx, nest_min
+    d32(&mut c, nest_min(l));
     jcc(&mut c, &mut jumps, JB, "restop");
     c.extend_from_slice(&[0x48, 0x81, 0xf9]); // cmp rcx, NEST_MAX
     d32(&mut c, NEST_MAX);

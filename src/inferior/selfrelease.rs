@@ -380,7 +380,7 @@ pub fn emit(base: u64, l: &Layout) -> Vec<u8> {
     // while it was stopped and was delivered just before this one (a
     // lower number: a statement_timeout's SIGALRM, a SIGUSR1): its frame
     // (`rt_sigframe`: the return address, then its ucontext) at rax holds
-    // the saved registers' own rsp, and their rip (or 1-2 past it: 2, a
+    // the saved registers' own rsp, and their rip (or 2 past it: a
     // system call the saved registers restart that returned EINTR to that
     // handler).  Read only when rax is below the saved rsp by a frame's
     // words at least and 64 KiB at most: the words read lie between this
@@ -395,17 +395,29 @@ pub fn emit(base: u64, l: &Layout) -> Vec<u8> {
     c.extend_from_slice(&[0x48, 0x81, 0xf9]); // cmp rcx, NEST_MAX
     d32(&mut c, NEST_MAX);
     jcc(&mut c, &mut jumps, JA, "restop");
+    // a handler's entry: rax is 8 past a multiple of 16 (the kernel's
+    // align_sigframe puts the frame there, as a call would) and holds the
+    // return address into the restorer (never 0)
+    c.extend_from_slice(&[0x89, 0xc1]); // mov ecx, eax
+    c.extend_from_slice(&[0x83, 0xe1, 0x0f]); // and ecx, 15
+    c.extend_from_slice(&[0x83, 0xf9, 0x08]); // cmp ecx, 8
+    jcc(&mut c, &mut jumps, JNE, "restop");
+    c.extend_from_slice(&[0x48, 0x83, 0x38, 0x00]); // cmp qword [rax], 0
+    jcc(&mut c, &mut jumps, JE, "restop");
     c.extend_from_slice(&[0x48, 0x8b, 0x88]); // mov rcx, [rax+8+uc_rsp]
     d32(&mut c, 8 + l.uc_rsp);
     c.extend_from_slice(&[0x49, 0x3b, 0x8b]); // cmp rcx, [r11+gregs_rsp]
     d32(&mut c, dp(l.gregs_rsp));
     jcc(&mut c, &mut jumps, JNE, "restop");
+    // its rip the saved one, or 2 past it (the length of `syscall`: the
+    // saved rip at a call they restart, the frame's past it): never 1
     c.extend_from_slice(&[0x48, 0x8b, 0x88]); // mov rcx, [rax+8+uc_rip]
     d32(&mut c, 8 + l.uc_rip);
     c.extend_from_slice(&[0x49, 0x2b, 0x8b]); // sub rcx, [r11+gregs_rip]
     d32(&mut c, dp(l.gregs_rip));
+    jcc(&mut c, &mut jumps, JE, "pb_own"); //   equal (sub sets ZF)
     c.extend_from_slice(&[0x48, 0x83, 0xf9, 0x02]); // cmp rcx, 2
-    jcc(&mut c, &mut jumps, JA, "restop");
+    jcc(&mut c, &mut jumps, JNE, "restop");
     labels.push(("pb_own", c.len()));
     c.extend_from_slice(&[0x49, 0x8d, 0x8b]); // pb_own: lea rcx, [r11+dataw]
     d32(&mut c, dp(l.dataw));

@@ -12,7 +12,7 @@ use super::*;
 /// is `ret`.  Returns the child's wait status (stopped included; a
 /// child still looping after 3 s dies of its SIGALRM).
 ///
-/// With the words at `f + 160..192` (prep's) not 0, the call runs with
+/// With the words at `f + 160..200` (prep's) not 0, the call runs with
 /// another handler's frame at its return slot (`nested`).
 fn run_with_release(prep: fn(u64, u64)) -> i32 {
     run_with_release_probe(prep).0
@@ -103,7 +103,9 @@ fn run_with_release_probe(prep: fn(u64, u64)) -> (i32, Option<u64>) {
             // distance) not 0, the slot is another handler's frame's
             // (its ucontext in the pad): the saved rsp written there is
             // the slot + that distance, the frame's rsp that + the word
-            // at f + 168, its rip the word at f + 176
+            // at f + 168, its rip the word at f + 176.  With the word at
+            // f + 192 not 0, the slot holds 0, not a return address (a
+            // jump, not a call: for a handler that stops again only)
             std::arch::asm!(
                 "mov r12, rsp",
                 "sub rsp, 256",
@@ -129,6 +131,11 @@ fn run_with_release_probe(prep: fn(u64, u64)) -> (i32, Option<u64>) {
                 "jz 3f",
                 "mov [r9], rax",
                 "3:",
+                "test r13, r13",
+                "jz 6f",
+                "push 0",
+                "jmp rdx",
+                "6:",
                 "call rdx",
                 "4:",
                 "mov rsp, r12",
@@ -146,6 +153,7 @@ fn run_with_release_probe(prep: fn(u64, u64)) -> (i32, Option<u64>) {
                 in("r11") *((f + 168) as *const u64),
                 in("rsi") *((f + 176) as *const u64),
                 in("r8") *((f + 184) as *const u64),
+                in("r13") *((f + 192) as *const u64),
                 out("rax") _,
                 out("rdi") _,
                 out("r12") _,
@@ -355,7 +363,7 @@ fn release_puts_back_data_words_with_no_call() {
 
 /// The data words of `release_puts_back_data_words_with_no_call` (no
 /// call record, `NOT_OWN` 0), the interrupted context at another
-/// handler's frame (`run_with_release`'s words at `f + 160..192`): the
+/// handler's frame (`run_with_release`'s words at `f + 160..200`): the
 /// saved rsp `D` above the context's (wrapping: below it), the frame's
 /// rsp the saved one + `DRSP`, its rip the saved one + `DRIP`, the
 /// context's rsp a multiple of 16 with `MIS` 8.
@@ -414,7 +422,8 @@ fn release_puts_back_data_words_under_another_handlers_frame() {
 /// interrupted at: its rsp not the saved one, its rip 1 or 3 past the
 /// saved one (or before it), the distance under a frame's (100) or over
 /// 64 KiB (70000), the context above the saved rsp, the context's rsp
-/// not 8 past a multiple of 16: stopped again, the words not put back.
+/// not 8 past a multiple of 16, no return address (0) at it: stopped
+/// again, the words not put back.
 #[test]
 fn release_stops_again_under_a_frame_not_the_saved_registers() {
     let mut bad = Vec::new();
@@ -430,6 +439,10 @@ fn release_stops_again_under_a_frame_not_the_saved_registers() {
         nested::<65537, 0, 0, 0>,
         nested::<{ 0u64.wrapping_sub(3000) }, 0, 0, 0>,
         nested::<3000, 0, 0, 8>,
+        |base, f| {
+            nested::<3000, 0, 0, 0>(base, f);
+            unsafe { *((f + 192) as *mut u64) = 1 };
+        },
     ]
     .into_iter()
     .enumerate()

@@ -110,7 +110,7 @@ pub const VARS: &[Var] = &[
     },
     Var {
         name: "PGDBG_PAUSE_AT",
-        what: "where pgdbg waits PGDBG_PAUSE_MS, said on stderr: series (words changed, before the first call), call-setup (before a call's registers are written), call-restore (before the saved ones are put back), spare-seized (a worker started ahead, at its real-time priority, right after it seized a new backend and asked it to stop)",
+        what: "where pgdbg waits PGDBG_PAUSE_MS, said on stderr: data-word-N (the N-th word a call series changes recorded, before the next), series (words changed, before the first call), call-setup (before a call's registers are written), call-restore (before the saved ones are put back), spare-seized (a worker started ahead, right after it seized a new backend and asked it to stop, back at the normal priority)",
         for_tests: true,
     },
     Var {
@@ -194,6 +194,14 @@ pub fn pause_for_tests(at: &str) {
     let until = std::time::Instant::now() + std::time::Duration::from_millis(ms);
     while std::time::Instant::now() < until && !crate::runtime::must_stop() {
         std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// [`pause_for_tests`] at the `n`-th of a point met several times
+/// (`{at}-{n}`; nothing formatted unless PGDBG_PAUSE_AT is set).
+pub fn pause_for_tests_nth(at: &str, n: usize) {
+    if get().pause_at.is_some() {
+        pause_for_tests(&format!("{at}-{n}"));
     }
 }
 

@@ -507,6 +507,16 @@ fn killed_together_after_a_call_18() {
 /// answers, a `statement_timeout` fires (interrupts are no longer held
 /// off), an ERROR goes the usual way; the rescue removes what is left.
 fn killed_together_paused_at(major: u32, at: &str) {
+    killed_together_paused_with(major, at, None);
+}
+
+/// The same, with `signal` sent to the backend while pgdbg is paused
+/// (held stopped, the signal stays pending): when pgdbg and its guardian
+/// are gone it is delivered with the pipe's SIGCONT, and first when its
+/// number is lower (a statement_timeout's SIGALRM, a SIGUSR1): its
+/// handler's frame lies between the backend's registers and the SIGCONT
+/// handler's.
+fn killed_together_paused_with(major: u32, at: &str, signal: Option<i32>) {
     if amx_enabled() {
         // a call's record cannot repair where XCR0 has AMX (NOT_OWN bit 3:
         // the handler stops the backend again, docs/safety.md)
@@ -551,6 +561,13 @@ fn killed_together_paused_at(major: u32, at: &str) {
         "held while the series runs: {}",
         proc_state(pid)
     );
+    if let Some(sig) = signal {
+        // SAFETY: kill(2) of a backend of the test's own cluster.
+        assert_eq!(unsafe { libc::kill(pid, sig) }, 0);
+        wait_until("the signal to be pending", Duration::from_secs(5), || {
+            signal_pending(pid, sig)
+        });
+    }
     kill_both(&p, pid);
     // not stopped again: back in its client read within a second
     let t0 = std::time::Instant::now();
@@ -559,10 +576,13 @@ fn killed_together_paused_at(major: u32, at: &str) {
     }
     assert!(
         !stopped(pid) && syscall_nr(pid) == idle && t0.elapsed() < Duration::from_secs(1),
-        "backend {pid} {:?} after pgdbg and its guardian were killed at {at}: state {}, system call {:?} (idle: {idle:?})",
+        "backend {pid} {:?} after pgdbg and its guardian were killed at {at} (signal {signal:?} pending): state {}, system call {:?} (idle: {idle:?}), /proc/PID/syscall {}",
         t0.elapsed(),
         proc_state(pid),
         syscall_nr(pid),
+        std::fs::read_to_string(format!("/proc/{pid}/syscall"))
+            .unwrap_or_default()
+            .trim(),
     );
     assert_eq!(a.query_one_i64("select 41 + 1"), 42);
     timeout_fires_and_errors_go_on(&mut a, &format!("killed at {at}, the words put back"));
@@ -613,4 +633,46 @@ fn killed_together_call_registers_being_put_back_15() {
 #[test]
 fn killed_together_call_registers_being_put_back_18() {
     killed_together_paused_at(18, "call-restore");
+}
+
+/// Whether `sig` is pending for `pid` (its own or its group's).
+fn signal_pending(pid: i32, sig: i32) -> bool {
+    let st = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    st.lines()
+        .filter(|l| l.starts_with("SigPnd:") || l.starts_with("ShdPnd:"))
+        .filter_map(|l| u64::from_str_radix(l.split_whitespace().nth(1)?, 16).ok())
+        .any(|m| m & (1 << (sig - 1)) != 0)
+}
+
+// Killed inside the loop that records the words (`data-word-N`: N of
+// them recorded, none changed yet; the soak's two backends left stopped
+// had 3 and 2 of 6 in the guardian's table).
+
+#[test]
+fn killed_together_series_recording_its_words_15() {
+    killed_together_paused_at(15, "data-word-2");
+}
+
+#[test]
+fn killed_together_series_recording_its_words_18() {
+    killed_together_paused_at(18, "data-word-3");
+}
+
+// With a signal that came while the backend was held (what the soak's
+// statement_timeout sends every 300 ms): its handler's frame is below the
+// SIGCONT handler's, which puts the words back all the same.
+
+#[test]
+fn killed_together_series_signal_pending_15() {
+    killed_together_paused_with(15, "series", Some(libc::SIGALRM));
+}
+
+#[test]
+fn killed_together_series_signal_pending_18() {
+    killed_together_paused_with(18, "series", Some(libc::SIGALRM));
+}
+
+#[test]
+fn killed_together_series_recording_its_words_signal_pending_18() {
+    killed_together_paused_with(18, "data-word-2", Some(libc::SIGUSR1));
 }

@@ -76,8 +76,9 @@ pub(super) const DATA_SLOTS: u64 = 8;
 /// The registers to put back, in `ucontext` `gregs` order (r8 .. eflags).
 pub(super) const GREGS: u64 = DATAW + DATA_SLOTS * 24;
 pub(super) const GREGS_WORDS: u64 = 18;
-/// `rsp`'s word among them.
+/// `rsp`'s and `rip`'s words among them.
 pub(super) const GREGS_RSP: u64 = 15;
+pub(super) const GREGS_RIP: u64 = 16;
 /// Bytes of the XSAVE image in `XAREA` (0: none saved).
 pub(super) const XLEN: u64 = GREGS + GREGS_WORDS * 8;
 /// The XSAVE image (after the two halves of the int3 table).
@@ -722,7 +723,7 @@ mod tests {
         assert_eq!(g[0], 8);
         assert_eq!(g[8], 100);
         assert_eq!(g[GREGS_RSP as usize], 7);
-        assert_eq!(g[16], 16);
+        assert_eq!(g[GREGS_RIP as usize], 16);
         assert_eq!(g[17], 17);
     }
 }

@@ -31,9 +31,12 @@
 //!   handler (it restores the byte, or repairs a call);
 //! * data words changed around calls (callrepair.rs) with no call record
 //!   and the registers the backend's own (`NOT_OWN` 0, `rsp` the one the
-//!   series saved: before its first call's registers are written): it puts
-//!   them back from their slots, empties the slots, and the backend runs
-//!   on as below; a call running or at its return trap puts them back at
+//!   series saved: before its first call's registers are written; or the
+//!   entry of another handler of the backend's whose frame holds that
+//!   `rsp` and the saved `rip`: a lower-numbered signal that came while
+//!   it was held, delivered just before this one): it puts them back from
+//!   their slots (before that handler runs), empties the slots, and the
+//!   backend runs on as below; a call running or at its return trap puts them back at
 //!   that trap, and one the SIGTRAP handler has repaired (its trap may be
 //!   taken before the SIGCONT) did; slots found with another `rsp` (left
 //!   over where a restore failed) stop it again;
@@ -116,6 +119,14 @@ const NOT_SENT: u64 = 1 << (libc::SIGCONT - 1)
 const F_SETSIG: i32 = 10;
 /// `siginfo_t` for SIGPOLL: `si_band` (long) at 16, `si_fd` (int) at 24.
 const SIGINFO_FD: u8 = 24;
+/// Another handler's frame below the saved registers' rsp (`putback`):
+/// at least its return address and ucontext up to `rip` (8 + `uc_rip` +
+/// 8 bytes, `nest_min`; a real one is over a kilobyte, and the red zone's
+/// 128 bytes come first), at most 64 KiB below it.
+const NEST_MAX: u32 = 64 * 1024;
+fn nest_min(l: &Layout) -> u32 {
+    8 + l.uc_rip + 8
+}
 
 /// Words of the SIGTRAP handler's mapping the SIGCONT handler reads, as
 /// offsets from its base (traphandler.rs and callrepair.rs own them).
@@ -137,8 +148,10 @@ pub struct Layout {
     /// `ucontext_t` offsets of rip and rsp.
     pub uc_rip: u32,
     pub uc_rsp: u32,
-    /// The call record's saved `rsp` (the backend's own before the call).
+    /// The call record's saved `rsp` and `rip` (the backend's own before
+    /// the call, `rip` as it resumes: see `callrepair::as_resumed`).
     pub gregs_rsp: u64,
+    pub gregs_rip: u64,
     /// The SIGTRAP handler's call repair, from the base: entered with r11
     /// = base + 4096 and rdx = the ucontext, it puts the data words, the
     /// saved registers and XSAVE image (into the context) and the call's
@@ -362,8 +375,51 @@ pub fn emit(base: u64, l: &Layout) -> Vec<u8> {
     d32(&mut c, l.uc_rsp);
     c.extend_from_slice(&[0x49, 0x3b, 0x83]); // cmp rax, [r11+gregs_rsp]
     d32(&mut c, dp(l.gregs_rsp));
+    jcc(&mut c, &mut jumps, JE, "pb_own");
+    // or the entry of another handler of the backend's, whose signal came
+    // while it was stopped and was delivered just before this one (a
+    // lower number: a statement_timeout's SIGALRM, a SIGUSR1): its frame
+    // (`rt_sigframe`: the return address, then its ucontext) at rax holds
+    // the saved registers' own rsp, and their rip (or 2 past it: a
+    // system call the saved registers restart that returned EINTR to that
+    // handler).  Read only when rax is below the saved rsp by a frame's
+    // words at least and 64 KiB at most: the words read lie between this
+    // context's rsp and the saved one, in the stack the kernel has just
+    // written that frame and this one into
+    c.extend_from_slice(&[0x49, 0x8b, 0x8b]); // mov rcx, [r11+gregs_rsp]
+    d32(&mut c, dp(l.gregs_rsp));
+    c.extend_from_slice(&[0x48, 0x29, 0xc1]); // sub rcx, rax   (unsigned: above it wraps)
+    c.extend_from_slice(&[0x48, 0x81, 0xf9]); // cmp rcx, nest_min
+    d32(&mut c, nest_min(l));
+    jcc(&mut c, &mut jumps, JB, "restop");
+    c.extend_from_slice(&[0x48, 0x81, 0xf9]); // cmp rcx, NEST_MAX
+    d32(&mut c, NEST_MAX);
+    jcc(&mut c, &mut jumps, JA, "restop");
+    // a handler's entry: rax is 8 past a multiple of 16 (the kernel's
+    // align_sigframe puts the frame there, as a call would) and holds the
+    // return address into the restorer (never 0)
+    c.extend_from_slice(&[0x89, 0xc1]); // mov ecx, eax
+    c.extend_from_slice(&[0x83, 0xe1, 0x0f]); // and ecx, 15
+    c.extend_from_slice(&[0x83, 0xf9, 0x08]); // cmp ecx, 8
     jcc(&mut c, &mut jumps, JNE, "restop");
-    c.extend_from_slice(&[0x49, 0x8d, 0x8b]); // lea rcx, [r11+dataw]
+    c.extend_from_slice(&[0x48, 0x83, 0x38, 0x00]); // cmp qword [rax], 0
+    jcc(&mut c, &mut jumps, JE, "restop");
+    c.extend_from_slice(&[0x48, 0x8b, 0x88]); // mov rcx, [rax+8+uc_rsp]
+    d32(&mut c, 8 + l.uc_rsp);
+    c.extend_from_slice(&[0x49, 0x3b, 0x8b]); // cmp rcx, [r11+gregs_rsp]
+    d32(&mut c, dp(l.gregs_rsp));
+    jcc(&mut c, &mut jumps, JNE, "restop");
+    // its rip the saved one, or 2 past it (the length of `syscall`: the
+    // saved rip at a call they restart, the frame's past it): never 1
+    c.extend_from_slice(&[0x48, 0x8b, 0x88]); // mov rcx, [rax+8+uc_rip]
+    d32(&mut c, 8 + l.uc_rip);
+    c.extend_from_slice(&[0x49, 0x2b, 0x8b]); // sub rcx, [r11+gregs_rip]
+    d32(&mut c, dp(l.gregs_rip));
+    jcc(&mut c, &mut jumps, JE, "pb_own"); //   equal (sub sets ZF)
+    c.extend_from_slice(&[0x48, 0x83, 0xf9, 0x02]); // cmp rcx, 2
+    jcc(&mut c, &mut jumps, JNE, "restop");
+    labels.push(("pb_own", c.len()));
+    c.extend_from_slice(&[0x49, 0x8d, 0x8b]); // pb_own: lea rcx, [r11+dataw]
     d32(&mut c, dp(l.dataw));
     c.extend_from_slice(&[0x41, 0xba]); // mov r10d, data_slots
     d32(&mut c, l.data_slots);

@@ -149,6 +149,7 @@ fn release_layout() -> selfrelease::Layout {
         uc_rip: cr::UC_RIP,
         uc_rsp: cr::UC_RSP,
         gregs_rsp: cr::GREGS + 8 * cr::GREGS_RSP,
+        gregs_rip: cr::GREGS + 8 * cr::GREGS_RIP,
         repair: repair_offset(),
         restorer: RESTORER,
     }

@@ -985,6 +985,10 @@ pub fn tracefs_definitions_of(k: u32) -> Vec<String> {
                 .map(String::from)
                 .collect::<Vec<_>>()
         })
+        // both roots are one tracefs where debugfs is mounted too (perf
+        // or bpftrace mount it): each definition once
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
         .collect()
 }
 

@@ -11,8 +11,28 @@ use super::*;
 /// `f + 1`, where `jmp $` loops; `f` holds an int3 whose original byte
 /// is `ret`.  Returns the child's wait status (stopped included; a
 /// child still looping after 3 s dies of its SIGALRM).
+///
+/// With the words at `f + 160..200` (prep's) not 0, the call runs with
+/// another handler's frame at its return slot (`nested`).
 fn run_with_release(prep: fn(u64, u64)) -> i32 {
+    run_with_release_probe(prep).0
+}
+
+/// `run_with_release`, and for a child that stopped, the word at
+/// `f + 64` (the first probe, a data word) as it was at the stop.
+fn run_with_release_probe(prep: fn(u64, u64)) -> (i32, Option<u64>) {
     unsafe {
+        // where the child says its page's base (to read it once stopped)
+        let shared = libc::mmap(
+            std::ptr::null_mut(),
+            8,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        assert!(shared != libc::MAP_FAILED);
+        let shared = shared as *mut u64;
         let pid = libc::fork();
         assert!(pid >= 0);
         if pid == 0 {
@@ -28,6 +48,7 @@ fn run_with_release(prep: fn(u64, u64)) -> i32 {
                 libc::_exit(90);
             }
             let base = base as u64;
+            *shared = base;
             let code = emit(base);
             std::ptr::copy_nonoverlapping(code.as_ptr(), base as *mut u8, code.len());
             let cont = selfrelease::emit(base, &release_layout());
@@ -73,13 +94,34 @@ fn run_with_release(prep: fn(u64, u64)) -> i32 {
                 libc::_exit(93);
             }
             libc::alarm(3);
-            // rsp at f + 1 is this rsp - 8: kept in r12 for prep's
-            // resume record, written below before the call
+            // the call runs below a pad of 256 bytes (rsp kept in r12),
+            // its slot 8 past a multiple of 16 (or a multiple of 16:
+            // the word at f + 184 is 8); rsp at f + 1 is that slot,
+            // written below before the call for prep's resume record
             // (and the call's return address where prep asked for
-            // it: the word at f + 112)
+            // it: the word at f + 112).  With the word at f + 160 (a
+            // distance) not 0, the slot is another handler's frame's
+            // (its ucontext in the pad): the saved rsp written there is
+            // the slot + that distance, the frame's rsp that + the word
+            // at f + 168, its rip the word at f + 176.  With the word at
+            // f + 192 not 0, the slot holds 0, not a return address (a
+            // jump, not a call: for a handler that stops again only)
             std::arch::asm!(
+                "mov r12, rsp",
+                "sub rsp, 256",
+                "and rsp, -16",
+                "sub rsp, r8",
                 "mov rax, rsp",
                 "sub rax, 8",
+                "test r10, r10",
+                "jz 5f",
+                "lea rdi, [rax + r10]",
+                "mov [rcx], rdi",
+                "add rdi, r11",
+                "mov [rax + {ursp}], rdi",
+                "mov [rax + {urip}], rsi",
+                "jmp 2f",
+                "5:",
                 "test rcx, rcx",
                 "jz 2f",
                 "mov [rcx], rax",
@@ -89,8 +131,16 @@ fn run_with_release(prep: fn(u64, u64)) -> i32 {
                 "jz 3f",
                 "mov [r9], rax",
                 "3:",
+                "test r13, r13",
+                "jz 6f",
+                "push 0",
+                "jmp rdx",
+                "6:",
                 "call rdx",
                 "4:",
+                "mov rsp, r12",
+                ursp = const 8 + callrepair::UC_RSP,
+                urip = const 8 + callrepair::UC_RIP,
                 in("rcx") if *((base + selfrelease::RES_RIP) as *const u64) != 0 {
                     base + selfrelease::RES_RSP
                 } else {
@@ -99,7 +149,14 @@ fn run_with_release(prep: fn(u64, u64)) -> i32 {
                 },
                 in("rdx") f + 1,
                 in("r9") *((f + 112) as *const u64),
+                in("r10") *((f + 160) as *const u64),
+                in("r11") *((f + 168) as *const u64),
+                in("rsi") *((f + 176) as *const u64),
+                in("r8") *((f + 184) as *const u64),
+                in("r13") *((f + 192) as *const u64),
                 out("rax") _,
+                out("rdi") _,
+                out("r12") _,
             );
             // back from the call: the int3 was rewound onto and its
             // byte put back (`ret`), the release counted once
@@ -125,12 +182,26 @@ fn run_with_release(prep: fn(u64, u64)) -> i32 {
         }
         let mut st = 0;
         assert_eq!(libc::waitpid(pid, &mut st, libc::WUNTRACED), pid);
+        let mut probe = None;
         if libc::WIFSTOPPED(st) {
+            let mut word = 0u64;
+            let local = libc::iovec {
+                iov_base: (&mut word as *mut u64).cast(),
+                iov_len: 8,
+            };
+            let remote = libc::iovec {
+                iov_base: (*shared + HALF0 + TABLE_BYTES + 64) as *mut libc::c_void,
+                iov_len: 8,
+            };
+            if libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) == 8 {
+                probe = Some(word);
+            }
             libc::kill(pid, libc::SIGKILL);
             let mut st2 = 0;
             libc::waitpid(pid, &mut st2, 0);
         }
-        st
+        libc::munmap(shared.cast(), 8);
+        (st, probe)
     }
 }
 
@@ -288,6 +359,101 @@ fn release_puts_back_data_words_with_no_call() {
         libc::WIFSTOPPED(st) && libc::WSTOPSIG(st) == libc::SIGSTOP,
         "status {st:#x}"
     );
+}
+
+/// The data words of `release_puts_back_data_words_with_no_call` (no
+/// call record, `NOT_OWN` 0), the interrupted context at another
+/// handler's frame (`run_with_release`'s words at `f + 160..200`): the
+/// saved rsp `D` above the context's (wrapping: below it), the frame's
+/// rsp the saved one + `DRSP`, its rip the saved one + `DRIP`, the
+/// context's rsp a multiple of 16 with `MIS` 8.
+fn nested<const D: u64, const DRSP: u64, const DRIP: u64, const MIS: u64>(base: u64, f: u64) {
+    unsafe {
+        *((base + HALF0) as *mut u64) = f | F_WRITABLE | (0xc3u64 << 56);
+        let slot = |n: u64, addr: u64, len: u64, v: u64| {
+            let at = base + callrepair::DATAW + 24 * n;
+            *((at + 8) as *mut u64) = len;
+            *((at + 16) as *mut u64) = v;
+            *(at as *mut u64) = addr + 1;
+        };
+        *((f + 64) as *mut u64) = 0xdead;
+        *((f + 72) as *mut u64) = 0x1111;
+        slot(0, f + 64, 8, 0x1111);
+        *((f + 80) as *mut u64) = 0xaaaa_aaaa_bbbb_bbbb;
+        *((f + 88) as *mut u64) = 0xaaaa_aaaa_0000_2222;
+        slot(callrepair::DATA_SLOTS - 1, f + 80, 4, 0x2222);
+        let g = base + callrepair::GREGS;
+        // the saved rsp: written by the harness (the slot + D)
+        *((f + 120) as *mut u64) = g + 8 * callrepair::GREGS_RSP;
+        // the saved rip: any address (the backend's own code)
+        let rip = 0x5555_0000_1000u64;
+        *((g + 8 * callrepair::GREGS_RIP) as *mut u64) = rip;
+        *((f + 160) as *mut u64) = D;
+        *((f + 168) as *mut u64) = DRSP;
+        *((f + 176) as *mut u64) = rip.wrapping_add(DRIP);
+        *((f + 184) as *mut u64) = MIS;
+    }
+}
+
+/// Data words with no call record, the context another handler's entry
+/// (a signal that came while the backend was held, delivered first)
+/// whose frame holds the saved rsp and rip (or rip + 2: a restarted
+/// `syscall`'s), 184 bytes to 64 KiB below the saved rsp: put back.
+#[test]
+fn release_puts_back_data_words_under_another_handlers_frame() {
+    for (i, prep) in [
+        nested::<3000, 0, 0, 0> as fn(u64, u64),
+        nested::<3000, 0, 2, 0>,
+        nested::<184, 0, 0, 0>,
+        nested::<65536, 0, 0, 0>,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let st = run_with_release(prep);
+        assert!(
+            libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0,
+            "case {i}: status {st:#x}"
+        );
+    }
+}
+
+/// The same with a frame that is not one the saved registers were
+/// interrupted at: its rsp not the saved one, its rip 1 or 3 past the
+/// saved one (or before it), the distance under a frame's (100) or over
+/// 64 KiB (70000), the context above the saved rsp, the context's rsp
+/// not 8 past a multiple of 16, no return address (0) at it: stopped
+/// again, the words not put back.
+#[test]
+fn release_stops_again_under_a_frame_not_the_saved_registers() {
+    let mut bad = Vec::new();
+    for (i, prep) in [
+        nested::<3000, 8, 0, 0> as fn(u64, u64),
+        nested::<3000, { 0u64.wrapping_sub(8) }, 0, 0>,
+        nested::<3000, 0, 1, 0>,
+        nested::<3000, 0, 3, 0>,
+        nested::<3000, 0, { 0u64.wrapping_sub(2) }, 0>,
+        nested::<100, 0, 0, 0>,
+        nested::<183, 0, 0, 0>,
+        nested::<70000, 0, 0, 0>,
+        nested::<65537, 0, 0, 0>,
+        nested::<{ 0u64.wrapping_sub(3000) }, 0, 0, 0>,
+        nested::<3000, 0, 0, 8>,
+        |base, f| {
+            nested::<3000, 0, 0, 0>(base, f);
+            unsafe { *((f + 192) as *mut u64) = 1 };
+        },
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        // (every case run: the ones that fail named together)
+        let (st, probe) = run_with_release_probe(prep);
+        if !(libc::WIFSTOPPED(st) && libc::WSTOPSIG(st) == libc::SIGSTOP) || probe != Some(0xdead) {
+            bad.push(format!("case {i}: status {st:#x}, data word {probe:x?}"));
+        }
+    }
+    assert!(bad.is_empty(), "{bad:#?}");
 }
 
 /// A call's registers being written or put back (`NOT_OWN` bit 0,

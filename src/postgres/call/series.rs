@@ -170,8 +170,9 @@ impl<'s> BackendCalls<'s> {
                 bc.g.exception_stack.zip(bc.saved_exception_stack),
             );
             let t = bc.frame_mut().target();
-            for (a, v) in words {
+            for (n, (a, v)) in words.into_iter().enumerate() {
                 t.note_data_word(a, &v)?;
+                crate::config::pause_for_tests_nth("data-word", n + 1);
             }
             // for the SIGTRAP handler, should pgdbg and its guardian both
             // die during a call: at pg_re_throw inside the call, unless the

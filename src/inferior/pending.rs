@@ -114,8 +114,23 @@ impl Target {
     /// watchpoint that fired as we stopped it): let it be reported to us
     /// and drop it, so it is not delivered after we detach.
     pub fn drain_sigtrap(&mut self) -> Result<()> {
-        for _ in 0..8 {
-            if self.gone || !self.stopped || !self.sigtrap_pending() {
+        self.drain_pending(8, Self::sigtrap_pending, false)
+    }
+
+    /// `drain_sigtrap` and `drain_sigill` (jumpover/target.rs): while
+    /// `pending` says the kernel still holds the signal, at most `tries`
+    /// times, resume the target and take the stop that comes: a SIGTRAP
+    /// of one of our int3s rewound, another SIGTRAP held to be delivered
+    /// (`keep_sigtrap`) or dropped, a jump's SIGILL dropped, any other
+    /// signal held.
+    pub(super) fn drain_pending(
+        &mut self,
+        tries: usize,
+        pending: fn(&Target) -> bool,
+        keep_sigtrap: bool,
+    ) -> Result<()> {
+        for _ in 0..tries {
+            if self.gone || !self.stopped || !pending(self) {
                 return Ok(());
             }
             self.cont_raw(None)?;
@@ -130,6 +145,8 @@ impl Target {
                     if let Some(bp) = self.int3_behind_rip()? {
                         self.int3_sigtrap_live = true;
                         self.rewind_to(bp)?;
+                    } else if keep_sigtrap {
+                        self.defer(Signal::SIGTRAP);
                     }
                 }
                 WaitStatus::Stopped(_, sig) => {

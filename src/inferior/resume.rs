@@ -116,13 +116,7 @@ impl Target {
         if self.resume_into_outside_stop(sig)? {
             return Ok(());
         }
-        self.rehold_before(sig);
-        let sig = self.deliverable(sig);
-        ptrace::cont(self.pid, sig)
-            .map_err(|e| anyhow!("cannot resume process {} ({e})", self.pid))?;
-        self.set_running();
-        self.note_held_signals();
-        Ok(())
+        self.cont_raw(sig)
     }
 
     /// `sig` as it may be delivered: a SIGCONT is not while our SIGCONT

@@ -154,6 +154,49 @@ fn arrays_as_gdb(major: u32) {
             "pgdbg:\n{ours}\ngdb:\n{theirs}"
         );
     }
+    // x/i and memory displays: gdb's lines (gdb's batch mode leaves out
+    // the display line shown at once: only what follows is compared)
+    let cmds = [
+        "x/3i $pc",
+        "x/2i ExecInitNode",
+        "display/i $pc",
+        "display/2i $pc",
+        "display/s DataDir",
+        "display/2xw &MyProcPid",
+        "display/x MyProcPid",
+        "info display",
+        "display",
+    ];
+    let ours = run(pid, &cmds);
+    assert!(ours.starts_with("=> 0x"), "{ours}");
+    if gdb_there() {
+        let theirs = gdb_attached(pid, &cmds);
+        let x_lines = |out: &str| -> Vec<String> {
+            out.lines()
+                .filter(|l| l.starts_with("=> 0x") || l.starts_with("   0x"))
+                .take(5)
+                .map(str::to_string)
+                .collect()
+        };
+        let from_info = |out: &str| -> Vec<String> {
+            out.lines()
+                .skip_while(|l| !l.starts_with("Auto-display"))
+                .filter(|l| !l.starts_with("[Inferior"))
+                .map(str::to_string)
+                .collect()
+        };
+        assert_eq!(
+            x_lines(&ours),
+            x_lines(&theirs),
+            "pgdbg:\n{ours}\ngdb:\n{theirs}"
+        );
+        assert_eq!(
+            from_info(&ours),
+            from_info(&theirs),
+            "pgdbg:\n{ours}\ngdb:\n{theirs}"
+        );
+        assert_eq!(from_info(&ours).len(), 16, "{ours}");
+    }
     let e = one_line_error(pid, "p activeSearchPath->elements[0]@(2 - 2)");
     assert!(e.contains("'@' needs a positive count, not 0"), "{e}");
     // an enumerator in a condition passes the check before attaching

@@ -10,16 +10,37 @@ pub struct Display {
     pub expr: String,
     /// `display/x EXPR`: the format letter (None: natural).
     pub format: Option<char>,
+    /// `display/i $pc`, `display/2xw &x`: shown as `x` shows memory, N
+    /// units of this size letter (gdb's rule: format i or s, or a unit
+    /// given); None: as `print` shows it.
+    pub examine: Option<(usize, char)>,
     pub enabled: bool,
 }
 
 impl Display {
-    /// How gdb names it in `N: ...` lines and `info display`: `x`, `/x x`.
+    /// How gdb names it in `info display`: `x`, `/x x`, `/1bi $pc`.
     pub fn label(&self) -> String {
-        match self.format {
-            Some(f) => format!("/{f} {}", self.expr),
-            None => self.expr.clone(),
+        match (self.examine, self.format) {
+            (Some((n, u)), Some(f)) => format!("/{n}{u}{f} {}", self.expr),
+            (_, Some(f)) => format!("/{f} {}", self.expr),
+            (_, None) => self.expr.clone(),
         }
+    }
+
+    /// A memory display's first words and what separates them from `x`'s
+    /// lines, as gdb shows it at a stop: `x/i $pc` and a line break,
+    /// `x/s DataDir` and two spaces; None for a `print`-like display.
+    pub fn examine_head(&self) -> Option<(String, &'static str)> {
+        let (n, u) = self.examine?;
+        let f = self.format.unwrap_or('x');
+        let count = if n == 1 { String::new() } else { n.to_string() };
+        let unit = if f == 'i' || f == 's' {
+            String::new()
+        } else {
+            u.to_string()
+        };
+        let sep = if n != 1 || f == 'i' { "\n" } else { "  " };
+        Some((format!("x/{count}{f}{unit} {}", self.expr), sep))
     }
 }
 
@@ -31,12 +52,13 @@ pub struct Displays {
 
 impl Displays {
     /// A new display; its number.
-    pub fn add(&mut self, expr: &str, format: Option<char>) -> u32 {
+    pub fn add(&mut self, expr: &str, format: Option<char>, examine: Option<(usize, char)>) -> u32 {
         self.next_id += 1;
         self.list.push(Display {
             id: self.next_id,
             expr: expr.to_string(),
             format,
+            examine,
             enabled: true,
         });
         self.next_id
@@ -83,15 +105,23 @@ mod tests {
     fn numbered_listed_removed_as_gdb_does() {
         let mut d = Displays::default();
         assert_eq!(d.info(), "There are no auto-display expressions now.");
-        assert_eq!(d.add("x", None), 1);
-        assert_eq!(d.add("x+10", Some('x')), 2);
+        assert_eq!(d.add("x", None, None), 1);
+        assert_eq!(d.add("x+10", Some('x'), None), 2);
         assert_eq!(
             d.info(),
             "Auto-display expressions now in effect:\nNum Enb Expression\n1:   y  x\n2:   y  /x x+10"
         );
         assert_eq!(d.remove(&[1, 7]), vec!["No display number 7.".to_string()]);
         assert_eq!(d.list.len(), 1);
-        assert_eq!(d.add("y", None), 3);
+        assert_eq!(d.add("y", None, None), 3);
+        assert_eq!(d.add("$pc", Some('i'), Some((1, 'b'))), 4);
+        assert_eq!(d.add("&v", Some('x'), Some((2, 'w'))), 5);
+        let l = &d.list[2..];
+        assert_eq!(l[0].label(), "/1bi $pc");
+        assert_eq!(l[0].examine_head(), Some(("x/i $pc".into(), "\n")));
+        assert_eq!(l[1].label(), "/2wx &v");
+        assert_eq!(l[1].examine_head(), Some(("x/2xw &v".into(), "\n")));
+        assert_eq!(d.list[1].examine_head(), None);
         assert!(d.remove(&[]).is_empty());
         assert!(d.list.is_empty());
     }

@@ -168,6 +168,14 @@ fn breakpoint_state(major: u32) {
         p.run("info display").trim(),
         "There are no auto-display expressions now."
     );
+    // display/i: x's instruction line at each stop, => at the pc
+    let d = p.run("display/i $pc");
+    assert!(d.trim().starts_with("3: x/i $pc\n=> 0x"), "{d}");
+    assert!(d.contains(" <int4mod") && d.contains(">:\t"), "{d}");
+    assert_eq!(
+        p.run("info display").trim(),
+        "Auto-display expressions now in effect:\nNum Enb Expression\n3:   y  /1bi $pc"
+    );
 
     // disabled: the remaining calls do not stop; the statement's end does
     p.run("disable");
@@ -179,6 +187,11 @@ fn breakpoint_state(major: u32) {
         out.contains("Breakpoint 2, standard_ExecutorEnd ("),
         "{out}"
     );
+    assert!(
+        out.contains("\n3: x/i $pc\n=> 0x") && out.contains(" <standard_ExecutorEnd"),
+        "{out}"
+    );
+    p.run("undisplay 3");
     let t = p.run("info breakpoints");
     assert!(row(&t, 1).contains(" keep n "), "{t}");
     assert!(t.contains("\tbreakpoint already hit 6 times"), "{t}");

@@ -95,6 +95,139 @@ fn formats_breakpoints_and_displays_as_gdb_18() {
     same_as_gdb(18);
 }
 
+/// gdb's artificial arrays over PostgreSQL's own structs, a List's
+/// flexible array member and enumerators in expressions, printed by
+/// pgdbg and gdb on the same idle backend: every `$N = ...` line alike.
+/// A count read from memory (`@l->length`) passes the check before
+/// attaching, a count of 0 written in the line does not; so does an
+/// enumerator in a breakpoint's condition, a misspelt one does not.
+fn arrays_as_gdb(major: u32) {
+    let cl = Cluster::start(major);
+    let mut c = cl.connect();
+    // the search path and pg_class's catcache are set up by a query
+    assert_eq!(
+        c.query_one_i64("select count(*) from pg_class where relname = 'pg_class'"),
+        1
+    );
+    let pid = c.pid();
+    let attrs = if major >= 18 {
+        "compact_attrs"
+    } else {
+        "attrs"
+    };
+    let tupdesc_attrs = format!("p *SysCache[RELOID]->cc_tupdesc->{attrs}@2");
+    let tupdesc_attr1 = format!("p/x SysCache[RELOID]->cc_tupdesc->{attrs}[1]@2");
+    let cmds = [
+        "p *activeSearchPath",
+        "p/x *activeSearchPath",
+        "p activeSearchPath->elements[0]@2",
+        "p *activeSearchPath->elements@activeSearchPath->length",
+        "p/x activeSearchPath->elements[0]@2",
+        "p RELOID",
+        "p/d RELOID",
+        "p SysCache[RELOID]->cc_keyno[0]@4",
+        "p SysCache[RELOID]->cc_relname[0]@3",
+        "p SysCache[RELOID]->cc_relname",
+        &tupdesc_attrs,
+        &tupdesc_attr1,
+        "p MyProc->links@2",
+        "p ((unsigned char *) DataDir)[0]@3@2",
+        "p MyProcPid@2",
+    ];
+    let ours = run(pid, &cmds);
+    let values = |out: &str| -> Vec<String> {
+        out.lines()
+            .filter(|l| l.starts_with('$'))
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(values(&ours).len(), cmds.len(), "{ours}");
+    assert!(
+        ours.contains("$4 = {{ptr_value = ") && ours.contains("$6 = RELOID\n"),
+        "{ours}"
+    );
+    if gdb_there() {
+        let theirs = gdb_attached(pid, &cmds);
+        assert_eq!(
+            values(&ours),
+            values(&theirs),
+            "pgdbg:\n{ours}\ngdb:\n{theirs}"
+        );
+    }
+    // x/i and memory displays: gdb's lines (gdb's batch mode leaves out
+    // the display line shown at once: only what follows is compared)
+    let cmds = [
+        "x/3i $pc",
+        "x/2i ExecInitNode",
+        "display/i $pc",
+        "display/2i $pc",
+        "display/s DataDir",
+        "display/2xw &MyProcPid",
+        "display/x MyProcPid",
+        "info display",
+        "display",
+    ];
+    let ours = run(pid, &cmds);
+    assert!(ours.starts_with("=> 0x"), "{ours}");
+    if gdb_there() {
+        let theirs = gdb_attached(pid, &cmds);
+        let x_lines = |out: &str| -> Vec<String> {
+            out.lines()
+                .filter(|l| l.starts_with("=> 0x") || l.starts_with("   0x"))
+                .take(5)
+                .map(str::to_string)
+                .collect()
+        };
+        let from_info = |out: &str| -> Vec<String> {
+            out.lines()
+                .skip_while(|l| !l.starts_with("Auto-display"))
+                .filter(|l| !l.starts_with("[Inferior"))
+                .map(str::to_string)
+                .collect()
+        };
+        assert_eq!(
+            x_lines(&ours),
+            x_lines(&theirs),
+            "pgdbg:\n{ours}\ngdb:\n{theirs}"
+        );
+        assert_eq!(
+            from_info(&ours),
+            from_info(&theirs),
+            "pgdbg:\n{ours}\ngdb:\n{theirs}"
+        );
+        assert_eq!(from_info(&ours).len(), 16, "{ours}");
+    }
+    let e = one_line_error(pid, "p activeSearchPath->elements[0]@(2 - 2)");
+    assert!(e.contains("'@' needs a positive count, not 0"), "{e}");
+    // an enumerator in a condition passes the check before attaching
+    let out = run(
+        pid,
+        &[
+            "break ExecInitNode if node->type == T_SeqScan",
+            "info breakpoints",
+        ],
+    );
+    assert!(
+        out.contains("\tstop only if node->type == T_SeqScan"),
+        "{out}"
+    );
+    let e = one_line_error(pid, "break ExecInitNode if node->type == T_SeqScanX");
+    assert!(e.contains("no symbol \"T_SeqScanX\""), "{e}");
+    assert_eq!(tracer_pid(pid), 0);
+    assert_eq!(c.query_one_i64("select 7 % 4"), 3, "the backend runs on");
+    cl.assert_no_crash();
+}
+
+#[test]
+fn artificial_arrays_and_enumerators_as_gdb_15() {
+    arrays_as_gdb(15);
+}
+
+#[test]
+fn artificial_arrays_and_enumerators_as_gdb_18() {
+    arrays_as_gdb(18);
+}
+
 /// Each new command's bad input: one line naming the problem and what to
 /// do, a non-zero exit, the backend not touched.
 #[test]

@@ -168,8 +168,6 @@ fn inspect(major: u32) {
     // bad input: one line, non-zero, the backend untouched
     let e = one_line_error(pid, "x/4q &MyProcPid");
     assert!(e.contains("unknown format or unit 'q'"), "{e}");
-    let e = one_line_error(pid, "x/2i standard_ExecutorRun");
-    assert!(e.contains("'i' (instructions) is not supported"), "{e}");
     let e = one_line_error(pid, "ptype no_such_thing_here");
     assert!(e.contains("no symbol \"no_such_thing_here\""), "{e}");
     let e = one_line_error(pid, "info line no_such_function_here");

@@ -8,6 +8,7 @@ use super::Command;
 use crate::debuginfo::types::{Type, TypeRef, TypeSource};
 use crate::debuginfo::{DebugInfo, VarInfo};
 use crate::expr::eval::{EvalEnv, ValLoc, Value, eval};
+use crate::expr::parse::{BinOp, Expr, SizeofArg};
 use anyhow::{Result, anyhow, bail};
 use std::rc::Rc;
 
@@ -121,14 +122,50 @@ pub fn typecheck(di: &DebugInfo, function: Option<&str>, expr: &str) -> Result<(
         Ok(_) => Ok(()),
         // value-dependent failures are not type errors, and a name whose
         // type cannot be known before attaching checks nothing
-        Err(e)
+        Err(err)
             if ["division by zero", "history is empty", UNKNOWN]
                 .iter()
-                .any(|m| e.to_string().contains(m)) =>
+                .any(|m| err.to_string().contains(m)) =>
         {
             Ok(())
         }
-        Err(e) => Err(e),
+        // `*l->elements@l->length`: a count read from memory is 0 here;
+        // only a count known now (`x@0`, `x@-1`) is refused before attaching
+        Err(err) if err.to_string().contains(AT_COUNT) && !at_counts_constant(&e) => Ok(()),
+        Err(err) => Err(err),
+    }
+}
+
+/// The start of the error `a@n` gives for a count below 1.
+const AT_COUNT: &str = "'@' needs a positive count";
+
+/// Whether every `@` count in `e` is known without reading the backend
+/// (literals, sizeof, casts and arithmetic of them).
+fn at_counts_constant(e: &Expr) -> bool {
+    fn constant(e: &Expr) -> bool {
+        match e {
+            Expr::Int(_) | Expr::Float(_) | Expr::Sizeof(_) => true,
+            Expr::Neg(x) | Expr::Not(x) | Expr::BitNot(x) | Expr::Cast(_, x) => constant(x),
+            Expr::Binary(op, a, b) => *op != BinOp::At && constant(a) && constant(b),
+            _ => false,
+        }
+    }
+    match e {
+        Expr::Binary(BinOp::At, a, n) => constant(n) && at_counts_constant(a),
+        Expr::Binary(_, a, b) | Expr::Index(a, b) => at_counts_constant(a) && at_counts_constant(b),
+        Expr::Member(x, _)
+        | Expr::Arrow(x, _)
+        | Expr::Deref(x)
+        | Expr::AddrOf(x)
+        | Expr::Neg(x)
+        | Expr::Not(x)
+        | Expr::BitNot(x)
+        | Expr::Cast(_, x) => at_counts_constant(x),
+        Expr::Sizeof(a) => match &**a {
+            SizeofArg::Expr(x) => at_counts_constant(x),
+            SizeofArg::Type(_) => true,
+        },
+        _ => true,
     }
 }
 
@@ -212,5 +249,27 @@ impl EvalEnv for TypeOnly<'_> {
     }
     fn symbol_for(&self, _addr: u64) -> Option<String> {
         None
+    }
+    fn enumerator(&self, name: &str) -> Option<(TypeRef, i64)> {
+        self.di.enumerator(name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::at_counts_constant;
+    use crate::expr::parse::parse;
+
+    #[test]
+    fn at_counts_known_before_attaching() {
+        let c = |s: &str| at_counts_constant(&parse(s, &|_| false).unwrap());
+        assert!(c("x@0"));
+        assert!(c("a[0]@-(1)"));
+        assert!(c("p->f[0]@(2 * 3)"));
+        assert!(c("x + 1"));
+        assert!(!c("*l->elements@l->length"));
+        assert!(!c("a[0]@n"));
+        assert!(!c("(a@2)[0]@n"));
+        assert!(!c("a@(n@2)"));
     }
 }

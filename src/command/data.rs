@@ -39,8 +39,9 @@ pub static PRINT: Entry = Entry {
     usage: "print[/x|/d|/u|/o|/t|/c] EXPR",
     summary: "evaluate a C expression at the current stop",
     help: "EXPR is C over the backend's memory and DWARF types: locals and parameters of the \
-           selected frame, globals, ->, ., *, &, [i], casts, arithmetic, registers ($rip) and \
-           earlier results ($1); printed like gdb. /x prints integers and pointers in hex, /d in \
+           selected frame, globals, enumerators (SysCache[RELOID], node->type == T_SeqScan), ->, \
+           ., *, &, [i], casts, arithmetic, registers ($rip) and earlier results ($1); printed \
+           like gdb. /x prints integers and pointers in hex, /d in \
            decimal, /u unsigned, /o octal, /t binary, /c as characters. EXPR@N is gdb's \
            artificial array: N objects from EXPR's address (p *list->elements@list->length, \
            p arr[0]@4). A pointer to a PostgreSQL node (Node *, Plan *, List *...) is followed \
@@ -52,6 +53,7 @@ pub static PRINT: Entry = Entry {
         "print plansource->generic_cost",
         "p/x MyProc->pid",
         "p MyProc->fpRelId[0]@4",
+        "p *activeSearchPath->elements@activeSearchPath->length",
     ],
     parse: |rest| parse_print(rest).map(|_| Invocation::command(&PRINT, rest)),
     needs: Needs::Memory,

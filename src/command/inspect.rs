@@ -25,8 +25,8 @@ pub static X: Entry = Entry {
     help: "ADDR-EXPR is a C expression: a pointer or an integer is the address; an array, a \
            function or a struct is examined where it lies. N counts units (default 1). F is a \
            format: x hex, d decimal, u unsigned, o octal, t binary, a address with its symbol, \
-           c character, f float, s string (one NUL-terminated string per unit); i (instructions) \
-           is not supported. U is a unit: b bytes, h halfwords (2), w words (4), g giants (8).\n\n\
+           c character, f float, s string (one NUL-terminated string per unit), i instructions \
+           (=> marks the selected frame's pc). U is a unit: b bytes, h halfwords (2), w words (4), g giants (8).\n\n\
            Each line starts with its address and the symbol around it, as gdb prints it. The \
            format, unit and count are remembered: a bare 'x' goes on after the last unit shown, \
            'x ADDR' uses the last format and unit. Memory is read while the backend runs (no \
@@ -35,6 +35,7 @@ pub static X: Entry = Entry {
         "x/4xb &MyProcPid",
         "x/2a &MyProc",
         "x/s debug_query_string",
+        "x/3i $pc",
         "x",
     ],
     parse: |rest| parse_x(rest).map(|_| Invocation::command(&X, rest)),

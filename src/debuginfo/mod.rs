@@ -151,6 +151,9 @@ pub struct DebugInfo {
     /// (a condition evaluated at every hit) reads no DWARF.
     frames_cache: RefCell<HashMap<u64, Vec<SourceFrame>>>,
     scope_cache: RefCell<HashMap<(u64, u64), ScopeVars>>,
+    /// Every enumerator by name (`RELOID`, `T_SeqScan`): its enum's DIE (or
+    /// the typedef's naming an anonymous one) and value, read at first use.
+    enumerators: OnceCell<HashMap<String, (u64, i64)>>,
     /// Stripped binary: struct layouts and global types from a layout pack.
     pub pack: Option<pack::Pack>,
 }
@@ -325,6 +328,7 @@ impl DebugInfo {
             a2l: OnceCell::new(),
             frames_cache: RefCell::new(HashMap::new()),
             scope_cache: RefCell::new(HashMap::new()),
+            enumerators: OnceCell::new(),
             pack: None,
         })
     }
@@ -375,8 +379,43 @@ impl DebugInfo {
             a2l: OnceCell::new(),
             frames_cache: RefCell::new(HashMap::new()),
             scope_cache: RefCell::new(HashMap::new()),
+            enumerators: OnceCell::new(),
             pack,
         })
+    }
+
+    /// An enumerator named in an expression, as gdb takes one
+    /// (`p SysCache[RELOID]`, `p node->type == T_SeqScan`): its type and
+    /// value. Where two enums of the binary have one name, the first
+    /// definition in .debug_info wins.
+    pub fn enumerator(&self, name: &str) -> Option<(TypeRef, i64)> {
+        let all = self.enumerators.get_or_init(|| {
+            let mut types: Vec<(&String, u64)> =
+                self.index.types.iter().map(|(n, o)| (n, *o)).collect();
+            types.sort_by_key(|(_, o)| *o);
+            let mut all = HashMap::new();
+            for (tname, off) in types {
+                let ty = self.resolve(&TypeRef::Die(off));
+                let values = match &*ty {
+                    Type::Enum { values, .. } if tname.starts_with("enum ") => values.clone(),
+                    Type::Typedef {
+                        target: Some(t @ TypeRef::Die(_)),
+                        ..
+                    } => match &*self.resolve(t) {
+                        Type::Enum {
+                            name: None, values, ..
+                        } => values.clone(),
+                        _ => continue,
+                    },
+                    _ => continue,
+                };
+                for (n, v) in values {
+                    all.entry(n).or_insert((off, v));
+                }
+            }
+            all
+        });
+        all.get(name).map(|&(off, v)| (TypeRef::Die(off), v))
     }
 
     /// Options of a GUC enum (plan_cache_mode...) recorded in the pack.

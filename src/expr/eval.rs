@@ -40,6 +40,10 @@ pub trait EvalEnv: TypeSource {
     fn data_symbol_for(&self, _addr: u64) -> Option<String> {
         None
     }
+    /// An enumerator's type and value (`RELOID`, `T_SeqScan`).
+    fn enumerator(&self, _name: &str) -> Option<(TypeRef, i64)> {
+        None
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -315,6 +319,12 @@ pub fn eval(env: &dyn EvalEnv, e: &Expr) -> Result<Value> {
                         }))
                     }),
                     loc: ValLoc::Memory(a),
+                }
+            } else if let Some((ty, v)) = env.enumerator(n) {
+                let size = size_of(env, &ty).clamp(1, 8) as usize;
+                Value {
+                    ty,
+                    loc: ValLoc::Bytes(v.to_le_bytes()[..size].to_vec()),
                 }
             } else {
                 bail!(

@@ -153,6 +153,10 @@ fn format_bytes(
             if let Some(t) = in_radix(s, *size, radix) {
                 return t;
             }
+            if radix == Radix::Decimal {
+                // gdb's p/d of an enum: its value, not its name
+                return s.to_string();
+            }
             match values.iter().find(|(_, v)| *v == s) {
                 Some((n, _)) => n.clone(),
                 None => {
@@ -246,8 +250,25 @@ fn format_bytes(
         }
         Type::Array { elem, count } => {
             let esize = size_of(env, elem) as usize;
-            let n = count.unwrap_or(0) as usize;
             let et = strip(env, elem);
+            // a flexible array member (`ListCell initial_elements[]`): gdb
+            // shows where it starts, as a pointer (with the text for chars)
+            if let (None, &ValLoc::Memory(a)) = (count, &loc) {
+                if let Some(t) = in_radix(a as i64, 8, radix) {
+                    return t;
+                }
+                if let Type::Base {
+                    enc: Encoding::SignedChar | Encoding::UnsignedChar,
+                    size: 1,
+                    ..
+                } = &*et
+                    && radix == Radix::Natural
+                {
+                    return format!("{a:#x} {}", read_string(env, a));
+                }
+                return format!("{a:#x}");
+            }
+            let n = count.unwrap_or(0) as usize;
             if let Type::Base {
                 enc: Encoding::SignedChar | Encoding::UnsignedChar,
                 size: 1,
@@ -474,5 +495,77 @@ pub fn to_json(env: &dyn EvalEnv, v: &Value) -> serde_json::Value {
             serde_json::Value::String(format_value(env, v, Radix::Natural))
         }
         _ => serde_json::Value::String(format_value(env, v, Radix::Natural)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Radix, format_value};
+    use crate::debuginfo::types::{Member, Type, TypeRef};
+    use crate::expr::eval::{ValLoc, Value};
+    use crate::expr::testenv::Env;
+    use std::rc::Rc;
+
+    fn synth(t: Type) -> TypeRef {
+        TypeRef::Synth(Rc::new(t))
+    }
+
+    /// `List`'s `ListCell initial_elements[]` and `varlena`'s `char
+    /// vl_dat[]`: gdb shows where a flexible array member starts.
+    #[test]
+    fn flexible_array_member_as_gdb() {
+        let flex = |elem| synth(Type::Array { elem, count: None });
+        let s = synth(Type::Struct {
+            kw: "struct",
+            name: Some("L".into()),
+            size: 8,
+            members: vec![
+                Member {
+                    name: Some("n".into()),
+                    ty: Type::int(),
+                    offset: 0,
+                    bits: None,
+                },
+                Member {
+                    name: Some("cells".into()),
+                    ty: flex(Type::int()),
+                    offset: 8,
+                    bits: None,
+                },
+            ],
+            declaration: false,
+        });
+        let v = Value {
+            ty: s,
+            loc: ValLoc::Memory(0x10000),
+        };
+        let out = format_value(&Env, &v, Radix::Natural);
+        assert!(out.ends_with(", cells = 0x10008}"), "{out}");
+        let out = format_value(&Env, &v, Radix::Hex);
+        assert!(out.ends_with(", cells = 0x10008}"), "{out}");
+        let chars = Value {
+            ty: flex(Type::char_()),
+            loc: ValLoc::Memory(0x20000),
+        };
+        let out = format_value(&Env, &chars, Radix::Natural);
+        assert!(out.starts_with("0x20000 \""), "{out}");
+    }
+
+    /// gdb's p/d of an enum is its value; p its name.
+    #[test]
+    fn enum_in_decimal_is_its_value() {
+        let e = synth(Type::Enum {
+            name: Some("SysCacheIdentifier".into()),
+            size: 4,
+            signed: false,
+            values: vec![("AGGFNOID".into(), 0), ("RELOID".into(), 57)],
+        });
+        let v = Value {
+            ty: e,
+            loc: ValLoc::Bytes(57i32.to_le_bytes().to_vec()),
+        };
+        assert_eq!(format_value(&Env, &v, Radix::Natural), "RELOID");
+        assert_eq!(format_value(&Env, &v, Radix::Decimal), "57");
+        assert_eq!(format_value(&Env, &v, Radix::Hex), "0x39");
     }
 }

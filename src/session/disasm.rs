@@ -58,6 +58,43 @@ impl Session {
         self.frames().ok()?.get(sel).map(|f| f.pc)
     }
 
+    /// `x/Ni ADDR`: `count` instructions from `addr`, gdb's way (`=> ` at
+    /// the selected frame's pc, `<name+off>`, the address unpadded); the
+    /// text and the address after the last one.
+    pub(super) fn examine_instructions(
+        &mut self,
+        addr: u64,
+        count: usize,
+    ) -> Result<(String, u64)> {
+        let pc = self.current_pc();
+        // at most 15 bytes an instruction; fewer where the mapping ends
+        let mut code = vec![0u8; count.saturating_mul(15).min(1 << 20)];
+        while self.target.read_code(addr, &mut code).is_err() {
+            if code.len() <= 16 {
+                code.truncate(1);
+                self.target
+                    .read_code(addr, &mut code)
+                    .map_err(|_| anyhow!("Cannot access memory at address {addr:#x}"))?;
+                break;
+            }
+            code.truncate(code.len() / 2);
+        }
+        let sym = |a: u64| self.gdb_symbolic(a, false);
+        let insns = disasm::decode(addr, &code, &sym);
+        let mut lines = Vec::new();
+        let mut next = addr;
+        for i in insns.iter().take(count) {
+            let label = match self.gdb_symbolic(i.addr, false) {
+                Some((n, o)) => format!(" <{}>", disasm::symbolic_text(&n, o)),
+                None => String::new(),
+            };
+            let mark = if Some(i.addr) == pc { "=> " } else { "   " };
+            lines.push(format!("{mark}{:#x}{label}:\t{}", i.addr, i.text));
+            next = i.addr + i.bytes.len() as u64;
+        }
+        Ok((lines.join("\n"), next))
+    }
+
     /// The debug info of the code at runtime `addr` and its load bias.
     fn code_di(&self, addr: u64) -> (Rc<DebugInfo>, u64) {
         if !self.in_main(addr)

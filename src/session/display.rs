@@ -11,15 +11,24 @@ impl Session {
         Ok(format_value(self, &v, radix))
     }
 
-    /// One display's line: "N: EXPR = VALUE", or gdb's `<error: ...>` where
-    /// it cannot be evaluated.
+    /// One display's line: "N: EXPR = VALUE" (a memory display: "N: x/i
+    /// $pc" and x's lines), or gdb's `<error: ...>` where it cannot be
+    /// evaluated.
     pub(crate) fn display_line(&mut self, d: &Display) -> String {
         let radix = d
             .format
             .and_then(|f| Radix::from_letter(&f.to_string()))
             .unwrap_or(Radix::Natural);
-        match self.value_text(&d.expr, radix) {
-            Ok(v) => format!("{}: {} = {v}", d.id, d.label()),
+        let shown = match (d.examine_head(), d.examine) {
+            (Some((head, sep)), Some((n, u))) => self
+                .examine(Some(n), d.format, Some(u), Some(&d.expr))
+                .map(|t| format!("{head}{sep}{t}")),
+            _ => self
+                .value_text(&d.expr, radix)
+                .map(|v| format!("{} = {v}", d.label())),
+        };
+        match shown {
+            Ok(v) => format!("{}: {v}", d.id),
             Err(e) => format!(
                 "{}: {} = <error: {}>",
                 d.id,

@@ -24,7 +24,11 @@ impl Session {
                 anyhow!("x needs an address the first time, e.g. x/4xb &MyProcPid")
             })?,
         };
-        let (text, next) = examine::examine(self, addr, count, format, unit)?;
+        let (text, next) = if format == 'i' {
+            self.examine_instructions(addr, count)?
+        } else {
+            examine::examine(self, addr, count, format, unit)?
+        };
         self.examine_last = examine::Last {
             format,
             unit,

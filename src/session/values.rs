@@ -273,6 +273,10 @@ impl EvalEnv for Session {
         self.di.data_symbol_at(addr.wrapping_sub(self.bias))
     }
 
+    fn enumerator(&self, name: &str) -> Option<(TypeRef, i64)> {
+        self.di.enumerator(name)
+    }
+
     fn symbol_for(&self, addr: u64) -> Option<String> {
         if let Some((s, off)) = self.di.symbol_at(addr.wrapping_sub(self.bias)) {
             return Some(if off == 0 {

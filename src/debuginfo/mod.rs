@@ -7,6 +7,7 @@ pub mod debuginfod;
 mod dwarf_types;
 pub mod elf;
 pub mod index;
+pub mod inlined;
 pub mod layout;
 pub mod library;
 pub mod location;
@@ -15,6 +16,7 @@ mod plt;
 mod scopes;
 pub mod types;
 pub mod unwind;
+pub mod wordstores;
 
 use anyhow::{Result, anyhow, bail};
 use elf::{DebugSource, ElfImage, ElfSymbol};

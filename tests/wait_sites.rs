@@ -127,6 +127,13 @@ fn info_wait_sites_command_15() {
     );
     assert!(out.contains("the same set as the code's"), "{out}");
     // -v: one line per store, each naming its function
+    for l in out
+        .lines()
+        .filter(|l| l.contains("jump fits with") || l.contains("jump fits relocate"))
+        .take(4)
+    {
+        eprintln!("{l}");
+    }
     let per_site = out.lines().filter(|l| l.contains("; jump fits ")).count();
     assert_eq!(per_site, n, "{out}");
     for l in out.lines().filter(|l| l.contains("; jump fits ")) {

@@ -122,17 +122,31 @@ const REACH_ACROSS: usize = 40;
 
 impl Code {
     pub fn decode(elf: &ElfImage) -> Code {
+        let text: Vec<(u64, &[u8])> = elf
+            .file
+            .sections()
+            .filter(|s| s.kind() == SectionKind::Text && s.size() > 0)
+            .filter_map(|s| Some((s.address(), s.data().ok()?)))
+            .collect();
+        let rodata: Vec<(u64, &[u8])> = elf
+            .file
+            .sections()
+            .filter(|s| matches!(s.kind(), SectionKind::ReadOnlyData))
+            .filter_map(|s| Some((s.address(), s.data().ok()?)))
+            .collect();
+        Code::from_sections(&text, &rodata)
+    }
+
+    /// The code of `text` sections (address, bytes), with the jump tables
+    /// `rodata` holds.
+    pub fn from_sections(sections: &[(u64, &[u8])], rodata: &[(u64, &[u8])]) -> Code {
         let mut insns = Vec::new();
         let mut code_bytes = 0;
         let mut text: Vec<(u64, u64)> = Vec::new();
-        for s in elf.file.sections() {
-            if s.kind() != SectionKind::Text || s.size() == 0 {
-                continue;
-            }
-            let Ok(data) = s.data() else { continue };
+        for &(addr, data) in sections {
             code_bytes += data.len() as u64;
-            text.push((s.address(), s.address() + data.len() as u64));
-            let mut dec = Decoder::with_ip(64, data, s.address(), DecoderOptions::NONE);
+            text.push((addr, addr + data.len() as u64));
+            let mut dec = Decoder::with_ip(64, data, addr, DecoderOptions::NONE);
             let mut ins = Instruction::default();
             while dec.can_decode() {
                 dec.decode_out(&mut ins);
@@ -143,12 +157,6 @@ impl Code {
         let in_text = |a: u64| text.iter().any(|&(b, e)| b <= a && a < e);
         let mut targets: BTreeSet<u64> = BTreeSet::new();
         let mut tables: BTreeSet<(u64, u8)> = BTreeSet::new();
-        let rodata: Vec<(u64, &[u8])> = elf
-            .file
-            .sections()
-            .filter(|s| matches!(s.kind(), SectionKind::ReadOnlyData))
-            .filter_map(|s| Some((s.address(), s.data().ok()?)))
-            .collect();
         let in_rodata = |a: u64| {
             rodata
                 .iter()
@@ -584,4 +592,88 @@ fn is_word_store(i: &Instruction, base: Option<Register>, offset: i64) -> bool {
 /// the pointer in it (an argument register may hand it to the callee).
 fn is_clobbered_by_call(r: Register) -> bool {
     matches!(r, Register::RAX | Register::R10 | Register::R11)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const P: u64 = 0x9000;
+
+    /// `mov REG,[rip+P]` at `at` (7 bytes; `modrm_reg` 0 = rax, 2 = rdx).
+    fn load(at: u64, modrm_reg: u8) -> Vec<u8> {
+        let disp = (P as i64 - (at as i64 + 7)) as i32;
+        let mut v = vec![0x48, 0x8b, 0x05 | (modrm_reg << 3)];
+        v.extend(disp.to_le_bytes());
+        v
+    }
+
+    fn code(parts: &[&[u8]]) -> Code {
+        let bytes: Vec<u8> = parts.concat();
+        let leaked: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+        Code::from_sections(&[(0x1000, leaked)], &[])
+    }
+
+    #[test]
+    fn immediate_store_fits_alone_register_store_needs_neighbours() {
+        // mov rax,[rip+P]; mov dword [rax],0x0a000001; ret
+        // mov rdx,[rip+P]; mov [rdx],ebx; add rsp,8; pop rbx; ret
+        let l1 = load(0x1000, 0);
+        let l2 = load(0x1000 + 7 + 6 + 1, 2);
+        let c = code(&[
+            &l1,
+            &[0xc7, 0x00, 0x01, 0x00, 0x00, 0x0a],
+            &[0xc3],
+            &l2,
+            &[0x89, 0x1a],
+            &[0x48, 0x83, 0xc4, 0x08],
+            &[0x5b, 0xc3],
+        ]);
+        let s = c.scan(WordShape {
+            pointer: P,
+            offset: 0,
+        });
+        assert!(s.classified(), "{:?}", s.others);
+        assert_eq!(s.sites.len(), 2);
+        assert_eq!(s.sites[0].store, 0x1007);
+        assert_eq!(s.sites[0].value, Value::Imm(0x0a00_0001));
+        assert_eq!(s.sites[0].fit, Fit::Alone);
+        assert_eq!(s.sites[1].value, Value::Reg(Register::EBX));
+        assert_eq!(s.sites[1].len, 2);
+        let st = s.sites[1].store;
+        assert_eq!(
+            s.sites[1].fit,
+            Fit::Neighbours {
+                start: st,
+                end: st + 6
+            }
+        );
+        assert!(!s.sites[1].target_inside);
+    }
+
+    #[test]
+    fn a_pointer_handed_on_is_unclassified() {
+        // mov rdi,[rip+P]; call +0 (the pointer may reach the callee)
+        let l = load(0x1000, 7);
+        let c = code(&[&l, &[0xe8, 0, 0, 0, 0], &[0xc3]]);
+        let s = c.scan(WordShape {
+            pointer: P,
+            offset: 0,
+        });
+        assert!(s.sites.is_empty());
+        assert!(!s.classified());
+    }
+
+    #[test]
+    fn a_branch_target_inside_the_span_is_seen() {
+        // mov rax,[rip+P]; L: mov dword [rax],0; jmp L
+        let l = load(0x1000, 0);
+        let c = code(&[&l, &[0xc7, 0x00, 0, 0, 0, 0], &[0xeb, 0xf8]]);
+        let s = c.scan(WordShape {
+            pointer: P,
+            offset: 0,
+        });
+        assert_eq!(s.sites.len(), 1);
+        assert!(s.sites[0].target_inside);
+    }
 }

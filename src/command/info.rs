@@ -2,13 +2,21 @@
 //! the whole registry.
 
 mod auxv;
+mod waitsites;
 
 use super::check::no_check;
 use super::{Entry, Invocation, Needs, REGISTRY, find, subcommands};
 use crate::postgres::backend::Flow;
 use anyhow::bail;
 
-pub static ENTRIES: &[&Entry] = &[&INFO, &INFO_SHAREDLIBRARY, &INFO_SIGNALS, &INFO_AUXV, &HELP];
+pub static ENTRIES: &[&Entry] = &[
+    &INFO,
+    &INFO_SHAREDLIBRARY,
+    &INFO_SIGNALS,
+    &INFO_AUXV,
+    &INFO_WAIT_SITES,
+    &HELP,
+];
 
 pub static INFO_SHAREDLIBRARY: Entry = Entry {
     name: "info sharedlibrary",
@@ -64,6 +72,30 @@ pub static INFO_AUXV: Entry = Entry {
     needs: Needs::Memory,
     check: no_check,
     run: Some(|b, rest| auxv::info_auxv(b, rest)),
+};
+
+pub static INFO_WAIT_SITES: Entry = Entry {
+    name: "info wait-sites",
+    aliases: &[],
+    usage: "info wait-sites [-v | --json]",
+    summary: "the binary's stores of the wait-event word, from its code and from DWARF",
+    help: "The stores an in-process wait recorder would patch, read from the binary's file \
+           (nothing is written into the backend): on 14+ each RIP-relative load of \
+           my_wait_event_info followed by a 32-bit store through that register; on 13 the \
+           stores to MyProc->wait_event_info. The summary says how many there are, in how many \
+           functions, whether a 5-byte jump fits each store alone, with neighbouring plain \
+           instructions or only by relocating the load..store span, whether a branch target \
+           (jump tables included) lies inside a span, whether every reference to the pointer is \
+           classified, and whether the set equals the stores inside DWARF's inlined instances of \
+           pgstat_report_wait_start/end. A stripped binary gives the same sites.\n\n\
+           -v lists one store per line: its address, function, source line, length, the value \
+           (named when the wait names are cached) or register, its load and how a jump fits; \
+           --json gives the same as one JSON object.",
+    examples: &["info wait-sites", "info wait-sites -v"],
+    parse: |rest| waitsites::parse_form(rest).map(|_| Invocation::command(&INFO_WAIT_SITES, rest)),
+    needs: Needs::Nothing,
+    check: no_check,
+    run: Some(|b, rest| waitsites::info_wait_sites(b, rest)),
 };
 
 /// `info signals [SIGNAL]`: SIGNAL as SIGUSR1, USR1, usr1 or 10.

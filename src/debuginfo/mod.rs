@@ -8,6 +8,7 @@ mod dies;
 mod dwarf_types;
 pub mod elf;
 pub mod index;
+pub mod inlined;
 pub mod layout;
 pub mod library;
 mod lines;
@@ -18,6 +19,7 @@ mod scopes;
 mod symbols;
 pub mod types;
 pub mod unwind;
+pub mod wordstores;
 
 use anyhow::{Result, anyhow, bail};
 use elf::{DebugSource, ElfImage, ElfSymbol};

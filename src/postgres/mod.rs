@@ -172,6 +172,7 @@ pub mod plancache;
 mod planstate;
 pub mod progress;
 pub mod waits;
+pub mod waitsites;
 
 pub use backend::{Backend, ProbeEnd, ProbeHandler};
 

@@ -82,10 +82,10 @@ pub struct Target {
     /// The deferred signals a caller took (`take_pending_signals`) and has
     /// not given back: held back all the same (a mask, bit N-1 for N).
     taken_signals: u64,
-    /// A pass-through signal taken at its signal-delivery stop and not yet
-    /// handed back to the kernel by the resume (a mask): waitpid cleared
-    /// the kernel's copy, so it is recorded as held back until then.
-    delivering: u64,
+    /// The current stop is a signal's delivery stop seen but not yet taken
+    /// from the kernel (wait.rs `take_status`): the kernel still holds
+    /// the signal, and delivers it if pgdbg dies before resuming.
+    unreaped: bool,
     /// A fault signal reported to the user, delivered on the next resume.
     pending_fault: Option<Signal>,
     /// Signals are held back, not delivered, until this is cleared (the
@@ -240,7 +240,7 @@ impl Target {
             inserted: BTreeMap::new(),
             deferred: VecDeque::new(),
             taken_signals: 0,
-            delivering: 0,
+            unreaped: false,
             pending_fault: None,
             holding_signals: false,
             signal_word: None,
@@ -663,6 +663,8 @@ impl Target {
     fn set_running(&mut self) {
         self.runs = self.runs.wrapping_add(1);
         self.stopped = false;
+        // a resume ended the stop `take_status` saw: nothing left to take
+        self.unreaped = false;
         if let Some(t) = self.stopped_since.take() {
             self.stopped_before += t.elapsed();
         }
@@ -730,17 +732,19 @@ impl Target {
         }
         self.deferred.push_back(sig);
         self.note_held_signals();
+        // recorded: now the kernel's copy may go (wait.rs `take_status`)
+        self.reap_seen_stop();
     }
 
     /// The signals held back now, with those a killed pgdbg held back
     /// (the guardian's record) until they are sent.
     fn held_signal_mask(&self) -> u64 {
         let before = self.signal_word.as_ref().map_or(0, |w| w.before);
-        signal_mask(&self.deferred) | self.taken_signals | self.delivering | before
+        signal_mask(&self.deferred) | self.taken_signals | before
     }
 
     fn note_held_signals(&mut self) {
-        let mask = signal_mask(&self.deferred) | self.taken_signals | self.delivering;
+        let mask = signal_mask(&self.deferred) | self.taken_signals;
         // the handler's page first (selfrelease.rs: never released
         // without them); if that fails, the pipe no longer releases the
         // backend at all (a signal already held cannot be refused)

@@ -7,7 +7,7 @@ use super::*;
 impl Target {
     pub(super) fn waitpid_blocking(&mut self) -> Result<WaitStatus> {
         loop {
-            match waitpid(self.pid, Some(WaitPidFlag::__WALL)) {
+            match self.take_status(false) {
                 Ok(s) => return Ok(s),
                 Err(Errno::EINTR) => continue,
                 Err(Errno::ECHILD) => {
@@ -56,12 +56,7 @@ impl Target {
                 }
             }
             hooks.waiting(true);
-            let flags = if nohang {
-                WaitPidFlag::__WALL | WaitPidFlag::WNOHANG
-            } else {
-                WaitPidFlag::__WALL
-            };
-            let waited = waitpid(self.pid, Some(flags));
+            let waited = self.take_status(nohang);
             hooks.waiting(false);
             let status = match waited {
                 Ok(WaitStatus::StillAlive) if nohang => return Ok(None),
@@ -200,7 +195,7 @@ impl Target {
                             return self.reported(Stop::ToolTerminating).map(Some);
                         }
                         self.outside_signal(sig);
-                        self.pass_through_recorded(sig)?;
+                        self.pass_through(sig)?;
                         continue;
                     }
                     // the trap of a resume inside a detour's jump that a
@@ -224,29 +219,67 @@ impl Target {
         }
     }
 
-    /// Resume delivering `sig`, taken at its signal-delivery stop.  The
-    /// wait took it from the kernel: until `PTRACE_CONT` hands it back it
-    /// lives only here, so it is recorded as held back meanwhile (the
-    /// handler's page, the guardian's table): a death of pgdbg in between
-    /// leaves it to the guardian, or to the backend's SIGCONT handler,
-    /// which send it again (selfrelease.rs).  Dying after the resume,
-    /// before the record is cleared (microseconds), it may come twice:
-    /// PostgreSQL's handlers set flags and a latch; a second SIGINT after
-    /// the cancel was served finds the session reading its next command,
-    /// where a cancel is ignored.
-    fn pass_through_recorded(&mut self, sig: Signal) -> Result<()> {
-        if signals::never_held(sig) {
-            // SIGCONT, the stop signals (pgdbg's own re-hold among them),
-            // SIGQUIT: never sent again by anyone (see `never_held`)
-            return self.cont_waiting(Some(sig));
+    /// Resume delivering `sig`, seen at its signal-delivery stop and not
+    /// taken from the kernel (`take_status`): until `PTRACE_CONT` the
+    /// kernel keeps it as the stop's signal, and delivers it itself if
+    /// pgdbg dies first.  Nothing needs recording.
+    fn pass_through(&mut self, sig: Signal) -> Result<()> {
+        if crate::config::get().pause_at.is_some() {
+            crate::config::pause_for_tests(&format!("signal-seen-{}", sig.as_str()));
         }
-        let bit = 1u64 << (sig as i32 - 1);
-        self.delivering = bit;
-        self.note_held_signals();
-        let res = self.cont_waiting(Some(sig));
-        self.delivering = 0;
-        self.note_held_signals();
-        res
+        self.cont_waiting(Some(sig))
+    }
+
+    /// The target's next wait status.  A signal's delivery stop (of a
+    /// signal pgdbg may hold back) is only seen (`WNOWAIT`), not taken:
+    /// taking it (`wait_task_stopped`) clears the tracee's `exit_code`,
+    /// the signal the kernel delivers when the stop ends, and a pgdbg
+    /// killed before its resume would lose it (a `statement_timeout`'s
+    /// SIGALRM that never comes) with nothing of pgdbg's to send it again.
+    /// Left to the kernel, it is delivered when the tracer dies, and
+    /// `PTRACE_CONT(sig)` ends that stop as usual (a stop is not reported
+    /// again once resumed); held back instead, it is taken once recorded
+    /// (`defer`).  Every other status is taken at once.
+    fn take_status(&mut self, nohang: bool) -> nix::Result<WaitStatus> {
+        self.unreaped = false;
+        let mut flags = libc::WEXITED | libc::WSTOPPED | libc::__WALL | libc::WNOWAIT;
+        if nohang {
+            flags |= libc::WNOHANG;
+        }
+        // SAFETY: waitid(2) into a zeroed siginfo_t of ours.
+        let si = unsafe {
+            let mut si: libc::siginfo_t = std::mem::zeroed();
+            Errno::result(libc::waitid(
+                libc::P_PID,
+                self.pid.as_raw() as libc::id_t,
+                &mut si,
+                flags,
+            ))?;
+            si
+        };
+        // SAFETY: the SIGCHLD fields of the siginfo waitid(2) filled in.
+        let (si_pid, status) = unsafe { (si.si_pid(), si.si_status()) };
+        if si_pid == 0 {
+            return Ok(WaitStatus::StillAlive);
+        }
+        if si.si_code == libc::CLD_TRAPPED
+            && status & !0x7f == 0
+            && let Ok(sig) = Signal::try_from(status)
+            && signals::pass_through(sig)
+            && !signals::never_held(sig)
+        {
+            self.unreaped = true;
+            return Ok(WaitStatus::Stopped(self.pid, sig));
+        }
+        waitpid(self.pid, Some(WaitPidFlag::__WALL | WaitPidFlag::WNOHANG))
+    }
+
+    /// Take the stop `take_status` only saw (its signal is recorded or
+    /// dropped now); nothing when there is none.
+    pub(super) fn reap_seen_stop(&mut self) {
+        if std::mem::take(&mut self.unreaped) {
+            let _ = waitpid(self.pid, Some(WaitPidFlag::__WALL | WaitPidFlag::WNOHANG));
+        }
     }
 
     /// Resume in the wait loop: while someone else's stop holds, a stop

@@ -86,6 +86,10 @@ pub struct Target {
     /// from the kernel (wait.rs `take_status`): the kernel still holds
     /// the signal, and delivers it if pgdbg dies before resuming.
     unreaped: bool,
+    /// A pass-through signal taken at its delivery stop (during a call of
+    /// pgdbg's) and not yet handed back by the resume (a mask): recorded
+    /// as held back until then.
+    delivering: u64,
     /// A fault signal reported to the user, delivered on the next resume.
     pending_fault: Option<Signal>,
     /// Signals are held back, not delivered, until this is cleared (the
@@ -241,6 +245,7 @@ impl Target {
             deferred: VecDeque::new(),
             taken_signals: 0,
             unreaped: false,
+            delivering: 0,
             pending_fault: None,
             holding_signals: false,
             signal_word: None,
@@ -740,11 +745,11 @@ impl Target {
     /// (the guardian's record) until they are sent.
     fn held_signal_mask(&self) -> u64 {
         let before = self.signal_word.as_ref().map_or(0, |w| w.before);
-        signal_mask(&self.deferred) | self.taken_signals | before
+        signal_mask(&self.deferred) | self.taken_signals | self.delivering | before
     }
 
     fn note_held_signals(&mut self) {
-        let mask = signal_mask(&self.deferred) | self.taken_signals;
+        let mask = signal_mask(&self.deferred) | self.taken_signals | self.delivering;
         // the handler's page first (selfrelease.rs: never released
         // without them); if that fails, the pipe no longer releases the
         // backend at all (a signal already held cannot be refused)

@@ -7,7 +7,7 @@ use super::*;
 impl Target {
     pub(super) fn waitpid_blocking(&mut self) -> Result<WaitStatus> {
         loop {
-            match self.take_status(false) {
+            match self.take_status(false, false) {
                 Ok(s) => return Ok(s),
                 Err(Errno::EINTR) => continue,
                 Err(Errno::ECHILD) => {
@@ -56,7 +56,12 @@ impl Target {
                 }
             }
             hooks.waiting(true);
-            let waited = self.take_status(nohang);
+            // left to the kernel only where its next step is the resume
+            // that delivers it, in the backend's own context: held back
+            // (the guardian finishing a call) or in a call of pgdbg's,
+            // taken first (and recorded) as before
+            let own = !self.holding_signals && !self.in_call();
+            let waited = self.take_status(nohang, own);
             hooks.waiting(false);
             let status = match waited {
                 Ok(WaitStatus::StillAlive) if nohang => return Ok(None),
@@ -219,66 +224,104 @@ impl Target {
         }
     }
 
-    /// Resume delivering `sig`, seen at its signal-delivery stop and not
-    /// taken from the kernel (`take_status`): until `PTRACE_CONT` the
-    /// kernel keeps it as the stop's signal, and delivers it itself if
-    /// pgdbg dies first.  Nothing needs recording.
+    /// Resume delivering `sig`, seen at its signal-delivery stop.  Not
+    /// taken from the kernel (`take_status`), the kernel keeps it as the
+    /// stop's signal until `PTRACE_CONT`, and delivers it itself if pgdbg
+    /// dies first.  Taken (during a call of pgdbg's: delivered by the
+    /// kernel at pgdbg's death, its frame would hide the call's context
+    /// from the SIGCONT handler, which could then not repair the call), it
+    /// is recorded as held back until the resume hands it back (the
+    /// handler's page, the guardian's table): a death of pgdbg in between
+    /// leaves it to the guardian or the SIGCONT handler, which send it;
+    /// dying after the resume, before the record is cleared
+    /// (microseconds), it may come twice: PostgreSQL's handlers set flags
+    /// and a latch.
     fn pass_through(&mut self, sig: Signal) -> Result<()> {
+        let record = !self.unreaped && !signals::never_held(sig);
+        if record {
+            self.delivering = 1u64 << (sig as i32 - 1);
+            self.note_held_signals();
+        }
         if crate::config::get().pause_at.is_some() {
             crate::config::pause_for_tests(&format!("signal-seen-{}", sig.as_str()));
         }
-        self.cont_waiting(Some(sig))
+        if !record {
+            return self.cont_waiting(Some(sig));
+        }
+        let res = self.cont_waiting(Some(sig));
+        self.delivering = 0;
+        self.note_held_signals();
+        res
     }
 
-    /// The target's next wait status.  A signal's delivery stop (of a
-    /// signal pgdbg may hold back) is only seen (`WNOWAIT`), not taken:
-    /// taking it (`wait_task_stopped`) clears the tracee's `exit_code`,
-    /// the signal the kernel delivers when the stop ends, and a pgdbg
-    /// killed before its resume would lose it (a `statement_timeout`'s
-    /// SIGALRM that never comes) with nothing of pgdbg's to send it again.
+    /// The target's next wait status.  With `leave_signal`, a signal's
+    /// delivery stop is only seen (`WNOWAIT`), not taken: taking it
+    /// (`wait_task_stopped`) clears the tracee's `exit_code`, the signal
+    /// the kernel delivers when the stop ends, and a pgdbg killed before
+    /// its resume would lose it (a `statement_timeout`'s SIGALRM that
+    /// never comes) where nothing holds the backend to send it again.
     /// Left to the kernel, it is delivered when the tracer dies, and
-    /// `PTRACE_CONT(sig)` ends that stop as usual (a stop is not reported
-    /// again once resumed); held back instead, it is taken once recorded
-    /// (`defer`).  Every other status is taken at once.
-    fn take_status(&mut self, nohang: bool) -> nix::Result<WaitStatus> {
+    /// `PTRACE_CONT(sig)` ends that stop as usual (a resumed stop is never
+    /// reported again); deferred after all (pgdbg terminating), it is
+    /// taken once recorded (`defer`).  Only where the next step is that
+    /// resume in the backend's own context: where the signal is held back
+    /// (an injected system call, the guardian finishing a call), a kernel
+    /// delivering it at pgdbg's death would build its handler's frame on
+    /// registers that are not the backend's, so it is taken first, as is
+    /// every other status.  SIGCONT (which `deliverable` may drop) and the
+    /// stop signals are always taken first.
+    fn take_status(&mut self, nohang: bool, leave_signal: bool) -> nix::Result<WaitStatus> {
         self.unreaped = false;
         let mut flags = libc::WEXITED | libc::WSTOPPED | libc::__WALL | libc::WNOWAIT;
         if nohang {
             flags |= libc::WNOHANG;
         }
-        // SAFETY: waitid(2) into a zeroed siginfo_t of ours.
-        let si = unsafe {
-            let mut si: libc::siginfo_t = std::mem::zeroed();
-            Errno::result(libc::waitid(
-                libc::P_PID,
-                self.pid.as_raw() as libc::id_t,
-                &mut si,
-                flags,
-            ))?;
-            si
-        };
-        // SAFETY: the SIGCHLD fields of the siginfo waitid(2) filled in.
-        let (si_pid, status) = unsafe { (si.si_pid(), si.si_status()) };
-        if si_pid == 0 {
-            return Ok(WaitStatus::StillAlive);
+        loop {
+            // SAFETY: waitid(2) into a zeroed siginfo_t of ours.
+            let si = unsafe {
+                let mut si: libc::siginfo_t = std::mem::zeroed();
+                Errno::result(libc::waitid(
+                    libc::P_PID,
+                    self.pid.as_raw() as libc::id_t,
+                    &mut si,
+                    flags,
+                ))?;
+                si
+            };
+            // SAFETY: the SIGCHLD fields of the siginfo waitid(2) filled in.
+            let (si_pid, status) = unsafe { (si.si_pid(), si.si_status()) };
+            if si_pid == 0 {
+                return Ok(WaitStatus::StillAlive);
+            }
+            if leave_signal
+                && si.si_code == libc::CLD_TRAPPED
+                && status & !0x7f == 0
+                && let Ok(sig) = Signal::try_from(status)
+                && signals::pass_through(sig)
+                && sig != Signal::SIGCONT
+                && !outside::is_stop_signal(sig)
+            {
+                self.unreaped = true;
+                return Ok(WaitStatus::Stopped(self.pid, sig));
+            }
+            match waitpid(self.pid, Some(WaitPidFlag::__WALL | WaitPidFlag::WNOHANG))? {
+                // the stop seen ended before it could be taken (a SIGKILL
+                // in between): wait again for what came of it
+                WaitStatus::StillAlive if !nohang => continue,
+                s => return Ok(s),
+            }
         }
-        if si.si_code == libc::CLD_TRAPPED
-            && status & !0x7f == 0
-            && let Ok(sig) = Signal::try_from(status)
-            && signals::pass_through(sig)
-            && !signals::never_held(sig)
-        {
-            self.unreaped = true;
-            return Ok(WaitStatus::Stopped(self.pid, sig));
-        }
-        waitpid(self.pid, Some(WaitPidFlag::__WALL | WaitPidFlag::WNOHANG))
     }
 
     /// Take the stop `take_status` only saw (its signal is recorded or
     /// dropped now); nothing when there is none.
     pub(super) fn reap_seen_stop(&mut self) {
-        if std::mem::take(&mut self.unreaped) {
-            let _ = waitpid(self.pid, Some(WaitPidFlag::__WALL | WaitPidFlag::WNOHANG));
+        if std::mem::take(&mut self.unreaped)
+            && let Ok(WaitStatus::Exited(..) | WaitStatus::Signaled(..)) =
+                waitpid(self.pid, Some(WaitPidFlag::__WALL | WaitPidFlag::WNOHANG))
+        {
+            // killed since the stop was seen: reaped now, its parent told
+            self.mark_gone();
         }
     }
 

@@ -21,13 +21,13 @@ impl Target {
         let res = self.single_step_user();
         // Re-insert even when the step failed, unless the target is gone;
         // a one-byte instruction leaves rip one past the int3: recorded
-        // for the guardian before the int3 is back (hold.rs)
+        // for the guardian before the int3 is back (hold.rs), by
+        // single_step_user when it returned Ok, else here; where neither
+        // the record nor the disarm succeeds the int3 stays out (the
+        // backend is safe without it)
         if !self.gone {
-            if let Err(e) = self.note_resume_point() {
-                // the SIGCONT handler would rewind over the instruction
-                // just run: it no longer releases the backend, or the
-                // int3 stays out (the backend is safe without it)
-                self.disarm_self_release(e)?;
+            if res.is_err() {
+                self.keep_resume_point()?;
             }
             self.write(addr, &[INT3])?;
         } else {
@@ -94,14 +94,21 @@ impl Target {
                 res
             }
         };
+        self.keep_resume_point()?;
+        Ok(res)
+    }
+
+    /// After a step, unless the target is gone: where it resumes recorded
+    /// (`note_resume_point`); where that fails, the SIGCONT handler would
+    /// rewind over the instruction just run: it no longer releases the
+    /// backend by itself.
+    fn keep_resume_point(&mut self) -> Result<()> {
         if !self.gone
             && let Err(e) = self.note_resume_point()
         {
-            // the handler would rewind over the instruction just run: it
-            // no longer releases the backend by itself
             self.disarm_self_release(e)?;
         }
-        Ok(res)
+        Ok(())
     }
 
     /// `pushf` (`size` 2) or `pushfq` (8) of `len` bytes at `r.rip`, done

@@ -60,6 +60,10 @@ use crate::debuginfo::types::{Type, TypeSource, strip};
 use crate::infcall::Arg;
 use anyhow::{Result, anyhow, bail};
 use std::time::{Duration, Instant};
+mod condition;
+mod text;
+pub use condition::{Clause, Op, Subject, parse_condition};
+pub use text::{EsFlags, explain_analyze};
 
 /// What `plan --next --analyze` was asked for.
 #[derive(Debug, Clone, PartialEq)]
@@ -96,129 +100,6 @@ impl Default for AnalyzeOpts {
             nested: false,
         }
     }
-}
-
-/// What a `--if` clause compares.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Subject {
-    /// The statement's execution time, in microseconds (known at its end).
-    Duration,
-    /// `PlannedStmt.queryId` (known at its start).
-    QueryId,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Op {
-    Gt,
-    Ge,
-    Lt,
-    Le,
-    Eq,
-    Ne,
-}
-
-/// One `--if` comparison: `duration > 200ms`, `queryid == -862731299`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Clause {
-    pub subject: Subject,
-    pub op: Op,
-    /// Microseconds for a duration; the value for a queryId.
-    pub value: i64,
-}
-
-impl Clause {
-    fn holds(&self, v: i64) -> bool {
-        match self.op {
-            Op::Gt => v > self.value,
-            Op::Ge => v >= self.value,
-            Op::Lt => v < self.value,
-            Op::Le => v <= self.value,
-            Op::Eq => v == self.value,
-            Op::Ne => v != self.value,
-        }
-    }
-}
-
-/// Parse `--if`'s expression: clauses `duration OP TIME` (TIME with a unit:
-/// us, ms, s) or `queryid OP INTEGER`, joined by `&&`.
-pub fn parse_condition(text: &str) -> Result<Vec<Clause>> {
-    let text = text.trim().trim_matches(|c| c == '\'' || c == '"').trim();
-    if text.is_empty() {
-        bail!(
-            "plan --if needs a condition: duration > 200ms, queryid == N, joined by && (e.g. --if 'duration > 200ms')"
-        );
-    }
-    let mut out = Vec::new();
-    for part in text.split("&&") {
-        let part = part.trim();
-        let ops = [
-            (">=", Op::Ge),
-            ("<=", Op::Le),
-            ("==", Op::Eq),
-            ("!=", Op::Ne),
-            (">", Op::Gt),
-            ("<", Op::Lt),
-        ];
-        let Some((pos, sym, op)) = ops
-            .iter()
-            .find_map(|(sym, op)| part.find(sym).map(|p| (p, *sym, *op)))
-        else {
-            bail!(
-                "plan --if: '{part}' is not a comparison: use duration > 200ms or queryid == N (operators > >= < <= == !=)"
-            );
-        };
-        let (lhs, rhs) = (part[..pos].trim(), part[pos + sym.len()..].trim());
-        let clause = match lhs.to_lowercase().as_str() {
-            "duration" => Clause {
-                subject: Subject::Duration,
-                op,
-                value: parse_micros(rhs)?,
-            },
-            "queryid" | "query_id" => Clause {
-                subject: Subject::QueryId,
-                op,
-                value: rhs.parse::<i64>().map_err(|_| {
-                    anyhow!(
-                        "plan --if: queryid compares with an integer, not '{rhs}'",
-                        rhs = crate::shown::shown(rhs)
-                    )
-                })?,
-            },
-            other => bail!(
-                "plan --if: unknown name '{other}': use duration (the statement's execution time) or queryid"
-            ),
-        };
-        out.push(clause);
-    }
-    Ok(out)
-}
-
-fn parse_micros(t: &str) -> Result<i64> {
-    let t = t.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = (&t[..split], t[split..].trim());
-    let v: f64 = num.parse().map_err(|_| {
-        anyhow!(
-            "plan --if: '{t}' is not a duration (e.g. 200ms, 1.5s, 500us)",
-            t = crate::shown::shown(t)
-        )
-    })?;
-    let scale = match unit {
-        "us" => 1.0,
-        "ms" => 1e3,
-        "s" => 1e6,
-        "" => bail!(
-            "plan --if: the duration '{t}' needs a unit: us, ms or s",
-            t = crate::shown::shown(t)
-        ),
-        other => bail!(
-            "plan --if: unknown time unit '{other}' (us, ms or s)",
-            other = crate::shown::shown(other)
-        ),
-    };
-    Ok((v * scale).round() as i64)
 }
 
 /// The enumerators of the server's `InstrumentOption` (DWARF).
@@ -676,90 +557,6 @@ impl ProbeHandler for AnalyzeProbe<'_> {
     }
 }
 
-/// ExplainState flags for the options the executor ran with.
-pub struct EsFlags {
-    pub timing: bool,
-    pub buffers: bool,
-    pub wal: bool,
-}
-
-impl EsFlags {
-    /// What the executor measured (`effective` bits): what to print.
-    fn from_options(s: &dyn Backend, effective: u32) -> Result<EsFlags> {
-        let values = instrument_enum(s)?;
-        let has = |n: &str| -> Result<bool> { Ok(effective & enum_bit(&values, n)? != 0) };
-        Ok(EsFlags {
-            timing: has("INSTRUMENT_TIMER")?,
-            buffers: has("INSTRUMENT_BUFFERS")?,
-            wal: has("INSTRUMENT_WAL")?,
-        })
-    }
-}
-
-/// The EXPLAIN ANALYZE text of an executed QueryDesc (before
-/// ExecutorEnd), made inside the backend as `ExplainOnePlan` makes it,
-/// with `elapsed` as its "Execution Time".
-pub fn explain_analyze(
-    s: &mut dyn Backend,
-    qd: u64,
-    o: &AnalyzeOpts,
-    flags: &EsFlags,
-    elapsed: Duration,
-    timeout: Duration,
-) -> Result<String> {
-    let printer = explain::PlanPrinter::new(
-        s,
-        &o.format,
-        &[
-            ("analyze", true, true),
-            ("verbose", o.verbose, false),
-            ("costs", o.costs, false),
-            ("timing", flags.timing, true),
-            ("buffers", flags.buffers, true),
-            ("wal", flags.wal, false),
-            ("summary", true, false),
-        ],
-    )?;
-    let f = |name: &str| super::call::function_address(s, name);
-    let prop_float = f("ExplainPropertyFloat")?;
-    let triggers = f("ExplainPrintTriggers").ok();
-    let jit = f("ExplainPrintJITSummary").ok();
-    let mut calls = BackendCalls::open(s, timeout, true)?;
-    // after the plan, what ExplainOnePlan prints: triggers, JIT, the time
-    let text = printer.print(&mut calls, qd, |calls, es| {
-        if let Some(t) = triggers {
-            value(
-                calls.call_addr(t, &[Arg::Int(es), Arg::Int(qd)])?,
-                "ExplainPrintTriggers",
-            )?;
-        }
-        if let (Some(j), true) = (jit, o.costs) {
-            value(
-                calls.call_addr(j, &[Arg::Int(es), Arg::Int(qd)])?,
-                "ExplainPrintJITSummary",
-            )?;
-        }
-        let label = calls.push_cstr("Execution Time")?;
-        let unit = calls.push_cstr("ms")?;
-        value(
-            calls.call_addr(
-                prop_float,
-                &[
-                    Arg::Int(label),
-                    Arg::Int(unit),
-                    Arg::Double(elapsed.as_secs_f64() * 1000.0),
-                    Arg::Int(3),
-                    Arg::Int(es),
-                ],
-            )?,
-            "ExplainPropertyFloat",
-        )?;
-        Ok(())
-    })?;
-    calls.close()?;
-    Ok(text)
-}
-
 /// `plan --next --analyze`: wait for the next statement(s), print their
 /// EXPLAIN ANALYZE.  Returns (summary, how run_probes ended).
 pub fn plan_next_analyze(s: &mut dyn Backend, o: &AnalyzeOpts) -> Result<(String, ProbeEnd)> {
@@ -810,38 +607,4 @@ pub fn plan_next_analyze(s: &mut dyn Backend, o: &AnalyzeOpts) -> Result<(String
         }
     }
     Ok((format!("{summary}{text}"), end))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn conditions_parse() {
-        let c = parse_condition("'duration > 200ms'").unwrap();
-        assert_eq!(
-            c,
-            vec![Clause {
-                subject: Subject::Duration,
-                op: Op::Gt,
-                value: 200_000
-            }]
-        );
-        let c = parse_condition("queryid == -5 && duration >= 1.5s").unwrap();
-        assert_eq!(c.len(), 2);
-        assert_eq!(c[0].subject, Subject::QueryId);
-        assert_eq!(c[0].value, -5);
-        assert_eq!(c[1].op, Op::Ge);
-        assert_eq!(c[1].value, 1_500_000);
-        assert!(c[1].holds(1_500_000) && !c[1].holds(1_499_999));
-        for bad in [
-            "",
-            "duration > 200",
-            "speed > 1ms",
-            "duration 200ms",
-            "queryid == x",
-        ] {
-            assert!(parse_condition(bad).is_err(), "{bad}");
-        }
-    }
 }

@@ -421,41 +421,6 @@ impl Target {
     /// resume runs no code of the backend: a pending unblocked signal is
     /// taken (a signal-delivery stop) before any instruction.
     pub(in crate::inferior) fn drain_sigill(&mut self) -> Result<()> {
-        use nix::sys::wait::WaitStatus;
-        for _ in 0..4 {
-            if self.gone || !self.stopped || !self.sigill_pending() {
-                return Ok(());
-            }
-            self.cont_raw(None)?;
-            match self.waitpid_blocking()? {
-                WaitStatus::Exited(_, _) | WaitStatus::Signaled(_, _, _) => {
-                    self.mark_gone();
-                    return Ok(());
-                }
-                WaitStatus::Stopped(_, Signal::SIGTRAP) => {
-                    self.mark_stopped();
-                    // as `drain_sigtrap`: one of our int3s is rewound
-                    if let Some(bp) = self.int3_behind_rip()? {
-                        self.int3_sigtrap_live = true;
-                        self.rewind_to(bp)?;
-                    } else {
-                        self.defer(Signal::SIGTRAP);
-                    }
-                }
-                WaitStatus::Stopped(_, sig) => {
-                    self.mark_stopped();
-                    if !self.fault_in_taken_over_jump(sig)? {
-                        self.defer(sig);
-                    }
-                }
-                WaitStatus::PtraceEvent(_, sig, _) => {
-                    self.mark_stopped();
-                    self.event_stop = true;
-                    self.interrupt_stop_seen(sig);
-                }
-                _ => self.mark_stopped(),
-            }
-        }
-        Ok(())
+        self.drain_pending(4, Self::sigill_pending, true)
     }
 }

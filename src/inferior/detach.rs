@@ -1,0 +1,147 @@
+//! Letting go of the target: the detach that restores every code byte,
+//! debug register and detour first, and the one that restores nothing.
+
+use super::*;
+
+impl Target {
+    /// Restore every code byte and debug register and detach.  Safe to call
+    /// more than once and on a dead target.
+    /// Let go without restoring anything (the guardian found another
+    /// process under the PID): records dropped, a signal kept at attach
+    /// delivered.
+    pub(crate) fn detach_untouched(&mut self) -> Result<()> {
+        self.inserted.clear();
+        self.debugregs_dirty = false;
+        self.detours.clear();
+        self.undone_jumps.clear();
+        self.trap = None;
+        if !self.attached || self.gone {
+            return Ok(());
+        }
+        self.attached = false;
+        let sig = self.signal_to_deliver();
+        self.set_running();
+        match ptrace::detach(self.pid, sig) {
+            Ok(()) | Err(Errno::ESRCH) => {
+                self.note_held_signals();
+                self.release_hold();
+                Ok(())
+            }
+            Err(e) => Err(anyhow!("cannot detach from process {} ({e})", self.pid)),
+        }
+    }
+
+    pub fn detach(&mut self) -> Result<()> {
+        if !self.attached || self.gone {
+            self.attached = false;
+            return Ok(());
+        }
+        if !self.stopped {
+            self.ensure_stopped()?;
+            if self.gone {
+                return Ok(());
+            }
+        }
+        let mut first_err: Option<anyhow::Error> = None;
+        // A SIGTRAP still queued for one of our int3s: take it while the
+        // breakpoint is known, so rip is rewound (drained again below).
+        // Before any injected system call, which would swallow it.
+        if let Some(bp) = self.int3_behind_rip()?
+            && self.sigtrap_pending()
+        {
+            self.rewind_to(bp)?;
+        }
+        // then the pipe's read end (selfrelease.rs): a death of pgdbg
+        // from here on leaves the backend stopped for the guardian
+        if let Err(e) = self.remove_self_release() {
+            first_err.get_or_insert(e);
+        }
+        if let Err(e) = self.remove_all_detours() {
+            first_err.get_or_insert(e);
+        }
+        let addrs: Vec<u64> = self.inserted.keys().copied().collect();
+        for a in addrs {
+            // an int3 of ours is there, or the code it was in went away (a
+            // library unloaded before pgdbg saw it, or pgdbg died first and
+            // this is the guardian): then the old byte belongs to nothing
+            // mapped now and is not written
+            if self.byte_in_target(a) != Some(INT3) {
+                log::debug(&format!(
+                    "{a:#x}: no int3 there any more (unmapped or replaced); original byte not written"
+                ));
+                self.forget_breakpoint(a);
+                continue;
+            }
+            if let Err(e) = self.remove_breakpoint(a) {
+                first_err.get_or_insert(e);
+            }
+        }
+        if self.debugregs_dirty {
+            if let Err(e) = self.set_debugreg(7, 0) {
+                first_err.get_or_insert(e);
+            }
+            for n in 0..4 {
+                let _ = self.set_debugreg(n, 0);
+            }
+        }
+        // so would a SIGILL of a jump a uprobe took over (`jumpover.rs`):
+        // taken while the undone jumps are known, and dropped
+        if let Err(e) = self.drain_sigill() {
+            first_err.get_or_insert(e);
+        }
+        // a SIGTRAP the kernel still holds would kill the backend after
+        // we leave: take it now
+        if let Err(e) = self.drain_sigtrap() {
+            first_err.get_or_insert(e);
+        }
+        // our SIGTRAP handler last: nothing of ours can trap any more
+        if let Err(e) = self.remove_trap_handler() {
+            first_err.get_or_insert(e);
+        }
+        self.deferred.retain(|s| *s != Signal::SIGTRAP);
+        self.note_held_signals();
+        if self.pending_fault == Some(Signal::SIGTRAP) {
+            self.pending_fault = None;
+        }
+        let sig = self.signal_to_deliver();
+        if self.gone {
+            self.attached = false;
+            return Ok(());
+        }
+        let detached = match ptrace::detach(self.pid, sig) {
+            Ok(()) => true,
+            Err(Errno::ESRCH) => {
+                // not in a ptrace stop any more: killed meanwhile.  Its
+                // parent hears of its end only once its tracer has waited
+                // for it (a parallel worker's leader waits for that)
+                let _ = waitpid(self.pid, Some(WaitPidFlag::WNOHANG | WaitPidFlag::__WALL));
+                true
+            }
+            Err(e) => {
+                first_err.get_or_insert(anyhow!("PTRACE_DETACH failed ({e})"));
+                false
+            }
+        };
+        self.attached = false;
+        self.set_running();
+        if detached {
+            // the detach carried the held-back signal (the others were sent)
+            self.note_held_signals();
+        }
+        // the group stop last, once untraced: the target runs on.  Not when
+        // something was not restored: the backend then stays stopped, and
+        // the guardian (not told all is clean, its pipe closed by finish
+        // below) restores it and sends the SIGCONT
+        if detached && first_err.is_none() {
+            self.release_hold();
+        }
+        if let Some(g) = &mut self.guardian {
+            // clean when everything was restored; else it tries again
+            g.finish();
+        }
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}

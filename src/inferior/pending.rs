@@ -1,0 +1,176 @@
+//! Signals held back for the target: deferred to the next resume,
+//! taken away for a call and given back, recorded for the guardian and
+//! the SIGCONT handler; a SIGTRAP the kernel still holds drained.
+
+use super::*;
+
+impl Target {
+    /// Take the signals waiting for delivery (a call must not receive
+    /// them); give them back with `restore_pending_signals`.
+    pub fn take_pending_signals(&mut self) -> (Option<Signal>, VecDeque<Signal>) {
+        // still held back while the caller keeps them: still recorded
+        self.taken_signals = signal_mask(&self.deferred);
+        (
+            self.pending_fault.take(),
+            std::mem::take(&mut self.deferred),
+        )
+    }
+
+    pub fn restore_pending_signals(&mut self, p: (Option<Signal>, VecDeque<Signal>)) {
+        self.pending_fault = p.0;
+        let mut d = p.1;
+        d.extend(self.deferred.drain(..));
+        self.deferred = d;
+        self.taken_signals = 0;
+        self.note_held_signals();
+    }
+
+    /// Hold `sig` back for the next resume; recorded for the guardian
+    /// first, which sends it again if pgdbg dies before delivering it.
+    pub(super) fn defer(&mut self, sig: Signal) {
+        self.outside_deferred(sig);
+        // as the kernel does when they are sent: a SIGCONT discards the
+        // stop signals not delivered yet, a stop signal the SIGCONTs;
+        // delivered later in the other order, the backend would end
+        // stopped although continued last (or the reverse)
+        if sig == Signal::SIGCONT {
+            self.deferred.retain(|s| !outside::is_stop_signal(*s));
+        } else if outside::is_stop_signal(sig) {
+            self.deferred.retain(|s| *s != Signal::SIGCONT);
+        }
+        self.deferred.push_back(sig);
+        self.note_held_signals();
+        // recorded: now the kernel's copy may go (wait.rs `take_status`)
+        self.reap_seen_stop();
+    }
+
+    /// The signals held back now, with those a killed pgdbg held back
+    /// (the guardian's record) until they are sent.
+    pub(super) fn held_signal_mask(&self) -> u64 {
+        let before = self.signal_word.as_ref().map_or(0, |w| w.before);
+        signal_mask(&self.deferred) | self.taken_signals | self.delivering | before
+    }
+
+    pub(super) fn note_held_signals(&mut self) {
+        let mask = signal_mask(&self.deferred) | self.taken_signals | self.delivering;
+        // the handler's page first (selfrelease.rs: never released
+        // without them); if that fails, the pipe no longer releases the
+        // backend at all (a signal already held cannot be refused)
+        if let Err(e) = self.note_release_signals(self.held_signal_mask())
+            && let Err(e) = self.disarm_self_release(e)
+        {
+            log::debug(&format!("{e:#}"));
+        }
+        if let Some(g) = &mut self.guardian {
+            g.note_signals(mask);
+        }
+        if let Some(w) = &self.signal_word {
+            w.note(mask);
+        }
+    }
+
+    /// Hold every signal back from now on (`on`), each recorded when it
+    /// is deferred, or let them go again: the next resume or the detach
+    /// delivers them (the first with it, the others sent with kill(2)).
+    pub(crate) fn hold_signals_back(&mut self, on: bool) {
+        self.holding_signals = on;
+    }
+
+    /// The signals held back now, named (for a message).
+    pub(crate) fn held_signals(&self) -> Vec<String> {
+        let mut v: Vec<String> = Vec::new();
+        for s in &self.deferred {
+            if !v.iter().any(|n| n == s.as_str()) {
+                v.push(s.as_str().to_string());
+            }
+        }
+        v
+    }
+
+    /// Discard a fault signal instead of delivering it.
+    pub fn discard_pending_fault(&mut self) {
+        self.pending_fault = None;
+    }
+
+    /// Whether the kernel holds a SIGTRAP for the target that it has not
+    /// delivered yet (/proc/PID/status SigPnd/ShdPnd).
+    pub(super) fn sigtrap_pending(&self) -> bool {
+        self.signal_pending(Signal::SIGTRAP)
+    }
+
+    /// Whether the kernel holds `sig` for the target, not delivered yet.
+    pub(super) fn signal_pending(&self, sig: Signal) -> bool {
+        let Ok(st) = std::fs::read_to_string(format!("/proc/{}/status", self.pid)) else {
+            return false;
+        };
+        let bit = 1u64 << (sig as i32 - 1);
+        st.lines().any(|l| {
+            (l.starts_with("SigPnd:") || l.starts_with("ShdPnd:"))
+                && u64::from_str_radix(l.split_whitespace().nth(1).unwrap_or("0"), 16).unwrap_or(0)
+                    & bit
+                    != 0
+        })
+    }
+
+    /// Consume a SIGTRAP the kernel still holds for the target (a
+    /// watchpoint that fired as we stopped it): let it be reported to us
+    /// and drop it, so it is not delivered after we detach.
+    pub fn drain_sigtrap(&mut self) -> Result<()> {
+        self.drain_pending(8, Self::sigtrap_pending, false)
+    }
+
+    /// `drain_sigtrap` and `drain_sigill` (jumpover/target.rs): while
+    /// `pending` says the kernel still holds the signal, at most `tries`
+    /// times, resume the target and take the stop that comes: a SIGTRAP
+    /// of one of our int3s rewound, another SIGTRAP held to be delivered
+    /// (`keep_sigtrap`) or dropped, a jump's SIGILL dropped, any other
+    /// signal held.
+    pub(super) fn drain_pending(
+        &mut self,
+        tries: usize,
+        pending: fn(&Target) -> bool,
+        keep_sigtrap: bool,
+    ) -> Result<()> {
+        for _ in 0..tries {
+            if self.gone || !self.stopped || !pending(self) {
+                return Ok(());
+            }
+            self.cont_raw(None)?;
+            match self.waitpid_blocking()? {
+                WaitStatus::Exited(_, _) | WaitStatus::Signaled(_, _, _) => {
+                    self.mark_gone();
+                    return Ok(());
+                }
+                WaitStatus::Stopped(_, Signal::SIGTRAP) => {
+                    self.mark_stopped();
+                    // rewind if it was one of our int3s after all
+                    if let Some(bp) = self.int3_behind_rip()? {
+                        self.int3_sigtrap_live = true;
+                        self.rewind_to(bp)?;
+                    } else if keep_sigtrap {
+                        self.defer(Signal::SIGTRAP);
+                    }
+                }
+                WaitStatus::Stopped(_, sig) => {
+                    self.mark_stopped();
+                    // a jump's SIGILL (`jumpover.rs`) is dropped, not held
+                    if !self.fault_in_taken_over_jump(sig)? {
+                        self.defer(sig);
+                    }
+                }
+                WaitStatus::PtraceEvent(_, sig, _) => {
+                    self.mark_stopped();
+                    self.event_stop = true;
+                    self.interrupt_stop_seen(sig);
+                }
+                _ => self.mark_stopped(),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Bit N-1 for each signal N.
+fn signal_mask(sigs: &VecDeque<Signal>) -> u64 {
+    sigs.iter().fold(0, |m, s| m | 1u64 << (*s as i32 - 1))
+}

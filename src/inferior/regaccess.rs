@@ -1,0 +1,171 @@
+//! Register access: the general registers (cached while stopped), the
+//! FPU state, the debug registers and the write watchpoints set in them.
+
+use super::*;
+
+impl Target {
+    pub fn regs(&self) -> Result<Registers> {
+        if self.stopped
+            && let Some(r) = self.regs_cache.get()
+        {
+            return Ok(r);
+        }
+        let r = ptrace::getregs(self.pid).map_err(|e| anyhow!("cannot read registers ({e})"))?;
+        let r = Registers::from_user(&r);
+        if self.stopped {
+            self.regs_cache.set(Some(r));
+        }
+        Ok(r)
+    }
+
+    pub fn set_regs(&mut self, regs: &Registers) -> Result<()> {
+        self.regs_cache.set(None);
+        ptrace::setregs(self.pid, regs.to_user())
+            .map_err(|e| anyhow!("cannot write registers ({e})"))?;
+        if self.stopped {
+            self.regs_cache.set(Some(*regs));
+        }
+        if self.int3_sigtrap_live {
+            // after the write: `rip` on the int3 with the SIGTRAP still
+            // saying int3 is a state the handler gets right, `rip` one past
+            // it with the SIGTRAP re-labelled is not
+            self.int3_sigtrap_live = false;
+            self.defuse_pending_trap()?;
+        }
+        Ok(())
+    }
+
+    /// Read the registers from the kernel (not the cache) and check that
+    /// what matters to the target's code equals `want`: every general
+    /// register, rip, `orig_rax` (a restarted system call), the FS/GS bases
+    /// (thread-local storage) and the arithmetic flags.
+    pub fn check_regs_read_back(&self, want: &Registers) -> Result<()> {
+        let r =
+            ptrace::getregs(self.pid).map_err(|e| anyhow!("cannot read registers back ({e})"))?;
+        let got = Registers::from_user(&r);
+        const ARITH_FLAGS: u64 = 0xcd5; // CF PF AF ZF SF DF OF
+        let mut a = got;
+        let mut b = *want;
+        for x in [&mut a, &mut b] {
+            x.eflags &= ARITH_FLAGS;
+            (x.cs, x.ss, x.ds, x.es, x.fs, x.gs) = (0, 0, 0, 0, 0, 0);
+        }
+        if a != b {
+            bail!("the registers read back after writing them differ: {got:x?} (wanted {want:x?})");
+        }
+        Ok(())
+    }
+
+    pub fn fpregs(&self) -> Result<libc::user_fpregs_struct> {
+        let mut fp: libc::user_fpregs_struct = unsafe { std::mem::zeroed() };
+        let r = unsafe {
+            libc::ptrace(
+                libc::PTRACE_GETFPREGS,
+                self.pid.as_raw(),
+                std::ptr::null_mut::<libc::c_void>(),
+                &mut fp as *mut _ as *mut libc::c_void,
+            )
+        };
+        if r < 0 {
+            bail!("cannot read FP registers ({})", Errno::last());
+        }
+        Ok(fp)
+    }
+
+    pub fn set_fpregs(&mut self, fp: &libc::user_fpregs_struct) -> Result<()> {
+        let r = unsafe {
+            libc::ptrace(
+                libc::PTRACE_SETFPREGS,
+                self.pid.as_raw(),
+                std::ptr::null_mut::<libc::c_void>(),
+                fp as *const _ as *mut libc::c_void,
+            )
+        };
+        if r < 0 {
+            bail!("cannot write FP registers ({})", Errno::last());
+        }
+        Ok(())
+    }
+
+    /// Write debug register `n` (0-7).
+    pub fn set_debugreg(&mut self, n: usize, value: u64) -> Result<()> {
+        let off = debugreg_offset(n);
+        if n == 7
+            && value != 0
+            && let Some(g) = self.guardian()?
+        {
+            g.note_debugregs(true);
+        }
+        if n == 7 && value != 0 {
+            self.ensure_trap_handler();
+            self.hold_for_change()?;
+        }
+        ptrace::write_user(self.pid, off as ptrace::AddressType, value as i64)
+            .map_err(|e| anyhow!("cannot write debug register {n} ({e})"))?;
+        if n == 7 {
+            self.debugregs_dirty = value != 0;
+            if value == 0
+                && let Some(g) = &mut self.guardian
+            {
+                g.note_debugregs(false);
+            }
+        }
+        Ok(())
+    }
+
+    /// Arm debug-register slot `slot` (0-3) as a write watchpoint of
+    /// `len` bytes (1, 2, 4, 8; naturally aligned) at `addr`.  DR0-3 are
+    /// written before DR7, as the hardware wants.
+    pub fn set_write_watchpoint(&mut self, slot: usize, addr: u64, len: u64) -> Result<()> {
+        if slot > 3 {
+            bail!("only 4 hardware watchpoints exist");
+        }
+        if !addr.is_multiple_of(len) {
+            bail!("a {len}-byte watchpoint must be {len}-byte aligned ({addr:#x} is not)");
+        }
+        let len_bits = match len {
+            1 => 0b00,
+            2 => 0b01,
+            4 => 0b11,
+            8 => 0b10,
+            _ => bail!("watchpoint length must be 1, 2, 4 or 8"),
+        };
+        self.set_debugreg(slot, addr)?;
+        let mut dr7 = self.debugreg(7).unwrap_or(0);
+        let shift = 16 + slot * 4;
+        dr7 &= !(0b1111u64 << shift);
+        dr7 |= (0b01u64 | (len_bits << 2)) << shift; // RW = write
+        dr7 |= 1 << (slot * 2); // local enable
+        self.set_debugreg(7, dr7)?;
+        Ok(())
+    }
+
+    /// Disable every watchpoint (DR7 first, then DR0-3).
+    pub fn clear_watchpoints(&mut self) -> Result<()> {
+        if !self.debugregs_dirty || self.gone {
+            return Ok(());
+        }
+        self.set_debugreg(7, 0)?;
+        // only the slots that hold an address: writing one that was never
+        // used makes the kernel reserve a breakpoint slot for the thread
+        // until it exits (perf and BPF watchpoints on the backend would
+        // then find none free)
+        for n in 0..4 {
+            if self.debugreg(n).is_ok_and(|v| v != 0) {
+                let _ = self.set_debugreg(n, 0);
+            }
+        }
+        self.drain_sigtrap()
+    }
+
+    pub fn debugreg(&self, n: usize) -> Result<u64> {
+        let off = debugreg_offset(n);
+        let v = ptrace::read_user(self.pid, off as ptrace::AddressType)
+            .map_err(|e| anyhow!("cannot read debug register {n} ({e})"))?;
+        Ok(v as u64)
+    }
+}
+
+fn debugreg_offset(n: usize) -> usize {
+    std::mem::offset_of!(libc::user, u_debugreg) + n * 8
+}

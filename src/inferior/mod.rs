@@ -90,6 +90,9 @@ pub struct Target {
     /// from the kernel (wait.rs `take_status`): the kernel still holds
     /// the signal, and delivers it if pgdbg dies before resuming.
     unreaped: bool,
+    /// The target's end, found when such a stop was taken (a SIGKILL came
+    /// after it was seen): reported by the wait loop.
+    ended_at_reap: Option<Stop>,
     /// A pass-through signal taken at its delivery stop (during a call of
     /// pgdbg's) and not yet handed back by the resume (a mask): recorded
     /// as held back until then.
@@ -249,6 +252,7 @@ impl Target {
             deferred: VecDeque::new(),
             taken_signals: 0,
             unreaped: false,
+            ended_at_reap: None,
             delivering: 0,
             pending_fault: None,
             holding_signals: false,

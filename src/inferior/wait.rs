@@ -197,6 +197,9 @@ impl Target {
                             // Keep the signal for delivery at detach (what
                             // it means for an outside stop is kept too).
                             self.defer(sig);
+                            if let Some(end) = self.ended_at_reap.take() {
+                                return Ok(Some(end));
+                            }
                             return self.reported(Stop::ToolTerminating).map(Some);
                         }
                         self.outside_signal(sig);
@@ -316,13 +319,18 @@ impl Target {
     /// Take the stop `take_status` only saw (its signal is recorded or
     /// dropped now); nothing when there is none.
     pub(super) fn reap_seen_stop(&mut self) {
-        if std::mem::take(&mut self.unreaped)
-            && let Ok(WaitStatus::Exited(..) | WaitStatus::Signaled(..)) =
-                waitpid(self.pid, Some(WaitPidFlag::__WALL | WaitPidFlag::WNOHANG))
-        {
-            // killed since the stop was seen: reaped now, its parent told
-            self.mark_gone();
+        if !std::mem::take(&mut self.unreaped) {
+            return;
         }
+        // killed since the stop was seen: reaped now, its parent told, and
+        // its end kept for the wait loop to report
+        let end = match waitpid(self.pid, Some(WaitPidFlag::__WALL | WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::Exited(_, code)) => Stop::Exited(code),
+            Ok(WaitStatus::Signaled(_, sig, _)) => Stop::Killed(sig),
+            _ => return,
+        };
+        self.mark_gone();
+        self.ended_at_reap = Some(end);
     }
 
     /// Resume in the wait loop: while someone else's stop holds, a stop

@@ -676,3 +676,99 @@ fn killed_together_series_signal_pending_18() {
 fn killed_together_series_recording_its_words_signal_pending_18() {
     killed_together_paused_with(18, "data-word-2", Some(libc::SIGUSR1));
 }
+
+/// pgdbg and its guardian killed at a signal's delivery stop, after pgdbg
+/// saw it and before its resume handed the signal back (PGDBG_PAUSE_AT
+/// `signal-seen-SIGALRM`): the `statement_timeout`'s SIGALRM is not lost
+/// (before 2026-12-05 `waitpid` took it from the kernel, and nothing sent
+/// it again where nothing held the backend: the statement ran on to its
+/// end). Nothing armed, the backend is not held and runs on at once; with
+/// a breakpoint armed (never hit), it is held and ends its stop itself
+/// (the pipe, our SIGCONT handler, under the SIGALRM handler's frame).
+fn killed_at_a_signals_delivery_stop(major: u32, armed: bool) {
+    let cl = Cluster::start(major);
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let mut args = vec!["attach".to_string(), pid.to_string(), "-q".into()];
+    if armed {
+        args.extend(["--ex".into(), "break pg_backend_pid".into()]);
+    }
+    args.extend(["--ex".into(), "continue".into()]);
+    let args: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+    let mut p = Pgdbg::spawn_attached_env(
+        &args,
+        pid,
+        &[
+            ("PGDBG_PAUSE_AT", "signal-seen-SIGALRM"),
+            ("PGDBG_PAUSE_MS", "60000"),
+        ],
+    );
+    let t0 = std::time::Instant::now();
+    let h = a.spawn_text("set statement_timeout = '1s'; select pg_sleep(6)");
+    {
+        use std::io::BufRead;
+        let mut err = std::io::BufReader::new(p.child.stderr.as_mut().unwrap());
+        let mut seen = String::new();
+        loop {
+            let mut l = String::new();
+            let n = err.read_line(&mut l).unwrap();
+            seen.push_str(&l);
+            assert!(n > 0, "pgdbg ended before the SIGALRM's stop: {seen}");
+            if l.contains("paused at signal-seen-SIGALRM") {
+                break;
+            }
+        }
+    }
+    // at the delivery stop: traced, stopped, the SIGALRM not pending any
+    // more (dequeued for the stop)
+    assert!(stopped(pid), "{}", proc_state(pid));
+    for g in guardians_of(pid) {
+        // SAFETY: kill(2) of pgdbg's guardian, a child of this test's pgdbg.
+        unsafe { libc::kill(g, libc::SIGKILL) };
+    }
+    // SAFETY: kill(2) of the pgdbg this test started.
+    unsafe { libc::kill(p.pid(), libc::SIGKILL) };
+    wait_until("pgdbg to end", Duration::from_secs(10), || {
+        tracer_pid(pid) == 0 && guardians_of(pid).is_empty()
+    });
+    let r = a.rejoin(h);
+    let took = t0.elapsed();
+    assert!(
+        r.as_ref()
+            .err()
+            .is_some_and(|e| e.contains("statement timeout"))
+            && took < Duration::from_secs(5),
+        "killed at the SIGALRM's delivery stop, the statement timeout must still fire: {r:?} after {took:?}"
+    );
+    assert!(!stopped(pid), "{}", proc_state(pid));
+    assert_eq!(a.query_one_i64("select 40 + 2"), 42);
+    if armed {
+        let bin = cl.postgres_binary();
+        let (code, out, err) = pgdbg(&["rescue", &pid.to_string()]);
+        assert_eq!(code, 0, "rescue: {out}{err}");
+        assert!(code_matches_file(pid, &bin, "pg_backend_pid", 16));
+        assert!(records_of(pid).is_empty(), "{:?}", records_of(pid));
+        assert_eq!(a.query_one_i64("select pg_backend_pid()"), pid as i64);
+    }
+    cl.assert_no_crash();
+}
+
+#[test]
+fn killed_together_at_a_signals_delivery_stop_15() {
+    killed_at_a_signals_delivery_stop(15, false);
+}
+
+#[test]
+fn killed_together_at_a_signals_delivery_stop_18() {
+    killed_at_a_signals_delivery_stop(18, false);
+}
+
+#[test]
+fn killed_together_at_a_signals_delivery_stop_armed_15() {
+    killed_at_a_signals_delivery_stop(15, true);
+}
+
+#[test]
+fn killed_together_at_a_signals_delivery_stop_armed_18() {
+    killed_at_a_signals_delivery_stop(18, true);
+}

@@ -181,17 +181,18 @@ fn syscalls_of_commits_with_fsync_15() {
     let commits = "do $$ begin loop insert into t values (1); commit; end loop; end $$";
     let (a, pid, h) = cl.running(commits, "insert into t");
     let pout = std::env::temp_dir().join(format!("pgdbg-perf-trace-{pid}.txt"));
-    let perf = perf_trace(pid, 4, &pout);
-    std::thread::sleep(Duration::from_millis(300));
 
-    // the rows committed from the recording's start line to its end
+    // the rows committed from the recording's start line to its end; perf
+    // started at that line for as long, so that both average (nearly) the
+    // same calls: fdatasync's time drifts with the disk's load, and two
+    // different windows differed by more than 30% on a busy machine
     let file = std::env::temp_dir().join(format!("pgdbg-syscalls-fsync-{pid}.json"));
     let args = [
         "profile",
         &pid.to_string(),
         "--syscalls",
         "--for",
-        "2s",
+        "3s",
         "--format",
         "json",
     ];
@@ -199,6 +200,7 @@ fn syscalls_of_commits_with_fsync_15() {
     let mut err = stderr_reader(&mut pg);
     read_until(&mut err, "profile: recording", Duration::from_secs(30));
     let before = rows(&cl);
+    let perf = perf_trace(pid, 3, &pout);
     let (code, _, e) = pg.wait(Duration::from_secs(60));
     assert_eq!(code, 0, "{e}");
     let committed = rows(&cl) - before;

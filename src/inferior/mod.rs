@@ -86,9 +86,16 @@ pub struct Target {
     /// The deferred signals a caller took (`take_pending_signals`) and has
     /// not given back: held back all the same (a mask, bit N-1 for N).
     taken_signals: u64,
-    /// A pass-through signal taken at its signal-delivery stop and not yet
-    /// handed back to the kernel by the resume (a mask): waitpid cleared
-    /// the kernel's copy, so it is recorded as held back until then.
+    /// The current stop is a signal's delivery stop seen but not yet taken
+    /// from the kernel (wait.rs `take_status`): the kernel still holds
+    /// the signal, and delivers it if pgdbg dies before resuming.
+    unreaped: bool,
+    /// The target's end, found when such a stop was taken (a SIGKILL came
+    /// after it was seen): reported by the wait loop.
+    ended_at_reap: Option<Stop>,
+    /// A pass-through signal taken at its delivery stop (during a call of
+    /// pgdbg's) and not yet handed back by the resume (a mask): recorded
+    /// as held back until then.
     delivering: u64,
     /// A fault signal reported to the user, delivered on the next resume.
     pending_fault: Option<Signal>,
@@ -244,6 +251,8 @@ impl Target {
             inserted: BTreeMap::new(),
             deferred: VecDeque::new(),
             taken_signals: 0,
+            unreaped: false,
+            ended_at_reap: None,
             delivering: 0,
             pending_fault: None,
             holding_signals: false,

@@ -152,6 +152,12 @@ impl Target {
         self.outside.in_call = running;
     }
 
+    /// Whether an inferior call of pgdbg's runs (its registers written,
+    /// not yet put back).
+    pub(super) fn in_call(&self) -> bool {
+        self.outside.in_call
+    }
+
     /// At a PTRACE_EVENT_STOP reporting `sig`: true when it was the
     /// outsider's (the group stop of their signal, or the SIGCONT that
     /// ended it) or the kernel's notice of a SIGCONT, and is dealt with

@@ -40,6 +40,8 @@ impl Target {
         }
         self.deferred.push_back(sig);
         self.note_held_signals();
+        // recorded: now the kernel's copy may go (wait.rs `take_status`)
+        self.reap_seen_stop();
     }
 
     /// The signals held back now, with those a killed pgdbg held back

@@ -141,6 +141,8 @@ impl Target {
     pub(super) fn set_running(&mut self) {
         self.runs = self.runs.wrapping_add(1);
         self.stopped = false;
+        // a resume ended the stop `take_status` saw: nothing left to take
+        self.unreaped = false;
         if let Some(t) = self.stopped_since.take() {
             self.stopped_before += t.elapsed();
         }

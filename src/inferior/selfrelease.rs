@@ -56,8 +56,8 @@
 //!   (SIGSTOP to itself), the state it was left in before (`pgdbg rescue`
 //!   repairs it);
 //! * anything else: it returns and the backend runs on, with the signals
-//!   pgdbg held back for it (`SIGS`: during a call series, at an event
-//!   stop, or taken at their delivery stop and not yet handed back) sent
+//!   pgdbg held back for it (`SIGS`: during a call series or at an event
+//!   stop) sent
 //!   to itself first, SIGCONT and the stop signals left out: a
 //!   `statement_timeout`'s SIGALRM still fires.  PostgreSQL's handlers set
 //!   flags (and a latch), and a call in flight has interrupts held off

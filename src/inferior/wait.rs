@@ -7,7 +7,7 @@ use super::*;
 impl Target {
     pub(super) fn waitpid_blocking(&mut self) -> Result<WaitStatus> {
         loop {
-            match waitpid(self.pid, Some(WaitPidFlag::__WALL)) {
+            match self.take_status(false, false) {
                 Ok(s) => return Ok(s),
                 Err(Errno::EINTR) => continue,
                 Err(Errno::ECHILD) => {
@@ -56,12 +56,12 @@ impl Target {
                 }
             }
             hooks.waiting(true);
-            let flags = if nohang {
-                WaitPidFlag::__WALL | WaitPidFlag::WNOHANG
-            } else {
-                WaitPidFlag::__WALL
-            };
-            let waited = waitpid(self.pid, Some(flags));
+            // left to the kernel only where its next step is the resume
+            // that delivers it, in the backend's own context: held back
+            // (the guardian finishing a call) or in a call of pgdbg's,
+            // taken first (and recorded) as before
+            let own = !self.holding_signals && !self.in_call();
+            let waited = self.take_status(nohang, own);
             hooks.waiting(false);
             let status = match waited {
                 Ok(WaitStatus::StillAlive) if nohang => return Ok(None),
@@ -197,10 +197,13 @@ impl Target {
                             // Keep the signal for delivery at detach (what
                             // it means for an outside stop is kept too).
                             self.defer(sig);
+                            if let Some(end) = self.ended_at_reap.take() {
+                                return Ok(Some(end));
+                            }
                             return self.reported(Stop::ToolTerminating).map(Some);
                         }
                         self.outside_signal(sig);
-                        self.pass_through_recorded(sig)?;
+                        self.pass_through(sig)?;
                         continue;
                     }
                     // the trap of a resume inside a detour's jump that a
@@ -224,29 +227,110 @@ impl Target {
         }
     }
 
-    /// Resume delivering `sig`, taken at its signal-delivery stop.  The
-    /// wait took it from the kernel: until `PTRACE_CONT` hands it back it
-    /// lives only here, so it is recorded as held back meanwhile (the
+    /// Resume delivering `sig`, seen at its signal-delivery stop.  Not
+    /// taken from the kernel (`take_status`), the kernel keeps it as the
+    /// stop's signal until `PTRACE_CONT`, and delivers it itself if pgdbg
+    /// dies first.  Taken (during a call of pgdbg's: delivered by the
+    /// kernel at pgdbg's death, its frame would hide the call's context
+    /// from the SIGCONT handler, which could then not repair the call), it
+    /// is recorded as held back until the resume hands it back (the
     /// handler's page, the guardian's table): a death of pgdbg in between
-    /// leaves it to the guardian, or to the backend's SIGCONT handler,
-    /// which send it again (selfrelease.rs).  Dying after the resume,
-    /// before the record is cleared (microseconds), it may come twice:
-    /// PostgreSQL's handlers set flags and a latch; a second SIGINT after
-    /// the cancel was served finds the session reading its next command,
-    /// where a cancel is ignored.
-    fn pass_through_recorded(&mut self, sig: Signal) -> Result<()> {
-        if signals::never_held(sig) {
-            // SIGCONT, the stop signals (pgdbg's own re-hold among them),
-            // SIGQUIT: never sent again by anyone (see `never_held`)
+    /// leaves it to the guardian or the SIGCONT handler, which send it;
+    /// dying after the resume, before the record is cleared
+    /// (microseconds), it may come twice: PostgreSQL's handlers set flags
+    /// and a latch.
+    fn pass_through(&mut self, sig: Signal) -> Result<()> {
+        let record = !self.unreaped && !signals::never_held(sig);
+        if record {
+            self.delivering = 1u64 << (sig as i32 - 1);
+            self.note_held_signals();
+        }
+        if crate::config::get().pause_at.is_some() {
+            crate::config::pause_for_tests(&format!("signal-seen-{}", sig.as_str()));
+        }
+        if !record {
             return self.cont_waiting(Some(sig));
         }
-        let bit = 1u64 << (sig as i32 - 1);
-        self.delivering = bit;
-        self.note_held_signals();
         let res = self.cont_waiting(Some(sig));
         self.delivering = 0;
         self.note_held_signals();
         res
+    }
+
+    /// The target's next wait status.  With `leave_signal`, a signal's
+    /// delivery stop is only seen (`WNOWAIT`), not taken: taking it
+    /// (`wait_task_stopped`) clears the tracee's `exit_code`, the signal
+    /// the kernel delivers when the stop ends, and a pgdbg killed before
+    /// its resume would lose it (a `statement_timeout`'s SIGALRM that
+    /// never comes) where nothing holds the backend to send it again.
+    /// Left to the kernel, it is delivered when the tracer dies, and
+    /// `PTRACE_CONT(sig)` ends that stop as usual (a resumed stop is never
+    /// reported again); deferred after all (pgdbg terminating), it is
+    /// taken once recorded (`defer`).  Only where the next step is that
+    /// resume in the backend's own context: where the signal is held back
+    /// (an injected system call, the guardian finishing a call), a kernel
+    /// delivering it at pgdbg's death would build its handler's frame on
+    /// registers that are not the backend's, so it is taken first, as is
+    /// every other status.  SIGCONT (which `deliverable` may drop) and the
+    /// stop signals are always taken first.
+    fn take_status(&mut self, nohang: bool, leave_signal: bool) -> nix::Result<WaitStatus> {
+        self.unreaped = false;
+        let mut flags = libc::WEXITED | libc::WSTOPPED | libc::__WALL | libc::WNOWAIT;
+        if nohang {
+            flags |= libc::WNOHANG;
+        }
+        loop {
+            // SAFETY: waitid(2) into a zeroed siginfo_t of ours.
+            let si = unsafe {
+                let mut si: libc::siginfo_t = std::mem::zeroed();
+                Errno::result(libc::waitid(
+                    libc::P_PID,
+                    self.pid.as_raw() as libc::id_t,
+                    &mut si,
+                    flags,
+                ))?;
+                si
+            };
+            // SAFETY: the SIGCHLD fields of the siginfo waitid(2) filled in.
+            let (si_pid, status) = unsafe { (si.si_pid(), si.si_status()) };
+            if si_pid == 0 {
+                return Ok(WaitStatus::StillAlive);
+            }
+            if leave_signal
+                && si.si_code == libc::CLD_TRAPPED
+                && status & !0x7f == 0
+                && let Ok(sig) = Signal::try_from(status)
+                && signals::pass_through(sig)
+                && sig != Signal::SIGCONT
+                && !outside::is_stop_signal(sig)
+            {
+                self.unreaped = true;
+                return Ok(WaitStatus::Stopped(self.pid, sig));
+            }
+            match waitpid(self.pid, Some(WaitPidFlag::__WALL | WaitPidFlag::WNOHANG))? {
+                // the stop seen ended before it could be taken (a SIGKILL
+                // in between): wait again for what came of it
+                WaitStatus::StillAlive if !nohang => continue,
+                s => return Ok(s),
+            }
+        }
+    }
+
+    /// Take the stop `take_status` only saw (its signal is recorded or
+    /// dropped now); nothing when there is none.
+    pub(super) fn reap_seen_stop(&mut self) {
+        if !std::mem::take(&mut self.unreaped) {
+            return;
+        }
+        // killed since the stop was seen: reaped now, its parent told, and
+        // its end kept for the wait loop to report
+        let end = match waitpid(self.pid, Some(WaitPidFlag::__WALL | WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::Exited(_, code)) => Stop::Exited(code),
+            Ok(WaitStatus::Signaled(_, sig, _)) => Stop::Killed(sig),
+            _ => return,
+        };
+        self.mark_gone();
+        self.ended_at_reap = Some(end);
     }
 
     /// Resume in the wait loop: while someone else's stop holds, a stop

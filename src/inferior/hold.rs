@@ -176,7 +176,7 @@ impl Target {
     pub(super) fn hold_needed(&self) -> bool {
         !self.inserted.is_empty()
             || self.debugregs_dirty
-            || self.guardian.as_ref().is_some_and(|g| g.in_flight())
+            || self.guardian.as_ref().is_some_and(|g| g.in_flight_held())
     }
 
     /// At a resume: enter the group stop when it is needed, leave it when

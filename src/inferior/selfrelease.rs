@@ -356,6 +356,16 @@ impl Target {
         self.note_release_word(NOT_OWN, v, |r| &mut r.not_own)
     }
 
+    /// Whether `NOT_OWN` is known to hold exactly `v` (false where it is
+    /// not known: the guardian's Target before it read the page).  No
+    /// pipe: true for 0 (the handler does not exist, nothing to tell it).
+    pub(super) fn release_not_own_is(&self, v: u64) -> bool {
+        match self.trap.as_ref().and_then(|h| h.release.as_ref()) {
+            None => v == 0,
+            Some(r) => r.not_own == v,
+        }
+    }
+
     /// Whether the SIGCONT handler sees NOT_OWN `bit` set, or cannot act
     /// (no pipe armed, or disarmed).
     pub(super) fn release_sees(&self, bit: u64) -> bool {

@@ -42,6 +42,9 @@ const C_XLEN: usize = 3;
 const C_REGS: usize = 4;
 const C_DATA: usize = C_REGS + REGS_WORDS; // (address + 1, length, value)
 const S_VALID: usize = C_DATA + 3 * DATA_SLOTS;
+/// S_VALID of a system call injected with its signal frame (sigframe.rs):
+/// 8 code bytes borrowed; the backend may have restored itself.
+const SYSCALL_TRAILER: u64 = 2;
 const S_AT: usize = S_VALID + 1;
 const S_CODE: usize = S_AT + 1;
 const S_REGS: usize = S_CODE + 1;
@@ -140,18 +143,30 @@ impl Records<'_> {
         }
     }
 
-    pub fn note_syscall(&self, regs: &Registers, at: u64, code: [u8; 3]) {
+    /// An injected system call: `code` the bytes borrowed at `at` (3 for
+    /// `syscall; int3`, 8 for the signal-frame trailer: S_VALID says which,
+    /// 1 or `SYSCALL_TRAILER`).
+    pub fn note_syscall(&self, regs: &Registers, at: u64, code: &[u8], trailer: bool) {
         self.set(S_VALID, 0);
         self.set_regs(S_REGS, regs);
         self.set(S_AT, at);
         let mut b = [0u8; 8];
-        b[..3].copy_from_slice(&code);
+        let n = code.len().min(8);
+        b[..n].copy_from_slice(&code[..n]);
         self.set(S_CODE, u64::from_le_bytes(b));
-        self.set(S_VALID, 1);
+        self.set(S_VALID, if trailer { SYSCALL_TRAILER } else { 1 });
     }
 
     pub fn forget_syscall(&self) {
         self.set(S_VALID, 0);
+    }
+
+    /// Whether a record needs the group stop (hold.rs): all but a system
+    /// call injected with its signal frame, which restores itself.
+    pub fn any_held(&self) -> bool {
+        self.get(C_VALID) != 0
+            || (self.get(S_VALID) != 0 && self.get(S_VALID) != SYSCALL_TRAILER)
+            || (0..DATA_SLOTS).any(|s| self.get(C_DATA + 3 * s) != 0)
     }
 
     pub fn any(&self) -> bool {
@@ -188,8 +203,14 @@ impl Records<'_> {
             })
             .collect();
         let syscall = (self.get(S_VALID) != 0).then(|| {
+            let trailer = self.get(S_VALID) == SYSCALL_TRAILER;
             let c = self.get(S_CODE).to_le_bytes();
-            (self.regs(S_REGS), self.get(S_AT), [c[0], c[1], c[2]])
+            Syscall {
+                regs: self.regs(S_REGS),
+                at: self.get(S_AT),
+                code: c[..if trailer { 8 } else { 3 }].to_vec(),
+                trailer,
+            }
         });
         InFlight {
             call,
@@ -207,10 +228,20 @@ pub(super) struct Call {
     timeout: std::time::Duration,
 }
 
+/// An injected system call's record.
+pub(super) struct Syscall {
+    regs: Registers,
+    at: u64,
+    code: Vec<u8>,
+    /// Injected with its signal frame (sigframe.rs): the backend, once
+    /// untraced, finishes it and returns to its own context by itself.
+    trailer: bool,
+}
+
 pub(super) struct InFlight {
     pub call: Option<Call>,
     pub data: Vec<(u64, Vec<u8>)>,
-    pub syscall: Option<(Registers, u64, [u8; 3])>,
+    pub syscall: Option<Syscall>,
 }
 
 impl InFlight {
@@ -266,8 +297,8 @@ impl InFlight {
             // call's) was delivered to our handler as pgdbg died: the
             // handler returns first (its sigreturn puts back the signal
             // mask and FP state), without acting on the system call's
-            if let Some((_, at, code)) = &self.syscall {
-                t.write(*at, code)?;
+            if let Some(sc) = &self.syscall {
+                t.write(sc.at, &sc.code)?;
             }
             t.step_out_of_trap_handler(self.syscall.is_some())?;
             if t.is_gone() {
@@ -281,11 +312,8 @@ impl InFlight {
             t.end_call_repair();
             return Ok("the backend had undone the call itself".into());
         }
-        if let Some((regs, at, code)) = &self.syscall {
-            t.write(*at, code)?;
-            t.set_regs(regs)?;
-            t.check_regs_read_back(regs)?;
-            how = "system call undone".into();
+        if let Some(sc) = &self.syscall {
+            how = undo_syscall(t, sc)?;
         }
         let Some(c) = &self.call else {
             self.put_data(t)?;
@@ -333,6 +361,45 @@ impl InFlight {
         }
         Ok(())
     }
+}
+
+/// Put back an injected system call's registers and borrowed code.
+///
+/// `syscall; int3` (held in the group stop, the backend stopped where
+/// pgdbg left it): the code, then the registers, as ever.
+///
+/// With its signal frame (sigframe.rs) the backend was not held: untraced
+/// since pgdbg's death, it may have finished the call and returned to its
+/// own context through the frame before this seized it.  Its registers are
+/// put back only while `rip` is still inside the injected code (the call
+/// not run, or run and the trailer not yet: the same as the trailer would
+/// do, the frame below rsp left as dead memory), the registers first.
+/// Elsewhere they are its own again (or a handler of its own interrupted
+/// the injected code: the handler returns there and the trailer runs):
+/// never touched.  The code goes back only when neither `rip` nor any word
+/// of the stack (a signal frame's saved rip) points into it; else it stays
+/// (AT_ENTRY never runs again but through such a return).
+fn undo_syscall(t: &mut Target, sc: &Syscall) -> Result<String> {
+    if !sc.trailer {
+        t.write(sc.at, &sc.code)?;
+        t.set_regs(&sc.regs)?;
+        t.check_regs_read_back(&sc.regs)?;
+        return Ok("system call undone".into());
+    }
+    let range = sc.at..sc.at + sc.code.len() as u64;
+    let mut how = if range.contains(&t.regs()?.rip) {
+        t.set_regs(&sc.regs)?;
+        t.check_regs_read_back(&sc.regs)?;
+        "system call undone".to_string()
+    } else {
+        "the backend had returned from the system call by itself".to_string()
+    };
+    if t.stack_points_into((sc.at, sc.code.len() as u64))? || range.contains(&t.regs()?.rip) {
+        how.push_str(" (its code left at the entry point: the stack returns there)");
+    } else {
+        t.write(sc.at, &sc.code)?;
+    }
+    Ok(how)
 }
 
 /// Let a call in flight run to its return int3 (the group still stopped:
@@ -570,17 +637,27 @@ impl Target {
         self.forget_repair_data_words();
     }
 
+    /// An injected system call about to start: `code` the bytes borrowed
+    /// at `at`, `trailer` whether it runs with its signal frame
+    /// (sigframe.rs).  The SIGCONT handler is told (NOT_OWN bit 1) that
+    /// the registers are not the backend's own, so that it stops the
+    /// backend again rather than let it run on there; not for a system
+    /// call with its frame while no other bit is set: the handler lets the
+    /// backend run on in the injected code, which restores itself
+    /// (selfrelease/handler.rs recognizes the trailer's bytes at AT_ENTRY).
     pub(in crate::inferior) fn note_syscall_in_flight(
         &mut self,
         regs: &Registers,
         at: u64,
-        code: [u8; 3],
+        code: &[u8],
+        trailer: bool,
     ) -> Result<()> {
-        if !self.disarm_in_injected_code(at) {
+        let alone = trailer && self.release_not_own_is(0);
+        if !alone && !self.disarm_in_injected_code(at) {
             self.note_release_not_own(2, true)?;
         }
         if let Some(g) = self.guardian()? {
-            g.note_syscall(regs, at, code);
+            g.note_syscall(regs, at, code, trailer);
         }
         Ok(())
     }

@@ -772,3 +772,105 @@ fn killed_together_at_a_signals_delivery_stop_armed_15() {
 fn killed_together_at_a_signals_delivery_stop_armed_18() {
     killed_at_a_signals_delivery_stop(18, true);
 }
+
+/// pgdbg and its guardian killed at an injected system call of the
+/// set-up (PGDBG_PAUSE_AT `syscall-injected-N` / `syscall-exit-N`: the
+/// N-th system call pgdbg makes the backend run, its registers written,
+/// before the resume into it or at its exit stop).  The first ones map the
+/// SIGTRAP handler's pages, before the SIGCONT pipe exists: nothing could
+/// end a group stop then.  The system call runs with a signal frame on the
+/// backend's stack (src/inferior/sigframe.rs) and no group stop: the
+/// backend finishes it and returns to its own context by itself, back in
+/// its client read within a second; the session answers, a
+/// statement_timeout fires, floating point is as before; the rescue puts
+/// `_start`'s bytes back.  (Before 2026-12-05, and with
+/// PGDBG_NO_SYSCALL_TRAILER: left stopped, state T, until a rescue.)
+fn killed_in_an_injected_syscall(major: u32, at: &str, env: &[(&str, &str)]) {
+    let cl = Cluster::start(major);
+    let bin = cl.postgres_binary();
+    let mut a = cl.connect();
+    let pid = a.pid();
+    wait_until("the backend to wait", Duration::from_secs(10), || {
+        syscall_nr(pid).is_some()
+    });
+    let idle = syscall_nr(pid);
+    let mut vars = vec![("PGDBG_PAUSE_AT", at), ("PGDBG_PAUSE_MS", "60000")];
+    vars.extend_from_slice(env);
+    let mut p = Pgdbg::spawn_attached_env(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--ex",
+            "call pg_usleep(1000)",
+        ],
+        pid,
+        &vars,
+    );
+    {
+        use std::io::BufRead;
+        let mut err = std::io::BufReader::new(p.child.stderr.as_mut().unwrap());
+        let mut seen = String::new();
+        loop {
+            let mut l = String::new();
+            let n = err.read_line(&mut l).unwrap();
+            seen.push_str(&l);
+            assert!(n > 0, "pgdbg ended before it paused at {at}: {seen}");
+            if l.contains("paused at") {
+                break;
+            }
+        }
+    }
+    kill_both(&p, pid);
+    let t0 = std::time::Instant::now();
+    while (stopped(pid) || syscall_nr(pid) != idle) && t0.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        !stopped(pid) && syscall_nr(pid) == idle && t0.elapsed() < Duration::from_secs(1),
+        "backend {pid} {:?} after pgdbg and its guardian were killed at {at}: state {}, system call {:?} (idle: {idle:?})",
+        t0.elapsed(),
+        proc_state(pid),
+        syscall_nr(pid),
+    );
+    assert_eq!(a.query_one_i64("select 41 + 1"), 42);
+    timeout_fires_and_errors_go_on(&mut a, &format!("killed at {at}"));
+    assert_eq!(
+        a.query_one_i64("select (sqrt(2.0::float8) * 1e6)::int8"),
+        1414214
+    );
+    cl.assert_no_crash();
+    let (code, out, err) = pgdbg(&["rescue", &pid.to_string()]);
+    assert_eq!(code, 0, "rescue: {out}{err}");
+    assert!(
+        code_matches_file(pid, &bin, "_start", 16),
+        "_start's bytes differ from the file after the rescue"
+    );
+    assert!(records_of(pid).is_empty(), "{:?}", records_of(pid));
+    assert_eq!(a.query_one_i64("select 40 + 2"), 42);
+    cl.assert_no_crash();
+}
+
+#[test]
+fn killed_together_in_the_first_injected_syscall_15() {
+    killed_in_an_injected_syscall(15, "syscall-injected-1", &[]);
+}
+
+#[test]
+fn killed_together_in_the_first_injected_syscall_18() {
+    killed_in_an_injected_syscall(18, "syscall-injected-1", &[]);
+}
+
+#[test]
+fn killed_together_at_the_first_injected_syscalls_exit_18() {
+    killed_in_an_injected_syscall(18, "syscall-exit-1", &[]);
+}
+
+/// After the SIGCONT pipe exists (the set-up's last system calls are the
+/// pipe's `fcntl`s; the 12th is past them on PostgreSQL 15 and 18, counted
+/// with PGDBG_DEBUG): the SIGCONT handler sees the injected code at
+/// AT_ENTRY and lets the backend run on, the frame restoring it.
+#[test]
+fn killed_together_in_a_later_injected_syscall_18() {
+    killed_in_an_injected_syscall(18, "syscall-injected-12", &[]);
+}

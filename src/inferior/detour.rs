@@ -12,8 +12,11 @@
 //! * no branch of the function's own code may land inside the bytes the
 //!   `jmp` overwrites (the function is disassembled to check);
 //! * pages are mapped and unmapped by system calls the target makes itself
-//!   (`inject_syscall`: `syscall; int3` at the ELF entry point, which never
-//!   runs again, with every register restored afterwards);
+//!   (`inject_syscall`: at the ELF entry point, which never runs again,
+//!   with every register restored afterwards; with a signal frame on the
+//!   target's stack whose `rt_sigreturn` restores it by itself should
+//!   every pgdbg process die meanwhile (sigframe.rs), or `syscall; int3`
+//!   in the group stop where that frame is refused);
 //! * removal puts the original bytes back first, steps the target out of
 //!   our code if it is inside it, and unmaps the pages only when no word
 //!   of the stack points into them (a signal handler that interrupted our
@@ -406,9 +409,11 @@ impl Target {
                     self.mark_gone();
                     bail!("process {} ended during a system call of pgdbg", self.pid);
                 }
-                WaitStatus::PtraceEvent(_, Signal::SIGTRAP, ev)
-                    if ev == libc::PTRACE_EVENT_STOP =>
-                {
+                // the interrupt's stop: SIGTRAP, or the stop signal when
+                // the group is stopped (held: `do_jobctl_trap` in
+                // kernel/signal.c reports it so); no other interrupt of
+                // pgdbg's is in flight (`trailer_frame`), so it is this one
+                WaitStatus::PtraceEvent(_, _, ev) if ev == libc::PTRACE_EVENT_STOP => {
                     self.mark_stopped();
                     self.event_stop = true;
                     let r = self.regs()?;
@@ -421,7 +426,6 @@ impl Target {
                     return Ok(rax);
                 }
                 WaitStatus::PtraceEvent(_, sig, _) => {
-                    // a group stop's report (held): resumed the same
                     self.mark_stopped();
                     self.interrupt_stop_seen(sig);
                 }

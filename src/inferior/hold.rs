@@ -5,7 +5,9 @@
 //! Held only while such a moment can come (`hold_needed`): an int3 of
 //! pgdbg's is written (a trap pgdbg has not rewound yet would resume one
 //! byte past it), debug registers are armed, a call, an injected system
-//! call or a changed data word is in flight.  Outside those, a tracer's
+//! call without its signal frame or a changed data word is in flight (a
+//! system call injected with its frame restores the backend by itself,
+//! sigframe.rs: it needs no hold).  Outside those, a tracer's
 //! death leaves the backend running as it runs untraced (what pgdbg left,
 //! an in-process recorder or the SIGTRAP handler, works without pgdbg, and
 //! the guardian or `pgdbg rescue` removes it), so pgdbg and its guardian

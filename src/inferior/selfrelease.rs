@@ -48,6 +48,10 @@
 //!   context, as at the call's return trap (the saved registers and XSAVE
 //!   image, the data words, the call's int3s put back; `MARK` REPAIRED),
 //!   and the backend runs on as below from where pgdbg had stopped it;
+//! * `rip` in a system call injected with its signal frame (the trailer's
+//!   eight bytes at AT_ENTRY, sigframe.rs; `NOT_OWN` 0, as pgdbg leaves
+//!   bit 1 clear for it when no other bit is set): it runs on as below,
+//!   and the trailer's `rt_sigreturn` puts the backend's context back;
 //! * `rip` in an injected system call's code at AT_ENTRY, registers not
 //!   the backend's own other than a call's (`NOT_OWN`: a system call, a
 //!   record of data words that is not whole, a call record that cannot

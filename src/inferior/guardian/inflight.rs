@@ -394,12 +394,31 @@ fn undo_syscall(t: &mut Target, sc: &Syscall) -> Result<String> {
     } else {
         "the backend had returned from the system call by itself".to_string()
     };
-    if t.stack_points_into((sc.at, sc.code.len() as u64))? || range.contains(&t.regs()?.rip) {
+    if returns_into(t, &range, sc.regs.rsp)? || range.contains(&t.regs()?.rip) {
         how.push_str(" (its code left at the entry point: the stack returns there)");
     } else {
         t.write(sc.at, &sc.code)?;
     }
     Ok(how)
+}
+
+/// Whether the stack holds a signal frame whose handler returns into the
+/// injected code `range`: a word pointing into it (the frame's saved rip)
+/// right after one that is an rsp on the injected signal frame's stack
+/// (`sigcontext` has rsp, then rip), between the saved rsp less the red
+/// zone and 128 KiB below (the frame is at most 440 bytes and a 64 KiB
+/// XSAVE image).  Only such a word counts: the stack holds `_start`'s
+/// address elsewhere (the auxiliary vector's AT_ENTRY, a stale word of the
+/// C library's start-up), which no return goes to.  Unknown stack: yes.
+fn returns_into(t: &Target, range: &std::ops::Range<u64>, saved_rsp: u64) -> Result<bool> {
+    let Some(words) = t.stack_words()? else {
+        return Ok(true);
+    };
+    let hi = saved_rsp.saturating_sub(128);
+    let lo = hi.saturating_sub(128 * 1024);
+    Ok(words
+        .windows(2)
+        .any(|w| range.contains(&w[1]) && (lo..hi).contains(&w[0])))
 }
 
 /// Let a call in flight run to its return int3 (the group still stopped:

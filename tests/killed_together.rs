@@ -774,7 +774,8 @@ fn killed_together_at_a_signals_delivery_stop_armed_18() {
 }
 
 /// pgdbg and its guardian killed at an injected system call of the
-/// set-up (PGDBG_PAUSE_AT `syscall-injected-N` / `syscall-exit-N`: the
+/// set-up of a breakpoint (a call's data words would hold the backend
+/// already; PGDBG_PAUSE_AT `syscall-injected-N` / `syscall-exit-N`: the
 /// N-th system call pgdbg makes the backend run, its registers written,
 /// before the resume into it or at its exit stop).  The first ones map the
 /// SIGTRAP handler's pages, before the SIGCONT pipe exists: nothing could
@@ -802,7 +803,7 @@ fn killed_in_an_injected_syscall(major: u32, at: &str, env: &[(&str, &str)]) {
             &pid.to_string(),
             "-q",
             "--ex",
-            "call pg_usleep(1000)",
+            "break pg_backend_pid",
         ],
         pid,
         &vars,

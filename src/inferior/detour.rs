@@ -241,8 +241,22 @@ impl Target {
         self.read(at, &mut saved_code)?;
         self.check_no_foreign_int3(at, &saved_code)?;
         let n = INJECTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        // The group stop first, if something needs it (int3s, debug
+        // registers, a call or data words in flight: hold.rs): entering it
+        // may change the registers (a trap queued at an int3 of pgdbg's is
+        // rewound, hold.rs), so the frame and the guardian's record are
+        // built after it, from one reading of the registers, XSAVE image
+        // and mask (`trailer_frame`).  The other way holds anyway.
+        if self.hold_needed() {
+            self.hold_for_change()?;
+        }
+        if self.gone || !self.stopped {
+            bail!("process {} ended before a system call of pgdbg", self.pid);
+        }
         match self.trailer_frame() {
-            Ok(frame) => self.inject_with_trailer(nr, args, at, saved_code, frame, n),
+            Ok((frame, saved)) => {
+                self.inject_with_trailer(nr, args, at, saved_code, frame, saved, n)
+            }
             Err(why) => {
                 super::log::debug(&format!(
                     "system call {nr} injected in the group stop, without a signal frame: {why:#}"
@@ -254,9 +268,11 @@ impl Target {
         }
     }
 
-    /// The signal frame for the stopped target's state, or why there is
-    /// none (sigframe.rs: refused wherever it could not be exact).
-    fn trailer_frame(&mut self) -> Result<sigframe::Frame> {
+    /// The signal frame for the stopped target's state and the registers
+    /// it was built from (the state to put back), or why there is none
+    /// (sigframe.rs: refused wherever it could not be exact).  Called once
+    /// the hold, if any, is taken: nothing changes the state after.
+    fn trailer_frame(&mut self) -> Result<(sigframe::Frame, super::Registers)> {
         if crate::config::get().no_syscall_trailer {
             bail!("PGDBG_NO_SYSCALL_TRAILER is set");
         }
@@ -296,7 +312,8 @@ impl Target {
         if !m.perms.starts_with("rw") || !m.perms.ends_with('p') {
             bail!("rsp {rsp:#x} is in a mapping with permissions {}", m.perms);
         }
-        sigframe::plan(&saved, sigmask, x.bytes(), x.xfeatures, (m.start, m.end))
+        let frame = sigframe::plan(&saved, sigmask, x.bytes(), x.xfeatures, (m.start, m.end))?;
+        Ok((frame, saved))
     }
 
     /// The system call through the signal frame (see `inject_syscall`).
@@ -312,14 +329,12 @@ impl Target {
         at: u64,
         saved_code: [u8; 8],
         frame: sigframe::Frame,
+        saved: super::Registers,
         n: usize,
     ) -> Result<i64> {
-        // the group stop only if something else needs it (int3s, debug
-        // registers, a call or data words in flight: hold.rs)
-        if self.hold_needed() {
-            self.hold_for_change()?;
-        }
-        let saved = self.regs()?;
+        // `saved` is the state `frame` was built from (`trailer_frame`,
+        // after the hold): the record, the frame and the registers put
+        // back all agree
         self.note_syscall_in_flight(&saved, at, &saved_code, true)?;
         if let Err(e) = self.write(frame.at, &frame.bytes) {
             self.forget_syscall_in_flight();

@@ -296,11 +296,18 @@ impl InFlight {
             // the SIGTRAP of the call's return int3 (or of the system
             // call's) was delivered to our handler as pgdbg died: the
             // handler returns first (its sigreturn puts back the signal
-            // mask and FP state), without acting on the system call's
-            if let Some(sc) = &self.syscall {
+            // mask and FP state), without acting on the system call's.
+            // `syscall; int3`'s code goes back first (its int3 then makes
+            // the handler return instead of dying).  A trailer's stays: a
+            // signal handler that interrupted it may be what the SIGTRAP
+            // handler returns to, and it returns into the trailer;
+            // `undo_syscall` puts the code back once no frame on the stack
+            // returns there (`returns_into`)
+            let put_back = self.syscall.as_ref().filter(|sc| !sc.trailer);
+            if let Some(sc) = put_back {
                 t.write(sc.at, &sc.code)?;
             }
-            t.step_out_of_trap_handler(self.syscall.is_some())?;
+            t.step_out_of_trap_handler(put_back.is_some())?;
             if t.is_gone() {
                 return Ok("backend ended".into());
             }

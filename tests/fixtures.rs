@@ -306,19 +306,8 @@ fn trailer_killed_at(mode: &str, at: &str) {
         pid,
         &[("PGDBG_PAUSE_AT", at), ("PGDBG_PAUSE_MS", "60000")],
     );
-    {
-        let mut err = BufReader::new(p.child.stderr.as_mut().unwrap());
-        let mut seen = String::new();
-        loop {
-            let mut l = String::new();
-            let n = err.read_line(&mut l).unwrap();
-            seen.push_str(&l);
-            assert!(n > 0, "pgdbg ended before it paused at {at}: {seen}");
-            if l.contains("paused at") {
-                break;
-            }
-        }
-    }
+    // a deadline: the test fails, never hangs, if the pause never comes
+    wait_for_stderr(&mut p, &format!("paused at {at} "), Duration::from_secs(90));
     let g = guardians_of(pid);
     assert_eq!(g.len(), 1, "one guardian: {g:?}");
     // SAFETY: kill(2) of the guardian and the pgdbg this test started.

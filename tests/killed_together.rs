@@ -808,20 +808,8 @@ fn killed_in_an_injected_syscall(major: u32, at: &str, env: &[(&str, &str)]) {
         pid,
         &vars,
     );
-    {
-        use std::io::BufRead;
-        let mut err = std::io::BufReader::new(p.child.stderr.as_mut().unwrap());
-        let mut seen = String::new();
-        loop {
-            let mut l = String::new();
-            let n = err.read_line(&mut l).unwrap();
-            seen.push_str(&l);
-            assert!(n > 0, "pgdbg ended before it paused at {at}: {seen}");
-            if l.contains("paused at") {
-                break;
-            }
-        }
-    }
+    // a deadline: the test fails, never hangs, if the pause never comes
+    wait_for_stderr(&mut p, &format!("paused at {at} "), Duration::from_secs(90));
     kill_both(&p, pid);
     let t0 = std::time::Instant::now();
     while (stopped(pid) || syscall_nr(pid) != idle) && t0.elapsed() < Duration::from_secs(5) {
@@ -867,11 +855,14 @@ fn killed_together_at_the_first_injected_syscalls_exit_18() {
     killed_in_an_injected_syscall(18, "syscall-exit-1", &[]);
 }
 
-/// After the SIGCONT pipe exists (the set-up's last system calls are the
-/// pipe's `fcntl`s; the 12th is past them on PostgreSQL 15 and 18, counted
-/// with PGDBG_DEBUG): the SIGCONT handler sees the injected code at
-/// AT_ENTRY and lets the backend run on, the frame restoring it.
+/// Once the SIGCONT pipe is armed: at the exit stop of the set-up's last
+/// system call, the third `fcntl` (F_SETFL O_ASYNC on the read end,
+/// src/inferior/selfrelease/install.rs; no other `fcntl` is injected before
+/// it), the backend at the trailer's second instruction.  The deaths close
+/// the pipe, the SIGCONT handler sees the injected code at AT_ENTRY and
+/// lets the backend run on, the frame restoring it.
 #[test]
-fn killed_together_in_a_later_injected_syscall_18() {
-    killed_in_an_injected_syscall(18, "syscall-injected-12", &[]);
+fn killed_together_at_the_arming_fcntls_exit_18() {
+    let at = format!("syscall-exit-nr{}-3", libc::SYS_fcntl);
+    killed_in_an_injected_syscall(18, &at, &[]);
 }

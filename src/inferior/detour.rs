@@ -31,6 +31,45 @@ use nix::sys::wait::WaitStatus;
 
 /// Injected system calls so far, for PGDBG_PAUSE_AT's `syscall-injected-N`.
 static INJECTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+/// Injected system calls so far by number, for PGDBG_PAUSE_AT's
+/// `syscall-injected-nrNR-K` (the K-th system call number NR).
+static INJECTED_BY_NR: std::sync::Mutex<Vec<(i64, usize)>> = std::sync::Mutex::new(Vec::new());
+
+/// Which injected system call this is, for PGDBG_PAUSE_AT.
+#[derive(Clone, Copy)]
+struct Nth {
+    /// among all (`syscall-injected-N`)
+    all: usize,
+    nr: i64,
+    /// among those of number `nr` (`syscall-injected-nrNR-K`)
+    of_nr: usize,
+}
+
+impl Nth {
+    fn next(nr: i64) -> Nth {
+        let all = INJECTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        let mut v = INJECTED_BY_NR.lock().unwrap_or_else(|e| e.into_inner());
+        let of_nr = match v.iter_mut().find(|(n, _)| *n == nr) {
+            Some((_, k)) => {
+                *k += 1;
+                *k
+            }
+            None => {
+                v.push((nr, 1));
+                1
+            }
+        };
+        Nth { all, nr, of_nr }
+    }
+
+    /// `{stage}-N` and `{stage}-nrNR-K`.
+    fn pause(self, stage: &str) {
+        if crate::config::get().pause_at.is_some() {
+            crate::config::pause_for_tests_nth(stage, self.all);
+            crate::config::pause_for_tests(&format!("{stage}-nr{}-{}", self.nr, self.of_nr));
+        }
+    }
+}
 
 // struct ptrace_syscall_info's `op` (include/uapi/linux/ptrace.h): what
 // the stop is, read with PTRACE_GET_SYSCALL_INFO (Linux 5.3).
@@ -240,7 +279,7 @@ impl Target {
         let mut saved_code = [0u8; sigframe::TRAILER.len()];
         self.read(at, &mut saved_code)?;
         self.check_no_foreign_int3(at, &saved_code)?;
-        let n = INJECTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        let n = Nth::next(nr);
         // The group stop first, if something needs it (int3s, debug
         // registers, a call or data words in flight: hold.rs): entering it
         // may change the registers (a trap queued at an int3 of pgdbg's is
@@ -254,9 +293,7 @@ impl Target {
             bail!("process {} ended before a system call of pgdbg", self.pid);
         }
         match self.trailer_frame() {
-            Ok((frame, saved)) => {
-                self.inject_with_trailer(nr, args, at, saved_code, frame, saved, n)
-            }
+            Ok(snapshot) => self.inject_with_trailer(nr, args, at, saved_code, snapshot, n),
             Err(why) => {
                 super::log::debug(&format!(
                     "system call {nr} injected in the group stop, without a signal frame: {why:#}"
@@ -328,9 +365,8 @@ impl Target {
         args: [u64; 6],
         at: u64,
         saved_code: [u8; 8],
-        frame: sigframe::Frame,
-        saved: super::Registers,
-        n: usize,
+        (frame, saved): (sigframe::Frame, super::Registers),
+        n: Nth,
     ) -> Result<i64> {
         // `saved` is the state `frame` was built from (`trailer_frame`,
         // after the hold): the record, the frame and the registers put
@@ -359,7 +395,7 @@ impl Target {
         r.rsp = frame.rsp;
         r.orig_rax = u64::MAX; // no syscall restart at the new rip
         let res = self.set_regs(&r).and_then(|_| {
-            crate::config::pause_for_tests_nth("syscall-injected", n);
+            n.pause("syscall-injected");
             self.run_to_syscall_exit(at, n)
         });
         // registers first: the code goes back only once nothing can run it
@@ -395,7 +431,7 @@ impl Target {
     /// registers pgdbg puts back (it restarts only on its way through
     /// signal handling), from an interrupt stop it does, as after the int3
     /// of the other way.
-    fn run_to_syscall_exit(&mut self, at: u64, n: usize) -> Result<u64> {
+    fn run_to_syscall_exit(&mut self, at: u64, n: Nth) -> Result<u64> {
         // System call stops are told from a SIGTRAP only with
         // PTRACE_O_TRACESYSGOOD (their status is SIGTRAP | 0x80, and only
         // then does PTRACE_GET_SYSCALL_INFO say entry or exit): set for
@@ -412,7 +448,7 @@ impl Target {
             }
         }
         let rax = res?;
-        crate::config::pause_for_tests_nth("syscall-exit", n);
+        n.pause("syscall-exit");
         // on to an interrupt stop (see above); this interrupt is not
         // counted among pgdbg's (its stop is taken here)
         ptrace::interrupt(self.pid).map_err(|e| anyhow!("PTRACE_INTERRUPT ({e})"))?;
@@ -522,7 +558,7 @@ impl Target {
         args: [u64; 6],
         at: u64,
         saved_code: [u8; 3],
-        n: usize,
+        n: Nth,
     ) -> Result<i64> {
         self.hold_for_change()?;
         let saved = self.regs()?;
@@ -539,7 +575,7 @@ impl Target {
         r.rip = at;
         r.orig_rax = u64::MAX; // no syscall restart at the new rip
         let res = self.set_regs(&r).and_then(|_| {
-            crate::config::pause_for_tests_nth("syscall-injected", n);
+            n.pause("syscall-injected");
             self.run_until_trap_at(at + 3)
         });
         let w = if self.gone {

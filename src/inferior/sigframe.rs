@@ -185,7 +185,7 @@ pub fn plan(
     // as the kernel's get_sigframe lays a frame out: below the red zone,
     // the FP image 64-byte aligned (fpu__alloc_mathframe), the frame
     // under it at 16n - 8 (align_sigframe: as after a call)
-    let top = saved.rsp.checked_sub(RED_ZONE).unwrap_or(0);
+    let top = saved.rsp.saturating_sub(RED_ZONE);
     let fp = top.saturating_sub((n + FP_XSTATE_MAGIC2_SIZE) as u64) & !63;
     let at = (fp.saturating_sub(FRAME_LEN as u64) & !15).wrapping_sub(8);
     let (lo, hi) = stack;

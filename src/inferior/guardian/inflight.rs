@@ -277,6 +277,24 @@ impl InFlight {
     /// again by the detach that follows, once the registers are the
     /// backend's own again; on a failure here as well (the detach then
     /// leaves the backend as it is, and the signals are its own).
+    /// The backend ended its stop itself (its SIGCONT handler) and ran on:
+    /// nothing of the system call's is replayed, but the code borrowed at
+    /// the entry point goes back where nothing can run it any more (`rip`
+    /// outside it, no signal frame on the stack returning into it:
+    /// `returns_into`); else it stays, harmless (`_start` never runs
+    /// again).  Returns what was done, for the message.
+    pub fn put_code_back_after_release(&self, t: &mut Target) -> Result<&'static str> {
+        let Some(sc) = &self.syscall else {
+            return Ok("");
+        };
+        let range = sc.at..sc.at + sc.code.len() as u64;
+        if range.contains(&t.regs()?.rip) || returns_into(t, &range, sc.regs.rsp)? {
+            return Ok(", its code left at the entry point: the backend may still run it");
+        }
+        t.write(sc.at, &sc.code)?;
+        Ok(", its code put back")
+    }
+
     pub fn finish(&self, t: &mut Target, flush: (u64, u64)) -> Result<String> {
         t.hold_signals_back(true);
         let res = self.finish_holding(t, flush);

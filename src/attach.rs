@@ -8,7 +8,7 @@ use crate::capture::Capture;
 use crate::command;
 use crate::debuginfo::DebugInfo;
 use crate::debuginfo::debuginfod::Fetch;
-use crate::inferior::{Target, procfs};
+use crate::inferior::{Gone, Target, procfs};
 use crate::postgres::{self, ProcessKind};
 use crate::runtime::{self, one_line};
 use crate::script::Script;
@@ -35,7 +35,7 @@ pub fn parse_pid(pid: Option<String>) -> Result<i32> {
 /// postmaster, not traced already.
 pub fn check_target(pid: i32, any_process: bool) -> Result<ProcessKind> {
     if !procfs::exists(pid) {
-        bail!("no process with PID {pid}: check the PID (select pid from pg_stat_activity)");
+        return Err(Gone::NoProcess(pid).into());
     }
     let st = procfs::status(pid)?;
     // ptrace permission (another user, root without CAP_SYS_PTRACE, Yama's
@@ -43,7 +43,7 @@ pub fn check_target(pid: i32, any_process: bool) -> Result<ProcessKind> {
     if (any_process || st.name == "postgres" || st.name == "postmaster")
         && let Some(why) = crate::inferior::permission::refusal(pid)
     {
-        bail!("{why}");
+        return Err(crate::inferior::permission::Refused(why).into());
     }
     // /proc/PID/exe needs the same permission as ptrace: fail early with the
     // right message.
@@ -61,7 +61,7 @@ pub fn check_target(pid: i32, any_process: bool) -> Result<ProcessKind> {
             what = vanished(pid, &st.name, started);
         }
         if let Some(what) = what {
-            bail!("{what}");
+            return Err(what.into());
         }
         // a process whose name is not postgres is not a backend, readable
         // or not (PID 1 in a container, where even root may not read it)
@@ -124,33 +124,26 @@ pub fn check_target(pid: i32, any_process: bool) -> Result<ProcessKind> {
 /// when it was first looked at) if it is no longer the live process it
 /// was: exited, a zombie, another program, or its PID reused.  None when it
 /// is still there as it was.
-fn vanished(pid: i32, name: &str, started: Option<u64>) -> Option<String> {
-    let live = "give the PID of a live backend (select pid from pg_stat_activity)";
+fn vanished(pid: i32, name: &str, started: Option<u64>) -> Option<Gone> {
+    let name = name.to_string();
     if !procfs::exists(pid) {
-        return Some(format!(
-            "process {pid} ({name}) exited while pgdbg was attaching: {live}"
-        ));
+        return Some(Gone::ExitedAttaching { pid, name });
     }
     let now = procfs::start_time(pid);
     if started.is_some() && now.is_some() && now != started {
         let new = procfs::status(pid).map(|s| s.name).unwrap_or_default();
-        return Some(format!(
-            "process {pid} ({name}) exited while pgdbg was attaching and its PID now belongs to another process ({new}): {live}"
-        ));
+        return Some(Gone::PidReused { pid, name, new });
     }
     if matches!(procfs::state(pid), Some('Z' | 'X')) {
-        return Some(format!(
-            "process {pid} ({name}) has exited (a zombie its parent has not reaped yet): nothing to attach to; {live}"
-        ));
+        return Some(Gone::Zombie { pid, name });
     }
     match procfs::status(pid) {
-        Err(_) => Some(format!(
-            "process {pid} ({name}) exited while pgdbg was attaching: {live}"
-        )),
-        Ok(s) if s.name != name => Some(format!(
-            "process {pid} ({name}) started another program ({}) while pgdbg was attaching: {live}",
-            s.name
-        )),
+        Err(_) => Some(Gone::ExitedAttaching { pid, name }),
+        Ok(s) if s.name != name => Some(Gone::Exec {
+            pid,
+            name,
+            program: s.name,
+        }),
         Ok(_) => None,
     }
 }

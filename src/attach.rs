@@ -489,7 +489,7 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
         if let Err(e) = crate::session::run_to_first_command(&mut t, &di, p, until) {
             let _ = t.detach();
             if !t.is_gone() {
-                crate::errln!("pgdbg: new backend {p}: {e}");
+                crate::errln!("pgdbg: new backend {p}: {e:#}");
             }
             runtime::flush_out();
             return Ok(NOT_ATTACHED_EXIT);
@@ -577,7 +577,7 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
     match (code, detach_res) {
         (Ok(c), Ok(_)) => Ok(c),
         (Err(e), _) => Err(e),
-        (Ok(_), Err(e)) => Err(anyhow!("detach failed: {e}")),
+        (Ok(_), Err(e)) => Err(anyhow!("detach failed: {e:#}")),
     }
 }
 

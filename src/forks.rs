@@ -123,7 +123,7 @@ pub fn take_next_backend(
         Err(e) => {
             let _ = writeln!(
                 status,
-                "refused cannot read the listening sockets of the postmaster {postmaster} ({e})"
+                "refused cannot read the listening sockets of the postmaster {postmaster} ({e:#})"
             );
             return Ok(None);
         }

@@ -293,7 +293,7 @@ pub fn supervise(
                     }
                     Err(e) => {
                         not_attached += 1;
-                        crate::errln!("[{pid}] pgdbg: error: {e}");
+                        crate::errln!("[{pid}] pgdbg: error: {e:#}");
                     }
                 }
             }
@@ -594,7 +594,7 @@ fn start_spares(
             Ok(sp) => spares.push(sp),
             Err(e) => {
                 *failures += 1;
-                crate::errln!("pgdbg: error: cannot start a worker: {e}");
+                crate::errln!("pgdbg: error: cannot start a worker: {e:#}");
                 break;
             }
         }

@@ -103,7 +103,7 @@ pub fn check_target(pid: i32, any_process: bool) -> Result<ProcessKind> {
     // `pgdbg rescue PID` does
     use crate::inferior::guardian::rescue::{self, Left};
     match rescue::left(pid) {
-        Some(Left::Record { .. }) => crate::errln!("{}", rescue::rescue(pid)?),
+        Some(Left::Record { .. }) => crate::runtime::sink().warn(format_args!("{}", rescue::rescue(pid)?)),
         // a guardian still restoring it, or a record that cannot be used:
         // what pgdbg left there would look foreign
         Some(Left::Guarded { pgdbg }) => bail!("{}", rescue::guarded(pid, pgdbg)),
@@ -112,9 +112,9 @@ pub fn check_target(pid: i32, any_process: bool) -> Result<ProcessKind> {
             path.display()
         ),
         Some(Left::Earlier { path }) => bail!("{}", rescue::earlier(pid, &path)),
-        Some(Left::Stopped) => crate::errln!(
+        Some(Left::Stopped) => crate::runtime::sink().warn(format_args!(
             "backend {pid} is stopped (state T, no tracer): pgdbg leaves it stopped; if a killed debugger left it so, 'pgdbg rescue {pid}' lets it run"
-        ),
+        )),
         _ => {}
     }
     Ok(kind)
@@ -349,7 +349,10 @@ pub fn load_debuginfo(pid: i32, opts: &AttachOpts) -> Result<(Rc<DebugInfo>, Pat
     let t0 = std::time::Instant::now();
     let show_progress = !opts.quiet;
     if show_progress && std::io::stderr().is_terminal() {
-        crate::errp!("Reading debug info of {} ...", real_clean.display());
+        crate::runtime::sink().part(format_args!(
+            "Reading debug info of {} ...",
+            real_clean.display()
+        ));
     }
     // debuginfod: the supervisor of a multi-backend attach downloads, its
     // workers read the cache
@@ -369,16 +372,16 @@ pub fn load_debuginfo(pid: i32, opts: &AttachOpts) -> Result<(Rc<DebugInfo>, Pat
         fetch,
     );
     if show_progress && std::io::stderr().is_terminal() {
-        crate::errp!("\r\x1b[K");
+        crate::runtime::sink().part("\r\x1b[K");
     }
     let di = Rc::new(di?);
     if let Some(note) = &di.index_note {
-        crate::errln!("pgdbg: {note}");
+        crate::runtime::sink().warn(format_args!("pgdbg: {note}"));
     }
     if let Some(p) = &di.pack
         && !opts.worker
     {
-        crate::errln!(
+        crate::runtime::sink().warn(format_args!(
             "pgdbg: no debug info for {} (build-id {}): using its exported symbols and the layout pack for PostgreSQL {}",
             real_clean.display(),
             if di.build_id.is_empty() {
@@ -387,16 +390,16 @@ pub fn load_debuginfo(pid: i32, opts: &AttachOpts) -> Result<(Rc<DebugInfo>, Pat
                 &di.build_id
             },
             p.major
-        );
+        ));
     }
     if show_progress && !di.index_from_cache && di.pack.is_none() {
-        crate::errln!(
+        crate::runtime::sink().warn(format_args!(
             "Indexed debug info of {} in {:.2}s ({} functions; cached for the next attach to build {}).",
             real_clean.display(),
             t0.elapsed().as_secs_f64(),
             di.index.functions.len(),
             &di.build_id.get(..12).unwrap_or(&di.build_id)
-        );
+        ));
     }
     Ok((di, real_clean))
 }
@@ -489,7 +492,7 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
         if let Err(e) = crate::session::run_to_first_command(&mut t, &di, p, until) {
             let _ = t.detach();
             if !t.is_gone() {
-                crate::errln!("pgdbg: new backend {p}: {e:#}");
+                crate::runtime::sink().warn(format_args!("pgdbg: new backend {p}: {e:#}"));
             }
             runtime::flush_out();
             return Ok(NOT_ATTACHED_EXIT);
@@ -538,7 +541,7 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
             }
             _ => format!("process {pid}"),
         };
-        crate::errln!(
+        crate::runtime::sink().warn(format_args!(
             "Attached to {what}, {}; debug info {}.",
             session
                 .pg_version
@@ -546,7 +549,7 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
                 .map(short_version)
                 .unwrap_or("unknown version"),
             session.di.source
-        );
+        ));
     }
     let code = match script_cmds {
         Some(cmds) => {
@@ -562,16 +565,21 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
     runtime::flush_out();
     if let Some(what) = runtime::output_failure() {
         match &detach_res {
-            Ok(_) => crate::errln!("pgdbg: {what}; the backend was restored and detached"),
-            Err(e) => crate::errln!("pgdbg: {what}; detach failed: {}", one_line(e)),
+            Ok(_) => crate::runtime::sink().warn(format_args!(
+                "pgdbg: {what}; the backend was restored and detached"
+            )),
+            Err(e) => crate::runtime::sink().warn(format_args!(
+                "pgdbg: {what}; detach failed: {}",
+                one_line(e)
+            )),
         }
         return Ok(runtime::OUTPUT_FAILED_EXIT);
     }
     if let Some(sig) = runtime::terminating() {
-        crate::errln!(
+        crate::runtime::sink().warn(format_args!(
             "pgdbg: received {}: backend {pid} restored and detached",
             runtime::signal_name(sig)
-        );
+        ));
         return Ok(128 + sig);
     }
     match (code, detach_res) {
@@ -597,19 +605,19 @@ fn run_script(
         }
         if runtime::deadline_hit() {
             if !opts.quiet {
-                crate::errln!(
+                crate::runtime::sink().warn(format_args!(
                     "pgdbg: --for {} reached at line {n}: detaching",
                     opts.for_.as_deref().unwrap_or("")
-                );
+                ));
             }
             return Ok(0);
         }
         if session.hit_limit_reached() {
             if !opts.quiet {
-                crate::errln!(
+                crate::runtime::sink().warn(format_args!(
                     "pgdbg: --count reached ({} hits): detaching",
                     session.hits_total
-                );
+                ));
             }
             return Ok(0);
         }
@@ -618,17 +626,22 @@ fn run_script(
         match session.execute(&cmd) {
             Ok((text, flow)) => {
                 if !text.is_empty() {
-                    runtime::out_line(text.strip_prefix('\n').unwrap_or(&text));
+                    crate::runtime::sink().line(text.strip_prefix('\n').unwrap_or(&text));
                 }
                 if runtime::sigint_seen() {
-                    crate::errln!("pgdbg: interrupted: script stopped at line {n}");
+                    crate::runtime::sink().warn(format_args!(
+                        "pgdbg: interrupted: script stopped at line {n}"
+                    ));
                     return Ok(130);
                 }
                 match flow {
                     Flow::Continue => {}
                     Flow::Quit => return Ok(0),
                     Flow::TargetGone if opts.worker => {
-                        crate::errln!("backend {} exited; its capture ends here", session.pid);
+                        crate::runtime::sink().warn(format_args!(
+                            "backend {} exited; its capture ends here",
+                            session.pid
+                        ));
                         return Ok(0);
                     }
                     Flow::TargetGone => {

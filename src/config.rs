@@ -190,7 +190,9 @@ pub fn pause_for_tests(at: &str) {
         return;
     }
     let ms = c.pause_ms.unwrap_or(60_000).min(120_000);
-    crate::errln!("pgdbg: paused at {at} for {ms} ms (PGDBG_PAUSE_AT)");
+    crate::runtime::sink().warn(format_args!(
+        "pgdbg: paused at {at} for {ms} ms (PGDBG_PAUSE_AT)"
+    ));
     let until = std::time::Instant::now() + std::time::Duration::from_millis(ms);
     while std::time::Instant::now() < until && !crate::runtime::must_stop() {
         std::thread::sleep(std::time::Duration::from_millis(5));

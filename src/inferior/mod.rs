@@ -394,7 +394,7 @@ impl Drop for Target {
 pub mod log {
     pub fn debug(msg: &str) {
         if crate::config::get().debug {
-            crate::errln!("pgdbg-debug: {msg}");
+            crate::runtime::sink().warn(format_args!("pgdbg-debug: {msg}"));
         }
     }
 }

@@ -39,13 +39,13 @@ impl Session {
         let lines: Vec<String> = stops.iter().map(outside_stop_line).collect();
         let Ok((mut text, flow)) = res else {
             for l in &lines {
-                crate::errln!("{l}");
+                crate::runtime::sink().warn(l);
             }
             return res;
         };
         if text.trim_start().starts_with(['{', '[']) {
             for l in &lines {
-                crate::errln!("{l}");
+                crate::runtime::sink().warn(l);
             }
         } else {
             for l in &lines {

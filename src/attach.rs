@@ -438,6 +438,12 @@ pub fn load_scripts(opts: &AttachOpts, di: &DebugInfo) -> Result<Option<Script>>
 /// counts it as failed to attach, not as attached).
 pub const NOT_ATTACHED_EXIT: i32 = 3;
 
+/// A worker's exit status when its backend ended while it was attached
+/// (its tracer saw the exit, or the script stopped there): the supervisor
+/// counts it as exited during the script, whatever /proc says later (a
+/// zombie not reaped yet, a PID taken by another process).
+pub const BACKEND_ENDED_EXIT: i32 = 5;
+
 /// Whether this process has attached to its target (a failure afterwards
 /// is not a failure to attach).
 static ATTACHED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -563,6 +569,7 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
         None => crate::repl::run(&mut session),
     };
     // Whatever happened, leave the backend as we found it.
+    let gone = session.target.is_gone();
     let detach_res = session.detach();
     // the queued output now (a closed or full standard output is one more
     // failed write, reported below)
@@ -573,6 +580,13 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
             Err(e) => crate::errln!("pgdbg: {what}; detach failed: {}", one_line(e)),
         }
         return Ok(runtime::OUTPUT_FAILED_EXIT);
+    }
+    if opts.worker && (gone || matches!(code, Ok(BACKEND_ENDED_EXIT))) {
+        // (an error of the script's after the end is said, not counted)
+        if let Err(e) = &code {
+            crate::errln!("pgdbg: error: {}", one_line(e));
+        }
+        return Ok(BACKEND_ENDED_EXIT);
     }
     if let Some(sig) = runtime::terminating() {
         crate::errln!(
@@ -636,7 +650,7 @@ fn run_script(
                     Flow::Quit => return Ok(0),
                     Flow::TargetGone if opts.worker => {
                         crate::errln!("backend {} exited; its capture ends here", session.pid);
-                        return Ok(0);
+                        return Ok(BACKEND_ENDED_EXIT);
                     }
                     Flow::TargetGone => {
                         bail!("{}:{n}: the backend exited; script stopped", path.display())

@@ -434,7 +434,9 @@ pub fn supervise(
                 // the worker said which write failed
                 failed += 1;
                 output_failed = true;
-            } else if !crate::inferior::procfs::exists(pid) {
+            } else if st.code() == Some(crate::attach::BACKEND_ENDED_EXIT) {
+                // its worker saw it end (not judged from /proc: a zombie
+                // not reaped yet, or a PID reused, would be miscounted)
                 exited_backends += 1;
             } else if !st.success() && !stopping {
                 failed += 1;

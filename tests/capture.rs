@@ -1163,6 +1163,96 @@ fn cluster_final_line_counts_attached_exited_failed() {
     let _ = goes;
 }
 
+/// Sends SIGCONT to a stopped process when dropped (a failed assertion
+/// too): the cluster's postmaster is never left stopped.
+struct ContOnDrop(i32);
+
+impl Drop for ContOnDrop {
+    fn drop(&mut self) {
+        // SAFETY: plain kill(2)
+        unsafe { libc::kill(self.0, libc::SIGCONT) };
+    }
+}
+
+/// A backend ended by `pg_terminate_backend` while its worker observes it
+/// is counted as exited from what its worker saw, not from /proc at the
+/// reap: here its postmaster is stopped, so the backend is still a zombie
+/// (not reaped) when the supervisor reaps the worker, and is counted all
+/// the same, exactly.
+#[test]
+fn cluster_exit_counted_from_the_worker_while_unreaped() {
+    let cl = Cluster::start(15);
+    let mut stays = cl.connect();
+    let mut goes = cl.connect();
+    let mut ctl = cl.connect();
+    let (stays_pid, goes_pid, ctl_pid) = (stays.pid(), goes.pid(), ctl.pid());
+    let script = write_script("exit-exact", &["count standard_ExecutorStart"]);
+    let p = Pgdbg::spawn_env(
+        &[
+            "attach",
+            "--cluster",
+            cl.dir.to_str().unwrap(),
+            "--script",
+            script.to_str().unwrap(),
+            "--for",
+            "8s",
+        ],
+        &[("PGDBG_NO_INHERIT", "1")],
+    );
+    wait_until("the backends attached", Duration::from_secs(30), || {
+        [stays_pid, goes_pid, ctl_pid]
+            .iter()
+            .all(|p| tracer_pid(*p) != 0)
+    });
+    // the worker of `goes` (its PID is its first argument)
+    let worker_of = |b: i32| {
+        std::fs::read_dir("/proc").unwrap().flatten().find_map(|e| {
+            let w: i32 = e.file_name().to_str()?.parse().ok()?;
+            let cmd = std::fs::read(format!("/proc/{w}/cmdline")).ok()?;
+            let args: Vec<&[u8]> = cmd.split(|b| *b == 0).collect();
+            (args.len() > 3
+                && args[1] == b"attach"
+                && args[2] == b.to_string().as_bytes()
+                && args.contains(&&b"--worker"[..]))
+            .then_some(w)
+        })
+    };
+    let worker = worker_of(goes_pid).unwrap_or_else(|| panic!("no worker for {goes_pid}"));
+    // SAFETY: plain kill(2): stopped until the guard is dropped
+    unsafe { libc::kill(cl.postmaster_pid, libc::SIGSTOP) };
+    let cont = ContOnDrop(cl.postmaster_pid);
+    assert_eq!(
+        ctl.simple_text(&format!("select pg_terminate_backend({goes_pid})")),
+        "t"
+    );
+    // its worker saw the end and was reaped by the supervisor (gone from
+    // /proc, not a zombie) while the backend is still an unreaped zombie
+    wait_until(
+        "the worker of the ended backend reaped",
+        Duration::from_secs(30),
+        || !std::path::Path::new(&format!("/proc/{worker}")).exists(),
+    );
+    assert!(
+        proc_state(goes_pid).starts_with('Z'),
+        "backend {goes_pid} is {} (a zombie while its postmaster is stopped)",
+        proc_state(goes_pid)
+    );
+    drop(cont);
+    let (code, _, err) = p.wait(Duration::from_secs(60));
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains(&format!("[{goes_pid}] backend {goes_pid} exited")),
+        "{err}"
+    );
+    assert!(
+        err.contains("pgdbg: 3 backends attached, 1 exited during the script"),
+        "{err}"
+    );
+    assert_eq!(stays.pid(), stays_pid);
+    drop(goes);
+    cl.assert_no_crash();
+}
+
 // ------------------------------------------- a silent breakpoint's hits
 
 /// A `silent` breakpoint whose block continues, hit 300 times in one

@@ -463,6 +463,17 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
     if (limit.is_some() || opts.count.is_some()) && opts.script.is_none() && opts.ex.is_empty() {
         bail!("--for and --count limit a script: give --script FILE or --ex COMMAND");
     }
+    // the target as first seen: a failure until it is seized is checked
+    // against it (ended, a zombie, another program, its PID reused: said
+    // as such, not blamed on permissions or debug info)
+    let seen = (
+        procfs::status(pid).map(|s| s.name).unwrap_or_default(),
+        procfs::start_time(pid),
+    );
+    let gone_or = |e: anyhow::Error| match vanished(pid, &seen.0, seen.1) {
+        Some(what) if !opts.next_backend => anyhow!("{what}"),
+        _ => e,
+    };
     let kind = if opts.next_backend {
         // taken before its first command (forks.rs: not_run_yet); checked
         // to hold a client connection (forks.rs)
@@ -472,7 +483,7 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
     } else {
         check_target(pid, opts.any_process)?
     };
-    let (di, real_clean) = load_debuginfo(pid, opts)?;
+    let (di, real_clean) = load_debuginfo(pid, opts).map_err(gone_or)?;
     let script_cmds = load_scripts(opts, &di)?;
     if opts.fork_server {
         // returns in each spare forked from here, with the time left
@@ -523,7 +534,16 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
         limit = limit.map(|l| l.saturating_sub(started.elapsed()));
         t
     } else {
-        Target::attach(pid)?
+        crate::config::pause_for_tests("seize");
+        // (a zombie's seize fails with EPERM, an ended process's with ESRCH)
+        let mut t = Target::attach(pid).map_err(gone_or)?;
+        // seized: still the process checked, not another program run by
+        // it nor another process under its PID
+        if let Some(what) = vanished(pid, &seen.0, seen.1) {
+            let _ = t.detach();
+            bail!("{what}");
+        }
+        t
     };
     ATTACHED.store(true, std::sync::atomic::Ordering::Relaxed);
     let mut session = Session::new(
@@ -694,4 +714,34 @@ pub fn host_pids(of: &str, pids: &[String]) -> Result<Vec<String>> {
                 })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A process whose start time is not the one first seen has another
+    /// process's PID (its own ended, the PID reused): said so.
+    #[test]
+    fn vanished_says_a_reused_pid() {
+        let me = std::process::id() as i32;
+        let name = procfs::status(me).unwrap().name;
+        let started = procfs::start_time(me).unwrap();
+        assert_eq!(vanished(me, &name, Some(started)), None);
+        let what = vanished(me, &name, Some(started + 1)).expect("said to have vanished");
+        assert!(
+            what.contains(&format!(
+                "process {me} ({name}) exited while pgdbg was attaching and its PID now belongs to another process ({name})"
+            )),
+            "{what}"
+        );
+        // another name under the same start: another program
+        let what = vanished(me, "postgres", Some(started)).expect("said to have vanished");
+        assert!(
+            what.contains(&format!(
+                "process {me} (postgres) started another program ({name})"
+            )),
+            "{what}"
+        );
+    }
 }

@@ -35,7 +35,10 @@ pub fn parse_pid(pid: Option<String>) -> Result<i32> {
 /// postmaster, not traced already.
 pub fn check_target(pid: i32, any_process: bool) -> Result<ProcessKind> {
     if !procfs::exists(pid) {
-        bail!("no process with PID {pid}: check the PID (select pid from pg_stat_activity)");
+        return Err(NotAttached::error(
+            ENDED_FIRST_EXIT,
+            format!("no process with PID {pid}: check the PID (select pid from pg_stat_activity)"),
+        ));
     }
     let st = procfs::status(pid)?;
     // ptrace permission (another user, root without CAP_SYS_PTRACE, Yama's
@@ -43,7 +46,7 @@ pub fn check_target(pid: i32, any_process: bool) -> Result<ProcessKind> {
     if (any_process || st.name == "postgres" || st.name == "postmaster")
         && let Some(why) = crate::inferior::permission::refusal(pid)
     {
-        bail!("{why}");
+        return Err(NotAttached::error(NO_PERMISSION_EXIT, why));
     }
     // /proc/PID/exe needs the same permission as ptrace: fail early with the
     // right message.
@@ -61,7 +64,7 @@ pub fn check_target(pid: i32, any_process: bool) -> Result<ProcessKind> {
             what = vanished(pid, &st.name, started);
         }
         if let Some(what) = what {
-            bail!("{what}");
+            return Err(NotAttached::error(ENDED_FIRST_EXIT, what));
         }
         // a process whose name is not postgres is not a backend, readable
         // or not (PID 1 in a container, where even root may not read it)
@@ -91,13 +94,7 @@ pub fn check_target(pid: i32, any_process: bool) -> Result<ProcessKind> {
         _ => {}
     }
     if st.tracer_pid != 0 {
-        let who = procfs::status(st.tracer_pid)
-            .map(|s| s.name)
-            .unwrap_or_else(|_| "?".into());
-        bail!(
-            "process {pid} is already traced by PID {} ({who}): detach that debugger first",
-            st.tracer_pid
-        );
+        return Err(already_traced(pid, st.tracer_pid));
     }
     // what a killed pgdbg (and its guardian) left: restored first, as
     // `pgdbg rescue PID` does
@@ -118,6 +115,18 @@ pub fn check_target(pid: i32, any_process: bool) -> Result<ProcessKind> {
         _ => {}
     }
     Ok(kind)
+}
+
+fn already_traced(pid: i32, tracer: i32) -> anyhow::Error {
+    let who = procfs::status(tracer)
+        .map(|s| s.name)
+        .unwrap_or_else(|_| "?".into());
+    NotAttached::error(
+        ALREADY_TRACED_EXIT,
+        format!(
+            "process {pid} is already traced by PID {tracer} ({who}): detach that debugger first"
+        ),
+    )
 }
 
 /// What happened to process `pid` (named `name`, started at `started`
@@ -438,6 +447,56 @@ pub fn load_scripts(opts: &AttachOpts, di: &DebugInfo) -> Result<Option<Script>>
 /// counts it as failed to attach, not as attached).
 pub const NOT_ATTACHED_EXIT: i32 = 3;
 
+/// A worker's exit status when it did not attach because its backend
+/// ended first (exited, a zombie, another program, its PID reused): not a
+/// failure.
+pub const ENDED_FIRST_EXIT: i32 = 6;
+
+/// A worker's exit status when its backend is traced by another process.
+pub const ALREADY_TRACED_EXIT: i32 = 7;
+
+/// A worker's exit status when the kernel does not let it trace its
+/// backend (credentials, Yama, seccomp, a security module).
+pub const NO_PERMISSION_EXIT: i32 = 8;
+
+/// An error before the attach whose cause the supervisor of the workers
+/// counts: the worker's exit status ([`not_attached_exit`]).
+#[derive(Debug)]
+pub struct NotAttached {
+    pub exit: i32,
+    what: String,
+}
+
+impl NotAttached {
+    pub fn error(exit: i32, what: impl Into<String>) -> anyhow::Error {
+        anyhow::Error::new(NotAttached {
+            exit,
+            what: what.into(),
+        })
+    }
+}
+
+impl std::fmt::Display for NotAttached {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.what)
+    }
+}
+
+impl std::error::Error for NotAttached {}
+
+/// The exit status of a worker that failed before attaching with `e`.
+pub fn not_attached_exit(e: &anyhow::Error) -> i32 {
+    if let Some(n) = e.downcast_ref::<NotAttached>() {
+        return n.exit;
+    }
+    if e.downcast_ref::<crate::inferior::permission::Refused>()
+        .is_some()
+    {
+        return NO_PERMISSION_EXIT;
+    }
+    NOT_ATTACHED_EXIT
+}
+
 /// A worker's exit status when its backend ended while it was attached
 /// (its tracer saw the exit, or the script stopped there): the supervisor
 /// counts it as exited during the script, whatever /proc says later (a
@@ -470,9 +529,18 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
         procfs::status(pid).map(|s| s.name).unwrap_or_default(),
         procfs::start_time(pid),
     );
-    let gone_or = |e: anyhow::Error| match vanished(pid, &seen.0, seen.1) {
-        Some(what) if !opts.next_backend => anyhow!("{what}"),
-        _ => e,
+    let gone_or = |e: anyhow::Error| {
+        if opts.next_backend || seen.0.is_empty() || e.downcast_ref::<NotAttached>().is_some() {
+            return e;
+        }
+        if let Some(what) = vanished(pid, &seen.0, seen.1) {
+            return NotAttached::error(ENDED_FIRST_EXIT, what);
+        }
+        // (the seize refused: traced by another process meanwhile)
+        match procfs::status(pid).map(|s| s.tracer_pid) {
+            Ok(t) if t != 0 && t != std::process::id() as i32 => already_traced(pid, t),
+            _ => e,
+        }
     };
     let kind = if opts.next_backend {
         // taken before its first command (forks.rs: not_run_yet); checked
@@ -481,7 +549,7 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
             title: "new connection".into(),
         }
     } else {
-        check_target(pid, opts.any_process)?
+        check_target(pid, opts.any_process).map_err(gone_or)?
     };
     let (di, real_clean) = load_debuginfo(pid, opts).map_err(gone_or)?;
     let script_cmds = load_scripts(opts, &di)?;
@@ -516,7 +584,11 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
                 crate::errln!("pgdbg: new backend {p}: {e}");
             }
             runtime::flush_out();
-            return Ok(NOT_ATTACHED_EXIT);
+            return Ok(if t.is_gone() {
+                ENDED_FIRST_EXIT
+            } else {
+                NOT_ATTACHED_EXIT
+            });
         }
         // its title is set by now: a walsender (a replication connection)
         // or any other child that merely inherited a connection is let go
@@ -541,7 +613,7 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
         // it nor another process under its PID
         if let Some(what) = vanished(pid, &seen.0, seen.1) {
             let _ = t.detach();
-            bail!("{what}");
+            return Err(NotAttached::error(ENDED_FIRST_EXIT, what));
         }
         t
     };

@@ -318,7 +318,7 @@ pub fn main() -> i32 {
                     // a worker that never attached says so by its status
                     Err(e) if opts.worker && !crate::attach::attached() => {
                         crate::errln!("pgdbg: error: {}", crate::runtime::one_line(&e));
-                        Ok(crate::attach::NOT_ATTACHED_EXIT)
+                        Ok(crate::attach::not_attached_exit(&e))
                     }
                     r => r,
                 }

@@ -1090,11 +1090,13 @@ fn unread_output_does_not_hold_the_backend_15() {
 
 /// The final line of a cluster run counts the backends attached, those of
 /// them that exited during the script, and those that failed to attach
-/// (here one already traced by another pgdbg), each exactly.
+/// with their causes (here one already traced by another pgdbg and one by
+/// `strace -p`), each exactly.
 #[test]
 fn cluster_final_line_counts_attached_exited_failed() {
     let cl = Cluster::start(15);
     let mut held = cl.connect();
+    let mut straced = cl.connect();
     let mut stays = cl.connect();
     let mut goes = cl.connect();
     let mut ctl = cl.connect();
@@ -1111,6 +1113,17 @@ fn cluster_final_line_counts_attached_exited_failed() {
         held_pid,
     );
     let holder_tracer = tracer_pid(held_pid);
+    // and strace another one
+    let straced_pid = straced.pid();
+    let mut strace = std::process::Command::new("strace")
+        .args(["-q", "-o", "/dev/null", "-p", &straced_pid.to_string()])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("strace (needed by this test)");
+    wait_until("strace to attach", Duration::from_secs(30), || {
+        tracer_pid(straced_pid) == strace.id() as i32
+    });
     let script = write_script("final-line", &["count standard_ExecutorStart"]);
     // the workers' course (a script of one `count` line is otherwise
     // served without workers: tests/cluster_inherit.rs)
@@ -1143,7 +1156,11 @@ fn cluster_final_line_counts_attached_exited_failed() {
     // SAFETY: plain kill(2) of our own child: it restores and detaches
     unsafe { libc::kill(holder.pid(), libc::SIGTERM) };
     let _ = holder.wait(Duration::from_secs(60));
+    // SAFETY: plain kill(2) of our own child: strace detaches
+    unsafe { libc::kill(strace.id() as i32, libc::SIGINT) };
+    let _ = strace.wait();
     assert_eq!(tracer_pid(held_pid), 0, "held backend left traced");
+    assert_eq!(tracer_pid(straced_pid), 0, "backend left traced by strace");
     assert_ne!(holder_tracer, 0);
     assert_eq!(code, 1, "a backend failed to attach: {err}");
     assert!(
@@ -1153,12 +1170,20 @@ fn cluster_final_line_counts_attached_exited_failed() {
         "{err}"
     );
     assert!(
+        err.contains(&format!(
+            "[{straced_pid}] pgdbg: error: process {straced_pid} is already traced by PID {} (strace)",
+            strace.id()
+        )),
+        "{err}"
+    );
+    assert!(
         err.contains(
-            "pgdbg: 3 backends attached, 1 exited during the script, 1 failed to attach (said above)"
+            "pgdbg: 3 backends attached, 1 exited during the script, 2 failed to attach: 2 already traced by another process (each said above)"
         ),
         "{err}"
     );
     assert_eq!(held.pid(), held_pid);
+    assert_eq!(straced.pid(), straced_pid);
     assert_eq!(stays.pid(), stays_pid);
     let _ = goes;
 }

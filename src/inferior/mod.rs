@@ -239,7 +239,9 @@ impl Target {
         if let Err(e) = ptrace::seize(pid, ptrace::Options::empty()) {
             requests_done();
             return Err(match e {
-                Errno::EPERM => anyhow!("{}", permission::seize_refused(pid.as_raw())),
+                Errno::EPERM => {
+                    anyhow::Error::new(permission::Refused(permission::seize_refused(pid.as_raw())))
+                }
                 Errno::ESRCH => {
                     anyhow!("no process with PID {pid}: check the PID (pg_stat_activity.pid)")
                 }

@@ -154,6 +154,18 @@ pub fn decide(
     }
 }
 
+/// A refused `PTRACE_SEIZE`, said in one line (its cause and the fix).
+#[derive(Debug)]
+pub struct Refused(pub String);
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Refused {}
+
 /// Why `PTRACE_SEIZE` of `pid` failed with EPERM although the
 /// credentials allow it ([`refusal`] said None), in one line: a seccomp
 /// filter on pgdbg (a container's profile answers EPERM), else a security

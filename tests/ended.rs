@@ -338,3 +338,63 @@ fn cluster_waits_of_backend_that_exits() {
     );
     assert!(err.contains("1 exited during the script"), "{err}");
 }
+
+/// Backend `pid`'s lines in a `--cluster` run say it ended (after its
+/// summary, and its worker's), and the final line counts it.
+fn said_ended(pid: i32, text: &str, err: &str) {
+    let mine = lines_of(text, pid);
+    assert!(
+        mine.contains(&format!("Backend {pid} exited with status")),
+        "backend {pid} not said to have ended:\n{mine}"
+    );
+    assert!(
+        lines_of(err, pid).contains(&format!("backend {pid} exited; its capture ends here")),
+        "{err}"
+    );
+    assert!(err.contains("1 exited during the script"), "{err}");
+}
+
+/// The capture's `event` events of backend `pid`.
+fn events_of<'a>(ev: &'a [serde_json::Value], pid: i32, event: &str) -> Vec<&'a serde_json::Value> {
+    ev.iter()
+        .filter(|e| e["pid"] == pid && e["event"] == event)
+        .collect()
+}
+
+/// `latency`, `trace` and `trace --perf` in a cluster: the backend that
+/// ends has its summary, with as many calls as its statements made, its
+/// events in the capture, and is said to have ended.
+#[test]
+fn cluster_latency_of_backend_that_exits() {
+    let (pid, ev, text, err) = cluster_case("latency heap_insert", "latency");
+    let mine = lines_of(&text, pid);
+    assert_eq!(calls(&mine, "heap_insert"), ROWS, "{mine}\n{err}");
+    let l = events_of(&ev, pid, "latency");
+    assert_eq!(l.len(), 1, "{l:?}");
+    assert_eq!(l[0]["calls"].as_u64(), Some(ROWS), "{l:?}");
+    said_ended(pid, &text, &err);
+}
+
+#[test]
+fn cluster_trace_of_backend_that_exits() {
+    let (pid, ev, text, err) = cluster_case("trace heap_insert --quiet", "trace");
+    let mine = lines_of(&text, pid);
+    assert!(
+        mine.contains(&format!("trace: {ROWS} calls of heap_insert")),
+        "{mine}\n{err}"
+    );
+    assert_eq!(events_of(&ev, pid, "trace").len() as u64, ROWS);
+    said_ended(pid, &text, &err);
+}
+
+#[test]
+fn cluster_trace_perf_of_backend_that_exits() {
+    let (pid, ev, text, err) = cluster_case("trace heap_insert --perf --quiet", "trace-perf");
+    let mine = lines_of(&text, pid);
+    assert!(
+        mine.contains(&format!("trace: {ROWS} calls of heap_insert")),
+        "{mine}\n{err}"
+    );
+    assert_eq!(events_of(&ev, pid, "trace").len() as u64, ROWS);
+    said_ended(pid, &text, &err);
+}

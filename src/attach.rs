@@ -91,13 +91,7 @@ pub fn check_target(pid: i32, any_process: bool) -> Result<ProcessKind> {
         _ => {}
     }
     if st.tracer_pid != 0 {
-        let who = procfs::status(st.tracer_pid)
-            .map(|s| s.name)
-            .unwrap_or_else(|_| "?".into());
-        bail!(
-            "process {pid} is already traced by PID {} ({who}): detach that debugger first",
-            st.tracer_pid
-        );
+        return Err(already_traced(pid, st.tracer_pid));
     }
     // what a killed pgdbg (and its guardian) left: restored first, as
     // `pgdbg rescue PID` does
@@ -118,6 +112,18 @@ pub fn check_target(pid: i32, any_process: bool) -> Result<ProcessKind> {
         _ => {}
     }
     Ok(kind)
+}
+
+fn already_traced(pid: i32, tracer: i32) -> anyhow::Error {
+    let who = procfs::status(tracer)
+        .map(|s| s.name)
+        .unwrap_or_else(|_| "?".into());
+    NotAttached::error(
+        ALREADY_TRACED_EXIT,
+        format!(
+            "process {pid} is already traced by PID {tracer} ({who}): detach that debugger first"
+        ),
+    )
 }
 
 /// What happened to process `pid` (named `name`, started at `started`
@@ -434,6 +440,65 @@ pub fn load_scripts(opts: &AttachOpts, di: &DebugInfo) -> Result<Option<Script>>
 /// counts it as failed to attach, not as attached).
 pub const NOT_ATTACHED_EXIT: i32 = 3;
 
+/// A worker's exit status when it did not attach because its backend
+/// ended first (exited, a zombie, another program, its PID reused): not a
+/// failure.
+pub const ENDED_FIRST_EXIT: i32 = 6;
+
+/// A worker's exit status when its backend is traced by another process.
+pub const ALREADY_TRACED_EXIT: i32 = 7;
+
+/// A worker's exit status when the kernel does not let it trace its
+/// backend (credentials, Yama, seccomp, a security module).
+pub const NO_PERMISSION_EXIT: i32 = 8;
+
+/// An error before the attach whose cause the supervisor of the workers
+/// counts: the worker's exit status ([`not_attached_exit`]).
+#[derive(Debug)]
+pub struct NotAttached {
+    pub exit: i32,
+    what: String,
+}
+
+impl NotAttached {
+    pub fn error(exit: i32, what: impl Into<String>) -> anyhow::Error {
+        anyhow::Error::new(NotAttached {
+            exit,
+            what: what.into(),
+        })
+    }
+}
+
+impl std::fmt::Display for NotAttached {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.what)
+    }
+}
+
+impl std::error::Error for NotAttached {}
+
+/// The exit status of a worker that failed before attaching with `e`.
+pub fn not_attached_exit(e: &anyhow::Error) -> i32 {
+    if let Some(n) = e.downcast_ref::<NotAttached>() {
+        return n.exit;
+    }
+    if crate::inferior::gone::gone(e).is_some() {
+        return ENDED_FIRST_EXIT;
+    }
+    if e.downcast_ref::<crate::inferior::permission::Refused>()
+        .is_some()
+    {
+        return NO_PERMISSION_EXIT;
+    }
+    NOT_ATTACHED_EXIT
+}
+
+/// A worker's exit status when its backend ended while it was attached
+/// (its tracer saw the exit, or the script stopped there): the supervisor
+/// counts it as exited during the script, whatever /proc says later (a
+/// zombie not reaped yet, a PID taken by another process).
+pub const BACKEND_ENDED_EXIT: i32 = 5;
+
 /// Whether this process has attached to its target (a failure afterwards
 /// is not a failure to attach).
 static ATTACHED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -453,6 +518,26 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
     if (limit.is_some() || opts.count.is_some()) && opts.script.is_none() && opts.ex.is_empty() {
         bail!("--for and --count limit a script: give --script FILE or --ex COMMAND");
     }
+    // the target as first seen: a failure until it is seized is checked
+    // against it (ended, a zombie, another program, its PID reused: said
+    // as such, not blamed on permissions or debug info)
+    let seen = (
+        procfs::status(pid).map(|s| s.name).unwrap_or_default(),
+        procfs::start_time(pid),
+    );
+    let gone_or = |e: anyhow::Error| {
+        if opts.next_backend || seen.0.is_empty() || e.downcast_ref::<NotAttached>().is_some() {
+            return e;
+        }
+        if let Some(what) = vanished(pid, &seen.0, seen.1) {
+            return anyhow::Error::new(what);
+        }
+        // (the seize refused: traced by another process meanwhile)
+        match procfs::status(pid).map(|s| s.tracer_pid) {
+            Ok(t) if t != 0 && t != std::process::id() as i32 => already_traced(pid, t),
+            _ => e,
+        }
+    };
     let kind = if opts.next_backend {
         // taken before its first command (forks.rs: not_run_yet); checked
         // to hold a client connection (forks.rs)
@@ -460,9 +545,9 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
             title: "new connection".into(),
         }
     } else {
-        check_target(pid, opts.any_process)?
+        check_target(pid, opts.any_process).map_err(gone_or)?
     };
-    let (di, real_clean) = load_debuginfo(pid, opts)?;
+    let (di, real_clean) = load_debuginfo(pid, opts).map_err(gone_or)?;
     let script_cmds = load_scripts(opts, &di)?;
     if opts.fork_server {
         // returns in each spare forked from here, with the time left
@@ -495,7 +580,11 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
                 crate::runtime::sink().warn(format_args!("pgdbg: new backend {p}: {e:#}"));
             }
             runtime::flush_out();
-            return Ok(NOT_ATTACHED_EXIT);
+            return Ok(if t.is_gone() {
+                ENDED_FIRST_EXIT
+            } else {
+                NOT_ATTACHED_EXIT
+            });
         }
         // its title is set by now: a walsender (a replication connection)
         // or any other child that merely inherited a connection is let go
@@ -513,7 +602,16 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
         limit = limit.map(|l| l.saturating_sub(started.elapsed()));
         t
     } else {
-        Target::attach(pid)?
+        crate::config::pause_for_tests("seize");
+        // (a zombie's seize fails with EPERM, an ended process's with ESRCH)
+        let mut t = Target::attach(pid).map_err(gone_or)?;
+        // seized: still the process checked, not another program run by
+        // it nor another process under its PID
+        if let Some(what) = vanished(pid, &seen.0, seen.1) {
+            let _ = t.detach();
+            return Err(anyhow::Error::new(what));
+        }
+        t
     };
     ATTACHED.store(true, std::sync::atomic::Ordering::Relaxed);
     let mut session = Session::new(
@@ -559,6 +657,7 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
         None => crate::repl::run(&mut session),
     };
     // Whatever happened, leave the backend as we found it.
+    let gone = session.target.is_gone();
     let detach_res = session.detach();
     // the queued output now (a closed or full standard output is one more
     // failed write, reported below)
@@ -574,6 +673,13 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
             )),
         }
         return Ok(runtime::OUTPUT_FAILED_EXIT);
+    }
+    if opts.worker && (gone || matches!(code, Ok(BACKEND_ENDED_EXIT))) {
+        // (an error of the script's after the end is said, not counted)
+        if let Err(e) = &code {
+            crate::runtime::sink().warn(format_args!("pgdbg: error: {}", one_line(e)));
+        }
+        return Ok(BACKEND_ENDED_EXIT);
     }
     if let Some(sig) = runtime::terminating() {
         crate::runtime::sink().warn(format_args!(
@@ -642,7 +748,7 @@ fn run_script(
                             "backend {} exited; its capture ends here",
                             session.pid
                         ));
-                        return Ok(0);
+                        return Ok(BACKEND_ENDED_EXIT);
                     }
                     Flow::TargetGone => {
                         bail!("{}:{n}: the backend exited; script stopped", path.display())
@@ -686,4 +792,37 @@ pub fn host_pids(of: &str, pids: &[String]) -> Result<Vec<String>> {
                 })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A process whose start time is not the one first seen has another
+    /// process's PID (its own ended, the PID reused): said so.
+    #[test]
+    fn vanished_says_a_reused_pid() {
+        let me = std::process::id() as i32;
+        let name = procfs::status(me).unwrap().name;
+        let started = procfs::start_time(me).unwrap();
+        assert_eq!(vanished(me, &name, Some(started)), None);
+        let what = vanished(me, &name, Some(started + 1)).expect("said to have vanished");
+        let what = what.to_string();
+        assert!(
+            what.contains(&format!(
+                "process {me} ({name}) exited while pgdbg was attaching and its PID now belongs to another process ({name})"
+            )),
+            "{what}"
+        );
+        // another name under the same start: another program
+        let what = vanished(me, "postgres", Some(started))
+            .expect("said to have vanished")
+            .to_string();
+        assert!(
+            what.contains(&format!(
+                "process {me} (postgres) started another program ({name})"
+            )),
+            "{what}"
+        );
+    }
 }

@@ -325,7 +325,7 @@ pub fn main() -> i32 {
                             "pgdbg: error: {}",
                             crate::runtime::one_line(&e)
                         ));
-                        Ok(crate::attach::NOT_ATTACHED_EXIT)
+                        Ok(crate::attach::not_attached_exit(&e))
                     }
                     r => r,
                 }

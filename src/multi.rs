@@ -196,6 +196,8 @@ pub fn supervise(
     let mut attached = 0usize;
     let mut failed = 0usize;
     let mut not_attached = 0usize;
+    // of them: already traced by another process, refused by the kernel
+    let (mut traced_by_other, mut no_permission) = (0usize, 0usize);
     // backends that ended before their worker could attach (a session of a
     // few milliseconds): not a failure
     let mut ended_first = 0usize;
@@ -422,24 +424,32 @@ pub fn supervise(
             if let Some(d) = took {
                 fork_times.push(d);
             }
-            if st.code() == Some(crate::attach::NOT_ATTACHED_EXIT) {
-                // the worker said why; a backend gone now, or a zombie
-                // its parent has not reaped yet, had ended first
-                if crate::inferior::procfs::exists(pid)
-                    && crate::inferior::procfs::state(pid) != Some('Z')
-                {
-                    not_attached += 1;
-                } else {
+            // not attached: the worker said why, and its status says
+            // which cause it was
+            use crate::attach::{
+                ALREADY_TRACED_EXIT, ENDED_FIRST_EXIT, NO_PERMISSION_EXIT, NOT_ATTACHED_EXIT,
+            };
+            match st.code() {
+                Some(ENDED_FIRST_EXIT) => {
                     ended_first += 1;
+                    continue;
                 }
-                continue;
+                Some(c @ (NOT_ATTACHED_EXIT | ALREADY_TRACED_EXIT | NO_PERMISSION_EXIT)) => {
+                    not_attached += 1;
+                    traced_by_other += (c == ALREADY_TRACED_EXIT) as usize;
+                    no_permission += (c == NO_PERMISSION_EXIT) as usize;
+                    continue;
+                }
+                _ => {}
             }
             attached += 1;
             if st.code() == Some(runtime::OUTPUT_FAILED_EXIT) {
                 // the worker said which write failed
                 failed += 1;
                 output_failed = true;
-            } else if !crate::inferior::procfs::exists(pid) {
+            } else if st.code() == Some(crate::attach::BACKEND_ENDED_EXIT) {
+                // its worker saw it end (not judged from /proc: a zombie
+                // not reaped yet, or a PID reused, would be miscounted)
                 exited_backends += 1;
             } else if !st.success() && !stopping {
                 failed += 1;
@@ -518,7 +528,10 @@ pub fn supervise(
                 String::new()
             },
             if not_attached > 0 {
-                format!(", {not_attached} failed to attach (said above)")
+                format!(
+                    ", {not_attached} failed to attach: {}",
+                    failure_causes(not_attached, traced_by_other, no_permission)
+                )
             } else {
                 String::new()
             },
@@ -547,6 +560,30 @@ pub fn supervise(
         return Ok(128 + sig);
     }
     Ok(if failed + not_attached > 0 { 1 } else { 0 })
+}
+
+/// The causes of `n` failures to attach, counted: `traced` by another
+/// process, `refused` by the kernel, the others said in their lines.
+fn failure_causes(n: usize, traced: usize, refused: usize) -> String {
+    let other = n - traced - refused;
+    let mut parts = Vec::new();
+    if traced > 0 {
+        parts.push(format!("{traced} already traced by another process"));
+    }
+    if refused > 0 {
+        parts.push(format!("{refused} not permitted to trace"));
+    }
+    if other > 0 {
+        parts.push(format!(
+            "{other} {}",
+            if other == 1 {
+                "other error"
+            } else {
+                "other errors"
+            }
+        ));
+    }
+    format!("{} (each said above)", parts.join(", "))
 }
 
 /// The end of a [`Mode::Once`] run: how many of the backends failed (each

@@ -8,6 +8,30 @@ use common::*;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// `pgdbg attach --cluster` counting `standard_ExecutorStart` for 8 s
+/// through its workers (a script of one `count` line is otherwise served
+/// without workers: tests/cluster_inherit.rs), returned once each of
+/// `pids` is traced.
+fn count_by_workers(cl: &Cluster, key: &str, pids: &[i32]) -> Pgdbg {
+    let script = write_script(key, &["count standard_ExecutorStart"]);
+    let p = Pgdbg::spawn_env(
+        &[
+            "attach",
+            "--cluster",
+            cl.dir.to_str().unwrap(),
+            "--script",
+            script.to_str().unwrap(),
+            "--for",
+            "8s",
+        ],
+        &[("PGDBG_NO_INHERIT", "1")],
+    );
+    wait_until("the backends attached", Duration::from_secs(30), || {
+        pids.iter().all(|p| tracer_pid(*p) != 0)
+    });
+    p
+}
+
 fn example(name: &str) -> String {
     repo()
         .join("scripts/examples")
@@ -1124,30 +1148,7 @@ fn cluster_final_line_counts_attached_exited_failed() {
     wait_until("strace to attach", Duration::from_secs(30), || {
         tracer_pid(straced_pid) == strace.id() as i32
     });
-    let script = write_script("final-line", &["count standard_ExecutorStart"]);
-    // the workers' course (a script of one `count` line is otherwise
-    // served without workers: tests/cluster_inherit.rs)
-    let p = Pgdbg::spawn_env(
-        &[
-            "attach",
-            "--cluster",
-            cl.dir.to_str().unwrap(),
-            "--script",
-            script.to_str().unwrap(),
-            "--for",
-            "8s",
-        ],
-        &[("PGDBG_NO_INHERIT", "1")],
-    );
-    wait_until(
-        "the other backends attached",
-        Duration::from_secs(30),
-        || {
-            [stays_pid, goes_pid, ctl_pid]
-                .iter()
-                .all(|p| tracer_pid(*p) != 0)
-        },
-    );
+    let p = count_by_workers(&cl, "final-line", &[stays_pid, goes_pid, ctl_pid]);
     assert_eq!(
         ctl.simple_text(&format!("select pg_terminate_backend({goes_pid})")),
         "t"
@@ -1211,24 +1212,7 @@ fn cluster_exit_counted_from_the_worker_while_unreaped() {
     let mut goes = cl.connect();
     let mut ctl = cl.connect();
     let (stays_pid, goes_pid, ctl_pid) = (stays.pid(), goes.pid(), ctl.pid());
-    let script = write_script("exit-exact", &["count standard_ExecutorStart"]);
-    let p = Pgdbg::spawn_env(
-        &[
-            "attach",
-            "--cluster",
-            cl.dir.to_str().unwrap(),
-            "--script",
-            script.to_str().unwrap(),
-            "--for",
-            "8s",
-        ],
-        &[("PGDBG_NO_INHERIT", "1")],
-    );
-    wait_until("the backends attached", Duration::from_secs(30), || {
-        [stays_pid, goes_pid, ctl_pid]
-            .iter()
-            .all(|p| tracer_pid(*p) != 0)
-    });
+    let p = count_by_workers(&cl, "exit-exact", &[stays_pid, goes_pid, ctl_pid]);
     // the worker of `goes` (its PID is its first argument)
     let worker_of = |b: i32| {
         std::fs::read_dir("/proc").unwrap().flatten().find_map(|e| {

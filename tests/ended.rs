@@ -375,9 +375,10 @@ fn cluster_latency_of_backend_that_exits() {
     said_ended(pid, &text, &err);
 }
 
-#[test]
-fn cluster_trace_of_backend_that_exits() {
-    let (pid, ev, text, err) = cluster_case("trace heap_insert --quiet", "trace");
+/// `trace` (by ptrace or perf) of a backend that exits: its summary and
+/// its events, every call, and said to have ended.
+fn trace_of_backend_that_exits(script_line: &str, key: &str) {
+    let (pid, ev, text, err) = cluster_case(script_line, key);
     let mine = lines_of(&text, pid);
     assert!(
         mine.contains(&format!("trace: {ROWS} calls of heap_insert")),
@@ -388,13 +389,11 @@ fn cluster_trace_of_backend_that_exits() {
 }
 
 #[test]
+fn cluster_trace_of_backend_that_exits() {
+    trace_of_backend_that_exits("trace heap_insert --quiet", "trace");
+}
+
+#[test]
 fn cluster_trace_perf_of_backend_that_exits() {
-    let (pid, ev, text, err) = cluster_case("trace heap_insert --perf --quiet", "trace-perf");
-    let mine = lines_of(&text, pid);
-    assert!(
-        mine.contains(&format!("trace: {ROWS} calls of heap_insert")),
-        "{mine}\n{err}"
-    );
-    assert_eq!(events_of(&ev, pid, "trace").len() as u64, ROWS);
-    said_ended(pid, &text, &err);
+    trace_of_backend_that_exits("trace heap_insert --perf --quiet", "trace-perf");
 }

@@ -454,7 +454,8 @@ pub const NO_PERMISSION_EXIT: i32 = 8;
 
 /// An error before the attach whose cause the supervisor of the workers
 /// counts: the worker's exit status ([`not_attached_exit`]).
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{what}")]
 pub struct NotAttached {
     pub exit: i32,
     what: String,
@@ -468,14 +469,6 @@ impl NotAttached {
         })
     }
 }
-
-impl std::fmt::Display for NotAttached {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.what)
-    }
-}
-
-impl std::error::Error for NotAttached {}
 
 /// The exit status of a worker that failed before attaching with `e`.
 pub fn not_attached_exit(e: &anyhow::Error) -> i32 {

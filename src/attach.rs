@@ -8,7 +8,7 @@ use crate::capture::Capture;
 use crate::command;
 use crate::debuginfo::DebugInfo;
 use crate::debuginfo::debuginfod::Fetch;
-use crate::inferior::{Target, procfs};
+use crate::inferior::{Gone, Target, procfs};
 use crate::postgres::{self, ProcessKind};
 use crate::runtime::{self, one_line};
 use crate::script::Script;
@@ -35,7 +35,7 @@ pub fn parse_pid(pid: Option<String>) -> Result<i32> {
 /// postmaster, not traced already.
 pub fn check_target(pid: i32, any_process: bool) -> Result<ProcessKind> {
     if !procfs::exists(pid) {
-        bail!("no process with PID {pid}: check the PID (select pid from pg_stat_activity)");
+        return Err(Gone::NoProcess(pid).into());
     }
     let st = procfs::status(pid)?;
     // ptrace permission (another user, root without CAP_SYS_PTRACE, Yama's
@@ -43,7 +43,7 @@ pub fn check_target(pid: i32, any_process: bool) -> Result<ProcessKind> {
     if (any_process || st.name == "postgres" || st.name == "postmaster")
         && let Some(why) = crate::inferior::permission::refusal(pid)
     {
-        bail!("{why}");
+        return Err(crate::inferior::permission::Refused(why).into());
     }
     // /proc/PID/exe needs the same permission as ptrace: fail early with the
     // right message.
@@ -61,7 +61,7 @@ pub fn check_target(pid: i32, any_process: bool) -> Result<ProcessKind> {
             what = vanished(pid, &st.name, started);
         }
         if let Some(what) = what {
-            bail!("{what}");
+            return Err(what.into());
         }
         // a process whose name is not postgres is not a backend, readable
         // or not (PID 1 in a container, where even root may not read it)
@@ -91,19 +91,13 @@ pub fn check_target(pid: i32, any_process: bool) -> Result<ProcessKind> {
         _ => {}
     }
     if st.tracer_pid != 0 {
-        let who = procfs::status(st.tracer_pid)
-            .map(|s| s.name)
-            .unwrap_or_else(|_| "?".into());
-        bail!(
-            "process {pid} is already traced by PID {} ({who}): detach that debugger first",
-            st.tracer_pid
-        );
+        return Err(already_traced(pid, st.tracer_pid));
     }
     // what a killed pgdbg (and its guardian) left: restored first, as
     // `pgdbg rescue PID` does
     use crate::inferior::guardian::rescue::{self, Left};
     match rescue::left(pid) {
-        Some(Left::Record { .. }) => crate::errln!("{}", rescue::rescue(pid)?),
+        Some(Left::Record { .. }) => crate::runtime::sink().warn(format_args!("{}", rescue::rescue(pid)?)),
         // a guardian still restoring it, or a record that cannot be used:
         // what pgdbg left there would look foreign
         Some(Left::Guarded { pgdbg }) => bail!("{}", rescue::guarded(pid, pgdbg)),
@@ -112,45 +106,50 @@ pub fn check_target(pid: i32, any_process: bool) -> Result<ProcessKind> {
             path.display()
         ),
         Some(Left::Earlier { path }) => bail!("{}", rescue::earlier(pid, &path)),
-        Some(Left::Stopped) => crate::errln!(
+        Some(Left::Stopped) => crate::runtime::sink().warn(format_args!(
             "backend {pid} is stopped (state T, no tracer): pgdbg leaves it stopped; if a killed debugger left it so, 'pgdbg rescue {pid}' lets it run"
-        ),
+        )),
         _ => {}
     }
     Ok(kind)
+}
+
+fn already_traced(pid: i32, tracer: i32) -> anyhow::Error {
+    let who = procfs::status(tracer)
+        .map(|s| s.name)
+        .unwrap_or_else(|_| "?".into());
+    NotAttached::error(
+        ALREADY_TRACED_EXIT,
+        format!(
+            "process {pid} is already traced by PID {tracer} ({who}): detach that debugger first"
+        ),
+    )
 }
 
 /// What happened to process `pid` (named `name`, started at `started`
 /// when it was first looked at) if it is no longer the live process it
 /// was: exited, a zombie, another program, or its PID reused.  None when it
 /// is still there as it was.
-fn vanished(pid: i32, name: &str, started: Option<u64>) -> Option<String> {
-    let live = "give the PID of a live backend (select pid from pg_stat_activity)";
+fn vanished(pid: i32, name: &str, started: Option<u64>) -> Option<Gone> {
+    let name = name.to_string();
     if !procfs::exists(pid) {
-        return Some(format!(
-            "process {pid} ({name}) exited while pgdbg was attaching: {live}"
-        ));
+        return Some(Gone::ExitedAttaching { pid, name });
     }
     let now = procfs::start_time(pid);
     if started.is_some() && now.is_some() && now != started {
         let new = procfs::status(pid).map(|s| s.name).unwrap_or_default();
-        return Some(format!(
-            "process {pid} ({name}) exited while pgdbg was attaching and its PID now belongs to another process ({new}): {live}"
-        ));
+        return Some(Gone::PidReused { pid, name, new });
     }
     if matches!(procfs::state(pid), Some('Z' | 'X')) {
-        return Some(format!(
-            "process {pid} ({name}) has exited (a zombie its parent has not reaped yet): nothing to attach to; {live}"
-        ));
+        return Some(Gone::Zombie { pid, name });
     }
     match procfs::status(pid) {
-        Err(_) => Some(format!(
-            "process {pid} ({name}) exited while pgdbg was attaching: {live}"
-        )),
-        Ok(s) if s.name != name => Some(format!(
-            "process {pid} ({name}) started another program ({}) while pgdbg was attaching: {live}",
-            s.name
-        )),
+        Err(_) => Some(Gone::ExitedAttaching { pid, name }),
+        Ok(s) if s.name != name => Some(Gone::Exec {
+            pid,
+            name,
+            program: s.name,
+        }),
         Ok(_) => None,
     }
 }
@@ -356,7 +355,10 @@ pub fn load_debuginfo(pid: i32, opts: &AttachOpts) -> Result<(Rc<DebugInfo>, Pat
     let t0 = std::time::Instant::now();
     let show_progress = !opts.quiet;
     if show_progress && std::io::stderr().is_terminal() {
-        crate::errp!("Reading debug info of {} ...", real_clean.display());
+        crate::runtime::sink().part(format_args!(
+            "Reading debug info of {} ...",
+            real_clean.display()
+        ));
     }
     // debuginfod: the supervisor of a multi-backend attach downloads, its
     // workers read the cache
@@ -376,16 +378,16 @@ pub fn load_debuginfo(pid: i32, opts: &AttachOpts) -> Result<(Rc<DebugInfo>, Pat
         fetch,
     );
     if show_progress && std::io::stderr().is_terminal() {
-        crate::errp!("\r\x1b[K");
+        crate::runtime::sink().part("\r\x1b[K");
     }
     let di = Rc::new(di?);
     if let Some(note) = &di.index_note {
-        crate::errln!("pgdbg: {note}");
+        crate::runtime::sink().warn(format_args!("pgdbg: {note}"));
     }
     if let Some(p) = &di.pack
         && !opts.worker
     {
-        crate::errln!(
+        crate::runtime::sink().warn(format_args!(
             "pgdbg: no debug info for {} (build-id {}): using its exported symbols and the layout pack for PostgreSQL {}",
             real_clean.display(),
             if di.build_id.is_empty() {
@@ -394,16 +396,16 @@ pub fn load_debuginfo(pid: i32, opts: &AttachOpts) -> Result<(Rc<DebugInfo>, Pat
                 &di.build_id
             },
             p.major
-        );
+        ));
     }
     if show_progress && !di.index_from_cache && di.pack.is_none() {
-        crate::errln!(
+        crate::runtime::sink().warn(format_args!(
             "Indexed debug info of {} in {:.2}s ({} functions; cached for the next attach to build {}).",
             real_clean.display(),
             t0.elapsed().as_secs_f64(),
             di.index.functions.len(),
             &di.build_id.get(..12).unwrap_or(&di.build_id)
-        );
+        ));
     }
     Ok((di, real_clean))
 }
@@ -438,6 +440,58 @@ pub fn load_scripts(opts: &AttachOpts, di: &DebugInfo) -> Result<Option<Script>>
 /// counts it as failed to attach, not as attached).
 pub const NOT_ATTACHED_EXIT: i32 = 3;
 
+/// A worker's exit status when it did not attach because its backend
+/// ended first (exited, a zombie, another program, its PID reused): not a
+/// failure.
+pub const ENDED_FIRST_EXIT: i32 = 6;
+
+/// A worker's exit status when its backend is traced by another process.
+pub const ALREADY_TRACED_EXIT: i32 = 7;
+
+/// A worker's exit status when the kernel does not let it trace its
+/// backend (credentials, Yama, seccomp, a security module).
+pub const NO_PERMISSION_EXIT: i32 = 8;
+
+/// An error before the attach whose cause the supervisor of the workers
+/// counts: the worker's exit status ([`not_attached_exit`]).
+#[derive(Debug, thiserror::Error)]
+#[error("{what}")]
+pub struct NotAttached {
+    pub exit: i32,
+    what: String,
+}
+
+impl NotAttached {
+    pub fn error(exit: i32, what: impl Into<String>) -> anyhow::Error {
+        anyhow::Error::new(NotAttached {
+            exit,
+            what: what.into(),
+        })
+    }
+}
+
+/// The exit status of a worker that failed before attaching with `e`.
+pub fn not_attached_exit(e: &anyhow::Error) -> i32 {
+    if let Some(n) = e.downcast_ref::<NotAttached>() {
+        return n.exit;
+    }
+    if crate::inferior::gone::gone(e).is_some() {
+        return ENDED_FIRST_EXIT;
+    }
+    if e.downcast_ref::<crate::inferior::permission::Refused>()
+        .is_some()
+    {
+        return NO_PERMISSION_EXIT;
+    }
+    NOT_ATTACHED_EXIT
+}
+
+/// A worker's exit status when its backend ended while it was attached
+/// (its tracer saw the exit, or the script stopped there): the supervisor
+/// counts it as exited during the script, whatever /proc says later (a
+/// zombie not reaped yet, a PID taken by another process).
+pub const BACKEND_ENDED_EXIT: i32 = 5;
+
 /// Whether this process has attached to its target (a failure afterwards
 /// is not a failure to attach).
 static ATTACHED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -457,6 +511,26 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
     if (limit.is_some() || opts.count.is_some()) && opts.script.is_none() && opts.ex.is_empty() {
         bail!("--for and --count limit a script: give --script FILE or --ex COMMAND");
     }
+    // the target as first seen: a failure until it is seized is checked
+    // against it (ended, a zombie, another program, its PID reused: said
+    // as such, not blamed on permissions or debug info)
+    let seen = (
+        procfs::status(pid).map(|s| s.name).unwrap_or_default(),
+        procfs::start_time(pid),
+    );
+    let gone_or = |e: anyhow::Error| {
+        if opts.next_backend || seen.0.is_empty() || e.downcast_ref::<NotAttached>().is_some() {
+            return e;
+        }
+        if let Some(what) = vanished(pid, &seen.0, seen.1) {
+            return anyhow::Error::new(what);
+        }
+        // (the seize refused: traced by another process meanwhile)
+        match procfs::status(pid).map(|s| s.tracer_pid) {
+            Ok(t) if t != 0 && t != std::process::id() as i32 => already_traced(pid, t),
+            _ => e,
+        }
+    };
     let kind = if opts.next_backend {
         // taken before its first command (forks.rs: not_run_yet); checked
         // to hold a client connection (forks.rs)
@@ -464,9 +538,9 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
             title: "new connection".into(),
         }
     } else {
-        check_target(pid, opts.any_process)?
+        check_target(pid, opts.any_process).map_err(gone_or)?
     };
-    let (di, real_clean) = load_debuginfo(pid, opts)?;
+    let (di, real_clean) = load_debuginfo(pid, opts).map_err(gone_or)?;
     let script_cmds = load_scripts(opts, &di)?;
     if opts.fork_server {
         // returns in each spare forked from here, with the time left
@@ -496,10 +570,14 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
         if let Err(e) = crate::session::run_to_first_command(&mut t, &di, p, until) {
             let _ = t.detach();
             if !t.is_gone() {
-                crate::errln!("pgdbg: new backend {p}: {e}");
+                crate::runtime::sink().warn(format_args!("pgdbg: new backend {p}: {e:#}"));
             }
             runtime::flush_out();
-            return Ok(NOT_ATTACHED_EXIT);
+            return Ok(if t.is_gone() {
+                ENDED_FIRST_EXIT
+            } else {
+                NOT_ATTACHED_EXIT
+            });
         }
         // its title is set by now: a walsender (a replication connection)
         // or any other child that merely inherited a connection is let go
@@ -517,7 +595,16 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
         limit = limit.map(|l| l.saturating_sub(started.elapsed()));
         t
     } else {
-        Target::attach(pid)?
+        crate::config::pause_for_tests("seize");
+        // (a zombie's seize fails with EPERM, an ended process's with ESRCH)
+        let mut t = Target::attach(pid).map_err(gone_or)?;
+        // seized: still the process checked, not another program run by
+        // it nor another process under its PID
+        if let Some(what) = vanished(pid, &seen.0, seen.1) {
+            let _ = t.detach();
+            return Err(anyhow::Error::new(what));
+        }
+        t
     };
     ATTACHED.store(true, std::sync::atomic::Ordering::Relaxed);
     let mut session = Session::new(
@@ -545,7 +632,7 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
             }
             _ => format!("process {pid}"),
         };
-        crate::errln!(
+        crate::runtime::sink().warn(format_args!(
             "Attached to {what}, {}; debug info {}.",
             session
                 .pg_version
@@ -553,7 +640,7 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
                 .map(short_version)
                 .unwrap_or("unknown version"),
             session.di.source
-        );
+        ));
     }
     let code = match script_cmds {
         Some(cmds) => {
@@ -563,28 +650,41 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
         None => crate::repl::run(&mut session),
     };
     // Whatever happened, leave the backend as we found it.
+    let gone = session.target.is_gone();
     let detach_res = session.detach();
     // the queued output now (a closed or full standard output is one more
     // failed write, reported below)
     runtime::flush_out();
     if let Some(what) = runtime::output_failure() {
         match &detach_res {
-            Ok(_) => crate::errln!("pgdbg: {what}; the backend was restored and detached"),
-            Err(e) => crate::errln!("pgdbg: {what}; detach failed: {}", one_line(e)),
+            Ok(_) => crate::runtime::sink().warn(format_args!(
+                "pgdbg: {what}; the backend was restored and detached"
+            )),
+            Err(e) => crate::runtime::sink().warn(format_args!(
+                "pgdbg: {what}; detach failed: {}",
+                one_line(e)
+            )),
         }
         return Ok(runtime::OUTPUT_FAILED_EXIT);
     }
+    if opts.worker && (gone || matches!(code, Ok(BACKEND_ENDED_EXIT))) {
+        // (an error of the script's after the end is said, not counted)
+        if let Err(e) = &code {
+            crate::runtime::sink().warn(format_args!("pgdbg: error: {}", one_line(e)));
+        }
+        return Ok(BACKEND_ENDED_EXIT);
+    }
     if let Some(sig) = runtime::terminating() {
-        crate::errln!(
+        crate::runtime::sink().warn(format_args!(
             "pgdbg: received {}: backend {pid} restored and detached",
             runtime::signal_name(sig)
-        );
+        ));
         return Ok(128 + sig);
     }
     match (code, detach_res) {
         (Ok(c), Ok(_)) => Ok(c),
         (Err(e), _) => Err(e),
-        (Ok(_), Err(e)) => Err(anyhow!("detach failed: {e}")),
+        (Ok(_), Err(e)) => Err(anyhow!("detach failed: {e:#}")),
     }
 }
 
@@ -604,19 +704,19 @@ fn run_script(
         }
         if runtime::deadline_hit() {
             if !opts.quiet {
-                crate::errln!(
+                crate::runtime::sink().warn(format_args!(
                     "pgdbg: --for {} reached at line {n}: detaching",
                     opts.for_.as_deref().unwrap_or("")
-                );
+                ));
             }
             return Ok(0);
         }
         if session.hit_limit_reached() {
             if !opts.quiet {
-                crate::errln!(
+                crate::runtime::sink().warn(format_args!(
                     "pgdbg: --count reached ({} hits): detaching",
                     session.hits_total
-                );
+                ));
             }
             return Ok(0);
         }
@@ -625,18 +725,23 @@ fn run_script(
         match session.execute(&cmd) {
             Ok((text, flow)) => {
                 if !text.is_empty() {
-                    runtime::out_line(text.strip_prefix('\n').unwrap_or(&text));
+                    crate::runtime::sink().line(text.strip_prefix('\n').unwrap_or(&text));
                 }
                 if runtime::sigint_seen() {
-                    crate::errln!("pgdbg: interrupted: script stopped at line {n}");
+                    crate::runtime::sink().warn(format_args!(
+                        "pgdbg: interrupted: script stopped at line {n}"
+                    ));
                     return Ok(130);
                 }
                 match flow {
                     Flow::Continue => {}
                     Flow::Quit => return Ok(0),
                     Flow::TargetGone if opts.worker => {
-                        crate::errln!("backend {} exited; its capture ends here", session.pid);
-                        return Ok(0);
+                        crate::runtime::sink().warn(format_args!(
+                            "backend {} exited; its capture ends here",
+                            session.pid
+                        ));
+                        return Ok(BACKEND_ENDED_EXIT);
                     }
                     Flow::TargetGone => {
                         bail!("{}:{n}: the backend exited; script stopped", path.display())
@@ -680,4 +785,37 @@ pub fn host_pids(of: &str, pids: &[String]) -> Result<Vec<String>> {
                 })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A process whose start time is not the one first seen has another
+    /// process's PID (its own ended, the PID reused): said so.
+    #[test]
+    fn vanished_says_a_reused_pid() {
+        let me = std::process::id() as i32;
+        let name = procfs::status(me).unwrap().name;
+        let started = procfs::start_time(me).unwrap();
+        assert_eq!(vanished(me, &name, Some(started)), None);
+        let what = vanished(me, &name, Some(started + 1)).expect("said to have vanished");
+        let what = what.to_string();
+        assert!(
+            what.contains(&format!(
+                "process {me} ({name}) exited while pgdbg was attaching and its PID now belongs to another process ({name})"
+            )),
+            "{what}"
+        );
+        // another name under the same start: another program
+        let what = vanished(me, "postgres", Some(started))
+            .expect("said to have vanished")
+            .to_string();
+        assert!(
+            what.contains(&format!(
+                "process {me} (postgres) started another program ({name})"
+            )),
+            "{what}"
+        );
+    }
 }

@@ -277,7 +277,8 @@ pub fn main() -> i32 {
                 }
                 ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
                 | ErrorKind::MissingSubcommand => {
-                    crate::errln!("pgdbg: error: {}", missing_subcommand());
+                    crate::runtime::sink()
+                        .warn(format_args!("pgdbg: error: {}", missing_subcommand()));
                     return 2;
                 }
                 _ => {
@@ -299,14 +300,17 @@ pub fn main() -> i32 {
                     };
                     // (clap quotes the argument as given: escaped here)
                     let first = crate::shown::shown(first);
-                    crate::errln!("pgdbg: error: {first} (see pgdbg --help)");
+                    crate::runtime::sink()
+                        .warn(format_args!("pgdbg: error: {first} (see pgdbg --help)"));
                     return 2;
                 }
             }
         }
     };
     std::panic::set_hook(Box::new(|info| {
-        crate::errln!("pgdbg: internal error: {info}; the backend is being restored and detached");
+        crate::runtime::sink().warn(format_args!(
+            "pgdbg: internal error: {info}; the backend is being restored and detached"
+        ));
     }));
     let res = std::panic::catch_unwind(|| match cli.cmd {
         Cmd::Attach { targets, opts } => {
@@ -317,8 +321,11 @@ pub fn main() -> i32 {
                 match crate::attach::run_attach(pids.into_iter().next(), &opts) {
                     // a worker that never attached says so by its status
                     Err(e) if opts.worker && !crate::attach::attached() => {
-                        crate::errln!("pgdbg: error: {}", crate::runtime::one_line(&e));
-                        Ok(crate::attach::NOT_ATTACHED_EXIT)
+                        crate::runtime::sink().warn(format_args!(
+                            "pgdbg: error: {}",
+                            crate::runtime::one_line(&e)
+                        ));
+                        Ok(crate::attach::not_attached_exit(&e))
                     }
                     r => r,
                 }
@@ -399,7 +406,7 @@ pub fn main() -> i32 {
     match res {
         Ok(Ok(code)) => code,
         Ok(Err(e)) => {
-            crate::errln!("pgdbg: error: {}", one_line(&e));
+            crate::runtime::sink().warn(format_args!("pgdbg: error: {}", one_line(&e)));
             1
         }
         Err(_) => 101,
@@ -428,7 +435,7 @@ fn run_profile(
     let (di, _) = crate::attach::load_debuginfo(pid, &aopts)?;
     runtime::install();
     let out = crate::session::profile_detached(pid, &di, &opts, aopts.quiet)?;
-    runtime::out_line(&out);
+    crate::runtime::sink().line(&out);
     Ok(0)
 }
 

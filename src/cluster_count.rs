@@ -38,11 +38,11 @@ pub fn run(
     };
     runtime::install();
     if !opts.quiet {
-        crate::errln!(
+        crate::runtime::sink().warn(format_args!(
             "pgdbg: count {} in every process of the cluster from its fork on (uprobes inherited from the postmaster {postmaster}, no attach, no stops){}",
             functions.join(", "),
             runtime::limit_text(limit, None)
-        );
+        ));
     }
     loop {
         if limit.is_some_and(|d| t0.elapsed() >= d)
@@ -70,9 +70,9 @@ pub fn run(
 
 /// The one line that says why each backend is attached instead.
 fn fallback(why: &str) -> Option<i32> {
-    crate::errln!(
+    crate::runtime::sink().warn(format_args!(
         "pgdbg: count across the cluster without attaching is not possible here ({why}): each backend is attached instead"
-    );
+    ));
     None
 }
 
@@ -125,11 +125,11 @@ fn print(counts: &Counts, functions: &[String], secs: f64, mut capture: Option<&
         } else {
             "there at the start"
         };
-        runtime::out_line(&format!("[{pid}] count: backend {pid} ({from}, {state})"));
-        runtime::out_line(&format!("[{pid}] {:<width$} {:>10}", "function", "calls"));
+        crate::runtime::sink().line(&format!("[{pid}] count: backend {pid} ({from}, {state})"));
+        crate::runtime::sink().line(&format!("[{pid}] {:<width$} {:>10}", "function", "calls"));
         for (i, f) in functions.iter().enumerate() {
             totals[i] += calls[i];
-            runtime::out_line(&format!("[{pid}] {f:<width$} {:>10}", calls[i]));
+            crate::runtime::sink().line(&format!("[{pid}] {f:<width$} {:>10}", calls[i]));
             if let Some(c) = capture.as_deref_mut() {
                 c.event(
                     Event::Count {
@@ -144,13 +144,13 @@ fn print(counts: &Counts, functions: &[String], secs: f64, mut capture: Option<&
             }
         }
     }
-    runtime::out_line(&format!("{:<width$} {:>10}", "function", "calls (all)"));
+    crate::runtime::sink().line(&format!("{:<width$} {:>10}", "function", "calls (all)"));
     for (f, n) in functions.iter().zip(&totals) {
-        runtime::out_line(&format!("{f:<width$} {n:>10}"));
+        crate::runtime::sink().line(&format!("{f:<width$} {n:>10}"));
     }
-    runtime::out_line(&format!("({secs:.1}s)"));
+    crate::runtime::sink().line(&format!("({secs:.1}s)"));
     let n = counts.calls.len();
-    crate::errln!(
+    crate::runtime::sink().warn(format_args!(
         "pgdbg: {n} process{} counted ({ended} ended during the count), {} forked while counting{}",
         if n == 1 { "" } else { "es" },
         counts.forked.len(),
@@ -162,5 +162,5 @@ fn print(counts: &Counts, functions: &[String], secs: f64, mut capture: Option<&
         } else {
             String::new()
         }
-    );
+    ));
 }

@@ -123,7 +123,7 @@ pub fn take_next_backend(
         Err(e) => {
             let _ = writeln!(
                 status,
-                "refused cannot read the listening sockets of the postmaster {postmaster} ({e})"
+                "refused cannot read the listening sockets of the postmaster {postmaster} ({e:#})"
             );
             return Ok(None);
         }
@@ -361,9 +361,9 @@ impl Urgency {
         };
         if r != 0 {
             let e = std::io::Error::last_os_error();
-            crate::errln!(
+            crate::runtime::sink().warn(format_args!(
                 "pgdbg: a worker started ahead cannot return to the normal priority (sched_setscheduler SCHED_OTHER: {e}) and ends; report this"
-            );
+            ));
             // no destructor: nothing of this process runs on
             std::process::exit(1);
         }

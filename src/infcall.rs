@@ -373,7 +373,7 @@ impl<'t> CallFrame<'t> {
             self.target.restore_pending_signals(p);
         }
         match first {
-            Some(e) => Err(anyhow!("restoring the backend after a call: {e}")),
+            Some(e) => Err(anyhow!("restoring the backend after a call: {e:#}")),
             None => Ok(()),
         }
     }

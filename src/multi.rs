@@ -94,14 +94,19 @@ pub fn supervise(
         let pid = match checked {
             Ok(pid) => pid,
             Err(e) if once => {
-                crate::errln!("pgdbg: error: {}", crate::runtime::one_line(&e));
+                crate::runtime::sink().warn(format_args!(
+                    "pgdbg: error: {}",
+                    crate::runtime::one_line(&e)
+                ));
                 refused += 1;
                 continue;
             }
             Err(e) => return Err(e),
         };
         if initial.contains(&pid) {
-            crate::errln!("pgdbg: PID {pid} is given more than once: attaching to it once");
+            crate::runtime::sink().warn(format_args!(
+                "pgdbg: PID {pid} is given more than once: attaching to it once"
+            ));
             continue;
         }
         initial.push(pid);
@@ -128,10 +133,10 @@ pub fn supervise(
             found.retain(|b| !b.state.starts_with("idle"));
             let idle = before - found.len();
             if idle > 0 {
-                crate::errln!(
+                crate::runtime::sink().warn(format_args!(
                     "pgdbg: {idle} idle backend{} passed over (no query running, says the process title)",
                     if idle == 1 { "" } else { "s" }
-                );
+                ));
             }
         }
         initial.extend(found.iter().map(|b| b.pid));
@@ -147,9 +152,9 @@ pub fn supervise(
                 ..
             }
         ) {
-            crate::errln!(
+            crate::runtime::sink().warn(format_args!(
                 "pgdbg: the cluster has no client backend (pgdbg ps --cluster DIR lists them)"
-            );
+            ));
         }
         return Ok(0);
     }
@@ -191,6 +196,8 @@ pub fn supervise(
     let mut attached = 0usize;
     let mut failed = 0usize;
     let mut not_attached = 0usize;
+    // of them: already traced by another process, refused by the kernel
+    let (mut traced_by_other, mut no_permission) = (0usize, 0usize);
     // backends that ended before their worker could attach (a session of a
     // few milliseconds): not a failure
     let mut ended_first = 0usize;
@@ -212,9 +219,9 @@ pub fn supervise(
     let mut taken: std::collections::VecDeque<Instant> = Default::default();
     let mut last_look = Instant::now();
     if spares_on && let Some(ms) = forks::held_for_tests() {
-        crate::errln!(
+        crate::runtime::sink().warn(format_args!(
             "pgdbg: PGDBG_HOLD_NEW_MS is set (for tests): each new backend is kept stopped {ms} ms after its fork"
-        );
+        ));
     }
     // the spares forked from one process that has loaded the debug info
     // (forkserver.rs); executed one by one when it cannot start
@@ -241,7 +248,7 @@ pub fn supervise(
         say_normal_priority(&spares, &mut said_normal);
     }
     if !opts.quiet {
-        crate::errln!(
+        crate::runtime::sink().warn(format_args!(
             "pgdbg: running the script on {} backend{}{}{}",
             pending.len(),
             if pending.len() == 1 { "" } else { "s" },
@@ -251,7 +258,7 @@ pub fn supervise(
                 ""
             },
             crate::runtime::limit_text(limit, None)
-        );
+        ));
     }
     loop {
         let remaining = limit.map(|d| d.saturating_sub(t0.elapsed()));
@@ -293,7 +300,7 @@ pub fn supervise(
                     }
                     Err(e) => {
                         not_attached += 1;
-                        crate::errln!("[{pid}] pgdbg: error: {e}");
+                        crate::runtime::sink().warn(format_args!("[{pid}] pgdbg: error: {e:#}"));
                     }
                 }
             }
@@ -318,18 +325,18 @@ pub fn supervise(
                         );
                     } else if !stopping && spares_on {
                         spare_failures += 1;
-                        crate::errln!(
+                        crate::runtime::sink().warn(format_args!(
                             "pgdbg: a worker started ahead ended ({}) before it took a backend",
                             st.map(|s| s.to_string()).unwrap_or_default()
-                        );
+                        ));
                     }
                 }
                 Said::Ready => say_normal_priority(&spares, &mut said_normal),
                 Said::Lost => {
                     if !said_lost {
-                        crate::errln!(
+                        crate::runtime::sink().warn(format_args!(
                             "pgdbg: fork events were lost (the kernel's buffer for them was full): the backends they announced are found by looking, every 100 ms, and their first statements may be missed"
-                        );
+                        ));
                     }
                     said_lost = true;
                 }
@@ -417,24 +424,32 @@ pub fn supervise(
             if let Some(d) = took {
                 fork_times.push(d);
             }
-            if st.code() == Some(crate::attach::NOT_ATTACHED_EXIT) {
-                // the worker said why; a backend gone now, or a zombie
-                // its parent has not reaped yet, had ended first
-                if crate::inferior::procfs::exists(pid)
-                    && crate::inferior::procfs::state(pid) != Some('Z')
-                {
-                    not_attached += 1;
-                } else {
+            // not attached: the worker said why, and its status says
+            // which cause it was
+            use crate::attach::{
+                ALREADY_TRACED_EXIT, ENDED_FIRST_EXIT, NO_PERMISSION_EXIT, NOT_ATTACHED_EXIT,
+            };
+            match st.code() {
+                Some(ENDED_FIRST_EXIT) => {
                     ended_first += 1;
+                    continue;
                 }
-                continue;
+                Some(c @ (NOT_ATTACHED_EXIT | ALREADY_TRACED_EXIT | NO_PERMISSION_EXIT)) => {
+                    not_attached += 1;
+                    traced_by_other += (c == ALREADY_TRACED_EXIT) as usize;
+                    no_permission += (c == NO_PERMISSION_EXIT) as usize;
+                    continue;
+                }
+                _ => {}
             }
             attached += 1;
             if st.code() == Some(runtime::OUTPUT_FAILED_EXIT) {
                 // the worker said which write failed
                 failed += 1;
                 output_failed = true;
-            } else if !crate::inferior::procfs::exists(pid) {
+            } else if st.code() == Some(crate::attach::BACKEND_ENDED_EXIT) {
+                // its worker saw it end (not judged from /proc: a zombie
+                // not reaped yet, or a PID reused, would be miscounted)
                 exited_backends += 1;
             } else if !st.success() && !stopping {
                 failed += 1;
@@ -463,7 +478,7 @@ pub fn supervise(
             && !once
         {
             if !crate::inferior::procfs::exists(pm) {
-                crate::errln!("pgdbg: the postmaster {pm} is gone");
+                crate::runtime::sink().warn(format_args!("pgdbg: the postmaster {pm} is gone"));
                 stopping = true;
             }
             for b in cluster::backends(pm) {
@@ -486,10 +501,10 @@ pub fn supervise(
     if !opts.quiet
         && let Some(s) = fork_times.summary()
     {
-        crate::errln!("pgdbg: {s}");
+        crate::runtime::sink().warn(format_args!("pgdbg: {s}"));
     }
     if let Some(s) = fork_times.missed_summary() {
-        crate::errln!("pgdbg: {s}");
+        crate::runtime::sink().warn(format_args!("pgdbg: {s}"));
     }
     if once && runtime::output_failure().is_none() && !output_failed {
         if let Some(sig) = runtime::terminating() {
@@ -504,7 +519,7 @@ pub fn supervise(
         ));
     }
     if !opts.quiet {
-        crate::errln!(
+        crate::runtime::sink().warn(format_args!(
             "pgdbg: {attached} backend{} attached, {exited_backends} exited during the script{}{}{}{}",
             if attached == 1 { "" } else { "s" },
             if failed > 0 {
@@ -513,7 +528,10 @@ pub fn supervise(
                 String::new()
             },
             if not_attached > 0 {
-                format!(", {not_attached} failed to attach (said above)")
+                format!(
+                    ", {not_attached} failed to attach: {}",
+                    failure_causes(not_attached, traced_by_other, no_permission)
+                )
             } else {
                 String::new()
             },
@@ -526,11 +544,13 @@ pub fn supervise(
                 .as_ref()
                 .map(|c| format!("; capture in {}", c.display()))
                 .unwrap_or_default()
-        );
+        ));
     }
     if let Some(what) = runtime::output_failure() {
         // our own standard output (the workers' lines are relayed by us)
-        crate::errln!("pgdbg: {what}; the backends were restored and detached");
+        crate::runtime::sink().warn(format_args!(
+            "pgdbg: {what}; the backends were restored and detached"
+        ));
         return Ok(runtime::OUTPUT_FAILED_EXIT);
     }
     if output_failed {
@@ -542,6 +562,30 @@ pub fn supervise(
     Ok(if failed + not_attached > 0 { 1 } else { 0 })
 }
 
+/// The causes of `n` failures to attach, counted: `traced` by another
+/// process, `refused` by the kernel, the others said in their lines.
+fn failure_causes(n: usize, traced: usize, refused: usize) -> String {
+    let other = n - traced - refused;
+    let mut parts = Vec::new();
+    if traced > 0 {
+        parts.push(format!("{traced} already traced by another process"));
+    }
+    if refused > 0 {
+        parts.push(format!("{refused} not permitted to trace"));
+    }
+    if other > 0 {
+        parts.push(format!(
+            "{other} {}",
+            if other == 1 {
+                "other error"
+            } else {
+                "other errors"
+            }
+        ));
+    }
+    format!("{} (each said above)", parts.join(", "))
+}
+
 /// The end of a [`Mode::Once`] run: how many of the backends failed (each
 /// said why in its own line), and the exit status.
 fn once_summary(failed: usize, total: usize) -> i32 {
@@ -549,11 +593,11 @@ fn once_summary(failed: usize, total: usize) -> i32 {
         return 0;
     }
     if failed == total && total > 1 {
-        crate::errln!("pgdbg: all {total} PIDs failed (said above)");
+        crate::runtime::sink().warn(format_args!("pgdbg: all {total} PIDs failed (said above)"));
     } else if total > 1 {
-        crate::errln!(
+        crate::runtime::sink().warn(format_args!(
             "pgdbg: {failed} of {total} PIDs failed (said above); the others were answered"
-        );
+        ));
     }
     1
 }
@@ -594,7 +638,8 @@ fn start_spares(
             Ok(sp) => spares.push(sp),
             Err(e) => {
                 *failures += 1;
-                crate::errln!("pgdbg: error: cannot start a worker: {e}");
+                crate::runtime::sink()
+                    .warn(format_args!("pgdbg: error: cannot start a worker: {e:#}"));
                 break;
             }
         }
@@ -602,9 +647,9 @@ fn start_spares(
 }
 
 fn say_looking(why: &str) {
-    crate::errln!(
+    crate::runtime::sink().warn(format_args!(
         "pgdbg: new backends are looked for every 100 ms (their first statements may be missed): {why}"
-    );
+    ));
 }
 
 /// Said once: the spares wait for forks at the normal priority (real-time
@@ -618,9 +663,9 @@ fn say_normal_priority(spares: &[Spare], said: &mut bool) {
         return;
     };
     *said = true;
-    crate::errln!(
+    crate::runtime::sink().warn(format_args!(
         "pgdbg: the workers started ahead wait for new backends at the normal priority ({why}; real-time needs CAP_SYS_NICE or an RLIMIT_RTPRIO): on a busy machine a session may start before one gets a CPU, and its first statements are then missed"
-    );
+    ));
 }
 
 /// Traced by one of the spares (taken at its fork, being armed).

@@ -71,7 +71,7 @@ pub fn run(name: &str, command: &str, a: OneShotArgs) -> Result<i32> {
         let text = std::fs::read_to_string(&f.0)
             .map_err(|e| anyhow!("cannot read {}: {e}", f.0.display()))?;
         for v in answer_objects(&text, backend_type) {
-            crate::runtime::out_line(&v.to_string());
+            crate::runtime::sink().line(&v.to_string());
         }
     }
     Ok(code)

@@ -59,7 +59,7 @@ impl ProbeHandler for Trace {
             let (j, text) = match s.eval_text(a) {
                 Ok((text, j)) => (j, text),
                 Err(e) => {
-                    let t = format!("<error: {e}>");
+                    let t = format!("<error: {e:#}>");
                     (serde_json::Value::String(t.clone()), t)
                 }
             };

@@ -415,7 +415,7 @@ pub fn run(session: &mut Session) -> Result<i32> {
         let mut cmd = match command::parse(&line) {
             Ok(c) => c,
             Err(e) => {
-                let _ = writeln!(stdout, "{e}");
+                let _ = writeln!(stdout, "{e:#}");
                 continue;
             }
         };
@@ -476,7 +476,7 @@ pub fn run(session: &mut Session) -> Result<i32> {
                 Ok(mut v) if v.len() == 1 => cmd = v.remove(0).2,
                 Ok(_) => continue,
                 Err(e) => {
-                    let _ = writeln!(stdout, "{e}");
+                    let _ = writeln!(stdout, "{e:#}");
                     continue;
                 }
             }

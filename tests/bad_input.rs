@@ -444,6 +444,101 @@ fn zombie_is_said_to_have_exited() {
     assert!(!err.contains("ptrace is restricted"), "{err}");
 }
 
+/// A process named postgres (a copy of the fixture `inline` by that
+/// name, `exec` mode), and pgdbg attaching to it paused after its checks
+/// and the load of its debug info, before the seize (PGDBG_PAUSE_AT=seize);
+/// `change` acts on the process meanwhile; pgdbg's exit status and
+/// standard error once it has ended.
+fn changed_before_the_seize(
+    key: &str,
+    change: impl FnOnce(&mut std::process::Child),
+) -> (i32, i32, String) {
+    use std::io::{BufRead, BufReader, Read};
+    let dir = std::env::temp_dir().join(format!("pgdbg-{key}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fake = dir.join("postgres");
+    std::fs::copy(c_fixture("inline"), &fake).unwrap();
+    let mut child = Command::new(&fake)
+        .arg("exec")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ready = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut ready)
+        .unwrap();
+    assert!(ready.starts_with("ready"), "{ready}");
+    let pid = child.id() as i32;
+    let mut p = Pgdbg::spawn_env(
+        &["attach", &pid.to_string(), "--any-process", "--ex", "info"],
+        &[("PGDBG_PAUSE_AT", "seize"), ("PGDBG_PAUSE_MS", "3000")],
+    );
+    let mut err = stderr_reader(&mut p);
+    let mut text = read_until(&mut err, "paused at seize", Duration::from_secs(60));
+    change(&mut child);
+    err.read_to_string(&mut text).unwrap();
+    let code = p.wait(Duration::from_secs(60)).0;
+    assert_eq!(tracer_pid(pid), 0, "process {pid} left traced");
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+    (pid, code, text)
+}
+
+/// The last line of pgdbg's standard error is its error, with `needle`.
+fn assert_last_error(code: i32, err: &str, needle: &str) {
+    assert_ne!(code, 0, "{err}");
+    let last = err.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("pgdbg: error: ") && last.contains(needle),
+        "expected '{needle}' in the last line of:\n{err}"
+    );
+}
+
+/// A process that runs another program (execs sleep) after pgdbg read its
+/// exe and debug info: pgdbg says so and leaves it untraced, not attached
+/// to a program it did not check.
+#[test]
+fn exec_before_the_seize_is_said() {
+    let (pid, code, err) = changed_before_the_seize("exec", |child| {
+        use std::io::Write;
+        child.stdin.as_mut().unwrap().write_all(b"x").unwrap();
+        let pid = child.id();
+        wait_until("the exec", Duration::from_secs(30), || {
+            std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default() == "sleep\n"
+        });
+    });
+    assert_last_error(
+        code,
+        &err,
+        &format!(
+            "process {pid} (postgres) started another program (sleep) while pgdbg was attaching"
+        ),
+    );
+}
+
+/// A process that exits (a zombie: the test, its parent, does not reap
+/// it) after pgdbg read its exe and debug info: the seize's EPERM is said
+/// to be its end, not a security module's refusal.
+#[test]
+fn zombie_at_the_seize_is_said_to_have_exited() {
+    let (pid, code, err) = changed_before_the_seize("zombie-seize", |child| {
+        // SAFETY: plain kill(2) of our own child, left unreaped
+        unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+        let pid = child.id() as i32;
+        wait_until("the zombie", Duration::from_secs(30), || {
+            proc_state(pid).starts_with('Z')
+        });
+    });
+    assert_last_error(
+        code,
+        &err,
+        &format!("process {pid} (postgres) has exited (a zombie"),
+    );
+    assert!(!err.contains("security module"), "{err}");
+}
+
 /// The PID of a backend that has exited: said in one line.
 #[test]
 fn backend_that_exited() {

@@ -8,6 +8,30 @@ use common::*;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// `pgdbg attach --cluster` counting `standard_ExecutorStart` for 8 s
+/// through its workers (a script of one `count` line is otherwise served
+/// without workers: tests/cluster_inherit.rs), returned once each of
+/// `pids` is traced.
+fn count_by_workers(cl: &Cluster, key: &str, pids: &[i32]) -> Pgdbg {
+    let script = write_script(key, &["count standard_ExecutorStart"]);
+    let p = Pgdbg::spawn_env(
+        &[
+            "attach",
+            "--cluster",
+            cl.dir.to_str().unwrap(),
+            "--script",
+            script.to_str().unwrap(),
+            "--for",
+            "8s",
+        ],
+        &[("PGDBG_NO_INHERIT", "1")],
+    );
+    wait_until("the backends attached", Duration::from_secs(30), || {
+        pids.iter().all(|p| tracer_pid(*p) != 0)
+    });
+    p
+}
+
 fn example(name: &str) -> String {
     repo()
         .join("scripts/examples")
@@ -1090,11 +1114,13 @@ fn unread_output_does_not_hold_the_backend_15() {
 
 /// The final line of a cluster run counts the backends attached, those of
 /// them that exited during the script, and those that failed to attach
-/// (here one already traced by another pgdbg), each exactly.
+/// with their causes (here one already traced by another pgdbg and one by
+/// `strace -p`), each exactly.
 #[test]
 fn cluster_final_line_counts_attached_exited_failed() {
     let cl = Cluster::start(15);
     let mut held = cl.connect();
+    let mut straced = cl.connect();
     let mut stays = cl.connect();
     let mut goes = cl.connect();
     let mut ctl = cl.connect();
@@ -1111,30 +1137,18 @@ fn cluster_final_line_counts_attached_exited_failed() {
         held_pid,
     );
     let holder_tracer = tracer_pid(held_pid);
-    let script = write_script("final-line", &["count standard_ExecutorStart"]);
-    // the workers' course (a script of one `count` line is otherwise
-    // served without workers: tests/cluster_inherit.rs)
-    let p = Pgdbg::spawn_env(
-        &[
-            "attach",
-            "--cluster",
-            cl.dir.to_str().unwrap(),
-            "--script",
-            script.to_str().unwrap(),
-            "--for",
-            "8s",
-        ],
-        &[("PGDBG_NO_INHERIT", "1")],
-    );
-    wait_until(
-        "the other backends attached",
-        Duration::from_secs(30),
-        || {
-            [stays_pid, goes_pid, ctl_pid]
-                .iter()
-                .all(|p| tracer_pid(*p) != 0)
-        },
-    );
+    // and strace another one
+    let straced_pid = straced.pid();
+    let mut strace = std::process::Command::new("strace")
+        .args(["-q", "-o", "/dev/null", "-p", &straced_pid.to_string()])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("strace (needed by this test)");
+    wait_until("strace to attach", Duration::from_secs(30), || {
+        tracer_pid(straced_pid) == strace.id() as i32
+    });
+    let p = count_by_workers(&cl, "final-line", &[stays_pid, goes_pid, ctl_pid]);
     assert_eq!(
         ctl.simple_text(&format!("select pg_terminate_backend({goes_pid})")),
         "t"
@@ -1143,7 +1157,11 @@ fn cluster_final_line_counts_attached_exited_failed() {
     // SAFETY: plain kill(2) of our own child: it restores and detaches
     unsafe { libc::kill(holder.pid(), libc::SIGTERM) };
     let _ = holder.wait(Duration::from_secs(60));
+    // SAFETY: plain kill(2) of our own child: strace detaches
+    unsafe { libc::kill(strace.id() as i32, libc::SIGINT) };
+    let _ = strace.wait();
     assert_eq!(tracer_pid(held_pid), 0, "held backend left traced");
+    assert_eq!(tracer_pid(straced_pid), 0, "backend left traced by strace");
     assert_ne!(holder_tracer, 0);
     assert_eq!(code, 1, "a backend failed to attach: {err}");
     assert!(
@@ -1153,14 +1171,95 @@ fn cluster_final_line_counts_attached_exited_failed() {
         "{err}"
     );
     assert!(
+        err.contains(&format!(
+            "[{straced_pid}] pgdbg: error: process {straced_pid} is already traced by PID {} (strace)",
+            strace.id()
+        )),
+        "{err}"
+    );
+    assert!(
         err.contains(
-            "pgdbg: 3 backends attached, 1 exited during the script, 1 failed to attach (said above)"
+            "pgdbg: 3 backends attached, 1 exited during the script, 2 failed to attach: 2 already traced by another process (each said above)"
         ),
         "{err}"
     );
     assert_eq!(held.pid(), held_pid);
+    assert_eq!(straced.pid(), straced_pid);
     assert_eq!(stays.pid(), stays_pid);
     let _ = goes;
+}
+
+/// Sends SIGCONT to a stopped process when dropped (a failed assertion
+/// too): the cluster's postmaster is never left stopped.
+struct ContOnDrop(i32);
+
+impl Drop for ContOnDrop {
+    fn drop(&mut self) {
+        // SAFETY: plain kill(2)
+        unsafe { libc::kill(self.0, libc::SIGCONT) };
+    }
+}
+
+/// A backend ended by `pg_terminate_backend` while its worker observes it
+/// is counted as exited from what its worker saw, not from /proc at the
+/// reap: here its postmaster is stopped, so the backend is still a zombie
+/// (not reaped) when the supervisor reaps the worker, and is counted all
+/// the same, exactly.
+#[test]
+fn cluster_exit_counted_from_the_worker_while_unreaped() {
+    let cl = Cluster::start(15);
+    let mut stays = cl.connect();
+    let mut goes = cl.connect();
+    let mut ctl = cl.connect();
+    let (stays_pid, goes_pid, ctl_pid) = (stays.pid(), goes.pid(), ctl.pid());
+    let p = count_by_workers(&cl, "exit-exact", &[stays_pid, goes_pid, ctl_pid]);
+    // the worker of `goes` (its PID is its first argument)
+    let worker_of = |b: i32| {
+        std::fs::read_dir("/proc").unwrap().flatten().find_map(|e| {
+            let w: i32 = e.file_name().to_str()?.parse().ok()?;
+            let cmd = std::fs::read(format!("/proc/{w}/cmdline")).ok()?;
+            let args: Vec<&[u8]> = cmd.split(|b| *b == 0).collect();
+            (args.len() > 3
+                && args[1] == b"attach"
+                && args[2] == b.to_string().as_bytes()
+                && args.contains(&&b"--worker"[..]))
+            .then_some(w)
+        })
+    };
+    let worker = worker_of(goes_pid).unwrap_or_else(|| panic!("no worker for {goes_pid}"));
+    // SAFETY: plain kill(2): stopped until the guard is dropped
+    unsafe { libc::kill(cl.postmaster_pid, libc::SIGSTOP) };
+    let cont = ContOnDrop(cl.postmaster_pid);
+    assert_eq!(
+        ctl.simple_text(&format!("select pg_terminate_backend({goes_pid})")),
+        "t"
+    );
+    // its worker saw the end and was reaped by the supervisor (gone from
+    // /proc, not a zombie) while the backend is still an unreaped zombie
+    wait_until(
+        "the worker of the ended backend reaped",
+        Duration::from_secs(30),
+        || !std::path::Path::new(&format!("/proc/{worker}")).exists(),
+    );
+    assert!(
+        proc_state(goes_pid).starts_with('Z'),
+        "backend {goes_pid} is {} (a zombie while its postmaster is stopped)",
+        proc_state(goes_pid)
+    );
+    drop(cont);
+    let (code, _, err) = p.wait(Duration::from_secs(60));
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains(&format!("[{goes_pid}] backend {goes_pid} exited")),
+        "{err}"
+    );
+    assert!(
+        err.contains("pgdbg: 3 backends attached, 1 exited during the script"),
+        "{err}"
+    );
+    assert_eq!(stays.pid(), stays_pid);
+    drop(goes);
+    cl.assert_no_crash();
 }
 
 // ------------------------------------------- a silent breakpoint's hits

@@ -134,16 +134,6 @@ fn pg_sleeps(summary: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// `pg_sleeps` of the lines of backend `pid` in a `--cluster` output.
-fn pg_sleeps_of(text: &str, pid: i32) -> u64 {
-    let tag = format!("[{pid}]");
-    let mine: Vec<&str> = text
-        .lines()
-        .filter_map(|l| l.strip_prefix(tag.as_str()))
-        .collect();
-    pg_sleeps(&mine.join("\n"))
-}
-
 #[test]
 fn count_of_backend_that_exits() {
     let cl = Cluster::start(15);
@@ -181,13 +171,56 @@ fn waits_trace_of_backend_that_exits() {
     cl.assert_no_crash();
 }
 
+/// A workload whose waits are the same in any backend (the catalog entries
+/// it needs in shared buffers first: `warm`): `SLEEPS` short sleeps and
+/// a few trivial selects.
+fn sleeps(c: &mut Client) {
+    for _ in 0..SLEEPS {
+        c.simple_text("select pg_sleep(0.01)::text");
+    }
+    for _ in 0..5 {
+        c.simple_text("select 1::text");
+    }
+}
+
+fn warm(c: &mut Client) {
+    c.simple_text("select pg_sleep(0.01)::text");
+    c.simple_text("select 1::text");
+}
+
 /// `attach --cluster --script S`: a backend that connects, is attached,
 /// works and closes; its totals are in the capture, and the final line
 /// counts it as exited.
 fn cluster_case(script_line: &str, key: &str) -> (i32, Vec<serde_json::Value>, String, String) {
+    let (pid, _, ev, text, err) = cluster_case_with(script_line, key, work, false);
+    (pid, ev, text, err)
+}
+
+/// The lines of backend `pid` in a `--cluster` output, without their
+/// `[PID] ` prefix.
+fn lines_of(text: &str, pid: i32) -> String {
+    let tag = format!("[{pid}] ");
+    text.lines()
+        .filter_map(|l| l.strip_prefix(tag.as_str()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `cluster_case` with `work` as the session's work; with `stayer`, a
+/// backend connected before pgdbg starts does the same work first, under
+/// the same script, and stays (its PID returned second).
+fn cluster_case_with(
+    script_line: &str,
+    key: &str,
+    work: fn(&mut Client),
+    stayer: bool,
+) -> (i32, Option<i32>, Vec<serde_json::Value>, String, String) {
     let cl = Cluster::start(15);
     let mut setup = cl.connect();
     setup.exec("create table if not exists ended_t (i int)");
+    warm(&mut setup);
+    let mut stay = stayer.then(|| cl.connect());
+    let stay_pid = stay.as_mut().map(|c| c.pid());
     let cap = temp(&format!("{key}.jsonl"));
     let out = temp(&format!("{key}.out"));
     let script = write_script(&format!("ended-{key}"), &[script_line]);
@@ -211,21 +244,36 @@ fn cluster_case(script_line: &str, key: &str) -> (i32, Vec<serde_json::Value>, S
     wait_until("the cluster attached", Duration::from_secs(60), || {
         tracer_pid(setup_pid) != 0
     });
+    // the script is armed once the backend's arm event is in the capture
+    let armed = |pid: i32| {
+        wait_until("the script armed", Duration::from_secs(60), || {
+            all_events(&cap)
+                .iter()
+                .any(|e| e["pid"] == pid && e["event"] != "attach")
+                || std::fs::read_to_string(&out)
+                    .unwrap_or_default()
+                    .lines()
+                    .any(|l| l.contains(&pid.to_string()) && !l.contains("attach"))
+        })
+    };
+    if let (Some(s), Some(p)) = (stay.as_mut(), stay_pid) {
+        wait_until(
+            "the staying backend attached",
+            Duration::from_secs(60),
+            || tracer_pid(p) != 0,
+        );
+        armed(p);
+        // the statement the new backend below runs first, for the same
+        // statements in both
+        assert_eq!(s.pid(), p);
+        work(s);
+    }
     let mut c = cl.connect();
     let pid = c.pid();
     wait_until("the new backend attached", Duration::from_secs(60), || {
         tracer_pid(pid) != 0
     });
-    // the script is armed once the backend's arm event is in the capture
-    wait_until("the script armed", Duration::from_secs(60), || {
-        all_events(&cap)
-            .iter()
-            .any(|e| e["pid"] == pid && e["event"] != "attach")
-            || std::fs::read_to_string(&out)
-                .unwrap_or_default()
-                .lines()
-                .any(|l| l.contains(&pid.to_string()) && !l.contains("attach"))
-    });
+    armed(pid);
     work(&mut c);
     drop(c);
     let (code, _, err) = p.wait(Duration::from_secs(120));
@@ -235,7 +283,8 @@ fn cluster_case(script_line: &str, key: &str) -> (i32, Vec<serde_json::Value>, S
     let _ = std::fs::remove_file(&cap);
     let _ = std::fs::remove_file(&out);
     cl.assert_no_crash();
-    (pid, ev, text, err)
+    drop(stay);
+    (pid, stay_pid, ev, text, err)
 }
 
 #[test]
@@ -249,16 +298,38 @@ fn cluster_count_of_backend_that_exits() {
     assert!(err.contains("1 exited during the script"), "{err}");
 }
 
+/// `waits trace` in a cluster: the backend that ends reports the same
+/// summary (each event's count, the number of waits, the statements) as
+/// one that stays and ran the same statements.
 #[test]
 fn cluster_waits_of_backend_that_exits() {
-    let (pid, _ev, text, err) = cluster_case("waits trace --quiet", "waits");
+    let (pid, stay, _ev, text, err) =
+        cluster_case_with("waits trace --quiet", "waits", sleeps, true);
+    let stay = stay.unwrap();
+    let (ended, stayed) = (lines_of(&text, pid), lines_of(&text, stay));
+    // but for the waits for the client's next message (their number is
+    // the client's timing)
+    assert_eq!(
+        waits_counts(&ended).workload(),
+        waits_counts(&stayed).workload(),
+        "the same statements, a backend that ended vs one that stays:\n{ended}\n---\n{stayed}"
+    );
+    assert_eq!(pg_sleeps(&ended), SLEEPS, "{ended}");
+    // the sleeps' time, the workload's (SLEEPS x 10 ms, and what a busy
+    // machine adds)
+    for t in [&ended, &stayed] {
+        let ms = wait_total_ms(t, "Timeout: PgSleep");
+        assert!(
+            ms >= SLEEPS as f64 * 10.0 * 0.99 && ms < SLEEPS as f64 * 10.0 * 3.0,
+            "{ms} ms of pg_sleep for {SLEEPS} sleeps of 10 ms:\n{t}"
+        );
+    }
     let mine: String = text
         .lines()
         .filter(|l| l.contains(&format!("[{pid}]")) || l.contains(&pid.to_string()))
         .collect::<Vec<_>>()
         .join("\n");
     assert!(!text.contains("not reported"), "{text}\n{err}");
-    assert!(pg_sleeps_of(&text, pid) >= SLEEPS, "{mine}\n{text}\n{err}");
     assert!(!mine.contains("could not be named"), "{mine}\n{err}");
     assert!(!mine.contains("unresolved"), "{mine}\n{err}");
     assert!(
@@ -266,4 +337,63 @@ fn cluster_waits_of_backend_that_exits() {
         "{mine}\n{text}\n{err}"
     );
     assert!(err.contains("1 exited during the script"), "{err}");
+}
+
+/// Backend `pid`'s lines in a `--cluster` run say it ended (after its
+/// summary, and its worker's), and the final line counts it.
+fn said_ended(pid: i32, text: &str, err: &str) {
+    let mine = lines_of(text, pid);
+    assert!(
+        mine.contains(&format!("Backend {pid} exited with status")),
+        "backend {pid} not said to have ended:\n{mine}"
+    );
+    assert!(
+        lines_of(err, pid).contains(&format!("backend {pid} exited; its capture ends here")),
+        "{err}"
+    );
+    assert!(err.contains("1 exited during the script"), "{err}");
+}
+
+/// The capture's `event` events of backend `pid`.
+fn events_of<'a>(ev: &'a [serde_json::Value], pid: i32, event: &str) -> Vec<&'a serde_json::Value> {
+    ev.iter()
+        .filter(|e| e["pid"] == pid && e["event"] == event)
+        .collect()
+}
+
+/// `latency`, `trace` and `trace --perf` in a cluster: the backend that
+/// ends has its summary, with as many calls as its statements made, its
+/// events in the capture, and is said to have ended.
+#[test]
+fn cluster_latency_of_backend_that_exits() {
+    let (pid, ev, text, err) = cluster_case("latency heap_insert", "latency");
+    let mine = lines_of(&text, pid);
+    assert_eq!(calls(&mine, "heap_insert"), ROWS, "{mine}\n{err}");
+    let l = events_of(&ev, pid, "latency");
+    assert_eq!(l.len(), 1, "{l:?}");
+    assert_eq!(l[0]["calls"].as_u64(), Some(ROWS), "{l:?}");
+    said_ended(pid, &text, &err);
+}
+
+/// `trace` (by ptrace or perf) of a backend that exits: its summary and
+/// its events, every call, and said to have ended.
+fn trace_of_backend_that_exits(script_line: &str, key: &str) {
+    let (pid, ev, text, err) = cluster_case(script_line, key);
+    let mine = lines_of(&text, pid);
+    assert!(
+        mine.contains(&format!("trace: {ROWS} calls of heap_insert")),
+        "{mine}\n{err}"
+    );
+    assert_eq!(events_of(&ev, pid, "trace").len() as u64, ROWS);
+    said_ended(pid, &text, &err);
+}
+
+#[test]
+fn cluster_trace_of_backend_that_exits() {
+    trace_of_backend_that_exits("trace heap_insert --quiet", "trace");
+}
+
+#[test]
+fn cluster_trace_perf_of_backend_that_exits() {
+    trace_of_backend_that_exits("trace heap_insert --perf --quiet", "trace-perf");
 }

@@ -494,6 +494,22 @@ fn killed_together_after_a_call_18() {
     call_ended_then_killed(18);
 }
 
+/// Until pgdbg says on stderr that it paused at `at` (PGDBG_PAUSE_AT).
+fn wait_paused(p: &mut Pgdbg, at: &str) {
+    use std::io::BufRead;
+    let mut err = std::io::BufReader::new(p.child.stderr.as_mut().unwrap());
+    let mut seen = String::new();
+    loop {
+        let mut l = String::new();
+        let n = err.read_line(&mut l).unwrap();
+        seen.push_str(&l);
+        assert!(n > 0, "pgdbg ended before it paused at {at}: {seen}");
+        if l.contains(&format!("paused at {at} ")) {
+            return;
+        }
+    }
+}
+
 /// pgdbg and its guardian killed together at each point of a call
 /// series where the backend's registers are its own or a call's that has
 /// not started or has returned (`PGDBG_PAUSE_AT`): `series`, its words
@@ -542,20 +558,7 @@ fn killed_together_paused_with(major: u32, at: &str, signal: Option<i32>) {
         pid,
         &[("PGDBG_PAUSE_AT", at), ("PGDBG_PAUSE_MS", "60000")],
     );
-    {
-        use std::io::BufRead;
-        let mut err = std::io::BufReader::new(p.child.stderr.as_mut().unwrap());
-        let mut seen = String::new();
-        loop {
-            let mut l = String::new();
-            let n = err.read_line(&mut l).unwrap();
-            seen.push_str(&l);
-            assert!(n > 0, "pgdbg ended before it paused at {at}: {seen}");
-            if l.contains("paused at") {
-                break;
-            }
-        }
-    }
+    wait_paused(&mut p, at);
     assert!(
         stopped(pid),
         "held while the series runs: {}",
@@ -705,20 +708,7 @@ fn killed_at_a_signals_delivery_stop(major: u32, armed: bool) {
     );
     let t0 = std::time::Instant::now();
     let h = a.spawn_text("set statement_timeout = '1s'; select pg_sleep(6)");
-    {
-        use std::io::BufRead;
-        let mut err = std::io::BufReader::new(p.child.stderr.as_mut().unwrap());
-        let mut seen = String::new();
-        loop {
-            let mut l = String::new();
-            let n = err.read_line(&mut l).unwrap();
-            seen.push_str(&l);
-            assert!(n > 0, "pgdbg ended before the SIGALRM's stop: {seen}");
-            if l.contains("paused at signal-seen-SIGALRM") {
-                break;
-            }
-        }
-    }
+    wait_paused(&mut p, "signal-seen-SIGALRM");
     // at the delivery stop: traced, stopped, the SIGALRM not pending any
     // more (dequeued for the stop)
     assert!(stopped(pid), "{}", proc_state(pid));

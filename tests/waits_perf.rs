@@ -319,7 +319,8 @@ fn pg_sleeps(summary: &str) -> u64 {
 }
 
 /// A backend that exits while `waits trace` runs has its waits reported
-/// up to its end, as many as the same statements make in a backend that
+/// up to its end, the same summary (each event's count, the number of
+/// waits, the statements) as the same statements make in a backend that
 /// stays, and is said to have ended.
 #[test]
 fn waits_trace_perf_backend_that_exits() {
@@ -348,6 +349,23 @@ fn waits_trace_perf_backend_that_exits() {
     drop(b);
     let (_, ended, err) = finish(p, out);
     assert_eq!(pg_sleeps(&ended), N, "{ended}\n{err}");
+    // the whole summary, but for the waits for the client's next message
+    // (their number is the client's timing): each event's count, the
+    // number of waits, each statement's count
+    assert_eq!(
+        waits_counts(&ended).workload(),
+        waits_counts(&stayed).workload(),
+        "the same statements, a backend that ended vs one that stays:\n{ended}\n---\n{stayed}"
+    );
+    // and the sleeps' time, the workload's (N x 10 ms, and what a busy
+    // machine adds)
+    for t in [&ended, &stayed] {
+        let ms = wait_total_ms(t, "Timeout: PgSleep");
+        assert!(
+            ms >= N as f64 * 10.0 * 0.99 && ms < N as f64 * 10.0 * 3.0,
+            "{ms} ms of pg_sleep for {N} sleeps of 10 ms:\n{t}"
+        );
+    }
     assert!(
         ended.contains(&format!("backend {pid} ended after")),
         "{ended}"

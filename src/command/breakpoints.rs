@@ -129,7 +129,7 @@ fn check_break(ctx: &CheckCtx, cmd: &Command) -> Result<()> {
     ctx.location(&location)?;
     if let Some(c) = &condition {
         ctx.typecheck_in(plain_function(&location).as_deref(), c)
-            .map_err(|e| anyhow!("condition '{}': {e}", short(c)))?;
+            .map_err(|e| anyhow!("condition '{}': {e:#}", short(c)))?;
     }
     Ok(())
 }

@@ -7,7 +7,7 @@
 use super::Command;
 use crate::debuginfo::types::{Type, TypeRef, TypeSource};
 use crate::debuginfo::{DebugInfo, VarInfo};
-use crate::expr::eval::{EvalEnv, ValLoc, Value, eval};
+use crate::expr::eval::{EvalEnv, ValLoc, Value, ValueError, eval, value_error};
 use crate::expr::parse::{BinOp, Expr, SizeofArg};
 use anyhow::{Result, anyhow, bail};
 use std::rc::Rc;
@@ -120,24 +120,18 @@ pub fn typecheck(di: &DebugInfo, function: Option<&str>, expr: &str) -> Result<(
     };
     match eval(&env, &e) {
         Ok(_) => Ok(()),
-        // value-dependent failures are not type errors, and a name whose
-        // type cannot be known before attaching checks nothing
-        Err(err)
-            if ["division by zero", "history is empty", UNKNOWN]
-                .iter()
-                .any(|m| err.to_string().contains(m)) =>
-        {
-            Ok(())
-        }
-        // `*l->elements@l->length`: a count read from memory is 0 here;
-        // only a count known now (`x@0`, `x@-1`) is refused before attaching
-        Err(err) if err.to_string().contains(AT_COUNT) && !at_counts_constant(&e) => Ok(()),
-        Err(err) => Err(err),
+        // a name whose type cannot be known before attaching checks nothing
+        Err(err) if unknown_before_attaching(&err) => Ok(()),
+        Err(err) => match value_error(&err) {
+            // value-dependent failures are not type errors
+            Some(ValueError::DivisionByZero | ValueError::NoHistory(_)) => Ok(()),
+            // `*l->elements@l->length`: a count read from memory is 0 here;
+            // only a count known now (`x@0`, `x@-1`) is refused before attaching
+            Some(ValueError::AtCount(_)) if !at_counts_constant(&e) => Ok(()),
+            _ => Err(err),
+        },
     }
 }
-
-/// The start of the error `a@n` gives for a count below 1.
-const AT_COUNT: &str = "'@' needs a positive count";
 
 /// Whether every `@` count in `e` is known without reading the backend
 /// (literals, sizeof, casts and arithmetic of them).
@@ -169,8 +163,15 @@ fn at_counts_constant(e: &Expr) -> bool {
     }
 }
 
-/// Marks an evaluation that met a name of unknown type (not an error).
-const UNKNOWN: &str = "pgdbg: unknown before attaching";
+/// Marks an evaluation that met a name of unknown type (not an error):
+/// a local of wherever the backend will be stopped.
+#[derive(Debug, thiserror::Error)]
+#[error("pgdbg: unknown before attaching")]
+pub struct UnknownBeforeAttaching;
+
+fn unknown_before_attaching(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.is::<UnknownBeforeAttaching>())
+}
 
 /// Parameters and locals of every location of a function with a DIE (the
 /// copies of a static function in several files included); None when no
@@ -229,7 +230,7 @@ impl EvalEnv for TypeOnly<'_> {
         }
         if !self.locals_known {
             // a local of wherever the backend will be stopped: unknowable now
-            bail!("{UNKNOWN}");
+            return Err(UnknownBeforeAttaching.into());
         }
         Ok(None)
     }

@@ -107,7 +107,7 @@ pub static PRINTF: Entry = Entry {
         let (_, args) = parse_printf(run_args("printf", cmd)?)?;
         for a in &args {
             ctx.typecheck(a)
-                .map_err(|e| anyhow!("printf argument '{}': {e}", short(a)))?;
+                .map_err(|e| anyhow!("printf argument '{}': {e:#}", short(a)))?;
         }
         Ok(())
     },

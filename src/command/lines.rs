@@ -30,7 +30,7 @@ pub fn assemble_lines(where_: &str, text: &str) -> Result<(Script, Vec<Vec<usize
     let mut numbers: Vec<usize> = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let n = i + 1;
-        let cmd = command::parse(line).map_err(|e| anyhow!("{where_}:{n}: {e}"))?;
+        let cmd = command::parse(line).map_err(|e| anyhow!("{where_}:{n}: {e:#}"))?;
         let line = command::strip_comment(line);
         match (&mut open, cmd) {
             (_, Command::Nothing) => {}
@@ -117,7 +117,7 @@ pub fn check_after(
             breakpoints: Some(scopes),
             locate,
         };
-        command::check(&ctx, cmd).map_err(|e| anyhow!("{where_}:{n}: {e}"))?;
+        command::check(&ctx, cmd).map_err(|e| anyhow!("{where_}:{n}: {e:#}"))?;
         match cmd {
             Command::Commands { id, body, .. } => {
                 let mut scope = ctx.breakpoint_scope(*id).flatten();
@@ -134,7 +134,7 @@ pub fn check_after(
                     };
                     // the error names the line of the command in the block
                     let line = body_lines.get(k).copied().unwrap_or(*n);
-                    command::check(&ctx, c).map_err(|e| anyhow!("{where_}:{line}: {e}"))?;
+                    command::check(&ctx, c).map_err(|e| anyhow!("{where_}:{line}: {e:#}"))?;
                 }
             }
             // checked above; a breakpoint's function is noted for the
@@ -146,7 +146,7 @@ pub fn check_after(
                 }
                 if let Some(path) = command::sourced_file(c) {
                     check_sourced(path, di, scopes, locate, depth + 1)
-                        .map_err(|e| anyhow!("{where_}:{n}: {e}"))?;
+                        .map_err(|e| anyhow!("{where_}:{n}: {e:#}"))?;
                 }
             }
         }
@@ -187,4 +187,26 @@ pub fn read_sourced(path: &str) -> Result<String> {
             crate::shown::shown(path)
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A check's error keeps its cause in what the script's reader is
+    /// shown (the line, the error, why).
+    #[test]
+    fn a_check_error_shows_its_cause() {
+        let exe = std::env::current_exe().expect("the test binary");
+        let di = DebugInfo::load_library(&exe, &exe).expect("its ELF symbols");
+        fn locate(_: &DebugInfo, spec: &str) -> Result<()> {
+            Err(anyhow!("no such file").context(format!("cannot resolve {spec}")))
+        }
+        let text = "print 1\nbreak foo.c:12\n";
+        let e = check_after("s.gdb", text, &di, &mut Vec::new(), locate, 0).unwrap_err();
+        assert_eq!(
+            format!("{e:#}"),
+            "s.gdb:2: cannot resolve foo.c:12: no such file"
+        );
+    }
 }

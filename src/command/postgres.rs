@@ -377,7 +377,7 @@ pub static WAITS_TRACE: Entry = Entry {
         match pg::waits_trace_perf(b, duration, stacks, quiet, !no_statements) {
             Err(e) if crate::perf::refused(&e).is_some() => {
                 b.say(&format!(
-                    "{e}; tracing with a debug register and ptrace stops instead"
+                    "{e:#}; tracing with a debug register and ptrace stops instead"
                 ));
                 pg::waits_trace(b, duration, stacks, quiet, !no_statements)
             }

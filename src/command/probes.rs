@@ -38,7 +38,7 @@ pub static TRACE: Entry = Entry {
         ctx.function_must_exist(&function)?;
         for a in &args {
             ctx.typecheck_in(Some(&function), a)
-                .map_err(|e| anyhow!("trace argument '{}': {e}", short(a)))?;
+                .map_err(|e| anyhow!("trace argument '{}': {e:#}", short(a)))?;
         }
         Ok(())
     },

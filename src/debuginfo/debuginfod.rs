@@ -107,9 +107,9 @@ pub fn find(build_id: &str, what: &Path, mode: Fetch) -> Option<Found> {
     let talk = mode != Fetch::CacheOnly;
     let Some(root) = cache_root() else {
         if talk {
-            crate::errln!(
+            crate::runtime::sink().warn(format_args!(
                 "pgdbg: debuginfod: no cache directory (set DEBUGINFOD_CACHE_PATH or HOME)"
-            );
+            ));
         }
         return None;
     };
@@ -177,7 +177,7 @@ pub fn find(build_id: &str, what: &Path, mode: Fetch) -> Option<Found> {
         }
     }
     for f in failures {
-        crate::errln!("{f}");
+        crate::runtime::sink().warn(f);
     }
     None
 }
@@ -287,26 +287,26 @@ impl Download<'_> {
         let tty = self.show && std::io::stderr().is_terminal();
         let t0 = Instant::now();
         if tty {
-            crate::errp!(
+            crate::runtime::sink().part(format_args!(
                 "\r\x1b[KDownloading debug info for {} from {} ...",
                 self.what.display(),
                 self.server
-            );
+            ));
         }
         let res = self.fetch(&url, tty, t0);
         if tty {
-            crate::errp!("\r\x1b[K");
+            crate::runtime::sink().part("\r\x1b[K");
         }
         let (img, bytes) = res?;
         let elapsed = t0.elapsed();
         if self.show {
-            crate::errln!(
+            crate::runtime::sink().warn(format_args!(
                 "Downloaded debug info for {} from {}: {} in {:.2} s",
                 self.what.display(),
                 self.server,
                 size_text(bytes),
                 elapsed.as_secs_f64()
-            );
+            ));
         }
         Ok((img, bytes, elapsed))
     }
@@ -410,13 +410,13 @@ impl Download<'_> {
                 .map_err(|e| format!("cannot write {}: {}", tmp.display(), os_text(&e)))?;
             if tty && last_shown.elapsed() >= Duration::from_millis(100) {
                 last_shown = Instant::now();
-                crate::errp!(
+                crate::runtime::sink().part(format_args!(
                     "\r\x1b[KDownloading debug info for {} from {} ... {}{of} ({:.0} s)",
                     self.what.display(),
                     self.server,
                     size_text(got),
                     t0.elapsed().as_secs_f64()
-                );
+                ));
             }
         }
         if head.len() < 4 {

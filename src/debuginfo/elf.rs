@@ -297,10 +297,10 @@ pub fn verified_mapped(path: &Path, dev: &str, inode: u64) -> Option<PathBuf> {
             let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
             if !said.iter().any(|p| p == path) {
                 said.push(path.to_path_buf());
-                crate::errln!(
+                crate::runtime::sink().warn(format_args!(
                     "pgdbg: not reading {} (mapped by process {pid}): {why}; its functions are unnamed",
                     path.display()
-                );
+                ));
             }
             None
         }

@@ -5,6 +5,26 @@ use crate::debuginfo::types::{Encoding, Type, TypeRef, TypeSource, size_of, stri
 use anyhow::{Result, anyhow, bail};
 use std::rc::Rc;
 
+/// An evaluation that failed on a value, not on a type: what the checks
+/// made before attaching let pass (every read gives zeros there, and
+/// there is no value history yet).
+#[derive(Debug, PartialEq, thiserror::Error)]
+pub enum ValueError {
+    #[error("division by zero")]
+    DivisionByZero,
+    /// `$`, `$N`: no such value in the history.
+    #[error("history is empty or has no value ${}", .0.map(|x| x.to_string()).unwrap_or_default())]
+    NoHistory(Option<usize>),
+    /// `a@n` with `n` below 1.
+    #[error("'@' needs a positive count, not {0}")]
+    AtCount(i64),
+}
+
+/// The [`ValueError`] in `e`'s chain, if that is what `e` is about.
+pub fn value_error(e: &anyhow::Error) -> Option<&ValueError> {
+    e.chain().find_map(|c| c.downcast_ref::<ValueError>())
+}
+
 #[derive(Clone, Debug)]
 pub enum ValLoc {
     Memory(u64),
@@ -350,12 +370,7 @@ pub fn eval(env: &dyn EvalEnv, e: &Expr) -> Result<Value> {
             },
             None => bail!("no register ${r} (registers: $rip $rsp $rax ... $r15, $pc, $sp)"),
         },
-        Expr::History(n) => env.history(*n).ok_or_else(|| {
-            anyhow!(
-                "history is empty or has no value ${}",
-                n.map(|x| x.to_string()).unwrap_or_default()
-            )
-        })?,
+        Expr::History(n) => env.history(*n).ok_or(ValueError::NoHistory(*n))?,
         Expr::Member(a, name) => {
             let v = eval(env, a)?;
             member(env, &v, name)?
@@ -472,7 +487,7 @@ fn artificial_array(env: &dyn EvalEnv, a: &Expr, b: &Expr) -> Result<Value> {
         bail!("only values in memory can be extended with '@'");
     };
     if n <= 0 {
-        bail!("'@' needs a positive count, not {n}");
+        return Err(ValueError::AtCount(n).into());
     }
     let size = size_of(env, &va.ty).saturating_mul(n as u64);
     if size > MAX_ARTIFICIAL {
@@ -556,7 +571,7 @@ fn binary(env: &dyn EvalEnv, op: BinOp, a: &Expr, b: &Expr) -> Result<Value> {
         BinOp::Mul => wrap(p.wrapping_mul(q)),
         BinOp::Div | BinOp::Rem => {
             if q == 0 {
-                bail!("division by zero");
+                return Err(ValueError::DivisionByZero.into());
             }
             let r = if unsigned {
                 let (a, b) = (p as u64, q as u64);
@@ -600,5 +615,35 @@ fn binary(env: &dyn EvalEnv, op: BinOp, a: &Expr, b: &Expr) -> Result<Value> {
         BinOp::Eq => cmp(p == q),
         BinOp::Ne => cmp(p != q),
         BinOp::And | BinOp::Or | BinOp::At => unreachable!(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expr::testenv::Env;
+
+    fn fails(s: &str) -> anyhow::Error {
+        let e = crate::expr::parse::parse(s, &|_| false).unwrap();
+        eval(&Env, &e).unwrap_err()
+    }
+
+    /// What the checks before attaching let pass is told by its type, the
+    /// text shown is gdb's.
+    #[test]
+    fn value_errors_are_typed() {
+        let e = fails("1 / 0");
+        assert_eq!(value_error(&e), Some(&ValueError::DivisionByZero));
+        assert_eq!(format!("{e:#}"), "division by zero");
+        let e = fails("$3");
+        assert_eq!(value_error(&e), Some(&ValueError::NoHistory(Some(3))));
+        assert_eq!(e.to_string(), "history is empty or has no value $3");
+        assert_eq!(fails("$").to_string(), "history is empty or has no value $");
+        let e = fails("*(int *)4096@0");
+        assert_eq!(value_error(&e), Some(&ValueError::AtCount(0)));
+        assert_eq!(e.to_string(), "'@' needs a positive count, not 0");
+        // a wrapped one is still found; another error is none of them
+        assert!(value_error(&fails("1 % 0").context("in x")).is_some());
+        assert_eq!(value_error(&fails("x")), None);
     }
 }

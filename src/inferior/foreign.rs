@@ -27,7 +27,8 @@ use anyhow::Result;
 use std::os::unix::fs::{FileExt, MetadataExt};
 
 /// An int3 pgdbg did not write, among code bytes it was about to save.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", self.text())]
 pub struct ForeignInt3 {
     pub addr: u64,
     /// Whether the mapped file was read (else a 0xcc that could not be
@@ -37,8 +38,8 @@ pub struct ForeignInt3 {
     pub name: Option<String>,
 }
 
-impl std::fmt::Display for ForeignInt3 {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl ForeignInt3 {
+    fn text(&self) -> String {
         let at = match &self.name {
             Some(n) => format!("{n} ({:#x})", self.addr),
             None => format!("{:#x}", self.addr),
@@ -46,20 +47,14 @@ impl std::fmt::Display for ForeignInt3 {
         const OWNERS: &str =
             "a kernel uprobe from perf/bpftrace/another pgdbg, or another debugger";
         if self.file_read {
-            write!(
-                f,
-                "an int3 that is not pgdbg's is at {at} ({OWNERS}): remove it and try again"
-            )
+            format!("an int3 that is not pgdbg's is at {at} ({OWNERS}): remove it and try again")
         } else {
-            write!(
-                f,
+            format!(
                 "a 0xcc byte is at {at} and the file it is mapped from cannot be read to tell an instruction from an int3 that is not pgdbg's ({OWNERS}): nothing written; remove it and try again"
             )
         }
     }
 }
-
-impl std::error::Error for ForeignInt3 {}
 
 /// The first int3 in `mem` (code bytes at some address, pgdbg's own int3s
 /// already hidden) that the file does not have: its offset, and whether

@@ -16,6 +16,7 @@ mod callrepair;
 mod detach;
 pub mod detour;
 pub mod foreign;
+pub mod gone;
 pub mod guardian;
 mod hold;
 pub mod jumpover;
@@ -49,6 +50,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::io::IoSliceMut;
 
 pub use foreign::{ForeignInt3, foreign};
+pub use gone::{Gone, gone};
 pub use memory::read_untraced;
 pub use regs::Registers;
 
@@ -240,10 +242,8 @@ impl Target {
         if let Err(e) = ptrace::seize(pid, ptrace::Options::empty()) {
             requests_done();
             return Err(match e {
-                Errno::EPERM => anyhow!("{}", permission::seize_refused(pid.as_raw())),
-                Errno::ESRCH => {
-                    anyhow!("no process with PID {pid}: check the PID (pg_stat_activity.pid)")
-                }
+                Errno::EPERM => permission::Refused(permission::seize_refused(pid.as_raw())).into(),
+                Errno::ESRCH => Gone::NoProcessToSeize(pid.as_raw()).into(),
                 e => anyhow!("cannot attach to process {pid}: {e}"),
             });
         }
@@ -306,8 +306,20 @@ impl Target {
             .ok();
         match t.wait(&NoHooks)? {
             Stop::Interrupted => {}
-            Stop::Exited(c) => bail!("process {pid} exited (status {c}) while attaching"),
-            Stop::Killed(s) => bail!("process {pid} was killed by {s:?} while attaching"),
+            Stop::Exited(status) => {
+                return Err(Gone::ExitedWhileAttaching {
+                    pid: pid.as_raw(),
+                    status,
+                }
+                .into());
+            }
+            Stop::Killed(s) => {
+                return Err(Gone::KilledWhileAttaching {
+                    pid: pid.as_raw(),
+                    signal: format!("{s:?}"),
+                }
+                .into());
+            }
             other => {
                 // A fault at the moment of attach: keep it for delivery.
                 log::debug(&format!("attach stop: {other:?}"));
@@ -383,7 +395,7 @@ impl Drop for Target {
 pub mod log {
     pub fn debug(msg: &str) {
         if crate::config::get().debug {
-            crate::errln!("pgdbg-debug: {msg}");
+            crate::runtime::sink().warn(format_args!("pgdbg-debug: {msg}"));
         }
     }
 }

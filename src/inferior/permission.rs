@@ -154,6 +154,13 @@ pub fn decide(
     }
 }
 
+/// The kernel's rules (credentials, Yama, a seccomp filter, a security
+/// module) do not let pgdbg trace the process: the cause and the fix, in
+/// one line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Refused(pub String);
+
 /// Why `PTRACE_SEIZE` of `pid` failed with EPERM although the
 /// credentials allow it ([`refusal`] said None), in one line: a seccomp
 /// filter on pgdbg (a container's profile answers EPERM), else a security

@@ -48,7 +48,7 @@ impl Target {
     /// the backend ended, or the instruction faulted.
     pub fn step_instruction(&mut self) -> Result<Option<Stop>> {
         if self.gone {
-            bail!("the backend is gone");
+            return Err(super::Gone::Backend.into());
         }
         let rip = self.regs()?.rip;
         if self.breakpoint_inserted(rip) {

@@ -12,7 +12,7 @@ impl Target {
                 Err(Errno::EINTR) => continue,
                 Err(Errno::ECHILD) => {
                     self.mark_gone();
-                    bail!("process {} is gone", self.pid)
+                    return Err(Gone::Lost(self.pid.as_raw()).into());
                 }
                 Err(e) => bail!("waitpid failed ({e})"),
             }

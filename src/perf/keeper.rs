@@ -250,12 +250,12 @@ mod closer {
                 st.pending - st.own
             };
             if n > 0 {
-                crate::errln!(
+                crate::runtime::sink().warn(format_args!(
                     "pgdbg: {n} uprobe{} of pgdbg's are still being removed; the process that \
                      holds them removes them after pgdbg's exit (about 80 ms each; the backend \
                      runs)",
                     if n == 1 { "" } else { "s" }
-                );
+                ));
             }
             // the keeper's left to it, pgdbg's own closed
             wait(&|| false, None);
@@ -272,12 +272,12 @@ mod closer {
             }
             if !said && !st.ending && t0.elapsed() > Duration::from_secs(1) {
                 said = true;
-                crate::errln!(
+                crate::runtime::sink().warn(format_args!(
                     "pgdbg: waiting for the kernel to remove {} uprobe{} of pgdbg's (about 80 ms \
                      each; the backend runs meanwhile)",
                     st.pending,
                     if st.pending == 1 { "" } else { "s" }
-                );
+                ));
             }
             st = DONE
                 .wait_timeout(st, Duration::from_millis(20))
@@ -355,11 +355,11 @@ pub fn open_on(attr: &Attr, path: Option<&CStr>, tid: i32, cpu: i32) -> std::io:
     let mut guard = KEEPER.lock().unwrap_or_else(|e| e.into_inner());
     if guard.is_none() {
         *guard = Some(Conn::start().map_err(|e| {
-            crate::errln!(
+            crate::runtime::sink().warn(format_args!(
                 "pgdbg: the process that holds kernel uprobes could not be started ({e}): pgdbg \
                  opens them itself, and a kill of pgdbg while it opens or closes one can leave \
                  the uprobe in the kernel until reboot"
-            );
+            ));
         }));
     }
     if let Some(Ok(conn)) = guard.as_mut() {
@@ -388,10 +388,10 @@ pub fn open_on(attr: &Attr, path: Option<&CStr>, tid: i32, cpu: i32) -> std::io:
 
 /// The keeper is given up: said once, when it happens.
 fn gone(e: &std::io::Error) {
-    crate::errln!(
+    crate::runtime::sink().warn(format_args!(
         "pgdbg: the process that holds kernel uprobes is gone ({e}): pgdbg opens and closes \
          them itself from now on (a stopped keeper closes its copies once it runs again)"
-    );
+    ));
 }
 
 /// Have the keeper close its copy of event `id` (pgdbg's is closed).

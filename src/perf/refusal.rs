@@ -60,16 +60,9 @@ pub fn refused_line(what: &str, pid: i32, err: &std::io::Error) -> String {
 /// breakpoint slot, ...): a command with a ptrace mode may run that
 /// instead (nothing was changed in the backend).  Not for a process that
 /// is gone.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
 pub struct Refused(pub String);
-
-impl std::fmt::Display for Refused {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Refused {}
 
 /// Whether `e` is the kernel refusing a perf event (see [`Refused`]).
 pub fn refused(e: &anyhow::Error) -> Option<&Refused> {

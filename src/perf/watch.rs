@@ -145,6 +145,25 @@ const MARK_REGS: u64 = (1 << 3) | (1 << 4) | (1 << 5);
 /// [`MarkSpec::tracefs`], a tracefs uprobe whose records carry `rdi` and
 /// the text, copied by the kernel (the definition is returned with it: drop
 /// it after the event).
+/// Why [`WordWatch::start`] failed: the write-breakpoint event, or one of
+/// the uprobes marking the executor (which a caller may do without).
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Watch(anyhow::Error),
+    #[error(transparent)]
+    Mark(anyhow::Error),
+}
+
+impl StartError {
+    /// The error itself (a [`super::Refused`] stays one).
+    pub fn into_inner(self) -> anyhow::Error {
+        match self {
+            StartError::Watch(e) | StartError::Mark(e) => e,
+        }
+    }
+}
+
 fn open_mark(spec: &MarkSpec, tid: i32) -> std::io::Result<(Event, Option<Definition>)> {
     if let Some(root) = &spec.tracefs {
         // the text as a fixed-size array, not `:string`: a string's length
@@ -362,23 +381,22 @@ impl WordWatch {
         stacks: bool,
         bias: u64,
         marks: &[MarkSpec],
-    ) -> Result<WordWatch> {
+    ) -> Result<WordWatch, StartError> {
         let attr = Attr::write_watch(word, 4, if stacks { STACK_BYTES } else { 0 });
         let pages = if stacks { 1024 } else { 256 };
-        let ev = Event::open(&attr, tid, pages)
-            .map_err(|e| open_error("a write breakpoint event", pid, e))?;
+        let watch_error = |e| StartError::Watch(open_error("a write breakpoint event", pid, e));
+        let mark_error = |e| StartError::Mark(open_error("a kernel uprobe", pid, e));
+        let ev = Event::open(&attr, tid, pages).map_err(watch_error)?;
         let mut mark_evs = Vec::new();
         for m in marks {
-            let (e, def) = open_mark(m, tid).map_err(|e| open_error("a kernel uprobe", pid, e))?;
+            let (e, def) = open_mark(m, tid).map_err(mark_error)?;
             // (spec, event, definition): the event is dropped before its definition
             mark_evs.push((m.clone(), e, def));
         }
         for (_, e, _) in &mark_evs {
-            e.enable()
-                .map_err(|e| open_error("a kernel uprobe", pid, e))?;
+            e.enable().map_err(mark_error)?;
         }
-        ev.enable()
-            .map_err(|e| open_error("a write breakpoint event", pid, e))?;
+        ev.enable().map_err(watch_error)?;
         let stop = Arc::new(AtomicBool::new(false));
         let st = stop.clone();
         let handle = std::thread::spawn(move || {

@@ -137,7 +137,7 @@ pub fn latency(
             Role::Cleanup => p.mark(h.regs.rsp),
         },
     )
-    .map_err(|e| anyhow!("latency: {e}"))?;
+    .map_err(|e| anyhow!("latency: {e:#}"))?;
     s.say(&format!(
         "latency: {} in backend {} (entry and return uprobes, no stops){}",
         functions.join(", "),

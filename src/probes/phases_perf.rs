@@ -142,7 +142,7 @@ pub fn count_by_phase_perf(
     let sampler = Sampler::start(s.pid(), s.pid(), &probes, SP, 256, state, |st, h| {
         st.hit(h.probe, h.regs.rsp)
     })
-    .map_err(|e| anyhow!("count --perf: {e}"))?;
+    .map_err(|e| anyhow!("count --perf: {e:#}"))?;
     s.say(&format!(
         "count: {} in backend {} by phase (kernel uprobes, no stops){}",
         functions.join(", "),

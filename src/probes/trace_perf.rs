@@ -73,7 +73,7 @@ pub fn trace_perf(
     for a in &addrs {
         match s.register_args(function, *a, args) {
             Ok(v) => specs.push(v),
-            Err(e) => return fallback(s, e.to_string()),
+            Err(e) => return fallback(s, format!("{e:#}")),
         }
     }
     // each probe at its entry block's first emulated instruction where the
@@ -152,7 +152,7 @@ pub fn trace_perf(
             }
         },
     )
-    .map_err(|e| anyhow!("trace --perf: {e}"))?;
+    .map_err(|e| anyhow!("trace --perf: {e:#}"))?;
     s.say(&format!(
         "trace: {function} ({} location{}) in backend {} (kernel uprobes with the argument registers, no stops; calls printed at the end){}",
         addrs.len(),

@@ -334,14 +334,14 @@ pub fn run(args: &ReportArgs) -> Result<i32> {
         let folded = folder.finish(&name)?;
         if let Some(out) = &args.flamegraph {
             flame::write_svg(&folded, out)?;
-            crate::errln!(
+            crate::runtime::sink().warn(format_args!(
                 "pgdbg: wrote {}: flame graph of {} distinct {} stacks from {} {} events",
                 out.display(),
                 folded.lines.len(),
                 folded.kind.name(),
                 folded.events,
                 folded.kind.event()
-            );
+            ));
         }
         if args.folded {
             emit(&folded.text())?;

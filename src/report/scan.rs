@@ -171,16 +171,16 @@ pub fn read(path: &std::path::Path, sink: impl FnMut(Event)) -> Result<Scanned> 
     let name = path.display().to_string();
     let scanned = scan_capture(&name, open_capture(path)?, sink)?;
     if let Some(n) = scanned.incomplete_last {
-        crate::errln!(
+        crate::runtime::sink().warn(format_args!(
             "pgdbg: {name}: the last line (line {n}) is incomplete (a writer was killed?): ignored"
-        );
+        ));
     }
     if let Some(first) = scanned.first_unreadable {
         let n = scanned.unreadable;
-        crate::errln!(
+        crate::runtime::sink().warn(format_args!(
             "pgdbg: {name}: {n} event{} with fields of other types than pgdbg writes (first at line {first}) counted but left out of the tables",
             if n == 1 { "" } else { "s" }
-        );
+        ));
     }
     if scanned.events == 0 {
         bail!(

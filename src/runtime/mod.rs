@@ -17,15 +17,17 @@ mod deadlines;
 mod hooks;
 mod output;
 mod signals;
+mod sink;
 mod ticker;
 
 pub use deadlines::{Deadline, DeadlineTrigger, deadline_hit, innermost_deadline_hit, limit_text};
 pub use hooks::{CallHooks, Hooks, PeekHooks, PollHooks, WaitHooks};
-pub use output::{OUTPUT_FAILED_EXIT, flush_out, out_line, output_failed, output_failure};
+pub use output::{OUTPUT_FAILED_EXIT, flush_out, output_failed, output_failure};
 pub use signals::{
     block_in_this_thread, clear_interrupt, ignore_session_signals, interrupt_pending, set_in_wait,
     sigint_seen, signal_name, take_interrupt, terminating,
 };
+pub use sink::{Sink, sink};
 pub use ticker::{Ticker, set_poll_interval};
 
 /// Install the handlers (without SA_RESTART, so a blocking waitpid returns

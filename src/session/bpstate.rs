@@ -58,7 +58,7 @@ impl Session {
                     for a in inserted {
                         self.release_int3(a)?;
                     }
-                    return Err(anyhow!("breakpoint {id} stays disabled: {e}"));
+                    return Err(anyhow!("breakpoint {id} stays disabled: {e:#}"));
                 }
                 if ours {
                     inserted.push(a);

@@ -72,7 +72,7 @@ impl Session {
         if let Some(c) = condition {
             let di = self.di.clone();
             parse::parse_in(c, &di)
-                .map_err(|e| anyhow!("condition '{c}': {e}", c = crate::shown::shown(c)))?;
+                .map_err(|e| anyhow!("condition '{c}': {e:#}", c = crate::shown::shown(c)))?;
         }
         let locs = match self.resolve_location(spec) {
             Ok(l) => l,
@@ -320,7 +320,7 @@ impl Session {
                 Ok(false) => {}
                 Err(e) => {
                     note.push_str(&format!(
-                        "\nError in testing condition for breakpoint {id}: {e}"
+                        "\nError in testing condition for breakpoint {id}: {e:#}"
                     ));
                     passing.push(id);
                 }

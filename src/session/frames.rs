@@ -90,7 +90,7 @@ impl Session {
 
     pub(crate) fn unwind(&mut self, max: usize) -> Result<Vec<Frame>> {
         if self.target.is_gone() {
-            bail!("the backend is gone");
+            return Err(crate::inferior::Gone::Backend.into());
         }
         let regs = self.target.regs()?;
         let mut cur = FrameRegs::from_regs(&regs);

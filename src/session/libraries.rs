@@ -319,8 +319,7 @@ impl Session {
                     Err(e) => {
                         err = Some(anyhow!(
                             "{}",
-                            e.to_string()
-                                .replace("this postgres binary", &l.short_name())
+                            format!("{e:#}").replace("this postgres binary", &l.short_name())
                         ))
                     }
                 }
@@ -429,7 +428,7 @@ impl Session {
             return Ok(());
         }
         self.arm_library_hook().map_err(|e| {
-            anyhow!("{e}; without it an unload of the library could not be followed, so no breakpoint is written into it")
+            anyhow!("{e:#}; without it an unload of the library could not be followed, so no breakpoint is written into it")
         })
     }
 
@@ -542,7 +541,9 @@ impl Session {
                 for a in inserted {
                     self.target.remove_breakpoint(a)?;
                 }
-                self.say(&format!("Breakpoint {id} ({spec}) could not be armed: {e}"));
+                self.say(&format!(
+                    "Breakpoint {id} ({spec}) could not be armed: {e:#}"
+                ));
                 self.pending.push(id);
                 continue;
             }

@@ -348,7 +348,7 @@ impl Session {
 
     /// Write a line of probe output now (not buffered until the command ends).
     pub fn say(&mut self, line: &str) {
-        runtime::out_line(line);
+        crate::runtime::sink().line(line);
     }
 
     /// Append `event` to the capture, if there is one, at `ts` (None: now).

@@ -39,13 +39,13 @@ impl Session {
         let lines: Vec<String> = stops.iter().map(outside_stop_line).collect();
         let Ok((mut text, flow)) = res else {
             for l in &lines {
-                crate::errln!("{l}");
+                crate::runtime::sink().warn(l);
             }
             return res;
         };
         if text.trim_start().starts_with(['{', '[']) {
             for l in &lines {
-                crate::errln!("{l}");
+                crate::runtime::sink().warn(l);
             }
         } else {
             for l in &lines {
@@ -152,7 +152,7 @@ impl Session {
     /// `continue`.
     pub fn interrupt(&mut self) -> Result<(String, Flow)> {
         if self.target.is_gone() {
-            bail!("the backend is gone");
+            return Err(crate::inferior::Gone::Backend.into());
         }
         if !self.background {
             return Ok(("The backend is stopped already.".into(), Flow::Continue));
@@ -175,7 +175,7 @@ impl Session {
         if *cmd == Command::Continue {
             // the backend runs in the background, the prompt comes back
             if self.target.is_gone() {
-                bail!("the backend is gone; nothing to continue");
+                return Err(crate::inferior::Gone::NothingTo("continue".into()).into());
             }
             if self.background {
                 return Ok((

@@ -48,7 +48,7 @@ impl Recording for Detached<'_> {
     type End = ();
     fn say(&mut self, line: &str) {
         if !self.quiet {
-            crate::errln!("{line}");
+            crate::runtime::sink().warn(line);
         }
     }
     fn wait(&mut self, duration: Option<Duration>) -> Result<()> {

@@ -14,7 +14,7 @@ impl Session {
     /// at the current pc.
     pub fn cont(&mut self) -> Result<(ProbeEnd, String)> {
         if self.target.is_gone() {
-            bail!("the backend is gone; nothing to continue");
+            return Err(crate::inferior::Gone::NothingTo("continue".into()).into());
         }
         loop {
             self.hit = None;

@@ -58,7 +58,7 @@ impl Session {
     /// Stepping needs a stopped, living backend.
     fn check_can_step(&self, what: &str) -> Result<()> {
         if self.target.is_gone() {
-            bail!("the backend is gone; nothing to {what}");
+            return Err(crate::inferior::Gone::NothingTo(what.into()).into());
         }
         if self.background {
             bail!(
@@ -131,7 +131,7 @@ impl Session {
         self.arm_goals(&addrs, armed)?;
         loop {
             if self.target.is_gone() {
-                bail!("the backend is gone");
+                return Err(crate::inferior::Gone::Backend.into());
             }
             self.hit = None;
             if let Some((text, flow)) = self.step_over_here_reported()? {
@@ -191,7 +191,7 @@ impl Session {
                 run::AfterStop::Done(text, flow) => return Ok(Arrival::Other(text, flow)),
                 run::AfterStop::Resume => {
                     if self.target.is_gone() {
-                        bail!("the backend is gone");
+                        return Err(crate::inferior::Gone::Backend.into());
                     }
                     let now = self.target.regs()?;
                     if Some((now.rip, now.rsp)) != at {

@@ -15,7 +15,7 @@ impl Session {
             }
         };
         if self.target.is_gone() {
-            bail!("the backend is gone");
+            return Err(crate::inferior::Gone::Backend.into());
         }
         // a backend running in the background has no frames: names are
         // globals (a local needs the stop `execute_at_prompt` then takes)

@@ -1085,3 +1085,83 @@ pub fn caught(pid: i32, sig: i32) -> bool {
         & (1 << (sig - 1))
         != 0
 }
+
+/// What a `waits trace` summary counts (its times left out: they are the
+/// machine's, not the workload's): each event's count, the number of
+/// waits, and each statement's count.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct WaitsCounts {
+    pub events: std::collections::BTreeMap<String, u64>,
+    pub waits: u64,
+    pub statements: std::collections::BTreeMap<String, u64>,
+}
+
+impl WaitsCounts {
+    /// Without the waits for the client's next message (`Client:
+    /// ClientRead`): whether the backend waits at all depends on when the
+    /// client's message arrives, not on the statements.
+    pub fn workload(mut self) -> WaitsCounts {
+        if let Some(n) = self.events.remove("Client: ClientRead") {
+            self.waits -= n;
+        }
+        self
+    }
+}
+
+/// [`WaitsCounts`] of the summary in `text` (the lines from `Wait events
+/// summary:` on, without a `[PID] ` prefix).
+pub fn waits_counts(text: &str) -> WaitsCounts {
+    let mut c = WaitsCounts::default();
+    let mut lines = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Wait events summary:"))
+        .skip(1);
+    let header = lines
+        .next()
+        .unwrap_or_else(|| panic!("no summary in:\n{text}"));
+    assert!(header.trim().starts_with("event"), "{header}");
+    // the events' rows, then the total
+    for l in lines.by_ref() {
+        let t = l.trim();
+        if let Some(rest) = t.strip_prefix("total wait time ") {
+            // "X ms in N waits"
+            c.waits = rest
+                .split_whitespace()
+                .nth(3)
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("{l}"));
+            break;
+        }
+        // "NAME COUNT TOTAL MAX"
+        let f: Vec<&str> = t.split_whitespace().collect();
+        assert!(f.len() >= 4, "not an event's row: {l}");
+        c.events
+            .insert(f[..f.len() - 3].join(" "), f[f.len() - 3].parse().unwrap());
+    }
+    // then maybe a line of unnamed waits, and the statements' rows
+    let mut lines = lines.skip_while(|l| l.contains("could not be named"));
+    if lines.next().map(str::trim) == Some("Statements:") {
+        for l in lines {
+            // "N x T ms  QUERY"
+            let Some((n, rest)) = l.trim().split_once(" x ") else {
+                break;
+            };
+            let Some((_, q)) = rest.split_once(" ms  ") else {
+                break;
+            };
+            *c.statements.entry(q.to_string()).or_default() += n.trim().parse::<u64>().unwrap();
+        }
+    }
+    c
+}
+
+/// The total milliseconds of `event` in the `waits trace` summary in
+/// `text` (0 when it has none).
+pub fn wait_total_ms(text: &str, event: &str) -> f64 {
+    text.lines()
+        .find_map(|l| {
+            let rest = l.trim().strip_prefix(event)?;
+            rest.split_whitespace().nth(1)?.parse().ok()
+        })
+        .unwrap_or(0.0)
+}

@@ -60,7 +60,7 @@ pub fn parse_display(rest: &str) -> Result<Option<DisplayArgs>> {
         let memory = spec.contains(['i', 's', 'b', 'h', 'w', 'g']);
         if memory && !spec.is_empty() {
             let (count, format, unit) = crate::expr::examine::parse_spec(spec)
-                .map_err(|e| anyhow!("{}", e.to_string().replacen("x/", "display/", 1)))?;
+                .map_err(|e| anyhow!("{}", format!("{e:#}").replacen("x/", "display/", 1)))?;
             let format = format.unwrap_or('x');
             let unit = match format {
                 'i' | 's' => 'b',
@@ -79,7 +79,7 @@ pub fn parse_display(rest: &str) -> Result<Option<DisplayArgs>> {
     let (radix, expr) = parse_print(rest).map_err(|e| {
         anyhow!(
             "{}",
-            e.to_string()
+            format!("{e:#}")
                 .replace("print format", "display format")
                 .replace("print needs", "display needs")
         )
@@ -149,7 +149,7 @@ fn line(h: &mut dyn Host, d: &Display) -> String {
             "{}: {} = <error: {}>",
             d.id,
             d.label(),
-            short(&e.to_string())
+            short(&format!("{e:#}"))
         ),
     }
 }

@@ -60,9 +60,9 @@ impl Limits {
                 Ok(0) => (None, true),
                 Ok(n) => (Some(n), true),
                 Err(_) => {
-                    crate::errln!(
+                    crate::runtime::sink().warn(format_args!(
                         "pgdbg: DEBUGINFOD_MAXSIZE={v} is not a whole number of bytes: using {default_size}"
-                    );
+                    ));
                     (Some(default_size), false)
                 }
             },
@@ -106,7 +106,9 @@ fn secs_var(name: &str, default: u64) -> Option<Duration> {
     let secs = match env_value(name) {
         None => default,
         Some(v) => v.parse::<u64>().unwrap_or_else(|_| {
-            crate::errln!("pgdbg: {name}={v} is not a whole number of seconds: using {default} s");
+            crate::runtime::sink().warn(format_args!(
+                "pgdbg: {name}={v} is not a whole number of seconds: using {default} s"
+            ));
             default
         }),
     };

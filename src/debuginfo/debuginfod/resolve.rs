@@ -31,10 +31,10 @@ pub fn builtin_services_only() {
             // lookup of this process (every lookup goes through here first)
             let rc = unsafe { __nss_configure_lookup(c"hosts".as_ptr(), c"files dns".as_ptr()) };
             if rc != 0 {
-                crate::errln!(
+                crate::runtime::sink().warn(format_args!(
                     "pgdbg: debuginfod: cannot limit host lookups to /etc/hosts and DNS; \
                      name lookups may fail: use an IP address in DEBUGINFOD_URLS"
-                );
+                ));
             }
         });
     }

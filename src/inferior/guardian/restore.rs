@@ -161,7 +161,7 @@ pub(super) fn restore(
         let since = *other_tracer_since.get_or_insert_with(std::time::Instant::now);
         if !said_other && since.elapsed() > std::time::Duration::from_secs(60) {
             said_other = true;
-            crate::errln!(
+            crate::runtime::sink().warn(format_args!(
                 "pgdbg guardian: pgdbg (PID {pgdbg}) ended without restoring backend {pid}, which another tracer (PID {tracer}) holds; waiting for it to let go ({} breakpoint bytes{} still to restore)",
                 bps.len(),
                 if debugregs {
@@ -169,7 +169,7 @@ pub(super) fn restore(
                 } else {
                     ""
                 }
-            );
+            ));
         }
         std::thread::sleep(std::time::Duration::from_millis(1));
     }

@@ -22,7 +22,7 @@ pub fn main(args: &[String]) -> i32 {
     match run(args) {
         Ok(()) => 0,
         Err(e) => {
-            crate::errln!("pgdbg guardian: {e:#}");
+            crate::runtime::sink().warn(format_args!("pgdbg guardian: {e:#}"));
             1
         }
     }
@@ -99,16 +99,16 @@ fn run(args: &[String]) -> Result<()> {
         Ok(None) => {}
         Ok(Some(r)) => {
             if !crate::config::get().guardian_quiet {
-                crate::errln!(
+                crate::runtime::sink().warn(format_args!(
                     "pgdbg guardian: pgdbg (PID {pgdbg}) ended without detaching from backend {pid}; restored {} ({})",
                     r.what,
                     r.times
-                );
+                ));
             }
         }
-        Err(e) => crate::errln!(
+        Err(e) => crate::runtime::sink().warn(format_args!(
             "pgdbg guardian: pgdbg (PID {pgdbg}) ended without detaching from backend {pid}; could not fully restore it ({e:#}): run 'pgdbg rescue {pid}'"
-        ),
+        )),
     }
     res.map(|_| ())
 }

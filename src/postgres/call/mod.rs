@@ -278,11 +278,11 @@ fn transaction_state_dwarf(s: &dyn Backend) -> Option<TxnState> {
     let p = match s.read_u64(addr + s.bias()) {
         Ok(p) if p != 0 => p,
         Ok(_) => return unknown("CurrentTransactionState is NULL".into()),
-        Err(e) => return unknown(format!("CurrentTransactionState unreadable: {e}")),
+        Err(e) => return unknown(format!("CurrentTransactionState unreadable: {e:#}")),
     };
     let mut b = vec![0u8; l.size as usize];
     if let Err(e) = s.read(p, &mut b) {
-        return unknown(format!("the transaction state unreadable: {e}"));
+        return unknown(format!("the transaction state unreadable: {e:#}"));
     }
     let (state, block) = (l.int(&b, "state")?, l.int(&b, "blockState")?);
     let Some(state_name) = enumerator(s, &state_f.ty, state) else {

@@ -21,10 +21,10 @@ pub fn plan(s: &mut dyn Backend, next: bool, opts: &ExplainOpts) -> Result<(Stri
     let at_entry = !next && query_desc_at_executor_entry(s)?.is_some();
     plan_applies(s, at_entry)?;
     if next && !PLAN_NEXT_SAID.swap(true, Ordering::Relaxed) {
-        crate::errln!(
+        crate::runtime::sink().warn(format_args!(
             "plan --next: waiting for the next statement of backend {} to start (Ctrl-C ends the wait)",
             s.pid()
-        );
+        ));
     }
     let (qd, nested) = if next {
         let entries = s.function_addrs("standard_ExecutorRun");

@@ -4,7 +4,7 @@
 
 use crate::perf::Wakeup;
 use crate::perf::profile::Symbolizer;
-use crate::perf::watch::{MarkSpec, TextFrom, WordWatch};
+use crate::perf::watch::{MarkSpec, StartError, TextFrom, WordWatch};
 use crate::postgres::backend::{Backend, Flow, NoStop};
 use crate::postgres::waits::TraceProbe;
 use anyhow::Result;
@@ -173,18 +173,15 @@ pub fn waits_trace_perf(
     let (pid, word, bias) = (s.pid(), probe.word(), s.bias());
     let start = |marks: &[MarkSpec]| WordWatch::start(pid, pid, word, stacks > 0, bias, marks);
     let watch = match start(&marks) {
-        Err(e)
-            if marks.iter().any(|m| m.tracefs.is_some())
-                && format!("{e:#}").contains("kernel uprobe") =>
-        {
+        Err(StartError::Mark(e)) if marks.iter().any(|m| m.tracefs.is_some()) => {
             // a tracefs uprobe refused (lockdown, a path uprobe_events cannot
             // name): the texts are read by pgdbg instead
             how =
                 format!("; statement texts read by pgdbg as they arrive (a tracefs uprobe: {e:#})");
             gone = GONE;
-            start(&statement_marks(s, None)?)?
+            start(&statement_marks(s, None)?).map_err(StartError::into_inner)?
         }
-        w => w?,
+        w => w.map_err(StartError::into_inner)?,
     };
     s.say(&format!(
         "waits: tracing backend {} (perf write-breakpoint event on its wait-event word and uprobes on the executor's start and end, no stop per wait; reported at the end{how}){}",

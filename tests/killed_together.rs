@@ -856,3 +856,102 @@ fn killed_together_at_the_arming_fcntls_exit_18() {
     let at = format!("syscall-exit-nr{}-3", libc::SYS_fcntl);
     killed_in_an_injected_syscall(18, &at, &[]);
 }
+
+/// Until pgdbg pauses at `at` (true) or ends without pausing there
+/// (false: its stderr closed); fails, never hangs, after `limit`.
+fn paused_or_ended(p: &mut Pgdbg, at: &str, limit: Duration) -> bool {
+    use std::io::BufRead;
+    use std::sync::mpsc::RecvTimeoutError;
+    let err = p.child.stderr.take().expect("pgdbg's stderr is piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for l in std::io::BufReader::new(err).lines() {
+            let Ok(l) = l else { break };
+            let _ = tx.send(l);
+        }
+    });
+    let needle = format!("paused at {at} ");
+    let t0 = std::time::Instant::now();
+    let mut seen = String::new();
+    loop {
+        match rx.recv_timeout(limit.saturating_sub(t0.elapsed())) {
+            Ok(l) if l.contains(&needle) => return true,
+            Ok(l) => {
+                seen.push_str(&l);
+                seen.push('\n');
+            }
+            Err(RecvTimeoutError::Disconnected) => return false,
+            Err(RecvTimeoutError::Timeout) => {
+                panic!("pgdbg neither paused at {at} nor ended within {limit:?}:\n{seen}")
+            }
+        }
+    }
+}
+
+/// Every system call pgdbg injects for a breakpoint, from the attach to
+/// the detach (stdin at its end: the set-up, then the teardown), at its
+/// entry and at its exit stop, one kill of pgdbg and its guardian each,
+/// in sessions of one cluster: the backend is back in its client read
+/// within a second, not stopped, its session answers, a statement timeout
+/// fires, and the rescue leaves `_start` as in the file.
+fn killed_at_every_injected_syscall(major: u32, ex: &str) {
+    let cl = Cluster::start(major);
+    let bin = cl.postgres_binary();
+    let mut kills = 0;
+    for stage in ["syscall-injected", "syscall-exit"] {
+        for n in 1.. {
+            let at = format!("{stage}-{n}");
+            let mut a = cl.connect();
+            let pid = a.pid();
+            wait_until("the backend to wait", Duration::from_secs(10), || {
+                syscall_nr(pid).is_some()
+            });
+            let idle = syscall_nr(pid);
+            let mut p = Pgdbg::spawn_env(
+                &["attach", &pid.to_string(), "-q", "--ex", ex],
+                &[("PGDBG_PAUSE_AT", &at), ("PGDBG_PAUSE_MS", "60000")],
+            );
+            if !paused_or_ended(&mut p, &at, Duration::from_secs(90)) {
+                let (code, _, _) = p.wait(Duration::from_secs(30));
+                assert_eq!(code, 0, "pgdbg's run without a pause at {at}");
+                assert!(n > 3, "only {} system calls injected", n - 1);
+                break;
+            }
+            kill_both(&p, pid);
+            kills += 1;
+            let t0 = std::time::Instant::now();
+            while (stopped(pid) || syscall_nr(pid) != idle) && t0.elapsed() < Duration::from_secs(5)
+            {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            assert!(
+                !stopped(pid) && syscall_nr(pid) == idle && t0.elapsed() < Duration::from_secs(1),
+                "backend {pid} {:?} after pgdbg and its guardian were killed at {at}: state {}, system call {:?} (idle: {idle:?})",
+                t0.elapsed(),
+                proc_state(pid),
+                syscall_nr(pid),
+            );
+            assert_eq!(a.query_one_i64("select 41 + 1"), 42, "killed at {at}");
+            timeout_fires_and_errors_go_on(&mut a, &format!("killed at {at}"));
+            let (code, out, err) = pgdbg(&["rescue", &pid.to_string()]);
+            assert_eq!(code, 0, "rescue after {at}: {out}{err}");
+            assert!(
+                code_matches_file(pid, &bin, "_start", 16),
+                "_start's bytes differ from the file after the rescue ({at})"
+            );
+            assert_eq!(a.query_one_i64("select 40 + 2"), 42, "killed at {at}");
+            cl.assert_no_crash();
+        }
+    }
+    eprintln!("{kills} kills");
+}
+
+#[test]
+fn killed_together_at_every_injected_syscall_18() {
+    killed_at_every_injected_syscall(18, "break pg_backend_pid");
+}
+
+#[test]
+fn killed_together_at_every_injected_syscall_of_a_call_15() {
+    killed_at_every_injected_syscall(15, "call GetCurrentTransactionNestLevel()");
+}

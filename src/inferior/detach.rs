@@ -51,11 +51,6 @@ impl Target {
         {
             self.rewind_to(bp)?;
         }
-        // then the pipe's read end (selfrelease.rs): a death of pgdbg
-        // from here on leaves the backend stopped for the guardian
-        if let Err(e) = self.remove_self_release() {
-            first_err.get_or_insert(e);
-        }
         if let Err(e) = self.remove_all_detours() {
             first_err.get_or_insert(e);
         }
@@ -94,7 +89,23 @@ impl Target {
         if let Err(e) = self.drain_sigtrap() {
             first_err.get_or_insert(e);
         }
-        // our SIGTRAP handler last: nothing of ours can trap any more
+        // Nothing of pgdbg's is left that a backend running untraced could
+        // meet (no int3, debug register, detour or call): the group stop
+        // ends now, while the SIGCONT pipe (selfrelease.rs) still covers
+        // it, not after the pipe is gone.  The system calls of the
+        // teardown below then run without it (with their signal frame,
+        // detour.rs): a death of every pgdbg process at any instant of it
+        // leaves the backend running (before, it left it stopped once the
+        // pipe was closed).  When something was not restored, the stop
+        // stays for the guardian.
+        if first_err.is_none() && self.hold == hold::Hold::Ours && !self.hold_needed() {
+            self.leave_group_stop();
+        }
+        // the pipe's read end (selfrelease.rs), then our SIGTRAP handler
+        // last: nothing of ours can trap any more
+        if let Err(e) = self.remove_self_release() {
+            first_err.get_or_insert(e);
+        }
         if let Err(e) = self.remove_trap_handler() {
             first_err.get_or_insert(e);
         }

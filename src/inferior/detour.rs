@@ -292,6 +292,10 @@ impl Target {
         if self.gone || !self.stopped {
             bail!("process {} ended before a system call of pgdbg", self.pid);
         }
+        super::log::debug(&format!(
+            "system call {} (number {nr}) injected, hold: {:?}",
+            n.all, self.hold
+        ));
         match self.trailer_frame() {
             Ok(snapshot) => self.inject_with_trailer(nr, args, at, saved_code, snapshot, n),
             Err(why) => {
@@ -348,6 +352,18 @@ impl Target {
             .ok_or_else(|| anyhow!("rsp {rsp:#x} is in no mapping"))?;
         if !m.perms.starts_with("rw") || !m.perms.ends_with('p') {
             bail!("rsp {rsp:#x} is in a mapping with permissions {}", m.perms);
+        }
+        // only the main thread's stack: an alternate signal stack or a
+        // stack of the backend's own making lies inside a larger mapping
+        // (the heap, an anonymous one) whose memory below its own end
+        // belongs to something else, which the frame would overwrite
+        if m.path.as_ref().is_none_or(|p| p.as_os_str() != "[stack]") {
+            bail!(
+                "rsp {rsp:#x} is not in the main stack ({})",
+                m.path
+                    .as_ref()
+                    .map_or("anonymous".into(), |p| p.display().to_string())
+            );
         }
         let frame = sigframe::plan(&saved, sigmask, x.bytes(), x.xfeatures, (m.start, m.end))?;
         Ok((frame, saved))

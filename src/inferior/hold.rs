@@ -220,7 +220,7 @@ impl Target {
     /// SIGCONT ends it when it is sent, its delivery (reported to pgdbg
     /// later) passes through and changes nothing.  The guardian is told
     /// after: a death between the two makes it send one more SIGCONT.
-    fn leave_group_stop(&mut self) {
+    pub(super) fn leave_group_stop(&mut self) {
         let pid = self.pid();
         // Not someone else's stop: a SIGCONT now would end it too (or
         // discard their SIGSTOP not delivered yet: one pending while no

@@ -357,13 +357,13 @@ impl Target {
         // stack of the backend's own making lies inside a larger mapping
         // (the heap, an anonymous one) whose memory below its own end
         // belongs to something else, which the frame would overwrite
-        if m.path.as_ref().is_none_or(|p| p.as_os_str() != "[stack]") {
-            bail!(
-                "rsp {rsp:#x} is not in the main stack ({})",
-                m.path
-                    .as_ref()
-                    .map_or("anonymous".into(), |p| p.display().to_string())
-            );
+        if !m.is_special("[stack]") {
+            let what = match (&m.path, &m.special) {
+                (Some(p), _) => p.display().to_string(),
+                (None, Some(s)) => s.clone(),
+                (None, None) => "an anonymous mapping".into(),
+            };
+            bail!("rsp {rsp:#x} is not in the main stack ({what})");
         }
         let frame = sigframe::plan(&saved, sigmask, x.bytes(), x.xfeatures, (m.start, m.end))?;
         Ok((frame, saved))

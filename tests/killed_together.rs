@@ -955,3 +955,158 @@ fn killed_together_at_every_injected_syscall_18() {
 fn killed_together_at_every_injected_syscall_of_a_call_15() {
     killed_at_every_injected_syscall(15, "call GetCurrentTransactionNestLevel()");
 }
+
+/// A signal that comes while an injected system call runs is not taken
+/// into pgdbg's memory, where a death of every pgdbg process would lose
+/// it: pgdbg blocks every signal for the call (the frame puts the
+/// backend's mask back).  The session runs `pg_sleep(60)`; pgdbg attaches
+/// with a breakpoint (PGDBG_PAUSE_AT at the first injected system call and
+/// at its exit); at the first pause the test sends SIGINT (a cancel), at
+/// the second it is still pending in the kernel; pgdbg and its guardian
+/// are then killed: the statement is cancelled within seconds, not after
+/// its minute (before 2026-12-05 pgdbg had taken the SIGINT at its
+/// delivery stop, and it was lost with pgdbg).
+fn signal_during_an_injected_syscall(major: u32) {
+    let cl = Cluster::start(major);
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let h = a.spawn_text("select pg_sleep(60)");
+    wait_until("the session to sleep", Duration::from_secs(10), || {
+        let mut b = cl.connect();
+        b.query_one_i64(&format!(
+            "select count(*) from pg_stat_activity where pid = {pid} and wait_event = 'PgSleep'"
+        )) == 1
+    });
+    let (inj, exit) = ("syscall-injected-1", "syscall-exit-1");
+    let mut p = Pgdbg::spawn_attached_env(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--ex",
+            "break pg_backend_pid",
+        ],
+        pid,
+        &[
+            ("PGDBG_PAUSE_AT", &format!("{inj},{exit}")),
+            ("PGDBG_PAUSE_MS", "3000"),
+        ],
+    );
+    let err = p.child.stderr.take().expect("pgdbg's stderr is piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for l in std::io::BufReader::new(err).lines() {
+            let Ok(l) = l else { break };
+            let _ = tx.send(l);
+        }
+    });
+    let until = |needle: &str| loop {
+        let l = rx
+            .recv_timeout(Duration::from_secs(90))
+            .unwrap_or_else(|e| panic!("no '{needle}' from pgdbg: {e}"));
+        if l.contains(needle) {
+            break;
+        }
+    };
+    until(&format!("paused at {inj} "));
+    // SAFETY: kill(2) of a backend of the test's own cluster.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    until(&format!("paused at {exit} "));
+    assert!(
+        signal_pending(pid, libc::SIGINT),
+        "the SIGINT is no longer pending in the kernel at the system call's exit (taken by pgdbg)"
+    );
+    kill_both(&p, pid);
+    let t0 = std::time::Instant::now();
+    let r = a.rejoin(h);
+    assert!(
+        r.as_ref().is_err_and(|e| e.contains("canceling statement"))
+            && t0.elapsed() < Duration::from_secs(20),
+        "the cancel was lost: {r:?} after {:?}",
+        t0.elapsed()
+    );
+    assert_eq!(a.query_one_i64("select 41 + 1"), 42);
+    timeout_fires_and_errors_go_on(&mut a, "killed in an injected system call with a signal");
+    cl.assert_no_crash();
+    let (code, out, err) = pgdbg(&["rescue", &pid.to_string()]);
+    assert_eq!(code, 0, "rescue: {out}{err}");
+}
+
+#[test]
+fn killed_together_with_a_signal_in_an_injected_syscall_15() {
+    signal_during_an_injected_syscall(15);
+}
+
+#[test]
+fn killed_together_with_a_signal_in_an_injected_syscall_18() {
+    signal_during_an_injected_syscall(18);
+}
+
+fn sigblk(pid: i32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("SigBlk:").map(|v| v.trim().to_string()))
+        .unwrap_or_default()
+}
+
+/// pgdbg alone killed at an injected system call's exit (every signal
+/// blocked for it), the backend held (a breakpoint in place): its
+/// guardian puts the registers back and the backend's own signal mask,
+/// read from the frame: the mask is as before the attach, and a statement
+/// timeout fires.
+fn guardian_at_an_injected_syscalls_exit(major: u32) {
+    let cl = Cluster::start(major);
+    let mut a = cl.connect();
+    let pid = a.pid();
+    wait_until("the backend to wait", Duration::from_secs(10), || {
+        syscall_nr(pid).is_some()
+    });
+    let before = sigblk(pid);
+    // the recorder's first mmap (the second of all: the SIGTRAP handler's
+    // pages are the first), made with the breakpoint in place: held, so
+    // that the guardian finds the backend in the trailer
+    let at = format!("syscall-exit-nr{}-2", libc::SYS_mmap);
+    let mut p = Pgdbg::spawn_attached_env(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--ex",
+            "break pg_backend_pid",
+            "--ex",
+            "plancache --for 60s",
+        ],
+        pid,
+        &[("PGDBG_PAUSE_AT", &at), ("PGDBG_PAUSE_MS", "60000")],
+    );
+    wait_for_stderr(&mut p, &format!("paused at {at} "), Duration::from_secs(90));
+    // every signal but SIGKILL and SIGSTOP blocked during the call
+    assert_eq!(
+        sigblk(pid),
+        "fffffffffffbfeff",
+        "blocked during the call (before: {before})"
+    );
+    // SAFETY: kill(2) of the pgdbg this test started.
+    unsafe { libc::kill(p.pid(), libc::SIGKILL) };
+    wait_until("the guardian to finish", Duration::from_secs(20), || {
+        tracer_pid(pid) == 0 && guardians_of(pid).is_empty()
+    });
+    wait_until("the backend to run", Duration::from_secs(5), || {
+        !stopped(pid)
+    });
+    assert_eq!(
+        sigblk(pid),
+        before,
+        "the backend's signal mask after the guardian"
+    );
+    assert_eq!(a.query_one_i64("select 41 + 1"), 42);
+    timeout_fires_and_errors_go_on(&mut a, "pgdbg killed at an injected system call's exit");
+    cl.assert_no_crash();
+}
+
+#[test]
+fn guardian_restores_the_mask_at_an_injected_syscalls_exit_18() {
+    guardian_at_an_injected_syscalls_exit(18);
+}

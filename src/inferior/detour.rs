@@ -79,6 +79,7 @@ const PTRACE_SYSCALL_INFO_ENTRY: u8 = 1;
 const PTRACE_SYSCALL_INFO_EXIT: u8 = 2;
 // include/uapi/linux/ptrace.h: the blocked mask of a stopped tracee
 const PTRACE_GETSIGMASK: libc::c_uint = 0x420a;
+const PTRACE_SETSIGMASK: libc::c_uint = 0x420b;
 
 /// The `op` of a stopped tracee's PTRACE_GET_SYSCALL_INFO (None: refused).
 fn syscall_stop_op(pid: i32) -> Option<u8> {
@@ -94,6 +95,24 @@ fn syscall_stop_op(pid: i32) -> Option<u8> {
         )
     };
     (r > 0).then(|| buf[0].to_le_bytes()[0])
+}
+
+/// Set the blocked signal mask of stopped thread `pid`
+/// (PTRACE_SETSIGMASK; the kernel leaves SIGKILL and SIGSTOP out).
+pub(super) fn set_blocked_mask(pid: i32, m: u64) -> Result<()> {
+    // SAFETY: the kernel reads 8 bytes (the size given) from `m`.
+    let r = unsafe {
+        libc::ptrace(
+            PTRACE_SETSIGMASK,
+            pid,
+            8usize as *mut libc::c_void,
+            &m as *const u64 as *mut libc::c_void,
+        )
+    };
+    if r < 0 {
+        bail!("PTRACE_SETSIGMASK: {}", std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// The blocked signal mask of stopped thread `pid` (PTRACE_GETSIGMASK:
@@ -388,6 +407,7 @@ impl Target {
         // after the hold): the record, the frame and the registers put
         // back all agree
         self.note_syscall_in_flight(&saved, at, &saved_code, true)?;
+        let frame_mask = frame.mask;
         if let Err(e) = self.write(frame.at, &frame.bytes) {
             self.forget_syscall_in_flight();
             return Err(e.context("cannot write the signal frame of a system call"));
@@ -410,16 +430,34 @@ impl Target {
         r.rip = at;
         r.rsp = frame.rsp;
         r.orig_rax = u64::MAX; // no syscall restart at the new rip
+        // Every signal blocked while the call runs, once the registers are
+        // the injected ones (the frame's mask puts the backend's back if
+        // every pgdbg process dies from then on): one that comes meanwhile
+        // stays pending in the kernel, never taken into pgdbg's memory
+        // where a death would lose it.  Not blocked: kept by pgdbg as
+        // before (logged).
+        let mut blocked = false;
         let res = self.set_regs(&r).and_then(|_| {
+            match set_blocked_mask(self.pid(), u64::MAX) {
+                Ok(()) => blocked = true,
+                Err(e) => super::log::debug(&format!("signals not blocked: {e:#}")),
+            }
             n.pause("syscall-injected");
             self.run_to_syscall_exit(at, n)
         });
-        // registers first: the code goes back only once nothing can run it
+        // the mask, then the registers: the code goes back only once
+        // nothing can run it (a death before the registers are back runs
+        // the trailer, which restores the mask whatever it is)
         let s = if self.gone {
             Ok(())
         } else {
-            self.set_regs(&saved)
-                .and_then(|_| self.check_regs_read_back(&saved))
+            (if blocked {
+                set_blocked_mask(self.pid(), frame_mask)
+            } else {
+                Ok(())
+            })
+            .and_then(|_| self.set_regs(&saved))
+            .and_then(|_| self.check_regs_read_back(&saved))
         };
         let w = if self.gone || s.is_err() {
             // registers not put back: the code stays, so that the backend,

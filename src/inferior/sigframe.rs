@@ -130,6 +130,14 @@ pub struct Frame {
     /// The injected registers' rsp: `at + 8`, where `rt_sigreturn`
     /// expects it (`regs->sp - 8` is the frame).
     pub rsp: u64,
+    /// The blocked signal mask the frame restores (the backend's own).
+    pub mask: u64,
+}
+
+/// Where the frame of a backend stopped in the trailer with `rsp` (the
+/// injected registers' rsp) holds the signal mask `rt_sigreturn` restores.
+pub fn sigmask_at(rsp: u64) -> u64 {
+    rsp.wrapping_sub(8).wrapping_add(UC_SIGMASK as u64)
 }
 
 /// The registers the backend resumes with after a signal handler returns
@@ -238,6 +246,7 @@ pub fn plan(
         at,
         bytes: b,
         rsp: at + 8,
+        mask: sigmask,
     })
 }
 
@@ -276,6 +285,8 @@ mod tests {
         assert_eq!(w(UC_MCONTEXT + 16 * 8), r.rip);
         assert_eq!(w(SC_EFLAGS), 0x246);
         assert_eq!(w(UC_SIGMASK), 0x4000);
+        assert_eq!(f.mask, 0x4000);
+        assert_eq!(w((sigmask_at(f.rsp) - f.at) as usize), 0x4000);
         let fp = w(SC_FPSTATE);
         assert_eq!(fp % 64, 0);
         assert!(fp + 832 + 4 <= r.rsp - RED_ZONE);

@@ -412,7 +412,22 @@ fn undo_syscall(t: &mut Target, sc: &Syscall) -> Result<String> {
         return Ok("system call undone".into());
     }
     let range = sc.at..sc.at + sc.code.len() as u64;
-    let mut how = if range.contains(&t.regs()?.rip) {
+    let now = t.regs()?;
+    let mut how = if range.contains(&now.rip) {
+        // the backend's own signal mask first, from the frame (pgdbg
+        // blocks every signal while the call runs, detour.rs): the frame
+        // lies below the saved rsp's red zone, where the injected rsp is
+        let m = crate::inferior::sigframe::sigmask_at(now.rsp);
+        if !(now.rsp..sc.regs.rsp.saturating_sub(128)).contains(&m) {
+            anyhow::bail!(
+                "the injected stack pointer {:#x} is not below the saved one {:#x}",
+                now.rsp,
+                sc.regs.rsp
+            );
+        }
+        let mut w = [0u8; 8];
+        t.read(m, &mut w)?;
+        crate::inferior::detour::set_blocked_mask(t.pid(), u64::from_le_bytes(w))?;
         t.set_regs(&sc.regs)?;
         t.check_regs_read_back(&sc.regs)?;
         "system call undone".to_string()

@@ -115,7 +115,7 @@ pub const VARS: &[Var] = &[
     },
     Var {
         name: "PGDBG_PAUSE_AT",
-        what: "where pgdbg waits PGDBG_PAUSE_MS (at each of several, separated by commas), said on stderr: data-word-N (the N-th word a call series changes recorded, before the next), series (words changed, before the first call), call-setup (before a call's registers are written), call-restore (before the saved ones are put back), spare-seized (a worker started ahead, right after it seized a new backend and asked it to stop, back at the normal priority), signal-seen-SIG (a signal's delivery stop seen, e.g. signal-seen-SIGALRM, before the resume that delivers it), syscall-injected-N (the N-th system call pgdbg makes the backend run, its registers written, before the resume into it), syscall-exit-N (the same at its exit stop, before the registers are put back); syscall-injected-nrNR-K and syscall-exit-nrNR-K (the same at the K-th system call of number NR, e.g. syscall-exit-nr72-3: the third fcntl), seize (`attach PID`: its checks made and its debug info loaded, before the seize)",
+        what: "where pgdbg waits PGDBG_PAUSE_MS (several points separated by commas; NAME:MS for a length of its own), said on stderr: data-word-N (the N-th word a call series changes recorded, before the next), series (words changed, before the first call), call-setup (before a call's registers are written), call-restore (before the saved ones are put back), spare-seized (a worker started ahead, right after it seized a new backend and asked it to stop, back at the normal priority), signal-seen-SIG (a signal's delivery stop seen, e.g. signal-seen-SIGALRM, before the resume that delivers it), syscall-injected-N (the N-th system call pgdbg makes the backend run, its registers written, before the resume into it), syscall-exit-N (the same at its exit stop, before the registers are put back); syscall-injected-nrNR-K and syscall-exit-nrNR-K (the same at the K-th system call of number NR, e.g. syscall-exit-nr72-3: the third fcntl), seize (`attach PID`: its checks made and its debug info loaded, before the seize)",
         for_tests: true,
     },
     Var {
@@ -193,14 +193,17 @@ impl Config {
 /// (tests/killed_together.rs).
 pub fn pause_for_tests(at: &str) {
     let c = get();
-    if !c
-        .pause_at
-        .as_deref()
-        .is_some_and(|p| p.split(',').any(|x| x == at))
-    {
+    // `NAME` or `NAME:MS` (this point's own length), comma-separated
+    let Some(own) = c.pause_at.as_deref().and_then(|p| {
+        p.split(',').find_map(|x| match x.split_once(':') {
+            Some((n, ms)) if n == at => Some(ms.parse::<u64>().ok()),
+            None if x == at => Some(None),
+            _ => None,
+        })
+    }) else {
         return;
-    }
-    let ms = c.pause_ms.unwrap_or(60_000).min(120_000);
+    };
+    let ms = own.or(c.pause_ms).unwrap_or(60_000).min(120_000);
     crate::runtime::sink().warn(format_args!(
         "pgdbg: paused at {at} for {ms} ms (PGDBG_PAUSE_AT)"
     ));

@@ -907,6 +907,7 @@ fn killed_at_every_injected_syscall(major: u32, ex: &str) {
                 syscall_nr(pid).is_some()
             });
             let idle = syscall_nr(pid);
+            let mask = sigblk(pid);
             let mut p = Pgdbg::spawn_env(
                 &["attach", &pid.to_string(), "-q", "--ex", ex],
                 &[("PGDBG_PAUSE_AT", &at), ("PGDBG_PAUSE_MS", "60000")],
@@ -931,6 +932,7 @@ fn killed_at_every_injected_syscall(major: u32, ex: &str) {
                 proc_state(pid),
                 syscall_nr(pid),
             );
+            assert_eq!(sigblk(pid), mask, "the signal mask after a kill at {at}");
             assert_eq!(a.query_one_i64("select 41 + 1"), 42, "killed at {at}");
             timeout_fires_and_errors_go_on(&mut a, &format!("killed at {at}"));
             let (code, out, err) = pgdbg(&["rescue", &pid.to_string()]);
@@ -988,8 +990,9 @@ fn signal_during_an_injected_syscall(major: u32) {
         ],
         pid,
         &[
-            ("PGDBG_PAUSE_AT", &format!("{inj},{exit}")),
-            ("PGDBG_PAUSE_MS", "3000"),
+            // the first pause long enough for the signal to be sent, the
+            // second until the kill
+            ("PGDBG_PAUSE_AT", &format!("{inj}:5000,{exit}:60000")),
         ],
     );
     let err = p.child.stderr.take().expect("pgdbg's stderr is piped");
@@ -1082,10 +1085,22 @@ fn guardian_at_an_injected_syscalls_exit(major: u32) {
         &[("PGDBG_PAUSE_AT", &at), ("PGDBG_PAUSE_MS", "60000")],
     );
     wait_for_stderr(&mut p, &format!("paused at {at} "), Duration::from_secs(90));
-    // every signal but SIGKILL and SIGSTOP blocked during the call
+    // blocked during the call: every signal but SIGKILL and SIGSTOP and
+    // those a fault forces (SIGTRAP, SIGSEGV...)
+    let forced = [
+        libc::SIGILL,
+        libc::SIGTRAP,
+        libc::SIGBUS,
+        libc::SIGFPE,
+        libc::SIGSEGV,
+        libc::SIGSYS,
+        libc::SIGKILL,
+        libc::SIGSTOP,
+    ];
+    let want = !forced.iter().fold(0u64, |m, s| m | 1 << (s - 1));
     assert_eq!(
         sigblk(pid),
-        "fffffffffffbfeff",
+        format!("{want:016x}"),
         "blocked during the call (before: {before})"
     );
     // SAFETY: kill(2) of the pgdbg this test started.

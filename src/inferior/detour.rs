@@ -97,6 +97,22 @@ fn syscall_stop_op(pid: i32) -> Option<u8> {
     (r > 0).then(|| buf[0].to_le_bytes()[0])
 }
 
+/// The signals blocked while an injected system call runs with its frame:
+/// all but those the kernel forces on a fault of the thread itself (a
+/// blocked one has its action reset to the default and is unblocked:
+/// `force_sig_info_to_task`), SIGTRAP above all: a trap flag a single
+/// step left set traps in the trailer, for the SIGTRAP handler to take.
+pub(super) const BLOCKED_FOR_A_CALL: u64 = !(bit(libc::SIGILL)
+    | bit(libc::SIGTRAP)
+    | bit(libc::SIGBUS)
+    | bit(libc::SIGFPE)
+    | bit(libc::SIGSEGV)
+    | bit(libc::SIGSYS));
+
+const fn bit(sig: i32) -> u64 {
+    1 << (sig - 1)
+}
+
 /// Set the blocked signal mask of stopped thread `pid`
 /// (PTRACE_SETSIGMASK; the kernel leaves SIGKILL and SIGSTOP out).
 pub(super) fn set_blocked_mask(pid: i32, m: u64) -> Result<()> {
@@ -430,15 +446,15 @@ impl Target {
         r.rip = at;
         r.rsp = frame.rsp;
         r.orig_rax = u64::MAX; // no syscall restart at the new rip
-        // Every signal blocked while the call runs, once the registers are
-        // the injected ones (the frame's mask puts the backend's back if
+        // Signals blocked while the call runs (BLOCKED_FOR_A_CALL), once
+        // the registers are the injected ones (the frame's mask puts the backend's back if
         // every pgdbg process dies from then on): one that comes meanwhile
         // stays pending in the kernel, never taken into pgdbg's memory
         // where a death would lose it.  Not blocked: kept by pgdbg as
         // before (logged).
         let mut blocked = false;
         let res = self.set_regs(&r).and_then(|_| {
-            match set_blocked_mask(self.pid(), u64::MAX) {
+            match set_blocked_mask(self.pid(), BLOCKED_FOR_A_CALL) {
                 Ok(()) => blocked = true,
                 Err(e) => super::log::debug(&format!("signals not blocked: {e:#}")),
             }

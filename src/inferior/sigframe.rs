@@ -85,8 +85,9 @@ const UC_SIGMASK: usize = UC_MCONTEXT + SIGCONTEXT_LEN;
 // not read by rt_sigreturn, but `access_ok` covers the whole frame
 const FRAME_LEN: usize = UC_SIGMASK + 8 + 128;
 const _: () = assert!(UC_SIGMASK == 304 && FRAME_LEN == 440);
-// the ucontext offsets the SIGTRAP handler uses are the same ABI
-const _: () = assert!(UC_MCONTEXT - F_UC == super::callrepair::UC_GREGS as usize);
+/// Where a ucontext's general registers start (callrepair.rs's `UC_GREGS`
+/// is checked against it).
+pub(super) const UC_GREGS_IN_UCONTEXT: usize = UC_MCONTEXT - F_UC;
 
 // uc_flags (arch/x86/include/uapi/asm/ucontext.h)
 const UC_FP_XSTATE: u64 = 0x1;

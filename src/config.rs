@@ -74,6 +74,11 @@ pub const VARS: &[Var] = &[
         for_tests: true,
     },
     Var {
+        name: "PGDBG_NO_SYSCALL_TRAILER",
+        what: "set: system calls injected into the backend run in its group stop, not through a signal frame that puts the backend's state back by itself",
+        for_tests: true,
+    },
+    Var {
         name: "PGDBG_GUARDIAN_QUIET",
         what: "set: the guardian does not say what it restored after pgdbg died",
         for_tests: true,
@@ -110,7 +115,7 @@ pub const VARS: &[Var] = &[
     },
     Var {
         name: "PGDBG_PAUSE_AT",
-        what: "where pgdbg waits PGDBG_PAUSE_MS, said on stderr: data-word-N (the N-th word a call series changes recorded, before the next), series (words changed, before the first call), call-setup (before a call's registers are written), call-restore (before the saved ones are put back), spare-seized (a worker started ahead, right after it seized a new backend and asked it to stop, back at the normal priority), signal-seen-SIG (a signal's delivery stop seen, e.g. signal-seen-SIGALRM, before the resume that delivers it), seize (`attach PID`: its checks made and its debug info loaded, before the seize)",
+        what: "where pgdbg waits PGDBG_PAUSE_MS (several points separated by commas; NAME:MS for a length of its own), said on stderr: data-word-N (the N-th word a call series changes recorded, before the next), series (words changed, before the first call), call-setup (before a call's registers are written), call-restore (before the saved ones are put back), spare-seized (a worker started ahead, right after it seized a new backend and asked it to stop, back at the normal priority), signal-seen-SIG (a signal's delivery stop seen, e.g. signal-seen-SIGALRM, before the resume that delivers it), syscall-injected-N (the N-th system call pgdbg makes the backend run, its registers written, before the resume into it), syscall-exit-N (the same at its exit stop, before the registers are put back); syscall-injected-nrNR-K and syscall-exit-nrNR-K (the same at the K-th system call of number NR, e.g. syscall-exit-nr72-3: the third fcntl), seize (`attach PID`: its checks made and its debug info loaded, before the seize)",
         for_tests: true,
     },
     Var {
@@ -134,6 +139,7 @@ pub struct Config {
     pub no_trap_handler: bool,
     pub no_group_stop: bool,
     pub no_self_release: bool,
+    pub no_syscall_trailer: bool,
     pub guardian_quiet: bool,
     pub entry_only: bool,
     pub no_proc_events: bool,
@@ -165,6 +171,7 @@ impl Config {
             no_trap_handler: set("PGDBG_NO_TRAP_HANDLER"),
             no_group_stop: set("PGDBG_NO_GROUP_STOP"),
             no_self_release: set("PGDBG_NO_SELF_RELEASE"),
+            no_syscall_trailer: set("PGDBG_NO_SYSCALL_TRAILER"),
             guardian_quiet: set("PGDBG_GUARDIAN_QUIET"),
             entry_only: set("PGDBG_ENTRY_ONLY"),
             no_proc_events: set("PGDBG_NO_PROC_EVENTS"),
@@ -186,10 +193,17 @@ impl Config {
 /// (tests/killed_together.rs).
 pub fn pause_for_tests(at: &str) {
     let c = get();
-    if c.pause_at.as_deref() != Some(at) {
+    // `NAME` or `NAME:MS` (this point's own length), comma-separated
+    let Some(own) = c.pause_at.as_deref().and_then(|p| {
+        p.split(',').find_map(|x| match x.split_once(':') {
+            Some((n, ms)) if n == at => Some(ms.parse::<u64>().ok()),
+            None if x == at => Some(None),
+            _ => None,
+        })
+    }) else {
         return;
-    }
-    let ms = c.pause_ms.unwrap_or(60_000).min(120_000);
+    };
+    let ms = own.or(c.pause_ms).unwrap_or(60_000).min(120_000);
     crate::runtime::sink().warn(format_args!(
         "pgdbg: paused at {at} for {ms} ms (PGDBG_PAUSE_AT)"
     ));

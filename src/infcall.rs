@@ -91,11 +91,15 @@ impl<'t> CallFrame<'t> {
         if !target.is_stopped() || target.is_gone() {
             bail!("the backend must be stopped to call a function in it");
         }
-        target.hold_for_change()?;
         // the SIGTRAP handler first (its install injects system calls): its
         // page keeps the record from which a call repairs itself when
-        // pgdbg and its guardian are both gone (inferior/callrepair.rs)
+        // pgdbg and its guardian are both gone (inferior/callrepair.rs).
+        // Before the group stop: its system calls return through a signal
+        // frame (inferior/sigframe.rs) and need none, and until the pipe
+        // that ends a stop when every pgdbg process is gone exists
+        // (inferior/selfrelease/), a death would leave the backend stopped
         target.prepare_call_repair();
+        target.hold_for_change()?;
         let saved_regs = target.regs()?;
         let saved_xstate = XState::save(target.pid())
             .map_err(|e| anyhow!("{e:#}; the backend was not changed"))?;

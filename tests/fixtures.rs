@@ -271,3 +271,99 @@ fn stepi_over_pushf_pushes_no_trap_flag() {
         "the process died after the detach:\n{out}\n{err}"
     );
 }
+
+/// tests/fixtures/syscall_trailer.c in `mode`, pgdbg attached (a
+/// breakpoint set: the SIGTRAP handler's set-up injects system calls) and
+/// paused at `at`, then pgdbg and its guardian SIGKILLed together: the
+/// process is not left stopped (a system call injected with its signal
+/// frame, src/inferior/sigframe.rs, restores it by itself) and every
+/// general register, xmm/ymm register and its signal mask are as before;
+/// an interrupted `read` restarts (it returns the byte written after), an
+/// interrupted `nanosleep` returns EINTR, as after a signal handler.
+/// With PGDBG_NO_SYSCALL_TRAILER (the way before): left stopped, state T.
+fn trailer_killed_at(mode: &str, at: &str) {
+    let mut child = Command::new(c_fixture("syscall_trailer"))
+        .arg(mode)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as i32;
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert!(line.starts_with("ready"), "{line}");
+    let wfd: i32 = line.rsplit("wfd=").next().unwrap().trim().parse().unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let mut p = Pgdbg::spawn_attached_env(
+        &[
+            "attach",
+            &pid.to_string(),
+            "--any-process",
+            "-q",
+            "--ex",
+            "break never_called",
+        ],
+        pid,
+        &[("PGDBG_PAUSE_AT", at), ("PGDBG_PAUSE_MS", "60000")],
+    );
+    // a deadline: the test fails, never hangs, if the pause never comes
+    wait_for_stderr(&mut p, &format!("paused at {at} "), Duration::from_secs(90));
+    let g = guardians_of(pid);
+    assert_eq!(g.len(), 1, "one guardian: {g:?}");
+    // SAFETY: kill(2) of the guardian and the pgdbg this test started.
+    unsafe {
+        libc::kill(g[0], libc::SIGKILL);
+        libc::kill(p.child.id() as i32, libc::SIGKILL);
+    }
+    wait_until(
+        "pgdbg and its guardian to end",
+        Duration::from_secs(10),
+        || tracer_pid(pid) == 0 && guardians_of(pid).is_empty(),
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    let state = proc_state(pid);
+    let left_stopped = state.starts_with('T') || state.starts_with('t');
+    if left_stopped {
+        let _ = child.kill();
+    }
+    assert!(!left_stopped, "{mode} at {at}: left stopped ({state})");
+    match mode {
+        "read" => std::fs::write(format!("/proc/{pid}/fd/{wfd}"), b"x").unwrap(),
+        "spin" => unsafe {
+            libc::kill(pid, libc::SIGUSR1);
+        },
+        _ => {}
+    }
+    let mut res = String::new();
+    out.read_line(&mut res).unwrap();
+    let _ = child.wait();
+    let want_ret = match mode {
+        "read" => "ret=1 ",
+        "sleep" => "ret=-4 ",
+        _ => "ret=0 ",
+    };
+    assert!(
+        res.contains(want_ret) && res.contains("regs=0 vec=ok mask=ok"),
+        "{mode} killed at {at}: {res}"
+    );
+}
+
+#[test]
+fn trailer_spin_killed_before_the_injected_syscall() {
+    trailer_killed_at("spin", "syscall-injected-1");
+}
+
+#[test]
+fn trailer_spin_killed_at_the_exit_stop() {
+    trailer_killed_at("spin", "syscall-exit-1");
+}
+
+#[test]
+fn trailer_read_killed_at_the_exit_stop_restarts() {
+    trailer_killed_at("read", "syscall-exit-1");
+}
+
+#[test]
+fn trailer_sleep_killed_before_the_injected_syscall_eintr() {
+    trailer_killed_at("sleep", "syscall-injected-1");
+}

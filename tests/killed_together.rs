@@ -762,3 +762,366 @@ fn killed_together_at_a_signals_delivery_stop_armed_15() {
 fn killed_together_at_a_signals_delivery_stop_armed_18() {
     killed_at_a_signals_delivery_stop(18, true);
 }
+
+/// pgdbg and its guardian killed at an injected system call of the
+/// set-up of a breakpoint (a call's data words would hold the backend
+/// already; PGDBG_PAUSE_AT `syscall-injected-N` / `syscall-exit-N`: the
+/// N-th system call pgdbg makes the backend run, its registers written,
+/// before the resume into it or at its exit stop).  The first ones map the
+/// SIGTRAP handler's pages, before the SIGCONT pipe exists: nothing could
+/// end a group stop then.  The system call runs with a signal frame on the
+/// backend's stack (src/inferior/sigframe.rs) and no group stop: the
+/// backend finishes it and returns to its own context by itself, back in
+/// its client read within a second; the session answers, a
+/// statement_timeout fires, floating point is as before; the rescue puts
+/// `_start`'s bytes back.  (Before 2026-12-05, and with
+/// PGDBG_NO_SYSCALL_TRAILER: left stopped, state T, until a rescue.)
+fn killed_in_an_injected_syscall(major: u32, at: &str, env: &[(&str, &str)]) {
+    let cl = Cluster::start(major);
+    let bin = cl.postgres_binary();
+    let mut a = cl.connect();
+    let pid = a.pid();
+    wait_until("the backend to wait", Duration::from_secs(10), || {
+        syscall_nr(pid).is_some()
+    });
+    let idle = syscall_nr(pid);
+    let mut vars = vec![("PGDBG_PAUSE_AT", at), ("PGDBG_PAUSE_MS", "60000")];
+    vars.extend_from_slice(env);
+    let mut p = Pgdbg::spawn_attached_env(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--ex",
+            "break pg_backend_pid",
+        ],
+        pid,
+        &vars,
+    );
+    // a deadline: the test fails, never hangs, if the pause never comes
+    wait_for_stderr(&mut p, &format!("paused at {at} "), Duration::from_secs(90));
+    kill_both(&p, pid);
+    let t0 = std::time::Instant::now();
+    while (stopped(pid) || syscall_nr(pid) != idle) && t0.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        !stopped(pid) && syscall_nr(pid) == idle && t0.elapsed() < Duration::from_secs(1),
+        "backend {pid} {:?} after pgdbg and its guardian were killed at {at}: state {}, system call {:?} (idle: {idle:?})",
+        t0.elapsed(),
+        proc_state(pid),
+        syscall_nr(pid),
+    );
+    assert_eq!(a.query_one_i64("select 41 + 1"), 42);
+    timeout_fires_and_errors_go_on(&mut a, &format!("killed at {at}"));
+    assert_eq!(
+        a.query_one_i64("select (sqrt(2.0::float8) * 1e6)::int8"),
+        1414214
+    );
+    cl.assert_no_crash();
+    let (code, out, err) = pgdbg(&["rescue", &pid.to_string()]);
+    assert_eq!(code, 0, "rescue: {out}{err}");
+    assert!(
+        code_matches_file(pid, &bin, "_start", 16),
+        "_start's bytes differ from the file after the rescue"
+    );
+    assert!(records_of(pid).is_empty(), "{:?}", records_of(pid));
+    assert_eq!(a.query_one_i64("select 40 + 2"), 42);
+    cl.assert_no_crash();
+}
+
+#[test]
+fn killed_together_in_the_first_injected_syscall_15() {
+    killed_in_an_injected_syscall(15, "syscall-injected-1", &[]);
+}
+
+#[test]
+fn killed_together_in_the_first_injected_syscall_18() {
+    killed_in_an_injected_syscall(18, "syscall-injected-1", &[]);
+}
+
+#[test]
+fn killed_together_at_the_first_injected_syscalls_exit_18() {
+    killed_in_an_injected_syscall(18, "syscall-exit-1", &[]);
+}
+
+/// Once the SIGCONT pipe is armed: at the exit stop of the set-up's last
+/// system call, the third `fcntl` (F_SETFL O_ASYNC on the read end,
+/// src/inferior/selfrelease/install.rs; no other `fcntl` is injected before
+/// it), the backend at the trailer's second instruction.  The deaths close
+/// the pipe, the SIGCONT handler sees the injected code at AT_ENTRY and
+/// lets the backend run on, the frame restoring it.
+#[test]
+fn killed_together_at_the_arming_fcntls_exit_18() {
+    let at = format!("syscall-exit-nr{}-3", libc::SYS_fcntl);
+    killed_in_an_injected_syscall(18, &at, &[]);
+}
+
+/// Until pgdbg pauses at `at` (true) or ends without pausing there
+/// (false: its stderr closed); fails, never hangs, after `limit`.
+fn paused_or_ended(p: &mut Pgdbg, at: &str, limit: Duration) -> bool {
+    use std::io::BufRead;
+    use std::sync::mpsc::RecvTimeoutError;
+    let err = p.child.stderr.take().expect("pgdbg's stderr is piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for l in std::io::BufReader::new(err).lines() {
+            let Ok(l) = l else { break };
+            let _ = tx.send(l);
+        }
+    });
+    let needle = format!("paused at {at} ");
+    let t0 = std::time::Instant::now();
+    let mut seen = String::new();
+    loop {
+        match rx.recv_timeout(limit.saturating_sub(t0.elapsed())) {
+            Ok(l) if l.contains(&needle) => return true,
+            Ok(l) => {
+                seen.push_str(&l);
+                seen.push('\n');
+            }
+            Err(RecvTimeoutError::Disconnected) => return false,
+            Err(RecvTimeoutError::Timeout) => {
+                panic!("pgdbg neither paused at {at} nor ended within {limit:?}:\n{seen}")
+            }
+        }
+    }
+}
+
+/// Every system call pgdbg injects for a breakpoint, from the attach to
+/// the detach (stdin at its end: the set-up, then the teardown), at its
+/// entry and at its exit stop, one kill of pgdbg and its guardian each,
+/// in sessions of one cluster: the backend is back in its client read
+/// within a second, not stopped, its session answers, a statement timeout
+/// fires, and the rescue leaves `_start` as in the file.
+fn killed_at_every_injected_syscall(major: u32, ex: &str) {
+    let cl = Cluster::start(major);
+    let bin = cl.postgres_binary();
+    let mut kills = 0;
+    for stage in ["syscall-injected", "syscall-exit"] {
+        for n in 1.. {
+            let at = format!("{stage}-{n}");
+            let mut a = cl.connect();
+            let pid = a.pid();
+            wait_until("the backend to wait", Duration::from_secs(10), || {
+                syscall_nr(pid).is_some()
+            });
+            let idle = syscall_nr(pid);
+            let mask = sigblk(pid);
+            let mut p = Pgdbg::spawn_env(
+                &["attach", &pid.to_string(), "-q", "--ex", ex],
+                &[("PGDBG_PAUSE_AT", &at), ("PGDBG_PAUSE_MS", "60000")],
+            );
+            if !paused_or_ended(&mut p, &at, Duration::from_secs(90)) {
+                let (code, _, _) = p.wait(Duration::from_secs(30));
+                assert_eq!(code, 0, "pgdbg's run without a pause at {at}");
+                assert!(n > 3, "only {} system calls injected", n - 1);
+                break;
+            }
+            kill_both(&p, pid);
+            kills += 1;
+            let t0 = std::time::Instant::now();
+            while (stopped(pid) || syscall_nr(pid) != idle) && t0.elapsed() < Duration::from_secs(5)
+            {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            assert!(
+                !stopped(pid) && syscall_nr(pid) == idle && t0.elapsed() < Duration::from_secs(1),
+                "backend {pid} {:?} after pgdbg and its guardian were killed at {at}: state {}, system call {:?} (idle: {idle:?})",
+                t0.elapsed(),
+                proc_state(pid),
+                syscall_nr(pid),
+            );
+            assert_eq!(sigblk(pid), mask, "the signal mask after a kill at {at}");
+            assert_eq!(a.query_one_i64("select 41 + 1"), 42, "killed at {at}");
+            timeout_fires_and_errors_go_on(&mut a, &format!("killed at {at}"));
+            let (code, out, err) = pgdbg(&["rescue", &pid.to_string()]);
+            assert_eq!(code, 0, "rescue after {at}: {out}{err}");
+            assert!(
+                code_matches_file(pid, &bin, "_start", 16),
+                "_start's bytes differ from the file after the rescue ({at})"
+            );
+            assert_eq!(a.query_one_i64("select 40 + 2"), 42, "killed at {at}");
+            cl.assert_no_crash();
+        }
+    }
+    eprintln!("{kills} kills");
+}
+
+#[test]
+fn killed_together_at_every_injected_syscall_18() {
+    killed_at_every_injected_syscall(18, "break pg_backend_pid");
+}
+
+#[test]
+fn killed_together_at_every_injected_syscall_of_a_call_15() {
+    killed_at_every_injected_syscall(15, "call GetCurrentTransactionNestLevel()");
+}
+
+/// A signal that comes while an injected system call runs is not taken
+/// into pgdbg's memory, where a death of every pgdbg process would lose
+/// it: pgdbg blocks every signal for the call (the frame puts the
+/// backend's mask back).  The session runs `pg_sleep(60)`; pgdbg attaches
+/// with a breakpoint (PGDBG_PAUSE_AT at the first injected system call and
+/// at its exit); at the first pause the test sends SIGINT (a cancel), at
+/// the second it is still pending in the kernel; pgdbg and its guardian
+/// are then killed: the statement is cancelled within seconds, not after
+/// its minute (before 2026-12-05 pgdbg had taken the SIGINT at its
+/// delivery stop, and it was lost with pgdbg).
+fn signal_during_an_injected_syscall(major: u32) {
+    let cl = Cluster::start(major);
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let h = a.spawn_text("select pg_sleep(60)");
+    wait_until("the session to sleep", Duration::from_secs(10), || {
+        let mut b = cl.connect();
+        b.query_one_i64(&format!(
+            "select count(*) from pg_stat_activity where pid = {pid} and wait_event = 'PgSleep'"
+        )) == 1
+    });
+    let (inj, exit) = ("syscall-injected-1", "syscall-exit-1");
+    let mut p = Pgdbg::spawn_attached_env(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--ex",
+            "break pg_backend_pid",
+        ],
+        pid,
+        &[
+            // the first pause long enough for the signal to be sent, the
+            // second until the kill
+            ("PGDBG_PAUSE_AT", &format!("{inj}:5000,{exit}:60000")),
+        ],
+    );
+    let err = p.child.stderr.take().expect("pgdbg's stderr is piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for l in std::io::BufReader::new(err).lines() {
+            let Ok(l) = l else { break };
+            let _ = tx.send(l);
+        }
+    });
+    let until = |needle: &str| loop {
+        let l = rx
+            .recv_timeout(Duration::from_secs(90))
+            .unwrap_or_else(|e| panic!("no '{needle}' from pgdbg: {e}"));
+        if l.contains(needle) {
+            break;
+        }
+    };
+    until(&format!("paused at {inj} "));
+    // SAFETY: kill(2) of a backend of the test's own cluster.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    until(&format!("paused at {exit} "));
+    assert!(
+        signal_pending(pid, libc::SIGINT),
+        "the SIGINT is no longer pending in the kernel at the system call's exit (taken by pgdbg)"
+    );
+    kill_both(&p, pid);
+    let t0 = std::time::Instant::now();
+    let r = a.rejoin(h);
+    assert!(
+        r.as_ref().is_err_and(|e| e.contains("canceling statement"))
+            && t0.elapsed() < Duration::from_secs(20),
+        "the cancel was lost: {r:?} after {:?}",
+        t0.elapsed()
+    );
+    assert_eq!(a.query_one_i64("select 41 + 1"), 42);
+    timeout_fires_and_errors_go_on(&mut a, "killed in an injected system call with a signal");
+    cl.assert_no_crash();
+    let (code, out, err) = pgdbg(&["rescue", &pid.to_string()]);
+    assert_eq!(code, 0, "rescue: {out}{err}");
+}
+
+#[test]
+fn killed_together_with_a_signal_in_an_injected_syscall_15() {
+    signal_during_an_injected_syscall(15);
+}
+
+#[test]
+fn killed_together_with_a_signal_in_an_injected_syscall_18() {
+    signal_during_an_injected_syscall(18);
+}
+
+fn sigblk(pid: i32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("SigBlk:").map(|v| v.trim().to_string()))
+        .unwrap_or_default()
+}
+
+/// pgdbg alone killed at an injected system call's exit (every signal
+/// blocked for it), the backend held (a breakpoint in place): its
+/// guardian puts the registers back and the backend's own signal mask,
+/// read from the frame: the mask is as before the attach, and a statement
+/// timeout fires.
+fn guardian_at_an_injected_syscalls_exit(major: u32) {
+    let cl = Cluster::start(major);
+    let mut a = cl.connect();
+    let pid = a.pid();
+    wait_until("the backend to wait", Duration::from_secs(10), || {
+        syscall_nr(pid).is_some()
+    });
+    let before = sigblk(pid);
+    // the recorder's first mmap (the second of all: the SIGTRAP handler's
+    // pages are the first), made with the breakpoint in place: held, so
+    // that the guardian finds the backend in the trailer
+    let at = format!("syscall-exit-nr{}-2", libc::SYS_mmap);
+    let mut p = Pgdbg::spawn_attached_env(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--ex",
+            "break pg_backend_pid",
+            "--ex",
+            "plancache --for 60s",
+        ],
+        pid,
+        &[("PGDBG_PAUSE_AT", &at), ("PGDBG_PAUSE_MS", "60000")],
+    );
+    wait_for_stderr(&mut p, &format!("paused at {at} "), Duration::from_secs(90));
+    // blocked during the call: every signal but SIGKILL and SIGSTOP and
+    // those a fault forces (SIGTRAP, SIGSEGV...)
+    let forced = [
+        libc::SIGILL,
+        libc::SIGTRAP,
+        libc::SIGBUS,
+        libc::SIGFPE,
+        libc::SIGSEGV,
+        libc::SIGSYS,
+        libc::SIGKILL,
+        libc::SIGSTOP,
+    ];
+    let want = !forced.iter().fold(0u64, |m, s| m | 1 << (s - 1));
+    assert_eq!(
+        sigblk(pid),
+        format!("{want:016x}"),
+        "blocked during the call (before: {before})"
+    );
+    // SAFETY: kill(2) of the pgdbg this test started.
+    unsafe { libc::kill(p.pid(), libc::SIGKILL) };
+    wait_until("the guardian to finish", Duration::from_secs(20), || {
+        tracer_pid(pid) == 0 && guardians_of(pid).is_empty()
+    });
+    wait_until("the backend to run", Duration::from_secs(5), || {
+        !stopped(pid)
+    });
+    assert_eq!(
+        sigblk(pid),
+        before,
+        "the backend's signal mask after the guardian"
+    );
+    assert_eq!(a.query_one_i64("select 41 + 1"), 42);
+    timeout_fires_and_errors_go_on(&mut a, "pgdbg killed at an injected system call's exit");
+    cl.assert_no_crash();
+}
+
+#[test]
+fn guardian_restores_the_mask_at_an_injected_syscalls_exit_18() {
+    guardian_at_an_injected_syscalls_exit(18);
+}

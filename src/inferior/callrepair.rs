@@ -154,6 +154,8 @@ fn words(w: &[u64]) -> Vec<u8> {
 /// `struct sigcontext_64` starts with r8 .. r15, rdi, rsi, rbp, rbx, rdx,
 /// rax, rcx, rsp, rip, eflags (glibc's REG_R8 = 0 .. REG_EFL = 17).
 pub(super) const UC_GREGS: u32 = 40;
+// the same ABI as the signal frame of an injected system call
+const _: () = assert!(super::sigframe::UC_GREGS_IN_UCONTEXT == UC_GREGS as usize);
 pub(super) const UC_RSP: u32 = UC_GREGS + 15 * 8;
 pub(super) const UC_RIP: u32 = UC_GREGS + 16 * 8;
 /// `uc_mcontext.fpregs` (`sigcontext_64.fpstate`): after the 23 words

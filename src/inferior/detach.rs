@@ -51,9 +51,15 @@ impl Target {
         {
             self.rewind_to(bp)?;
         }
-        // then the pipe's read end (selfrelease.rs): a death of pgdbg
-        // from here on leaves the backend stopped for the guardian
-        if let Err(e) = self.remove_self_release() {
+        // pgdbg's own detach, its SIGTRAP handler in place: the group stop
+        // ends once nothing needs it, before the pipe goes (below).  The
+        // guardian's and a rescue's detach (no guardian of their own: no
+        // hold would be taken again for a system call whose signal frame is
+        // refused) and one without the handler (a single-step's trap flag
+        // could still be set) keep the order of before: the pipe first,
+        // the stop ended after PTRACE_DETACH
+        let leave_early = self.guardian.is_some() && self.trap.is_some();
+        if !leave_early && let Err(e) = self.remove_self_release() {
             first_err.get_or_insert(e);
         }
         if let Err(e) = self.remove_all_detours() {
@@ -93,6 +99,24 @@ impl Target {
         // we leave: take it now
         if let Err(e) = self.drain_sigtrap() {
             first_err.get_or_insert(e);
+        }
+        // Nothing of pgdbg's is left that a backend running untraced could
+        // meet (no int3, debug register, detour or call): in pgdbg's own
+        // detach (`leave_early`) the group stop ends now, while the SIGCONT
+        // pipe (selfrelease.rs) still covers it, not after the pipe is gone.  The system calls of the
+        // teardown below then run without it (with their signal frame,
+        // detour.rs): a death of every pgdbg process at any instant of it
+        // leaves the backend running (before, it left it stopped once the
+        // pipe was closed).  When something was not restored, the stop
+        // stays for the guardian.
+        if leave_early {
+            if first_err.is_none() && self.hold == hold::Hold::Ours && !self.hold_needed() {
+                self.leave_group_stop();
+            }
+            // the pipe's read end (selfrelease.rs)
+            if let Err(e) = self.remove_self_release() {
+                first_err.get_or_insert(e);
+            }
         }
         // our SIGTRAP handler last: nothing of ours can trap any more
         if let Err(e) = self.remove_trap_handler() {

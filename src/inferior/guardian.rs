@@ -415,6 +415,12 @@ impl Guardian {
         self.records().any()
     }
 
+    /// The same, but for a system call injected with its signal frame
+    /// (sigframe.rs), which needs no group stop: it restores itself.
+    pub fn in_flight_held(&self) -> bool {
+        self.records().any_held()
+    }
+
     /// pgdbg holds the backend in a group stop (or no longer does).
     pub fn note_hold(&mut self, held: bool) {
         self.shared.set(W_HOLD, held as u64);
@@ -457,8 +463,8 @@ impl Guardian {
         self.records().forget_data()
     }
 
-    pub fn note_syscall(&mut self, regs: &Registers, at: u64, code: [u8; 3]) {
-        self.records().note_syscall(regs, at, code)
+    pub fn note_syscall(&mut self, regs: &Registers, at: u64, code: &[u8], trailer: bool) {
+        self.records().note_syscall(regs, at, code, trailer)
     }
 
     pub fn forget_syscall(&mut self) {

@@ -5,7 +5,9 @@
 //! Held only while such a moment can come (`hold_needed`): an int3 of
 //! pgdbg's is written (a trap pgdbg has not rewound yet would resume one
 //! byte past it), debug registers are armed, a call, an injected system
-//! call or a changed data word is in flight.  Outside those, a tracer's
+//! call without its signal frame or a changed data word is in flight (a
+//! system call injected with its frame restores the backend by itself,
+//! sigframe.rs: it needs no hold).  Outside those, a tracer's
 //! death leaves the backend running as it runs untraced (what pgdbg left,
 //! an in-process recorder or the SIGTRAP handler, works without pgdbg, and
 //! the guardian or `pgdbg rescue` removes it), so pgdbg and its guardian
@@ -176,7 +178,7 @@ impl Target {
     pub(super) fn hold_needed(&self) -> bool {
         !self.inserted.is_empty()
             || self.debugregs_dirty
-            || self.guardian.as_ref().is_some_and(|g| g.in_flight())
+            || self.guardian.as_ref().is_some_and(|g| g.in_flight_held())
     }
 
     /// At a resume: enter the group stop when it is needed, leave it when
@@ -218,7 +220,7 @@ impl Target {
     /// SIGCONT ends it when it is sent, its delivery (reported to pgdbg
     /// later) passes through and changes nothing.  The guardian is told
     /// after: a death between the two makes it send one more SIGCONT.
-    fn leave_group_stop(&mut self) {
+    pub(super) fn leave_group_stop(&mut self) {
         let pid = self.pid();
         // Not someone else's stop: a SIGCONT now would end it too (or
         // discard their SIGSTOP not delivered yet: one pending while no

@@ -32,6 +32,7 @@ mod regaccess;
 pub mod regs;
 mod resume;
 mod selfrelease;
+mod sigframe;
 pub mod signals;
 mod stepping;
 pub mod traphandler;

@@ -13,6 +13,16 @@ pub struct Mapping {
     pub dev: String,
     pub inode: u64,
     pub path: Option<PathBuf>,
+    /// The kernel's name of a mapping no file backs: `[stack]`, `[heap]`,
+    /// `[vdso]`... (`path` is only ever a file's).
+    pub special: Option<String>,
+}
+
+impl Mapping {
+    /// Whether this is the kernel's mapping `name` (`[stack]`, `[heap]`).
+    pub fn is_special(&self, name: &str) -> bool {
+        self.special.as_deref() == Some(name)
+    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -96,6 +106,7 @@ pub fn maps(pid: i32) -> Result<Vec<Mapping>> {
             offset,
             dev,
             inode,
+            special: path.starts_with('[').then(|| path.clone()),
             path: if path.starts_with('/') {
                 Some(PathBuf::from(path))
             } else {

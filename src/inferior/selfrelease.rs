@@ -48,6 +48,10 @@
 //!   context, as at the call's return trap (the saved registers and XSAVE
 //!   image, the data words, the call's int3s put back; `MARK` REPAIRED),
 //!   and the backend runs on as below from where pgdbg had stopped it;
+//! * `rip` in a system call injected with its signal frame (the trailer's
+//!   eight bytes at AT_ENTRY, sigframe.rs; `NOT_OWN` 0, as pgdbg leaves
+//!   bit 1 clear for it when no other bit is set): it runs on as below,
+//!   and the trailer's `rt_sigreturn` puts the backend's context back;
 //! * `rip` in an injected system call's code at AT_ENTRY, registers not
 //!   the backend's own other than a call's (`NOT_OWN`: a system call, a
 //!   record of data words that is not whole, a call record that cannot
@@ -354,6 +358,16 @@ impl Target {
         };
         let v = if on { cur | bit } else { cur & !bit };
         self.note_release_word(NOT_OWN, v, |r| &mut r.not_own)
+    }
+
+    /// Whether `NOT_OWN` is known to hold exactly `v` (false where it is
+    /// not known: the guardian's Target before it read the page).  No
+    /// pipe: true for 0 (the handler does not exist, nothing to tell it).
+    pub(super) fn release_not_own_is(&self, v: u64) -> bool {
+        match self.trap.as_ref().and_then(|h| h.release.as_ref()) {
+            None => v == 0,
+            Some(r) => r.not_own == v,
+        }
     }
 
     /// Whether the SIGCONT handler sees NOT_OWN `bit` set, or cannot act

@@ -769,6 +769,42 @@ pub fn read_until(r: &mut impl BufRead, needle: &str, limit: Duration) -> String
     panic!("did not see '{needle}' in:\n{acc}");
 }
 
+/// Lines of pgdbg's stderr until one contains `needle`, read on a thread
+/// of their own (which goes on draining the pipe after): panics after
+/// `limit` even when no line comes at all (a pause point never reached,
+/// pgdbg waiting on its stdin), or when stderr ends first.
+pub fn wait_for_stderr(p: &mut Pgdbg, needle: &str, limit: Duration) -> String {
+    use std::sync::mpsc::RecvTimeoutError;
+    let err = p.child.stderr.take().expect("pgdbg's stderr is piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for l in BufReader::new(err).lines() {
+            let Ok(l) = l else { break };
+            // the receiver gone: drained all the same
+            let _ = tx.send(l);
+        }
+    });
+    let t0 = Instant::now();
+    let mut seen = String::new();
+    loop {
+        match rx.recv_timeout(limit.saturating_sub(t0.elapsed())) {
+            Ok(l) => {
+                seen.push_str(&l);
+                seen.push('\n');
+                if l.contains(needle) {
+                    return seen;
+                }
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                panic!("no '{needle}' on pgdbg's stderr within {limit:?}:\n{seen}")
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                panic!("pgdbg's stderr ended before '{needle}':\n{seen}")
+            }
+        }
+    }
+}
+
 pub fn stderr_reader(p: &mut Pgdbg) -> BufReader<std::process::ChildStderr> {
     BufReader::new(p.child.stderr.take().unwrap())
 }

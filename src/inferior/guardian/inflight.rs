@@ -42,6 +42,9 @@ const C_XLEN: usize = 3;
 const C_REGS: usize = 4;
 const C_DATA: usize = C_REGS + REGS_WORDS; // (address + 1, length, value)
 const S_VALID: usize = C_DATA + 3 * DATA_SLOTS;
+/// S_VALID of a system call injected with its signal frame (sigframe.rs):
+/// 8 code bytes borrowed; the backend may have restored itself.
+const SYSCALL_TRAILER: u64 = 2;
 const S_AT: usize = S_VALID + 1;
 const S_CODE: usize = S_AT + 1;
 const S_REGS: usize = S_CODE + 1;
@@ -140,18 +143,30 @@ impl Records<'_> {
         }
     }
 
-    pub fn note_syscall(&self, regs: &Registers, at: u64, code: [u8; 3]) {
+    /// An injected system call: `code` the bytes borrowed at `at` (3 for
+    /// `syscall; int3`, 8 for the signal-frame trailer: S_VALID says which,
+    /// 1 or `SYSCALL_TRAILER`).
+    pub fn note_syscall(&self, regs: &Registers, at: u64, code: &[u8], trailer: bool) {
         self.set(S_VALID, 0);
         self.set_regs(S_REGS, regs);
         self.set(S_AT, at);
         let mut b = [0u8; 8];
-        b[..3].copy_from_slice(&code);
+        let n = code.len().min(8);
+        b[..n].copy_from_slice(&code[..n]);
         self.set(S_CODE, u64::from_le_bytes(b));
-        self.set(S_VALID, 1);
+        self.set(S_VALID, if trailer { SYSCALL_TRAILER } else { 1 });
     }
 
     pub fn forget_syscall(&self) {
         self.set(S_VALID, 0);
+    }
+
+    /// Whether a record needs the group stop (hold.rs): all but a system
+    /// call injected with its signal frame, which restores itself.
+    pub fn any_held(&self) -> bool {
+        self.get(C_VALID) != 0
+            || (self.get(S_VALID) != 0 && self.get(S_VALID) != SYSCALL_TRAILER)
+            || (0..DATA_SLOTS).any(|s| self.get(C_DATA + 3 * s) != 0)
     }
 
     pub fn any(&self) -> bool {
@@ -188,8 +203,14 @@ impl Records<'_> {
             })
             .collect();
         let syscall = (self.get(S_VALID) != 0).then(|| {
+            let trailer = self.get(S_VALID) == SYSCALL_TRAILER;
             let c = self.get(S_CODE).to_le_bytes();
-            (self.regs(S_REGS), self.get(S_AT), [c[0], c[1], c[2]])
+            Syscall {
+                regs: self.regs(S_REGS),
+                at: self.get(S_AT),
+                code: c[..if trailer { 8 } else { 3 }].to_vec(),
+                trailer,
+            }
         });
         InFlight {
             call,
@@ -207,10 +228,20 @@ pub(super) struct Call {
     timeout: std::time::Duration,
 }
 
+/// An injected system call's record.
+pub(super) struct Syscall {
+    regs: Registers,
+    at: u64,
+    code: Vec<u8>,
+    /// Injected with its signal frame (sigframe.rs): the backend, once
+    /// untraced, finishes it and returns to its own context by itself.
+    trailer: bool,
+}
+
 pub(super) struct InFlight {
     pub call: Option<Call>,
     pub data: Vec<(u64, Vec<u8>)>,
-    pub syscall: Option<(Registers, u64, [u8; 3])>,
+    pub syscall: Option<Syscall>,
 }
 
 impl InFlight {
@@ -246,6 +277,24 @@ impl InFlight {
     /// again by the detach that follows, once the registers are the
     /// backend's own again; on a failure here as well (the detach then
     /// leaves the backend as it is, and the signals are its own).
+    /// The backend ended its stop itself (its SIGCONT handler) and ran on:
+    /// nothing of the system call's is replayed, but the code borrowed at
+    /// the entry point goes back where nothing can run it any more (`rip`
+    /// outside it, no signal frame on the stack returning into it:
+    /// `returns_into`); else it stays, harmless (`_start` never runs
+    /// again).  Returns what was done, for the message.
+    pub fn put_code_back_after_release(&self, t: &mut Target) -> Result<&'static str> {
+        let Some(sc) = &self.syscall else {
+            return Ok("");
+        };
+        let range = sc.at..sc.at + sc.code.len() as u64;
+        if range.contains(&t.regs()?.rip) || returns_into(t, &range, sc.regs.rsp)? {
+            return Ok(", its code left at the entry point: the backend may still run it");
+        }
+        t.write(sc.at, &sc.code)?;
+        Ok(", its code put back")
+    }
+
     pub fn finish(&self, t: &mut Target, flush: (u64, u64)) -> Result<String> {
         t.hold_signals_back(true);
         let res = self.finish_holding(t, flush);
@@ -265,11 +314,18 @@ impl InFlight {
             // the SIGTRAP of the call's return int3 (or of the system
             // call's) was delivered to our handler as pgdbg died: the
             // handler returns first (its sigreturn puts back the signal
-            // mask and FP state), without acting on the system call's
-            if let Some((_, at, code)) = &self.syscall {
-                t.write(*at, code)?;
+            // mask and FP state), without acting on the system call's.
+            // `syscall; int3`'s code goes back first (its int3 then makes
+            // the handler return instead of dying).  A trailer's stays: a
+            // signal handler that interrupted it may be what the SIGTRAP
+            // handler returns to, and it returns into the trailer;
+            // `undo_syscall` puts the code back once no frame on the stack
+            // returns there (`returns_into`)
+            let put_back = self.syscall.as_ref().filter(|sc| !sc.trailer);
+            if let Some(sc) = put_back {
+                t.write(sc.at, &sc.code)?;
             }
-            t.step_out_of_trap_handler(self.syscall.is_some())?;
+            t.step_out_of_trap_handler(put_back.is_some())?;
             if t.is_gone() {
                 return Ok("backend ended".into());
             }
@@ -281,11 +337,8 @@ impl InFlight {
             t.end_call_repair();
             return Ok("the backend had undone the call itself".into());
         }
-        if let Some((regs, at, code)) = &self.syscall {
-            t.write(*at, code)?;
-            t.set_regs(regs)?;
-            t.check_regs_read_back(regs)?;
-            how = "system call undone".into();
+        if let Some(sc) = &self.syscall {
+            how = undo_syscall(t, sc)?;
         }
         let Some(c) = &self.call else {
             self.put_data(t)?;
@@ -333,6 +386,79 @@ impl InFlight {
         }
         Ok(())
     }
+}
+
+/// Put back an injected system call's registers and borrowed code.
+///
+/// `syscall; int3` (held in the group stop, the backend stopped where
+/// pgdbg left it): the code, then the registers, as ever.
+///
+/// With its signal frame (sigframe.rs) the backend was not held: untraced
+/// since pgdbg's death, it may have finished the call and returned to its
+/// own context through the frame before this seized it.  Its registers are
+/// put back only while `rip` is still inside the injected code (the call
+/// not run, or run and the trailer not yet: the same as the trailer would
+/// do, the frame below rsp left as dead memory), the registers first.
+/// Elsewhere they are its own again (or a handler of its own interrupted
+/// the injected code: the handler returns there and the trailer runs):
+/// never touched.  The code goes back only when neither `rip` nor any word
+/// of the stack (a signal frame's saved rip) points into it; else it stays
+/// (AT_ENTRY never runs again but through such a return).
+fn undo_syscall(t: &mut Target, sc: &Syscall) -> Result<String> {
+    if !sc.trailer {
+        t.write(sc.at, &sc.code)?;
+        t.set_regs(&sc.regs)?;
+        t.check_regs_read_back(&sc.regs)?;
+        return Ok("system call undone".into());
+    }
+    let range = sc.at..sc.at + sc.code.len() as u64;
+    let now = t.regs()?;
+    let mut how = if range.contains(&now.rip) {
+        // the backend's own signal mask first, from the frame (pgdbg
+        // blocks every signal while the call runs, detour.rs): the frame
+        // lies below the saved rsp's red zone, where the injected rsp is
+        let m = crate::inferior::sigframe::sigmask_at(now.rsp);
+        if !(now.rsp..sc.regs.rsp.saturating_sub(128)).contains(&m) {
+            anyhow::bail!(
+                "the injected stack pointer {:#x} is not below the saved one {:#x}",
+                now.rsp,
+                sc.regs.rsp
+            );
+        }
+        let mut w = [0u8; 8];
+        t.read(m, &mut w)?;
+        crate::inferior::detour::set_blocked_mask(t.pid(), u64::from_le_bytes(w))?;
+        t.set_regs(&sc.regs)?;
+        t.check_regs_read_back(&sc.regs)?;
+        "system call undone".to_string()
+    } else {
+        "the backend had returned from the system call by itself".to_string()
+    };
+    if returns_into(t, &range, sc.regs.rsp)? || range.contains(&t.regs()?.rip) {
+        how.push_str(" (its code left at the entry point: the stack returns there)");
+    } else {
+        t.write(sc.at, &sc.code)?;
+    }
+    Ok(how)
+}
+
+/// Whether the stack holds a signal frame whose handler returns into the
+/// injected code `range`: a word pointing into it (the frame's saved rip)
+/// right after one that is an rsp on the injected signal frame's stack
+/// (`sigcontext` has rsp, then rip), between the saved rsp less the red
+/// zone and 128 KiB below (the frame is at most 440 bytes and a 64 KiB
+/// XSAVE image).  Only such a word counts: the stack holds `_start`'s
+/// address elsewhere (the auxiliary vector's AT_ENTRY, a stale word of the
+/// C library's start-up), which no return goes to.  Unknown stack: yes.
+fn returns_into(t: &Target, range: &std::ops::Range<u64>, saved_rsp: u64) -> Result<bool> {
+    let Some(words) = t.stack_words()? else {
+        return Ok(true);
+    };
+    let hi = saved_rsp.saturating_sub(128);
+    let lo = hi.saturating_sub(128 * 1024);
+    Ok(words
+        .windows(2)
+        .any(|w| range.contains(&w[1]) && (lo..hi).contains(&w[0])))
 }
 
 /// Let a call in flight run to its return int3 (the group still stopped:
@@ -570,17 +696,27 @@ impl Target {
         self.forget_repair_data_words();
     }
 
+    /// An injected system call about to start: `code` the bytes borrowed
+    /// at `at`, `trailer` whether it runs with its signal frame
+    /// (sigframe.rs).  The SIGCONT handler is told (NOT_OWN bit 1) that
+    /// the registers are not the backend's own, so that it stops the
+    /// backend again rather than let it run on there; not for a system
+    /// call with its frame while no other bit is set: the handler lets the
+    /// backend run on in the injected code, which restores itself
+    /// (selfrelease/handler.rs recognizes the trailer's bytes at AT_ENTRY).
     pub(in crate::inferior) fn note_syscall_in_flight(
         &mut self,
         regs: &Registers,
         at: u64,
-        code: [u8; 3],
+        code: &[u8],
+        trailer: bool,
     ) -> Result<()> {
-        if !self.disarm_in_injected_code(at) {
+        let alone = trailer && self.release_not_own_is(0);
+        if !alone && !self.disarm_in_injected_code(at) {
             self.note_release_not_own(2, true)?;
         }
         if let Some(g) = self.guardian()? {
-            g.note_syscall(regs, at, code);
+            g.note_syscall(regs, at, code, trailer);
         }
         Ok(())
     }

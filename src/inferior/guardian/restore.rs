@@ -269,9 +269,19 @@ pub(super) fn restore(
     // its SIGCONT, or single-stepping, the trap flag set: the detach
     // below clears it)
     let res = if released.get() {
+        // the borrowed code back where nothing runs it any more
+        let code = inflight.put_code_back_after_release(&mut t);
         forget_in_flight(shared);
-        how = "the backend had ended its stop itself: not replayed".into();
-        t.detach()
+        match code {
+            Ok(c) => {
+                how = format!("the backend had ended its stop itself: not replayed{c}");
+                t.detach()
+            }
+            Err(e) => {
+                how = "the backend had ended its stop itself: not replayed".into();
+                t.detach().and(Err(e))
+            }
+        }
     } else {
         inflight
             .finish(&mut t, flush)

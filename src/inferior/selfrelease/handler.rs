@@ -171,6 +171,16 @@ pub fn emit(base: u64, l: &Layout) -> Vec<u8> {
     c.extend_from_slice(&[0x48, 0x29, 0xc1]); // sub rcx, rax
     c.extend_from_slice(&[0x48, 0x83, 0xf9, 0x03]); // cmp rcx, 3
     jcc(&mut c, &mut jumps, JA, "data");
+    // a system call injected with its signal frame (sigframe.rs): the
+    // trailer's eight bytes at AT_ENTRY (no other code there runs again,
+    // and `syscall; int3` differs in its third byte).  Its context
+    // restores itself (the call finishes, `rt_sigreturn` returns to the
+    // backend's own): it runs on like the backend's own.  Beyond 3 it
+    // went to `data` above already, as any rip past `syscall; int3`
+    c.extend_from_slice(&[0x49, 0xba]); // movabs r10, TRAILER
+    c.extend_from_slice(&crate::inferior::sigframe::TRAILER);
+    c.extend_from_slice(&[0x4c, 0x39, 0x10]); // cmp [rax], r10
+    jcc(&mut c, &mut jumps, JE, "data");
     c.extend_from_slice(&[0x48, 0x85, 0xc9]); // test rcx, rcx
     jcc(&mut c, &mut jumps, JNE, "restop");
     c.extend_from_slice(&[0x80, 0x38, 0xcc]); // cmp byte [rax], 0xcc

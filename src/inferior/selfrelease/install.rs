@@ -112,8 +112,10 @@ impl Target {
     }
 
     /// Remove the pipe's ends from the backend, then the SIGCONT action
-    /// (the old one back).  First at every detach: from then on the
-    /// backend stays stopped if pgdbg dies, as before it was set up.
+    /// (the old one back).  In pgdbg's own detach, once the group stop has
+    /// ended (nothing of pgdbg's left but the handlers); first in the
+    /// guardian's and a rescue's, from when on the backend stays stopped
+    /// if they die, as before it was set up (detach.rs).
     pub(in crate::inferior) fn remove_self_release(&mut self) -> Result<()> {
         let Some(r) = self.trap.as_ref().and_then(|h| h.release.clone()) else {
             return Ok(());

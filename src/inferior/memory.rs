@@ -220,6 +220,7 @@ impl Target {
                     log::debug(&format!(
                         "{addr:#x}: pgdbg's int3 was gone (byte {b:#04x}): removed by someone else"
                     ));
+                    self.lost_int3s.push(addr);
                 }
                 self.write(addr, &[orig])?;
             }
@@ -292,6 +293,12 @@ impl Target {
     /// Every address where an int3 of ours is written.
     pub fn inserted_addresses(&self) -> Vec<u64> {
         self.inserted.keys().copied().collect()
+    }
+
+    /// The addresses where an int3 of pgdbg's was found gone when it was
+    /// removed (since the last call): its hits after that were not seen.
+    pub fn take_lost_int3s(&mut self) -> Vec<u64> {
+        std::mem::take(&mut self.lost_int3s)
     }
 
     pub fn breakpoint_inserted(&self, addr: u64) -> bool {

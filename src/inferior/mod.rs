@@ -149,6 +149,10 @@ pub struct Target {
     /// a SIGILL the backend took inside one before is dropped even when it
     /// is reported after the detour's removal.
     undone_jumps: Vec<detour::Detour>,
+    /// Addresses where an int3 of pgdbg's was found gone at its removal
+    /// (someone else wrote the code's byte back): the hits it should have
+    /// reported may have been missed (`take_lost_int3s`).
+    lost_int3s: Vec<u64>,
     /// The process that restores the backend if pgdbg dies (guardian.rs),
     /// started before the first change.
     guardian: Option<guardian::Guardian>,
@@ -275,6 +279,7 @@ impl Target {
             mem: None,
             detours: Vec::new(),
             undone_jumps: Vec::new(),
+            lost_int3s: Vec::new(),
             guardian: None,
             trap: None,
             trap_refused: false,

@@ -164,9 +164,25 @@ impl Session {
         };
         // frames a probe cached (a few, for its arguments) are not the stop's
         self.stop.forget();
+        self.say_lost_int3s();
         let r = res?;
         cleanup?;
         Ok(r)
+    }
+
+    /// One line per int3 of pgdbg's that someone else took out while it
+    /// was armed (found at its removal): what the probe counted or showed
+    /// misses the hits after that, and says so.
+    pub(crate) fn say_lost_int3s(&mut self) {
+        for addr in self.target.take_lost_int3s() {
+            let at = match EvalEnv::symbol_for(self, addr) {
+                Some(name) => format!("{name} ({addr:#x})"),
+                None => format!("{addr:#x}"),
+            };
+            self.say(&format!(
+                "pgdbg: its breakpoint at {at} was found removed by someone else (the code's byte written back over its int3: a kernel uprobe's removal at that place of the same file, by any process, or another debugger); its hits after that were not seen"
+            ));
+        }
     }
 
     pub(crate) fn probe_loop(&mut self, h: &mut dyn ProbeHandler) -> Result<(ProbeEnd, String)> {

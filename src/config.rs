@@ -110,7 +110,7 @@ pub const VARS: &[Var] = &[
     },
     Var {
         name: "PGDBG_PAUSE_AT",
-        what: "where pgdbg waits PGDBG_PAUSE_MS, said on stderr: data-word-N (the N-th word a call series changes recorded, before the next), series (words changed, before the first call), call-setup (before a call's registers are written), call-restore (before the saved ones are put back), spare-seized (a worker started ahead, right after it seized a new backend and asked it to stop, back at the normal priority), signal-seen-SIG (a signal's delivery stop seen, e.g. signal-seen-SIGALRM, before the resume that delivers it), seize (`attach PID`: its checks made and its debug info loaded, before the seize)",
+        what: "where pgdbg waits PGDBG_PAUSE_MS, said on stderr: data-word-N (the N-th word a call series changes recorded, before the next), series (words changed, before the first call), call-setup (before a call's registers are written), call-restore (before the saved ones are put back), spare-seized (a worker started ahead, right after it seized a new backend and asked it to stop, back at the normal priority), signal-seen-SIG (a signal's delivery stop seen, e.g. signal-seen-SIGALRM, before the resume that delivers it), seize (`attach PID`: its checks made and its debug info loaded, before the seize), exit-stop (the backend in its exit stop, after the probe's last reads, before it is let go)",
         for_tests: true,
     },
     Var {

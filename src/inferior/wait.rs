@@ -131,6 +131,16 @@ impl Target {
                     // group-stop by someone's SIGSTOP.
                     return self.reported(Stop::Interrupted).map(Some);
                 }
+                WaitStatus::PtraceEvent(_, _, ev) if ev == libc::PTRACE_EVENT_EXIT => {
+                    // its exit stop (exiting.rs): reported where asked,
+                    // else let go at once (never into someone's stop)
+                    self.mark_stopped();
+                    self.event_stop = true;
+                    if hooks.exit_stop() && !terminating {
+                        return self.reported(Stop::Exiting).map(Some);
+                    }
+                    self.let_exit();
+                }
                 WaitStatus::PtraceEvent(_, _, _) => {
                     self.mark_stopped();
                     self.cont_waiting(None)?;

@@ -148,11 +148,24 @@ impl Session {
         } else {
             None
         };
+        // a recorder's last records are read at the backend's exit stop
+        // (inferior/exiting.rs); without it they are lost, nothing worse
+        let exit_stops = h.poll_every().is_some()
+            && h.reads_at_exit()
+            && self
+                .target
+                .set_exit_stops(true)
+                .map_err(|e| crate::inferior::log::debug(&format!("no exit stop: {e:#}")))
+                .is_ok();
         let res = self.probe_loop(h);
         if let Some(old) = &pinned {
             procfs::restore_affinity(old);
         }
         drop(deadline);
+        if exit_stops && !self.target.is_gone() {
+            // stopped here; else the detach clears it (the tracer's option)
+            let _ = self.target.set_exit_stops(false);
+        }
         let cleanup = if self.target.is_gone() {
             self.internal.clear();
             Ok(())
@@ -171,7 +184,10 @@ impl Session {
 
     pub(crate) fn probe_loop(&mut self, h: &mut dyn ProbeHandler) -> Result<(ProbeEnd, String)> {
         let ticker = h.poll_every().map(runtime::Ticker::start);
-        let poll_hooks = runtime::PollHooks::default();
+        let poll_hooks = runtime::PollHooks {
+            exit: h.reads_at_exit(),
+            ..Default::default()
+        };
         let hooks: &dyn crate::inferior::WaitHooks = if ticker.is_some() {
             &poll_hooks
         } else {
@@ -235,6 +251,7 @@ impl Session {
                     self.last_stop = Some(stop);
                     h.on_watch(self, dr6)?;
                 }
+                Stop::Exiting => return self.exit_stop(h),
                 Stop::Breakpoint { addr } if self.is_library_hook(addr) => {
                     self.last_stop = Some(stop);
                     self.on_library_event()?;
@@ -260,6 +277,25 @@ impl Session {
                 other => return self.report_stop(other),
             }
         }
+    }
+
+    /// The backend's exit stop: the probe's last reads, then the backend
+    /// is let go at once (whatever they gave) and its end reported.
+    fn exit_stop(&mut self, h: &mut dyn ProbeHandler) -> Result<(ProbeEnd, String)> {
+        let t0 = std::time::Instant::now();
+        let read = h.on_exit(self);
+        crate::config::pause_for_tests("exit-stop");
+        let end = self.target.finish_exit()?;
+        crate::inferior::log::debug(&format!(
+            "exit stop: held {} us for the probe's last reads",
+            t0.elapsed().as_micros()
+        ));
+        if let Err(e) = read {
+            self.say(&format!(
+                "the backend's memory could not be read at its exit: {e:#}"
+            ));
+        }
+        self.report_stop(end)
     }
 
     /// What a probe command shows and how the session goes on, from how

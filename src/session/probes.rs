@@ -162,18 +162,21 @@ impl Session {
             procfs::restore_affinity(old);
         }
         drop(deadline);
-        if exit_stops && !self.target.is_gone() {
-            // stopped here; else the detach clears it (the tracer's option)
-            let _ = self.target.set_exit_stops(false);
-        }
+        // stopped here; else (not cleared) the detach clears it (the
+        // tracer's option), and every wait until then lets an exit stop go
+        let c = if exit_stops && !self.target.is_gone() {
+            self.target.set_exit_stops(false)
+        } else {
+            Ok(())
+        };
         let cleanup = if self.target.is_gone() {
             self.internal.clear();
             Ok(())
         } else {
-            // both, even when the first fails
+            // all, even when one fails
             let a = self.disarm_all_internal();
             let b = self.target.clear_watchpoints();
-            a.and(b)
+            a.and(b).and(c)
         };
         // frames a probe cached (a few, for its arguments) are not the stop's
         self.stop.forget();

@@ -117,7 +117,10 @@ fn backend_killed_there(major: u32) {
     let (pid, p, out) = held_in_exit_stop(&cl);
     kill(pid, libc::SIGKILL);
     std::thread::sleep(Duration::from_millis(300));
-    eprintln!("after SIGKILL in the exit stop: {}", proc_state(pid));
+    // the SIGKILL was dropped: still held in the exit stop
+    let st = proc_state(pid);
+    eprintln!("after SIGKILL in the exit stop: {st}");
+    assert!(st.starts_with('t'), "{st}");
     let rest = std::thread::spawn(move || {
         let mut out = out;
         let mut s = String::new();
@@ -137,6 +140,106 @@ fn backend_killed_there(major: u32) {
         "{out}\n{err}"
     );
     cl.assert_no_crash();
+}
+
+/// A backend SIGKILLed while it runs a workload (not in its exit stop)
+/// stops there too (6.18): pgdbg reads, lets it go at once and says it
+/// was killed; the postmaster sees the crash as without pgdbg and the
+/// server accepts connections again.
+fn backend_killed_while_running(major: u32) {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let cl = Cluster::start(major);
+    let mut c = cl.connect();
+    let pid = c.pid();
+    let mut p = Pgdbg::spawn_env(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--ex",
+            "plancache --for 60s",
+        ],
+        &[("PGDBG_DEBUG", "1")],
+    );
+    let mut out = BufReader::new(p.child.stdout.take().unwrap());
+    let mut head = String::new();
+    while !head.contains("plancache: watching") {
+        assert!(out.read_line(&mut head).unwrap() > 0, "pgdbg ended: {head}");
+    }
+    c.exec("prepare loop_p as select $1::int + count(*) from pg_sleep(0.005)");
+    let done = Arc::new(AtomicU64::new(0));
+    let n = done.clone();
+    let mut pc = c.c.take().unwrap();
+    let workload = std::thread::spawn(move || {
+        let mut i = 0u64;
+        // until the backend is killed
+        while pc.simple_query(&format!("execute loop_p({i})")).is_ok() {
+            i += 1;
+            n.store(i, Ordering::SeqCst);
+        }
+    });
+    // running, under pgdbg: executions go on after it watches
+    let seen = done.load(Ordering::SeqCst);
+    wait_until("the workload to run", Duration::from_secs(20), || {
+        done.load(Ordering::SeqCst) >= seen + 20
+    });
+    cl.wait_active(&[pid], "loop_p");
+    assert!(tracer_pid(pid) != 0, "pgdbg is not attached");
+    // both pipes read as pgdbg writes (its debug lines are many)
+    let drain = |mut r: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = r.read_to_string(&mut s);
+            s
+        })
+    };
+    let rest = drain(Box::new(out));
+    let err = drain(Box::new(p.child.stderr.take().unwrap()));
+    let t0 = Instant::now();
+    kill(pid, libc::SIGKILL);
+    wait_until("pgdbg to end", Duration::from_secs(60), || {
+        p.child.try_wait().unwrap().is_some()
+    });
+    let (rest, err) = (rest.join().unwrap(), err.join().unwrap());
+    workload.join().unwrap();
+    let all = format!("{head}{rest}");
+    assert!(
+        all.contains(&format!("Backend {pid} was killed by signal SIGKILL.")),
+        "{all}\n{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    let held: u64 = err
+        .lines()
+        .find_map(|l| {
+            let (_, r) = l.split_once("exit stop: held ")?;
+            r.split_once(" us")?.0.parse().ok()
+        })
+        .unwrap_or_else(|| panic!("no exit stop in the debug lines:\n{err}"));
+    eprintln!("killed while running: exit stop held {held} us");
+    assert!(held < 1_000_000, "exit stop held {held} us");
+    // the crash, as without pgdbg, and the restart
+    wait_until(
+        "the postmaster to log the crash",
+        Duration::from_secs(30),
+        || cl.log().contains("terminated by signal 9"),
+    );
+    wait_until(
+        "the server to accept connections",
+        Duration::from_secs(30),
+        || {
+            postgres::Client::connect(&cl.connstr(), postgres::NoTls)
+                .and_then(|mut c| c.simple_query("select 1"))
+                .is_ok()
+        },
+    );
+    eprintln!("killed while running: server back {:?} after", t0.elapsed());
+}
+
+#[test]
+fn exit_stop_of_a_backend_killed_while_running() {
+    backend_killed_while_running(15);
+    backend_killed_while_running(18);
 }
 
 #[test]

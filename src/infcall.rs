@@ -319,6 +319,11 @@ impl<'t> CallFrame<'t> {
                 Stop::Exited(c) => bail!("the backend exited (status {c}) during the call"),
                 Stop::Killed(s) => bail!("the backend was killed by {s:?} during the call"),
                 Stop::ToolTerminating => break CallOutcome::TimedOut,
+                // never asked for here (CallHooks): let go all the same
+                Stop::Exiting => {
+                    let end = self.target.finish_exit()?;
+                    bail!("the backend ended during the call ({end:?})")
+                }
             }
         };
         drop(deadline);

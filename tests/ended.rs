@@ -87,6 +87,16 @@ fn work(c: &mut Client) {
 /// starting with it on stdout), then the session works and closes; the
 /// whole standard output and error once pgdbg has ended.
 fn observe_until_exit(cl: &Cluster, cmd: &str, ready: &str) -> (i32, String, String) {
+    observe_work_until_exit(cl, cmd, ready, work)
+}
+
+/// `observe_until_exit` with `work` as the session's work.
+fn observe_work_until_exit(
+    cl: &Cluster,
+    cmd: &str,
+    ready: &str,
+    work: fn(&mut Client),
+) -> (i32, String, String) {
     let mut c = cl.connect();
     c.exec("create table if not exists ended_t (i int)");
     let pid = c.pid();
@@ -396,4 +406,81 @@ fn cluster_trace_of_backend_that_exits() {
 #[test]
 fn cluster_trace_perf_of_backend_that_exits() {
     trace_of_backend_that_exits("trace heap_insert --perf --quiet", "trace-perf");
+}
+
+/// Executions of a prepared statement before the session closes: fewer
+/// than the ring's reads would see between them (a few ms in all).
+const EXECUTIONS: usize = 9;
+
+/// A statement prepared and executed `EXECUTIONS` times, then the session
+/// closes at once: its last decisions are still in the ring at its exit.
+fn prepared(c: &mut Client) {
+    c.exec("prepare ended_p as select count(*) from ended_t where i = $1");
+    for i in 0..EXECUTIONS {
+        c.exec(&format!("execute ended_p({i})"));
+    }
+}
+
+/// `plancache` (the in-process ring) of a backend that exits: every
+/// execution's decision, in order, and the backend said to have ended.
+fn plancache_of_backend_that_exits(major: u32) {
+    let cl = Cluster::start(major);
+    let (pid, out, err) =
+        observe_work_until_exit(&cl, "plancache --for 30s", "plancache: watching", prepared);
+    assert!(
+        out.contains("(recorded in-process, no stops)"),
+        "{out}\n{err}"
+    );
+    let decisions: Vec<&str> = out.lines().filter(|l| l.starts_with("ended_p #")).collect();
+    assert_eq!(decisions.len(), EXECUTIONS, "{out}\n{err}");
+    for (k, l) in decisions.iter().enumerate() {
+        assert!(l.starts_with(&format!("ended_p #{}: ", k + 1)), "{out}");
+    }
+    assert!(
+        out.contains(&format!("plancache: {EXECUTIONS} decisions (")),
+        "{out}\n{err}"
+    );
+    assert!(
+        out.contains(&format!("Backend {pid} exited with status 0")),
+        "{out}\n{err}"
+    );
+    assert!(
+        out.contains(&format!(
+            "backend {pid} ended: its ring was read at its exit"
+        )),
+        "{out}\n{err}"
+    );
+    cl.assert_no_crash();
+}
+
+#[test]
+fn plancache_of_backend_that_exits_15() {
+    plancache_of_backend_that_exits(15);
+}
+
+#[test]
+fn plancache_of_backend_that_exits_18() {
+    plancache_of_backend_that_exits(18);
+}
+
+/// `plancache` in a cluster (the case): the backend that ends has
+/// every decision in the capture, in order, and is said to have ended.
+#[test]
+fn cluster_plancache_of_backend_that_exits() {
+    let (pid, _, ev, text, err) = cluster_case_with("plancache", "plancache", prepared, false);
+    let choices = events_of(&ev, pid, "plan_choice");
+    let executions: Vec<i64> = choices
+        .iter()
+        .filter(|e| e["statement"] == "ended_p")
+        .map(|e| e["execution"].as_i64().unwrap())
+        .collect();
+    let want: Vec<i64> = (1..=EXECUTIONS as i64).collect();
+    assert_eq!(executions, want, "{}\n{err}", lines_of(&text, pid));
+    assert!(
+        lines_of(&text, pid).contains(&format!(
+            "backend {pid} ended: its ring was read at its exit"
+        )),
+        "{text}\n{err}"
+    );
+    said_ended(pid, &text, &err);
 }

@@ -15,6 +15,7 @@
 mod callrepair;
 mod detach;
 pub mod detour;
+mod exiting;
 pub mod foreign;
 pub mod gone;
 pub mod guardian;
@@ -73,6 +74,10 @@ pub enum Stop {
     Exited(i32),
     /// The target was killed by a signal.
     Killed(Signal),
+    /// The target is in its exit stop (PTRACE_EVENT_EXIT, only with
+    /// `set_exit_stops` and hooks that ask for it): ending, its memory
+    /// still readable.  Let it go at once with `finish_exit`.
+    Exiting,
     /// pgdbg itself was asked to terminate (SIGTERM/SIGHUP) while waiting;
     /// the target is stopped and must be detached.
     ToolTerminating,
@@ -186,6 +191,8 @@ pub struct Target {
     event_stop: bool,
     /// Someone else's job-control stop (outside.rs).
     outside: outside::Outside,
+    /// PTRACE_O_TRACEEXIT is set (exiting.rs).
+    exit_stops: bool,
 }
 
 /// What the wait loop asks while the target runs (pgdbg's own signals,
@@ -298,6 +305,7 @@ impl Target {
             rehold_pending: 0,
             event_stop: false,
             outside: outside::Outside::default(),
+            exit_stops: false,
         };
         prepare(&mut t);
         let asked = t.interrupt();

@@ -158,6 +158,13 @@ impl Target {
                         self.defer(sig);
                     }
                 }
+                WaitStatus::PtraceEvent(_, _, ev) if ev == libc::PTRACE_EVENT_EXIT => {
+                    // its exit stop (exiting.rs): let go, its end waited for
+                    self.mark_stopped();
+                    self.event_stop = true;
+                    self.finish_exit()?;
+                    return Ok(());
+                }
                 WaitStatus::PtraceEvent(_, sig, _) => {
                     self.mark_stopped();
                     self.event_stop = true;

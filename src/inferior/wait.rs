@@ -131,6 +131,17 @@ impl Target {
                     // group-stop by someone's SIGSTOP.
                     return self.reported(Stop::Interrupted).map(Some);
                 }
+                WaitStatus::PtraceEvent(_, _, ev) if ev == libc::PTRACE_EVENT_EXIT => {
+                    // its exit stop (exiting.rs): reported where asked,
+                    // else let go at once and its end waited for (never
+                    // into someone's stop; a poll too: its end, not None)
+                    self.mark_stopped();
+                    self.event_stop = true;
+                    if hooks.exit_stop() && !terminating {
+                        return self.reported(Stop::Exiting).map(Some);
+                    }
+                    return self.finish_exit().map(Some);
+                }
                 WaitStatus::PtraceEvent(_, _, _) => {
                     self.mark_stopped();
                     self.cont_waiting(None)?;
@@ -327,6 +338,16 @@ impl Target {
         let end = match waitpid(self.pid, Some(WaitPidFlag::__WALL | WaitPidFlag::WNOHANG)) {
             Ok(WaitStatus::Exited(_, code)) => Stop::Exited(code),
             Ok(WaitStatus::Signaled(_, sig, _)) => Stop::Killed(sig),
+            // its exit stop (exiting.rs), taken here: let go, its end
+            // waited for
+            Ok(WaitStatus::PtraceEvent(_, _, ev)) if ev == libc::PTRACE_EVENT_EXIT => {
+                self.mark_stopped();
+                self.event_stop = true;
+                match self.finish_exit() {
+                    Ok(end) => end,
+                    Err(_) => return,
+                }
+            }
             _ => return,
         };
         self.mark_gone();

@@ -310,6 +310,17 @@ pub trait ProbeHandler {
     fn after_poll(&mut self, _s: &mut dyn Backend) -> Result<()> {
         Ok(())
     }
+    /// Whether `on_exit` has something to read: the target then stops at
+    /// its exit (a polling probe's only, `poll_every`).
+    fn reads_at_exit(&self) -> bool {
+        false
+    }
+    /// The target is ending, in its exit stop (its memory still readable):
+    /// memory reads only, as few as can be, reported later (`after_poll`
+    /// is not called); it is let go right after, whatever this returns.
+    fn on_exit(&mut self, _s: &mut dyn Backend) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// Why running the backend ended: `run_probes` (any of these), or
@@ -433,6 +444,8 @@ pub mod fake {
         /// None: a client backend.
         pub kind: Option<ProcessKind>,
         pub stop: Option<Stop>,
+        /// The backend has ended (`is_gone`).
+        pub gone: bool,
     }
 
     impl FakeBackend {
@@ -658,7 +671,7 @@ pub mod fake {
             Duration::from_secs(5)
         }
         fn is_gone(&self) -> bool {
-            false
+            self.gone
         }
         fn begin_calls(&mut self, _traps: &[u64], _timeout: Duration) -> Result<CallFrame<'_>> {
             anyhow::bail!("the fake backend cannot run calls")

@@ -14,14 +14,22 @@ pub trait WaitHooks {
     fn terminate(&self) -> bool;
     /// Called with true before blocking in waitpid and false after.
     fn waiting(&self, _blocked: bool) {}
+    /// The target's exit stop (`inferior::Stop::Exiting`) is reported,
+    /// not let go at once.
+    fn exit_stop(&self) -> bool {
+        false
+    }
 }
 
 /// Wait-loop hooks of a probe with a `Ticker`: like `Hooks`, and the
 /// target is also interrupted when a poll is due; `user` tells whether an
 /// interrupt was the user's (Ctrl-C) rather than the ticker's.
+/// `exit`: the target's exit stop is reported (a probe reads its memory
+/// one last time there).
 #[derive(Default)]
 pub struct PollHooks {
     pub user: std::cell::Cell<bool>,
+    pub exit: bool,
 }
 
 impl WaitHooks for PollHooks {
@@ -37,6 +45,9 @@ impl WaitHooks for PollHooks {
     }
     fn waiting(&self, blocked: bool) {
         set_in_wait(blocked);
+    }
+    fn exit_stop(&self) -> bool {
+        self.exit
     }
 }
 

@@ -148,19 +148,35 @@ impl Session {
         } else {
             None
         };
+        // a recorder's last records are read at the backend's exit stop
+        // (inferior/exiting.rs); without it they are lost, nothing worse
+        let exit_stops = h.poll_every().is_some()
+            && h.reads_at_exit()
+            && self
+                .target
+                .set_exit_stops(true)
+                .map_err(|e| crate::inferior::log::debug(&format!("no exit stop: {e:#}")))
+                .is_ok();
         let res = self.probe_loop(h);
         if let Some(old) = &pinned {
             procfs::restore_affinity(old);
         }
         drop(deadline);
+        // stopped here; else (not cleared) the detach clears it (the
+        // tracer's option), and every wait until then lets an exit stop go
+        let c = if exit_stops && !self.target.is_gone() {
+            self.target.set_exit_stops(false)
+        } else {
+            Ok(())
+        };
         let cleanup = if self.target.is_gone() {
             self.internal.clear();
             Ok(())
         } else {
-            // both, even when the first fails
+            // all, even when one fails
             let a = self.disarm_all_internal();
             let b = self.target.clear_watchpoints();
-            a.and(b)
+            a.and(b).and(c)
         };
         // frames a probe cached (a few, for its arguments) are not the stop's
         self.stop.forget();
@@ -187,7 +203,10 @@ impl Session {
 
     pub(crate) fn probe_loop(&mut self, h: &mut dyn ProbeHandler) -> Result<(ProbeEnd, String)> {
         let ticker = h.poll_every().map(runtime::Ticker::start);
-        let poll_hooks = runtime::PollHooks::default();
+        let poll_hooks = runtime::PollHooks {
+            exit: h.reads_at_exit(),
+            ..Default::default()
+        };
         let hooks: &dyn crate::inferior::WaitHooks = if ticker.is_some() {
             &poll_hooks
         } else {
@@ -251,6 +270,7 @@ impl Session {
                     self.last_stop = Some(stop);
                     h.on_watch(self, dr6)?;
                 }
+                Stop::Exiting => return self.exit_stop(h),
                 Stop::Breakpoint { addr } if self.is_library_hook(addr) => {
                     self.last_stop = Some(stop);
                     self.on_library_event()?;
@@ -276,6 +296,25 @@ impl Session {
                 other => return self.report_stop(other),
             }
         }
+    }
+
+    /// The backend's exit stop: the probe's last reads, then the backend
+    /// is let go at once (whatever they gave) and its end reported.
+    fn exit_stop(&mut self, h: &mut dyn ProbeHandler) -> Result<(ProbeEnd, String)> {
+        let t0 = std::time::Instant::now();
+        let read = h.on_exit(self);
+        crate::config::pause_for_tests("exit-stop");
+        let end = self.target.finish_exit()?;
+        crate::inferior::log::debug(&format!(
+            "exit stop: held {} us for the probe's last reads",
+            t0.elapsed().as_micros()
+        ));
+        if let Err(e) = read {
+            self.say(&format!(
+                "the backend's memory could not be read at its exit: {e:#}"
+            ));
+        }
+        self.report_stop(end)
     }
 
     /// What a probe command shows and how the session goes on, from how

@@ -328,6 +328,11 @@ impl Session {
                 ))
             }
             Stop::ToolTerminating => Ok((ProbeEnd::Terminating, String::new())),
+            // only the probe loop asks for it (it ends it itself): let go
+            Stop::Exiting => {
+                let end = self.target.finish_exit()?;
+                self.report_stop(end)
+            }
         }
     }
 

@@ -55,12 +55,13 @@ pub fn plancache(
         String::new()
     };
     let summary = format!(
-        "plancache: {} decision{} ({} custom, {} generic) in {:.1}s{lost}",
+        "plancache: {} decision{} ({} custom, {} generic) in {:.1}s{lost}{}",
         probe.decisions,
         if probe.decisions == 1 { "" } else { "s" },
         probe.decisions - probe.generic,
         probe.generic,
-        t0.elapsed().as_secs_f64()
+        t0.elapsed().as_secs_f64(),
+        probe.end_note(s.pid())
     );
     s.emit_event(
         Event::PlancacheEnd {

@@ -320,6 +320,12 @@ pub struct PlanCacheProbe {
     /// The recorder was given up at this poll (`ring_to_stops`): its last
     /// records are still to be reported.
     ring_tail: bool,
+    /// The ring was read at the backend's exit stop (`read_at_exit`):
+    /// `polled` holds its last records.
+    exit_read: bool,
+    /// The backend ended while its ring recorded: whether its last records
+    /// were read (`end_note`).
+    pub ended: Option<bool>,
 }
 
 impl PlanCacheLayouts {
@@ -370,6 +376,8 @@ impl PlanCacheProbe {
             polled: Vec::new(),
             snapshot: HashMap::new(),
             ring_tail: false,
+            exit_read: false,
+            ended: None,
         }
     }
 
@@ -403,8 +411,16 @@ impl PlanCacheProbe {
     /// End of a watch: report what is complete and take the recorder out.
     pub fn finish(&mut self, s: &mut dyn Backend) -> Result<()> {
         if s.is_gone() {
-            self.recorder = None;
-            return Ok(());
+            // its recorder went with it; what was read at its exit stop is
+            // reported (with no access to it: names and texts were read)
+            if self.recorder.take().is_some() || self.exit_read {
+                self.ended = Some(self.exit_read);
+            }
+            return if std::mem::take(&mut self.exit_read) {
+                self.report_ring(s)
+            } else {
+                Ok(())
+            };
         }
         let polled = if self.recorder.is_some() {
             self.snapshot_ring(s).and_then(|_| self.report_ring(s))
@@ -685,6 +701,12 @@ impl ProbeHandler for PlanCacheProbe {
     }
     fn done(&self) -> bool {
         self.count_limit.is_some_and(|n| self.decisions >= n)
+    }
+    fn reads_at_exit(&self) -> bool {
+        self.recorder.is_some()
+    }
+    fn on_exit(&mut self, s: &mut dyn Backend) -> Result<()> {
+        self.read_at_exit(s)
     }
 }
 

@@ -84,6 +84,33 @@ impl PlanCacheProbe {
         self.take_records(s, records.into_iter().zip(times).collect(), dropped)
     }
 
+    /// The backend is in its exit stop: the ring's last records and the
+    /// plansources' state at its end (every execution is over), read as
+    /// at a poll; reported by `finish`, once the backend is gone.
+    pub(super) fn read_at_exit(&mut self, s: &mut dyn Backend) -> Result<()> {
+        if self.recorder.is_none() {
+            return Ok(());
+        }
+        self.snapshot_ring(s)?;
+        self.exit_read = true;
+        Ok(())
+    }
+
+    /// How the summary says that the backend ended while its ring
+    /// recorded (`ended`), empty if it did not.
+    pub fn end_note(&self, pid: i32) -> String {
+        match self.ended {
+            Some(true) => format!(
+                "; backend {pid} ended: its ring was read at its exit, every decision it recorded is reported"
+            ),
+            Some(false) => format!(
+                "; backend {pid} ended before its ring could be read a last time (no exit stop): the decisions it recorded after the last read (at most {} ms before) are not known",
+                RING_POLL.as_millis()
+            ),
+            None => String::new(),
+        }
+    }
+
     /// `snapshot_ring` once the ring is drained: the records (with their
     /// times) and the count of calls the ring dropped.
     fn take_records(
@@ -521,6 +548,43 @@ mod tests {
         let ev = choices(&s);
         assert!(ev.last().unwrap()["query"].is_null());
         assert_eq!(ev.last().unwrap()["query_unavailable"], "not_text");
+    }
+
+    #[test]
+    fn ring_read_at_the_exit_stop_is_reported_once_the_backend_is_gone() {
+        let mut s = backend();
+        let mut probe = ring_probe(None);
+        let l = probe.l.cps.clone();
+        let mut st = Ps::new();
+        let mut records = Vec::new();
+        for k in 0..3 {
+            records.push(record(P, &st, &l, 0, k as f64));
+            st = st.custom(1.0);
+        }
+        // at the exit stop: the last execution is over
+        s.map(P, st.bytes(&l));
+        probe.take_records(&s, records, 0).unwrap();
+        probe.exit_read = true;
+        // then its memory is gone with it: nothing more can be read
+        s.mem.clear();
+        s.gone = true;
+        probe.finish(&mut s).unwrap();
+        assert_eq!(probe.decisions, 3, "{:?}", s.lines);
+        assert!(
+            s.lines[2].starts_with("s1 #3: custom plan"),
+            "{:?}",
+            s.lines
+        );
+        assert_eq!(probe.ended, Some(true));
+        assert_eq!(
+            probe.end_note(42),
+            "; backend 42 ended: its ring was read at its exit, every decision it recorded is reported"
+        );
+        // a second finish reports nothing again
+        probe.finish(&mut s).unwrap();
+        assert_eq!(s.lines.len(), 3);
+        probe.ended = Some(false);
+        assert!(probe.end_note(42).ends_with("are not known"));
     }
 
     #[test]

@@ -507,11 +507,11 @@ impl Target {
         // then does PTRACE_GET_SYSCALL_INFO say entry or exit): set for
         // this run only (pgdbg seizes with no options and makes no other
         // system call stops; a death meanwhile leaves no tracer to care)
-        ptrace::setoptions(self.pid, ptrace::Options::PTRACE_O_TRACESYSGOOD)
+        ptrace::setoptions(self.pid, self.ptrace_options(true))
             .map_err(|e| anyhow!("PTRACE_SETOPTIONS ({e})"))?;
         let res = self.run_to_syscall_exit_stop(at);
         if !self.gone {
-            let off = ptrace::setoptions(self.pid, ptrace::Options::empty())
+            let off = ptrace::setoptions(self.pid, self.ptrace_options(false))
                 .map_err(|e| anyhow!("PTRACE_SETOPTIONS ({e})"));
             if res.is_ok() {
                 off?;

@@ -18,15 +18,29 @@ impl Target {
         if self.gone || self.exit_stops == on {
             return Ok(());
         }
-        let opts = if on {
-            ptrace::Options::PTRACE_O_TRACEEXIT
-        } else {
-            ptrace::Options::empty()
-        };
-        ptrace::setoptions(self.pid, opts)
+        ptrace::setoptions(self.pid, Self::options(on, false))
             .map_err(|e| anyhow!("PTRACE_SETOPTIONS on process {} ({e})", self.pid))?;
         self.exit_stops = on;
         Ok(())
+    }
+
+    /// The ptrace options pgdbg sets, all of them at once (the kernel
+    /// replaces the whole set): the exit stop while asked for, and system
+    /// call stops told from traps (`sysgood`) while an injected system
+    /// call runs (detour.rs), which must not clear the exit stop.
+    pub(super) fn ptrace_options(&self, sysgood: bool) -> ptrace::Options {
+        Self::options(self.exit_stops, sysgood)
+    }
+
+    fn options(exit: bool, sysgood: bool) -> ptrace::Options {
+        let mut o = ptrace::Options::empty();
+        if exit {
+            o |= ptrace::Options::PTRACE_O_TRACEEXIT;
+        }
+        if sysgood {
+            o |= ptrace::Options::PTRACE_O_TRACESYSGOOD;
+        }
+        o
     }
 
     /// In its exit stop: the exit goes on (nothing else ends the stop; a
@@ -66,5 +80,22 @@ impl Target {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_injected_system_call_keeps_the_exit_stop() {
+        let both = Target::options(true, true);
+        assert!(both.contains(ptrace::Options::PTRACE_O_TRACEEXIT));
+        assert!(both.contains(ptrace::Options::PTRACE_O_TRACESYSGOOD));
+        assert_eq!(
+            Target::options(true, false),
+            ptrace::Options::PTRACE_O_TRACEEXIT
+        );
+        assert_eq!(Target::options(false, false), ptrace::Options::empty());
     }
 }

@@ -324,6 +324,9 @@ pub(super) fn emit(c: &mut Vec<u8>, base: u64, search: usize) -> Vec<(&'static s
     c.extend_from_slice(&[0x49, 0x3b, 0x8b]); // cmp rcx, [r11+XLEN]
     d32(c, rec(XLEN));
     long(c, &mut fix, NEAR_JA, "fp_done"); // ja fp_done   (frame larger)
+    c.extend_from_slice(&[0x48, 0x81, 0xf9]); // cmp rcx, XSAVE_HEADER + 64
+    d32(c, XSAVE_HEADER + 64);
+    long(c, &mut fix, NEAR_JB, "fp_done"); // jb fp_done   (no XSAVE header: never from the kernel)
     c.extend_from_slice(&[0x49, 0x8d, 0xba]); // lea rdi, [r10+XSAVE_HEADER]
     d32(c, XSAVE_HEADER);
     c.extend_from_slice(&[0x48, 0xbe]); // movabs rsi, base+XAREA+XSAVE_HEADER

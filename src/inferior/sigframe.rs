@@ -228,8 +228,14 @@ pub fn plan(
     stack: (u64, u64),
     size_of: impl Fn(u64) -> Option<usize>,
 ) -> Result<Frame> {
-    let (features, n) = frame_xstate(xstate, xcr0, size_of)?;
-    let xstate = &xstate[..n];
+    // `size` what the frame says it carries; the whole image `n` written
+    // all the same, with MAGIC2 after both: a kernel from 6.15 to 7.0
+    // looks for MAGIC2 at the process's own `user_size` instead of
+    // `xstate_size` (reverted upstream in 7.1 for frames such as this
+    // one), which is 11 008 in a backend that once used tiles; XRSTOR
+    // reads no further than `size`
+    let (features, size) = frame_xstate(xstate, xcr0, size_of)?;
+    let n = xstate.len();
     if saved.cs & 3 != 3 || saved.ss & 3 != 3 {
         bail!(
             "not user-mode selectors (cs {:#x}, ss {:#x})",
@@ -284,10 +290,11 @@ pub fn plan(
     put(&mut b, img, xstate);
     let mut sw = [0u8; SW_LEN];
     sw[0..4].copy_from_slice(&FP_XSTATE_MAGIC1.to_le_bytes());
-    sw[4..8].copy_from_slice(&((n + FP_XSTATE_MAGIC2_SIZE) as u32).to_le_bytes());
+    sw[4..8].copy_from_slice(&((size + FP_XSTATE_MAGIC2_SIZE) as u32).to_le_bytes());
     sw[8..16].copy_from_slice(&features.to_le_bytes());
-    sw[16..20].copy_from_slice(&(n as u32).to_le_bytes());
+    sw[16..20].copy_from_slice(&(size as u32).to_le_bytes());
     put(&mut b, img + SW_BYTES, &sw);
+    put(&mut b, img + size, &FP_XSTATE_MAGIC2.to_le_bytes());
     put(&mut b, img + n, &FP_XSTATE_MAGIC2.to_le_bytes());
     Ok(Frame {
         at,
@@ -349,7 +356,8 @@ mod tests {
         );
         // no size for the smaller layout: refused, never guessed
         assert!(frame_xstate(&amx_image(0x2e7), 0x602e7, size).is_err());
-        let r = regs();
+        let mut r = regs();
+        r.rsp += 0x8000; // room for the 11 KB image
         let f = plan(
             &r,
             0,
@@ -366,7 +374,10 @@ mod tests {
         assert_eq!(w(img + 472), 0x202e7);
         assert_eq!(u32at(img + 480), 2816);
         assert_eq!(u32at(img + 2816), FP_XSTATE_MAGIC2);
-        assert_eq!(f.bytes.len(), img + 2820);
+        // the whole image, MAGIC2 after it too (kernels 6.15 to 7.0 look
+        // there in a backend that once used tiles)
+        assert_eq!(u32at(img + 11008), FP_XSTATE_MAGIC2);
+        assert_eq!(f.bytes.len(), img + 11012);
     }
 
     /// The sw bytes of the last frame the kernel built for `kernel_frame`'s

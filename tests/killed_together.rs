@@ -333,13 +333,6 @@ fn sigcont(pid: i32) {
 /// code bytes are the file's.  A later `pgdbg rescue` finds the call
 /// undone and only removes the handler.
 fn call_in_flight_repairs_itself(major: u32) {
-    if amx_enabled() {
-        // pgdbg makes no self-repair where XCR0 has AMX (a signal frame
-        // leaves the tiles out: docs/safety.md); the rescue of such a
-        // call is killed_together_call_in_flight_rescued_*
-        eprintln!("skipped: XCR0 has AMX, where a call in flight is not repaired by the backend");
-        return;
-    }
     let cl = Cluster::start(major);
     let bin = cl.postgres_binary();
     let mut a = cl.connect();
@@ -533,12 +526,6 @@ fn killed_together_paused_at(major: u32, at: &str) {
 /// handler's frame lies between the backend's registers and the SIGCONT
 /// handler's.
 fn killed_together_paused_with(major: u32, at: &str, signal: Option<i32>) {
-    if amx_enabled() {
-        // a call's record cannot repair where XCR0 has AMX (NOT_OWN bit 3:
-        // the handler stops the backend again, docs/safety.md)
-        eprintln!("skipped: XCR0 has AMX, where the backend does not repair a call series itself");
-        return;
-    }
     let cl = Cluster::start(major);
     let bin = cl.postgres_binary();
     let mut a = cl.connect();

@@ -208,12 +208,6 @@ fn self_release_breakpoint_loop_18() {
 /// `call pg_usleep(2000000)` in flight: the call runs to its return trap,
 /// where the SIGTRAP handler undoes it; the session goes on.
 fn call_in_flight(major: u32) {
-    if amx_enabled() {
-        // no self-repair of a call where XCR0 has AMX (docs/safety.md):
-        // the handler stops such a backend again for `pgdbg rescue`
-        eprintln!("skipped: XCR0 has AMX, where a call in flight is not repaired by the backend");
-        return;
-    }
     let cl = Cluster::start(major);
     let mut a = cl.connect();
     let mut other = cl.connect();
@@ -433,15 +427,12 @@ fn rescue_during_released_call(major: u32) {
     let t0 = std::time::Instant::now();
     assert!(caught(pid, libc::SIGCONT), "no SIGCONT handler installed");
     kill_both(&mut p, pid);
-    if !amx_enabled() {
-        // (where XCR0 has AMX the handler stops it again instead)
-        assert_runs_on(pid, &cl);
-        assert!(
-            in_call(pid),
-            "too slow: the 30 s call had ended {:?} after it began waiting",
-            t0.elapsed()
-        );
-    }
+    assert_runs_on(pid, &cl);
+    assert!(
+        in_call(pid),
+        "too slow: the 30 s call had ended {:?} after it began waiting",
+        t0.elapsed()
+    );
     let (code, out, err) = pgdbg(&["rescue", &pid.to_string()]);
     assert_eq!(code, 0, "rescue: {err}");
     // the call was still in flight by the handler's page: finished, not

@@ -201,6 +201,7 @@ pub(super) fn emit(c: &mut Vec<u8>, base: u64, search: usize) -> Vec<(&'static s
     const NEAR_JAE: u8 = 0x83;
     const NEAR_JZ: u8 = 0x84;
     const NEAR_JNZ: u8 = 0x85;
+    const NEAR_JA: u8 = 0x87;
 
     // at_error: an int3 at an error trap while a call is in flight.  Only
     // inside the call's frames (rsp below its return slot; SP 0: no call
@@ -293,8 +294,12 @@ pub(super) fn emit(c: &mut Vec<u8>, base: u64, search: usize) -> Vec<(&'static s
     c.extend_from_slice(&[0xf3, 0xa4]); // rep movsb   (DF is clear in a handler)
     // the saved XSAVE image over the frame's: the legacy area always (x87,
     // MXCSR, XMM0-15), the header and extended areas when the frame is an
-    // XSAVE image of the saved size; its software-reserved bytes (the
-    // kernel's description of the frame) are the frame's own
+    // XSAVE image no larger than the saved one, as much as the frame holds
+    // (both in the standard layout of the same CPU, every feature at the
+    // same offset; a frame is smaller than the ptrace image where AMX tile
+    // data are enabled and the backend never asked for them: it has none
+    // to lose); its software-reserved bytes (the kernel's description of
+    // the frame) are the frame's own
     c.extend_from_slice(&[0x49, 0x8b, 0x8b]); // mov rcx, [r11+XLEN]
     d32(c, rec(XLEN));
     c.extend_from_slice(&[0x48, 0x81, 0xf9]); // cmp rcx, FX_LEGACY
@@ -318,7 +323,10 @@ pub(super) fn emit(c: &mut Vec<u8>, base: u64, search: usize) -> Vec<(&'static s
     d32(c, FX_SW_XSTATE_SIZE);
     c.extend_from_slice(&[0x49, 0x3b, 0x8b]); // cmp rcx, [r11+XLEN]
     d32(c, rec(XLEN));
-    long(c, &mut fix, NEAR_JNZ, "fp_done"); // jne fp_done
+    long(c, &mut fix, NEAR_JA, "fp_done"); // ja fp_done   (frame larger)
+    c.extend_from_slice(&[0x48, 0x81, 0xf9]); // cmp rcx, XSAVE_HEADER + 64
+    d32(c, XSAVE_HEADER + 64);
+    long(c, &mut fix, NEAR_JB, "fp_done"); // jb fp_done   (no XSAVE header: never from the kernel)
     c.extend_from_slice(&[0x49, 0x8d, 0xba]); // lea rdi, [r10+XSAVE_HEADER]
     d32(c, XSAVE_HEADER);
     c.extend_from_slice(&[0x48, 0xbe]); // movabs rsi, base+XAREA+XSAVE_HEADER
@@ -399,18 +407,11 @@ impl Target {
         self.trap_repair_off = false;
         self.trap_repair_sp = 0;
         self.trap_repair_data.clear();
-        // AMX (XCR0 bits 17, 18: TILECFG, TILEDATA) makes the ptrace image
-        // larger than a signal frame's (the kernel leaves the tiles out of
-        // a frame of a process that did not ask for them), and the handler
-        // would put back only the legacy FP/SSE part, leaving the callee's
-        // AVX/AVX-512 registers: no repair there (the call's return trap
-        // kills the backend as without a record; pgdbg rescue restores it)
-        if super::xstate::xcr0_of(xstate.bytes()).is_some_and(|x| x & (3 << 17) != 0) {
-            super::log::debug("AMX state: the SIGTRAP handler does not repair a call");
-            let _ = self.write(base + MARK, &0u64.to_le_bytes());
-            self.repair_record_off();
-            return;
-        }
+        // With AMX (XCR0 bits 17, 18: TILECFG, TILEDATA) the ptrace image
+        // is larger than a signal frame of a process that never asked for
+        // the tiles (the kernel leaves the tile data out): the handler
+        // puts back as much of it as the frame holds, which is all of the
+        // state such a process has (its tile data are always initial)
         let res = (|| -> Result<()> {
             // MARK first, so that a half-written record is never used
             self.write(base + MARK, &0u64.to_le_bytes())?;

@@ -400,7 +400,14 @@ impl Target {
             };
             bail!("rsp {rsp:#x} is not in the main stack ({what})");
         }
-        let frame = sigframe::plan(&saved, sigmask, x.bytes(), x.xfeatures, (m.start, m.end))?;
+        let frame = sigframe::plan(
+            &saved,
+            sigmask,
+            x.bytes(),
+            x.xfeatures,
+            (m.start, m.end),
+            super::xstate::uncompacted_size,
+        )?;
         Ok((frame, saved))
     }
 

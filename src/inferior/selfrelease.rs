@@ -106,7 +106,7 @@ pub(super) const RELEASED: u64 = 4096 + 0x868;
 /// (written before the guardian's record of it, cleared after it).  Bit 2:
 /// the data words a call series changes are not all in the SIGTRAP
 /// handler's slots (callrepair.rs): none is put back by a handler.  Bit
-/// 3: the call's record cannot repair it (not written whole, AMX state).
+/// 3: the call's record cannot repair it (not written whole).
 pub(super) const NOT_OWN: u64 = 4096 + 0x870;
 /// The signals pgdbg holds back for the backend (bit N-1 for signal N),
 /// as the guardian's record has them: the handler sends them before it

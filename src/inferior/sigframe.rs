@@ -29,7 +29,9 @@
 //!   `_fpx_sw_bytes` check out (`check_xstate_in_sigframe`); with a NULL
 //!   `fpstate` it would clear the FP state, with bad sw bytes restore only
 //!   the legacy area: so the whole image is written, 64-byte aligned (the
-//!   XRSTOR rule), with sw bytes as the kernel's own frames carry them;
+//!   XRSTOR rule), with sw bytes as the kernel's own frames carry them
+//!   (the image cut to the process's own frame size where AMX tile data
+//!   are enabled but not in use: `frame_xstate`);
 //! * `restore_altstack` gives `uc_stack` to `do_sigaltstack`, ignoring
 //!   every error but a fault reading it: an `ss_flags` that is no valid
 //!   mode (SS_ONSTACK | SS_DISABLE) is refused there with EINVAL (or EPERM
@@ -110,10 +112,18 @@ const FP_XSTATE_MAGIC2_SIZE: usize = 4;
 const MIN_XSTATE: usize = 512 + 64;
 
 /// XCR0 features the frame carries as the kernel's own frames do: x87,
-/// SSE, AVX, MPX (3-4), AVX-512 (5-7), PKRU (9).  Anything else (AMX's
-/// XFD-managed tiles, features newer than this code) refuses the frame:
-/// `user_size` and the image could then differ.
-const KNOWN_XFEATURES: u64 = 0b10_1111_1111;
+/// SSE, AVX, MPX (3-4), AVX-512 (5-7), PKRU (9), AMX's tile configuration
+/// (17) and tile data (18; see `frame_xstate`).  Anything else (features
+/// newer than this code) refuses the frame.
+const KNOWN_XFEATURES: u64 = 0b110_0000_0010_1111_1111;
+/// AMX tile data (XCR0 bit 18): the one feature the kernel leaves out of
+/// a process's signal frames until it asks for it
+/// (`arch_prctl(ARCH_REQ_XCOMP_PERM)`; XFEATURE_MASK_USER_DYNAMIC in
+/// arch/x86/include/asm/fpu/xstate.h), 8 KiB of the ptrace image.
+const XTILE_DATA: u64 = 1 << 18;
+/// XSTATE_BV, the features whose state the image holds (the rest are in
+/// their initial state): the XSAVE header's first word.
+const XSTATE_BV: usize = 512;
 
 // Kernel-internal system call return values (include/linux/errno.h), seen
 // in rax at a stop inside an interrupted system call.
@@ -165,25 +175,67 @@ pub fn as_after_handler(saved: &Registers) -> Registers {
     r
 }
 
+/// The features (`_fpx_sw_bytes.xfeatures`) and the size of the image
+/// (`xstate_size`) a frame carries for a backend whose ptrace image
+/// `xstate` holds the features of `xcr0` (its sw_reserved word);
+/// `size_of` the standard layout's size for a set of features (CPUID leaf
+/// 0xD, `xstate::uncompacted_size`).  `rt_sigreturn` takes an image no
+/// larger than the process's own frames (`check_xstate_in_sigframe`:
+/// `xstate_size` <= its `user_size`, else only the legacy area is
+/// restored), and puts every feature of its own that the frame's
+/// `xfeatures` leave out in its initial state.  The ptrace image is
+/// always the largest (every feature the kernel enabled, AMX tile data
+/// too), and a process that never asked for the tiles has frames without
+/// them: so the frame leaves the tile data out while they are in their
+/// initial state (XSTATE_BV bit 18 clear: what every process that never
+/// asked for them has), which is then exact for both kinds of process;
+/// with tile data in use (only a process that asked, whose frames are the
+/// ptrace image's size) it carries the whole image.
+pub fn frame_xstate(
+    xstate: &[u8],
+    xcr0: u64,
+    size_of: impl Fn(u64) -> Option<usize>,
+) -> Result<(u64, usize)> {
+    let n = xstate.len();
+    if xcr0 & !KNOWN_XFEATURES != 0 {
+        bail!("XCR0 {xcr0:#x} has features the frame does not carry (newer than this code)");
+    }
+    // (not a multiple of 64 with PKRU last: 2440 bytes with AVX-512)
+    if n < MIN_XSTATE {
+        bail!("an XSAVE image of {n} bytes");
+    }
+    let bv = u64::from_le_bytes(xstate[XSTATE_BV..XSTATE_BV + 8].try_into()?);
+    if xcr0 & XTILE_DATA == 0 || bv & XTILE_DATA != 0 {
+        return Ok((xcr0, n));
+    }
+    let features = xcr0 & !XTILE_DATA;
+    match size_of(features) {
+        Some(size) if (MIN_XSTATE..=n).contains(&size) => Ok((features, size)),
+        other => bail!("no XSAVE layout size for features {features:#x} ({other:?})"),
+    }
+}
+
 /// Build the frame for a backend stopped with `saved`, blocked mask
 /// `sigmask` and XSAVE image `xstate` (NT_X86_XSTATE, `xcr0` from its
-/// sw_reserved word); `stack` the writable mapping holding `rsp`.
-/// Refused (an error naming why) where it cannot be exact.
+/// sw_reserved word); `stack` the writable mapping holding `rsp`;
+/// `size_of` as for `frame_xstate`.  Refused (an error naming why) where
+/// it cannot be exact.
 pub fn plan(
     saved: &Registers,
     sigmask: u64,
     xstate: &[u8],
     xcr0: u64,
     stack: (u64, u64),
+    size_of: impl Fn(u64) -> Option<usize>,
 ) -> Result<Frame> {
+    // `size` what the frame says it carries; the whole image `n` written
+    // all the same, with MAGIC2 after both: a kernel from 6.15 to 7.0
+    // looks for MAGIC2 at the process's own `user_size` instead of
+    // `xstate_size` (reverted upstream in 7.1 for frames such as this
+    // one), which is 11 008 in a backend that once used tiles; XRSTOR
+    // reads no further than `size`
+    let (features, size) = frame_xstate(xstate, xcr0, size_of)?;
     let n = xstate.len();
-    if xcr0 & !KNOWN_XFEATURES != 0 {
-        bail!("XCR0 {xcr0:#x} has features the frame does not carry (AMX or newer)");
-    }
-    // (not a multiple of 64 with PKRU last: 2440 bytes with AVX-512)
-    if n < MIN_XSTATE {
-        bail!("an XSAVE image of {n} bytes");
-    }
     if saved.cs & 3 != 3 || saved.ss & 3 != 3 {
         bail!(
             "not user-mode selectors (cs {:#x}, ss {:#x})",
@@ -238,10 +290,11 @@ pub fn plan(
     put(&mut b, img, xstate);
     let mut sw = [0u8; SW_LEN];
     sw[0..4].copy_from_slice(&FP_XSTATE_MAGIC1.to_le_bytes());
-    sw[4..8].copy_from_slice(&((n + FP_XSTATE_MAGIC2_SIZE) as u32).to_le_bytes());
-    sw[8..16].copy_from_slice(&xcr0.to_le_bytes());
-    sw[16..20].copy_from_slice(&(n as u32).to_le_bytes());
+    sw[4..8].copy_from_slice(&((size + FP_XSTATE_MAGIC2_SIZE) as u32).to_le_bytes());
+    sw[8..16].copy_from_slice(&features.to_le_bytes());
+    sw[16..20].copy_from_slice(&(size as u32).to_le_bytes());
     put(&mut b, img + SW_BYTES, &sw);
+    put(&mut b, img + size, &FP_XSTATE_MAGIC2.to_le_bytes());
     put(&mut b, img + n, &FP_XSTATE_MAGIC2.to_le_bytes());
     Ok(Frame {
         at,
@@ -270,12 +323,142 @@ mod tests {
         }
     }
 
+    /// No layout size asked for (no AMX tile data in these images).
+    fn size(_: u64) -> Option<usize> {
+        None
+    }
+
+    /// The ptrace image of an AMX CPU (XCR0 0x602e7: x87, SSE, AVX,
+    /// AVX-512, PKRU, tile configuration and data) with XSTATE_BV `bv`.
+    fn amx_image(bv: u64) -> Vec<u8> {
+        let mut x = vec![0u8; 11008];
+        x[464..472].copy_from_slice(&0x602e7u64.to_le_bytes());
+        x[XSTATE_BV..XSTATE_BV + 8].copy_from_slice(&bv.to_le_bytes());
+        x
+    }
+
+    #[test]
+    fn amx_tile_data_left_out_while_not_in_use() {
+        // the layout of a Xeon with AMX (CPUID 0xD): the tile
+        // configuration ends at 2816, the tile data at 11008
+        let sizes = |f: u64| match f {
+            0x202e7 => Some(2816),
+            _ => None,
+        };
+        assert_eq!(
+            frame_xstate(&amx_image(0x2e7), 0x602e7, sizes).unwrap(),
+            (0x202e7, 2816)
+        );
+        // tile data in use (a process that asked for them): all of it
+        assert_eq!(
+            frame_xstate(&amx_image(0x402e7), 0x602e7, sizes).unwrap(),
+            (0x602e7, 11008)
+        );
+        // no size for the smaller layout: refused, never guessed
+        assert!(frame_xstate(&amx_image(0x2e7), 0x602e7, size).is_err());
+        let mut r = regs();
+        r.rsp += 0x8000; // room for the 11 KB image
+        let f = plan(
+            &r,
+            0,
+            &amx_image(0x2e7),
+            0x602e7,
+            (0x7ffd_0000_0000, 0x7ffd_0001_0000),
+            sizes,
+        )
+        .unwrap();
+        let w = |o: usize| u64::from_le_bytes(f.bytes[o..o + 8].try_into().unwrap());
+        let img = (w(SC_FPSTATE) - f.at) as usize;
+        let u32at = |o: usize| u32::from_le_bytes(f.bytes[o..o + 4].try_into().unwrap());
+        assert_eq!(u32at(img + 468), 2820);
+        assert_eq!(w(img + 472), 0x202e7);
+        assert_eq!(u32at(img + 480), 2816);
+        assert_eq!(u32at(img + 2816), FP_XSTATE_MAGIC2);
+        // the whole image, MAGIC2 after it too (kernels 6.15 to 7.0 look
+        // there in a backend that once used tiles)
+        assert_eq!(u32at(img + 11008), FP_XSTATE_MAGIC2);
+        assert_eq!(f.bytes.len(), img + 11012);
+    }
+
+    /// The sw bytes of the last frame the kernel built for `kernel_frame`'s
+    /// signal: (xfeatures, xstate_size).
+    static KERNEL_SW: std::sync::Mutex<Option<(u64, u32)>> = std::sync::Mutex::new(None);
+
+    extern "C" fn note_sw_bytes(_: libc::c_int, _: *mut libc::siginfo_t, uc: *mut libc::c_void) {
+        // SAFETY: the kernel passes its ucontext; fpregs points at the
+        // frame's image (64-bit: the FXSAVE area, sw bytes at 464)
+        let fp = unsafe { (*(uc as *mut libc::ucontext_t)).uc_mcontext.fpregs } as *const u8;
+        if fp.is_null() {
+            return;
+        }
+        let sw = unsafe { std::slice::from_raw_parts(fp.add(SW_BYTES), 24) };
+        let magic = u32::from_le_bytes(sw[0..4].try_into().unwrap());
+        if magic == FP_XSTATE_MAGIC1
+            && let Ok(mut k) = KERNEL_SW.try_lock()
+        {
+            *k = Some((
+                u64::from_le_bytes(sw[8..16].try_into().unwrap()),
+                u32::from_le_bytes(sw[16..20].try_into().unwrap()),
+            ));
+        }
+    }
+
+    /// XCR0 of this CPU (XGETBV 0).
+    fn xgetbv0() -> u64 {
+        let (lo, hi): (u32, u32);
+        // SAFETY: XGETBV with ECX 0 reads XCR0; every x86-64 CPU Linux
+        // runs the XSAVE code on has it (checked by the caller)
+        unsafe {
+            std::arch::asm!("xgetbv", in("ecx") 0, out("eax") lo, out("edx") hi, options(nomem, nostack));
+        }
+        (hi as u64) << 32 | lo as u64
+    }
+
+    /// A fact of this machine's kernel, not of the code: the frame of a
+    /// process that never asked for AMX (this test, as a PostgreSQL
+    /// backend) has the features and size `frame_xstate` gives for an
+    /// image with no tile data in use.  On a CPU without AMX: the whole
+    /// image.
+    #[test]
+    fn frame_xstate_is_the_kernels_own_frame() {
+        if std::arch::x86_64::__cpuid(1).ecx & (1 << 27) == 0 {
+            return; // no OSXSAVE: the kernel's frames are FXSAVE only
+        }
+        let xcr0 = xgetbv0();
+        let Some(n) = crate::inferior::xstate::uncompacted_size(xcr0) else {
+            panic!("no XSAVE layout size for XCR0 {xcr0:#x}");
+        };
+        let sig = libc::SIGRTMIN() + 7;
+        // SAFETY: a handler of this test's own on a real-time signal no
+        // other code of pgdbg's uses, sent to this thread only
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = note_sw_bytes as *const () as usize;
+            sa.sa_flags = libc::SA_SIGINFO;
+            assert_eq!(libc::sigaction(sig, &sa, std::ptr::null_mut()), 0);
+            assert_eq!(libc::raise(sig), 0);
+        }
+        let kernel = KERNEL_SW.lock().unwrap().expect("the handler ran");
+        let mut img = vec![0u8; n];
+        img[464..472].copy_from_slice(&xcr0.to_le_bytes());
+        let ours = frame_xstate(&img, xcr0, crate::inferior::xstate::uncompacted_size).unwrap();
+        assert_eq!((ours.0, ours.1 as u32), kernel, "XCR0 {xcr0:#x}");
+    }
+
     #[test]
     fn frame_is_laid_out_as_the_kernel_reads_it() {
         let r = regs();
         let mut x = vec![0u8; 832];
         x[464..472].copy_from_slice(&7u64.to_le_bytes());
-        let f = plan(&r, 0x4000, &x, 7, (0x7ffd_0000_0000, 0x7ffd_0001_0000)).unwrap();
+        let f = plan(
+            &r,
+            0x4000,
+            &x,
+            7,
+            (0x7ffd_0000_0000, 0x7ffd_0001_0000),
+            size,
+        )
+        .unwrap();
         assert_eq!(f.at % 16, 8);
         assert_eq!(f.rsp, f.at + 8);
         let w = |o: usize| u64::from_le_bytes(f.bytes[o..o + 8].try_into().unwrap());
@@ -305,12 +488,22 @@ mod tests {
     fn refused_where_it_cannot_be_exact() {
         let r = regs();
         let x = vec![0u8; 832];
-        // AMX tiles in XCR0
-        assert!(plan(&r, 0, &x, 0x602e7, (0x7ffd_0000_0000, 0x7ffd_0001_0000)).is_err());
+        // a feature newer than this code (XCR0 bit 19)
+        assert!(
+            plan(
+                &r,
+                0,
+                &x,
+                0x802e7,
+                (0x7ffd_0000_0000, 0x7ffd_0001_0000),
+                size
+            )
+            .is_err()
+        );
         // too near the bottom of the stack mapping
-        assert!(plan(&r, 0, &x, 7, (r.rsp - 1024, r.rsp + 4096)).is_err());
+        assert!(plan(&r, 0, &x, 7, (r.rsp - 1024, r.rsp + 4096), size).is_err());
         // rsp outside the mapping
-        assert!(plan(&r, 0, &x, 7, (0x1000, 0x2000)).is_err());
+        assert!(plan(&r, 0, &x, 7, (0x1000, 0x2000), size).is_err());
     }
 
     #[test]

@@ -1028,18 +1028,6 @@ pub fn tracefs_definitions_of(k: u32) -> Vec<String> {
         .collect()
 }
 
-/// XCR0 (the features the kernel enabled, the same for every process)
-/// has AMX's bits 17-18.
-pub fn amx_enabled() -> bool {
-    #[target_feature(enable = "xsave")]
-    unsafe fn xcr0() -> u64 {
-        // SAFETY: called only where the CPU and the kernel support XSAVE
-        unsafe { std::arch::x86_64::_xgetbv(0) }
-    }
-    // SAFETY: xsave detected (CPUID OSXSAVE) just before
-    std::arch::is_x86_feature_detected!("xsave") && unsafe { xcr0() } & (3 << 17) != 0
-}
-
 /// DR7 of `pid`, read with a short PTRACE_SEIZE of our own.
 pub fn dr7(pid: i32) -> u64 {
     unsafe {

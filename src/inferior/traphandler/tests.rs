@@ -57,6 +57,16 @@ fn disasm(code: &[u8], ip: u64) -> Vec<String> {
     out
 }
 
+/// Whether the kernel enabled AVX (XCR0 bit 2), read only where XGETBV
+/// exists (OSXSAVE, CPUID 1 ECX bit 27).
+fn avx_enabled() -> bool {
+    if std::arch::x86_64::__cpuid(1).ecx & (1 << 27) == 0 {
+        return false;
+    }
+    // SAFETY: XGETBV 0 reads XCR0, present with OSXSAVE (checked above)
+    unsafe { std::arch::x86_64::_xgetbv(0) & 4 != 0 }
+}
+
 /// The emitted code decodes to the instructions its comments name,
 /// with every branch landing where it should.
 #[test]
@@ -105,7 +115,7 @@ fn handler_code_decodes_as_written() {
         "dec ecx",
         "jne short 00007F000000007Ah",
         "test r15,r15",
-        "jne near 00007F00000002EEh",
+        "jne near 00007F00000002FBh",
         "cmp byte [r9],0CCh",
         "je near 00007F000000014Dh",
         "mov rax,7F0000001010h",
@@ -143,11 +153,11 @@ fn handler_code_decodes_as_written() {
         "mov eax,0Ah",
         "syscall",
         "test r15,r15",
-        "jne near 00007F00000002EEh",
+        "jne near 00007F00000002FBh",
         "mov [r12+0A8h],r13",
         "ret",
         "test r15,r15",
-        "jne near 00007F00000002EEh",
+        "jne near 00007F00000002FBh",
         "mov edi,5",
         "mov rsi,7F00000010C0h",
         "xor edx,edx",
@@ -213,19 +223,21 @@ fn handler_code_decodes_as_written() {
         "rep movsb",
         "mov rcx,[r11+2B0h]",
         "cmp rcx,1A0h",
-        "jb near 00007F00000002D9h",
+        "jb near 00007F00000002E6h",
         "mov r10,[rdx+0E0h]",
         "test r10,r10",
-        "je near 00007F00000002D9h",
+        "je near 00007F00000002E6h",
         "mov rdi,r10",
         "mov rsi,7F0000042000h",
         "mov ecx,1A0h",
         "rep movsb",
         "cmp dword [r10+1D0h],46505853h",
-        "jne near 00007F00000002D9h",
+        "jne near 00007F00000002E6h",
         "mov ecx,[r10+1E0h]",
         "cmp rcx,[r11+2B0h]",
-        "jne near 00007F00000002D9h",
+        "ja near 00007F00000002E6h",
+        "cmp rcx,240h",
+        "jb near 00007F00000002E6h",
         "lea rdi,[r10+200h]",
         "mov rsi,7F0000042200h",
         "sub rcx,200h",
@@ -236,7 +248,7 @@ fn handler_code_decodes_as_written() {
         "mov rdx,r12",
         "mov r9,[r15]",
         "test r9,r9",
-        "je short 00007F0000000306h",
+        "je short 00007F0000000313h",
         "add r15,8",
         "lea r8,[r9+1]",
         "jmp 00007F0000000068h",
@@ -272,8 +284,8 @@ fn handler_code_decodes_as_written() {
     assert_eq!(pos("mov rax,[r11+108h]"), base + 0x197);
     assert_eq!(pos("cmp rax,[rdx+0A0h]"), base + 0x1f3 + 11);
     assert_eq!(pos("lea rsi,[r11+160h]"), base + 0x20b);
-    assert_eq!(pos("mov qword [r11+100h],1"), base + 0x2d9);
-    assert_eq!(pos("mov rdx,r12"), base + 0x2ee);
+    assert_eq!(pos("mov qword [r11+100h],1"), base + 0x2e6);
+    assert_eq!(pos("mov rdx,r12"), base + 0x2fb);
     // the data words the code reads
     assert_eq!(base + SEL, 0x7f00_0000_1000);
     assert_eq!(base + ENTRY, 0x7f00_0000_1010);
@@ -404,24 +416,44 @@ fn call_return_trap_restores_the_saved_state() {
         // the return int3 (original byte: nop) and, after it, the code
         // the saved registers resume at:
         //   mov eax,[rbx]; add eax,r12d; movzx ecx,byte [r13];
-        //   add eax,ecx; movd edx,xmm0; add eax,edx; mov edi,eax;
+        //   add eax,ecx; movd edx,xmm0; add eax,edx;
+        //   vextractf128 xmm1,ymm0,1; movd edx,xmm1; add eax,edx (with
+        //   AVX: ymm0's upper half, else nops); mov edi,eax;
         //   mov eax,231 (exit_group); syscall
         let f = base + HALF0 + TABLE_BYTES;
         let stub = f + 16;
-        let code = [
+        let avx = avx_enabled();
+        let upper: [u8; 12] = if avx {
+            [
+                0xc4, 0xe3, 0x7d, 0x19, 0xc1, 0x01, 0x66, 0x0f, 0x7e, 0xca, 0x01, 0xd0,
+            ]
+        } else {
+            [0x90; 12]
+        };
+        let mut code = vec![
             0x8b, 0x03, 0x44, 0x01, 0xe0, 0x41, 0x0f, 0xb6, 0x4d, 0x00, 0x01, 0xc8, 0x66, 0x0f,
-            0x7e, 0xc2, 0x01, 0xd0, 0x89, 0xc7, 0xb8, 0xe7, 0, 0, 0, 0x0f, 0x05,
+            0x7e, 0xc2, 0x01, 0xd0,
         ];
+        code.extend_from_slice(&upper);
+        code.extend_from_slice(&[0x89, 0xc7, 0xb8, 0xe7, 0, 0, 0, 0x0f, 0x05]);
         std::ptr::copy_nonoverlapping(code.as_ptr(), stub as *mut u8, code.len());
         *(f as *mut u8) = 0xcc;
         *((base + HALF0) as *mut u64) = f | F_WRITABLE | (0x90u64 << 56);
-        // the saved XSAVE image: this thread's own, XMM0 = 60
+        // the saved XSAVE image: this thread's own, XMM0 = 60, and with
+        // AVX the upper half of YMM0 = 9 (its area from CPUID 0xD.2, the
+        // feature marked in use in XSTATE_BV): all of it must come back,
+        // also where the image is larger than the kernel's frame (AMX)
         let Some((size, _)) = super::super::xstate::cpuid_xsave_sizes() else {
             return 80;
         };
         let x = base + XAREA;
         std::arch::asm!("xsave64 [{0}]", in(reg) x, in("eax") u32::MAX, in("edx") u32::MAX);
         *((x + 160) as *mut u32) = 60;
+        if avx {
+            let hi = std::arch::x86_64::__cpuid_count(0xd, 2).ebx as u64;
+            *((x + hi) as *mut u32) = 9;
+            *((x + 512) as *mut u64) |= 4;
+        }
         w(cr::XLEN, size as u64);
         // the data word the "series" changed, to be put back
         let word = std::ptr::addr_of_mut!(WORD);
@@ -454,10 +486,13 @@ fn call_return_trap_restores_the_saved_state() {
             options(noreturn),
         )
     });
-    // 5 (the word) + 37 (r12) + 0x90 (the byte) + 60 (XMM0)
+    // 5 (the word) + 37 (r12) + 0x90 (the byte) + 60 (XMM0) + 9 (YMM0's
+    // upper half, with AVX)
+    let avx = avx_enabled();
+    let want = if avx { 255 } else { 246 };
     assert!(
-        libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 246,
-        "status {st:#x}"
+        libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == want,
+        "status {st:#x}, want {want}"
     );
 }
 

@@ -51,7 +51,12 @@
 //! * `rip` in a system call injected with its signal frame (the trailer's
 //!   eight bytes at AT_ENTRY, sigframe.rs; `NOT_OWN` 0, as pgdbg leaves
 //!   bit 1 clear for it when no other bit is set): it runs on as below,
-//!   and the trailer's `rt_sigreturn` puts the backend's context back;
+//!   and the trailer's `rt_sigreturn` puts the backend's context back.
+//!   Only where the call's signal mask is not in place (pgdbg died
+//!   between the registers and PTRACE_SETSIGMASK, or the mask could not
+//!   be set): while the call runs SIGCONT is blocked (detour.rs,
+//!   `BLOCKED_FOR_A_CALL`), so the handler runs after the `rt_sigreturn`,
+//!   in the backend's own context (the last case below);
 //! * `rip` in an injected system call's code at AT_ENTRY, registers not
 //!   the backend's own other than a call's (`NOT_OWN`: a system call, a
 //!   record of data words that is not whole, a call record that cannot

@@ -703,7 +703,9 @@ impl Target {
     /// backend again rather than let it run on there; not for a system
     /// call with its frame while no other bit is set: the handler lets the
     /// backend run on in the injected code, which restores itself
-    /// (selfrelease/handler.rs recognizes the trailer's bytes at AT_ENTRY).
+    /// (selfrelease/handler.rs recognizes the trailer's bytes at AT_ENTRY;
+    /// it runs there only if the call's blocked mask is not in place: with
+    /// it SIGCONT waits for the trailer's `rt_sigreturn`).
     pub(in crate::inferior) fn note_syscall_in_flight(
         &mut self,
         regs: &Registers,

@@ -175,8 +175,11 @@ pub fn emit(base: u64, l: &Layout) -> Vec<u8> {
     // trailer's eight bytes at AT_ENTRY (no other code there runs again,
     // and `syscall; int3` differs in its third byte).  Its context
     // restores itself (the call finishes, `rt_sigreturn` returns to the
-    // backend's own): it runs on like the backend's own.  Beyond 3 it
-    // went to `data` above already, as any rip past `syscall; int3`
+    // backend's own): it runs on like the backend's own.  Reached only
+    // when the call's blocked mask is not in place (pgdbg died before its
+    // PTRACE_SETSIGMASK, or it failed): with it, SIGCONT waits for the
+    // trailer's `rt_sigreturn`.  Beyond 3 it went to `data` above
+    // already, as any rip past `syscall; int3`
     c.extend_from_slice(&[0x49, 0xba]); // movabs r10, TRAILER
     c.extend_from_slice(&crate::inferior::sigframe::TRAILER);
     c.extend_from_slice(&[0x4c, 0x39, 0x10]); // cmp [rax], r10

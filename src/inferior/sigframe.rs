@@ -30,8 +30,9 @@
 //!   `fpstate` it would clear the FP state, with bad sw bytes restore only
 //!   the legacy area: so the whole image is written, 64-byte aligned (the
 //!   XRSTOR rule), with sw bytes as the kernel's own frames carry them
-//!   (the image cut to the process's own frame size where AMX tile data
-//!   are enabled but not in use: `frame_xstate`);
+//!   (where AMX tile data are enabled but not in use, the sw bytes name
+//!   the process's own frame size and features, the image written whole
+//!   all the same: `frame_xstate`, `plan`);
 //! * `restore_altstack` gives `uc_stack` to `do_sigaltstack`, ignoring
 //!   every error but a fault reading it: an `ss_flags` that is no valid
 //!   mode (SS_ONSTACK | SS_DISABLE) is refused there with EINVAL (or EPERM

@@ -57,17 +57,21 @@ fn looked_for(major: u32) {
     // enough), then armed: only then does it insert
     let mut c = cl.connect();
     let pid = c.pid();
-    wait_until("the new backend found and attached", Duration::from_secs(60), || {
-        tracer_pid(pid) != 0
-    });
+    wait_until(
+        "the new backend found and attached",
+        Duration::from_secs(60),
+        || tracer_pid(pid) != 0,
+    );
     wait_armed(pid, "heap_insert");
     for i in 0..INSERTS {
         c.exec(&format!("insert into looking_t values ({i})"));
     }
     drop(c);
-    wait_until("the session's backend to end", Duration::from_secs(30), || {
-        proc_state(pid).is_empty() || proc_state(pid).starts_with('Z')
-    });
+    wait_until(
+        "the session's backend to end",
+        Duration::from_secs(30),
+        || proc_state(pid).is_empty() || proc_state(pid).starts_with('Z'),
+    );
     // SAFETY: kill(2) of our own child
     unsafe { libc::kill(p.pid(), libc::SIGINT) };
     let (code, _, _) = p.wait(Duration::from_secs(120));
@@ -96,7 +100,10 @@ fn looked_for(major: u32) {
             "process {child} left stopped"
         );
     }
-    assert_eq!(setup.query_one_i64("select count(*) from looking_t"), INSERTS as i64);
+    assert_eq!(
+        setup.query_one_i64("select count(*) from looking_t"),
+        INSERTS as i64
+    );
     cl.assert_no_crash();
     let _ = std::fs::remove_file(&cap);
     let _ = std::fs::remove_file(&out);

@@ -13,12 +13,19 @@
 //! groups, `SUBSET_TESTS` tests or a few more: 41 tests, 43-44 client
 //! sessions), so that the eight runs (4 scripts x 2 majors) take about 4
 //! minutes (the six with workers measured 13-33 s each on a loaded 2-CPU
-//! machine, 209 s in all); PGDBG_REGRESS_FULL=1 runs the whole schedule in each (and the
-//! suite once without pgdbg per major, to compare the times).  The whole
+//! machine, 209 s in all); PGDBG_REGRESS_FULL=1 runs the whole schedule in
+//! each (and the suite once without pgdbg per major, to compare the
+//! times).  The whole
 //! suite took, on the same loaded machine: 15 without pgdbg 66 s, under
 //! `count` 184 s, `plancache` 116 s, `waits trace` 269 s; 18 without
 //! pgdbg 126-223 s, under `count` 391 s: one mode per major of the whole
-//! suite alone would exceed the default budget.
+//! suite alone would exceed the default budget.  On a quiet 2-CPU Xeon
+//! (2026-12-05, `PGDBG_REGRESS_FULL=1 cargo test --release --test
+//! regress_cluster -- --include-ignored --test-threads=1`, all 10 passed,
+//! 512 s): 15 (217 tests, 252 connections, each attached at its fork or
+//! counted from it) without pgdbg 17.1 s, `count` 88.6 s,
+//! `count-inherited` 30.7 s, `plancache` 29.8 s, `waits trace` 66.6 s; 18
+//! (231 tests, 276 connections) 21.8, 98.9, 35.4, 34.7, 75.0 s.
 //!
 //! In the default suite since the workers started ahead wait for the
 //! fork and seize the new backend at a real-time priority (forks.rs):

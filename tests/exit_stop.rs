@@ -13,21 +13,6 @@ use std::io::{BufRead, BufReader};
 use std::process::ChildStdout;
 use std::time::{Duration, Instant};
 
-/// Until pgdbg says on stderr that it paused at `at` (PGDBG_PAUSE_AT).
-fn wait_paused(p: &mut Pgdbg, at: &str) {
-    let mut err = BufReader::new(p.child.stderr.as_mut().unwrap());
-    let mut seen = String::new();
-    loop {
-        let mut l = String::new();
-        let n = err.read_line(&mut l).unwrap();
-        seen.push_str(&l);
-        assert!(n > 0, "pgdbg ended before it paused at {at}: {seen}");
-        if l.contains(&format!("paused at {at} ")) {
-            return;
-        }
-    }
-}
-
 /// A session watched by `plancache` runs a prepared statement and
 /// closes: pgdbg is paused with the backend in its exit stop (stdout kept
 /// open: pgdbg still writes to it).

@@ -487,22 +487,6 @@ fn killed_together_after_a_call_18() {
     call_ended_then_killed(18);
 }
 
-/// Until pgdbg says on stderr that it paused at `at` (PGDBG_PAUSE_AT).
-fn wait_paused(p: &mut Pgdbg, at: &str) {
-    use std::io::BufRead;
-    let mut err = std::io::BufReader::new(p.child.stderr.as_mut().unwrap());
-    let mut seen = String::new();
-    loop {
-        let mut l = String::new();
-        let n = err.read_line(&mut l).unwrap();
-        seen.push_str(&l);
-        assert!(n > 0, "pgdbg ended before it paused at {at}: {seen}");
-        if l.contains(&format!("paused at {at} ")) {
-            return;
-        }
-    }
-}
-
 /// pgdbg and its guardian killed together at each point of a call
 /// series where the backend's registers are its own or a call's that has
 /// not started or has returned (`PGDBG_PAUSE_AT`): `series`, its words

@@ -2,21 +2,30 @@
 //! from the source tree scripts/pg-build built) run while `pgdbg attach
 //! --cluster` observes the cluster with a `count`, a `waits trace` and a
 //! `plancache` script: every client backend of the run (the server logs
-//! its connections) is attached at its fork, before its first statement;
+//! its connections) is attached at its fork, before its first statement
+//! (and, for the same `count` served by uprobes inherited from the
+//! postmaster, with no worker and no attach, counted from its fork);
 //! `pg_regress` passes as it does without pgdbg (it compares every result
 //! with the expected one itself); no backend crashes; nothing of the
 //! cluster is left traced or stopped.
 //!
 //! By default each run is a fixed prefix of the suite's schedule (whole
 //! groups, `SUBSET_TESTS` tests or a few more: 41 tests, 43-44 client
-//! sessions), so that the six runs (3 scripts x 2 majors) take about 3.5
-//! minutes (measured 13-33 s each on a loaded 2-CPU machine, 209 s in
-//! all); PGDBG_REGRESS_FULL=1 runs the whole schedule in each (and the
-//! suite once without pgdbg per major, to compare the times).  The whole
+//! sessions), so that the eight runs (4 scripts x 2 majors) take about 4
+//! minutes (the six with workers measured 13-33 s each on a loaded 2-CPU
+//! machine, 209 s in all); PGDBG_REGRESS_FULL=1 runs the whole schedule in
+//! each (and the suite once without pgdbg per major, to compare the
+//! times).  The whole
 //! suite took, on the same loaded machine: 15 without pgdbg 66 s, under
 //! `count` 184 s, `plancache` 116 s, `waits trace` 269 s; 18 without
 //! pgdbg 126-223 s, under `count` 391 s: one mode per major of the whole
-//! suite alone would exceed the default budget.
+//! suite alone would exceed the default budget.  On a quiet 2-CPU Xeon
+//! (2026-12-05, `PGDBG_REGRESS_FULL=1 cargo test --release --test
+//! regress_cluster -- --include-ignored --test-threads=1`, all 10 passed,
+//! 512 s): 15 (217 tests, 252 connections, each attached at its fork or
+//! counted from it) without pgdbg 17.1 s, `count` 88.6 s,
+//! `count-inherited` 30.7 s, `plancache` 29.8 s, `waits trace` 66.6 s; 18
+//! (231 tests, 276 connections) 21.8, 98.9, 35.4, 34.7, 75.0 s.
 //!
 //! In the default suite since the workers started ahead wait for the
 //! fork and seize the new backend at a real-time priority (forks.rs):
@@ -48,10 +57,16 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// The scripts: uprobe counters (the kernel's), a write-breakpoint event
-/// with the executor's uprobes, and a recorder written into each backend.
+/// The scripts: uprobe counters (the kernel's) set by a worker per
+/// backend, the same counters inherited from the postmaster (no worker,
+/// no attach: `count-inherited`), a write-breakpoint event with the
+/// executor's uprobes, and a recorder written into each backend.
 const MODES: &[(&str, &str)] = &[
     ("count", "count ExecInterpExpr heap_insert LockRelationOid"),
+    (
+        "count-inherited",
+        "count ExecInterpExpr heap_insert LockRelationOid",
+    ),
     ("waits", "waits trace --quiet"),
     ("plancache", "plancache"),
 ];
@@ -261,15 +276,16 @@ fn regress_under(major: u32, mode: &str) {
     let cap = w.join("capture.jsonl");
     let out = w.join("pgdbg.out");
     let err = w.join("pgdbg.err");
+    let inherited = mode == "count-inherited";
     let mut p = Command::new(pgdbg_bin())
         .args(["attach", "--cluster", cl.dir.to_str().unwrap()])
         .args(["--script", script.to_str().unwrap(), "--for", "3600s"])
         .arg("--capture")
         .arg(&cap)
         .env_remove("DEBUGINFOD_URLS")
-        // the workers' course (a script of one `count` line is otherwise
-        // served without workers: tests/cluster_inherit.rs)
-        .env("PGDBG_NO_INHERIT", "1")
+        // the workers' course but for `count-inherited` (a script of one
+        // `count` line is otherwise served without workers)
+        .envs((!inherited).then_some(("PGDBG_NO_INHERIT", "1")))
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&out).unwrap())
         .stderr(std::fs::File::create(&err).unwrap())
@@ -277,14 +293,19 @@ fn regress_under(major: u32, mode: &str) {
         .expect("spawn pgdbg");
     let sup = p.id() as i32;
     let read = |f: &Path| std::fs::read_to_string(f).unwrap_or_default();
+    let started = if inherited {
+        "in every process of the cluster from its fork on"
+    } else {
+        "running the script"
+    };
     wait_until("pgdbg's banner", Duration::from_secs(60), || {
-        read(&err).contains("running the script") || matches!(p.try_wait(), Ok(Some(_)))
+        read(&err).contains(started) || matches!(p.try_wait(), Ok(Some(_)))
     });
     let banner = read(&err);
-    assert!(
-        banner.contains("running the script"),
-        "pgdbg ended first: {banner}"
-    );
+    assert!(banner.contains(started), "pgdbg ended first: {banner}");
+    if inherited {
+        return regress_inherited(major, &cl, &mut p, &w, &schedule, &out, &err);
+    }
     assert!(
         !banner.contains("looked for every 100 ms"),
         "process events refused here: {banner}"
@@ -423,6 +444,92 @@ fn regress_under(major: u32, mode: &str) {
     let _ = std::fs::remove_dir_all(&w);
 }
 
+/// `count-inherited`, once its banner is out: no worker, no attach; every
+/// client backend of the run is counted from its fork (its `[PID] count:
+/// backend PID (from its fork, ...)` block: a process is listed once it
+/// has a call, and each backend's start locks catalogs with
+/// `LockRelationOid`), no call lost, the suite passes, nothing crashed,
+/// nothing left traced.
+fn regress_inherited(
+    major: u32,
+    cl: &Cluster,
+    p: &mut std::process::Child,
+    w: &Path,
+    schedule: &str,
+    out: &Path,
+    err: &Path,
+) {
+    let read = |f: &Path| std::fs::read_to_string(f).unwrap_or_default();
+    let from = log_len(cl);
+    let (regress, passed, took) = pg_regress(cl, major, w, schedule);
+    let log = server_log_since(cl, from);
+    // SAFETY: kill(2) of our own child
+    unsafe { libc::kill(p.id() as i32, libc::SIGINT) };
+    let t0 = Instant::now();
+    let code = loop {
+        if let Some(st) = p.try_wait().unwrap() {
+            break st.code().unwrap_or(-1);
+        }
+        if t0.elapsed() > Duration::from_secs(180) {
+            let _ = p.kill();
+            panic!("pgdbg did not end within 180 s of SIGINT: {}", read(err));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let (stdout, stderr) = (read(out), read(err));
+    let _ = std::fs::write(w.join("postmaster.log"), &log);
+    let conns = connections(&log);
+    eprintln!(
+        "regress {major} count-inherited: {schedule}, {} tests, {:.1} s under pgdbg; {} connections in the log; pgdbg exit {code}; {}",
+        tests_in(w, schedule),
+        took.as_secs_f64(),
+        conns.len(),
+        stderr.lines().last().unwrap_or_default()
+    );
+    assert!(
+        passed,
+        "pg_regress under pgdbg (count-inherited) did not pass as without it:\n{regress}\n{}",
+        std::fs::read_to_string(w.join("regression.diffs")).unwrap_or_default()
+    );
+    cl.assert_no_crash();
+    assert!(
+        conns.len() > tests_in(w, schedule),
+        "too few connections logged:\n{log}"
+    );
+    let uncounted: Vec<i32> = conns
+        .iter()
+        .copied()
+        .filter(|pid| !stdout.contains(&format!("[{pid}] count: backend {pid} (from its fork, ")))
+        .collect();
+    assert!(
+        uncounted.is_empty(),
+        "{} of {} backends of the run not counted from their fork: {uncounted:?}\n{stderr}",
+        uncounted.len(),
+        conns.len()
+    );
+    assert!(
+        !stderr.contains("calls not counted"),
+        "calls lost:\n{stderr}"
+    );
+    assert!(
+        read_events(&cap_of(w), "attach").is_empty(),
+        "a backend was attached"
+    );
+    assert!(code == 0 || code == 130, "pgdbg exit {code}:\n{stderr}");
+    for pid in children(cl.postmaster_pid) {
+        assert_eq!(tracer_pid(pid), 0, "process {pid} left traced");
+        assert!(
+            !proc_state(pid).starts_with('T') && !proc_state(pid).starts_with('t'),
+            "process {pid} left stopped"
+        );
+    }
+    let _ = std::fs::remove_dir_all(w);
+}
+
+fn cap_of(w: &Path) -> PathBuf {
+    w.join("capture.jsonl")
+}
+
 /// PGDBG_REGRESS_FULL only: the whole suite without pgdbg, for its time.
 fn regress_alone(major: u32) {
     if !full() {
@@ -460,6 +567,16 @@ fn regress_18_alone() {
 #[test]
 fn regress_15_count() {
     regress_under(15, "count");
+}
+
+#[test]
+fn regress_15_count_inherited() {
+    regress_under(15, "count-inherited");
+}
+
+#[test]
+fn regress_18_count_inherited() {
+    regress_under(18, "count-inherited");
 }
 
 #[test]

@@ -702,7 +702,9 @@ fn run(major: u32, modes: &[Mode], n: usize) {
 // how long it stays stopped (state T/t, sampled every millisecond) once
 // pgdbg and its guardian are gone: a held backend ends its stop itself
 // (src/inferior/selfrelease.rs), within RELEASE_BOUND (docs/safety.md);
-// then the statement running at the kill ends by its statement timeout
+// then `kill -CONT`, what a person who finds it stopped sends (after every
+// kill, stopped or not: it must never crash the backend; the rescue only
+// where it is still stopped after it); then the statement running at the kill ends by its statement timeout
 // and a `select pg_sleep(5)` does too.  Then `pgdbg rescue PID` and the
 // same checks as above.  PGDBG_SOAK_KILLS kills per mode (default 1);
 // scripts/soak-kill9 --modes together runs 50.
@@ -964,7 +966,8 @@ struct TogetherCounts {
 /// One mode: `kills` times start pgdbg on the session's backend (its loop
 /// running under the statement timeout), let it arm, kill it and its
 /// guardian together at a random instant, and check: the stop after both
-/// are gone, the statement timeout, then the rescue and the restore.
+/// are gone, a `kill -CONT` as a person would send (it must never crash
+/// the backend), the statement timeout, then the rescue and the restore.
 fn soak_together(
     cl: &Cluster,
     mode: Mode,
@@ -1118,8 +1121,15 @@ fn soak_together(
         if over {
             n.over_bound += 1;
         }
+        // what a person who finds the backend stopped does: `kill -CONT`.
+        // It must never crash the backend (issue 37), stopped or not: sent
+        // after every kill, the checks below see a crash
+        // SAFETY: kill(2) of a backend of the soak's own cluster.
+        unsafe { libc::kill(pid, libc::SIGCONT) };
+        std::thread::sleep(Duration::from_millis(20));
+        let still_after_cont = stopped(pid);
         let mut rescued = false;
-        if still {
+        if still_after_cont {
             // stopped until someone acts: the rescue now, before the
             // timeout checks (which would wait for it)
             let (code, out, rerr) = pgdbg(&["rescue", &pid.to_string()]);
@@ -1190,7 +1200,8 @@ fn soak_together(
             if died { "BACKEND DIED" } else { "ok" },
             stop_after_kill.unwrap_or_default(),
             match (stop_after_gone, still) {
-                (_, true) => "until the rescue".to_string(),
+                (_, true) if still_after_cont => "until the rescue".to_string(),
+                (_, true) => "until kill -CONT".to_string(),
                 (Some(d), _) =>
                     format!("{d:?} (at least {:?})", surely_stopped.unwrap_or_default()),
                 (None, _) => "0".to_string(),

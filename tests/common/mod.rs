@@ -313,6 +313,10 @@ impl Drop for Cluster {
     }
 }
 
+/// How long `Client::rejoin` waits for a statement after it is joined:
+/// far above any test's statement, far below CI's limit.
+pub const REJOIN_LIMIT: Duration = Duration::from_secs(300);
+
 /// A client session (one backend).
 pub struct Client {
     pub c: Option<postgres::Client>,
@@ -390,10 +394,22 @@ impl Client {
             (c, r)
         })
     }
+    /// Join a statement run by `spawn_text`: panics (the test fails, never
+    /// hangs) if it has not ended within `REJOIN_LIMIT`, a backend left
+    /// stopped, say; the cluster's drop then kills what is left.
     pub fn rejoin(
         &mut self,
         h: std::thread::JoinHandle<(postgres::Client, Result<String, String>)>,
     ) -> Result<String, String> {
+        let t0 = Instant::now();
+        while !h.is_finished() {
+            assert!(
+                t0.elapsed() < REJOIN_LIMIT,
+                "the statement had not ended {REJOIN_LIMIT:?} after it was joined \
+                 (the backend left stopped or hung?)"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
         let (c, r) = h.join().expect("client thread");
         self.c = Some(c);
         r
@@ -801,6 +817,47 @@ pub fn wait_for_stderr(p: &mut Pgdbg, needle: &str, limit: Duration) -> String {
             Err(RecvTimeoutError::Disconnected) => {
                 panic!("pgdbg's stderr ended before '{needle}':\n{seen}")
             }
+        }
+    }
+}
+
+/// Until pgdbg says on stderr that it paused at `at` (PGDBG_PAUSE_AT),
+/// stderr read in place (what follows is still the test's to read).  A
+/// deadline: pgdbg is killed (its guardian restores the backend) and the
+/// test fails if the pause has not come within 90 s.
+pub fn wait_paused(p: &mut Pgdbg, at: &str) {
+    let limit = Duration::from_secs(90);
+    let (done, watch) = std::sync::mpsc::channel::<()>();
+    let pid = p.pid();
+    let dog = std::thread::spawn(move || {
+        let late = watch.recv_timeout(limit).is_err();
+        if late {
+            // SAFETY: kill(2) of the pgdbg this test started.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+        late
+    });
+    let mut err = BufReader::new(p.child.stderr.as_mut().unwrap());
+    let mut seen = String::new();
+    let needle = format!("paused at {at} ");
+    loop {
+        let mut l = String::new();
+        let n = err.read_line(&mut l).unwrap_or(0);
+        seen.push_str(&l);
+        if n == 0 {
+            let _ = done.send(());
+            let late = dog.join().unwrap_or(false);
+            let why = if late {
+                format!("was killed: no pause within {limit:?}")
+            } else {
+                "ended".to_string()
+            };
+            panic!("pgdbg {why} before it paused at {at}: {seen}");
+        }
+        if l.contains(&needle) {
+            let _ = done.send(());
+            let _ = dog.join();
+            return;
         }
     }
 }

@@ -273,9 +273,7 @@ fn regress_under(major: u32, mode: &str) {
     let (w, schedule) = workdir(major, &name);
     let cl = Cluster::start_with(major, &["log_connections=on"]);
     let script = write_script(&format!("regress-{name}"), &[script_line]);
-    let cap = w.join("capture.jsonl");
-    let out = w.join("pgdbg.out");
-    let err = w.join("pgdbg.err");
+    let (cap, out, err) = files(&w);
     let inherited = mode == "count-inherited";
     let mut p = Command::new(pgdbg_bin())
         .args(["attach", "--cluster", cl.dir.to_str().unwrap()])
@@ -304,7 +302,7 @@ fn regress_under(major: u32, mode: &str) {
     let banner = read(&err);
     assert!(banner.contains(started), "pgdbg ended first: {banner}");
     if inherited {
-        return regress_inherited(major, &cl, &mut p, &w, &schedule, &out, &err);
+        return regress_inherited(major, &cl, &mut p, &w, &schedule);
     }
     assert!(
         !banner.contains("looked for every 100 ms"),
@@ -315,19 +313,7 @@ fn regress_under(major: u32, mode: &str) {
     let from = log_len(&cl);
     let (regress, passed, took) = pg_regress(&cl, major, &w, &schedule);
     let log = server_log_since(&cl, from);
-    // SAFETY: kill(2) of our own child
-    unsafe { libc::kill(sup, libc::SIGINT) };
-    let t0 = Instant::now();
-    let code = loop {
-        if let Some(st) = p.try_wait().unwrap() {
-            break st.code().unwrap_or(-1);
-        }
-        if t0.elapsed() > Duration::from_secs(180) {
-            let _ = p.kill();
-            panic!("pgdbg did not end within 180 s of SIGINT: {}", read(&err));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let code = interrupt(&mut p, &err);
     let stderr = read(&err);
     // said at any time (a worker started ahead later, refused)
     fail_if_rt_refused(&stderr);
@@ -456,26 +442,14 @@ fn regress_inherited(
     p: &mut std::process::Child,
     w: &Path,
     schedule: &str,
-    out: &Path,
-    err: &Path,
 ) {
+    let (cap, out, err) = files(w);
+    let (cap, out, err) = (&cap, &out, &err);
     let read = |f: &Path| std::fs::read_to_string(f).unwrap_or_default();
     let from = log_len(cl);
     let (regress, passed, took) = pg_regress(cl, major, w, schedule);
     let log = server_log_since(cl, from);
-    // SAFETY: kill(2) of our own child
-    unsafe { libc::kill(p.id() as i32, libc::SIGINT) };
-    let t0 = Instant::now();
-    let code = loop {
-        if let Some(st) = p.try_wait().unwrap() {
-            break st.code().unwrap_or(-1);
-        }
-        if t0.elapsed() > Duration::from_secs(180) {
-            let _ = p.kill();
-            panic!("pgdbg did not end within 180 s of SIGINT: {}", read(err));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let code = interrupt(p, err);
     let (stdout, stderr) = (read(out), read(err));
     let _ = std::fs::write(w.join("postmaster.log"), &log);
     let conns = connections(&log);
@@ -512,7 +486,7 @@ fn regress_inherited(
         "calls lost:\n{stderr}"
     );
     assert!(
-        read_events(&cap_of(w), "attach").is_empty(),
+        read_events(cap, "attach").is_empty(),
         "a backend was attached"
     );
     assert!(code == 0 || code == 130, "pgdbg exit {code}:\n{stderr}");
@@ -526,8 +500,35 @@ fn regress_inherited(
     let _ = std::fs::remove_dir_all(w);
 }
 
-fn cap_of(w: &Path) -> PathBuf {
-    w.join("capture.jsonl")
+/// A run's capture, pgdbg's standard output and its standard error, in
+/// the run's directory `w`.
+fn files(w: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    (
+        w.join("capture.jsonl"),
+        w.join("pgdbg.out"),
+        w.join("pgdbg.err"),
+    )
+}
+
+/// SIGINT to pgdbg (its workers end their scripts and detach); its exit
+/// code, or a failure (its stderr `err`) if it runs on 180 s after.
+fn interrupt(p: &mut std::process::Child, err: &Path) -> i32 {
+    // SAFETY: kill(2) of our own child
+    unsafe { libc::kill(p.id() as i32, libc::SIGINT) };
+    let t0 = Instant::now();
+    loop {
+        if let Some(st) = p.try_wait().unwrap() {
+            return st.code().unwrap_or(-1);
+        }
+        if t0.elapsed() > Duration::from_secs(180) {
+            let _ = p.kill();
+            panic!(
+                "pgdbg did not end within 180 s of SIGINT: {}",
+                std::fs::read_to_string(err).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// PGDBG_REGRESS_FULL only: the whole suite without pgdbg, for its time.

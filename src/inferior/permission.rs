@@ -162,12 +162,23 @@ pub fn decide(
 pub struct Refused(pub String);
 
 /// Why `PTRACE_SEIZE` of `pid` failed with EPERM although the
-/// credentials allow it ([`refusal`] said None), in one line: a seccomp
-/// filter on pgdbg (a container's profile answers EPERM), else a security
-/// module.
+/// credentials allow it ([`refusal`] said None), in one line: another
+/// tracer, a seccomp filter on pgdbg (a container's profile answers
+/// EPERM), else a security module.
 pub fn seize_refused(pid: i32) -> String {
     if let Some(why) = refusal(pid) {
         return why;
+    }
+    // a process has one tracer: another took it (between a check and the
+    // seize, or a worker started ahead that heard of the same fork)
+    if let Some(st) = super::procfs::status(pid).ok().filter(|s| s.tracer_pid > 0) {
+        let who = super::procfs::status(st.tracer_pid)
+            .map(|s| s.name)
+            .unwrap_or_else(|_| "?".into());
+        return format!(
+            "process {pid} is already traced by PID {} ({who}): detach that debugger first",
+            st.tracer_pid
+        );
     }
     if own().seccomp_filtered() {
         return format!(

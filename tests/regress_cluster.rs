@@ -419,14 +419,7 @@ fn regress_under(major: u32, mode: &str) {
         assert!(!stderr.contains(bad), "pgdbg said {bad:?}:\n{stderr}");
     }
     assert!(code == 0 || code == 130, "pgdbg exit {code}:\n{stderr}");
-    // nothing of the cluster left traced or stopped
-    for pid in children(cl.postmaster_pid) {
-        assert_eq!(tracer_pid(pid), 0, "process {pid} left traced");
-        assert!(
-            !proc_state(pid).starts_with('T') && !proc_state(pid).starts_with('t'),
-            "process {pid} left stopped"
-        );
-    }
+    nothing_left(cl.postmaster_pid);
     let _ = std::fs::remove_dir_all(&w);
 }
 
@@ -490,14 +483,19 @@ fn regress_inherited(
         "a backend was attached"
     );
     assert!(code == 0 || code == 130, "pgdbg exit {code}:\n{stderr}");
-    for pid in children(cl.postmaster_pid) {
+    nothing_left(cl.postmaster_pid);
+    let _ = std::fs::remove_dir_all(w);
+}
+
+/// Nothing of the cluster of `postmaster` left traced or stopped.
+fn nothing_left(postmaster: i32) {
+    for pid in children(postmaster) {
         assert_eq!(tracer_pid(pid), 0, "process {pid} left traced");
         assert!(
             !proc_state(pid).starts_with('T') && !proc_state(pid).starts_with('t'),
             "process {pid} left stopped"
         );
     }
-    let _ = std::fs::remove_dir_all(w);
 }
 
 /// A run's capture, pgdbg's standard output and its standard error, in

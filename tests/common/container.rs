@@ -9,7 +9,7 @@
 //! project's build, linked against the host's libc, so the container's
 //! /usr is the host's /usr bind-mounted (the host's libc and libraries,
 //! as the build expects).  What makes it a container for pgdbg is the
-//! installation: bind-mounted at `/opt/pgdbg-ct-N` inside, a path the host
+//! installation: bind-mounted at `/opt/pgdbg-ct-N-K` inside, a path the host
 //! lacks, where the host has only a decoy `plpgsql.so` (same name, other
 //! contents).  A debugger that opens the container's paths on the host
 //! opens the decoy; the tests watch it with inotify.
@@ -88,6 +88,14 @@ pub fn children(ppid: i32) -> Vec<i32> {
     v
 }
 
+/// A name part no other container or sidecar of this test process has:
+/// the tests of one binary may run at once (threads of one process).
+fn unique() -> String {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let k = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{}-{k}", std::process::id())
+}
+
 /// `NSpid` of a process: its PID in each namespace, the host's first.
 pub fn ns_pids(pid: i32) -> Vec<i32> {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
@@ -107,7 +115,7 @@ impl Container {
     /// and root directory; its socket directory is `<root>/sock`.
     pub fn start(prefix: &Path, settings: &[&str]) -> Container {
         ensure_user();
-        let n = std::process::id();
+        let n = unique();
         let root = PathBuf::from(format!("/tmp/pgdbg-ct-{n}"));
         let install = PathBuf::from(format!("/opt/pgdbg-ct-{n}"));
         let _ = std::fs::remove_dir_all(&root);
@@ -383,7 +391,7 @@ fn linked_libraries(bin: &Path) -> Vec<PathBuf> {
 
 impl Sidecar {
     pub fn start(ct: &Container, pgdbg: &Path) -> Sidecar {
-        let root = PathBuf::from(format!("/tmp/pgdbg-sc-{}", std::process::id()));
+        let root = PathBuf::from(format!("/tmp/pgdbg-sc-{}", unique()));
         let _ = std::fs::remove_dir_all(&root);
         for d in [
             "proc",

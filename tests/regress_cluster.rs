@@ -15,8 +15,8 @@
 //! minutes (the six with workers measured 13-33 s each on a loaded 2-CPU
 //! machine, 209 s in all); PGDBG_REGRESS_FULL=1 runs the whole schedule in
 //! each (and the suite once without pgdbg per major, to compare the
-//! times).  The whole
-//! suite took, on the same loaded machine: 15 without pgdbg 66 s, under
+//! times).  The whole suite took, on the same loaded machine: 15 without
+//! pgdbg 66 s, under
 //! `count` 184 s, `plancache` 116 s, `waits trace` 269 s; 18 without
 //! pgdbg 126-223 s, under `count` 391 s: one mode per major of the whole
 //! suite alone would exceed the default budget.  On a quiet 2-CPU Xeon
@@ -437,13 +437,12 @@ fn regress_inherited(
     schedule: &str,
 ) {
     let (cap, out, err) = files(w);
-    let (cap, out, err) = (&cap, &out, &err);
     let read = |f: &Path| std::fs::read_to_string(f).unwrap_or_default();
     let from = log_len(cl);
     let (regress, passed, took) = pg_regress(cl, major, w, schedule);
     let log = server_log_since(cl, from);
-    let code = interrupt(p, err);
-    let (stdout, stderr) = (read(out), read(err));
+    let code = interrupt(p, &err);
+    let (stdout, stderr) = (read(&out), read(&err));
     let _ = std::fs::write(w.join("postmaster.log"), &log);
     let conns = connections(&log);
     eprintln!(
@@ -479,7 +478,7 @@ fn regress_inherited(
         "calls lost:\n{stderr}"
     );
     assert!(
-        read_events(cap, "attach").is_empty(),
+        read_events(&cap, "attach").is_empty(),
         "a backend was attached"
     );
     assert!(code == 0 || code == 130, "pgdbg exit {code}:\n{stderr}");

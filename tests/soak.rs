@@ -705,8 +705,8 @@ fn run(major: u32, modes: &[Mode], n: usize) {
 // then `kill -CONT`, what a person who finds it stopped sends (after every
 // kill, stopped or not: it must never crash the backend; the rescue only
 // where it is still stopped after it); then the statement running at the
-// kill ends by its statement timeout and a `select pg_sleep(5)` does too.  Then `pgdbg rescue PID` and the
-// same checks as above.  PGDBG_SOAK_KILLS kills per mode (default 1);
+// kill ends by its statement timeout and a `select pg_sleep(5)` does too.
+// Then `pgdbg rescue PID` and the same checks as above.  PGDBG_SOAK_KILLS kills per mode (default 1);
 // scripts/soak-kill9 --modes together runs 50.
 
 /// How pgdbg and its guardian are killed together.

@@ -268,6 +268,11 @@ pub struct AttachOpts {
     /// Run as one of the per-backend workers of a multi-backend attach
     #[arg(long, hide = true)]
     pub worker: bool,
+    /// (a worker of --cluster) `waits trace` takes its statements' marks
+    /// from the uprobes the leader opened for the cluster, asked for on the
+    /// socket of this name (cluster_marks.rs)
+    #[arg(long, hide = true, requires = "worker")]
+    pub statements_from: Option<String>,
     /// (a worker started ahead) PID is the postmaster: attach to its next
     /// client backend at its fork (forks.rs)
     #[arg(long, hide = true, requires = "worker")]
@@ -327,6 +332,10 @@ impl AttachOpts {
         }
         if self.capture_hits {
             a.push("--capture-hits".into());
+        }
+        if let Some(n) = &self.statements_from {
+            a.push("--statements-from".into());
+            a.push(n.into());
         }
         a
     }
@@ -504,6 +513,9 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
     // (--next-backend: the postmaster's, whose binary every backend runs,
     // until a new backend is taken)
     let mut pid = parse_pid(pid)?;
+    if let Some(n) = &opts.statements_from {
+        crate::cluster_marks::set_feed(n);
+    }
     let mut started = std::time::Instant::now();
     let call_timeout = command::parse_duration(&opts.backend.call_timeout)
         .map_err(|e| anyhow!("--call-timeout: {e}"))?;

@@ -26,6 +26,7 @@ pub mod breakpoints;
 pub mod capture;
 pub mod cli;
 pub mod cluster_count;
+pub mod cluster_marks;
 pub mod command;
 pub mod config;
 pub mod debuginfo;

@@ -182,6 +182,43 @@ pub fn supervise(
             return Ok(code);
         }
     }
+    // a script of one `waits trace` line: the statements of every backend
+    // marked by uprobes opened once on the postmaster and inherited, not
+    // opened and closed by each worker (cluster_marks.rs); else (said why)
+    // each worker opens its own
+    let mut statements = None;
+    if mode == Mode::Script
+        && !crate::config::get().no_inherit
+        && let Some(pm) = postmaster
+        && script
+            .as_ref()
+            .is_some_and(crate::command::waits_trace_only)
+    {
+        match crate::cluster_marks::Service::start(pm, &di) {
+            Ok(s) => {
+                if !opts.quiet {
+                    crate::runtime::sink().warn(format_args!(
+                        "pgdbg: statements marked in every backend from its fork on by uprobes inherited from the postmaster {pm} (each backend's worker sets only its wait-event watch)"
+                    ));
+                }
+                statements = Some(s);
+            }
+            Err(why) => crate::runtime::sink().warn(format_args!(
+                "pgdbg: the statements cannot be marked for the whole cluster at once here ({why}): each backend's worker places its own uprobes"
+            )),
+        }
+    }
+    let fed;
+    let opts = match &statements {
+        Some(s) => {
+            fed = AttachOpts {
+                statements_from: Some(s.name().to_string()),
+                ..opts.clone()
+            };
+            &fed
+        }
+        None => opts,
+    };
     drop(di);
     if let Some(c) = &opts.capture {
         // create it now so that a bad path fails before any attach
@@ -497,6 +534,13 @@ pub fn supervise(
         if let Ok(s) = Rc::try_unwrap(s) {
             s.end(Duration::from_secs(5));
         }
+    }
+    // every worker has taken its backend's marks
+    let lost = statements.map_or(0, |s| s.finish());
+    if lost > 0 {
+        crate::runtime::sink().warn(format_args!(
+            "pgdbg: {lost} statement starts or ends not recorded (the kernel's ring was full): the waits around them are merged"
+        ));
     }
     if !opts.quiet
         && let Some(s) = fork_times.summary()

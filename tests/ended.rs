@@ -41,19 +41,25 @@ fn fresh_wait_names(key: &str) -> PathBuf {
     dir.join("index")
 }
 
-/// pgdbg with `PGDBG_INDEX_CACHE` set to `cache`, stdout piped or to a file.
+/// pgdbg with `PGDBG_INDEX_CACHE` set to `cache`, stdout piped or to a file;
+/// with `no_inherit`, `PGDBG_NO_INHERIT` set: `--cluster`'s workers do all
+/// (a script of one `count` line is otherwise served without workers,
+/// tests/cluster_inherit.rs; one `waits trace` line has its statements
+/// marked by uprobes opened once for the cluster).
 fn spawn_with_cache(
     args: &[&str],
     cache: &std::path::Path,
     stdout: Option<&std::path::Path>,
+    no_inherit: bool,
 ) -> Pgdbg {
-    let child = std::process::Command::new(pgdbg_bin())
+    let mut cmd = std::process::Command::new(pgdbg_bin());
+    if no_inherit {
+        cmd.env("PGDBG_NO_INHERIT", "1");
+    }
+    let child = cmd
         .args(args)
         .env_remove("DEBUGINFOD_URLS")
         .env("PGDBG_INDEX_CACHE", cache)
-        // --cluster's workers' course (a script of one `count` line is
-        // otherwise served without workers: tests/cluster_inherit.rs)
-        .env("PGDBG_NO_INHERIT", "1")
         .stdin(std::process::Stdio::null())
         .stdout(match stdout {
             Some(p) => std::process::Stdio::from(std::fs::File::create(p).unwrap()),
@@ -105,6 +111,7 @@ fn observe_work_until_exit(
         &["attach", &pid.to_string(), "-q", "--ex", cmd],
         &cache,
         None,
+        false,
     );
     let mut out = BufReader::new(p.child.stdout.take().unwrap());
     let mut head = String::new();
@@ -141,6 +148,16 @@ fn pg_sleeps(summary: &str) -> u64 {
             let rest = l.trim().strip_prefix("Timeout: PgSleep")?;
             rest.split_whitespace().next()?.parse().ok()
         })
+        .unwrap_or(0)
+}
+
+/// How many times a `waits trace` summary says statement `text` ran (its
+/// line `N x  T ms  TEXT`).
+fn statements(summary: &str, text: &str) -> u64 {
+    summary
+        .lines()
+        .find(|l| l.trim_end().ends_with(text) && l.contains(" x "))
+        .and_then(|l| l.split_whitespace().next()?.parse().ok())
         .unwrap_or(0)
 }
 
@@ -202,7 +219,7 @@ fn warm(c: &mut Client) {
 /// works and closes; its totals are in the capture, and the final line
 /// counts it as exited.
 fn cluster_case(script_line: &str, key: &str) -> (i32, Vec<serde_json::Value>, String, String) {
-    let (pid, _, ev, text, err) = cluster_case_with(script_line, key, work, false);
+    let (pid, _, ev, text, err) = cluster_case_with(script_line, key, work, false, true);
     (pid, ev, text, err)
 }
 
@@ -218,12 +235,14 @@ fn lines_of(text: &str, pid: i32) -> String {
 
 /// `cluster_case` with `work` as the session's work; with `stayer`, a
 /// backend connected before pgdbg starts does the same work first, under
-/// the same script, and stays (its PID returned second).
+/// the same script, and stays (its PID returned second); `no_inherit`: see
+/// [`spawn_with_cache`].
 fn cluster_case_with(
     script_line: &str,
     key: &str,
     work: fn(&mut Client),
     stayer: bool,
+    no_inherit: bool,
 ) -> (i32, Option<i32>, Vec<serde_json::Value>, String, String) {
     let cl = Cluster::start(15);
     let mut setup = cl.connect();
@@ -249,6 +268,7 @@ fn cluster_case_with(
         ],
         &cache,
         Some(&out),
+        no_inherit,
     );
     let setup_pid = setup.pid();
     wait_until("the cluster attached", Duration::from_secs(60), || {
@@ -310,11 +330,24 @@ fn cluster_count_of_backend_that_exits() {
 
 /// `waits trace` in a cluster: the backend that ends reports the same
 /// summary (each event's count, the number of waits, the statements) as
-/// one that stays and ran the same statements.
+/// one that stays and ran the same statements; the statements marked by
+/// uprobes opened once for the cluster.
 #[test]
 fn cluster_waits_of_backend_that_exits() {
+    cluster_waits_case(false);
+}
+
+/// The same with each worker's own uprobes for its backend's statements
+/// (`PGDBG_NO_INHERIT`; where the cluster's cannot be had).
+#[test]
+fn cluster_waits_of_backend_that_exits_own_uprobes() {
+    cluster_waits_case(true);
+}
+
+fn cluster_waits_case(no_inherit: bool) {
+    let key = if no_inherit { "waits-own" } else { "waits" };
     let (pid, stay, _ev, text, err) =
-        cluster_case_with("waits trace --quiet", "waits", sleeps, true);
+        cluster_case_with("waits trace --quiet", key, sleeps, true, no_inherit);
     let stay = stay.unwrap();
     let (ended, stayed) = (lines_of(&text, pid), lines_of(&text, stay));
     // but for the waits for the client's next message (their number is
@@ -325,6 +358,20 @@ fn cluster_waits_of_backend_that_exits() {
         "the same statements, a backend that ended vs one that stays:\n{ended}\n---\n{stayed}"
     );
     assert_eq!(pg_sleeps(&ended), SLEEPS, "{ended}");
+    // the statements, from the uprobes the cluster's processes inherit
+    // (each worker opens none of its own), with their texts
+    assert_eq!(
+        err.contains("statements marked in every backend from its fork on by uprobes inherited"),
+        !no_inherit,
+        "{err}"
+    );
+    for (t, n) in [
+        ("select pg_sleep(0.01)::text", SLEEPS),
+        ("select 1::text", 5),
+    ] {
+        assert_eq!(statements(&ended, t), n, "{t} in\n{ended}");
+        assert_eq!(statements(&stayed, t), n, "{t} in\n{stayed}");
+    }
     // the sleeps' time, the workload's (SLEEPS x 10 ms, and what a busy
     // machine adds)
     for t in [&ended, &stayed] {
@@ -467,7 +514,8 @@ fn plancache_of_backend_that_exits_18() {
 /// every decision in the capture, in order, and is said to have ended.
 #[test]
 fn cluster_plancache_of_backend_that_exits() {
-    let (pid, _, ev, text, err) = cluster_case_with("plancache", "plancache", prepared, false);
+    let (pid, _, ev, text, err) =
+        cluster_case_with("plancache", "plancache", prepared, false, true);
     let choices = events_of(&ev, pid, "plan_choice");
     let executions: Vec<i64> = choices
         .iter()

@@ -48,6 +48,7 @@ pub use data::selects_frame;
 pub use host::{BreakpointView, Host, LineStep};
 pub use info::help_text;
 pub use inspect::{SymbolKind, symbol_regex, type_words};
+pub use postgres::waits_trace_only;
 pub use probes::count_only;
 pub use source::sourced_file;
 

@@ -386,6 +386,20 @@ pub static WAITS_TRACE: Entry = Entry {
     }),
 };
 
+/// A script of one `waits trace` line that times statements with perf
+/// events (not `--ptrace`, not `--no-statements`): under `--cluster`, the
+/// statements of every backend are marked by uprobes opened once for the
+/// cluster (cluster_marks.rs).
+pub fn waits_trace_only(script: &crate::command::lines::Script) -> bool {
+    let [(_, _, cmd)] = script.as_slice() else {
+        return false;
+    };
+    cmd.is(&WAITS_TRACE)
+        && run_args("waits trace", cmd)
+            .and_then(parse_waits_trace)
+            .is_ok_and(|a| !a.ptrace && !a.no_statements)
+}
+
 /// `waits trace`'s line, parsed.
 #[derive(Debug, PartialEq)]
 pub struct WaitsTraceArgs {

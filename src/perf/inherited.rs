@@ -24,7 +24,8 @@ use super::keeper::{self, PerfFd};
 use super::pmu::PERF_TYPE_TRACEPOINT;
 use super::tracefs::Definition;
 use super::{
-    Attr, Event, FLAG_DISABLED, FLAG_EXCLUDE_HV, IOC_DISABLE, IOC_ENABLE, SAMPLE_TID, Wakeup,
+    Attr, Event, FLAG_DISABLED, FLAG_EXCLUDE_HV, FLAG_USE_CLOCKID, IOC_DISABLE, IOC_ENABLE,
+    SAMPLE_TID, SAMPLE_TIME, Wakeup,
 };
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::os::fd::AsRawFd;
@@ -33,6 +34,7 @@ use std::path::PathBuf;
 const FLAG_INHERIT: u64 = 1 << 1;
 const FLAG_TASK: u64 = 1 << 13;
 const SAMPLE_ID: u64 = 1 << 6;
+const SAMPLE_RAW: u64 = 1 << 10;
 /// `PERF_EVENT_IOC_SET_OUTPUT`: this event's records go to another's ring.
 const IOC_SET_OUTPUT: libc::c_ulong = 0x2405;
 /// `PERF_EVENT_IOC_ID`: the event's id (what `PERF_SAMPLE_ID` carries; an
@@ -66,19 +68,47 @@ pub struct Counts {
     pub lost: u64,
 }
 
-pub struct ClusterCount {
+/// What the rings hand out.
+#[derive(Debug)]
+pub enum Record<'a> {
+    /// A hit of the definition of index `index` (the caller's) in process
+    /// `pid`; with [`Inherited::start`]'s `raw`, its time (CLOCK_MONOTONIC,
+    /// ns) and the tracepoint's raw data (the fetch arguments), else 0 and
+    /// nothing.
+    Hit {
+        pid: u32,
+        time: u64,
+        index: usize,
+        raw: &'a [u8],
+    },
+    /// A process forked (from the postmaster or one of its children).
+    Fork(u32),
+    /// A process exited.
+    Exit(u32),
+}
+
+/// Uprobes defined in tracefs, opened on the postmaster with `inherit`
+/// (and on its children there at the start), every CPU's records in one
+/// ring per CPU.
+pub struct Inherited {
     /// a software event on the postmaster that is not inherited (see
-    /// [`ClusterCount::start`]); closed last
+    /// [`Inherited::start`]); closed last
     _unshared: Option<PerfFd>,
     /// one per CPU, with the ring every other event writes to
     rings: Vec<Event>,
     /// the other events (their records go to their CPU's ring)
     others: Vec<PerfFd>,
-    /// event id -> function index
+    /// event id -> the caller's index of its definition
     ids: HashMap<u64, usize>,
-    functions: usize,
+    /// whether samples carry their time and raw data
+    raw: bool,
     /// dropped after the events (their removal is queued behind them)
     _defs: Vec<Definition>,
+}
+
+pub struct ClusterCount {
+    events: Inherited,
+    functions: usize,
     pub counts: Counts,
 }
 
@@ -117,8 +147,8 @@ fn event_id(fd: &impl AsRawFd) -> std::io::Result<u64> {
     Ok(id)
 }
 
-fn attr(id: u64, task: bool) -> Attr {
-    Attr {
+fn attr(id: u64, task: bool, raw: bool) -> Attr {
+    let mut a = Attr {
         kind: PERF_TYPE_TRACEPOINT,
         size: std::mem::size_of::<Attr>() as u32,
         config: id,
@@ -127,7 +157,14 @@ fn attr(id: u64, task: bool) -> Attr {
         flags: FLAG_DISABLED | FLAG_EXCLUDE_HV | FLAG_INHERIT | if task { FLAG_TASK } else { 0 },
         ..Attr::default()
     }
-    .wakeup(Wakeup::Batched)
+    .wakeup(Wakeup::Batched);
+    if raw {
+        // the same clock as every other sample of pgdbg's
+        a.sample_type |= SAMPLE_TIME | SAMPLE_RAW;
+        a.flags |= FLAG_USE_CLOCKID;
+        a.clockid = libc::CLOCK_MONOTONIC;
+    }
+    a
 }
 
 impl ClusterCount {
@@ -152,6 +189,71 @@ impl ClusterCount {
             })?;
             defs.push((l.function, d));
         }
+        let mut counts = Counts::default();
+        let events = Inherited::start(postmaster, defs, false, existing, |r| {
+            counts.add(r, functions)
+        })?;
+        Ok(ClusterCount {
+            events,
+            functions,
+            counts,
+        })
+    }
+
+    /// Read what the rings hold into `counts`.
+    pub fn drain(&mut self) {
+        let (n, counts) = (self.functions, &mut self.counts);
+        self.events.drain(|r| counts.add(r, n));
+        self.counts.lost = self.events.lost();
+    }
+
+    /// Wait for records (at most `ms`) on any ring.
+    pub fn wait(&self, ms: i32) {
+        self.events.wait(ms)
+    }
+
+    /// Stop counting and read the rest; the events are closed (in the
+    /// background, keeper.rs) when this is dropped.
+    pub fn finish(mut self) -> Counts {
+        self.events.disable();
+        self.drain();
+        std::mem::take(&mut self.counts)
+    }
+}
+
+impl Counts {
+    fn add(&mut self, r: Record, functions: usize) {
+        match r {
+            Record::Hit { pid, index, .. } => {
+                self.calls.entry(pid).or_insert_with(|| vec![0; functions])[index] += 1;
+            }
+            Record::Fork(pid) => {
+                self.forked.insert(pid);
+            }
+            Record::Exit(pid) => {
+                self.exited.insert(pid);
+            }
+        }
+    }
+}
+
+impl Inherited {
+    /// Open the events of `defs` (each with the caller's index) on
+    /// `postmaster` (inherited by what it forks) and on `existing` (its
+    /// children now), one event per CPU each, enabled; with `raw`, each
+    /// hit's record carries its time and the fetch arguments.  What the
+    /// rings hold meanwhile is handed to `seen`.  The error says why, in
+    /// words.
+    pub fn start(
+        postmaster: i32,
+        defs: Vec<(usize, Definition)>,
+        raw: bool,
+        existing: impl Fn() -> Vec<i32>,
+        mut seen: impl FnMut(Record),
+    ) -> Result<Inherited, String> {
+        if defs.is_empty() {
+            return Err("no location to probe".to_string());
+        }
         // One event of the postmaster's that its children do not inherit
         // keeps their event contexts from being clones of its context.
         // Clones are swapped between two children at a context switch
@@ -172,16 +274,23 @@ impl ClusterCount {
         let unshared = keeper::open(&unshared, None, postmaster).map_err(|e| {
             format!("perf_event_open of a software event on the postmaster {postmaster}: {e}")
         })?;
-        let mut me = ClusterCount {
+        let mut me = Inherited {
             _unshared: Some(unshared),
             rings: Vec::new(),
             others: Vec::new(),
             ids: HashMap::new(),
-            functions,
+            raw,
             _defs: Vec::new(),
-            counts: Counts::default(),
         };
         let cpus = cpus();
+        // the processes forked since the rings' events were enabled
+        let forked = std::cell::RefCell::new(BTreeSet::new());
+        let mut note = |r: Record| {
+            if let Record::Fork(pid) = r {
+                forked.borrow_mut().insert(pid);
+            }
+            seen(r)
+        };
         // the rings' events first, enabled at once: every process forked
         // from then on has a fork record, and none before has any event
         me.open_on(postmaster, &cpus, &defs, true)?;
@@ -191,9 +300,9 @@ impl ClusterCount {
         // now (forked while listed) drops them again
         let mut own: Vec<(i32, Vec<PerfFd>)> = Vec::new();
         let listed = existing();
-        me.drain();
+        me.drain(&mut note);
         for pid in listed {
-            if me.counts.forked.contains(&(pid as u32)) {
+            if forked.borrow().contains(&(pid as u32)) {
                 continue;
             }
             let before = me.others.len();
@@ -205,9 +314,9 @@ impl ClusterCount {
             }
             own.push((pid, me.others.split_off(before)));
         }
-        me.drain();
+        me.drain(&mut note);
         for (pid, fds) in own {
-            if !me.counts.forked.contains(&(pid as u32)) {
+            if !forked.borrow().contains(&(pid as u32)) {
                 me.others.extend(fds);
             }
         }
@@ -235,27 +344,26 @@ impl ClusterCount {
         // on any CPU is recorded
         if rings {
             for &cpu in cpus {
-                let (function, d) = &defs[0];
-                let mut a = attr(d.id, true);
+                let (index, d) = &defs[0];
+                let mut a = attr(d.id, true, self.raw);
                 a.flags &= !FLAG_DISABLED;
                 let ev = Event::open_on(&a, None, pid, cpu, PAGES).map_err(why(cpu))?;
-                self.ids
-                    .insert(event_id(&ev.fd).map_err(why(cpu))?, *function);
+                self.ids.insert(event_id(&ev.fd).map_err(why(cpu))?, *index);
                 self.rings.push(ev);
             }
         }
         for (ci, &cpu) in cpus.iter().enumerate() {
-            for (di, (function, d)) in defs.iter().enumerate() {
+            for (di, (index, d)) in defs.iter().enumerate() {
                 if rings && di == 0 {
                     continue;
                 }
                 // fork and exit records: the first event of each process
                 // and CPU
-                let a = attr(d.id, di == 0);
+                let a = attr(d.id, di == 0, self.raw);
                 let fd = keeper::open_on(&a, None, pid, cpu).map_err(why(cpu))?;
                 let ring = self.rings[ci].fd.as_raw_fd();
                 ioctl(&fd, IOC_SET_OUTPUT, ring as libc::c_ulong).map_err(why(cpu))?;
-                self.ids.insert(event_id(&fd).map_err(why(cpu))?, *function);
+                self.ids.insert(event_id(&fd).map_err(why(cpu))?, *index);
                 self.others.push(fd);
             }
         }
@@ -270,6 +378,14 @@ impl ClusterCount {
         Ok(())
     }
 
+    /// No more records from now on (the events stay until dropped).
+    pub fn disable(&self) {
+        for fd in self.fds().collect::<Vec<_>>() {
+            // SAFETY: an ioctl without argument on our descriptor.
+            unsafe { libc::ioctl(fd, IOC_DISABLE, 0) };
+        }
+    }
+
     fn fds(&self) -> impl Iterator<Item = i32> + '_ {
         self.rings
             .iter()
@@ -277,27 +393,47 @@ impl ClusterCount {
             .chain(self.others.iter().map(|f| f.as_raw_fd()))
     }
 
-    /// Read what the rings hold into `counts`.
-    pub fn drain(&mut self) {
-        let (ids, n, counts) = (&self.ids, self.functions, &mut self.counts);
+    /// Hand what the rings hold to `f`, ring by ring (each ring in the
+    /// order the kernel wrote it).
+    pub fn drain(&mut self, mut f: impl FnMut(Record)) {
+        let (ids, raw) = (&self.ids, self.raw);
         for ring in &mut self.rings {
             ring.drain_records(|kind, _, b| {
                 let u32_at = |o: usize| {
                     b.get(o..o + 4)
                         .map(|x| u32::from_le_bytes(x.try_into().unwrap()))
                 };
+                let u64_at = |o: usize| {
+                    b.get(o..o + 8)
+                        .map(|x| u64::from_le_bytes(x.try_into().unwrap()))
+                };
                 match kind {
                     super::RECORD_SAMPLE => {
-                        // pid, tid, id
-                        let (Some(pid), Some(id)) = (
-                            u32_at(0),
-                            b.get(8..16)
-                                .map(|x| u64::from_le_bytes(x.try_into().unwrap())),
-                        ) else {
+                        // pid, tid, [time], id, [raw: size, bytes]
+                        let Some(pid) = u32_at(0) else { return };
+                        let (time, id_at) = if raw { (u64_at(8), 16) } else { (Some(0), 8) };
+                        let (Some(time), Some(id)) = (time, u64_at(id_at)) else {
                             return;
                         };
-                        if let Some(&f) = ids.get(&id) {
-                            counts.calls.entry(pid).or_insert_with(|| vec![0; n])[f] += 1;
+                        let data = if raw {
+                            let Some(size) = u32_at(id_at + 8) else {
+                                return;
+                            };
+                            let from = id_at + 12;
+                            let Some(d) = b.get(from..from + size as usize) else {
+                                return;
+                            };
+                            d
+                        } else {
+                            &[][..]
+                        };
+                        if let Some(&index) = ids.get(&id) {
+                            f(Record::Hit {
+                                pid,
+                                time,
+                                index,
+                                raw: data,
+                            });
                         }
                     }
                     // pid, ppid, tid, ptid, time: a process (not a thread)
@@ -306,43 +442,41 @@ impl ClusterCount {
                             return;
                         };
                         if pid == tid {
-                            if kind == RECORD_FORK {
-                                counts.forked.insert(pid);
+                            f(if kind == RECORD_FORK {
+                                Record::Fork(pid)
                             } else {
-                                counts.exited.insert(pid);
-                            }
+                                Record::Exit(pid)
+                            });
                         }
                     }
                     _ => {}
                 }
             });
         }
-        self.counts.lost = self.rings.iter().map(|r| r.lost).sum();
+    }
+
+    /// Records the kernel could not write (a ring was full).
+    pub fn lost(&self) -> u64 {
+        self.rings.iter().map(|r| r.lost).sum()
+    }
+
+    /// The rings' descriptors (poll them for records).
+    pub fn ring_fds(&self) -> Vec<i32> {
+        self.rings.iter().map(|r| r.fd.as_raw_fd()).collect()
     }
 
     /// Wait for records (at most `ms`) on any ring.
     pub fn wait(&self, ms: i32) {
         let mut p: Vec<libc::pollfd> = self
-            .rings
-            .iter()
-            .map(|r| libc::pollfd {
-                fd: r.fd.as_raw_fd(),
+            .ring_fds()
+            .into_iter()
+            .map(|fd| libc::pollfd {
+                fd,
                 events: libc::POLLIN,
                 revents: 0,
             })
             .collect();
         // SAFETY: an array of pollfds of its length.
         unsafe { libc::poll(p.as_mut_ptr(), p.len() as libc::nfds_t, ms) };
-    }
-
-    /// Stop counting and read the rest; the events are closed (in the
-    /// background, keeper.rs) when this is dropped.
-    pub fn finish(mut self) -> Counts {
-        for fd in self.fds().collect::<Vec<_>>() {
-            // SAFETY: an ioctl without argument on our descriptor.
-            unsafe { libc::ioctl(fd, IOC_DISABLE, 0) };
-        }
-        self.drain();
-        std::mem::take(&mut self.counts)
     }
 }

@@ -140,11 +140,6 @@ fn read_text(pid: i32, mut a: u64) -> Option<String> {
 /// (the arguments a mark reads), nothing more to copy per hit.
 const MARK_REGS: u64 = (1 << 3) | (1 << 4) | (1 << 5);
 
-/// A uprobe sampling event: one record per hit with the time and the
-/// [`MARK_REGS`], the reader woken as the spec says.  With
-/// [`MarkSpec::tracefs`], a tracefs uprobe whose records carry `rdi` and
-/// the text, copied by the kernel (the definition is returned with it: drop
-/// it after the event).
 /// Why [`WordWatch::start`] failed: the write-breakpoint event, or one of
 /// the uprobes marking the executor (which a caller may do without).
 #[derive(Debug, thiserror::Error)]
@@ -164,34 +159,14 @@ impl StartError {
     }
 }
 
+/// A uprobe sampling event: one record per hit with the time and the
+/// [`MARK_REGS`], the reader woken as the spec says.  With
+/// [`MarkSpec::tracefs`], a tracefs uprobe whose records carry `rdi` and
+/// the text, copied by the kernel (the definition is returned with it: drop
+/// it after the event).
 fn open_mark(spec: &MarkSpec, tid: i32) -> std::io::Result<(Event, Option<Definition>)> {
     if let Some(root) = &spec.tracefs {
-        // the text as a fixed-size array, not `:string`: a string's length
-        // is only known at the hit, and before Linux 6.12 a string that
-        // fills the kernel's one-page argument buffer overran it (since,
-        // a kernel warning); a copy past the string's end reads the
-        // backend's memory (zeros where it is unmapped) and is cut at the
-        // first NUL
-        let base = match spec.text {
-            TextFrom::None => None,
-            TextFrom::FieldOfRdi(o) => Some(format!("+{o}(%di)")),
-            TextFrom::Rsi => Some("%si".to_string()),
-            TextFrom::Rdx => Some("%dx".to_string()),
-        };
-        let mut args = "qd=%di:u64".to_string();
-        if let Some(b) = &base {
-            args.push_str(&format!(" text=+0({b}):u64[{TEXT_WORDS}]"));
-        }
-        let def = Definition::new(root, &spec.path, spec.offset, &args)?;
-        let missing = ["qd", "text"]
-            .into_iter()
-            .take(if base.is_some() { 2 } else { 1 })
-            .find(|f| !def.fields.contains_key(*f));
-        if let Some(f) = missing {
-            return Err(std::io::Error::other(format!(
-                "the tracefs event has no field {f} (its format file)"
-            )));
-        }
+        let def = define_mark(root, &spec.path, spec.offset, spec.text)?;
         let ev = def.open(tid, spec.wakeup, 256)?;
         return Ok((ev, Some(def)));
     }
@@ -206,6 +181,44 @@ fn open_mark(spec: &MarkSpec, tid: i32) -> std::io::Result<(Event, Option<Defini
     Ok((Event::open_uprobe(&attr, Some(&cpath), tid, 64)?, None))
 }
 
+/// A mark's uprobe defined in tracefs (at `offset` in `path`) whose
+/// records carry `rdi` (`qd`) and, unless `text` is [`TextFrom::None`], the
+/// first [`TEXT_WORDS`] words of the text (`text`), copied by the kernel.
+pub(crate) fn define_mark(
+    root: &std::path::Path,
+    path: &std::path::Path,
+    offset: u64,
+    text: TextFrom,
+) -> std::io::Result<Definition> {
+    // the text as a fixed-size array, not `:string`: a string's length
+    // is only known at the hit, and before Linux 6.12 a string that
+    // fills the kernel's one-page argument buffer overran it (since,
+    // a kernel warning); a copy past the string's end reads the
+    // backend's memory (zeros where it is unmapped) and is cut at the
+    // first NUL
+    let base = match text {
+        TextFrom::None => None,
+        TextFrom::FieldOfRdi(o) => Some(format!("+{o}(%di)")),
+        TextFrom::Rsi => Some("%si".to_string()),
+        TextFrom::Rdx => Some("%dx".to_string()),
+    };
+    let mut args = "qd=%di:u64".to_string();
+    if let Some(b) = &base {
+        args.push_str(&format!(" text=+0({b}):u64[{TEXT_WORDS}]"));
+    }
+    let def = Definition::new(root, path, offset, &args)?;
+    let missing = ["qd", "text"]
+        .into_iter()
+        .take(if base.is_some() { 2 } else { 1 })
+        .find(|f| !def.fields.contains_key(*f));
+    if let Some(f) = missing {
+        return Err(std::io::Error::other(format!(
+            "the tracefs event has no field {f} (its format file)"
+        )));
+    }
+    Ok(def)
+}
+
 /// How many 8-byte words of a text a tracefs mark copies: 256 bytes, most
 /// statements whole.  The kernel copies an array word by word (a
 /// user-memory read each, about 80 ns here), so each word costs the
@@ -218,15 +231,29 @@ const TEXT_WORDS: usize = 32;
 /// otherwise the copy ends with "...".
 fn kernel_mark(spec: &MarkSpec, def: &Definition, b: &[u8], pid: i32) -> Option<Mark> {
     let (time, raw) = super::tracefs::parse_record(b)?;
-    let qd = field_u64(raw, def.fields.get("qd")?)?;
-    let text = match def.fields.get("text") {
+    mark_from_raw(spec.kind, spec.text, &def.fields, time, raw, pid)
+}
+
+/// A mark of `kind` at `time` from the raw data of a hit of a
+/// [`define_mark`] uprobe (its fields) in process `pid` (see
+/// [`kernel_mark`]).
+pub(crate) fn mark_from_raw(
+    kind: u8,
+    text_from: TextFrom,
+    fields: &HashMap<String, super::tracefs::Field>,
+    time: u64,
+    raw: &[u8],
+    pid: i32,
+) -> Option<Mark> {
+    let qd = field_u64(raw, fields.get("qd")?)?;
+    let text = match fields.get("text") {
         Some(f) => {
             let bytes = field_bytes(raw, f)?;
             Some(match bytes.iter().position(|&c| c == 0) {
                 Some(n) => String::from_utf8_lossy(&bytes[..n]).into_owned(),
                 None => {
                     let copied = String::from_utf8_lossy(bytes).into_owned();
-                    let whole = match spec.text {
+                    let whole = match text_from {
                         TextFrom::FieldOfRdi(o) => read_text_at(pid, qd + o),
                         _ => None,
                     };
@@ -241,7 +268,7 @@ fn kernel_mark(spec: &MarkSpec, def: &Definition, b: &[u8], pid: i32) -> Option<
     };
     Some(Mark {
         time,
-        kind: spec.kind,
+        kind,
         arg: qd,
         text,
     })

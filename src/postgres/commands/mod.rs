@@ -18,7 +18,7 @@ mod call;
 mod plan;
 mod plancache;
 mod waits;
-mod waits_perf;
+pub(crate) mod waits_perf;
 
 pub use analyze::{plan_analyze, plan_progress};
 pub use call::call;

@@ -11,8 +11,8 @@ use anyhow::Result;
 use iced_x86::Register;
 use std::time::Duration;
 
-const START: u8 = 0;
-const END: u8 = 1;
+pub(crate) const START: u8 = 0;
+pub(crate) const END: u8 = 1;
 const TEXT: u8 = 2;
 /// The text of a statement that ended (its message buffer reset) before
 /// its mark was read.
@@ -64,26 +64,14 @@ fn statement_marks(s: &dyn Backend, tracefs: Option<&std::path::Path>) -> Result
     let mut marks = Vec::new();
     for &(f, kind, text) in probed {
         for a in s.function_addrs(f) {
-            // at the entry block's first instruction the kernel emulates,
-            // while the argument registers are the entry's
-            let a = crate::perf::placement::entry_point(
-                s.di(),
-                s.bias(),
-                f,
-                a,
-                &[Register::RDI, Register::RSI, Register::RDX],
-                true,
-            );
+            let (a, path, offset) = mark_place(s.di(), s.bias(), s.pid(), f, a).map_err(|why| {
+                anyhow::Error::new(crate::perf::Refused(format!("waits trace: {why}")))
+            })?;
             if let Some(why) = crate::postgres::backend::uprobe_conflict(s, a, f) {
                 return Err(anyhow::Error::new(crate::perf::Refused(format!(
                     "waits trace: {why}"
                 ))));
             }
-            let (path, offset) = crate::perf::file_offset(s.pid(), a).ok_or_else(|| {
-                anyhow::Error::new(crate::perf::Refused(format!(
-                    "waits trace: {f} at {a:#x} is in no file the backend maps (a uprobe is placed in a file)"
-                )))
-            })?;
             marks.push(MarkSpec {
                 path,
                 offset,
@@ -104,6 +92,31 @@ fn statement_marks(s: &dyn Backend, tracefs: Option<&std::path::Path>) -> Result
         }
     }
     Ok(marks)
+}
+
+/// Where the statement mark of function `f`'s out-of-line copy at `a`
+/// (the binary at `bias` in process `pid`) goes: at the entry block's
+/// first instruction the kernel emulates, while the argument registers are
+/// the entry's; that address and its file and offset.
+pub(crate) fn mark_place(
+    di: &crate::debuginfo::DebugInfo,
+    bias: u64,
+    pid: i32,
+    f: &str,
+    a: u64,
+) -> Result<(u64, std::path::PathBuf, u64), String> {
+    let a = crate::perf::placement::entry_point(
+        di,
+        bias,
+        f,
+        a,
+        &[Register::RDI, Register::RSI, Register::RDX],
+        true,
+    );
+    let (path, offset) = crate::perf::file_offset(pid, a).ok_or_else(|| {
+        format!("{f} at {a:#x} is in no file the backend maps (a uprobe is placed in a file)")
+    })?;
+    Ok((a, path, offset))
 }
 
 /// Every store into the wait-event word comes from the perf event and every
@@ -158,14 +171,27 @@ pub fn waits_trace_perf(
     } else {
         None
     };
-    let marks = if statements {
+    // in a worker of `--cluster`: the marks come from uprobes the
+    // postmaster's processes inherit, read by pgdbg's leader
+    // (cluster_marks.rs); the backend is registered there first
+    let fed = match crate::cluster_marks::feed().filter(|_| statements) {
+        Some(feed) => match crate::cluster_marks::register(feed, s.pid()) {
+            Ok(()) => Some(feed),
+            Err(e) => {
+                how = format!("; its own uprobes (the cluster's could not be had: {e})");
+                None
+            }
+        },
+        None => None,
+    };
+    let marks = if statements && fed.is_none() {
         statement_marks(s, tracefs.as_deref())?
     } else {
         Vec::new()
     };
     // without a text: over before pgdbg read it, or (copied by the kernel)
     // none at all
-    let mut gone = if marks.iter().any(|m| m.tracefs.is_some()) {
+    let mut gone = if fed.is_some() || marks.iter().any(|m| m.tracefs.is_some()) {
         "(no statement text)"
     } else {
         GONE
@@ -183,8 +209,13 @@ pub fn waits_trace_perf(
         }
         w => w.map_err(StartError::into_inner)?,
     };
+    let marked = if fed.is_some() {
+        "the cluster's uprobes on the executor's start and end (inherited from the postmaster)"
+    } else {
+        "uprobes on the executor's start and end"
+    };
     s.say(&format!(
-        "waits: tracing backend {} (perf write-breakpoint event on its wait-event word and uprobes on the executor's start and end, no stop per wait; reported at the end{how}){}",
+        "waits: tracing backend {} (perf write-breakpoint event on its wait-event word and {marked}, no stop per wait; reported at the end{how}){}",
         s.pid(),
         crate::runtime::limit_text(duration, None)
     ));
@@ -192,6 +223,17 @@ pub fn waits_trace_perf(
     let res = s.run_probes(&mut nostop, duration);
     let ran = base_i.elapsed();
     let mut got = watch.finish()?;
+    let mut notes = String::new();
+    if let Some(feed) = fed {
+        // every mark recorded up to now; those from before the watch
+        // started (a backend there already) are not this trace's
+        match crate::cluster_marks::take(feed, pid) {
+            Ok(marks) => got.marks = marks.into_iter().filter(|m| m.time >= base_ns).collect(),
+            Err(e) => notes.push_str(&format!(
+                "\nthe statements' marks could not be had from pgdbg's leader ({e}): statements left out"
+            )),
+        }
+    }
     let (end, text) = res?;
     let flow = Flow::from(end);
     let stores = got.stores.len();
@@ -278,7 +320,6 @@ pub fn waits_trace_perf(
         }
         probe.close(s);
     }
-    let mut notes = String::new();
     if got.lost > 0 {
         notes.push_str(&format!(
             "\n{} stores or statement marks not recorded (a ring was full): waits around them are merged",

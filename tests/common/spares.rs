@@ -8,21 +8,28 @@ use std::time::Duration;
 /// The fork server among the supervisor `sup`'s children (the process
 /// the workers started ahead are forked from), if it has one.
 pub fn fork_server(sup: i32) -> Option<i32> {
-    children(sup).into_iter().find(|&c| {
-        std::fs::read(format!("/proc/{c}/cmdline"))
-            .unwrap_or_default()
-            .split(|&b| b == 0)
-            .any(|a| a == b"--fork-server")
-    })
+    children(sup)
+        .into_iter()
+        .find(|&c| has_arg(c, b"--fork-server"))
+}
+
+/// Whether process `pid` runs with `arg` on its command line.
+fn has_arg(pid: i32, arg: &[u8]) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .unwrap_or_default()
+        .split(|&b| b == 0)
+        .any(|a| a == arg)
 }
 
 /// The supervisor `sup`'s workers: its children, and the fork server's
-/// in place of the fork server.
+/// in place of the fork server (not its keeper of uprobe events, started
+/// when it opens one of its own: a script served by uprobes inherited from
+/// the postmaster).
 pub fn workers(sup: i32) -> Vec<i32> {
     let server = fork_server(sup);
     let mut w: Vec<i32> = children(sup)
         .into_iter()
-        .filter(|&c| Some(c) != server)
+        .filter(|&c| Some(c) != server && !has_arg(c, b"__pgdbg_keeper"))
         .collect();
     w.extend(server.map(children).unwrap_or_default());
     w

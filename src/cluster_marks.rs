@@ -10,13 +10,15 @@
 //!
 //! This process (the leader) reads the records, copied by the kernel at
 //! each hit (the statement's text as a fetch argument), and keeps those of
-//! the backends whose workers asked for them.  A worker, in the same
-//! process group and user, reaches it on a Unix socket in the abstract
-//! namespace (named in its hidden `--statements-from` option): it
-//! registers its backend before its watch starts and takes the backend's
-//! marks once its watch has ended (waits_perf.rs).  Every record written
-//! before the take is read first: the kernel writes a hit's record before
-//! the hit returns to the backend.
+//! the backends whose workers asked for them.  A worker reaches it on a
+//! Unix socket in the abstract namespace (named in its hidden
+//! `--statements-from` option; only a process of the same user that
+//! descends from the leader is answered): it registers its backend before
+//! its watch starts and takes the backend's marks once its watch has ended
+//! (waits_perf.rs).  Every record written before the take is read first:
+//! the kernel writes a hit's record before the hit returns to the backend.
+//! The marks of a backend whose worker is gone, or that exited a minute
+//! ago, are forgotten; at most [`MOST_KEPT`] are kept per backend.
 
 use crate::debuginfo::DebugInfo;
 use crate::perf::inherited::{Inherited, Record};
@@ -29,24 +31,30 @@ use std::os::fd::AsRawFd;
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// A request: register a backend (answered with one byte once its hits
 /// are kept), or take its marks (answered with them; it is forgotten).
 const REGISTER: u8 = b'R';
 const TAKE: u8 = b'T';
-/// How long either side waits for the other.
+/// How long a worker waits for the leader, and the leader for a worker's
+/// request or its reading of an answer (each connection has its own
+/// thread in the leader: a slow one delays no other).
 const TIMEOUT: Duration = Duration::from_secs(5);
 /// How long the marks of a registered backend that exited are kept for a
-/// worker that has not taken them (it died).
+/// worker that has not taken them.
 const KEEP_EXITED: Duration = Duration::from_secs(60);
+/// The most marks kept for one backend between its registration and its
+/// take (a backend traced for hours); later ones are counted, not kept.
+const MOST_KEPT: usize = 1 << 20;
 
 /// The marks served to the workers of a cluster; stopped when dropped.
 pub struct Service {
     name: String,
     stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<u64>>,
+    state: Arc<Mutex<State>>,
+    threads: Vec<std::thread::JoinHandle<()>>,
 }
 
 /// A definition's mark: its kind, where its text is, its record's fields.
@@ -57,10 +65,24 @@ struct Kind {
 }
 
 /// A registered backend's marks so far.
-#[derive(Default)]
 struct Kept {
     marks: Vec<Mark>,
+    /// marks past [`MOST_KEPT`]
+    dropped: u64,
+    /// the rings' losses when it was registered
+    lost_before: u64,
+    /// the worker that registered it (its PID and start time): when it is
+    /// gone without taking them, they are forgotten
+    worker: (i32, Option<u64>),
     exited: Option<Instant>,
+}
+
+/// What the leader's threads share: the events, read by whichever needs
+/// the records now (the reader every few ms, a take at once).
+struct State {
+    events: Inherited,
+    kinds: Vec<Kind>,
+    kept: HashMap<u32, Kept>,
 }
 
 impl Service {
@@ -121,16 +143,27 @@ impl Service {
         // hits of unregistered processes are not kept
         let existing = || crate::inferior::procfs::children_of(postmaster);
         let events = Inherited::start(postmaster, defs, true, existing, |_| {})?;
+        let state = Arc::new(Mutex::new(State {
+            events,
+            kinds,
+            kept: HashMap::new(),
+        }));
         let stop = Arc::new(AtomicBool::new(false));
-        let st = stop.clone();
-        let thread = std::thread::spawn(move || {
+        let (st, sh) = (stop.clone(), state.clone());
+        let reader = std::thread::spawn(move || {
             crate::runtime::block_in_this_thread();
-            serve(events, kinds, listener, &st)
+            read_rings(&sh, &st)
+        });
+        let (st, sh) = (stop.clone(), state.clone());
+        let acceptor = std::thread::spawn(move || {
+            crate::runtime::block_in_this_thread();
+            accept(&listener, &sh, &st)
         });
         Ok(Service {
             name,
             stop,
-            thread: Some(thread),
+            state,
+            threads: vec![reader, acceptor],
         })
     }
 
@@ -142,31 +175,38 @@ impl Service {
     /// Stop serving; how many hits the kernel could not record (a ring
     /// was full).
     pub fn finish(mut self) -> u64 {
-        self.stop.store(true, Ordering::Relaxed);
-        self.thread.take().and_then(|t| t.join().ok()).unwrap_or(0)
+        self.end();
+        let st = lock(&self.state);
+        st.events.disable();
+        st.events.lost()
     }
-}
 
-impl Drop for Service {
-    fn drop(&mut self) {
+    fn end(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
+        for t in self.threads.drain(..) {
             let _ = t.join();
         }
     }
 }
 
-/// The leader's thread: read the rings, answer the workers, until `stop`.
-fn serve(
-    mut events: Inherited,
-    kinds: Vec<Kind>,
-    listener: UnixListener,
-    stop: &AtomicBool,
-) -> u64 {
-    let mut kept: HashMap<u32, Kept> = HashMap::new();
+impl Drop for Service {
+    fn drop(&mut self) {
+        self.end();
+    }
+}
+
+fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
+    state
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The reader: every few ms (or once a ring's watermark is passed) the
+/// rings into the registered backends' marks; once a second, the marks
+/// nobody will take are forgotten.
+fn read_rings(state: &Mutex<State>, stop: &AtomicBool) {
+    let fds = lock(state).events.ring_fds();
     let mut last_sweep = Instant::now();
-    let mut fds = events.ring_fds();
-    fds.push(listener.as_raw_fd());
     while !stop.load(Ordering::Relaxed) {
         let mut p: Vec<libc::pollfd> = fds
             .iter()
@@ -184,47 +224,74 @@ fn serve(
                 crate::perf::POLL_MS,
             )
         };
-        drain(&mut events, &kinds, &mut kept);
-        // requests after the records written before them were read
-        while let Ok((conn, _)) = listener.accept() {
-            answer(conn, &mut events, &kinds, &mut kept);
-        }
+        let mut st = lock(state);
+        st.drain();
         if last_sweep.elapsed() > Duration::from_secs(1) {
             last_sweep = Instant::now();
-            kept.retain(|_, k| k.exited.is_none_or(|t| t.elapsed() < KEEP_EXITED));
+            st.kept.retain(|_, k| {
+                k.exited.is_none_or(|t| t.elapsed() < KEEP_EXITED)
+                    && crate::inferior::procfs::start_time(k.worker.0) == k.worker.1
+            });
         }
     }
-    events.disable();
-    events.lost()
 }
 
-/// Read every ring into the registered backends' marks.
-fn drain(events: &mut Inherited, kinds: &[Kind], kept: &mut HashMap<u32, Kept>) {
-    events.drain(|r| match r {
-        Record::Hit {
-            pid,
-            time,
-            index,
-            raw,
-        } => {
-            if let (Some(k), Some(to)) = (kinds.get(index), kept.get_mut(&pid)) {
-                to.marks.extend(mark_from_raw(
-                    k.kind, k.text, &k.fields, time, raw, pid as i32,
-                ));
+impl State {
+    /// Read every ring into the registered backends' marks.
+    fn drain(&mut self) {
+        let (kinds, kept) = (&self.kinds, &mut self.kept);
+        self.events.drain(|r| match r {
+            Record::Hit {
+                pid,
+                time,
+                index,
+                raw,
+            } => {
+                if let (Some(k), Some(to)) = (kinds.get(index), kept.get_mut(&pid)) {
+                    if to.marks.len() >= MOST_KEPT {
+                        to.dropped += 1;
+                        return;
+                    }
+                    to.marks.extend(mark_from_raw(
+                        k.kind, k.text, &k.fields, time, raw, pid as i32,
+                    ));
+                }
             }
-        }
-        Record::Exit(pid) => {
-            if let Some(k) = kept.get_mut(&pid) {
-                k.exited = Some(Instant::now());
+            Record::Exit(pid) => {
+                if let Some(k) = kept.get_mut(&pid) {
+                    k.exited = Some(Instant::now());
+                }
             }
-        }
-        Record::Fork(_) => {}
-    });
+            Record::Fork(_) => {}
+        });
+    }
 }
 
-/// Whether the process at the other end runs as this one's user (a
-/// worker of this pgdbg's; nobody else is told statements).
-fn same_user(conn: &UnixStream) -> bool {
+/// The acceptor: each worker's connection answered in a thread of its
+/// own (a worker that is slow to send or to read delays no other).
+fn accept(listener: &UnixListener, state: &Arc<Mutex<State>>, stop: &AtomicBool) {
+    let mut p = libc::pollfd {
+        fd: listener.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    while !stop.load(Ordering::Relaxed) {
+        // SAFETY: one pollfd.
+        unsafe { libc::poll(&mut p, 1, 50) };
+        while let Ok((conn, _)) = listener.accept() {
+            let state = state.clone();
+            std::thread::spawn(move || {
+                crate::runtime::block_in_this_thread();
+                answer(conn, &state)
+            });
+        }
+    }
+}
+
+/// The PID of the process at the other end, if it runs as this one's
+/// user and descends from this process (a worker of this pgdbg's, or one
+/// forked by its fork server: nobody else is told statements).
+fn worker_at(conn: &UnixStream) -> Option<i32> {
     let mut cred = libc::ucred {
         pid: 0,
         uid: u32::MAX,
@@ -242,20 +309,27 @@ fn same_user(conn: &UnixStream) -> bool {
         )
     };
     // SAFETY: geteuid(2) cannot fail.
-    r == 0 && cred.uid == unsafe { libc::geteuid() }
+    if r != 0 || cred.uid != unsafe { libc::geteuid() } {
+        return None;
+    }
+    let me = std::process::id() as i32;
+    let mut p = cred.pid;
+    // the leader -> a worker, or -> the fork server -> a worker
+    for _ in 0..4 {
+        p = crate::inferior::procfs::status(p).ok()?.ppid;
+        if p == me {
+            return Some(cred.pid);
+        }
+    }
+    None
 }
 
 /// One worker's request, answered.  A request that does not come in time
 /// or does not parse is dropped (the worker says so).
-fn answer(
-    mut conn: UnixStream,
-    events: &mut Inherited,
-    kinds: &[Kind],
-    kept: &mut HashMap<u32, Kept>,
-) {
-    if !same_user(&conn) {
+fn answer(mut conn: UnixStream, state: &Mutex<State>) {
+    let Some(worker) = worker_at(&conn) else {
         return;
-    }
+    };
     let _ = conn.set_nonblocking(false);
     let _ = conn.set_read_timeout(Some(TIMEOUT));
     let _ = conn.set_write_timeout(Some(TIMEOUT));
@@ -266,25 +340,67 @@ fn answer(
     let pid = u32::from_le_bytes(req[1..5].try_into().unwrap());
     match req[0] {
         REGISTER => {
-            // a PID reused: the ended process's marks are not the new one's
-            kept.insert(pid, Kept::default());
+            {
+                let mut st = lock(state);
+                // records of an earlier process of that PID are not its
+                st.drain();
+                let lost_before = st.events.lost();
+                st.kept.insert(
+                    pid,
+                    Kept {
+                        marks: Vec::new(),
+                        dropped: 0,
+                        lost_before,
+                        worker: (worker, crate::inferior::procfs::start_time(worker)),
+                        exited: None,
+                    },
+                );
+            }
             let _ = conn.write_all(&[1]);
         }
         TAKE => {
-            drain(events, kinds, kept);
-            let marks = kept.remove(&pid).map(|k| k.marks).unwrap_or_default();
-            let _ = conn.write_all(&encode(&marks));
+            let bytes = {
+                let mut st = lock(state);
+                // every record written before the request
+                st.drain();
+                let lost = st.events.lost();
+                let k = st.kept.remove(&pid);
+                let (marks, dropped, lost_since) = match k {
+                    Some(k) => (k.marks, k.dropped, lost - k.lost_before.min(lost)),
+                    None => (Vec::new(), 0, 0),
+                };
+                encode(&Taken {
+                    marks,
+                    dropped,
+                    lost_since,
+                })
+            };
+            let _ = conn.write_all(&bytes);
         }
         _ => {}
     }
 }
 
-/// Marks as bytes: their number, then each one's kind, time, argument and
-/// text (its length, u32::MAX for none, and its bytes).
-fn encode(marks: &[Mark]) -> Vec<u8> {
-    let mut b = Vec::with_capacity(4 + marks.len() * 64);
-    b.extend((marks.len() as u32).to_le_bytes());
-    for m in marks {
+/// A backend's marks, as a worker takes them.
+#[derive(Debug, Default)]
+pub struct Taken {
+    pub marks: Vec<Mark>,
+    /// marks not kept (more than [`MOST_KEPT`])
+    pub dropped: u64,
+    /// hits of any process the kernel could not record while it was
+    /// registered (a ring was full)
+    pub lost_since: u64,
+}
+
+/// Marks as bytes: the counts not kept and lost, the marks' number, then
+/// each one's kind, time, argument and text (its length, u32::MAX for
+/// none, and its bytes).
+fn encode(t: &Taken) -> Vec<u8> {
+    let mut b = Vec::with_capacity(20 + t.marks.len() * 64);
+    b.extend(t.dropped.to_le_bytes());
+    b.extend(t.lost_since.to_le_bytes());
+    b.extend((t.marks.len() as u32).to_le_bytes());
+    for m in &t.marks {
         b.push(m.kind);
         b.extend(m.time.to_le_bytes());
         b.extend(m.arg.to_le_bytes());
@@ -299,11 +415,13 @@ fn encode(marks: &[Mark]) -> Vec<u8> {
     b
 }
 
-fn decode(r: &mut impl Read) -> std::io::Result<Vec<Mark>> {
-    let mut n = [0u8; 4];
-    r.read_exact(&mut n)?;
-    let n = u32::from_le_bytes(n);
-    let mut out = Vec::new();
+fn decode(r: &mut impl Read) -> std::io::Result<Taken> {
+    let mut h = [0u8; 20];
+    r.read_exact(&mut h)?;
+    let dropped = u64::from_le_bytes(h[0..8].try_into().unwrap());
+    let lost_since = u64::from_le_bytes(h[8..16].try_into().unwrap());
+    let n = u32::from_le_bytes(h[16..20].try_into().unwrap());
+    let mut marks = Vec::new();
     for _ in 0..n {
         let mut h = [0u8; 21];
         r.read_exact(&mut h)?;
@@ -315,14 +433,18 @@ fn decode(r: &mut impl Read) -> std::io::Result<Vec<Mark>> {
             r.read_exact(&mut t)?;
             Some(String::from_utf8_lossy(&t).into_owned())
         };
-        out.push(Mark {
+        marks.push(Mark {
             kind: h[0],
             time: u64::from_le_bytes(h[1..9].try_into().unwrap()),
             arg: u64::from_le_bytes(h[9..17].try_into().unwrap()),
             text,
         });
     }
-    Ok(out)
+    Ok(Taken {
+        marks,
+        dropped,
+        lost_since,
+    })
 }
 
 /// In a worker: the leader's socket (`--statements-from`), when the
@@ -350,18 +472,45 @@ fn request(feed: &str, op: u8, pid: i32) -> std::io::Result<UnixStream> {
     Ok(c)
 }
 
-/// In a worker: have the leader keep backend `pid`'s marks from now on.
-pub fn register(feed: &str, pid: i32) -> std::io::Result<()> {
-    let mut c = request(feed, REGISTER, pid)?;
-    let mut ack = [0u8; 1];
-    c.read_exact(&mut ack)
+/// In a worker: backend `pid` registered with the leader, whose marks
+/// are kept from then on until taken; taken (and dropped) if never
+/// taken, so that the leader forgets them.
+pub struct Registration {
+    feed: &'static str,
+    pid: i32,
+    taken: bool,
 }
 
-/// In a worker: backend `pid`'s marks since it was registered (every one
-/// recorded up to now); the leader forgets them.
-pub fn take(feed: &str, pid: i32) -> std::io::Result<Vec<Mark>> {
-    let mut c = request(feed, TAKE, pid)?;
-    decode(&mut c)
+/// In a worker: have the leader keep backend `pid`'s marks from now on.
+pub fn register(feed: &'static str, pid: i32) -> std::io::Result<Registration> {
+    let mut c = request(feed, REGISTER, pid)?;
+    let mut ack = [0u8; 1];
+    c.read_exact(&mut ack)?;
+    Ok(Registration {
+        feed,
+        pid,
+        taken: false,
+    })
+}
+
+impl Registration {
+    /// The backend's marks since it was registered (every one recorded up
+    /// to now); the leader forgets them.
+    pub fn take(mut self) -> std::io::Result<Taken> {
+        self.taken = true;
+        let mut c = request(self.feed, TAKE, self.pid)?;
+        decode(&mut c)
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        if !self.taken
+            && let Ok(mut c) = request(self.feed, TAKE, self.pid)
+        {
+            let _ = decode(&mut c);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -390,14 +539,20 @@ mod tests {
                 text: Some(String::new()),
             },
         ];
-        let got = decode(&mut &encode(&marks)[..]).unwrap();
-        assert_eq!(got.len(), 3);
-        for (a, b) in marks.iter().zip(&got) {
+        let t = Taken {
+            marks,
+            dropped: 3,
+            lost_since: 5,
+        };
+        let got = decode(&mut &encode(&t)[..]).unwrap();
+        assert_eq!((got.dropped, got.lost_since), (3, 5));
+        assert_eq!(got.marks.len(), 3);
+        for (a, b) in t.marks.iter().zip(&got.marks) {
             assert_eq!(
                 (a.kind, a.time, a.arg, &a.text),
                 (b.kind, b.time, b.arg, &b.text)
             );
         }
-        assert!(decode(&mut &encode(&marks)[..20]).is_err());
+        assert!(decode(&mut &encode(&t)[..40]).is_err());
     }
 }

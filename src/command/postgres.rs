@@ -376,10 +376,18 @@ pub static WAITS_TRACE: Entry = Entry {
         }
         match pg::waits_trace_perf(b, duration, stacks, quiet, !no_statements) {
             Err(e) if crate::perf::refused(&e).is_some() => {
+                // under --cluster the executor carries the cluster's
+                // uprobes, where the breakpoints timing statements would go
+                let statements = !no_statements && crate::cluster_marks::feed().is_none();
                 b.say(&format!(
-                    "{e:#}; tracing with a debug register and ptrace stops instead"
+                    "{e:#}; tracing with a debug register and ptrace stops instead{}",
+                    if statements || no_statements {
+                        ""
+                    } else {
+                        " (statements not timed: the cluster's uprobes are at the executor)"
+                    }
                 ));
-                pg::waits_trace(b, duration, stacks, quiet, !no_statements)
+                pg::waits_trace(b, duration, stacks, quiet, statements)
             }
             r => r,
         }

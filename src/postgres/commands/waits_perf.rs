@@ -174,9 +174,9 @@ pub fn waits_trace_perf(
     // in a worker of `--cluster`: the marks come from uprobes the
     // postmaster's processes inherit, read by pgdbg's leader
     // (cluster_marks.rs); the backend is registered there first
-    let fed = match crate::cluster_marks::feed().filter(|_| statements) {
+    let mut fed = match crate::cluster_marks::feed().filter(|_| statements) {
         Some(feed) => match crate::cluster_marks::register(feed, s.pid()) {
-            Ok(()) => Some(feed),
+            Ok(r) => Some(r),
             Err(e) => {
                 how = format!("; its own uprobes (the cluster's could not be had: {e})");
                 None
@@ -223,12 +223,32 @@ pub fn waits_trace_perf(
     let res = s.run_probes(&mut nostop, duration);
     let ran = base_i.elapsed();
     let mut got = watch.finish()?;
+    let end_ns = crate::perf::monotonic_ns();
     let mut notes = String::new();
-    if let Some(feed) = fed {
+    if let Some(r) = fed.take() {
         // every mark recorded up to now; those from before the watch
-        // started (a backend there already) are not this trace's
-        match crate::cluster_marks::take(feed, pid) {
-            Ok(marks) => got.marks = marks.into_iter().filter(|m| m.time >= base_ns).collect(),
+        // started (a backend there already) or after it ended are not
+        // this trace's
+        match r.take() {
+            Ok(t) => {
+                got.marks = t
+                    .marks
+                    .into_iter()
+                    .filter(|m| m.time >= base_ns && m.time <= end_ns)
+                    .collect();
+                if t.dropped > 0 {
+                    notes.push_str(&format!(
+                        "\n{} statement starts or ends past the most kept for one backend were left out",
+                        t.dropped
+                    ));
+                }
+                if t.lost_since > 0 {
+                    notes.push_str(&format!(
+                        "\n{} statement starts or ends in the cluster were not recorded while it was traced (the kernel's ring was full): some of its statements may be missing",
+                        t.lost_since
+                    ));
+                }
+            }
             Err(e) => notes.push_str(&format!(
                 "\nthe statements' marks could not be had from pgdbg's leader ({e}): statements left out"
             )),

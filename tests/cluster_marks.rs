@@ -1,0 +1,258 @@
+//! `pgdbg attach --cluster DIR` with a script of one `waits trace` line:
+//! the statements of every backend are marked by uprobes on the executor
+//! opened once on the postmaster and inherited (src/cluster_marks.rs),
+//! each worker sets only its backend's wait-event watch and takes its
+//! backend's marks from pgdbg's leader.  Each short session's statements
+//! are reported in its own block with its own texts; killed, pgdbg leaves
+//! no uprobe in any process of the cluster.
+
+mod common;
+use common::*;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+const SAID: &str = "statements marked in every backend from its fork on by uprobes inherited";
+
+fn temp(name: &str) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("pgdbg-marks-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_file(&p);
+    p
+}
+
+/// `psql -X -At -c SQL -c SQL ... postgres`: one Query message per `-c`.
+fn psql(cl: &Cluster, sqls: &[&str]) -> Command {
+    let mut c = Command::new(cl.bin.join("psql"));
+    c.args([
+        "-h",
+        cl.dir.to_str().unwrap(),
+        "-U",
+        "postgres",
+        "-X",
+        "-At",
+    ]);
+    for s in sqls {
+        c.args(["-c", s]);
+    }
+    c.arg("postgres");
+    c
+}
+
+/// pgdbg's `waits trace --quiet` on the cluster, its stderr up to the
+/// line that says the statements are marked for the whole cluster, and
+/// its workers started ahead ready; the rest of its stderr from the
+/// thread returned.
+fn start(cl: &Cluster, name: &str, out: &Path) -> (Pgdbg, String, std::thread::JoinHandle<String>) {
+    let script = write_script(name, &["waits trace --quiet"]);
+    let mut p = Pgdbg::spawn_to_file(
+        &[
+            "attach",
+            "--cluster",
+            cl.dir.to_str().unwrap(),
+            "--script",
+            script.to_str().unwrap(),
+            "--for",
+            "600s",
+        ],
+        out,
+    );
+    let mut err = stderr_reader(&mut p);
+    let banner = read_until(&mut err, "running the script", Duration::from_secs(60));
+    assert!(
+        banner.contains(SAID),
+        "not marked for the cluster: {banner}"
+    );
+    let rest = std::thread::spawn(move || {
+        let mut rest = String::new();
+        let _ = err.read_to_string(&mut rest);
+        rest
+    });
+    common::spares::spares_ready(p.pid());
+    (p, banner, rest)
+}
+
+/// The lines of backend `pid`, without their `[PID] ` prefix.
+fn lines_of(text: &str, pid: i32) -> Vec<&str> {
+    let tag = format!("[{pid}] ");
+    text.lines()
+        .filter_map(|l| l.strip_prefix(tag.as_str()))
+        .collect()
+}
+
+/// How many times backend `pid`'s summary says statement `sql` ran (its
+/// line `N x  T ms  SQL`).
+fn runs(text: &str, pid: i32, sql: &str) -> u64 {
+    lines_of(text, pid)
+        .iter()
+        .find(|l| l.trim_end().ends_with(sql) && l.contains(" x "))
+        .and_then(|l| l.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The code of the executor's start and end in process `pid` is the
+/// binary's (no uprobe's int3 in it).
+fn code_is_files(cl: &Cluster, pid: i32) -> bool {
+    ["standard_ExecutorStart", "standard_ExecutorEnd"]
+        .iter()
+        .all(|f| code_matches_file(pid, &cl.postgres_binary(), f, 16))
+}
+
+/// Short `psql` sessions (2 at a time), each with a statement of its own
+/// text, and a backend there before pgdbg started: each backend's block
+/// has its own statements, once each, and no other's; the definitions
+/// are removed and the code is the file's once pgdbg ends.
+fn short_sessions(major: u32) {
+    const N: usize = 12;
+    let cl = Cluster::start(major);
+    let mut stay = cl.connect();
+    let stay_pid = stay.pid();
+    let out = temp(&format!("short-{major}.out"));
+    let (p, _, rest) = start(&cl, &format!("marks-{major}"), &out);
+    let sup = p.pid();
+    wait_until(
+        "the backend there before attached",
+        Duration::from_secs(60),
+        || tracer_pid(stay_pid) != 0,
+    );
+    let sessions = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for t in 0..2 {
+            let sessions = &sessions;
+            let cl = &cl;
+            s.spawn(move || {
+                for i in 0..N / 2 {
+                    let sql = format!("select 's{t}-{i}'::text");
+                    let o = psql(cl, &["select pg_backend_pid()", &sql])
+                        .output()
+                        .expect("run psql");
+                    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+                    let text = String::from_utf8_lossy(&o.stdout).to_string();
+                    let pid: i32 = text.lines().next().unwrap().trim().parse().unwrap();
+                    sessions.lock().unwrap().push((pid, sql));
+                }
+            });
+        }
+    });
+    for _ in 0..3 {
+        assert_eq!(stay.simple_text("select 'stays'::text"), "stays");
+    }
+    // SAFETY: kill(2) of our own child.
+    unsafe { libc::kill(sup, libc::SIGINT) };
+    let (code, _, _) = p.wait(Duration::from_secs(120));
+    let err = rest.join().unwrap();
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(code, 0, "{text}\n{err}");
+    let sessions = sessions.into_inner().unwrap();
+    assert_eq!(sessions.len(), N);
+    for (pid, sql) in &sessions {
+        assert_eq!(runs(&text, *pid, sql), 1, "backend {pid}, {sql}:\n{text}");
+        assert_eq!(runs(&text, *pid, "select pg_backend_pid()"), 1, "{text}");
+        // no other session's statement in its block
+        for (other, osql) in &sessions {
+            if other != pid {
+                assert_eq!(
+                    runs(&text, *pid, osql),
+                    0,
+                    "{osql} in {pid}'s block:\n{text}"
+                );
+            }
+        }
+    }
+    assert_eq!(runs(&text, stay_pid, "select 'stays'::text"), 3, "{text}");
+    for bad in ["could not be had", "ring was full", "(no statement text)"] {
+        assert!(
+            !text.contains(bad) && !err.contains(bad),
+            "said {bad:?}:\n{text}\n{err}"
+        );
+    }
+    wait_until(
+        "pgdbg's uprobe definitions removed",
+        Duration::from_secs(30),
+        || tracefs_definitions_of(sup as u32).is_empty(),
+    );
+    assert!(
+        code_is_files(&cl, cl.postmaster_pid),
+        "the postmaster's code"
+    );
+    assert!(code_is_files(&cl, stay_pid), "the staying backend's code");
+    assert_eq!(stay.query_one_i64("select 2 + 3"), 5);
+    cl.assert_no_crash();
+    let _ = std::fs::remove_file(&out);
+}
+
+#[test]
+fn short_sessions_statements_15() {
+    short_sessions(15);
+}
+
+#[test]
+fn short_sessions_statements_18() {
+    short_sessions(18);
+}
+
+/// Every process of pgdbg's but its keeper (the leader, the fork server,
+/// the workers and their guardians) killed at once while statements are
+/// marked: the keeper closes the cluster's uprobes and removes their
+/// definitions, and no process of the cluster keeps an int3: the backend
+/// there, the postmaster and a backend forked afterwards run the binary's
+/// code and answer.
+#[test]
+fn killed_all_leaves_no_uprobe_15() {
+    let cl = Cluster::start(15);
+    let out = temp("killed.out");
+    let (p, _, _rest) = start(&cl, "marks-killed", &out);
+    let sup = p.pid();
+    let mut c = cl.connect();
+    let pid = c.pid();
+    wait_until("the new backend attached", Duration::from_secs(60), || {
+        tracer_pid(pid) != 0
+    });
+    for i in 0..5 {
+        assert_eq!(c.query_one_i64(&format!("select {i}")), i);
+    }
+    assert!(
+        !code_is_files(&cl, pid),
+        "no uprobe in the backend while marked"
+    );
+    let keepers = keepers_of(sup);
+    assert_eq!(keepers.len(), 1, "one keeper: {keepers:?}");
+    let mut all = vec![sup];
+    let mut i = 0;
+    while i < all.len() {
+        all.extend(common::spares::children(all[i]));
+        i += 1;
+    }
+    all.retain(|p| !keepers.contains(p));
+    for p in &all {
+        // SAFETY: kill(2) of pgdbg's processes, started by this test.
+        unsafe { libc::kill(*p, libc::SIGKILL) };
+    }
+    wait_until("the keeper to end", Duration::from_secs(30), || {
+        keepers_of(sup).is_empty()
+    });
+    wait_until(
+        "pgdbg's uprobe definitions removed",
+        Duration::from_secs(30),
+        || tracefs_definitions_of(sup as u32).is_empty(),
+    );
+    assert!(
+        code_is_files(&cl, cl.postmaster_pid),
+        "the postmaster's code"
+    );
+    wait_until(
+        "the backend's code the file's",
+        Duration::from_secs(10),
+        || code_is_files(&cl, pid),
+    );
+    wait_until("the backend released", Duration::from_secs(10), || {
+        tracer_pid(pid) == 0
+    });
+    assert_eq!(c.query_one_i64("select 2 + 3"), 5);
+    let mut d = cl.connect();
+    assert_eq!(d.query_one_i64("select 7"), 7);
+    assert!(code_is_files(&cl, d.pid()), "a new backend's code");
+    drop(p);
+    cl.assert_no_crash();
+    let _ = std::fs::remove_file(&out);
+}

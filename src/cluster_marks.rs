@@ -114,12 +114,8 @@ impl Service {
             }
             for a in copies {
                 let (_, path, offset) = mark_place(di, bias, postmaster, f, a)?;
-                let d = define_mark(&root, &path, offset, text).map_err(|e| {
-                    format!(
-                        "cannot define a uprobe in {}/uprobe_events ({e}): run pgdbg as root",
-                        root.display()
-                    )
-                })?;
+                let d = define_mark(&root, &path, offset, text)
+                    .map_err(|e| crate::perf::tracefs::define_error(&root, &e))?;
                 kinds.push(Kind {
                     kind,
                     text,

@@ -302,3 +302,73 @@ fn pgbench_connect_15() {
 fn pgbench_connect_18() {
     pgbench_connect_per_transaction(18);
 }
+
+/// Where the kernel cannot be given a uprobe definition for the binary (an
+/// installation under a path with a blank, which `uprobe_events` cannot
+/// name), one line says why, without advice that does not apply, and each
+/// backend is attached by a worker instead (its uprobes opened by path,
+/// which the kernel takes): a new session's inserts counted exactly.
+#[test]
+fn count_where_uprobe_events_cannot_name_the_binary_15() {
+    let install = install_with_blank(15);
+    let cl = Cluster::start_prefix(&install.prefix());
+    let mut setup = cl.connect();
+    setup.exec("create table blank_t (i int)");
+    let out = temp("blank.out");
+    let cap = temp("blank.jsonl");
+    let script = write_script("inherit-blank", &["count heap_insert"]);
+    let mut p = Pgdbg::spawn_to_file(
+        &[
+            "attach",
+            "--cluster",
+            cl.dir.to_str().unwrap(),
+            "--script",
+            script.to_str().unwrap(),
+            "--for",
+            "600s",
+            "--capture",
+            cap.to_str().unwrap(),
+        ],
+        &out,
+    );
+    let mut err = stderr_reader(&mut p);
+    let banner = read_until(&mut err, "running the script", Duration::from_secs(60));
+    for said in [
+        "pgdbg: count across the cluster without attaching is not possible here (cannot define a uprobe in ",
+        "a path with blanks cannot be named in uprobe_events",
+        "): each backend is attached instead",
+    ] {
+        assert!(banner.contains(said), "{said:?} not said:\n{banner}");
+    }
+    assert!(!banner.contains("run pgdbg as root"), "{banner}");
+    std::thread::spawn(move || {
+        let mut rest = String::new();
+        let _ = err.read_to_string(&mut rest);
+    });
+    let sup = p.pid();
+    wait_until("workers started ahead", Duration::from_secs(60), || {
+        common::spares::spares_listening(sup) >= 3
+    });
+    let mut c = cl.connect();
+    let pid = c.pid();
+    wait_until("the new backend attached", Duration::from_secs(60), || {
+        tracer_pid(pid) != 0
+    });
+    c.exec("insert into blank_t select generate_series(1, 7)");
+    drop(c);
+    wait_until("the backend ended", Duration::from_secs(30), || {
+        proc_state(pid).is_empty()
+    });
+    let (code, text) = stop(p, &out);
+    assert_eq!(code, 0, "{text}");
+    let calls = read_events(&cap, "count")
+        .iter()
+        .find(|e| e["pid"] == pid && e["function"] == "heap_insert")
+        .and_then(|e| e["calls"].as_u64());
+    assert_eq!(calls, Some(7), "{text}");
+    cl.assert_no_crash();
+    drop(setup);
+    drop(cl);
+    let _ = std::fs::remove_file(&out);
+    let _ = std::fs::remove_file(&cap);
+}

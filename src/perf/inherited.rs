@@ -181,12 +181,8 @@ impl ClusterCount {
         let (root, _) = super::tracefs::root()?;
         let mut defs = Vec::new();
         for l in locations {
-            let d = Definition::new(&root, &l.path, l.offset, "").map_err(|e| {
-                format!(
-                    "cannot define a uprobe in {}/uprobe_events ({e}): run pgdbg as root",
-                    root.display()
-                )
-            })?;
+            let d = Definition::new(&root, &l.path, l.offset, "")
+                .map_err(|e| super::tracefs::define_error(&root, &e))?;
             defs.push((l.function, d));
         }
         let mut counts = Counts::default();

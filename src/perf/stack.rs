@@ -15,7 +15,19 @@ pub struct Maps {
     pid: i32,
     main_bias: u64,
     list: Vec<Module>,
+    /// the executable mappings of files, each file opened while the
+    /// process ran (see [`Maps::read_code`])
+    code: Vec<Code>,
     taken: std::time::Instant,
+}
+
+/// An executable mapping of a file: `start..end` holds the file's bytes
+/// from `offset` on.
+struct Code {
+    start: u64,
+    end: u64,
+    offset: u64,
+    file: std::sync::Arc<std::fs::File>,
 }
 
 impl Maps {
@@ -24,6 +36,7 @@ impl Maps {
             pid,
             main_bias,
             list: Vec::new(),
+            code: Vec::new(),
             taken: std::time::Instant::now(),
         };
         m.refresh();
@@ -58,7 +71,47 @@ impl Maps {
             }
         }
         self.list = mods;
+        // the files of the code, kept open: readable after the process ended
+        let mut code: Vec<Code> = Vec::new();
+        for m in maps.iter().filter(|m| m.perms.contains('x')) {
+            let Some(p) = &m.path else { continue };
+            let file = match self
+                .code
+                .iter()
+                .chain(code.iter())
+                .find(|c| c.start == m.start && c.end == m.end && c.offset == m.offset)
+            {
+                Some(c) => c.file.clone(),
+                None => {
+                    let Some(f) = crate::debuginfo::elf::verified_mapped(p, &m.dev, m.inode)
+                        .and_then(|v| std::fs::File::open(v).ok())
+                    else {
+                        continue;
+                    };
+                    std::sync::Arc::new(f)
+                }
+            };
+            code.push(Code {
+                start: m.start,
+                end: m.end,
+                offset: m.offset,
+                file,
+            });
+        }
+        self.code = code;
         self.taken = std::time::Instant::now();
+    }
+
+    /// The bytes of the code at `addr` as its file has them (no int3 of
+    /// anyone's; the process may have ended), if one executable mapping
+    /// holds them all.
+    pub fn read_code(&self, addr: u64, buf: &mut [u8]) -> bool {
+        use std::os::unix::fs::FileExt;
+        let end = addr + buf.len() as u64;
+        self.code
+            .iter()
+            .find(|c| addr >= c.start && end <= c.end)
+            .is_some_and(|c| c.file.read_exact_at(buf, addr - c.start + c.offset).is_ok())
     }
 
     pub fn find(&mut self, addr: u64) -> Option<&Module> {

@@ -189,6 +189,20 @@ fn remove_stale(root: &Path) {
     });
 }
 
+/// Why a [`Definition`] could not be made, in words: the advice to run
+/// as root only where the kernel refused the write.
+pub fn define_error(root: &Path, e: &std::io::Error) -> String {
+    let advice = if e.kind() == std::io::ErrorKind::PermissionDenied {
+        ": run pgdbg as root"
+    } else {
+        ""
+    };
+    format!(
+        "cannot define a uprobe in {}/uprobe_events ({e}){advice}",
+        root.display()
+    )
+}
+
 impl Definition {
     /// Define a uprobe at `offset` in `path` with the fetch arguments
     /// `args` (uprobe_events syntax, e.g. `qd=%di:u64 text=+0(%dx):u64[32]`).

@@ -358,8 +358,11 @@ fn decode_store(pid: i32, maps: &mut Maps, ip: u64, word: u64, regs: &Registers)
     if len > 1 << 20 {
         return Source::ReadBack;
     }
+    // from the file (the process may have ended since the store: a short
+    // session's records are read after its end; and the file has no
+    // uprobe's int3 in the function), else from the process
     let mut code = vec![0u8; len];
-    if !read_mem(pid, start, &mut code) {
+    if !maps.read_code(start, &mut code) && !read_mem(pid, start, &mut code) {
         return Source::ReadBack;
     }
     let mut dec = Decoder::with_ip(64, &code, start, DecoderOptions::NONE);
@@ -426,11 +429,13 @@ impl WordWatch {
         ev.enable().map_err(watch_error)?;
         let stop = Arc::new(AtomicBool::new(false));
         let st = stop.clone();
+        // the mapped files, for the stacks and to find and decode the
+        // store's function: read now, while the backend is stopped (a short
+        // session may be over before the thread below runs)
+        let mut maps = Maps::new(pid, bias);
         let handle = std::thread::spawn(move || {
             crate::runtime::block_in_this_thread();
             let mut ev = ev;
-            // the mapped files: for the stacks and to find the store's function
-            let mut maps = Maps::new(pid, bias);
             let mut res = WatchResult::default();
             let mut sources: HashMap<u64, Source> = HashMap::new();
             let mut mark_evs = mark_evs;

@@ -32,6 +32,38 @@ pub const EMBEDDED_MAJORS: &[u32] = &[14, 16, 17];
 /// Install prefix of a PostgreSQL build: $PGDBG_PG<major>, else
 /// scripts/pg-build (cached after the first build), or scripts/pg-embedded
 /// for the majors of `EMBEDDED_MAJORS`.
+/// A copy of PostgreSQL `major`'s installation in a directory whose name
+/// has a blank (a path the kernel's `uprobe_events` cannot name), removed
+/// when the returned guard is dropped.
+pub fn install_with_blank(major: u32) -> BlankInstall {
+    let dir = std::env::temp_dir().join(format!("pgdbg blank {}-{major}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let st = Command::new("cp")
+        .arg("-a")
+        .arg(pg_prefix(major))
+        .arg(dir.join("pg"))
+        .status()
+        .expect("cp");
+    assert!(st.success(), "cp -a of the installation");
+    BlankInstall(dir)
+}
+
+/// See [`install_with_blank`]; `.prefix()` is the installation.
+pub struct BlankInstall(PathBuf);
+
+impl BlankInstall {
+    pub fn prefix(&self) -> PathBuf {
+        self.0.join("pg")
+    }
+}
+
+impl Drop for BlankInstall {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 pub fn pg_prefix(major: u32) -> PathBuf {
     if let Ok(p) = std::env::var(format!("PGDBG_PG{major}")) {
         return PathBuf::from(p);

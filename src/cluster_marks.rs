@@ -204,22 +204,7 @@ fn read_rings(state: &Mutex<State>, stop: &AtomicBool) {
     let fds = lock(state).events.ring_fds();
     let mut last_sweep = Instant::now();
     while !stop.load(Ordering::Relaxed) {
-        let mut p: Vec<libc::pollfd> = fds
-            .iter()
-            .map(|&fd| libc::pollfd {
-                fd,
-                events: libc::POLLIN,
-                revents: 0,
-            })
-            .collect();
-        // SAFETY: an array of pollfds of its length.
-        unsafe {
-            libc::poll(
-                p.as_mut_ptr(),
-                p.len() as libc::nfds_t,
-                crate::perf::POLL_MS,
-            )
-        };
+        crate::perf::poll_in(&fds, crate::perf::POLL_MS);
         let mut st = lock(state);
         st.drain();
         if last_sweep.elapsed() > Duration::from_secs(1) {

@@ -724,22 +724,7 @@ fn wait_for(fds: &[i32], d: Duration) {
         std::thread::sleep(d);
         return;
     }
-    let mut p: Vec<libc::pollfd> = fds
-        .iter()
-        .map(|&fd| libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        })
-        .collect();
-    // SAFETY: poll(2) over pollfds we own.
-    unsafe {
-        libc::poll(
-            p.as_mut_ptr(),
-            p.len() as libc::nfds_t,
-            d.as_millis().clamp(1, 100) as i32,
-        )
-    };
+    crate::perf::poll_in(fds, d.as_millis().clamp(1, 100) as i32);
 }
 
 /// Start a worker ahead of any fork (`--next-backend`, forks.rs): it loads

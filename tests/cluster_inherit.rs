@@ -20,24 +20,6 @@ fn temp(name: &str) -> PathBuf {
     p
 }
 
-/// `psql -X -At -c SQL -c SQL ...`: one Query message per `-c`.
-fn psql(cl: &Cluster, sqls: &[&str]) -> Command {
-    let mut c = Command::new(cl.bin.join("psql"));
-    c.args([
-        "-h",
-        cl.dir.to_str().unwrap(),
-        "-U",
-        "postgres",
-        "-X",
-        "-At",
-    ]);
-    for s in sqls {
-        c.args(["-c", s]);
-    }
-    c.arg("postgres");
-    c
-}
-
 /// The per-backend counts of the first function in pgdbg's output
 /// (`[PID] FUNC N` lines) and which backends were said to have ended.
 fn per_backend(out: &str, function: &str) -> (BTreeMap<i32, u64>, Vec<i32>) {
@@ -71,19 +53,12 @@ fn connections_in(log: &str) -> usize {
 /// Start pgdbg's cluster count of `function`; its stderr up to the line
 /// that says it counts.
 fn start(cl: &Cluster, name: &str, function: &str, out: &Path, cap: &Path) -> (Pgdbg, String) {
-    let script = write_script(name, &[&format!("count {function}")]);
-    let mut p = Pgdbg::spawn_to_file(
-        &[
-            "attach",
-            "--cluster",
-            cl.dir.to_str().unwrap(),
-            "--script",
-            script.to_str().unwrap(),
-            "--for",
-            "600s",
-            "--capture",
-            cap.to_str().unwrap(),
-        ],
+    let line = format!("count {function}");
+    let mut p = spawn_cluster(
+        cl,
+        name,
+        &[&line],
+        &["--capture", cap.to_str().unwrap()],
         out,
     );
     let mut err = stderr_reader(&mut p);
@@ -142,7 +117,7 @@ fn short_sessions(major: u32) {
         for _ in 0..4 {
             s.spawn(|| {
                 for _ in 0..N / 4 {
-                    let o = psql(&cl, &["select pg_backend_pid()", "select 2", "select 3"])
+                    let o = psql_c(&cl, &["select pg_backend_pid()", "select 2", "select 3"])
                         .output()
                         .expect("run psql");
                     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -316,19 +291,11 @@ fn count_where_uprobe_events_cannot_name_the_binary_15() {
     setup.exec("create table blank_t (i int)");
     let out = temp("blank.out");
     let cap = temp("blank.jsonl");
-    let script = write_script("inherit-blank", &["count heap_insert"]);
-    let mut p = Pgdbg::spawn_to_file(
-        &[
-            "attach",
-            "--cluster",
-            cl.dir.to_str().unwrap(),
-            "--script",
-            script.to_str().unwrap(),
-            "--for",
-            "600s",
-            "--capture",
-            cap.to_str().unwrap(),
-        ],
+    let mut p = spawn_cluster(
+        &cl,
+        "inherit-blank",
+        &["count heap_insert"],
+        &["--capture", cap.to_str().unwrap()],
         &out,
     );
     let mut err = stderr_reader(&mut p);

@@ -10,7 +10,6 @@ mod common;
 use common::*;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 const SAID: &str = "statements marked in every backend from its fork on by uprobes inherited";
@@ -21,42 +20,12 @@ fn temp(name: &str) -> PathBuf {
     p
 }
 
-/// `psql -X -At -c SQL -c SQL ... postgres`: one Query message per `-c`.
-fn psql(cl: &Cluster, sqls: &[&str]) -> Command {
-    let mut c = Command::new(cl.bin.join("psql"));
-    c.args([
-        "-h",
-        cl.dir.to_str().unwrap(),
-        "-U",
-        "postgres",
-        "-X",
-        "-At",
-    ]);
-    for s in sqls {
-        c.args(["-c", s]);
-    }
-    c.arg("postgres");
-    c
-}
-
 /// pgdbg's `waits trace --quiet` on the cluster, its stderr up to the
 /// line that says the statements are marked for the whole cluster, and
 /// its workers started ahead ready; the rest of its stderr from the
 /// thread returned.
 fn start(cl: &Cluster, name: &str, out: &Path) -> (Pgdbg, String, std::thread::JoinHandle<String>) {
-    let script = write_script(name, &["waits trace --quiet"]);
-    let mut p = Pgdbg::spawn_to_file(
-        &[
-            "attach",
-            "--cluster",
-            cl.dir.to_str().unwrap(),
-            "--script",
-            script.to_str().unwrap(),
-            "--for",
-            "600s",
-        ],
-        out,
-    );
+    let mut p = spawn_cluster(cl, name, &["waits trace --quiet"], &[], out);
     let mut err = stderr_reader(&mut p);
     let banner = read_until(&mut err, "running the script", Duration::from_secs(60));
     assert!(
@@ -127,7 +96,7 @@ fn short_sessions(major: u32) {
             s.spawn(move || {
                 for i in 0..N / 2 {
                     let sql = format!("select 's{t}-{i}'::text");
-                    let o = psql(cl, &["select pg_backend_pid()", &sql])
+                    let o = psql_c(cl, &["select pg_backend_pid()", &sql])
                         .output()
                         .expect("run psql");
                     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -294,19 +263,7 @@ fn marks_where_uprobe_events_cannot_name_the_binary_15() {
     let install = install_with_blank(15);
     let cl = Cluster::start_prefix(&install.prefix());
     let out = temp("blank.out");
-    let script = write_script("marks-blank", &["waits trace --quiet"]);
-    let mut p = Pgdbg::spawn_to_file(
-        &[
-            "attach",
-            "--cluster",
-            cl.dir.to_str().unwrap(),
-            "--script",
-            script.to_str().unwrap(),
-            "--for",
-            "600s",
-        ],
-        &out,
-    );
+    let mut p = spawn_cluster(&cl, "marks-blank", &["waits trace --quiet"], &[], &out);
     let mut err = stderr_reader(&mut p);
     let banner = read_until(&mut err, "running the script", Duration::from_secs(60));
     for said in [

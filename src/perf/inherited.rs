@@ -463,16 +463,6 @@ impl Inherited {
 
     /// Wait for records (at most `ms`) on any ring.
     pub fn wait(&self, ms: i32) {
-        let mut p: Vec<libc::pollfd> = self
-            .ring_fds()
-            .into_iter()
-            .map(|fd| libc::pollfd {
-                fd,
-                events: libc::POLLIN,
-                revents: 0,
-            })
-            .collect();
-        // SAFETY: an array of pollfds of its length.
-        unsafe { libc::poll(p.as_mut_ptr(), p.len() as libc::nfds_t, ms) };
+        super::poll_in(&self.ring_fds(), ms)
     }
 }

@@ -461,6 +461,21 @@ pub(crate) fn set_reg(r: &mut Registers, perf: u32, v: u64) {
     }
 }
 
+/// Wait until one of the descriptors `fds` is readable (a ring has
+/// records) or `ms` pass.
+pub fn poll_in(fds: &[i32], ms: i32) {
+    let mut p: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    // SAFETY: poll(2) over an array of pollfds of its length.
+    unsafe { libc::poll(p.as_mut_ptr(), p.len() as libc::nfds_t, ms) };
+}
+
 /// CLOCK_MONOTONIC now, in ns (the clock of the samples' `time`).
 pub fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec {

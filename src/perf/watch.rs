@@ -274,19 +274,6 @@ pub(crate) fn mark_from_raw(
     })
 }
 
-/// Wait until one of `events` has data or `ms` pass.
-fn wait_any(events: &[&Event], ms: i32) {
-    let mut fds: Vec<libc::pollfd> = events
-        .iter()
-        .map(|e| libc::pollfd {
-            fd: e.fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        })
-        .collect();
-    unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
-}
-
 #[derive(Default)]
 pub struct WatchResult {
     pub stores: Vec<Store>,
@@ -503,9 +490,9 @@ impl WordWatch {
                 if last {
                     break;
                 }
-                let mut all: Vec<&Event> = vec![&ev];
-                all.extend(mark_evs.iter().map(|(_, e, _)| e));
-                wait_any(&all, POLL_MS);
+                let mut fds = vec![ev.fd()];
+                fds.extend(mark_evs.iter().map(|(_, e, _)| e.fd()));
+                super::poll_in(&fds, POLL_MS);
             }
             res.lost = ev.lost + mark_evs.iter().map(|(_, e, _)| e.lost).sum::<u64>();
             res.maps = Some(maps);

@@ -32,6 +32,43 @@ pub const EMBEDDED_MAJORS: &[u32] = &[14, 16, 17];
 /// Install prefix of a PostgreSQL build: $PGDBG_PG<major>, else
 /// scripts/pg-build (cached after the first build), or scripts/pg-embedded
 /// for the majors of `EMBEDDED_MAJORS`.
+/// `psql -X -At -c SQL -c SQL ... postgres` on cluster `cl`'s socket: one
+/// Query message per `-c`.
+pub fn psql_c(cl: &Cluster, sqls: &[&str]) -> Command {
+    let mut c = Command::new(cl.bin.join("psql"));
+    c.args([
+        "-h",
+        cl.dir.to_str().unwrap(),
+        "-U",
+        "postgres",
+        "-X",
+        "-At",
+    ]);
+    for s in sqls {
+        c.args(["-c", s]);
+    }
+    c.arg("postgres");
+    c
+}
+
+/// `pgdbg attach --cluster DIR --script S --for 600s MORE...` on cluster
+/// `cl`, the script the `lines` (a file named after `name`), its standard
+/// output to `out`.
+pub fn spawn_cluster(cl: &Cluster, name: &str, lines: &[&str], more: &[&str], out: &Path) -> Pgdbg {
+    let script = write_script(name, lines);
+    let mut args = vec![
+        "attach",
+        "--cluster",
+        cl.dir.to_str().unwrap(),
+        "--script",
+        script.to_str().unwrap(),
+        "--for",
+        "600s",
+    ];
+    args.extend(more);
+    Pgdbg::spawn_to_file(&args, out)
+}
+
 /// A copy of PostgreSQL `major`'s installation in a directory whose name
 /// has a blank (a path the kernel's `uprobe_events` cannot name), removed
 /// when the returned guard is dropped.

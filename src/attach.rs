@@ -514,7 +514,7 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
     // until a new backend is taken)
     let mut pid = parse_pid(pid)?;
     if let Some(n) = &opts.statements_from {
-        crate::cluster_marks::set_feed(n);
+        crate::perf::feed::set_feed(n);
     }
     let mut started = std::time::Instant::now();
     let call_timeout = command::parse_duration(&opts.backend.call_timeout)

@@ -15,12 +15,14 @@
 //! `--statements-from` option; only a process of the same user that
 //! descends from the leader is answered): it registers its backend before
 //! its watch starts and takes the backend's marks once its watch has ended
-//! (waits_perf.rs).  Every record written before the take is read first:
+//! (waits_perf.rs; the worker's side and the bytes on the socket:
+//! perf/feed.rs).  Every record written before the take is read first:
 //! the kernel writes a hit's record before the hit returns to the backend.
 //! The marks of a backend whose worker is gone, or that exited a minute
 //! ago, are forgotten; at most [`MOST_KEPT`] are kept per backend.
 
 use crate::debuginfo::DebugInfo;
+use crate::perf::feed::{REGISTER, TAKE, TIMEOUT, Taken, encode};
 use crate::perf::inherited::{Inherited, Record};
 use crate::perf::tracefs::Field;
 use crate::perf::watch::{Mark, TextFrom, define_mark, mark_from_raw};
@@ -31,17 +33,9 @@ use std::os::fd::AsRawFd;
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// A request: register a backend (answered with one byte once its hits
-/// are kept), or take its marks (answered with them; it is forgotten).
-const REGISTER: u8 = b'R';
-const TAKE: u8 = b'T';
-/// How long a worker waits for the leader, and the leader for a worker's
-/// request or its reading of an answer (each connection has its own
-/// thread in the leader: a slow one delays no other).
-const TIMEOUT: Duration = Duration::from_secs(5);
 /// How long the marks of a registered backend that exited are kept for a
 /// worker that has not taken them.
 const KEEP_EXITED: Duration = Duration::from_secs(60);
@@ -359,181 +353,5 @@ fn answer(mut conn: UnixStream, state: &Mutex<State>) {
             let _ = conn.write_all(&bytes);
         }
         _ => {}
-    }
-}
-
-/// A backend's marks, as a worker takes them.
-#[derive(Debug, Default)]
-pub struct Taken {
-    pub marks: Vec<Mark>,
-    /// marks not kept (more than [`MOST_KEPT`])
-    pub dropped: u64,
-    /// hits of any process the kernel could not record while it was
-    /// registered (a ring was full)
-    pub lost_since: u64,
-}
-
-/// Marks as bytes: the counts not kept and lost, the marks' number, then
-/// each one's kind, time, argument and text (its length, u32::MAX for
-/// none, and its bytes).
-fn encode(t: &Taken) -> Vec<u8> {
-    let mut b = Vec::with_capacity(20 + t.marks.len() * 64);
-    b.extend(t.dropped.to_le_bytes());
-    b.extend(t.lost_since.to_le_bytes());
-    b.extend((t.marks.len() as u32).to_le_bytes());
-    for m in &t.marks {
-        b.push(m.kind);
-        b.extend(m.time.to_le_bytes());
-        b.extend(m.arg.to_le_bytes());
-        match &m.text {
-            Some(t) => {
-                b.extend((t.len() as u32).to_le_bytes());
-                b.extend(t.as_bytes());
-            }
-            None => b.extend(u32::MAX.to_le_bytes()),
-        }
-    }
-    b
-}
-
-fn decode(r: &mut impl Read) -> std::io::Result<Taken> {
-    let mut h = [0u8; 20];
-    r.read_exact(&mut h)?;
-    let dropped = u64::from_le_bytes(h[0..8].try_into().unwrap());
-    let lost_since = u64::from_le_bytes(h[8..16].try_into().unwrap());
-    let n = u32::from_le_bytes(h[16..20].try_into().unwrap());
-    let mut marks = Vec::new();
-    for _ in 0..n {
-        let mut h = [0u8; 21];
-        r.read_exact(&mut h)?;
-        let len = u32::from_le_bytes(h[17..21].try_into().unwrap());
-        let text = if len == u32::MAX {
-            None
-        } else {
-            let mut t = vec![0u8; len as usize];
-            r.read_exact(&mut t)?;
-            Some(String::from_utf8_lossy(&t).into_owned())
-        };
-        marks.push(Mark {
-            kind: h[0],
-            time: u64::from_le_bytes(h[1..9].try_into().unwrap()),
-            arg: u64::from_le_bytes(h[9..17].try_into().unwrap()),
-            text,
-        });
-    }
-    Ok(Taken {
-        marks,
-        dropped,
-        lost_since,
-    })
-}
-
-/// In a worker: the leader's socket (`--statements-from`), when the
-/// statements come from it.
-static FEED: OnceLock<String> = OnceLock::new();
-
-/// Called by a worker started with `--statements-from NAME`.
-pub fn set_feed(name: &str) {
-    let _ = FEED.set(name.to_string());
-}
-
-/// The leader's socket, in a worker whose statements come from it.
-pub fn feed() -> Option<&'static str> {
-    FEED.get().map(String::as_str)
-}
-
-fn request(feed: &str, op: u8, pid: i32) -> std::io::Result<UnixStream> {
-    let addr = SocketAddr::from_abstract_name(feed.as_bytes())?;
-    let mut c = UnixStream::connect_addr(&addr)?;
-    c.set_read_timeout(Some(TIMEOUT))?;
-    c.set_write_timeout(Some(TIMEOUT))?;
-    let mut req = vec![op];
-    req.extend((pid as u32).to_le_bytes());
-    c.write_all(&req)?;
-    Ok(c)
-}
-
-/// In a worker: backend `pid` registered with the leader, whose marks
-/// are kept from then on until taken; taken (and dropped) if never
-/// taken, so that the leader forgets them.
-pub struct Registration {
-    feed: &'static str,
-    pid: i32,
-    taken: bool,
-}
-
-/// In a worker: have the leader keep backend `pid`'s marks from now on.
-pub fn register(feed: &'static str, pid: i32) -> std::io::Result<Registration> {
-    let mut c = request(feed, REGISTER, pid)?;
-    let mut ack = [0u8; 1];
-    c.read_exact(&mut ack)?;
-    Ok(Registration {
-        feed,
-        pid,
-        taken: false,
-    })
-}
-
-impl Registration {
-    /// The backend's marks since it was registered (every one recorded up
-    /// to now); the leader forgets them.
-    pub fn take(mut self) -> std::io::Result<Taken> {
-        self.taken = true;
-        let mut c = request(self.feed, TAKE, self.pid)?;
-        decode(&mut c)
-    }
-}
-
-impl Drop for Registration {
-    fn drop(&mut self) {
-        if !self.taken
-            && let Ok(mut c) = request(self.feed, TAKE, self.pid)
-        {
-            let _ = decode(&mut c);
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn marks_encode_and_decode() {
-        let marks = vec![
-            Mark {
-                kind: START,
-                time: 7,
-                arg: 0xdead,
-                text: Some("select 1".into()),
-            },
-            Mark {
-                kind: END,
-                time: 9,
-                arg: 0xdead,
-                text: None,
-            },
-            Mark {
-                kind: START,
-                time: 10,
-                arg: 1,
-                text: Some(String::new()),
-            },
-        ];
-        let t = Taken {
-            marks,
-            dropped: 3,
-            lost_since: 5,
-        };
-        let got = decode(&mut &encode(&t)[..]).unwrap();
-        assert_eq!((got.dropped, got.lost_since), (3, 5));
-        assert_eq!(got.marks.len(), 3);
-        for (a, b) in t.marks.iter().zip(&got.marks) {
-            assert_eq!(
-                (a.kind, a.time, a.arg, &a.text),
-                (b.kind, b.time, b.arg, &b.text)
-            );
-        }
-        assert!(decode(&mut &encode(&t)[..40]).is_err());
     }
 }

@@ -378,7 +378,7 @@ pub static WAITS_TRACE: Entry = Entry {
             Err(e) if crate::perf::refused(&e).is_some() => {
                 // under --cluster the executor carries the cluster's
                 // uprobes, where the breakpoints timing statements would go
-                let statements = !no_statements && crate::cluster_marks::feed().is_none();
+                let statements = !no_statements && crate::perf::feed::feed().is_none();
                 b.say(&format!(
                     "{e:#}; tracing with a debug register and ptrace stops instead{}",
                     if statements || no_statements {

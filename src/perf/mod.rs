@@ -36,6 +36,7 @@
 //!   the postmaster per CPU and inherited by every process it forks.
 
 pub mod export;
+pub mod feed;
 pub mod inherited;
 pub mod keeper;
 pub mod latency;

@@ -174,8 +174,8 @@ pub fn waits_trace_perf(
     // in a worker of `--cluster`: the marks come from uprobes the
     // postmaster's processes inherit, read by pgdbg's leader
     // (cluster_marks.rs); the backend is registered there first
-    let mut fed = match crate::cluster_marks::feed().filter(|_| statements) {
-        Some(feed) => match crate::cluster_marks::register(feed, s.pid()) {
+    let mut fed = match crate::perf::feed::feed().filter(|_| statements) {
+        Some(feed) => match crate::perf::feed::register(feed, s.pid()) {
             Ok(r) => Some(r),
             Err(e) => {
                 how = format!("; its own uprobes (the cluster's could not be had: {e})");

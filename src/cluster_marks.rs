@@ -245,14 +245,9 @@ impl State {
 /// The acceptor: each worker's connection answered in a thread of its
 /// own (a worker that is slow to send or to read delays no other).
 fn accept(listener: &UnixListener, state: &Arc<Mutex<State>>, stop: &AtomicBool) {
-    let mut p = libc::pollfd {
-        fd: listener.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
+    let fd = [listener.as_raw_fd()];
     while !stop.load(Ordering::Relaxed) {
-        // SAFETY: one pollfd.
-        unsafe { libc::poll(&mut p, 1, 50) };
+        crate::perf::poll_in(&fd, 50);
         while let Ok((conn, _)) = listener.accept() {
             let state = state.clone();
             std::thread::spawn(move || {

@@ -291,15 +291,13 @@ fn count_where_uprobe_events_cannot_name_the_binary_15() {
     setup.exec("create table blank_t (i int)");
     let out = temp("blank.out");
     let cap = temp("blank.jsonl");
-    let mut p = spawn_cluster(
+    let (p, banner, _rest) = start_cluster_script(
         &cl,
         "inherit-blank",
         &["count heap_insert"],
         &["--capture", cap.to_str().unwrap()],
         &out,
     );
-    let mut err = stderr_reader(&mut p);
-    let banner = read_until(&mut err, "running the script", Duration::from_secs(60));
     for said in [
         "pgdbg: count across the cluster without attaching is not possible here (cannot define a uprobe in ",
         "a path with blanks cannot be named in uprobe_events",
@@ -308,14 +306,6 @@ fn count_where_uprobe_events_cannot_name_the_binary_15() {
         assert!(banner.contains(said), "{said:?} not said:\n{banner}");
     }
     assert!(!banner.contains("run pgdbg as root"), "{banner}");
-    std::thread::spawn(move || {
-        let mut rest = String::new();
-        let _ = err.read_to_string(&mut rest);
-    });
-    let sup = p.pid();
-    wait_until("workers started ahead", Duration::from_secs(60), || {
-        common::spares::spares_listening(sup) >= 3
-    });
     let mut c = cl.connect();
     let pid = c.pid();
     wait_until("the new backend attached", Duration::from_secs(60), || {

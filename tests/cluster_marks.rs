@@ -8,7 +8,6 @@
 
 mod common;
 use common::*;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -25,23 +24,11 @@ fn temp(name: &str) -> PathBuf {
 /// its workers started ahead ready; the rest of its stderr from the
 /// thread returned.
 fn start(cl: &Cluster, name: &str, out: &Path) -> (Pgdbg, String, std::thread::JoinHandle<String>) {
-    let mut p = spawn_cluster(cl, name, &["waits trace --quiet"], &[], out);
-    let mut err = stderr_reader(&mut p);
-    let banner = read_until(&mut err, "running the script", Duration::from_secs(60));
+    let (p, banner, rest) = start_cluster_script(cl, name, &["waits trace --quiet"], &[], out);
     assert!(
         banner.contains(SAID),
         "not marked for the cluster: {banner}"
     );
-    let rest = std::thread::spawn(move || {
-        let mut rest = String::new();
-        let _ = err.read_to_string(&mut rest);
-        rest
-    });
-    // (a backend there before has its own worker besides them)
-    let sup = p.pid();
-    wait_until("workers started ahead", Duration::from_secs(60), || {
-        common::spares::spares_listening(sup) >= 3
-    });
     (p, banner, rest)
 }
 
@@ -263,9 +250,8 @@ fn marks_where_uprobe_events_cannot_name_the_binary_15() {
     let install = install_with_blank(15);
     let cl = Cluster::start_prefix(&install.prefix());
     let out = temp("blank.out");
-    let mut p = spawn_cluster(&cl, "marks-blank", &["waits trace --quiet"], &[], &out);
-    let mut err = stderr_reader(&mut p);
-    let banner = read_until(&mut err, "running the script", Duration::from_secs(60));
+    let (p, banner, rest) =
+        start_cluster_script(&cl, "marks-blank", &["waits trace --quiet"], &[], &out);
     for said in [
         "pgdbg: the statements cannot be marked for the whole cluster at once here (cannot define a uprobe in ",
         "a path with blanks cannot be named in uprobe_events",
@@ -275,15 +261,6 @@ fn marks_where_uprobe_events_cannot_name_the_binary_15() {
     }
     assert!(!banner.contains("run pgdbg as root"), "{banner}");
     assert!(!banner.contains(SAID), "{banner}");
-    let rest = std::thread::spawn(move || {
-        let mut rest = String::new();
-        let _ = err.read_to_string(&mut rest);
-        rest
-    });
-    let sup = p.pid();
-    wait_until("workers started ahead", Duration::from_secs(60), || {
-        common::spares::spares_listening(sup) >= 3
-    });
     let mut c = cl.connect();
     let pid = c.pid();
     wait_until("the new backend attached", Duration::from_secs(60), || {

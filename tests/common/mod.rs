@@ -69,6 +69,32 @@ pub fn spawn_cluster(cl: &Cluster, name: &str, lines: &[&str], more: &[&str], ou
     Pgdbg::spawn_to_file(&args, out)
 }
 
+/// [`spawn_cluster`], then its standard error up to the line that says the
+/// script runs (returned), the rest read by the thread returned, and its
+/// workers started ahead listening for forks (at least 3; a backend there
+/// before has its own worker besides them).
+pub fn start_cluster_script(
+    cl: &Cluster,
+    name: &str,
+    lines: &[&str],
+    more: &[&str],
+    out: &Path,
+) -> (Pgdbg, String, std::thread::JoinHandle<String>) {
+    let mut p = spawn_cluster(cl, name, lines, more, out);
+    let mut err = stderr_reader(&mut p);
+    let banner = read_until(&mut err, "running the script", Duration::from_secs(60));
+    let rest = std::thread::spawn(move || {
+        let mut rest = String::new();
+        let _ = err.read_to_string(&mut rest);
+        rest
+    });
+    let sup = p.pid();
+    wait_until("workers started ahead", Duration::from_secs(60), || {
+        spares::spares_listening(sup) >= 3
+    });
+    (p, banner, rest)
+}
+
 /// A copy of PostgreSQL `major`'s installation in a directory whose name
 /// has a blank (a path the kernel's `uprobe_events` cannot name), removed
 /// when the returned guard is dropped.

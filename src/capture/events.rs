@@ -218,6 +218,9 @@ pub enum Event {
         generic: u64,
         #[serde(default)]
         lost: u64,
+        /// Recorded calls whose choice could not be told.
+        #[serde(default)]
+        undecided: u64,
     },
     /// `wait`: the wait event the backend is in now.
     WaitNow {
@@ -693,11 +696,12 @@ mod tests {
                 decisions: 1,
                 generic: 0,
                 lost: 0,
+                undecided: 0,
             },
         };
         assert_eq!(
             write(&l),
-            r#"{"event":"plancache_end","ts":1.0,"pid":1,"decisions":1,"generic":0,"lost":0}"#
+            r#"{"event":"plancache_end","ts":1.0,"pid":1,"decisions":1,"generic":0,"lost":0,"undecided":0}"#
         );
         let v = serde_json::to_value(Event::PlanChoice {
             avg_custom_cost: None,

@@ -49,11 +49,18 @@ pub fn plancache(
     let finished = probe.finish(s);
     let (end, text) = res?;
     finished?;
-    let lost = if probe.lost > 0 {
+    let mut lost = if probe.lost > 0 {
         format!("; {} not recorded (ring full)", probe.lost)
     } else {
         String::new()
     };
+    if probe.undecided > 0 {
+        lost += &format!(
+            "; {} recorded whose choice is not known (the costs decided and the plan source was \
+             freed, or calls between were not recorded)",
+            probe.undecided
+        );
+    }
     let summary = format!(
         "plancache: {} decision{} ({} custom, {} generic) in {:.1}s{lost}{}",
         probe.decisions,
@@ -68,6 +75,7 @@ pub fn plancache(
             decisions: probe.decisions,
             generic: probe.generic,
             lost: probe.lost,
+            undecided: probe.undecided,
         },
         None,
     );

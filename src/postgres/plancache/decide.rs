@@ -405,6 +405,7 @@ mod tests {
             mode: Some(0),
             ts: None,
             text: None,
+            next: None,
         };
         probe.pending = vec![
             pending(P, &st),      // chose custom

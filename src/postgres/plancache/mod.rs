@@ -212,7 +212,9 @@ impl TextLost {
             TextLost::OneShot => {
                 "a one-shot statement's text is freed right after its call; --fast=stop reads it at the call"
             }
-            TextLost::Freed => "the plan source was freed before its text was read",
+            TextLost::Freed => {
+                "its plan source was freed, its memory perhaps reused, before its text was read"
+            }
             TextLost::NotText => "its query_string no longer holds text",
         }
     }
@@ -271,6 +273,9 @@ struct Pending {
     /// The statement's text, read when the recorder's ring was (None: read
     /// it at the report, the backend stopped at the call).
     text: Option<std::result::Result<String, TextLost>>,
+    /// In-process recording: how the plansource at the call relates to the
+    /// next sighting of its address (see `ring::Link`).
+    next: Option<ring::Link>,
 }
 
 /// An execution's choice as its plansource's counters tell it.
@@ -314,7 +319,20 @@ pub struct PlanCacheProbe {
     /// Not reported yet.
     new_lost: u64,
     /// Taken from the ring at the last poll, with their times.
-    polled: Vec<(Record, f64, std::result::Result<String, TextLost>)>,
+    /// (None: the text is not known yet, see `ring::Link::Unknown`)
+    polled: Vec<(
+        Record,
+        f64,
+        ring::Link,
+        Option<std::result::Result<String, TextLost>>,
+    )>,
+    /// Each plansource's state when the ring was last read, as long as no
+    /// call was dropped since.
+    seen: HashMap<u64, Vec<u8>>,
+    /// Recorded calls whose choice the counters could not tell (the calls
+    /// between them dropped, or the plansource freed before it showed
+    /// when the costs decided).
+    pub undecided: u64,
     /// The plansources' state at the last poll.
     snapshot: HashMap<u64, Vec<u8>>,
     /// The recorder was given up at this poll (`ring_to_stops`): its last
@@ -374,6 +392,8 @@ impl PlanCacheProbe {
             lost: 0,
             new_lost: 0,
             polled: Vec::new(),
+            seen: HashMap::new(),
+            undecided: 0,
             snapshot: HashMap::new(),
             ring_tail: false,
             exit_read: false,
@@ -388,7 +408,7 @@ impl PlanCacheProbe {
 
     /// The query text of a plansource (`before`: its struct), cached by
     /// plansource and `query_string` (the cache entries of a plansource
-    /// seen freed are dropped: see `ring::still_live`).
+    /// whose memory may be another's are dropped: see `chains` in ring.rs).
     fn query_text(
         &mut self,
         s: &dyn Backend,
@@ -417,13 +437,13 @@ impl PlanCacheProbe {
                 self.ended = Some(self.exit_read);
             }
             return if std::mem::take(&mut self.exit_read) {
-                self.report_ring(s)
+                self.report_ring(s, true)
             } else {
                 Ok(())
             };
         }
         let polled = if self.recorder.is_some() {
-            self.snapshot_ring(s).and_then(|_| self.report_ring(s))
+            self.snapshot_ring(s).and_then(|_| self.report_ring(s, true))
         } else if self.fast {
             self.flush_fast(s)
         } else {
@@ -648,9 +668,14 @@ impl PlanCacheProbe {
         plan: Option<u64>,
     ) -> Result<()> {
         let mut d = self.decide(s, p, after, generic, plan)?;
-        d.statement = self
-            .statement_name(s, p.plansource)
-            .or_else(|| prepare_name_in(&d.query));
+        // a plansource freed before its text was read: its name went too
+        // (what the address has now may be another statement's)
+        d.statement = if matches!(p.text, Some(Err(TextLost::Freed))) {
+            None
+        } else {
+            self.statement_name(s, p.plansource)
+                .or_else(|| prepare_name_in(&d.query))
+        };
         self.decisions += 1;
         if d.generic {
             self.generic += 1;
@@ -682,8 +707,9 @@ impl ProbeHandler for PlanCacheProbe {
         // after `ring_to_stops`, once more for the ring's last records;
         // then the polls (the ticker runs on) leave the stops' pending
         // executions alone
-        if self.recorder.is_some() || std::mem::take(&mut self.ring_tail) {
-            self.report_ring(s)
+        let tail = std::mem::take(&mut self.ring_tail);
+        if self.recorder.is_some() || tail {
+            self.report_ring(s, tail)
         } else {
             Ok(())
         }

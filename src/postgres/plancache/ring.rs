@@ -19,11 +19,57 @@ pub(super) const RECORDED_FIELDS: &[&str] = &[
     "total_custom_cost",
     "generic_cost",
     "is_oneshot",
+    "cursor_options",
 ];
 
 /// How often the in-process recorder's ring is read (a quarter of it
 /// while it fills fast).
 pub(super) const RING_POLL: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// parsenodes.h's CURSOR_OPT_GENERIC_PLAN and CURSOR_OPT_CUSTOM_PLAN in
+/// PostgreSQL 14 to 18 (13 has other values; the ring needs 14+).
+const CURSOR_OPT_GENERIC_PLAN: i64 = 0x0200;
+const CURSOR_OPT_CUSTOM_PLAN: i64 = 0x0400;
+
+/// How a sighting of the plansource at an address relates to the next
+/// sighting there (`PlanCacheProbe::link`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Link {
+    /// The same plansource.
+    Same,
+    /// Another one (the first freed, its memory reused), or none.
+    Other,
+    /// Not known yet: a first call not over, or a fresh plansource there
+    /// that has not been called.
+    Unknown,
+}
+
+/// Whether the plansource a call saw is the one at its address now (its
+/// text can be read), is not (never read: it may be another's), or cannot
+/// be told yet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Live {
+    Yes,
+    No,
+    NotYet,
+}
+
+/// One drain's sightings: for each record, its link to the next sighting
+/// of its address and whether its plansource is the one there now.
+struct Chains {
+    records: Vec<(Link, Live)>,
+    addresses: std::collections::HashMap<u64, AddressChain>,
+}
+
+struct AddressChain {
+    /// The link of the address's pending call to its next sighting, and
+    /// whether that call's plansource is the one there now.
+    pending_next: Link,
+    pending_live: Live,
+    /// Every link from the sighting before this drain to now is `Same`:
+    /// what was cached for the address is still its plansource's.
+    continuous: bool,
+}
 
 impl PlanCacheProbe {
     /// Put the in-process recorder on GetCachedPlan's entry.
@@ -120,6 +166,10 @@ impl PlanCacheProbe {
         dropped: u64,
     ) -> Result<()> {
         self.new_lost += dropped;
+        if dropped > 0 {
+            // calls missing: no earlier state can vouch for a plansource
+            self.seen.clear();
+        }
         let mut sources: Vec<u64> = self.pending.iter().map(|p| p.plansource).collect();
         for (r, _) in &records {
             if !sources.contains(&r.rdi) {
@@ -144,28 +194,45 @@ impl PlanCacheProbe {
                 self.snapshot.insert(a, b);
             }
         }
-        // The texts: read now, and only where the plansource each record
-        // saw is still there, so that never a freed text is printed.
-        let live = self.still_live(&records);
+        // Which plansource each sighting is, and so which texts can be read
+        // now: only where the plansource a call saw is the one there now.
+        let chains = self.chains(&records, dropped == 0);
+        for (ps, c) in &chains.addresses {
+            if !c.continuous {
+                // what was cached for this address may be another's
+                self.queries.retain(|(p, _), _| p != ps);
+                self.names.remove(ps);
+            }
+        }
         let mut fresh = Vec::new();
-        let mut texts = Vec::with_capacity(records.len());
-        for ((r, _), live) in records.iter().zip(live) {
-            let text = match live {
-                Err(why) => {
-                    // what was cached for this address is stale now
-                    self.queries.retain(|(ps, _), _| *ps != r.rdi);
-                    self.names.remove(&r.rdi);
-                    Err(why)
+        let mut read_text = |me: &mut Self, ps: u64, fields: &[u8], live: Live| match live {
+            Live::Yes => {
+                let qp = me.l.cps.ptr(fields, "query_string").unwrap_or(0);
+                if !me.queries.contains_key(&(ps, qp)) && !fresh.contains(&ps) {
+                    fresh.push(ps);
                 }
-                Ok(()) => {
-                    let qp = self.l.cps.ptr(&r.fields, "query_string").unwrap_or(0);
-                    if !self.queries.contains_key(&(r.rdi, qp)) {
-                        fresh.push(r.rdi);
-                    }
-                    self.query_text(s, r.rdi, &r.fields)
-                }
+                Some(me.query_text(s, ps, fields))
+            }
+            Live::No if me.l.cps.boolean(fields, "is_oneshot") == Some(true) => {
+                Some(Err(TextLost::OneShot))
+            }
+            Live::No => Some(Err(TextLost::Freed)),
+            Live::NotYet => None,
+        };
+        let mut pendings = std::mem::take(&mut self.pending);
+        for p in &mut pendings {
+            let Some(c) = chains.addresses.get(&p.plansource) else {
+                continue;
             };
-            texts.push(text);
+            p.next = Some(c.pending_next);
+            if p.text.is_none() {
+                p.text = read_text(self, p.plansource, &p.before.clone(), c.pending_live);
+            }
+        }
+        self.pending = pendings;
+        let mut texts = Vec::with_capacity(records.len());
+        for ((r, _), (next, live)) in records.iter().zip(&chains.records) {
+            texts.push((*next, read_text(self, r.rdi, &r.fields, *live)));
         }
         if !fresh.is_empty() {
             // first sight of these statements: one scan of the prepared
@@ -176,61 +243,134 @@ impl PlanCacheProbe {
                 self.names.insert(ps, name);
             }
         }
+        for (a, b) in &self.snapshot {
+            self.seen.insert(*a, b.clone());
+        }
+        self.seen.retain(|a, _| self.snapshot.contains_key(a) || !chains.addresses.contains_key(a));
         self.polled.extend(
             records
                 .into_iter()
                 .zip(texts)
-                .map(|((r, ts), text)| (r, ts, text)),
+                .map(|((r, ts), (next, text))| (r, ts, next, text)),
         );
         Ok(())
     }
 
-    /// For each record (in the ring's order), whether the plansource it
-    /// saw is still, at this drain, the same live plansource (so its
-    /// `query_string` still holds the statement's text); if not, why.
-    /// Walked back from the plansource's state now: a later record (or
-    /// the state now) of the same address must show it live
-    /// (CACHEDPLANSOURCE_MAGIC), with the same `query_string`, its
-    /// counters no lower (they only grow while it lives).  A one-shot
+    /// How two sightings of the plansource at one address relate: `a`, a
+    /// call's record or the state read at a drain (`a_call`), and `b`, the
+    /// next of either (None: nothing readable there now).  `exact`: no
+    /// call was dropped in between.  A call moves one counter by one once
+    /// it has chosen (custom or generic, PostgreSQL 14+, which the ring
+    /// needs), none if it ended in an ERROR first; a plansource made after
+    /// `a` has had no call but those recorded after `a`.  So the counters
+    /// tell a plansource from one that took its memory, except a fresh one
+    /// with no call yet from a first call not over (`Unknown`).  A one-shot
     /// plansource's text is never its own (CreateOneShotCachedPlan keeps the
-    /// caller's pointer) and both are freed when the call is over: the
-    /// memory may already hold the next statement, which no check can tell
-    /// from the right one.
-    fn still_live(&self, records: &[(Record, f64)]) -> Vec<Result<(), TextLost>> {
+    /// caller's pointer) and both are freed when the call is over.
+    fn link(&self, a: &[u8], a_call: bool, b: Option<&[u8]>, b_call: bool, exact: bool) -> Link {
         let l = &self.l.cps;
-        let count = |b: &[u8]| {
-            l.int(b, "num_custom_plans").unwrap_or(0) + l.int(b, "num_generic_plans").unwrap_or(0)
+        let Some(b) = b else {
+            return Link::Other;
         };
-        let mut later: std::collections::HashMap<u64, Option<&[u8]>> = Default::default();
-        let mut out = vec![Ok(()); records.len()];
-        for (i, (r, _)) in records.iter().enumerate().rev() {
-            let now = *later
-                .entry(r.rdi)
-                .or_insert_with(|| self.snapshot.get(&r.rdi).map(|b| &b[..]));
-            let b = &r.fields[..];
-            let same = now.is_some_and(|n| {
-                l.int(b, "magic") == Some(CACHEDPLANSOURCE_MAGIC)
-                    && l.int(n, "magic") == Some(CACHEDPLANSOURCE_MAGIC)
-                    && l.ptr(n, "query_string") == l.ptr(b, "query_string")
-                    && count(n) >= count(b)
-            });
-            out[i] = if l.boolean(b, "is_oneshot") == Some(true) {
-                Err(TextLost::OneShot)
-            } else if same {
-                Ok(())
-            } else {
-                Err(TextLost::Freed)
+        let count = |x: &[u8]| {
+            l.int(x, "num_custom_plans").unwrap_or(0) + l.int(x, "num_generic_plans").unwrap_or(0)
+        };
+        if l.int(a, "magic") != Some(CACHEDPLANSOURCE_MAGIC)
+            || l.int(b, "magic") != Some(CACHEDPLANSOURCE_MAGIC)
+            || l.ptr(a, "query_string") != l.ptr(b, "query_string")
+            || l.boolean(a, "is_oneshot") == Some(true)
+        {
+            return Link::Other;
+        }
+        let (c, m) = (count(a), count(b));
+        if !exact {
+            return if m >= c { Link::Same } else { Link::Other };
+        }
+        if (a_call && m == c + 1) || (m == c && c > 0) {
+            Link::Same
+        } else if m == c && !(a_call && b_call) {
+            Link::Unknown
+        } else {
+            Link::Other
+        }
+    }
+
+    /// The chain of sightings of each address: where it was seen before
+    /// (its pending call, else its state at an earlier drain), this
+    /// drain's records of it, its state now.
+    fn chains(&self, records: &[(Record, f64)], exact: bool) -> Chains {
+        let mut out = Chains {
+            records: vec![(Link::Other, Live::No); records.len()],
+            addresses: Default::default(),
+        };
+        let mut by_addr: std::collections::HashMap<u64, Vec<usize>> = Default::default();
+        for (i, (r, _)) in records.iter().enumerate() {
+            by_addr.entry(r.rdi).or_default().push(i);
+        }
+        for p in &self.pending {
+            by_addr.entry(p.plansource).or_default();
+        }
+        for (ps, idx) in by_addr {
+            let now = self.snapshot.get(&ps).map(|b| &b[..]);
+            // backwards from the state now
+            let mut live = Live::Yes;
+            let mut next: (Option<&[u8]>, bool) = (now, false);
+            let mut continuous = true;
+            for &i in idx.iter().rev() {
+                let b = &records[i].0.fields[..];
+                let link = self.link(b, true, next.0, next.1, exact);
+                live = match link {
+                    Link::Same => live,
+                    Link::Unknown => Live::NotYet,
+                    Link::Other => Live::No,
+                };
+                continuous &= link == Link::Same;
+                out.records[i] = (link, live);
+                next = (Some(b), true);
+            }
+            let pending = self.pending.iter().find(|p| p.plansource == ps);
+            let (start, start_call) = match pending {
+                Some(p) => (Some(&p.before[..]), true),
+                None => (self.seen.get(&ps).map(|b| &b[..]), false),
             };
-            later.insert(r.rdi, if out[i].is_ok() { Some(b) } else { None });
+            let (pending_next, pending_live) = match start {
+                Some(a) => {
+                    let link = self.link(a, start_call, next.0, next.1, exact);
+                    continuous &= link == Link::Same;
+                    let l = match link {
+                        Link::Same => live,
+                        Link::Unknown => Live::NotYet,
+                        Link::Other => Live::No,
+                    };
+                    (link, l)
+                }
+                None => {
+                    continuous = false;
+                    (Link::Other, Live::No)
+                }
+            };
+            out.addresses.insert(
+                ps,
+                AddressChain {
+                    pending_next,
+                    pending_live,
+                    continuous,
+                },
+            );
         }
         out
     }
 
     /// Report the decisions `snapshot_ring` found complete: a call's choice
     /// shows in the counters its plansource has at its next call, or had at
-    /// the snapshot.  Needs no access to the backend (names and texts are
-    /// cached), so it runs while the backend does.
-    pub(super) fn report_ring(&mut self, s: &mut dyn Backend) -> Result<()> {
+    /// the snapshot; a call whose plansource was freed before (an unnamed
+    /// statement replaced by the next one) is told from what it saw at its
+    /// entry (`decide_at_entry`).  Needs no access to the backend (names
+    /// and texts were read with the records), so it runs while the backend
+    /// does.  `over`: no call is running any more (the backend's exit, the
+    /// end of the watch): a first call whose plansource cannot be told from
+    /// a fresh one there is told from its entry too.
+    pub(super) fn report_ring(&mut self, s: &mut dyn Backend, over: bool) -> Result<()> {
         if self.new_lost > 0 {
             let n = std::mem::take(&mut self.new_lost);
             self.lost += n;
@@ -239,19 +379,23 @@ impl PlanCacheProbe {
                 if n == 1 { "" } else { "s" }
             ));
         }
-        for (r, ts, text) in std::mem::take(&mut self.polled) {
+        for (r, ts, next, text) in std::mem::take(&mut self.polled) {
             if self.done() {
                 break;
             }
             if let Some(i) = self.pending.iter().position(|p| p.plansource == r.rdi) {
                 let p = self.pending.remove(i);
-                match self.settle(&p.before, &r.fields) {
-                    Settled::Done { generic, after } => {
-                        self.report(s, &p, &after, generic, None)?
+                if p.next == Some(Link::Other) {
+                    self.decide_at_entry(s, &p)?;
+                } else {
+                    match self.settle(&p.before, &r.fields) {
+                        Settled::Done { generic, after } => {
+                            self.report(s, &p, &after, generic, None)?
+                        }
+                        // unmoved: that execution ended in an ERROR
+                        Settled::Running | Settled::Gone => {}
+                        Settled::Ambiguous => self.undecided += 1,
                     }
-                    // unmoved: that execution ended in an ERROR
-                    Settled::Running | Settled::Gone => {}
-                    Settled::Ambiguous => self.lost += 1,
                 }
             }
             if self.l.cps.int(&r.fields, "magic") != Some(CACHEDPLANSOURCE_MAGIC) {
@@ -265,7 +409,8 @@ impl PlanCacheProbe {
                 before: r.fields,
                 mode: Some(r.global32 as i32),
                 ts: Some(ts),
-                text: Some(text),
+                text,
+                next: Some(next),
             };
             if self.l.cps.boolean(&p.before, "is_oneshot") == Some(true) {
                 // always a custom plan, and the plansource is freed right
@@ -280,14 +425,65 @@ impl PlanCacheProbe {
             self.pending.drain(..self.pending.len() - 1024);
         }
         // the last call of each plansource: its counters at the snapshot
-        // (not in the snapshot: gone, DEALLOCATE)
+        // (not in the snapshot: gone, DEALLOCATE); one whose plansource is
+        // another's now is told from its entry
         let mut snapshot = std::mem::take(&mut self.snapshot);
+        let mut keep = Vec::new();
+        for mut p in std::mem::take(&mut self.pending) {
+            match p.next {
+                Some(Link::Other) => self.decide_at_entry(s, &p)?,
+                Some(Link::Unknown) if over => {
+                    p.text.get_or_insert(Err(TextLost::Freed));
+                    self.decide_at_entry(s, &p)?
+                }
+                _ => keep.push(p),
+            }
+        }
+        self.pending = keep;
         let afters = self
             .pending
             .iter()
             .map(|p| snapshot.remove(&p.plansource))
             .collect();
         self.settle_pending(s, afters)
+    }
+
+    /// The choice of a call whose plansource's counters cannot show it (the
+    /// plansource was freed first), from what choose_custom_plan looks at
+    /// that the call's record holds: no parameters, plan_cache_mode, the
+    /// cursor options, fewer than 5 custom plans.  Past those the costs
+    /// decide, which the record does not have: counted as not known.
+    fn decide_at_entry(&mut self, s: &mut dyn Backend, p: &Pending) -> Result<()> {
+        let l = &self.l.cps;
+        let opts = l.int(&p.before, "cursor_options").unwrap_or(0);
+        let mode = self.plan_cache_mode(s, p.mode);
+        let generic = if p.bound_params == 0 || mode == "force_generic_plan" {
+            Some(true)
+        } else if mode == "force_custom_plan" {
+            Some(false)
+        } else if opts & CURSOR_OPT_GENERIC_PLAN != 0 {
+            Some(true)
+        } else if opts & CURSOR_OPT_CUSTOM_PLAN != 0 {
+            Some(false)
+        } else if l.int(&p.before, "num_custom_plans").unwrap_or(0) < 5 {
+            Some(false)
+        } else {
+            None
+        };
+        let Some(generic) = generic else {
+            self.undecided += 1;
+            return Ok(());
+        };
+        let mut after = p.before.clone();
+        // a custom plan's cost is not known; a generic one leaves the total
+        self.one_step_past(
+            &p.before,
+            &mut after,
+            i64::from(!generic),
+            i64::from(generic),
+            generic,
+        );
+        self.report(s, p, &after, generic, None)
     }
 
     /// A one-shot statement's decision, known at entry: a custom plan.
@@ -321,7 +517,7 @@ mod tests {
         }
         s.map(P, st.bytes(&l)); // the plansource at the snapshot
         probe.take_records(&s, records, 0).unwrap();
-        probe.report_ring(&mut s).unwrap();
+        probe.report_ring(&mut s, false).unwrap();
         let mut want: Vec<String> = (1..=5)
             .map(|k| {
                 format!(
@@ -376,7 +572,7 @@ mod tests {
             record(P, &r3, &l, 0, 3.0),
         ];
         probe.take_records(&s, records, 3).unwrap();
-        probe.report_ring(&mut s).unwrap();
+        probe.report_ring(&mut s, false).unwrap();
         assert_eq!(
             s.lines,
             vec![
@@ -385,8 +581,8 @@ mod tests {
                 "s1 #8: custom plan  avg custom 10 < generic 20",
             ]
         );
-        // 3 dropped by the ring, 1 ambiguous
-        assert_eq!((probe.decisions, probe.lost), (1, 4));
+        // 3 dropped by the ring, 1 whose choice is not known
+        assert_eq!((probe.decisions, probe.lost, probe.undecided), (1, 3, 1));
         let ev = choices(&s);
         assert_eq!(ev[0]["num_custom_plans"], 7);
         assert_eq!(ev[0]["num_generic_plans"], 1);
@@ -399,7 +595,7 @@ mod tests {
     }
 
     #[test]
-    fn ring_forgets_deallocated_statements_and_keeps_running_ones() {
+    fn ring_tells_freed_statements_from_their_entry_and_keeps_running_ones() {
         let mut s = backend();
         let mut probe = ring_probe(None);
         let l = probe.l.cps.clone();
@@ -429,23 +625,113 @@ mod tests {
         probe.take_records(&s, records, 0).unwrap();
         assert!(!probe.snapshot.contains_key(&P));
         assert!(probe.snapshot.contains_key(&P2));
-        probe.report_ring(&mut s).unwrap();
-        assert!(s.lines.is_empty(), "{:?}", s.lines);
-        assert_eq!((probe.decisions, probe.lost), (0, 0));
+        probe.report_ring(&mut s, false).unwrap();
+        // P's and P3's calls: their choice by the rules their records show
+        // (parameters, fewer than 5 custom plans), their texts not read
+        let freed = format!(
+            "<unnamed> (statement text not available: {}) #1: custom plan  fewer than 5 custom plans so far (0); generic not built yet",
+            TextLost::Freed.why()
+        );
+        assert_eq!(s.lines, vec![freed.clone(), freed], "{:?}", s.lines);
+        assert_eq!((probe.decisions, probe.lost, probe.undecided), (2, 0, 0));
+        let ev = choices(&s);
+        assert!(ev.iter().all(|e| e["query"].is_null()
+            && e["query_unavailable"] == "plansource_freed"
+            && e["custom_plan_cost"].is_null()));
+        s.lines.clear();
         let pending: Vec<u64> = probe.pending.iter().map(|p| p.plansource).collect();
         assert_eq!(pending, vec![P2]);
+        // its text is read once its plansource is known to be the one there
+        assert!(probe.pending[0].text.is_none());
         // at the next poll P2 has chosen: reported from the snapshot alone
         s.map(P2, b.custom(7.5).bytes(&l));
         probe.take_records(&s, Vec::new(), 0).unwrap();
-        probe.report_ring(&mut s).unwrap();
+        probe.report_ring(&mut s, false).unwrap();
         assert_eq!(
             s.lines,
             vec![
                 "<unnamed> \"SELECT count(*) FROM t WHERE b = $1\" #1: custom plan  fewer than 5 custom plans so far (0); generic not built yet"
             ]
         );
-        assert_eq!(choices(&s)[0]["custom_plan_cost"], 7.5);
+        assert_eq!(choices(&s).last().unwrap()["custom_plan_cost"], 7.5);
         assert!(probe.pending.is_empty());
+    }
+
+    /// Unnamed statements of the extended protocol (a driver's, pgbench
+    /// -M extended): each Parse frees the last one and makes the next at
+    /// the same address, its text at the same place, each called once
+    /// with parameters.  Each call is reported, the text only where the
+    /// plansource is known to be the one there when it is read, never
+    /// another's (nor another's cached).
+    #[test]
+    fn ring_unnamed_statements_at_one_address() {
+        let mut s = backend();
+        let mut probe = ring_probe(None);
+        let l = probe.l.cps.clone();
+        let fresh = Ps::new();
+        let freed = format!(
+            "<unnamed> (statement text not available: {}) #1: custom plan  fewer than 5 custom plans so far (0); generic not built yet",
+            TextLost::Freed.why()
+        );
+        let told = |q: &str| {
+            format!(
+                "<unnamed> \"{q}\" #1: custom plan  fewer than 5 custom plans so far (0); generic not built yet"
+            )
+        };
+        // A, B, C in one drain; C's call over when it is read
+        s.map_str(QUERY, "SELECT 'c' || $1");
+        s.map(P, fresh.custom(1.0).bytes(&l));
+        let records = (0..3).map(|k| record(P, &fresh, &l, 0, k as f64)).collect();
+        probe.take_records(&s, records, 0).unwrap();
+        probe.report_ring(&mut s, false).unwrap();
+        assert_eq!(
+            s.lines,
+            vec![freed.clone(), freed.clone(), told("SELECT 'c' || $1")]
+        );
+        s.lines.clear();
+        // D called, read before its plan was chosen (or is that a fresh E?)
+        s.map_str(QUERY, "SELECT 'd' || $1");
+        s.map(P, fresh.bytes(&l));
+        probe
+            .take_records(&s, vec![record(P, &fresh, &l, 0, 3.0)], 0)
+            .unwrap();
+        probe.report_ring(&mut s, false).unwrap();
+        assert!(s.lines.is_empty(), "{:?}", s.lines);
+        // then D's call is over: D's own text, not C's cached one
+        s.map(P, fresh.custom(1.0).bytes(&l));
+        probe.take_records(&s, Vec::new(), 0).unwrap();
+        probe.report_ring(&mut s, false).unwrap();
+        assert_eq!(s.lines, vec![told("SELECT 'd' || $1")]);
+        s.lines.clear();
+        // F called and read as not over, then G made there, not called,
+        // when the watch ends: F told from its entry, without a text
+        s.map_str(QUERY, "SELECT 'f' || $1");
+        s.map(P, fresh.bytes(&l));
+        probe
+            .take_records(&s, vec![record(P, &fresh, &l, 0, 4.0)], 0)
+            .unwrap();
+        probe.report_ring(&mut s, false).unwrap();
+        s.map_str(QUERY, "SELECT 'g' || $1");
+        probe.take_records(&s, Vec::new(), 0).unwrap();
+        probe.report_ring(&mut s, true).unwrap();
+        assert_eq!(s.lines, vec![freed]);
+        assert_eq!((probe.decisions, probe.lost, probe.undecided), (5, 0, 0));
+        assert!(probe.pending.is_empty());
+        // and no statement without parameters is called custom: BEGIN
+        // (no boundParams) replaced at once is the generic plan's
+        let mut r = record(P, &fresh, &l, 0, 5.0);
+        r.0.rsi = 0;
+        s.lines.clear();
+        probe
+            .take_records(&s, vec![r, record(P, &fresh, &l, 0, 6.0)], 0)
+            .unwrap();
+        probe.report_ring(&mut s, false).unwrap();
+        assert_eq!(s.lines.len(), 1, "{:?}", s.lines);
+        assert!(
+            s.lines[0].ends_with("#1: GENERIC plan  no parameters: the generic plan is as good"),
+            "{:?}",
+            s.lines
+        );
     }
 
     #[test]
@@ -464,7 +750,7 @@ mod tests {
         probe
             .take_records(&s, vec![record(P, &st, &l, 0, 1.0)], 0)
             .unwrap();
-        probe.report_ring(&mut s).unwrap();
+        probe.report_ring(&mut s, false).unwrap();
         assert_eq!(
             s.lines,
             vec![format!(
@@ -492,7 +778,7 @@ mod tests {
         probe
             .take_records(&s, vec![record(P, &a, &l, 0, 1.0)], 0)
             .unwrap();
-        probe.report_ring(&mut s).unwrap();
+        probe.report_ring(&mut s, false).unwrap();
         assert!(
             s.lines[0].starts_with("s1 #1: custom plan"),
             "{:?}",
@@ -517,7 +803,7 @@ mod tests {
                 0,
             )
             .unwrap();
-        probe.report_ring(&mut s).unwrap();
+        probe.report_ring(&mut s, false).unwrap();
         let ev = choices(&s);
         let last = ev.last().unwrap();
         assert_eq!(last["query"], "SELECT 'the new one'", "{ev:?}");
@@ -537,7 +823,7 @@ mod tests {
         probe
             .take_records(&s, vec![record(P2, &b, &l, 0, 4.0)], 0)
             .unwrap();
-        probe.report_ring(&mut s).unwrap();
+        probe.report_ring(&mut s, false).unwrap();
         assert_eq!(
             s.lines,
             vec![format!(
@@ -600,7 +886,7 @@ mod tests {
         }
         s.map(P, st.bytes(&l));
         probe.take_records(&s, records, 0).unwrap();
-        probe.report_ring(&mut s).unwrap();
+        probe.report_ring(&mut s, false).unwrap();
         assert_eq!(probe.decisions, 2);
         assert!(probe.done());
         assert_eq!(s.lines.len(), 2);

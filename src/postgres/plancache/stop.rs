@@ -45,6 +45,7 @@ impl PlanCacheProbe {
             mode: None,
             ts: None,
             text: None,
+            next: None,
         });
         Ok(())
     }
@@ -145,6 +146,7 @@ impl PlanCacheProbe {
             mode: None,
             ts: None,
             text: None,
+            next: None,
         });
         Ok(())
     }

@@ -641,6 +641,13 @@ fn freed_one_shot_texts(major: u32) {
                     .is_some_and(|w| !w.is_empty()),
                 "no text and no reason: {e}"
             );
+            // the start the recorder copied at the call: a statement's
+            // that ran (a one-shot text is freed at once, but copied first)
+            match e["query_start"].as_str() {
+                Some(st) if issued.iter().any(|t| t.starts_with(st)) => {}
+                _ if e["reason"] != "one_shot" => {}
+                _ => bad.push(format!("a one-shot call without its text's start: {e}")),
+            }
             continue;
         };
         if q.contains('\u{fffd}') {
@@ -681,4 +688,168 @@ fn plancache_freed_one_shot_texts_15() {
 #[test]
 fn plancache_freed_one_shot_texts_18() {
     freed_one_shot_texts(18);
+}
+
+/// The statements `unnamed_statements` runs in each pgbench transaction:
+/// a short one, one longer than the text the recorder copies at the call
+/// (80 bytes), one without parameters.
+const UNNAMED: [&str; 3] = [
+    "select :n::int + 1 as first_short",
+    "select :n::int + 2 as second_long, 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'::text as pad",
+    "select 3 as third_without_parameters",
+];
+
+/// A driver's unnamed statements (`pgbench -M extended`: Parse, Bind,
+/// Execute of the unnamed statement, each Parse freeing the last one and
+/// making the next, usually at the same address with its text at the same
+/// place), recorded in-process: every call is reported (none lost, none
+/// whose choice is not known), in the order they ran, each with its own
+/// text (whole, or its start when the plansource was freed before the ring
+/// was read), custom for the two with parameters, generic for the other.
+fn unnamed_statements(major: u32) {
+    const T: usize = 3000;
+    let cl = Cluster::start(major);
+    let tag = format!("pgdbg-unnamed-{major}-{}", std::process::id());
+    let tmp = std::env::temp_dir();
+    let (script, go, cap, out_file) = (
+        tmp.join(format!("{tag}.sql")),
+        tmp.join(format!("{tag}.go")),
+        tmp.join(format!("{tag}.jsonl")),
+        tmp.join(format!("{tag}.out")),
+    );
+    for f in [&go, &cap] {
+        let _ = std::fs::remove_file(f);
+    }
+    // the first transaction waits for the test's go (pgdbg's recorder in)
+    std::fs::write(
+        &script,
+        format!(
+            "\\if :started = 0\n\\shell while [ ! -e {} ]; do sleep 0.05; done\n\\set started 1\n\\endif\n\
+             \\set n random(1, 1000)\n{};\n{};\n{};\n",
+            go.display(),
+            UNNAMED[0],
+            UNNAMED[1],
+            UNNAMED[2]
+        ),
+    )
+    .unwrap();
+    let pgbench = std::process::Command::new(cl.bin.join("pgbench"))
+        .args(["-n", "-M", "extended", "-c", "1", "-D", "started=0", "-t"])
+        .arg(T.to_string())
+        .arg("-f")
+        .arg(&script)
+        .args(["-h", cl.dir.to_str().unwrap(), "-U", "postgres", "postgres"])
+        .env("PGAPPNAME", "pgdbg-test-unnamed")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut c = cl.connect();
+    let mut pid = 0;
+    wait_until("pgbench's backend", Duration::from_secs(20), || {
+        pid = c
+            .simple_text("select coalesce(max(pid), 0)::text from pg_stat_activity where application_name = 'pgdbg-test-unnamed' and state = 'idle'")
+            .parse()
+            .unwrap();
+        pid != 0
+    });
+    let maps_before = anon_exec_maps(pid);
+    let mut p = Pgdbg::spawn_to_file(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--ex",
+            "plancache",
+            "--capture",
+            cap.to_str().unwrap(),
+        ],
+        &out_file,
+    );
+    p.wait_attached(pid);
+    wait_until("the recorder", Duration::from_secs(30), || {
+        anon_exec_maps(pid).len() > maps_before.len()
+    });
+    std::fs::write(&go, "").unwrap();
+    let done = pgbench.wait_with_output().unwrap();
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    // its backend ended with pgbench: pgdbg reports and ends (the script
+    // stopped by the backend's end: status 1)
+    let (status, _, err) = p.wait(Duration::from_secs(60));
+    let out = std::fs::read_to_string(&out_file).unwrap_or_default();
+    assert!(
+        status == 1 && err.contains("the backend exited"),
+        "{status}: {out}\n{err}"
+    );
+    assert!(
+        out.contains("every decision it recorded is reported"),
+        "{out}"
+    );
+    let mut ev = read_events(&cap, "plan_choice");
+    ev.sort_by(|a, b| a["ts"].as_f64().partial_cmp(&b["ts"].as_f64()).unwrap());
+    let end = read_events(&cap, "plancache_end");
+    assert_eq!(end.len(), 1, "{out}");
+    assert_eq!(
+        (end[0]["lost"].as_u64(), end[0]["undecided"].as_u64()),
+        (Some(0), Some(0)),
+        "{out}"
+    );
+    assert_eq!(ev.len(), 3 * T, "{out}");
+    let texts: Vec<String> = UNNAMED
+        .iter()
+        .map(|q| format!("{};", q.replace(":n", "$1")))
+        .collect();
+    let mut whole = [0; 3];
+    for (i, e) in ev.iter().enumerate() {
+        let k = i % 3;
+        let want = &texts[k];
+        match e["query"].as_str() {
+            Some(q) => {
+                assert_eq!(q, want, "decision {i}: {e}");
+                whole[k] += 1;
+            }
+            None => {
+                // longer than the copy, and freed before it was read
+                assert_eq!(k, 1, "decision {i}: {e}");
+                assert_eq!(e["query_unavailable"], "plansource_freed", "{e}");
+                assert_eq!(e["query_start"].as_str(), Some(&want[..80]), "{e}");
+            }
+        }
+        assert!(e["statement"].is_null(), "{e}");
+        let (choice, reason) = if k == 2 {
+            ("generic", "no_parameters")
+        } else {
+            ("custom", "fewer_than_5_custom_plans")
+        };
+        assert_eq!(
+            (e["choice"].as_str(), e["reason"].as_str()),
+            (Some(choice), Some(reason)),
+            "{e}"
+        );
+    }
+    eprintln!("whole texts: {whole:?} of {T} each");
+    assert_eq!(
+        (whole[0], whole[2]),
+        (T, T),
+        "short texts are whole in the record"
+    );
+    assert!(!out.contains("not available"), "{out}");
+    for f in [&script, &go, &cap, &out_file] {
+        let _ = std::fs::remove_file(f);
+    }
+    cl.assert_no_crash();
+}
+
+#[test]
+fn plancache_unnamed_statements_15() {
+    unnamed_statements(15);
+}
+
+#[test]
+fn plancache_unnamed_statements_18() {
+    unnamed_statements(18);
 }

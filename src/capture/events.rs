@@ -202,6 +202,9 @@ pub enum Event {
         /// Why `query` is null.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         query_unavailable: Option<String>,
+        /// Then the text's first bytes, as copied at the call.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        query_start: Option<String>,
         #[serde(default)]
         reason: String,
         #[serde(default)]
@@ -715,6 +718,7 @@ mod tests {
             planning_cost: None,
             query: None,
             query_unavailable: None,
+            query_start: None,
             reason: String::new(),
             statement: None,
             total_custom_cost: Some(f64::NAN),

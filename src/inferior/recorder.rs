@@ -21,7 +21,7 @@ use anyhow::{Result, bail};
 
 /// Slots in the ring (a power of two): 50 ms of calls at 300 000 per
 /// second (a plpgsql loop of index lookups), when it is read every 5 to
-/// 20 ms.  1.5 MB with 7 fields.
+/// 20 ms.  3 MB with 8 fields and 80 bytes of text.
 pub const CAPACITY: u64 = 16384;
 const HEADER: u64 = 64;
 const PAGE: u64 = 4096;
@@ -36,6 +36,31 @@ pub struct RecordSpec {
     pub fields: Vec<(u64, u64)>,
     /// Size of that struct: records give it back with the fields in place.
     pub struct_size: u64,
+    /// The start of a string a field of the struct points at.
+    pub text: Option<TextSpec>,
+}
+
+/// The first bytes of a NUL-terminated string that the struct at rdi
+/// points at, copied at the call (the string may be freed before the ring
+/// is read).
+#[derive(Debug, Clone)]
+pub struct TextSpec {
+    /// Offset of the pointer in the struct.
+    pub pointer: u64,
+    /// A 4-byte field of the struct and the value it must hold for the
+    /// pointer to be followed (the struct's magic number).
+    pub guard: Option<(u64, u32)>,
+    /// Bytes copied at most (the NUL included), 8 to 120, a multiple of 8.
+    pub max: u64,
+}
+
+/// What a record holds of the string (`RecordSpec::text`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TextStart {
+    /// The bytes before its NUL, or the first `max` when none was seen.
+    pub bytes: Vec<u8>,
+    /// The NUL was seen: `bytes` are the whole string.
+    pub complete: bool,
 }
 
 /// One recorded call.
@@ -49,6 +74,9 @@ pub struct Record {
     /// `struct_size` bytes: the recorded fields at their offsets, zeros
     /// elsewhere.
     pub fields: Vec<u8>,
+    /// The string's start (None: not asked for, or the guard did not hold,
+    /// or the pointer was NULL).
+    pub text: Option<TextStart>,
 }
 
 pub struct Recorder {
@@ -118,6 +146,9 @@ fn emit(data: u64, slot: u64, spec: &RecordSpec) -> Vec<u8> {
         c.extend_from_slice(store);
         d32(&mut c, dst);
     }
+    if let Some(t) = &spec.text {
+        emit_text(&mut c, t, text_at(spec));
+    }
     c.extend_from_slice(&[0x48, 0xba]); // movabs rdx, data
     c.extend_from_slice(&data.to_le_bytes());
     c.extend_from_slice(&[0x48, 0xff, 0x02]); // inc qword [rdx]       head++
@@ -128,6 +159,74 @@ fn emit(data: u64, slot: u64, spec: &RecordSpec) -> Vec<u8> {
     let rel = (full - (jae_at + 4)) as u32;
     c[jae_at..jae_at + 4].copy_from_slice(&rel.to_le_bytes());
     c
+}
+
+/// What a slot's copy of the string holds: nothing when the guard field
+/// (recorded among the fields) did not hold or the pointer was NULL
+/// (recorded too), else the bytes up to the NUL.  `fields`: the record's
+/// struct with the recorded fields in place.
+fn text_start(copy: &[u8], fields: &[u8], t: &TextSpec) -> Option<TextStart> {
+    let at = |o: u64, n: usize| fields.get(o as usize..o as usize + n);
+    if let Some((o, v)) = t.guard
+        && at(o, 4)? != v.to_le_bytes()
+    {
+        return None;
+    }
+    if at(t.pointer, 8)? == [0u8; 8] {
+        return None;
+    }
+    let end = copy.iter().position(|&b| b == 0);
+    Some(TextStart {
+        bytes: copy[..end.unwrap_or(copy.len())].to_vec(),
+        complete: end.is_some(),
+    })
+}
+
+/// Where a slot's copy of the string starts; the slot's size.
+fn text_at(spec: &RecordSpec) -> u64 {
+    SLOT_FIXED + 8 * spec.fields.len() as u64
+}
+
+fn slot_size(spec: &RecordSpec) -> u64 {
+    text_at(spec) + spec.text.as_ref().map_or(0, |t| t.max)
+}
+
+/// The copy of the string's first bytes into the slot (rcx) at `dst`:
+/// byte by byte up to its NUL (copied too) or `max` bytes, so that nothing
+/// past the string's end is read.  Uses rax, rdx (free here) and rsi
+/// (saved); flags are dead at a function's entry.
+fn emit_text(c: &mut Vec<u8>, t: &TextSpec, dst: u64) {
+    let d32 = |c: &mut Vec<u8>, v: u64| c.extend_from_slice(&(v as u32).to_le_bytes());
+    let mut skips = Vec::new(); // rel8 jumps to the end
+    if let Some((off, value)) = t.guard {
+        c.extend_from_slice(&[0x81, 0xbf]); // cmp dword [rdi+off], value
+        d32(c, off);
+        c.extend_from_slice(&value.to_le_bytes());
+        c.extend_from_slice(&[0x75, 0]); // jne end
+        skips.push(c.len() - 1);
+    }
+    c.extend_from_slice(&[0x48, 0x8b, 0x97]); // mov rdx, [rdi+pointer]
+    d32(c, t.pointer);
+    c.extend_from_slice(&[0x48, 0x85, 0xd2]); // test rdx, rdx
+    c.extend_from_slice(&[0x74, 0]); // jz end
+    skips.push(c.len() - 1);
+    c.extend_from_slice(&[0x56]); // push rsi
+    c.extend_from_slice(&[0x31, 0xf6]); // xor esi, esi
+    let top = c.len();
+    c.extend_from_slice(&[0x0f, 0xb6, 0x04, 0x32]); // movzx eax, byte [rdx+rsi]
+    c.extend_from_slice(&[0x88, 0x84, 0x31]); // mov [rcx+rsi+dst], al
+    d32(c, dst);
+    c.extend_from_slice(&[0xff, 0xc6]); // inc esi
+    c.extend_from_slice(&[0x84, 0xc0]); // test al, al
+    c.extend_from_slice(&[0x74, 0x05]); // jz out (past cmp, jb)
+    c.extend_from_slice(&[0x83, 0xfe, t.max as u8]); // cmp esi, max
+    let back = top as i64 - (c.len() as i64 + 2);
+    c.extend_from_slice(&[0x72, back as i8 as u8]); // jb top
+    c.extend_from_slice(&[0x5e]); // out: pop rsi
+    let end = c.len();
+    for at in skips {
+        c[at] = (end - (at + 1)) as u8;
+    }
 }
 
 impl Recorder {
@@ -145,6 +244,19 @@ impl Recorder {
         }) {
             bail!("internal: bad recorder field");
         }
+        if let Some(t) = &spec.text {
+            let recorded = |off: u64, n: u64| spec.fields.iter().any(|&(o, s)| o == off && s == n);
+            // the reader tells a copy from an old slot's bytes by the
+            // pointer and the guard, recorded as fields too
+            if t.max < 8
+                || t.max > 120
+                || !t.max.is_multiple_of(8)
+                || !recorded(t.pointer, 8)
+                || t.guard.is_some_and(|(g, _)| !recorded(g, 4))
+            {
+                bail!("internal: bad recorder text");
+            }
+        }
         let mut code = [0u8; 32];
         t.read(site, &mut code)?;
         // someone's int3 in the first instructions decodes as `int3`: say
@@ -159,7 +271,7 @@ impl Recorder {
             }
         })?;
         t.check_no_foreign_int3(site, &code[..len])?;
-        let slot = SLOT_FIXED + 8 * spec.fields.len() as u64;
+        let slot = slot_size(&spec);
         let data_len = (HEADER + CAPACITY * slot).div_ceil(PAGE) * PAGE;
         let data = t.map_pages(None, data_len, libc::PROT_READ | libc::PROT_WRITE)?;
         let page = PAGE;
@@ -242,6 +354,10 @@ impl Recorder {
                 fields[off as usize..(off + size) as usize]
                     .copy_from_slice(&s[src..src + size as usize]);
             }
+            let text = self.spec.text.as_ref().and_then(|t| {
+                let at = text_at(&self.spec) as usize;
+                text_start(&s[at..at + t.max as usize], &fields, t)
+            });
             out.push(Record {
                 seq: w(0),
                 tsc: w(8),
@@ -249,6 +365,7 @@ impl Recorder {
                 rsi: w(24),
                 global32: u32::from_le_bytes(s[32..36].try_into().expect("4")),
                 fields,
+                text,
             });
         }
         self.tail = head;
@@ -395,6 +512,7 @@ mod tests {
             global32: Some(0x1122_3344_5566),
             fields: vec![(0, 4), (0x40, 8), (0x88, 1), (0x90, 2)],
             struct_size: 0x100,
+            text: None,
         };
         let code = emit(0x7f00_0000_0000, 128, &spec);
         let mut dec = Decoder::with_ip(64, &code, 0x1000, DecoderOptions::NONE);
@@ -461,5 +579,81 @@ mod tests {
         let ip_of = |n: usize| ends[n].0;
         assert_eq!(ends[8].1, ip_of(34));
         assert_eq!(ends[33].1, ip_of(35));
+    }
+
+    /// The copy of a string's start: guarded by the magic field, nothing
+    /// when the pointer is NULL, byte by byte up to the NUL (copied) or
+    /// `max` bytes; the loop's and the skips' jumps land where they should.
+    #[test]
+    fn recorder_text_copy_decodes_as_written() {
+        let t = TextSpec {
+            pointer: 0x40,
+            guard: Some((0, 0xbaad_f00d)),
+            max: 80,
+        };
+        let mut code = Vec::new();
+        emit_text(&mut code, &t, 0x68);
+        let text: Vec<(String, u64, u64)> = {
+            let mut f = NasmFormatter::new();
+            Decoder::with_ip(64, &code, 0x1000, DecoderOptions::NONE)
+                .into_iter()
+                .map(|i| {
+                    assert!(!i.is_invalid());
+                    let mut s = String::new();
+                    f.format(&i, &mut s);
+                    (s, i.ip(), i.near_branch_target())
+                })
+                .collect()
+        };
+        let want = [
+            "cmp dword [rdi],0BAADF00Dh",
+            "jne short",
+            "mov rdx,[rdi+40h]",
+            "test rdx,rdx",
+            "je short",
+            "push rsi",
+            "xor esi,esi",
+            "movzx eax,byte [rdx+rsi]",
+            "mov [rcx+rsi+68h],al",
+            "inc esi",
+            "test al,al",
+            "je short",
+            "cmp esi,50h",
+            "jb short",
+            "pop rsi",
+        ];
+        assert_eq!(text.len(), want.len(), "{text:#?}");
+        for ((got, _, _), w) in text.iter().zip(want) {
+            assert!(got.starts_with(w), "{got} != {w}\n{text:#?}");
+        }
+        let end = 0x1000 + code.len() as u64;
+        let ip = |n: usize| text[n].1;
+        assert_eq!(text[1].2, end, "jne: past the copy");
+        assert_eq!(text[4].2, end, "je: past the copy");
+        assert_eq!(text[11].2, ip(14), "je: to pop rsi");
+        assert_eq!(text[13].2, ip(7), "jb: the loop");
+        // what the reader makes of a slot's copy
+        let mut fields = vec![0u8; 0x100];
+        fields[0..4].copy_from_slice(&0xbaad_f00du32.to_le_bytes());
+        fields[0x40..0x48].copy_from_slice(&0x5000u64.to_le_bytes());
+        let mut copy = vec![b'x'; 80];
+        copy[..6].copy_from_slice(b"BEGIN\0");
+        assert_eq!(
+            text_start(&copy, &fields, &t),
+            Some(TextStart {
+                bytes: b"BEGIN".to_vec(),
+                complete: true
+            })
+        );
+        let long = vec![b'y'; 80];
+        assert_eq!(
+            text_start(&long, &fields, &t),
+            Some(TextStart {
+                bytes: long.clone(),
+                complete: false
+            })
+        );
+        fields[0] ^= 1; // not the magic: nothing was copied
+        assert_eq!(text_start(&copy, &fields, &t), None);
     }
 }

@@ -142,6 +142,7 @@ impl Aggregator {
             CaptureEvent::PlanChoice {
                 statement,
                 query,
+                query_start,
                 choice,
                 generic_cost,
                 avg_custom_cost,
@@ -154,6 +155,14 @@ impl Aggregator {
                     query
                         .as_deref()
                         .map(shorten_query)
+                        // a text freed before it was read: its start, as
+                        // copied at the call
+                        .or_else(|| {
+                            query_start.as_deref().map(|q| {
+                                let s = shorten_query(q);
+                                if s.ends_with("...") { s } else { s + "..." }
+                            })
+                        })
                         .unwrap_or_else(|| "(text not available)".into()),
                 );
                 let acc = self.plans.entry(key.clone()).or_default();

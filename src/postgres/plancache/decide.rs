@@ -162,6 +162,10 @@ impl PlanCacheProbe {
             ts: p.ts,
             statement: None,
             query_unavailable: query.as_ref().err().copied(),
+            query_start: query
+                .is_err()
+                .then(|| p.start.as_ref().map(|t| text_start(&t.bytes)))
+                .flatten(),
             query: query.unwrap_or_default(),
             execution,
             generic,
@@ -243,14 +247,30 @@ fn fmt3(x: f64) -> String {
     s.to_string()
 }
 
+/// The valid UTF-8 start of a text cut at some byte.
+fn text_start(b: &[u8]) -> String {
+    match std::str::from_utf8(b) {
+        Ok(t) => t.to_string(),
+        Err(e) => String::from_utf8_lossy(&b[..e.valid_up_to()]).into_owned(),
+    }
+}
+
 pub fn label(d: &Decision) -> String {
-    match &d.statement {
-        Some(n) => n.clone(),
-        None if d.query_unavailable.is_some() => format!(
+    match (&d.statement, &d.query_start) {
+        (Some(n), _) => n.clone(),
+        // the start copied at the call: what the label shows of any text
+        (None, Some(q)) if d.query_unavailable.is_some() => {
+            let q: String = q.split_whitespace().collect::<Vec<_>>().join(" ");
+            format!(
+                "<unnamed> \"{}...\"",
+                q.chars().take(50).collect::<String>()
+            )
+        }
+        (None, _) if d.query_unavailable.is_some() => format!(
             "<unnamed> (statement text not available: {})",
             d.query_unavailable.map(|w| w.why()).unwrap_or_default()
         ),
-        None => {
+        (None, _) => {
             let q: String = d.query.split_whitespace().collect::<Vec<_>>().join(" ");
             let q = if q.chars().count() > 50 {
                 format!("{}...", q.chars().take(50).collect::<String>())
@@ -319,6 +339,7 @@ pub fn decision_event(d: &Decision) -> Event {
         planning_cost: d.planning_cost,
         query: d.query_unavailable.is_none().then(|| d.query.clone()),
         query_unavailable: d.query_unavailable.map(|w| w.code().to_string()),
+        query_start: d.query_start.clone(),
         reason: d.reason.into(),
         statement: d.statement.clone(),
         total_custom_cost: Some(d.total_custom_cost),
@@ -405,6 +426,8 @@ mod tests {
             mode: Some(0),
             ts: None,
             text: None,
+            start: None,
+            named: true,
             next: None,
         };
         probe.pending = vec![

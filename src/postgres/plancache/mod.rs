@@ -248,6 +248,8 @@ pub struct Decision {
     pub query: String,
     /// Why the text is not known.
     pub query_unavailable: Option<TextLost>,
+    /// Then its first bytes, as copied at the call (in-process recording).
+    pub query_start: Option<String>,
     pub execution: i64,
     pub generic: bool,
     pub generic_cost: Option<f64>,
@@ -273,6 +275,11 @@ struct Pending {
     /// The statement's text, read when the recorder's ring was (None: read
     /// it at the report, the backend stopped at the call).
     text: Option<std::result::Result<String, TextLost>>,
+    /// The text's start as the in-process recorder copied it at the call.
+    start: Option<crate::inferior::recorder::TextStart>,
+    /// Its prepared statement's name may be looked up (its plansource is
+    /// the one at its address when the names are read).
+    named: bool,
     /// In-process recording: how the plansource at the call relates to the
     /// next sighting of its address (see `ring::Link`).
     next: Option<ring::Link>,
@@ -320,11 +327,13 @@ pub struct PlanCacheProbe {
     new_lost: u64,
     /// Taken from the ring at the last poll, with their times.
     /// (None: the text is not known yet, see `ring::Link::Unknown`)
+    /// (and whether its name may be looked up)
     polled: Vec<(
         Record,
         f64,
         ring::Link,
         Option<std::result::Result<String, TextLost>>,
+        bool,
     )>,
     /// Each plansource's state when the ring was last read, as long as no
     /// call was dropped since.
@@ -443,7 +452,8 @@ impl PlanCacheProbe {
             };
         }
         let polled = if self.recorder.is_some() {
-            self.snapshot_ring(s).and_then(|_| self.report_ring(s, true))
+            self.snapshot_ring(s)
+                .and_then(|_| self.report_ring(s, true))
         } else if self.fast {
             self.flush_fast(s)
         } else {
@@ -670,12 +680,12 @@ impl PlanCacheProbe {
         let mut d = self.decide(s, p, after, generic, plan)?;
         // a plansource freed before its text was read: its name went too
         // (what the address has now may be another statement's)
-        d.statement = if matches!(p.text, Some(Err(TextLost::Freed))) {
-            None
-        } else {
+        d.statement = if p.named {
             self.statement_name(s, p.plansource)
-                .or_else(|| prepare_name_in(&d.query))
-        };
+        } else {
+            None
+        }
+        .or_else(|| prepare_name_in(&d.query));
         self.decisions += 1;
         if d.generic {
             self.generic += 1;

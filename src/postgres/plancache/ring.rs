@@ -5,7 +5,7 @@
 //! again (`report_ring`).
 
 use super::{CACHEDPLANSOURCE_MAGIC, Pending, PlanCacheProbe, Settled, TextLost, read};
-use crate::inferior::recorder::{Record, RecordSpec};
+use crate::inferior::recorder::{Record, RecordSpec, TextSpec, TextStart};
 use crate::postgres::backend::{Backend, ProbeHandler};
 use anyhow::{Result, bail};
 
@@ -21,6 +21,9 @@ pub(super) const RECORDED_FIELDS: &[&str] = &[
     "is_oneshot",
     "cursor_options",
 ];
+
+/// Bytes of a statement's text the recorder copies at each call.
+pub(super) const TEXT_START: u64 = 80;
 
 /// How often the in-process recorder's ring is read (a quarter of it
 /// while it fills fast).
@@ -104,6 +107,13 @@ impl PlanCacheProbe {
             global32: self.l.plan_cache_mode.as_ref().map(|(a, _)| *a),
             fields,
             struct_size: self.l.cps.size,
+            // the text's start, copied at the call: the whole text when it
+            // is short, the label's words when it is not
+            text: Some(TextSpec {
+                pointer: self.l.cps.offset("query_string")?,
+                guard: Some((self.l.cps.offset("magic")?, CACHEDPLANSOURCE_MAGIC as u32)),
+                max: TEXT_START,
+            }),
         };
         self.recorder = Some(s.install_recorder(entry, spec, &bodies)?);
         Ok(())
@@ -205,20 +215,32 @@ impl PlanCacheProbe {
             }
         }
         let mut fresh = Vec::new();
-        let mut read_text = |me: &mut Self, ps: u64, fields: &[u8], live: Live| match live {
-            Live::Yes => {
-                let qp = me.l.cps.ptr(fields, "query_string").unwrap_or(0);
-                if !me.queries.contains_key(&(ps, qp)) && !fresh.contains(&ps) {
-                    fresh.push(ps);
+        // A short text is whole in the record (as it was at the call); a
+        // longer one is read where its plansource is the one there now, and
+        // only if it starts as the record's copy does.
+        let mut read_text =
+            |me: &mut Self, ps: u64, fields: &[u8], start: Option<&TextStart>, live: Live| {
+                if live == Live::Yes {
+                    let qp = me.l.cps.ptr(fields, "query_string").unwrap_or(0);
+                    if !me.queries.contains_key(&(ps, qp)) && !fresh.contains(&ps) {
+                        fresh.push(ps);
+                    }
                 }
-                Some(me.query_text(s, ps, fields))
-            }
-            Live::No if me.l.cps.boolean(fields, "is_oneshot") == Some(true) => {
-                Some(Err(TextLost::OneShot))
-            }
-            Live::No => Some(Err(TextLost::Freed)),
-            Live::NotYet => None,
-        };
+                if let Some(t) = start.filter(|t| t.complete) {
+                    return Some(super::statement_text(&t.bytes));
+                }
+                match live {
+                    Live::Yes => Some(me.query_text(s, ps, fields).and_then(|q| match start {
+                        Some(t) if !q.as_bytes().starts_with(&t.bytes) => Err(TextLost::Freed),
+                        _ => Ok(q),
+                    })),
+                    Live::No if me.l.cps.boolean(fields, "is_oneshot") == Some(true) => {
+                        Some(Err(TextLost::OneShot))
+                    }
+                    Live::No => Some(Err(TextLost::Freed)),
+                    Live::NotYet => None,
+                }
+            };
         let mut pendings = std::mem::take(&mut self.pending);
         for p in &mut pendings {
             let Some(c) = chains.addresses.get(&p.plansource) else {
@@ -226,13 +248,16 @@ impl PlanCacheProbe {
             };
             p.next = Some(c.pending_next);
             if p.text.is_none() {
-                p.text = read_text(self, p.plansource, &p.before.clone(), c.pending_live);
+                let (before, start) = (p.before.clone(), p.start.clone());
+                p.text = read_text(self, p.plansource, &before, start.as_ref(), c.pending_live);
+                p.named = c.pending_live == Live::Yes;
             }
         }
         self.pending = pendings;
         let mut texts = Vec::with_capacity(records.len());
         for ((r, _), (next, live)) in records.iter().zip(&chains.records) {
-            texts.push((*next, read_text(self, r.rdi, &r.fields, *live)));
+            let text = read_text(self, r.rdi, &r.fields, r.text.as_ref(), *live);
+            texts.push((*next, text, *live == Live::Yes));
         }
         if !fresh.is_empty() {
             // first sight of these statements: one scan of the prepared
@@ -246,12 +271,13 @@ impl PlanCacheProbe {
         for (a, b) in &self.snapshot {
             self.seen.insert(*a, b.clone());
         }
-        self.seen.retain(|a, _| self.snapshot.contains_key(a) || !chains.addresses.contains_key(a));
+        self.seen
+            .retain(|a, _| self.snapshot.contains_key(a) || !chains.addresses.contains_key(a));
         self.polled.extend(
             records
                 .into_iter()
                 .zip(texts)
-                .map(|((r, ts), (next, text))| (r, ts, next, text)),
+                .map(|((r, ts), (next, text, named))| (r, ts, next, text, named)),
         );
         Ok(())
     }
@@ -379,7 +405,7 @@ impl PlanCacheProbe {
                 if n == 1 { "" } else { "s" }
             ));
         }
-        for (r, ts, next, text) in std::mem::take(&mut self.polled) {
+        for (r, ts, next, text, named) in std::mem::take(&mut self.polled) {
             if self.done() {
                 break;
             }
@@ -409,7 +435,9 @@ impl PlanCacheProbe {
                 before: r.fields,
                 mode: Some(r.global32 as i32),
                 ts: Some(ts),
+                start: r.text,
                 text,
+                named,
                 next: Some(next),
             };
             if self.l.cps.boolean(&p.before, "is_oneshot") == Some(true) {
@@ -731,6 +759,61 @@ mod tests {
             s.lines[0].ends_with("#1: GENERIC plan  no parameters: the generic plan is as good"),
             "{:?}",
             s.lines
+        );
+    }
+
+    /// With the text's start copied at each call: a short text is whole
+    /// in the record, reported though its plansource was freed; a long one
+    /// freed shows its start; a long one is read only if it starts as the
+    /// call's copy.
+    #[test]
+    fn ring_texts_copied_at_the_call() {
+        let mut s = backend();
+        let mut probe = ring_probe(None);
+        let l = probe.l.cps.clone();
+        let fresh = Ps::new();
+        let long_a = format!("SELECT 'a', {} FROM t WHERE b = $1", "x, ".repeat(30));
+        let long_b = format!("SELECT 'b', {} FROM t WHERE b = $1", "x, ".repeat(30));
+        s.map_str(QUERY, &long_b);
+        s.map(P, fresh.custom(1.0).bytes(&l));
+        let records = vec![
+            record_text(P, &fresh, &l, "SELECT $1::int + 1", 1.0),
+            record_text(P, &fresh, &l, &long_a, 2.0),
+            record_text(P, &fresh, &l, &long_b, 3.0),
+        ];
+        probe.take_records(&s, records, 0).unwrap();
+        probe.report_ring(&mut s, false).unwrap();
+        let tail = "#1: custom plan  fewer than 5 custom plans so far (0); generic not built yet";
+        let start_a: String = long_a.chars().take(50).collect();
+        let start_b: String = long_b.chars().take(50).collect();
+        assert_eq!(
+            s.lines,
+            vec![
+                format!("<unnamed> \"SELECT $1::int + 1\" {tail}"),
+                format!("<unnamed> \"{start_a}...\" {tail}"),
+                format!("<unnamed> \"{start_b}...\" {tail}"),
+            ]
+        );
+        let ev = choices(&s);
+        assert_eq!(ev[0]["query"], "SELECT $1::int + 1");
+        assert!(ev[0].get("query_start").is_none());
+        assert!(ev[1]["query"].is_null());
+        assert_eq!(ev[1]["query_unavailable"], "plansource_freed");
+        assert_eq!(ev[1]["query_start"], &long_a[..TEXT_START as usize]);
+        assert_eq!(ev[2]["query"], long_b.as_str());
+        // the text there does not start as the call's copy (which the
+        // counters cannot tell): not its own
+        let mut probe = ring_probe(None);
+        s.map_str(QUERY, &long_a);
+        probe
+            .take_records(&s, vec![record_text(P, &fresh, &l, &long_b, 4.0)], 0)
+            .unwrap();
+        probe.report_ring(&mut s, false).unwrap();
+        let ev = choices(&s);
+        assert!(ev.last().unwrap()["query"].is_null(), "{ev:?}");
+        assert_eq!(
+            ev.last().unwrap()["query_start"],
+            &long_b[..TEXT_START as usize]
         );
     }
 

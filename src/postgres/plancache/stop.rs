@@ -45,6 +45,8 @@ impl PlanCacheProbe {
             mode: None,
             ts: None,
             text: None,
+            start: None,
+            named: true,
             next: None,
         });
         Ok(())
@@ -146,6 +148,8 @@ impl PlanCacheProbe {
             mode: None,
             ts: None,
             text: None,
+            start: None,
+            named: true,
             next: None,
         });
         Ok(())

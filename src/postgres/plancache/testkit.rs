@@ -157,9 +157,23 @@ pub fn record(ps: u64, st: &Ps, l: &Layout, mode: u32, ts: f64) -> (Record, f64)
             rsi: PARAMS,
             global32: mode,
             fields: st.recorded(l),
+            text: None,
         },
         ts,
     )
+}
+
+/// `record` with the start of its text as the recorder copies it (the
+/// first `TEXT_START` bytes, whole if shorter).
+pub fn record_text(ps: u64, st: &Ps, l: &Layout, text: &str, ts: f64) -> (Record, f64) {
+    let mut r = record(ps, st, l, 0, ts);
+    let b = text.as_bytes();
+    let n = b.len().min(super::ring::TEXT_START as usize);
+    r.0.text = Some(crate::inferior::recorder::TextStart {
+        bytes: b[..n].to_vec(),
+        complete: b.len() < super::ring::TEXT_START as usize,
+    });
+    r
 }
 
 pub fn backend() -> FakeBackend {

@@ -559,7 +559,7 @@ mod tests {
         r#"{"event":"plan","ts":1.5,"pid":1,"format":"text","nested":false,"query":"select 1","text":"Result  (cost=0.00..0.01 rows=1 width=4)"}"#,
         r#"{"event":"plan_choice","ts":1700000001.0,"pid":4711,"avg_custom_cost":null,"choice":"custom","custom_plan_cost":12.5,"execution":1,"generic_cost":null,"num_custom_plans":0,"num_generic_plans":0,"plan_cache_mode":"auto","planning_cost":1000.0,"query":"SELECT abalance FROM pgbench_accounts WHERE aid = $1","reason":"fewer than 5 custom plans so far (0); generic not built yet","statement":"s1","total_custom_cost":0.0}"#,
         r#"{"event":"plan_choice","ts":1700000001.8,"pid":4713,"avg_custom_cost":null,"choice":"custom","custom_plan_cost":null,"execution":1,"generic_cost":null,"num_custom_plans":7,"num_generic_plans":null,"plan_cache_mode":"auto","planning_cost":null,"query":"SELECT 1","reason":"one_shot","statement":null,"total_custom_cost":null}"#,
-        r#"{"event":"plancache_end","ts":1700000002.0,"pid":4711,"decisions":5,"generic":2,"lost":0}"#,
+        r#"{"event":"plancache_end","ts":1700000002.0,"pid":4711,"decisions":5,"generic":2,"lost":0,"undecided":0}"#,
         r#"{"event":"wait_now","ts":1.0,"pid":7,"info":0,"wait_event":null,"wait_event_type":null}"#,
         r#"{"event":"wait_now","ts":1.0,"pid":7,"info":167772168,"unresolved":"the backend was not asked for its name","wait_event":"0x0a000008","wait_event_type":null}"#,
         r#"{"event":"wait_samples","ts":1700000005.0,"pid":4711,"duration_s":3.0,"hz":100.0,"profile":[{"info":100663296,"samples":200,"share":0.6667,"wait_event":"ClientRead","wait_event_type":"Client"},{"info":0,"samples":60,"share":0.2,"wait_event":null,"wait_event_type":null},{"info":16777282,"samples":40,"share":0.1333,"unresolved":"cannot read","wait_event":"0x01000042","wait_event_type":null}],"samples":300}"#,
@@ -639,7 +639,7 @@ mod tests {
                     assert!(
                         matches!(
                             k.as_str(),
-                            "format" | "custom_plan_cost" | "planning_cost" | "lost"
+                            "format" | "custom_plan_cost" | "planning_cost" | "lost" | "undecided"
                         ),
                         "{line}: {k}"
                     );

@@ -963,10 +963,12 @@ impl Target {
             // clears it): held, the guardian or a rescue detaches
             self.hold_for_change()?;
         }
-        // our code is straight-line: a few steps take the target out of it
+        // our code runs forward but for a recorder's copy of a text (a loop
+        // of 7 instructions per byte, 120 bytes at most): a few hundred
+        // steps take the target out of it
         let mut steps = 0;
         while in_code(self.regs()?.rip) {
-            if steps == 1000 {
+            if steps == 4000 {
                 bail!("the target does not leave the detour code");
             }
             if let Some(stop) = self.single_step_raw()? {

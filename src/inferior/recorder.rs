@@ -1,18 +1,21 @@
 //! An in-process recorder: a detour at a function's entry whose code
 //! copies the call's first two arguments, one 4-byte global and chosen
-//! fields of the struct the first argument points at into a ring buffer in
-//! the target's memory.  The target never stops for it (a few dozen
-//! instructions per call); pgdbg empties the ring now and then, while the
-//! target is stopped.  Like gdb's fast tracepoints with their in-process
-//! agent, minus the agent library.  Nothing here knows about PostgreSQL.
+//! fields of the struct the first argument points at, and optionally the
+//! first bytes of a string a field points at, into a ring buffer in the
+//! target's memory.  The target never stops for it (a few dozen
+//! instructions per call, plus a few per byte of the string); pgdbg
+//! empties the ring now and then, while the target is stopped.  Like gdb's
+//! fast tracepoints with their in-process agent, minus the agent library.
+//! Nothing here knows about PostgreSQL.
 //!
 //! The ring: a 64-byte header (`head`, written by the target; `tail`,
 //! written by pgdbg; `dropped`, calls not recorded because the ring was
 //! full) then `CAPACITY` slots.  A slot: sequence number, time stamp
-//! counter, rdi, rsi, the global, then each field in 8 bytes.  The code
-//! runs at a function's entry, where the System V ABI makes the flags and
-//! `rax` dead; it saves `rcx`/`rdx` (arguments) on the stack below the
-//! return address, which is free there.
+//! counter, rdi, rsi, the global, each field in 8 bytes, then the string's
+//! start.  The code runs at a function's entry, where the System V ABI
+//! makes the flags dead; it saves `rax`, `rcx`, `rdx` and, around the
+//! string's copy, `rsi` on the stack below the return address (32 bytes at
+//! most), which is free there.
 
 use super::Target;
 use super::detour::{JMP_LEN, displaced_len, int3_in_displaced};
@@ -196,6 +199,8 @@ fn slot_size(spec: &RecordSpec) -> u64 {
 /// past the string's end is read.  Uses rax, rdx (free here) and rsi
 /// (saved); flags are dead at a function's entry.
 fn emit_text(c: &mut Vec<u8>, t: &TextSpec, dst: u64) {
+    // `cmp esi, imm8` sign-extends: past 127 the bound would not hold
+    assert!(matches!(t.max, 8..=120), "recorder text of {} bytes", t.max);
     let d32 = |c: &mut Vec<u8>, v: u64| c.extend_from_slice(&(v as u32).to_le_bytes());
     let mut skips = Vec::new(); // rel8 jumps to the end
     if let Some((off, value)) = t.guard {

@@ -30,7 +30,7 @@ use super::backend::{Backend, ProbeHandler};
 use crate::debuginfo::layout::Layout;
 use crate::inferior::foreign::ForeignInt3;
 use crate::inferior::jumpover::TakenOver;
-use crate::inferior::recorder::{Record, Recorder};
+use crate::inferior::recorder::Recorder;
 use anyhow::{Result, anyhow, bail};
 use std::collections::HashMap;
 
@@ -326,15 +326,7 @@ pub struct PlanCacheProbe {
     /// Not reported yet.
     new_lost: u64,
     /// Taken from the ring at the last poll, with their times.
-    /// (None: the text is not known yet, see `ring::Link::Unknown`)
-    /// (and whether its name may be looked up)
-    polled: Vec<(
-        Record,
-        f64,
-        ring::Link,
-        Option<std::result::Result<String, TextLost>>,
-        bool,
-    )>,
+    polled: Vec<ring::Polled>,
     /// Each plansource's state when the ring was last read, as long as no
     /// call was dropped since.
     seen: HashMap<u64, Vec<u8>>,

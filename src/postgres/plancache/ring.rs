@@ -64,6 +64,17 @@ struct Chains {
     addresses: std::collections::HashMap<u64, AddressChain>,
 }
 
+/// A record taken from the ring, with its time, its link to the next
+/// sighting of its plansource, its text (None: not known yet) and whether
+/// its name may be looked up.
+pub(super) struct Polled {
+    r: Record,
+    ts: f64,
+    next: Link,
+    text: Option<std::result::Result<String, TextLost>>,
+    named: bool,
+}
+
 struct AddressChain {
     /// The link of the address's pending call to its next sighting, and
     /// whether that call's plansource is the one there now.
@@ -277,7 +288,13 @@ impl PlanCacheProbe {
             records
                 .into_iter()
                 .zip(texts)
-                .map(|((r, ts), (next, text, named))| (r, ts, next, text, named)),
+                .map(|((r, ts), (next, text, named))| Polled {
+                    r,
+                    ts,
+                    next,
+                    text,
+                    named,
+                }),
         );
         Ok(())
     }
@@ -405,7 +422,14 @@ impl PlanCacheProbe {
                 if n == 1 { "" } else { "s" }
             ));
         }
-        for (r, ts, next, text, named) in std::mem::take(&mut self.polled) {
+        for Polled {
+            r,
+            ts,
+            next,
+            text,
+            named,
+        } in std::mem::take(&mut self.polled)
+        {
             if self.done() {
                 break;
             }
@@ -443,7 +467,9 @@ impl PlanCacheProbe {
             if self.l.cps.boolean(&p.before, "is_oneshot") == Some(true) {
                 // always a custom plan, and the plansource is freed right
                 // after (its address often reused by the next one)
-                self.report_oneshot(s, &p)?;
+                if !self.done() {
+                    self.report_oneshot(s, &p)?;
+                }
                 continue;
             }
             self.pending.push(p);
@@ -458,6 +484,10 @@ impl PlanCacheProbe {
         let mut snapshot = std::mem::take(&mut self.snapshot);
         let mut keep = Vec::new();
         for mut p in std::mem::take(&mut self.pending) {
+            if self.done() {
+                keep.push(p);
+                continue;
+            }
             match p.next {
                 Some(Link::Other) => self.decide_at_entry(s, &p)?,
                 Some(Link::Unknown) if over => {
@@ -491,9 +521,9 @@ impl PlanCacheProbe {
             Some(false)
         } else if opts & CURSOR_OPT_GENERIC_PLAN != 0 {
             Some(true)
-        } else if opts & CURSOR_OPT_CUSTOM_PLAN != 0 {
-            Some(false)
-        } else if l.int(&p.before, "num_custom_plans").unwrap_or(0) < 5 {
+        } else if opts & CURSOR_OPT_CUSTOM_PLAN != 0
+            || l.int(&p.before, "num_custom_plans").unwrap_or(0) < 5
+        {
             Some(false)
         } else {
             None

@@ -3,8 +3,9 @@
 //! opened once on the postmaster and inherited (src/cluster_marks.rs),
 //! each worker sets only its backend's wait-event watch and takes its
 //! backend's marks from pgdbg's leader.  Each short session's statements
-//! are reported in its own block with its own texts; killed, pgdbg leaves
-//! no uprobe in any process of the cluster.
+//! are reported in its own block with its own texts, and its waits for
+//! its client exactly as bpftrace counts them in the kernel; killed, pgdbg
+//! leaves no uprobe in any process of the cluster.
 
 mod common;
 use common::*;
@@ -60,14 +61,27 @@ fn code_is_files(cl: &Cluster, pid: i32) -> bool {
 
 /// Short `psql` sessions (2 at a time), each with a statement of its own
 /// text, and a backend there before pgdbg started: each backend's block
-/// has its own statements, once each, and no other's; the definitions
-/// are removed and the code is the file's once pgdbg ends.
+/// has its own statements, once each, and no other's, and each short
+/// session's ClientRead waits are as many as bpftrace saw its recv(2)
+/// find nothing (psql's sessions are quick: some never wait, and that
+/// must be what pgdbg says too); the definitions are removed and the code
+/// is the file's once pgdbg ends.
 fn short_sessions(major: u32) {
     const N: usize = 12;
     let cl = Cluster::start(major);
     let mut stay = cl.connect();
     let stay_pid = stay.pid();
     let out = temp(&format!("short-{major}.out"));
+    // the yardstick of the short sessions' waits: each time a backend's
+    // recv(2) from its client finds nothing (EAGAIN), it waits for the
+    // client with ClientRead, once; counted from its first send(2) on
+    // (ReadyForQuery's: before it, pgdbg's worker has not armed the watch,
+    // and with trust authentication nothing is read from the client)
+    let yardstick = bpftrace::Bpftrace::start(
+        "tracepoint:syscalls:sys_enter_sendto /comm == \"postgres\"/ { @sent[pid] = 1; } \
+         tracepoint:syscalls:sys_exit_recvfrom /comm == \"postgres\" && @sent[pid] && args->ret == -11/ \
+         { @eagain[pid] = count(); }",
+    );
     let (p, _, rest) = start(&cl, &format!("marks-{major}"), &out);
     let sup = p.pid();
     wait_until(
@@ -97,6 +111,7 @@ fn short_sessions(major: u32) {
     for _ in 0..3 {
         assert_eq!(stay.simple_text("select 'stays'::text"), "stays");
     }
+    let counted = yardstick.stop();
     // SAFETY: kill(2) of our own child.
     unsafe { libc::kill(sup, libc::SIGINT) };
     let (code, _, _) = p.wait(Duration::from_secs(120));
@@ -121,22 +136,32 @@ fn short_sessions(major: u32) {
         }
     }
     assert_eq!(runs(&text, stay_pid, "select 'stays'::text"), 3, "{text}");
-    // waits of the short sessions too, decoded from the binary's file (a
-    // session is over before most of its records are read: nothing "could
-    // not be read back", checked below).  Not checked per session: a
-    // session's stores before its first statement can be missed (seen on
-    // this project's VMs, 1 to 6 sessions of 12 with none at all; a C
-    // fixture of the same fork, stop, enable and continue misses none)
-    let with_waits = sessions
-        .iter()
-        .filter(|(pid, _)| {
-            lines_of(&text, *pid)
-                .iter()
-                .any(|l| l.trim_start().starts_with("Client: ClientRead"))
-        })
-        .count();
-    eprintln!("{with_waits} of {N} short sessions with waits recorded");
-    assert!(with_waits > 0, "no short session's waits:\n{text}");
+    // every wait of each short session, exactly (decoded from the binary's
+    // file: a session is over before most of its records are read; nothing
+    // "could not be read back", checked below)
+    let mut waits = 0;
+    for (pid, _) in &sessions {
+        let key = pid.to_string();
+        assert!(
+            counted.get("sent").is_some_and(|m| m.contains_key(&key)),
+            "bpftrace did not see backend {pid}: {counted:?}"
+        );
+        let want = counted
+            .get("eagain")
+            .and_then(|m| m.get(&key))
+            .copied()
+            .unwrap_or(0);
+        let got: i64 = lines_of(&text, *pid)
+            .iter()
+            .find_map(|l| {
+                let w: Vec<&str> = l.split_whitespace().collect();
+                (w.len() >= 3 && w[..2] == ["Client:", "ClientRead"]).then(|| w[2].parse().unwrap())
+            })
+            .unwrap_or(0);
+        assert_eq!(got, want, "backend {pid}'s ClientRead waits:\n{text}");
+        waits += got;
+    }
+    eprintln!("{waits} ClientRead waits in {N} short sessions, each as bpftrace counted");
     for bad in [
         "could not be had",
         "ring was full",

@@ -53,6 +53,9 @@ pub struct TextSpec {
     /// A 4-byte field of the struct and the value it must hold for the
     /// pointer to be followed (the struct's magic number).
     pub guard: Option<(u64, u32)>,
+    /// A 1-byte field of the struct: when it is not zero the string is not
+    /// copied (it outlives the ring's next read).
+    pub unless: Option<u64>,
     /// Bytes copied at most (the NUL included), 8 to 120, a multiple of 8.
     pub max: u64,
 }
@@ -165,8 +168,9 @@ fn emit(data: u64, slot: u64, spec: &RecordSpec) -> Vec<u8> {
 }
 
 /// What a slot's copy of the string holds: nothing when the guard field
-/// (recorded among the fields) did not hold or the pointer was NULL
-/// (recorded too), else the bytes up to the NUL.  `fields`: the record's
+/// (recorded among the fields) did not hold, the `unless` field (recorded
+/// too) was set or the pointer was NULL (recorded too), else the bytes up
+/// to the NUL.  `fields`: the record's
 /// struct with the recorded fields in place.
 fn text_start(copy: &[u8], fields: &[u8], t: &TextSpec) -> Option<TextStart> {
     let at = |o: u64, n: usize| fields.get(o as usize..o as usize + n);
@@ -175,7 +179,7 @@ fn text_start(copy: &[u8], fields: &[u8], t: &TextSpec) -> Option<TextStart> {
     {
         return None;
     }
-    if at(t.pointer, 8)? == [0u8; 8] {
+    if at(t.pointer, 8)? == [0u8; 8] || t.unless.is_some_and(|u| at(u, 1) != Some(&[0])) {
         return None;
     }
     let end = copy.iter().position(|&b| b == 0);
@@ -207,6 +211,13 @@ fn emit_text(c: &mut Vec<u8>, t: &TextSpec, dst: u64) {
         c.extend_from_slice(&[0x81, 0xbf]); // cmp dword [rdi+off], value
         d32(c, off);
         c.extend_from_slice(&value.to_le_bytes());
+        c.extend_from_slice(&[0x75, 0]); // jne end
+        skips.push(c.len() - 1);
+    }
+    if let Some(off) = t.unless {
+        c.extend_from_slice(&[0x80, 0xbf]); // cmp byte [rdi+off], 0
+        d32(c, off);
+        c.push(0);
         c.extend_from_slice(&[0x75, 0]); // jne end
         skips.push(c.len() - 1);
     }
@@ -258,6 +269,7 @@ impl Recorder {
                 || !t.max.is_multiple_of(8)
                 || !recorded(t.pointer, 8)
                 || t.guard.is_some_and(|(g, _)| !recorded(g, 4))
+                || t.unless.is_some_and(|u| !recorded(u, 1))
             {
                 bail!("internal: bad recorder text");
             }
@@ -594,6 +606,7 @@ mod tests {
         let t = TextSpec {
             pointer: 0x40,
             guard: Some((0, 0xbaad_f00d)),
+            unless: Some(0x48),
             max: 80,
         };
         let mut code = Vec::new();
@@ -612,6 +625,8 @@ mod tests {
         };
         let want = [
             "cmp dword [rdi],0BAADF00Dh",
+            "jne short",
+            "cmp byte [rdi+48h],0",
             "jne short",
             "mov rdx,[rdi+40h]",
             "test rdx,rdx",
@@ -634,9 +649,10 @@ mod tests {
         let end = 0x1000 + code.len() as u64;
         let ip = |n: usize| text[n].1;
         assert_eq!(text[1].2, end, "jne: past the copy");
-        assert_eq!(text[4].2, end, "je: past the copy");
-        assert_eq!(text[11].2, ip(14), "je: to pop rsi");
-        assert_eq!(text[13].2, ip(7), "jb: the loop");
+        assert_eq!(text[3].2, end, "jne: past the copy");
+        assert_eq!(text[6].2, end, "je: past the copy");
+        assert_eq!(text[13].2, ip(16), "je: to pop rsi");
+        assert_eq!(text[15].2, ip(9), "jb: the loop");
         // what the reader makes of a slot's copy
         let mut fields = vec![0u8; 0x100];
         fields[0..4].copy_from_slice(&0xbaad_f00du32.to_le_bytes());
@@ -658,6 +674,9 @@ mod tests {
                 complete: false
             })
         );
+        fields[0x48] = 1; // `unless` set: nothing was copied
+        assert_eq!(text_start(&copy, &fields, &t), None);
+        fields[0x48] = 0;
         fields[0] ^= 1; // not the magic: nothing was copied
         assert_eq!(text_start(&copy, &fields, &t), None);
     }

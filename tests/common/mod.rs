@@ -3,6 +3,7 @@
 //! and the pgdbg binary.
 #![allow(dead_code)]
 
+pub mod bpftrace;
 pub mod debuginfod;
 pub mod ex;
 pub mod recipes;

@@ -20,6 +20,7 @@ pub(super) const RECORDED_FIELDS: &[&str] = &[
     "generic_cost",
     "is_oneshot",
     "cursor_options",
+    "is_saved",
 ];
 
 /// Bytes of a statement's text the recorder copies at each call.
@@ -119,10 +120,13 @@ impl PlanCacheProbe {
             fields,
             struct_size: self.l.cps.size,
             // the text's start, copied at the call: the whole text when it
-            // is short, the label's words when it is not
+            // is short, the label's words when it is not; not for a saved
+            // plansource (a prepared statement's, SPI's, plpgsql's: freed
+            // only when dropped, its text read from it)
             text: Some(TextSpec {
                 pointer: self.l.cps.offset("query_string")?,
                 guard: Some((self.l.cps.offset("magic")?, CACHEDPLANSOURCE_MAGIC as u32)),
+                unless: Some(self.l.cps.offset("is_saved")?),
                 max: TEXT_START,
             }),
         };

@@ -53,9 +53,9 @@ pub struct TextSpec {
     /// A 4-byte field of the struct and the value it must hold for the
     /// pointer to be followed (the struct's magic number).
     pub guard: Option<(u64, u32)>,
-    /// A 1-byte field of the struct: when it is not zero the string is not
-    /// copied (it outlives the ring's next read).
-    pub unless: Option<u64>,
+    /// Fields of the struct (offset, size 1, 4 or 8): when one of them is
+    /// not zero the string is not copied (the reader has it otherwise).
+    pub unless: Vec<(u64, u64)>,
     /// Bytes copied at most (the NUL included), 8 to 120, a multiple of 8.
     pub max: u64,
 }
@@ -168,9 +168,9 @@ fn emit(data: u64, slot: u64, spec: &RecordSpec) -> Vec<u8> {
 }
 
 /// What a slot's copy of the string holds: nothing when the guard field
-/// (recorded among the fields) did not hold, the `unless` field (recorded
-/// too) was set or the pointer was NULL (recorded too), else the bytes up
-/// to the NUL.  `fields`: the record's
+/// (recorded among the fields) did not hold, an `unless` field (recorded
+/// too) was not zero or the pointer was NULL (recorded too), else the
+/// bytes up to the NUL.  `fields`: the record's
 /// struct with the recorded fields in place.
 fn text_start(copy: &[u8], fields: &[u8], t: &TextSpec) -> Option<TextStart> {
     let at = |o: u64, n: usize| fields.get(o as usize..o as usize + n);
@@ -179,7 +179,8 @@ fn text_start(copy: &[u8], fields: &[u8], t: &TextSpec) -> Option<TextStart> {
     {
         return None;
     }
-    if at(t.pointer, 8)? == [0u8; 8] || t.unless.is_some_and(|u| at(u, 1) != Some(&[0])) {
+    let zero = |o: u64, n: u64| at(o, n as usize).map(|b| b.iter().all(|&x| x == 0));
+    if zero(t.pointer, 8)? || t.unless.iter().any(|&(o, n)| zero(o, n) != Some(true)) {
         return None;
     }
     let end = copy.iter().position(|&b| b == 0);
@@ -214,8 +215,12 @@ fn emit_text(c: &mut Vec<u8>, t: &TextSpec, dst: u64) {
         c.extend_from_slice(&[0x75, 0]); // jne end
         skips.push(c.len() - 1);
     }
-    if let Some(off) = t.unless {
-        c.extend_from_slice(&[0x80, 0xbf]); // cmp byte [rdi+off], 0
+    for &(off, size) in &t.unless {
+        c.extend_from_slice(match size {
+            8 => &[0x48, 0x83, 0xbf], // cmp qword [rdi+off], 0
+            4 => &[0x83, 0xbf],       // cmp dword [rdi+off], 0
+            _ => &[0x80, 0xbf],       // cmp byte [rdi+off], 0
+        });
         d32(c, off);
         c.push(0);
         c.extend_from_slice(&[0x75, 0]); // jne end
@@ -269,7 +274,9 @@ impl Recorder {
                 || !t.max.is_multiple_of(8)
                 || !recorded(t.pointer, 8)
                 || t.guard.is_some_and(|(g, _)| !recorded(g, 4))
-                || t.unless.is_some_and(|u| !recorded(u, 1))
+                || t.unless
+                    .iter()
+                    .any(|&(o, n)| !matches!(n, 1 | 4 | 8) || !recorded(o, n))
             {
                 bail!("internal: bad recorder text");
             }
@@ -606,7 +613,7 @@ mod tests {
         let t = TextSpec {
             pointer: 0x40,
             guard: Some((0, 0xbaad_f00d)),
-            unless: Some(0x48),
+            unless: vec![(0x48, 1), (0x50, 8)],
             max: 80,
         };
         let mut code = Vec::new();
@@ -628,6 +635,8 @@ mod tests {
             "jne short",
             "cmp byte [rdi+48h],0",
             "jne short",
+            "cmp qword [rdi+50h],0",
+            "jne short",
             "mov rdx,[rdi+40h]",
             "test rdx,rdx",
             "je short",
@@ -648,11 +657,12 @@ mod tests {
         }
         let end = 0x1000 + code.len() as u64;
         let ip = |n: usize| text[n].1;
-        assert_eq!(text[1].2, end, "jne: past the copy");
-        assert_eq!(text[3].2, end, "jne: past the copy");
-        assert_eq!(text[6].2, end, "je: past the copy");
-        assert_eq!(text[13].2, ip(16), "je: to pop rsi");
-        assert_eq!(text[15].2, ip(9), "jb: the loop");
+        for n in [1, 3, 5] {
+            assert_eq!(text[n].2, end, "jne {n}: past the copy");
+        }
+        assert_eq!(text[8].2, end, "je: past the copy");
+        assert_eq!(text[15].2, ip(18), "je: to pop rsi");
+        assert_eq!(text[17].2, ip(11), "jb: the loop");
         // what the reader makes of a slot's copy
         let mut fields = vec![0u8; 0x100];
         fields[0..4].copy_from_slice(&0xbaad_f00du32.to_le_bytes());
@@ -674,9 +684,11 @@ mod tests {
                 complete: false
             })
         );
-        fields[0x48] = 1; // `unless` set: nothing was copied
-        assert_eq!(text_start(&copy, &fields, &t), None);
-        fields[0x48] = 0;
+        for u in [0x48, 0x55] {
+            fields[u] = 1; // an `unless` field not zero: nothing was copied
+            assert_eq!(text_start(&copy, &fields, &t), None);
+            fields[u] = 0;
+        }
         fields[0] ^= 1; // not the magic: nothing was copied
         assert_eq!(text_start(&copy, &fields, &t), None);
     }

@@ -330,6 +330,9 @@ pub struct PlanCacheProbe {
     /// Each plansource's state when the ring was last read, as long as no
     /// call was dropped since.
     seen: HashMap<u64, Vec<u8>>,
+    /// The text's start copied at the first call of the plansource there
+    /// then, while it is known to be the same one.
+    starts: HashMap<u64, crate::inferior::recorder::TextStart>,
     /// Recorded calls whose choice the counters could not tell (the calls
     /// between them dropped, or the plansource freed before it showed
     /// when the costs decided).
@@ -394,6 +397,7 @@ impl PlanCacheProbe {
             new_lost: 0,
             polled: Vec::new(),
             seen: HashMap::new(),
+            starts: HashMap::new(),
             undecided: 0,
             snapshot: HashMap::new(),
             ring_tail: false,

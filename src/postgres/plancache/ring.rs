@@ -20,7 +20,6 @@ pub(super) const RECORDED_FIELDS: &[&str] = &[
     "generic_cost",
     "is_oneshot",
     "cursor_options",
-    "is_saved",
 ];
 
 /// Bytes of a statement's text the recorder copies at each call.
@@ -120,13 +119,17 @@ impl PlanCacheProbe {
             fields,
             struct_size: self.l.cps.size,
             // the text's start, copied at the call: the whole text when it
-            // is short, the label's words when it is not; not for a saved
-            // plansource (a prepared statement's, SPI's, plpgsql's: freed
-            // only when dropped, its text read from it)
+            // is short, the label's words when it is not; at a plansource's
+            // first call only (its counters zero: an unnamed or one-shot
+            // statement's only call), its later calls have it from there
+            // (`take_records`), a prepared statement's cost no more
             text: Some(TextSpec {
                 pointer: self.l.cps.offset("query_string")?,
                 guard: Some((self.l.cps.offset("magic")?, CACHEDPLANSOURCE_MAGIC as u32)),
-                unless: Some(self.l.cps.offset("is_saved")?),
+                unless: ["num_custom_plans", "num_generic_plans"]
+                    .iter()
+                    .map(|f| self.l.cps.field(f).map(|x| (x.offset, x.size)))
+                    .collect::<Result<_>>()?,
                 max: TEXT_START,
             }),
         };
@@ -194,6 +197,7 @@ impl PlanCacheProbe {
         if dropped > 0 {
             // calls missing: no earlier state can vouch for a plansource
             self.seen.clear();
+            self.starts.clear();
         }
         let mut sources: Vec<u64> = self.pending.iter().map(|p| p.plansource).collect();
         for (r, _) in &records {
@@ -256,6 +260,33 @@ impl PlanCacheProbe {
                     Live::NotYet => None,
                 }
             };
+        // A text is copied at its plansource's first call only: the later
+        // calls of the same plansource take that copy.
+        let mut records = records;
+        let mut last: std::collections::HashMap<u64, (Link, Option<TextStart>)> = chains
+            .addresses
+            .iter()
+            .map(|(ps, c)| {
+                let start = match self.pending.iter().find(|p| p.plansource == *ps) {
+                    Some(p) => p.start.clone(),
+                    None => self.starts.get(ps).cloned(),
+                };
+                (*ps, (c.pending_next, start))
+            })
+            .collect();
+        for ((r, _), (next, _)) in records.iter_mut().zip(&chains.records) {
+            let (into, before) = last.remove(&r.rdi).unwrap_or((Link::Other, None));
+            if r.text.is_none() && into == Link::Same {
+                r.text = before;
+            }
+            last.insert(r.rdi, (*next, r.text.clone()));
+        }
+        for (ps, (to_now, start)) in last {
+            match start {
+                Some(t) if to_now == Link::Same => self.starts.insert(ps, t),
+                _ => self.starts.remove(&ps),
+            };
+        }
         let mut pendings = std::mem::take(&mut self.pending);
         for p in &mut pendings {
             let Some(c) = chains.addresses.get(&p.plansource) else {
@@ -849,6 +880,61 @@ mod tests {
             ev.last().unwrap()["query_start"],
             &long_b[..TEXT_START as usize]
         );
+    }
+
+    /// The text is copied at a plansource's first call only: its later
+    /// calls, in the same read of the ring or later ones, take it from
+    /// there while the counters say it is the same plansource, and not
+    /// from another's.
+    #[test]
+    fn ring_later_calls_take_the_first_calls_text() {
+        let mut s = backend();
+        let mut probe = ring_probe(None);
+        let l = probe.l.cps.clone();
+        let st = Ps::new();
+        // an unnamed statement bound 3 times (the copy at the first), then
+        // freed: the next one in its place, called once (copied too)
+        s.map_str(QUERY, "SELECT 'next' || $1");
+        s.map(P, st.custom(1.0).bytes(&l));
+        let records = vec![
+            record_text(P, &st, &l, "SELECT 'three times' || $1", 1.0),
+            record(P, &st.custom(1.0), &l, 0, 2.0),
+            record(P, &st.custom(1.0).custom(1.0), &l, 0, 3.0),
+            record_text(P, &st, &l, "SELECT 'next' || $1", 4.0),
+        ];
+        probe.take_records(&s, records, 0).unwrap();
+        probe.report_ring(&mut s, false).unwrap();
+        let q: Vec<String> = choices(&s)
+            .iter()
+            .map(|e| e["query"].as_str().unwrap_or("-").to_string())
+            .collect();
+        assert_eq!(
+            q,
+            ["SELECT 'three times' || $1"; 3]
+                .iter()
+                .map(|x| x.to_string())
+                .chain(["SELECT 'next' || $1".to_string()])
+                .collect::<Vec<_>>()
+        );
+        // the next read: its second call (no copy) has its text; then a
+        // third statement in its place without a copy: not given the text
+        s.map(P, st.custom(1.0).custom(1.0).bytes(&l));
+        probe
+            .take_records(&s, vec![record(P, &st.custom(1.0), &l, 0, 5.0)], 0)
+            .unwrap();
+        probe.report_ring(&mut s, false).unwrap();
+        s.map_str(QUERY, "SELECT 'third' || $1");
+        s.map(P, st.custom(1.0).bytes(&l));
+        probe
+            .take_records(&s, vec![record(P, &st, &l, 0, 6.0)], 0)
+            .unwrap();
+        probe.report_ring(&mut s, false).unwrap();
+        let ev = choices(&s);
+        assert_eq!(ev[4]["query"], "SELECT 'next' || $1", "{ev:?}");
+        assert_eq!(ev[4]["execution"], 2);
+        // (read from its memory: the plansource there now, first seen here)
+        assert_eq!(ev[5]["query"], "SELECT 'third' || $1", "{ev:?}");
+        assert_eq!(ev.len(), 6);
     }
 
     #[test]

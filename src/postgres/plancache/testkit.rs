@@ -41,7 +41,6 @@ pub fn cps_layout(num_generic_plans: bool) -> Layout {
         ("total_custom_cost", 8, Float),
         ("generic_cost", 8, Float),
         ("is_oneshot", 1, Bool),
-        ("is_saved", 1, Bool),
     ]);
     layout("CachedPlanSource", &f)
 }

@@ -246,7 +246,9 @@ fn emit_text(c: &mut Vec<u8>, t: &TextSpec, dst: u64) {
     c.extend_from_slice(&[0x5e]); // out: pop rsi
     let end = c.len();
     for at in skips {
-        c[at] = (end - (at + 1)) as u8;
+        let d = end - (at + 1);
+        assert!(d <= 127, "recorder text: a skip of {d} bytes");
+        c[at] = d as u8;
     }
 }
 
@@ -274,6 +276,7 @@ impl Recorder {
                 || !t.max.is_multiple_of(8)
                 || !recorded(t.pointer, 8)
                 || t.guard.is_some_and(|(g, _)| !recorded(g, 4))
+                || t.unless.len() > 4
                 || t.unless
                     .iter()
                     .any(|&(o, n)| !matches!(n, 1 | 4 | 8) || !recorded(o, n))

@@ -267,16 +267,17 @@ impl PlanCacheProbe {
             .addresses
             .iter()
             .map(|(ps, c)| {
+                // only along exact links (none where the ring dropped calls)
                 let start = match self.pending.iter().find(|p| p.plansource == *ps) {
-                    Some(p) => p.start.clone(),
-                    None => self.starts.get(ps).cloned(),
+                    Some(p) if dropped == 0 => p.start.clone(),
+                    _ => self.starts.get(ps).cloned(),
                 };
                 (*ps, (c.pending_next, start))
             })
             .collect();
         for ((r, _), (next, _)) in records.iter_mut().zip(&chains.records) {
             let (into, before) = last.remove(&r.rdi).unwrap_or((Link::Other, None));
-            if r.text.is_none() && into == Link::Same {
+            if r.text.is_none() && into == Link::Same && dropped == 0 {
                 r.text = before;
             }
             last.insert(r.rdi, (*next, r.text.clone()));
@@ -935,6 +936,31 @@ mod tests {
         // (read from its memory: the plansource there now, first seen here)
         assert_eq!(ev[5]["query"], "SELECT 'third' || $1", "{ev:?}");
         assert_eq!(ev.len(), 6);
+    }
+
+    /// Where the ring dropped calls the links are not exact: a copy is
+    /// not handed on (the next record may be another plansource's whose
+    /// first call, with its own copy, was dropped).
+    #[test]
+    fn ring_hands_no_copy_on_across_dropped_calls() {
+        let mut s = backend();
+        let mut probe = ring_probe(None);
+        let l = probe.l.cps.clone();
+        let st = Ps::new();
+        s.map_str(QUERY, "SELECT 'now' || $1");
+        s.map(P, st.custom(1.0).custom(1.0).custom(1.0).bytes(&l));
+        let records = vec![
+            record_text(P, &st, &l, "SELECT 'before' || $1", 1.0),
+            record(P, &st.custom(1.0).custom(1.0), &l, 0, 2.0),
+        ];
+        probe.take_records(&s, records, 1).unwrap();
+        probe.report_ring(&mut s, false).unwrap();
+        let ev = choices(&s);
+        assert!(
+            ev.iter()
+                .all(|e| e["query"] != "SELECT 'before' || $1" || e["ts"] == 1.0),
+            "{ev:?}"
+        );
     }
 
     #[test]

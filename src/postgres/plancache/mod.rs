@@ -24,6 +24,7 @@
 //! | `decide.rs` | the decision logic, pure: counters settled into choices, lost executions, the reason and the text of a decision |
 //! | `stop.rs` | the stop modes: entry and return breakpoints (`--stops`); `--fast=stop` |
 //! | `ring.rs` | the in-process recorder mode (the default): install, drain, report |
+//! | `chain.rs` | which plansource each sighting of an address is (the counters' exact steps): which texts may be read, which calls are told from their entry |
 //! | `testkit.rs` | the unit tests' plansources on a fake backend |
 
 use super::backend::{Backend, ProbeHandler};
@@ -34,6 +35,7 @@ use crate::inferior::recorder::Recorder;
 use anyhow::{Result, anyhow, bail};
 use std::collections::HashMap;
 
+mod chain;
 mod decide;
 mod ring;
 mod stop;
@@ -281,8 +283,8 @@ struct Pending {
     /// the one at its address when the names are read).
     named: bool,
     /// In-process recording: how the plansource at the call relates to the
-    /// next sighting of its address (see `ring::Link`).
-    next: Option<ring::Link>,
+    /// next sighting of its address (see `chain::Link`).
+    next: Option<chain::Link>,
 }
 
 /// An execution's choice as its plansource's counters tell it.
@@ -413,7 +415,7 @@ impl PlanCacheProbe {
 
     /// The query text of a plansource (`before`: its struct), cached by
     /// plansource and `query_string` (the cache entries of a plansource
-    /// whose memory may be another's are dropped: see `chains` in ring.rs).
+    /// whose memory may be another's are dropped: see chain.rs).
     fn query_text(
         &mut self,
         s: &dyn Backend,

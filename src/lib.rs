@@ -21,6 +21,7 @@
 //! - `attach`, `multi`, `oneshot`, `repl`, `cli`, `capture`, `report`: the
 //!   user-facing parts.
 
+pub mod arch;
 pub mod attach;
 pub mod breakpoints;
 pub mod capture;

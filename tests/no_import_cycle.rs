@@ -712,22 +712,29 @@ fn src_has_no_import_cycle() {
     }
 }
 
-/// The runtime room (signals, deadlines, the ticker, the output queue)
-/// is the bottom one: it imports nothing of pgdbg's outside itself.
+/// The bottom rooms import nothing of pgdbg's outside themselves: the
+/// runtime (signals, deadlines, the ticker, the output queue) and the
+/// machine (`arch/`: the assembler, registers).
 #[test]
-fn runtime_imports_nothing_of_pgdbg() {
+fn bottom_rooms_import_nothing_of_pgdbg() {
     let c = read_crate(&src());
-    let runtime = vec!["runtime".to_string()];
-    assert!(c.modules.contains(&runtime), "src/runtime/ is missing");
-    let mut outside = Vec::new();
-    for u in c.uses.iter().filter(|u| u.module.starts_with(&runtime)) {
-        if let Some((to, _)) = target(&c, u)
-            && !to.starts_with(&runtime)
-        {
-            outside.push(format!("{} uses {}", u.file.display(), u.path.join("::")));
+    for room in ["runtime", "arch"] {
+        let room = vec![room.to_string()];
+        assert!(c.modules.contains(&room), "src/{}/ is missing", room[0]);
+        let mut outside = Vec::new();
+        for u in c.uses.iter().filter(|u| u.module.starts_with(&room)) {
+            if let Some((to, _)) = target(&c, u)
+                && !to.starts_with(&room)
+            {
+                outside.push(format!("{} uses {}", u.file.display(), u.path.join("::")));
+            }
         }
+        assert!(
+            outside.is_empty(),
+            "the {} room imports: {outside:#?}",
+            room[0]
+        );
     }
-    assert!(outside.is_empty(), "the runtime room imports: {outside:#?}");
 }
 
 /// The reader itself, on a small made-up tree: a cycle between two rooms,

@@ -1,0 +1,255 @@
+//! Machine code for the pages pgdbg writes into a backend, made with
+//! iced-x86's assembler (`CodeAssembler`) instead of bytes by hand.
+//!
+//! [`Asm`] adds what every emitter needs on top of it: labels by name
+//! (several names may mark one place), and the assembled code with the
+//! offset of each name.  The code is assembled for the address it will
+//! run at: relative branches and RIP-relative operands depend on it.
+//! Branches take their shortest form; a branch to an address outside the
+//! code that a rel32 cannot reach becomes an indirect jump through a word
+//! the assembler appends (never the case for the code pgdbg places within
+//! reach, but correct if it were).
+//!
+//! [`same_program`] compares two pieces of code as programs: the same
+//! instructions with the same operands, branches to the same instruction
+//! (by its place in the sequence, not its address), whatever encodings
+//! were chosen.  Tests use it to show that code made another way does the
+//! same thing.
+
+use std::ops::{Deref, DerefMut};
+
+pub use iced_x86::IcedError;
+pub use iced_x86::code_asm::*;
+use iced_x86::{
+    BlockEncoderOptions, Decoder, DecoderOptions, Formatter, Instruction, NasmFormatter, OpKind,
+};
+
+/// An assembler with named labels.
+pub struct Asm {
+    a: CodeAssembler,
+    names: Vec<(&'static str, CodeLabel)>,
+    /// the instruction index a label was last set at: a second name for
+    /// the same place needs a zero-sized instruction to sit on
+    last_set_at: Option<usize>,
+}
+
+/// Assembled code and where each named label is in it.
+#[derive(Debug, Clone)]
+pub struct Code {
+    pub bytes: Vec<u8>,
+    pub labels: Vec<(&'static str, usize)>,
+}
+
+impl Code {
+    /// The offset of label `name` from the start of the code.
+    pub fn at(&self, name: &str) -> Option<usize> {
+        self.labels
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, o)| *o)
+    }
+}
+
+impl Default for Asm {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Asm {
+    pub fn new() -> Asm {
+        Asm {
+            a: CodeAssembler::new(64).expect("64-bit mode exists"),
+            names: Vec::new(),
+            last_set_at: None,
+        }
+    }
+
+    /// The label called `name`, made at its first use (a branch to it
+    /// before it is set is fine).
+    pub fn label(&mut self, name: &'static str) -> CodeLabel {
+        if let Some((_, l)) = self.names.iter().find(|(n, _)| *n == name) {
+            return *l;
+        }
+        let l = self.a.create_label();
+        self.names.push((name, l));
+        l
+    }
+
+    /// Sets label `name` at the next instruction.  A name can be set once.
+    pub fn set(&mut self, name: &'static str) -> Result<(), IcedError> {
+        let here = self.a.instructions().len();
+        if self.last_set_at == Some(here) {
+            // another name for this place: a zero-sized instruction
+            // carries the first
+            self.a.zero_bytes()?;
+        }
+        let mut l = self.label(name);
+        self.a.set_label(&mut l)?;
+        // set_label filled in the copy: keep it
+        for (n, k) in self.names.iter_mut() {
+            if *n == name {
+                *k = l;
+            }
+        }
+        self.last_set_at = Some(self.a.instructions().len());
+        Ok(())
+    }
+
+    /// The code for address `ip`, and where its labels are.
+    pub fn assemble(mut self, ip: u64) -> Result<Code, IcedError> {
+        let names = std::mem::take(&mut self.names);
+        let r = self
+            .a
+            .assemble_options(ip, BlockEncoderOptions::RETURN_NEW_INSTRUCTION_OFFSETS)?;
+        let mut labels = Vec::with_capacity(names.len());
+        for (n, l) in &names {
+            labels.push((*n, (r.label_ip(l)? - ip) as usize));
+        }
+        Ok(Code {
+            bytes: r.inner.code_buffer,
+            labels,
+        })
+    }
+}
+
+impl Deref for Asm {
+    type Target = CodeAssembler;
+    fn deref(&self) -> &CodeAssembler {
+        &self.a
+    }
+}
+
+impl DerefMut for Asm {
+    fn deref_mut(&mut self) -> &mut CodeAssembler {
+        &mut self.a
+    }
+}
+
+/// Where `addr` is in a decoded program: an instruction's index and the
+/// distance into it, or outside the program (its address).
+fn place(list: &[Instruction], start: u64, addr: u64) -> Result<(usize, u64), u64> {
+    let end = list.last().map(|i| i.next_ip()).unwrap_or(start);
+    if addr < start || addr >= end {
+        return Err(addr);
+    }
+    let k = list.partition_point(|i| i.next_ip() <= addr);
+    Ok((k, addr - list[k].ip()))
+}
+
+/// Whether `a` (at address `a_ip`) and `b` (at `b_ip`) are the same
+/// program: instruction for instruction the same operation on the same
+/// operands, every branch and RIP-relative operand to the same place (an
+/// instruction inside the program by its index, or the same address
+/// outside it).  The error names the first difference.
+pub fn same_program(a: &[u8], a_ip: u64, b: &[u8], b_ip: u64) -> Result<(), String> {
+    let decode = |code: &[u8], ip: u64| -> Vec<Instruction> {
+        Decoder::with_ip(64, code, ip, DecoderOptions::NONE)
+            .into_iter()
+            .collect()
+    };
+    let (da, db) = (decode(a, a_ip), decode(b, b_ip));
+    let mut fmt = NasmFormatter::new();
+    let text = |f: &mut NasmFormatter, i: &Instruction| {
+        let mut s = String::new();
+        f.format(i, &mut s);
+        s
+    };
+    for (k, (x, y)) in da.iter().zip(&db).enumerate() {
+        let what = |s: &str| {
+            format!(
+                "instruction {k} (at +{:#x} and +{:#x}): {s}",
+                x.ip() - a_ip,
+                y.ip() - b_ip
+            )
+        };
+        if x.code() != y.code() && x.mnemonic() != y.mnemonic() {
+            return Err(what(&format!(
+                "{:?} against {:?}",
+                x.mnemonic(),
+                y.mnemonic()
+            )));
+        }
+        let branch = (0..x.op_count()).any(|o| {
+            matches!(
+                x.op_kind(o),
+                OpKind::NearBranch16 | OpKind::NearBranch32 | OpKind::NearBranch64
+            )
+        });
+        if branch || x.is_ip_rel_memory_operand() || y.is_ip_rel_memory_operand() {
+            let (ta, tb) = if branch {
+                (x.near_branch_target(), y.near_branch_target())
+            } else {
+                (x.ip_rel_memory_address(), y.ip_rel_memory_address())
+            };
+            let (pa, pb) = (place(&da, a_ip, ta), place(&db, b_ip, tb));
+            if pa != pb || x.mnemonic() != y.mnemonic() {
+                return Err(what(&format!(
+                    "{} goes to {pa:?}, {} to {pb:?}",
+                    text(&mut fmt, x),
+                    text(&mut fmt, y)
+                )));
+            }
+            continue;
+        }
+        let (tx, ty) = (text(&mut fmt, x), text(&mut fmt, y));
+        if tx != ty {
+            return Err(what(&format!("{tx} against {ty}")));
+        }
+    }
+    if da.len() != db.len() {
+        return Err(format!("{} instructions against {}", da.len(), db.len()));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_by_name_two_names_at_one_place_and_forward_branches() {
+        let mut a = Asm::new();
+        let done = a.label("done");
+        a.cmp(eax, 5).unwrap();
+        a.je(done).unwrap();
+        a.set("loop").unwrap();
+        a.set("again").unwrap();
+        a.dec(ecx).unwrap();
+        let lp = a.label("loop");
+        a.jnz(lp).unwrap();
+        a.set("done").unwrap();
+        a.ret().unwrap();
+        let c = a.assemble(0x1000).unwrap();
+        // cmp eax,imm32 (5 bytes), je short (2), dec ecx (2), jnz short (2), ret
+        assert_eq!(c.bytes.len(), 5 + 2 + 2 + 2 + 1);
+        assert_eq!(c.at("loop"), Some(7));
+        assert_eq!(c.at("again"), Some(7));
+        assert_eq!(c.at("done"), Some(11));
+        assert_eq!(c.bytes[11], 0xc3);
+        // the jnz goes back to the dec
+        assert_eq!(&c.bytes[9..11], &[0x75, 0xfc]);
+    }
+
+    #[test]
+    fn same_program_sees_through_encodings_and_finds_differences() {
+        // cmp eax, 5 as imm8 and as the eax/imm32 form; a near and a
+        // short je to the ret
+        let a = [0x83, 0xf8, 0x05, 0x0f, 0x84, 0x00, 0x00, 0x00, 0x00, 0xc3];
+        let b = [0x3d, 0x05, 0x00, 0x00, 0x00, 0x74, 0x00, 0xc3];
+        assert_eq!(same_program(&a, 0x1000, &b, 0x5000), Ok(()));
+        // a branch to another instruction
+        let c = [0x3d, 0x05, 0x00, 0x00, 0x00, 0x74, 0xf9, 0xc3];
+        assert!(same_program(&a, 0x1000, &c, 0x5000).is_err());
+        // another operand
+        let d = [0x3d, 0x06, 0x00, 0x00, 0x00, 0x74, 0x00, 0xc3];
+        assert!(same_program(&a, 0x1000, &d, 0x5000).is_err());
+        // one instruction more
+        assert!(same_program(&a, 0x1000, &b[..7], 0x5000).is_err());
+        // a jump out of the code: the same address
+        let e = [0xe9, 0xfb, 0x0f, 0x00, 0x00]; // jmp 0x2000 from 0x1000
+        let f = [0xe9, 0xfb, 0xef, 0xff, 0xff]; // jmp 0x2000 from 0x3000
+        assert_eq!(same_program(&e, 0x1000, &f, 0x3000), Ok(()));
+        assert!(same_program(&e, 0x1000, &f, 0x3001).is_err());
+    }
+}

@@ -3,7 +3,9 @@
 //! Everything that depends on the instruction set lives here or is
 //! reached from here: the assembler that makes the machine code pgdbg
 //! writes into a backend (`asm.rs`: iced-x86's, with named labels, and a
-//! comparison of two programs instruction by instruction).  Another
+//! comparison of two programs instruction by instruction), the general
+//! registers with their DWARF, perf and encoding numbers (`regs.rs`), and
+//! the debug registers (`debugregs.rs`).  Another
 //! architecture is a new room beside this one; until then pgdbg does not
 //! build for it.  This room imports nothing of pgdbg's.
 
@@ -14,3 +16,5 @@ compile_error!(
 );
 
 pub mod asm;
+pub mod debugregs;
+pub mod regs;

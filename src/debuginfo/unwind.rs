@@ -4,7 +4,7 @@
 
 use super::R;
 use super::elf::{ElfImage, ElfSymbol};
-use crate::inferior::regs::{DWARF_RA, DWARF_RSP, FrameRegs};
+use crate::arch::regs::{DWARF_RA, DWARF_RSP, FrameRegs};
 use gimli::{
     BaseAddresses, CfaRule, DebugFrame, EhFrame, EhFrameHdr, ParsedEhFrameHdr, RegisterRule,
     UnwindContext, UnwindSection,

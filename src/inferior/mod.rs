@@ -30,7 +30,7 @@ pub mod procevents;
 pub mod procfs;
 pub mod recorder;
 mod regaccess;
-pub mod regs;
+
 mod resume;
 mod selfrelease;
 mod sigframe;
@@ -50,10 +50,10 @@ use nix::unistd::Pid;
 use std::collections::{BTreeMap, VecDeque};
 use std::io::IoSliceMut;
 
+pub use crate::arch::regs::Registers;
 pub use foreign::{ForeignInt3, foreign};
 pub use gone::{Gone, gone};
 pub use memory::read_untraced;
-pub use regs::Registers;
 
 const INT3: u8 = 0xcc;
 use signals::{SI_KERNEL, TRAP_BRKPT, TRAP_HWBKPT, TRAP_TRACE};

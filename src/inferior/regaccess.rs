@@ -2,6 +2,7 @@
 //! FPU state, the debug registers and the write watchpoints set in them.
 
 use super::*;
+use crate::arch::debugregs::{self, DR7};
 
 impl Target {
     pub fn regs(&self) -> Result<Registers> {
@@ -89,20 +90,20 @@ impl Target {
 
     /// Write debug register `n` (0-7).
     pub fn set_debugreg(&mut self, n: usize, value: u64) -> Result<()> {
-        let off = debugreg_offset(n);
-        if n == 7
+        let off = debugregs::user_offset(n);
+        if n == DR7
             && value != 0
             && let Some(g) = self.guardian()?
         {
             g.note_debugregs(true);
         }
-        if n == 7 && value != 0 {
+        if n == DR7 && value != 0 {
             self.ensure_trap_handler();
             self.hold_for_change()?;
         }
         ptrace::write_user(self.pid, off as ptrace::AddressType, value as i64)
             .map_err(|e| anyhow!("cannot write debug register {n} ({e})"))?;
-        if n == 7 {
+        if n == DR7 {
             self.debugregs_dirty = value != 0;
             if value == 0
                 && let Some(g) = &mut self.guardian
@@ -117,26 +118,14 @@ impl Target {
     /// `len` bytes (1, 2, 4, 8; naturally aligned) at `addr`.  DR0-3 are
     /// written before DR7, as the hardware wants.
     pub fn set_write_watchpoint(&mut self, slot: usize, addr: u64, len: u64) -> Result<()> {
-        if slot > 3 {
-            bail!("only 4 hardware watchpoints exist");
-        }
+        let dr7 = self.debugreg(DR7).unwrap_or(0);
+        let dr7 =
+            debugregs::dr7_with(dr7, slot, debugregs::Kind::Write, len).map_err(|e| anyhow!(e))?;
         if !addr.is_multiple_of(len) {
             bail!("a {len}-byte watchpoint must be {len}-byte aligned ({addr:#x} is not)");
         }
-        let len_bits = match len {
-            1 => 0b00,
-            2 => 0b01,
-            4 => 0b11,
-            8 => 0b10,
-            _ => bail!("watchpoint length must be 1, 2, 4 or 8"),
-        };
         self.set_debugreg(slot, addr)?;
-        let mut dr7 = self.debugreg(7).unwrap_or(0);
-        let shift = 16 + slot * 4;
-        dr7 &= !(0b1111u64 << shift);
-        dr7 |= (0b01u64 | (len_bits << 2)) << shift; // RW = write
-        dr7 |= 1 << (slot * 2); // local enable
-        self.set_debugreg(7, dr7)?;
+        self.set_debugreg(DR7, dr7)?;
         Ok(())
     }
 
@@ -145,12 +134,12 @@ impl Target {
         if !self.debugregs_dirty || self.gone {
             return Ok(());
         }
-        self.set_debugreg(7, 0)?;
+        self.set_debugreg(DR7, 0)?;
         // only the slots that hold an address: writing one that was never
         // used makes the kernel reserve a breakpoint slot for the thread
         // until it exits (perf and BPF watchpoints on the backend would
         // then find none free)
-        for n in 0..4 {
+        for n in 0..debugregs::SLOTS {
             if self.debugreg(n).is_ok_and(|v| v != 0) {
                 let _ = self.set_debugreg(n, 0);
             }
@@ -159,13 +148,9 @@ impl Target {
     }
 
     pub fn debugreg(&self, n: usize) -> Result<u64> {
-        let off = debugreg_offset(n);
+        let off = debugregs::user_offset(n);
         let v = ptrace::read_user(self.pid, off as ptrace::AddressType)
             .map_err(|e| anyhow!("cannot read debug register {n} ({e})"))?;
         Ok(v as u64)
     }
-}
-
-fn debugreg_offset(n: usize) -> usize {
-    std::mem::offset_of!(libc::user, u_debugreg) + n * 8
 }

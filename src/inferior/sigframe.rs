@@ -43,7 +43,7 @@
 //! refused whenever it cannot be exact (`plan`), and the injected system
 //! call then runs as before, in the group stop.
 
-use super::regs::Registers;
+use crate::arch::regs::Registers;
 use anyhow::{Result, bail};
 
 /// The injected code: `syscall` (0f 05), `xor eax, eax` (31 c0), `mov al,

@@ -4,6 +4,7 @@
 //! byte back for that one instruction.
 
 use super::*;
+use crate::arch::regs;
 
 impl Target {
     /// Execute one instruction with the original code at `addr` (where an

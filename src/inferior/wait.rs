@@ -174,12 +174,12 @@ impl Target {
                     // the watchpoint was cleared, or a stray trap.  A SIGTRAP
                     // is never handed to the backend: it would kill it.
                     let dr6 = if self.debugregs_dirty {
-                        self.debugreg(6).unwrap_or(0)
+                        self.debugreg(crate::arch::debugregs::DR6).unwrap_or(0)
                     } else {
                         0
                     };
-                    if dr6 & 0xf != 0 {
-                        let _ = self.set_debugreg(6, 0);
+                    if crate::arch::debugregs::fired(dr6) != 0 {
+                        let _ = self.set_debugreg(crate::arch::debugregs::DR6, 0);
                         if terminating {
                             return self.reported(Stop::ToolTerminating).map(Some);
                         }

@@ -59,6 +59,7 @@ mod uprobe_events;
 pub mod wall;
 pub mod watch;
 
+use crate::arch::regs::Gpr;
 use crate::inferior::Registers;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{Ordering, fence};
@@ -439,26 +440,8 @@ impl<'a> Sample<'a> {
 /// Set the register of perf's number `perf` (x86-64: ax bx cx dx si di bp
 /// sp ip flags, segment registers, r8-r15) in `r`.
 pub(crate) fn set_reg(r: &mut Registers, perf: u32, v: u64) {
-    match perf {
-        0 => r.rax = v,
-        1 => r.rbx = v,
-        2 => r.rcx = v,
-        3 => r.rdx = v,
-        4 => r.rsi = v,
-        5 => r.rdi = v,
-        6 => r.rbp = v,
-        7 => r.rsp = v,
-        8 => r.rip = v,
-        9 => r.eflags = v,
-        16 => r.r8 = v,
-        17 => r.r9 = v,
-        18 => r.r10 = v,
-        19 => r.r11 = v,
-        20 => r.r12 = v,
-        21 => r.r13 = v,
-        22 => r.r14 = v,
-        23 => r.r15 = v,
-        _ => {}
+    if let Some(g) = Gpr::from_perf(perf) {
+        *r.get_mut(g) = v;
     }
 }
 

@@ -4,10 +4,10 @@
 //! and its shared libraries (plpgsql.so, libc).  Nothing is read from the
 //! process itself, so a sample can be unwound long after it was taken.
 
+use crate::arch::regs::FrameRegs;
 use crate::debuginfo::unwind::{FileKey, Module};
 use crate::inferior::Registers;
 use crate::inferior::procfs;
-use crate::inferior::regs::FrameRegs;
 
 /// The files mapped into the process, refreshed when a pc falls in none
 /// (a library loaded since), at most once a second.

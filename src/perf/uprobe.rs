@@ -13,6 +13,7 @@
 use super::pmu::PMU;
 pub use super::pmu::pmu_type;
 use super::{Attr, Event, open_error, set_reg};
+use crate::arch::regs::Gpr;
 use crate::inferior::Registers;
 use anyhow::{Result, anyhow};
 use std::os::fd::AsRawFd;
@@ -63,14 +64,9 @@ pub struct Hit {
 /// rdx rcx rbx rsi rdi rbp rsp r8-r15; perf ax bx cx dx si di bp sp ip
 /// flags, segment registers, r8-r15).
 pub fn perf_reg(dwarf: u16) -> u32 {
-    match dwarf {
-        0 => 0,
-        1 => 3,
-        2 => 2,
-        3 => 1,
-        n @ 4..=7 => n as u32,
-        n => 16 + (n as u32 - 8),
-    }
+    Gpr::from_dwarf(dwarf)
+        .map(|g| g.info().perf)
+        .unwrap_or(16 + (dwarf as u32).saturating_sub(8))
 }
 
 /// The stack pointer's bit in a sample's register mask.

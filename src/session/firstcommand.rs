@@ -9,6 +9,7 @@
 //! releases itself and each hit passes through our SIGTRAP handler until
 //! `pgdbg rescue` (docs/safety.md).
 
+use crate::arch::debugregs;
 use crate::debuginfo::DebugInfo;
 use crate::inferior::{Stop, Target};
 use anyhow::{Result, anyhow};
@@ -40,8 +41,8 @@ pub fn run_to_first_command(
     }
     let _deadline = crate::runtime::Deadline::arm(bound);
     t.set_debugreg(0, addr)?;
-    // DR7: slot 0 enabled (local), execute, length 1
-    t.set_debugreg(7, 1)?;
+    let dr7 = debugregs::dr7_with(0, 0, debugregs::Kind::Execute, 1).map_err(|e| anyhow!(e))?;
+    t.set_debugreg(debugregs::DR7, dr7)?;
     let r = loop {
         if t.is_gone() {
             break Err(anyhow!("backend {pid} ended before its first command"));
@@ -64,7 +65,7 @@ pub fn run_to_first_command(
         }
     };
     if !t.is_gone() {
-        t.set_debugreg(7, 0)?;
+        t.set_debugreg(debugregs::DR7, 0)?;
         t.set_debugreg(0, 0)?;
     }
     r

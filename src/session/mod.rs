@@ -18,6 +18,7 @@
 //! | `backend.rs` | `Session` as the `postgres::Backend` the PostgreSQL layer and its commands (`crate::postgres::commands`) use |
 //! | `sibling.rs` | a second process of the same server (a parallel worker) attached for a while from a session |
 
+use crate::arch::regs::FrameRegs;
 use crate::breakpoints::{BpLocation, Breakpoints};
 use crate::capture::{Capture, Event};
 use crate::command::Command;
@@ -28,7 +29,6 @@ use crate::debuginfo::{DebugInfo, SourceFrame, VarInfo};
 use crate::expr::eval::{EvalEnv, ValLoc, Value, eval, scalar};
 use crate::expr::format::{Radix, format_value, to_json};
 use crate::expr::parse;
-use crate::inferior::regs::FrameRegs;
 use crate::inferior::{Stop, Target, procfs};
 use crate::postgres;
 use crate::runtime;

@@ -1,4 +1,7 @@
-//! General-purpose registers of an x86-64 target and their DWARF numbers.
+//! General-purpose registers of an x86-64 target, and the one table of
+//! their names and numbers: DWARF's (System V psABI), perf's (the kernel's
+//! `perf_regs.h`) and the instruction encoding's.  Every mapping between
+//! them is read from [`GPRS`].
 
 /// x86-64 general registers, in a layout independent of libc.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -41,6 +44,113 @@ pub const NAMES: &[&str] = &[
     "rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11", "r12", "r13",
     "r14", "r15", "rip", "pc", "sp", "fp", "eflags",
 ];
+
+/// A general-purpose register (with `rip` and `eflags`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gpr {
+    Rax,
+    Rbx,
+    Rcx,
+    Rdx,
+    Rsi,
+    Rdi,
+    Rbp,
+    Rsp,
+    R8,
+    R9,
+    R10,
+    R11,
+    R12,
+    R13,
+    R14,
+    R15,
+    Rip,
+    Eflags,
+}
+
+/// One register's names and numbers.
+#[derive(Debug, Clone, Copy)]
+pub struct GprInfo {
+    pub gpr: Gpr,
+    pub name: &'static str,
+    /// DWARF's number (psABI figure 3.36); `rip` is the return address
+    /// column
+    pub dwarf: Option<u16>,
+    /// perf's number (arch/x86/include/uapi/asm/perf_regs.h)
+    pub perf: u32,
+    /// the number in an instruction's ModRM/REX bits
+    pub encoding: Option<u8>,
+}
+
+const fn info(gpr: Gpr, name: &'static str, dwarf: i32, perf: u32, encoding: i32) -> GprInfo {
+    GprInfo {
+        gpr,
+        name,
+        dwarf: if dwarf < 0 { None } else { Some(dwarf as u16) },
+        perf,
+        encoding: if encoding < 0 {
+            None
+        } else {
+            Some(encoding as u8)
+        },
+    }
+}
+
+/// Every general-purpose register's names and numbers.
+pub const GPRS: [GprInfo; 18] = [
+    info(Gpr::Rax, "rax", 0, 0, 0),
+    info(Gpr::Rbx, "rbx", 3, 1, 3),
+    info(Gpr::Rcx, "rcx", 2, 2, 1),
+    info(Gpr::Rdx, "rdx", 1, 3, 2),
+    info(Gpr::Rsi, "rsi", 4, 4, 6),
+    info(Gpr::Rdi, "rdi", 5, 5, 7),
+    info(Gpr::Rbp, "rbp", 6, 6, 5),
+    info(Gpr::Rsp, "rsp", 7, 7, 4),
+    info(Gpr::R8, "r8", 8, 16, 8),
+    info(Gpr::R9, "r9", 9, 17, 9),
+    info(Gpr::R10, "r10", 10, 18, 10),
+    info(Gpr::R11, "r11", 11, 19, 11),
+    info(Gpr::R12, "r12", 12, 20, 12),
+    info(Gpr::R13, "r13", 13, 21, 13),
+    info(Gpr::R14, "r14", 14, 22, 14),
+    info(Gpr::R15, "r15", 15, 23, 15),
+    info(Gpr::Rip, "rip", 16, 8, -1),
+    info(Gpr::Eflags, "eflags", -1, 9, -1),
+];
+
+impl Gpr {
+    /// The register of DWARF number `n`.
+    pub fn from_dwarf(n: u16) -> Option<Gpr> {
+        GPRS.iter().find(|g| g.dwarf == Some(n)).map(|g| g.gpr)
+    }
+    /// The register of perf's number `n`.
+    pub fn from_perf(n: u32) -> Option<Gpr> {
+        GPRS.iter().find(|g| g.perf == n).map(|g| g.gpr)
+    }
+    /// The register of encoding number `n` (0-15).
+    pub fn from_encoding(n: u8) -> Gpr {
+        GPRS.iter()
+            .find(|g| g.encoding == Some(n & 15))
+            .map(|g| g.gpr)
+            .expect("16 encodings")
+    }
+    /// The register called `name` (`pc`, `sp` and `fp` are gdb's names
+    /// of `rip`, `rsp` and `rbp`).
+    pub fn from_name(name: &str) -> Option<Gpr> {
+        let name = match name {
+            "pc" => "rip",
+            "sp" => "rsp",
+            "fp" => "rbp",
+            n => n,
+        };
+        GPRS.iter().find(|g| g.name == name).map(|g| g.gpr)
+    }
+    pub fn info(self) -> &'static GprInfo {
+        GPRS.iter()
+            .find(|g| g.gpr == self)
+            .expect("every register is listed")
+    }
+}
 
 impl Registers {
     pub fn from_user(r: &libc::user_regs_struct) -> Registers {
@@ -109,50 +219,40 @@ impl Registers {
 
     /// Value of a DWARF-numbered general register.
     pub fn dwarf(&self, n: u16) -> Option<u64> {
-        Some(match n {
-            0 => self.rax,
-            1 => self.rdx,
-            2 => self.rcx,
-            3 => self.rbx,
-            4 => self.rsi,
-            5 => self.rdi,
-            6 => self.rbp,
-            7 => self.rsp,
-            8 => self.r8,
-            9 => self.r9,
-            10 => self.r10,
-            11 => self.r11,
-            12 => self.r12,
-            13 => self.r13,
-            14 => self.r14,
-            15 => self.r15,
-            16 => self.rip,
-            _ => return None,
-        })
+        Gpr::from_dwarf(n).map(|g| self.get(g))
     }
 
     pub fn by_name(&self, name: &str) -> Option<u64> {
-        Some(match name {
-            "rax" => self.rax,
-            "rbx" => self.rbx,
-            "rcx" => self.rcx,
-            "rdx" => self.rdx,
-            "rsi" => self.rsi,
-            "rdi" => self.rdi,
-            "rbp" | "fp" => self.rbp,
-            "rsp" | "sp" => self.rsp,
-            "r8" => self.r8,
-            "r9" => self.r9,
-            "r10" => self.r10,
-            "r11" => self.r11,
-            "r12" => self.r12,
-            "r13" => self.r13,
-            "r14" => self.r14,
-            "r15" => self.r15,
-            "rip" | "pc" => self.rip,
-            "eflags" => self.eflags,
-            _ => return None,
-        })
+        Gpr::from_name(name).map(|g| self.get(g))
+    }
+
+    /// The value of register `g`.
+    pub fn get(&self, g: Gpr) -> u64 {
+        let mut r = *self;
+        *r.get_mut(g)
+    }
+
+    pub fn get_mut(&mut self, g: Gpr) -> &mut u64 {
+        match g {
+            Gpr::Rax => &mut self.rax,
+            Gpr::Rbx => &mut self.rbx,
+            Gpr::Rcx => &mut self.rcx,
+            Gpr::Rdx => &mut self.rdx,
+            Gpr::Rsi => &mut self.rsi,
+            Gpr::Rdi => &mut self.rdi,
+            Gpr::Rbp => &mut self.rbp,
+            Gpr::Rsp => &mut self.rsp,
+            Gpr::R8 => &mut self.r8,
+            Gpr::R9 => &mut self.r9,
+            Gpr::R10 => &mut self.r10,
+            Gpr::R11 => &mut self.r11,
+            Gpr::R12 => &mut self.r12,
+            Gpr::R13 => &mut self.r13,
+            Gpr::R14 => &mut self.r14,
+            Gpr::R15 => &mut self.r15,
+            Gpr::Rip => &mut self.rip,
+            Gpr::Eflags => &mut self.eflags,
+        }
     }
 }
 
@@ -196,24 +296,7 @@ impl Registers {
     }
 
     pub fn gpr_mut(&mut self, n: u8) -> &mut u64 {
-        match n & 15 {
-            0 => &mut self.rax,
-            1 => &mut self.rcx,
-            2 => &mut self.rdx,
-            3 => &mut self.rbx,
-            4 => &mut self.rsp,
-            5 => &mut self.rbp,
-            6 => &mut self.rsi,
-            7 => &mut self.rdi,
-            8 => &mut self.r8,
-            9 => &mut self.r9,
-            10 => &mut self.r10,
-            11 => &mut self.r11,
-            12 => &mut self.r12,
-            13 => &mut self.r13,
-            14 => &mut self.r14,
-            _ => &mut self.r15,
-        }
+        self.get_mut(Gpr::from_encoding(n))
     }
 }
 
@@ -246,6 +329,50 @@ pub fn decode_mov_reg(code: &[u8]) -> Option<(u64, u8, u8)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The table against iced-x86's own register numbering (encoding) and
+    /// the psABI's DWARF order, and each number used once.
+    #[test]
+    fn register_table_is_consistent() {
+        use iced_x86::Register;
+        let iced = [
+            Register::RAX,
+            Register::RCX,
+            Register::RDX,
+            Register::RBX,
+            Register::RSP,
+            Register::RBP,
+            Register::RSI,
+            Register::RDI,
+        ];
+        for (n, r) in iced.iter().enumerate() {
+            let g = Gpr::from_encoding(n as u8);
+            assert_eq!(format!("{r:?}").to_lowercase(), g.info().name);
+        }
+        for n in 8..16u8 {
+            assert_eq!(Gpr::from_encoding(n).info().name, format!("r{n}"));
+        }
+        let dwarf = [
+            "rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11",
+            "r12", "r13", "r14", "r15", "rip",
+        ];
+        for (n, name) in dwarf.iter().enumerate() {
+            assert_eq!(Gpr::from_dwarf(n as u16).unwrap().info().name, *name);
+        }
+        let mut perf: Vec<u32> = GPRS.iter().map(|g| g.perf).collect();
+        perf.sort();
+        perf.dedup();
+        assert_eq!(perf.len(), GPRS.len());
+        assert_eq!(Gpr::from_name("pc"), Some(Gpr::Rip));
+        assert_eq!(Gpr::from_name("fp"), Some(Gpr::Rbp));
+        let mut r = Registers::default();
+        for (k, g) in GPRS.iter().enumerate() {
+            *r.get_mut(g.gpr) = k as u64 + 1;
+        }
+        for (k, g) in GPRS.iter().enumerate() {
+            assert_eq!(r.get(g.gpr), k as u64 + 1, "{}", g.name);
+        }
+    }
 
     #[test]
     fn push_and_nop_decoding() {

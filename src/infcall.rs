@@ -21,6 +21,7 @@
 //!
 //! No PostgreSQL knowledge here: `postgres::call` adds the backend guards.
 
+use crate::arch::abi;
 use crate::inferior::xstate::XState;
 use crate::inferior::{Registers, Stop, Target};
 use crate::runtime;
@@ -169,11 +170,11 @@ impl<'t> CallFrame<'t> {
         for &t in traps {
             f.target.insert_breakpoint(t)?;
         }
-        // red zone (128) + margin; a 4 KiB scratch area; frames below it
-        let base = (saved_regs.rsp - 256) & !0xf;
+        // red zone + as much margin; a 4 KiB scratch area; frames below it
+        let base = (saved_regs.rsp - 2 * abi::RED_ZONE) & !(abi::STACK_ALIGN - 1);
         f.scratch_top = base;
         f.scratch_next = base - 4096;
-        f.stack_top = (base - 4096 - 64) & !0xf;
+        f.stack_top = (base - 4096 - 64) & !(abi::STACK_ALIGN - 1);
         Ok(f)
     }
 
@@ -216,7 +217,7 @@ impl<'t> CallFrame<'t> {
                 }
             })
             .collect();
-        if ints.len() > 6 || dbls.len() > 8 {
+        if ints.len() > abi::INT_ARGS.len() || dbls.len() > abi::FLOAT_ARGS {
             bail!("too many arguments (at most 6 integer/pointer and 8 double)");
         }
         let mut r = self.saved_regs;
@@ -226,11 +227,8 @@ impl<'t> CallFrame<'t> {
         r.rip = func;
         r.orig_rax = u64::MAX;
         r.rax = dbls.len() as u64;
-        let slots = [
-            &mut r.rdi, &mut r.rsi, &mut r.rdx, &mut r.rcx, &mut r.r8, &mut r.r9,
-        ];
-        for (slot, v) in slots.into_iter().zip(ints.iter()) {
-            *slot = *v;
+        for (g, v) in abi::INT_ARGS.iter().zip(ints.iter()) {
+            *r.get_mut(*g) = *v;
         }
         // from here the registers are the call's: the guardian would run
         // it to its return before putting the saved ones back; the

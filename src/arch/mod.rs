@@ -15,6 +15,7 @@ compile_error!(
      the int3 rewind, the call ABI and the machine code it writes are x86-64's (src/arch/)"
 );
 
+pub mod abi;
 pub mod asm;
 pub mod debugregs;
 pub mod regs;

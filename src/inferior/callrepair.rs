@@ -106,11 +106,11 @@ pub(super) fn as_resumed(r: &Registers) -> Registers {
         match -(r.rax as i64) {
             ERESTARTSYS | ERESTARTNOINTR | ERESTARTNOHAND => {
                 r.rax = r.orig_rax;
-                r.rip -= 2;
+                r.rip -= crate::arch::abi::SYSCALL_LEN;
             }
             ERESTART_RESTARTBLOCK => {
                 r.rax = libc::SYS_restart_syscall as u64;
-                r.rip -= 2;
+                r.rip -= crate::arch::abi::SYSCALL_LEN;
             }
             _ => {}
         }

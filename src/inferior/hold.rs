@@ -329,7 +329,7 @@ impl Target {
     /// An error: the SIGCONT handler's copy is not written (the caller
     /// does not resume there).
     pub(super) fn note_resume_at(&mut self, rip: u64, rsp: u64) -> Result<()> {
-        let Some(&orig) = self.inserted.get(&rip.wrapping_sub(1)) else {
+        let Some(&orig) = self.inserted.get(&crate::arch::abi::int3_address(rip)) else {
             return Ok(());
         };
         let harmless = matches!(

@@ -265,7 +265,7 @@ impl Target {
     /// The address of our int3 just behind `rip`, if the instruction that
     /// last ran (or was about to report) is one of them.
     pub(super) fn int3_behind_rip(&self) -> Result<Option<u64>> {
-        let addr = self.regs()?.rip.wrapping_sub(1);
+        let addr = crate::arch::abi::int3_address(self.regs()?.rip);
         Ok(self.inserted.contains_key(&addr).then_some(addr))
     }
 

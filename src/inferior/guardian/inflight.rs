@@ -469,7 +469,9 @@ fn run_to_return(t: &mut Target, c: &Call, flush: (u64, u64)) -> Result<String> 
     // an int3 of the call where it stands (a trap it stopped at): the
     // original instruction runs first
     let rip = started;
-    if (t.breakpoint_inserted(rip) || t.breakpoint_inserted(rip.wrapping_sub(1))) && rip != c.ret {
+    if (t.breakpoint_inserted(rip) || t.breakpoint_inserted(crate::arch::abi::int3_address(rip)))
+        && rip != c.ret
+    {
         // stopped at one of the call's traps (an error raised inside it),
         // rewound or not
         return abandon_at_error_trap(t, c, flush);

@@ -366,7 +366,7 @@ fn rewind_if_trapped(t: &mut Target, resumed: (u64, u64)) -> Result<()> {
         return Ok(());
     }
     let r = t.regs()?;
-    let bp = r.rip.wrapping_sub(1);
+    let bp = crate::arch::abi::int3_address(r.rip);
     if t.inserted.contains_key(&bp)
         && t.byte_in_target(bp) == Some(crate::inferior::INT3)
         && (r.rip, r.rsp) != resumed

@@ -162,7 +162,9 @@ impl Target {
         // be removed already, its SIGTRAP still pending) and the addresses
         // armed now into the other half, zeros after them, then the switch
         let stop_at = if self.stopped {
-            self.regs().ok().map(|r| r.rip.wrapping_sub(1))
+            self.regs()
+                .ok()
+                .map(|r| crate::arch::abi::int3_address(r.rip))
         } else {
             None
         };

@@ -3,6 +3,9 @@
 //! Layers, bottom up (ARCHITECTURE.md follows one command through them):
 //! - `runtime`: pgdbg's own signals, deadlines, poll ticker and output
 //!   queue; imports nothing of pgdbg's;
+//! - `arch`: x86-64 (the assembler for code written into a backend,
+//!   register numbering, debug registers, the ABI); imports nothing of
+//!   pgdbg's;
 //! - `inferior`: the traced process (ptrace, wait loop, registers, memory,
 //!   code written into it, the guardian); no DWARF, no PostgreSQL;
 //! - `debuginfo`: ELF, DWARF index, types, locations, lines, CFI unwinding,

@@ -3,9 +3,11 @@
 //! Everything that depends on the instruction set lives here or is
 //! reached from here: the assembler that makes the machine code pgdbg
 //! writes into a backend (`asm.rs`: iced-x86's, with named labels, and a
-//! comparison of two programs instruction by instruction).  Another
-//! architecture is a new room beside this one; until then pgdbg does not
-//! build for it.  This room imports nothing of pgdbg's.
+//! comparison of two programs instruction by instruction), the small
+//! fixed pieces of it (`fragments.rs`: a detour's `jmp rel32`, the
+//! injected `syscall; int3`) and the byte of a breakpoint (`INT3`).
+//! Another architecture is a new room beside this one; until then pgdbg
+//! does not build for it.  This room imports nothing of pgdbg's.
 
 #[cfg(not(target_arch = "x86_64"))]
 compile_error!(
@@ -14,3 +16,21 @@ compile_error!(
 );
 
 pub mod asm;
+pub mod fragments;
+
+/// The `int3` instruction's one byte: what a breakpoint writes.
+pub const INT3: u8 = 0xcc;
+
+#[cfg(test)]
+mod tests {
+    use iced_x86::{Decoder, DecoderOptions, Mnemonic};
+
+    #[test]
+    fn int3_is_the_one_byte_int3() {
+        let i = Decoder::with_ip(64, &[super::INT3], 0, DecoderOptions::NONE).decode();
+        assert_eq!((i.mnemonic(), i.len()), (Mnemonic::Int3, 1));
+        let mut a = super::asm::Asm::new();
+        a.int3().unwrap();
+        assert_eq!(a.assemble(0).unwrap().bytes, [super::INT3]);
+    }
+}

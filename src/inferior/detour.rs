@@ -23,6 +23,7 @@
 //!   code would return there); otherwise they stay mapped, harmlessly.
 
 use super::{Target, procfs, sigframe};
+use crate::arch::fragments::{self, SYSCALL_INT3_LEN};
 use anyhow::{Context, Result, anyhow, bail};
 use iced_x86::{Decoder, DecoderOptions, FlowControl, Mnemonic};
 use nix::sys::ptrace;
@@ -151,7 +152,7 @@ fn blocked_mask(pid: i32) -> Result<u64> {
 }
 
 /// Length of `jmp rel32`.
-pub const JMP_LEN: usize = 5;
+pub const JMP_LEN: usize = fragments::JMP_REL32_LEN;
 const PAGE: u64 = 4096;
 /// How far a `rel32` reaches, with a margin.
 const REACH: u64 = (1 << 31) - (1 << 24);
@@ -247,15 +248,12 @@ pub fn int3_in_displaced(site: u64, code: &[u8]) -> Option<usize> {
     None
 }
 
-/// `jmp rel32` from `from` to `to`.
-pub fn jmp(from: u64, to: u64) -> Result<[u8; 5]> {
-    let rel = to.wrapping_sub(from + 5) as i64;
-    let rel: i32 = rel
-        .try_into()
-        .map_err(|_| anyhow!("{to:#x} is out of jump range of {from:#x}"))?;
-    let mut b = [0xe9, 0, 0, 0, 0];
-    b[1..].copy_from_slice(&rel.to_le_bytes());
-    Ok(b)
+// `inject_held` borrows the first bytes of those `inject_syscall` saved
+const _: () = assert!(SYSCALL_INT3_LEN <= sigframe::TRAILER.len());
+
+/// `jmp rel32` from `from` to `to` (refused out of reach).
+pub fn jmp(from: u64, to: u64) -> Result<[u8; JMP_LEN]> {
+    fragments::jmp_rel32(from, to)
 }
 
 /// Free address ranges of `len` bytes within jump reach of `near`, nearest
@@ -337,8 +335,8 @@ impl Target {
                 super::log::debug(&format!(
                     "system call {nr} injected in the group stop, without a signal frame: {why:#}"
                 ));
-                let mut code = [0u8; 3];
-                code.copy_from_slice(&saved_code[..3]);
+                let mut code = [0u8; SYSCALL_INT3_LEN];
+                code.copy_from_slice(&saved_code[..SYSCALL_INT3_LEN]);
                 self.inject_held(nr, args, at, code, n)
             }
         }
@@ -634,13 +632,14 @@ impl Target {
         nr: i64,
         args: [u64; 6],
         at: u64,
-        saved_code: [u8; 3],
+        saved_code: [u8; SYSCALL_INT3_LEN],
         n: Nth,
     ) -> Result<i64> {
+        let code = fragments::syscall_int3()?;
         self.hold_for_change()?;
         let saved = self.regs()?;
         self.note_syscall_in_flight(&saved, at, &saved_code, false)?;
-        self.write(at, &[0x0f, 0x05, 0xcc])?; // syscall; int3
+        self.write(at, &code)?; // syscall; int3
         let mut r = saved;
         r.rax = nr as u64;
         r.rdi = args[0];
@@ -653,7 +652,8 @@ impl Target {
         r.orig_rax = u64::MAX; // no syscall restart at the new rip
         let res = self.set_regs(&r).and_then(|_| {
             n.pause("syscall-injected");
-            self.run_until_trap_at(at + 3)
+            // (the int3 is the last byte: rip stops past it)
+            self.run_until_trap_at(at + SYSCALL_INT3_LEN as u64)
         });
         let w = if self.gone {
             Ok(())
@@ -1134,6 +1134,60 @@ mod tests {
         let mut call = vec![0xe8, 0, 0, 0, 0];
         call.resize(32, 0x90);
         assert!(displaced_len(0x1000, &call, &[]).is_err());
+    }
+
+    /// The `jmp rel32` as it was made by hand (before issue 30).
+    fn legacy_jmp(from: u64, to: u64) -> Result<[u8; 5]> {
+        let rel = to.wrapping_sub(from + 5) as i64;
+        let rel: i32 = rel
+            .try_into()
+            .map_err(|_| anyhow!("{to:#x} is out of jump range of {from:#x}"))?;
+        let mut b = [0xe9, 0, 0, 0, 0];
+        b[1..].copy_from_slice(&rel.to_le_bytes());
+        Ok(b)
+    }
+
+    /// The assembled jump: the same bytes, refused where the hand-made
+    /// one was, with the same words.
+    #[test]
+    fn assembled_jmp_is_the_hand_made_one() {
+        let froms = [
+            0x1000u64,
+            0x40_0000,
+            0x5555_5555_4000,
+            0x7f00_0000_0000,
+            0x7fff_ffff_f000,
+        ];
+        let mut n = 0;
+        for from in froms {
+            let end = from + 5;
+            let mut tos = vec![
+                from,
+                end,
+                from + 1,
+                from + 4,
+                end + 127,
+                end + 128,
+                0,
+                u64::MAX,
+            ];
+            for d in [i32::MAX as u64, 1 << 31, 1 << 24, 0x1234_5678, 1 << 32] {
+                for k in [0u64, 1] {
+                    tos.push(end.wrapping_add(d).wrapping_add(k));
+                    tos.push(end.wrapping_sub(d).wrapping_sub(k));
+                }
+            }
+            for to in tos {
+                let (old, new) = (legacy_jmp(from, to), jmp(from, to));
+                match (&old, &new) {
+                    (Ok(a), Ok(b)) => assert_eq!(a, b, "{from:#x} -> {to:#x}"),
+                    (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
+                    _ => panic!("{from:#x} -> {to:#x}: {old:?} against {new:?}"),
+                }
+                n += 1;
+            }
+        }
+        assert!(n > 100);
     }
 
     #[test]

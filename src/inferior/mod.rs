@@ -55,7 +55,7 @@ pub use gone::{Gone, gone};
 pub use memory::read_untraced;
 pub use regs::Registers;
 
-const INT3: u8 = 0xcc;
+use crate::arch::INT3;
 use signals::{SI_KERNEL, TRAP_BRKPT, TRAP_HWBKPT, TRAP_TRACE};
 
 /// Why the target stopped.

@@ -531,9 +531,6 @@ impl Recorder {
 }
 
 #[cfg(test)]
-mod legacy;
-
-#[cfg(test)]
 mod tests {
     use super::*;
     use iced_x86::{Decoder, DecoderOptions, Formatter, NasmFormatter};

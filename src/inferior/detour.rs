@@ -23,6 +23,7 @@
 //!   code would return there); otherwise they stay mapped, harmlessly.
 
 use super::{Target, procfs, sigframe};
+use crate::arch::fragments::{self, SYSCALL_INT3_LEN};
 use anyhow::{Context, Result, anyhow, bail};
 use iced_x86::{Decoder, DecoderOptions, FlowControl, Mnemonic};
 use nix::sys::ptrace;
@@ -151,7 +152,7 @@ fn blocked_mask(pid: i32) -> Result<u64> {
 }
 
 /// Length of `jmp rel32`.
-pub const JMP_LEN: usize = 5;
+pub const JMP_LEN: usize = fragments::JMP_REL32_LEN;
 const PAGE: u64 = 4096;
 /// How far a `rel32` reaches, with a margin.
 const REACH: u64 = (1 << 31) - (1 << 24);
@@ -247,15 +248,12 @@ pub fn int3_in_displaced(site: u64, code: &[u8]) -> Option<usize> {
     None
 }
 
-/// `jmp rel32` from `from` to `to`.
-pub fn jmp(from: u64, to: u64) -> Result<[u8; 5]> {
-    let rel = to.wrapping_sub(from + 5) as i64;
-    let rel: i32 = rel
-        .try_into()
-        .map_err(|_| anyhow!("{to:#x} is out of jump range of {from:#x}"))?;
-    let mut b = [0xe9, 0, 0, 0, 0];
-    b[1..].copy_from_slice(&rel.to_le_bytes());
-    Ok(b)
+// `inject_held` borrows the first bytes of those `inject_syscall` saved
+const _: () = assert!(SYSCALL_INT3_LEN <= sigframe::TRAILER.len());
+
+/// `jmp rel32` from `from` to `to` (refused out of reach).
+pub fn jmp(from: u64, to: u64) -> Result<[u8; JMP_LEN]> {
+    fragments::jmp_rel32(from, to)
 }
 
 /// Free address ranges of `len` bytes within jump reach of `near`, nearest
@@ -337,8 +335,8 @@ impl Target {
                 super::log::debug(&format!(
                     "system call {nr} injected in the group stop, without a signal frame: {why:#}"
                 ));
-                let mut code = [0u8; 3];
-                code.copy_from_slice(&saved_code[..3]);
+                let mut code = [0u8; SYSCALL_INT3_LEN];
+                code.copy_from_slice(&saved_code[..SYSCALL_INT3_LEN]);
                 self.inject_held(nr, args, at, code, n)
             }
         }
@@ -634,13 +632,14 @@ impl Target {
         nr: i64,
         args: [u64; 6],
         at: u64,
-        saved_code: [u8; 3],
+        saved_code: [u8; SYSCALL_INT3_LEN],
         n: Nth,
     ) -> Result<i64> {
+        let code = fragments::syscall_int3()?;
         self.hold_for_change()?;
         let saved = self.regs()?;
         self.note_syscall_in_flight(&saved, at, &saved_code, false)?;
-        self.write(at, &[0x0f, 0x05, 0xcc])?; // syscall; int3
+        self.write(at, &code)?; // syscall; int3
         let mut r = saved;
         r.rax = nr as u64;
         r.rdi = args[0];
@@ -653,7 +652,8 @@ impl Target {
         r.orig_rax = u64::MAX; // no syscall restart at the new rip
         let res = self.set_regs(&r).and_then(|_| {
             n.pause("syscall-injected");
-            self.run_until_trap_at(at + 3)
+            // (the int3 is the last byte: rip stops past it)
+            self.run_until_trap_at(at + SYSCALL_INT3_LEN as u64)
         });
         let w = if self.gone {
             Ok(())

@@ -55,7 +55,7 @@ pub use foreign::{ForeignInt3, foreign};
 pub use gone::{Gone, gone};
 pub use memory::read_untraced;
 
-use crate::arch::abi::INT3;
+use crate::arch::INT3;
 use signals::{SI_KERNEL, TRAP_BRKPT, TRAP_HWBKPT, TRAP_TRACE};
 
 /// Why the target stopped.

@@ -20,6 +20,7 @@
 use super::Target;
 use super::detour::{JMP_LEN, displaced_len, int3_in_displaced};
 use super::jumpover::TakenOver;
+use crate::arch::asm::*;
 use anyhow::{Result, bail};
 
 /// Slots in the ring (a power of two): 50 ms of calls at 300 000 per
@@ -104,67 +105,74 @@ fn rdtsc() -> u64 {
     unsafe { core::arch::x86_64::_rdtsc() }
 }
 
-/// The machine code of the recorder (before the displaced instructions).
-fn emit(data: u64, slot: u64, spec: &RecordSpec) -> Vec<u8> {
-    let mut c: Vec<u8> = Vec::with_capacity(256);
-    let d32 = |c: &mut Vec<u8>, v: u64| c.extend_from_slice(&(v as u32).to_le_bytes());
-    c.extend_from_slice(&[0x50, 0x51, 0x52]); // push rax; push rcx; push rdx
-    c.extend_from_slice(&[0x48, 0xba]); // movabs rdx, data
-    c.extend_from_slice(&data.to_le_bytes());
-    c.extend_from_slice(&[0x48, 0x8b, 0x02]); // mov rax, [rdx]        head
-    c.extend_from_slice(&[0x48, 0x89, 0xc1]); // mov rcx, rax
-    c.extend_from_slice(&[0x48, 0x2b, 0x4a, 0x08]); // sub rcx, [rdx+8]  - tail
-    c.extend_from_slice(&[0x48, 0x81, 0xf9]); // cmp rcx, CAPACITY
-    d32(&mut c, CAPACITY);
-    c.extend_from_slice(&[0x0f, 0x83]); // jae full
-    let jae_at = c.len();
-    d32(&mut c, 0);
-    c.extend_from_slice(&[0x48, 0x89, 0xc1]); // mov rcx, rax
-    c.extend_from_slice(&[0x48, 0x81, 0xe1]); // and rcx, CAPACITY-1
-    d32(&mut c, CAPACITY - 1);
-    c.extend_from_slice(&[0x48, 0x69, 0xc9]); // imul rcx, rcx, slot
-    d32(&mut c, slot);
-    c.extend_from_slice(&[0x48, 0x8d, 0x4c, 0x0a, HEADER as u8]); // lea rcx, [rdx+rcx+HEADER]
-    c.extend_from_slice(&[0x48, 0x89, 0x01]); // mov [rcx], rax        seq
-    c.extend_from_slice(&[0x0f, 0x31]); // rdtsc
-    c.extend_from_slice(&[0x48, 0xc1, 0xe2, 0x20]); // shl rdx, 32
-    c.extend_from_slice(&[0x48, 0x09, 0xd0]); // or rax, rdx
-    c.extend_from_slice(&[0x48, 0x89, 0x41, 0x08]); // mov [rcx+8], rax   tsc
-    c.extend_from_slice(&[0x48, 0x89, 0x79, 0x10]); // mov [rcx+16], rdi
-    c.extend_from_slice(&[0x48, 0x89, 0x71, 0x18]); // mov [rcx+24], rsi
+/// The machine code of the recorder (before the displaced instructions,
+/// into which it falls through at its end).  No branch leaves it and
+/// nothing in it is relative to rip: the same bytes run at any address.
+fn emit(data: u64, slot: u64, spec: &RecordSpec) -> Result<Vec<u8>, IcedError> {
+    let mut a = Asm::new();
+    a.push(rax)?;
+    a.push(rcx)?;
+    a.push(rdx)?;
+    // the ring's address in full (movabs: `remove_orphan` reads it there)
+    a.mov(rdx, data)?;
+    a.mov(rax, qword_ptr(rdx))?; // head
+    a.mov(rcx, rax)?;
+    a.sub(rcx, qword_ptr(rdx + 8))?; // - tail
+    a.cmp(rcx, CAPACITY as i32)?;
+    let full = a.label("full");
+    a.jae(full)?;
+    a.mov(rcx, rax)?;
+    a.and(rcx, (CAPACITY - 1) as i32)?;
+    a.imul_3(rcx, rcx, slot as i32)?;
+    a.lea(rcx, qword_ptr(rdx + rcx + HEADER))?; // the slot
+    a.mov(qword_ptr(rcx), rax)?; // seq
+    a.rdtsc()?;
+    a.shl(rdx, 32)?;
+    a.or(rax, rdx)?;
+    a.mov(qword_ptr(rcx + 8), rax)?; // tsc
+    a.mov(qword_ptr(rcx + 16), rdi)?;
+    a.mov(qword_ptr(rcx + 24), rsi)?;
     if let Some(g) = spec.global32 {
-        c.extend_from_slice(&[0x48, 0xb8]); // movabs rax, g
-        c.extend_from_slice(&g.to_le_bytes());
-        c.extend_from_slice(&[0x8b, 0x00]); // mov eax, [rax]
-        c.extend_from_slice(&[0x89, 0x41, 0x20]); // mov [rcx+32], eax
+        a.mov(rax, g)?;
+        a.mov(eax, dword_ptr(rax))?;
+        a.mov(dword_ptr(rcx + 32), eax)?;
     }
     for (i, &(off, size)) in spec.fields.iter().enumerate() {
         let dst = SLOT_FIXED + 8 * i as u64;
         // load into (r/e)ax from [rdi+off], store to [rcx+dst]
-        let (load, store): (&[u8], &[u8]) = match size {
-            8 => (&[0x48, 0x8b, 0x87], &[0x48, 0x89, 0x81]),
-            4 => (&[0x8b, 0x87], &[0x89, 0x81]),
-            2 => (&[0x0f, 0xb7, 0x87], &[0x66, 0x89, 0x81]),
-            _ => (&[0x0f, 0xb6, 0x87], &[0x88, 0x81]),
-        };
-        c.extend_from_slice(load);
-        d32(&mut c, off);
-        c.extend_from_slice(store);
-        d32(&mut c, dst);
+        match size {
+            8 => {
+                a.mov(rax, qword_ptr(rdi + off))?;
+                a.mov(qword_ptr(rcx + dst), rax)?;
+            }
+            4 => {
+                a.mov(eax, dword_ptr(rdi + off))?;
+                a.mov(dword_ptr(rcx + dst), eax)?;
+            }
+            2 => {
+                a.movzx(eax, word_ptr(rdi + off))?;
+                a.mov(word_ptr(rcx + dst), ax)?;
+            }
+            _ => {
+                a.movzx(eax, byte_ptr(rdi + off))?;
+                a.mov(byte_ptr(rcx + dst), al)?;
+            }
+        }
     }
     if let Some(t) = &spec.text {
-        emit_text(&mut c, t, text_at(spec));
+        emit_text(&mut a, t, text_at(spec))?;
     }
-    c.extend_from_slice(&[0x48, 0xba]); // movabs rdx, data
-    c.extend_from_slice(&data.to_le_bytes());
-    c.extend_from_slice(&[0x48, 0xff, 0x02]); // inc qword [rdx]       head++
-    c.extend_from_slice(&[0xeb, 0x04]); // jmp done
-    let full = c.len();
-    c.extend_from_slice(&[0x48, 0xff, 0x42, 0x10]); // full: inc qword [rdx+16]
-    c.extend_from_slice(&[0x5a, 0x59, 0x58]); // done: pop rdx; pop rcx; pop rax
-    let rel = (full - (jae_at + 4)) as u32;
-    c[jae_at..jae_at + 4].copy_from_slice(&rel.to_le_bytes());
-    c
+    a.mov(rdx, data)?;
+    a.inc(qword_ptr(rdx))?; // head++
+    let done = a.label("done");
+    a.jmp(done)?;
+    a.set("full")?;
+    a.inc(qword_ptr(rdx + 16))?; // dropped++
+    a.set("done")?;
+    a.pop(rdx)?;
+    a.pop(rcx)?;
+    a.pop(rax)?;
+    Ok(a.assemble(0)?.bytes)
 }
 
 /// What a slot's copy of the string holds: nothing when the guard field
@@ -202,54 +210,43 @@ fn slot_size(spec: &RecordSpec) -> u64 {
 /// The copy of the string's first bytes into the slot (rcx) at `dst`:
 /// byte by byte up to its NUL (copied too) or `max` bytes, so that nothing
 /// past the string's end is read.  Uses rax, rdx (free here) and rsi
-/// (saved); flags are dead at a function's entry.
-fn emit_text(c: &mut Vec<u8>, t: &TextSpec, dst: u64) {
-    // `cmp esi, imm8` sign-extends: past 127 the bound would not hold
+/// (saved); flags are dead at a function's entry.  Its skips go to label
+/// `text_end`, set here for the next instruction.
+fn emit_text(a: &mut Asm, t: &TextSpec, dst: u64) -> Result<(), IcedError> {
+    // the slot's layout (`slot_size`), checked by `install`
     assert!(matches!(t.max, 8..=120), "recorder text of {} bytes", t.max);
-    let d32 = |c: &mut Vec<u8>, v: u64| c.extend_from_slice(&(v as u32).to_le_bytes());
-    let mut skips = Vec::new(); // rel8 jumps to the end
+    let end = a.label("text_end");
     if let Some((off, value)) = t.guard {
-        c.extend_from_slice(&[0x81, 0xbf]); // cmp dword [rdi+off], value
-        d32(c, off);
-        c.extend_from_slice(&value.to_le_bytes());
-        c.extend_from_slice(&[0x75, 0]); // jne end
-        skips.push(c.len() - 1);
+        a.cmp(dword_ptr(rdi + off), value)?;
+        a.jne(end)?;
     }
     for &(off, size) in &t.unless {
-        c.extend_from_slice(match size {
-            8 => &[0x48, 0x83, 0xbf], // cmp qword [rdi+off], 0
-            4 => &[0x83, 0xbf],       // cmp dword [rdi+off], 0
-            _ => &[0x80, 0xbf],       // cmp byte [rdi+off], 0
-        });
-        d32(c, off);
-        c.push(0);
-        c.extend_from_slice(&[0x75, 0]); // jne end
-        skips.push(c.len() - 1);
+        match size {
+            8 => a.cmp(qword_ptr(rdi + off), 0)?,
+            4 => a.cmp(dword_ptr(rdi + off), 0)?,
+            _ => a.cmp(byte_ptr(rdi + off), 0)?,
+        }
+        a.jne(end)?;
     }
-    c.extend_from_slice(&[0x48, 0x8b, 0x97]); // mov rdx, [rdi+pointer]
-    d32(c, t.pointer);
-    c.extend_from_slice(&[0x48, 0x85, 0xd2]); // test rdx, rdx
-    c.extend_from_slice(&[0x74, 0]); // jz end
-    skips.push(c.len() - 1);
-    c.extend_from_slice(&[0x56]); // push rsi
-    c.extend_from_slice(&[0x31, 0xf6]); // xor esi, esi
-    let top = c.len();
-    c.extend_from_slice(&[0x0f, 0xb6, 0x04, 0x32]); // movzx eax, byte [rdx+rsi]
-    c.extend_from_slice(&[0x88, 0x84, 0x31]); // mov [rcx+rsi+dst], al
-    d32(c, dst);
-    c.extend_from_slice(&[0xff, 0xc6]); // inc esi
-    c.extend_from_slice(&[0x84, 0xc0]); // test al, al
-    c.extend_from_slice(&[0x74, 0x05]); // jz out (past cmp, jb)
-    c.extend_from_slice(&[0x83, 0xfe, t.max as u8]); // cmp esi, max
-    let back = top as i64 - (c.len() as i64 + 2);
-    c.extend_from_slice(&[0x72, back as i8 as u8]); // jb top
-    c.extend_from_slice(&[0x5e]); // out: pop rsi
-    let end = c.len();
-    for at in skips {
-        let d = end - (at + 1);
-        assert!(d <= 127, "recorder text: a skip of {d} bytes");
-        c[at] = d as u8;
-    }
+    a.mov(rdx, qword_ptr(rdi + t.pointer))?;
+    a.test(rdx, rdx)?;
+    a.jz(end)?;
+    a.push(rsi)?;
+    a.xor(esi, esi)?;
+    a.set("text_top")?;
+    a.movzx(eax, byte_ptr(rdx + rsi))?;
+    a.mov(byte_ptr(rcx + rsi + dst), al)?;
+    a.inc(esi)?;
+    a.test(al, al)?;
+    let out = a.label("text_out");
+    a.jz(out)?; // the NUL copied
+    a.cmp(esi, t.max as i32)?;
+    let top = a.label("text_top");
+    a.jb(top)?;
+    a.set("text_out")?;
+    a.pop(rsi)?;
+    a.set("text_end")?;
+    Ok(())
 }
 
 impl Recorder {
@@ -302,7 +299,13 @@ impl Recorder {
         let data_len = (HEADER + CAPACITY * slot).div_ceil(PAGE) * PAGE;
         let data = t.map_pages(None, data_len, libc::PROT_READ | libc::PROT_WRITE)?;
         let page = PAGE;
-        let body = emit(data, slot, &spec);
+        let body = match emit(data, slot, &spec) {
+            Ok(b) => b,
+            Err(e) => {
+                let _ = t.unmap_pages(data, data_len);
+                bail!("internal: the recorder's code: {e}");
+            }
+        };
         // the code: the body, the displaced instructions, the jump back;
         // placed so that the jump to it traps wherever it is entered
         // other than at its start (`jumpover.rs`)
@@ -541,7 +544,7 @@ mod tests {
             struct_size: 0x100,
             text: None,
         };
-        let code = emit(0x7f00_0000_0000, 128, &spec);
+        let code = emit(0x7f00_0000_0000, 128, &spec).unwrap();
         let mut dec = Decoder::with_ip(64, &code, 0x1000, DecoderOptions::NONE);
         let mut f = NasmFormatter::new();
         let mut text = Vec::new();
@@ -560,7 +563,7 @@ mod tests {
             "mov rcx,rax",
             "sub rcx,[rdx+8]",
             "cmp rcx,4000h",
-            "jae near 0000000000001",
+            "jae short 0000000000001", // the assembler's shortest form
             "mov rcx,rax",
             "and rcx,3FFFh",
             "imul rcx,80h", // nasm's short form of imul rcx,rcx,80h
@@ -608,6 +611,61 @@ mod tests {
         assert_eq!(ends[33].1, ip_of(35));
     }
 
+    /// What `remove_orphan` reads of the code, and where it ends: it
+    /// starts with `push rax; push rcx; push rdx; movabs rdx, data`, its
+    /// first `cmp` and `imul` give the ring's capacity and slot size, it
+    /// has no `jmp rel32`, and it falls through at its end (into the
+    /// displaced instructions) with no branch leaving it.
+    #[test]
+    fn recorder_code_as_remove_orphan_reads_it() {
+        let text = TextSpec {
+            pointer: 0x40,
+            guard: Some((0, 0xbaad_f00d)),
+            unless: vec![(0x48, 1), (0x50, 8), (0x58, 4), (0x1000, 8)],
+            max: 120,
+        };
+        let many: Vec<(u64, u64)> = (0..16).map(|k| (0x1000 + 8 * k, 8)).collect();
+        for (fields, text) in [
+            (vec![], None),
+            (vec![(0, 4)], Some(text.clone())),
+            (many, Some(text)),
+        ] {
+            let spec = RecordSpec {
+                global32: Some(0x60_1000),
+                fields,
+                struct_size: 0x2000,
+                text,
+            };
+            for slot in [slot_size(&spec), 128, 4096] {
+                let data = 0x7f12_3456_0000;
+                let code = emit(data, slot, &spec).unwrap();
+                assert_eq!(&code[..5], &[0x50, 0x51, 0x52, 0x48, 0xba]);
+                assert_eq!(code[5..13], data.to_le_bytes());
+                let list: Vec<_> = Decoder::with_ip(64, &code, 0x1000, DecoderOptions::NONE)
+                    .into_iter()
+                    .collect();
+                let first = |m: iced_x86::Mnemonic| {
+                    let i = list.iter().find(|i| i.mnemonic() == m).expect("there");
+                    i.immediate32() as u64
+                };
+                assert_eq!(first(iced_x86::Mnemonic::Cmp), CAPACITY);
+                assert_eq!(first(iced_x86::Mnemonic::Imul), slot);
+                let end = 0x1000 + code.len() as u64;
+                for i in &list {
+                    assert!(!i.is_invalid());
+                    assert!(!(i.mnemonic() == iced_x86::Mnemonic::Jmp && i.len() == 5));
+                    let t = i.near_branch_target();
+                    assert!(t == 0 || (0x1000..end).contains(&t), "{i}");
+                }
+                let last: Vec<String> = list[list.len() - 3..]
+                    .iter()
+                    .map(|i| format!("{i}"))
+                    .collect();
+                assert_eq!(last, ["pop rdx", "pop rcx", "pop rax"]);
+            }
+        }
+    }
+
     /// The copy of a string's start: guarded by the magic field, nothing
     /// when the pointer is NULL, byte by byte up to the NUL (copied) or
     /// `max` bytes; the loop's and the skips' jumps land where they should.
@@ -619,8 +677,11 @@ mod tests {
             unless: vec![(0x48, 1), (0x50, 8)],
             max: 80,
         };
-        let mut code = Vec::new();
-        emit_text(&mut code, &t, 0x68);
+        let mut a = Asm::new();
+        emit_text(&mut a, &t, 0x68).unwrap();
+        // a zero-sized instruction for the label the skips go to
+        a.zero_bytes().unwrap();
+        let code = a.assemble(0x1000).unwrap().bytes;
         let text: Vec<(String, u64, u64)> = {
             let mut f = NasmFormatter::new();
             Decoder::with_ip(64, &code, 0x1000, DecoderOptions::NONE)

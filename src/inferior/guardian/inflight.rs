@@ -22,6 +22,7 @@
 //! frame dropped by putting the saved registers back.
 
 use super::{HDR, Shared};
+use crate::arch::fragments::SYSCALL_INT3_LEN;
 use crate::inferior::{Registers, Stop, Target, xstate::XState};
 use anyhow::{Result, anyhow};
 
@@ -208,7 +209,7 @@ impl Records<'_> {
             Syscall {
                 regs: self.regs(S_REGS),
                 at: self.get(S_AT),
-                code: c[..if trailer { 8 } else { 3 }].to_vec(),
+                code: c[..if trailer { 8 } else { SYSCALL_INT3_LEN }].to_vec(),
                 trailer,
             }
         });

@@ -221,9 +221,6 @@ fn sa_bytes(sa: &[u64; SA_WORDS]) -> Vec<u8> {
 }
 
 #[cfg(test)]
-mod legacy_tests;
-
-#[cfg(test)]
 mod release_tests;
 
 #[cfg(test)]

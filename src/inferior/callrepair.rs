@@ -47,6 +47,7 @@
 //! handler's code are exactly this pgdbg's.
 
 use super::{Registers, Target, traphandler, xstate::XState};
+use crate::arch::asm::{Asm, IcedError};
 use anyhow::Result;
 
 // Offsets in the handler's mapping (its data page is the second page).
@@ -175,123 +176,99 @@ pub(super) const FP_XSTATE_MAGIC1: u32 = 0x4650_5853;
 /// The XSAVE header (XSTATE_BV, XCOMP_BV) and the extended areas.
 pub(super) const XSAVE_HEADER: u32 = 512;
 
-/// The handler's call repair (module comment), appended to its code by
-/// `traphandler::emit`; entered by near jumps to the labels returned, with
+/// The handler's call repair (module comment), assembled after the
+/// handler's code by `traphandler::emit` into the same assembler; entered
+/// by jumps to its labels `at_error`, `at_return` and `next_fix` (and
+/// called at `repair` by the SIGCONT handler, selfrelease.rs), with
 /// r8 = the context's rip, r9 = the int3's address, r11 = base+DATA,
-/// rdx = the ucontext, r15 = 0.  `search` is the table search, which the
-/// repair goes through (r15 set) to put each int3's byte back.
-pub(super) fn emit(c: &mut Vec<u8>, base: u64, search: usize) -> Vec<(&'static str, usize)> {
-    let d32 = |c: &mut Vec<u8>, v: u32| c.extend_from_slice(&v.to_le_bytes());
-    let rec = |a: u64| (a - DATA) as u32;
-    // local jumps: (position of the displacement, its width, label)
-    let mut fix: Vec<(usize, usize, &'static str)> = Vec::new();
-    let mut lab: Vec<(&'static str, usize)> = vec![("search", search)];
-    let short = |c: &mut Vec<u8>, fix: &mut Vec<(usize, usize, &'static str)>, op: u8, to| {
-        c.extend_from_slice(&[op, 0]);
-        fix.push((c.len() - 1, 1, to));
-    };
-    let long = |c: &mut Vec<u8>, fix: &mut Vec<(usize, usize, &'static str)>, cc: u8, to| {
-        c.extend_from_slice(&[0x0f, cc, 0, 0, 0, 0]);
-        fix.push((c.len() - 4, 4, to));
-    };
-    const JZ: u8 = 0x74;
-    const JNZ: u8 = 0x75;
-    const JA: u8 = 0x77;
-    const NEAR_JB: u8 = 0x82;
-    const NEAR_JAE: u8 = 0x83;
-    const NEAR_JZ: u8 = 0x84;
-    const NEAR_JNZ: u8 = 0x85;
-    const NEAR_JA: u8 = 0x87;
+/// rdx = the ucontext, r15 = 0.  The handler's label `search` is the
+/// table search, which the repair goes through (r15 set) to put each
+/// int3's byte back.
+pub(super) fn emit(a: &mut Asm, base: u64) -> Result<(), IcedError> {
+    use crate::arch::asm::*;
+    let rec = |w: u64| w - DATA;
+    let search = a.label("search");
+    let no_catch = a.label("no_catch");
+    let repair = a.label("repair");
+    let dw = a.label("dw");
+    let db = a.label("db");
+    let dw_next = a.label("dw_next");
+    let fp_done = a.label("fp_done");
+    let end = a.label("end");
 
     // at_error: an int3 at an error trap while a call is in flight.  Only
     // inside the call's frames (rsp below its return slot; SP 0: no call
     // started, rsp is never below 0) ...
-    lab.push(("at_error", c.len()));
-    c.extend_from_slice(&[0x49, 0x8b, 0x83]); // at_error: mov rax, [r11+SP]
-    d32(c, rec(SP));
-    c.extend_from_slice(&[0x48, 0x39, 0x82]); // cmp [rdx+UC_RSP], rax
-    d32(c, UC_RSP);
-    long(c, &mut fix, NEAR_JAE, "search"); // jae search
+    a.set("at_error")?;
+    a.mov(rax, qword_ptr(r11 + rec(SP)))?;
+    a.cmp(qword_ptr(rdx + UC_RSP), rax)?;
+    a.jae(search)?;
     // ... and unless the callee catches the error itself (the catch word
     // changed): then the trap is let through as any int3 in the table
-    c.extend_from_slice(&[0x49, 0x8b, 0x83]); // mov rax, [r11+CATCH_AT]
-    d32(c, rec(CATCH_AT));
-    c.extend_from_slice(&[0x48, 0x85, 0xc0]); // test rax, rax
-    short(c, &mut fix, JZ, "no_catch"); // jz no_catch
-    c.extend_from_slice(&[0x48, 0x8b, 0x00]); // mov rax, [rax]
-    c.extend_from_slice(&[0x49, 0x3b, 0x83]); // cmp rax, [r11+CATCH_VAL]
-    d32(c, rec(CATCH_VAL));
-    long(c, &mut fix, NEAR_JNZ, "search"); // jne search
+    a.mov(rax, qword_ptr(r11 + rec(CATCH_AT)))?;
+    a.test(rax, rax)?;
+    a.jz(no_catch)?;
+    a.mov(rax, qword_ptr(rax))?;
+    a.cmp(rax, qword_ptr(r11 + rec(CATCH_VAL)))?;
+    a.jne(search)?;
     // no flush function: repair at once
-    lab.push(("no_catch", c.len()));
-    c.extend_from_slice(&[0x49, 0x8b, 0x83]); // no_catch: mov rax, [r11+FLUSH]
-    d32(c, rec(FLUSH));
-    c.extend_from_slice(&[0x48, 0x85, 0xc0]); // test rax, rax
-    short(c, &mut fix, JZ, "repair"); // jz repair
+    a.set("no_catch")?;
+    a.mov(rax, qword_ptr(r11 + rec(FLUSH)))?;
+    a.test(rax, rax)?;
+    a.jz(repair)?;
     // the flush function runs from the call's return slot (16-byte
     // alignment as at the call's entry), which holds the return address
     // again: it returns into the return trap, which repairs.  The slot is
     // above this frame (rsp is below it), so the write changes nothing
     // the interrupted code or the signal frame uses
-    c.extend_from_slice(&[0x49, 0x8b, 0x8b]); // mov rcx, [r11+SP]
-    d32(c, rec(SP));
-    c.extend_from_slice(&[0x49, 0x8b, 0xbb]); // mov rdi, [r11+MARK]   the return address
-    d32(c, rec(MARK));
-    c.extend_from_slice(&[0x48, 0x89, 0x39]); // mov [rcx], rdi
-    c.extend_from_slice(&[0x48, 0x89, 0x8a]); // mov [rdx+UC_RSP], rcx
-    d32(c, UC_RSP);
-    c.extend_from_slice(&[0x48, 0x89, 0x82]); // mov [rdx+UC_RIP], rax
-    d32(c, UC_RIP);
-    c.push(0xc3); // ret
+    a.mov(rcx, qword_ptr(r11 + rec(SP)))?;
+    a.mov(rdi, qword_ptr(r11 + rec(MARK)))?; // the return address
+    a.mov(qword_ptr(rcx), rdi)?;
+    a.mov(qword_ptr(rdx + UC_RSP), rcx)?;
+    a.mov(qword_ptr(rdx + UC_RIP), rax)?;
+    a.ret()?;
     // at_return: the int3 at the return address; the call's own return
     // only when rsp is just above its return slot
-    lab.push(("at_return", c.len()));
-    c.extend_from_slice(&[0x49, 0x8b, 0x83]); // at_return: mov rax, [r11+SP]
-    d32(c, rec(SP));
-    c.extend_from_slice(&[0x48, 0x83, 0xc0, 0x08]); // add rax, 8
-    c.extend_from_slice(&[0x48, 0x3b, 0x82]); // cmp rax, [rdx+UC_RSP]
-    d32(c, UC_RSP);
-    long(c, &mut fix, NEAR_JNZ, "search"); // jne search
+    a.set("at_return")?;
+    a.mov(rax, qword_ptr(r11 + rec(SP)))?;
+    a.add(rax, 8)?;
+    a.cmp(rax, qword_ptr(rdx + UC_RSP))?;
+    a.jne(search)?;
     // repair: the data words back, byte by byte (slots of 1-8 bytes; a
     // slot whose address word is 0 is free).  Each address is a global
     // of the backend pgdbg changed for the call series, the value the one
     // it held before
-    lab.push(("repair", c.len()));
-    c.extend_from_slice(&[0x49, 0x8d, 0xb3]); // repair: lea rsi, [r11+DATAW]
-    d32(c, rec(DATAW));
-    c.extend_from_slice(&[0x41, 0xba]); // mov r10d, DATA_SLOTS
-    d32(c, DATA_SLOTS as u32);
-    lab.push(("dw", c.len()));
-    c.extend_from_slice(&[0x48, 0x8b, 0x3e]); // dw: mov rdi, [rsi]   address + 1
-    c.extend_from_slice(&[0x48, 0x85, 0xff]); // test rdi, rdi
-    short(c, &mut fix, JZ, "dw_next"); // jz dw_next
-    c.extend_from_slice(&[0x48, 0xff, 0xcf]); // dec rdi
-    c.extend_from_slice(&[0x48, 0x8b, 0x4e, 0x08]); // mov rcx, [rsi+8]   length
-    c.extend_from_slice(&[0x48, 0x8b, 0x46, 0x10]); // mov rax, [rsi+16]  value
-    c.extend_from_slice(&[0x48, 0x85, 0xc9]); // test rcx, rcx
-    short(c, &mut fix, JZ, "dw_next"); // jz dw_next
-    c.extend_from_slice(&[0x48, 0x83, 0xf9, 0x08]); // cmp rcx, 8
-    short(c, &mut fix, JA, "dw_next"); // ja dw_next
-    lab.push(("db", c.len()));
-    c.extend_from_slice(&[0x88, 0x07]); // db: mov [rdi], al
-    c.extend_from_slice(&[0x48, 0xff, 0xc7]); // inc rdi
-    c.extend_from_slice(&[0x48, 0xc1, 0xe8, 0x08]); // shr rax, 8
-    c.extend_from_slice(&[0x48, 0xff, 0xc9]); // dec rcx
-    short(c, &mut fix, JNZ, "db"); // jnz db
-    lab.push(("dw_next", c.len()));
-    c.extend_from_slice(&[0x48, 0x83, 0xc6, 0x18]); // dw_next: add rsi, 24
-    c.extend_from_slice(&[0x41, 0xff, 0xca]); // dec r10d
-    short(c, &mut fix, JNZ, "dw"); // jnz dw
+    a.set("repair")?;
+    a.lea(rsi, qword_ptr(r11 + rec(DATAW)))?;
+    a.mov(r10d, DATA_SLOTS as u32)?;
+    a.set("dw")?;
+    a.mov(rdi, qword_ptr(rsi))?; // address + 1
+    a.test(rdi, rdi)?;
+    a.jz(dw_next)?;
+    a.dec(rdi)?;
+    a.mov(rcx, qword_ptr(rsi + 8))?; // length
+    a.mov(rax, qword_ptr(rsi + 16))?; // value
+    a.test(rcx, rcx)?;
+    a.jz(dw_next)?;
+    a.cmp(rcx, 8)?;
+    a.ja(dw_next)?;
+    a.set("db")?;
+    a.mov(byte_ptr(rdi), al)?;
+    a.inc(rdi)?;
+    a.shr(rax, 8)?;
+    a.dec(rcx)?;
+    a.jnz(db)?;
+    a.set("dw_next")?;
+    a.add(rsi, 24)?;
+    a.dec(r10d)?;
+    a.jnz(dw)?;
     // the saved general registers over the context's gregs (r8 ..
     // eflags: rt_sigreturn loads them; it keeps only the user-changeable
     // flags and sets orig_rax to -1)
-    c.extend_from_slice(&[0x49, 0x8d, 0xb3]); // lea rsi, [r11+GREGS]
-    d32(c, rec(GREGS));
-    c.extend_from_slice(&[0x48, 0x8d, 0xba]); // lea rdi, [rdx+UC_GREGS]
-    d32(c, UC_GREGS);
-    c.push(0xb9); // mov ecx, GREGS_WORDS * 8
-    d32(c, GREGS_WORDS as u32 * 8);
-    c.extend_from_slice(&[0xf3, 0xa4]); // rep movsb   (DF is clear in a handler)
+    a.lea(rsi, qword_ptr(r11 + rec(GREGS)))?;
+    a.lea(rdi, qword_ptr(rdx + UC_GREGS))?;
+    a.mov(ecx, GREGS_WORDS as u32 * 8)?;
+    a.rep().movsb()?; // (DF is clear in a handler)
     // the saved XSAVE image over the frame's: the legacy area always (x87,
     // MXCSR, XMM0-15), the header and extended areas when the frame is an
     // XSAVE image no larger than the saved one, as much as the frame holds
@@ -300,78 +277,44 @@ pub(super) fn emit(c: &mut Vec<u8>, base: u64, search: usize) -> Vec<(&'static s
     // data are enabled and the backend never asked for them: it has none
     // to lose); its software-reserved bytes (the kernel's description of
     // the frame) are the frame's own
-    c.extend_from_slice(&[0x49, 0x8b, 0x8b]); // mov rcx, [r11+XLEN]
-    d32(c, rec(XLEN));
-    c.extend_from_slice(&[0x48, 0x81, 0xf9]); // cmp rcx, FX_LEGACY
-    d32(c, FX_LEGACY);
-    long(c, &mut fix, NEAR_JB, "fp_done"); // jb fp_done   (none saved)
-    c.extend_from_slice(&[0x4c, 0x8b, 0x92]); // mov r10, [rdx+UC_FPREGS]
-    d32(c, UC_FPREGS);
-    c.extend_from_slice(&[0x4d, 0x85, 0xd2]); // test r10, r10
-    long(c, &mut fix, NEAR_JZ, "fp_done"); // jz fp_done
-    c.extend_from_slice(&[0x4c, 0x89, 0xd7]); // mov rdi, r10
-    c.extend_from_slice(&[0x48, 0xbe]); // movabs rsi, base+XAREA
-    c.extend_from_slice(&(base + super::traphandler::XAREA).to_le_bytes());
-    c.push(0xb9); // mov ecx, FX_LEGACY
-    d32(c, FX_LEGACY);
-    c.extend_from_slice(&[0xf3, 0xa4]); // rep movsb
-    c.extend_from_slice(&[0x41, 0x81, 0xba]); // cmp dword [r10+FX_SW_MAGIC1], FP_XSTATE_MAGIC1
-    d32(c, FX_SW_MAGIC1);
-    d32(c, FP_XSTATE_MAGIC1);
-    long(c, &mut fix, NEAR_JNZ, "fp_done"); // jne fp_done
-    c.extend_from_slice(&[0x41, 0x8b, 0x8a]); // mov ecx, [r10+FX_SW_XSTATE_SIZE]
-    d32(c, FX_SW_XSTATE_SIZE);
-    c.extend_from_slice(&[0x49, 0x3b, 0x8b]); // cmp rcx, [r11+XLEN]
-    d32(c, rec(XLEN));
-    long(c, &mut fix, NEAR_JA, "fp_done"); // ja fp_done   (frame larger)
-    c.extend_from_slice(&[0x48, 0x81, 0xf9]); // cmp rcx, XSAVE_HEADER + 64
-    d32(c, XSAVE_HEADER + 64);
-    long(c, &mut fix, NEAR_JB, "fp_done"); // jb fp_done   (no XSAVE header: never from the kernel)
-    c.extend_from_slice(&[0x49, 0x8d, 0xba]); // lea rdi, [r10+XSAVE_HEADER]
-    d32(c, XSAVE_HEADER);
-    c.extend_from_slice(&[0x48, 0xbe]); // movabs rsi, base+XAREA+XSAVE_HEADER
-    c.extend_from_slice(&(base + super::traphandler::XAREA + XSAVE_HEADER as u64).to_le_bytes());
-    c.extend_from_slice(&[0x48, 0x81, 0xe9]); // sub rcx, XSAVE_HEADER
-    d32(c, XSAVE_HEADER);
-    c.extend_from_slice(&[0xf3, 0xa4]); // rep movsb
+    a.mov(rcx, qword_ptr(r11 + rec(XLEN)))?;
+    a.cmp(rcx, FX_LEGACY as i32)?;
+    a.jb(fp_done)?; // none saved
+    a.mov(r10, qword_ptr(rdx + UC_FPREGS))?;
+    a.test(r10, r10)?;
+    a.jz(fp_done)?;
+    a.mov(rdi, r10)?;
+    a.mov(rsi, base + traphandler::XAREA)?;
+    a.mov(ecx, FX_LEGACY)?;
+    a.rep().movsb()?;
+    a.cmp(dword_ptr(r10 + FX_SW_MAGIC1), FP_XSTATE_MAGIC1)?;
+    a.jne(fp_done)?;
+    a.mov(ecx, dword_ptr(r10 + FX_SW_XSTATE_SIZE))?;
+    a.cmp(rcx, qword_ptr(r11 + rec(XLEN)))?;
+    a.ja(fp_done)?; // frame larger
+    a.cmp(rcx, (XSAVE_HEADER + 64) as i32)?;
+    a.jb(fp_done)?; // no XSAVE header: never from the kernel
+    a.lea(rdi, qword_ptr(r10 + XSAVE_HEADER))?;
+    a.mov(rsi, base + traphandler::XAREA + XSAVE_HEADER as u64)?;
+    a.sub(rcx, XSAVE_HEADER as i32)?;
+    a.rep().movsb()?;
     // the record is used: REPAIRED (readers void pgdbg's records of the
     // call), then each of the call's int3s through the table search,
     // r15 the next in the list, r12 the ucontext
-    lab.push(("fp_done", c.len()));
-    c.extend_from_slice(&[0x49, 0xc7, 0x83]); // fp_done: mov qword [r11+MARK], REPAIRED
-    d32(c, rec(MARK));
-    d32(c, REPAIRED as u32);
-    c.extend_from_slice(&[0x49, 0x89, 0xd4]); // mov r12, rdx
-    c.extend_from_slice(&[0x4d, 0x8d, 0xbb]); // lea r15, [r11+INT3S]
-    d32(c, rec(INT3S));
-    lab.push(("next_fix", c.len()));
-    c.extend_from_slice(&[0x4c, 0x89, 0xe2]); // next_fix: mov rdx, r12
-    c.extend_from_slice(&[0x4d, 0x8b, 0x0f]); // mov r9, [r15]
-    c.extend_from_slice(&[0x4d, 0x85, 0xc9]); // test r9, r9
-    short(c, &mut fix, JZ, "end"); // jz end
-    c.extend_from_slice(&[0x49, 0x83, 0xc7, 0x08]); // add r15, 8
-    c.extend_from_slice(&[0x4d, 0x8d, 0x41, 0x01]); // lea r8, [r9+1]
-    c.push(0xe9); // jmp search
-    c.extend_from_slice(&[0, 0, 0, 0]);
-    fix.push((c.len() - 4, 4, "search"));
-    lab.push(("end", c.len()));
-    c.push(0xc3); // end: ret   (rt_sigreturn: the backend as before the call)
-    let at = |n: &str| {
-        lab.iter()
-            .find(|(l, _)| *l == n)
-            .map(|(_, a)| *a)
-            .expect("label")
-    };
-    for (pos, width, to) in fix {
-        let rel = at(to) as isize - (pos as isize + width as isize);
-        if width == 1 {
-            c[pos] = i8::try_from(rel).expect("short jump") as u8;
-        } else {
-            let r = i32::try_from(rel).expect("near jump");
-            c[pos..pos + 4].copy_from_slice(&r.to_le_bytes());
-        }
-    }
-    lab
+    a.set("fp_done")?;
+    a.mov(qword_ptr(r11 + rec(MARK)), REPAIRED as i32)?;
+    a.mov(r12, rdx)?;
+    a.lea(r15, qword_ptr(r11 + rec(INT3S)))?;
+    a.set("next_fix")?;
+    a.mov(rdx, r12)?;
+    a.mov(r9, qword_ptr(r15))?;
+    a.test(r9, r9)?;
+    a.jz(end)?;
+    a.add(r15, 8)?;
+    a.lea(r8, qword_ptr(r9 + 1))?;
+    a.jmp(search)?;
+    a.set("end")?;
+    a.ret() // (rt_sigreturn: the backend as before the call)
 }
 
 impl Target {

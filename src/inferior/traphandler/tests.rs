@@ -79,50 +79,50 @@ fn handler_code_decodes_as_written() {
         "xor r15d,r15d",
         "mov eax,[rsi+8]",
         "cmp eax,2",
-        "je near 00007F00000000C8h",
+        "je near 00007F00000000D2h",
         "cmp eax,80h",
-        "je short 00007F000000001Fh",
+        "je short 00007F0000000023h",
         "cmp eax,1",
-        "jne near 00007F00000000C7h",
+        "jne near 00007F00000000D1h",
         "mov r8,[rdx+0A8h]",
         "lea r9,[r8-1]",
         "mov r11,7F0000001000h",
         "mov rax,[r11+100h]",
         "cmp rax,1",
-        "jbe short 00007F0000000068h",
+        "jbe short 00007F000000006Eh",
         "cmp rax,r9",
-        "je near 00007F00000001F3h",
+        "je near 00007F00000001F9h",
         "lea rcx,[r11+130h]",
         "mov r10,[rcx]",
         "test r10,r10",
-        "je short 00007F0000000068h",
+        "je short 00007F000000006Eh",
         "cmp r10,r9",
-        "je near 00007F0000000197h",
+        "je near 00007F000000019Dh",
         "add rcx,8",
-        "jmp short 00007F0000000051h",
+        "jmp short 00007F0000000057h",
         "mov rax,7F0000001000h",
         "mov rax,[rax]",
         "mov ecx,4000h",
         "mov r10,[rax]",
         "test r10,r10",
-        "je short 00007F000000009Ah",
+        "je short 00007F00000000A2h",
         "mov r11,r10",
         "shl r11,10h",
         "shr r11,10h",
         "cmp r11,r9",
-        "je short 00007F00000000D3h",
+        "je short 00007F00000000DDh",
         "add rax,8",
         "dec ecx",
-        "jne short 00007F000000007Ah",
+        "jne short 00007F0000000080h",
         "test r15,r15",
-        "jne near 00007F00000002FBh",
+        "jne near 00007F00000002ECh",
         "cmp byte [r9],0CCh",
-        "je near 00007F000000014Dh",
+        "je near 00007F0000000153h",
         "mov rax,7F0000001010h",
         "mov rax,[rax]",
         "add rax,3",
         "cmp rax,r8",
-        "je near 00007F000000014Dh",
+        "je near 00007F0000000153h",
         "ret",
         "and dword [rdx+0B0h],0FFFFFEFFh",
         "ret",
@@ -130,9 +130,9 @@ fn handler_code_decodes_as_written() {
         "mov r13,r9",
         "mov r14,r10",
         "cmp byte [r13],0CCh",
-        "jne short 00007F000000013Bh",
+        "jne short 00007F0000000141h",
         "bt r14,30h",
-        "jb short 00007F000000010Eh",
+        "jb short 00007F0000000114h",
         "mov rdi,r13",
         "and rdi,0FFFFFFFFFFFFF000h",
         "mov esi,1000h",
@@ -140,12 +140,12 @@ fn handler_code_decodes_as_written() {
         "mov eax,0Ah",
         "syscall",
         "test rax,rax",
-        "jne near 00007F000000014Dh",
+        "jne short 00007F0000000153h",
         "mov rax,r14",
         "shr rax,38h",
         "mov [r13],al",
         "bt r14,30h",
-        "jb short 00007F000000013Bh",
+        "jb short 00007F0000000141h",
         "mov rdi,r13",
         "and rdi,0FFFFFFFFFFFFF000h",
         "mov esi,1000h",
@@ -153,11 +153,11 @@ fn handler_code_decodes_as_written() {
         "mov eax,0Ah",
         "syscall",
         "test r15,r15",
-        "jne near 00007F00000002FBh",
+        "jne near 00007F00000002ECh",
         "mov [r12+0A8h],r13",
         "ret",
         "test r15,r15",
-        "jne near 00007F00000002FBh",
+        "jne near 00007F00000002ECh",
         "mov edi,5",
         "mov rsi,7F00000010C0h",
         "xor edx,edx",
@@ -177,16 +177,16 @@ fn handler_code_decodes_as_written() {
         "ret",
         "mov rax,[r11+108h]",
         "cmp [rdx+0A0h],rax",
-        "jae near 00007F0000000068h",
+        "jae near 00007F000000006Eh",
         "mov rax,[r11+118h]",
         "test rax,rax",
-        "je short 00007F00000001C7h",
+        "je short 00007F00000001CDh",
         "mov rax,[rax]",
         "cmp rax,[r11+120h]",
-        "jne near 00007F0000000068h",
+        "jne near 00007F000000006Eh",
         "mov rax,[r11+110h]",
         "test rax,rax",
-        "je short 00007F000000020Bh",
+        "je short 00007F0000000213h",
         "mov rcx,[r11+108h]",
         "mov rdi,[r11+100h]",
         "mov [rcx],rdi",
@@ -196,48 +196,48 @@ fn handler_code_decodes_as_written() {
         "mov rax,[r11+108h]",
         "add rax,8",
         "cmp rax,[rdx+0A0h]",
-        "jne near 00007F0000000068h",
+        "jne near 00007F000000006Eh",
         "lea rsi,[r11+160h]",
         "mov r10d,8",
         "mov rdi,[rsi]",
         "test rdi,rdi",
-        "je short 00007F0000000244h",
+        "je short 00007F000000024Ch",
         "dec rdi",
         "mov rcx,[rsi+8]",
         "mov rax,[rsi+10h]",
         "test rcx,rcx",
-        "je short 00007F0000000244h",
+        "je short 00007F000000024Ch",
         "cmp rcx,8",
-        "ja short 00007F0000000244h",
+        "ja short 00007F000000024Ch",
         "mov [rdi],al",
         "inc rdi",
         "shr rax,8",
         "dec rcx",
-        "jne short 00007F0000000236h",
+        "jne short 00007F000000023Eh",
         "add rsi,18h",
         "dec r10d",
-        "jne short 00007F0000000218h",
+        "jne short 00007F0000000220h",
         "lea rsi,[r11+220h]",
         "lea rdi,[rdx+28h]",
         "mov ecx,90h",
         "rep movsb",
         "mov rcx,[r11+2B0h]",
         "cmp rcx,1A0h",
-        "jb near 00007F00000002E6h",
+        "jb short 00007F00000002D7h",
         "mov r10,[rdx+0E0h]",
         "test r10,r10",
-        "je near 00007F00000002E6h",
+        "je short 00007F00000002D7h",
         "mov rdi,r10",
         "mov rsi,7F0000042000h",
         "mov ecx,1A0h",
         "rep movsb",
         "cmp dword [r10+1D0h],46505853h",
-        "jne near 00007F00000002E6h",
+        "jne short 00007F00000002D7h",
         "mov ecx,[r10+1E0h]",
         "cmp rcx,[r11+2B0h]",
-        "ja near 00007F00000002E6h",
+        "ja short 00007F00000002D7h",
         "cmp rcx,240h",
-        "jb near 00007F00000002E6h",
+        "jb short 00007F00000002D7h",
         "lea rdi,[r10+200h]",
         "mov rsi,7F0000042200h",
         "sub rcx,200h",
@@ -248,44 +248,53 @@ fn handler_code_decodes_as_written() {
         "mov rdx,r12",
         "mov r9,[r15]",
         "test r9,r9",
-        "je short 00007F0000000313h",
+        "je short 00007F0000000304h",
         "add r15,8",
         "lea r8,[r9+1]",
-        "jmp 00007F0000000068h",
+        "jmp 00007F000000006Eh",
         "ret",
     ];
     assert_eq!(text, want, "{text:#?}");
     let r = disasm(&code[RESTORER as usize..], base + RESTORER);
     assert_eq!(r, ["mov eax,0Fh", "syscall", "ud2"]);
-    let pos = |s: &str| {
-        let mut dec = Decoder::with_ip(64, &code[..end], base, DecoderOptions::NONE);
-        let mut f = NasmFormatter::new();
-        for ins in &mut dec {
-            let mut t = String::new();
-            f.format(&ins, &mut t);
-            if t == s {
-                return ins.ip();
-            }
-        }
-        panic!("{s} not found");
+    // each label at the instruction it names (the branches above land on
+    // them): int3, the error traps' loop, the table search and its loop,
+    // missing, done, trace, found, store, rewind, die, and the call
+    // repair's: at_error, no_catch, at_return, repair, its data-word loops,
+    // fp_done, next_fix, end
+    let labels = super::code::assemble(base).unwrap();
+    let at = |name: &str| {
+        let o = labels.at(name).unwrap_or_else(|| panic!("no label {name}"));
+        disasm(&code[o..end], base + o as u64).swap_remove(0)
     };
-    // labels: int3, the loop head, missing, done, trace, found, store,
-    // rewind (its store), die (its first own instruction), and the call
-    // repair's: at_error, at_return, repair, fp_done, next_fix
-    assert_eq!(pos("mov r8,[rdx+0A8h]"), base + 0x1f);
-    assert_eq!(pos("mov r10,[rax]"), base + 0x7a);
-    assert_eq!(pos("test r15,r15"), base + 0x9a);
-    assert_eq!(pos("ret"), base + 0xc7);
-    assert_eq!(pos("and dword [rdx+0B0h],0FFFFFEFFh"), base + 0xc8);
-    assert_eq!(pos("mov r12,rdx"), base + 0xd3);
-    assert_eq!(pos("mov rax,r14"), base + 0x10e);
-    assert_eq!(pos("mov [r12+0A8h],r13"), base + 0x13b + 9);
-    assert_eq!(pos("mov edi,5"), base + 0x14d + 9);
-    assert_eq!(pos("mov rax,[r11+108h]"), base + 0x197);
-    assert_eq!(pos("cmp rax,[rdx+0A0h]"), base + 0x1f3 + 11);
-    assert_eq!(pos("lea rsi,[r11+160h]"), base + 0x20b);
-    assert_eq!(pos("mov qword [r11+100h],1"), base + 0x2e6);
-    assert_eq!(pos("mov rdx,r12"), base + 0x2fb);
+    for (name, first) in [
+        ("int3", "mov r8,[rdx+0A8h]"),
+        ("traps", "mov r10,[rcx]"),
+        ("search", "mov rax,7F0000001000h"),
+        ("loop", "mov r10,[rax]"),
+        ("missing", "test r15,r15"),
+        ("done", "ret"),
+        ("trace", "and dword [rdx+0B0h],0FFFFFEFFh"),
+        ("found", "mov r12,rdx"),
+        ("store", "mov rax,r14"),
+        ("rewind", "test r15,r15"),
+        ("die", "test r15,r15"),
+        ("at_error", "mov rax,[r11+108h]"),
+        ("no_catch", "mov rax,[r11+110h]"),
+        ("at_return", "mov rax,[r11+108h]"),
+        ("repair", "lea rsi,[r11+160h]"),
+        ("dw", "mov rdi,[rsi]"),
+        ("db", "mov [rdi],al"),
+        ("dw_next", "add rsi,18h"),
+        ("fp_done", "mov qword [r11+100h],1"),
+        ("next_fix", "mov rdx,r12"),
+        ("end", "ret"),
+    ] {
+        assert_eq!(at(name), first, "label {name}");
+    }
+    assert_eq!(labels.at("end"), Some(end - 1));
+    assert_eq!(labels.at("restorer"), Some(RESTORER as usize));
+    assert_eq!(labels.at("repair"), Some(repair_offset() as usize));
     // the data words the code reads
     assert_eq!(base + SEL, 0x7f00_0000_1000);
     assert_eq!(base + ENTRY, 0x7f00_0000_1010);

@@ -307,11 +307,11 @@ impl Target {
         }
         let at = procfs::auxv_entry(self.pid())
             .ok_or_else(|| anyhow!("no AT_ENTRY in /proc/{}/auxv", self.pid()))?;
-        let len = sigframe::TRAILER.len() as u64;
+        let len = sigframe::TRAILER_LEN as u64;
         if (at..at + len).any(|a| self.inserted.contains_key(&a)) {
             bail!("a breakpoint sits on the entry point");
         }
-        let mut saved_code = [0u8; sigframe::TRAILER.len()];
+        let mut saved_code = [0u8; sigframe::TRAILER_LEN];
         self.read(at, &mut saved_code)?;
         self.check_no_foreign_int3(at, &saved_code)?;
         let n = Nth::next(nr);
@@ -422,7 +422,7 @@ impl Target {
         nr: i64,
         args: [u64; 6],
         at: u64,
-        saved_code: [u8; 8],
+        saved_code: [u8; sigframe::TRAILER_LEN],
         (frame, saved): (sigframe::Frame, super::Registers),
         n: Nth,
     ) -> Result<i64> {
@@ -435,7 +435,7 @@ impl Target {
             self.forget_syscall_in_flight();
             return Err(e.context("cannot write the signal frame of a system call"));
         }
-        if let Err(e) = self.write(at, &sigframe::TRAILER) {
+        if let Err(e) = self.write(at, sigframe::trailer()) {
             // a word-by-word write may have half happened
             if self.write(at, &saved_code).is_ok() {
                 self.forget_syscall_in_flight();

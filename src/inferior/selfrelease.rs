@@ -129,7 +129,9 @@ const NOT_SENT: u64 = 1 << (libc::SIGCONT - 1)
     | 1 << (libc::SIGTTOU - 1);
 /// fcntl's F_SETSIG (include/uapi/asm-generic/fcntl.h; not in the libc crate).
 const F_SETSIG: i32 = 10;
-/// `siginfo_t` for SIGPOLL: `si_band` (long) at 16, `si_fd` (int) at 24.
+/// `siginfo_t`: `si_code` (int) at 8 (after `si_signo`, `si_errno`); for
+/// SIGPOLL `si_band` (long) at 16, `si_fd` (int) at 24.
+const SIGINFO_CODE: i32 = 8;
 const SIGINFO_FD: u8 = 24;
 /// Another handler's frame below the saved registers' rsp (`putback`):
 /// at least its return address and ucontext up to `rip` (8 + `uc_rip` +

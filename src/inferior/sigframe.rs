@@ -86,15 +86,6 @@ fn assemble_trailer() -> Result<crate::arch::asm::Code, crate::arch::asm::IcedEr
     a.assemble(0)
 }
 
-/// The trailer as it was written by hand before issue 30 (the tests show
-/// the assembled one is the same).
-#[cfg(test)]
-pub(super) mod legacy {
-    pub const TRAILER: [u8; 8] = [0x0f, 0x05, 0x31, 0xc0, 0xb0, SIGRETURN_NR, 0x0f, 0x05];
-    const SIGRETURN_NR: u8 = libc::SYS_rt_sigreturn as u8;
-    const _: () = assert!(libc::SYS_rt_sigreturn == SIGRETURN_NR as i64);
-}
-
 /// The red zone below `rsp` a function may use without moving it (System V
 /// x86-64 psABI 3.2.2); the kernel skips it too (`get_sigframe`).
 const RED_ZONE: u64 = 128;
@@ -577,15 +568,6 @@ mod tests {
         }
         assert_eq!(libc::SYS_rt_sigreturn, 0xf);
         assert_ne!(t[2], crate::inferior::INT3);
-    }
-
-    /// The assembled trailer is the one written by hand before: the same
-    /// program, and here the same bytes.
-    #[test]
-    fn trailer_as_the_legacy_one() {
-        use crate::arch::asm::same_program;
-        assert_eq!(same_program(&legacy::TRAILER, 0, trailer(), 0), Ok(()));
-        assert_eq!(trailer(), &legacy::TRAILER);
     }
 
     #[test]

@@ -135,7 +135,7 @@ const ADDR_MASK: u64 = (1 << 48) - 1;
 const F_WRITABLE: u64 = 1 << 48;
 
 /// Where the SIGCONT handler (selfrelease.rs) finds the words it reads.
-pub(super) fn release_layout() -> selfrelease::Layout {
+fn release_layout() -> selfrelease::Layout {
     use callrepair as cr;
     selfrelease::Layout {
         sel: SEL,

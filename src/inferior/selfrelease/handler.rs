@@ -5,17 +5,9 @@ use super::*;
 use crate::arch::asm::*;
 use crate::inferior::{INT3, sigframe};
 
-#[cfg(test)]
-mod legacy;
-
 /// The SIGCONT handler's machine code, for a mapping at `base`; it goes at
 /// `base + CODE` and returns through the SIGTRAP handler's restorer.
 pub fn emit(base: u64, l: &Layout) -> Result<Vec<u8>, IcedError> {
-    Ok(assemble(base, l)?.bytes)
-}
-
-/// The code, assembled for `base + CODE`, and its labels.
-fn assemble(base: u64, l: &Layout) -> Result<Code, IcedError> {
     let mut a = Asm::new();
     // displacement from r11 = base + 4096 (the data page)
     let dp = |at: u64| at as i64 - 4096;
@@ -47,10 +39,10 @@ fn assemble(base: u64, l: &Layout) -> Result<Code, IcedError> {
     let raise = a.label("raise");
     let raise_next = a.label("raise_next");
     // rdi = signal, rsi = siginfo, rdx = ucontext
-    a.cmp(dword_ptr(rsi + SIGINFO_CODE), i32::from(POLL_IN))?;
+    a.cmp(dword_ptr(rsi + SIGINFO_CODE), POLL_IN)?;
     a.jne(done)?;
     a.mov(r11, page)?; // movabs: the data page
-    a.mov(eax, dword_ptr(rsi + i32::from(SIGINFO_FD)))?; // si_fd
+    a.mov(eax, dword_ptr(rsi + SIGINFO_FD))?; // si_fd
     a.inc(rax)?;
     a.cmp(rax, qword_ptr(r11 + dp(FD)))?;
     a.jne(done)?;
@@ -231,7 +223,7 @@ fn assemble(base: u64, l: &Layout) -> Result<Code, IcedError> {
     a.sub(rcx, rax)?; // unsigned: above it wraps
     a.cmp(rcx, nest_min(l) as i32)?;
     a.jb(restop)?;
-    a.cmp(rcx, NEST_MAX as i32)?;
+    a.cmp(rcx, NEST_MAX)?;
     a.ja(restop)?;
     // a handler's entry: rax is 8 past a multiple of 16 (the kernel's
     // align_sigframe puts the frame there, as a call would) and holds the
@@ -325,121 +317,5 @@ fn assemble(base: u64, l: &Layout) -> Result<Code, IcedError> {
     a.syscall()?;
     a.set("done")?;
     a.ret()?;
-    a.assemble(base + CODE)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use iced_x86::{Decoder, DecoderOptions};
-
-    /// Bases the handler is built for: low and high in the user half, the
-    /// one release_tests.rs uses, one near the top of it.
-    const BASES: [u64; 5] = [
-        0x1_0000,
-        0x1000_0000,
-        0x5555_5555_4000,
-        0x7f00_0000_0000,
-        0x7fff_ffff_c000,
-    ];
-
-    /// pgdbg's layout (the only one it builds the handler with: constants
-    /// of traphandler.rs and callrepair.rs), and two made up to give every
-    /// operand the other encodings: no or 8-bit displacements, a call
-    /// repair after the code, and large offsets and counts.
-    fn layouts() -> Vec<(&'static str, Layout)> {
-        let d = 4096;
-        vec![
-            ("pgdbg's", crate::inferior::traphandler::release_layout()),
-            (
-                "small offsets",
-                Layout {
-                    sel: d,
-                    entry: d + 8,
-                    cap: 1,
-                    mark: d + 16,
-                    sp: d + 24,
-                    int3s: d,
-                    dataw: d + 40,
-                    data_slots: 1,
-                    uc_rip: 0,
-                    uc_rsp: 8,
-                    gregs_rsp: d + 64,
-                    gregs_rip: d + 72,
-                    repair: 0xff0,
-                    restorer: 0x400,
-                },
-            ),
-            (
-                "large offsets",
-                Layout {
-                    sel: d + 0x7f8,
-                    entry: d + 0x800,
-                    cap: u32::MAX,
-                    mark: d + 0xf00,
-                    sp: d + 0x1_0000,
-                    int3s: d + 0x7fff_0000,
-                    dataw: d + 0x200,
-                    data_slots: 0x1234_5678,
-                    uc_rip: 0x7f00_0000,
-                    uc_rsp: 0x100,
-                    gregs_rsp: d + 0x88,
-                    gregs_rip: d + 0x90,
-                    repair: 0,
-                    restorer: 0x400,
-                },
-            ),
-        ]
-    }
-
-    /// The index of the instruction at `off` in `code` (at `ip`), and how
-    /// many there are.
-    fn index_of(code: &[u8], ip: u64, off: usize) -> (Option<usize>, usize) {
-        let list: Vec<_> = Decoder::with_ip(64, code, ip, DecoderOptions::NONE)
-            .into_iter()
-            .collect();
-        assert!(list.iter().all(|i| !i.is_invalid()));
-        (
-            list.iter().position(|i| i.ip() == ip + off as u64),
-            list.len(),
-        )
-    }
-
-    /// The assembled handler is the program written by hand before: for
-    /// every base and layout, the same instructions, every branch to the
-    /// same instruction, the call repair at the same address, each label
-    /// at the same instruction, and it fits its page.
-    #[test]
-    fn the_same_program_as_the_legacy_one() {
-        for (name, l) in layouts() {
-            for base in BASES {
-                let at = base + CODE;
-                let (old, old_labels) = legacy::emit(base, &l);
-                let new = assemble(base, &l).expect("the SIGCONT handler assembles");
-                assert_eq!(
-                    same_program(&old, at, &new.bytes, at),
-                    Ok(()),
-                    "layout {name}, base {base:#x}"
-                );
-                assert_eq!(emit(base, &l).expect("assembles"), new.bytes);
-                assert_eq!(old_labels.len(), new.labels.len(), "{:?}", new.labels);
-                let (_, n_old) = index_of(&old, at, 0);
-                let (_, n_new) = index_of(&new.bytes, at, 0);
-                for (label, off) in &old_labels {
-                    let (i_old, _) = index_of(&old, at, *off);
-                    let new_off = new.at(label).expect("the label exists");
-                    let (i_new, _) = index_of(&new.bytes, at, new_off);
-                    assert!(i_old.is_some(), "{label} at an instruction");
-                    assert_eq!(i_old, i_new, "label {label}, layout {name}, base {base:#x}");
-                }
-                assert!(CODE + new.bytes.len() as u64 <= 4096);
-                eprintln!(
-                    "layout {name}, base {base:#x}: {n_old} instructions in {} bytes, \
-                     assembled: {n_new} in {}",
-                    old.len(),
-                    new.bytes.len()
-                );
-            }
-        }
-    }
+    Ok(a.assemble(base + CODE)?.bytes)
 }

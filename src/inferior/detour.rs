@@ -249,7 +249,7 @@ pub fn int3_in_displaced(site: u64, code: &[u8]) -> Option<usize> {
 }
 
 // `inject_held` borrows the first bytes of those `inject_syscall` saved
-const _: () = assert!(SYSCALL_INT3_LEN <= sigframe::TRAILER.len());
+const _: () = assert!(SYSCALL_INT3_LEN <= sigframe::TRAILER_LEN);
 
 /// `jmp rel32` from `from` to `to` (refused out of reach).
 pub fn jmp(from: u64, to: u64) -> Result<[u8; JMP_LEN]> {
@@ -305,11 +305,11 @@ impl Target {
         }
         let at = procfs::auxv_entry(self.pid())
             .ok_or_else(|| anyhow!("no AT_ENTRY in /proc/{}/auxv", self.pid()))?;
-        let len = sigframe::TRAILER.len() as u64;
+        let len = sigframe::TRAILER_LEN as u64;
         if (at..at + len).any(|a| self.inserted.contains_key(&a)) {
             bail!("a breakpoint sits on the entry point");
         }
-        let mut saved_code = [0u8; sigframe::TRAILER.len()];
+        let mut saved_code = [0u8; sigframe::TRAILER_LEN];
         self.read(at, &mut saved_code)?;
         self.check_no_foreign_int3(at, &saved_code)?;
         let n = Nth::next(nr);
@@ -420,7 +420,7 @@ impl Target {
         nr: i64,
         args: [u64; 6],
         at: u64,
-        saved_code: [u8; 8],
+        saved_code: [u8; sigframe::TRAILER_LEN],
         (frame, saved): (sigframe::Frame, super::Registers),
         n: Nth,
     ) -> Result<i64> {
@@ -433,7 +433,7 @@ impl Target {
             self.forget_syscall_in_flight();
             return Err(e.context("cannot write the signal frame of a system call"));
         }
-        if let Err(e) = self.write(at, &sigframe::TRAILER) {
+        if let Err(e) = self.write(at, sigframe::trailer()) {
             // a word-by-word write may have half happened
             if self.write(at, &saved_code).is_ok() {
                 self.forget_syscall_in_flight();

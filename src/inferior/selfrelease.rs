@@ -120,7 +120,7 @@ pub(super) const SIGS: u64 = 4096 + 0x878;
 pub(super) const END: u64 = SIGS + 8;
 const _: () = assert!(ACT + 32 <= RELEASED && END <= 2 * 4096);
 
-const POLL_IN: u8 = 1;
+const POLL_IN: i32 = 1;
 /// Signals the handler never sends from `SIGS` (bit N-1 for signal N).
 const NOT_SENT: u64 = 1 << (libc::SIGCONT - 1)
     | 1 << (libc::SIGSTOP - 1)
@@ -129,13 +129,15 @@ const NOT_SENT: u64 = 1 << (libc::SIGCONT - 1)
     | 1 << (libc::SIGTTOU - 1);
 /// fcntl's F_SETSIG (include/uapi/asm-generic/fcntl.h; not in the libc crate).
 const F_SETSIG: i32 = 10;
-/// `siginfo_t` for SIGPOLL: `si_band` (long) at 16, `si_fd` (int) at 24.
-const SIGINFO_FD: u8 = 24;
+/// `siginfo_t`: `si_code` (int) at 8 (after `si_signo`, `si_errno`); for
+/// SIGPOLL `si_band` (long) at 16, `si_fd` (int) at 24.
+const SIGINFO_CODE: i32 = 8;
+const SIGINFO_FD: i32 = 24;
 /// Another handler's frame below the saved registers' rsp (`putback`):
 /// at least its return address and ucontext up to `rip` (8 + `uc_rip` +
 /// 8 bytes, `nest_min`; a real one is over a kilobyte, and the red zone's
 /// 128 bytes come first), at most 64 KiB below it.
-const NEST_MAX: u32 = 64 * 1024;
+const NEST_MAX: i32 = 64 * 1024;
 fn nest_min(l: &Layout) -> u32 {
     8 + l.uc_rip + 8
 }

@@ -3,7 +3,7 @@
 //! below the red zone of its saved `rsp`, the frame the kernel's
 //! `rt_sigreturn` reads, holding the backend's saved state, and the
 //! injected code is `syscall; xor eax, eax; mov al, SYS_rt_sigreturn;
-//! syscall` (`TRAILER`).  pgdbg stops the backend at the system call's
+//! syscall` (`trailer`).  pgdbg stops the backend at the system call's
 //! exit and puts the registers back itself, as before; but should every
 //! pgdbg process die at any instant, the untraced backend finishes the
 //! system call and its `rt_sigreturn` puts back every general register,
@@ -46,15 +46,45 @@
 use crate::arch::regs::Registers;
 use anyhow::{Result, bail};
 
-/// The injected code: `syscall` (0f 05), `xor eax, eax` (31 c0), `mov al,
-/// SYS_rt_sigreturn` (b0 0f), `syscall` (0f 05).  Eight bytes: the
+/// The length of the injected code (`trailer`): eight bytes, as the
 /// guardian's record keeps the borrowed code bytes in one word
-/// (guardian/inflight.rs), and no instruction here touches memory.
-pub const TRAILER: [u8; 8] = [0x0f, 0x05, 0x31, 0xc0, 0xb0, SIGRETURN_NR, 0x0f, 0x05];
-const SIGRETURN_NR: u8 = libc::SYS_rt_sigreturn as u8;
-const _: () = assert!(libc::SYS_rt_sigreturn == SIGRETURN_NR as i64);
+/// (guardian/inflight.rs), and the SIGCONT handler compares them with a
+/// word at AT_ENTRY (selfrelease/handler.rs).
+pub const TRAILER_LEN: usize = 8;
 /// Where the injected system call returns: one `syscall` past AT_ENTRY.
 pub const AFTER_SYSCALL: u64 = 2;
+
+/// The injected code: `syscall`, `xor eax, eax`, `mov al,
+/// SYS_rt_sigreturn`, `syscall` (no instruction here touches memory),
+/// assembled once.
+pub fn trailer() -> &'static [u8; TRAILER_LEN] {
+    static CODE: std::sync::OnceLock<[u8; TRAILER_LEN]> = std::sync::OnceLock::new();
+    CODE.get_or_init(|| {
+        let c = assemble_trailer().expect("the trailer assembles");
+        assert_eq!(
+            c.at("after_syscall"),
+            Some(AFTER_SYSCALL as usize),
+            "the trailer's first system call returns at AFTER_SYSCALL"
+        );
+        c.bytes
+            .try_into()
+            .unwrap_or_else(|b: Vec<u8>| panic!("the trailer is {} bytes, not eight", b.len()))
+    })
+}
+
+fn assemble_trailer() -> Result<crate::arch::asm::Code, crate::arch::asm::IcedError> {
+    use crate::arch::asm::*;
+    let mut a = Asm::new();
+    // the injected system call (its number and arguments in the registers)
+    a.syscall()?;
+    a.set("after_syscall")?;
+    // then the frame's context back: rt_sigreturn
+    a.xor(eax, eax)?;
+    a.mov(al, libc::SYS_rt_sigreturn as i32)?;
+    a.syscall()?;
+    // position-independent: assembled anywhere
+    a.assemble(0)
+}
 
 /// The red zone below `rsp` a function may use without moving it (System V
 /// x86-64 psABI 3.2.2); the kernel skips it too (`get_sigframe`).
@@ -505,6 +535,39 @@ mod tests {
         assert!(plan(&r, 0, &x, 7, (r.rsp - 1024, r.rsp + 4096), size).is_err());
         // rsp outside the mapping
         assert!(plan(&r, 0, &x, 7, (0x1000, 0x2000), size).is_err());
+    }
+
+    /// The trailer is the four instructions, at the offsets other code
+    /// relies on: eight bytes (one word of the guardian's record, one
+    /// word the SIGCONT handler compares), the first system call returning
+    /// at AFTER_SYSCALL, and its third byte not an int3 (the handler tells
+    /// it from `syscall; int3` there).
+    #[test]
+    fn trailer_is_the_four_instructions() {
+        use iced_x86::{Code, Decoder, DecoderOptions, Formatter, NasmFormatter};
+        let t = trailer();
+        assert_eq!(t.len(), TRAILER_LEN);
+        let mut fmt = NasmFormatter::new();
+        let got: Vec<(u64, Code, String)> = Decoder::with_ip(64, t, 0, DecoderOptions::NONE)
+            .into_iter()
+            .map(|i| {
+                let mut s = String::new();
+                fmt.format(&i, &mut s);
+                (i.ip(), i.code(), s)
+            })
+            .collect();
+        let want = [
+            (0, Code::Syscall, "syscall"),
+            (AFTER_SYSCALL, Code::Xor_rm32_r32, "xor eax,eax"),
+            (4, Code::Mov_r8_imm8, "mov al,0Fh"),
+            (6, Code::Syscall, "syscall"),
+        ];
+        assert_eq!(got.len(), want.len(), "{got:?}");
+        for (g, w) in got.iter().zip(want) {
+            assert_eq!((g.0, g.1, g.2.as_str()), w);
+        }
+        assert_eq!(libc::SYS_rt_sigreturn, 0xf);
+        assert_ne!(t[2], crate::inferior::INT3);
     }
 
     #[test]

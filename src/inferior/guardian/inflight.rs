@@ -46,6 +46,7 @@ const S_VALID: usize = C_DATA + 3 * DATA_SLOTS;
 /// S_VALID of a system call injected with its signal frame (sigframe.rs):
 /// 8 code bytes borrowed; the backend may have restored itself.
 const SYSCALL_TRAILER: u64 = 2;
+const _: () = assert!(crate::inferior::sigframe::TRAILER_LEN <= 8);
 const S_AT: usize = S_VALID + 1;
 const S_CODE: usize = S_AT + 1;
 const S_REGS: usize = S_CODE + 1;
@@ -209,7 +210,12 @@ impl Records<'_> {
             Syscall {
                 regs: self.regs(S_REGS),
                 at: self.get(S_AT),
-                code: c[..if trailer { 8 } else { SYSCALL_INT3_LEN }].to_vec(),
+                code: c[..if trailer {
+                    crate::inferior::sigframe::TRAILER_LEN
+                } else {
+                    SYSCALL_INT3_LEN
+                }]
+                    .to_vec(),
                 trailer,
             }
         });

@@ -26,7 +26,7 @@ impl Target {
         if !kernel_at_least(5, 5) {
             bail!("Linux 5.5 or later is needed");
         }
-        self.write(base + CODE, &emit(base, l))?;
+        self.write(base + CODE, &emit(base, l)?)?;
         self.write(base + FD, &0u64.to_le_bytes())?;
         self.write(base + RES_RIP, &[0u8; 16])?;
         self.write(base + RELEASED, &[0u8; 24])?;

@@ -402,7 +402,9 @@ impl Target {
         let Some(base) = self.trap.as_ref().map(|h| h.base) else {
             return false;
         };
-        let code = selfrelease::emit(base, &release_layout());
+        let Ok(code) = selfrelease::emit(base, &release_layout()) else {
+            return false;
+        };
         let mut now = vec![0u8; code.len()];
         if self.read(base + selfrelease::CODE, &mut now).is_err() || now != code {
             return false;

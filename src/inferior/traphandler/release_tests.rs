@@ -51,7 +51,8 @@ fn run_with_release_probe(prep: fn(u64, u64)) -> (i32, Option<u64>) {
             *shared = base;
             let code = emit(base);
             std::ptr::copy_nonoverlapping(code.as_ptr(), base as *mut u8, code.len());
-            let cont = selfrelease::emit(base, &release_layout());
+            let cont =
+                selfrelease::emit(base, &release_layout()).expect("the SIGCONT handler assembles");
             std::ptr::copy_nonoverlapping(
                 cont.as_ptr(),
                 (base + selfrelease::CODE) as *mut u8,
@@ -584,7 +585,9 @@ fn release_sends_the_signals_held_back() {
 /// The SIGCONT handler fits its page after the SIGTRAP handler's code.
 #[test]
 fn release_code_fits_its_page() {
-    let n = selfrelease::emit(0x7f00_0000_0000, &release_layout()).len() as u64;
+    let n = selfrelease::emit(0x7f00_0000_0000, &release_layout())
+        .expect("the SIGCONT handler assembles")
+        .len() as u64;
     assert!(selfrelease::CODE + n <= 4096, "{n} bytes");
 }
 

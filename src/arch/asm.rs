@@ -10,6 +10,14 @@
 //! the assembler appends (never the case for the code pgdbg places within
 //! reach, but correct if it were).
 //!
+//! iced's assembler marks a label's instruction with the label's number
+//! (small integers) in place of an address until the code is assembled,
+//! and every other instruction with 0: a branch to an absolute address
+//! that small would go to the wrong instruction.  No code lives in the
+//! first 64 KiB of a process (`vm.mmap_min_addr`), so [`Asm::assemble`]
+//! refuses a branch to an address below [`LOWEST_CODE`] that is not a
+//! label's.
+//!
 //! [`same_program`] compares two pieces of code as programs: the same
 //! instructions with the same operands, branches to the same instruction
 //! (by its place in the sequence, not its address), whatever encodings
@@ -18,11 +26,33 @@
 
 use std::ops::{Deref, DerefMut};
 
-pub use iced_x86::IcedError;
 pub use iced_x86::code_asm::*;
 use iced_x86::{
     BlockEncoderOptions, Decoder, DecoderOptions, Formatter, Instruction, NasmFormatter, OpKind,
 };
+
+/// What went wrong assembling: iced's refusal of an instruction or a
+/// label, or a branch to a low absolute address (the module's text).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AsmError(pub String);
+
+impl std::fmt::Display for AsmError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "assembling pgdbg's code: {}", self.0)
+    }
+}
+
+impl std::error::Error for AsmError {}
+
+impl From<iced_x86::IcedError> for AsmError {
+    fn from(e: iced_x86::IcedError) -> AsmError {
+        AsmError(e.to_string())
+    }
+}
+
+/// No code is mapped below this address (the kernel's default
+/// `vm.mmap_min_addr`); see the module's text.
+pub const LOWEST_CODE: u64 = 0x10000;
 
 /// An assembler with named labels.
 pub struct Asm {
@@ -77,7 +107,7 @@ impl Asm {
     }
 
     /// Sets label `name` at the next instruction.  A name can be set once.
-    pub fn set(&mut self, name: &'static str) -> Result<(), IcedError> {
+    pub fn set(&mut self, name: &'static str) -> Result<(), AsmError> {
         let here = self.a.instructions().len();
         if self.last_set_at == Some(here) {
             // another name for this place: a zero-sized instruction
@@ -97,7 +127,29 @@ impl Asm {
     }
 
     /// The code for address `ip`, and where its labels are.
-    pub fn assemble(mut self, ip: u64) -> Result<Code, IcedError> {
+    pub fn assemble(mut self, ip: u64) -> Result<Code, AsmError> {
+        // labels' instructions carry their numbers until assembled
+        let labelled: Vec<u64> = self
+            .a
+            .instructions()
+            .iter()
+            .map(|i| i.ip())
+            .filter(|&n| n != 0)
+            .collect();
+        for i in self.a.instructions() {
+            let branch = (0..i.op_count()).any(|o| {
+                matches!(
+                    i.op_kind(o),
+                    OpKind::NearBranch16 | OpKind::NearBranch32 | OpKind::NearBranch64
+                )
+            });
+            let t = i.near_branch_target();
+            if branch && t < LOWEST_CODE && !labelled.contains(&t) {
+                return Err(AsmError(format!(
+                    "a branch to {t:#x}, an absolute address below 64 KiB (where no code is)"
+                )));
+            }
+        }
         let names = std::mem::take(&mut self.names);
         let r = self
             .a
@@ -229,6 +281,25 @@ mod tests {
         assert_eq!(c.bytes[11], 0xc3);
         // the jnz goes back to the dec
         assert_eq!(&c.bytes[9..11], &[0x75, 0xfc]);
+    }
+
+    #[test]
+    fn a_branch_to_a_low_absolute_address_is_refused() {
+        let mut a = Asm::new();
+        a.set("top").unwrap();
+        a.nop().unwrap();
+        a.jmp(0u64).unwrap();
+        assert!(a.assemble(0x7f00_0000_0000).is_err());
+        let mut a = Asm::new();
+        let top = a.label("top");
+        a.set("top").unwrap();
+        a.nop().unwrap();
+        a.jmp(top).unwrap();
+        a.call(0x7f00_0000_1000u64).unwrap();
+        let c = a.assemble(0x7f00_0000_0000).unwrap();
+        // jmp short back to the nop; call rel32 to the address
+        assert_eq!(&c.bytes[..3], &[0x90, 0xeb, 0xfd]);
+        assert_eq!(c.bytes[3], 0xe8);
     }
 
     #[test]

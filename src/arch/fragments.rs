@@ -44,7 +44,7 @@ pub fn syscall_int3() -> Result<[u8; SYSCALL_INT3_LEN]> {
         .map_err(|b: Vec<u8>| anyhow!("internal: syscall; int3 of {} bytes", b.len()))
 }
 
-fn internal(e: IcedError) -> anyhow::Error {
+fn internal(e: impl std::fmt::Display) -> anyhow::Error {
     anyhow!("internal: assembler: {e}")
 }
 

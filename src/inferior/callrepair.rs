@@ -47,7 +47,7 @@
 //! handler's code are exactly this pgdbg's.
 
 use super::{Registers, Target, traphandler, xstate::XState};
-use crate::arch::asm::{Asm, IcedError};
+use crate::arch::asm::{Asm, AsmError};
 use anyhow::Result;
 
 // Offsets in the handler's mapping (its data page is the second page).
@@ -184,7 +184,7 @@ pub(super) const XSAVE_HEADER: u32 = 512;
 /// rdx = the ucontext, r15 = 0.  The handler's label `search` is the
 /// table search, which the repair goes through (r15 set) to put each
 /// int3's byte back.
-pub(super) fn emit(a: &mut Asm, base: u64) -> Result<(), IcedError> {
+pub(super) fn emit(a: &mut Asm, base: u64) -> Result<(), AsmError> {
     use crate::arch::asm::*;
     let rec = |w: u64| w - DATA;
     let search = a.label("search");
@@ -314,7 +314,8 @@ pub(super) fn emit(a: &mut Asm, base: u64) -> Result<(), IcedError> {
     a.lea(r8, qword_ptr(r9 + 1))?;
     a.jmp(search)?;
     a.set("end")?;
-    a.ret() // (rt_sigreturn: the backend as before the call)
+    a.ret()?; // (rt_sigreturn: the backend as before the call)
+    Ok(())
 }
 
 impl Target {

@@ -108,7 +108,7 @@ fn rdtsc() -> u64 {
 /// The machine code of the recorder (before the displaced instructions,
 /// into which it falls through at its end).  No branch leaves it and
 /// nothing in it is relative to rip: the same bytes run at any address.
-fn emit(data: u64, slot: u64, spec: &RecordSpec) -> Result<Vec<u8>, IcedError> {
+fn emit(data: u64, slot: u64, spec: &RecordSpec) -> Result<Vec<u8>, AsmError> {
     let mut a = Asm::new();
     a.push(rax)?;
     a.push(rcx)?;
@@ -212,7 +212,7 @@ fn slot_size(spec: &RecordSpec) -> u64 {
 /// past the string's end is read.  Uses rax, rdx (free here) and rsi
 /// (saved); flags are dead at a function's entry.  Its skips go to label
 /// `text_end`, set here for the next instruction.
-fn emit_text(a: &mut Asm, t: &TextSpec, dst: u64) -> Result<(), IcedError> {
+fn emit_text(a: &mut Asm, t: &TextSpec, dst: u64) -> Result<(), AsmError> {
     // the slot's layout (`slot_size`), checked by `install`
     assert!(matches!(t.max, 8..=120), "recorder text of {} bytes", t.max);
     let end = a.label("text_end");

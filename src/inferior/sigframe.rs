@@ -72,7 +72,7 @@ pub fn trailer() -> &'static [u8; TRAILER_LEN] {
     })
 }
 
-fn assemble_trailer() -> Result<crate::arch::asm::Code, crate::arch::asm::IcedError> {
+fn assemble_trailer() -> Result<crate::arch::asm::Code, crate::arch::asm::AsmError> {
     use crate::arch::asm::*;
     let mut a = Asm::new();
     // the injected system call (its number and arguments in the registers)

@@ -7,7 +7,7 @@ use crate::inferior::{INT3, sigframe};
 
 /// The SIGCONT handler's machine code, for a mapping at `base`; it goes at
 /// `base + CODE` and returns through the SIGTRAP handler's restorer.
-pub fn emit(base: u64, l: &Layout) -> Result<Vec<u8>, IcedError> {
+pub fn emit(base: u64, l: &Layout) -> Result<Vec<u8>, AsmError> {
     let mut a = Asm::new();
     // displacement from r11 = base + 4096 (the data page)
     let dp = |at: u64| at as i64 - 4096;

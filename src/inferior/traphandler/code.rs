@@ -30,7 +30,7 @@ pub(super) fn repair_offset() -> u64 {
 
 /// The handler's code for `base`: its body, `hlt`s up to `RESTORER`,
 /// the restorer; the body's labels, and "restorer".
-pub(super) fn assemble(base: u64) -> Result<Code, IcedError> {
+pub(super) fn assemble(base: u64) -> Result<Code, AsmError> {
     let mut a = Asm::new();
     body(&mut a, base)?;
     let mut code = a.assemble(base)?;
@@ -57,7 +57,7 @@ pub(super) fn assemble(base: u64) -> Result<Code, IcedError> {
 }
 
 /// The handler up to its restorer, the call repair included.
-fn body(a: &mut Asm, base: u64) -> Result<(), IcedError> {
+fn body(a: &mut Asm, base: u64) -> Result<(), AsmError> {
     use callrepair as cr;
     // the call record's words, from r11 = base+DATA (callrepair.rs)
     let rec = |w: u64| w - cr::DATA;
@@ -148,13 +148,14 @@ fn body(a: &mut Asm, base: u64) -> Result<(), IcedError> {
     a.jne(rewind)?; // already restored
     a.bt(r14, 48)?;
     a.jc(store)?; // writable page
-    let mprotect = |a: &mut Asm, prot: i32| -> Result<(), IcedError> {
+    let mprotect = |a: &mut Asm, prot: i32| -> Result<(), AsmError> {
         a.mov(rdi, r13)?;
         a.and(rdi, -4096)?;
         a.mov(esi, 4096)?;
         a.mov(edx, prot)?;
         a.mov(eax, SYS_MPROTECT)?;
-        a.syscall()
+        a.syscall()?;
+        Ok(())
     };
     mprotect(a, libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC)?;
     // a failed mprotect leaves the int3: rewinding would loop on it

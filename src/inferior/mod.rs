@@ -20,6 +20,7 @@ pub mod foreign;
 pub mod gone;
 pub mod guardian;
 mod hold;
+mod injected;
 pub mod jumpover;
 mod memory;
 pub mod newchild;

@@ -434,7 +434,7 @@ fn undo_syscall(t: &mut Target, sc: &Syscall) -> Result<String> {
         }
         let mut w = [0u8; 8];
         t.read(m, &mut w)?;
-        crate::inferior::detour::set_blocked_mask(t.pid(), u64::from_le_bytes(w))?;
+        crate::inferior::injected::set_blocked_mask(t.pid(), u64::from_le_bytes(w))?;
         t.set_regs(&sc.regs)?;
         t.check_regs_read_back(&sc.regs)?;
         "system call undone".to_string()

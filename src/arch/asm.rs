@@ -189,25 +189,105 @@ fn place(list: &[Instruction], start: u64, addr: u64) -> Result<(usize, u64), u6
     Ok((k, addr - list[k].ip()))
 }
 
-/// Whether `a` (at address `a_ip`) and `b` (at `b_ip`) are the same
-/// program: instruction for instruction the same operation on the same
-/// operands, every branch and RIP-relative operand to the same place (an
-/// instruction inside the program by its index, or the same address
-/// outside it).  The error names the first difference.
-pub fn same_program(a: &[u8], a_ip: u64, b: &[u8], b_ip: u64) -> Result<(), String> {
-    let decode = |code: &[u8], ip: u64| -> Vec<Instruction> {
-        Decoder::with_ip(64, code, ip, DecoderOptions::NONE)
-            .into_iter()
-            .collect()
-    };
-    let (da, db) = (decode(a, a_ip), decode(b, b_ip));
+fn decode(code: &[u8], ip: u64, most: usize) -> Vec<Instruction> {
+    Decoder::with_ip(64, code, ip, DecoderOptions::NONE)
+        .into_iter()
+        .take(most)
+        .collect()
+}
+
+fn is_branch(i: &Instruction) -> bool {
+    (0..i.op_count()).any(|o| {
+        matches!(
+            i.op_kind(o),
+            OpKind::NearBranch16 | OpKind::NearBranch32 | OpKind::NearBranch64
+        )
+    })
+}
+
+/// The operands of `x` and `y` the same but for where a branch or a
+/// RIP-relative operand goes (compared by the caller): registers, memory
+/// base, index, scale, size and (when not RIP-relative) displacement,
+/// immediates at their operand's size, prefixes.
+fn same_operands(x: &Instruction, y: &Instruction) -> Result<(), &'static str> {
+    if x.mnemonic() != y.mnemonic() || x.op_count() != y.op_count() {
+        return Err("another operation");
+    }
+    if x.has_lock_prefix() != y.has_lock_prefix()
+        || x.has_rep_prefix() != y.has_rep_prefix()
+        || x.has_repne_prefix() != y.has_repne_prefix()
+        || x.segment_prefix() != y.segment_prefix()
+    {
+        return Err("other prefixes");
+    }
+    for o in 0..x.op_count() {
+        let (kx, ky) = (x.op_kind(o), y.op_kind(o));
+        let immediate = |k: OpKind| {
+            matches!(
+                k,
+                OpKind::Immediate8
+                    | OpKind::Immediate16
+                    | OpKind::Immediate32
+                    | OpKind::Immediate64
+                    | OpKind::Immediate8to16
+                    | OpKind::Immediate8to32
+                    | OpKind::Immediate8to64
+                    | OpKind::Immediate32to64
+            )
+        };
+        if immediate(kx) && immediate(ky) {
+            // the value the instruction works with, at the size it works
+            // at: its memory operand's, else its first register's, else 64
+            let memory = (0..x.op_count()).any(|p| x.op_kind(p) == OpKind::Memory);
+            let bytes = if memory {
+                x.memory_size().size()
+            } else {
+                x.op_register(0).size()
+            };
+            let mask = match bytes {
+                1 | 2 | 4 => (1u64 << (bytes * 8)) - 1,
+                _ => u64::MAX,
+            };
+            if x.immediate(o) & mask != y.immediate(o) & mask {
+                return Err("another immediate");
+            }
+            continue;
+        }
+        if kx != ky {
+            return Err("another kind of operand");
+        }
+        let memory_differs = || {
+            x.memory_base() != y.memory_base()
+                || x.memory_index() != y.memory_index()
+                || x.memory_index_scale() != y.memory_index_scale()
+                || x.memory_size() != y.memory_size()
+                || (!x.is_ip_rel_memory_operand()
+                    && x.memory_displacement64() != y.memory_displacement64())
+        };
+        match kx {
+            OpKind::Register if x.op_register(o) != y.op_register(o) => {
+                return Err("another register");
+            }
+            OpKind::Memory if memory_differs() => {
+                return Err("another memory operand");
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Compare decoded programs `da` (from `a_ip`) and `db` (from `b_ip`)
+/// instruction by instruction; targets are placed within `ta` and `tb`
+/// (the whole decoded programs).
+fn compare(da: &[Instruction], a_ip: u64, db: &[Instruction], b_ip: u64) -> Result<(), String> {
     let mut fmt = NasmFormatter::new();
     let text = |f: &mut NasmFormatter, i: &Instruction| {
         let mut s = String::new();
         f.format(i, &mut s);
         s
     };
-    for (k, (x, y)) in da.iter().zip(&db).enumerate() {
+    for (k, (x, y)) in da.iter().zip(db).enumerate() {
         let what = |s: &str| {
             format!(
                 "instruction {k} (at +{:#x} and +{:#x}): {s}",
@@ -215,27 +295,28 @@ pub fn same_program(a: &[u8], a_ip: u64, b: &[u8], b_ip: u64) -> Result<(), Stri
                 y.ip() - b_ip
             )
         };
-        if x.code() != y.code() && x.mnemonic() != y.mnemonic() {
+        if x.is_invalid() || y.is_invalid() {
+            return Err(what("not an instruction"));
+        }
+        if let Err(e) = same_operands(x, y) {
             return Err(what(&format!(
-                "{:?} against {:?}",
-                x.mnemonic(),
-                y.mnemonic()
+                "{} against {}: {e}",
+                text(&mut fmt, x),
+                text(&mut fmt, y)
             )));
         }
-        let branch = (0..x.op_count()).any(|o| {
-            matches!(
-                x.op_kind(o),
-                OpKind::NearBranch16 | OpKind::NearBranch32 | OpKind::NearBranch64
-            )
-        });
+        let branch = is_branch(x);
         if branch || x.is_ip_rel_memory_operand() || y.is_ip_rel_memory_operand() {
+            if x.is_ip_rel_memory_operand() != y.is_ip_rel_memory_operand() {
+                return Err(what("RIP-relative in one only"));
+            }
             let (ta, tb) = if branch {
                 (x.near_branch_target(), y.near_branch_target())
             } else {
                 (x.ip_rel_memory_address(), y.ip_rel_memory_address())
             };
-            let (pa, pb) = (place(&da, a_ip, ta), place(&db, b_ip, tb));
-            if pa != pb || x.mnemonic() != y.mnemonic() {
+            let (pa, pb) = (place(da, a_ip, ta), place(db, b_ip, tb));
+            if pa != pb {
                 return Err(what(&format!(
                     "{} goes to {pa:?}, {} to {pb:?}",
                     text(&mut fmt, x),
@@ -253,6 +334,30 @@ pub fn same_program(a: &[u8], a_ip: u64, b: &[u8], b_ip: u64) -> Result<(), Stri
         return Err(format!("{} instructions against {}", da.len(), db.len()));
     }
     Ok(())
+}
+
+/// Whether `a` (at address `a_ip`) and `b` (at `b_ip`) are the same
+/// program: instruction for instruction the same operation on the same
+/// operands, every branch and RIP-relative operand to the same place (an
+/// instruction inside the program by its index, or the same address
+/// outside it).  The error names the first difference.
+pub fn same_program(a: &[u8], a_ip: u64, b: &[u8], b_ip: u64) -> Result<(), String> {
+    compare(
+        &decode(a, a_ip, usize::MAX),
+        a_ip,
+        &decode(b, b_ip, usize::MAX),
+        b_ip,
+    )
+}
+
+/// Whether memory `mem` (read at `mem_ip`) begins with the same program
+/// as `code` (assembled for `code_ip`), as [`same_program`] compares them:
+/// as many instructions as `code` has, whatever their encodings.  Code
+/// another version of pgdbg wrote is recognised so.
+pub fn begins_with_program(mem: &[u8], mem_ip: u64, code: &[u8], code_ip: u64) -> bool {
+    let dc = decode(code, code_ip, usize::MAX);
+    let dm = decode(mem, mem_ip, dc.len());
+    compare(&dm, mem_ip, &dc, code_ip).is_ok()
 }
 
 #[cfg(test)]
@@ -322,5 +427,29 @@ mod tests {
         let f = [0xe9, 0xfb, 0xef, 0xff, 0xff]; // jmp 0x2000 from 0x3000
         assert_eq!(same_program(&e, 0x1000, &f, 0x3000), Ok(()));
         assert!(same_program(&e, 0x1000, &f, 0x3001).is_err());
+        // RIP-relative: the same place, other operands
+        let g = [0x48, 0x89, 0x05, 0x00, 0x00, 0x00, 0x00, 0xc3]; // mov [rip+0],rax
+        let h = [0x89, 0x05, 0x00, 0x00, 0x00, 0x00, 0xc3]; // mov [rip+0],eax
+        assert!(same_program(&g, 0x1000, &g, 0x9000).is_ok());
+        assert!(same_program(&g, 0x1000, &h, 0x1000).is_err());
+        let i = [0xc7, 0x05, 0, 0, 0, 0, 1, 0, 0, 0, 0xc3]; // mov dword [rip+0],1
+        let j = [0xc7, 0x05, 0, 0, 0, 0, 2, 0, 0, 0, 0xc3]; // ... ,2
+        assert!(same_program(&i, 0x1000, &j, 0x1000).is_err());
+        // an immediate by its value at the operand's size: add rax,-1 as
+        // imm8 and imm32
+        let k = [0x48, 0x83, 0xc0, 0xff];
+        let l = [0x48, 0x05, 0xff, 0xff, 0xff, 0xff];
+        assert!(same_program(&k, 0x1000, &l, 0x1000).is_ok());
+        let m = [0x48, 0x05, 0xff, 0xff, 0xff, 0x7f];
+        assert!(same_program(&k, 0x1000, &m, 0x1000).is_err());
+        // bytes that are no instruction are never equal
+        assert!(same_program(&[0x06], 0x1000, &[0x07], 0x1000).is_err());
+        assert!(same_program(&[0x06], 0x1000, &[0x06], 0x1000).is_err());
+        // memory that begins with the program, whatever follows
+        let mut mem = b.to_vec();
+        mem.extend([0xf4, 0xf4, 0x00]);
+        assert!(begins_with_program(&mem, 0x7000, &a, 0x1000));
+        assert!(!begins_with_program(&c, 0x7000, &a, 0x1000));
+        assert!(!begins_with_program(&b[..5], 0x7000, &a, 0x1000));
     }
 }

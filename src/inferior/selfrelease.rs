@@ -85,7 +85,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::Arc;
 mod handler;
 mod install;
-pub use handler::emit;
+pub use handler::{emit, holds_our_code};
 
 /// Where the SIGCONT handler's code starts in the code page (after the
 /// SIGTRAP handler's restorer).

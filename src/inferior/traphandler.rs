@@ -62,8 +62,8 @@ mod install;
 use super::{callrepair, procfs, selfrelease};
 use std::collections::HashSet;
 
-pub use code::emit;
 use code::repair_offset;
+pub use code::{code_len, emit, holds_our_code, repair_offset_in};
 
 const PAGE: u64 = 4096;
 /// Entries in each half of the table.

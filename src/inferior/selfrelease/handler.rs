@@ -319,3 +319,15 @@ pub fn emit(base: u64, l: &Layout) -> Result<Vec<u8>, AsmError> {
     a.ret()?;
     Ok(a.assemble(base + CODE)?.bytes)
 }
+
+/// Whether `mem`, read at `base + CODE` up to the end of the page, begins
+/// with the SIGCONT handler's code for `l`: this pgdbg's bytes, or the
+/// same program in another version's encodings (pages an older pgdbg
+/// wrote, read by this one's guardian or `pgdbg rescue`).
+pub fn holds_our_code(mem: &[u8], base: u64, l: &Layout) -> bool {
+    let Ok(code) = emit(base, l) else {
+        return false;
+    };
+    mem.get(..code.len()) == Some(&code[..])
+        || begins_with_program(mem, base + CODE, &code, base + CODE)
+}

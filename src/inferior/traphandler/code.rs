@@ -39,6 +39,7 @@ pub(super) fn assemble(base: u64) -> Result<Code, AsmError> {
         "the SIGTRAP handler's code ({} bytes) runs into its restorer",
         code.bytes.len()
     );
+    let body_len = code.bytes.len();
     // hlt up to the restorer: never reached
     let mut h = Asm::new();
     h.hlt()?;
@@ -52,8 +53,53 @@ pub(super) fn assemble(base: u64) -> Result<Code, AsmError> {
     r.syscall()?;
     r.ud2()?; // rt_sigreturn does not return
     code.bytes.extend(r.assemble(base + RESTORER)?.bytes);
+    code.labels.push(("padding", body_len));
     code.labels.push(("restorer", RESTORER as usize));
     Ok(code)
+}
+
+/// How many bytes at `base` [`holds_our_code`] reads.
+pub fn code_len(base: u64) -> usize {
+    emit(base).len()
+}
+
+/// Where the call repair starts in `mem` (read at `base`, [`code_len`]
+/// bytes, holding the handler: [`holds_our_code`]): this pgdbg's offset,
+/// or in another version's encodings the offset of the same instruction.
+pub fn repair_offset_in(mem: &[u8], base: u64) -> Option<u64> {
+    let c = assemble(base).ok()?;
+    let repair = c.at("repair")?;
+    if mem.get(..c.bytes.len()) == Some(&c.bytes[..]) {
+        return Some(repair as u64);
+    }
+    // the repair's index in this pgdbg's body is its index in theirs
+    let k = iced_x86::Decoder::with_ip(64, &c.bytes[..repair], base, 0)
+        .into_iter()
+        .count();
+    let theirs = iced_x86::Decoder::with_ip(64, &mem[..c.at("restorer")?], base, 0)
+        .into_iter()
+        .nth(k)?;
+    Some(theirs.ip() - base)
+}
+
+/// Whether `mem`, read at `base` ([`code_len`] bytes), holds the
+/// handler's code: this pgdbg's bytes, or the same program in another
+/// version's encodings (an older pgdbg wrote the pages of a backend it was
+/// killed on: the guardian or `pgdbg rescue` of this one reads them): the
+/// body from `base`, the restorer at `RESTORER`.
+pub fn holds_our_code(mem: &[u8], base: u64) -> bool {
+    let Ok(c) = assemble(base) else {
+        return false;
+    };
+    if mem.get(..c.bytes.len()) == Some(&c.bytes[..]) {
+        return true;
+    }
+    let (Some(pad), Some(r)) = (c.at("padding"), c.at("restorer")) else {
+        return false;
+    };
+    mem.len() > r
+        && begins_with_program(&mem[..r], base, &c.bytes[..pad], base)
+        && begins_with_program(&mem[r..], base + r as u64, &c.bytes[r..], base + r as u64)
 }
 
 /// The handler up to its restorer, the call repair included.

@@ -341,9 +341,8 @@ impl Target {
         let in_use = rip >= base && rip < base + MAP_LEN;
         // our code still there: the pages are ours (read before the
         // record goes)
-        let code = emit(base);
-        let mut now = vec![0u8; code.len()];
-        let ours = self.read(base, &mut now).is_ok() && now == code;
+        let mut now = vec![0u8; super::code_len(base)];
+        let ours = self.read(base, &mut now).is_ok() && super::holds_our_code(&now, base);
         // the record goes first: if pgdbg dies (or unmapping fails) after
         // this, the pages leak, but nobody unmaps memory the backend may
         // use by then
@@ -402,11 +401,24 @@ impl Target {
         let Some(base) = self.trap.as_ref().map(|h| h.base) else {
             return false;
         };
-        let Ok(code) = selfrelease::emit(base, &release_layout()) else {
+        // the SIGCONT handler calls the SIGTRAP handler's call repair:
+        // where it is in these pages (another version's encodings put it
+        // elsewhere)
+        let mut trap = vec![0u8; super::code_len(base)];
+        if self.read(base, &mut trap).is_err() || !super::holds_our_code(&trap, base) {
+            return false;
+        }
+        let Some(repair) = super::repair_offset_in(&trap, base) else {
             return false;
         };
-        let mut now = vec![0u8; code.len()];
-        if self.read(base + selfrelease::CODE, &mut now).is_err() || now != code {
+        let layout = selfrelease::Layout {
+            repair,
+            ..release_layout()
+        };
+        let mut now = vec![0u8; (PAGE - selfrelease::CODE) as usize];
+        if self.read(base + selfrelease::CODE, &mut now).is_err()
+            || !selfrelease::holds_our_code(&now, base, &layout)
+        {
             return false;
         }
         let mut b = [0u8; 8];

@@ -615,3 +615,65 @@ fn entries_pack_address_flag_and_byte() {
     assert_eq!(h.entry(0, 0x400123, 0x55), 0x5500_0000_0040_0123);
     assert_eq!(h.entry(0, 0x600010, 0xf3), 0xf301_0000_0060_0010);
 }
+
+/// The bytes of tests/fixtures/older-handlers/NAME.hex: what pgdbg wrote
+/// before its code was made with the assembler (main at 40c4364, the
+/// hand-assembled emitters), at the base in NAME.
+fn older(name: &str) -> Vec<u8> {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/older-handlers")
+        .join(format!("{name}.hex"));
+    let text = std::fs::read_to_string(&p).expect("the fixture");
+    (0..text.trim().len())
+        .step_by(2)
+        .map(|k| u8::from_str_radix(&text[k..k + 2], 16).expect("hex"))
+        .collect()
+}
+
+/// A backend whose pages an older pgdbg wrote (other encodings of the
+/// same programs) is read by this one's guardian and `pgdbg rescue`: its
+/// SIGTRAP handler with the call repair, and its SIGCONT handler, are
+/// recognised as pgdbg's (else a released backend's old records would be
+/// replayed on it); a changed byte, or the code of another base, is not.
+#[test]
+fn code_an_older_pgdbg_wrote_is_recognised() {
+    for base in [0x7f12_3456_0000u64, 0x5555_5555_0000] {
+        let old = older(&format!("sigtrap-{base:x}"));
+        assert_eq!(old.len(), code_len(base));
+        assert_ne!(
+            old,
+            emit(base),
+            "the encodings differ: the test shows nothing"
+        );
+        assert!(holds_our_code(&old, base));
+        assert!(holds_our_code(&emit(base), base));
+        assert!(!holds_our_code(&old, base + 0x1000));
+        for at in [3, 20, 100, 0x200, RESTORER as usize + 1] {
+            let mut bad = old.clone();
+            bad[at] ^= 0x01;
+            assert!(!holds_our_code(&bad, base), "a byte changed at {at:#x}");
+        }
+        // the older SIGCONT handler calls the older call repair
+        let repair = repair_offset_in(&old, base).unwrap();
+        assert_ne!(repair, repair_offset_in(&emit(base), base).unwrap());
+        let l = selfrelease::Layout {
+            repair,
+            ..release_layout()
+        };
+        let mut page = older(&format!("sigcont-{base:x}"));
+        assert_ne!(page, selfrelease::emit(base, &release_layout()).unwrap());
+        assert!(!selfrelease::holds_our_code(&page, base, &release_layout()));
+        let len = page.len();
+        page.resize((PAGE - selfrelease::CODE) as usize, 0);
+        assert!(selfrelease::holds_our_code(&page, base, &l));
+        assert!(!selfrelease::holds_our_code(&page, base + 0x1000, &l));
+        for at in [5, 50, len - 2] {
+            let mut bad = page.clone();
+            bad[at] ^= 0x01;
+            assert!(
+                !selfrelease::holds_our_code(&bad, base, &l),
+                "a byte changed at {at:#x}"
+            );
+        }
+    }
+}

@@ -213,6 +213,11 @@ fn same_operands(x: &Instruction, y: &Instruction) -> Result<(), &'static str> {
     if x.mnemonic() != y.mnemonic() || x.op_count() != y.op_count() {
         return Err("another operation");
     }
+    // a branch's form decides its operand size (rel16 on some CPUs) and
+    // a loop's counter (address size): the same near form
+    if is_branch(x) && x.code().as_near_branch() != y.code().as_near_branch() {
+        return Err("another form of branch");
+    }
     if x.has_lock_prefix() != y.has_lock_prefix()
         || x.has_rep_prefix() != y.has_rep_prefix()
         || x.has_repne_prefix() != y.has_repne_prefix()

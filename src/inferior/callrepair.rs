@@ -43,8 +43,10 @@
 //! return address, and its own frames are above `SP`.
 //!
 //! Layout: `LAYOUT` holds `LAYOUT_MAGIC` (a new layout gets a new value);
-//! a reader (`call_repaired`) trusts the page only when that word and the
-//! handler's code are exactly this pgdbg's.
+//! a reader (`call_repaired`) trusts the page only when that word is this
+//! pgdbg's and the page holds the handler's program (this pgdbg's bytes, or
+//! the same program in another version's encodings:
+//! `traphandler::holds_our_code`).
 
 use super::{Registers, Target, traphandler, xstate::XState};
 use crate::arch::asm::{Asm, AsmError};

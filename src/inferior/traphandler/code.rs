@@ -76,9 +76,14 @@ pub fn repair_offset_in(mem: &[u8], base: u64) -> Option<u64> {
     let k = iced_x86::Decoder::with_ip(64, &c.bytes[..repair], base, 0)
         .into_iter()
         .count();
-    let theirs = iced_x86::Decoder::with_ip(64, &mem[..c.at("restorer")?], base, 0)
-        .into_iter()
-        .nth(k)?;
+    let theirs = iced_x86::Decoder::with_ip(
+        64,
+        mem.get(..c.at("restorer")?)?,
+        base,
+        iced_x86::DecoderOptions::NONE,
+    )
+    .into_iter()
+    .nth(k)?;
     Some(theirs.ip() - base)
 }
 

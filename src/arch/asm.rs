@@ -137,14 +137,8 @@ impl Asm {
             .filter(|&n| n != 0)
             .collect();
         for i in self.a.instructions() {
-            let branch = (0..i.op_count()).any(|o| {
-                matches!(
-                    i.op_kind(o),
-                    OpKind::NearBranch16 | OpKind::NearBranch32 | OpKind::NearBranch64
-                )
-            });
             let t = i.near_branch_target();
-            if branch && t < LOWEST_CODE && !labelled.contains(&t) {
+            if is_branch(i) && t < LOWEST_CODE && !labelled.contains(&t) {
                 return Err(AsmError(format!(
                     "a branch to {t:#x}, an absolute address below 64 KiB (where no code is)"
                 )));

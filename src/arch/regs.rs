@@ -39,12 +39,6 @@ pub struct Registers {
 pub const DWARF_RSP: u16 = 7;
 pub const DWARF_RA: u16 = 16;
 
-/// Register names accepted as `$name` in expressions.
-pub const NAMES: &[&str] = &[
-    "rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11", "r12", "r13",
-    "r14", "r15", "rip", "pc", "sp", "fp", "eflags",
-];
-
 /// A general-purpose register (with `rip` and `eflags`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Gpr {

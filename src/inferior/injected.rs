@@ -425,6 +425,38 @@ impl Target {
         }
     }
 
+    /// A stop of an injected system call's run other than the one it runs
+    /// to (`run_to_syscall_exit_stop`, `run_until_trap_at`): the end of the
+    /// process, a pass-through signal kept for later, the SIGILL of a jump
+    /// a uprobe took over, queued before this system call (dropped: the
+    /// jump is undone already, and the registers put back afterwards
+    /// resume at the instruction that trapped), an interrupt's stop; any
+    /// other signal ends the call with an error.
+    fn other_stop_during_syscall(&mut self, st: WaitStatus) -> Result<()> {
+        match st {
+            WaitStatus::Exited(_, _) | WaitStatus::Signaled(_, _, _) => {
+                self.mark_gone();
+                bail!("process {} ended during a system call of pgdbg", self.pid);
+            }
+            WaitStatus::Stopped(_, sig) if super::signals::pass_through(sig) => {
+                self.mark_stopped();
+                self.defer(sig);
+            }
+            WaitStatus::Stopped(_, sig) => {
+                self.mark_stopped();
+                if !self.fault_in_taken_over_jump(sig)? {
+                    bail!("signal {sig:?} during a system call of pgdbg");
+                }
+            }
+            WaitStatus::PtraceEvent(_, sig, _) => {
+                self.mark_stopped();
+                self.interrupt_stop_seen(sig);
+            }
+            _ => self.mark_stopped(),
+        }
+        Ok(())
+    }
+
     /// `run_to_syscall_exit`'s stops up to the exit stop: rax there.
     fn run_to_syscall_exit_stop(&mut self, at: u64) -> Result<u64> {
         let mut stale_traps = 0;
@@ -433,10 +465,6 @@ impl Target {
             ptrace::syscall(self.pid, None).map_err(|e| anyhow!("cannot resume ({e})"))?;
             self.set_running();
             match self.waitpid_blocking()? {
-                WaitStatus::Exited(_, _) | WaitStatus::Signaled(_, _, _) => {
-                    self.mark_gone();
-                    bail!("process {} ended during a system call of pgdbg", self.pid);
-                }
                 WaitStatus::PtraceSyscall(_) => {
                     self.mark_stopped();
                     match syscall_stop_op(self.pid()) {
@@ -464,21 +492,7 @@ impl Target {
                         bail!("unexpected traps during a system call");
                     }
                 }
-                WaitStatus::Stopped(_, sig) if super::signals::pass_through(sig) => {
-                    self.mark_stopped();
-                    self.defer(sig);
-                }
-                WaitStatus::Stopped(_, sig) => {
-                    self.mark_stopped();
-                    if !self.fault_in_taken_over_jump(sig)? {
-                        bail!("signal {sig:?} during a system call of pgdbg");
-                    }
-                }
-                WaitStatus::PtraceEvent(_, sig, _) => {
-                    self.mark_stopped();
-                    self.interrupt_stop_seen(sig);
-                }
-                _ => self.mark_stopped(),
+                other => self.other_stop_during_syscall(other)?,
             }
         }
     }
@@ -540,10 +554,6 @@ impl Target {
             ptrace::cont(self.pid, None).map_err(|e| anyhow!("cannot resume ({e})"))?;
             self.set_running();
             match self.waitpid_blocking()? {
-                WaitStatus::Exited(_, _) | WaitStatus::Signaled(_, _, _) => {
-                    self.mark_gone();
-                    bail!("process {} ended during a system call of pgdbg", self.pid);
-                }
                 WaitStatus::Stopped(_, Signal::SIGTRAP) => {
                     self.mark_stopped();
                     let r = self.regs()?;
@@ -558,25 +568,7 @@ impl Target {
                         bail!("unexpected traps at {:#x} during a system call", r.rip);
                     }
                 }
-                WaitStatus::Stopped(_, sig) if super::signals::pass_through(sig) => {
-                    self.mark_stopped();
-                    self.defer(sig);
-                }
-                WaitStatus::Stopped(_, sig) => {
-                    self.mark_stopped();
-                    // the SIGILL of a jump a uprobe took over, queued
-                    // before this system call: dropped (the jump is undone
-                    // already, and the registers put back afterwards
-                    // resume at the instruction that trapped)
-                    if !self.fault_in_taken_over_jump(sig)? {
-                        bail!("signal {sig:?} during a system call of pgdbg");
-                    }
-                }
-                WaitStatus::PtraceEvent(_, sig, _) => {
-                    self.mark_stopped();
-                    self.interrupt_stop_seen(sig);
-                }
-                _ => self.mark_stopped(),
+                other => self.other_stop_during_syscall(other)?,
             }
         }
     }

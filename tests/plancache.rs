@@ -228,13 +228,30 @@ fn seed000_cases(major: u32) {
 
     // 5. pgbench -M prepared: protocol-level named statements.
     let script = std::env::temp_dir().join(format!("pgdbg-pgbench-{}.sql", std::process::id()));
+    let ready = script.with_extension("ready");
+    let _ = std::fs::remove_file(&ready);
     std::fs::write(
         &script,
-        "\\sleep 1500 ms\n\\set n random(1, 1000000)\nselect v from mediumtab where n = :n;\n",
+        format!(
+            "\\if :started = 0\n\\shell touch {}\n\\set started 1\n\\endif\n\
+             \\sleep 1500 ms\n\\set n random(1, 1000000)\nselect v from mediumtab where n = :n;\n",
+            ready.display()
+        ),
     )
     .unwrap();
     let mut pgbench = std::process::Command::new(cl.bin.join("pgbench"))
-        .args(["-n", "-M", "prepared", "-c", "1", "-t", "10", "-f"])
+        .args([
+            "-n",
+            "-M",
+            "prepared",
+            "-c",
+            "1",
+            "-D",
+            "started=0",
+            "-t",
+            "10",
+            "-f",
+        ])
         .arg(&script)
         .args(["-h", cl.dir.to_str().unwrap(), "-U", "postgres", "postgres"])
         .env("PGAPPNAME", "pgdbg-test-pgbench")
@@ -243,19 +260,7 @@ fn seed000_cases(major: u32) {
         .spawn()
         .unwrap();
     let mut c = cl.connect();
-    let mut bpid = 0;
-    // pgbench may open a short-lived connection first: take a backend that
-    // is still there a moment later.
-    wait_until("pgbench's backend", Duration::from_secs(20), || {
-        let q = "select coalesce(max(pid), 0)::text from pg_stat_activity where application_name = 'pgdbg-test-pgbench'";
-        let first: i32 = c.simple_text(q).parse().unwrap();
-        if first == 0 {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(300));
-        bpid = c.simple_text(q).parse().unwrap();
-        bpid == first
-    });
+    let bpid = pgbench_backend(&mut c, "pgdbg-test-pgbench", &ready);
     let (_, ev) = watch(bpid, 6, || {});
     assert!(pgbench.wait().unwrap().success());
     for (i, e) in ev.iter().enumerate() {
@@ -711,21 +716,23 @@ fn unnamed_statements(major: u32) {
     let cl = Cluster::start(major);
     let tag = format!("pgdbg-unnamed-{major}-{}", std::process::id());
     let tmp = std::env::temp_dir();
-    let (script, go, cap, out_file) = (
+    let (script, ready, go, cap, out_file) = (
         tmp.join(format!("{tag}.sql")),
+        tmp.join(format!("{tag}.ready")),
         tmp.join(format!("{tag}.go")),
         tmp.join(format!("{tag}.jsonl")),
         tmp.join(format!("{tag}.out")),
     );
-    for f in [&go, &cap] {
+    for f in [&ready, &go, &cap] {
         let _ = std::fs::remove_file(f);
     }
     // the first transaction waits for the test's go (pgdbg's recorder in)
     std::fs::write(
         &script,
         format!(
-            "\\if :started = 0\n\\shell while [ ! -e {} ]; do sleep 0.05; done\n\\set started 1\n\\endif\n\
+            "\\if :started = 0\n\\shell touch {}\n\\shell while [ ! -e {} ]; do sleep 0.05; done\n\\set started 1\n\\endif\n\
              \\set n random(1, 1000)\n{};\n{};\n{};\n",
+            ready.display(),
             go.display(),
             UNNAMED[0],
             UNNAMED[1],
@@ -745,14 +752,7 @@ fn unnamed_statements(major: u32) {
         .spawn()
         .unwrap();
     let mut c = cl.connect();
-    let mut pid = 0;
-    wait_until("pgbench's backend", Duration::from_secs(20), || {
-        pid = c
-            .simple_text("select coalesce(max(pid), 0)::text from pg_stat_activity where application_name = 'pgdbg-test-unnamed' and state = 'idle'")
-            .parse()
-            .unwrap();
-        pid != 0
-    });
+    let pid = pgbench_backend(&mut c, "pgdbg-test-unnamed", &ready);
     let maps_before = anon_exec_maps(pid);
     let mut p = Pgdbg::spawn_to_file(
         &[

@@ -1306,3 +1306,32 @@ pub fn wait_total_ms(text: &str, event: &str) -> f64 {
         })
         .unwrap_or(0.0)
 }
+
+/// The backend of a one-client pgbench whose script's first transaction
+/// creates `ready` (`\shell touch FILE`, guarded so it runs once). pgbench
+/// opens a setup connection first and finishes it before its clients
+/// connect; once the file exists the client is connected, so when one
+/// backend named `app` is left it is the client's, not the setup's.
+pub fn pgbench_backend(c: &mut Client, app: &str, ready: &Path) -> i32 {
+    wait_until(
+        "pgbench's first transaction",
+        Duration::from_secs(20),
+        || ready.exists(),
+    );
+    let q = format!(
+        "select count(*)::text || ' ' || coalesce(max(pid), 0)::text \
+         from pg_stat_activity where application_name = '{app}'"
+    );
+    let mut pid = 0;
+    wait_until(
+        "pgbench's setup connection to end",
+        Duration::from_secs(20),
+        || {
+            let t = c.simple_text(&q);
+            let (n, p) = t.split_once(' ').unwrap();
+            pid = p.parse().unwrap();
+            n == "1"
+        },
+    );
+    pid
+}

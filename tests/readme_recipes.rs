@@ -158,7 +158,7 @@ fn readme_recipes_on_15() {
         .expect("pgbench");
     wait_until("pgbench's clients", Duration::from_secs(30), || {
         cluster.connect().query_one_i64(
-            "select count(*) from pg_stat_activity where application_name = 'pgbench'",
+            "select count(*) from pg_stat_activity where application_name = 'pgbench' and query <> ''",
         ) == 3
     });
     let r = find("attach --cluster");

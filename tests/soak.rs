@@ -184,7 +184,8 @@ impl Load {
         });
         l
     }
-    /// The pgbench clients' backends; asserts pgbench still runs.
+    /// The pgbench clients' backends (those that ran the script: pgbench's
+    /// setup connection runs none); asserts pgbench still runs.
     fn backends(&mut self, cl: &Cluster) -> Vec<i32> {
         assert!(
             self.child.try_wait().unwrap().is_none(),
@@ -192,7 +193,8 @@ impl Load {
         );
         let mut c = cl.connect();
         let s = c.query_one_text(&format!(
-            "select coalesce(string_agg(pid::text, ','), '') from pg_stat_activity where application_name = '{PGBENCH_APP}'"
+            "select coalesce(string_agg(pid::text, ','), '') from pg_stat_activity \
+             where application_name = '{PGBENCH_APP}' and query like '%oid = 1259%'"
         ));
         s.split(',').filter_map(|p| p.parse().ok()).collect()
     }

@@ -28,7 +28,7 @@ pub use signals::{
     sigint_seen, signal_name, take_interrupt, terminating,
 };
 pub use sink::{Sink, sink};
-pub use ticker::{Ticker, set_poll_interval};
+pub use ticker::Ticker;
 
 /// Install the handlers (without SA_RESTART, so a blocking waitpid returns
 /// EINTR), ignore SIGPIPE (a closed pipe must not kill us before we clean

@@ -7,13 +7,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// A probe's periodic poll is due (see `Ticker`).
 static POLL_DUE: AtomicBool = AtomicBool::new(false);
-/// The ticker's period, in microseconds (the probe may change it).
-static POLL_US: AtomicU64 = AtomicU64::new(20_000);
-
-/// Change the period of a running `Ticker` (from its next tick).
-pub fn set_poll_interval(d: std::time::Duration) {
-    POLL_US.store(d.as_micros().max(1000) as u64, Ordering::SeqCst);
-}
 
 /// Whether a poll is due, clearing it.
 pub(super) fn take_poll_due() -> bool {
@@ -26,20 +19,25 @@ pub(super) fn take_poll_due() -> bool {
 /// stops the ticks.
 pub struct Ticker {
     cancel: Arc<AtomicBool>,
+    /// The period, in microseconds (`set_period`).
+    period_us: Arc<AtomicU64>,
+}
+
+/// A period in microseconds, at least a millisecond.
+fn micros(d: std::time::Duration) -> u64 {
+    (d.as_micros() as u64).max(1000)
 }
 
 impl Ticker {
     pub fn start(every: std::time::Duration) -> Ticker {
         let cancel = Arc::new(AtomicBool::new(false));
-        let c = cancel.clone();
+        let period_us = Arc::new(AtomicU64::new(micros(every)));
+        let (c, us) = (cancel.clone(), period_us.clone());
         POLL_DUE.store(false, Ordering::SeqCst);
-        set_poll_interval(every);
         std::thread::spawn(move || {
             block_in_this_thread();
             loop {
-                std::thread::sleep(std::time::Duration::from_micros(
-                    POLL_US.load(Ordering::SeqCst),
-                ));
+                std::thread::sleep(std::time::Duration::from_micros(us.load(Ordering::SeqCst)));
                 if c.load(Ordering::SeqCst) {
                     return;
                 }
@@ -49,7 +47,12 @@ impl Ticker {
                 }
             }
         });
-        Ticker { cancel }
+        Ticker { cancel, period_us }
+    }
+
+    /// Tick every `every` from the next tick on.
+    pub fn set_period(&self, every: std::time::Duration) {
+        self.period_us.store(micros(every), Ordering::SeqCst);
     }
 }
 

@@ -246,6 +246,10 @@ impl Session {
                 {
                     self.last_stop = Some(stop);
                     h.on_poll(self)?;
+                    // the probe may want its reads more or less often now
+                    if let (Some(t), Some(every)) = (&ticker, h.poll_every()) {
+                        t.set_period(every);
+                    }
                     if h.done() {
                         continue;
                     }

@@ -323,6 +323,9 @@ pub struct PlanCacheProbe {
     /// --fast: try the in-process recorder first.
     want_ring: bool,
     recorder: Option<Recorder>,
+    /// The ring held many records at the last poll (a busy statement, a
+    /// plpgsql loop): it is read 4 times as often (`poll_every`).
+    busy_ring: bool,
     /// Decisions the ring had no room for.
     pub lost: u64,
     /// Not reported yet.
@@ -395,6 +398,7 @@ impl PlanCacheProbe {
             points: Vec::new(),
             want_ring: false,
             recorder: None,
+            busy_ring: false,
             lost: 0,
             new_lost: 0,
             polled: Vec::new(),
@@ -698,7 +702,12 @@ impl PlanCacheProbe {
 
 impl ProbeHandler for PlanCacheProbe {
     fn poll_every(&self) -> Option<std::time::Duration> {
-        self.recorder.is_some().then_some(RING_POLL)
+        let every = if self.busy_ring {
+            RING_POLL / 4
+        } else {
+            RING_POLL
+        };
+        self.recorder.is_some().then_some(every)
     }
     fn on_poll(&mut self, s: &mut dyn Backend) -> Result<()> {
         self.snapshot_ring(s)?;

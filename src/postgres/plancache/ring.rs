@@ -109,13 +109,8 @@ impl PlanCacheProbe {
         let (records, dropped) = s.drain_recorder(rec)?;
         let times = rec.wall_times(&records);
         // a busy statement (a plpgsql loop): read the ring 4 times as often
-        crate::runtime::set_poll_interval(
-            if records.len() as u64 > crate::inferior::recorder::CAPACITY / 16 || dropped > 0 {
-                RING_POLL / 4
-            } else {
-                RING_POLL
-            },
-        );
+        self.busy_ring =
+            records.len() as u64 > crate::inferior::recorder::CAPACITY / 16 || dropped > 0;
         self.take_records(s, records.into_iter().zip(times).collect(), dropped)
     }
 

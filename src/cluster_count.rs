@@ -93,8 +93,11 @@ fn locations(
         }
         for l in locs {
             let a = crate::perf::placement::entry_point(di, bias, f, l.addr, &[], false);
-            let (path, offset) = crate::perf::file_offset(postmaster, a).ok_or_else(|| {
-                format!("{f} at {a:#x} is in no file the postmaster maps (a library loaded later)")
+            let (path, offset) = crate::perf::file_offset(postmaster, a).map_err(|e| match e {
+                crate::perf::NoFile::Unmapped => format!(
+                    "{f} at {a:#x} is in no file the postmaster maps (a library loaded later)"
+                ),
+                e => format!("{f} at {a:#x} {}", e.said("the postmaster")),
             })?;
             out.push(Location {
                 function: i,

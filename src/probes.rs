@@ -349,9 +349,10 @@ pub fn count_perf(
                     "count: {why}"
                 ))));
             }
-            let (path, off) = crate::perf::file_offset(s.pid(), a).ok_or_else(|| {
+            let (path, off) = crate::perf::file_offset(s.pid(), a).map_err(|e| {
                 anyhow::Error::new(crate::perf::Refused(format!(
-                    "count: {f} at {a:#x} is in no file the backend maps (a uprobe is placed in a file)"
+                    "count: {f} at {a:#x} {}",
+                    e.said("the backend")
                 )))
             })?;
             let c = crate::perf::UprobeCounter::open(&path, off, s.pid())

@@ -59,6 +59,34 @@ fn exact_counts(major: u32) {
     cl.assert_no_crash();
 }
 
+/// The server's binary replaced on disk while it runs (a package upgrade
+/// before the restart): the backend maps the old file, and a uprobe placed
+/// by the path would be in the new one and never hit; pgdbg places it in
+/// the file mapped (/proc/PID/map_files) and counts every call.
+#[test]
+fn count_perf_binary_replaced_on_disk() {
+    let install = install_with_blank(15);
+    let cl = Cluster::start_prefix(&install.prefix());
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let bin = install.prefix().join("bin/postgres");
+    let new = install.prefix().join("bin/postgres.new");
+    std::fs::copy(&bin, &new).unwrap();
+    std::fs::rename(&new, &bin).unwrap();
+    let mapped = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap();
+    assert!(
+        mapped.to_string_lossy().ends_with(" (deleted)"),
+        "the backend maps the replaced file: {mapped:?}"
+    );
+    let out = count_during(pid, "count standard_ExecutorStart --for 4s", || {
+        for i in 0..61 {
+            assert_eq!(a.query_one_i64(&format!("select {i}")), i);
+        }
+    });
+    assert_eq!(calls(&out, "standard_ExecutorStart"), 61, "{out}");
+    cl.assert_no_crash();
+}
+
 #[test]
 fn count_perf_exact_all_majors() {
     for m in majors() {

@@ -520,14 +520,45 @@ impl UprobeCounter {
     }
 }
 
+/// Why no uprobe can be placed at an address (`file_offset`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoFile {
+    /// No file is mapped there.
+    Unmapped,
+    /// The file's path opens another file than the one mapped (replaced
+    /// on disk, a container's file not reachable): why.
+    Unverified(String),
+}
+
+impl NoFile {
+    /// The rest of a line that begins with the function and its address;
+    /// `who` maps it ("the backend", "the postmaster").
+    pub fn said(&self, who: &str) -> String {
+        match self {
+            NoFile::Unmapped => {
+                format!("is in no file {who} maps (a uprobe is placed in a file)")
+            }
+            NoFile::Unverified(why) => format!(
+                "is in a file that cannot be opened as the one {who} maps ({why}): a uprobe \
+                 there would be placed in another file"
+            ),
+        }
+    }
+}
+
 /// The file mapped at runtime address `addr` of process `pid` and the
-/// offset of `addr` in it (what a uprobe is placed by).
-pub fn file_offset(pid: i32, addr: u64) -> Option<(std::path::PathBuf, u64)> {
-    let maps = crate::inferior::procfs::maps(pid).ok()?;
-    let m = maps.iter().find(|m| addr >= m.start && addr < m.end)?;
-    let path = m.path.clone()?;
-    // through /proc/PID/root: the file as the backend sees it (containers)
-    let rooted = std::path::PathBuf::from(format!("/proc/{pid}/root"))
-        .join(path.strip_prefix("/").unwrap_or(&path));
-    Some((rooted, addr - m.start + m.offset))
+/// offset of `addr` in it (what a uprobe is placed by). The kernel places
+/// a uprobe in the file a path opens: the path is the file as the process
+/// sees it (its root: containers) when its device and inode are the
+/// mapping's, else the mapping itself (procfs::verified_mapped_file).
+pub fn file_offset(pid: i32, addr: u64) -> Result<(std::path::PathBuf, u64), NoFile> {
+    let maps = crate::inferior::procfs::maps(pid).map_err(|_| NoFile::Unmapped)?;
+    let m = maps
+        .iter()
+        .find(|m| addr >= m.start && addr < m.end)
+        .ok_or(NoFile::Unmapped)?;
+    let path = m.path.as_ref().ok_or(NoFile::Unmapped)?;
+    let file = crate::inferior::procfs::verified_mapped_file(pid, path, &m.dev, m.inode)
+        .map_err(NoFile::Unverified)?;
+    Ok((file, addr - m.start + m.offset))
 }

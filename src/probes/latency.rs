@@ -78,7 +78,7 @@ fn probes_for(
             bail!("latency: {why}; delete it first (latency has no mode with ptrace stops)");
         }
         crate::perf::file_offset(s.pid(), a)
-            .ok_or_else(|| anyhow!("{f} at {a:#x} is in no file mapped by the backend"))
+            .map_err(|e| anyhow!("{f} at {a:#x} {}", e.said("the backend")))
     };
     for (i, f) in functions.iter().enumerate() {
         let (addrs, inl) = entries(s, f)?;

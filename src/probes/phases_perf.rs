@@ -116,7 +116,7 @@ pub fn count_by_phase_perf(
     }
     for (a, site) in by_addr {
         let (path, offset) = crate::perf::file_offset(s.pid(), a)
-            .ok_or_else(|| anyhow!("count --perf: {a:#x} is in no file mapped by the backend"))?;
+            .map_err(|e| anyhow!("count --perf: {a:#x} {}", e.said("the backend")))?;
         if site.phase.is_some() {
             probes.push(Probe {
                 path: path.clone(),

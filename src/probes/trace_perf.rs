@@ -102,7 +102,7 @@ pub fn trace_perf(
     let mut probes = Vec::new();
     for a in &addrs {
         let (path, offset) = crate::perf::file_offset(s.pid(), *a)
-            .ok_or_else(|| anyhow!("{function} at {a:#x} is in no file mapped by the backend"))?;
+            .map_err(|e| anyhow!("{function} at {a:#x} {}", e.said("the backend")))?;
         probes.push(Probe {
             path,
             offset,

@@ -113,9 +113,8 @@ pub(crate) fn mark_place(
         &[Register::RDI, Register::RSI, Register::RDX],
         true,
     );
-    let (path, offset) = crate::perf::file_offset(pid, a).ok_or_else(|| {
-        format!("{f} at {a:#x} is in no file the backend maps (a uprobe is placed in a file)")
-    })?;
+    let (path, offset) = crate::perf::file_offset(pid, a)
+        .map_err(|e| format!("{f} at {a:#x} {}", e.said("the backend")))?;
     Ok((a, path, offset))
 }
 

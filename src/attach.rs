@@ -4,7 +4,6 @@
 //! and calls in here; `multi.rs` (several backends) uses the same pieces
 //! for each worker.
 
-use crate::capture::Capture;
 use crate::command;
 use crate::debuginfo::DebugInfo;
 use crate::debuginfo::debuginfod::Fetch;
@@ -566,10 +565,12 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
     }
     let script_path = opts.script.clone().unwrap_or_else(|| PathBuf::from("--ex"));
     let (capture, quiet) = (&opts.capture, opts.quiet);
-    let cap = match &capture {
-        Some(p) => Some(Capture::open(p)?),
-        None => None,
-    };
+    // the session's sink, its capture opened before attaching (a bad
+    // path fails first)
+    let sink = runtime::Sink::new();
+    if let Some(p) = &capture {
+        sink.open_capture(p)?;
+    }
     runtime::install();
     let target = if opts.next_backend {
         let until = limit.map(|l| started + l);
@@ -625,7 +626,7 @@ pub fn run_attach(pid: Option<String>, opts: &AttachOpts) -> Result<i32> {
         di,
         real_clean.clone(),
         kind.clone(),
-        cap,
+        sink,
         SessionOptions {
             call_timeout,
             hit_limit: opts.count,

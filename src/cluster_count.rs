@@ -8,7 +8,7 @@
 //! instead.
 
 use crate::attach::AttachOpts;
-use crate::capture::{Capture, Event};
+use crate::capture::{Encoder, Event};
 use crate::debuginfo::DebugInfo;
 use crate::perf::inherited::{ClusterCount, Counts, Location};
 use crate::runtime;
@@ -29,7 +29,12 @@ pub fn run(
         Ok(l) => l,
         Err(why) => return Ok(fallback(&why)),
     };
-    let mut capture = opts.capture.as_deref().map(Capture::open).transpose()?;
+    // no session here: this front's own sink, installed while it counts
+    let sink = runtime::Sink::new();
+    if let Some(p) = &opts.capture {
+        sink.open_capture(p)?;
+    }
+    let _installed = sink.install();
     let t0 = Instant::now();
     let existing = || crate::inferior::procfs::children_of(postmaster);
     let mut cc = match ClusterCount::start(postmaster, &locations, functions.len(), existing) {
@@ -56,10 +61,8 @@ pub fn run(
     }
     let counts = cc.finish();
     let secs = t0.elapsed().as_secs_f64();
-    print(&counts, functions, secs, capture.as_mut());
-    if let Some(c) = capture.as_mut() {
-        c.flush();
-    }
+    print(&counts, functions, secs, &sink);
+    sink.close_capture();
     runtime::flush_out();
     Ok(Some(if runtime::output_failure().is_some() {
         74
@@ -111,7 +114,8 @@ fn locations(
 
 /// Each process's counts (`[PID]` lines, ended ones said so), the totals,
 /// and one line of what was seen; `count` capture events per process.
-fn print(counts: &Counts, functions: &[String], secs: f64, mut capture: Option<&mut Capture>) {
+fn print(counts: &Counts, functions: &[String], secs: f64, sink: &runtime::Sink) {
+    let mut encoder = Encoder::default();
     let width = functions.iter().map(|f| f.len()).max().unwrap_or(8).max(8);
     let mut totals = vec![0u64; functions.len()];
     let mut ended = 0usize;
@@ -133,8 +137,8 @@ fn print(counts: &Counts, functions: &[String], secs: f64, mut capture: Option<&
         for (i, f) in functions.iter().enumerate() {
             totals[i] += calls[i];
             crate::runtime::sink().line(&format!("[{pid}] {f:<width$} {:>10}", calls[i]));
-            if let Some(c) = capture.as_deref_mut() {
-                c.event(
+            sink.event(|| {
+                encoder.line(
                     Event::Count {
                         calls: calls[i],
                         duration_s: secs,
@@ -143,8 +147,8 @@ fn print(counts: &Counts, functions: &[String], secs: f64, mut capture: Option<&
                     },
                     None,
                     *pid as i32,
-                );
-            }
+                )
+            });
         }
     }
     crate::runtime::sink().line(&format!("{:<width$} {:>10}", "function", "calls (all)"));

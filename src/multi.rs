@@ -222,7 +222,7 @@ pub fn supervise(
     drop(di);
     if let Some(c) = &opts.capture {
         // create it now so that a bad path fails before any attach
-        crate::capture::Capture::open(c)?;
+        crate::runtime::Sink::new().open_capture(c)?;
     }
     runtime::install();
     let t0 = Instant::now();

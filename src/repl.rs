@@ -9,7 +9,10 @@
 //! `waitid(WNOWAIT)` on the backend and wakes the main thread when it
 //! stops by itself (a breakpoint hit, a signal to pass on, its exit); the
 //! main thread then takes the stop with `waitpid` (a poll every 100 ms
-//! backs it up), and a stop the user must see is printed above the prompt.
+//! backs it up), and a stop the user must see is printed above the prompt:
+//! rustyline's external printer is registered with the session's sink
+//! (`runtime/sink.rs`), which writes through it a stop's text and, while
+//! the prompt is shown, its queued lines.
 
 mod term;
 
@@ -124,6 +127,8 @@ enum Input {
 /// paste comes as one "line" holding newlines; its lines are run one after
 /// the other, in order, as gdb does.
 struct Lines<'a> {
+    /// Told while the prompt is shown (its lines go above it then).
+    sink: &'a runtime::Sink,
     req_tx: &'a mpsc::Sender<&'static str>,
     in_rx: &'a mpsc::Receiver<Input>,
     pending: std::collections::VecDeque<String>,
@@ -144,6 +149,7 @@ impl Lines<'_> {
                 return Some(Input::Eof);
             }
             self.reading = true;
+            self.sink.prompt_shown(true);
         }
         let input = loop {
             match self.in_rx.recv_timeout(Duration::from_millis(100)) {
@@ -161,6 +167,7 @@ impl Lines<'_> {
             }
         };
         self.reading = false;
+        self.sink.prompt_shown(false);
         match input {
             Input::Line(l) if l.contains(['\n', '\r']) => {
                 let mut lines = split_paste(&l).into_iter();
@@ -194,26 +201,12 @@ fn history_path() -> Option<PathBuf> {
     )
 }
 
-/// Run the prompt until quit/detach/EOF, the backend's exit, or a
-/// terminating signal.  Returns the exit code.
-/// Where the text of a stop that came while the prompt waits goes: above
+/// Rustyline's external printer, for the sink: what it prints goes above
 /// the prompt (rustyline redraws it and the line being typed).
-struct Printer(Option<Box<dyn rustyline::ExternalPrinter + Send>>);
-
-impl Printer {
-    fn say(&mut self, text: &str) {
-        let t = text.strip_prefix('\n').unwrap_or(text);
-        if t.is_empty() {
-            return;
-        }
-        if let Some(p) = &mut self.0
-            && p.print(format!("{t}\n")).is_ok()
-        {
-            return;
-        }
-        let mut out = std::io::stdout();
-        let _ = writeln!(out, "{t}").and_then(|_| out.flush());
-    }
+fn prompt_printer(
+    mut p: impl rustyline::ExternalPrinter + Send + 'static,
+) -> runtime::PromptPrinter {
+    Box::new(move |text| p.print(text).is_ok())
 }
 
 /// The thread that blocks in waitid(WNOWAIT) on the backend while it runs
@@ -248,7 +241,18 @@ fn spawn_waiter(pid: i32, wake: mpsc::Sender<Input>) -> mpsc::Sender<()> {
     arm_tx
 }
 
+/// Run the prompt until quit/detach/EOF, the backend's exit, or a
+/// terminating signal.  Returns the exit code.
 pub fn run(session: &mut Session) -> Result<i32> {
+    let sink = session.sink().clone();
+    // the prompt's printer leaves the sink with the prompt
+    struct Unregister<'a>(&'a runtime::Sink);
+    impl Drop for Unregister<'_> {
+        fn drop(&mut self) {
+            self.0.set_prompt_printer(None);
+        }
+    }
+    let _unregister = Unregister(&sink);
     let mut names = session.di.function_names();
     names.extend(session.library_function_names());
     names.extend(
@@ -268,7 +272,7 @@ pub fn run(session: &mut Session) -> Result<i32> {
     let (req_tx, req_rx) = mpsc::channel::<&'static str>();
     let (in_tx, in_rx) = mpsc::channel::<Input>();
     let helper_syms = symbols.clone();
-    let (printer_tx, printer_rx) = mpsc::channel::<Printer>();
+    let (printer_tx, printer_rx) = mpsc::channel::<Option<runtime::PromptPrinter>>();
     // non-stop on a terminal; piped input keeps the stopped backend
     let nonstop = std::io::stdin().is_terminal() && !crate::config::get().all_stop;
     let waiter = nonstop.then(|| spawn_waiter(session.pid, in_tx.clone()));
@@ -292,11 +296,8 @@ pub fn run(session: &mut Session) -> Result<i32> {
         rl.set_helper(Some(PgdbgHelper {
             symbols: helper_syms,
         }));
-        let printer = rl
-            .create_external_printer()
-            .ok()
-            .map(|p| Box::new(p) as Box<dyn rustyline::ExternalPrinter + Send>);
-        let _ = printer_tx.send(Printer(printer));
+        let printer = rl.create_external_printer().ok().map(prompt_printer);
+        let _ = printer_tx.send(printer);
         // a history "file" that is not a regular file (PGDBG_HISTORY=/dev/null
         // to keep none) is neither read nor written: rustyline's save would
         // chmod it to 0600
@@ -330,11 +331,14 @@ pub fn run(session: &mut Session) -> Result<i32> {
         }
     });
     let mut stdout = std::io::stdout();
-    let mut printer = printer_rx
-        .recv_timeout(Duration::from_secs(5))
-        .unwrap_or(Printer(None));
+    sink.set_prompt_printer(
+        printer_rx
+            .recv_timeout(Duration::from_secs(5))
+            .unwrap_or(None),
+    );
     let mut last_line = String::new();
     let mut lines = Lines {
+        sink: &sink,
         req_tx: &req_tx,
         in_rx: &in_rx,
         pending: Default::default(),
@@ -346,7 +350,7 @@ pub fn run(session: &mut Session) -> Result<i32> {
         match session.start_nonstop() {
             Ok(None) => {}
             Ok(Some((text, flow))) => {
-                printer.say(&text);
+                sink.above_prompt(&text);
                 if let Some(code) = ends(flow) {
                     return Ok(code);
                 }
@@ -375,7 +379,7 @@ pub fn run(session: &mut Session) -> Result<i32> {
                 if woken {
                     armed = false;
                 }
-                if let Some(code) = background(session, &mut printer) {
+                if let Some(code) = background(session) {
                     return Ok(code);
                 }
                 continue;
@@ -383,7 +387,7 @@ pub fn run(session: &mut Session) -> Result<i32> {
             Input::Interrupted if session.running_in_background() => {
                 // Ctrl-C at the prompt stops the running backend, as in gdb
                 let r = session.interrupt();
-                if let Some(code) = show(&mut printer, r) {
+                if let Some(code) = show(session.sink(), r) {
                     return Ok(code);
                 }
                 continue;
@@ -445,7 +449,7 @@ pub fn run(session: &mut Session) -> Result<i32> {
                         if woken {
                             armed = false;
                         }
-                        if let Some(code) = background(session, &mut printer) {
+                        if let Some(code) = background(session) {
                             return Ok(code);
                         }
                         if let Some(w) = &waiter
@@ -521,25 +525,25 @@ fn ends(flow: Flow) -> Option<i32> {
 }
 
 /// Show a stop that came while the prompt waited (or an error).
-fn show(printer: &mut Printer, r: Result<(String, Flow)>) -> Option<i32> {
+fn show(sink: &runtime::Sink, r: Result<(String, Flow)>) -> Option<i32> {
     match r {
         Ok((text, flow)) => {
-            runtime::flush_out();
-            printer.say(&text);
+            sink.flush();
+            sink.above_prompt(&text);
             ends(flow)
         }
         Err(e) => {
-            printer.say(&crate::runtime::one_line(&e));
+            sink.above_prompt(&crate::runtime::one_line(&e));
             None
         }
     }
 }
 
 /// The backend may have stopped while the prompt waits: take its stop.
-fn background(session: &mut Session, printer: &mut Printer) -> Option<i32> {
+fn background(session: &mut Session) -> Option<i32> {
     match session.poll_background() {
         Ok(None) => None,
-        r => show(printer, r.map(|o| o.expect("matched above"))),
+        r => show(session.sink(), r.map(|o| o.expect("matched above"))),
     }
 }
 

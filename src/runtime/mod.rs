@@ -13,6 +13,7 @@
 //! The wait loop (`inferior/`) reads these flags through [`WaitHooks`],
 //! the trait this room defines and its hooks implement.
 
+mod capture;
 mod deadlines;
 mod hooks;
 mod output;
@@ -22,12 +23,12 @@ mod ticker;
 
 pub use deadlines::{Deadline, DeadlineTrigger, deadline_hit, innermost_deadline_hit, limit_text};
 pub use hooks::{CallHooks, Hooks, PeekHooks, PollHooks, WaitHooks};
-pub use output::{OUTPUT_FAILED_EXIT, flush_out, output_failed, output_failure};
+pub use output::{OUTPUT_FAILED_EXIT, output_failed, output_failure};
 pub use signals::{
     block_in_this_thread, clear_interrupt, ignore_session_signals, interrupt_pending, set_in_wait,
     sigint_seen, signal_name, take_interrupt, terminating,
 };
-pub use sink::{Sink, sink};
+pub use sink::{Installed, PromptPrinter, Sink, sink};
 pub use ticker::Ticker;
 
 /// Install the handlers (without SA_RESTART, so a blocking waitpid returns
@@ -52,6 +53,12 @@ pub fn install() {
             }
         }
     });
+}
+
+/// Write the queued lines now (before any other output, and at exit),
+/// through the current sink (above the prompt while it is shown).
+pub fn flush_out() {
+    sink().flush();
 }
 
 /// The session must end now: a terminating signal or a failed write.

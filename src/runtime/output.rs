@@ -96,8 +96,10 @@ pub fn out_line(line: &str) {
     b.push(b'\n');
 }
 
-/// Write the queued lines now (before any other output, and at exit).
-pub fn flush_out() {
+/// Write the queued lines now (before any other output, and at exit):
+/// through `printer` (the prompt's, while it is shown) if it takes them,
+/// else on standard output.
+pub(super) fn flush_out_through(printer: Option<&mut dyn FnMut(String) -> bool>) {
     use std::io::Write;
     let Ok(_w) = OUT_WRITE.lock() else {
         return;
@@ -105,6 +107,14 @@ pub fn flush_out() {
     let data = match OUT_BUF.lock() {
         Ok(mut b) => std::mem::take(&mut *b),
         Err(_) => return,
+    };
+    let data = match printer {
+        Some(print) if !data.is_empty() => match String::from_utf8(data) {
+            Ok(text) if print(text.clone()) => Vec::new(),
+            Ok(text) => text.into_bytes(),
+            Err(e) => e.into_bytes(),
+        },
+        _ => data,
     };
     if !data.is_empty() && !STDOUT_BROKEN.load(Ordering::SeqCst) {
         let mut o = std::io::stdout().lock();

@@ -159,7 +159,7 @@ impl Backend for Session {
         Session::emit_event(self, event, ts)
     }
     fn capturing(&self) -> bool {
-        self.capture.is_some()
+        Session::capturing(self)
     }
     fn call_timeout(&self) -> Duration {
         self.call_timeout

@@ -20,7 +20,7 @@
 
 use crate::arch::regs::FrameRegs;
 use crate::breakpoints::{BpLocation, Breakpoints};
-use crate::capture::{Capture, Event};
+use crate::capture::{Encoder, Event};
 use crate::command::Command;
 use crate::debuginfo::location::{FrameContext, Place, eval_location};
 use crate::debuginfo::types::{TypeRef, TypeSource, size_of};
@@ -174,7 +174,13 @@ pub struct Session {
     history: RefCell<Vec<Value>>,
     /// `display EXPR`: shown at each stop (`display.rs`).
     displays: crate::displays::Displays,
-    pub capture: Option<Capture>,
+    /// Where the session's lines, warnings and capture events go
+    /// (`runtime/sink.rs`): made with the capture file, if any, installed
+    /// as the current sink while the session lives (`_installed`).
+    sink: crate::runtime::Sink,
+    _installed: crate::runtime::Installed,
+    /// Makes the capture's lines of this session's events.
+    encoder: Encoder,
     pub last_stop: Option<Stop>,
     /// How long an inferior call may take before it is abandoned.
     call_timeout: std::time::Duration,
@@ -249,7 +255,7 @@ impl Session {
         di: Rc<DebugInfo>,
         exe_path: PathBuf,
         kind: postgres::ProcessKind,
-        capture: Option<Capture>,
+        sink: crate::runtime::Sink,
         opts: SessionOptions,
     ) -> Result<Session> {
         let pg_version = postgres::version_string(di.binary.data);
@@ -271,7 +277,9 @@ impl Session {
             stop: StopState::default(),
             history: RefCell::new(Vec::new()),
             displays: Default::default(),
-            capture,
+            _installed: sink.install(),
+            sink,
+            encoder: Encoder::default(),
             last_stop: Some(Stop::Interrupted),
             call_timeout: opts.call_timeout,
             hit: None,
@@ -348,14 +356,23 @@ impl Session {
 
     /// Write a line of probe output now (not buffered until the command ends).
     pub fn say(&mut self, line: &str) {
-        crate::runtime::sink().line(line);
+        self.sink.line(line);
     }
 
     /// Append `event` to the capture, if there is one, at `ts` (None: now).
     pub fn emit_event(&mut self, event: Event, ts: Option<f64>) {
-        if let Some(c) = &mut self.capture {
-            c.event(event, ts, self.pid);
-        }
+        let (encoder, pid) = (&mut self.encoder, self.pid);
+        self.sink.event(|| encoder.line(event, ts, pid));
+    }
+
+    /// Whether the session writes a capture.
+    pub fn capturing(&self) -> bool {
+        self.sink.capturing()
+    }
+
+    /// The session's sink (`runtime/sink.rs`).
+    pub fn sink(&self) -> &crate::runtime::Sink {
+        &self.sink
     }
 
     /// Write the counted hits of silent breakpoints (`hits.rs`).
@@ -377,9 +394,7 @@ impl Session {
         let gone = self.target.is_gone();
         self.target.detach()?;
         self.emit(Event::Detach);
-        if let Some(c) = &mut self.capture {
-            c.flush();
-        }
+        self.sink.flush_capture();
         if gone {
             Ok(format!("Backend {} is gone.", self.pid))
         } else {

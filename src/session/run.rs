@@ -241,7 +241,7 @@ impl Session {
                     .and_then(|f| f.file.as_deref().map(|p| basename(p).to_string()));
                 let function = frame.as_ref().and_then(|f| f.function.clone());
                 let line = frame.as_ref().and_then(|f| f.line);
-                if silent && !self.capture_hits && self.capture.is_some() {
+                if silent && !self.capture_hits && self.capturing() {
                     self.silent_hits.add(super::hits::HitAt {
                         address: addr,
                         breakpoints: ids.clone(),

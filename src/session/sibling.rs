@@ -43,7 +43,7 @@ impl Session {
             self.di.clone(),
             self.exe_path.clone(),
             kind,
-            None,
+            crate::runtime::Sink::new(),
             SessionOptions {
                 call_timeout: self.call_timeout,
                 hit_limit: None,

@@ -15,7 +15,7 @@ mod term;
 
 use crate::command::{self, Command};
 use crate::runtime;
-use crate::session::{Flow, Session};
+use crate::session::{Flow, Outcome, Session};
 use anyhow::Result;
 use rustyline::completion::{Completer, Pair};
 use rustyline::error::ReadlineError;
@@ -345,7 +345,7 @@ pub fn run(session: &mut Session) -> Result<i32> {
     if nonstop {
         match session.start_nonstop() {
             Ok(None) => {}
-            Ok(Some((text, flow))) => {
+            Ok(Some(Outcome { text, flow })) => {
                 printer.say(&text);
                 if let Some(code) = ends(flow) {
                     return Ok(code);
@@ -486,7 +486,7 @@ pub fn run(session: &mut Session) -> Result<i32> {
         let res = session.execute_at_prompt(&cmd);
         runtime::flush_out();
         match res {
-            Ok((text, flow)) => {
+            Ok(Outcome { text, flow }) => {
                 let written = if text.is_empty() {
                     stdout.flush()
                 } else {
@@ -521,9 +521,9 @@ fn ends(flow: Flow) -> Option<i32> {
 }
 
 /// Show a stop that came while the prompt waited (or an error).
-fn show(printer: &mut Printer, r: Result<(String, Flow)>) -> Option<i32> {
+fn show(printer: &mut Printer, r: Result<Outcome>) -> Option<i32> {
     match r {
-        Ok((text, flow)) => {
+        Ok(Outcome { text, flow }) => {
             runtime::flush_out();
             printer.say(&text);
             ends(flow)

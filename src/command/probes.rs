@@ -4,7 +4,7 @@ use super::Host;
 use super::args::{parse_limits, stacks_arg};
 use super::check::{run_args, short};
 use super::{Entry, Invocation, Needs};
-use crate::postgres::backend::{Flow, probe_outcome};
+use crate::postgres::backend::{Outcome, probe_outcome};
 use anyhow::{Result, anyhow, bail};
 use std::time::Duration;
 
@@ -58,7 +58,7 @@ pub struct TraceArgs {
     pub perf: bool,
 }
 
-fn run_trace(b: &mut dyn Host, rest: &str) -> Result<(String, Flow)> {
+fn run_trace(b: &mut dyn Host, rest: &str) -> Result<Outcome> {
     let a = parse_trace(rest)?;
     let run = if a.perf {
         crate::probes::trace_perf::trace_perf
@@ -161,7 +161,7 @@ pub struct CountArgs {
     pub ptrace: bool,
 }
 
-fn run_count(b: &mut dyn Host, rest: &str) -> Result<(String, Flow)> {
+fn run_count(b: &mut dyn Host, rest: &str) -> Result<Outcome> {
     let CountArgs {
         functions,
         by_phase,

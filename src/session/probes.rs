@@ -320,10 +320,4 @@ impl Session {
         }
         self.report_stop(end)
     }
-
-    /// What a probe command shows and how the session goes on, from how
-    /// its `run_probes` ended.
-    pub fn probe_outcome(&self, end: ProbeEnd, summary: String, text: String) -> (String, Flow) {
-        crate::postgres::backend::probe_outcome(self, end, summary, text)
-    }
 }

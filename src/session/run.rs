@@ -1,14 +1,6 @@
 //! Running: `continue`, the stops it ends in and how they are reported.
 use super::*;
 
-/// What follows a stop (`Session::after_stop`).
-pub(crate) enum AfterStop {
-    /// The run ends here: the text to show and how the session goes on.
-    Done(String, Flow),
-    /// A `commands` block ended in `continue`: the backend runs on.
-    Resume,
-}
-
 impl Session {
     /// Continue until the next stop.  Handles stepping over the breakpoint
     /// at the current pc.
@@ -77,7 +69,7 @@ impl Session {
     /// `continue` in a script or at the prompt: run until a stop; at a
     /// breakpoint with a `commands` block, run the block, and go on while
     /// it ends with `continue`.
-    pub(crate) fn continue_running(&mut self) -> Result<(String, Flow)> {
+    pub(crate) fn continue_running(&mut self) -> Result<Outcome> {
         // Breakpoints that are passed over without stopping the user (a
         // condition, a block ending in `continue`) may be hit thousands of
         // times a second: run on the backend's CPU meanwhile, as probes do.
@@ -98,35 +90,40 @@ impl Session {
         res
     }
 
-    pub(crate) fn continue_loop(&mut self) -> Result<(String, Flow)> {
+    pub(crate) fn continue_loop(&mut self) -> Result<Outcome> {
         loop {
             let (outcome, text) = self.cont()?;
-            if let AfterStop::Done(text, flow) = self.after_stop(outcome, text)? {
-                return Ok((text, flow));
+            if let Some(done) = self.after_stop(outcome, text)? {
+                return Ok(done);
             }
         }
     }
 
-    /// What follows a reported stop: the end of the run (the text to show
-    /// and the flow), or `Resume` when the breakpoints' `commands` block
-    /// ended in `continue` (its output is already said).
-    pub(crate) fn after_stop(&mut self, outcome: ProbeEnd, text: String) -> Result<AfterStop> {
+    /// What follows a reported stop: the end of the run (Some: the text to
+    /// show and the flow), or None when the breakpoints' `commands` block
+    /// ended in `continue` (its output is already said): the backend runs
+    /// on.
+    pub(crate) fn after_stop(
+        &mut self,
+        outcome: ProbeEnd,
+        text: String,
+    ) -> Result<Option<Outcome>> {
         if outcome != ProbeEnd::Stopped {
-            return Ok(AfterStop::Done(text, outcome.into()));
+            return Ok(Some(Outcome::new(text, Flow::from(outcome))));
         }
         let Some(hit) = self.hit.take() else {
             // not a breakpoint: an interrupt (Ctrl-C, --for) or a signal
             if runtime::deadline_hit() {
-                return Ok(AfterStop::Done(String::new(), Flow::Continue));
+                return Ok(Some(Outcome::nothing()));
             }
-            return Ok(AfterStop::Done(text, Flow::Continue));
+            return Ok(Some(Outcome::shows(text)));
         };
         self.hits_total += 1;
         let limit_hit = self.hit_limit.is_some_and(|n| self.hits_total >= n);
         let ids: Vec<u32> = hit.iter().map(|(id, _)| *id).collect();
         let body: Vec<Command> = hit.into_iter().flat_map(|(_, c)| c).collect();
         if body.is_empty() {
-            return Ok(AfterStop::Done(text, Flow::Continue));
+            return Ok(Some(Outcome::shows(text)));
         }
         if body.first() != Some(&Command::Silent) {
             self.say(text.strip_prefix('\n').unwrap_or(&text));
@@ -140,12 +137,12 @@ impl Session {
                     break;
                 }
                 c => match self.execute(c) {
-                    Ok((t, flow)) => {
+                    Ok(Outcome { text: t, flow }) => {
                         if !t.is_empty() {
                             self.say(t.strip_prefix('\n').unwrap_or(&t));
                         }
                         if flow != Flow::Continue {
-                            return Ok(AfterStop::Done(String::new(), flow));
+                            return Ok(Some(Outcome::new("", flow)));
                         }
                     }
                     Err(e) => {
@@ -161,15 +158,15 @@ impl Session {
             }
         }
         if !resume || limit_hit || runtime::deadline_hit() {
-            return Ok(AfterStop::Done(String::new(), Flow::Continue));
+            return Ok(Some(Outcome::nothing()));
         }
         if runtime::sigint_seen() {
             // Ctrl-C while the block ran (or its interrupt lost the
             // race against this hit): stop here, and say where
             runtime::take_interrupt();
-            return Ok(AfterStop::Done(self.interrupted_text()?, Flow::Continue));
+            return Ok(Some(Outcome::shows(self.interrupted_text()?)));
         }
-        Ok(AfterStop::Resume)
+        Ok(None)
     }
 
     /// What an interrupted stop shows: the frame where the backend is.

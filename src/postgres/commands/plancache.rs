@@ -1,7 +1,7 @@
 //! `plancache`: report plan choices until a limit, Ctrl-C or a stop.
 
 use crate::capture::Event;
-use crate::postgres::backend::{Backend, Flow, probe_outcome};
+use crate::postgres::backend::{Backend, Outcome, probe_outcome};
 use crate::postgres::plancache::{PlanCacheLayouts, PlanCacheMode, PlanCacheProbe};
 use anyhow::Result;
 use std::time::Duration;
@@ -15,7 +15,7 @@ pub fn plancache(
     duration: Option<Duration>,
     count: Option<u64>,
     mode: PlanCacheMode,
-) -> Result<(String, Flow)> {
+) -> Result<Outcome> {
     let layouts = PlanCacheLayouts::new(s)?;
     let mut mode = mode;
     if mode != PlanCacheMode::Stops && !layouts.has_generic_counter() {

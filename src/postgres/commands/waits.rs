@@ -2,7 +2,7 @@
 
 use crate::capture::Event;
 use crate::capture::events::WaitSample;
-use crate::postgres::backend::{Backend, Flow, NoStop};
+use crate::postgres::backend::{Backend, Flow, NoStop, Outcome};
 use crate::postgres::waits::{Sampler, TraceProbe, WaitNames, read_word, word_address};
 use crate::runtime::limit_text;
 use anyhow::Result;
@@ -25,11 +25,7 @@ pub fn wait_now(s: &mut dyn Backend) -> Result<String> {
 }
 
 /// `waits sample`: let the backend run and sample its wait-event word.
-pub fn waits_sample(
-    s: &mut dyn Backend,
-    hz: f64,
-    duration: Option<Duration>,
-) -> Result<(String, Flow)> {
+pub fn waits_sample(s: &mut dyn Backend, hz: f64, duration: Option<Duration>) -> Result<Outcome> {
     let addr = word_address(s)?;
     s.say(&format!(
         "waits: sampling backend {} at {hz} Hz{}",
@@ -96,7 +92,7 @@ pub fn waits_sample(
         },
         None,
     );
-    Ok((out, flow))
+    Ok(Outcome::new(out, flow))
 }
 
 /// `waits trace`: every wait, via a hardware watchpoint on the word.
@@ -106,7 +102,7 @@ pub fn waits_trace(
     stacks: usize,
     quiet: bool,
     statements: bool,
-) -> Result<(String, Flow)> {
+) -> Result<Outcome> {
     let mut probe = TraceProbe::new(s, stacks, quiet, statements)?;
     s.say(&format!(
         "waits: tracing backend {} (hardware watchpoint on its wait-event word){}",
@@ -122,5 +118,5 @@ pub fn waits_trace(
     } else if flow == Flow::Terminate {
         probe.abandon(s);
     }
-    Ok((format!("{}{text}", probe.summary()), flow))
+    Ok(Outcome::new(format!("{}{text}", probe.summary()), flow))
 }

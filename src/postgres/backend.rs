@@ -191,11 +191,7 @@ pub trait Backend {
         0
     }
     /// Run the backend, calling `h` at its stops, until `h` is done, `limit`, Ctrl-C or a stop.
-    fn run_probes(
-        &mut self,
-        h: &mut dyn ProbeHandler,
-        limit: Option<Duration>,
-    ) -> Result<(ProbeEnd, String)>;
+    fn run_probes(&mut self, h: &mut dyn ProbeHandler, limit: Option<Duration>) -> Result<Ran>;
 
     // ------------------------------------------------------------- output
 
@@ -323,7 +319,7 @@ pub trait ProbeHandler {
     }
 }
 
-pub use super::outcome::{Flow, Outcome, ProbeEnd};
+pub use super::outcome::{Flow, Outcome, ProbeEnd, Ran};
 
 /// What a probe command shows and how the session goes on, from how its
 /// `run_probes` ended (`Outcome::of_probe`, with whether the backend's last
@@ -593,7 +589,7 @@ pub mod fake {
             &mut self,
             _h: &mut dyn ProbeHandler,
             _limit: Option<Duration>,
-        ) -> Result<(ProbeEnd, String)> {
+        ) -> Result<Ran> {
             anyhow::bail!("the fake backend does not run")
         }
         fn say(&mut self, line: &str) {

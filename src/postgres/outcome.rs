@@ -22,6 +22,31 @@ pub enum ProbeEnd {
     Terminating,
 }
 
+/// How running the backend ended (`run_probes`, `continue`, a stop's
+/// report): why, and the report of the stop it ended in (empty when there
+/// is nothing to show).  A command turns it into its `Outcome`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use]
+pub struct Ran {
+    pub end: ProbeEnd,
+    pub text: String,
+}
+
+impl Ran {
+    pub fn new(end: ProbeEnd, text: impl Into<String>) -> Ran {
+        Ran {
+            end,
+            text: text.into(),
+        }
+    }
+
+    /// As a command's end: the stop's report, and how the session goes on
+    /// after such an end.
+    pub fn outcome(self) -> Outcome {
+        Outcome::new(self.text, Flow::from(self.end))
+    }
+}
+
 /// How a session goes on after a command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Flow {
@@ -160,6 +185,26 @@ mod tests {
         assert_eq!(o(ProbeEnd::TargetGone, false), "sum\nstop");
         assert_eq!(o(ProbeEnd::TargetGone, true), "sum\nstop");
         assert_eq!(o(ProbeEnd::Terminating, false), "sum");
+    }
+
+    #[test]
+    fn a_run_as_a_commands_end() {
+        assert_eq!(
+            Ran::new(ProbeEnd::Stopped, "\nstop").outcome(),
+            Outcome::shows("\nstop")
+        );
+        assert_eq!(
+            Ran::new(ProbeEnd::TargetGone, "exited").outcome(),
+            Outcome::gone("exited")
+        );
+        assert_eq!(
+            Ran::new(ProbeEnd::Terminating, "").outcome(),
+            Outcome::terminate()
+        );
+        assert_eq!(
+            Ran::new(ProbeEnd::Deadline, "").outcome(),
+            Outcome::nothing()
+        );
     }
 
     #[test]

@@ -80,8 +80,7 @@ impl Session {
         if self.target.breakpoint_inserted(rip)
             && let Some(stop) = self.target.step_over_breakpoint(rip)?
         {
-            let (outcome, text) = self.report_stop(stop)?;
-            return Ok(Some(Outcome::new(text, Flow::from(outcome))));
+            return Ok(Some(self.report_stop(stop)?.outcome()));
         }
         self.target.resume()?;
         self.background = true;
@@ -93,10 +92,10 @@ impl Session {
     /// condition failed, a `commands` block that ends in `continue`).
     fn background_stop(&mut self, stop: Stop) -> Result<Option<Outcome>> {
         self.background = false;
-        let Some((outcome, text)) = self.judge_stop(stop, false)? else {
+        let Some(ran) = self.judge_stop(stop, false)? else {
             return self.resume_background();
         };
-        match self.after_stop(outcome, text)? {
+        match self.after_stop(ran)? {
             Some(done) => Ok(Some(done)),
             None => self.resume_background(),
         }

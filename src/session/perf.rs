@@ -23,11 +23,11 @@ trait Recording {
 
 /// At the prompt: the backend attached and let run (`run_probes`, no stop).
 impl Recording for Session {
-    type End = (ProbeEnd, String);
+    type End = Ran;
     fn say(&mut self, line: &str) {
         Session::say(self, line);
     }
-    fn wait(&mut self, duration: Option<Duration>) -> Result<(ProbeEnd, String)> {
+    fn wait(&mut self, duration: Option<Duration>) -> Result<Ran> {
         self.run_probes(&mut NoStop, duration)
     }
     fn symbolizer(&self) -> Symbolizer<'_> {
@@ -64,7 +64,7 @@ impl Session {
     /// `profile`: let the backend run while the kernel records it.
     pub(crate) fn profile(&mut self, opts: &ProfileOpts) -> Result<Outcome> {
         let (pid, bias) = (self.pid, self.bias);
-        let (out, (end, text)) = record(self, pid, bias, opts)?;
+        let (out, Ran { end, text }) = record(self, pid, bias, opts)?;
         Ok(Outcome::new(format!("{out}{text}"), Flow::from(end)))
     }
 }

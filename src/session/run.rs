@@ -4,7 +4,7 @@ use super::*;
 impl Session {
     /// Continue until the next stop.  Handles stepping over the breakpoint
     /// at the current pc.
-    pub fn cont(&mut self) -> Result<(ProbeEnd, String)> {
+    pub fn cont(&mut self) -> Result<Ran> {
         if self.target.is_gone() {
             return Err(crate::inferior::Gone::NothingTo("continue".into()).into());
         }
@@ -27,11 +27,7 @@ impl Session {
     /// breakpoint none of whose conditions held (the backend goes on).
     /// `foreground`: a Ctrl-C meanwhile (its interrupt may have lost the
     /// race against this hit) makes even such a hit a stop.
-    pub(crate) fn judge_stop(
-        &mut self,
-        stop: Stop,
-        foreground: bool,
-    ) -> Result<Option<(ProbeEnd, String)>> {
+    pub(crate) fn judge_stop(&mut self, stop: Stop, foreground: bool) -> Result<Option<Ran>> {
         self.hit = None;
         if let Stop::Breakpoint { addr } = stop
             && self.is_library_hook(addr)
@@ -60,8 +56,9 @@ impl Session {
                 return Ok(None);
             }
             self.set_passing(passing);
-            let (o, text) = self.report_stop(stop)?;
-            return Ok(Some((o, format!("{text}{note}"))));
+            let mut ran = self.report_stop(stop)?;
+            ran.text.push_str(&note);
+            return Ok(Some(ran));
         }
         self.report_stop(stop).map(Some)
     }
@@ -92,8 +89,8 @@ impl Session {
 
     pub(crate) fn continue_loop(&mut self) -> Result<Outcome> {
         loop {
-            let (outcome, text) = self.cont()?;
-            if let Some(done) = self.after_stop(outcome, text)? {
+            let ran = self.cont()?;
+            if let Some(done) = self.after_stop(ran)? {
                 return Ok(done);
             }
         }
@@ -103,14 +100,11 @@ impl Session {
     /// show and the flow), or None when the breakpoints' `commands` block
     /// ended in `continue` (its output is already said): the backend runs
     /// on.
-    pub(crate) fn after_stop(
-        &mut self,
-        outcome: ProbeEnd,
-        text: String,
-    ) -> Result<Option<Outcome>> {
-        if outcome != ProbeEnd::Stopped {
-            return Ok(Some(Outcome::new(text, Flow::from(outcome))));
+    pub(crate) fn after_stop(&mut self, ran: Ran) -> Result<Option<Outcome>> {
+        if ran.end != ProbeEnd::Stopped {
+            return Ok(Some(ran.outcome()));
         }
+        let text = ran.text;
         let Some(hit) = self.hit.take() else {
             // not a breakpoint: an interrupt (Ctrl-C, --for) or a signal
             if runtime::deadline_hit() {
@@ -196,7 +190,7 @@ impl Session {
         })
     }
 
-    pub(crate) fn report_stop(&mut self, stop: Stop) -> Result<(ProbeEnd, String)> {
+    pub(crate) fn report_stop(&mut self, stop: Stop) -> Result<Ran> {
         self.last_stop = Some(stop.clone());
         match stop {
             Stop::Breakpoint { addr } => {
@@ -275,12 +269,12 @@ impl Session {
                 } else {
                     self.display_lines()
                 };
-                Ok((
+                Ok(Ran::new(
                     ProbeEnd::Stopped,
                     format!("\n{label} {}, {head}{src}{displays}", ids_s.join(", ")),
                 ))
             }
-            Stop::Interrupted => Ok((ProbeEnd::Stopped, self.interrupted_text()?)),
+            Stop::Interrupted => Ok(Ran::new(ProbeEnd::Stopped, self.interrupted_text()?)),
             Stop::Signal(sig) => {
                 let head = self.frame_line(0, true).unwrap_or_default();
                 self.emit(Event::Stop {
@@ -292,7 +286,7 @@ impl Session {
                     reason: "signal".into(),
                     signal: Some(format!("{sig:?}")),
                 });
-                Ok((
+                Ok(Ran::new(
                     ProbeEnd::Stopped,
                     format!(
                         "\nProgram received signal {sig:?}; it will be delivered when you continue or detach.\n{head}{}",
@@ -300,7 +294,7 @@ impl Session {
                     ),
                 ))
             }
-            Stop::HardwareBreak { dr6 } => Ok((
+            Stop::HardwareBreak { dr6 } => Ok(Ran::new(
                 ProbeEnd::Stopped,
                 format!("\nHardware breakpoint (dr6={dr6:#x})"),
             )),
@@ -309,7 +303,7 @@ impl Session {
                     signal: None,
                     status: Some(code),
                 });
-                Ok((
+                Ok(Ran::new(
                     ProbeEnd::TargetGone,
                     format!("\nBackend {} exited with status {code}.", self.pid),
                 ))
@@ -319,12 +313,12 @@ impl Session {
                     signal: Some(format!("{sig:?}")),
                     status: None,
                 });
-                Ok((
+                Ok(Ran::new(
                     ProbeEnd::TargetGone,
                     format!("\nBackend {} was killed by signal {sig:?}.", self.pid),
                 ))
             }
-            Stop::ToolTerminating => Ok((ProbeEnd::Terminating, String::new())),
+            Stop::ToolTerminating => Ok(Ran::new(ProbeEnd::Terminating, String::new())),
             // only the probe loop asks for it (it ends it itself): let go
             Stop::Exiting => {
                 let end = self.target.finish_exit()?;
@@ -335,13 +329,13 @@ impl Session {
 
     /// Step over the breakpoint rip sits on, if any, before resuming; the
     /// probe's end if the target died meanwhile.
-    pub(crate) fn step_over_here(&mut self) -> Result<Option<(ProbeEnd, String)>> {
+    pub(crate) fn step_over_here(&mut self) -> Result<Option<Ran>> {
         let rip = self.target.regs()?.rip;
         if self.target.breakpoint_inserted(rip)
             && let Some(stop) = self.target.step_over_breakpoint(rip)?
         {
-            let (_, text) = self.report_stop(stop)?;
-            return Ok(Some((ProbeEnd::TargetGone, text)));
+            let text = self.report_stop(stop)?.text;
+            return Ok(Some(Ran::new(ProbeEnd::TargetGone, text)));
         }
         Ok(None)
     }

@@ -160,7 +160,7 @@ impl Session {
                     continue;
                 }
             }
-            let Some((outcome, text)) = self.judge_stop(stop, true)? else {
+            let Some(ran) = self.judge_stop(stop, true)? else {
                 continue;
             };
             // a breakpoint's `commands` block may run now: this run's
@@ -187,7 +187,7 @@ impl Session {
                 }
                 Some((r.rip, r.rsp))
             };
-            match self.after_stop(outcome, text)? {
+            match self.after_stop(ran)? {
                 Some(done) => return Ok(Arrival::Other(done)),
                 None => {
                     if self.target.is_gone() {
@@ -261,8 +261,7 @@ impl Session {
         if self.target.breakpoint_inserted(rip)
             && let Some(stop) = self.target.step_over_breakpoint(rip)?
         {
-            let (o, t) = self.report_stop(stop)?;
-            return Ok(Some(Outcome::new(t, Flow::from(o))));
+            return Ok(Some(self.report_stop(stop)?.outcome()));
         }
         Ok(None)
     }
@@ -283,8 +282,7 @@ impl Session {
                 .insn_at(pc)
                 .is_ok_and(|i| i.flow == FlowControl::IndirectBranch);
             if let Some(stop) = self.target.step_instruction()? {
-                let (o, t) = self.report_stop(stop)?;
-                return Ok(Some(Arrival::Other(Outcome::new(t, Flow::from(o)))));
+                return Ok(Some(Arrival::Other(self.report_stop(stop)?.outcome())));
             }
             let r = self.target.regs()?;
             risen |= r.rsp > entry_sp;
@@ -406,8 +404,7 @@ impl Session {
         // loaded or unloaded, as when a run stops there (its int3 stays)
         let hook = self.is_library_hook(regs.rip);
         if let Some(stop) = self.target.step_instruction()? {
-            let (o, t) = self.report_stop(stop)?;
-            return Ok(Some(Outcome::new(t, Flow::from(o))));
+            return Ok(Some(self.report_stop(stop)?.outcome()));
         }
         if hook {
             self.on_library_event()?;

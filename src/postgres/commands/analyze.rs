@@ -3,7 +3,7 @@
 
 use super::plan::{plan_applies, safe_running_query};
 use crate::postgres::analyze::{AnalyzeOpts, plan_next_analyze};
-use crate::postgres::backend::{Backend, Outcome, probe_outcome};
+use crate::postgres::backend::{Backend, Outcome};
 use crate::postgres::progress::not_now;
 use anyhow::{Result, bail};
 use std::time::Duration;
@@ -11,8 +11,7 @@ use std::time::Duration;
 /// `plan --next --analyze ...`
 pub fn plan_analyze(s: &mut dyn Backend, o: &AnalyzeOpts) -> Result<Outcome> {
     plan_applies(s, false)?;
-    let (summary, end) = plan_next_analyze(s, o)?;
-    Ok(probe_outcome(s, end, summary, String::new()))
+    plan_next_analyze(s, o)
 }
 
 /// `plan --progress [--every D] [--for D]`
@@ -23,8 +22,7 @@ pub fn plan_progress(
 ) -> Result<Outcome> {
     plan_applies(s, false)?;
     let qd = settled_running_query(s)?;
-    let (summary, end) = crate::postgres::progress::plan_progress(s, qd, every, duration)?;
-    Ok(probe_outcome(s, end, summary, String::new()))
+    crate::postgres::progress::plan_progress(s, qd, every, duration)
 }
 
 /// A safe stop in the running statement where its tree can be read and

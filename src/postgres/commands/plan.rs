@@ -4,7 +4,7 @@
 use super::one_line;
 use crate::capture::Event;
 use crate::inferior::Stop;
-use crate::postgres::backend::{Backend, OneStop, Outcome, ProbeEnd};
+use crate::postgres::backend::{Backend, OneStop, Outcome, ProbeEnd, Ran};
 use crate::postgres::explain::{self, ExplainOpts};
 use crate::postgres::{call, parallel_leader_from_title};
 use anyhow::{Result, bail};
@@ -35,7 +35,7 @@ pub fn plan(s: &mut dyn Backend, next: bool, opts: &ExplainOpts) -> Result<Outco
             s.arm_internal(a)?;
         }
         let mut probe = OneStop::default();
-        let (end, text) = s.run_probes(&mut probe, None)?;
+        let Ran { end, text } = s.run_probes(&mut probe, None)?;
         match end {
             ProbeEnd::Done => {}
             ProbeEnd::TargetGone => return Ok(Outcome::gone(text)),

@@ -2,7 +2,7 @@
 
 use crate::capture::Event;
 use crate::capture::events::WaitSample;
-use crate::postgres::backend::{Backend, Flow, NoStop, Outcome};
+use crate::postgres::backend::{Backend, Flow, NoStop, Outcome, Ran};
 use crate::postgres::waits::{Sampler, TraceProbe, WaitNames, read_word, word_address};
 use crate::runtime::limit_text;
 use anyhow::Result;
@@ -38,7 +38,7 @@ pub fn waits_sample(s: &mut dyn Backend, hz: f64, duration: Option<Duration>) ->
     let res = s.run_probes(&mut probe, duration);
     let (counts, total) = sampler.finish();
     let elapsed = t0.elapsed().as_secs_f64();
-    let (end, text) = res?;
+    let Ran { end, text } = res?;
     let flow = Flow::from(end);
     let mut names = WaitNames::load(&s.di().build_id);
     let keys: Vec<u32> = counts.keys().copied().collect();
@@ -111,7 +111,7 @@ pub fn waits_trace(
     ));
     // run_probes disarms the breakpoints and clears the debug registers
     let res = s.run_probes(&mut probe, duration);
-    let (end, text) = res?;
+    let Ran { end, text } = res?;
     let flow = Flow::from(end);
     if flow == Flow::Continue {
         probe.close(s);

@@ -5,7 +5,7 @@
 use crate::perf::Wakeup;
 use crate::perf::profile::Symbolizer;
 use crate::perf::watch::{MarkSpec, StartError, TextFrom, WordWatch};
-use crate::postgres::backend::{Backend, Flow, NoStop, Outcome};
+use crate::postgres::backend::{Backend, Flow, NoStop, Outcome, Ran};
 use crate::postgres::waits::TraceProbe;
 use anyhow::Result;
 use iced_x86::Register;
@@ -254,7 +254,7 @@ pub fn waits_trace_perf(
             )),
         }
     }
-    let (end, text) = res?;
+    let Ran { end, text } = res?;
     let flow = Flow::from(end);
     let stores = got.stores.len();
     // a backend that ended (exited or was killed) recorded everything up

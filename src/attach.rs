@@ -11,7 +11,7 @@ use crate::inferior::{Gone, Target, procfs};
 use crate::postgres::{self, ProcessKind};
 use crate::runtime::{self, one_line};
 use crate::script::Script;
-use crate::session::{Flow, Session, SessionOptions};
+use crate::session::{Flow, Outcome, Session, SessionOptions};
 use anyhow::{Result, anyhow, bail};
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -736,7 +736,7 @@ fn run_script(
         // all output goes through the queue: a stalled reader of stdout
         // never stops the tracer (written at exit, after the detach)
         match session.execute(&cmd) {
-            Ok((text, flow)) => {
+            Ok(Outcome { text, flow }) => {
                 if !text.is_empty() {
                     crate::runtime::sink().line(text.strip_prefix('\n').unwrap_or(&text));
                 }

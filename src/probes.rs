@@ -10,7 +10,7 @@ pub mod trace_perf;
 
 use crate::capture::Event;
 use crate::capture::events::Phases;
-use crate::postgres::backend::{Backend, ProbeEnd, ProbeHandler};
+use crate::postgres::backend::{Backend, Outcome, ProbeHandler, Ran, probe_outcome};
 use crate::runtime::limit_text;
 use anyhow::{Result, bail};
 use std::collections::{BTreeMap, HashMap};
@@ -102,7 +102,7 @@ pub fn trace(
     count: Option<u64>,
     stacks: usize,
     quiet: bool,
-) -> Result<(ProbeEnd, String, String)> {
+) -> Result<Outcome> {
     let addrs = addresses(s, function)?;
     let mut probe = Trace {
         function: function.to_string(),
@@ -122,10 +122,10 @@ pub fn trace(
         limit_text(duration, count.map(|n| (n, "calls")))
     ));
     let t0 = std::time::Instant::now();
-    let (end, text) = s.run_probes(&mut probe, duration)?;
+    let Ran { end, text } = s.run_probes(&mut probe, duration)?;
     let secs = t0.elapsed().as_secs_f64();
     let summary = trace_summary(s, function, args, probe.calls, &probe.values, secs);
-    Ok((end, summary, text))
+    Ok(probe_outcome(s, end, summary, text))
 }
 
 /// `trace`'s end: the calls, each ARGEXPR's most frequent values, and the
@@ -233,7 +233,7 @@ pub fn count(
     functions: &[String],
     by_phase: bool,
     duration: Option<std::time::Duration>,
-) -> Result<(ProbeEnd, String, String)> {
+) -> Result<Outcome> {
     let mut probe = Count {
         counted: HashMap::new(),
         phase_entry: HashMap::new(),
@@ -277,10 +277,10 @@ pub fn count(
         limit_text(duration, None)
     ));
     let t0 = std::time::Instant::now();
-    let (end, text) = s.run_probes(&mut probe, duration)?;
+    let Ran { end, text } = s.run_probes(&mut probe, duration)?;
     let secs = t0.elapsed().as_secs_f64();
     let summary = count_summary(s, &probe.names, &probe.calls, by_phase, secs);
-    Ok((end, summary, text))
+    Ok(probe_outcome(s, end, summary, text))
 }
 
 /// `count`'s table (per phase with `by_phase`) and its `count` events.
@@ -337,7 +337,7 @@ pub fn count_perf(
     s: &mut dyn Backend,
     functions: &[String],
     duration: Option<std::time::Duration>,
-) -> Result<(ProbeEnd, String, String)> {
+) -> Result<Outcome> {
     let mut counters: Vec<(usize, crate::perf::UprobeCounter)> = Vec::new();
     for (i, f) in functions.iter().enumerate() {
         for a in addresses(s, f)? {
@@ -368,7 +368,7 @@ pub fn count_perf(
     ));
     let t0 = std::time::Instant::now();
     let mut nostop = crate::postgres::backend::NoStop;
-    let (end, text) = s.run_probes(&mut nostop, duration)?;
+    let Ran { end, text } = s.run_probes(&mut nostop, duration)?;
     let secs = t0.elapsed().as_secs_f64();
     let mut calls = vec![0u64; functions.len()];
     for (i, c) in &counters {
@@ -390,5 +390,5 @@ pub fn count_perf(
         );
     }
     summary.push_str(&format!("\n({secs:.1}s)"));
-    Ok((end, summary, text))
+    Ok(probe_outcome(s, end, summary, text))
 }

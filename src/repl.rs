@@ -18,7 +18,7 @@ mod term;
 
 use crate::command::{self, Command};
 use crate::runtime;
-use crate::session::{Flow, Session};
+use crate::session::{Flow, Outcome, Session};
 use anyhow::Result;
 use rustyline::completion::{Completer, Pair};
 use rustyline::error::ReadlineError;
@@ -349,7 +349,7 @@ pub fn run(session: &mut Session) -> Result<i32> {
     if nonstop {
         match session.start_nonstop() {
             Ok(None) => {}
-            Ok(Some((text, flow))) => {
+            Ok(Some(Outcome { text, flow })) => {
                 sink.above_prompt(&text);
                 if let Some(code) = ends(flow) {
                     return Ok(code);
@@ -490,7 +490,7 @@ pub fn run(session: &mut Session) -> Result<i32> {
         let res = session.execute_at_prompt(&cmd);
         runtime::flush_out();
         match res {
-            Ok((text, flow)) => {
+            Ok(Outcome { text, flow }) => {
                 let written = if text.is_empty() {
                     stdout.flush()
                 } else {
@@ -525,9 +525,9 @@ fn ends(flow: Flow) -> Option<i32> {
 }
 
 /// Show a stop that came while the prompt waited (or an error).
-fn show(sink: &runtime::Sink, r: Result<(String, Flow)>) -> Option<i32> {
+fn show(sink: &runtime::Sink, r: Result<Outcome>) -> Option<i32> {
     match r {
-        Ok((text, flow)) => {
+        Ok(Outcome { text, flow }) => {
             sink.flush();
             sink.above_prompt(&text);
             ends(flow)

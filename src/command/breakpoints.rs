@@ -4,7 +4,7 @@
 
 use super::check::{CheckCtx, misrouted, no_check, plain_function, run_args, short};
 use super::{Command, Entry, Invocation, Needs, args::num_arg};
-use crate::postgres::backend::Flow;
+use crate::postgres::backend::Outcome;
 use anyhow::{Result, anyhow, bail};
 use manage::BpNum;
 pub use manage::{DISABLE, ENABLE, IGNORE};
@@ -49,7 +49,7 @@ pub static BREAK: Entry = Entry {
     run: Some(|h, rest| {
         let b = parse_break("break", rest)?;
         let text = h.add_breakpoint(&b.location, false, b.condition.as_deref())?;
-        Ok((text, Flow::Continue))
+        Ok(Outcome::shows(text))
     }),
 };
 
@@ -67,7 +67,7 @@ pub static TBREAK: Entry = Entry {
     run: Some(|h, rest| {
         let b = parse_break("tbreak", rest)?;
         let text = h.add_breakpoint(&b.location, true, b.condition.as_deref())?;
-        Ok((text, Flow::Continue))
+        Ok(Outcome::shows(text))
     }),
 };
 
@@ -174,7 +174,7 @@ pub static CONDITION: Entry = Entry {
     run: Some(|h, rest| {
         let (id, expr) = parse_condition(rest)?;
         let id = id.resolve(h)?;
-        Ok((h.set_condition(id, expr.as_deref())?, Flow::Continue))
+        Ok(Outcome::shows(h.set_condition(id, expr.as_deref())?))
     }),
 };
 
@@ -269,7 +269,7 @@ pub static DELETE: Entry = Entry {
     parse: |rest| parse_delete(rest).map(|_| Invocation::command(&DELETE, rest)),
     needs: Needs::Stop,
     check: no_check,
-    run: Some(|h, rest| Ok((h.delete_breakpoints(&parse_delete(rest)?)?, Flow::Continue))),
+    run: Some(|h, rest| Ok(Outcome::shows(h.delete_breakpoints(&parse_delete(rest)?)?))),
 };
 
 /// `delete [breakpoints] [N...]`: the numbers (none: all).
@@ -300,5 +300,5 @@ pub static INFO_BREAKPOINTS: Entry = Entry {
     parse: |rest| Ok(Invocation::command(&INFO_BREAKPOINTS, rest)),
     needs: Needs::Nothing,
     check: no_check,
-    run: Some(|h, _| Ok((h.info_breakpoints(), Flow::Continue))),
+    run: Some(|h, _| Ok(Outcome::shows(h.info_breakpoints()))),
 };

@@ -5,7 +5,7 @@
 use super::check::{CheckCtx, no_check, run_args, short};
 use super::{Command, Entry, Invocation, Needs, args::num_arg, args::split_args};
 use crate::expr::format::Radix;
-use crate::postgres::backend::Flow;
+use crate::postgres::backend::Outcome;
 use anyhow::{Result, anyhow, bail};
 
 mod display;
@@ -60,7 +60,7 @@ pub static PRINT: Entry = Entry {
     check: |ctx, cmd| ctx.typecheck(&parse_print(run_args("print", cmd)?)?.1),
     run: Some(|h, rest| {
         let (radix, expr) = parse_print(rest)?;
-        Ok((h.print(&expr, radix)?, Flow::Continue))
+        Ok(Outcome::shows(h.print(&expr, radix)?))
     }),
 };
 
@@ -113,7 +113,7 @@ pub static PRINTF: Entry = Entry {
     },
     run: Some(|h, rest| {
         let (format, args) = parse_printf(rest)?;
-        Ok((h.printf(&format, &args)?, Flow::Continue))
+        Ok(Outcome::shows(h.printf(&format, &args)?))
     }),
 };
 
@@ -190,7 +190,7 @@ pub static ECHO: Entry = Entry {
     parse: |rest| Ok(Invocation::command(&ECHO, rest)),
     needs: Needs::Nothing,
     check: no_check,
-    run: Some(|_, rest| Ok((rest.replace("\\n", "\n"), Flow::Continue))),
+    run: Some(|_, rest| Ok(Outcome::shows(rest.replace("\\n", "\n")))),
 };
 
 pub static CALL: Entry = Entry {
@@ -215,7 +215,7 @@ pub static CALL: Entry = Entry {
     // the prototype is checked when the call is made
     needs: Needs::Stop,
     check: no_check,
-    run: Some(|b, text| Ok((crate::postgres::commands::call(b, text)?, Flow::Continue))),
+    run: Some(|b, text| Ok(Outcome::shows(crate::postgres::commands::call(b, text)?))),
 };
 
 pub static BACKTRACE: Entry = Entry {
@@ -231,7 +231,7 @@ pub static BACKTRACE: Entry = Entry {
     parse: |rest| parse_backtrace(rest).map(|_| Invocation::command(&BACKTRACE, rest)),
     needs: Needs::Stop,
     check: no_check,
-    run: Some(|h, rest| Ok((h.backtrace(parse_backtrace(rest)?)?, Flow::Continue))),
+    run: Some(|h, rest| Ok(Outcome::shows(h.backtrace(parse_backtrace(rest)?)?))),
 };
 
 /// `backtrace [full] [N]`: how many frames (None: all).
@@ -264,7 +264,7 @@ pub static FRAME: Entry = Entry {
             Some(n) => n,
             None => h.selected(),
         };
-        Ok((h.select_frame(n)?, Flow::Continue))
+        Ok(Outcome::shows(h.select_frame(n)?))
     }),
 };
 
@@ -307,7 +307,7 @@ pub static UP: Entry = Entry {
         if t == sel && n > 0 {
             bail!("initial frame selected; you cannot go up");
         }
-        Ok((h.select_frame(t)?, Flow::Continue))
+        Ok(Outcome::shows(h.select_frame(t)?))
     }),
 };
 
@@ -328,7 +328,7 @@ pub static DOWN: Entry = Entry {
             bail!("bottom (innermost) frame selected; you cannot go down");
         }
         let t = sel.saturating_sub(n);
-        Ok((h.select_frame(t)?, Flow::Continue))
+        Ok(Outcome::shows(h.select_frame(t)?))
     }),
 };
 
@@ -358,7 +358,7 @@ pub static INFO_ADDRESS: Entry = Entry {
         }
         Ok(())
     },
-    run: Some(|h, sym| Ok((h.info_address(sym)?, Flow::Continue))),
+    run: Some(|h, sym| Ok(Outcome::shows(h.info_address(sym)?))),
 };
 
 pub static INFO_LOCALS: Entry = Entry {
@@ -371,7 +371,7 @@ pub static INFO_LOCALS: Entry = Entry {
     parse: |rest| Ok(Invocation::command(&INFO_LOCALS, rest)),
     needs: Needs::Stop,
     check: no_check,
-    run: Some(|h, _| Ok((h.info_vars(false)?, Flow::Continue))),
+    run: Some(|h, _| Ok(Outcome::shows(h.info_vars(false)?))),
 };
 
 pub static INFO_ARGS: Entry = Entry {
@@ -384,7 +384,7 @@ pub static INFO_ARGS: Entry = Entry {
     parse: |rest| Ok(Invocation::command(&INFO_ARGS, rest)),
     needs: Needs::Stop,
     check: no_check,
-    run: Some(|h, _| Ok((h.info_vars(true)?, Flow::Continue))),
+    run: Some(|h, _| Ok(Outcome::shows(h.info_vars(true)?))),
 };
 
 pub static INFO_REGISTERS: Entry = Entry {
@@ -398,7 +398,7 @@ pub static INFO_REGISTERS: Entry = Entry {
     parse: |rest| Ok(Invocation::command(&INFO_REGISTERS, rest)),
     needs: Needs::Stop,
     check: no_check,
-    run: Some(|h, _| Ok((h.info_registers()?, Flow::Continue))),
+    run: Some(|h, _| Ok(Outcome::shows(h.info_registers()?))),
 };
 
 pub static INFO_FRAME: Entry = Entry {
@@ -412,5 +412,5 @@ pub static INFO_FRAME: Entry = Entry {
     parse: |rest| Ok(Invocation::command(&INFO_FRAME, rest)),
     needs: Needs::Stop,
     check: no_check,
-    run: Some(|h, _| Ok((h.info_frame()?, Flow::Continue))),
+    run: Some(|h, _| Ok(Outcome::shows(h.info_frame()?))),
 };

@@ -10,7 +10,7 @@
 use crate::expr::format::Radix;
 use crate::perf::profile_opts::ProfileOpts;
 use crate::postgres::Backend;
-use crate::postgres::backend::Flow;
+use crate::postgres::backend::Outcome;
 use anyhow::Result;
 
 use super::{Command, SymbolKind};
@@ -77,13 +77,13 @@ pub trait Host: Backend {
     fn value_text(&mut self, expr: &str, radix: Radix) -> Result<String>;
     /// One command of a file `source` runs, as the prompt runs it (each
     /// takes the stop it needs).
-    fn execute_sourced(&mut self, cmd: &Command) -> Result<(String, Flow)>;
+    fn execute_sourced(&mut self, cmd: &Command) -> Result<Outcome>;
     /// `info sharedlibrary`'s table.
     fn info_sharedlibrary(&mut self) -> String;
     /// `info` (`info target`): the backend, its build and its state.
     fn info_target(&mut self) -> String;
     /// Stop a backend that runs while the prompt waits.
-    fn interrupt(&mut self) -> Result<(String, Flow)>;
+    fn interrupt(&mut self) -> Result<Outcome>;
     /// Detach: everything pgdbg put into the backend removed.
     fn detach(&mut self) -> Result<String>;
 
@@ -132,13 +132,13 @@ pub trait Host: Backend {
     /// `disassemble [/r] [/s] [SPEC]`
     fn disassemble(&mut self, raw: bool, source: bool, spec: Option<&str>) -> Result<String>;
     /// `finish`: run until the selected frame returns.
-    fn finish(&mut self) -> Result<(String, Flow)>;
+    fn finish(&mut self) -> Result<Outcome>;
     /// `stepi [N]` (`over`: `nexti [N]`).
-    fn step_instructions(&mut self, over: bool, count: u64) -> Result<(String, Flow)>;
+    fn step_instructions(&mut self, over: bool, count: u64) -> Result<Outcome>;
     /// `next [N]`, `step [N]`, `until`.
-    fn step_lines(&mut self, mode: LineStep, count: u64) -> Result<(String, Flow)>;
+    fn step_lines(&mut self, mode: LineStep, count: u64) -> Result<Outcome>;
     /// `advance LOCATION` (`until`: `until LOCATION`).
-    fn advance(&mut self, spec: &str, until: bool) -> Result<(String, Flow)>;
+    fn advance(&mut self, spec: &str, until: bool) -> Result<Outcome>;
     /// `profile ...`
-    fn profile(&mut self, opts: &ProfileOpts) -> Result<(String, Flow)>;
+    fn profile(&mut self, opts: &ProfileOpts) -> Result<Outcome>;
 }

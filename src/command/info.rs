@@ -6,7 +6,7 @@ mod waitsites;
 
 use super::check::no_check;
 use super::{Entry, Invocation, Needs, REGISTRY, find, subcommands};
-use crate::postgres::backend::Flow;
+use crate::postgres::backend::Outcome;
 use anyhow::bail;
 
 pub static ENTRIES: &[&Entry] = &[
@@ -32,7 +32,7 @@ pub static INFO_SHAREDLIBRARY: Entry = Entry {
     parse: |rest| Ok(Invocation::command(&INFO_SHAREDLIBRARY, rest)),
     needs: Needs::Stop,
     check: no_check,
-    run: Some(|h, _| Ok((h.info_sharedlibrary(), Flow::Continue))),
+    run: Some(|h, _| Ok(Outcome::shows(h.info_sharedlibrary()))),
 };
 
 pub static INFO_SIGNALS: Entry = Entry {
@@ -54,7 +54,7 @@ pub static INFO_SIGNALS: Entry = Entry {
     check: no_check,
     run: Some(|_, rest| {
         let sig = signal_arg(rest)?;
-        Ok((crate::inferior::signals::table(sig), Flow::Continue))
+        Ok(Outcome::shows(crate::inferior::signals::table(sig)))
     }),
 };
 
@@ -146,7 +146,7 @@ pub static INFO: Entry = Entry {
     },
     needs: Needs::Nothing,
     check: no_check,
-    run: Some(|h, _| Ok((h.info_target(), Flow::Continue))),
+    run: Some(|h, _| Ok(Outcome::shows(h.info_target()))),
 };
 
 pub static HELP: Entry = Entry {
@@ -162,7 +162,7 @@ pub static HELP: Entry = Entry {
     check: no_check,
     run: Some(|_, rest| {
         let topic = Some(rest).filter(|t| !t.is_empty());
-        Ok((help_text(topic), Flow::Continue))
+        Ok(Outcome::shows(help_text(topic)))
     }),
 };
 

@@ -3,7 +3,7 @@
 
 use super::check::{CheckCtx, run_args};
 use super::{Entry, Invocation, Needs};
-use crate::postgres::backend::Flow;
+use crate::postgres::backend::Outcome;
 use anyhow::{Result, bail};
 
 pub static ENTRIES: &[&Entry] = &[
@@ -47,7 +47,7 @@ pub static X: Entry = Entry {
     run: Some(|h, rest| {
         let a = parse_x(rest)?;
         let text = h.examine(a.count, a.format, a.unit, a.expr.as_deref())?;
-        Ok((text, Flow::Continue))
+        Ok(Outcome::shows(text))
     }),
 };
 
@@ -95,7 +95,7 @@ pub static PTYPE: Entry = Entry {
     parse: |rest| type_arg(rest, "ptype").map(|_| Invocation::command(&PTYPE, rest)),
     needs: Needs::Memory,
     check: |ctx, cmd| check_type_or_expr(ctx, &type_arg(run_args("ptype", cmd)?, "ptype")?),
-    run: Some(|h, rest| Ok((h.ptype(&type_arg(rest, "ptype")?)?, Flow::Continue))),
+    run: Some(|h, rest| Ok(Outcome::shows(h.ptype(&type_arg(rest, "ptype")?)?))),
 };
 
 pub static WHATIS: Entry = Entry {
@@ -110,7 +110,7 @@ pub static WHATIS: Entry = Entry {
     parse: |rest| type_arg(rest, "whatis").map(|_| Invocation::command(&WHATIS, rest)),
     needs: Needs::Memory,
     check: |ctx, cmd| check_type_or_expr(ctx, &type_arg(run_args("whatis", cmd)?, "whatis")?),
-    run: Some(|h, rest| Ok((h.whatis(&type_arg(rest, "whatis")?)?, Flow::Continue))),
+    run: Some(|h, rest| Ok(Outcome::shows(h.whatis(&type_arg(rest, "whatis")?)?))),
 };
 
 pub static INFO_SYMBOL: Entry = Entry {
@@ -130,7 +130,7 @@ pub static INFO_SYMBOL: Entry = Entry {
     },
     needs: Needs::Memory,
     check: |ctx, cmd| ctx.typecheck(run_args("info symbol", cmd)?),
-    run: Some(|h, e| Ok((h.info_symbol(e)?, Flow::Continue))),
+    run: Some(|h, e| Ok(Outcome::shows(h.info_symbol(e)?))),
 };
 
 pub static INFO_LINE: Entry = Entry {
@@ -151,7 +151,7 @@ pub static INFO_LINE: Entry = Entry {
     },
     needs: Needs::Nothing,
     check: |ctx, cmd| ctx.location(run_args("info line", cmd)?),
-    run: Some(|h, spec| Ok((h.info_line(spec)?, Flow::Continue))),
+    run: Some(|h, spec| Ok(Outcome::shows(h.info_line(spec)?))),
 };
 
 pub static DISASSEMBLE: Entry = Entry {
@@ -195,7 +195,11 @@ pub static DISASSEMBLE: Entry = Entry {
     },
     run: Some(|h, rest| {
         let (raw, source, spec) = parse_disassemble(rest)?;
-        Ok((h.disassemble(raw, source, spec.as_deref())?, Flow::Continue))
+        Ok(Outcome::shows(h.disassemble(
+            raw,
+            source,
+            spec.as_deref(),
+        )?))
     }),
 };
 
@@ -242,9 +246,8 @@ pub static INFO_FUNCTIONS: Entry = Entry {
     check: |_, cmd| run_args("info functions", cmd).map(|_| ()),
     run: Some(|h, rest| {
         let regex = symbols_regex_arg(rest)?;
-        Ok((
+        Ok(Outcome::shows(
             h.info_symbols(SymbolKind::Functions, regex.as_deref())?,
-            Flow::Continue,
         ))
     }),
 };
@@ -264,9 +267,8 @@ pub static INFO_VARIABLES: Entry = Entry {
     check: |_, cmd| run_args("info variables", cmd).map(|_| ()),
     run: Some(|h, rest| {
         let regex = symbols_regex_arg(rest)?;
-        Ok((
+        Ok(Outcome::shows(
             h.info_symbols(SymbolKind::Variables, regex.as_deref())?,
-            Flow::Continue,
         ))
     }),
 };

@@ -52,7 +52,7 @@ pub use postgres::waits_trace_only;
 pub use probes::count_only;
 pub use source::sourced_file;
 
-use crate::postgres::backend::Flow;
+use crate::postgres::backend::Outcome;
 use anyhow::{Result, bail};
 
 pub use crate::postgres::plancache::PlanCacheMode;
@@ -85,7 +85,7 @@ pub enum Command {
 /// How a command of the registry runs by itself: over the backend and the
 /// session's own state ([`Host`]), with the rest of its line (which its
 /// entry's `parse` accepted).
-pub type Run = fn(&mut dyn Host, &str) -> Result<(String, Flow)>;
+pub type Run = fn(&mut dyn Host, &str) -> Result<Outcome>;
 
 /// A parsed command that its entry runs: the entry and the rest of the
 /// line.
@@ -105,7 +105,7 @@ impl Invocation {
     }
 
     /// Run it: the entry's `run` over the session.
-    pub fn run(&self, b: &mut dyn Host) -> Result<(String, Flow)> {
+    pub fn run(&self, b: &mut dyn Host) -> Result<Outcome> {
         match self.entry.run {
             Some(run) => run(b, &self.args),
             None => bail!("{}: this command cannot run here", self.entry.name),

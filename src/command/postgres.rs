@@ -5,7 +5,7 @@ use super::analyze::PlanArgs;
 use super::args::{parse_limits, stacks_arg};
 use super::check::{no_check, run_args};
 use super::{Command, Entry, Invocation, Needs, PlanCacheMode};
-use crate::postgres::backend::Flow;
+use crate::postgres::backend::Outcome;
 use crate::postgres::commands as pg;
 use anyhow::{Result, anyhow, bail};
 use std::time::Duration;
@@ -110,10 +110,9 @@ pub static PPRINT: Entry = Entry {
     check: |ctx, cmd| ctx.typecheck(&parse_pprint(run_args("pprint", cmd)?)?.1),
     run: Some(|b, rest| {
         let (lim, expr) = parse_pprint(rest)?;
-        Ok((
-            crate::postgres::nodes::pprint(b, &expr, lim)?,
-            Flow::Continue,
-        ))
+        Ok(Outcome::shows(crate::postgres::nodes::pprint(
+            b, &expr, lim,
+        )?))
     }),
 };
 
@@ -262,7 +261,7 @@ pub static WAIT: Entry = Entry {
     },
     needs: Needs::Memory,
     check: no_check,
-    run: Some(|b, _| Ok((crate::postgres::commands::wait_now(b)?, Flow::Continue))),
+    run: Some(|b, _| Ok(Outcome::shows(crate::postgres::commands::wait_now(b)?))),
 };
 
 /// `waits` alone: only its subcommands are commands.

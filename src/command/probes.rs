@@ -4,7 +4,7 @@ use super::Host;
 use super::args::{parse_limits, stacks_arg};
 use super::check::{run_args, short};
 use super::{Entry, Invocation, Needs};
-use crate::postgres::backend::{Flow, probe_outcome};
+use crate::postgres::backend::Outcome;
 use anyhow::{Result, anyhow, bail};
 use std::time::Duration;
 
@@ -58,14 +58,14 @@ pub struct TraceArgs {
     pub perf: bool,
 }
 
-fn run_trace(b: &mut dyn Host, rest: &str) -> Result<(String, Flow)> {
+fn run_trace(b: &mut dyn Host, rest: &str) -> Result<Outcome> {
     let a = parse_trace(rest)?;
     let run = if a.perf {
         crate::probes::trace_perf::trace_perf
     } else {
         crate::probes::trace
     };
-    let (end, summary, text) = run(
+    run(
         b,
         &a.function,
         &a.args,
@@ -73,8 +73,7 @@ fn run_trace(b: &mut dyn Host, rest: &str) -> Result<(String, Flow)> {
         a.count,
         a.stacks,
         a.quiet,
-    )?;
-    Ok(probe_outcome(b, end, summary, text))
+    )
 }
 
 pub fn parse_trace(rest: &str) -> Result<TraceArgs> {
@@ -161,7 +160,7 @@ pub struct CountArgs {
     pub ptrace: bool,
 }
 
-fn run_count(b: &mut dyn Host, rest: &str) -> Result<(String, Flow)> {
+fn run_count(b: &mut dyn Host, rest: &str) -> Result<Outcome> {
     let CountArgs {
         functions,
         by_phase,
@@ -189,11 +188,10 @@ fn run_count(b: &mut dyn Host, rest: &str) -> Result<(String, Flow)> {
             },
         }
     };
-    let (end, summary, text) = match fast {
-        Some(r) => r,
-        None => crate::probes::count(b, &functions, by_phase, duration)?,
-    };
-    Ok(probe_outcome(b, end, summary, text))
+    match fast {
+        Some(r) => Ok(r),
+        None => crate::probes::count(b, &functions, by_phase, duration),
+    }
 }
 
 /// A script that is one `count FUNC... [--for D]` line and nothing else
@@ -284,9 +282,7 @@ pub static LATENCY: Entry = Entry {
     },
     run: Some(|b, rest| {
         let a = parse_latency(rest)?;
-        let (end, summary, text) =
-            crate::probes::latency::latency(b, &a.functions, a.duration, a.json)?;
-        Ok(probe_outcome(b, end, summary, text))
+        crate::probes::latency::latency(b, &a.functions, a.duration, a.json)
     }),
 };
 

@@ -4,7 +4,7 @@
 
 use super::check::{CheckCtx, no_check, run_args};
 use super::{Command, Entry, Invocation, LineStep, Needs};
-use crate::postgres::backend::Flow;
+use crate::postgres::backend::Outcome;
 use anyhow::{Result, bail};
 
 pub static ENTRIES: &[&Entry] = &[
@@ -254,7 +254,7 @@ pub static DETACH: Entry = Entry {
     parse: |rest| Ok(Invocation::command(&DETACH, rest)),
     needs: Needs::Detaches,
     check: no_check,
-    run: Some(|h, _| Ok((h.detach()?, Flow::Quit))),
+    run: Some(|h, _| Ok(Outcome::quit(h.detach()?))),
 };
 
 pub static QUIT: Entry = Entry {
@@ -267,5 +267,5 @@ pub static QUIT: Entry = Entry {
     parse: |rest| Ok(Invocation::command(&QUIT, rest)),
     needs: Needs::Detaches,
     check: no_check,
-    run: Some(|h, _| Ok((h.detach()?, Flow::Quit))),
+    run: Some(|h, _| Ok(Outcome::quit(h.detach()?))),
 };

@@ -4,7 +4,7 @@
 
 use super::check::run_args;
 use super::{Command, Entry, Invocation, Needs};
-use crate::postgres::backend::Flow;
+use crate::postgres::backend::Outcome;
 use anyhow::{Result, bail};
 
 mod sourcing;
@@ -44,7 +44,7 @@ pub static LIST: Entry = Entry {
             Ok(())
         }
     },
-    run: Some(|h, rest| Ok((h.list(optional(rest))?, Flow::Continue))),
+    run: Some(|h, rest| Ok(Outcome::shows(h.list(optional(rest))?))),
 };
 
 pub static DIRECTORY: Entry = Entry {
@@ -67,7 +67,7 @@ pub static DIRECTORY: Entry = Entry {
         }
         _ => Ok(()),
     },
-    run: Some(|h, rest| Ok((h.directory(optional(rest))?, Flow::Continue))),
+    run: Some(|h, rest| Ok(Outcome::shows(h.directory(optional(rest))?))),
 };
 
 /// The argument, trimmed (None: none).

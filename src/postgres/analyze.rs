@@ -52,7 +52,7 @@
 //! field stays set in a QueryDesc that nothing reads again and that is
 //! freed with its statement.
 
-use super::backend::{Backend, ProbeEnd, ProbeHandler};
+use super::backend::{Backend, Outcome, ProbeEnd, ProbeHandler, Ran, probe_outcome};
 use super::call::BackendCalls;
 use super::explain::{self, value};
 use crate::capture::Event;
@@ -558,8 +558,9 @@ impl ProbeHandler for AnalyzeProbe<'_> {
 }
 
 /// `plan --next --analyze`: wait for the next statement(s), print their
-/// EXPLAIN ANALYZE.  Returns (summary, how run_probes ended).
-pub fn plan_next_analyze(s: &mut dyn Backend, o: &AnalyzeOpts) -> Result<(String, ProbeEnd)> {
+/// EXPLAIN ANALYZE.  The summary and the stop's report, as a probe
+/// command's end (`probe_outcome`).
+pub fn plan_next_analyze(s: &mut dyn Backend, o: &AnalyzeOpts) -> Result<Outcome> {
     let mut probe = AnalyzeProbe::new(s, o)?;
     // The call series at the statement's end first unwinds the stack
     // (`call::unsafe_reason`): the first unwinding of a session loads the
@@ -570,7 +571,13 @@ pub fn plan_next_analyze(s: &mut dyn Backend, o: &AnalyzeOpts) -> Result<(String
     probe.arm(s)?;
     let res = s.run_probes(&mut probe, o.duration);
     // every way out: the field as found (unless the backend is gone)
-    let gone = matches!(res, Ok((ProbeEnd::TargetGone, _)));
+    let gone = matches!(
+        res,
+        Ok(Ran {
+            end: ProbeEnd::TargetGone,
+            ..
+        })
+    );
     let put_back = if gone { Ok(None) } else { probe.put_back(s) };
     let put_back = match put_back {
         Ok(line) => line,
@@ -585,7 +592,7 @@ pub fn plan_next_analyze(s: &mut dyn Backend, o: &AnalyzeOpts) -> Result<(String
     if let Some(line) = &put_back {
         s.say(line);
     }
-    let (end, text) = res?;
+    let Ran { end, text } = res?;
     if let Some(e) = probe.fatal.take() {
         return Err(e.context("plan --analyze stopped (breakpoints removed)"));
     }
@@ -606,5 +613,10 @@ pub fn plan_next_analyze(s: &mut dyn Backend, o: &AnalyzeOpts) -> Result<(String
             summary.push_str("; the statement being analyzed had not ended");
         }
     }
-    Ok((format!("{summary}{text}"), end))
+    Ok(probe_outcome(
+        s,
+        end,
+        format!("{summary}{text}"),
+        String::new(),
+    ))
 }

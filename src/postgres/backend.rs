@@ -191,11 +191,7 @@ pub trait Backend {
         0
     }
     /// Run the backend, calling `h` at its stops, until `h` is done, `limit`, Ctrl-C or a stop.
-    fn run_probes(
-        &mut self,
-        h: &mut dyn ProbeHandler,
-        limit: Option<Duration>,
-    ) -> Result<(ProbeEnd, String)>;
+    fn run_probes(&mut self, h: &mut dyn ProbeHandler, limit: Option<Duration>) -> Result<Ran>;
 
     // ------------------------------------------------------------- output
 
@@ -323,65 +319,14 @@ pub trait ProbeHandler {
     }
 }
 
-/// Why running the backend ended: `run_probes` (any of these), or
-/// `continue` and the report of a stop (`Stopped`, `TargetGone`,
-/// `Terminating`).  The raw event the wait loop saw is
-/// `inferior::Stop`; how the session goes on after a command is `Flow`
-/// (`From<ProbeEnd>`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProbeEnd {
-    /// The probe has seen enough (`--count`).
-    Done,
-    /// `--for` ran out.
-    Deadline,
-    /// Ctrl-C, a user breakpoint or a signal: the target is stopped.
-    Stopped,
-    /// The backend exited or was killed.
-    TargetGone,
-    /// pgdbg itself was told to end (SIGTERM, SIGHUP, a failed write).
-    Terminating,
-}
-
-/// How a session goes on after a command.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Flow {
-    Continue,
-    Quit,
-    TargetGone,
-    Terminate,
-}
-
-impl From<ProbeEnd> for Flow {
-    fn from(end: ProbeEnd) -> Flow {
-        match end {
-            ProbeEnd::Done | ProbeEnd::Deadline | ProbeEnd::Stopped => Flow::Continue,
-            ProbeEnd::TargetGone => Flow::TargetGone,
-            ProbeEnd::Terminating => Flow::Terminate,
-        }
-    }
-}
+pub use super::outcome::{Flow, Outcome, ProbeEnd, Ran};
 
 /// What a probe command shows and how the session goes on, from how its
-/// `run_probes` ended: the stop's report is left out when Ctrl-C (an
-/// interrupt) ended the probe, and after `--for`/`--count`.
-pub fn probe_outcome(
-    s: &dyn Backend,
-    end: ProbeEnd,
-    summary: String,
-    text: String,
-) -> (String, Flow) {
-    match end {
-        ProbeEnd::Done | ProbeEnd::Deadline => (summary, Flow::Continue),
-        ProbeEnd::Stopped => {
-            if matches!(s.last_stop(), Some(Stop::Interrupted)) {
-                (summary, Flow::Continue)
-            } else {
-                (format!("{summary}{text}"), Flow::Continue)
-            }
-        }
-        ProbeEnd::TargetGone => (format!("{summary}{text}"), Flow::TargetGone),
-        ProbeEnd::Terminating => (summary, Flow::Terminate),
-    }
+/// `run_probes` ended (`Outcome::of_probe`, with whether the backend's last
+/// stop was an interrupt).
+pub fn probe_outcome(s: &dyn Backend, end: ProbeEnd, summary: String, text: String) -> Outcome {
+    let interrupted = matches!(s.last_stop(), Some(Stop::Interrupted));
+    Outcome::of_probe(end, interrupted, summary, text)
 }
 
 /// A probe with no breakpoints: the target just runs (waits sample).
@@ -644,7 +589,7 @@ pub mod fake {
             &mut self,
             _h: &mut dyn ProbeHandler,
             _limit: Option<Duration>,
-        ) -> Result<(ProbeEnd, String)> {
+        ) -> Result<Ran> {
             anyhow::bail!("the fake backend does not run")
         }
         fn say(&mut self, line: &str) {

@@ -167,6 +167,7 @@ pub mod cluster;
 pub mod commands;
 pub mod explain;
 pub mod nodes;
+pub mod outcome;
 pub mod packs;
 pub mod plancache;
 mod planstate;

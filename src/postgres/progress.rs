@@ -48,7 +48,7 @@
 //! second attach (`progress/workers.rs`), shown under the leader's node
 //! per worker; a parallel seq scan's block progress is the whole scan's.
 
-use super::backend::{Backend, ProbeEnd, ProbeHandler};
+use super::backend::{Backend, Outcome, ProbeHandler, Ran, probe_outcome};
 use super::explain::{self, ExplainOpts};
 use crate::capture::{Event, ProgressNode};
 use anyhow::{Result, bail};
@@ -519,7 +519,7 @@ pub fn plan_progress(
     qd: u64,
     every: Duration,
     limit: Option<Duration>,
-) -> Result<(String, ProbeEnd)> {
+) -> Result<Outcome> {
     let mut p = Progress::start(s, qd, every)?;
     let mut first = p.report(s);
     if p.parallel {
@@ -531,7 +531,7 @@ pub fn plan_progress(
     for &a in p.ends.clone().iter().chain(p.aborts.clone().iter()) {
         s.arm_internal(a)?;
     }
-    let (end, text) = s.run_probes(&mut p, limit)?;
+    let Ran { end, text } = s.run_probes(&mut p, limit)?;
     let summary = format!(
         "plan --progress: {} report{}{}",
         p.reports,
@@ -541,5 +541,10 @@ pub fn plan_progress(
             .map(|e| format!("; {e}"))
             .unwrap_or_default()
     );
-    Ok((format!("{summary}{text}"), end))
+    Ok(probe_outcome(
+        s,
+        end,
+        format!("{summary}{text}"),
+        String::new(),
+    ))
 }

@@ -7,7 +7,7 @@ use crate::capture::Event;
 use crate::capture::events::LatencyBucket;
 use crate::perf::latency::{Pairing, Stats, Times, bucket_range, human, render_hist};
 use crate::perf::uprobe::{Probe, Sampler};
-use crate::postgres::backend::{Backend, NoStop, ProbeEnd};
+use crate::postgres::backend::{Backend, NoStop, Outcome, Ran, probe_outcome};
 use anyhow::{Result, anyhow, bail};
 
 /// The out-of-line entries of `function` in the postgres binary (runtime
@@ -122,7 +122,7 @@ pub fn latency(
     functions: &[String],
     duration: Option<std::time::Duration>,
     json: bool,
-) -> Result<(ProbeEnd, String, String)> {
+) -> Result<Outcome> {
     let (probes, roles, inlined) = probes_for(s, functions)?;
     let sampler = Sampler::start(
         s.pid(),
@@ -153,7 +153,7 @@ pub fn latency(
     let stops = s.resumes().wrapping_sub(runs0).saturating_sub(1);
     let (pairing, lost) = sampler.finish()?;
     let times = pairing.fns;
-    let (end, text) = res?;
+    let Ran { end, text } = res?;
     let width = functions.iter().map(|f| f.len()).max().unwrap_or(8).max(8);
     let mut out = format!(
         "{:<width$} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9}",
@@ -219,7 +219,12 @@ pub fn latency(
             "lost_records": lost,
             "stops": stops,
         });
-        return Ok((end, serde_json::to_string_pretty(&doc)?, text));
+        return Ok(probe_outcome(
+            s,
+            end,
+            serde_json::to_string_pretty(&doc)?,
+            text,
+        ));
     }
     if lost > 0 {
         notes.push_str(&format!(
@@ -233,7 +238,7 @@ pub fn latency(
             if n == 1 { "" } else { "s" }
         ),
     });
-    Ok((end, format!("{out}{hists}{notes}"), text))
+    Ok(probe_outcome(s, end, format!("{out}{hists}{notes}"), text))
 }
 
 fn event(function: &str, t: &Times, st: &Stats, secs: f64) -> Event {

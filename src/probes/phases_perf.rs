@@ -8,7 +8,7 @@
 
 use super::{addresses, count_summary};
 use crate::perf::uprobe::{Probe, SP, Sampler};
-use crate::postgres::backend::{Backend, NoStop, ProbeEnd};
+use crate::postgres::backend::{Backend, NoStop, Outcome, Ran, probe_outcome};
 use crate::postgres::{ERROR_CLEANUP_FUNCTIONS, PHASE_FUNCTIONS, PHASES};
 use crate::runtime::limit_text;
 use anyhow::{Result, anyhow};
@@ -74,7 +74,7 @@ pub fn count_by_phase_perf(
     s: &mut dyn Backend,
     functions: &[String],
     duration: Option<Duration>,
-) -> Result<(ProbeEnd, String, String)> {
+) -> Result<Outcome> {
     let mut by_addr: BTreeMap<u64, Site> = BTreeMap::new();
     // the function each address was found for (for a refusal's line)
     let mut names: BTreeMap<u64, &str> = BTreeMap::new();
@@ -154,12 +154,12 @@ pub fn count_by_phase_perf(
     let res = s.run_probes(&mut nostop, duration);
     let secs = t0.elapsed().as_secs_f64();
     let (state, lost) = sampler.finish()?;
-    let (end, text) = res?;
+    let Ran { end, text } = res?;
     let mut summary = count_summary(s, functions, &state.calls, true, secs);
     if lost > 0 {
         summary.push_str(&format!(
             "\n{lost} probe records lost (the kernel's ring was full): their calls are not counted"
         ));
     }
-    Ok((end, summary, text))
+    Ok(probe_outcome(s, end, summary, text))
 }

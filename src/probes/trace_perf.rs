@@ -12,7 +12,7 @@ use crate::debuginfo::types::TypeRef;
 use crate::expr::eval::{ValLoc, Value};
 use crate::inferior::Registers;
 use crate::perf::uprobe::{Probe, Sampler};
-use crate::postgres::backend::{Backend, NoStop, ProbeEnd};
+use crate::postgres::backend::{Backend, NoStop, Outcome, ProbeEnd, Ran, probe_outcome};
 use crate::runtime::limit_text;
 use anyhow::{Result, anyhow};
 use std::collections::HashMap;
@@ -58,7 +58,7 @@ pub fn trace_perf(
     count: Option<u64>,
     stacks: usize,
     quiet: bool,
-) -> Result<(ProbeEnd, String, String)> {
+) -> Result<Outcome> {
     let fallback = |s: &mut dyn Backend, why: String| {
         s.say(&format!(
             "trace --perf: {why}: tracing with a ptrace stop per call instead"
@@ -170,7 +170,7 @@ pub fn trace_perf(
     let stops = s.resumes().wrapping_sub(runs0).saturating_sub(1);
     drop(on_demand);
     let (calls, lost) = sampler.finish()?;
-    let (end, text) = res?;
+    let Ran { end, text } = res?;
     let end = match end {
         // the reader's own deadline: --count was reached
         ProbeEnd::Deadline if count.is_some_and(|n| calls.len() as u64 >= n) => ProbeEnd::Done,
@@ -230,5 +230,5 @@ pub fn trace_perf(
             if n == 1 { "" } else { "s" }
         ),
     });
-    Ok((end, summary, text))
+    Ok(probe_outcome(s, end, summary, text))
 }

@@ -12,7 +12,7 @@ use crate::infcall::CallFrame;
 use crate::inferior::recorder::{Record, RecordSpec, Recorder};
 use crate::inferior::{Registers, Stop};
 use crate::postgres::ProcessKind;
-use crate::postgres::backend::{Backend, ProbeEnd, ProbeHandler, Sibling};
+use crate::postgres::backend::{Backend, ProbeHandler, Ran, Sibling};
 use crate::runtime;
 use crate::session::Session;
 use anyhow::Result;
@@ -133,7 +133,7 @@ impl Backend for Session {
         drop(deadline);
         match stop {
             Stop::Interrupted | Stop::Breakpoint { .. } => Ok(None),
-            other => Ok(Some(self.report_stop(other)?.1)),
+            other => Ok(Some(self.report_stop(other)?.text)),
         }
     }
     fn arm_internal(&mut self, addr: u64) -> Result<()> {
@@ -145,11 +145,7 @@ impl Backend for Session {
     fn watch_word(&mut self, addr: u64) -> Result<()> {
         Session::watch_word(self, addr)
     }
-    fn run_probes(
-        &mut self,
-        h: &mut dyn ProbeHandler,
-        limit: Option<Duration>,
-    ) -> Result<(ProbeEnd, String)> {
+    fn run_probes(&mut self, h: &mut dyn ProbeHandler, limit: Option<Duration>) -> Result<Ran> {
         Session::run_probes(self, h, limit)
     }
     fn say(&mut self, line: &str) {

@@ -4,15 +4,15 @@ use super::*;
 impl Session {
     /// Run one command; returns the text to show and whether the session
     /// should end.
-    pub fn execute(&mut self, cmd: &Command) -> Result<(String, Flow)> {
+    pub fn execute(&mut self, cmd: &Command) -> Result<Outcome> {
         self.settle_uprobes(cmd);
         let res = self.execute_command(cmd);
         self.say_outside_stops(res)
     }
 
-    fn execute_command(&mut self, cmd: &Command) -> Result<(String, Flow)> {
+    fn execute_command(&mut self, cmd: &Command) -> Result<Outcome> {
         Ok(match cmd {
-            Command::Nothing => (String::new(), Flow::Continue),
+            Command::Nothing => Outcome::nothing(),
             Command::Commands { id, body, text } => {
                 let id = match id {
                     Some(i) => *i,
@@ -26,7 +26,7 @@ impl Session {
                     .ok_or_else(|| anyhow!("No breakpoint number {id}."))?;
                 b.commands = body.clone();
                 b.commands_text = text.clone();
-                (String::new(), Flow::Continue)
+                Outcome::nothing()
             }
             Command::End | Command::Silent => {
                 bail!("'end' and 'silent' only make sense in a commands block")

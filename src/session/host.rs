@@ -5,16 +5,16 @@ use crate::command::{BreakpointView, Host, SymbolKind};
 use crate::perf::profile_opts::ProfileOpts;
 
 impl Host for Session {
-    fn finish(&mut self) -> Result<(String, Flow)> {
+    fn finish(&mut self) -> Result<Outcome> {
         Session::finish(self)
     }
-    fn step_instructions(&mut self, over: bool, count: u64) -> Result<(String, Flow)> {
+    fn step_instructions(&mut self, over: bool, count: u64) -> Result<Outcome> {
         Session::step_instructions(self, over, count)
     }
-    fn step_lines(&mut self, mode: crate::command::LineStep, count: u64) -> Result<(String, Flow)> {
+    fn step_lines(&mut self, mode: crate::command::LineStep, count: u64) -> Result<Outcome> {
         Session::step_lines(self, mode, count)
     }
-    fn advance(&mut self, spec: &str, until: bool) -> Result<(String, Flow)> {
+    fn advance(&mut self, spec: &str, until: bool) -> Result<Outcome> {
         Session::advance(self, spec, until)
     }
     fn add_breakpoint(
@@ -76,7 +76,7 @@ impl Host for Session {
     fn value_text(&mut self, expr: &str, radix: Radix) -> Result<String> {
         Session::value_text(self, expr, radix)
     }
-    fn execute_sourced(&mut self, cmd: &Command) -> Result<(String, Flow)> {
+    fn execute_sourced(&mut self, cmd: &Command) -> Result<Outcome> {
         Session::execute_at_prompt(self, cmd)
     }
     fn info_sharedlibrary(&mut self) -> String {
@@ -85,7 +85,7 @@ impl Host for Session {
     fn info_target(&mut self) -> String {
         Session::info(self)
     }
-    fn interrupt(&mut self) -> Result<(String, Flow)> {
+    fn interrupt(&mut self) -> Result<Outcome> {
         Session::interrupt(self)
     }
     fn detach(&mut self) -> Result<String> {
@@ -176,7 +176,7 @@ impl Host for Session {
     fn disassemble(&mut self, raw: bool, source: bool, spec: Option<&str>) -> Result<String> {
         Session::disassemble(self, raw, source, spec)
     }
-    fn profile(&mut self, opts: &ProfileOpts) -> Result<(String, Flow)> {
+    fn profile(&mut self, opts: &ProfileOpts) -> Result<Outcome> {
         Session::profile(self, opts)
     }
 }

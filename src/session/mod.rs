@@ -64,7 +64,7 @@ mod stepping;
 mod symbols;
 mod values;
 
-pub use crate::postgres::backend::{Flow, ProbeEnd, ProbeHandler};
+pub use crate::postgres::backend::{Flow, Outcome, ProbeEnd, ProbeHandler, Ran};
 use libraries::Libraries;
 use locations::resolve;
 pub use locations::{basename, resolve_location};

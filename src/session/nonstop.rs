@@ -5,7 +5,6 @@
 //! work, resume) or none (memory reads with process_vm_readv); a
 //! breakpoint hit, Ctrl-C or `interrupt` stops the backend, as in gdb,
 //! until `continue`.  Scripts do not use this mode: they run from one stop.
-use super::run::AfterStop;
 use super::*;
 use crate::command::Needs;
 use std::time::Duration;
@@ -28,16 +27,13 @@ impl Session {
     /// Someone else stopped the backend (`kill -STOP`) while the command
     /// ran: it ran on (outside.rs); one line each says so, after the
     /// command's text (on stderr after a JSON document).
-    pub(super) fn say_outside_stops(
-        &mut self,
-        res: Result<(String, Flow)>,
-    ) -> Result<(String, Flow)> {
+    pub(super) fn say_outside_stops(&mut self, res: Result<Outcome>) -> Result<Outcome> {
         let stops = self.target.take_outside_stops();
         if stops.is_empty() {
             return res;
         }
         let lines: Vec<String> = stops.iter().map(outside_stop_line).collect();
-        let Ok((mut text, flow)) = res else {
+        let Ok(Outcome { mut text, flow }) = res else {
             for l in &lines {
                 crate::runtime::sink().warn(l);
             }
@@ -55,12 +51,12 @@ impl Session {
                 text.push_str(l);
             }
         }
-        Ok((text, flow))
+        Ok(Outcome::new(text, flow))
     }
 
     /// Switch to non-stop mode (the prompt): the backend, stopped by the
     /// attach, runs from now on.  Some: it stopped or ended at once.
-    pub fn start_nonstop(&mut self) -> Result<Option<(String, Flow)>> {
+    pub fn start_nonstop(&mut self) -> Result<Option<Outcome>> {
         self.nonstop = true;
         // info's CPU state line needs a stop: read it now
         let _ = self.info();
@@ -75,17 +71,16 @@ impl Session {
 
     /// Let the backend run in the background, after stepping over a
     /// breakpoint at its pc.  Some: it stopped or ended during that step.
-    fn resume_background(&mut self) -> Result<Option<(String, Flow)>> {
+    fn resume_background(&mut self) -> Result<Option<Outcome>> {
         if self.target.is_gone() {
-            return Ok(Some((String::new(), Flow::TargetGone)));
+            return Ok(Some(Outcome::gone(String::new())));
         }
         self.hit = None;
         let rip = self.target.regs()?.rip;
         if self.target.breakpoint_inserted(rip)
             && let Some(stop) = self.target.step_over_breakpoint(rip)?
         {
-            let (outcome, text) = self.report_stop(stop)?;
-            return Ok(Some((text, outcome.into())));
+            return Ok(Some(self.report_stop(stop)?.outcome()));
         }
         self.target.resume()?;
         self.background = true;
@@ -95,20 +90,20 @@ impl Session {
     /// A stop that came while the backend ran in the background: the
     /// user's stop (Some), or None when it runs on (a breakpoint whose
     /// condition failed, a `commands` block that ends in `continue`).
-    fn background_stop(&mut self, stop: Stop) -> Result<Option<(String, Flow)>> {
+    fn background_stop(&mut self, stop: Stop) -> Result<Option<Outcome>> {
         self.background = false;
-        let Some((outcome, text)) = self.judge_stop(stop, false)? else {
+        let Some(ran) = self.judge_stop(stop, false)? else {
             return self.resume_background();
         };
-        match self.after_stop(outcome, text)? {
-            AfterStop::Done(text, flow) => Ok(Some((text, flow))),
-            AfterStop::Resume => self.resume_background(),
+        match self.after_stop(ran)? {
+            Some(done) => Ok(Some(done)),
+            None => self.resume_background(),
         }
     }
 
     /// While the prompt waits: the stop the backend came to by itself, if
     /// any (a breakpoint hit, a fault, its exit).  Never blocks.
-    pub fn poll_background(&mut self) -> Result<Option<(String, Flow)>> {
+    pub fn poll_background(&mut self) -> Result<Option<Outcome>> {
         if !self.background {
             return Ok(None);
         }
@@ -121,7 +116,7 @@ impl Session {
     /// Stop a backend that runs in the background.  None: it stopped for
     /// us; Some: it stopped by itself first (a breakpoint hit, a signal,
     /// its exit), which is the user's stop now.
-    fn take_stop(&mut self) -> Result<Option<(String, Flow)>> {
+    fn take_stop(&mut self) -> Result<Option<Outcome>> {
         while self.background {
             if let Some(stop) = self.target.poll()? {
                 if let Some(r) = self.background_stop(stop)? {
@@ -134,7 +129,7 @@ impl Session {
                     self.background = false;
                     self.last_stop = Some(Stop::Interrupted);
                     if self.target.is_gone() {
-                        return Ok(Some((String::new(), Flow::TargetGone)));
+                        return Ok(Some(Outcome::gone(String::new())));
                     }
                     return Ok(None);
                 }
@@ -150,16 +145,16 @@ impl Session {
 
     /// `interrupt` (and Ctrl-C at the prompt): stop the backend until
     /// `continue`.
-    pub fn interrupt(&mut self) -> Result<(String, Flow)> {
+    pub fn interrupt(&mut self) -> Result<Outcome> {
         if self.target.is_gone() {
             return Err(crate::inferior::Gone::Backend.into());
         }
         if !self.background {
-            return Ok(("The backend is stopped already.".into(), Flow::Continue));
+            return Ok(Outcome::shows("The backend is stopped already."));
         }
         match self.take_stop()? {
             Some(r) => Ok(r),
-            None => Ok((self.interrupted_text()?, Flow::Continue)),
+            None => Ok(Outcome::shows(self.interrupted_text()?)),
         }
     }
 
@@ -168,7 +163,7 @@ impl Session {
     /// a stop, runs, and lets the backend go on (saying so when the stop
     /// was long).  `continue` lets a stopped backend run in the background
     /// again (the prompt comes back at once); `interrupt` stops it.
-    pub fn execute_at_prompt(&mut self, cmd: &Command) -> Result<(String, Flow)> {
+    pub fn execute_at_prompt(&mut self, cmd: &Command) -> Result<Outcome> {
         if !self.nonstop {
             return self.execute(cmd);
         }
@@ -178,14 +173,13 @@ impl Session {
                 return Err(crate::inferior::Gone::NothingTo("continue".into()).into());
             }
             if self.background {
-                return Ok((
-                    "The backend runs already ('interrupt' or Ctrl-C stops it).".into(),
-                    Flow::Continue,
+                return Ok(Outcome::shows(
+                    "The backend runs already ('interrupt' or Ctrl-C stops it).",
                 ));
             }
             return Ok(self
                 .resume_background()?
-                .unwrap_or_else(|| ("Continuing.".into(), Flow::Continue)));
+                .unwrap_or_else(|| Outcome::shows("Continuing.")));
         }
         if !self.background {
             return self.execute(cmd);
@@ -203,49 +197,65 @@ impl Session {
         // the uprobes a finished command closed are out first (while the
         // backend runs)
         self.settle_uprobes(cmd);
+        self.with_stop(|s| s.execute(cmd))
+    }
+
+    /// Run `work` on a stop of the backend that runs in the background,
+    /// and let it run again after, whichever way `work` ends (its outcome
+    /// or its error): the stop and the resume are paired here, and only
+    /// here.  It is not resumed when the session ends (the outcome's flow
+    /// is not `Continue`: `detach`, `quit`, the backend gone, pgdbg told to
+    /// end), when pgdbg must stop, or when the backend is gone.  A stop the
+    /// backend came to by itself before ours (a breakpoint hit, a signal,
+    /// its exit) is the user's: it is shown, `work` runs on it (unless it
+    /// ended the session), and the backend stays stopped (until
+    /// `continue`).  A stop that comes while resuming (stepping over a
+    /// breakpoint at the pc) is shown after the outcome, and its flow is
+    /// the one that counts; else a long stop's cost is said.
+    fn with_stop(&mut self, work: impl FnOnce(&mut Session) -> Result<Outcome>) -> Result<Outcome> {
         // the cost of the stop: the time the backend did none of its own
         // work (stopped, or running pgdbg's calls); a probe's backend does
         // its own work between the stops it is probed in
         let before = self.target.lost_time();
-        if let Some((text, flow)) = self.take_stop()? {
+        if let Some(own) = self.take_stop()? {
             // it stopped by itself first: that stop is shown, the command
             // runs on it, and the backend stays stopped (until `continue`)
-            if flow != Flow::Continue {
-                return Ok((text, flow));
+            if !own.goes_on() {
+                return Ok(own);
             }
-            let (t, flow) = self.execute(cmd)?;
-            return Ok((
-                format!("{text}\n{}", t.strip_prefix('\n').unwrap_or(&t)),
-                flow,
-            ));
+            return Ok(own.then_line(work(self)?));
         }
         self.resumes_after = true;
-        let res = self.execute(cmd);
+        let res = work(self);
         self.resumes_after = false;
-        if matches!(
-            res,
-            Ok((_, Flow::TargetGone | Flow::Terminate | Flow::Quit))
-        ) || runtime::must_stop()
+        if matches!(&res, Ok(done) if !done.goes_on())
+            || runtime::must_stop()
             || self.target.is_gone()
         {
             return res;
         }
         // back to running, the command's error or not
         let resumed = self.resume_background();
-        let (text, flow) = res?;
-        if let Some((t, f)) = resumed? {
-            return Ok((format!("{text}{t}"), f));
+        let done = res?;
+        if let Some(stop) = resumed? {
+            return Ok(done.followed_by(stop));
         }
         let cost = self.target.lost_time().saturating_sub(before);
-        let mut text = text;
-        if text.contains("Program stopped") || cost > LONG_STOP {
-            text.push_str(&format!(
-                "\n(the backend was stopped for {:.2} s; it runs again)",
-                cost.as_secs_f64()
-            ));
-        }
-        Ok((text, flow))
+        Ok(with_cost(done, cost))
     }
+}
+
+/// A command's outcome after the stop it took, the backend running again:
+/// the stop's cost is said when it was long, or when the text says the
+/// backend stopped (a probe's report of a stop).
+fn with_cost(mut done: Outcome, cost: Duration) -> Outcome {
+    if done.text.contains("Program stopped") || cost > LONG_STOP {
+        done.text.push_str(&format!(
+            "\n(the backend was stopped for {:.2} s; it runs again)",
+            cost.as_secs_f64()
+        ));
+    }
+    done
 }
 
 /// One outside stop, as the user reads it.
@@ -268,7 +278,32 @@ fn outside_stop_line(o: &crate::inferior::outside::OutsideStop) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::{LONG_STOP, with_cost};
     use crate::command::{Needs, parse};
+    use crate::postgres::outcome::Outcome;
+    use std::time::Duration;
+
+    /// A short stop is not said; a long one is, and so is any stop when
+    /// the text says the program stopped; the flow is kept.
+    #[test]
+    fn a_stops_cost() {
+        let short = Duration::from_millis(20);
+        assert_eq!(
+            with_cost(Outcome::shows("$1 = 1"), short),
+            Outcome::shows("$1 = 1")
+        );
+        assert_eq!(
+            with_cost(Outcome::shows("$1 = 1"), Duration::from_millis(2380)),
+            Outcome::shows("$1 = 1\n(the backend was stopped for 2.38 s; it runs again)")
+        );
+        assert_eq!(with_cost(Outcome::nothing(), LONG_STOP), Outcome::nothing());
+        assert_eq!(
+            with_cost(Outcome::gone("\nProgram stopped at x"), short),
+            Outcome::gone(
+                "\nProgram stopped at x\n(the backend was stopped for 0.02 s; it runs again)"
+            )
+        );
+    }
 
     /// Commands that only read memory or nothing run while the backend
     /// runs; probes and samplers let it run while they work; the rest take

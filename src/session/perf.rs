@@ -23,11 +23,11 @@ trait Recording {
 
 /// At the prompt: the backend attached and let run (`run_probes`, no stop).
 impl Recording for Session {
-    type End = (ProbeEnd, String);
+    type End = Ran;
     fn say(&mut self, line: &str) {
         Session::say(self, line);
     }
-    fn wait(&mut self, duration: Option<Duration>) -> Result<(ProbeEnd, String)> {
+    fn wait(&mut self, duration: Option<Duration>) -> Result<Ran> {
         self.run_probes(&mut NoStop, duration)
     }
     fn symbolizer(&self) -> Symbolizer<'_> {
@@ -62,10 +62,10 @@ impl Recording for Detached<'_> {
 
 impl Session {
     /// `profile`: let the backend run while the kernel records it.
-    pub(crate) fn profile(&mut self, opts: &ProfileOpts) -> Result<(String, Flow)> {
+    pub(crate) fn profile(&mut self, opts: &ProfileOpts) -> Result<Outcome> {
         let (pid, bias) = (self.pid, self.bias);
-        let (out, (end, text)) = record(self, pid, bias, opts)?;
-        Ok((format!("{out}{text}"), flow_of(end)))
+        let (out, Ran { end, text }) = record(self, pid, bias, opts)?;
+        Ok(Outcome::new(format!("{out}{text}"), Flow::from(end)))
     }
 }
 
@@ -177,14 +177,5 @@ fn wait_detached(pid: i32, duration: Option<Duration>) {
         && std::path::Path::new(&format!("/proc/{pid}")).exists()
     {
         std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// How a recording that let the backend run ended, for the prompt.
-fn flow_of(end: ProbeEnd) -> Flow {
-    match end {
-        ProbeEnd::TargetGone => Flow::TargetGone,
-        ProbeEnd::Terminating => Flow::Terminate,
-        _ => Flow::Continue,
     }
 }

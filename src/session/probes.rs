@@ -135,7 +135,7 @@ impl Session {
         &mut self,
         h: &mut dyn ProbeHandler,
         limit: Option<std::time::Duration>,
-    ) -> Result<(ProbeEnd, String)> {
+    ) -> Result<Ran> {
         let deadline = limit.map(runtime::Deadline::arm);
         // Run on the backend's CPU while probing: a stopped backend and
         // pgdbg never compete for it, and every stop/resume becomes a local
@@ -201,7 +201,7 @@ impl Session {
         }
     }
 
-    pub(crate) fn probe_loop(&mut self, h: &mut dyn ProbeHandler) -> Result<(ProbeEnd, String)> {
+    pub(crate) fn probe_loop(&mut self, h: &mut dyn ProbeHandler) -> Result<Ran> {
         let ticker = h.poll_every().map(runtime::Ticker::start);
         let poll_hooks = runtime::PollHooks {
             exit: h.reads_at_exit(),
@@ -224,16 +224,16 @@ impl Session {
                 self.target.wait(hooks)?
             } else {
                 if h.done() {
-                    return Ok((ProbeEnd::Done, String::new()));
+                    return Ok(Ran::new(ProbeEnd::Done, String::new()));
                 }
                 if runtime::deadline_hit() {
-                    return Ok((ProbeEnd::Deadline, String::new()));
+                    return Ok(Ran::new(ProbeEnd::Deadline, String::new()));
                 }
                 if runtime::sigint_seen() {
                     // Ctrl-C whose interrupt lost the race against a hit
                     runtime::take_interrupt();
-                    let (_, text) = self.report_stop(Stop::Interrupted)?;
-                    return Ok((ProbeEnd::Stopped, text));
+                    let text = self.report_stop(Stop::Interrupted)?.text;
+                    return Ok(Ran::new(ProbeEnd::Stopped, text));
                 }
                 if let Some(gone) = self.step_over_here()? {
                     return Ok(gone);
@@ -281,7 +281,7 @@ impl Session {
                 }
                 Stop::Interrupted if runtime::deadline_hit() => {
                     self.last_stop = Some(stop);
-                    return Ok((ProbeEnd::Deadline, String::new()));
+                    return Ok(Ran::new(ProbeEnd::Deadline, String::new()));
                 }
                 Stop::Breakpoint { addr } if self.bps.uses(addr) => {
                     // a user breakpoint ends the probe only if its condition holds
@@ -294,8 +294,8 @@ impl Session {
                         continue;
                     }
                     self.set_passing(passing);
-                    let (_, text) = self.report_stop(stop)?;
-                    return Ok((ProbeEnd::Stopped, format!("{text}{note}")));
+                    let text = self.report_stop(stop)?.text;
+                    return Ok(Ran::new(ProbeEnd::Stopped, format!("{text}{note}")));
                 }
                 other => return self.report_stop(other),
             }
@@ -304,7 +304,7 @@ impl Session {
 
     /// The backend's exit stop: the probe's last reads, then the backend
     /// is let go at once (whatever they gave) and its end reported.
-    fn exit_stop(&mut self, h: &mut dyn ProbeHandler) -> Result<(ProbeEnd, String)> {
+    fn exit_stop(&mut self, h: &mut dyn ProbeHandler) -> Result<Ran> {
         let t0 = std::time::Instant::now();
         let read = h.on_exit(self);
         crate::config::pause_for_tests("exit-stop");
@@ -319,11 +319,5 @@ impl Session {
             ));
         }
         self.report_stop(end)
-    }
-
-    /// What a probe command shows and how the session goes on, from how
-    /// its `run_probes` ended.
-    pub fn probe_outcome(&self, end: ProbeEnd, summary: String, text: String) -> (String, Flow) {
-        crate::postgres::backend::probe_outcome(self, end, summary, text)
     }
 }

@@ -1,18 +1,10 @@
 //! Running: `continue`, the stops it ends in and how they are reported.
 use super::*;
 
-/// What follows a stop (`Session::after_stop`).
-pub(crate) enum AfterStop {
-    /// The run ends here: the text to show and how the session goes on.
-    Done(String, Flow),
-    /// A `commands` block ended in `continue`: the backend runs on.
-    Resume,
-}
-
 impl Session {
     /// Continue until the next stop.  Handles stepping over the breakpoint
     /// at the current pc.
-    pub fn cont(&mut self) -> Result<(ProbeEnd, String)> {
+    pub fn cont(&mut self) -> Result<Ran> {
         if self.target.is_gone() {
             return Err(crate::inferior::Gone::NothingTo("continue".into()).into());
         }
@@ -35,11 +27,7 @@ impl Session {
     /// breakpoint none of whose conditions held (the backend goes on).
     /// `foreground`: a Ctrl-C meanwhile (its interrupt may have lost the
     /// race against this hit) makes even such a hit a stop.
-    pub(crate) fn judge_stop(
-        &mut self,
-        stop: Stop,
-        foreground: bool,
-    ) -> Result<Option<(ProbeEnd, String)>> {
+    pub(crate) fn judge_stop(&mut self, stop: Stop, foreground: bool) -> Result<Option<Ran>> {
         self.hit = None;
         if let Stop::Breakpoint { addr } = stop
             && self.is_library_hook(addr)
@@ -68,8 +56,9 @@ impl Session {
                 return Ok(None);
             }
             self.set_passing(passing);
-            let (o, text) = self.report_stop(stop)?;
-            return Ok(Some((o, format!("{text}{note}"))));
+            let mut ran = self.report_stop(stop)?;
+            ran.text.push_str(&note);
+            return Ok(Some(ran));
         }
         self.report_stop(stop).map(Some)
     }
@@ -77,7 +66,7 @@ impl Session {
     /// `continue` in a script or at the prompt: run until a stop; at a
     /// breakpoint with a `commands` block, run the block, and go on while
     /// it ends with `continue`.
-    pub(crate) fn continue_running(&mut self) -> Result<(String, Flow)> {
+    pub(crate) fn continue_running(&mut self) -> Result<Outcome> {
         // Breakpoints that are passed over without stopping the user (a
         // condition, a block ending in `continue`) may be hit thousands of
         // times a second: run on the backend's CPU meanwhile, as probes do.
@@ -98,35 +87,37 @@ impl Session {
         res
     }
 
-    pub(crate) fn continue_loop(&mut self) -> Result<(String, Flow)> {
+    pub(crate) fn continue_loop(&mut self) -> Result<Outcome> {
         loop {
-            let (outcome, text) = self.cont()?;
-            if let AfterStop::Done(text, flow) = self.after_stop(outcome, text)? {
-                return Ok((text, flow));
+            let ran = self.cont()?;
+            if let Some(done) = self.after_stop(ran)? {
+                return Ok(done);
             }
         }
     }
 
-    /// What follows a reported stop: the end of the run (the text to show
-    /// and the flow), or `Resume` when the breakpoints' `commands` block
-    /// ended in `continue` (its output is already said).
-    pub(crate) fn after_stop(&mut self, outcome: ProbeEnd, text: String) -> Result<AfterStop> {
-        if outcome != ProbeEnd::Stopped {
-            return Ok(AfterStop::Done(text, outcome.into()));
+    /// What follows a reported stop: the end of the run (Some: the text to
+    /// show and the flow), or None when the breakpoints' `commands` block
+    /// ended in `continue` (its output is already said): the backend runs
+    /// on.
+    pub(crate) fn after_stop(&mut self, ran: Ran) -> Result<Option<Outcome>> {
+        if ran.end != ProbeEnd::Stopped {
+            return Ok(Some(ran.outcome()));
         }
+        let text = ran.text;
         let Some(hit) = self.hit.take() else {
             // not a breakpoint: an interrupt (Ctrl-C, --for) or a signal
             if runtime::deadline_hit() {
-                return Ok(AfterStop::Done(String::new(), Flow::Continue));
+                return Ok(Some(Outcome::nothing()));
             }
-            return Ok(AfterStop::Done(text, Flow::Continue));
+            return Ok(Some(Outcome::shows(text)));
         };
         self.hits_total += 1;
         let limit_hit = self.hit_limit.is_some_and(|n| self.hits_total >= n);
         let ids: Vec<u32> = hit.iter().map(|(id, _)| *id).collect();
         let body: Vec<Command> = hit.into_iter().flat_map(|(_, c)| c).collect();
         if body.is_empty() {
-            return Ok(AfterStop::Done(text, Flow::Continue));
+            return Ok(Some(Outcome::shows(text)));
         }
         if body.first() != Some(&Command::Silent) {
             self.say(text.strip_prefix('\n').unwrap_or(&text));
@@ -140,12 +131,12 @@ impl Session {
                     break;
                 }
                 c => match self.execute(c) {
-                    Ok((t, flow)) => {
+                    Ok(Outcome { text: t, flow }) => {
                         if !t.is_empty() {
                             self.say(t.strip_prefix('\n').unwrap_or(&t));
                         }
                         if flow != Flow::Continue {
-                            return Ok(AfterStop::Done(String::new(), flow));
+                            return Ok(Some(Outcome::new("", flow)));
                         }
                     }
                     Err(e) => {
@@ -161,15 +152,15 @@ impl Session {
             }
         }
         if !resume || limit_hit || runtime::deadline_hit() {
-            return Ok(AfterStop::Done(String::new(), Flow::Continue));
+            return Ok(Some(Outcome::nothing()));
         }
         if runtime::sigint_seen() {
             // Ctrl-C while the block ran (or its interrupt lost the
             // race against this hit): stop here, and say where
             runtime::take_interrupt();
-            return Ok(AfterStop::Done(self.interrupted_text()?, Flow::Continue));
+            return Ok(Some(Outcome::shows(self.interrupted_text()?)));
         }
-        Ok(AfterStop::Resume)
+        Ok(None)
     }
 
     /// What an interrupted stop shows: the frame where the backend is.
@@ -199,7 +190,7 @@ impl Session {
         })
     }
 
-    pub(crate) fn report_stop(&mut self, stop: Stop) -> Result<(ProbeEnd, String)> {
+    pub(crate) fn report_stop(&mut self, stop: Stop) -> Result<Ran> {
         self.last_stop = Some(stop.clone());
         match stop {
             Stop::Breakpoint { addr } => {
@@ -278,12 +269,12 @@ impl Session {
                 } else {
                     self.display_lines()
                 };
-                Ok((
+                Ok(Ran::new(
                     ProbeEnd::Stopped,
                     format!("\n{label} {}, {head}{src}{displays}", ids_s.join(", ")),
                 ))
             }
-            Stop::Interrupted => Ok((ProbeEnd::Stopped, self.interrupted_text()?)),
+            Stop::Interrupted => Ok(Ran::new(ProbeEnd::Stopped, self.interrupted_text()?)),
             Stop::Signal(sig) => {
                 let head = self.frame_line(0, true).unwrap_or_default();
                 self.emit(Event::Stop {
@@ -295,7 +286,7 @@ impl Session {
                     reason: "signal".into(),
                     signal: Some(format!("{sig:?}")),
                 });
-                Ok((
+                Ok(Ran::new(
                     ProbeEnd::Stopped,
                     format!(
                         "\nProgram received signal {sig:?}; it will be delivered when you continue or detach.\n{head}{}",
@@ -303,7 +294,7 @@ impl Session {
                     ),
                 ))
             }
-            Stop::HardwareBreak { dr6 } => Ok((
+            Stop::HardwareBreak { dr6 } => Ok(Ran::new(
                 ProbeEnd::Stopped,
                 format!("\nHardware breakpoint (dr6={dr6:#x})"),
             )),
@@ -312,7 +303,7 @@ impl Session {
                     signal: None,
                     status: Some(code),
                 });
-                Ok((
+                Ok(Ran::new(
                     ProbeEnd::TargetGone,
                     format!("\nBackend {} exited with status {code}.", self.pid),
                 ))
@@ -322,12 +313,12 @@ impl Session {
                     signal: Some(format!("{sig:?}")),
                     status: None,
                 });
-                Ok((
+                Ok(Ran::new(
                     ProbeEnd::TargetGone,
                     format!("\nBackend {} was killed by signal {sig:?}.", self.pid),
                 ))
             }
-            Stop::ToolTerminating => Ok((ProbeEnd::Terminating, String::new())),
+            Stop::ToolTerminating => Ok(Ran::new(ProbeEnd::Terminating, String::new())),
             // only the probe loop asks for it (it ends it itself): let go
             Stop::Exiting => {
                 let end = self.target.finish_exit()?;
@@ -338,13 +329,13 @@ impl Session {
 
     /// Step over the breakpoint rip sits on, if any, before resuming; the
     /// probe's end if the target died meanwhile.
-    pub(crate) fn step_over_here(&mut self) -> Result<Option<(ProbeEnd, String)>> {
+    pub(crate) fn step_over_here(&mut self) -> Result<Option<Ran>> {
         let rip = self.target.regs()?.rip;
         if self.target.breakpoint_inserted(rip)
             && let Some(stop) = self.target.step_over_breakpoint(rip)?
         {
-            let (_, text) = self.report_stop(stop)?;
-            return Ok(Some((ProbeEnd::TargetGone, text)));
+            let text = self.report_stop(stop)?.text;
+            return Ok(Some(Ran::new(ProbeEnd::TargetGone, text)));
         }
         Ok(None)
     }

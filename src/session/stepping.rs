@@ -33,7 +33,7 @@ enum Arrival {
     At,
     /// Another stop the user sees (a breakpoint of theirs, a signal, the
     /// exit, Ctrl-C): its text and how the session goes on.
-    Other(String, Flow),
+    Other(Outcome),
     /// An ERROR's longjmp left the frame: the backend is stopped where
     /// control landed; the line that says so.
     Longjmp(String),
@@ -134,8 +134,8 @@ impl Session {
                 return Err(crate::inferior::Gone::Backend.into());
             }
             self.hit = None;
-            if let Some((text, flow)) = self.step_over_here_reported()? {
-                return Ok(Arrival::Other(text, flow));
+            if let Some(done) = self.step_over_here_reported()? {
+                return Ok(Arrival::Other(done));
             }
             let stop = self.target.cont_and_wait(&runtime::Hooks)?;
             if let Stop::Breakpoint { addr } = stop {
@@ -160,7 +160,7 @@ impl Session {
                     continue;
                 }
             }
-            let Some((outcome, text)) = self.judge_stop(stop, true)? else {
+            let Some(ran) = self.judge_stop(stop, true)? else {
                 continue;
             };
             // a breakpoint's `commands` block may run now: this run's
@@ -187,9 +187,9 @@ impl Session {
                 }
                 Some((r.rip, r.rsp))
             };
-            match self.after_stop(outcome, text)? {
-                run::AfterStop::Done(text, flow) => return Ok(Arrival::Other(text, flow)),
-                run::AfterStop::Resume => {
+            match self.after_stop(ran)? {
+                Some(done) => return Ok(Arrival::Other(done)),
+                None => {
                     if self.target.is_gone() {
                         return Err(crate::inferior::Gone::Backend.into());
                     }
@@ -202,8 +202,7 @@ impl Session {
                             "The breakpoint's commands ran the backend (a probe or a step): \
                              the step ends here, and their 'continue' continues.",
                         );
-                        let (text, flow) = self.continue_running()?;
-                        return Ok(Arrival::Other(text, flow));
+                        return Ok(Arrival::Other(self.continue_running()?));
                     }
                     // only printed or evaluated: the run goes on
                     self.check_goals(&addrs)?;
@@ -257,13 +256,12 @@ impl Session {
 
     /// Before resuming: past an int3 of ours at `rip`; Some when the
     /// backend ended or faulted meanwhile (the stop's text).
-    fn step_over_here_reported(&mut self) -> Result<Option<(String, Flow)>> {
+    fn step_over_here_reported(&mut self) -> Result<Option<Outcome>> {
         let rip = self.target.regs()?.rip;
         if self.target.breakpoint_inserted(rip)
             && let Some(stop) = self.target.step_over_breakpoint(rip)?
         {
-            let (o, t) = self.report_stop(stop)?;
-            return Ok(Some((t, o.into())));
+            return Ok(Some(self.report_stop(stop)?.outcome()));
         }
         Ok(None)
     }
@@ -277,15 +275,14 @@ impl Session {
         let mut risen = false;
         for _ in 0..LONGJMP_STEPS {
             if let Some(text) = self.cut_short()? {
-                return Ok(Some(Arrival::Other(text, Flow::Continue)));
+                return Ok(Some(Arrival::Other(Outcome::shows(text))));
             }
             let pc = self.target.regs()?.rip;
             let jump = self
                 .insn_at(pc)
                 .is_ok_and(|i| i.flow == FlowControl::IndirectBranch);
             if let Some(stop) = self.target.step_instruction()? {
-                let (o, t) = self.report_stop(stop)?;
-                return Ok(Some(Arrival::Other(t, o.into())));
+                return Ok(Some(Arrival::Other(self.report_stop(stop)?.outcome())));
             }
             let r = self.target.regs()?;
             risen |= r.rsp > entry_sp;
@@ -355,7 +352,7 @@ impl Session {
     }
 
     /// `stepi [N]` (`over`: `nexti`, calls run through to their return).
-    pub fn step_instructions(&mut self, over: bool, count: u64) -> Result<(String, Flow)> {
+    pub fn step_instructions(&mut self, over: bool, count: u64) -> Result<Outcome> {
         self.check_can_step(if over { "nexti" } else { "stepi" })?;
         let start = self.function_key()?;
         for _ in 0..count.max(1) {
@@ -368,7 +365,7 @@ impl Session {
         let line_start = self
             .line_sequence_at(pc)
             .is_some_and(|(seq, bias)| seq.stmt_start(pc - bias).is_some());
-        Ok((self.step_stop_text(changed, line_start)?, Flow::Continue))
+        Ok(Outcome::shows(self.step_stop_text(changed, line_start)?))
     }
 
     /// The function of the innermost frame and its CFA (a new frame of
@@ -382,9 +379,9 @@ impl Session {
     /// block, and a single step could not be interrupted) to the next
     /// instruction with a temporary int3.  Some: a stop that ends the
     /// command.
-    fn one_instruction(&mut self, over: bool) -> Result<Option<(String, Flow)>> {
+    fn one_instruction(&mut self, over: bool) -> Result<Option<Outcome>> {
         if let Some(text) = self.cut_short()? {
-            return Ok(Some((text, Flow::Continue)));
+            return Ok(Some(Outcome::shows(text)));
         }
         let regs = self.target.regs()?;
         let insn = self.insn_at(regs.rip)?;
@@ -396,10 +393,10 @@ impl Session {
             };
             return Ok(match self.run_to(&[goal], Some(regs.rsp))? {
                 Arrival::At => None,
-                Arrival::Other(t, f) => Some((t, f)),
+                Arrival::Other(done) => Some(done),
                 Arrival::Longjmp(note) => {
                     let at = self.step_stop_text(true, false)?;
-                    Some((format!("{note}\n{at}"), Flow::Continue))
+                    Some(Outcome::shows(format!("{note}\n{at}")))
                 }
             });
         }
@@ -407,8 +404,7 @@ impl Session {
         // loaded or unloaded, as when a run stops there (its int3 stays)
         let hook = self.is_library_hook(regs.rip);
         if let Some(stop) = self.target.step_instruction()? {
-            let (o, t) = self.report_stop(stop)?;
-            return Ok(Some((t, o.into())));
+            return Ok(Some(self.report_stop(stop)?.outcome()));
         }
         if hook {
             self.on_library_event()?;

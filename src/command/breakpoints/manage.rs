@@ -4,7 +4,7 @@
 
 use super::super::check::{CheckCtx, run_args};
 use super::super::{Entry, Host, Invocation, Needs};
-use crate::postgres::backend::Flow;
+use crate::postgres::backend::Outcome;
 use anyhow::{Result, anyhow, bail};
 
 /// A breakpoint number as written: N, or `$bpnum` (gdb's number of the
@@ -77,12 +77,12 @@ fn check_numbers(ctx: &CheckCtx, name: &str, nums: &[BpNum]) -> Result<()> {
     Ok(())
 }
 
-fn run_enable(h: &mut dyn Host, name: &str, rest: &str, on: bool) -> Result<(String, Flow)> {
+fn run_enable(h: &mut dyn Host, name: &str, rest: &str, on: bool) -> Result<Outcome> {
     let ids = parse_numbers(name, rest)?
         .into_iter()
         .map(|n| n.resolve(h))
         .collect::<Result<Vec<u32>>>()?;
-    Ok((h.enable_breakpoints(&ids, on)?, Flow::Continue))
+    Ok(Outcome::shows(h.enable_breakpoints(&ids, on)?))
 }
 
 pub static ENABLE: Entry = Entry {
@@ -174,7 +174,7 @@ pub static IGNORE: Entry = Entry {
     run: Some(|h, rest| {
         let (n, count) = parse_ignore(rest)?;
         let id = n.resolve(h)?;
-        Ok((h.set_ignore(id, count)?, Flow::Continue))
+        Ok(Outcome::shows(h.set_ignore(id, count)?))
     }),
 };
 

@@ -5,7 +5,7 @@
 use super::super::BreakpointView;
 use super::super::check::{no_check, run_args};
 use super::super::{Entry, Invocation, Needs};
-use crate::postgres::backend::Flow;
+use crate::postgres::backend::Outcome;
 use anyhow::{Result, anyhow, bail};
 
 pub static SAVE: Entry = Entry {
@@ -62,7 +62,7 @@ pub static SAVE_BREAKPOINTS: Entry = Entry {
                 crate::shown::shown(file)
             )
         })?;
-        Ok((format!("Saved to file '{file}'."), Flow::Continue))
+        Ok(Outcome::shows(format!("Saved to file '{file}'.")))
     }),
 };
 

@@ -7,7 +7,7 @@ use super::super::{Entry, Host, Invocation, Needs};
 use super::parse_print;
 use crate::displays::Display;
 use crate::expr::format::Radix;
-use crate::postgres::backend::Flow;
+use crate::postgres::backend::Outcome;
 use anyhow::{Result, anyhow, bail};
 
 pub static DISPLAY: Entry = Entry {
@@ -95,7 +95,7 @@ pub fn parse_display(rest: &str) -> Result<Option<DisplayArgs>> {
     }))
 }
 
-fn display(h: &mut dyn Host, rest: &str) -> Result<(String, Flow)> {
+fn display(h: &mut dyn Host, rest: &str) -> Result<Outcome> {
     let Some(args) = parse_display(rest)? else {
         // all of them, now
         let list: Vec<_> = h.displays().list.clone();
@@ -103,7 +103,7 @@ fn display(h: &mut dyn Host, rest: &str) -> Result<(String, Flow)> {
         for d in list.iter().filter(|d| d.enabled) {
             lines.push(line(h, d));
         }
-        return Ok((lines.join("\n"), Flow::Continue));
+        return Ok(Outcome::shows(lines.join("\n")));
     };
     // evaluated first: an expression that fails now is not kept (gdb's way)
     let probe = Display {
@@ -115,7 +115,7 @@ fn display(h: &mut dyn Host, rest: &str) -> Result<(String, Flow)> {
     };
     let value = shown(h, &probe)?;
     let id = h.displays().add(&args.expr, args.format, args.examine);
-    Ok((format!("{id}: {value}"), Flow::Continue))
+    Ok(Outcome::shows(format!("{id}: {value}")))
 }
 
 fn radix_of(format: Option<char>) -> Radix {
@@ -167,7 +167,7 @@ pub static UNDISPLAY: Entry = Entry {
     check: |_, cmd| parse_undisplay(run_args("undisplay", cmd)?).map(|_| ()),
     run: Some(|h, rest| {
         let ids = parse_undisplay(rest)?;
-        Ok((h.displays().remove(&ids).join("\n"), Flow::Continue))
+        Ok(Outcome::shows(h.displays().remove(&ids).join("\n")))
     }),
 };
 
@@ -201,7 +201,7 @@ pub static INFO_DISPLAY: Entry = Entry {
     },
     needs: Needs::Nothing,
     check: |_, _| Ok(()),
-    run: Some(|h, _| Ok((h.displays().info(), Flow::Continue))),
+    run: Some(|h, _| Ok(Outcome::shows(h.displays().info()))),
 };
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! function, over the session's frames (`Host`).
 
 use super::super::Host;
-use crate::postgres::backend::Flow;
+use crate::postgres::backend::Outcome;
 use anyhow::{Result, anyhow, bail};
 
 /// The function's name: one word.
@@ -22,7 +22,7 @@ pub fn function_arg(rest: &str) -> Result<&str> {
 
 /// Select the innermost frame (inlined ones counted, as `backtrace`
 /// numbers them) whose function is NAME; its line as `frame N` shows it.
-pub fn frame_function(h: &mut dyn Host, rest: &str) -> Result<(String, Flow)> {
+pub fn frame_function(h: &mut dyn Host, rest: &str) -> Result<Outcome> {
     let name = function_arg(rest)?;
     let level = h
         .frame_functions()?
@@ -34,7 +34,7 @@ pub fn frame_function(h: &mut dyn Host, rest: &str) -> Result<(String, Flow)> {
                 crate::shown::shown(name)
             )
         })?;
-    Ok((h.select_frame(level)?, Flow::Continue))
+    Ok(Outcome::shows(h.select_frame(level)?))
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 
 use crate::inferior::procfs;
 use crate::postgres::Backend;
-use crate::postgres::backend::Flow;
+use crate::postgres::backend::Outcome;
 use anyhow::{Result, anyhow, bail};
 
 /// How a value is shown.
@@ -91,13 +91,13 @@ const MAX_STRING: usize = 200;
 
 /// `info auxv`: read from /proc/PID/auxv; the strings it points to are
 /// read from the backend's memory (no stop needed).
-pub fn info_auxv(b: &mut dyn Backend, rest: &str) -> Result<(String, Flow)> {
+pub fn info_auxv(b: &mut dyn Backend, rest: &str) -> Result<Outcome> {
     no_argument(rest)?;
     let pid = b.pid();
     let pairs = procfs::auxv(pid)
         .map_err(|e| anyhow!("cannot read /proc/{pid}/auxv: {e}; is the backend still there?"))?;
     let rows: Vec<String> = pairs.iter().map(|&(k, v)| row(&*b, k, v)).collect();
-    Ok((rows.join("\n"), Flow::Continue))
+    Ok(Outcome::shows(rows.join("\n")))
 }
 
 /// `info auxv` takes no argument.

@@ -4,7 +4,7 @@
 
 use crate::debuginfo::wordstores::Value;
 use crate::postgres::Backend;
-use crate::postgres::backend::Flow;
+use crate::postgres::backend::Outcome;
 use crate::postgres::waits::WaitNames;
 use crate::postgres::waitsites::{inventory, site_json, site_line, summary};
 use anyhow::{Result, bail};
@@ -32,7 +32,7 @@ pub fn parse_form(rest: &str) -> Result<Form> {
     Ok(form)
 }
 
-pub fn info_wait_sites(b: &mut dyn Backend, rest: &str) -> Result<(String, Flow)> {
+pub fn info_wait_sites(b: &mut dyn Backend, rest: &str) -> Result<Outcome> {
     let form = parse_form(rest)?;
     let di = b.di();
     let bias = b.bias();
@@ -77,5 +77,5 @@ pub fn info_wait_sites(b: &mut dyn Backend, rest: &str) -> Result<(String, Flow)
             .to_string()
         }
     };
-    Ok((text, Flow::Continue))
+    Ok(Outcome::shows(text))
 }

@@ -5,7 +5,7 @@
 
 use super::super::lines::{MAX_SOURCE_DEPTH, check_sourced};
 use super::super::{Host, check::plain_function};
-use crate::postgres::backend::Flow;
+use crate::postgres::backend::{Flow, Outcome};
 use anyhow::{Result, anyhow, bail};
 use std::cell::Cell;
 
@@ -24,7 +24,7 @@ pub fn file_arg(rest: &str) -> Result<&str> {
 }
 
 /// `source FILE` over the session.
-pub fn source(h: &mut dyn Host, rest: &str) -> Result<(String, Flow)> {
+pub fn source(h: &mut dyn Host, rest: &str) -> Result<Outcome> {
     let path = file_arg(rest)?;
     let depth = DEPTH.get() + 1;
     if depth > MAX_SOURCE_DEPTH {
@@ -50,24 +50,20 @@ pub fn source(h: &mut dyn Host, rest: &str) -> Result<(String, Flow)> {
     res
 }
 
-fn run_lines(
-    h: &mut dyn Host,
-    path: &str,
-    script: super::super::lines::Script,
-) -> Result<(String, Flow)> {
+fn run_lines(h: &mut dyn Host, path: &str, script: super::super::lines::Script) -> Result<Outcome> {
     for (n, _, cmd) in script {
         if crate::runtime::must_stop() || crate::runtime::sigint_seen() {
             bail!("source {path}: interrupted before line {n}");
         }
-        let (text, flow) = h
+        let Outcome { text, flow } = h
             .execute_sourced(&cmd)
             .map_err(|e| anyhow!("{path}:{n}: {}", crate::runtime::one_line(&e)))?;
         if !text.is_empty() {
             h.say(text.strip_prefix('\n').unwrap_or(&text));
         }
         if flow != Flow::Continue {
-            return Ok((String::new(), flow));
+            return Ok(Outcome::new("", flow));
         }
     }
-    Ok((String::new(), Flow::Continue))
+    Ok(Outcome::nothing())
 }

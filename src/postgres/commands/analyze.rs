@@ -3,16 +3,15 @@
 
 use super::plan::{plan_applies, safe_running_query};
 use crate::postgres::analyze::{AnalyzeOpts, plan_next_analyze};
-use crate::postgres::backend::{Backend, Flow, probe_outcome};
+use crate::postgres::backend::{Backend, Outcome};
 use crate::postgres::progress::not_now;
 use anyhow::{Result, bail};
 use std::time::Duration;
 
 /// `plan --next --analyze ...`
-pub fn plan_analyze(s: &mut dyn Backend, o: &AnalyzeOpts) -> Result<(String, Flow)> {
+pub fn plan_analyze(s: &mut dyn Backend, o: &AnalyzeOpts) -> Result<Outcome> {
     plan_applies(s, false)?;
-    let (summary, end) = plan_next_analyze(s, o)?;
-    Ok(probe_outcome(s, end, summary, String::new()))
+    plan_next_analyze(s, o)
 }
 
 /// `plan --progress [--every D] [--for D]`
@@ -20,11 +19,10 @@ pub fn plan_progress(
     s: &mut dyn Backend,
     every: Duration,
     duration: Option<Duration>,
-) -> Result<(String, Flow)> {
+) -> Result<Outcome> {
     plan_applies(s, false)?;
     let qd = settled_running_query(s)?;
-    let (summary, end) = crate::postgres::progress::plan_progress(s, qd, every, duration)?;
-    Ok(probe_outcome(s, end, summary, String::new()))
+    crate::postgres::progress::plan_progress(s, qd, every, duration)
 }
 
 /// A safe stop in the running statement where its tree can be read and

@@ -56,16 +56,16 @@ mod tests {
             (ProbeEnd::Terminating, Flow::Terminate),
         ] {
             assert_eq!(Flow::from(end), flow);
-            assert_eq!(out(&s, end).1, flow);
+            assert_eq!(out(&s, end).flow, flow);
         }
         // the stop's report follows the summary, unless Ctrl-C (an
         // interrupt) ended the probe; a deadline or --count says nothing
-        assert_eq!(out(&s, ProbeEnd::Deadline).0, "sum");
-        assert_eq!(out(&s, ProbeEnd::TargetGone).0, "sum\nstop");
+        assert_eq!(out(&s, ProbeEnd::Deadline).text, "sum");
+        assert_eq!(out(&s, ProbeEnd::TargetGone).text, "sum\nstop");
         s.stop = Some(Stop::Breakpoint { addr: 1 });
-        assert_eq!(out(&s, ProbeEnd::Stopped).0, "sum\nstop");
+        assert_eq!(out(&s, ProbeEnd::Stopped).text, "sum\nstop");
         s.stop = Some(Stop::Interrupted);
-        assert_eq!(out(&s, ProbeEnd::Stopped).0, "sum");
-        assert_eq!(out(&s, ProbeEnd::Terminating).0, "sum");
+        assert_eq!(out(&s, ProbeEnd::Stopped).text, "sum");
+        assert_eq!(out(&s, ProbeEnd::Terminating).text, "sum");
     }
 }

@@ -4,7 +4,7 @@
 use super::one_line;
 use crate::capture::Event;
 use crate::inferior::Stop;
-use crate::postgres::backend::{Backend, Flow, OneStop, ProbeEnd};
+use crate::postgres::backend::{Backend, OneStop, Outcome, ProbeEnd, Ran};
 use crate::postgres::explain::{self, ExplainOpts};
 use crate::postgres::{call, parallel_leader_from_title};
 use anyhow::{Result, bail};
@@ -15,7 +15,7 @@ use std::time::Duration;
 static PLAN_NEXT_SAID: AtomicBool = AtomicBool::new(false);
 
 /// `plan`: EXPLAIN the running query (or, with --next, the next one).
-pub fn plan(s: &mut dyn Backend, next: bool, opts: &ExplainOpts) -> Result<(String, Flow)> {
+pub fn plan(s: &mut dyn Backend, next: bool, opts: &ExplainOpts) -> Result<Outcome> {
     // a parallel worker stopped at its executor's entry (a breakpoint)
     // can show its part of the plan; otherwise it names its leader
     let at_entry = !next && query_desc_at_executor_entry(s)?.is_some();
@@ -35,16 +35,15 @@ pub fn plan(s: &mut dyn Backend, next: bool, opts: &ExplainOpts) -> Result<(Stri
             s.arm_internal(a)?;
         }
         let mut probe = OneStop::default();
-        let (end, text) = s.run_probes(&mut probe, None)?;
+        let Ran { end, text } = s.run_probes(&mut probe, None)?;
         match end {
             ProbeEnd::Done => {}
-            ProbeEnd::TargetGone => return Ok((text, Flow::TargetGone)),
-            ProbeEnd::Terminating => return Ok((String::new(), Flow::Terminate)),
+            ProbeEnd::TargetGone => return Ok(Outcome::gone(text)),
+            ProbeEnd::Terminating => return Ok(Outcome::terminate()),
             _ => {
-                return Ok((
-                    format!("plan --next: stopped before a statement started{text}"),
-                    Flow::Continue,
-                ));
+                return Ok(Outcome::shows(format!(
+                    "plan --next: stopped before a statement started{text}"
+                )));
             }
         }
         let qd = s.registers()?.rdi;
@@ -86,7 +85,7 @@ pub fn plan(s: &mut dyn Backend, next: bool, opts: &ExplainOpts) -> Result<(Stri
     } else {
         format!("-- {}\n", one_line(&query))
     };
-    Ok((format!("{head}{text}"), Flow::Continue))
+    Ok(Outcome::shows(format!("{head}{text}")))
 }
 
 /// At the entry of standard_ExecutorRun/Finish/End (a breakpoint stop):

@@ -1,7 +1,7 @@
 //! `plancache`: report plan choices until a limit, Ctrl-C or a stop.
 
 use crate::capture::Event;
-use crate::postgres::backend::{Backend, Flow, probe_outcome};
+use crate::postgres::backend::{Backend, Outcome, Ran, probe_outcome};
 use crate::postgres::plancache::{PlanCacheLayouts, PlanCacheMode, PlanCacheProbe};
 use anyhow::Result;
 use std::time::Duration;
@@ -15,7 +15,7 @@ pub fn plancache(
     duration: Option<Duration>,
     count: Option<u64>,
     mode: PlanCacheMode,
-) -> Result<(String, Flow)> {
+) -> Result<Outcome> {
     let layouts = PlanCacheLayouts::new(s)?;
     let mut mode = mode;
     if mode != PlanCacheMode::Stops && !layouts.has_generic_counter() {
@@ -47,7 +47,7 @@ pub fn plancache(
     // the decisions still unreported, and the recorder out, even after
     // an error (detach would take it out too)
     let finished = probe.finish(s);
-    let (end, text) = res?;
+    let Ran { end, text } = res?;
     finished?;
     let mut lost = if probe.lost > 0 {
         format!("; {} not recorded (ring full)", probe.lost)

@@ -2,7 +2,7 @@
 
 use crate::capture::Event;
 use crate::capture::events::WaitSample;
-use crate::postgres::backend::{Backend, Flow, NoStop};
+use crate::postgres::backend::{Backend, Flow, NoStop, Outcome, Ran};
 use crate::postgres::waits::{Sampler, TraceProbe, WaitNames, read_word, word_address};
 use crate::runtime::limit_text;
 use anyhow::Result;
@@ -25,11 +25,7 @@ pub fn wait_now(s: &mut dyn Backend) -> Result<String> {
 }
 
 /// `waits sample`: let the backend run and sample its wait-event word.
-pub fn waits_sample(
-    s: &mut dyn Backend,
-    hz: f64,
-    duration: Option<Duration>,
-) -> Result<(String, Flow)> {
+pub fn waits_sample(s: &mut dyn Backend, hz: f64, duration: Option<Duration>) -> Result<Outcome> {
     let addr = word_address(s)?;
     s.say(&format!(
         "waits: sampling backend {} at {hz} Hz{}",
@@ -42,7 +38,7 @@ pub fn waits_sample(
     let res = s.run_probes(&mut probe, duration);
     let (counts, total) = sampler.finish();
     let elapsed = t0.elapsed().as_secs_f64();
-    let (end, text) = res?;
+    let Ran { end, text } = res?;
     let flow = Flow::from(end);
     let mut names = WaitNames::load(&s.di().build_id);
     let keys: Vec<u32> = counts.keys().copied().collect();
@@ -96,7 +92,7 @@ pub fn waits_sample(
         },
         None,
     );
-    Ok((out, flow))
+    Ok(Outcome::new(out, flow))
 }
 
 /// `waits trace`: every wait, via a hardware watchpoint on the word.
@@ -106,7 +102,7 @@ pub fn waits_trace(
     stacks: usize,
     quiet: bool,
     statements: bool,
-) -> Result<(String, Flow)> {
+) -> Result<Outcome> {
     let mut probe = TraceProbe::new(s, stacks, quiet, statements)?;
     s.say(&format!(
         "waits: tracing backend {} (hardware watchpoint on its wait-event word){}",
@@ -115,12 +111,12 @@ pub fn waits_trace(
     ));
     // run_probes disarms the breakpoints and clears the debug registers
     let res = s.run_probes(&mut probe, duration);
-    let (end, text) = res?;
+    let Ran { end, text } = res?;
     let flow = Flow::from(end);
     if flow == Flow::Continue {
         probe.close(s);
     } else if flow == Flow::Terminate {
         probe.abandon(s);
     }
-    Ok((format!("{}{text}", probe.summary()), flow))
+    Ok(Outcome::new(format!("{}{text}", probe.summary()), flow))
 }

@@ -5,7 +5,7 @@
 use crate::perf::Wakeup;
 use crate::perf::profile::Symbolizer;
 use crate::perf::watch::{MarkSpec, StartError, TextFrom, WordWatch};
-use crate::postgres::backend::{Backend, Flow, NoStop};
+use crate::postgres::backend::{Backend, Flow, NoStop, Outcome, Ran};
 use crate::postgres::waits::TraceProbe;
 use anyhow::Result;
 use iced_x86::Register;
@@ -130,7 +130,7 @@ pub fn waits_trace_perf(
     stacks: usize,
     quiet: bool,
     statements: bool,
-) -> Result<(String, Flow)> {
+) -> Result<Outcome> {
     let mut probe = TraceProbe::observing(s, stacks, quiet)?;
     // the waits are named once tracing ends, by asking the backend; one
     // that ends meanwhile cannot be asked: every value this build can
@@ -253,7 +253,7 @@ pub fn waits_trace_perf(
             )),
         }
     }
-    let (end, text) = res?;
+    let Ran { end, text } = res?;
     let flow = Flow::from(end);
     let stores = got.stores.len();
     // a backend that ended (exited or was killed) recorded everything up
@@ -367,5 +367,8 @@ pub fn waits_trace_perf(
             "\n{stores} stores recorded; not reported (tracing was cut short)"
         ));
     }
-    Ok((format!("{}{notes}{text}", probe.summary()), flow))
+    Ok(Outcome::new(
+        format!("{}{notes}{text}", probe.summary()),
+        flow,
+    ))
 }

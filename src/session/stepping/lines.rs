@@ -5,7 +5,7 @@ use super::*;
 
 impl Session {
     /// `next [N]`, `step [N]`, `until`: by source lines.
-    pub fn step_lines(&mut self, mode: LineStep, count: u64) -> Result<(String, Flow)> {
+    pub fn step_lines(&mut self, mode: LineStep, count: u64) -> Result<Outcome> {
         let name = match mode {
             LineStep::Next => "next",
             LineStep::Step => "step",
@@ -32,16 +32,16 @@ impl Session {
                     hide = h;
                     self.stop_state().hide_inline = h;
                 }
-                LineEnd::Stop(text, flow) => return Ok((text, flow)),
+                LineEnd::Stop(done) => return Ok(done),
                 LineEnd::Note(note) => {
                     let at = self.step_stop_text(true, false)?;
-                    return Ok((format!("{note}\n{at}"), Flow::Continue));
+                    return Ok(Outcome::shows(format!("{note}\n{at}")));
                 }
             }
         }
         self.stop_state().hide_inline = hide;
         let changed = self.function_key()? != start;
-        Ok((self.step_stop_text(changed, line_start)?, Flow::Continue))
+        Ok(Outcome::shows(self.step_stop_text(changed, line_start)?))
     }
 
     /// One source line (gdb's step range): single steps while in the
@@ -68,7 +68,7 @@ impl Session {
             .unwrap_or(regs.rsp + 8);
         for _ in 0..LINE_STEPS {
             if let Some(text) = self.cut_short()? {
-                return Ok(LineEnd::Stop(text, Flow::Continue));
+                return Ok(LineEnd::Stop(Outcome::shows(text)));
             }
             let regs = self.target.regs()?;
             let insn = self.insn_at(regs.rip)?;
@@ -77,7 +77,7 @@ impl Session {
             let from = regs.rip;
             if call && mode == LineStep::Step {
                 if let Some(r) = self.one_instruction(false)? {
-                    return Ok(LineEnd::Stop(r.0, r.1));
+                    return Ok(LineEnd::Stop(r));
                 }
                 let now = self.target.regs()?;
                 let Some((s, b)) = self
@@ -92,7 +92,7 @@ impl Session {
                     };
                     match self.run_to(&[goal], Some(now.rsp + 8))? {
                         Arrival::At => continue,
-                        Arrival::Other(t, f) => return Ok(LineEnd::Stop(t, f)),
+                        Arrival::Other(done) => return Ok(LineEnd::Stop(done)),
                         Arrival::Longjmp(n) => return Ok(LineEnd::Note(n)),
                     }
                 };
@@ -106,7 +106,7 @@ impl Session {
                 continue;
             }
             if let Some(r) = self.one_instruction(mode != LineStep::Step)? {
-                return Ok(LineEnd::Stop(r.0, r.1));
+                return Ok(LineEnd::Stop(r));
             }
             let now = self.target.regs()?;
             let pc = now.rip;
@@ -220,7 +220,7 @@ impl Session {
         ));
         Ok(match self.run_to(&[goal], Some(cfa))? {
             Arrival::At => LineEnd::Line(false, 0),
-            Arrival::Other(t, f) => LineEnd::Stop(t, f),
+            Arrival::Other(done) => LineEnd::Stop(done),
             Arrival::Longjmp(n) => LineEnd::Note(n),
         })
     }
@@ -232,7 +232,7 @@ enum LineEnd {
     /// this many inlined frames left out (stopped at their call site).
     Line(bool, usize),
     /// Another stop, reported.
-    Stop(String, Flow),
+    Stop(Outcome),
     /// Stopped elsewhere for a reason to say (an ERROR's longjmp).
     Note(String),
 }

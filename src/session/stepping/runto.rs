@@ -6,7 +6,7 @@ use super::*;
 impl Session {
     /// `finish`: run until the selected frame returns; its caller's
     /// place and the value returned.
-    pub fn finish(&mut self) -> Result<(String, Flow)> {
+    pub fn finish(&mut self) -> Result<Outcome> {
         self.check_can_step("finish")?;
         let frames = self.frames()?.clone();
         let sel = self.selected();
@@ -50,10 +50,10 @@ impl Session {
         // said before the backend runs (it may run long), as gdb does
         self.say(&head);
         match self.run_to(&[goal], Some(cfa))? {
-            Arrival::Other(text, flow) => Ok((text, flow)),
+            Arrival::Other(done) => Ok(done),
             Arrival::Longjmp(note) => {
                 let at = self.step_stop_text(true, false)?;
-                Ok((format!("{note}\n{at}"), Flow::Continue))
+                Ok(Outcome::shows(format!("{note}\n{at}")))
             }
             Arrival::At => {
                 let at = self.step_stop_text(true, false)?;
@@ -61,7 +61,7 @@ impl Session {
                     Some(ty) => self.returned_value(ty)?,
                     None => String::new(),
                 };
-                Ok((format!("{at}{value}"), Flow::Continue))
+                Ok(Outcome::shows(format!("{at}{value}")))
             }
         }
     }
@@ -122,7 +122,7 @@ impl Session {
     /// `advance LOCATION` (`until LOCATION` with `until`: only in this
     /// frame or an outer one): run until LOCATION or until the current
     /// frame returns.
-    pub fn advance(&mut self, spec: &str, until: bool) -> Result<(String, Flow)> {
+    pub fn advance(&mut self, spec: &str, until: bool) -> Result<Outcome> {
         self.check_can_step(if until { "until" } else { "advance" })?;
         let locs = locations::resolve(&self.di, self.bias, spec, true)?;
         let regs = self.target.regs()?;
@@ -148,10 +148,10 @@ impl Session {
         }
         let start = self.function_key()?;
         match self.run_to(&goals, cfa)? {
-            Arrival::Other(t, f) => Ok((t, f)),
+            Arrival::Other(done) => Ok(done),
             Arrival::Longjmp(note) => {
                 let at = self.step_stop_text(true, false)?;
-                Ok((format!("{note}\n{at}"), Flow::Continue))
+                Ok(Outcome::shows(format!("{note}\n{at}")))
             }
             Arrival::At => {
                 let pc = self.target.regs()?.rip;
@@ -159,7 +159,7 @@ impl Session {
                 let line_start = self
                     .line_sequence_at(pc)
                     .is_some_and(|(seq, bias)| seq.stmt_start(pc - bias).is_some());
-                Ok((self.step_stop_text(changed, line_start)?, Flow::Continue))
+                Ok(Outcome::shows(self.step_stop_text(changed, line_start)?))
             }
         }
     }

@@ -15,12 +15,11 @@ impl Target {
         self.detours.clear();
         self.undone_jumps.clear();
         self.trap = None;
-        if !self.attached || self.gone {
+        if !self.state.is_attached() {
             return Ok(());
         }
-        self.attached = false;
         let sig = self.signal_to_deliver();
-        self.set_running();
+        self.mark_detached();
         match ptrace::detach(self.pid, sig) {
             Ok(()) | Err(Errno::ESRCH) => {
                 self.note_held_signals();
@@ -32,13 +31,12 @@ impl Target {
     }
 
     pub fn detach(&mut self) -> Result<()> {
-        if !self.attached || self.gone {
-            self.attached = false;
+        if !self.state.is_attached() {
             return Ok(());
         }
-        if !self.stopped {
+        if !self.state.is_stopped() {
             self.ensure_stopped()?;
-            if self.gone {
+            if self.state.is_gone() {
                 return Ok(());
             }
         }
@@ -128,8 +126,7 @@ impl Target {
             self.pending_fault = None;
         }
         let sig = self.signal_to_deliver();
-        if self.gone {
-            self.attached = false;
+        if self.state.is_gone() {
             return Ok(());
         }
         let detached = match ptrace::detach(self.pid, sig) {
@@ -146,8 +143,7 @@ impl Target {
                 false
             }
         };
-        self.attached = false;
-        self.set_running();
+        self.mark_detached();
         if detached {
             // the detach carried the held-back signal (the others were sent)
             self.note_held_signals();

@@ -229,7 +229,7 @@ impl Target {
         data: (u64, u64),
     ) -> Result<()> {
         let (code, entry) = ((pages.code, PAGE), pages.entry);
-        if self.gone || !self.stopped {
+        if self.state.is_gone() || !self.state.is_stopped() {
             bail!("internal: install_detour needs a stopped target");
         }
         // A SIGILL of an earlier jump's still queued is taken now, while
@@ -239,7 +239,7 @@ impl Target {
         // over), so they all go: none is left to drop a SIGILL of the
         // code's own, or of this jump under another entry's bytes.
         self.drain_sigill()?;
-        if self.gone {
+        if self.state.is_gone() {
             bail!("the backend exited");
         }
         // (kept while one is still queued: the drain gives up after a few
@@ -335,13 +335,13 @@ impl Target {
         let Some(i) = self.detours.iter().position(|d| d.site == site) else {
             return Ok(true);
         };
-        if self.gone {
+        if self.state.is_gone() {
             self.detours.clear();
             return Ok(true);
         }
-        if !self.stopped {
+        if !self.state.is_stopped() {
             self.ensure_stopped()?;
-            if self.gone {
+            if self.state.is_gone() {
                 self.detours.clear();
                 return Ok(true);
             }
@@ -353,7 +353,7 @@ impl Target {
         // from the code's own once the detour is forgotten; delivered, it
         // would kill the backend.
         self.drain_sigill()?;
-        if self.gone {
+        if self.state.is_gone() {
             self.detours.clear();
             return Ok(true);
         }
@@ -404,7 +404,7 @@ impl Target {
                 bail!("the target does not leave the detour code");
             }
             if let Some(stop) = self.single_step_raw()? {
-                if self.gone {
+                if self.state.is_gone() {
                     return Ok(true);
                 }
                 bail!("the target stopped in the detour code: {stop:?}");

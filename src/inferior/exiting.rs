@@ -15,7 +15,7 @@ use super::*;
 impl Target {
     /// Ask for an exit stop (`on`) or no more; the target must be stopped.
     pub fn set_exit_stops(&mut self, on: bool) -> Result<()> {
-        if self.gone || self.exit_stops == on {
+        if self.state.is_gone() || self.exit_stops == on {
             return Ok(());
         }
         ptrace::setoptions(self.pid, Self::options(on, false))
@@ -55,13 +55,20 @@ impl Target {
     /// once, so that its parent (the postmaster) hears of it.  Every wait
     /// that meets an exit stop it does not report ends it here.
     pub fn finish_exit(&mut self) -> Result<Stop> {
+        if !self.state.in_exit_stop() {
+            // let go and waited for all the same, as before: said only
+            log::debug(&format!(
+                "finish_exit outside the exit stop ({:?})",
+                self.state
+            ));
+        }
         self.let_exit();
         loop {
             let status = match self.waitpid_blocking() {
                 Ok(s) => s,
                 // reaped by someone else (never by the postmaster, whose
                 // wait comes after ours): gone all the same, as `wait` says
-                Err(_) if self.gone => return Ok(Stop::Exited(-1)),
+                Err(_) if self.state.is_gone() => return Ok(Stop::Exited(-1)),
                 Err(e) => return Err(e),
             };
             match status {

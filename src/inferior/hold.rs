@@ -74,7 +74,11 @@ impl Target {
     /// Put the stopped target into a group stop (see above); a no-op when
     /// it is held already, found stopped, or has other threads.
     pub(super) fn enter_group_stop(&mut self) -> Result<()> {
-        if self.hold != Hold::No || self.hold_refused || self.gone || !self.stopped {
+        if self.hold != Hold::No
+            || self.hold_refused
+            || self.state.is_gone()
+            || !self.state.is_stopped()
+        {
             return Ok(());
         }
         if crate::config::get().no_group_stop {
@@ -131,8 +135,7 @@ impl Target {
                     if ev == libc::PTRACE_EVENT_STOP && sig != Signal::SIGTRAP =>
                 {
                     // the group stop, reported: done, the target stopped
-                    self.mark_stopped();
-                    self.event_stop = true;
+                    self.mark_event_stop();
                     return Ok(());
                 }
                 WaitStatus::Stopped(_, Signal::SIGTRAP) => {
@@ -184,7 +187,7 @@ impl Target {
     /// At a resume: enter the group stop when it is needed, leave it when
     /// it is not (the guardian must exist: it is who ends the stop).
     pub(super) fn update_hold(&mut self) {
-        if self.guardian.is_none() || self.gone || !self.stopped {
+        if self.guardian.is_none() || self.state.is_gone() || !self.state.is_stopped() {
             return;
         }
         match (self.hold, self.hold_needed()) {
@@ -278,7 +281,7 @@ impl Target {
     /// the group stop): stop the group again first.  The SIGSTOP's own
     /// stops are swallowed by the wait loop (`rehold_pending`).
     pub(super) fn rehold_before(&mut self, sig: Option<Signal>) {
-        if sig == Some(Signal::SIGCONT) && self.hold == Hold::Ours && !self.gone {
+        if sig == Some(Signal::SIGCONT) && self.hold == Hold::Ours && !self.state.is_gone() {
             if let Err(e) = self.send_sigstop() {
                 log::debug(&format!("group stop not re-established: {e:#}"));
                 return;

@@ -157,7 +157,7 @@ impl Target {
     /// * otherwise `syscall; int3`, run to the int3, in the group stop
     ///   (hold.rs), as before.
     pub fn inject_syscall(&mut self, nr: i64, args: [u64; 6]) -> Result<i64> {
-        if self.gone || !self.stopped {
+        if self.state.is_gone() || !self.state.is_stopped() {
             bail!("internal: inject_syscall needs a stopped target");
         }
         let at = procfs::auxv_entry(self.pid())
@@ -179,7 +179,7 @@ impl Target {
         if self.hold_needed() {
             self.hold_for_change()?;
         }
-        if self.gone || !self.stopped {
+        if self.state.is_gone() || !self.state.is_stopped() {
             bail!("process {} ended before a system call of pgdbg", self.pid);
         }
         super::log::debug(&format!(
@@ -326,7 +326,7 @@ impl Target {
         // the mask, then the registers: the code goes back only once
         // nothing can run it (a death before the registers are back runs
         // the trailer, which restores the mask whatever it is)
-        let s = if self.gone {
+        let s = if self.state.is_gone() {
             Ok(())
         } else {
             (if blocked {
@@ -337,7 +337,7 @@ impl Target {
             .and_then(|_| self.set_regs(&saved))
             .and_then(|_| self.check_regs_read_back(&saved))
         };
-        let w = if self.gone || s.is_err() {
+        let w = if self.state.is_gone() || s.is_err() {
             // registers not put back: the code stays, so that the backend,
             // whatever its registers, runs the trailer (the frame restores)
             Ok(())
@@ -372,7 +372,7 @@ impl Target {
         ptrace::setoptions(self.pid, self.ptrace_options(true))
             .map_err(|e| anyhow!("PTRACE_SETOPTIONS ({e})"))?;
         let res = self.run_to_syscall_exit_stop(at);
-        if !self.gone {
+        if !self.state.is_gone() {
             let off = ptrace::setoptions(self.pid, self.ptrace_options(false))
                 .map_err(|e| anyhow!("PTRACE_SETOPTIONS ({e})"));
             if res.is_ok() {
@@ -397,8 +397,7 @@ impl Target {
                 // kernel/signal.c reports it so); no other interrupt of
                 // pgdbg's is in flight (`trailer_frame`), so it is this one
                 WaitStatus::PtraceEvent(_, _, ev) if ev == libc::PTRACE_EVENT_STOP => {
-                    self.mark_stopped();
-                    self.event_stop = true;
+                    self.mark_event_stop();
                     let r = self.regs()?;
                     if r.rip != at + sigframe::AFTER_SYSCALL {
                         bail!(
@@ -526,12 +525,12 @@ impl Target {
             // (the int3 is the last byte: rip stops past it)
             self.run_until_trap_at(at + SYSCALL_INT3_LEN as u64)
         });
-        let w = if self.gone {
+        let w = if self.state.is_gone() {
             Ok(())
         } else {
             self.write(at, &saved_code)
         };
-        let s = if self.gone {
+        let s = if self.state.is_gone() {
             Ok(())
         } else {
             self.set_regs(&saved)

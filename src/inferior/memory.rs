@@ -210,7 +210,7 @@ impl Target {
     /// Restore the original byte at `addr`.
     pub fn remove_breakpoint(&mut self, addr: u64) -> Result<()> {
         if let Some(orig) = self.inserted.get(&addr).copied() {
-            if !self.gone {
+            if !self.state.is_gone() {
                 // (the raw byte: `read` shows the original under our int3s)
                 if let Some(b) = self.byte_in_target(addr)
                     && b != INT3

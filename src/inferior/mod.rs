@@ -36,6 +36,7 @@ mod resume;
 mod selfrelease;
 mod sigframe;
 pub mod signals;
+mod state;
 mod stepping;
 pub mod traphandler;
 mod wait;
@@ -95,13 +96,11 @@ pub struct Target {
     /// The deferred signals a caller took (`take_pending_signals`) and has
     /// not given back: held back all the same (a mask, bit N-1 for N).
     taken_signals: u64,
-    /// The current stop is a signal's delivery stop seen but not yet taken
-    /// from the kernel (wait.rs `take_status`): the kernel still holds
-    /// the signal, and delivers it if pgdbg dies before resuming.
-    unreaped: bool,
-    /// The target's end, found when such a stop was taken (a SIGKILL came
-    /// after it was seen): reported by the wait loop.
-    ended_at_reap: Option<Stop>,
+    /// Running, stopped (in which stop: a signal's delivery stop seen but
+    /// not yet taken from the kernel, an event stop, the exit stop),
+    /// detached or gone (with its end found at a reap, for the wait loop
+    /// to report): changed only through state.rs.
+    state: state::TraceState,
     /// A pass-through signal taken at its delivery stop (during a call of
     /// pgdbg's) and not yet handed back by the resume (a mask): recorded
     /// as held back until then.
@@ -121,22 +120,17 @@ pub struct Target {
     /// Interrupts whose stop will still arrive after another stop was
     /// reported first; their event stops are swallowed.
     stale_interrupts: u32,
-    /// Set once the target is gone (exited/killed); nothing to restore.
-    gone: bool,
     /// Since when the target is stopped (None while it runs), and the time
     /// it spent stopped before that: what a command's stop cost it.
     stopped_since: Option<std::time::Instant>,
     stopped_before: std::time::Duration,
     /// Time the target ran pgdbg's inferior calls (not its own work).
     calls_time: std::time::Duration,
-    /// Whether the target is currently stopped under ptrace.
-    stopped: bool,
     /// How many times the target was let run: a stop's derived state (its
     /// frames) is valid while this has not moved.
     runs: u64,
     /// Debug registers we have modified (DR7 non-zero).
     debugregs_dirty: bool,
-    attached: bool,
     /// Registers of the current stop (valid while stopped).
     regs_cache: std::cell::Cell<Option<Registers>>,
     /// This stop is the signal-delivery stop of one of our int3s whose
@@ -187,9 +181,6 @@ pub struct Target {
     /// SIGSTOPs sent to stop the group again after someone's SIGCONT whose
     /// event stops are still to come (swallowed).
     rehold_pending: u32,
-    /// The current stop is an event stop (PTRACE_EVENT_STOP), where no
-    /// signal can be given with the resume.
-    event_stop: bool,
     /// Someone else's job-control stop (outside.rs).
     outside: outside::Outside,
     /// PTRACE_O_TRACEEXIT is set (exiting.rs).
@@ -264,22 +255,19 @@ impl Target {
             inserted: BTreeMap::new(),
             deferred: VecDeque::new(),
             taken_signals: 0,
-            unreaped: false,
-            ended_at_reap: None,
+            // seized, not yet stopped (the interrupt below)
+            state: state::TraceState::Running,
             delivering: 0,
             pending_fault: None,
             holding_signals: false,
             signal_word: None,
             interrupts_outstanding: 0,
             stale_interrupts: 0,
-            gone: false,
             stopped_since: None,
             stopped_before: std::time::Duration::ZERO,
             calls_time: std::time::Duration::ZERO,
-            stopped: false,
             runs: 0,
             debugregs_dirty: false,
-            attached: true,
             regs_cache: std::cell::Cell::new(None),
             int3_sigtrap_live: false,
             code_cache: std::collections::HashMap::new(),
@@ -304,7 +292,6 @@ impl Target {
             },
             hold_refused: false,
             rehold_pending: 0,
-            event_stop: false,
             outside: outside::Outside::default(),
             exit_stops: false,
         };
@@ -347,15 +334,15 @@ impl Target {
     }
 
     pub fn is_gone(&self) -> bool {
-        self.gone
+        self.state.is_gone()
     }
 
     /// While stopped: whether it was killed meanwhile (SIGKILL ends a
     /// ptrace stop), waited for at once (never blocks): its parent hears
     /// of its end only once its tracer has waited for it.
     pub fn reap_if_killed(&mut self) -> bool {
-        if self.gone || !self.attached {
-            return self.gone;
+        if !self.state.is_attached() {
+            return self.state.is_gone();
         }
         match waitpid(self.pid, Some(WaitPidFlag::WNOHANG | WaitPidFlag::__WALL)) {
             Ok(WaitStatus::Exited(..) | WaitStatus::Signaled(..)) | Err(Errno::ECHILD) => {
@@ -372,7 +359,7 @@ impl Target {
     }
 
     pub fn is_stopped(&self) -> bool {
-        self.stopped
+        self.state.is_stopped()
     }
 
     /// The time the target has spent stopped under pgdbg, the current stop
@@ -399,7 +386,7 @@ impl Target {
 
 impl Drop for Target {
     fn drop(&mut self) {
-        if self.attached && !self.gone {
+        if self.state.is_attached() {
             let _ = self.detach();
         }
     }

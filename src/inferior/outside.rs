@@ -262,7 +262,7 @@ impl Target {
         if sig.is_some() || self.outside.current.is_none() || self.outside.in_call {
             return Ok(false);
         }
-        if !self.event_stop {
+        if !self.state.in_event_stop() {
             // e.g. the trap that ended an inferior call: PTRACE_LISTEN
             // works only in an event stop, and PTRACE_CONT alone would run
             // the backend on in their stop (a seized tracee runs even in a

@@ -132,7 +132,7 @@ impl Target {
         keep_sigtrap: bool,
     ) -> Result<()> {
         for _ in 0..tries {
-            if self.gone || !self.stopped || !pending(self) {
+            if self.state.is_gone() || !self.state.is_stopped() || !pending(self) {
                 return Ok(());
             }
             self.cont_raw(None)?;
@@ -160,14 +160,12 @@ impl Target {
                 }
                 WaitStatus::PtraceEvent(_, _, ev) if ev == libc::PTRACE_EVENT_EXIT => {
                     // its exit stop (exiting.rs): let go, its end waited for
-                    self.mark_stopped();
-                    self.event_stop = true;
+                    self.mark_exit_stop();
                     self.finish_exit()?;
                     return Ok(());
                 }
                 WaitStatus::PtraceEvent(_, sig, _) => {
-                    self.mark_stopped();
-                    self.event_stop = true;
+                    self.mark_event_stop();
                     self.interrupt_stop_seen(sig);
                 }
                 _ => self.mark_stopped(),

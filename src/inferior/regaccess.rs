@@ -6,14 +6,14 @@ use crate::arch::debugregs::{self, DR7};
 
 impl Target {
     pub fn regs(&self) -> Result<Registers> {
-        if self.stopped
+        if self.state.is_stopped()
             && let Some(r) = self.regs_cache.get()
         {
             return Ok(r);
         }
         let r = ptrace::getregs(self.pid).map_err(|e| anyhow!("cannot read registers ({e})"))?;
         let r = Registers::from_user(&r);
-        if self.stopped {
+        if self.state.is_stopped() {
             self.regs_cache.set(Some(r));
         }
         Ok(r)
@@ -23,7 +23,7 @@ impl Target {
         self.regs_cache.set(None);
         ptrace::setregs(self.pid, regs.to_user())
             .map_err(|e| anyhow!("cannot write registers ({e})"))?;
-        if self.stopped {
+        if self.state.is_stopped() {
             self.regs_cache.set(Some(*regs));
         }
         if self.int3_sigtrap_live {
@@ -131,7 +131,7 @@ impl Target {
 
     /// Disable every watchpoint (DR7 first, then DR0-3).
     pub fn clear_watchpoints(&mut self) -> Result<()> {
-        if !self.debugregs_dirty || self.gone {
+        if !self.debugregs_dirty || self.state.is_gone() {
             return Ok(());
         }
         self.set_debugreg(DR7, 0)?;

@@ -5,10 +5,46 @@
 use super::*;
 
 impl Target {
+    /// A stop was taken (see `state::TraceState::on_stop_seen`).
     pub(super) fn mark_stopped(&mut self) {
-        self.stopped = true;
-        self.stopped_since
-            .get_or_insert_with(std::time::Instant::now);
+        let r = self.state.on_stop_seen();
+        self.after_stop(r);
+    }
+
+    /// An event stop was taken (an interrupt's, a group stop).
+    pub(super) fn mark_event_stop(&mut self) {
+        let r = self.state.on_event_stop();
+        self.after_stop(r);
+    }
+
+    /// The exit stop was taken (exiting.rs).
+    pub(super) fn mark_exit_stop(&mut self) {
+        let r = self.state.on_exit_stop();
+        self.after_stop(r);
+    }
+
+    /// A signal's delivery stop was seen and left to the kernel
+    /// (wait.rs `take_status`).
+    pub(super) fn mark_stop_unreaped(&mut self) {
+        let r = self.state.on_stop_left_unreaped();
+        self.after_stop(r);
+    }
+
+    /// The time stopped counts from the first stop seen.
+    fn after_stop(&mut self, r: std::result::Result<(), state::BadTransition>) {
+        Self::refused(r);
+        if self.state.is_stopped() {
+            self.stopped_since
+                .get_or_insert_with(std::time::Instant::now);
+        }
+    }
+
+    /// A change of state that cannot happen was refused (state.rs): the
+    /// request that went with it is made already; said, and gone on.
+    pub(super) fn refused(r: std::result::Result<(), state::BadTransition>) {
+        if let Err(e) = r {
+            log::debug(&e.to_string());
+        }
     }
 
     /// Interrupt, unless an interrupt whose stop has not been seen is
@@ -51,7 +87,7 @@ impl Target {
 
     /// Ask a running target to stop (PTRACE_INTERRUPT).
     pub fn interrupt(&mut self) -> Result<()> {
-        if self.gone {
+        if self.state.is_gone() {
             return Ok(());
         }
         ptrace::interrupt(self.pid).context("PTRACE_INTERRUPT")?;
@@ -89,7 +125,7 @@ impl Target {
             let _ = nix::sys::signal::kill(self.pid, s);
         }
         // (the record is cleared once the resume has carried the signal)
-        if self.event_stop
+        if self.state.in_event_stop()
             && let Some(s) = sig
         {
             // the kernel ignores a signal given with the resume from an
@@ -139,22 +175,37 @@ impl Target {
     /// The target runs (or is gone): cached registers are stale, and so is
     /// whatever a caller derived from this stop (`run_count` moves on).
     pub(super) fn set_running(&mut self) {
+        // (a resume ended the stop `take_status` saw: nothing left to take)
+        Self::refused(self.state.on_resumed());
+        self.ran();
+    }
+
+    /// What a stop ending makes stale (every way out of a stop: a resume,
+    /// the detach, the end of the process).
+    fn ran(&mut self) {
         self.runs = self.runs.wrapping_add(1);
-        self.stopped = false;
-        // a resume ended the stop `take_status` saw: nothing left to take
-        self.unreaped = false;
         if let Some(t) = self.stopped_since.take() {
             self.stopped_before += t.elapsed();
         }
         self.regs_cache.set(None);
         self.int3_sigtrap_live = false;
-        self.event_stop = false;
+    }
+
+    /// pgdbg let go of the target (detach.rs).
+    pub(super) fn mark_detached(&mut self) {
+        Self::refused(self.state.on_detached());
+        self.ran();
     }
 
     pub(super) fn mark_gone(&mut self) {
-        self.gone = true;
-        self.set_running();
-        self.attached = false;
+        self.gone_with(None);
+    }
+
+    /// Gone, with `end` (when given) its end found at a reap, for the wait
+    /// loop to report (`state::TraceState::take_end`).
+    pub(super) fn gone_with(&mut self, end: Option<Stop>) {
+        self.ran();
+        self.state.on_gone(end);
         self.inserted.clear();
         self.trap = None;
         if let Some(g) = &mut self.guardian {
@@ -164,7 +215,7 @@ impl Target {
 
     /// Make sure the target is stopped (interrupting it if it runs).
     pub fn ensure_stopped(&mut self) -> Result<Option<Stop>> {
-        if self.stopped || self.gone {
+        if self.state.is_stopped() || self.state.is_gone() {
             return Ok(None);
         }
         // an interrupt still in flight (its stop lost the race against an

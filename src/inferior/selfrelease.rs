@@ -406,7 +406,10 @@ impl Target {
         if r.disarmed {
             return Ok(());
         }
-        let Some(rfd) = r.rfd.filter(|_| !r.disarming && self.stopped && !self.gone) else {
+        let Some(rfd) = r
+            .rfd
+            .filter(|_| !r.disarming && self.state.is_stopped() && !self.state.is_gone())
+        else {
             return Err(why);
         };
         let set = |t: &mut Target, f: fn(&mut Release)| {

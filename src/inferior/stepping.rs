@@ -26,7 +26,7 @@ impl Target {
         // single_step_user when it returned Ok, else here; where neither
         // the record nor the disarm succeeds the int3 stays out (the
         // backend is safe without it)
-        if !self.gone {
+        if !self.state.is_gone() {
             if res.is_err() {
                 self.keep_resume_point()?;
             }
@@ -48,7 +48,7 @@ impl Target {
     /// Signals arriving meanwhile are deferred to the next resume.  Some:
     /// the backend ended, or the instruction faulted.
     pub fn step_instruction(&mut self) -> Result<Option<Stop>> {
-        if self.gone {
+        if self.state.is_gone() {
             return Err(super::Gone::Backend.into());
         }
         let rip = self.regs()?.rip;
@@ -104,7 +104,7 @@ impl Target {
     /// rewind over the instruction just run: it no longer releases the
     /// backend by itself.
     fn keep_resume_point(&mut self) -> Result<()> {
-        if !self.gone
+        if !self.state.is_gone()
             && let Err(e) = self.note_resume_point()
         {
             self.disarm_self_release(e)?;
@@ -149,7 +149,7 @@ impl Target {
     /// gets that flag cleared, unless the backend had set it itself.
     fn clear_pushed_trap_flag(&mut self, before: &Registers, len: u64, size: u64) -> Result<()> {
         const TRAP_FLAG: u64 = 1 << 8;
-        if before.eflags & TRAP_FLAG != 0 || self.gone {
+        if before.eflags & TRAP_FLAG != 0 || self.state.is_gone() {
             return Ok(());
         }
         let after = self.regs()?;

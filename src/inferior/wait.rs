@@ -32,7 +32,7 @@ impl Target {
     /// waiting (never blocks): pass-through signals are re-delivered and
     /// the target runs on (None).  None as well while it is stopped.
     pub fn poll(&mut self) -> Result<Option<Stop>> {
-        if self.stopped || self.gone || !self.attached {
+        if !matches!(self.state, state::TraceState::Running) {
             return Ok(None);
         }
         self.wait_inner(&NoHooks, true)
@@ -44,7 +44,7 @@ impl Target {
         loop {
             // Checked before every blocking wait, not only on EINTR: the
             // signal may have arrived while we were busy elsewhere.
-            if !self.stopped {
+            if !self.state.is_stopped() {
                 if hooks.terminate() && !interrupted_for_tool {
                     interrupted_for_tool = true;
                     if !interrupted_for_user {
@@ -84,8 +84,7 @@ impl Target {
                     return Ok(Some(Stop::Killed(sig)));
                 }
                 WaitStatus::PtraceEvent(_, sig, ev) if ev == libc::PTRACE_EVENT_STOP => {
-                    self.mark_stopped();
-                    self.event_stop = true;
+                    self.mark_event_stop();
                     // someone's job-control stop, or its end, or the
                     // kernel's notice of a SIGCONT (outside.rs: the one
                     // rule for the signal an event stop reports)
@@ -135,8 +134,7 @@ impl Target {
                     // its exit stop (exiting.rs): reported where asked,
                     // else let go at once and its end waited for (never
                     // into someone's stop; a poll too: its end, not None)
-                    self.mark_stopped();
-                    self.event_stop = true;
+                    self.mark_exit_stop();
                     if hooks.exit_stop() && !terminating {
                         return self.reported(Stop::Exiting).map(Some);
                     }
@@ -208,7 +206,7 @@ impl Target {
                             // Keep the signal for delivery at detach (what
                             // it means for an outside stop is kept too).
                             self.defer(sig);
-                            if let Some(end) = self.ended_at_reap.take() {
+                            if let Some(end) = self.state.take_end() {
                                 return Ok(Some(end));
                             }
                             return self.reported(Stop::ToolTerminating).map(Some);
@@ -251,7 +249,7 @@ impl Target {
     /// (microseconds), it may come twice: PostgreSQL's handlers set flags
     /// and a latch.
     fn pass_through(&mut self, sig: Signal) -> Result<()> {
-        let record = !self.unreaped && !signals::never_held(sig);
+        let record = !self.state.is_unreaped() && !signals::never_held(sig);
         if record {
             self.delivering = 1u64 << (sig as i32 - 1);
             self.note_held_signals();
@@ -285,7 +283,8 @@ impl Target {
     /// every other status.  SIGCONT (which `deliverable` may drop) and the
     /// stop signals are always taken first.
     fn take_status(&mut self, nohang: bool, leave_signal: bool) -> nix::Result<WaitStatus> {
-        self.unreaped = false;
+        // a stop only seen before is over (resumed, or taken)
+        self.state.take_unreaped();
         let mut flags = libc::WEXITED | libc::WSTOPPED | libc::__WALL | libc::WNOWAIT;
         if nohang {
             flags |= libc::WNOHANG;
@@ -315,7 +314,7 @@ impl Target {
                 && sig != Signal::SIGCONT
                 && !outside::is_stop_signal(sig)
             {
-                self.unreaped = true;
+                self.mark_stop_unreaped();
                 return Ok(WaitStatus::Stopped(self.pid, sig));
             }
             match waitpid(self.pid, Some(WaitPidFlag::__WALL | WaitPidFlag::WNOHANG))? {
@@ -330,7 +329,7 @@ impl Target {
     /// Take the stop `take_status` only saw (its signal is recorded or
     /// dropped now); nothing when there is none.
     pub(super) fn reap_seen_stop(&mut self) {
-        if !std::mem::take(&mut self.unreaped) {
+        if !self.state.take_unreaped() {
             return;
         }
         // killed since the stop was seen: reaped now, its parent told, and
@@ -341,8 +340,7 @@ impl Target {
             // its exit stop (exiting.rs), taken here: let go, its end
             // waited for
             Ok(WaitStatus::PtraceEvent(_, _, ev)) if ev == libc::PTRACE_EVENT_EXIT => {
-                self.mark_stopped();
-                self.event_stop = true;
+                self.mark_exit_stop();
                 match self.finish_exit() {
                     Ok(end) => end,
                     Err(_) => return,
@@ -350,8 +348,7 @@ impl Target {
             }
             _ => return,
         };
-        self.mark_gone();
-        self.ended_at_reap = Some(end);
+        self.gone_with(Some(end));
     }
 
     /// Resume in the wait loop: while someone else's stop holds, a stop

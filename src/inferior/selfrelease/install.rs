@@ -123,12 +123,12 @@ impl Target {
         let Some(base) = self.release_base() else {
             return Ok(());
         };
-        if self.gone {
+        if self.state.is_gone() {
             return Ok(());
         }
-        if !self.stopped {
+        if !self.state.is_stopped() {
             self.ensure_stopped()?;
-            if self.gone {
+            if self.state.is_gone() {
                 return Ok(());
             }
         }

@@ -35,7 +35,11 @@ impl Target {
     /// target as it was and is only logged (the guardian still restores
     /// the target, only the window before it acts stays open).
     pub(in crate::inferior) fn ensure_trap_handler(&mut self) {
-        if self.trap.is_some() || self.trap_refused || self.gone || !self.stopped {
+        if self.trap.is_some()
+            || self.trap_refused
+            || self.state.is_gone()
+            || !self.state.is_stopped()
+        {
             return;
         }
         if crate::config::get().no_trap_handler {
@@ -161,7 +165,7 @@ impl Target {
         // full: this address, the one of the current stop (its int3 may
         // be removed already, its SIGTRAP still pending) and the addresses
         // armed now into the other half, zeros after them, then the switch
-        let stop_at = if self.stopped {
+        let stop_at = if self.state.is_stopped() {
             self.regs()
                 .ok()
                 .map(|r| crate::arch::abi::int3_address(r.rip))
@@ -275,7 +279,7 @@ impl Target {
                 bail!("the target does not leave the SIGTRAP handler");
             }
             if let Some(stop) = self.single_step_raw()? {
-                if self.gone {
+                if self.state.is_gone() {
                     return Ok(());
                 }
                 return Err(anyhow!(
@@ -301,13 +305,13 @@ impl Target {
         let Some(h) = self.trap.clone() else {
             return Ok(());
         };
-        if self.gone {
+        if self.state.is_gone() {
             self.trap = None;
             return Ok(());
         }
-        if !self.stopped {
+        if !self.state.is_stopped() {
             self.ensure_stopped()?;
-            if self.gone {
+            if self.state.is_gone() {
                 self.trap = None;
                 return Ok(());
             }
@@ -328,7 +332,7 @@ impl Target {
         // inside the handler (the guardian seized the target while it ran):
         // step it out; it is straight-line code and one bounded loop
         self.step_out_of_trap_handler(false)?;
-        if self.gone {
+        if self.state.is_gone() {
             self.trap = None;
             return Ok(());
         }
@@ -442,7 +446,7 @@ impl Target {
     /// handler would take it for a fresh hit and rewind `rip` once more (a
     /// push emulated at an int3 would run twice).
     pub(in crate::inferior) fn defuse_pending_trap(&self) -> Result<()> {
-        if self.trap.is_none() || self.gone || !self.stopped {
+        if self.trap.is_none() || self.state.is_gone() || !self.state.is_stopped() {
             return Ok(());
         }
         // called only at the signal-delivery stop of one of our int3s

@@ -118,7 +118,11 @@ impl TraceState {
         }
     }
 
-    /// An event stop was taken (an interrupt's, a group stop).
+    /// An event stop was taken (an interrupt's, a group stop).  From a
+    /// delivery stop only seen (`unreaped`), that mark goes: every caller
+    /// takes or reaps the status first (wait.rs `take_status`,
+    /// `take_unreaped`), which clears it (the old flags would have kept
+    /// both; review of 314de40, not reachable).
     pub(crate) fn on_event_stop(&mut self) -> Result<(), BadTransition> {
         match self {
             TraceState::Running | TraceState::Stopped(_) => {

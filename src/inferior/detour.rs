@@ -229,7 +229,7 @@ impl Target {
         data: (u64, u64),
     ) -> Result<()> {
         let (code, entry) = ((pages.code, PAGE), pages.entry);
-        if self.state.is_gone() || !self.state.is_stopped() {
+        if !self.state.is_stopped() {
             bail!("internal: install_detour needs a stopped target");
         }
         // A SIGILL of an earlier jump's still queued is taken now, while

@@ -187,7 +187,7 @@ impl Target {
     /// At a resume: enter the group stop when it is needed, leave it when
     /// it is not (the guardian must exist: it is who ends the stop).
     pub(super) fn update_hold(&mut self) {
-        if self.guardian.is_none() || self.state.is_gone() || !self.state.is_stopped() {
+        if self.guardian.is_none() || !self.state.is_stopped() {
             return;
         }
         match (self.hold, self.hold_needed()) {

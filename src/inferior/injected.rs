@@ -157,7 +157,7 @@ impl Target {
     /// * otherwise `syscall; int3`, run to the int3, in the group stop
     ///   (hold.rs), as before.
     pub fn inject_syscall(&mut self, nr: i64, args: [u64; 6]) -> Result<i64> {
-        if self.state.is_gone() || !self.state.is_stopped() {
+        if !self.state.is_stopped() {
             bail!("internal: inject_syscall needs a stopped target");
         }
         let at = procfs::auxv_entry(self.pid())
@@ -179,7 +179,7 @@ impl Target {
         if self.hold_needed() {
             self.hold_for_change()?;
         }
-        if self.state.is_gone() || !self.state.is_stopped() {
+        if !self.state.is_stopped() {
             bail!("process {} ended before a system call of pgdbg", self.pid);
         }
         super::log::debug(&format!(

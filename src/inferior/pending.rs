@@ -132,7 +132,7 @@ impl Target {
         keep_sigtrap: bool,
     ) -> Result<()> {
         for _ in 0..tries {
-            if self.state.is_gone() || !self.state.is_stopped() || !pending(self) {
+            if !self.state.is_stopped() || !pending(self) {
                 return Ok(());
             }
             self.cont_raw(None)?;

@@ -406,10 +406,7 @@ impl Target {
         if r.disarmed {
             return Ok(());
         }
-        let Some(rfd) = r
-            .rfd
-            .filter(|_| !r.disarming && self.state.is_stopped() && !self.state.is_gone())
-        else {
+        let Some(rfd) = r.rfd.filter(|_| !r.disarming && self.state.is_stopped()) else {
             return Err(why);
         };
         let set = |t: &mut Target, f: fn(&mut Release)| {

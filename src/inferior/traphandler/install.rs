@@ -446,7 +446,7 @@ impl Target {
     /// handler would take it for a fresh hit and rewind `rip` once more (a
     /// push emulated at an int3 would run twice).
     pub(in crate::inferior) fn defuse_pending_trap(&self) -> Result<()> {
-        if self.trap.is_none() || self.state.is_gone() || !self.state.is_stopped() {
+        if self.trap.is_none() || !self.state.is_stopped() {
             return Ok(());
         }
         // called only at the signal-delivery stop of one of our int3s

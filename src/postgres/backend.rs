@@ -317,6 +317,12 @@ pub trait ProbeHandler {
     fn on_exit(&mut self, _s: &mut dyn Backend) -> Result<()> {
         Ok(())
     }
+    /// `--for` ran out while the target runs, just before it is stopped
+    /// for the end: a probe that needs no stop ends its recording here, so
+    /// that reading and digesting the records does not hold the backend
+    /// stopped (`NoStopDigest`).  Called once at most; not at the other
+    /// ends (Ctrl-C, a stop of the user's, the backend's end).
+    fn at_deadline(&mut self) {}
 }
 
 pub use super::outcome::{Flow, Outcome, ProbeEnd, Ran};
@@ -338,6 +344,49 @@ impl ProbeHandler for NoStop {
     }
     fn done(&self) -> bool {
         false
+    }
+}
+
+/// A probe with no breakpoints whose end (`digest`: end the recording,
+/// read and digest its records) runs at `--for`'s deadline while the
+/// backend still runs (`ProbeHandler::at_deadline`), or after the probe
+/// when it ended otherwise: the stop that ends the probe then lasts only
+/// as long as ptrace needs.  A signal the backend gets while the digest
+/// runs waits for its end (the tracer passes it on then).
+pub struct NoStopDigest<F, R> {
+    digest: Option<F>,
+    digested: Option<R>,
+}
+
+impl<F: FnOnce() -> R, R> NoStopDigest<F, R> {
+    pub fn new(digest: F) -> NoStopDigest<F, R> {
+        NoStopDigest {
+            digest: Some(digest),
+            digested: None,
+        }
+    }
+
+    /// What the digest gave, run now if the deadline did not run it.
+    pub fn result(mut self) -> R {
+        match (self.digested.take(), self.digest.take()) {
+            (Some(r), _) => r,
+            (None, Some(f)) => f(),
+            (None, None) => unreachable!("a digest runs once and is kept"),
+        }
+    }
+}
+
+impl<F: FnOnce() -> R, R> ProbeHandler for NoStopDigest<F, R> {
+    fn on_stop(&mut self, _s: &mut dyn Backend, _addr: u64) -> Result<()> {
+        Ok(())
+    }
+    fn done(&self) -> bool {
+        false
+    }
+    fn at_deadline(&mut self) {
+        if let Some(f) = self.digest.take() {
+            self.digested = Some(f());
+        }
     }
 }
 
@@ -644,5 +693,32 @@ pub mod fake {
         fn own_code_at(&self, _addr: u64) -> Option<String> {
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The digest runs once: at the deadline (kept for `result`), or in
+    /// `result` when the probe ended otherwise.
+    #[test]
+    fn a_digest_runs_once_at_the_deadline_or_after() {
+        let runs = std::cell::Cell::new(0);
+        let mut d = NoStopDigest::new(|| {
+            runs.set(runs.get() + 1);
+            runs.get()
+        });
+        d.at_deadline();
+        d.at_deadline();
+        assert_eq!(runs.get(), 1);
+        assert_eq!(d.result(), 1);
+        assert_eq!(runs.get(), 1, "kept, not run again");
+
+        let later = std::cell::Cell::new(false);
+        let d = NoStopDigest::new(|| later.set(true));
+        assert!(!later.get(), "not before the deadline or the end");
+        d.result();
+        assert!(later.get());
     }
 }

@@ -7,7 +7,7 @@ use crate::capture::Event;
 use crate::capture::events::LatencyBucket;
 use crate::perf::latency::{Pairing, Stats, Times, bucket_range, human, render_hist};
 use crate::perf::uprobe::{Probe, Sampler};
-use crate::postgres::backend::{Backend, NoStop, Outcome, Ran, probe_outcome};
+use crate::postgres::backend::{Backend, NoStopDigest, Outcome, Ran, probe_outcome};
 use anyhow::{Result, anyhow, bail};
 
 /// The out-of-line entries of `function` in the postgres binary (runtime
@@ -146,13 +146,17 @@ pub fn latency(
     ));
     let runs0 = s.resumes();
     let t0 = std::time::Instant::now();
-    let mut nostop = NoStop;
-    let res = s.run_probes(&mut nostop, duration);
-    let secs = t0.elapsed().as_secs_f64();
+    // the calls paired and their statistics while the backend runs on
+    let mut digest = NoStopDigest::new(move || -> Result<_> {
+        let secs = t0.elapsed().as_secs_f64();
+        let (pairing, lost) = sampler.finish()?;
+        let stats: Vec<Stats> = pairing.fns.iter().map(Times::stats).collect();
+        Ok((secs, pairing.fns, stats, lost))
+    });
+    let res = s.run_probes(&mut digest, duration);
     // the backend was resumed once; each further resume followed a stop
     let stops = s.resumes().wrapping_sub(runs0).saturating_sub(1);
-    let (pairing, lost) = sampler.finish()?;
-    let times = pairing.fns;
+    let (secs, times, stats, lost) = digest.result()?;
     let Ran { end, text } = res?;
     let width = functions.iter().map(|f| f.len()).max().unwrap_or(8).max(8);
     let mut out = format!(
@@ -163,10 +167,9 @@ pub fn latency(
     let mut hists = String::new();
     let mut docs = Vec::new();
     for (i, f) in functions.iter().enumerate() {
-        let t = &times[i];
-        let st = t.stats();
+        let (t, st) = (&times[i], &stats[i]);
         if json {
-            docs.push(serde_json::to_value(event(f, t, &st, secs))?);
+            docs.push(serde_json::to_value(event(f, t, st, secs))?);
         }
         out.push_str(&format!(
             "\n{f:<width$} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9}",
@@ -179,7 +182,7 @@ pub fn latency(
             t.no_return
         ));
         if st.calls > 0 {
-            hists.push_str(&format!("\n\n{f}\n{}", render_hist(&st)));
+            hists.push_str(&format!("\n\n{f}\n{}", render_hist(st)));
         }
         if t.no_return > 0 {
             notes.push_str(&format!(
@@ -210,7 +213,7 @@ pub fn latency(
                 if inlined[i] == 1 { "y" } else { "ies" }
             ));
         }
-        s.emit_event(event(f, t, &st, secs), None);
+        s.emit_event(event(f, t, st, secs), None);
     }
     if json {
         let doc = serde_json::json!({

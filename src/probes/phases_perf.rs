@@ -8,7 +8,7 @@
 
 use super::{addresses, count_summary};
 use crate::perf::uprobe::{Probe, SP, Sampler};
-use crate::postgres::backend::{Backend, NoStop, Outcome, Ran, probe_outcome};
+use crate::postgres::backend::{Backend, NoStopDigest, Outcome, Ran, probe_outcome};
 use crate::postgres::{ERROR_CLEANUP_FUNCTIONS, PHASE_FUNCTIONS, PHASES};
 use crate::runtime::limit_text;
 use anyhow::{Result, anyhow};
@@ -150,10 +150,13 @@ pub fn count_by_phase_perf(
         limit_text(duration, None)
     ));
     let t0 = std::time::Instant::now();
-    let mut nostop = NoStop;
-    let res = s.run_probes(&mut nostop, duration);
-    let secs = t0.elapsed().as_secs_f64();
-    let (state, lost) = sampler.finish()?;
+    // the records read while the backend runs on
+    let mut digest = NoStopDigest::new(move || {
+        let secs = t0.elapsed().as_secs_f64();
+        sampler.finish().map(|got| (secs, got))
+    });
+    let res = s.run_probes(&mut digest, duration);
+    let (secs, (state, lost)) = digest.result()?;
     let Ran { end, text } = res?;
     let mut summary = count_summary(s, functions, &state.calls, true, secs);
     if lost > 0 {

@@ -12,7 +12,7 @@ use crate::debuginfo::types::TypeRef;
 use crate::expr::eval::{ValLoc, Value};
 use crate::inferior::Registers;
 use crate::perf::uprobe::{Probe, Sampler};
-use crate::postgres::backend::{Backend, NoStop, Outcome, ProbeEnd, Ran, probe_outcome};
+use crate::postgres::backend::{Backend, NoStopDigest, Outcome, ProbeEnd, Ran, probe_outcome};
 use crate::runtime::limit_text;
 use anyhow::{Result, anyhow};
 use std::collections::HashMap;
@@ -164,12 +164,15 @@ pub fn trace_perf(
     let base_wall = crate::capture::wall_now();
     let runs0 = s.resumes();
     let t0 = std::time::Instant::now();
-    let mut nostop = NoStop;
-    let res = s.run_probes(&mut nostop, duration);
-    let secs = t0.elapsed().as_secs_f64();
+    // the records read while the backend runs on
+    let mut digest = NoStopDigest::new(move || {
+        let secs = t0.elapsed().as_secs_f64();
+        sampler.finish().map(|got| (secs, got))
+    });
+    let res = s.run_probes(&mut digest, duration);
     let stops = s.resumes().wrapping_sub(runs0).saturating_sub(1);
     drop(on_demand);
-    let (calls, lost) = sampler.finish()?;
+    let (secs, (calls, lost)) = digest.result()?;
     let Ran { end, text } = res?;
     let end = match end {
         // the reader's own deadline: --count was reached

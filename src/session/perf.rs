@@ -8,30 +8,43 @@ use crate::perf::render::Rendered;
 use crate::perf::syscall_report::SyscallProfile;
 use crate::perf::syscalls::SyscallProfiler;
 use crate::perf::wall::{WallProfile, WallProfiler};
-use crate::postgres::backend::NoStop;
+use crate::postgres::backend::NoStopDigest;
 use std::time::Duration;
 
-/// Where a recording runs: what it says as it starts, how it waits while
-/// the kernel records, and how it names addresses.
+/// Where a recording runs: what it says as it starts, and how it waits
+/// while the kernel records and then digests the records.
 trait Recording {
     /// How waiting ended.
     type End;
     fn say(&mut self, line: &str);
-    fn wait(&mut self, duration: Option<Duration>) -> Result<Self::End>;
-    fn symbolizer(&self) -> Symbolizer<'_>;
+    /// Wait `duration` (or until Ctrl-C, a terminating signal, the
+    /// process's end), then `digest` the recording with the process's
+    /// symbolizer.
+    fn record<P>(
+        &mut self,
+        duration: Option<Duration>,
+        digest: impl FnOnce(&mut Symbolizer<'_>) -> Result<P>,
+    ) -> Result<(P, Self::End)>;
 }
 
-/// At the prompt: the backend attached and let run (`run_probes`, no stop).
+/// At the prompt: the backend attached and let run (`run_probes`, no
+/// stop); at `--for`'s end the digest runs while it still runs, before
+/// the stop that ends the command (`NoStopDigest`).
 impl Recording for Session {
     type End = Ran;
     fn say(&mut self, line: &str) {
         Session::say(self, line);
     }
-    fn wait(&mut self, duration: Option<Duration>) -> Result<Ran> {
-        self.run_probes(&mut NoStop, duration)
-    }
-    fn symbolizer(&self) -> Symbolizer<'_> {
-        Symbolizer::new(self.pid, &self.di, self.bias)
+    fn record<P>(
+        &mut self,
+        duration: Option<Duration>,
+        digest: impl FnOnce(&mut Symbolizer<'_>) -> Result<P>,
+    ) -> Result<(P, Ran)> {
+        let (di, pid, bias) = (self.di.clone(), self.pid, self.bias);
+        let mut probe = NoStopDigest::new(move || digest(&mut Symbolizer::new(pid, &di, bias)));
+        let ran = self.run_probes(&mut probe, duration);
+        let p = probe.result()?;
+        Ok((p, ran?))
     }
 }
 
@@ -51,12 +64,16 @@ impl Recording for Detached<'_> {
             crate::runtime::sink().warn(line);
         }
     }
-    fn wait(&mut self, duration: Option<Duration>) -> Result<()> {
+    fn record<P>(
+        &mut self,
+        duration: Option<Duration>,
+        digest: impl FnOnce(&mut Symbolizer<'_>) -> Result<P>,
+    ) -> Result<(P, ())> {
         wait_detached(self.pid, duration);
-        Ok(())
-    }
-    fn symbolizer(&self) -> Symbolizer<'_> {
-        Symbolizer::new(self.pid, self.di, self.bias)
+        Ok((
+            digest(&mut Symbolizer::new(self.pid, self.di, self.bias))?,
+            (),
+        ))
     }
 }
 
@@ -149,9 +166,9 @@ fn record<W: Recording>(
     )
 }
 
-/// The three modes' common course, their recorder started: say `line`,
-/// wait for the command's time, end the recording, and render what
-/// `build` makes of it.
+/// The modes' common course, their recorder started: say `line`, wait
+/// for the command's time, end the recording, and render what `build`
+/// makes of it.
 fn course<W: Recording, R, P: Rendered>(
     at: &mut W,
     opts: &ProfileOpts,
@@ -160,11 +177,7 @@ fn course<W: Recording, R, P: Rendered>(
     build: impl FnOnce(&R, &mut Symbolizer<'_>) -> P,
 ) -> Result<(String, W::End)> {
     at.say(line);
-    let end = at.wait(opts.duration);
-    let raw = finish()?;
-    let end = end?;
-    let p = build(&raw, &mut at.symbolizer());
-    Ok((opts.render(&p)?, end))
+    at.record(opts.duration, |sym| opts.render(&build(&finish()?, sym)))
 }
 
 /// Wait `duration` (armed now that the recording has started: --for D

@@ -214,14 +214,19 @@ impl Session {
         };
         // resumed already (after a poll), the next stop is only waited for
         let mut running = false;
+        // the probe's end at the deadline has run (`at_deadline`)
+        let ended = std::cell::Cell::new(false);
         loop {
             self.hit = None;
             let stop = if running {
                 running = false;
                 if h.done() || runtime::deadline_hit() {
+                    if runtime::deadline_hit() && !ended.replace(true) {
+                        h.at_deadline();
+                    }
                     self.target.interrupt()?;
                 }
-                self.target.wait(hooks)?
+                self.target.wait(&EndAtDeadline::new(hooks, h, &ended))?
             } else {
                 if h.done() {
                     return Ok(Ran::new(ProbeEnd::Done, String::new()));
@@ -238,7 +243,8 @@ impl Session {
                 if let Some(gone) = self.step_over_here()? {
                     return Ok(gone);
                 }
-                self.target.cont_and_wait(hooks)?
+                self.target
+                    .cont_and_wait(&EndAtDeadline::new(hooks, h, &ended))?
             };
             match stop {
                 Stop::Interrupted
@@ -319,5 +325,47 @@ impl Session {
             ));
         }
         self.report_stop(end)
+    }
+}
+
+/// The wait's hooks, and a probe's end at `--for`'s deadline, run while
+/// the backend still runs, right before the wait stops it for the end
+/// (`ProbeHandler::at_deadline`, once).
+struct EndAtDeadline<'a> {
+    hooks: &'a dyn crate::inferior::WaitHooks,
+    probe: std::cell::RefCell<&'a mut dyn ProbeHandler>,
+    ended: &'a std::cell::Cell<bool>,
+}
+
+impl<'a> EndAtDeadline<'a> {
+    fn new(
+        hooks: &'a dyn crate::inferior::WaitHooks,
+        probe: &'a mut dyn ProbeHandler,
+        ended: &'a std::cell::Cell<bool>,
+    ) -> EndAtDeadline<'a> {
+        EndAtDeadline {
+            hooks,
+            probe: std::cell::RefCell::new(probe),
+            ended,
+        }
+    }
+}
+
+impl crate::inferior::WaitHooks for EndAtDeadline<'_> {
+    fn user_interrupt(&self) -> bool {
+        let stop = self.hooks.user_interrupt();
+        if stop && runtime::deadline_hit() && !self.ended.replace(true) {
+            self.probe.borrow_mut().at_deadline();
+        }
+        stop
+    }
+    fn terminate(&self) -> bool {
+        self.hooks.terminate()
+    }
+    fn waiting(&self, blocked: bool) {
+        self.hooks.waiting(blocked)
+    }
+    fn exit_stop(&self) -> bool {
+        self.hooks.exit_stop()
     }
 }

@@ -5,7 +5,7 @@
 use crate::perf::Wakeup;
 use crate::perf::profile::Symbolizer;
 use crate::perf::watch::{MarkSpec, StartError, TextFrom, WordWatch};
-use crate::postgres::backend::{Backend, Flow, NoStop, Outcome, Ran};
+use crate::postgres::backend::{Backend, Flow, NoStopDigest, Outcome, Ran};
 use crate::postgres::waits::TraceProbe;
 use anyhow::Result;
 use iced_x86::Register;
@@ -218,11 +218,15 @@ pub fn waits_trace_perf(
         s.pid(),
         crate::runtime::limit_text(duration, None)
     ));
-    let mut nostop = NoStop;
-    let res = s.run_probes(&mut nostop, duration);
-    let ran = base_i.elapsed();
-    let mut got = watch.finish()?;
-    let end_ns = crate::perf::monotonic_ns();
+    // the watch's records read while the backend runs on
+    let mut digest = NoStopDigest::new(move || {
+        let ran = base_i.elapsed();
+        watch
+            .finish()
+            .map(|got| (ran, got, crate::perf::monotonic_ns()))
+    });
+    let res = s.run_probes(&mut digest, duration);
+    let (ran, mut got, end_ns) = digest.result()?;
     let mut notes = String::new();
     if let Some(r) = fed.take() {
         // every mark recorded up to now; those from before the watch

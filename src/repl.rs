@@ -26,7 +26,7 @@ use rustyline::highlight::Highlighter;
 use rustyline::hint::Hinter;
 use rustyline::validate::Validator;
 use rustyline::{Context, Helper};
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::mpsc;
 use std::sync::{Arc, RwLock};
@@ -330,7 +330,6 @@ pub fn run(session: &mut Session) -> Result<i32> {
             }
         }
     });
-    let mut stdout = std::io::stdout();
     sink.set_prompt_printer(
         printer_rx
             .recv_timeout(Duration::from_secs(5))
@@ -356,7 +355,7 @@ pub fn run(session: &mut Session) -> Result<i32> {
                 }
             }
             Err(e) => {
-                let _ = writeln!(stdout, "{}", crate::runtime::one_line(&e));
+                let _ = sink.answer(&crate::runtime::one_line(&e));
             }
         }
     }
@@ -396,13 +395,13 @@ pub fn run(session: &mut Session) -> Result<i32> {
             Input::Pasted(l) if l.trim().is_empty() => continue,
             Input::Pasted(l) => l,
             Input::Interrupted => {
-                let _ = writeln!(stdout, "Quit");
+                let _ = sink.answer("Quit");
                 continue;
             }
             Input::Eof => {
-                let _ = writeln!(stdout, "quit");
+                let _ = sink.answer("quit");
                 let msg = session.detach()?;
-                let _ = writeln!(stdout, "{msg}");
+                let _ = sink.answer(&msg);
                 return Ok(0);
             }
         };
@@ -419,7 +418,7 @@ pub fn run(session: &mut Session) -> Result<i32> {
         let mut cmd = match command::parse(&line) {
             Ok(c) => c,
             Err(e) => {
-                let _ = writeln!(stdout, "{e:#}");
+                let _ = sink.answer(&format!("{e:#}"));
                 continue;
             }
         };
@@ -430,16 +429,14 @@ pub fn run(session: &mut Session) -> Result<i32> {
                 None => match session.bps.list.last() {
                     Some(b) => b.id.to_string(),
                     None => {
-                        let _ = writeln!(stdout, "No breakpoints specified.");
+                        let _ = sink.answer("No breakpoints specified.");
                         continue;
                     }
                 },
             };
-            let _ = writeln!(
-                stdout,
+            let _ = sink.answer(&format!(
                 "Type commands for breakpoint(s) {which}, one per line.\nEnd with a line saying just \"end\"."
-            );
-            let _ = stdout.flush();
+            ));
             let mut block = vec![format!("commands {which}")];
             let mut aborted = false;
             loop {
@@ -473,14 +470,14 @@ pub fn run(session: &mut Session) -> Result<i32> {
                 }
             }
             if aborted {
-                let _ = writeln!(stdout, "Quit (commands not changed)");
+                let _ = sink.answer("Quit (commands not changed)");
                 continue;
             }
             match crate::script::assemble("commands", &block.join("\n")) {
                 Ok(mut v) if v.len() == 1 => cmd = v.remove(0).2,
                 Ok(_) => continue,
                 Err(e) => {
-                    let _ = writeln!(stdout, "{e:#}");
+                    let _ = sink.answer(&format!("{e:#}"));
                     continue;
                 }
             }
@@ -488,16 +485,9 @@ pub fn run(session: &mut Session) -> Result<i32> {
         term.apply();
         runtime::clear_interrupt();
         let res = session.execute_at_prompt(&cmd);
-        runtime::flush_out();
         match res {
             Ok(Outcome { text, flow }) => {
-                let written = if text.is_empty() {
-                    stdout.flush()
-                } else {
-                    let t = text.strip_prefix('\n').unwrap_or(&text);
-                    writeln!(stdout, "{t}").and_then(|_| stdout.flush())
-                };
-                if let Err(e) = written {
+                if let Err(e) = sink.answer(&text) {
                     runtime::output_failed(format!("writing standard output failed: {e}"));
                     return Ok(1);
                 }
@@ -509,7 +499,7 @@ pub fn run(session: &mut Session) -> Result<i32> {
                 }
             }
             Err(e) => {
-                let _ = writeln!(stdout, "{}", crate::runtime::one_line(&e));
+                let _ = sink.answer(&crate::runtime::one_line(&e));
             }
         }
     }

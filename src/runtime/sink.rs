@@ -193,6 +193,21 @@ impl Sink {
         }
     }
 
+    /// What the prompt shows as a command's answer, and its own lines
+    /// ("Quit", a line that does not parse): after the lines queued before
+    /// it, on standard output, flushed (a leading newline dropped; an empty
+    /// text writes nothing).  Err: standard output failed.
+    pub fn answer(&self, text: &str) -> std::io::Result<()> {
+        use std::io::Write;
+        self.flush();
+        let mut out = std::io::stdout();
+        let t = text.strip_prefix('\n').unwrap_or(text);
+        if !t.is_empty() {
+            writeln!(out, "{t}")?;
+        }
+        out.flush()
+    }
+
     /// Text for the person that came while the prompt waits (a stop's
     /// report): above the prompt through its printer, or on standard
     /// output when there is none (a leading newline dropped; nothing for
@@ -217,7 +232,9 @@ impl Sink {
 #[cfg(test)]
 mod tests {
     /// `errln!`, `errp!`, `out_line` and the capture file are the sink's
-    /// implementation: no file outside `runtime/` uses them.  The capture
+    /// implementation: no file outside `runtime/` uses them, and the
+    /// prompt (`repl.rs`) writes nothing to standard output but through
+    /// `Sink::answer` and `Sink::above_prompt`.  The capture
     /// file is opened and written only here (`CaptureFile`, private to
     /// `runtime/`, so the compiler keeps it here too): elsewhere a capture
     /// is opened with `Sink::open_capture` and its events given to
@@ -242,6 +259,8 @@ mod tests {
                         // the capture room makes lines, never files
                         let capture_room =
                             p == src.join("capture.rs") || p.starts_with(src.join("capture"));
+                        // the prompt's answers go through `Sink::answer`
+                        let prompt = p.starts_with(src.join("repl")) || p == src.join("repl.rs");
                         if [
                             "errln!",
                             "errp!",
@@ -253,6 +272,10 @@ mod tests {
                         .any(|m| l.contains(m))
                             || capture_room
                                 && ["std::fs", "File", "io::Write"]
+                                    .iter()
+                                    .any(|m| l.contains(m))
+                            || prompt
+                                && ["stdout()", "writeln!", "println!"]
                                     .iter()
                                     .any(|m| l.contains(m))
                         {

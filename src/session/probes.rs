@@ -157,7 +157,7 @@ impl Session {
                 .set_exit_stops(true)
                 .map_err(|e| crate::inferior::log::debug(&format!("no exit stop: {e:#}")))
                 .is_ok();
-        let res = self.probe_loop(h);
+        let res = self.probe_loop(h, pinned.as_ref());
         if let Some(old) = &pinned {
             procfs::restore_affinity(old);
         }
@@ -201,7 +201,14 @@ impl Session {
         }
     }
 
-    pub(crate) fn probe_loop(&mut self, h: &mut dyn ProbeHandler) -> Result<Ran> {
+    /// `unpin`: pgdbg's CPU affinity before it was pinned to the
+    /// backend's CPU, given back before the probe's digest at the deadline
+    /// (the backend runs then: the digest is not to share its CPU).
+    pub(crate) fn probe_loop(
+        &mut self,
+        h: &mut dyn ProbeHandler,
+        unpin: Option<&libc::cpu_set_t>,
+    ) -> Result<Ran> {
         let ticker = h.poll_every().map(runtime::Ticker::start);
         let poll_hooks = runtime::PollHooks {
             exit: h.reads_at_exit(),
@@ -222,11 +229,12 @@ impl Session {
                 running = false;
                 if h.done() || runtime::deadline_hit() {
                     if runtime::deadline_hit() && !ended.replace(true) {
-                        h.at_deadline();
+                        end_at_deadline(h, unpin);
                     }
                     self.target.interrupt()?;
                 }
-                self.target.wait(&EndAtDeadline::new(hooks, h, &ended))?
+                self.target
+                    .wait(&EndAtDeadline::new(hooks, h, unpin, &ended))?
             } else {
                 if h.done() {
                     return Ok(Ran::new(ProbeEnd::Done, String::new()));
@@ -244,7 +252,7 @@ impl Session {
                     return Ok(gone);
                 }
                 self.target
-                    .cont_and_wait(&EndAtDeadline::new(hooks, h, &ended))?
+                    .cont_and_wait(&EndAtDeadline::new(hooks, h, unpin, &ended))?
             };
             match stop {
                 Stop::Interrupted
@@ -334,6 +342,7 @@ impl Session {
 struct EndAtDeadline<'a> {
     hooks: &'a dyn crate::inferior::WaitHooks,
     probe: std::cell::RefCell<&'a mut dyn ProbeHandler>,
+    unpin: Option<&'a libc::cpu_set_t>,
     ended: &'a std::cell::Cell<bool>,
 }
 
@@ -341,11 +350,13 @@ impl<'a> EndAtDeadline<'a> {
     fn new(
         hooks: &'a dyn crate::inferior::WaitHooks,
         probe: &'a mut dyn ProbeHandler,
+        unpin: Option<&'a libc::cpu_set_t>,
         ended: &'a std::cell::Cell<bool>,
     ) -> EndAtDeadline<'a> {
         EndAtDeadline {
             hooks,
             probe: std::cell::RefCell::new(probe),
+            unpin,
             ended,
         }
     }
@@ -355,7 +366,7 @@ impl crate::inferior::WaitHooks for EndAtDeadline<'_> {
     fn user_interrupt(&self) -> bool {
         let stop = self.hooks.user_interrupt();
         if stop && runtime::deadline_hit() && !self.ended.replace(true) {
-            self.probe.borrow_mut().at_deadline();
+            end_at_deadline(&mut **self.probe.borrow_mut(), self.unpin);
         }
         stop
     }
@@ -368,4 +379,14 @@ impl crate::inferior::WaitHooks for EndAtDeadline<'_> {
     fn exit_stop(&self) -> bool {
         self.hooks.exit_stop()
     }
+}
+
+/// The probe's end at the deadline (`ProbeHandler::at_deadline`), pgdbg's
+/// own CPU affinity given back first: the backend runs meanwhile, and
+/// pgdbg pinned to its CPU would take that CPU from it.
+fn end_at_deadline(h: &mut dyn ProbeHandler, unpin: Option<&libc::cpu_set_t>) {
+    if let Some(old) = unpin {
+        procfs::restore_affinity(old);
+    }
+    h.at_deadline();
 }

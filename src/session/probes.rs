@@ -227,14 +227,13 @@ impl Session {
             self.hit = None;
             let stop = if running {
                 running = false;
-                if h.done() || runtime::deadline_hit() {
-                    if runtime::deadline_hit() && !ended.replace(true) {
-                        end_at_deadline(h, unpin);
-                    }
+                let done = h.done();
+                let hooks = EndAtDeadline::new(hooks, h, unpin, &ended);
+                if done || runtime::deadline_hit() {
+                    hooks.end_if_due();
                     self.target.interrupt()?;
                 }
-                self.target
-                    .wait(&EndAtDeadline::new(hooks, h, unpin, &ended))?
+                self.target.wait(&hooks)?
             } else {
                 if h.done() {
                     return Ok(Ran::new(ProbeEnd::Done, String::new()));
@@ -360,13 +359,25 @@ impl<'a> EndAtDeadline<'a> {
             ended,
         }
     }
+
+    /// The probe's end, if the deadline has passed and it has not run:
+    /// pgdbg's own CPU affinity given back first (the backend runs
+    /// meanwhile, and pgdbg pinned to its CPU would take that CPU from it).
+    fn end_if_due(&self) {
+        if runtime::deadline_hit() && !self.ended.replace(true) {
+            if let Some(old) = self.unpin {
+                procfs::restore_affinity(old);
+            }
+            self.probe.borrow_mut().at_deadline();
+        }
+    }
 }
 
 impl crate::inferior::WaitHooks for EndAtDeadline<'_> {
     fn user_interrupt(&self) -> bool {
         let stop = self.hooks.user_interrupt();
-        if stop && runtime::deadline_hit() && !self.ended.replace(true) {
-            end_at_deadline(&mut **self.probe.borrow_mut(), self.unpin);
+        if stop {
+            self.end_if_due();
         }
         stop
     }
@@ -379,14 +390,4 @@ impl crate::inferior::WaitHooks for EndAtDeadline<'_> {
     fn exit_stop(&self) -> bool {
         self.hooks.exit_stop()
     }
-}
-
-/// The probe's end at the deadline (`ProbeHandler::at_deadline`), pgdbg's
-/// own CPU affinity given back first: the backend runs meanwhile, and
-/// pgdbg pinned to its CPU would take that CPU from it.
-fn end_at_deadline(h: &mut dyn ProbeHandler, unpin: Option<&libc::cpu_set_t>) {
-    if let Some(old) = unpin {
-        procfs::restore_affinity(old);
-    }
-    h.at_deadline();
 }

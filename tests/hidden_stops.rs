@@ -17,6 +17,9 @@
 //! - without the keeper, the tracefs definitions of `waits trace --perf`
 //!   are removed before pgdbg exits.
 
+// scripts/test: alone (the backend's longest stop, sampled every 5 ms, is held to 50 ms: another
+// test binary on the same two cores would stretch it)
+
 mod common;
 use common::*;
 use std::io::{BufReader, Read};

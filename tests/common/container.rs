@@ -49,23 +49,40 @@ fn run(cmd: &mut Command) {
 }
 
 fn ensure_user() {
-    let known = Command::new("id")
-        .arg(USER)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !known {
-        run(Command::new("useradd").args([
-            "--system",
-            "--no-create-home",
-            "--home-dir",
-            "/nonexistent",
-            "--shell",
-            "/usr/sbin/nologin",
-            USER,
-        ]));
+    let known = || {
+        Command::new("id")
+            .arg(USER)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    // another test binary may add the user at the same time (scripts/test
+    // runs two): its useradd wins, or holds /etc/passwd's lock a moment
+    let mut last = String::new();
+    for _ in 0..50 {
+        if known() {
+            return;
+        }
+        let out = Command::new("useradd")
+            .args([
+                "--system",
+                "--no-create-home",
+                "--home-dir",
+                "/nonexistent",
+                "--shell",
+                "/usr/sbin/nologin",
+                USER,
+            ])
+            .output()
+            .expect("run useradd");
+        if out.status.success() {
+            return;
+        }
+        last = String::from_utf8_lossy(&out.stderr).into_owned();
+        std::thread::sleep(std::time::Duration::from_millis(100));
     }
+    panic!("useradd {USER} failed: {last}");
 }
 
 /// The host PIDs whose PPid is `ppid`.

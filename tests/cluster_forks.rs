@@ -504,7 +504,11 @@ fn spare_killed_at_real_time(major: u32) {
         &format!("rt-killed-{major}"),
         &[
             ("PGDBG_PAUSE_AT", "spare-seized"),
-            ("PGDBG_PAUSE_MS", "60000"),
+            // long enough for the steps from the pause's line to the
+            // kill (milliseconds; seconds on a loaded machine); the other
+            // spares, which heard the same fork and lost it, pause as long
+            // and pgdbg's end waits for them
+            ("PGDBG_PAUSE_MS", "15000"),
         ],
         None,
     );

@@ -311,11 +311,15 @@ fn cluster_case_with(
     // its worker wrote the backend's end (after its summary's events);
     // then Ctrl-C ends the script for the backend that stays, as a person
     // ends a `--cluster` run
-    wait_until("the backend's end in the capture", Duration::from_secs(60), || {
-        all_events(&cap)
-            .iter()
-            .any(|e| e["pid"] == pid && e["event"] == "exit")
-    });
+    wait_until(
+        "the backend's end in the capture",
+        Duration::from_secs(60),
+        || {
+            all_events(&cap)
+                .iter()
+                .any(|e| e["pid"] == pid && e["event"] == "exit")
+        },
+    );
     // SAFETY: kill(2) of our own child
     unsafe { libc::kill(p.pid(), libc::SIGINT) };
     let (code, _, err) = p.wait(Duration::from_secs(120));

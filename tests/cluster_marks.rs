@@ -291,10 +291,28 @@ fn marks_where_uprobe_events_cannot_name_the_binary_15() {
     wait_until("the new backend attached", Duration::from_secs(60), || {
         tracer_pid(pid) != 0
     });
+    // each statement sent only once the backend waits for it (seen in
+    // pg_stat_activity from another session): a client quicker than the
+    // backend's return to recv(2) leaves it no ClientRead wait at all
+    // (seen on a loaded machine)
+    let mut m = cl.connect();
+    let waits_for_client = |m: &mut Client| {
+        wait_until(
+            "the backend waits for its client",
+            Duration::from_secs(30),
+            || {
+                m.simple_text(&format!(
+                    "select coalesce(wait_event, '') from pg_stat_activity where pid = {pid}"
+                )) == "ClientRead"
+            },
+        )
+    };
     for _ in 0..2 {
+        waits_for_client(&mut m);
         assert_eq!(c.simple_text("select 'blank'::text"), "blank");
     }
     drop(c);
+    drop(m);
     wait_until("the backend ended", Duration::from_secs(30), || {
         proc_state(pid).is_empty()
     });

@@ -5,6 +5,8 @@
 //! release builds of scripts/pg-embedded (`.symtab`, no DWARF: the layout
 //! packs of symbols/).
 
+// scripts/test: needs PostgreSQL 13
+
 mod common;
 use common::*;
 use serde_json::{Value, json};

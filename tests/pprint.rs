@@ -6,6 +6,8 @@
 //! On 13, 15 and 18 (16 and 17 are the packages without debug info here:
 //! pprint needs DWARF).
 
+// scripts/test: needs PostgreSQL 13
+
 mod common;
 use common::*;
 use std::collections::BTreeSet;

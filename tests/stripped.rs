@@ -2,6 +2,8 @@
 //! the machine) and a `strip --strip-all` copy of the project's 18 build,
 //! debugged from `.dynsym` plus the layout packs in symbols/.
 
+// scripts/test: needs PostgreSQL 13
+
 mod common;
 use common::*;
 use std::path::PathBuf;

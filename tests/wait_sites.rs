@@ -5,6 +5,8 @@
 //! own), every reference is classified, and a `strip --strip-all` copy
 //! gives the same set.
 
+// scripts/test: needs PostgreSQL 13
+
 mod common;
 use common::*;
 use pgdbg::debuginfo::DebugInfo;

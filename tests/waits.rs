@@ -3,6 +3,8 @@
 //! sample` profiles a backend without harming it, ending cleanly on --for
 //! and on SIGTERM.
 
+// scripts/test: needs PostgreSQL 13
+
 mod common;
 use common::*;
 use std::time::Duration;

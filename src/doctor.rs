@@ -134,9 +134,18 @@ fn machine_checks() -> Vec<Check> {
     } else {
         // SAFETY: the descriptor just opened, closed once
         unsafe { libc::close(fd as i32) };
-        let uprobe_pmu = crate::perf::uprobe::pmu_type().is_ok();
+        let pmu = crate::perf::uprobe::pmu_type();
+        let uprobe_pmu = pmu.is_ok();
         let capable = has_cap(&me, CAP_PERFMON) || has_cap(&me, CAP_SYS_ADMIN);
+        let no_sysfs = pmu.as_ref().err().and_then(crate::perf::uprobe::no_sysfs);
         let (v, t) = match (uprobe_pmu, capable) {
+            (false, _) if let Some(no) = no_sysfs => (
+                Verdict::Warn,
+                format!(
+                    "{no}: count, latency, trace and waits trace use breakpoints, which stop the \
+                     backend at each hit"
+                ),
+            ),
             (true, true) => (
                 Verdict::Ok,
                 format!("perf events and kernel uprobes (kernel.perf_event_paranoid = {par})"),
@@ -269,31 +278,56 @@ fn debug_info_check(binary: &Path, version: Option<&str>) -> Check {
 }
 
 /// The server's own libraries the postmaster has loaded
-/// (shared_preload_libraries) and plpgsql: those without DWARF.
+/// (shared_preload_libraries) and plpgsql: those without DWARF.  `binary`
+/// is the path the server names (in its root); each library is opened in
+/// the server's root, a mapped one only once verified against its mapping
+/// (a container's path on pgdbg's side may be another file).
 fn library_check(postmaster: i32, binary: &Path) -> Option<Check> {
     let prefix = binary.parent()?.parent()?.to_path_buf();
-    let mut libs: Vec<PathBuf> = procfs::maps(postmaster)
+    // (the server's path, the path pgdbg opens or why it cannot)
+    let mut libs: Vec<(PathBuf, std::result::Result<PathBuf, String>)> = procfs::maps(postmaster)
         .ok()?
         .into_iter()
-        .filter_map(|m| m.path)
-        .filter(|p| p.starts_with(&prefix) && p.extension().is_some_and(|x| x == "so"))
+        .filter_map(|m| {
+            let p = m.path?;
+            (p.starts_with(&prefix) && p.extension().is_some_and(|x| x == "so")).then(|| {
+                let at = procfs::verified_mapped_file(postmaster, &p, &m.dev, m.inode);
+                (p, at)
+            })
+        })
         .collect();
     for d in ["lib/postgresql", "lib"] {
         let p = prefix.join(d).join("plpgsql.so");
-        if p.exists() {
-            libs.push(p);
+        let at = procfs::in_root_of(postmaster, &p);
+        if at.exists() {
+            libs.push((p, Ok(at)));
             break;
         }
     }
-    libs.sort();
-    libs.dedup();
+    libs.sort_by(|a, b| a.0.cmp(&b.0));
+    libs.dedup_by(|a, b| a.0 == b.0);
     if libs.is_empty() {
         return None;
     }
+    let name = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned());
+    let unverified: Vec<String> = libs
+        .iter()
+        .filter_map(|(p, at)| Some(format!("{} ({})", name(p)?, at.as_ref().err()?)))
+        .collect();
+    if !unverified.is_empty() {
+        return Some(check(
+            "libraries",
+            Verdict::Warn,
+            format!(
+                "cannot be verified as the files the server maps, not read: {}",
+                unverified.join(", ")
+            ),
+        ));
+    }
     let bare: Vec<String> = libs
         .iter()
-        .filter(|l| !matches!(dwarf_of(l), Ok(Some(_))))
-        .filter_map(|l| l.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .filter(|(_, at)| !matches!(at.as_ref().map(|f| dwarf_of(f)), Ok(Ok(Some(_)))))
+        .filter_map(|(p, _)| name(p))
         .collect();
     Some(if bare.is_empty() {
         check(
@@ -326,6 +360,8 @@ fn server_checks(postmaster: i32, pid: Option<i32>) -> Server {
         Some(why) => checks.push(check("ptrace", Verdict::Fail, why)),
     }
     let binary = procfs::exe_path(postmaster).unwrap_or_default();
+    // debug files are looked up in the server's root first (a container's)
+    crate::debuginfo::elf::set_target(postmaster);
     let file = PathBuf::from(format!("/proc/{postmaster}/exe"));
     let version = std::fs::read(&file)
         .ok()
@@ -351,10 +387,11 @@ fn server_checks(postmaster: i32, pid: Option<i32>) -> Server {
             ));
             file.clone()
         } else {
-            binary.clone()
+            // the server's path, in its root (a container's)
+            procfs::in_root_of(postmaster, &binary)
         };
         checks.push(debug_info_check(&shown, version.as_deref()));
-        if let Some(c) = library_check(postmaster, &shown) {
+        if let Some(c) = library_check(postmaster, &binary) {
             checks.push(c);
         }
     }

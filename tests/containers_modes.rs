@@ -1,17 +1,23 @@
-//! From the host, against PostgreSQL 15 in a container (its own PID and
-//! mount namespace and root: tests/common/container.rs), the modes
-//! tests/containers.rs does not run: `break plpgsql:exec_stmt_execsql`
-//! hit, `plancache`, `plan --next`, `waits trace` and `profile`.  Each runs
-//! the same way on the same build on bare metal (a `Cluster`), and the
-//! container's results are the bare-metal ones: the same frames, choices
-//! and costs, plan, wait events and functions.  The host's file at the
-//! container's `plpgsql.so` path (a decoy) is never opened.
+//! Against PostgreSQL 15 in a container (its own PID and mount namespace
+//! and root: tests/common/container.rs), the modes tests/containers.rs does
+//! not run: `break plpgsql:exec_stmt_execsql` hit, `plancache`, `plan
+//! --next`, `waits trace` and `profile`, run by pgdbg from the host (given
+//! the backend's host PID) and, but `plancache` (tests/containers_sidecar.rs
+//! has it), from a sidecar (pgdbg in a container that shares only the
+//! server's PID namespace, given the PID `pg_backend_pid()` says).  Each
+//! runs the same way on the same build on bare metal (a `Cluster`), and
+//! the container's results are the bare-metal ones: the same frames,
+//! choices and costs, plan, wait events and functions.  No decoy (the
+//! host's file at the container's `plpgsql.so` path, the sidecar's files at
+//! the paths of the server's libc, loader, binary and `plpgsql.so`) is ever
+//! opened.
 
 mod common;
 #[path = "common/container.rs"]
 mod container;
 use common::*;
-use container::{Container, Watch};
+use container::{Container, Sidecar, Watch};
+use std::path::PathBuf;
 use std::time::Duration;
 
 const SETTINGS: &[&str] = &["jit=off", "max_parallel_workers_per_gather=0"];
@@ -21,9 +27,12 @@ const SETUP: &str = "create table ct_t as select g as id from generate_series(1,
      create function ct_count(lim int) returns bigint language plpgsql as $$
      declare n bigint; begin select count(*) into n from ct_t where id < lim; return n; end $$;";
 
-/// A server to run a mode against: the container's, or bare metal's.
+/// A server to run a mode against, and where pgdbg runs: the container's
+/// server from the host, the same from a sidecar (with watches on every
+/// decoy), or bare metal's.
 enum Server {
     Container(Container, Watch),
+    Sidecar(Container, Sidecar, Vec<(PathBuf, Watch)>),
     Bare(Cluster),
 }
 
@@ -36,6 +45,21 @@ impl Server {
         s
     }
 
+    fn sidecar() -> Server {
+        let ct = Container::start(&pg_prefix(15), SETTINGS);
+        let sc = Sidecar::start(&ct, &pgdbg_bin());
+        let watches = std::iter::once(ct.decoy.clone())
+            .chain(sc.decoys.iter().cloned())
+            .map(|p| {
+                let w = Watch::new(&p);
+                (p, w)
+            })
+            .collect();
+        let s = Server::Sidecar(ct, sc, watches);
+        s.connect().exec(SETUP);
+        s
+    }
+
     fn bare() -> Server {
         let s = Server::Bare(Cluster::start_with(15, SETTINGS));
         s.connect().exec(SETUP);
@@ -44,7 +68,7 @@ impl Server {
 
     fn connect(&self) -> Client {
         match self {
-            Server::Container(ct, _) => Client {
+            Server::Container(ct, _) | Server::Sidecar(ct, ..) => Client {
                 c: Some(ct.connect()),
             },
             Server::Bare(cl) => cl.connect(),
@@ -54,8 +78,45 @@ impl Server {
     /// The host PID of a backend whose `pg_backend_pid()` is `ns`.
     fn host_pid(&self, ns: i32) -> i32 {
         match self {
-            Server::Container(ct, _) => ct.host_pid(ns),
+            Server::Container(ct, _) | Server::Sidecar(ct, ..) => ct.host_pid(ns),
             Server::Bare(_) => ns,
+        }
+    }
+
+    /// The PID pgdbg is given for the backend whose host PID is `host`
+    /// and whose `pg_backend_pid()` is `ns`: the one it sees.
+    fn seen(&self, host: i32, ns: i32) -> i32 {
+        match self {
+            Server::Sidecar(..) => ns,
+            _ => host,
+        }
+    }
+
+    /// `pgdbg ARGS` run where this server's pgdbg runs, once it attached
+    /// to the backend whose host PID is `host`.
+    fn spawn_attached(&self, args: &[&str], host: i32) -> Pgdbg {
+        match self {
+            Server::Sidecar(_, sc, _) => {
+                let child = sc
+                    .command(&pgdbg_bin(), args)
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .expect("run pgdbg in the sidecar");
+                let mut p = Pgdbg { child };
+                p.wait_attached(host);
+                p
+            }
+            _ => Pgdbg::spawn_attached(args, host),
+        }
+    }
+
+    /// `pgdbg ARGS` run to its end where this server's pgdbg runs: (exit
+    /// code, standard output, standard error).
+    fn run(&self, args: &[&str]) -> (i32, String, String) {
+        match self {
+            Server::Sidecar(_, sc, _) => sc.pgdbg(&pgdbg_bin(), args),
+            _ => pgdbg(args),
         }
     }
 
@@ -70,9 +131,18 @@ impl Server {
     /// For the container: its backend's PIDs differ, and the decoy was
     /// not opened.
     fn check(&self, host: i32, ns: i32) {
-        if let Server::Container(ct, w) = self {
-            assert_ne!(host, ns);
-            assert!(!w.touched(), "the decoy {} was opened", ct.decoy.display());
+        match self {
+            Server::Container(ct, w) => {
+                assert_ne!(host, ns);
+                assert!(!w.touched(), "the decoy {} was opened", ct.decoy.display());
+            }
+            Server::Sidecar(_, _, watches) => {
+                assert_ne!(host, ns);
+                for (p, w) in watches {
+                    assert!(!w.touched(), "the decoy {} was opened", p.display());
+                }
+            }
+            Server::Bare(_) => {}
         }
     }
 }
@@ -106,7 +176,11 @@ fn ex(cmds: &[&str]) -> Vec<String> {
 fn break_in_plpgsql(srv: &Server) -> Vec<String> {
     let (mut c, host) = srv.backend();
     let ns = c.pid();
-    let mut args = vec!["attach".to_string(), host.to_string(), "-q".into()];
+    let mut args = vec![
+        "attach".to_string(),
+        srv.seen(host, ns).to_string(),
+        "-q".into(),
+    ];
     args.extend(ex(&[
         "break plpgsql:exec_stmt_execsql",
         "continue",
@@ -114,7 +188,7 @@ fn break_in_plpgsql(srv: &Server) -> Vec<String> {
         "detach",
     ]));
     let argv: Vec<&str> = args.iter().map(String::as_str).collect();
-    let p = Pgdbg::spawn_attached(&argv, host);
+    let p = srv.spawn_attached(&argv, host);
     let h = c.spawn_text("select ct_count(100)");
     let (code, out, err) = p.wait(Duration::from_secs(120));
     assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
@@ -131,6 +205,7 @@ fn break_in_plpgsql(srv: &Server) -> Vec<String> {
 #[test]
 fn break_plpgsql_hit_same_as_bare_metal() {
     let ct = break_in_plpgsql(&Server::container());
+    let sc = break_in_plpgsql(&Server::sidecar());
     let bare = break_in_plpgsql(&Server::bare());
     for f in [
         "exec_stmt_execsql",
@@ -142,6 +217,7 @@ fn break_plpgsql_hit_same_as_bare_metal() {
         assert!(ct.iter().any(|x| x == f), "{f} missing: {ct:?}");
     }
     assert_eq!(ct, bare, "the container's frames and bare metal's");
+    assert_eq!(sc, bare, "the frames from the sidecar and bare metal's");
 }
 
 /// `plancache --count 7` (the default mode) while a prepared statement
@@ -188,10 +264,10 @@ fn plancache_same_as_bare_metal() {
 fn plan_next(srv: &Server) -> String {
     let (mut c, host) = srv.backend();
     let ns = c.pid();
-    let p = Pgdbg::spawn_attached(
+    let p = srv.spawn_attached(
         &[
             "attach",
-            &host.to_string(),
+            &srv.seen(host, ns).to_string(),
             "-q",
             "--ex",
             "plan --next --costs off",
@@ -210,10 +286,12 @@ fn plan_next(srv: &Server) -> String {
 #[test]
 fn plan_next_same_as_bare_metal() {
     let ct = plan_next(&Server::container());
+    let sc = plan_next(&Server::sidecar());
     let bare = plan_next(&Server::bare());
     assert!(ct.contains("Seq Scan on ct_t"), "{ct}");
     assert!(ct.contains("Filter: (id < 100)"), "{ct}");
     assert_eq!(ct, bare, "the container's plan and bare metal's");
+    assert_eq!(sc, bare, "the plan from the sidecar and bare metal's");
 }
 
 /// `waits trace --for 3s` while the client sleeps in three statements and
@@ -221,10 +299,10 @@ fn plan_next_same_as_bare_metal() {
 fn waits_trace(srv: &Server) -> String {
     let (mut c, host) = srv.backend();
     let ns = c.pid();
-    let p = Pgdbg::spawn_attached(
+    let p = srv.spawn_attached(
         &[
             "attach",
-            &host.to_string(),
+            &srv.seen(host, ns).to_string(),
             "-q",
             "--ex",
             "waits trace --for 3s",
@@ -245,6 +323,7 @@ fn waits_trace(srv: &Server) -> String {
 #[test]
 fn waits_trace_same_as_bare_metal() {
     let ct = waits_trace(&Server::container());
+    let sc = waits_trace(&Server::sidecar());
     let bare = waits_trace(&Server::bare());
     // the summary's count of an event ("  Timeout: PgSleep   3  ...")
     let count = |out: &str, ev: &str| -> Option<u32> {
@@ -258,7 +337,7 @@ fn waits_trace_same_as_bare_metal() {
                     .ok()
             })
     };
-    for out in [&ct, &bare] {
+    for out in [&ct, &sc, &bare] {
         assert!(out.contains("Wait events summary:"), "{out}");
         assert_eq!(count(out, "Timeout: PgSleep"), Some(3), "{out}");
         assert!(
@@ -272,20 +351,21 @@ fn waits_trace_same_as_bare_metal() {
             "{out}"
         );
     }
-    assert!(
-        ct.lines()
-            .next()
-            .is_some_and(|l| l.contains("uprobes on the executor's start and end")),
-        "the container's binary takes uprobes too:\n{ct}"
-    );
-    assert_eq!(
-        ct.lines()
-            .next()
-            .map(|l| l.split_once(" for ").map(|x| x.1.to_string())),
-        bare.lines()
-            .next()
-            .map(|l| l.split_once(" for ").map(|x| x.1.to_string()))
-    );
+    // how it traced: as on bare metal, from the host and from the sidecar
+    // (where pgdbg may first say that it mounted tracefs in its own mounts)
+    let tracing = |out: &str| {
+        out.lines()
+            .find(|l| l.starts_with("waits: tracing backend "))
+            .map(str::to_string)
+    };
+    let how = |out: &str| tracing(out).and_then(|l| l.split_once(" for ").map(|x| x.1.to_string()));
+    for out in [&ct, &sc] {
+        assert!(
+            tracing(out).is_some_and(|l| l.contains("uprobes on the executor's start and end")),
+            "the container's binary takes uprobes too:\n{out}"
+        );
+        assert_eq!(how(out), how(&bare), "{out}\nbare metal:\n{bare}");
+    }
 }
 
 /// `profile --for 2s --rows 500` of a PL/pgSQL loop on a CPU: the table's rows
@@ -295,9 +375,10 @@ fn profile(srv: &Server) -> (Vec<(String, f64, f64)>, String) {
     let ns = c.pid();
     let h = c.spawn_text(common::running::LOOP);
     std::thread::sleep(Duration::from_millis(300));
-    let (code, out, err) = pgdbg(&[
+    let seen = srv.seen(host, ns);
+    let (code, out, err) = srv.run(&[
         "profile",
-        &host.to_string(),
+        &seen.to_string(),
         "-q",
         "--for",
         "2s",
@@ -324,7 +405,7 @@ fn profile(srv: &Server) -> (Vec<(String, f64, f64)>, String) {
         .unwrap_or_else(|| panic!("no summary line:\n{out}"))
         .to_string();
     assert!(
-        last.contains(&format!(" samples of backend {host} ")),
+        last.contains(&format!(" samples of backend {seen} ")),
         "{last}"
     );
     (rows, out)
@@ -333,8 +414,9 @@ fn profile(srv: &Server) -> (Vec<(String, f64, f64)>, String) {
 #[test]
 fn profile_same_as_bare_metal() {
     let (ct, ct_out) = profile(&Server::container());
+    let (sc, sc_out) = profile(&Server::sidecar());
     let (bare, bare_out) = profile(&Server::bare());
-    for (rows, out) in [(&ct, &ct_out), (&bare, &bare_out)] {
+    for (rows, out) in [(&ct, &ct_out), (&sc, &sc_out), (&bare, &bare_out)] {
         // every sample named: functions of the binary, of plpgsql.so
         // (unwound through it to the binary's main), none unnamed
         for f in ["ExecInterpExpr", "exec_eval_expr", "exec_stmts"] {
@@ -364,6 +446,11 @@ fn profile_same_as_bare_metal() {
         all(&ct),
         all(&bare),
         "container:\n{ct_out}\nbare:\n{bare_out}"
+    );
+    assert_eq!(
+        all(&sc),
+        all(&bare),
+        "from the sidecar:\n{sc_out}\nbare:\n{bare_out}"
     );
 }
 

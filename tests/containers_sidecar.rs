@@ -4,7 +4,8 @@
 //! own PID and mount namespace and root (`unshare --pid --mount --fork` +
 //! `pivot_root`); each pgdbg command in a fresh sidecar made with `nsenter
 //! --pid=/proc/<postmaster>/ns/pid` + `unshare --mount` + `/proc` mounted
-//! for that PID namespace + `pivot_root` into a root of its own holding
+//! for that PID namespace (and sysfs read-only at `/sys`, as runtimes
+//! mount it) + `pivot_root` into a root of its own holding
 //! only pgdbg, its libraries and decoys.  Why: no container runtime is
 //! installed here, and a runtime adds nothing the kernel does not (what
 //! `docker run --pid=container:PG` makes is exactly this: the PID
@@ -291,6 +292,120 @@ fn sidecar_plancache_same_as_host() {
         from_sidecar[0].contains("fewer_than_5_custom_plans"),
         "{from_sidecar:?}"
     );
+    assert_untouched(&watches);
+}
+
+/// `plan --progress` from the sidecar on a parallel query (by the PID the
+/// sidecar sees, which the workers' titles name): the workers' lines show,
+/// as from the host (tests/containers.rs).
+#[test]
+fn sidecar_plan_progress_counts_workers() {
+    let ct = Container::start(
+        &pg_prefix(15),
+        &[
+            "max_parallel_workers_per_gather = 2",
+            "parallel_setup_cost = 0",
+            "parallel_tuple_cost = 0",
+            "min_parallel_table_scan_size = 0",
+            "jit = off",
+        ],
+    );
+    let sc = Sidecar::start(&ct, &pgdbg_bin());
+    let watches = watch_decoys(&ct, &sc);
+    let mut c = ct.connect();
+    c.batch_execute(
+        "create table ct_t as select g as id from generate_series(1, 20000) g; analyze ct_t;
+         create function ct_slow(id int) returns bool language plpgsql parallel safe as $$
+         begin perform pg_sleep(0.005); return true; end $$;",
+    )
+    .unwrap();
+    let ns: i32 = c.query_one("select pg_backend_pid()", &[]).unwrap().get(0);
+    let host = ct.host_pid(ns);
+    let h =
+        std::thread::spawn(move || c.batch_execute("select count(*) from ct_t where ct_slow(id)"));
+    wait_until("two parallel workers", Duration::from_secs(60), || {
+        container::children(ct.postmaster)
+            .iter()
+            .filter(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/cmdline"))
+                    .unwrap_or_default()
+                    .contains(&format!("parallel worker for PID {ns}"))
+            })
+            .count()
+            == 2
+    });
+    let (code, out, err) = sc.pgdbg(
+        &pgdbg_bin(),
+        &[
+            "attach",
+            &ns.to_string(),
+            "-q",
+            "--ex",
+            "plan --progress --every 300ms --for 3s",
+        ],
+    );
+    cancel(&ct, ns);
+    assert!(h.join().unwrap().is_err());
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    let workers: Vec<&str> = out
+        .lines()
+        .map(str::trim_start)
+        .filter(|l| l.starts_with("Worker ") && l.contains("rows so far="))
+        .collect();
+    assert!(
+        workers.iter().any(|l| l.starts_with("Worker 0"))
+            && workers.iter().any(|l| l.starts_with("Worker 1")),
+        "no worker lines:\n{out}\n{err}"
+    );
+    assert_eq!(tracer_pid(host), 0);
+    assert_untouched(&watches);
+}
+
+/// From a sidecar made without /sys: the uprobe PMU's type cannot be
+/// read there, and `waits trace` says so in one line that names /sys
+/// (not "no such perf event": the kernel has it), then traces with a debug
+/// register and ptrace stops; `doctor` says the same.
+#[test]
+fn sidecar_without_sysfs_says_so() {
+    let ct = Container::start(&pg_prefix(15), &["jit = off"]);
+    let sc = Sidecar::start(&ct, &pgdbg_bin()).without_sysfs();
+    let watches = watch_decoys(&ct, &sc);
+    let mut c = ct.connect();
+    let ns: i32 = c.query_one("select pg_backend_pid()", &[]).unwrap().get(0);
+    let host = ct.host_pid(ns);
+    let (code, out, err) = sc.pgdbg(
+        &pgdbg_bin(),
+        &[
+            "attach",
+            &ns.to_string(),
+            "-q",
+            "--ex",
+            "waits trace --for 1s",
+        ],
+    );
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    let said = "/sys/bus/event_source/devices/uprobe/type cannot be read: no sysfs is mounted at \
+                /sys here";
+    let line = out
+        .lines()
+        .chain(err.lines())
+        .find(|l| l.contains(said))
+        .unwrap_or_else(|| panic!("{said:?} not said:\nstdout:\n{out}\nstderr:\n{err}"));
+    assert!(
+        line.starts_with(&format!("a kernel uprobe on process {ns}: "))
+            && line.ends_with("; tracing with a debug register and ptrace stops instead"),
+        "{line}"
+    );
+    assert!(!out.contains("no such perf event"), "{out}");
+    assert!(out.contains("Wait events summary:"), "{out}");
+    assert_eq!(tracer_pid(host), 0);
+    assert_untouched(&watches);
+    let (_, out, err) = sc.pgdbg(&pgdbg_bin(), &["doctor", &ns.to_string()]);
+    assert!(
+        out.lines().any(|l| l.contains(said)),
+        "stdout:\n{out}\nstderr:\n{err}"
+    );
+    assert_eq!(c.query_one("select 1", &[]).unwrap().get::<_, i32>(0), 1);
     assert_untouched(&watches);
 }
 

@@ -40,6 +40,9 @@ pub fn refused_line(what: &str, pid: i32, err: &std::io::Error) -> String {
     let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "unknown".into());
+    if let Some(no) = super::pmu::no_sysfs(err) {
+        return format!("{what} on process {pid}: {no}");
+    }
     let why = match err.raw_os_error() {
         Some(libc::EACCES) | Some(libc::EPERM) => permission_why(err, &paranoid),
         Some(libc::ENOENT) | Some(libc::ENODEV) | Some(libc::EOPNOTSUPP) => {

@@ -11,7 +11,7 @@
 //! pgdbg dies) and drops those a `longjmp` left (no record for them).
 
 use super::pmu::PMU;
-pub use super::pmu::pmu_type;
+pub use super::pmu::{no_sysfs, pmu_type};
 use super::{Attr, Event, open_error, set_reg};
 use crate::arch::regs::Gpr;
 use crate::inferior::Registers;

@@ -365,7 +365,8 @@ impl Drop for Watch {
 /// Mechanism and why: `nsenter --pid=/proc/<postmaster>/ns/pid` (the only
 /// namespace shared, as `--pid=container:` shares only that one) forks
 /// into the server's PID namespace, `unshare --mount` gives the sidecar
-/// its own mounts, `/proc` is mounted there for that PID namespace, and
+/// its own mounts, `/proc` is mounted there for that PID namespace (and
+/// sysfs read-only at `/sys`, as runtimes mount it), and
 /// `pivot_root` into the sidecar's root (then the old root unmounted), as
 /// container runtimes do.  Each command runs in a fresh such container
 /// from the same root (as `docker run --rm --pid=container:PG IMAGE pgdbg
@@ -389,6 +390,9 @@ pub struct Sidecar {
     /// the sidecar joins.
     target: i32,
     libs: Vec<PathBuf>,
+    /// sysfs mounted read-only at /sys, as container runtimes do (`docker
+    /// run`, the containers of `kubectl debug`); see [`Sidecar::without_sysfs`].
+    sysfs: bool,
 }
 
 /// The shared libraries (and the loader) `bin` needs, from `ldd`.
@@ -412,6 +416,7 @@ impl Sidecar {
         let _ = std::fs::remove_dir_all(&root);
         for d in [
             "proc",
+            "sys",
             "tmp",
             "dev",
             ".oldroot",
@@ -457,7 +462,14 @@ impl Sidecar {
             decoys,
             target: ct.postmaster,
             libs,
+            sysfs: true,
         }
+    }
+
+    /// The same sidecar made without /sys (a runtime that mounts none).
+    pub fn without_sysfs(mut self) -> Sidecar {
+        self.sysfs = false;
+        self
     }
 
     /// The command that runs `pgdbg ARGS` in a fresh sidecar container.
@@ -478,6 +490,9 @@ impl Sidecar {
                 format!("{r}/pgdbg/lib/{name}")
             };
             script.push_str(&format!("mount --bind {} {at}\n", l.display()));
+        }
+        if self.sysfs {
+            script.push_str(&format!("mount -t sysfs -o ro sysfs {r}/sys\n"));
         }
         // /proc of the PID namespace this shell was forked into (the
         // server's), then the sidecar's root; the old root is unmounted

@@ -772,7 +772,9 @@ fn run_script(
 /// of process `of` (a container's).
 pub fn host_pids(of: &str, pids: &[String]) -> Result<Vec<String>> {
     let of = parse_pid(Some(of.to_string())).map_err(|e| anyhow!("--ns-of: {e}"))?;
-    if procfs::pid_namespace(of).is_none() {
+    // read once: every PID is looked up in this namespace, even if `of`
+    // ends (and its PID is reused) meanwhile
+    let Some(ns) = procfs::pid_namespace(of) else {
         if !procfs::exists(of) {
             bail!(
                 "--ns-of {of}: no process with PID {of}: give the host PID of a process in the container"
@@ -785,15 +787,20 @@ pub fn host_pids(of: &str, pids: &[String]) -> Result<Vec<String>> {
         bail!(
             "--ns-of {of}: cannot read /proc/{of}/ns/pid (no permission): give the host PID of a process in the container"
         );
+    };
+    if procfs::pid_namespace(std::process::id() as i32).as_ref() == Some(&ns) {
+        bail!(
+            "--ns-of {of}: process {of} is in pgdbg's own PID namespace, where the PIDs need no translation: give them without --ns-of"
+        );
     }
     pids.iter()
         .map(|p| {
-            let ns = parse_pid(Some(p.clone()))?;
-            procfs::host_pid_in_namespace_of(of, ns)
+            let n = parse_pid(Some(p.clone()))?;
+            procfs::host_pid_in_namespace(&ns, n)
                 .map(|h| h.to_string())
                 .ok_or_else(|| {
                     anyhow!(
-                        "no process {ns} in the PID namespace of process {of}: give a PID from pg_stat_activity in that container"
+                        "no process {n} in the PID namespace of process {of}: give a PID from pg_stat_activity in that container"
                     )
                 })
         })

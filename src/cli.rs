@@ -101,6 +101,11 @@ pgdbg profile 4711 --for 10s --speedscope cpu.json --pprof cpu.pb.gz   for speed
         /// PID of the backend
         #[arg(value_name = "PID")]
         pid: Option<String>,
+        /// The PIDs are PIDs in the PID namespace of host process HOSTPID
+        /// (a container's: pg_stat_activity.pid there; HOSTPID is any
+        /// process of that container, e.g. its postmaster)
+        #[arg(long, value_name = "HOSTPID", requires = "pid")]
+        ns_of: Option<String>,
         /// Samples per second of CPU time (1 to 10000)
         #[arg(
             long,
@@ -209,6 +214,11 @@ pgdbg doctor --cluster /var/lib/postgresql/15/main --json"
         /// PID of a backend or postmaster (default: every running cluster)
         #[arg(value_name = "PID")]
         pid: Option<String>,
+        /// The PIDs are PIDs in the PID namespace of host process HOSTPID
+        /// (a container's: pg_stat_activity.pid there; HOSTPID is any
+        /// process of that container, e.g. its postmaster)
+        #[arg(long, value_name = "HOSTPID", requires = "pid")]
+        ns_of: Option<String>,
         /// Data directory or socket directory of the cluster
         #[arg(long, value_name = "DIR")]
         cluster: Option<PathBuf>,
@@ -229,6 +239,11 @@ pgdbg attach rescues one before attaching.\n\nExamples:\n  pgdbg ps             
         /// PID of the backend
         #[arg(value_name = "PID")]
         pid: String,
+        /// The PIDs are PIDs in the PID namespace of host process HOSTPID
+        /// (a container's: pg_stat_activity.pid there; HOSTPID is any
+        /// process of that container, e.g. its postmaster)
+        #[arg(long, value_name = "HOSTPID")]
+        ns_of: Option<String>,
     },
     /// Print the shell completion script for SHELL (bash, zsh, fish, elvish, powershell)
     #[command(
@@ -335,9 +350,14 @@ pub fn main() -> i32 {
         Cmd::Plan(a) => crate::oneshot::run("plan", "plan", a),
         Cmd::Wait(a) => crate::oneshot::run("wait", "wait", a),
         Cmd::Ps { cluster, json } => run_ps(cluster.as_deref(), json),
-        Cmd::Doctor { pid, cluster, json } => crate::doctor::main(pid, cluster.as_deref(), json),
-        Cmd::Rescue { pid } => {
-            let pid = crate::attach::parse_pid(Some(pid))?;
+        Cmd::Doctor {
+            pid,
+            ns_of,
+            cluster,
+            json,
+        } => crate::doctor::main(in_host_namespace(pid, ns_of)?, cluster.as_deref(), json),
+        Cmd::Rescue { pid, ns_of } => {
+            let pid = crate::attach::parse_pid(in_host_namespace(Some(pid), ns_of)?)?;
             println!("{}", crate::inferior::guardian::rescue::rescue(pid)?);
             Ok(0)
         }
@@ -361,6 +381,7 @@ pub fn main() -> i32 {
         }
         Cmd::Profile {
             pid,
+            ns_of,
             hz,
             for_,
             format,
@@ -374,7 +395,7 @@ pub fn main() -> i32 {
             debug,
             quiet,
         } => run_profile(
-            pid,
+            in_host_namespace(pid, ns_of)?,
             crate::perf::profile_opts::ProfileOpts {
                 hz,
                 duration: None,
@@ -500,6 +521,16 @@ fn extract_pack(binary: &std::path::Path, output: Option<&std::path::Path>) -> R
     Ok(0)
 }
 
+/// `PID` as this machine's PID namespace numbers it: itself, or with
+/// `--ns-of HOSTPID` the host PID of the process that is `PID` in the PID
+/// namespace of process HOSTPID (a container's).
+fn in_host_namespace(pid: Option<String>, ns_of: Option<String>) -> Result<Option<String>> {
+    match (pid, ns_of) {
+        (Some(p), Some(of)) => Ok(crate::attach::host_pids(&of, &[p])?.pop()),
+        (pid, _) => Ok(pid),
+    }
+}
+
 /// `pgdbg ps [--cluster DIR] [--json]`
 fn run_ps(cluster: Option<&std::path::Path>, json: bool) -> Result<i32> {
     use crate::postgres::cluster;
@@ -598,7 +629,12 @@ mod tests {
             ),
             ("symbols", &["attach", "bt", "plan", "wait", "profile"][..]),
             ("call_timeout", &["attach", "bt", "plan", "wait"][..]),
-            ("ns_of", &["attach", "bt", "plan", "wait"][..]),
+            (
+                "ns_of",
+                &[
+                    "attach", "bt", "plan", "wait", "profile", "doctor", "rescue",
+                ][..],
+            ),
         ];
         for (opt, subs) in common {
             let want = help("attach", opt).unwrap_or_else(|| panic!("attach has no {opt}"));

@@ -213,24 +213,27 @@ fn shm_check() -> Check {
     }
 }
 
-/// Where the DWARF of `file` comes from, without downloading anything.
-fn dwarf_of(file: &Path) -> Result<Option<String>> {
-    let img = ElfImage::open(file)?;
-    if let Some((_, source)) = find_debug_file(&img, file, None)? {
+/// Where the DWARF of the file the server names `named` comes from,
+/// without downloading anything; pgdbg opens it at `open` (in the
+/// server's root).
+fn dwarf_of(open: &Path, named: &Path) -> Result<Option<String>> {
+    let img = ElfImage::open(open)?;
+    if let Some((_, source)) = find_debug_file(&img, named, None)? {
         return Ok(Some(source.to_string()));
     }
     let id = img.build_id().unwrap_or_default();
     Ok(crate::debuginfo::debuginfod::find(
         &id,
-        file,
+        named,
         crate::debuginfo::debuginfod::Fetch::CacheOnly,
     )
     .map(|f| format!("{} (debuginfod cache)", f.path.display())))
 }
 
-/// What a server's binary offers pgdbg: its DWARF, else a layout pack.
-fn debug_info_check(binary: &Path, version: Option<&str>) -> Check {
-    match dwarf_of(binary) {
+/// What a server's binary offers pgdbg: its DWARF, else a layout pack
+/// (`named` as the server names it, opened at `binary`).
+fn debug_info_check(binary: &Path, named: &Path, version: Option<&str>) -> Check {
+    match dwarf_of(binary, named) {
         Ok(Some(src)) => return check("debug info", Verdict::Ok, src),
         Ok(None) => {}
         Err(e) => {
@@ -245,7 +248,7 @@ fn debug_info_check(binary: &Path, version: Option<&str>) -> Check {
         .ok()
         .and_then(|i| i.build_id())
         .unwrap_or_default();
-    let missing = crate::debuginfo::no_debug_info_message(binary, &id);
+    let missing = crate::debuginfo::no_debug_info_message(named, &id);
     let servers = crate::debuginfo::debuginfod::urls();
     if !servers.is_empty() {
         return check(
@@ -326,7 +329,7 @@ fn library_check(postmaster: i32, binary: &Path) -> Option<Check> {
     }
     let bare: Vec<String> = libs
         .iter()
-        .filter(|(_, at)| !matches!(at.as_ref().map(|f| dwarf_of(f)), Ok(Ok(Some(_)))))
+        .filter(|(p, at)| !matches!(at.as_ref().map(|f| dwarf_of(f, p)), Ok(Ok(Some(_)))))
         .filter_map(|(p, _)| name(p))
         .collect();
     Some(if bare.is_empty() {
@@ -375,7 +378,8 @@ fn server_checks(postmaster: i32, pid: Option<i32>) -> Server {
             ),
         ));
     } else {
-        let shown = if binary.to_string_lossy().ends_with(" (deleted)") {
+        // (where pgdbg opens it, the name its debug link is followed from)
+        let (open, named) = if binary.to_string_lossy().ends_with(" (deleted)") {
             checks.push(check(
                 "binary",
                 Verdict::Warn,
@@ -385,12 +389,12 @@ fn server_checks(postmaster: i32, pid: Option<i32>) -> Server {
                     binary.display()
                 ),
             ));
-            file.clone()
+            (file.clone(), file.clone())
         } else {
             // the server's path, in its root (a container's)
-            procfs::in_root_of(postmaster, &binary)
+            (procfs::in_root_of(postmaster, &binary), binary.clone())
         };
-        checks.push(debug_info_check(&shown, version.as_deref()));
+        checks.push(debug_info_check(&open, &named, version.as_deref()));
         if let Some(c) = library_check(postmaster, &binary) {
             checks.push(c);
         }

@@ -109,11 +109,49 @@ fn attach_by_host_and_container_pid() {
         "{out}"
     );
 
+    // profile, doctor and rescue take the container's PID with --ns-of too
+    let nss = ns.to_string();
+    let (code, out, err) = pgdbg(&["profile", "--ns-of", &pm, &nss, "-q", "--for", "1s"]);
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("profile: ")
+                && l.contains(&format!(" samples of backend {host} "))),
+        "{out}"
+    );
+    let (_, out, err) = pgdbg(&["doctor", "--ns-of", &pm, &nss]);
+    assert!(
+        out.contains(&format!("postmaster {pm} ("))
+            && out.contains(&format!("pgdbg may trace process {host}")),
+        "stdout:\n{out}\nstderr:\n{err}"
+    );
+    let (code, out, err) = pgdbg(&["rescue", "--ns-of", &pm, &nss]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        out.trim(),
+        format!(
+            "backend {host} needs no rescue: it is not stopped, not traced, and no pgdbg left a record of it"
+        )
+    );
+    assert_eq!(tracer_pid(host), 0);
+
     // a PID the container has not: one line, nothing attached
     let (code, _, err) = pgdbg(&["attach", "--ns-of", &pm, "999999", "-q", "--ex", "info"]);
     assert_ne!(code, 0);
     assert!(
         err.contains("no process 999999 in the PID namespace of process"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    // --ns-of naming a process of pgdbg's own PID namespace: one line,
+    // nothing done (no PID is taken as another's)
+    let me = std::process::id().to_string();
+    let (code, out, err) = pgdbg(&["rescue", "--ns-of", &me, &host.to_string()]);
+    assert_ne!(code, 0, "{out}");
+    assert!(
+        err.contains(&format!(
+            "--ns-of {me}: process {me} is in pgdbg's own PID namespace"
+        )),
         "{err}"
     );
     assert_eq!(err.trim().lines().count(), 1, "{err}");

@@ -483,6 +483,18 @@ fn cluster_by_the_containers_own_path() {
                 && l.ends_with(&format!(" (PID {ns} in its namespace)"))),
         "{out}"
     );
+    // the same as JSON: the host PIDs, and the backend's PID in the
+    // container as ns_pid (pg_stat_activity's)
+    let (code, out, err) = pgdbg(&["ps", "--cluster", "/data", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let rows: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let mine: Vec<&serde_json::Value> = rows.iter().filter(|v| v["pid"] == host).collect();
+    assert_eq!(mine.len(), 1, "{out}");
+    assert_eq!(mine[0]["ns_pid"], ns, "{out}");
+    assert_eq!(mine[0]["postmaster"], ct.postmaster, "{out}");
     let (code, out, err) = pgdbg(&[
         "attach",
         "--cluster",

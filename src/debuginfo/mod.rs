@@ -270,18 +270,32 @@ impl DebugInfo {
             ))
         })?;
         if let Some((alt, alt_id)) = dimg.debugaltlink() {
-            // dwz supplementary file
-            let altp = if Path::new(&alt).is_absolute() {
-                std::path::PathBuf::from(&alt)
+            // dwz supplementary file: an absolute path in the target's root
+            // first (a container's), then pgdbg's, as the debug roots are
+            // searched; a relative one beside the debug file
+            let cands: Vec<std::path::PathBuf> = if Path::new(&alt).is_absolute() {
+                let inside = elf::target_path(Path::new(&alt));
+                let host = std::path::PathBuf::from(&alt);
+                if inside == host {
+                    vec![host]
+                } else {
+                    vec![inside, host]
+                }
             } else {
-                dimg.path.parent().unwrap_or(Path::new("/")).join(&alt)
+                vec![dimg.path.parent().unwrap_or(Path::new("/")).join(&alt)]
             };
             // not on disk: the supplementary file by its build-id, from
             // debuginfod like the debug file (dwz-compressed packages)
-            let sup = ElfImage::open(&altp)
-                .ok()
-                .filter(|s| s.build_id().is_none_or(|b| b == alt_id))
-                .or_else(|| debuginfod::find(&alt_id, &altp, fetch).map(|f| f.image));
+            let sup = cands
+                .iter()
+                .find_map(|p| {
+                    ElfImage::open(p)
+                        .ok()
+                        .filter(|s| s.build_id().is_none_or(|b| b == alt_id))
+                })
+                .or_else(|| {
+                    debuginfod::find(&alt_id, &cands[cands.len() - 1], fetch).map(|f| f.image)
+                });
             if let Some(sup) = sup {
                 let sup: &'static ElfImage = Box::leak(Box::new(sup));
                 dwarf.load_sup(|id| -> Result<R> {

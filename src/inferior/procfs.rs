@@ -216,17 +216,20 @@ pub fn start_time(pid: i32) -> Option<u64> {
 /// `postmaster.pid`, `MyProc->pid` and process titles).  `[pid]` on a
 /// kernel without `NSpid`.
 pub fn ns_pids(pid: i32) -> Vec<i32> {
+    nspid(pid).unwrap_or_else(|| vec![pid])
+}
+
+/// The `NSpid` line of the process's status; None when unreadable or
+/// absent (a kernel before 4.1).
+fn nspid(pid: i32) -> Option<Vec<i32>> {
     let v: Vec<i32> = std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
+        .ok()?
         .lines()
-        .find_map(|l| l.strip_prefix("NSpid:"))
-        .map(|v| {
-            v.split_whitespace()
-                .filter_map(|x| x.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    if v.is_empty() { vec![pid] } else { v }
+        .find_map(|l| l.strip_prefix("NSpid:"))?
+        .split_whitespace()
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    (!v.is_empty()).then_some(v)
 }
 
 /// The PID the process knows itself by (its innermost namespace's): the
@@ -243,10 +246,23 @@ pub fn pid_namespace(pid: i32) -> Option<PathBuf> {
 /// The host PID of the process that is `ns_pid` in the PID namespace of
 /// process `of` (a container's PID, given with a process of that container).
 pub fn host_pid_in_namespace_of(of: i32, ns_pid: i32) -> Option<i32> {
-    let ns = pid_namespace(of)?;
-    all_pids()
-        .into_iter()
-        .find(|p| self::ns_pid(*p) == ns_pid && pid_namespace(*p).as_deref() == Some(ns.as_path()))
+    host_pid_in_namespace(&pid_namespace(of)?, ns_pid)
+}
+
+/// The host PID of the process that is `ns_pid` in the PID namespace `ns`
+/// (a target of /proc/PID/ns/pid): its own namespace is `ns` and its
+/// `NSpid` ends with `ns_pid`, both read while its start time stayed the
+/// same (not a PID that ended and was reused meanwhile).  None without
+/// `NSpid` (a kernel before 4.1): the host PID is never taken for it.
+pub fn host_pid_in_namespace(ns: &std::path::Path, ns_pid: i32) -> Option<i32> {
+    all_pids().into_iter().find(|&p| {
+        let Some(t0) = start_time(p) else {
+            return false;
+        };
+        nspid(p).and_then(|v| v.last().copied()) == Some(ns_pid)
+            && pid_namespace(p).as_deref() == Some(ns)
+            && start_time(p) == Some(t0)
+    })
 }
 
 /// Device and inode of a file (following symbolic links).

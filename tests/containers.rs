@@ -13,14 +13,7 @@ use common::*;
 use container::{Container, Watch};
 use std::time::Duration;
 
-const SETTINGS: &[&str] = &[
-    "max_parallel_workers_per_gather = 2",
-    "parallel_setup_cost = 0",
-    "parallel_tuple_cost = 0",
-    "min_parallel_table_scan_size = 0",
-    "jit = off",
-];
-
+const SETTINGS: &[&str] = container::PARALLEL_SETTINGS;
 fn start() -> Container {
     Container::start(&pg_prefix(15), SETTINGS)
 }
@@ -223,29 +216,7 @@ fn cluster_by_container_data_directory() {
 #[test]
 fn plan_progress_counts_container_workers() {
     let ct = start();
-    let mut c = ct.connect();
-    c.batch_execute(
-        "create table ct_t as select g as id from generate_series(1, 20000) g; analyze ct_t;
-         create function ct_slow(id int) returns bool language plpgsql parallel safe as $$
-         begin perform pg_sleep(0.005); return true; end $$;",
-    )
-    .unwrap();
-    let ns: i32 = c.query_one("select pg_backend_pid()", &[]).unwrap().get(0);
-    let leader = ct.host_pid(ns);
-    let h =
-        std::thread::spawn(move || c.batch_execute("select count(*) from ct_t where ct_slow(id)"));
-    // both workers running (their titles name the leader's container PID)
-    wait_until("two parallel workers", Duration::from_secs(60), || {
-        container::children(ct.postmaster)
-            .iter()
-            .filter(|p| {
-                std::fs::read_to_string(format!("/proc/{p}/cmdline"))
-                    .unwrap_or_default()
-                    .contains(&format!("parallel worker for PID {ns}"))
-            })
-            .count()
-            == 2
-    });
+    let (ns, leader, h) = container::parallel_query(&ct);
     let cap = std::env::temp_dir().join(format!("pgdbg-ct-progress-{}.jsonl", std::process::id()));
     let _ = std::fs::remove_file(&cap);
     let cap_s = cap.display().to_string();
@@ -266,16 +237,7 @@ fn plan_progress_counts_container_workers() {
     let _ = std::fs::remove_file(&cap);
     assert_eq!(rc, 0, "{rerr}");
     assert!(report.contains(&format!("{leader} (PID {ns})")), "{report}");
-    let workers: Vec<&str> = out
-        .lines()
-        .map(str::trim_start)
-        .filter(|l| l.starts_with("Worker ") && l.contains("rows so far="))
-        .collect();
-    assert!(
-        workers.iter().any(|l| l.starts_with("Worker 0"))
-            && workers.iter().any(|l| l.starts_with("Worker 1")),
-        "no worker lines:\n{out}\n{err}"
-    );
+    container::assert_worker_lines(&out, &err);
 }
 
 /// A stripped server in the container (the usual image): the layout pack

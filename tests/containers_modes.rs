@@ -96,17 +96,7 @@ impl Server {
     /// to the backend whose host PID is `host`.
     fn spawn_attached(&self, args: &[&str], host: i32) -> Pgdbg {
         match self {
-            Server::Sidecar(_, sc, _) => {
-                let child = sc
-                    .command(&pgdbg_bin(), args)
-                    .stdout(std::process::Stdio::piped())
-                    .stderr(std::process::Stdio::piped())
-                    .spawn()
-                    .expect("run pgdbg in the sidecar");
-                let mut p = Pgdbg { child };
-                p.wait_attached(host);
-                p
-            }
+            Server::Sidecar(_, sc, _) => sc.spawn_attached(&pgdbg_bin(), args, host),
             _ => Pgdbg::spawn_attached(args, host),
         }
     }

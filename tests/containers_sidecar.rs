@@ -251,27 +251,21 @@ fn sidecar_plancache_same_as_host() {
     let ns: i32 = c.query_one("select pg_backend_pid()", &[]).unwrap().get(0);
     let host = ct.host_pid(ns);
     let _ = std::fs::remove_file(sc.host_path("/tmp/pc.jsonl"));
-    let child = sc
-        .command(
-            &bin,
-            &[
-                "attach",
-                &ns.to_string(),
-                "-q",
-                "--capture",
-                "/tmp/pc.jsonl",
-                "--ex",
-                "plancache --count 7",
-                "--ex",
-                "detach",
-            ],
-        )
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("run pgdbg in the sidecar");
-    let mut p = Pgdbg { child };
-    p.wait_attached(host);
+    let p = sc.spawn_attached(
+        &bin,
+        &[
+            "attach",
+            &ns.to_string(),
+            "-q",
+            "--capture",
+            "/tmp/pc.jsonl",
+            "--ex",
+            "plancache --count 7",
+            "--ex",
+            "detach",
+        ],
+        host,
+    );
     workload(&mut c);
     let (code, out, err) = p.wait(Duration::from_secs(120));
     assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
@@ -300,40 +294,10 @@ fn sidecar_plancache_same_as_host() {
 /// as from the host (tests/containers.rs).
 #[test]
 fn sidecar_plan_progress_counts_workers() {
-    let ct = Container::start(
-        &pg_prefix(15),
-        &[
-            "max_parallel_workers_per_gather = 2",
-            "parallel_setup_cost = 0",
-            "parallel_tuple_cost = 0",
-            "min_parallel_table_scan_size = 0",
-            "jit = off",
-        ],
-    );
+    let ct = Container::start(&pg_prefix(15), container::PARALLEL_SETTINGS);
     let sc = Sidecar::start(&ct, &pgdbg_bin());
     let watches = watch_decoys(&ct, &sc);
-    let mut c = ct.connect();
-    c.batch_execute(
-        "create table ct_t as select g as id from generate_series(1, 20000) g; analyze ct_t;
-         create function ct_slow(id int) returns bool language plpgsql parallel safe as $$
-         begin perform pg_sleep(0.005); return true; end $$;",
-    )
-    .unwrap();
-    let ns: i32 = c.query_one("select pg_backend_pid()", &[]).unwrap().get(0);
-    let host = ct.host_pid(ns);
-    let h =
-        std::thread::spawn(move || c.batch_execute("select count(*) from ct_t where ct_slow(id)"));
-    wait_until("two parallel workers", Duration::from_secs(60), || {
-        container::children(ct.postmaster)
-            .iter()
-            .filter(|p| {
-                std::fs::read_to_string(format!("/proc/{p}/cmdline"))
-                    .unwrap_or_default()
-                    .contains(&format!("parallel worker for PID {ns}"))
-            })
-            .count()
-            == 2
-    });
+    let (ns, host, h) = container::parallel_query(&ct);
     let (code, out, err) = sc.pgdbg(
         &pgdbg_bin(),
         &[
@@ -347,16 +311,7 @@ fn sidecar_plan_progress_counts_workers() {
     cancel(&ct, ns);
     assert!(h.join().unwrap().is_err());
     assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
-    let workers: Vec<&str> = out
-        .lines()
-        .map(str::trim_start)
-        .filter(|l| l.starts_with("Worker ") && l.contains("rows so far="))
-        .collect();
-    assert!(
-        workers.iter().any(|l| l.starts_with("Worker 0"))
-            && workers.iter().any(|l| l.starts_with("Worker 1")),
-        "no worker lines:\n{out}\n{err}"
-    );
+    container::assert_worker_lines(&out, &err);
     assert_eq!(tracer_pid(host), 0);
     assert_untouched(&watches);
 }

@@ -85,6 +85,66 @@ fn ensure_user() {
     panic!("useradd {USER} failed: {last}");
 }
 
+/// Settings under which `parallel_query` runs with two workers.
+pub const PARALLEL_SETTINGS: &[&str] = &[
+    "max_parallel_workers_per_gather = 2",
+    "parallel_setup_cost = 0",
+    "parallel_tuple_cost = 0",
+    "min_parallel_table_scan_size = 0",
+    "jit = off",
+];
+
+/// In `ct` (started with [`PARALLEL_SETTINGS`]), a parallel query whose
+/// workers sleep in a plpgsql function, running until cancelled: its
+/// leader's PID in the container, its host PID, and the thread running it,
+/// returned once both workers run (their titles name the leader's PID in
+/// the container).
+pub fn parallel_query(
+    ct: &Container,
+) -> (
+    i32,
+    i32,
+    std::thread::JoinHandle<Result<(), postgres::Error>>,
+) {
+    let mut c = ct.connect();
+    c.batch_execute(
+        "create table ct_t as select g as id from generate_series(1, 20000) g; analyze ct_t;
+         create function ct_slow(id int) returns bool language plpgsql parallel safe as $$
+         begin perform pg_sleep(0.005); return true; end $$;",
+    )
+    .unwrap();
+    let ns: i32 = c.query_one("select pg_backend_pid()", &[]).unwrap().get(0);
+    let host = ct.host_pid(ns);
+    let h =
+        std::thread::spawn(move || c.batch_execute("select count(*) from ct_t where ct_slow(id)"));
+    crate::common::wait_until("two parallel workers", Duration::from_secs(60), || {
+        children(ct.postmaster)
+            .iter()
+            .filter(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/cmdline"))
+                    .unwrap_or_default()
+                    .contains(&format!("parallel worker for PID {ns}"))
+            })
+            .count()
+            == 2
+    });
+    (ns, host, h)
+}
+
+/// `plan --progress` printed lines for both parallel workers.
+pub fn assert_worker_lines(out: &str, err: &str) {
+    let workers: Vec<&str> = out
+        .lines()
+        .map(str::trim_start)
+        .filter(|l| l.starts_with("Worker ") && l.contains("rows so far="))
+        .collect();
+    assert!(
+        workers.iter().any(|l| l.starts_with("Worker 0"))
+            && workers.iter().any(|l| l.starts_with("Worker 1")),
+        "no worker lines:\n{out}\n{err}"
+    );
+}
+
 /// The host PIDs whose PPid is `ppid`.
 pub fn children(ppid: i32) -> Vec<i32> {
     let mut v = Vec::new();
@@ -514,6 +574,20 @@ impl Sidecar {
             .env_remove("DEBUGINFOD_URLS")
             .stdin(Stdio::null());
         c
+    }
+
+    /// `pgdbg ARGS` started in the sidecar, returned once it attached to
+    /// the process whose host PID is `host`.
+    pub fn spawn_attached(&self, pgdbg: &Path, args: &[&str], host: i32) -> crate::common::Pgdbg {
+        let child = self
+            .command(pgdbg, args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run pgdbg in the sidecar");
+        let mut p = crate::common::Pgdbg { child };
+        p.wait_attached(host);
+        p
     }
 
     /// `pgdbg ARGS` in the sidecar: (exit code, stdout, stderr).

@@ -5,9 +5,9 @@
 //! detach the backend's next statement runs without instrumentation.
 
 mod analyze_text;
-mod common;
 use analyze_text::*;
 use common::*;
+use pgdbg_testbed as common;
 use std::time::Duration;
 
 const SETUP: &str = "

@@ -6,9 +6,9 @@
 //! statement that counts its own rows leaving its counters alone.
 
 mod analyze_text;
-mod common;
 use analyze_text::*;
 use common::*;
+use pgdbg_testbed as common;
 use std::time::{Duration, Instant};
 
 const SETUP: &str = "

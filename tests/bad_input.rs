@@ -1,8 +1,8 @@
 //! Bad input: one clear line on stderr naming the problem and what to do, a
 //! non-zero exit, and the target untouched.
 
-mod common;
 use common::*;
+use pgdbg_testbed as common;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 

@@ -5,8 +5,8 @@
 //! are shown at each stop; a saved file sets the breakpoints again; the
 //! tables have gdb's shapes (gdb run on the same backend afterwards).
 
-mod common;
 use common::*;
+use pgdbg_testbed as common;
 use std::io::{Read, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Arc, Mutex};

@@ -4,8 +4,8 @@
 //! flat, it runs near `count`'s speed, SIGINT ends it), and a damaged name
 //! index cache (detected, said, rebuilt).
 
-mod common;
 use common::*;
+use pgdbg_testbed as common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

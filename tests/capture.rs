@@ -3,8 +3,8 @@
 //! backends, and their captures answer what the seed found; scripts with
 //! errors fail before anything is attached.
 
-mod common;
 use common::*;
+use pgdbg_testbed as common;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

@@ -4,8 +4,8 @@
 //! capture that cannot be opened says why; a new capture file is 0600
 //! (issue 18: captures hold query texts and parameter values).
 
-mod common;
 use common::*;
+use pgdbg_testbed as common;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;

@@ -5,9 +5,9 @@
 //! postmaster (its crash restart completes), one held while pgdbg is
 //! killed runs on; every backend is left running, untraced.
 
-mod common;
 use common::spares::*;
 use common::*;
+use pgdbg_testbed as common;
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::Command;

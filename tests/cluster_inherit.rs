@@ -6,8 +6,8 @@
 //! each backend's count is what its statements call, ended backends are
 //! named as ended, and no uprobe definition is left behind.
 
-mod common;
 use common::*;
+use pgdbg_testbed as common;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};

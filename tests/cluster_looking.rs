@@ -4,8 +4,8 @@
 //! backends by looking every 100 ms instead; a session found so is
 //! attached, armed and counted like any other, and left running untraced.
 
-mod common;
 use common::*;
+use pgdbg_testbed as common;
 use std::io::Read;
 use std::path::PathBuf;
 use std::time::Duration;

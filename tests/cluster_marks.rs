@@ -7,8 +7,8 @@
 //! its client exactly as bpftrace counts them in the kernel; killed, pgdbg
 //! leaves no uprobe in any process of the cluster.
 
-mod common;
 use common::*;
+use pgdbg_testbed as common;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

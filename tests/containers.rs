@@ -1,16 +1,15 @@
 //! PostgreSQL 15 in a container (its own PID and mount namespace and root
-//! directory: tests/common/container.rs says how and why), pgdbg on the
+//! directory: testbed/src/container.rs says how and why), pgdbg on the
 //! host: attach by host PID and by the container's PID, `bt` through
 //! plpgsql.so, `--cluster` with the container's data directory,
 //! `plan --progress` with parallel workers (their titles name the
 //! leader's PID in the container), and the host's file at the container's
 //! `plpgsql.so` path is never opened.
 
-mod common;
-#[path = "common/container.rs"]
-mod container;
 use common::*;
 use container::{Container, Watch};
+use pgdbg_testbed as common;
+use pgdbg_testbed::container;
 use std::time::Duration;
 
 const SETTINGS: &[&str] = container::PARALLEL_SETTINGS;

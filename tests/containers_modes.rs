@@ -1,5 +1,5 @@
 //! Against PostgreSQL 15 in a container (its own PID and mount namespace
-//! and root: tests/common/container.rs), the modes tests/containers.rs does
+//! and root: testbed/src/container.rs), the modes tests/containers.rs does
 //! not run: `break plpgsql:exec_stmt_execsql` hit, `plancache`, `plan
 //! --next`, `waits trace` and `profile`, run by pgdbg from the host (given
 //! the backend's host PID) and, but `plancache` (tests/containers_sidecar.rs
@@ -12,11 +12,10 @@
 //! the paths of the server's libc, loader, binary and `plpgsql.so`) is ever
 //! opened.
 
-mod common;
-#[path = "common/container.rs"]
-mod container;
 use common::*;
 use container::{Container, Sidecar, Watch};
+use pgdbg_testbed as common;
+use pgdbg_testbed::container;
 use std::path::PathBuf;
 use std::time::Duration;
 

@@ -1,15 +1,14 @@
 //! Both PIDs of a backend in a container (PostgreSQL 15 in its own PID
-//! and mount namespace and root: tests/common/container.rs): a capture's
+//! and mount namespace and root: testbed/src/container.rs): a capture's
 //! events carry the host PID and, as `ns_pid`, the container's (the one
 //! `pg_stat_activity` shows there), `pgdbg report` names both, and `plan`
 //! on a parallel worker (15 and 18) names its leader by the container's PID
 //! (`pg_stat_activity.leader_pid`) and by the host's (to attach to).
 
-mod common;
-#[path = "common/container.rs"]
-mod container;
 use common::*;
 use container::Container;
+use pgdbg_testbed as common;
+use pgdbg_testbed::container;
 use std::time::Duration;
 
 #[test]

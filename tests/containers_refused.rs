@@ -1,18 +1,16 @@
 //! pgdbg refused by the kernel, against PostgreSQL 15 in a container (its
-//! own PID and mount namespace and root: tests/common/container.rs): root
+//! own PID and mount namespace and root: testbed/src/container.rs): root
 //! without CAP_SYS_PTRACE, another user than the server's, a seccomp
 //! filter that denies ptrace (as a container's profile may), and no
 //! CAP_PERFMON for the perf-event commands.  Each time one line names what
 //! is missing and how Docker and Kubernetes grant it, and the backend is
 //! untouched: not traced, its code the file's.
 
-mod common;
-#[path = "common/container.rs"]
-mod container;
-#[path = "common/seccomp.rs"]
-mod seccomp;
 use common::*;
 use container::Container;
+use pgdbg_testbed as common;
+use pgdbg_testbed::container;
+use pgdbg_testbed::seccomp;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 

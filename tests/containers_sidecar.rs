@@ -1,5 +1,5 @@
 //! The sidecar case: pgdbg in a second container that shares only the PID
-//! namespace of a PostgreSQL 15 container.  Mechanism (tests/common/
+//! namespace of a PostgreSQL 15 container.  Mechanism (testbed/src/
 //! container.rs, `Container` and `Sidecar`, says more): the server in its
 //! own PID and mount namespace and root (`unshare --pid --mount --fork` +
 //! `pivot_root`); each pgdbg command in a fresh sidecar made with `nsenter
@@ -16,11 +16,10 @@
 //! `/proc/PID/root`, and neither the sidecar's decoys (at the paths of the
 //! server's libc, loader, binary and plpgsql.so) nor the host's are opened.
 
-mod common;
-#[path = "common/container.rs"]
-mod container;
 use common::*;
 use container::{Container, Sidecar, Watch};
+use pgdbg_testbed as common;
+use pgdbg_testbed::container;
 use std::time::Duration;
 
 fn start() -> (Container, Sidecar) {

@@ -3,8 +3,8 @@
 //! ptrace mode), without stopping the backend; pgdbg killed with SIGKILL
 //! while they count leaves the backend's code as the binary has it.
 
-mod common;
 use common::*;
+use pgdbg_testbed as common;
 use std::io::{BufReader, Read};
 use std::time::Duration;
 

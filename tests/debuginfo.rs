@@ -4,12 +4,12 @@
 //! included) at every line-table address of the fixture's functions, gdb
 //! for struct layouts.  No process runs: only the file is read.
 
-mod common;
 use common::*;
 use pgdbg::debuginfo::DebugInfo;
 use pgdbg::debuginfo::debuginfod::Fetch;
 use pgdbg::debuginfo::layout::Layout;
 use pgdbg::postgres::packs::Packs;
+use pgdbg_testbed as common;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;

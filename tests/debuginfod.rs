@@ -7,9 +7,9 @@
 //! and one that stalls give one line each and the layout pack (more bad
 //! servers in tests/debuginfod_bounds.rs).
 
-mod common;
 use common::debuginfod::*;
 use common::*;
+use pgdbg_testbed as common;
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::Path;

@@ -10,9 +10,9 @@
 //! non-zero as it needs the DWARF; the attach's way (one line, then the
 //! layout pack) is in tests/debuginfod.rs.
 
-mod common;
 use common::debuginfod::*;
 use common::*;
+use pgdbg_testbed as common;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;

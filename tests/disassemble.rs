@@ -5,9 +5,9 @@
 //! ranges; `list` and `info functions|variables` on the same binary.  A breakpoint pgdbg placed never shows as an
 //! int3 in the dump, and reading the code costs the backend no stop.
 
-mod common;
 use common::ex::*;
 use common::*;
+use pgdbg_testbed as common;
 
 const QUERY: &str = "select pg_sleep(600) /* disassemble */";
 

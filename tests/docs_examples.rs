@@ -9,13 +9,13 @@
 //! example the test does not know fails it.  commands.md (generated, see
 //! tests/docs.rs) and benchmarks.md (measured figures) are left out.
 
-mod common;
 use common::recipes::{
     Recipe, args_of, assert_all_run, check, check_names_aside, poke_until_exit, recipes, run,
     spawn, spawn_with_input, wait_said,
 };
 use common::running::LOOP;
 use common::*;
+use pgdbg_testbed as common;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;

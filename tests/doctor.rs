@@ -4,8 +4,8 @@
 //! server binary without debug info) are each named with what to do, and
 //! the exit status says a check failed.  No server process is touched.
 
-mod common;
 use common::*;
+use pgdbg_testbed as common;
 use std::process::{Command, Stdio};
 
 fn run(cmd: &mut Command) -> (i32, String, String) {

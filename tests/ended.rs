@@ -4,8 +4,8 @@
 //! On one backend (`attach PID --ex`) and in a whole cluster (`attach
 //! --cluster --script`).
 
-mod common;
 use common::*;
+use pgdbg_testbed as common;
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
 use std::time::Duration;

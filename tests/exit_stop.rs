@@ -7,8 +7,8 @@
 //! postmaster, which reaps it: no crash, no backend left, the server
 //! answers.
 
-mod common;
 use common::*;
+use pgdbg_testbed as common;
 use std::io::{BufRead, BufReader};
 use std::process::ChildStdout;
 use std::time::{Duration, Instant};

@@ -3,8 +3,8 @@
 //! pointer to a global, a process sleeping in a syscall).  These complement
 //! the PostgreSQL tests; they do not replace them.
 
-mod common;
 use common::*;
+use pgdbg_testbed as common;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;

@@ -9,9 +9,9 @@
 //! function.  Within one session pgdbg places no uprobe over an int3 of
 //! its own (the kernel would adopt it and remove it when done).
 
-mod common;
 use common::*;
 use pgdbg::perf::UprobeCounter;
+use pgdbg_testbed as common;
 use std::io::{BufReader, Read};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};

@@ -17,9 +17,9 @@
 //! the server's log, and once both are gone the code is the file's and no
 //! page of pgdbg is left.
 
-mod common;
 use common::*;
 use pgdbg::perf::UprobeCounter;
+use pgdbg_testbed as common;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::process::Child;

@@ -16,10 +16,10 @@
 //! changes the seed (printed when a target fails, to replay it).
 //! Inputs that once failed are replayed first by `regressions_*` tests.
 
-mod common;
 use common::*;
 use pgdbg::debuginfo::types::TypeSource;
 use pgdbg::expr::format::Radix;
+use pgdbg_testbed as common;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -3,9 +3,9 @@
 //! gdb's on the same backend (15 and 18); and the new commands' bad input
 //! refused before attaching, in one line.
 
-mod common;
 use common::ex::{gdb_attached, gdb_there, one_line_error, run};
 use common::*;
+use pgdbg_testbed as common;
 
 /// The lines of `out` that print, display and info display write, and the
 /// breakpoint table's rows cut to what both say alike: number, type,

@@ -5,8 +5,8 @@
 //! stopped); gin_clean_pending_list's ginInsertCleanup costs time; after it
 //! the list is empty and the same query spends (nearly) nothing there.
 
-mod common;
 use common::*;
+use pgdbg_testbed as common;
 use std::io::{BufReader, Read};
 use std::time::Duration;
 

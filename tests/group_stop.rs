@@ -9,8 +9,8 @@
 //! group stays stopped; after PTRACE_DETACH the target stays stopped until
 //! SIGCONT, then finishes normally.
 
-mod common;
 use common::*;
+use pgdbg_testbed as common;
 
 fn run(mode: &str) -> String {
     let out = std::process::Command::new(c_fixture("group_stop"))

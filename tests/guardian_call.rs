@@ -6,8 +6,8 @@
 //! abandoned after `FlushErrorState`, so PostgreSQL's error stack is not
 //! left one entry deep.
 
-mod common;
 use common::*;
+use pgdbg_testbed as common;
 use std::io::Read;
 use std::time::Duration;
 

@@ -3,8 +3,8 @@
 //! that has them, trailing `#` comments, casts to unknown types, non-ASCII
 //! names, `printf "\n"`, `pgdbg symbols` without a subcommand.
 
-mod common;
 use common::*;
+use pgdbg_testbed as common;
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};

@@ -20,8 +20,8 @@
 // scripts/test: alone (the backend's longest stop, sampled every 5 ms, is held to 50 ms: another
 // test binary on the same two cores would stretch it)
 
-mod common;
 use common::*;
+use pgdbg_testbed as common;
 use std::io::{BufReader, Read};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -6,9 +6,9 @@
 //! binary (gdb reads the file, no process: link-time addresses, so the
 //! leading addresses are left out of the comparison).
 
-mod common;
 use common::ex::*;
 use common::*;
+use pgdbg_testbed as common;
 
 const QUERY: &str = "select pg_sleep(600) /* inspect */";
 

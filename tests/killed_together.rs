@@ -11,8 +11,8 @@
 //! (`PGDBG_NO_SELF_RELEASE`), the state a backend is left in when the
 //! pipe cannot be set up.
 
-mod common;
 use common::*;
+use pgdbg_testbed as common;
 use std::time::Duration;
 
 /// pgdbg without the backend's own release: it stays held.

@@ -6,8 +6,8 @@
 //! backend is never stopped while timing; pgdbg killed with SIGKILL while
 //! it times leaves the backend's code as the binary has it.
 
-mod common;
 use common::*;
+use pgdbg_testbed as common;
 use std::io::{BufReader, Read};
 use std::time::Duration;
 

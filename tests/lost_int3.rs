@@ -7,9 +7,9 @@
 //! byte back over a 0xcc at its place; here the test does that write
 //! itself, through /proc/PID/mem, while `plan --next --analyze` waits.
 
-mod common;
 use common::recipes::{poke_until_exit, spawn};
 use common::*;
+use pgdbg_testbed as common;
 use std::os::unix::fs::FileExt;
 use std::time::Duration;
 

@@ -7,8 +7,8 @@
 
 // scripts/test: needs PostgreSQL 13
 
-mod common;
 use common::*;
+use pgdbg_testbed as common;
 use serde_json::{Value, json};
 use std::path::Path;
 use std::process::Command;

@@ -9,8 +9,8 @@
 //! command the backends are not traced, not stopped, and their statements
 //! end on a cancel and run the next one.
 
-mod common;
 use common::*;
+use pgdbg_testbed as common;
 use serde_json::Value;
 use std::time::Duration;
 

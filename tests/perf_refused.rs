@@ -5,10 +5,9 @@
 //! filter that makes perf_event_open fail with EPERM, as Docker's default
 //! seccomp profile does in a container.
 
-mod common;
-#[path = "common/seccomp.rs"]
-mod seccomp;
 use common::*;
+use pgdbg_testbed as common;
+use pgdbg_testbed::seccomp;
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};

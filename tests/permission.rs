@@ -6,8 +6,8 @@
 //! cases are unit-tested in src/inferior/permission.rs: the test machine
 //! may have no Yama.)
 
-mod common;
 use common::*;
+use pgdbg_testbed as common;
 use std::process::{Command, Stdio};
 
 fn one_line(out: &std::process::Output, needles: &[&str]) -> String {

@@ -3,8 +3,8 @@
 //! a query explained while it runs, nested statements, and the faults a
 //! call must survive.
 
-mod common;
 use common::*;
+use pgdbg_testbed as common;
 use std::time::Duration;
 
 /// Output of pgdbg's `plan` minus its "-- query" header line.

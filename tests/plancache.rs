@@ -4,8 +4,8 @@
 //! plus the planning charge, and choose_custom_plan's rule) and against
 //! pg_prepared_statements afterwards.
 
-mod common;
 use common::*;
+use pgdbg_testbed as common;
 use serde_json::Value;
 use std::collections::HashSet;
 use std::time::Duration;

@@ -8,8 +8,8 @@
 
 // scripts/test: needs PostgreSQL 13
 
-mod common;
 use common::*;
+use pgdbg_testbed as common;
 use std::collections::BTreeSet;
 use std::time::Duration;
 

@@ -7,12 +7,11 @@
 //! input.  The speedscope and pprof files read back (serde_json, prost)
 //! give the same stacks and samples as the folded output of the same run.
 
-mod common;
-#[path = "common/profile_files.rs"]
-mod profile_files;
 use common::ex::run;
 use common::running::*;
 use common::*;
+use pgdbg_testbed as common;
+use pgdbg_testbed::profile_files;
 use std::time::Duration;
 
 fn top_row<'a>(p: &'a serde_json::Value, f: &str) -> Option<&'a serde_json::Value> {

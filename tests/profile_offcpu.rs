@@ -5,12 +5,11 @@
 //! traced or stopped.  The speedscope and pprof files written at the
 //! prompt hold the same stacks, weighing the time off a CPU.
 
-mod common;
-#[path = "common/profile_files.rs"]
-mod profile_files;
 use common::ex::run;
 use common::running::*;
 use common::*;
+use pgdbg_testbed as common;
+use pgdbg_testbed::profile_files;
 use std::time::Duration;
 
 /// `pgdbg profile PID --off-cpu --for 3s --format json`, watching that the

@@ -13,9 +13,9 @@
 //! Neither backend is traced or stopped.  Bad options: one line, non-zero
 //! exit.  Without perf the comparison fails saying so.
 
-mod common;
 use common::running::*;
 use common::*;
+use pgdbg_testbed as common;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::process::{Child, Command, Stdio};

@@ -17,12 +17,11 @@
 //! executor against the rest of the loop's CPU time, the sleep against
 //! the rest of the sleeping), the same on a slow machine.
 
-mod common;
-#[path = "common/profile_files.rs"]
-mod profile_files;
 use common::ex::run;
 use common::running::*;
 use common::*;
+use pgdbg_testbed as common;
+use pgdbg_testbed::profile_files;
 use serde_json::Value;
 use std::time::Duration;
 

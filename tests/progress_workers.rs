@@ -13,8 +13,8 @@
 //! the reports it needs.
 
 mod analyze_text;
-mod common;
 use common::*;
+use pgdbg_testbed as common;
 use std::collections::BTreeMap;
 use std::io::BufRead;
 use std::sync::{Arc, Mutex};

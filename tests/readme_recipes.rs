@@ -7,11 +7,11 @@
 //! function a sample lands in, whether a block was cached).  A recipe the
 //! test does not know fails it, so the README cannot drift from pgdbg.
 
-mod common;
 use common::recipes::{
     Recipe, args_of, assert_all_run, check, poke_until_exit, run, spawn, wait_said,
 };
 use common::*;
+use pgdbg_testbed as common;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Command, Stdio};

@@ -49,9 +49,9 @@
 //! ignored: `cargo test --release --test regress_cluster -- --ignored
 //! --test-threads=1` with PGDBG_REGRESS_FULL=1.
 
-mod common;
 use common::spares::spares_ready;
 use common::*;
+use pgdbg_testbed as common;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

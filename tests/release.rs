@@ -9,11 +9,11 @@
 //! target/static afterwards; see `dist`), so the tests that need it run only
 //! with PGDBG_RELEASE_TESTS=1.
 
-mod common;
 use common::debuginfod::*;
 use common::*;
 use object::elf;
 use object::read::elf::{Dyn, ElfFile64, ProgramHeader};
+use pgdbg_testbed as common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;

@@ -2,8 +2,8 @@
 //! completion, Ctrl-C while the backend runs, Ctrl-C at the prompt, and
 //! history.
 
-mod common;
 use common::*;
+use pgdbg_testbed as common;
 use std::process::Command;
 use std::time::{Duration, Instant};
 

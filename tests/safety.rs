@@ -2,8 +2,8 @@
 //! breakpoints are armed and the backend hits them in a loop leaves the
 //! backend alive, untraced, and its code bytes equal to the file's.
 
-mod common;
 use common::*;
+use pgdbg_testbed as common;
 use std::time::Duration;
 
 const LOOP: &str = "do $$ begin for i in 1..400000 loop perform pg_backend_pid(); end loop; end $$";

@@ -3,8 +3,8 @@
 //! read the plan-cache costs, walk the stack, detach, and check the
 //! backend and the cluster are unharmed.
 
-mod common;
 use common::*;
+use pgdbg_testbed as common;
 use std::time::Duration;
 
 fn choose_custom_plan_costs(major: u32) {

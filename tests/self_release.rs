@@ -6,8 +6,8 @@
 //! `pgdbg rescue` then removes what is left (int3 bytes, the handlers,
 //! the pipe's read end) and the code bytes are the file's.
 
-mod common;
 use common::*;
+use pgdbg_testbed as common;
 use std::time::Duration;
 
 const LOOP: &str = "do $$ begin for i in 1..300000 loop perform count(*) from pg_class where oid = i; perform pg_backend_pid(); end loop; end $$";

@@ -2,8 +2,8 @@
 //! definitions, they name every subcommand `pgdbg --help` lists; bash's
 //! completion completes them, and groff reads the pages without a warning.
 
-mod common;
 use common::*;
+use pgdbg_testbed as common;
 use std::process::Command;
 
 /// The subcommands `pgdbg --help` lists (without `help`).

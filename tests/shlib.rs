@@ -7,8 +7,8 @@
 //! leaves the library's code as in its file.  Debian's stripped
 //! `plpgsql.so` works through its exported symbols.
 
-mod common;
 use common::*;
+use pgdbg_testbed as common;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

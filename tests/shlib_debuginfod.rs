@@ -4,9 +4,9 @@
 //! 127.0.0.1.  A breakpoint in plpgsql.so then has its lines and its
 //! parameters' structs, and the file lands in the debuginfod cache.
 
-mod common;
 use common::debuginfod::*;
 use common::*;
+use pgdbg_testbed as common;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 

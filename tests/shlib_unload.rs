@@ -5,8 +5,8 @@
 //! a small C fixture (tests/fixtures/dlreload.c) that loads
 //! tests/fixtures/dlreload_lib.c with dlopen.
 
-mod common;
 use common::*;
+use pgdbg_testbed as common;
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdout, Command, Stdio};

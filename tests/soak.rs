@@ -8,8 +8,8 @@
 //! `PGDBG_SOAK_KILLS=N` sets the kills per mode (default 10);
 //! scripts/soak-kill9 runs more and prints the table.
 
-mod common;
 use common::*;
+use pgdbg_testbed as common;
 use std::time::{Duration, Instant};
 
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -6,9 +6,9 @@
 //! inside the function being finished leaves the session healthy, and
 //! pgdbg says what happened.
 
-mod common;
 use common::ex::gdb_there;
 use common::*;
+use pgdbg_testbed as common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;

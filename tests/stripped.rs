@@ -4,8 +4,8 @@
 
 // scripts/test: needs PostgreSQL 13
 
-mod common;
 use common::*;
+use pgdbg_testbed as common;
 use std::path::PathBuf;
 use std::time::Duration;
 

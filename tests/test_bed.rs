@@ -1,10 +1,10 @@
 //! The test bed itself under a plain `cargo test` (tests of one binary on
 //! parallel threads): two tests that use the same seeded cluster at once
-//! take turns (tests/common's lock on it), so neither sees the other
+//! take turns (the test bed's lock on it), so neither sees the other
 //! start, seed or stop the server under it.
 
-mod common;
 use common::*;
+use pgdbg_testbed as common;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 

@@ -6,8 +6,8 @@
 //! with ptrace stops, saying why; pgdbg killed with SIGKILL leaves the
 //! backend's code as the binary has it.
 
-mod common;
 use common::*;
+use pgdbg_testbed as common;
 use std::io::{BufReader, Read};
 use std::time::Duration;
 

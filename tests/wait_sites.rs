@@ -7,12 +7,12 @@
 
 // scripts/test: needs PostgreSQL 13
 
-mod common;
 use common::*;
 use pgdbg::debuginfo::DebugInfo;
 use pgdbg::debuginfo::debuginfod::Fetch;
 use pgdbg::postgres::packs::Packs;
 use pgdbg::postgres::waitsites::{Inventory, inventory, summary};
+use pgdbg_testbed as common;
 use std::collections::BTreeSet;
 use std::path::Path;
 

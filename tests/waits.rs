@@ -5,8 +5,8 @@
 
 // scripts/test: needs PostgreSQL 13
 
-mod common;
 use common::*;
+use pgdbg_testbed as common;
 use std::time::Duration;
 
 /// pg_stat_activity's "type: event" for `pid`, seen from another session.

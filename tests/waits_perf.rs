@@ -6,8 +6,8 @@
 //! before; pgdbg killed with SIGKILL while it traces leaves the backend
 //! serving queries.
 
-mod common;
 use common::*;
+use pgdbg_testbed as common;
 use std::io::{BufReader, Read};
 use std::time::Duration;
 

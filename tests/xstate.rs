@@ -6,8 +6,8 @@
 //! clobber_all() and glibc's vector memset), and the fixture compares every
 //! register after it resumes.  The size pgdbg saves is compared with CPUID's.
 
-mod common;
 use common::*;
+use pgdbg_testbed as common;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::mpsc;

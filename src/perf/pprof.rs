@@ -147,7 +147,7 @@ pub fn gzipped(folded: &[(String, u64)], meta: &Meta) -> Result<Vec<u8>> {
 
 #[cfg(test)]
 #[allow(dead_code)]
-#[path = "../../tests/common/profile_files.rs"]
+#[path = "../../testbed/src/profile_files.rs"]
 mod profile_files;
 
 #[cfg(test)]

@@ -1,13 +1,17 @@
 //! Test harness: real PostgreSQL clusters started by the tests themselves
 //! (through scripts/pg-cluster, as an unprivileged user), client sessions,
-//! and the pgdbg binary.
+//! and the pgdbg binary.  One crate for every test file under tests/
+//! (`use pgdbg_testbed as common;`): compiled once, not once per test file.
 #![allow(dead_code)]
 
 pub mod bpftrace;
+pub mod container;
 pub mod debuginfod;
 pub mod ex;
+pub mod profile_files;
 pub mod recipes;
 pub mod running;
+pub mod seccomp;
 pub mod spares;
 
 use std::io::{BufRead, BufReader, Read};
@@ -15,15 +19,36 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+/// The repository: this crate's parent directory.
 pub fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("testbed/ has a parent directory")
+        .to_path_buf()
 }
 
 /// The pgdbg binary.  The helpers below run it without `DEBUGINFOD_URLS`
 /// (a developer's shell may set it: stripped targets would then ask the
 /// servers); tests/debuginfod.rs sets its own.
+/// Cargo builds it beside the test executables' directory
+/// (`target/PROFILE/pgdbg` for `target/PROFILE/deps/TEST-HASH`).
 pub fn pgdbg_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_pgdbg"))
+    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        let exe = std::env::current_exe().expect("the test executable's path");
+        let bin = exe
+            .parent()
+            .and_then(Path::parent)
+            .map(|profile| profile.join("pgdbg"))
+            .unwrap_or_else(|| panic!("{}: not in target/PROFILE/deps", exe.display()));
+        assert!(
+            bin.is_file(),
+            "no pgdbg executable at {} (the tests run from cargo's target/PROFILE/deps)",
+            bin.display()
+        );
+        bin
+    })
+    .clone()
 }
 
 /// The majors that come as release builds without DWARF (the npm package

@@ -117,7 +117,7 @@ pub fn parallel_query(
     let host = ct.host_pid(ns);
     let h =
         std::thread::spawn(move || c.batch_execute("select count(*) from ct_t where ct_slow(id)"));
-    crate::common::wait_until("two parallel workers", Duration::from_secs(60), || {
+    crate::wait_until("two parallel workers", Duration::from_secs(60), || {
         children(ct.postmaster)
             .iter()
             .filter(|p| {
@@ -578,14 +578,14 @@ impl Sidecar {
 
     /// `pgdbg ARGS` started in the sidecar, returned once it attached to
     /// the process whose host PID is `host`.
-    pub fn spawn_attached(&self, pgdbg: &Path, args: &[&str], host: i32) -> crate::common::Pgdbg {
+    pub fn spawn_attached(&self, pgdbg: &Path, args: &[&str], host: i32) -> crate::Pgdbg {
         let child = self
             .command(pgdbg, args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .expect("run pgdbg in the sidecar");
-        let mut p = crate::common::Pgdbg { child };
+        let mut p = crate::Pgdbg { child };
         p.wait_attached(host);
         p
     }

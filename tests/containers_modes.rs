@@ -154,12 +154,6 @@ fn frames(out: &str) -> Vec<String> {
         .collect()
 }
 
-fn ex(cmds: &[&str]) -> Vec<String> {
-    cmds.iter()
-        .flat_map(|c| ["--ex".to_string(), c.to_string()])
-        .collect()
-}
-
 /// `break plpgsql:exec_stmt_execsql` (a one-shot script: break, continue,
 /// bt, detach) hit by a plpgsql function's SELECT INTO: the frames.
 fn break_in_plpgsql(srv: &Server) -> Vec<String> {

@@ -20,6 +20,8 @@ use common::*;
 use container::{Container, Sidecar, Watch};
 use pgdbg_testbed as common;
 use pgdbg_testbed::container;
+use std::path::PathBuf;
+use std::process::Command;
 use std::time::Duration;
 
 fn start() -> (Container, Sidecar) {
@@ -441,4 +443,216 @@ fn docs_sidecar_examples() {
     done.insert(r.key());
     assert_all_run(&all, &done);
     assert_untouched(&watches);
+}
+
+/// The usual Docker or Podman case: the server's installation comes
+/// through an overlayfs mount (its image's layer), and pgdbg's sidecar has
+/// Docker's default capabilities plus SYS_PTRACE (`docker run --cap-add
+/// SYS_PTRACE --pid=container:PG`): no SYS_ADMIN, so `/proc/PID/map_files`
+/// is closed to it, and no PERFMON.  `bt` through plpgsql.so, its DWARF in
+/// `info sharedlibrary`, a breakpoint in plpgsql.so hit and removed, and
+/// `plancache` work as on the host; no decoy is opened, and the code is the
+/// file's afterwards.
+#[test]
+fn sidecar_with_docker_capabilities_over_overlayfs() {
+    let ct = Container::start_overlay(&pg_prefix(15), &["jit = off"]);
+    let mut caps = container::DOCKER_DEFAULT_CAPS.to_vec();
+    caps.push("sys_ptrace");
+    let sc = Sidecar::start(&ct, &pgdbg_bin()).with_only_capabilities(&caps);
+    let watches = watch_decoys(&ct, &sc);
+    let bin = pgdbg_bin();
+    let (ns, host, h) = busy_in_plpgsql(&ct);
+
+    // the premises: plpgsql.so is mapped from an overlayfs, and with the
+    // sidecar's capabilities (no SYS_ADMIN) the kernel refuses its
+    // map_files entry
+    let seen = PathBuf::from(format!("/proc/{host}/root"))
+        .join(ct.install.strip_prefix("/").unwrap())
+        .join("lib/postgresql/plpgsql.so");
+    let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
+    let c_path = std::ffi::CString::new(seen.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path and a statfs of our own
+    assert_eq!(unsafe { libc::statfs(c_path.as_ptr(), &mut fs) }, 0);
+    const OVERLAYFS_SUPER_MAGIC: i64 = 0x794c_7630;
+    assert_eq!(
+        fs.f_type as i64,
+        OVERLAYFS_SUPER_MAGIC,
+        "{}",
+        seen.display()
+    );
+    let maps = std::fs::read_to_string(format!("/proc/{host}/maps")).unwrap();
+    let range = maps
+        .lines()
+        .find(|l| l.ends_with("/plpgsql.so"))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("plpgsql.so not mapped:\n{maps}"))
+        .to_string();
+    let set: Vec<String> = caps.iter().map(|c| format!("+{c}")).collect();
+    let denied = Command::new("setpriv")
+        .arg(format!("--bounding-set=-all,{}", set.join(",")))
+        .args(["--inh-caps=-all", "head", "-c1"])
+        .arg(format!("/proc/{host}/map_files/{range}"))
+        .output()
+        .unwrap();
+    let why = String::from_utf8_lossy(&denied.stderr);
+    assert!(!denied.status.success(), "map_files read without SYS_ADMIN");
+    assert!(why.contains("Operation not permitted"), "{why}");
+    // (and with SYS_ADMIN it is readable: the refusal is that capability's)
+    let allowed = Command::new("head")
+        .arg("-c1")
+        .arg(format!("/proc/{host}/map_files/{range}"))
+        .output()
+        .unwrap();
+    assert!(
+        allowed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&allowed.stderr)
+    );
+
+    let mut args = vec!["attach".to_string(), ns.to_string(), "-q".into()];
+    args.extend(ex(&[
+        "bt",
+        "info sharedlibrary",
+        "break plpgsql:exec_stmt_perform",
+        "continue",
+        "delete",
+        "detach",
+    ]));
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, out, err) = sc.pgdbg(&bin, &argv);
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    let f = frames(&out);
+    for want in [
+        "pg_sleep",
+        "exec_stmt_perform",
+        "plpgsql_inline_handler",
+        "PostgresMain",
+    ] {
+        assert!(f.iter().any(|x| x == want), "{want} missing:\n{out}\n{err}");
+    }
+    let plpgsql = out
+        .lines()
+        .find(|l| l.contains("plpgsql.so"))
+        .unwrap_or_else(|| panic!("no plpgsql.so in info sharedlibrary:\n{out}"));
+    assert!(!plpgsql.contains("symbols only"), "{plpgsql}");
+    assert!(
+        out.contains("Breakpoint 1, exec_stmt_perform ("),
+        "stdout:\n{out}\nstderr:\n{err}"
+    );
+    assert!(!err.contains("not the file mapped"), "{err}");
+    assert_eq!(tracer_pid(host), 0);
+    let plpgsql_file = pg_prefix(15).join("lib/postgresql/plpgsql.so");
+    let mapped_as = ct.install.join("lib/postgresql/plpgsql.so");
+    assert_eq!(code_differs(host, &plpgsql_file, &mapped_as), None);
+    cancel(&ct, ns);
+    assert!(h.join().unwrap().is_err());
+
+    // plancache writes its recorder into the backend: through ptrace and
+    // /proc/PID/mem, which SYS_PTRACE grants
+    let mut c = ct.connect();
+    let ns: i32 = c.query_one("select pg_backend_pid()", &[]).unwrap().get(0);
+    let host = ct.host_pid(ns);
+    let _ = std::fs::remove_file(sc.host_path("/tmp/dk.jsonl"));
+    let p = sc.spawn_attached(
+        &bin,
+        &[
+            "attach",
+            &ns.to_string(),
+            "-q",
+            "--capture",
+            "/tmp/dk.jsonl",
+            "--ex",
+            "plancache --count 6",
+            "--ex",
+            "detach",
+        ],
+        host,
+    );
+    // the sidecar's pgdbg has the capabilities asked for, no more
+    let caps_of_pgdbg = capabilities(p.child.id() as i32);
+    const CAP_SYS_PTRACE: u32 = 19;
+    const CAP_SYS_ADMIN: u32 = 21;
+    const CAP_PERFMON: u32 = 38;
+    assert!(
+        caps_of_pgdbg & (1 << CAP_SYS_PTRACE) != 0,
+        "{caps_of_pgdbg:#x}"
+    );
+    for cap in [CAP_SYS_ADMIN, CAP_PERFMON] {
+        assert!(caps_of_pgdbg & (1 << cap) == 0, "{cap}: {caps_of_pgdbg:#x}");
+    }
+    c.batch_execute(
+        "create table dk_t as select g as id from generate_series(1, 1000) g; analyze dk_t;
+         prepare s(int) as select count(*) from dk_t where id < $1",
+    )
+    .unwrap();
+    for _ in 0..6 {
+        c.batch_execute("execute s(100)").unwrap();
+    }
+    let (code, out, err) = p.wait(Duration::from_secs(120));
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    assert_eq!(tracer_pid(host), 0);
+    let ev = read_events(&sc.host_path("/tmp/dk.jsonl"), "plan_choice");
+    assert_eq!(ev.len(), 6, "{out}\n{err}");
+    assert_eq!(ev[0]["pid"], ns, "the sidecar's PID: {}", ev[0]);
+    assert!(
+        ev[0]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("fewer_than_5_custom_plans")),
+        "{}",
+        ev[0]
+    );
+    assert_untouched(&watches);
+}
+
+/// `None` when every executable mapping of `mapped_as` in process `pid`
+/// holds `file`'s bytes at the mapping's offset, else where it differs.
+fn code_differs(pid: i32, file: &std::path::Path, mapped_as: &std::path::Path) -> Option<String> {
+    use std::os::unix::fs::FileExt;
+    let data = std::fs::read(file).unwrap();
+    let mem = std::fs::File::open(format!("/proc/{pid}/mem")).unwrap();
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+    let mut seen = 0;
+    for l in maps.lines() {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        if w.len() < 6 || !w[1].contains('x') || std::path::Path::new(w[5]) != mapped_as {
+            continue;
+        }
+        let (a, b) = w[0].split_once('-').unwrap();
+        let start = u64::from_str_radix(a, 16).unwrap();
+        let end = u64::from_str_radix(b, 16).unwrap();
+        let off = usize::from_str_radix(w[2], 16).unwrap();
+        let len = ((end - start) as usize).min(data.len() - off);
+        let mut got = vec![0u8; len];
+        mem.read_exact_at(&mut got, start).unwrap();
+        if let Some(k) = (0..len).find(|&k| got[k] != data[off + k]) {
+            return Some(format!(
+                "{}: byte at {:#x} is {:#04x}, the file's {:#04x}",
+                l,
+                start + k as u64,
+                got[k],
+                data[off + k]
+            ));
+        }
+        seen += 1;
+    }
+    (seen == 0).then(|| format!("no executable mapping of {} in {pid}", mapped_as.display()))
+}
+
+/// The effective capabilities (`CapEff`) of the process named pgdbg among
+/// the descendants of `pid` (the sidecar's command: nsenter, unshare, sh,
+/// setpriv, each exec'ing or forking the next).
+fn capabilities(pid: i32) -> u64 {
+    let mut todo = vec![pid];
+    while let Some(p) = todo.pop() {
+        let status = std::fs::read_to_string(format!("/proc/{p}/status")).unwrap_or_default();
+        if status.lines().next() == Some("Name:\tpgdbg") {
+            let eff = status
+                .lines()
+                .find_map(|l| l.strip_prefix("CapEff:"))
+                .unwrap_or_else(|| panic!("no CapEff:\n{status}"));
+            return u64::from_str_radix(eff.trim(), 16).unwrap();
+        }
+        todo.extend(container::children(p));
+    }
+    panic!("no pgdbg process under {pid}")
 }

@@ -60,12 +60,6 @@ fn fresh_backend(cl: &Cluster) -> (Client, i32) {
     (c, pid)
 }
 
-fn ex(cmds: &[&str]) -> Vec<String> {
-    cmds.iter()
-        .flat_map(|c| ["--ex".to_string(), c.to_string()])
-        .collect()
-}
-
 fn pending_breakpoint_in_plpgsql(major: u32) {
     let cl = Cluster::start(major);
     let (mut c, pid) = fresh_backend(&cl);

@@ -191,6 +191,17 @@ impl Container {
     /// A PostgreSQL server of `prefix` in its own PID and mount namespace
     /// and root directory; its socket directory is `<root>/sock`.
     pub fn start(prefix: &Path, settings: &[&str]) -> Container {
+        Self::start_in(prefix, settings, false)
+    }
+
+    /// The same, with the installation seen through an overlayfs mount
+    /// (`prefix` the lower layer, an empty upper layer), as Docker and
+    /// Podman show an image's files to its container.
+    pub fn start_overlay(prefix: &Path, settings: &[&str]) -> Container {
+        Self::start_in(prefix, settings, true)
+    }
+
+    fn start_in(prefix: &Path, settings: &[&str], overlay: bool) -> Container {
         ensure_user();
         let n = unique();
         let root = PathBuf::from(format!("/tmp/pgdbg-ct-{n}"));
@@ -255,6 +266,18 @@ impl Container {
         )
         .unwrap();
         let r = root.display();
+        let p = prefix.display();
+        let i = install.display();
+        let install_mount = if overlay {
+            for d in [".layer/upper", ".layer/work"] {
+                std::fs::create_dir_all(root.join(d)).unwrap();
+            }
+            format!(
+                "mount -t overlay overlay -o lowerdir={p},upperdir={r}/.layer/upper,workdir={r}/.layer/work {r}{i}"
+            )
+        } else {
+            format!("mount --bind {p} {r}{i}")
+        };
         // pivot_root, as container runtimes do (a chroot would leave the
         // host's / as the namespace's root, and the kernel would name the
         // container's files by their host paths in /proc/PID/maps)
@@ -264,14 +287,12 @@ impl Container {
              mount --bind /usr {r}/usr\n\
              mount --bind /etc {r}/etc\n\
              mount --rbind /dev {r}/dev\n\
-             mount --bind {p} {r}{i}\n\
+             {install_mount}\n\
              cd {r}\n\
              pivot_root . .oldroot\n\
              mount -t proc proc /proc\n\
              umount -l /.oldroot\n\
              exec chroot --userspec={USER}:{g} / {i}/bin/postgres -D /data\n",
-            p = prefix.display(),
-            i = install.display(),
             g = group.trim(),
         );
         let log = std::fs::File::create(root.join("postmaster.log")).unwrap();
@@ -453,7 +474,30 @@ pub struct Sidecar {
     /// sysfs mounted read-only at /sys, as container runtimes do (`docker
     /// run`, the containers of `kubectl debug`); see [`Sidecar::without_sysfs`].
     sysfs: bool,
+    /// The only capabilities pgdbg keeps (`setpriv --bounding-set`), or
+    /// all of root's; see [`Sidecar::with_only_capabilities`].
+    caps: Option<String>,
 }
+
+/// Docker's default capabilities of a container's root (moby's
+/// `oci/caps/defaults.go`), lower case as `setpriv` names them: no
+/// SYS_ADMIN, no SYS_PTRACE, no PERFMON.
+pub const DOCKER_DEFAULT_CAPS: &[&str] = &[
+    "chown",
+    "dac_override",
+    "fsetid",
+    "fowner",
+    "mknod",
+    "net_raw",
+    "setgid",
+    "setuid",
+    "setfcap",
+    "setpcap",
+    "net_bind_service",
+    "sys_chroot",
+    "kill",
+    "audit_write",
+];
 
 /// The shared libraries (and the loader) `bin` needs, from `ldd`.
 fn linked_libraries(bin: &Path) -> Vec<PathBuf> {
@@ -523,7 +567,27 @@ impl Sidecar {
             target: ct.postmaster,
             libs,
             sysfs: true,
+            caps: None,
         }
+    }
+
+    /// The same sidecar whose pgdbg keeps only `caps` (after the mounts
+    /// that make the sidecar, which need root's): `docker run --cap-add
+    /// SYS_PTRACE` is `DOCKER_DEFAULT_CAPS` and `sys_ptrace`.  `setpriv`
+    /// and its libraries are mounted into the sidecar for that.
+    pub fn with_only_capabilities(mut self, caps: &[&str]) -> Sidecar {
+        let setpriv = PathBuf::from("/usr/bin/setpriv");
+        std::fs::write(self.root.join("pgdbg/setpriv"), "").unwrap();
+        for l in linked_libraries(&setpriv) {
+            if self.libs.iter().any(|k| k.file_name() == l.file_name()) {
+                continue;
+            }
+            std::fs::write(self.root.join("pgdbg/lib").join(l.file_name().unwrap()), "").unwrap();
+            self.libs.push(l);
+        }
+        let list: Vec<String> = caps.iter().map(|c| format!("+{c}")).collect();
+        self.caps = Some(format!("-all,{}", list.join(",")));
+        self
     }
 
     /// The same sidecar made without /sys (a runtime that mounts none).
@@ -554,6 +618,15 @@ impl Sidecar {
         if self.sysfs {
             script.push_str(&format!("mount -t sysfs -o ro sysfs {r}/sys\n"));
         }
+        let setpriv = match &self.caps {
+            Some(set) => {
+                script.push_str(&format!(
+                    "mount --bind /usr/bin/setpriv {r}/pgdbg/setpriv\n"
+                ));
+                format!("/pgdbg/setpriv --bounding-set={set} --inh-caps=-all ")
+            }
+            None => String::new(),
+        };
         // /proc of the PID namespace this shell was forked into (the
         // server's), then the sidecar's root; the old root is unmounted
         // with its own umount (its libraries found there, by the loader
@@ -564,7 +637,7 @@ impl Sidecar {
              pivot_root . .oldroot\n\
              LD_LIBRARY_PATH=/.oldroot/usr/lib/x86_64-linux-gnu /.oldroot/usr/bin/umount -l /.oldroot\n\
              export LD_LIBRARY_PATH=/pgdbg/lib HOME=/tmp\n\
-             exec /usr/local/bin/pgdbg \"$@\"\n"
+             exec {setpriv}/usr/local/bin/pgdbg \"$@\"\n"
         ));
         let mut c = Command::new("nsenter");
         c.arg(format!("--pid=/proc/{}/ns/pid", self.target))

@@ -801,6 +801,13 @@ pub fn wait_armed(pid: i32, symbol: &str) {
     );
 }
 
+/// `--ex CMD` for each of `cmds`: pgdbg's arguments for a one-shot script.
+pub fn ex(cmds: &[&str]) -> Vec<String> {
+    cmds.iter()
+        .flat_map(|c| ["--ex".to_string(), c.to_string()])
+        .collect()
+}
+
 /// The code bytes of `symbol` in the live process equal those in the file.
 pub fn code_matches_file(pid: i32, binary: &Path, symbol: &str, len: usize) -> bool {
     let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap();

@@ -91,7 +91,8 @@ fn ptrace_refusals_name_what_to_grant() {
     );
     assert_one_line_error(code, &err, "it runs as pgdbg (uid ");
     for w in [
-        "and pgdbg as nobody without CAP_SYS_PTRACE",
+        "and pgdbg as nobody (uid 65534) without CAP_SYS_PTRACE",
+        "sudo -u pgdbg pgdbg attach",
         "securityContext.runAsUser: ",
         "kubectl debug --profile=sysadmin",
     ] {

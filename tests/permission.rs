@@ -68,7 +68,7 @@ fn refused_attach_names_cause_and_fix() {
         &out,
         &[
             &format!("it runs as {owner} (uid "),
-            "and pgdbg as nobody without CAP_SYS_PTRACE",
+            "and pgdbg as nobody (uid 65534) without CAP_SYS_PTRACE",
             &format!("sudo -u {owner} pgdbg attach {pid}"),
         ],
     );

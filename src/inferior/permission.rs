@@ -76,17 +76,28 @@ pub fn creds(status: &str) -> Creds {
     c
 }
 
-/// The user name of `uid` (/etc/passwd), else the number.
-fn user_name(uid: u32) -> String {
-    std::fs::read_to_string("/etc/passwd")
-        .ok()
-        .and_then(|p| {
-            p.lines().find_map(|l| {
-                let f: Vec<&str> = l.split(':').collect();
-                (f.len() > 2 && f[2].parse::<u32>().ok() == Some(uid)).then(|| f[0].to_string())
-            })
+/// The user name of `uid` on this machine (/etc/passwd), if it has one (a
+/// container's user may have none here, or another name than inside).
+fn user_name(uid: u32) -> Option<String> {
+    std::fs::read_to_string("/etc/passwd").ok().and_then(|p| {
+        p.lines().find_map(|l| {
+            let f: Vec<&str> = l.split(':').collect();
+            (f.len() > 2 && f[2].parse::<u32>().ok() == Some(uid)).then(|| f[0].to_string())
         })
-        .unwrap_or_else(|| format!("uid {uid}"))
+    })
+}
+
+/// `NAME (uid N)`, or `uid N` when this machine has no name for it.
+fn who(uid: u32, name: &dyn Fn(u32) -> Option<String>) -> String {
+    match name(uid) {
+        Some(n) => format!("{n} (uid {uid})"),
+        None => format!("uid {uid}"),
+    }
+}
+
+/// The user as `sudo -u` takes it: the name, else `'#N'`.
+fn sudo_user(uid: u32, name: &dyn Fn(u32) -> Option<String>) -> String {
+    name(uid).unwrap_or_else(|| format!("'#{uid}'"))
 }
 
 /// Whether `pid` descends from this process (Yama scope 1 allows those).
@@ -114,7 +125,7 @@ pub fn decide(
     target: &Creds,
     yama: Option<u32>,
     descendant: bool,
-    name: &dyn Fn(u32) -> String,
+    name: &dyn Fn(u32) -> Option<String>,
 ) -> Option<String> {
     let cap = me.cap_eff & (1 << CAP_SYS_PTRACE) != 0;
     if yama == Some(3) {
@@ -130,17 +141,17 @@ pub fn decide(
     let same = target.uid[..3].iter().all(|u| *u == me.uid[0])
         && target.gid[..3].iter().all(|g| *g == me.gid[0]);
     if !same {
-        let owner = name(target.uid[0]);
+        let uid = target.uid[0];
+        let owner = who(uid, name);
         if me.uid[0] == 0 {
             return Some(format!(
-                "no permission to trace process {pid}: pgdbg runs as root but without CAP_SYS_PTRACE (a container or a reduced capability set): give it that capability ({GRANT_PTRACE}; systemd: AmbientCapabilities=CAP_SYS_PTRACE) or run pgdbg as {owner} (uid {uid}), the user the server runs as",
-                uid = target.uid[0]
+                "no permission to trace process {pid}: pgdbg runs as root but without CAP_SYS_PTRACE (a container or a reduced capability set): give it that capability ({GRANT_PTRACE}; systemd: AmbientCapabilities=CAP_SYS_PTRACE) or run pgdbg as {owner}, the user the server runs as"
             ));
         }
         return Some(format!(
-            "no permission to trace process {pid}: it runs as {owner} (uid {uid}) and pgdbg as {} without CAP_SYS_PTRACE: run pgdbg as {owner} (sudo -u {owner} pgdbg attach {pid}; in a pod: securityContext.runAsUser: {uid}) or as root with CAP_SYS_PTRACE ({GRANT_PTRACE})",
-            name(me.uid[0]),
-            uid = target.uid[0]
+            "no permission to trace process {pid}: it runs as {owner} and pgdbg as {} without CAP_SYS_PTRACE: run pgdbg as the server's user (sudo -u {} pgdbg attach {pid}; in a pod: securityContext.runAsUser: {uid}) or as root with CAP_SYS_PTRACE ({GRANT_PTRACE})",
+            who(me.uid[0], name),
+            sudo_user(uid, name),
         ));
     }
     match yama {
@@ -216,11 +227,11 @@ mod tests {
         }
     }
 
-    fn name(u: u32) -> String {
+    fn name(u: u32) -> Option<String> {
         match u {
-            0 => "root".into(),
-            105 => "postgres".into(),
-            _ => format!("uid {u}"),
+            0 => Some("root".into()),
+            105 => Some("postgres".into()),
+            _ => None,
         }
     }
 
@@ -249,6 +260,16 @@ mod tests {
         );
         assert!(m.contains("securityContext.runAsUser: 105"), "{m}");
         assert!(m.contains("sudo -u postgres pgdbg attach 7"), "{m}");
+        // a user this machine has no name for (a container's): the number,
+        // as sudo takes it
+        let other = c(999, false);
+        let m = decide(7, &c(1000, false), &other, None, false, &name).unwrap();
+        assert!(m.contains("runs as uid 999 and pgdbg as uid 1000"), "{m}");
+        assert!(m.contains("sudo -u '#999' pgdbg attach 7"), "{m}");
+        assert!(m.contains("securityContext.runAsUser: 999"), "{m}");
+        let m = decide(7, &c(0, false), &other, None, false, &name).unwrap();
+        assert!(m.contains("or run pgdbg as uid 999, the user"), "{m}");
+        assert!(!m.contains("(uid 999)"), "{m}");
         // root without CAP_SYS_PTRACE
         let m = decide(7, &c(0, false), &pg, None, false, &name).unwrap();
         assert!(m.contains("without CAP_SYS_PTRACE"), "{m}");

@@ -192,6 +192,49 @@ fn sidecar_ps_attach_bt_cluster() {
     assert_untouched(&watches);
 }
 
+/// `plancache --count N` from the sidecar on backend `ns` (host PID
+/// `host`), captured in the sidecar's /tmp: `attached` gets pgdbg's
+/// process once it attached, then `workload` runs; pgdbg must end well and
+/// leave the backend untraced.  The N `plan_choice` events, each checked to
+/// name the backend by the sidecar's PID.
+fn plancache_from_sidecar(
+    sc: &Sidecar,
+    ns: i32,
+    host: i32,
+    n: usize,
+    attached: impl FnOnce(&Pgdbg),
+    workload: impl FnOnce(),
+) -> Vec<serde_json::Value> {
+    let capture = format!("/tmp/plancache-{ns}.jsonl");
+    let _ = std::fs::remove_file(sc.host_path(&capture));
+    let p = sc.spawn_attached(
+        &pgdbg_bin(),
+        &[
+            "attach",
+            &ns.to_string(),
+            "-q",
+            "--capture",
+            &capture,
+            "--ex",
+            &format!("plancache --count {n}"),
+            "--ex",
+            "detach",
+        ],
+        host,
+    );
+    attached(&p);
+    workload();
+    let (code, out, err) = p.wait(Duration::from_secs(120));
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    assert_eq!(tracer_pid(host), 0);
+    let ev = read_events(&sc.host_path(&capture), "plan_choice");
+    assert_eq!(ev.len(), n, "{out}\n{err}");
+    for e in &ev {
+        assert_eq!(e["pid"], ns, "the sidecar's PID: {e}");
+    }
+    ev
+}
+
 /// The function of each frame of a `bt` ("#N  FUNC (...)" or "#N  0x... in
 /// FUNC+OFF (...)"; a `[PID] ` prefix dropped).
 fn frames(out: &str) -> Vec<String> {
@@ -220,7 +263,6 @@ fn frames(out: &str) -> Vec<String> {
 fn sidecar_plancache_same_as_host() {
     let (ct, sc) = start();
     let watches = watch_decoys(&ct, &sc);
-    let bin = pgdbg_bin();
     ct.connect()
         .batch_execute(
             "create table ct_t as select g as id from generate_series(1, 20000) g; analyze ct_t;",
@@ -251,31 +293,7 @@ fn sidecar_plancache_same_as_host() {
     let mut c = ct.connect();
     let ns: i32 = c.query_one("select pg_backend_pid()", &[]).unwrap().get(0);
     let host = ct.host_pid(ns);
-    let _ = std::fs::remove_file(sc.host_path("/tmp/pc.jsonl"));
-    let p = sc.spawn_attached(
-        &bin,
-        &[
-            "attach",
-            &ns.to_string(),
-            "-q",
-            "--capture",
-            "/tmp/pc.jsonl",
-            "--ex",
-            "plancache --count 7",
-            "--ex",
-            "detach",
-        ],
-        host,
-    );
-    workload(&mut c);
-    let (code, out, err) = p.wait(Duration::from_secs(120));
-    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
-    assert_eq!(tracer_pid(host), 0);
-    let ev = read_events(&sc.host_path("/tmp/pc.jsonl"), "plan_choice");
-    assert_eq!(ev.len(), 7, "{out}\n{err}");
-    for e in &ev {
-        assert_eq!(e["pid"], ns, "the sidecar's PID: {e}");
-    }
+    let ev = plancache_from_sidecar(&sc, ns, host, 7, |_| {}, || workload(&mut c));
     let from_sidecar = decisions(&ev);
 
     let mut c2 = ct.connect();
@@ -552,48 +570,30 @@ fn sidecar_with_docker_capabilities_over_overlayfs() {
     let mut c = ct.connect();
     let ns: i32 = c.query_one("select pg_backend_pid()", &[]).unwrap().get(0);
     let host = ct.host_pid(ns);
-    let _ = std::fs::remove_file(sc.host_path("/tmp/dk.jsonl"));
-    let p = sc.spawn_attached(
-        &bin,
-        &[
-            "attach",
-            &ns.to_string(),
-            "-q",
-            "--capture",
-            "/tmp/dk.jsonl",
-            "--ex",
-            "plancache --count 6",
-            "--ex",
-            "detach",
-        ],
-        host,
-    );
     // the sidecar's pgdbg has the capabilities asked for, no more
-    let caps_of_pgdbg = capabilities(p.child.id() as i32);
-    const CAP_SYS_PTRACE: u32 = 19;
-    const CAP_SYS_ADMIN: u32 = 21;
-    const CAP_PERFMON: u32 = 38;
-    assert!(
-        caps_of_pgdbg & (1 << CAP_SYS_PTRACE) != 0,
-        "{caps_of_pgdbg:#x}"
-    );
-    for cap in [CAP_SYS_ADMIN, CAP_PERFMON] {
-        assert!(caps_of_pgdbg & (1 << cap) == 0, "{cap}: {caps_of_pgdbg:#x}");
-    }
-    c.batch_execute(
-        "create table dk_t as select g as id from generate_series(1, 1000) g; analyze dk_t;
-         prepare s(int) as select count(*) from dk_t where id < $1",
-    )
-    .unwrap();
-    for _ in 0..6 {
-        c.batch_execute("execute s(100)").unwrap();
-    }
-    let (code, out, err) = p.wait(Duration::from_secs(120));
-    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
-    assert_eq!(tracer_pid(host), 0);
-    let ev = read_events(&sc.host_path("/tmp/dk.jsonl"), "plan_choice");
-    assert_eq!(ev.len(), 6, "{out}\n{err}");
-    assert_eq!(ev[0]["pid"], ns, "the sidecar's PID: {}", ev[0]);
+    let has_caps = |p: &Pgdbg| {
+        let caps_of_pgdbg = capabilities(p.child.id() as i32);
+        const CAP_SYS_PTRACE: u32 = 19;
+        const CAP_SYS_ADMIN: u32 = 21;
+        const CAP_PERFMON: u32 = 38;
+        assert!(
+            caps_of_pgdbg & (1 << CAP_SYS_PTRACE) != 0,
+            "{caps_of_pgdbg:#x}"
+        );
+        for cap in [CAP_SYS_ADMIN, CAP_PERFMON] {
+            assert!(caps_of_pgdbg & (1 << cap) == 0, "{cap}: {caps_of_pgdbg:#x}");
+        }
+    };
+    let ev = plancache_from_sidecar(&sc, ns, host, 6, has_caps, || {
+        c.batch_execute(
+            "create table dk_t as select g as id from generate_series(1, 1000) g; analyze dk_t;
+             prepare s(int) as select count(*) from dk_t where id < $1",
+        )
+        .unwrap();
+        for _ in 0..6 {
+            c.batch_execute("execute s(100)").unwrap();
+        }
+    });
     assert!(
         ev[0]["reason"]
             .as_str()

@@ -346,17 +346,7 @@ fn docs_container_examples() {
     let leader = ct.host_pid(ns);
     let h =
         std::thread::spawn(move || c.batch_execute("select count(*) from ct_t where ct_slow(id)"));
-    wait_until("two parallel workers", Duration::from_secs(60), || {
-        container::children(ct.postmaster)
-            .iter()
-            .filter(|p| {
-                std::fs::read_to_string(format!("/proc/{p}/cmdline"))
-                    .unwrap_or_default()
-                    .contains(&format!("parallel worker for PID {ns}"))
-            })
-            .count()
-            == 2
-    });
+    container::wait_two_workers(&ct, ns);
     let args = args_of(
         &format!("pgdbg {}", r.command),
         &[("48213", &leader.to_string())],

@@ -117,6 +117,13 @@ pub fn parallel_query(
     let host = ct.host_pid(ns);
     let h =
         std::thread::spawn(move || c.batch_execute("select count(*) from ct_t where ct_slow(id)"));
+    wait_two_workers(ct, ns);
+    (ns, host, h)
+}
+
+/// Returns once two parallel workers of the leader whose PID in the
+/// container is `ns` run (their titles name it).
+pub fn wait_two_workers(ct: &Container, ns: i32) {
     crate::wait_until("two parallel workers", Duration::from_secs(60), || {
         children(ct.postmaster)
             .iter()
@@ -128,7 +135,6 @@ pub fn parallel_query(
             .count()
             == 2
     });
-    (ns, host, h)
 }
 
 /// `plan --progress` printed lines for both parallel workers.

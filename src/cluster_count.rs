@@ -96,7 +96,7 @@ fn locations(
         }
         for l in locs {
             let a = crate::perf::placement::entry_point(di, bias, f, l.addr, &[], false);
-            let (path, offset) = crate::perf::file_offset(postmaster, a).map_err(|e| match e {
+            let (file, offset) = crate::perf::file_offset(postmaster, a).map_err(|e| match e {
                 crate::perf::NoFile::Unmapped => format!(
                     "{f} at {a:#x} is in no file the postmaster maps (a library loaded later)"
                 ),
@@ -104,7 +104,7 @@ fn locations(
             })?;
             out.push(Location {
                 function: i,
-                path,
+                file,
                 offset,
             });
         }

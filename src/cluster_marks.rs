@@ -107,8 +107,8 @@ impl Service {
                 return Err(format!("no code for {f}"));
             }
             for a in copies {
-                let (_, path, offset) = mark_place(di, bias, postmaster, f, a)?;
-                let d = define_mark(&root, &path, offset, text)
+                let (_, file, offset) = mark_place(di, bias, postmaster, f, a)?;
+                let d = define_mark(&root, file.path(), offset, text)
                     .map_err(|e| crate::perf::tracefs::define_error(&root, &e))?;
                 kinds.push(Kind {
                     kind,

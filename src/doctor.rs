@@ -9,6 +9,7 @@
 //! failed, else 0.
 
 use crate::debuginfo::elf::{ElfImage, find_debug_file};
+use crate::inferior::mappedfile::{VerifiedFile, verified_mapped_file};
 use crate::inferior::{permission, procfs};
 use crate::postgres::cluster;
 use anyhow::{Result, bail};
@@ -288,21 +289,22 @@ fn debug_info_check(binary: &Path, named: &Path, version: Option<&str>) -> Check
 fn library_check(postmaster: i32, binary: &Path) -> Option<Check> {
     let prefix = binary.parent()?.parent()?.to_path_buf();
     // (the server's path, the path pgdbg opens or why it cannot)
-    let mut libs: Vec<(PathBuf, std::result::Result<PathBuf, String>)> = procfs::maps(postmaster)
-        .ok()?
-        .into_iter()
-        .filter_map(|m| {
-            let p = m.path?;
-            (p.starts_with(&prefix) && p.extension().is_some_and(|x| x == "so")).then(|| {
-                let at = procfs::verified_mapped_file(postmaster, &p, &m.dev, m.inode);
-                (p, at)
+    let mut libs: Vec<(PathBuf, std::result::Result<VerifiedFile, String>)> =
+        procfs::maps(postmaster)
+            .ok()?
+            .into_iter()
+            .filter_map(|m| {
+                let p = m.path?;
+                (p.starts_with(&prefix) && p.extension().is_some_and(|x| x == "so")).then(|| {
+                    let at = verified_mapped_file(postmaster, &p, &m.dev, m.inode);
+                    (p, at)
+                })
             })
-        })
-        .collect();
+            .collect();
     for d in ["lib/postgresql", "lib"] {
         let p = prefix.join(d).join("plpgsql.so");
-        let at = procfs::in_root_of(postmaster, &p);
-        if at.exists() {
+        // not mapped (not loaded yet): nothing to verify it against
+        if let Some(at) = VerifiedFile::open_unchecked(&procfs::in_root_of(postmaster, &p)) {
             libs.push((p, Ok(at)));
             break;
         }
@@ -329,7 +331,7 @@ fn library_check(postmaster: i32, binary: &Path) -> Option<Check> {
     }
     let bare: Vec<String> = libs
         .iter()
-        .filter(|(p, at)| !matches!(at.as_ref().map(|f| dwarf_of(f, p)), Ok(Ok(Some(_)))))
+        .filter(|(p, at)| !matches!(at.as_ref().map(|f| dwarf_of(f.path(), p)), Ok(Ok(Some(_)))))
         .filter_map(|(p, _)| name(p))
         .collect();
     Some(if bare.is_empty() {

@@ -349,13 +349,13 @@ pub fn count_perf(
                     "count: {why}"
                 ))));
             }
-            let (path, off) = crate::perf::file_offset(s.pid(), a).map_err(|e| {
+            let (file, off) = crate::perf::file_offset(s.pid(), a).map_err(|e| {
                 anyhow::Error::new(crate::perf::Refused(format!(
                     "count: {f} at {a:#x} {}",
                     e.said("the backend")
                 )))
             })?;
-            let c = crate::perf::UprobeCounter::open(&path, off, s.pid())
+            let c = crate::perf::UprobeCounter::open(file.path(), off, s.pid())
                 .map_err(|e| crate::perf::open_error("count: a kernel uprobe", s.pid(), e))?;
             counters.push((i, c));
         }

@@ -278,40 +278,65 @@ fn pgbench_connect_18() {
     pgbench_connect_per_transaction(18);
 }
 
-/// Where the kernel cannot be given a uprobe definition for the binary (an
-/// installation under a path with a blank, which `uprobe_events` cannot
-/// name), one line says why, without advice that does not apply, and each
-/// backend is attached by a worker instead (its uprobes opened by path,
-/// which the kernel takes): a new session's inserts counted exactly.
+/// An installation under a path with a blank, which `uprobe_events` cannot
+/// take as a path: pgdbg names the file by its open descriptor's `/proc`
+/// link instead, so the cluster is counted without attaching any backend:
+/// a new session's inserts counted exactly, the backend never traced.
 #[test]
-fn count_where_uprobe_events_cannot_name_the_binary_15() {
+fn count_installation_with_a_blank_15() {
     let install = install_with_blank(15);
-    let cl = Cluster::start_prefix(&install.prefix());
+    count_one_session(&Cluster::start_prefix(&install.prefix()), false);
+}
+
+/// Where the kernel cannot be given a uprobe definition (no tracefs: pgdbg
+/// where `/sys/kernel` is hidden, as in some containers), one line says
+/// why, without advice that does not apply, and each backend is attached
+/// by a worker instead (its uprobes opened as perf events, which need no
+/// tracefs): a new session's inserts counted exactly.
+#[test]
+fn count_where_uprobe_events_cannot_be_had_15() {
+    count_one_session(&Cluster::start(15), true);
+}
+
+/// `count heap_insert` across the cluster while one new session inserts 7
+/// rows; without tracefs when `no_tracefs`.
+fn count_one_session(cl: &Cluster, no_tracefs: bool) {
     let mut setup = cl.connect();
     setup.exec("create table blank_t (i int)");
     let out = temp("blank.out");
     let cap = temp("blank.jsonl");
-    let (p, banner, _rest) = start_cluster_script(
-        &cl,
-        "inherit-blank",
-        &["count heap_insert"],
-        &["--capture", cap.to_str().unwrap()],
-        &out,
-    );
-    for said in [
-        "pgdbg: count across the cluster without attaching is not possible here (cannot define a uprobe in ",
-        "a path with blanks cannot be named in uprobe_events",
-        "): each backend is attached instead",
-    ] {
-        assert!(banner.contains(said), "{said:?} not said:\n{banner}");
-    }
-    assert!(!banner.contains("run pgdbg as root"), "{banner}");
+    let p = if no_tracefs {
+        let (p, banner, _rest) = start_cluster_script_without_tracefs(
+            cl,
+            "inherit-blank",
+            &["count heap_insert"],
+            &["--capture", cap.to_str().unwrap()],
+            &out,
+        );
+        for said in [
+            "pgdbg: count across the cluster without attaching is not possible here (",
+            "tracefs is not mounted and /sys/kernel/tracing does not exist",
+            "): each backend is attached instead",
+        ] {
+            assert!(banner.contains(said), "{said:?} not said:\n{banner}");
+        }
+        assert!(!banner.contains("run pgdbg as root"), "{banner}");
+        p
+    } else {
+        // (says that the uprobes are inherited, and nothing of a fallback)
+        start(cl, "inherit-blank", "heap_insert", &out, &cap).0
+    };
     let mut c = cl.connect();
     let pid = c.pid();
-    wait_until("the new backend attached", Duration::from_secs(60), || {
-        tracer_pid(pid) != 0
-    });
+    if no_tracefs {
+        wait_until("the new backend attached", Duration::from_secs(60), || {
+            tracer_pid(pid) != 0
+        });
+    }
     c.exec("insert into blank_t select generate_series(1, 7)");
+    if !no_tracefs {
+        assert_eq!(tracer_pid(pid), 0, "counted without attaching");
+    }
     drop(c);
     wait_until("the backend ended", Duration::from_secs(30), || {
         proc_state(pid).is_empty()
@@ -325,7 +350,6 @@ fn count_where_uprobe_events_cannot_name_the_binary_15() {
     assert_eq!(calls, Some(7), "{text}");
     cl.assert_no_crash();
     drop(setup);
-    drop(cl);
     let _ = std::fs::remove_file(&out);
     let _ = std::fs::remove_file(&cap);
 }

@@ -604,6 +604,77 @@ fn sidecar_with_docker_capabilities_over_overlayfs() {
     assert_untouched(&watches);
 }
 
+/// A library replaced under the running server, as a package upgrade
+/// does (a new file renamed over the path): the backend still maps the
+/// old file, the path names another one with the same first page (a copy
+/// with a page appended).  From a sidecar with Docker's capabilities (no
+/// `/proc/PID/map_files`), pgdbg opens the path, finds another inode on
+/// the open file and reads nothing of it: it says so in one line, and the
+/// frames in plpgsql.so stay unnamed rather than named from another file.
+/// From the host as root it reads the mapped copy (`map_files`).
+#[test]
+fn library_replaced_under_the_server_is_not_read() {
+    let ct = Container::start_overlay(&pg_prefix(15), &["jit = off"]);
+    let mut caps = container::DOCKER_DEFAULT_CAPS.to_vec();
+    caps.push("sys_ptrace");
+    let sc = Sidecar::start(&ct, &pgdbg_bin()).with_only_capabilities(&caps);
+    let (ns, host, h) = busy_in_plpgsql(&ct);
+    let seen = PathBuf::from(format!("/proc/{host}/root"))
+        .join(ct.install.strip_prefix("/").unwrap())
+        .join("lib/postgresql/plpgsql.so");
+    let mut bytes = std::fs::read(&seen).unwrap();
+    let old_ino = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&seen).unwrap());
+    bytes.extend(std::iter::repeat_n(0u8, 4096));
+    let tmp = seen.with_extension("so.new");
+    std::fs::write(&tmp, &bytes).unwrap();
+    std::fs::rename(&tmp, &seen).unwrap();
+    let new_ino = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&seen).unwrap());
+    assert_ne!(old_ino, new_ino, "the rename made no new file");
+
+    let mut args = vec!["attach".to_string(), ns.to_string(), "-q".into()];
+    args.extend(ex(&["bt", "info sharedlibrary", "detach"]));
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, out, err) = sc.pgdbg(&pgdbg_bin(), &argv);
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    let said: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("not reading") && l.contains("plpgsql.so"))
+        .collect();
+    assert_eq!(said.len(), 1, "one line about plpgsql.so:\n{err}");
+    assert!(
+        said[0].contains("was replaced or removed after process")
+            && said[0].contains("CAP_SYS_ADMIN"),
+        "{}",
+        said[0]
+    );
+    let f = frames(&out);
+    assert!(f.iter().any(|x| x == "pg_sleep"), "{out}");
+    for named_from_plpgsql in ["exec_stmt_perform", "plpgsql_inline_handler"] {
+        assert!(
+            !f.iter().any(|x| x == named_from_plpgsql),
+            "{named_from_plpgsql} named from a file the backend does not map:\n{out}"
+        );
+    }
+    assert_eq!(tracer_pid(host), 0);
+
+    // from the host as root, the mapped copy itself is read (through
+    // map_files, checked by its inode): the frames are named
+    let host_s = host.to_string();
+    let mut args = vec!["attach", host_s.as_str(), "-q"];
+    let cmds = ex(&["bt", "detach"]);
+    args.extend(cmds.iter().map(String::as_str));
+    let (code, out, err) = pgdbg(&args);
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    assert!(!err.contains("not reading"), "{err}");
+    let f = frames(&out);
+    for want in ["exec_stmt_perform", "plpgsql_inline_handler"] {
+        assert!(f.iter().any(|x| x == want), "{want} missing:\n{out}\n{err}");
+    }
+    assert_eq!(tracer_pid(host), 0);
+    cancel(&ct, ns);
+    assert!(h.join().unwrap().is_err());
+}
+
 /// `None` when every executable mapping of `mapped_as` in process `pid`
 /// holds `file`'s bytes at the mapping's offset, else where it differs.
 fn code_differs(pid: i32, file: &std::path::Path, mapped_as: &std::path::Path) -> Option<String> {

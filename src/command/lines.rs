@@ -198,7 +198,9 @@ mod tests {
     #[test]
     fn a_check_error_shows_its_cause() {
         let exe = std::env::current_exe().expect("the test binary");
-        let di = DebugInfo::load_library(&exe, &exe).expect("its ELF symbols");
+        let di =
+            DebugInfo::load_library(crate::debuginfo::elf::ElfImage::open(&exe).unwrap(), &exe)
+                .expect("its ELF symbols");
         fn locate(_: &DebugInfo, spec: &str) -> Result<()> {
             Err(anyhow!("no such file").context(format!("cannot resolve {spec}")))
         }

@@ -28,9 +28,15 @@ impl ElfImage {
     pub fn open(path: &Path) -> Result<ElfImage> {
         let f =
             std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+        Self::open_file(&f, path)
+    }
+
+    /// The image of a file already open (a file checked to be the one a
+    /// process maps: `mappedfile::VerifiedFile`), known as `path`.
+    pub fn open_file(f: &std::fs::File, path: &Path) -> Result<ElfImage> {
         // SAFETY: the file is mapped read-only; a concurrent truncation of a
         // binary in use is not something we defend against.
-        let map = unsafe { memmap2::Mmap::map(&f) }
+        let map = unsafe { memmap2::Mmap::map(f) }
             .with_context(|| format!("cannot map {}", path.display()))?;
         let data: &'static [u8] = Box::leak(Box::new(map));
         let file = object::File::parse(data)
@@ -283,15 +289,20 @@ fn target_root() -> Option<PathBuf> {
 }
 
 /// The file mapped into the target as `path` (device `dev`, inode
-/// `inode`), as a path pgdbg may open (`procfs::verified_mapped_file`);
+/// `inode`), opened and checked (`mappedfile::verified_mapped_file`);
 /// None when it cannot be verified, said once per file: another file of
 /// the same name (a container's path on the host) is never read.
-pub fn verified_mapped(path: &Path, dev: &str, inode: u64) -> Option<PathBuf> {
+pub fn verified_mapped(
+    path: &Path,
+    dev: &str,
+    inode: u64,
+) -> Option<crate::inferior::mappedfile::VerifiedFile> {
     let Some((pid, _)) = target() else {
-        return Some(path.to_path_buf());
+        // no process named yet (a library user): the file as named
+        return crate::inferior::mappedfile::VerifiedFile::open_unchecked(path);
     };
-    match crate::inferior::procfs::verified_mapped_file(pid, path, dev, inode) {
-        Ok(p) => Some(p),
+    match crate::inferior::mappedfile::verified_mapped_file(pid, path, dev, inode) {
+        Ok(v) => Some(v),
         Err(why) => {
             static SAID: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
             let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
@@ -305,6 +316,13 @@ pub fn verified_mapped(path: &Path, dev: &str, inode: u64) -> Option<PathBuf> {
             None
         }
     }
+}
+
+/// The image of the file mapped into the target as `path`, read from
+/// the verified open file (None: not verified, or not ELF).
+pub fn verified_mapped_image(path: &Path, dev: &str, inode: u64) -> Option<ElfImage> {
+    let v = verified_mapped(path, dev, inode)?;
+    ElfImage::open_file(v.file(), v.origin()).ok()
 }
 
 /// `p`, a path as the target sees it, as pgdbg reaches it (inside the

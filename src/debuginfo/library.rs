@@ -86,12 +86,11 @@ fn in_server_installation(path: &Path) -> bool {
 
 impl DebugInfo {
     /// The debug info of the shared object mapped as `path` (its
-    /// FileKey's path, as the target sees it), read from `open` (the
-    /// same file as pgdbg reaches it, verified against the mapping:
-    /// `procfs::verified_mapped_file`).  Never fails for want of DWARF:
+    /// FileKey's path, as the target sees it), from `binary`, its image
+    /// (read from the file verified against the mapping:
+    /// `mappedfile::verified_mapped_file`).  Never fails for want of DWARF:
     /// then its ELF symbols and CFI are all there is.
-    pub fn load_library(open: &Path, path: &Path) -> Result<DebugInfo> {
-        let binary = ElfImage::open(open)?;
+    pub fn load_library(binary: ElfImage, path: &Path) -> Result<DebugInfo> {
         let build_id = binary.build_id().unwrap_or_default();
         let fetch = match server() {
             Some((_, f)) if in_server_installation(path) => f,

@@ -253,8 +253,7 @@ fn image_of(key: &FileKey) -> Option<&'static ModuleImage> {
     if let Some(v) = cache.get(key) {
         return *v;
     }
-    let open = super::elf::verified_mapped(&key.path, &key.dev, key.inode);
-    let img = open.and_then(|p| ElfImage::open(&p).ok()).map(|img| {
+    let img = super::elf::verified_mapped_image(&key.path, &key.dev, key.inode).map(|img| {
         let m: &'static ModuleImage = Box::leak(Box::new(ModuleImage {
             tables: UnwindTables::from_image(&img),
             symbols: img.symbols(),

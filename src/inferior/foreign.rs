@@ -109,12 +109,13 @@ fn file_bytes(pid: i32, addr: u64, len: usize, map_files: bool) -> Option<Vec<u8
                 && libc::minor(md.dev()) as u64 == minor
         })
     };
-    // Not procfs::verified_mapped_file, on purpose: what is checked here is
-    // the open handle itself (fstat), so a file renamed over the path
-    // between a check and the read (a package upgrade under a running
-    // backend) is never read, and no rule short of the device and inode
-    // (that resolver's overlayfs rule) is taken: a wrong file's 0xcc would
-    // make someone's int3 "original", written back later (SIGTRAP).
+    // Not mappedfile::verified_mapped_file, on purpose: like it, this
+    // checks the open handle itself (fstat), so a file renamed over the
+    // path (a package upgrade under a running backend) is never read; but
+    // no rule short of the device and inode (that resolver's overlayfs
+    // rule: inode number and first page) is taken here: a wrong file's
+    // 0xcc would make someone's int3 "original", written back later
+    // (SIGTRAP).
     // The mapping's own file (needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE)
     let own = match map_files {
         true => std::fs::File::open(format!("/proc/{pid}/map_files/{:x}-{:x}", m.start, m.end)),

@@ -22,6 +22,7 @@ pub mod guardian;
 mod hold;
 mod injected;
 pub mod jumpover;
+pub mod mappedfile;
 mod memory;
 pub mod newchild;
 pub mod outside;

@@ -297,79 +297,11 @@ pub fn in_root_of(pid: i32, path: &std::path::Path) -> PathBuf {
 }
 
 /// "fd:01" (as in /proc/PID/maps) as a `dev_t`.
-fn parse_dev(s: &str) -> Option<u64> {
+pub(crate) fn parse_dev(s: &str) -> Option<u64> {
     let (ma, mi) = s.split_once(':')?;
     let ma = u32::from_str_radix(ma, 16).ok()?;
     let mi = u32::from_str_radix(mi, 16).ok()?;
     Some(libc::makedev(ma, mi))
-}
-
-/// The file mapped at `path` in process `pid` (device `dev`, inode
-/// `inode` from /proc/PID/maps), as a path pgdbg may open: the path in the
-/// process's root when its device and inode are the mapping's, else the
-/// mapping itself (`/proc/PID/map_files/START-END`, readable with
-/// CAP_SYS_ADMIN).  Err: why no file could be verified (then pgdbg must
-/// not use any, lest it read another file of the same name).
-pub fn verified_mapped_file(
-    pid: i32,
-    path: &std::path::Path,
-    dev: &str,
-    inode: u64,
-) -> std::result::Result<PathBuf, String> {
-    let want = parse_dev(dev).map(|d| (d, inode));
-    let cand = in_root_of(pid, path);
-    let got = dev_ino(&cand);
-    if want.is_some() && got == want {
-        return Ok(cand);
-    }
-    let mapped = maps(pid).unwrap_or_default();
-    let mine = |m: &&Mapping| m.path.as_deref() == Some(path) && m.inode == inode && m.dev == dev;
-    if let Some(m) = mapped.iter().find(mine) {
-        let mf = PathBuf::from(format!("/proc/{pid}/map_files/{:x}-{:x}", m.start, m.end));
-        if std::fs::File::open(&mf).is_ok() {
-            return Ok(mf);
-        }
-    }
-    // overlayfs (a container's usual root) maps the layer's inode but
-    // stat(2) answers with the overlay's device: the same inode number
-    // and the same first page (ELF header, program headers, build-id
-    // note) as the mapping at file offset 0 still identify the file
-    if got.is_some_and(|(_, ino)| ino == inode)
-        && let Some(m) = mapped.iter().filter(mine).find(|m| m.offset == 0)
-        && first_page_matches(pid, m, &cand)
-    {
-        return Ok(cand);
-    }
-    Err(match got {
-        None => format!("{} is not there", cand.display()),
-        Some(_) => format!(
-            "{} is not the file mapped (another device or inode)",
-            cand.display()
-        ),
-    })
-}
-
-/// The file's first page equals the process's memory at mapping `m`
-/// (file offset 0, read-only: never relocated).
-fn first_page_matches(pid: i32, m: &Mapping, file: &std::path::Path) -> bool {
-    use std::io::Read;
-    use std::os::unix::fs::FileExt;
-    let len = (m.end - m.start).min(4096) as usize;
-    if m.perms.contains('w') || len == 0 {
-        return false;
-    }
-    let mut a = vec![0u8; len];
-    let mut b = vec![0u8; len];
-    let Ok(mut f) = std::fs::File::open(file) else {
-        return false;
-    };
-    if f.read_exact(&mut a).is_err() {
-        return false;
-    }
-    let Ok(mem) = std::fs::File::open(format!("/proc/{pid}/mem")) else {
-        return false;
-    };
-    mem.read_exact_at(&mut b, m.start).is_ok() && a == b
 }
 
 #[cfg(test)]

@@ -29,7 +29,6 @@ use super::{
 };
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::os::fd::AsRawFd;
-use std::path::PathBuf;
 
 const FLAG_INHERIT: u64 = 1 << 1;
 const FLAG_TASK: u64 = 1 << 13;
@@ -51,7 +50,8 @@ const PAGES: usize = 256;
 pub struct Location {
     /// The index of its function (in the caller's list).
     pub function: usize,
-    pub path: PathBuf,
+    /// The file, opened and checked to be the one mapped.
+    pub file: crate::inferior::mappedfile::VerifiedFile,
     pub offset: u64,
 }
 
@@ -181,7 +181,7 @@ impl ClusterCount {
         let (root, _) = super::tracefs::root()?;
         let mut defs = Vec::new();
         for l in locations {
-            let d = Definition::new(&root, &l.path, l.offset, "")
+            let d = Definition::new(&root, l.file.path(), l.offset, "")
                 .map_err(|e| super::tracefs::define_error(&root, &e))?;
             defs.push((l.function, d));
         }

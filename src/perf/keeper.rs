@@ -21,7 +21,8 @@
 //!
 //! One socket pair (`SOCK_SEQPACKET`) joins them; the keeper's end is its
 //! standard input.  Requests: open (`O`, the thread, the CPU, the attribute block,
-//! the uprobe's file) answered with the event's descriptor (`SCM_RIGHTS`)
+//! the uprobe's file, by path or by a descriptor sent with it) answered
+//! with the event's descriptor (`SCM_RIGHTS`)
 //! and an id, or an errno; close (`C`, the id) answered once closed.  When
 //! the socket closes (pgdbg ended or was killed) the keeper waits until
 //! pgdbg's exit is through (it is a zombie or gone: its own copies are
@@ -349,6 +350,13 @@ pub fn open_on(attr: &Attr, path: Option<&CStr>, tid: i32, cpu: i32) -> std::io:
         });
     }
     let path: &[u8] = path.map_or(&[], |p| p.to_bytes());
+    // a file pgdbg opened and verified (`mappedfile::VerifiedFile`): the
+    // keeper is sent the descriptor itself, which names that file however
+    // late the keeper reads the request (a number of pgdbg's may be
+    // another file's by then, and pgdbg's /proc may be closed to it)
+    let passed: Option<RawFd> = path
+        .strip_prefix(crate::inferior::mappedfile::FD_LINK.as_bytes())
+        .and_then(|n| std::str::from_utf8(n).ok()?.parse().ok());
     if path.len() > MAX_PATH {
         return Err(std::io::Error::from_raw_os_error(libc::ENAMETOOLONG));
     }
@@ -363,7 +371,7 @@ pub fn open_on(attr: &Attr, path: Option<&CStr>, tid: i32, cpu: i32) -> std::io:
         }));
     }
     if let Some(Ok(conn)) = guard.as_mut() {
-        match conn.open(attr, tid, cpu, path) {
+        match conn.open(attr, tid, cpu, path, passed) {
             Ok(Ok((fd, id))) => {
                 return Ok(PerfFd {
                     fd: Some(fd),
@@ -462,7 +470,16 @@ impl Conn {
     /// A keeper that does not answer within [`ANSWER_MS`] (stopped, or
     /// stuck in the kernel) is given up: pgdbg never hangs on it.
     fn request(&mut self, req: &[u8]) -> std::io::Result<(Vec<u8>, Option<OwnedFd>)> {
-        send(self.sock.as_raw_fd(), req, None)?;
+        self.request_passing(req, None)
+    }
+
+    /// [`Self::request`], sending descriptor `fd` with it.
+    fn request_passing(
+        &mut self,
+        req: &[u8],
+        fd: Option<RawFd>,
+    ) -> std::io::Result<(Vec<u8>, Option<OwnedFd>)> {
+        send(self.sock.as_raw_fd(), req, fd)?;
         let mut p = libc::pollfd {
             fd: self.sock.as_raw_fd(),
             events: libc::POLLIN,
@@ -501,6 +518,7 @@ impl Conn {
         tid: i32,
         cpu: i32,
         path: &[u8],
+        passed: Option<RawFd>,
     ) -> std::io::Result<std::io::Result<(OwnedFd, u64)>> {
         let mut req = Vec::with_capacity(9 + ATTR + path.len());
         req.push(b'O');
@@ -511,7 +529,7 @@ impl Conn {
             std::slice::from_raw_parts(attr as *const Attr as *const u8, ATTR)
         });
         req.extend_from_slice(path);
-        let (a, fd) = self.request(&req)?;
+        let (a, fd) = self.request_passing(&req, passed)?;
         match (a[0], fd) {
             (b'K', Some(fd)) if a.len() == 9 => {
                 Ok(Ok((fd, u64::from_le_bytes(a[1..9].try_into().unwrap()))))
@@ -637,7 +655,7 @@ pub fn main(args: &[String]) -> i32 {
     let mut held: HashMap<u64, OwnedFd> = HashMap::new();
     let mut next = 1u64;
     loop {
-        let Ok((req, _)) = recv(0) else { break };
+        let Ok((req, passed)) = recv(0) else { break };
         let answer = match req.first() {
             Some(b'O') if req.len() >= 9 + ATTR => {
                 let tid = i32::from_le_bytes(req[1..5].try_into().unwrap());
@@ -646,8 +664,17 @@ pub fn main(args: &[String]) -> i32 {
                 let mut attr: Attr =
                     unsafe { std::ptr::read_unaligned(req[9..].as_ptr() as *const Attr) };
                 // config1 of a uprobe: the path received (a pointer of
-                // pgdbg's means nothing here); a tracepoint has none
-                let path = std::ffi::CString::new(&req[9 + ATTR..]).ok();
+                // pgdbg's means nothing here), or the file sent with it
+                // (closed once the event is open); a tracepoint has none
+                let path = match &passed {
+                    Some(f) => std::ffi::CString::new(format!(
+                        "{}{}",
+                        crate::inferior::mappedfile::FD_LINK,
+                        f.as_raw_fd()
+                    ))
+                    .ok(),
+                    None => std::ffi::CString::new(&req[9 + ATTR..]).ok(),
+                };
                 attr.bp_addr = match path.as_ref().filter(|p| !p.as_bytes().is_empty()) {
                     Some(p) => p.as_ptr() as u64,
                     None => 0,

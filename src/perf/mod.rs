@@ -550,15 +550,19 @@ impl NoFile {
 /// offset of `addr` in it (what a uprobe is placed by). The kernel places
 /// a uprobe in the file a path opens: the path is the file as the process
 /// sees it (its root: containers) when its device and inode are the
-/// mapping's, else the mapping itself (procfs::verified_mapped_file).
-pub fn file_offset(pid: i32, addr: u64) -> Result<(std::path::PathBuf, u64), NoFile> {
+/// mapping's, else the mapping itself (mappedfile::verified_mapped_file):
+/// the file opened and checked, named for the kernel by its `/proc` fd link.
+pub fn file_offset(
+    pid: i32,
+    addr: u64,
+) -> Result<(crate::inferior::mappedfile::VerifiedFile, u64), NoFile> {
     let maps = crate::inferior::procfs::maps(pid).map_err(|_| NoFile::Unmapped)?;
     let m = maps
         .iter()
         .find(|m| addr >= m.start && addr < m.end)
         .ok_or(NoFile::Unmapped)?;
     let path = m.path.as_ref().ok_or(NoFile::Unmapped)?;
-    let file = crate::inferior::procfs::verified_mapped_file(pid, path, &m.dev, m.inode)
+    let file = crate::inferior::mappedfile::verified_mapped_file(pid, path, &m.dev, m.inode)
         .map_err(NoFile::Unverified)?;
     Ok((file, addr - m.start + m.offset))
 }

@@ -183,8 +183,8 @@ impl<'a> Symbolizer<'a> {
             .entry(m.path.clone())
             .or_insert_with(|| {
                 let k = &m.key;
-                crate::debuginfo::elf::verified_mapped(&k.path, &k.dev, k.inode)
-                    .and_then(|open| DebugInfo::load_library(&open, &k.path).ok())
+                crate::debuginfo::elf::verified_mapped_image(&k.path, &k.dev, k.inode)
+                    .and_then(|img| DebugInfo::load_library(img, &k.path).ok())
                     .filter(|d| d.has_dwarf())
                     .map(std::rc::Rc::new)
             })

@@ -83,12 +83,10 @@ impl Maps {
             {
                 Some(c) => c.file.clone(),
                 None => {
-                    let Some(f) = crate::debuginfo::elf::verified_mapped(p, &m.dev, m.inode)
-                        .and_then(|v| std::fs::File::open(v).ok())
-                    else {
+                    let Some(v) = crate::debuginfo::elf::verified_mapped(p, &m.dev, m.inode) else {
                         continue;
                     };
-                    std::sync::Arc::new(f)
+                    v.shared_file()
                 }
             };
             code.push(Code {

@@ -17,7 +17,6 @@ use crate::arch::regs::Gpr;
 use crate::inferior::Registers;
 use anyhow::{Result, anyhow};
 use std::os::fd::AsRawFd;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -44,7 +43,8 @@ pub fn pmu() -> std::io::Result<(u32, u32)> {
 /// function's entry).
 #[derive(Debug, Clone)]
 pub struct Probe {
-    pub path: PathBuf,
+    /// The file, opened and checked to be the one mapped.
+    pub file: crate::inferior::mappedfile::VerifiedFile,
     pub offset: u64,
     pub ret: bool,
 }
@@ -155,8 +155,8 @@ impl<T: Send + 'static> Sampler<T> {
         let mut ids: Vec<(u64, usize)> = Vec::new();
         for (i, p) in probes.iter().enumerate() {
             use std::os::unix::ffi::OsStrExt;
-            let cpath = std::ffi::CString::new(p.path.as_os_str().as_bytes())
-                .map_err(|_| anyhow!("bad path {}", p.path.display()))?;
+            let cpath = std::ffi::CString::new(p.file.path().as_os_str().as_bytes())
+                .map_err(|_| anyhow!("bad path {}", p.file.origin().display()))?;
             let a = attr(kind, ret_bit, p, mask);
             let fd = match &ring {
                 None => {

@@ -52,7 +52,8 @@ pub struct WordWatch {
 /// and a C string read from the process as soon as the record arrives.
 #[derive(Debug, Clone)]
 pub struct MarkSpec {
-    pub path: std::path::PathBuf,
+    /// The file, opened and checked to be the one mapped.
+    pub file: crate::inferior::mappedfile::VerifiedFile,
     pub offset: u64,
     pub kind: u8,
     pub text: TextFrom,
@@ -166,13 +167,13 @@ impl StartError {
 /// it after the event).
 fn open_mark(spec: &MarkSpec, tid: i32) -> std::io::Result<(Event, Option<Definition>)> {
     if let Some(root) = &spec.tracefs {
-        let def = define_mark(root, &spec.path, spec.offset, spec.text)?;
+        let def = define_mark(root, spec.file.path(), spec.offset, spec.text)?;
         let ev = def.open(tid, spec.wakeup, 256)?;
         return Ok((ev, Some(def)));
     }
     let kind = super::uprobe::pmu_type()?;
     use std::os::unix::ffi::OsStrExt;
-    let cpath = std::ffi::CString::new(spec.path.as_os_str().as_bytes())
+    let cpath = std::ffi::CString::new(spec.file.path().as_os_str().as_bytes())
         .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
     let mut attr = Attr::sampling(kind, 0, 0).wakeup(spec.wakeup);
     attr.sample_regs_user = MARK_REGS;

@@ -84,10 +84,10 @@ fn probes_for(
         let (addrs, inl) = entries(s, f)?;
         inlined.push(inl);
         for a in addrs {
-            let (path, offset) = at(a, f)?;
+            let (file, offset) = at(a, f)?;
             for ret in [false, true] {
                 probes.push(Probe {
-                    path: path.clone(),
+                    file: file.clone(),
                     offset,
                     ret,
                 });
@@ -104,9 +104,9 @@ fn probes_for(
             continue;
         };
         for a in addrs {
-            let (path, offset) = at(a, f)?;
+            let (file, offset) = at(a, f)?;
             probes.push(Probe {
-                path,
+                file,
                 offset,
                 ret: false,
             });

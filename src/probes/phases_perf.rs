@@ -115,18 +115,18 @@ pub fn count_by_phase_perf(
         }
     }
     for (a, site) in by_addr {
-        let (path, offset) = crate::perf::file_offset(s.pid(), a)
+        let (file, offset) = crate::perf::file_offset(s.pid(), a)
             .map_err(|e| anyhow!("count --perf: {a:#x} {}", e.said("the backend")))?;
         if site.phase.is_some() {
             probes.push(Probe {
-                path: path.clone(),
+                file: file.clone(),
                 offset,
                 ret: true,
             });
             roles.push(Role::PhaseReturn);
         }
         probes.push(Probe {
-            path,
+            file,
             offset,
             ret: false,
         });

@@ -101,10 +101,10 @@ pub fn trace_perf(
     }
     let mut probes = Vec::new();
     for a in &addrs {
-        let (path, offset) = crate::perf::file_offset(s.pid(), *a)
+        let (file, offset) = crate::perf::file_offset(s.pid(), *a)
             .map_err(|e| anyhow!("{function} at {a:#x} {}", e.said("the backend")))?;
         probes.push(Probe {
-            path,
+            file,
             offset,
             ret: false,
         });

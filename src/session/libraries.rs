@@ -55,8 +55,8 @@ impl Library {
             .get_or_init(|| {
                 // the mapped file itself, never another of the same name
                 let k = &self.key;
-                let open = crate::debuginfo::elf::verified_mapped(&k.path, &k.dev, k.inode)?;
-                DebugInfo::load_library(&open, &k.path).ok().map(Rc::new)
+                let img = crate::debuginfo::elf::verified_mapped_image(&k.path, &k.dev, k.inode)?;
+                DebugInfo::load_library(img, &k.path).ok().map(Rc::new)
             })
             .clone()
     }

@@ -81,6 +81,19 @@ pub fn psql_c(cl: &Cluster, sqls: &[&str]) -> Command {
 /// `cl`, the script the `lines` (a file named after `name`), its standard
 /// output to `out`.
 pub fn spawn_cluster(cl: &Cluster, name: &str, lines: &[&str], more: &[&str], out: &Path) -> Pgdbg {
+    spawn_cluster_in(&[], cl, name, lines, more, out)
+}
+
+/// [`spawn_cluster`] run by the command `wrapper` (which execs its
+/// arguments: pgdbg keeps the wrapper's PID).
+fn spawn_cluster_in(
+    wrapper: &[&str],
+    cl: &Cluster,
+    name: &str,
+    lines: &[&str],
+    more: &[&str],
+    out: &Path,
+) -> Pgdbg {
     let script = write_script(name, lines);
     let mut args = vec![
         "attach",
@@ -92,7 +105,7 @@ pub fn spawn_cluster(cl: &Cluster, name: &str, lines: &[&str], more: &[&str], ou
         "600s",
     ];
     args.extend(more);
-    Pgdbg::spawn_to_file(&args, out)
+    Pgdbg::spawn_to_file_in(wrapper, &args, out)
 }
 
 /// [`spawn_cluster`], then its standard error up to the line that says the
@@ -106,7 +119,40 @@ pub fn start_cluster_script(
     more: &[&str],
     out: &Path,
 ) -> (Pgdbg, String, std::thread::JoinHandle<String>) {
-    let mut p = spawn_cluster(cl, name, lines, more, out);
+    start_cluster_script_in(&[], cl, name, lines, more, out)
+}
+
+/// [`start_cluster_script`] with pgdbg in a mount namespace of its own
+/// where `/sys/kernel` is an empty read-only tmpfs: no tracefs can be
+/// found or mounted (as in a container that hides `/sys/kernel`), while
+/// the uprobe perf events (`/sys/bus/event_source`) stay.
+pub fn start_cluster_script_without_tracefs(
+    cl: &Cluster,
+    name: &str,
+    lines: &[&str],
+    more: &[&str],
+    out: &Path,
+) -> (Pgdbg, String, std::thread::JoinHandle<String>) {
+    let wrapper = [
+        "unshare",
+        "--mount",
+        "--",
+        "sh",
+        "-c",
+        "mount -t tmpfs -o ro,size=4k none /sys/kernel && exec \"$0\" \"$@\"",
+    ];
+    start_cluster_script_in(&wrapper, cl, name, lines, more, out)
+}
+
+fn start_cluster_script_in(
+    wrapper: &[&str],
+    cl: &Cluster,
+    name: &str,
+    lines: &[&str],
+    more: &[&str],
+    out: &Path,
+) -> (Pgdbg, String, std::thread::JoinHandle<String>) {
+    let mut p = spawn_cluster_in(wrapper, cl, name, lines, more, out);
     let mut err = stderr_reader(&mut p);
     let banner = read_until(&mut err, "running the script", Duration::from_secs(60));
     let rest = std::thread::spawn(move || {
@@ -122,7 +168,8 @@ pub fn start_cluster_script(
 }
 
 /// A copy of PostgreSQL `major`'s installation in a directory whose name
-/// has a blank (a path the kernel's `uprobe_events` cannot name), removed
+/// has a blank (a path the kernel's `uprobe_events` cannot take as text:
+/// pgdbg names the file by its open descriptor instead), removed
 /// when the returned guard is dropped.
 pub fn install_with_blank(major: u32) -> BlankInstall {
     let dir = std::env::temp_dir().join(format!("pgdbg blank {}-{major}", std::process::id()));
@@ -655,6 +702,26 @@ impl Pgdbg {
     /// pgdbg with stdout going to a file (for long outputs).
     pub fn spawn_to_file(args: &[&str], stdout: &Path) -> Pgdbg {
         Pgdbg::spawn_to_file_env(args, stdout, &[])
+    }
+
+    /// `spawn_to_file` run by the command `wrapper`, which execs pgdbg
+    /// (given as its next argument; none: pgdbg itself).
+    pub fn spawn_to_file_in(wrapper: &[&str], args: &[&str], stdout: &Path) -> Pgdbg {
+        let Some((first, rest)) = wrapper.split_first() else {
+            return Pgdbg::spawn_to_file(args, stdout);
+        };
+        let f = std::fs::File::create(stdout).unwrap();
+        let child = Command::new(first)
+            .args(rest)
+            .arg(pgdbg_bin())
+            .args(args)
+            .env_remove("DEBUGINFOD_URLS")
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(f))
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn pgdbg");
+        Pgdbg { child }
     }
 
     /// `spawn_to_file` with these environment variables set.

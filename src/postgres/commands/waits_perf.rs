@@ -64,7 +64,7 @@ fn statement_marks(s: &dyn Backend, tracefs: Option<&std::path::Path>) -> Result
     let mut marks = Vec::new();
     for &(f, kind, text) in probed {
         for a in s.function_addrs(f) {
-            let (a, path, offset) = mark_place(s.di(), s.bias(), s.pid(), f, a).map_err(|why| {
+            let (a, file, offset) = mark_place(s.di(), s.bias(), s.pid(), f, a).map_err(|why| {
                 anyhow::Error::new(crate::perf::Refused(format!("waits trace: {why}")))
             })?;
             if let Some(why) = crate::postgres::backend::uprobe_conflict(s, a, f) {
@@ -73,7 +73,7 @@ fn statement_marks(s: &dyn Backend, tracefs: Option<&std::path::Path>) -> Result
                 ))));
             }
             marks.push(MarkSpec {
-                path,
+                file,
                 offset,
                 kind,
                 text,
@@ -104,7 +104,7 @@ pub(crate) fn mark_place(
     pid: i32,
     f: &str,
     a: u64,
-) -> Result<(u64, std::path::PathBuf, u64), String> {
+) -> Result<(u64, crate::inferior::mappedfile::VerifiedFile, u64), String> {
     let a = crate::perf::placement::entry_point(
         di,
         bias,
@@ -113,9 +113,9 @@ pub(crate) fn mark_place(
         &[Register::RDI, Register::RSI, Register::RDX],
         true,
     );
-    let (path, offset) = crate::perf::file_offset(pid, a)
+    let (file, offset) = crate::perf::file_offset(pid, a)
         .map_err(|e| format!("{f} at {a:#x} {}", e.said("the backend")))?;
-    Ok((a, path, offset))
+    Ok((a, file, offset))
 }
 
 /// Every store into the wait-event word comes from the perf event and every
@@ -199,8 +199,8 @@ pub fn waits_trace_perf(
     let start = |marks: &[MarkSpec]| WordWatch::start(pid, pid, word, stacks > 0, bias, marks);
     let watch = match start(&marks) {
         Err(StartError::Mark(e)) if marks.iter().any(|m| m.tracefs.is_some()) => {
-            // a tracefs uprobe refused (lockdown, a path uprobe_events cannot
-            // name): the texts are read by pgdbg instead
+            // a tracefs uprobe refused (lockdown, a kernel without fetch
+            // arguments): the texts are read by pgdbg instead
             how =
                 format!("; statement texts read by pgdbg as they arrive (a tracefs uprobe: {e:#})");
             gone = GONE;

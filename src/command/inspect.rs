@@ -283,7 +283,8 @@ pub static INFO_TYPES: Entry = Entry {
            the regular expression (all of them without one), by name, as 'LINE:<TAB>struct \
            Plan;' or 'LINE:<TAB>typedef struct nameData NameData;' (a base type without a line). \
            A struct and a typedef of one name in one file are listed once (the one declared \
-           first). Reads the debug info only (every unit: a second or two).",
+           first). Each type is under the file that declares it (gdb 13 also repeats a few \
+           under some units' own files). Reads the debug info only.",
     examples: &["info types ^Plan$", "info types Bitmapset"],
     parse: |rest| symbols_regex_arg(rest).map(|_| Invocation::command(&INFO_TYPES, rest)),
     needs: Needs::Nothing,

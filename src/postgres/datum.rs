@@ -167,7 +167,8 @@ pub fn varlena_note(read: Read<'_>, addr: u64, max: usize) -> String {
 /// How much of a text or name `::text` shows.
 const MAX_TEXT: usize = 65536;
 
-/// `datum` (a Datum's bits) as SQL's `::text` shows a value of type `ty`.
+/// `datum` (a Datum's bits) as SQL's `::text` shows a value of type `ty`
+/// (a text's or name's control characters escaped: `\n`, `\x1b`).
 pub fn format_datum(
     ts: &dyn TypeSource,
     read: Read<'_>,
@@ -211,7 +212,7 @@ pub fn format_datum(
                 .ok_or_else(|| anyhow!("no NameData in the debug info"))?;
             let s = crate::postgres::backend::read_cstr_with(read, p, len)
                 .map_err(|e| anyhow!("cannot read a name at {p:#x}: {e:#}"))?;
-            String::from_utf8_lossy(&s).into_owned()
+            crate::shown::shown(&String::from_utf8_lossy(&s)).into_owned()
         }
         SqlType::Text => {
             let p = by_ref("text")?;
@@ -219,7 +220,7 @@ pub fn format_datum(
                 .map_err(|e| anyhow!("cannot read a text at {p:#x}: {e:#}"))?
             {
                 Varlena::Inline { len, data, .. } => {
-                    let mut s = String::from_utf8_lossy(&data).into_owned();
+                    let mut s = crate::shown::shown(&String::from_utf8_lossy(&data)).into_owned();
                     if len > data.len() {
                         s.push_str("...");
                     }

@@ -43,8 +43,8 @@ impl Session {
     }
 
     pub fn print(&mut self, expr: &str, radix: Radix) -> Result<String> {
-        let (expr, sql) = crate::postgres::datum::split_cast(expr)?;
-        let v = self.eval_expr(expr)?;
+        let (datum_expr, sql) = crate::postgres::datum::split_cast(expr)?;
+        let v = self.eval_expr(datum_expr)?;
         let text = match sql {
             Some(ty) => {
                 if radix != Radix::Natural {
@@ -54,7 +54,11 @@ impl Session {
             }
             None => self.print_text(&v, radix),
         };
-        let json = to_json(self, &v);
+        // a Datum shown as SQL's TYPE: the capture has that text
+        let json = match sql {
+            Some(_) => serde_json::Value::String(text.clone()),
+            None => to_json(self, &v),
+        };
         self.history.borrow_mut().push(v);
         let n = self.history.borrow().len();
         self.emit(Event::Print {

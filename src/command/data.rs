@@ -36,7 +36,7 @@ pub static ENTRIES: &[&Entry] = &[
 pub static PRINT: Entry = Entry {
     name: "print",
     aliases: &["p", "inspect"],
-    usage: "print[/x|/d|/u|/o|/t|/c] EXPR",
+    usage: "print[/x|/d|/u|/o|/t|/c] EXPR | print DATUM::TYPE",
     summary: "evaluate a C expression at the current stop",
     help: "EXPR is C over the backend's memory and DWARF types: locals and parameters of the \
            selected frame, globals, enumerators (SysCache[RELOID], node->type == T_SeqScan), ->, \
@@ -46,7 +46,15 @@ pub static PRINT: Entry = Entry {
            artificial array: N objects from EXPR's address (p *list->elements@list->length, \
            p arr[0]@4). A pointer to a PostgreSQL node (Node *, Plan *, List *...) is followed \
            by the NodeTag it points to, its dynamic type: (Plan *) 0x55d0c0a0 [T_SeqScan] \
-           (pprint shows the tree).\n\n\
+           (pprint shows the tree). A text * (any varlena: bytea *, VarChar *...) is followed by \
+           its characters when it is inline and not compressed (else by what it is: compressed, \
+           TOAST pointer); a NameData prints as its string.\n\n\
+           EXPR::TYPE reads the Datum EXPR is as SQL's TYPE and prints it as SELECT v::text \
+           does, from memory only (nothing runs in the backend): int2, int4, int8, bool, float4, \
+           float8, oid, name, text, numeric, timestamp, timestamptz, date (and SQL's aliases: \
+           integer, bigint, real...). name, text and numeric are pointers to their value (a \
+           compressed or TOASTed text is refused, not guessed); dates and timestamps are in \
+           DateStyle ISO, a timestamptz in UTC (+00) whatever the session's TimeZone.\n\n\
            In a script, EXPR is type-checked before attaching (inside a commands block, in the \
            breakpoint's function).",
     examples: &[
@@ -54,10 +62,15 @@ pub static PRINT: Entry = Entry {
         "p/x MyProc->pid",
         "p MyProc->fpRelId[0]@4",
         "p *activeSearchPath->elements@activeSearchPath->length",
+        "p fcinfo->args[0].value::numeric",
+        "p slot->tts_values[2]::timestamptz",
     ],
     parse: |rest| parse_print(rest).map(|_| Invocation::command(&PRINT, rest)),
     needs: Needs::Memory,
-    check: |ctx, cmd| ctx.typecheck(&parse_print(run_args("print", cmd)?)?.1),
+    check: |ctx, cmd| {
+        let (_, expr) = parse_print(run_args("print", cmd)?)?;
+        ctx.typecheck(crate::postgres::datum::split_cast(&expr)?.0)
+    },
     run: Some(|h, rest| {
         let (radix, expr) = parse_print(rest)?;
         Ok(Outcome::shows(h.print(&expr, radix)?))
@@ -83,6 +96,9 @@ pub fn parse_print(rest: &str) -> Result<(Radix, String)> {
         };
         if expr.is_empty() {
             bail!("print needs an expression, e.g. print plansource->generic_cost");
+        }
+        if crate::postgres::datum::split_cast(expr)?.1.is_some() && radix != Radix::Natural {
+            bail!("print: a format (/x ...) and '::TYPE' do not go together");
         }
         Ok((radix, expr.to_string()))
     }

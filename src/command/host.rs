@@ -125,6 +125,8 @@ pub trait Host: Backend {
     fn info_line(&self, spec: &str) -> Result<String>;
     /// `info functions|variables [REGEX]`
     fn info_symbols(&self, kind: SymbolKind, regex: Option<&str>) -> Result<String>;
+    /// `info types [REGEX]`
+    fn info_types(&self, regex: Option<&str>) -> Result<String>;
     /// `list [LOCATION | FIRST,LAST | -]`
     fn list(&mut self, spec: Option<&str>) -> Result<String>;
     /// `directory [DIR]`

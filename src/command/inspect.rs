@@ -14,6 +14,7 @@ pub static ENTRIES: &[&Entry] = &[
     &INFO_LINE,
     &INFO_FUNCTIONS,
     &INFO_VARIABLES,
+    &INFO_TYPES,
     &DISASSEMBLE,
 ];
 
@@ -270,6 +271,27 @@ pub static INFO_VARIABLES: Entry = Entry {
         Ok(Outcome::shows(
             h.info_symbols(SymbolKind::Variables, regex.as_deref())?,
         ))
+    }),
+};
+
+pub static INFO_TYPES: Entry = Entry {
+    name: "info types",
+    aliases: &[],
+    usage: "info types [REGEX]",
+    summary: "types (structs, unions, enums, typedefs) matching REGEX, by file",
+    help: "Lists, as gdb does, under 'File NAME:' each type defined there whose name matches \
+           the regular expression (all of them without one), by name, as 'LINE:<TAB>struct \
+           Plan;' or 'LINE:<TAB>typedef struct nameData NameData;' (a base type without a line). \
+           A struct and a typedef of one name in one file are listed once (the one declared \
+           first). Each type is under the file that declares it (gdb 13 also repeats a few \
+           under some units' own files). Reads the debug info only.",
+    examples: &["info types ^Plan$", "info types Bitmapset"],
+    parse: |rest| symbols_regex_arg(rest).map(|_| Invocation::command(&INFO_TYPES, rest)),
+    needs: Needs::Nothing,
+    check: |_, cmd| run_args("info types", cmd).map(|_| ()),
+    run: Some(|h, rest| {
+        let regex = symbols_regex_arg(rest)?;
+        Ok(Outcome::shows(h.info_types(regex.as_deref())?))
     }),
 };
 

@@ -17,6 +17,7 @@ pub mod pack;
 mod plt;
 mod scopes;
 mod symbols;
+mod typedecls;
 pub mod types;
 pub mod unwind;
 pub mod wordstores;
@@ -31,6 +32,7 @@ use std::path::Path;
 use std::rc::Rc;
 use std::sync::Arc;
 pub use symbols::{is_clone_of, is_entry_clone_of, symbol_at};
+pub use typedecls::{TypeDecl, TypeDeclKind};
 use types::{Type, TypeRef, TypeSource};
 
 pub type R = gimli::EndianSlice<'static, gimli::LittleEndian>;

@@ -208,6 +208,8 @@ pub fn type_name(ts: &dyn TypeSource, t: &TypeRef) -> String {
     let (base, suffix) = name_parts(ts, t, 0);
     if suffix.is_empty() {
         base
+    } else if base.ends_with('*') {
+        format!("{base}{suffix}")
     } else {
         format!("{base} {suffix}")
     }
@@ -262,11 +264,16 @@ fn name_parts(ts: &dyn TypeSource, t: &TypeRef, depth: u32) -> (String, String) 
             params,
             variadic,
         } => {
-            let (b, s) = match ret {
-                Some(t) => name_parts(ts, t, depth + 1),
-                None => ("void".into(), String::new()),
+            // the return type whole (`List *`), then the parameters: a
+            // pointer to it is gdb's `List *(*)(PlannerInfo *, ...)`
+            let b = match ret {
+                Some(t) => {
+                    let (b, s) = name_parts(ts, t, depth + 1);
+                    if s.is_empty() { b } else { format!("{b} {s}") }
+                }
+                None => "void".into(),
             };
-            (b, format!("{s}{}", parameter_list(ts, params, *variadic)))
+            (b, parameter_list(ts, params, *variadic))
         }
     }
 }

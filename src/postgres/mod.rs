@@ -165,6 +165,7 @@ pub mod backend;
 pub mod call;
 pub mod cluster;
 pub mod commands;
+pub mod datum;
 pub mod explain;
 pub mod nodes;
 pub mod outcome;

@@ -7,8 +7,12 @@ impl Session {
     /// EXPR in the selected frame as `print` shows it, not kept in the
     /// value history.
     pub fn value_text(&mut self, expr: &str, radix: Radix) -> Result<String> {
+        let (expr, sql) = crate::postgres::datum::split_cast(expr)?;
         let v = self.eval_expr(expr)?;
-        Ok(format_value(self, &v, radix))
+        match sql {
+            Some(ty) => self.datum_text(&v, ty),
+            None => Ok(format_value(self, &v, radix)),
+        }
     }
 
     /// One display's line: "N: EXPR = VALUE" (a memory display: "N: x/i

@@ -167,6 +167,9 @@ impl Host for Session {
     fn info_symbols(&self, kind: SymbolKind, regex: Option<&str>) -> Result<String> {
         Session::info_symbols(self, kind, regex)
     }
+    fn info_types(&self, regex: Option<&str>) -> Result<String> {
+        Session::info_types(self, regex)
+    }
     fn list(&mut self, spec: Option<&str>) -> Result<String> {
         Session::list(self, spec)
     }

@@ -97,3 +97,76 @@ impl Session {
         Ok(out)
     }
 }
+
+impl Session {
+    /// `info types [REGEX]`: gdb's list, by file (sorted by name), each
+    /// type once per file and name: `LINE:\tstruct Plan;`, `LINE:\ttypedef
+    /// struct nameData NameData;`, a base type as `\tchar` with no line.
+    pub fn info_types(&self, regex: Option<&str>) -> Result<String> {
+        use crate::debuginfo::TypeDeclKind as K;
+        let re = match regex {
+            Some(r) => Some(crate::command::symbol_regex(r)?),
+            None => None,
+        };
+        if self.di.pack.is_some() {
+            bail!("info types needs the binary's DWARF; this one has a layout pack only");
+        }
+        let decls = self
+            .di
+            .type_decls(&|n: &str| re.as_ref().is_none_or(|re| re.is_match(n)))?;
+        // file -> name -> (line, declaration): gdb keeps one symbol per
+        // file and name (a struct and its typedef of one name: the one
+        // declared first)
+        let mut files: BTreeMap<String, BTreeMap<String, (u32, String)>> = BTreeMap::new();
+        for d in decls {
+            let text = match d.kind {
+                K::Struct => format!("struct {};", d.name),
+                K::Union => format!("union {};", d.name),
+                K::Enum => format!("enum {};", d.name),
+                K::Base => d.name.clone(),
+                K::Typedef => {
+                    let target = {
+                        // gdb names the target with its own typedefs resolved
+                        // (`typedef unsigned long Datum;`), not inside it
+                        let mut t = self.di.die_type(d.die);
+                        for _ in 0..16 {
+                            match t.as_ref().map(|r| self.resolve(r)).as_deref() {
+                                Some(crate::debuginfo::types::Type::Typedef { target, .. }) => {
+                                    t = target.clone()
+                                }
+                                _ => break,
+                            }
+                        }
+                        match t {
+                            Some(t) => crate::debuginfo::types::type_name(self, &t),
+                            None => "void".into(),
+                        }
+                    };
+                    format!("typedef {target} {};", d.name)
+                }
+            };
+            let names = files.entry(d.file).or_default();
+            match names.get(&d.name) {
+                Some((l, _)) if *l <= d.line => {}
+                _ => {
+                    names.insert(d.name, (d.line, text));
+                }
+            }
+        }
+        let mut out = match regex {
+            Some(r) => format!("All types matching regular expression \"{r}\":"),
+            None => "All defined types:".to_string(),
+        };
+        for (file, names) in files {
+            out.push_str(&format!("\n\nFile {file}:"));
+            for (_, (line, text)) in names {
+                if line == 0 {
+                    out.push_str(&format!("\n\t{text}"));
+                } else {
+                    out.push_str(&format!("\n{line}:\t{text}"));
+                }
+            }
+        }
+        Ok(out)
+    }
+}

@@ -43,16 +43,22 @@ impl Session {
     }
 
     pub fn print(&mut self, expr: &str, radix: Radix) -> Result<String> {
-        let v = self.eval_expr(expr)?;
-        let mut text = format_value(self, &v, radix);
-        // a pointer to a PostgreSQL node: its tag, the node's dynamic type
-        if radix == Radix::Natural
-            && let Ok(p) = crate::expr::eval::scalar(self, &v)
-            && let Some(tag) = crate::postgres::nodes::dynamic_tag(self, &v.ty, p.as_i64() as u64)
-        {
-            text.push_str(&format!(" [{tag}]"));
-        }
-        let json = to_json(self, &v);
+        let (datum_expr, sql) = crate::postgres::datum::split_cast(expr)?;
+        let v = self.eval_expr(datum_expr)?;
+        let text = match sql {
+            Some(ty) => {
+                if radix != Radix::Natural {
+                    bail!("print: a format (/x ...) and '::TYPE' do not go together");
+                }
+                self.datum_text(&v, ty)?
+            }
+            None => self.print_text(&v, radix),
+        };
+        // a Datum shown as SQL's TYPE: the capture has that text
+        let json = match sql {
+            Some(_) => serde_json::Value::String(text.clone()),
+            None => to_json(self, &v),
+        };
         self.history.borrow_mut().push(v);
         let n = self.history.borrow().len();
         self.emit(Event::Print {
@@ -61,6 +67,79 @@ impl Session {
             value: json,
         });
         Ok(format!("${n} = {text}"))
+    }
+
+    /// A value as `print` shows it: gdb's text, with PostgreSQL's
+    /// knowledge added: a pointer to a node followed by its tag, a `text *`
+    /// (any varlena) by its characters, a NameData as its string.
+    fn print_text(&self, v: &Value, radix: Radix) -> String {
+        use crate::debuginfo::types::{Type, strip};
+        let mut text = format_value(self, v, radix);
+        if radix != Radix::Natural {
+            return text;
+        }
+        let t = strip(self, &v.ty);
+        let struct_name = |t: &Type| match t {
+            Type::Struct {
+                name: Some(n),
+                declaration: false,
+                ..
+            } => Some(n.clone()),
+            _ => None,
+        };
+        let read = |a: u64, b: &mut [u8]| self.read_mem(a, b);
+        match &*t {
+            Type::Struct { .. } if struct_name(&t).as_deref() == Some("nameData") => {
+                if let Ok(b) = crate::expr::eval::bytes_of(self, v) {
+                    let s = b.split(|&c| c == 0).next().unwrap_or(&[]);
+                    return crate::expr::format::quote(s);
+                }
+            }
+            Type::Pointer {
+                target: Some(target),
+            } => {
+                let p = crate::expr::eval::scalar(self, v).map(|s| s.as_i64() as u64);
+                if let Ok(p) = p {
+                    if p != 0 && struct_name(&strip(self, target)).as_deref() == Some("varlena") {
+                        let note = crate::postgres::datum::varlena_note(
+                            &read,
+                            p,
+                            crate::expr::format::PRINT_ELEMENTS,
+                        );
+                        text.push(' ');
+                        text.push_str(&note);
+                    } else if let Some(tag) = crate::postgres::nodes::dynamic_tag(self, &v.ty, p) {
+                        // a pointer to a PostgreSQL node: its tag, the node's dynamic type
+                        text.push_str(&format!(" [{tag}]"));
+                    }
+                }
+            }
+            _ => {}
+        }
+        text
+    }
+
+    /// `print EXPR::TYPE`: the Datum EXPR is, as SQL shows a TYPE.
+    pub(crate) fn datum_text(
+        &self,
+        v: &Value,
+        ty: crate::postgres::datum::SqlType,
+    ) -> Result<String> {
+        use crate::debuginfo::types::{Type, strip, type_name};
+        let t = strip(self, &v.ty);
+        let datum = match (&*t, &v.loc) {
+            // a struct or array in memory (a NameData, a varlena): its address
+            (Type::Struct { .. } | Type::Array { .. }, crate::expr::eval::ValLoc::Memory(a)) => *a,
+            _ => match crate::expr::eval::scalar(self, v)? {
+                crate::expr::eval::Scalar::F(_) => bail!(
+                    "'::' takes a Datum, not a floating-point {}",
+                    type_name(self, &v.ty)
+                ),
+                s => s.as_i64() as u64,
+            },
+        };
+        let read = |a: u64, b: &mut [u8]| self.read_mem(a, b);
+        crate::postgres::datum::format_datum(self, &read, ty, datum)
     }
 
     pub fn info_vars(&mut self, params: bool) -> Result<String> {

@@ -32,7 +32,7 @@ pub static DISPLAY: Entry = Entry {
     parse: |rest| parse_display(rest).map(|_| Invocation::command(&DISPLAY, rest)),
     needs: Needs::Memory,
     check: |ctx, cmd| match parse_display(run_args("display", cmd)?)? {
-        Some(a) => ctx.typecheck(&a.expr),
+        Some(a) => ctx.typecheck(crate::postgres::datum::split_cast(&a.expr)?.0),
         None => Ok(()),
     },
     run: Some(display),

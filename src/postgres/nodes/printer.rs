@@ -411,27 +411,15 @@ impl Printer<'_> {
             }
         };
         let body = match len {
-            -1 => match self.read_bytes(p, 4) {
-                Err(_) => "<cannot read>".to_string(),
-                // a 1-byte header: short inline (0x01 alone: a TOAST pointer)
-                Ok(h) if h[0] & 1 == 1 && h[0] != 1 => {
-                    let n = (h[0] >> 1) as usize;
-                    let data = self
-                        .read_bytes(p + 1, n.saturating_sub(1).min(max))
-                        .unwrap_or_default();
-                    shown(&data, n.saturating_sub(1))
+            -1 => {
+                use crate::postgres::datum::{Varlena, read_varlena};
+                match read_varlena(self.mem, p, max) {
+                    Err(_) => "<cannot read>".to_string(),
+                    Ok(Varlena::Inline { len, data, .. }) => shown(&data, len),
+                    Ok(Varlena::External) => "(TOAST pointer)".to_string(),
+                    Ok(Varlena::Compressed { .. }) => "(compressed)".to_string(),
                 }
-                Ok(h) if h[0] == 1 => "(TOAST pointer)".to_string(),
-                // a 4-byte header: 00 plain, 10 compressed
-                Ok(h) if h[0] & 3 == 0 => {
-                    let n = (u32::from_le_bytes([h[0], h[1], h[2], h[3]]) >> 2) as usize;
-                    let data = self
-                        .read_bytes(p + 4, n.saturating_sub(4).min(max))
-                        .unwrap_or_default();
-                    shown(&data, n.saturating_sub(4))
-                }
-                Ok(_) => "(compressed)".to_string(),
-            },
+            }
             -2 => match self.read_cstr(p, max) {
                 Ok(s) => shown(&s, s.len()),
                 Err(_) => "<cannot read>".to_string(),

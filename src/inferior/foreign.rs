@@ -129,7 +129,7 @@ fn file_bytes(pid: i32, addr: u64, len: usize, map_files: bool) -> Option<Vec<u8
                 .join(path.strip_prefix("/").unwrap_or(path));
             [rooted, path.clone()]
                 .into_iter()
-                .filter_map(|p| std::fs::File::open(p).ok())
+                .filter_map(|p| super::mappedfile::open_regular(&p))
                 .find(same_inode)?
         }
     };

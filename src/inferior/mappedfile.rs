@@ -24,16 +24,24 @@ const OVERLAYFS_SUPER_MAGIC: i64 = 0x794c_7630;
 /// What [`VerifiedFile::path`] starts with, before the descriptor.
 pub const FD_LINK: &str = "/proc/self/fd/";
 
-/// `path` opened for reading if it is a regular file: never blocking (a
-/// FIFO renamed over a library's path), never a terminal made ours.
-fn open_regular(path: &Path) -> Option<File> {
+/// `path` opened for reading if it is a regular file: found first without
+/// opening it (`O_PATH`), so a FIFO or a device renamed over a library's
+/// path is neither waited on nor opened; then that very file opened.
+pub(crate) fn open_regular(path: &Path) -> Option<File> {
     use std::os::unix::fs::OpenOptionsExt;
-    let f = std::fs::OpenOptions::new()
+    let found = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .custom_flags(libc::O_PATH)
         .open(path)
         .ok()?;
-    f.metadata().ok()?.is_file().then_some(f)
+    if !found.metadata().ok()?.is_file() {
+        return None;
+    }
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOCTTY)
+        .open(format!("{FD_LINK}{}", found.as_raw_fd()))
+        .ok()
 }
 
 /// The files verified in this process, by (process, path, device, inode):

@@ -354,9 +354,16 @@ pub fn open_on(attr: &Attr, path: Option<&CStr>, tid: i32, cpu: i32) -> std::io:
     // keeper is sent the descriptor itself, which names that file however
     // late the keeper reads the request (a number of pgdbg's may be
     // another file's by then, and pgdbg's /proc may be closed to it)
-    let passed: Option<RawFd> = path
-        .strip_prefix(crate::inferior::mappedfile::FD_LINK.as_bytes())
-        .and_then(|n| std::str::from_utf8(n).ok()?.parse().ok());
+    let passed: Option<RawFd> =
+        match path.strip_prefix(crate::inferior::mappedfile::FD_LINK.as_bytes()) {
+            Some(n) => Some(
+                std::str::from_utf8(n)
+                    .ok()
+                    .and_then(|n| n.parse().ok())
+                    .ok_or_else(|| std::io::Error::from_raw_os_error(libc::EBADF))?,
+            ),
+            None => None,
+        };
     if path.len() > MAX_PATH {
         return Err(std::io::Error::from_raw_os_error(libc::ENAMETOOLONG));
     }
@@ -666,6 +673,8 @@ pub fn main(args: &[String]) -> i32 {
                 // config1 of a uprobe: the path received (a pointer of
                 // pgdbg's means nothing here), or the file sent with it
                 // (closed once the event is open); a tracepoint has none
+                let named = &req[9 + ATTR..];
+                let fd_link = crate::inferior::mappedfile::FD_LINK.as_bytes();
                 let path = match &passed {
                     Some(f) => std::ffi::CString::new(format!(
                         "{}{}",
@@ -673,7 +682,18 @@ pub fn main(args: &[String]) -> i32 {
                         f.as_raw_fd()
                     ))
                     .ok(),
-                    None => std::ffi::CString::new(&req[9 + ATTR..]).ok(),
+                    // a file pgdbg meant to send that did not come (the
+                    // kernel dropped it: this process at its limit of
+                    // descriptors): its number here is another file
+                    None if named.starts_with(fd_link) => {
+                        let mut a = vec![b'E'];
+                        a.extend_from_slice(&libc::EBADF.to_le_bytes());
+                        if send(0, &a, None).is_err() {
+                            break;
+                        }
+                        continue;
+                    }
+                    None => std::ffi::CString::new(named).ok(),
                 };
                 attr.bp_addr = match path.as_ref().filter(|p| !p.as_bytes().is_empty()) {
                     Some(p) => p.as_ptr() as u64,

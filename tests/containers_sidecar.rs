@@ -604,6 +604,82 @@ fn sidecar_with_docker_capabilities_over_overlayfs() {
     assert_untouched(&watches);
 }
 
+/// A non-root operator's case (CloudNativePG and the Zalando and Crunchy
+/// operators run PostgreSQL as a non-root uid; `kubectl debug` with that
+/// `runAsUser`): pgdbg in the sidecar as the server's own user, with no
+/// capability at all.  `bt` through plpgsql.so, a breakpoint in it hit and
+/// removed, and `plancache` (its recorder written into the backend) work
+/// as for root; the code is the file's afterwards.  (This kernel has no
+/// Yama: its `ptrace_scope` 1, which would need CAP_SYS_PTRACE here, is
+/// not tested.)
+#[test]
+fn sidecar_as_the_servers_own_user() {
+    let (ct, sc) = start();
+    let sc = sc.as_servers_user();
+    let watches = watch_decoys(&ct, &sc);
+    let (ns, host, h) = busy_in_plpgsql(&ct);
+    let mut args = vec!["attach".to_string(), ns.to_string(), "-q".into()];
+    args.extend(ex(&[
+        "bt",
+        "break plpgsql:exec_stmt_perform",
+        "continue",
+        "delete",
+        "detach",
+    ]));
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, out, err) = sc.pgdbg(&pgdbg_bin(), &argv);
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    let f = frames(&out);
+    for want in ["pg_sleep", "exec_stmt_perform", "plpgsql_inline_handler"] {
+        assert!(f.iter().any(|x| x == want), "{want} missing:\n{out}\n{err}");
+    }
+    assert!(
+        out.contains("Breakpoint 1, exec_stmt_perform ("),
+        "stdout:\n{out}\nstderr:\n{err}"
+    );
+    assert_eq!(tracer_pid(host), 0);
+    let plpgsql_file = pg_prefix(15).join("lib/postgresql/plpgsql.so");
+    let mapped_as = ct.install.join("lib/postgresql/plpgsql.so");
+    assert_eq!(code_differs(host, &plpgsql_file, &mapped_as), None);
+    cancel(&ct, ns);
+    assert!(h.join().unwrap().is_err());
+
+    let mut c = ct.connect();
+    let ns: i32 = c.query_one("select pg_backend_pid()", &[]).unwrap().get(0);
+    let host = ct.host_pid(ns);
+    // pgdbg runs as the server's uid, with no capability
+    let server_uid = uid_of(host);
+    let as_server = |p: &Pgdbg| {
+        let pid = pgdbg_under(p.child.id() as i32);
+        assert_eq!(uid_of(pid), server_uid);
+        assert_ne!(server_uid, 0);
+        assert_eq!(capabilities(p.child.id() as i32), 0);
+    };
+    plancache_from_sidecar(&sc, ns, host, 6, as_server, || {
+        c.batch_execute(
+            "create table nr_t as select g as id from generate_series(1, 1000) g; analyze nr_t;
+             prepare s(int) as select count(*) from nr_t where id < $1",
+        )
+        .unwrap();
+        for _ in 0..6 {
+            c.batch_execute("execute s(100)").unwrap();
+        }
+    });
+    assert_untouched(&watches);
+}
+
+/// The real uid of process `pid`.
+fn uid_of(pid: i32) -> u32 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
 /// A library replaced under the running server, as a package upgrade
 /// does (a new file renamed over the path): the backend still maps the
 /// old file, the path names another one with the same first page (a copy
@@ -710,18 +786,26 @@ fn code_differs(pid: i32, file: &std::path::Path, mapped_as: &std::path::Path) -
 }
 
 /// The effective capabilities (`CapEff`) of the process named pgdbg among
-/// the descendants of `pid` (the sidecar's command: nsenter, unshare, sh,
-/// setpriv, each exec'ing or forking the next).
+/// the descendants of `pid`.
 fn capabilities(pid: i32) -> u64 {
+    let p = pgdbg_under(pid);
+    let status = std::fs::read_to_string(format!("/proc/{p}/status")).unwrap_or_default();
+    let eff = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .unwrap_or_else(|| panic!("no CapEff:\n{status}"));
+    u64::from_str_radix(eff.trim(), 16).unwrap()
+}
+
+/// The process named pgdbg among the descendants of `pid` (the
+/// sidecar's command: nsenter, unshare, sh, setpriv, each exec'ing or
+/// forking the next).
+fn pgdbg_under(pid: i32) -> i32 {
     let mut todo = vec![pid];
     while let Some(p) = todo.pop() {
         let status = std::fs::read_to_string(format!("/proc/{p}/status")).unwrap_or_default();
         if status.lines().next() == Some("Name:\tpgdbg") {
-            let eff = status
-                .lines()
-                .find_map(|l| l.strip_prefix("CapEff:"))
-                .unwrap_or_else(|| panic!("no CapEff:\n{status}"));
-            return u64::from_str_radix(eff.trim(), 16).unwrap();
+            return p;
         }
         todo.extend(container::children(p));
     }

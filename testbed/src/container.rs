@@ -483,6 +483,9 @@ pub struct Sidecar {
     /// The only capabilities pgdbg keeps (`setpriv --bounding-set`), or
     /// all of root's; see [`Sidecar::with_only_capabilities`].
     caps: Option<String>,
+    /// The user and group pgdbg runs as (`setpriv --reuid --regid`), or
+    /// root; see [`Sidecar::as_user`].
+    user: Option<(u32, u32)>,
 }
 
 /// Docker's default capabilities of a container's root (moby's
@@ -574,14 +577,25 @@ impl Sidecar {
             libs,
             sysfs: true,
             caps: None,
+            user: None,
         }
     }
 
-    /// The same sidecar whose pgdbg keeps only `caps` (after the mounts
-    /// that make the sidecar, which need root's): `docker run --cap-add
-    /// SYS_PTRACE` is `DOCKER_DEFAULT_CAPS` and `sys_ptrace`.  `setpriv`
-    /// and its libraries are mounted into the sidecar for that.
-    pub fn with_only_capabilities(mut self, caps: &[&str]) -> Sidecar {
+    /// The same sidecar whose pgdbg runs as the server's own user (a
+    /// non-root uid, as operators such as CloudNativePG run PostgreSQL;
+    /// `kubectl debug` with that `runAsUser`): no capabilities at all.
+    pub fn as_servers_user(mut self) -> Sidecar {
+        let id = |flag: &str| -> u32 {
+            let out = Command::new("id").args([flag, USER]).output().unwrap();
+            String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+        };
+        self = self.with_setpriv();
+        self.user = Some((id("-u"), id("-g")));
+        self
+    }
+
+    /// setpriv and its libraries, mounted into the sidecar when it runs.
+    fn with_setpriv(mut self) -> Sidecar {
         let setpriv = PathBuf::from("/usr/bin/setpriv");
         std::fs::write(self.root.join("pgdbg/setpriv"), "").unwrap();
         for l in linked_libraries(&setpriv) {
@@ -591,6 +605,15 @@ impl Sidecar {
             std::fs::write(self.root.join("pgdbg/lib").join(l.file_name().unwrap()), "").unwrap();
             self.libs.push(l);
         }
+        self
+    }
+
+    /// The same sidecar whose pgdbg keeps only `caps` (after the mounts
+    /// that make the sidecar, which need root's): `docker run --cap-add
+    /// SYS_PTRACE` is `DOCKER_DEFAULT_CAPS` and `sys_ptrace`.  `setpriv`
+    /// and its libraries are mounted into the sidecar for that.
+    pub fn with_only_capabilities(mut self, caps: &[&str]) -> Sidecar {
+        self = self.with_setpriv();
         let list: Vec<String> = caps.iter().map(|c| format!("+{c}")).collect();
         self.caps = Some(format!("-all,{}", list.join(",")));
         self
@@ -624,15 +647,20 @@ impl Sidecar {
         if self.sysfs {
             script.push_str(&format!("mount -t sysfs -o ro sysfs {r}/sys\n"));
         }
-        let setpriv = match &self.caps {
-            Some(set) => {
-                script.push_str(&format!(
-                    "mount --bind /usr/bin/setpriv {r}/pgdbg/setpriv\n"
-                ));
-                format!("/pgdbg/setpriv --bounding-set={set} --inh-caps=-all ")
+        let mut setpriv = String::new();
+        if self.caps.is_some() || self.user.is_some() {
+            script.push_str(&format!(
+                "mount --bind /usr/bin/setpriv {r}/pgdbg/setpriv\n"
+            ));
+            setpriv.push_str("/pgdbg/setpriv ");
+            if let Some(set) = &self.caps {
+                setpriv.push_str(&format!("--bounding-set={set} "));
             }
-            None => String::new(),
-        };
+            if let Some((u, g)) = self.user {
+                setpriv.push_str(&format!("--reuid={u} --regid={g} --clear-groups "));
+            }
+            setpriv.push_str("--inh-caps=-all ");
+        }
         // /proc of the PID namespace this shell was forked into (the
         // server's), then the sidecar's root; the old root is unmounted
         // with its own umount (its libraries found there, by the loader

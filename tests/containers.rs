@@ -284,6 +284,111 @@ fn stripped_server_layout_pack_checked_with_container_pid() {
     assert_eq!(print_values(&out), vec![ns.to_string()], "{out}");
 }
 
+/// A library whose DWARF was compressed by dwz (as Debian's and Fedora's
+/// debug packages are) names its supplementary file by an absolute path
+/// (`.gnu_debugaltlink`) that exists only inside the container; the host
+/// has another file at that path.  From the host, at a breakpoint in
+/// plpgsql.so (an inlined copy whose parameters' DIEs refer into the
+/// supplementary file), the parameters are shown and `ptype` of one names
+/// its struct, and the host's file is not opened.  Without the
+/// container's file (the host's refused by its build-id), the parameters
+/// are missing and one line says which file is.  (Types are not read from
+/// the supplementary file: a member whose type dwz moved there is shown
+/// with a placeholder that says so.)
+#[test]
+fn dwz_supplementary_file_read_inside_the_container() {
+    let me = std::process::id();
+    let copy = std::path::PathBuf::from(format!("/tmp/pgdbg-ct-dwz-{me}"));
+    let _ = std::fs::remove_dir_all(&copy);
+    let run = |c: &mut std::process::Command| {
+        let o = c.output().unwrap();
+        assert!(
+            o.status.success(),
+            "{c:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    run(std::process::Command::new("cp")
+        .arg("-a")
+        .arg(pg_prefix(15))
+        .arg(&copy));
+    let alt = format!("/tmp/pgdbg-dwz-alt-{me}.debug");
+    let common = copy.join("common.debug");
+    let plpgsql = copy.join("lib/postgresql/plpgsql.so");
+    // (dwz leaves the server's binary as it is: "not beneficial")
+    let _ = std::process::Command::new("dwz")
+        .arg("-m")
+        .arg(&common)
+        .args(["-M", &alt])
+        .arg(&plpgsql)
+        .arg(copy.join("bin/postgres"))
+        .output()
+        .expect("dwz (apt-get install dwz)");
+    let link = run(std::process::Command::new("readelf")
+        .args(["-p", ".gnu_debugaltlink"])
+        .arg(&plpgsql));
+    assert!(
+        link.contains(&alt),
+        "plpgsql.so has no altlink to {alt}:\n{link}"
+    );
+    run(std::process::Command::new("chmod")
+        .args(["-R", "a+rX"])
+        .arg(&copy));
+    // the host's file at the container's path: another file
+    std::fs::write(&alt, "not the container's supplementary file\n").unwrap();
+
+    let ct = Container::start(&copy, SETTINGS);
+    let (ns, host, h) = busy_in_plpgsql(&ct);
+    let ptype = |ok: bool| {
+        let (code, out, err) = pgdbg(&[
+            "attach",
+            &host.to_string(),
+            "-q",
+            "--ex",
+            "break plpgsql:exec_stmt_perform",
+            "--ex",
+            "continue",
+            "--ex",
+            "ptype estate",
+            "--ex",
+            "delete",
+            "--ex",
+            "detach",
+        ]);
+        assert_eq!(code == 0, ok, "stdout:\n{out}\nstderr:\n{err}");
+        assert_eq!(tracer_pid(host), 0);
+        out + &err
+    };
+    // (without it, plpgsql's own DIEs that refer into it are incomplete:
+    // the inlined function's parameters are not there)
+    // (the host's file is tried then, and refused: not the build-id named)
+    let without = ptype(false);
+    std::fs::copy(&common, ct.root.join(alt.trim_start_matches('/'))).unwrap();
+    let decoy = Watch::new(std::path::Path::new(&alt));
+    let with = ptype(true);
+    cancel(&ct, ns);
+    assert!(h.join().unwrap().is_err());
+    assert!(!decoy.touched(), "the host's {alt} was opened");
+    drop(ct);
+    let _ = std::fs::remove_dir_all(&copy);
+    let _ = std::fs::remove_file(&alt);
+    // the inlined function's parameters (their DIEs refer into the
+    // supplementary file) and the struct behind one
+    assert!(with.contains("exec_stmt_perform (stmt=0x"), "{with}");
+    assert!(!without.contains("exec_stmt_perform (stmt="), "{without}");
+    assert!(with.contains("    ReturnSetInfo *rsi;"), "{with}");
+    // a member whose type dwz moved into that file is shown, said so (its
+    // type is not read from there)
+    assert!(
+        with.contains("    <a type of the dwz supplementary file> retval;"),
+        "{with}"
+    );
+    let missing = format!("refers to a dwz supplementary file, {alt}, found nowhere");
+    assert!(without.contains(&missing), "{without}");
+    assert!(!with.contains("found nowhere"), "{with}");
+}
+
 /// docs/containers.md's commands from the host, as written (the
 /// document's PIDs and data directory replaced by the container's, the
 /// `--for` shortened): each succeeds and shows what its comment says, and

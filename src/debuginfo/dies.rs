@@ -56,8 +56,7 @@ impl DebugInfo {
     pub fn die_type(&self, off: u64) -> Option<TypeRef> {
         self.follow_origin(off, |u, e| {
             e.attr_value(dw::DW_AT_type)
-                .and_then(|v| global_ref(u, v))
-                .map(TypeRef::Die)
+                .and_then(|v| super::index::type_ref(u, v))
         })
     }
 

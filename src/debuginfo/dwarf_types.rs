@@ -1,6 +1,6 @@
 //! C types read from DWARF DIEs, and `DebugInfo` as a `TypeSource`.
 use super::*;
-use index::global_ref;
+use index::{global_ref, type_ref};
 use types::{Encoding, Member};
 
 impl DebugInfo {
@@ -20,10 +20,7 @@ impl DebugInfo {
             .attr_value(dw::DW_AT_byte_size)
             .and_then(|v| v.udata_value())
             .unwrap_or(0);
-        let target = e
-            .attr_value(dw::DW_AT_type)
-            .and_then(|v| global_ref(u, v))
-            .map(TypeRef::Die);
+        let target = e.attr_value(dw::DW_AT_type).and_then(|v| type_ref(u, v));
         let ty = match e.tag() {
             dw::DW_TAG_base_type => {
                 let enc = match e.attr_value(dw::DW_AT_encoding) {
@@ -90,8 +87,8 @@ impl DebugInfo {
                     let mname = c
                         .attr_value(dw::DW_AT_name)
                         .and_then(|v| self.attr_str(u, v));
-                    let mty = match c.attr_value(dw::DW_AT_type).and_then(|v| global_ref(u, v)) {
-                        Some(t) => TypeRef::Die(t),
+                    let mty = match c.attr_value(dw::DW_AT_type).and_then(|v| type_ref(u, v)) {
+                        Some(t) => t,
                         None => continue,
                     };
                     let off = match c.attr_value(dw::DW_AT_data_member_location) {
@@ -213,8 +210,8 @@ impl DebugInfo {
             let c = child.entry();
             match c.tag() {
                 dw::DW_TAG_formal_parameter => {
-                    if let Some(t) = c.attr_value(dw::DW_AT_type).and_then(|v| global_ref(u, v)) {
-                        params.push(TypeRef::Die(t));
+                    if let Some(t) = c.attr_value(dw::DW_AT_type).and_then(|v| type_ref(u, v)) {
+                        params.push(t);
                     }
                 }
                 dw::DW_TAG_unspecified_parameters => variadic = true,
@@ -249,8 +246,7 @@ impl DebugInfo {
             }
             let ret = e
                 .attr_value(dw::DW_AT_type)
-                .and_then(|v| global_ref(&unit, v))
-                .map(TypeRef::Die);
+                .and_then(|v| type_ref(&unit, v));
             let (params, variadic) = self.parameters(&unit, &e, root.children()).ok()?;
             return Some(TypeRef::Synth(Rc::new(Type::Function {
                 ret,

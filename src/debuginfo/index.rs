@@ -337,6 +337,21 @@ fn scan_units(
     Ok(raw)
 }
 
+/// The type a DW_AT_type value names: a DIE of this file, or (dwz's
+/// DW_FORM_GNU_ref_alt, a DIE of the supplementary file, which pgdbg does
+/// not read types from) a placeholder that says so, never "no type".
+pub fn type_ref(unit: &gimli::Unit<R>, v: AttributeValue<R>) -> Option<super::types::TypeRef> {
+    use super::types::{Encoding, Type, TypeRef};
+    if let AttributeValue::DebugInfoRefSup(_) = v {
+        return Some(TypeRef::Synth(std::rc::Rc::new(Type::Base {
+            name: "<a type of the dwz supplementary file>".into(),
+            size: 0,
+            enc: Encoding::Signed,
+        })));
+    }
+    global_ref(unit, v).map(TypeRef::Die)
+}
+
 pub fn global_ref(unit: &gimli::Unit<R>, v: AttributeValue<R>) -> Option<u64> {
     match v {
         AttributeValue::UnitRef(o) => o.to_debug_info_offset(&unit.header).map(|x| x.0 as u64),

@@ -271,6 +271,7 @@ impl DebugInfo {
                 gimli::LittleEndian,
             ))
         })?;
+        let mut sup_loaded = false;
         if let Some((alt, alt_id)) = dimg.debugaltlink() {
             // dwz supplementary file: an absolute path in the target's root
             // first (a container's), then pgdbg's, as the debug roots are
@@ -298,6 +299,16 @@ impl DebugInfo {
                 .or_else(|| {
                     debuginfod::find(&alt_id, &cands[cands.len() - 1], fetch).map(|f| f.image)
                 });
+            sup_loaded = sup.is_some();
+            if sup.is_none() {
+                crate::runtime::sink().warn(format_args!(
+                    "pgdbg: the DWARF of {} refers to a dwz supplementary file, {alt}, found \
+                     nowhere (not in the process's root, not on this machine, not from \
+                     debuginfod): what it holds (shared types, inlined functions' parameters) \
+                     is missing",
+                    dimg.path.display()
+                ));
+            }
             if let Some(sup) = sup {
                 let sup: &'static ElfImage = Box::leak(Box::new(sup));
                 dwarf.load_sup(|id| -> Result<R> {
@@ -310,7 +321,8 @@ impl DebugInfo {
         }
         let symbols = binary.symbols();
         let main_unwind = unwind::UnwindTables::from_image(&binary);
-        let (index, from_cache, index_note) = match Index::load_cached(&build_id) {
+        let key = index_key(&build_id, dimg, sup_loaded);
+        let (index, from_cache, index_note) = match Index::load_cached(&key) {
             Ok(i) => (i, true, None),
             Err(miss) => {
                 let syms = &symbols;
@@ -325,7 +337,7 @@ impl DebugInfo {
                     }
                     starts[0]
                 };
-                let idx = Index::build(&dwarf, &build_id, &entry_of)?;
+                let idx = Index::build(&dwarf, &key, &entry_of)?;
                 idx.store_cached();
                 (idx, false, miss.note())
             }
@@ -440,4 +452,21 @@ impl DebugInfo {
     pub fn pack_guc_enum(&self, guc: &str) -> Option<Vec<(String, i64)>> {
         self.pack.as_ref()?.guc_enums.get(guc).cloned()
     }
+}
+
+/// The key of a DWARF index in the cache: the build-id, and the sizes of
+/// the DWARF read (dwz and other rewriters change the debug sections and
+/// keep the build-id: an index of another layout would name wrong DIEs),
+/// and whether a dwz supplementary file was loaded with it.  Empty (not
+/// cached) without a build-id.
+fn index_key(build_id: &str, dimg: &ElfImage, sup_loaded: bool) -> String {
+    if build_id.is_empty() {
+        return String::new();
+    }
+    format!(
+        "{build_id}-{:x}-{:x}-{}",
+        dimg.section(".debug_info").len(),
+        dimg.section(".debug_abbrev").len(),
+        sup_loaded as u8
+    )
 }

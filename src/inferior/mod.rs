@@ -131,6 +131,9 @@ pub struct Target {
     runs: u64,
     /// Debug registers we have modified (DR7 non-zero).
     debugregs_dirty: bool,
+    /// Who holds each address slot (DR0-3) armed through `claim_watch`:
+    /// a user watchpoint ("watchpoint 2"), `waits trace`'s word.
+    dr_owners: [Option<String>; crate::arch::debugregs::SLOTS],
     /// Registers of the current stop (valid while stopped).
     regs_cache: std::cell::Cell<Option<Registers>>,
     /// This stop is the signal-delivery stop of one of our int3s whose
@@ -268,6 +271,7 @@ impl Target {
             calls_time: std::time::Duration::ZERO,
             runs: 0,
             debugregs_dirty: false,
+            dr_owners: Default::default(),
             regs_cache: std::cell::Cell::new(None),
             int3_sigtrap_live: false,
             code_cache: std::collections::HashMap::new(),

@@ -114,23 +114,77 @@ impl Target {
         Ok(())
     }
 
-    /// Arm debug-register slot `slot` (0-3) as a write watchpoint of
-    /// `len` bytes (1, 2, 4, 8; naturally aligned) at `addr`.  DR0-3 are
-    /// written before DR7, as the hardware wants.
-    pub fn set_write_watchpoint(&mut self, slot: usize, addr: u64, len: u64) -> Result<()> {
-        let dr7 = self.debugreg(DR7).unwrap_or(0);
-        let dr7 =
-            debugregs::dr7_with(dr7, slot, debugregs::Kind::Write, len).map_err(|e| anyhow!(e))?;
+    /// Arm a free debug-register slot (DR0-3) for `owner` ("watchpoint
+    /// 2", "waits trace"): `kind` on `len` bytes (1, 2, 4, 8; naturally
+    /// aligned) at `addr`; the slot.  DR0-3 are written before DR7, as
+    /// the hardware wants; nothing is written when it is refused (no slot
+    /// left, a length or alignment the hardware does not take).
+    pub fn claim_watch(
+        &mut self,
+        owner: &str,
+        addr: u64,
+        kind: debugregs::Kind,
+        len: u64,
+    ) -> Result<usize> {
+        let Some(slot) = self.dr_owners.iter().position(Option::is_none) else {
+            let users: Vec<&str> = self
+                .dr_owners
+                .iter()
+                .flatten()
+                .map(String::as_str)
+                .collect();
+            bail!(
+                "no hardware debug register left: {} in use by {}",
+                debugregs::SLOTS,
+                users.join(", ")
+            );
+        };
+        let dr7 = if self.debugregs_dirty {
+            self.debugreg(DR7)?
+        } else {
+            0
+        };
+        let dr7 = debugregs::dr7_with(dr7, slot, kind, len).map_err(|e| anyhow!(e))?;
         if !addr.is_multiple_of(len) {
             bail!("a {len}-byte watchpoint must be {len}-byte aligned ({addr:#x} is not)");
         }
-        self.set_debugreg(slot, addr)?;
+        self.dr_owners[slot] = Some(owner.to_string());
+        let r = self
+            .set_debugreg(slot, addr)
+            .and_then(|()| self.set_debugreg(DR7, dr7));
+        if let Err(e) = r {
+            let _ = self.release_watch(slot);
+            return Err(e);
+        }
+        Ok(slot)
+    }
+
+    /// Disarm slot `slot` taken by `claim_watch`: its DR7 bits first
+    /// (DR7 all clear when it was the last), then its address register.
+    pub fn release_watch(&mut self, slot: usize) -> Result<()> {
+        if slot >= debugregs::SLOTS || self.dr_owners[slot].take().is_none() {
+            return Ok(());
+        }
+        if self.state.is_gone() || !self.debugregs_dirty {
+            return Ok(());
+        }
+        let dr7 = self.debugreg(DR7)?;
+        let dr7 = debugregs::dr7_without(dr7, slot);
         self.set_debugreg(DR7, dr7)?;
+        if self.debugreg(slot).is_ok_and(|v| v != 0) {
+            self.set_debugreg(slot, 0)?;
+        }
         Ok(())
+    }
+
+    /// Who holds each slot (None: free).
+    pub fn watch_owners(&self) -> &[Option<String>] {
+        &self.dr_owners
     }
 
     /// Disable every watchpoint (DR7 first, then DR0-3).
     pub fn clear_watchpoints(&mut self) -> Result<()> {
+        self.dr_owners = Default::default();
         if !self.debugregs_dirty || self.state.is_gone() {
             return Ok(());
         }

@@ -414,7 +414,7 @@ impl Session {
 
     /// The line-table sequence at runtime `pc` (the postgres binary or a
     /// library with DWARF) and the load bias to subtract.
-    fn line_sequence_at(&self, pc: u64) -> Option<(LineSequence, u64)> {
+    pub(crate) fn line_sequence_at(&self, pc: u64) -> Option<(LineSequence, u64)> {
         if self.in_main(pc) {
             return self
                 .di

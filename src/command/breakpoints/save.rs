@@ -80,7 +80,11 @@ fn file_arg(rest: &str) -> Result<&str> {
 pub fn save_text(bps: &[BreakpointView]) -> String {
     let mut s = String::new();
     for b in bps {
-        let kind = if b.temporary { "tbreak" } else { "break" };
+        let kind = match b.watch {
+            Some(w) => w,
+            None if b.temporary => "tbreak",
+            None => "break",
+        };
         s.push_str(&format!("{kind} {}\n", b.spec));
         if let Some(c) = &b.condition {
             s.push_str(&format!("  condition $bpnum {c}\n"));

@@ -191,13 +191,32 @@ impl Session {
                 _ => text.push_str(&format!("Value = {}\n", show(new, self))),
             }
         }
-        // where: gdb shows the address when the pc is inside a line (a
-        // data breakpoint traps after the instruction that did it)
+        // where: gdb shows the address unless an is_stmt row of the line
+        // table starts at the pc (a data breakpoint traps after the
+        // instruction that did it, mostly inside a line)
         let pc = self.target.regs()?.rip;
         let line_start = self
             .line_sequence_at(pc)
-            .is_some_and(|(seq, bias)| seq.row_start(pc - bias));
+            .is_some_and(|(seq, bias)| seq.stmt_start(pc - bias).is_some());
         self.stop_state().line_start = line_start;
+        // gdb (skip_inline_frames) leaves out the inlined calls that begin
+        // at the pc: the stop is shown at their call site
+        let frames = self.frames()?.clone();
+        let hide = frames
+            .iter()
+            .take_while(|f| {
+                f.inlined
+                    && f.phys == 0
+                    && f.die.is_some_and(|d| {
+                        self.inline_entry_at(pc, d) == Some(pc) || self.enters_inline_at(pc, d)
+                    })
+            })
+            .count();
+        if hide > 0 {
+            let st = self.stop_state();
+            st.hide_inline = hide;
+            st.frames = None;
+        }
         let head = self.frame_line(0, true)?;
         let src = self
             .source_line(0)

@@ -253,6 +253,9 @@ impl Session {
             bail!("Left operand of assignment is not an lvalue.");
         };
         let len = size_of(self, &target.ty);
+        if matches!(&*strip(self, &target.ty), Type::Function { .. }) {
+            bail!("set var {lhs}: {addr:#x} is a function (code): nothing written");
+        }
         let bytes = self.converted(&target.ty, len, rhs)?;
         let maps = procfs::maps(self.pid)?;
         let end = addr.saturating_add(len);

@@ -543,3 +543,68 @@ fn set_var_15() {
 fn set_var_18() {
     set_var(18);
 }
+
+/// `waits trace --ptrace` takes a debug register beside the user's
+/// watchpoints and gives back only its own (the user's watchpoint stops
+/// after it); with the four taken it is refused in one line.
+#[test]
+fn waits_trace_beside_watchpoints_15() {
+    let cl = Cluster::start(15);
+    let mut c = cl.connect();
+    let pid = c.pid();
+    let (code, out, err) = pgdbg(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--ex",
+        "watch CurrentMemoryContext",
+        "--ex",
+        "rwatch debug_query_string",
+        "--ex",
+        "awatch work_mem",
+        "--ex",
+        "watch InterruptHoldoffCount",
+        "--ex",
+        "waits trace --ptrace --for 1s",
+    ]);
+    assert_ne!(code, 0, "{out}");
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(
+        lines[0].contains("no hardware debug register left: 4 in use by watchpoint 1"),
+        "{err}"
+    );
+    assert_eq!(dr7(pid), 0, "DR7 of {pid} armed after pgdbg ended");
+    let file = std::env::temp_dir().join(format!("pgdbg-watch-waits-{pid}.txt"));
+    let mut p = Pgdbg::spawn_to_file(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--ex",
+            "watch work_mem",
+            "--ex",
+            "waits trace --ptrace --for 1s",
+            "--ex",
+            "continue",
+        ],
+        &file,
+    );
+    p.wait_attached(pid);
+    wait_until("the trace's end", Duration::from_secs(60), || {
+        std::fs::read_to_string(&file).is_ok_and(|t| t.contains("total wait time"))
+    });
+    let h = c.spawn_text("set work_mem = '5MB'");
+    let (code, _, err) = p.wait(Duration::from_secs(60));
+    assert_eq!(code, 0, "{err}");
+    assert!(c.rejoin(h).is_ok());
+    let out = std::fs::read_to_string(&file).unwrap();
+    let _ = std::fs::remove_file(&file);
+    assert!(
+        out.contains("Hardware watchpoint 1: work_mem\n\nOld value = 4096\nNew value = 5120\n"),
+        "{out}"
+    );
+    assert_eq!(dr7(pid), 0);
+    assert_eq!(c.query_one_text("show work_mem"), "5MB");
+    cl.assert_no_crash();
+}

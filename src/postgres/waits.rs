@@ -470,10 +470,11 @@ impl TraceProbe {
         } else {
             (Vec::new(), Vec::new())
         };
+        // the debug register first: refused (none left), nothing is armed
+        s.watch_word(word)?;
         for &a in starts.iter().chain(ends.iter()) {
             s.arm_internal(a)?;
         }
-        s.watch_word(word)?;
         Ok(Self::from_parts(
             word, last, names, stacks, quiet, starts, ends,
         ))

@@ -49,6 +49,7 @@ impl Session {
         }
         let mut old = vec![0u8; len as usize];
         self.target.read(addr, &mut old)?;
+        self.drop_stale_probe_watch();
         let id = self.bps.last_id().unwrap_or(0) + 1;
         let hw = match kind {
             WatchKind::Write => Kind::Write,
@@ -107,6 +108,7 @@ impl Session {
         }
         let mut now = vec![0u8; w.len as usize];
         self.target.read(w.addr, &mut now)?;
+        self.drop_stale_probe_watch();
         let hw = match w.kind {
             WatchKind::Write => Kind::Write,
             _ => Kind::ReadWrite,
@@ -119,6 +121,15 @@ impl Session {
             w.old = now;
         }
         Ok(())
+    }
+
+    /// A probe's debug register outside the probe loop (its arming failed
+    /// after the register was taken): given back.  The probe loop gives
+    /// its register back itself; a user command never runs inside it.
+    fn drop_stale_probe_watch(&mut self) {
+        if let Some(slot) = self.probe_watch.take() {
+            let _ = self.target.release_watch(slot);
+        }
     }
 
     /// A slot of a user watchpoint fired.

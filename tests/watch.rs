@@ -246,8 +246,16 @@ fn refusals_and_bookkeeping(major: u32) {
     );
     let odd = one_line_error(pid, "watch *(int *)((char *)&CurrentMemoryContext + 1)");
     assert!(odd.contains("are not aligned to 4"), "{odd}");
+    let k = one_line_error(pid, "watch 5");
+    assert!(k.contains("Cannot watch constant value `5'."), "{k}");
     let k = one_line_error(pid, "watch MyProcPid + 1");
-    assert!(k.contains("Cannot watch constant value"), "{k}");
+    assert!(
+        k.contains("its value is not in the backend's memory"),
+        "{k}"
+    );
+    // a word of the stack (a frame's locals live there): refused
+    let k = one_line_error(pid, "watch *(long *)$rsp");
+    assert!(k.contains("is on the backend's stack"), "{k}");
     let (code, out, err) = pgdbg(&[
         "attach",
         &pid.to_string(),

@@ -25,7 +25,17 @@ impl Session {
         }
         let v = self.eval_expr(expr)?;
         let ValLoc::Memory(addr) = v.loc else {
-            bail!("Cannot watch constant value `{expr}'.");
+            // gdb's words for a literal; a register or a computed value
+            // said as such (gdb would watch it in software)
+            if expr
+                .chars()
+                .all(|c| c.is_ascii_hexdigit() || " +-*/().xXuUlL".contains(c))
+            {
+                bail!("Cannot watch constant value `{expr}'.");
+            }
+            bail!(
+                "{cmd} {expr}: its value is not in the backend's memory (a computed value or a register): pgdbg watches memory only"
+            );
         };
         let len = size_of(self, &v.ty);
         if !matches!(len, 1 | 2 | 4 | 8) {

@@ -616,3 +616,39 @@ fn waits_trace_beside_watchpoints_15() {
     assert_eq!(c.query_one_text("show work_mem"), "5MB");
     cl.assert_no_crash();
 }
+
+/// Ctrl-C (SIGINT) and SIGTERM to pgdbg while it waits in `continue`
+/// with a watchpoint armed: it detaches, DR7 is clear, the session goes
+/// on.
+#[test]
+fn interrupted_and_terminated_15() {
+    let cl = Cluster::start(15);
+    let mut c = cl.connect();
+    let pid = c.pid();
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        let p = Pgdbg::spawn_attached(
+            &[
+                "attach",
+                &pid.to_string(),
+                "-q",
+                "--ex",
+                "awatch work_mem",
+                "--ex",
+                "continue",
+            ],
+            pid,
+        );
+        wait_until("the guardian", Duration::from_secs(30), || {
+            guardians_of(pid).len() == 1
+        });
+        std::thread::sleep(Duration::from_millis(500));
+        unsafe { libc::kill(p.pid(), sig) };
+        let _ = p.wait(Duration::from_secs(30));
+        wait_until("pgdbg to let go", Duration::from_secs(30), || {
+            tracer_pid(pid) == 0 && guardians_of(pid).is_empty()
+        });
+        assert_eq!(dr7(pid), 0, "DR7 of {pid} armed after signal {sig}");
+        assert_eq!(c.query_one_i64("select 6 * 7"), 42);
+    }
+    cl.assert_no_crash();
+}

@@ -138,5 +138,18 @@ mod tests {
         // and it reads back as a script
         let script = crate::command::lines::assemble("saved", &save_text(&bps)).unwrap();
         assert_eq!(script.len(), 6);
+        // a watchpoint is saved as the command that set it
+        let w = [BreakpointView {
+            id: 3,
+            spec: "CurrentMemoryContext".into(),
+            condition: Some("CurrentMemoryContext != 0".into()),
+            enabled: true,
+            watch: Some("rwatch"),
+            ..Default::default()
+        }];
+        assert_eq!(
+            save_text(&w),
+            "rwatch CurrentMemoryContext\n  condition $bpnum CurrentMemoryContext != 0\n"
+        );
     }
 }

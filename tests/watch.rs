@@ -233,7 +233,8 @@ fn reads_as_gdb_18() {
 }
 
 /// Refusals in one line, nothing armed: an object larger than 8 bytes,
-/// an unaligned one, a constant, a fifth watchpoint; then the listing,
+/// an unaligned one, a constant, a word of the stack, of code, of
+/// read-only data, a fifth watchpoint; then the listing,
 /// disable/enable/delete, and DR7 clear after the detach.
 fn refusals_and_bookkeeping(major: u32) {
     let cl = Cluster::start(major);
@@ -256,6 +257,12 @@ fn refusals_and_bookkeeping(major: u32) {
     // a word of the stack (a frame's locals live there): refused
     let k = one_line_error(pid, "watch *(long *)$rsp");
     assert!(k.contains("is on the backend's stack"), "{k}");
+    // code and read-only data: the mapping check of set var (a watched
+    // byte that pgdbg's own SIGTRAP handling touches would kill it)
+    let k = one_line_error(pid, "watch *(int *)ExecutorStart");
+    assert!(k.contains("is in code (an executable mapping"), "{k}");
+    let k = one_line_error(pid, "awatch ScanKeywordCategories[0]");
+    assert!(k.contains("is in a read-only mapping"), "{k}");
     let (code, out, err) = pgdbg(&[
         "attach",
         &pid.to_string(),
@@ -650,5 +657,35 @@ fn interrupted_and_terminated_15() {
         assert_eq!(dr7(pid), 0, "DR7 of {pid} armed after signal {sig}");
         assert_eq!(c.query_one_i64("select 6 * 7"), 42);
     }
+    cl.assert_no_crash();
+}
+
+/// Without pgdbg's SIGTRAP handler in the backend (PGDBG_NO_TRAP_HANDLER,
+/// as when the backend has its own SIGTRAP action or the install fails)
+/// no debug register is armed: `watch` and `waits trace --ptrace` are
+/// refused in one line, DR7 stays clear, the backend goes on.
+#[test]
+fn no_trap_handler_no_watchpoint_15() {
+    let cl = Cluster::start(15);
+    let mut c = cl.connect();
+    let pid = c.pid();
+    for cmd in ["watch work_mem", "waits trace --ptrace --for 1s"] {
+        let p = Pgdbg::spawn_env(
+            &["attach", &pid.to_string(), "-q", "--ex", cmd],
+            &[("PGDBG_NO_TRAP_HANDLER", "1")],
+        );
+        let (code, out, err) = p.wait(Duration::from_secs(60));
+        assert_ne!(code, 0, "{cmd}: {out}");
+        let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(lines.len(), 1, "{cmd}: {err}");
+        assert!(
+            lines[0].contains(
+                "no SIGTRAP handler could be placed in the backend: a hardware watchpoint left behind if pgdbg and its guardian died would kill it"
+            ),
+            "{cmd}: {err}"
+        );
+        assert_eq!(dr7(pid), 0, "DR7 of {pid} armed after {cmd}");
+    }
+    assert_eq!(c.query_one_i64("select 6 * 7"), 42);
     cl.assert_no_crash();
 }

@@ -156,6 +156,10 @@ pub struct Target {
     /// (someone else wrote the code's byte back): the hits it should have
     /// reported may have been missed (`take_lost_int3s`).
     lost_int3s: Vec<u64>,
+    /// Owners of the debug registers given back because the SIGTRAP
+    /// handler was removed while they were armed (its table full): said
+    /// by the session (`take_dropped_watches`).
+    dropped_watches: Vec<String>,
     /// The process that restores the backend if pgdbg dies (guardian.rs),
     /// started before the first change.
     guardian: Option<guardian::Guardian>,
@@ -280,6 +284,7 @@ impl Target {
             detours: Vec::new(),
             undone_jumps: Vec::new(),
             lost_int3s: Vec::new(),
+            dropped_watches: Vec::new(),
             guardian: None,
             trap: None,
             trap_refused: false,

@@ -180,6 +180,8 @@ pub trait Backend {
     fn disarm_internal(&mut self, addr: u64) -> Result<()>;
     /// Arm a 4-byte write watchpoint on `addr`.
     fn watch_word(&mut self, addr: u64) -> Result<()>;
+    /// Give back the register `watch_word` took (nothing when none).
+    fn unwatch_word(&mut self) -> Result<()>;
     /// Let the backend run for about `d`, then stop it again (stepping
     /// over a breakpoint it sits on first).  None when it stopped so (or at
     /// a breakpoint); else the report of the stop that came instead (the
@@ -632,6 +634,10 @@ pub mod fake {
         }
         fn watch_word(&mut self, addr: u64) -> Result<()> {
             self.watched = Some(addr);
+            Ok(())
+        }
+        fn unwatch_word(&mut self) -> Result<()> {
+            self.watched = None;
             Ok(())
         }
         fn run_probes(

@@ -194,6 +194,7 @@ impl Session {
         // frames a probe cached (a few, for its arguments) are not the stop's
         self.stop.forget();
         self.say_lost_int3s();
+        self.say_dropped_watches();
         let r = res?;
         cleanup?;
         Ok(r)

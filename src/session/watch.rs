@@ -48,15 +48,7 @@ impl Session {
                 "{cmd} {expr}: its {len} bytes at {addr:#x} are not aligned to {len}, as an x86-64 debug register needs"
             );
         }
-        if let Ok(maps) = procfs::maps(self.pid)
-            && maps
-                .iter()
-                .any(|m| m.is_special("[stack]") && (m.start..m.end).contains(&addr))
-        {
-            bail!(
-                "{cmd} {expr}: {addr:#x} is on the backend's stack (a local of a frame); pgdbg watches globals and heap memory only, not a frame's locals"
-            );
-        }
+        self.check_data_range(&format!("{cmd} {expr}"), addr, len, true, "")?;
         let mut old = vec![0u8; len as usize];
         self.target.read(addr, &mut old)?;
         self.drop_stale_probe_watch();
@@ -139,6 +131,35 @@ impl Session {
     fn drop_stale_probe_watch(&mut self) {
         if let Some(slot) = self.probe_watch.take() {
             let _ = self.target.release_watch(slot);
+        }
+    }
+
+    /// One line per debug register given back because pgdbg's SIGTRAP
+    /// handler was removed while it was armed (its table of armed
+    /// addresses full): the watchpoints (and a probe's word) that held one
+    /// no longer do.
+    pub(crate) fn say_dropped_watches(&mut self) {
+        let dropped = self.target.take_dropped_watches();
+        if dropped.is_empty() {
+            return;
+        }
+        let owners = self.target.watch_owners().to_vec();
+        let free =
+            |s: &Option<usize>| s.is_some_and(|s| owners.get(s).is_some_and(Option::is_none));
+        for b in self.bps.list.iter_mut() {
+            if let Some(w) = b.watch.as_mut()
+                && free(&w.slot)
+            {
+                w.slot = None;
+            }
+        }
+        if free(&self.probe_watch) {
+            self.probe_watch = None;
+        }
+        for who in dropped {
+            self.say(&format!(
+                "pgdbg: {who} is no longer watched: pgdbg's SIGTRAP handler in the backend was removed (its table of armed addresses is full), and a debug register left without it would kill the backend if pgdbg and its guardian died"
+            ));
         }
     }
 
@@ -278,33 +299,31 @@ impl Session {
             bail!("set var {lhs}: {addr:#x} is a function (code): nothing written");
         }
         let bytes = self.converted(&target.ty, len, rhs)?;
-        let maps = procfs::maps(self.pid)?;
         let end = addr.saturating_add(len);
-        let Some(m) = maps.iter().find(|m| m.start <= addr && end <= m.end) else {
-            bail!(
-                "set var {lhs}: {addr:#x} ({len} bytes) is not inside one mapping of the backend: nothing written"
-            );
-        };
-        let what = m
-            .path
-            .as_ref()
-            .map(|p| p.display().to_string())
-            .or_else(|| m.special.clone())
-            .unwrap_or_else(|| "anonymous".into());
-        if m.perms.as_bytes().get(2) == Some(&b'x') {
-            bail!(
-                "set var {lhs}: {addr:#x} is in code (an executable mapping of {what}): nothing written"
-            );
-        }
-        if !m.perms.starts_with("rw") {
-            bail!(
-                "set var {lhs}: {addr:#x} is in a read-only mapping of {what} ({}): nothing written",
-                m.perms
-            );
-        }
+        self.check_data_range(
+            &format!("set var {lhs}"),
+            addr,
+            len,
+            false,
+            ": nothing written",
+        )?;
         let mut old = vec![0u8; len as usize];
         self.target.read(addr, &mut old)?;
-        self.target.write(addr, &bytes)?;
+        // a write that failed partway (word by word): what is there now
+        // read back and said, the event emitted with it
+        let failed = self.target.write(addr, &bytes).err().map(|e| {
+            let mut now = vec![0u8; len as usize];
+            let back = self.target.read(addr, &mut now).is_ok();
+            (e, back.then_some(now))
+        });
+        let written = match &failed {
+            None => bytes.clone(),
+            Some((e, None)) => bail!(
+                "set var {lhs}: {e:#}; {addr:#x} cannot be read back: possibly partially written"
+            ),
+            Some((e, Some(now))) if *now == old => bail!("set var {lhs}: {e:#}: nothing written"),
+            Some((_, Some(now))) => now.clone(),
+        };
         // a watchpoint over those bytes: ptrace's write is no hit
         for b in self.bps.list.iter_mut() {
             if let Some(w) = b.watch.as_mut()
@@ -322,15 +341,78 @@ impl Session {
             };
             format_value(me, &v, Radix::Natural)
         };
-        let (old_text, new_text) = (show(old, self), show(bytes, self));
+        let (old_text, new_text) = (show(old, self), show(written, self));
         self.emit(Event::SetVar {
             address: format!("{addr:#x}"),
             lvalue: lhs.to_string(),
-            new: new_text,
+            new: new_text.clone(),
             old: old_text,
             size: len,
         });
+        if let Some((e, _)) = failed {
+            bail!("set var {lhs}: partially written ({e:#}): it now holds {new_text}");
+        }
         Ok(String::new())
+    }
+
+    /// Refused in one line (`head`: the command and its operand; `tail`
+    /// after the reason) unless the `len` bytes at `addr` lie in one
+    /// writable, non-executable mapping of the backend's data, none of
+    /// pgdbg's own pages (its SIGTRAP handler's table and call record, a
+    /// detour's ring); for a watchpoint (`watch`) not a stack either.  A
+    /// watched address the backend touches while SIGTRAP is blocked (in
+    /// pgdbg's handlers, which read their pages and the signal frame on
+    /// the stack) makes the kernel kill it with that SIGTRAP.
+    fn check_data_range(
+        &self,
+        head: &str,
+        addr: u64,
+        len: u64,
+        watch: bool,
+        tail: &str,
+    ) -> Result<()> {
+        let maps = procfs::maps(self.pid)?;
+        let end = addr.saturating_add(len);
+        let Some(m) = maps.iter().find(|m| m.start <= addr && end <= m.end) else {
+            bail!("{head}: {addr:#x} ({len} bytes) is not inside one mapping of the backend{tail}");
+        };
+        let rsp = self.target.regs().map(|r| r.rsp).unwrap_or(0);
+        let on_stack = m
+            .special
+            .as_deref()
+            .is_some_and(|s| s.starts_with("[stack"))
+            || (m.start..m.end).contains(&rsp);
+        if watch && on_stack {
+            bail!(
+                "{head}: {addr:#x} is on the backend's stack (a local of a frame); pgdbg watches globals and heap memory only, not a frame's locals"
+            );
+        }
+        if self
+            .target
+            .own_pages()
+            .iter()
+            .any(|&(s, e)| s < end && addr < e)
+        {
+            bail!(
+                "{head}: {addr:#x} is in pgdbg's own pages in the backend (its SIGTRAP handler's or a probe's), not the backend's data{tail}"
+            );
+        }
+        let what = m
+            .path
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .or_else(|| m.special.clone())
+            .unwrap_or_else(|| "anonymous".into());
+        if m.perms.as_bytes().get(2) == Some(&b'x') {
+            bail!("{head}: {addr:#x} is in code (an executable mapping of {what}){tail}");
+        }
+        if !m.perms.starts_with("rw") {
+            bail!(
+                "{head}: {addr:#x} is in a read-only mapping of {what} ({}){tail}",
+                m.perms
+            );
+        }
+        Ok(())
     }
 
     /// `rhs` as the `len` bytes of a `ty` (integers, enums, bools,

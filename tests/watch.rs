@@ -689,3 +689,74 @@ fn no_trap_handler_no_watchpoint_15() {
     assert_eq!(c.query_one_i64("select 6 * 7"), 42);
     cl.assert_no_crash();
 }
+
+/// pgdbg's own pages in the backend (here its SIGTRAP handler's data
+/// page, the one after its code page) are no data of the backend's:
+/// `watch` and `set var` on them are refused in one line, nothing armed
+/// or written, the backend goes on.
+#[test]
+fn pgdbg_pages_refused_15() {
+    let cl = Cluster::start(15);
+    let mut c = cl.connect();
+    let pid = c.pid();
+    let before = anon_exec_maps(pid);
+    let script = std::env::temp_dir().join(format!("pgdbg-watch-own-{pid}.gdb"));
+    for (i, (cmd, want)) in [
+        ("watch *(long *)", "not the backend's data"),
+        (
+            "set var *(long *)",
+            "not the backend's data: nothing written",
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        // (checked when pgdbg starts, read again when run)
+        std::fs::write(&script, "").unwrap();
+        let p = Pgdbg::spawn_attached(
+            &[
+                "attach",
+                &pid.to_string(),
+                "-q",
+                "--ex",
+                "watch work_mem",
+                "--ex",
+                "continue",
+                "--ex",
+                &format!("source {}", script.display()),
+            ],
+            pid,
+        );
+        wait_until("the handler's code page", Duration::from_secs(30), || {
+            anon_exec_maps(pid).len() > before.len()
+        });
+        let code_page = anon_exec_maps(pid)
+            .into_iter()
+            .find(|l| !before.contains(l))
+            .unwrap();
+        let data = code_page.split(['-', ' ']).nth(1).unwrap().to_string();
+        let line = if cmd.starts_with("set") {
+            format!("{cmd}0x{data} = 0\n")
+        } else {
+            format!("{cmd}0x{data}\n")
+        };
+        std::fs::write(&script, line).unwrap();
+        let h = c.spawn_text(&format!("set work_mem = '{}MB'", 5 + i));
+        let (code, out, err) = p.wait(Duration::from_secs(60));
+        assert!(c.rejoin(h).is_ok());
+        assert_ne!(code, 0, "{out}");
+        assert!(out.contains("Hardware watchpoint 1: work_mem"), "{out}");
+        let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(lines.len(), 1, "{err}");
+        assert!(
+            lines[0].contains(&format!("0x{data} is in pgdbg's own pages in the backend"))
+                && lines[0].contains(want),
+            "{err}"
+        );
+        assert_eq!(dr7(pid), 0);
+        assert_eq!(anon_exec_maps(pid), before, "the handler's pages left");
+    }
+    let _ = std::fs::remove_file(&script);
+    assert_eq!(c.query_one_text("show work_mem"), "6MB");
+    cl.assert_no_crash();
+}

@@ -431,6 +431,8 @@ pub mod fake {
         pub stack: Vec<String>,
         /// Internal breakpoints and their use counts.
         pub armed: BTreeMap<u64, u32>,
+        /// `arm_internal` at this address fails (a refused int3).
+        pub refuse_arm: Option<u64>,
         pub watched: Option<u64>,
         /// `say` lines, in order.
         pub lines: Vec<String>,
@@ -620,6 +622,9 @@ pub mod fake {
             anyhow::bail!("the fake backend does not run")
         }
         fn arm_internal(&mut self, addr: u64) -> Result<()> {
+            if self.refuse_arm == Some(addr) {
+                anyhow::bail!("the fake backend refuses an int3 at {addr:#x}");
+            }
             *self.armed.entry(addr).or_insert(0) += 1;
             Ok(())
         }

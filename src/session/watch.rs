@@ -93,10 +93,22 @@ impl Session {
             .get_mut(id)
             .and_then(|b| b.watch.as_mut())
             .and_then(|w| w.slot.take());
-        match slot {
-            Some(s) => self.target.release_watch(s),
-            None => Ok(()),
+        let Some(s) = slot else {
+            return Ok(());
+        };
+        let r = self.target.release_watch(s);
+        if r.is_err()
+            && self
+                .target
+                .watch_owners()
+                .get(s)
+                .is_some_and(Option::is_some)
+            && let Some(w) = self.bps.get_mut(id).and_then(|b| b.watch.as_mut())
+        {
+            // still armed (its DR7 bits not written away): still its own
+            w.slot = Some(s);
         }
+        r
     }
 
     /// Put watchpoint `id` back in a debug register (`enable`): its value

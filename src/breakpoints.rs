@@ -14,6 +14,45 @@ pub struct BpLocation {
     pub file_line: Option<(String, u32)>,
 }
 
+pub use crate::command::WatchKind;
+
+/// A watchpoint: the bytes of an lvalue in a debug register.
+#[derive(Debug, Clone)]
+pub struct Watch {
+    pub kind: WatchKind,
+    /// The lvalue's address and size (1, 2, 4 or 8, aligned).
+    pub addr: u64,
+    pub len: u64,
+    pub ty: crate::debuginfo::types::TypeRef,
+    /// The bytes seen at the last hit (or when set).
+    pub old: Vec<u8>,
+    /// The debug-register slot while armed (enabled).
+    pub slot: Option<usize>,
+}
+
+/// What a hit of a watchpoint saw, as gdb decides it (x86 has no
+/// read-only debug register: a read watchpoint is armed for reads and
+/// writes, and a hit that changed the value is taken for a write).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WatchSeen {
+    /// not a stop for this watchpoint
+    Nothing,
+    /// "Old value = ..." / "New value = ..."
+    Changed,
+    /// "Value = ..."
+    Read,
+}
+
+/// gdb's rule for a hit of `kind` whose bytes went from `old` to `new`.
+pub fn watch_seen(kind: WatchKind, old: &[u8], new: &[u8]) -> WatchSeen {
+    let changed = old != new;
+    match (kind, changed) {
+        (WatchKind::Write, true) | (WatchKind::Access, true) => WatchSeen::Changed,
+        (WatchKind::Write, false) | (WatchKind::Read, true) => WatchSeen::Nothing,
+        (WatchKind::Read, false) | (WatchKind::Access, false) => WatchSeen::Read,
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Breakpoint {
     pub id: u32,
@@ -33,6 +72,8 @@ pub struct Breakpoint {
     /// `ignore N COUNT`: the next COUNT hits whose condition holds are
     /// counted and do not stop.
     pub ignore: u64,
+    /// A watchpoint (no code locations) rather than a breakpoint.
+    pub watch: Option<Watch>,
 }
 
 #[derive(Default)]
@@ -61,8 +102,43 @@ impl Breakpoints {
             commands_text: Vec::new(),
             enabled: true,
             ignore: 0,
+            watch: None,
         });
         self.list.last().expect("just pushed")
+    }
+
+    /// A watchpoint, numbered as breakpoints are.
+    pub fn add_watch(&mut self, spec: String, watch: Watch) -> &Breakpoint {
+        self.next_id += 1;
+        self.list.push(Breakpoint {
+            id: self.next_id,
+            spec,
+            locations: Vec::new(),
+            hits: 0,
+            temporary: false,
+            condition: None,
+            commands: Vec::new(),
+            commands_text: Vec::new(),
+            enabled: true,
+            ignore: 0,
+            watch: Some(watch),
+        });
+        self.list.last().expect("just pushed")
+    }
+
+    /// The enabled watchpoints armed in a slot DR6 says fired.
+    pub fn watches_fired(&self, dr6: u64) -> Vec<u32> {
+        self.list
+            .iter()
+            .filter(|b| b.enabled)
+            .filter(|b| {
+                b.watch
+                    .as_ref()
+                    .and_then(|w| w.slot)
+                    .is_some_and(|s| dr6 & (1 << s) != 0)
+            })
+            .map(|b| b.id)
+            .collect()
     }
 
     /// Remove breakpoint `id`; returns the addresses no other breakpoint uses.
@@ -178,6 +254,32 @@ mod tests {
         assert!(b.all_addresses().is_empty());
         assert_eq!(b.set_enabled(1, true), Some(vec![1, 2]));
         assert_eq!(b.set_enabled(9, true), None);
+    }
+
+    #[test]
+    fn watch_hits_as_gdb_judges_them() {
+        use WatchKind::*;
+        assert_eq!(watch_seen(Write, &[1], &[2]), WatchSeen::Changed);
+        assert_eq!(watch_seen(Write, &[1], &[1]), WatchSeen::Nothing);
+        assert_eq!(watch_seen(Read, &[1], &[1]), WatchSeen::Read);
+        assert_eq!(watch_seen(Read, &[1], &[2]), WatchSeen::Nothing);
+        assert_eq!(watch_seen(Access, &[1], &[2]), WatchSeen::Changed);
+        assert_eq!(watch_seen(Access, &[1], &[1]), WatchSeen::Read);
+        let mut b = Breakpoints::default();
+        b.add("f".into(), vec![loc(1)], false, None);
+        let w = |slot| Watch {
+            kind: Write,
+            addr: 8,
+            len: 4,
+            ty: crate::debuginfo::types::Type::int(),
+            old: vec![0; 4],
+            slot,
+        };
+        b.add_watch("x".into(), w(Some(2)));
+        b.add_watch("y".into(), w(None));
+        assert_eq!(b.watches_fired(0b100), vec![2]);
+        assert!(b.watches_fired(0b1).is_empty());
+        assert!(!b.uses(8));
     }
 
     #[test]

@@ -49,6 +49,17 @@ pub fn dr7_with(dr7: u64, slot: usize, kind: Kind, len: u64) -> Result<u64, Stri
     Ok(v)
 }
 
+/// DR7 with slot `slot` disabled (its enable, kind and length bits
+/// clear); the other slots' bits unchanged.  0 when no slot is left
+/// enabled.
+pub fn dr7_without(dr7: u64, slot: usize) -> u64 {
+    if slot >= SLOTS {
+        return dr7;
+    }
+    let v = dr7 & !(0b1111u64 << (16 + slot * 4)) & !(0b11u64 << (slot * 2));
+    if v & 0xff == 0 { 0 } else { v }
+}
+
 /// The slots DR6 says fired (bits 0-3).
 pub fn fired(dr6: u64) -> u64 {
     dr6 & 0xf
@@ -82,6 +93,18 @@ mod tests {
         assert!(dr7_with(0, 0, Kind::Write, 3).is_err());
         assert!(dr7_with(0, 0, Kind::Execute, 4).is_err());
         assert_eq!(fired(0xffff_0ff2), 2);
+        let two = dr7_with(
+            dr7_with(0, 0, Kind::Write, 4).unwrap(),
+            2,
+            Kind::ReadWrite,
+            8,
+        )
+        .unwrap();
+        assert_eq!(
+            dr7_without(two, 0),
+            dr7_with(0, 2, Kind::ReadWrite, 8).unwrap()
+        );
+        assert_eq!(dr7_without(dr7_without(two, 0), 2), 0);
         // u_debugreg follows the 27 registers, the FP state and the rest of
         // struct user (sys/user.h): at 848 on x86-64
         assert_eq!(user_offset(7), 848 + 7 * 8);

@@ -139,6 +139,20 @@ pub enum Event {
         #[serde(default)]
         value: Value,
     },
+    /// `set var LVALUE = EXPR`: the bytes written at `address`, the value
+    /// before and after as `print` shows them.
+    SetVar {
+        #[serde(default)]
+        address: String,
+        #[serde(default)]
+        lvalue: String,
+        #[serde(default)]
+        new: String,
+        #[serde(default)]
+        old: String,
+        #[serde(default)]
+        size: u64,
+    },
     /// `printf`.
     Printf {
         #[serde(default)]
@@ -551,6 +565,7 @@ mod tests {
         r#"{"event":"print","ts":1700000000.41,"pid":4711,"expr":"plansource->generic_cost","text":"-1","value":-1}"#,
         r#"{"event":"print","ts":1700000000.41,"pid":4711,"expr":"p","text":"{a = 1}","value":{"a":1,"b":[1,2]}}"#,
         r#"{"event":"printf","ts":1700000000.41,"pid":4711,"text":"x=1\n"}"#,
+        r#"{"event":"set_var","ts":1700000000.42,"pid":4711,"address":"0x55d0c0a0","lvalue":"work_mem","new":"12345","old":"4096","size":4}"#,
         r#"{"event":"backtrace","ts":1700000000.42,"pid":4711,"frames":[]}"#,
         r#"{"event":"backtrace","ts":1700000000.42,"pid":4711,"frames":[{"file":"plancache.c","function":"choose_custom_plan","inlined":true,"level":0,"line":1025,"pc":"0x55d1e2f00000"},{"file":null,"function":null,"inlined":false,"level":1,"line":null,"pc":"0x1"}]}"#,
         r#"{"event":"call","ts":1.5,"pid":1,"function":"pg_backend_pid","text":"4711","value":4711}"#,
@@ -613,7 +628,7 @@ mod tests {
             assert_eq!(&write(&l), text);
         }
         // every event named in the --capture row of docs/usage.md
-        assert_eq!(kinds.len(), 19, "{kinds:?}");
+        assert_eq!(kinds.len(), 20, "{kinds:?}");
     }
 
     /// The lines of tests/data/report/capture.jsonl (hand-written, some as

@@ -12,6 +12,8 @@ pub use save::{SAVE, SAVE_BREAKPOINTS};
 
 mod manage;
 mod save;
+mod watch;
+pub use watch::{AWATCH, RWATCH, SET, SET_VAR, WATCH};
 
 pub static ENTRIES: &[&Entry] = &[
     &BREAK,
@@ -25,6 +27,11 @@ pub static ENTRIES: &[&Entry] = &[
     &DISABLE,
     &IGNORE,
     &INFO_BREAKPOINTS,
+    &WATCH,
+    &RWATCH,
+    &AWATCH,
+    &SET,
+    &SET_VAR,
     &SAVE,
     &SAVE_BREAKPOINTS,
 ];
@@ -81,6 +88,10 @@ pub struct BreakArgs {
 
 /// The location of a `break` or `tbreak` command (None: another command).
 pub fn break_location(cmd: &Command) -> Option<String> {
+    // a watchpoint's condition is in the global scope
+    if watch::sets_watchpoint(cmd) {
+        return Some(String::new());
+    }
     let name = [&BREAK, &TBREAK].into_iter().find(|e| cmd.is(e))?.name;
     Some(parse_break(name, run_args(name, cmd).ok()?).ok()?.location)
 }
@@ -88,7 +99,7 @@ pub fn break_location(cmd: &Command) -> Option<String> {
 /// `break`, `tbreak` or `delete`: a command that sets or deletes
 /// breakpoints (refused in a `commands` block).
 pub fn changes_breakpoints(cmd: &Command) -> bool {
-    [&BREAK, &TBREAK, &DELETE].into_iter().any(|e| cmd.is(e))
+    [&BREAK, &TBREAK, &DELETE].into_iter().any(|e| cmd.is(e)) || watch::sets_watchpoint(cmd)
 }
 
 fn parse_break(name: &str, rest: &str) -> Result<BreakArgs> {
@@ -106,7 +117,7 @@ fn parse_break(name: &str, rest: &str) -> Result<BreakArgs> {
 }
 
 /// `LOC if EXPR` -> (LOC, Some(EXPR)); `Some("")` when EXPR is missing.
-fn split_condition(rest: &str) -> (&str, Option<String>) {
+pub(super) fn split_condition(rest: &str) -> (&str, Option<String>) {
     if let Some(i) = rest.find(" if ") {
         return (rest[..i].trim(), Some(rest[i + 4..].trim().to_string()));
     }

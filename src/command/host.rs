@@ -31,6 +31,44 @@ pub struct BreakpointView {
     /// Its `commands` block's lines as written.
     pub commands: Vec<String>,
     pub enabled: bool,
+    /// A watchpoint: the command that sets it (`watch`, `rwatch`,
+    /// `awatch`).
+    pub watch: Option<&'static str>,
+}
+
+/// What a watchpoint stops on (gdb's `watch`, `rwatch`, `awatch`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WatchKind {
+    Write,
+    Read,
+    Access,
+}
+
+impl WatchKind {
+    /// The command that sets it.
+    pub fn command(self) -> &'static str {
+        match self {
+            WatchKind::Write => "watch",
+            WatchKind::Read => "rwatch",
+            WatchKind::Access => "awatch",
+        }
+    }
+    /// gdb's words when it is set and hit: "Hardware watchpoint 2: x".
+    pub fn label(self) -> &'static str {
+        match self {
+            WatchKind::Write => "Hardware watchpoint",
+            WatchKind::Read => "Hardware read watchpoint",
+            WatchKind::Access => "Hardware access (read/write) watchpoint",
+        }
+    }
+    /// Its type in `info breakpoints`.
+    pub fn table_type(self) -> &'static str {
+        match self {
+            WatchKind::Write => "hw watchpoint",
+            WatchKind::Read => "read watchpoint",
+            WatchKind::Access => "acc watchpoint",
+        }
+    }
 }
 
 /// What `next`, `step` and a bare `until` step over.
@@ -53,6 +91,16 @@ pub trait Host: Backend {
         temporary: bool,
         condition: Option<&str>,
     ) -> Result<String>;
+    /// `watch`/`rwatch`/`awatch EXPR [if COND]`: gdb's "Hardware
+    /// watchpoint N: EXPR".
+    fn add_watchpoint(
+        &mut self,
+        expr: &str,
+        kind: WatchKind,
+        condition: Option<&str>,
+    ) -> Result<String>;
+    /// `set var LVALUE = EXPR`: nothing to say on success.
+    fn set_var(&mut self, lvalue: &str, expr: &str) -> Result<String>;
     /// Breakpoint `id`'s condition set (None: removed); what to say.
     fn set_condition(&mut self, id: u32, expr: Option<&str>) -> Result<String>;
     /// `delete [N...]` (none: all).

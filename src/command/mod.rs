@@ -45,7 +45,7 @@ pub use breakpoints::{break_location, changes_breakpoints};
 pub use check::CheckCtx;
 pub use data::printf_conversions;
 pub use data::selects_frame;
-pub use host::{BreakpointView, Host, LineStep};
+pub use host::{BreakpointView, Host, LineStep, WatchKind};
 pub use info::help_text;
 pub use inspect::{SymbolKind, symbol_regex, type_words};
 pub use postgres::waits_trace_only;

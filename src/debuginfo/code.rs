@@ -55,6 +55,24 @@ impl DebugInfo {
         .flatten()
     }
 
+    /// Whether link-time `addr` enters the inlined call `die`: in one of
+    /// its ranges, `addr - 1` in none (gdb's `block_starting_point_at`,
+    /// by which a stop there is shown at the call site).
+    pub fn enters_inline(&self, die: u64, addr: u64) -> bool {
+        self.with_die(die, |u, e| {
+            let mut r = self.dwarf.die_ranges(u, e).ok()?;
+            let (mut at, mut before) = (false, false);
+            while let Ok(Some(range)) = r.next() {
+                at |= range.begin <= addr && addr < range.end;
+                before |= range.begin < addr && addr <= range.end;
+            }
+            Some(at && !before)
+        })
+        .ok()
+        .flatten()
+        .unwrap_or(false)
+    }
+
     /// gdb's `<symbol+offset>` of link-time `addr`: in code, the function
     /// around it and the offset from its entry (negative in a cold part
     /// placed before it), unless `prefer_function` is false and an ELF

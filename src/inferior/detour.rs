@@ -156,6 +156,27 @@ fn gaps_near(maps: &[procfs::Mapping], near: u64, len: u64) -> Vec<u64> {
 }
 
 impl Target {
+    /// The target's pages that are pgdbg's own (start, end): the SIGTRAP
+    /// handler's code and data (its table, the call record), each
+    /// detour's code, data (a recorder's ring) and landing pages.  Not
+    /// the backend's data: no `set var` or watchpoint goes there.
+    pub fn own_pages(&self) -> Vec<(u64, u64)> {
+        let mut out = Vec::new();
+        if let Some(h) = &self.trap {
+            let len = super::traphandler::MAP_LEN.div_ceil(PAGE) * PAGE;
+            out.push((h.base, h.base + len));
+        }
+        for d in &self.detours {
+            for (start, len) in [d.code, d.data] {
+                if len > 0 {
+                    out.push((start, start + len.div_ceil(PAGE) * PAGE));
+                }
+            }
+            out.extend(d.landings.iter().map(|&p| (p, p + PAGE)));
+        }
+        out
+    }
+
     /// Map `len` bytes of anonymous private memory in the target, within
     /// `rel32` reach of `near` when given.
     pub fn map_pages(&mut self, near: Option<u64>, len: u64, prot: i32) -> Result<u64> {

@@ -132,6 +132,9 @@ pub struct Target {
     runs: u64,
     /// Debug registers we have modified (DR7 non-zero).
     debugregs_dirty: bool,
+    /// Who holds each address slot (DR0-3) armed through `claim_watch`:
+    /// a user watchpoint ("watchpoint 2"), `waits trace`'s word.
+    dr_owners: [Option<String>; crate::arch::debugregs::SLOTS],
     /// Registers of the current stop (valid while stopped).
     regs_cache: std::cell::Cell<Option<Registers>>,
     /// This stop is the signal-delivery stop of one of our int3s whose
@@ -154,6 +157,10 @@ pub struct Target {
     /// (someone else wrote the code's byte back): the hits it should have
     /// reported may have been missed (`take_lost_int3s`).
     lost_int3s: Vec<u64>,
+    /// Owners of the debug registers given back because the SIGTRAP
+    /// handler was removed while they were armed (its table full): said
+    /// by the session (`take_dropped_watches`).
+    dropped_watches: Vec<String>,
     /// The process that restores the backend if pgdbg dies (guardian.rs),
     /// started before the first change.
     guardian: Option<guardian::Guardian>,
@@ -269,6 +276,7 @@ impl Target {
             calls_time: std::time::Duration::ZERO,
             runs: 0,
             debugregs_dirty: false,
+            dr_owners: Default::default(),
             regs_cache: std::cell::Cell::new(None),
             int3_sigtrap_live: false,
             code_cache: std::collections::HashMap::new(),
@@ -277,6 +285,7 @@ impl Target {
             detours: Vec::new(),
             undone_jumps: Vec::new(),
             lost_int3s: Vec::new(),
+            dropped_watches: Vec::new(),
             guardian: None,
             trap: None,
             trap_refused: false,

@@ -143,8 +143,15 @@ impl Target {
                 }
                 WaitStatus::Stopped(_, Signal::SIGTRAP) => {
                     self.mark_stopped();
-                    // rewind if it was one of our int3s after all
-                    if let Some(bp) = self.int3_behind_rip()? {
+                    // rewind if it was one of our int3s after all (its
+                    // siginfo says so: a watchpoint's trap just after one
+                    // of our int3s over a one-byte instruction is not)
+                    if let Some(bp) = self.int3_behind_rip()?
+                        && matches!(
+                            self.siginfo_code().unwrap_or(signals::TRAP_BRKPT),
+                            signals::SI_KERNEL | signals::TRAP_BRKPT
+                        )
+                    {
                         self.int3_sigtrap_live = true;
                         self.rewind_to(bp)?;
                     } else if keep_sigtrap {

@@ -114,27 +114,109 @@ impl Target {
         Ok(())
     }
 
-    /// Arm debug-register slot `slot` (0-3) as a write watchpoint of
-    /// `len` bytes (1, 2, 4, 8; naturally aligned) at `addr`.  DR0-3 are
-    /// written before DR7, as the hardware wants.
-    pub fn set_write_watchpoint(&mut self, slot: usize, addr: u64, len: u64) -> Result<()> {
-        let dr7 = self.debugreg(DR7).unwrap_or(0);
-        let dr7 =
-            debugregs::dr7_with(dr7, slot, debugregs::Kind::Write, len).map_err(|e| anyhow!(e))?;
+    /// Arm a free debug-register slot (DR0-3) for `owner` ("watchpoint
+    /// 2", "waits trace"): `kind` on `len` bytes (1, 2, 4, 8; naturally
+    /// aligned) at `addr`; the slot.  DR0-3 are written before DR7, as
+    /// the hardware wants; nothing is written when it is refused (no slot
+    /// left, a length or alignment the hardware does not take).
+    pub fn claim_watch(
+        &mut self,
+        owner: &str,
+        addr: u64,
+        kind: debugregs::Kind,
+        len: u64,
+    ) -> Result<usize> {
+        let Some(slot) = self.dr_owners.iter().position(Option::is_none) else {
+            let users: Vec<&str> = self
+                .dr_owners
+                .iter()
+                .flatten()
+                .map(String::as_str)
+                .collect();
+            bail!(
+                "no hardware debug register left: {} in use by {}",
+                debugregs::SLOTS,
+                users.join(", ")
+            );
+        };
+        let dr7 = if self.debugregs_dirty {
+            self.debugreg(DR7)?
+        } else {
+            0
+        };
+        let dr7 = debugregs::dr7_with(dr7, slot, kind, len).map_err(|e| anyhow!(e))?;
         if !addr.is_multiple_of(len) {
             bail!("a {len}-byte watchpoint must be {len}-byte aligned ({addr:#x} is not)");
         }
-        self.set_debugreg(slot, addr)?;
+        // Only under our SIGTRAP handler: a debug register left behind
+        // when pgdbg and its guardian both die makes the backend's next
+        // access to the address a SIGTRAP, which kills it without one.
+        // (The guardian itself never installs one, nor arms a register.)
+        self.ensure_trap_handler();
+        if self.guardian()?.is_some() && !self.trap.as_ref().is_some_and(|h| h.is_installed()) {
+            bail!(
+                "no SIGTRAP handler could be placed in the backend: a hardware watchpoint left behind if pgdbg and its guardian died would kill it"
+            );
+        }
+        self.dr_owners[slot] = Some(owner.to_string());
+        let r = self
+            .set_debugreg(slot, addr)
+            .and_then(|()| self.set_debugreg(DR7, dr7));
+        if let Err(e) = r {
+            let _ = self.release_watch(slot);
+            return Err(e);
+        }
+        Ok(slot)
+    }
+
+    /// Disarm slot `slot` taken by `claim_watch`: its DR7 bits first
+    /// (DR7 all clear when it was the last), then its address register.
+    ///
+    /// The slot stays its owner's until its DR7 bits are written away (an
+    /// error leaves it armed and said as held).  When DR7 becomes all
+    /// clear, a SIGTRAP the slot raised meanwhile is drained: pending, it
+    /// would be taken later for an int3's (no debug register in use, no
+    /// siginfo looked at: wait.rs).
+    pub fn release_watch(&mut self, slot: usize) -> Result<()> {
+        if slot >= debugregs::SLOTS || self.dr_owners[slot].is_none() {
+            return Ok(());
+        }
+        if self.state.is_gone() || !self.debugregs_dirty {
+            self.dr_owners[slot] = None;
+            return Ok(());
+        }
+        let dr7 = self.debugreg(DR7)?;
+        let dr7 = debugregs::dr7_without(dr7, slot);
         self.set_debugreg(DR7, dr7)?;
+        self.dr_owners[slot] = None;
+        if self.debugreg(slot).is_ok_and(|v| v != 0) {
+            self.set_debugreg(slot, 0)?;
+        }
+        if dr7 == 0 {
+            self.drain_sigtrap()?;
+        }
         Ok(())
+    }
+
+    /// Who holds each slot (None: free).
+    pub fn watch_owners(&self) -> &[Option<String>] {
+        &self.dr_owners
+    }
+
+    /// The owners of the slots given back because the SIGTRAP handler was
+    /// removed while they were armed (`note_trap_address`), once.
+    pub fn take_dropped_watches(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.dropped_watches)
     }
 
     /// Disable every watchpoint (DR7 first, then DR0-3).
     pub fn clear_watchpoints(&mut self) -> Result<()> {
         if !self.debugregs_dirty || self.state.is_gone() {
+            self.dr_owners = Default::default();
             return Ok(());
         }
         self.set_debugreg(DR7, 0)?;
+        self.dr_owners = Default::default();
         // only the slots that hold an address: writing one that was never
         // used makes the kernel reserve a breakpoint slot for the thread
         // until it exits (perf and BPF watchpoints on the backend would

@@ -190,6 +190,11 @@ impl TrapHandler {
         }
     }
 
+    /// Whether our action is (or may be) in place.
+    pub fn is_installed(&self) -> bool {
+        self.installed
+    }
+
     fn half_addr(&self, h: u64) -> u64 {
         self.base + HALF0 + h * TABLE_BYTES
     }

@@ -118,8 +118,15 @@ impl Target {
                     // one past the breakpoint.  Rewind now, while the int3
                     // is still known; the queued SIGTRAP is swallowed when it
                     // is reported (or drained at detach).
+                    // Not when DR6 says a debug register fired: the
+                    // pending SIGTRAP is then (also) a watchpoint's, after
+                    // an instruction that ran just behind our int3 (over a
+                    // one-byte instruction), which must not run twice.
                     if let Some(bp) = self.int3_behind_rip()?
                         && self.sigtrap_pending()
+                        && crate::arch::debugregs::fired(
+                            self.debugreg(crate::arch::debugregs::DR6).unwrap_or(0),
+                        ) == 0
                     {
                         self.rewind_to(bp)?;
                     }
@@ -178,6 +185,20 @@ impl Target {
                     };
                     if crate::arch::debugregs::fired(dr6) != 0 {
                         let _ = self.set_debugreg(crate::arch::debugregs::DR6, 0);
+                        // rip just past one of our int3s (over a one-byte
+                        // instruction, which ran and then hit the
+                        // watchpoint): recorded as the place to resume,
+                        // so that neither the guardian nor the SIGCONT
+                        // handler rewinds onto the int3 if pgdbg dies at
+                        // this stop (the instruction would run twice)
+                        if self.int3_behind_rip()?.is_some() {
+                            let r = self.regs()?;
+                            if let Err(e) = self.note_resume_at(r.rip, r.rsp) {
+                                // as stepping.rs: the handler no longer
+                                // releases the backend by itself
+                                self.disarm_self_release(e)?;
+                            }
+                        }
                         if terminating {
                             return self.reported(Stop::ToolTerminating).map(Some);
                         }

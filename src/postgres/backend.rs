@@ -180,6 +180,8 @@ pub trait Backend {
     fn disarm_internal(&mut self, addr: u64) -> Result<()>;
     /// Arm a 4-byte write watchpoint on `addr`.
     fn watch_word(&mut self, addr: u64) -> Result<()>;
+    /// Give back the register `watch_word` took (nothing when none).
+    fn unwatch_word(&mut self) -> Result<()>;
     /// Let the backend run for about `d`, then stop it again (stepping
     /// over a breakpoint it sits on first).  None when it stopped so (or at
     /// a breakpoint); else the report of the stop that came instead (the
@@ -429,6 +431,8 @@ pub mod fake {
         pub stack: Vec<String>,
         /// Internal breakpoints and their use counts.
         pub armed: BTreeMap<u64, u32>,
+        /// `arm_internal` at this address fails (a refused int3).
+        pub refuse_arm: Option<u64>,
         pub watched: Option<u64>,
         /// `say` lines, in order.
         pub lines: Vec<String>,
@@ -618,6 +622,9 @@ pub mod fake {
             anyhow::bail!("the fake backend does not run")
         }
         fn arm_internal(&mut self, addr: u64) -> Result<()> {
+            if self.refuse_arm == Some(addr) {
+                anyhow::bail!("the fake backend refuses an int3 at {addr:#x}");
+            }
             *self.armed.entry(addr).or_insert(0) += 1;
             Ok(())
         }
@@ -632,6 +639,10 @@ pub mod fake {
         }
         fn watch_word(&mut self, addr: u64) -> Result<()> {
             self.watched = Some(addr);
+            Ok(())
+        }
+        fn unwatch_word(&mut self) -> Result<()> {
+            self.watched = None;
             Ok(())
         }
         fn run_probes(

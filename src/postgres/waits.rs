@@ -470,10 +470,21 @@ impl TraceProbe {
         } else {
             (Vec::new(), Vec::new())
         };
-        for &a in starts.iter().chain(ends.iter()) {
-            s.arm_internal(a)?;
-        }
+        // the debug register first: refused (none left), nothing is armed
         s.watch_word(word)?;
+        let mut armed = Vec::new();
+        for &a in starts.iter().chain(ends.iter()) {
+            if let Err(e) = s.arm_internal(a) {
+                // nothing left armed: the probe loop that would disarm
+                // them never runs
+                for a in armed {
+                    let _ = s.disarm_internal(a);
+                }
+                let _ = s.unwatch_word();
+                return Err(e);
+            }
+            armed.push(a);
+        }
         Ok(Self::from_parts(
             word, last, names, stacks, quiet, starts, ends,
         ))

@@ -145,6 +145,12 @@ impl Backend for Session {
     fn watch_word(&mut self, addr: u64) -> Result<()> {
         Session::watch_word(self, addr)
     }
+    fn unwatch_word(&mut self) -> Result<()> {
+        match self.probe_watch.take() {
+            Some(slot) => self.target.release_watch(slot),
+            None => Ok(()),
+        }
+    }
     fn run_probes(&mut self, h: &mut dyn ProbeHandler, limit: Option<Duration>) -> Result<Ran> {
         Session::run_probes(self, h, limit)
     }

@@ -24,6 +24,18 @@ impl Session {
             if was == on {
                 continue;
             }
+            if self.bps.get_mut(id).is_some_and(|b| b.watch.is_some()) {
+                // a watchpoint: its debug register released, or taken
+                // again (refused when none is left)
+                if on {
+                    self.arm_watch(id)
+                        .map_err(|e| anyhow!("watchpoint {id} stays disabled: {e:#}"))?;
+                } else {
+                    self.disarm_watch(id)?;
+                }
+                self.bps.set_enabled(id, on);
+                continue;
+            }
             if on {
                 // each address still in code that is mapped (a library
                 // unloaded since is dropped at its event; this is the

@@ -205,6 +205,7 @@ impl Session {
         };
         let mut msgs = Vec::new();
         for id in ids {
+            self.disarm_watch(id)?;
             match self.bps.remove(id) {
                 Some(addrs) => {
                     for a in addrs {
@@ -221,37 +222,56 @@ impl Session {
         if self.bps.list.is_empty() {
             return "No breakpoints.".into();
         }
-        let mut s = String::from("Num     Type           Disp Enb Address            What\n");
+        // gdb widens the Type column to its longest name ("read watchpoint")
+        let tw = self
+            .bps
+            .list
+            .iter()
+            .map(|b| b.watch.as_ref().map_or(10, |w| w.kind.table_type().len()))
+            .max()
+            .unwrap_or(0)
+            .max(14);
+        let mut s = format!("Num     {:<tw$} Disp Enb Address            What\n", "Type");
         for b in &self.bps.list {
             let disp = if b.temporary { "del " } else { "keep" };
             let enb = if b.enabled { "y" } else { "n" };
             // gdb 13's "y-": a location enabled, its breakpoint not
             let loc_enb = if b.enabled { "y " } else { "y-" };
-            if b.locations.is_empty() {
+            let ty = "breakpoint";
+            if let Some(w) = &b.watch {
                 s.push_str(&format!(
-                    "{:<7} breakpoint     {disp} {enb}   <PENDING>          {}\n",
+                    "{:<7} {:<tw$} {disp} {enb}   {:<18} {}\n",
+                    b.id,
+                    w.kind.table_type(),
+                    "",
+                    b.spec
+                ));
+            } else if b.locations.is_empty() {
+                s.push_str(&format!(
+                    "{:<7} {ty:<tw$} {disp} {enb}   <PENDING>          {}\n",
                     b.id, b.spec
                 ));
             } else if b.locations.len() == 1 {
                 let l = &b.locations[0];
                 s.push_str(&format!(
-                    "{:<7} breakpoint     {disp} {enb}   {:#018x} {}\n",
+                    "{:<7} {ty:<tw$} {disp} {enb}   {:#018x} {}\n",
                     b.id,
                     l.addr,
                     describe_loc(l)
                 ));
             } else {
                 s.push_str(&format!(
-                    "{:<7} breakpoint     {disp} {enb}   <MULTIPLE>         {}\n",
+                    "{:<7} {ty:<tw$} {disp} {enb}   <MULTIPLE>         {}\n",
                     b.id, b.spec
                 ));
                 for (i, l) in b.locations.iter().enumerate() {
                     s.push_str(&format!(
-                        "{:<7} {:<22}  {loc_enb}  {:#018x} {}\n",
+                        "{:<7} {:<w2$}  {loc_enb}  {:#018x} {}\n",
                         format!("{}.{}", b.id, i + 1),
                         "",
                         l.addr,
-                        describe_loc(l)
+                        describe_loc(l),
+                        w2 = tw + 8
                     ));
                 }
             }
@@ -297,6 +317,12 @@ impl Session {
             .iter()
             .map(|b| (b.id, b.condition.clone()))
             .collect();
+        self.conditions_of(bps)
+    }
+
+    /// Those of `bps` (numbers and conditions) whose condition holds, and
+    /// whose ignore count is spent; `conditions_at`'s rules.
+    pub(crate) fn conditions_of(&mut self, bps: Vec<(u32, Option<String>)>) -> (Vec<u32>, String) {
         let mut passing = Vec::new();
         let mut note = String::new();
         if bps.iter().any(|(_, c)| c.is_some()) {

@@ -7,6 +7,7 @@ impl Session {
     pub fn execute(&mut self, cmd: &Command) -> Result<Outcome> {
         self.settle_uprobes(cmd);
         let res = self.execute_command(cmd);
+        self.say_dropped_watches();
         self.say_outside_stops(res)
     }
 

@@ -25,6 +25,17 @@ impl Host for Session {
     ) -> Result<String> {
         Session::add_breakpoint(self, location, temporary, condition)
     }
+    fn add_watchpoint(
+        &mut self,
+        expr: &str,
+        kind: crate::command::WatchKind,
+        condition: Option<&str>,
+    ) -> Result<String> {
+        Session::add_watchpoint(self, expr, kind, condition)
+    }
+    fn set_var(&mut self, lvalue: &str, expr: &str) -> Result<String> {
+        Session::set_var(self, lvalue, expr)
+    }
     fn set_condition(&mut self, id: u32, expr: Option<&str>) -> Result<String> {
         if let Some(e) = expr {
             let di = self.di.clone();
@@ -58,6 +69,7 @@ impl Host for Session {
                 ignore: b.ignore,
                 commands: b.commands_text.clone(),
                 enabled: b.enabled,
+                watch: b.watch.as_ref().map(|w| w.kind.command()),
             })
             .collect()
     }

@@ -13,6 +13,7 @@
 //! | `nonstop.rs` | the prompt's non-stop mode: the backend runs while the prompt waits, each command takes the stop it needs, `interrupt` |
 //! | `probes.rs` | pgdbg's own breakpoints and watchpoints, the probe loop |
 //! | `frames.rs` | unwinding, the frames of the current stop, `bt`, `frame` |
+//! | `watch.rs` | `watch`/`rwatch`/`awatch` in debug registers (their hits judged and shown), `set var` |
 //! | `values.rs` | expressions: `print`, `printf`, `info locals/args/registers/address` |
 //! | `modules.rs` | the files mapped into the target (main binary, libraries) |
 //! | `backend.rs` | `Session` as the `postgres::Backend` the PostgreSQL layer and its commands (`crate::postgres::commands`) use |
@@ -63,6 +64,7 @@ mod sibling;
 mod stepping;
 mod symbols;
 mod values;
+mod watch;
 
 pub use crate::postgres::backend::{Flow, Outcome, ProbeEnd, ProbeHandler, Ran};
 use libraries::Libraries;
@@ -188,6 +190,8 @@ pub struct Session {
     /// their `commands` blocks (taken before a temporary breakpoint is
     /// deleted by its stop).  None: not known, all breakpoints there count.
     hit: Option<Vec<(u32, Vec<Command>)>>,
+    /// The debug-register slot `waits trace --ptrace` holds while it runs.
+    probe_watch: Option<usize>,
     /// `--count N` of a script: stop after N breakpoint hits.
     hit_limit: Option<u64>,
     /// Breakpoint hits counted against `hit_limit`.
@@ -283,6 +287,7 @@ impl Session {
             last_stop: Some(Stop::Interrupted),
             call_timeout: opts.call_timeout,
             hit: None,
+            probe_watch: None,
             hit_limit: opts.hit_limit,
             hits_total: 0,
             capture_hits: opts.capture_hits,

@@ -41,9 +41,18 @@ impl Session {
         Ok(())
     }
 
-    /// Arm a 4-byte write watchpoint (debug register slot 0) at `addr`.
+    /// Arm a 4-byte write watchpoint at `addr` in a free debug register
+    /// (the user's watchpoints may hold others), released at the end of
+    /// the probe loop.
     pub fn watch_word(&mut self, addr: u64) -> Result<()> {
-        self.target.set_write_watchpoint(0, addr, 4)
+        if let Some(old) = self.probe_watch.take() {
+            self.target.release_watch(old)?;
+        }
+        let slot =
+            self.target
+                .claim_watch("waits trace", addr, crate::arch::debugregs::Kind::Write, 4)?;
+        self.probe_watch = Some(slot);
+        Ok(())
     }
 
     /// Physical frames as `function+offset` (ELF symbols only, no DWARF):
@@ -171,16 +180,21 @@ impl Session {
         };
         let cleanup = if self.target.is_gone() {
             self.internal.clear();
+            self.probe_watch = None;
             Ok(())
         } else {
             // all, even when one fails
             let a = self.disarm_all_internal();
-            let b = self.target.clear_watchpoints();
+            let b = match self.probe_watch.take() {
+                Some(slot) => self.target.release_watch(slot),
+                None => Ok(()),
+            };
             a.and(b).and(c)
         };
         // frames a probe cached (a few, for its arguments) are not the stop's
         self.stop.forget();
         self.say_lost_int3s();
+        self.say_dropped_watches();
         let r = res?;
         cleanup?;
         Ok(r)
@@ -284,8 +298,20 @@ impl Session {
                     h.on_stop(self, addr)?;
                 }
                 Stop::HardwareBreak { dr6 } => {
-                    self.last_stop = Some(stop);
-                    h.on_watch(self, dr6)?;
+                    self.last_stop = Some(stop.clone());
+                    // the probe's own slot, told as slot 0 (the one bit
+                    // it knows)
+                    if let Some(slot) = self.probe_watch
+                        && dr6 & (1 << slot) != 0
+                    {
+                        h.on_watch(self, 1)?;
+                    }
+                    // a user watchpoint ends the probe when it stops
+                    if self.fired_user_watch(dr6)
+                        && let Some(ran) = self.judge_watch(dr6, false)?
+                    {
+                        return Ok(ran);
+                    }
                 }
                 Stop::Exiting => return self.exit_stop(h),
                 Stop::Breakpoint { addr } if self.is_library_hook(addr) => {

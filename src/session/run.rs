@@ -60,6 +60,19 @@ impl Session {
             ran.text.push_str(&note);
             return Ok(Some(ran));
         }
+        if let Stop::HardwareBreak { dr6 } = stop
+            && self.fired_user_watch(dr6)
+        {
+            self.last_stop = Some(stop);
+            if let Some(ran) = self.judge_watch(dr6, false)? {
+                return Ok(Some(ran));
+            }
+            if foreground && (runtime::sigint_seen() || runtime::deadline_hit()) {
+                runtime::take_interrupt();
+                return self.report_stop(Stop::Interrupted).map(Some);
+            }
+            return Ok(None);
+        }
         self.report_stop(stop).map(Some)
     }
 
@@ -294,10 +307,13 @@ impl Session {
                     ),
                 ))
             }
-            Stop::HardwareBreak { dr6 } => Ok(Ran::new(
-                ProbeEnd::Stopped,
-                format!("\nHardware breakpoint (dr6={dr6:#x})"),
-            )),
+            Stop::HardwareBreak { dr6 } => match self.judge_watch(dr6, true)? {
+                Some(ran) => Ok(ran),
+                None => Ok(Ran::new(
+                    ProbeEnd::Stopped,
+                    format!("\nHardware breakpoint (dr6={dr6:#x})"),
+                )),
+            },
             Stop::Exited(code) => {
                 self.emit(Event::Exit {
                     signal: None,

@@ -414,7 +414,7 @@ impl Session {
 
     /// The line-table sequence at runtime `pc` (the postgres binary or a
     /// library with DWARF) and the load bias to subtract.
-    fn line_sequence_at(&self, pc: u64) -> Option<(LineSequence, u64)> {
+    pub(crate) fn line_sequence_at(&self, pc: u64) -> Option<(LineSequence, u64)> {
         if self.in_main(pc) {
             return self
                 .di
@@ -440,9 +440,18 @@ impl Session {
         }
     }
 
+    /// Runtime `pc` enters the inlined call `die` (`enters_inline`).
+    pub(crate) fn enters_inline_at(&self, pc: u64, die: u64) -> bool {
+        if self.in_main(pc) {
+            return self.di.enters_inline(die, pc - self.bias);
+        }
+        self.library_at(pc)
+            .is_some_and(|(_, di, bias)| di.enters_inline(die, pc - bias))
+    }
+
     /// The runtime start of the inlined call `die` (of the debug info
     /// that describes runtime `pc`).
-    fn inline_entry_at(&self, pc: u64, die: u64) -> Option<u64> {
+    pub(crate) fn inline_entry_at(&self, pc: u64, die: u64) -> Option<u64> {
         if self.in_main(pc) {
             return self.di.inline_entry(die).map(|a| a + self.bias);
         }

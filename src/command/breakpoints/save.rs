@@ -80,7 +80,11 @@ fn file_arg(rest: &str) -> Result<&str> {
 pub fn save_text(bps: &[BreakpointView]) -> String {
     let mut s = String::new();
     for b in bps {
-        let kind = if b.temporary { "tbreak" } else { "break" };
+        let kind = match b.watch {
+            Some(w) => w,
+            None if b.temporary => "tbreak",
+            None => "break",
+        };
         s.push_str(&format!("{kind} {}\n", b.spec));
         if let Some(c) = &b.condition {
             s.push_str(&format!("  condition $bpnum {c}\n"));
@@ -134,5 +138,18 @@ mod tests {
         // and it reads back as a script
         let script = crate::command::lines::assemble("saved", &save_text(&bps)).unwrap();
         assert_eq!(script.len(), 6);
+        // a watchpoint is saved as the command that set it
+        let w = [BreakpointView {
+            id: 3,
+            spec: "CurrentMemoryContext".into(),
+            condition: Some("CurrentMemoryContext != 0".into()),
+            enabled: true,
+            watch: Some("rwatch"),
+            ..Default::default()
+        }];
+        assert_eq!(
+            save_text(&w),
+            "rwatch CurrentMemoryContext\n  condition $bpnum CurrentMemoryContext != 0\n"
+        );
     }
 }

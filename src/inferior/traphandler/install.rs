@@ -200,6 +200,13 @@ impl Target {
                 list.len(),
                 CAP - 1
             ));
+            // no debug register without the handler either (claim_watch):
+            // every slot given back first, its owners said by the session
+            let owners: Vec<String> = self.dr_owners.iter().flatten().cloned().collect();
+            if !owners.is_empty() {
+                self.clear_watchpoints()?;
+                self.dropped_watches.extend(owners);
+            }
             self.trap_refused = true;
             return self.remove_trap_handler();
         }

@@ -365,3 +365,17 @@ fn summary_sums_waits_per_event() {
     assert!(sum.contains("total wait time 6.000 ms in 3 waits"), "{sum}");
     assert!(!sum.contains("could not be named"), "{sum}");
 }
+
+/// An int3 refused after the word's register and another int3 were
+/// taken: the probe is not made, and nothing stays armed (the probe loop
+/// that would give them back never runs).
+#[test]
+fn trace_refused_partway_leaves_nothing_armed() {
+    let mut s = backend();
+    s.refuse_arm = Some(EXEC_END);
+    let r = TraceProbe::with_names(&mut s, names(), 0, true, true);
+    let e = r.err().expect("refused");
+    assert!(e.to_string().contains("refuses an int3"), "{e}");
+    assert!(s.armed.is_empty(), "{:?}", s.armed);
+    assert_eq!(s.watched, None);
+}

@@ -1,0 +1,534 @@
+//! `watch`, `rwatch`, `awatch`: an lvalue's bytes in a debug register
+//! (`Target::claim_watch`, which the guardian and the SIGTRAP handler
+//! cover as every debug register: `docs/safety.md`), numbered with the
+//! breakpoints, their hits judged as gdb judges them and shown in gdb's
+//! words; and `set var`, a write into the backend's data.
+use super::*;
+use crate::arch::debugregs::Kind;
+use crate::breakpoints::{Watch, WatchKind, WatchSeen, watch_seen};
+use crate::debuginfo::types::{Encoding, Type, strip};
+
+impl Session {
+    /// `watch EXPR` (and `rwatch`, `awatch`): EXPR's bytes watched in a
+    /// free debug register; gdb's "Hardware watchpoint N: EXPR".
+    pub fn add_watchpoint(
+        &mut self,
+        expr: &str,
+        kind: WatchKind,
+        condition: Option<&str>,
+    ) -> Result<String> {
+        let cmd = kind.command();
+        if let Some(c) = condition {
+            let di = self.di.clone();
+            parse::parse_in(c, &di)
+                .map_err(|e| anyhow!("condition '{c}': {e:#}", c = crate::shown::shown(c)))?;
+        }
+        let v = self.eval_expr(expr)?;
+        let ValLoc::Memory(addr) = v.loc else {
+            // gdb's words for a literal; a register or a computed value
+            // said as such (gdb would watch it in software)
+            if expr
+                .chars()
+                .all(|c| c.is_ascii_hexdigit() || " +-*/().xXuUlL".contains(c))
+            {
+                bail!("Cannot watch constant value `{expr}'.");
+            }
+            bail!(
+                "{cmd} {expr}: its value is not in the backend's memory (a computed value or a register): pgdbg watches memory only"
+            );
+        };
+        let len = size_of(self, &v.ty);
+        if !matches!(len, 1 | 2 | 4 | 8) {
+            bail!(
+                "{cmd} {expr}: its {len} bytes do not fit one x86-64 debug register (1, 2, 4 or 8 bytes, aligned to their size); watch a member of it"
+            );
+        }
+        if !addr.is_multiple_of(len) {
+            bail!(
+                "{cmd} {expr}: its {len} bytes at {addr:#x} are not aligned to {len}, as an x86-64 debug register needs"
+            );
+        }
+        self.check_data_range(&format!("{cmd} {expr}"), addr, len, true, "")?;
+        let mut old = vec![0u8; len as usize];
+        self.target.read(addr, &mut old)?;
+        self.drop_stale_probe_watch();
+        let id = self.bps.last_id().unwrap_or(0) + 1;
+        let hw = match kind {
+            WatchKind::Write => Kind::Write,
+            // x86-64 has no read-only debug register: gdb's way, reads and
+            // writes, a hit that changed the value taken for a write
+            WatchKind::Read | WatchKind::Access => Kind::ReadWrite,
+        };
+        let slot = self
+            .target
+            .claim_watch(&format!("watchpoint {id}"), addr, hw, len)?;
+        let bp = self.bps.add_watch(
+            expr.to_string(),
+            Watch {
+                kind,
+                addr,
+                len,
+                ty: v.ty,
+                old,
+                slot: Some(slot),
+            },
+        );
+        debug_assert_eq!(bp.id, id);
+        if let Some(b) = self.bps.get_mut(id) {
+            b.condition = condition.map(str::to_string);
+        }
+        self.emit(Event::Breakpoint {
+            id,
+            locations: Vec::new(),
+            spec: format!("{cmd} {expr}"),
+        });
+        Ok(format!("{} {id}: {expr}", kind.label()))
+    }
+
+    /// Take watchpoint `id` out of its debug register (nothing for a
+    /// breakpoint or a disabled watchpoint).
+    pub(crate) fn disarm_watch(&mut self, id: u32) -> Result<()> {
+        let slot = self
+            .bps
+            .get_mut(id)
+            .and_then(|b| b.watch.as_mut())
+            .and_then(|w| w.slot.take());
+        let Some(s) = slot else {
+            return Ok(());
+        };
+        let r = self.target.release_watch(s);
+        if r.is_err()
+            && self
+                .target
+                .watch_owners()
+                .get(s)
+                .is_some_and(Option::is_some)
+            && let Some(w) = self.bps.get_mut(id).and_then(|b| b.watch.as_mut())
+        {
+            // still armed (its DR7 bits not written away): still its own
+            w.slot = Some(s);
+        }
+        r
+    }
+
+    /// Put watchpoint `id` back in a debug register (`enable`): its value
+    /// read again, as gdb does.
+    pub(crate) fn arm_watch(&mut self, id: u32) -> Result<()> {
+        let Some(w) = self.bps.get_mut(id).and_then(|b| b.watch.clone()) else {
+            return Ok(());
+        };
+        if w.slot.is_some() {
+            return Ok(());
+        }
+        let mut now = vec![0u8; w.len as usize];
+        self.target.read(w.addr, &mut now)?;
+        self.drop_stale_probe_watch();
+        let hw = match w.kind {
+            WatchKind::Write => Kind::Write,
+            _ => Kind::ReadWrite,
+        };
+        let slot = self
+            .target
+            .claim_watch(&format!("watchpoint {id}"), w.addr, hw, w.len)?;
+        if let Some(w) = self.bps.get_mut(id).and_then(|b| b.watch.as_mut()) {
+            w.slot = Some(slot);
+            w.old = now;
+        }
+        Ok(())
+    }
+
+    /// A probe's debug register outside the probe loop (its arming failed
+    /// after the register was taken): given back.  The probe loop gives
+    /// its register back itself; a user command never runs inside it.
+    fn drop_stale_probe_watch(&mut self) {
+        if let Some(slot) = self.probe_watch.take() {
+            let _ = self.target.release_watch(slot);
+        }
+    }
+
+    /// One line per debug register given back because pgdbg's SIGTRAP
+    /// handler was removed while it was armed (its table of armed
+    /// addresses full): the watchpoints (and a probe's word) that held one
+    /// no longer do.
+    pub(crate) fn say_dropped_watches(&mut self) {
+        let dropped = self.target.take_dropped_watches();
+        if dropped.is_empty() {
+            return;
+        }
+        let owners = self.target.watch_owners().to_vec();
+        let free =
+            |s: &Option<usize>| s.is_some_and(|s| owners.get(s).is_some_and(Option::is_none));
+        for b in self.bps.list.iter_mut() {
+            if let Some(w) = b.watch.as_mut()
+                && free(&w.slot)
+            {
+                w.slot = None;
+            }
+        }
+        if free(&self.probe_watch) {
+            self.probe_watch = None;
+        }
+        for who in dropped {
+            self.say(&format!(
+                "pgdbg: {who} is no longer watched: pgdbg's SIGTRAP handler in the backend was removed (its table of armed addresses is full), and a debug register left without it would kill the backend if pgdbg and its guardian died"
+            ));
+        }
+    }
+
+    /// A slot of a user watchpoint fired.
+    pub(crate) fn fired_user_watch(&self, dr6: u64) -> bool {
+        !self.bps.watches_fired(dr6).is_empty()
+    }
+
+    /// The watchpoints whose slot fired: the stop's report (Some) when one
+    /// of them stops, as gdb judges (a write that left the value as it was
+    /// is no stop for `watch`, a change is none for `rwatch`; conditions,
+    /// ignore counts), else None: the backend goes on.  `always`: the
+    /// stop is reported all the same (a step that ended on it).
+    pub(crate) fn judge_watch(&mut self, dr6: u64, always: bool) -> Result<Option<Ran>> {
+        self.hit = None;
+        let mut seen = Vec::new();
+        for id in self.bps.watches_fired(dr6) {
+            let Some(w) = self.bps.get_mut(id).and_then(|b| b.watch.clone()) else {
+                continue;
+            };
+            let mut new = vec![0u8; w.len as usize];
+            self.target.read(w.addr, &mut new)?;
+            let s = match watch_seen(w.kind, &w.old, &new) {
+                WatchSeen::Nothing if always => WatchSeen::Changed,
+                s => s,
+            };
+            if let Some(w) = self.bps.get_mut(id).and_then(|b| b.watch.as_mut()) {
+                w.old = new.clone();
+            }
+            if s != WatchSeen::Nothing {
+                seen.push((id, s, w.old, new, w.ty));
+            }
+        }
+        if seen.is_empty() {
+            return Ok(None);
+        }
+        let conds: Vec<(u32, Option<String>)> = seen
+            .iter()
+            .filter_map(|(id, ..)| self.bps.get_mut(*id).map(|b| (*id, b.condition.clone())))
+            .collect();
+        let (passing, note) = self.conditions_of(conds);
+        if passing.is_empty() && !always {
+            return Ok(None);
+        }
+        self.set_passing(passing.clone());
+        let mut text = String::new();
+        for (id, s, old, new, ty) in &seen {
+            if !passing.contains(id) && !always {
+                continue;
+            }
+            let Some(b) = self.bps.get_mut(*id) else {
+                continue;
+            };
+            b.hits += 1;
+            let kind = b.watch.as_ref().map_or(WatchKind::Write, |w| w.kind);
+            let spec = b.spec.clone();
+            let show = |bytes: &Vec<u8>, me: &Session| {
+                let v = Value {
+                    ty: ty.clone(),
+                    loc: ValLoc::Bytes(bytes.clone()),
+                };
+                format_value(me, &v, Radix::Natural)
+            };
+            text.push_str(&format!("\n{} {id}: {spec}\n\n", kind.label()));
+            match s {
+                WatchSeen::Changed => text.push_str(&format!(
+                    "Old value = {}\nNew value = {}\n",
+                    show(old, self),
+                    show(new, self)
+                )),
+                _ => text.push_str(&format!("Value = {}\n", show(new, self))),
+            }
+        }
+        // where: gdb shows the address unless an is_stmt row of the line
+        // table starts at the pc (a data breakpoint traps after the
+        // instruction that did it, mostly inside a line)
+        let pc = self.target.regs()?.rip;
+        let line_start = self
+            .line_sequence_at(pc)
+            .is_some_and(|(seq, bias)| seq.stmt_start(pc - bias).is_some());
+        self.stop_state().line_start = line_start;
+        // gdb (skip_inline_frames) leaves out the inlined calls that begin
+        // at the pc: the stop is shown at their call site
+        let frames = self.frames()?.clone();
+        let hide = frames
+            .iter()
+            .take_while(|f| {
+                f.inlined
+                    && f.phys == 0
+                    && f.die.is_some_and(|d| {
+                        self.inline_entry_at(pc, d) == Some(pc) || self.enters_inline_at(pc, d)
+                    })
+            })
+            .count();
+        if hide > 0 {
+            let st = self.stop_state();
+            st.hide_inline = hide;
+            st.frames = None;
+        }
+        let head = self.frame_line(0, true)?;
+        let src = self
+            .source_line(0)
+            .map(|s| format!("\n{s}"))
+            .unwrap_or_default();
+        let frame = self.frames()?.first().cloned();
+        self.emit(Event::Stop {
+            address: Some(format!("{pc:#x}")),
+            breakpoints: Some(passing),
+            file: Some(
+                frame
+                    .as_ref()
+                    .and_then(|f| f.file.as_deref().map(|p| basename(p).to_string())),
+            ),
+            function: Some(frame.as_ref().and_then(|f| f.function.clone())),
+            line: Some(frame.as_ref().and_then(|f| f.line)),
+            reason: "watchpoint".into(),
+            signal: None,
+        });
+        let displays = self.display_lines();
+        Ok(Some(Ran::new(
+            ProbeEnd::Stopped,
+            format!("{text}{head}{src}{displays}{note}"),
+        )))
+    }
+
+    /// `set var LVALUE = EXPR`: EXPR converted to LVALUE's type and
+    /// written over it; nothing said on success, as gdb.  Refused, nothing
+    /// written, where LVALUE is not in a writable data mapping (code,
+    /// read-only data) or EXPR cannot be converted.
+    pub fn set_var(&mut self, lhs: &str, rhs: &str) -> Result<String> {
+        let target = self.eval_expr(lhs)?;
+        let ValLoc::Memory(addr) = target.loc else {
+            bail!("Left operand of assignment is not an lvalue.");
+        };
+        let len = size_of(self, &target.ty);
+        if matches!(&*strip(self, &target.ty), Type::Function { .. }) {
+            bail!("set var {lhs}: {addr:#x} is a function (code): nothing written");
+        }
+        let bytes = self.converted(&target.ty, len, rhs)?;
+        let end = addr.saturating_add(len);
+        self.check_data_range(
+            &format!("set var {lhs}"),
+            addr,
+            len,
+            false,
+            ": nothing written",
+        )?;
+        let mut old = vec![0u8; len as usize];
+        self.target.read(addr, &mut old)?;
+        // a write that failed partway (word by word): what is there now
+        // read back and said, the event emitted with it
+        let failed = self.target.write(addr, &bytes).err().map(|e| {
+            let mut now = vec![0u8; len as usize];
+            let back = self.target.read(addr, &mut now).is_ok();
+            (e, back.then_some(now))
+        });
+        let written = match &failed {
+            None => bytes.clone(),
+            Some((e, None)) => bail!(
+                "set var {lhs}: {e:#}; {addr:#x} cannot be read back: possibly partially written"
+            ),
+            Some((e, Some(now))) if *now == old => bail!("set var {lhs}: {e:#}: nothing written"),
+            Some((_, Some(now))) => now.clone(),
+        };
+        // a watchpoint over those bytes: ptrace's write is no hit
+        for b in self.bps.list.iter_mut() {
+            if let Some(w) = b.watch.as_mut()
+                && w.addr < end
+                && addr < w.addr + w.len
+            {
+                let _ = self.target.read(w.addr, &mut w.old);
+            }
+        }
+        self.stop.forget();
+        let show = |bytes: Vec<u8>, me: &Session| {
+            let v = Value {
+                ty: target.ty.clone(),
+                loc: ValLoc::Bytes(bytes),
+            };
+            format_value(me, &v, Radix::Natural)
+        };
+        let (old_text, new_text) = (show(old, self), show(written, self));
+        self.emit(Event::SetVar {
+            address: format!("{addr:#x}"),
+            lvalue: lhs.to_string(),
+            new: new_text.clone(),
+            old: old_text,
+            size: len,
+        });
+        if let Some((e, _)) = failed {
+            bail!("set var {lhs}: partially written ({e:#}): it now holds {new_text}");
+        }
+        Ok(String::new())
+    }
+
+    /// Refused in one line (`head`: the command and its operand; `tail`
+    /// after the reason) unless the `len` bytes at `addr` lie in one
+    /// writable, non-executable mapping of the backend's data, none of
+    /// pgdbg's own pages (its SIGTRAP handler's table and call record, a
+    /// detour's ring); for a watchpoint (`watch`) not a stack either.  A
+    /// watched address the backend touches while SIGTRAP is blocked (in
+    /// pgdbg's handlers, which read their pages and the signal frame on
+    /// the stack) makes the kernel kill it with that SIGTRAP.
+    fn check_data_range(
+        &self,
+        head: &str,
+        addr: u64,
+        len: u64,
+        watch: bool,
+        tail: &str,
+    ) -> Result<()> {
+        let maps = procfs::maps(self.pid)?;
+        let end = addr.saturating_add(len);
+        let Some(m) = maps.iter().find(|m| m.start <= addr && end <= m.end) else {
+            bail!("{head}: {addr:#x} ({len} bytes) is not inside one mapping of the backend{tail}");
+        };
+        let rsp = self.target.regs().map(|r| r.rsp).unwrap_or(0);
+        let on_stack = m
+            .special
+            .as_deref()
+            .is_some_and(|s| s.starts_with("[stack"))
+            || (m.start..m.end).contains(&rsp);
+        if watch && on_stack {
+            bail!(
+                "{head}: {addr:#x} is on the backend's stack (a local of a frame); pgdbg watches globals and heap memory only, not a frame's locals"
+            );
+        }
+        if self
+            .target
+            .own_pages()
+            .iter()
+            .any(|&(s, e)| s < end && addr < e)
+        {
+            bail!(
+                "{head}: {addr:#x} is in pgdbg's own pages in the backend (its SIGTRAP handler's or a probe's), not the backend's data{tail}"
+            );
+        }
+        let what = m
+            .path
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .or_else(|| m.special.clone())
+            .unwrap_or_else(|| "anonymous".into());
+        if m.perms.as_bytes().get(2) == Some(&b'x') {
+            bail!("{head}: {addr:#x} is in code (an executable mapping of {what}){tail}");
+        }
+        if !m.perms.starts_with("rw") {
+            bail!(
+                "{head}: {addr:#x} is in a read-only mapping of {what} ({}){tail}",
+                m.perms
+            );
+        }
+        Ok(())
+    }
+
+    /// `rhs` as the `len` bytes of a `ty` (integers, enums, bools,
+    /// pointers, floats; a string literal into a char array).
+    fn converted(&mut self, ty: &TypeRef, len: u64, rhs: &str) -> Result<Vec<u8>> {
+        let t = strip(self, ty);
+        let tname = crate::debuginfo::types::type_name(self, ty);
+        if let Type::Array { elem, count } = &*t {
+            let is_char = matches!(&*strip(self, elem), Type::Base { size: 1, enc, .. }
+                if matches!(enc, Encoding::SignedChar | Encoding::UnsignedChar));
+            let Some(s) = string_literal(rhs) else {
+                bail!("set var: a {tname} is set from a string literal (\"...\") only");
+            };
+            if !is_char {
+                bail!("set var: cannot assign a string to a {tname}");
+            }
+            let n = count.unwrap_or(0) as usize;
+            if s.len() + 1 > n {
+                bail!(
+                    "set var: the string's {} bytes and its NUL do not fit a {tname}: nothing written",
+                    s.len()
+                );
+            }
+            let mut out = s;
+            out.resize(n, 0);
+            return Ok(out);
+        }
+        let v = self.eval_expr(rhs)?;
+        let vt = strip(self, &v.ty);
+        if matches!(&*vt, Type::Struct { .. } | Type::Void) {
+            bail!(
+                "set var: cannot convert a {} to {tname}",
+                crate::debuginfo::types::type_name(self, &v.ty)
+            );
+        }
+        let sc = scalar(self, &v)?;
+        let is_float = matches!(sc, crate::expr::eval::Scalar::F(_));
+        let int = |sc: crate::expr::eval::Scalar| -> i64 {
+            match sc {
+                crate::expr::eval::Scalar::F(f) => f as i64,
+                s => s.as_i64(),
+            }
+        };
+        let le = |v: i64, n: u64| v.to_le_bytes()[..n as usize].to_vec();
+        Ok(match &*t {
+            Type::Base {
+                enc: Encoding::Float,
+                size,
+                ..
+            } => match size {
+                4 => (sc.as_f64() as f32).to_le_bytes().to_vec(),
+                8 => sc.as_f64().to_le_bytes().to_vec(),
+                _ => bail!("set var: a {size}-byte float ({tname}) is not supported"),
+            },
+            Type::Base {
+                enc: Encoding::Bool,
+                size,
+                ..
+            } => le(sc.truthy() as i64, *size),
+            Type::Base { size, .. } | Type::Enum { size, .. } if matches!(size, 1 | 2 | 4 | 8) => {
+                le(int(sc), *size)
+            }
+            Type::Pointer { .. } if !is_float => le(int(sc), 8),
+            Type::Pointer { .. } => bail!("set var: cannot convert a floating value to {tname}"),
+            _ => bail!(
+                "set var: cannot assign to a {tname} ({len} bytes): integers, enums, bools, pointers, floats and char arrays (from a string) only"
+            ),
+        })
+    }
+}
+
+/// `"..."` as bytes, C's simple escapes read; None when `s` is not one
+/// string literal.
+fn string_literal(s: &str) -> Option<Vec<u8>> {
+    let inner = s.trim().strip_prefix('"')?.strip_suffix('"')?;
+    let mut out = Vec::new();
+    let mut it = inner.bytes();
+    while let Some(c) = it.next() {
+        match c {
+            b'"' => return None,
+            b'\\' => out.push(match it.next()? {
+                b'n' => b'\n',
+                b't' => b'\t',
+                b'r' => b'\r',
+                b'0' => 0,
+                b'\\' => b'\\',
+                b'"' => b'"',
+                b'\'' => b'\'',
+                _ => return None,
+            }),
+            c => out.push(c),
+        }
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn string_literals_with_escapes() {
+        assert_eq!(string_literal("\"ab\\n\""), Some(b"ab\n".to_vec()));
+        assert_eq!(string_literal("\"a\"b\""), None);
+        assert_eq!(string_literal("abc"), None);
+    }
+}

@@ -740,7 +740,9 @@ fn run_script(
                 if !text.is_empty() {
                     crate::runtime::sink().line(text.strip_prefix('\n').unwrap_or(&text));
                 }
-                if runtime::sigint_seen() {
+                // a backend that ended is said to have ended, even when a
+                // Ctrl-C came while its end was being recorded
+                if runtime::sigint_seen() && !matches!(flow, Flow::TargetGone) {
                     crate::runtime::sink().warn(format_args!(
                         "pgdbg: interrupted: script stopped at line {n}"
                     ));

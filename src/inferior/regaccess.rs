@@ -189,13 +189,17 @@ impl Target {
         let dr7 = debugregs::dr7_without(dr7, slot);
         self.set_debugreg(DR7, dr7)?;
         self.dr_owners[slot] = None;
-        if self.debugreg(slot).is_ok_and(|v| v != 0) {
-            self.set_debugreg(slot, 0)?;
-        }
+        // the address register is cleared, but its failure does not skip
+        // the drain: with DR7 at 0, a watchpoint's pending SIGTRAP just
+        // past one of our int3s would be taken for that int3's
+        let cleared = match self.debugreg(slot) {
+            Ok(v) if v != 0 => self.set_debugreg(slot, 0),
+            _ => Ok(()),
+        };
         if dr7 == 0 {
             self.drain_sigtrap()?;
         }
-        Ok(())
+        cleared
     }
 
     /// Who holds each slot (None: free).

@@ -117,16 +117,13 @@ impl Target {
                     // int3s executed, before its SIGTRAP was taken: rip is
                     // one past the breakpoint.  Rewind now, while the int3
                     // is still known; the queued SIGTRAP is swallowed when it
-                    // is reported (or drained at detach).
-                    // Not when DR6 says a debug register fired: the
-                    // pending SIGTRAP is then (also) a watchpoint's, after
-                    // an instruction that ran just behind our int3 (over a
-                    // one-byte instruction), which must not run twice.
+                    // is reported (or drained at detach).  (DR6 cannot
+                    // tell a watchpoint's pending SIGTRAP from an int3's
+                    // here: its bits outlive the #DB that set them, and an
+                    // int3 does not clear them; a review found that a
+                    // stale bit would skip a rewind an int3 hit needs.)
                     if let Some(bp) = self.int3_behind_rip()?
                         && self.sigtrap_pending()
-                        && crate::arch::debugregs::fired(
-                            self.debugreg(crate::arch::debugregs::DR6).unwrap_or(0),
-                        ) == 0
                     {
                         self.rewind_to(bp)?;
                     }

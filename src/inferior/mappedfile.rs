@@ -221,17 +221,23 @@ fn first_page_matches(pid: i32, m: &Mapping, file: &File) -> bool {
 mod tests {
     use super::*;
 
+    /// This process, its executable and that file's first mapping.
+    fn own_exe() -> (i32, PathBuf, Mapping) {
+        let me = std::process::id() as i32;
+        let exe = std::fs::read_link("/proc/self/exe").unwrap();
+        let m = procfs::maps(me)
+            .unwrap()
+            .into_iter()
+            .find(|m| m.path.as_deref() == Some(exe.as_path()))
+            .unwrap();
+        (me, exe, m)
+    }
+
     /// pgdbg's own executable, verified against its own mapping: the
     /// handle is that file, and its link opens the same inode.
     #[test]
     fn own_executable() {
-        let me = std::process::id() as i32;
-        let maps = procfs::maps(me).unwrap();
-        let exe = std::fs::read_link("/proc/self/exe").unwrap();
-        let m = maps
-            .iter()
-            .find(|m| m.path.as_deref() == Some(exe.as_path()))
-            .unwrap();
+        let (me, exe, m) = own_exe();
         let v = verified_mapped_file(me, &exe, &m.dev, m.inode).unwrap();
         assert_eq!(v.file().metadata().unwrap().ino(), m.inode);
         let again = File::open(v.path()).unwrap();
@@ -262,13 +268,7 @@ mod tests {
     /// the same mapping gives the same open file.
     #[test]
     fn reused_while_alive() {
-        let me = std::process::id() as i32;
-        let maps = procfs::maps(me).unwrap();
-        let exe = std::fs::read_link("/proc/self/exe").unwrap();
-        let m = maps
-            .iter()
-            .find(|m| m.path.as_deref() == Some(exe.as_path()))
-            .unwrap();
+        let (me, exe, m) = own_exe();
         let a = verified_mapped_file(me, &exe, &m.dev, m.inode).unwrap();
         let b = verified_mapped_file(me, &exe, &m.dev, m.inode).unwrap();
         assert_eq!(a.path(), b.path());
@@ -279,13 +279,7 @@ mod tests {
     /// refused: the inode is checked on the open file.
     #[test]
     fn another_inode_refused() {
-        let me = std::process::id() as i32;
-        let maps = procfs::maps(me).unwrap();
-        let exe = std::fs::read_link("/proc/self/exe").unwrap();
-        let m = maps
-            .iter()
-            .find(|m| m.path.as_deref() == Some(exe.as_path()))
-            .unwrap();
+        let (me, exe, m) = own_exe();
         let e = verified_mapped_file(me, &exe, &m.dev, m.inode + 1).unwrap_err();
         assert!(e.contains("is not the file mapped"), "{e}");
     }

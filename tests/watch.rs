@@ -362,7 +362,7 @@ fn commands_and_ignore_15() {
     );
     c.exec("select 1");
     let pid = c.pid();
-    let p = Pgdbg::spawn_attached(
+    let p = spawn_continuing(
         &[
             "attach",
             &pid.to_string(),
@@ -372,10 +372,6 @@ fn commands_and_ignore_15() {
         ],
         pid,
     );
-    wait_until("the guardian", Duration::from_secs(30), || {
-        guardians_of(pid).len() == 1
-    });
-    std::thread::sleep(Duration::from_millis(500));
     let h = c.spawn_text("select 2");
     let (code, out, err) = p.wait(Duration::from_secs(120));
     assert_eq!(code, 0, "{err}");
@@ -405,7 +401,7 @@ fn killed_with_a_watchpoint(major: u32) {
     let cl = Cluster::start(major);
     let mut c = cl.connect();
     let pid = c.pid();
-    let p = Pgdbg::spawn_attached(
+    let p = spawn_continuing(
         &[
             "attach",
             &pid.to_string(),
@@ -417,10 +413,6 @@ fn killed_with_a_watchpoint(major: u32) {
         ],
         pid,
     );
-    wait_until("the guardian", Duration::from_secs(30), || {
-        guardians_of(pid).len() == 1
-    });
-    std::thread::sleep(Duration::from_millis(500));
     unsafe { libc::kill(p.pid(), libc::SIGKILL) };
     let _ = p.wait(Duration::from_secs(30));
     wait_until("the guardian's restore", Duration::from_secs(30), || {
@@ -441,7 +433,7 @@ fn killed_with_a_watchpoint(major: u32) {
             "continue",
         ],
     );
-    let p = Pgdbg::spawn_attached(
+    let p = spawn_continuing(
         &[
             "attach",
             &pid.to_string(),
@@ -451,10 +443,6 @@ fn killed_with_a_watchpoint(major: u32) {
         ],
         pid,
     );
-    wait_until("the guardian", Duration::from_secs(30), || {
-        guardians_of(pid).len() == 1
-    });
-    std::thread::sleep(Duration::from_millis(500));
     let h = c.spawn_text(
         "select count(*) from (select md5(g::text) from generate_series(1, 20000) g) s",
     );
@@ -633,7 +621,7 @@ fn interrupted_and_terminated_15() {
     let mut c = cl.connect();
     let pid = c.pid();
     for sig in [libc::SIGINT, libc::SIGTERM] {
-        let p = Pgdbg::spawn_attached(
+        let p = spawn_continuing(
             &[
                 "attach",
                 &pid.to_string(),
@@ -645,10 +633,6 @@ fn interrupted_and_terminated_15() {
             ],
             pid,
         );
-        wait_until("the guardian", Duration::from_secs(30), || {
-            guardians_of(pid).len() == 1
-        });
-        std::thread::sleep(Duration::from_millis(500));
         unsafe { libc::kill(p.pid(), sig) };
         let _ = p.wait(Duration::from_secs(30));
         wait_until("pgdbg to let go", Duration::from_secs(30), || {
@@ -759,4 +743,20 @@ fn pgdbg_pages_refused_15() {
     let _ = std::fs::remove_file(&script);
     assert_eq!(c.query_one_text("show work_mem"), "6MB");
     cl.assert_no_crash();
+}
+
+/// pgdbg attached to `pid` with `args` (commands that arm something, then
+/// `continue`), returned once its guardian is there and the backend runs
+/// again (out of its tracing stop: the commands before `continue` ran),
+/// and half a second more.
+fn spawn_continuing(args: &[&str], pid: i32) -> Pgdbg {
+    let p = Pgdbg::spawn_attached(args, pid);
+    wait_until("the guardian", Duration::from_secs(30), || {
+        guardians_of(pid).len() == 1
+    });
+    wait_until("the backend resumed", Duration::from_secs(30), || {
+        !proc_state(pid).starts_with('t')
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    p
 }

@@ -492,27 +492,48 @@ pub fn identifiers(e: &Expr, out: &mut Vec<String>) {
     }
 }
 
+/// Each character of `s` with its byte index and whether it stands at the
+/// top level (not inside (), [] or quotes; a bracket or quote itself is
+/// not at the top level).
+pub fn top_level_chars(s: &str) -> impl Iterator<Item = (usize, char, bool)> + '_ {
+    let mut depth = 0i32;
+    let mut quote: Option<char> = None;
+    s.char_indices().map(move |(i, c)| {
+        let top = match (quote, c) {
+            (Some(q), c) if c == q => {
+                quote = None;
+                false
+            }
+            (Some(_), _) => false,
+            (None, '"' | '\'') => {
+                quote = Some(c);
+                false
+            }
+            (None, '(' | '[') => {
+                depth += 1;
+                false
+            }
+            (None, ')' | ']') => {
+                depth -= 1;
+                false
+            }
+            (None, _) => depth == 0,
+        };
+        (i, c, top)
+    })
+}
+
 /// Split expressions at top-level commas (not inside (), [] or quotes).
 pub fn split_args(s: &str) -> Vec<String> {
     let mut out = Vec::new();
-    let mut depth = 0i32;
-    let mut quote: Option<char> = None;
     let mut cur = String::new();
-    for c in s.chars() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), _) => {}
-            (None, '"' | '\'') => quote = Some(c),
-            (None, '(' | '[') => depth += 1,
-            (None, ')' | ']') => depth -= 1,
-            (None, ',') if depth == 0 => {
-                out.push(cur.trim().to_string());
-                cur.clear();
-                continue;
-            }
-            _ => {}
+    for (_, c, top) in top_level_chars(s) {
+        if top && c == ',' {
+            out.push(cur.trim().to_string());
+            cur.clear();
+        } else {
+            cur.push(c);
         }
-        cur.push(c);
     }
     if !cur.trim().is_empty() {
         out.push(cur.trim().to_string());

@@ -68,21 +68,11 @@ impl SqlType {
 /// `EXPR::TYPE` split at its last `::` outside quotes and brackets: the
 /// expression and the type (None: no `::`).  An unknown type is an error.
 pub fn split_cast(expr: &str) -> Result<(&str, Option<SqlType>)> {
-    let mut depth = 0i32;
-    let mut quote: Option<char> = None;
-    let mut at = None;
     let b = expr.as_bytes();
-    for (i, c) in expr.char_indices() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), _) => {}
-            (None, '"' | '\'') => quote = Some(c),
-            (None, '(' | '[') => depth += 1,
-            (None, ')' | ']') => depth -= 1,
-            (None, ':') if depth == 0 && b.get(i + 1) == Some(&b':') => at = Some(i),
-            _ => {}
-        }
-    }
+    let at = crate::expr::parse::top_level_chars(expr)
+        .filter(|&(i, c, top)| top && c == ':' && b.get(i + 1) == Some(&b':'))
+        .map(|(i, _, _)| i)
+        .last();
     let Some(i) = at else {
         return Ok((expr, None));
     };

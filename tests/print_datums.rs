@@ -9,7 +9,6 @@
 use common::ex::*;
 use common::*;
 use pgdbg_testbed as common;
-use std::time::Duration;
 
 /// Values of each type `::` knows, with their edge cases.
 const VALUES: &[(&str, &str)] = &[
@@ -45,10 +44,7 @@ const VALUES: &[(&str, &str)] = &[
     ("4294967295::oid", "oid"),
 ];
 
-/// pgdbg attached to `pid` with a breakpoint at printtup, `sql` run by
-/// `client`, then `cmds` at the stop (after `more`'s commands): pgdbg's
-/// exit status, stdout and stderr.  The statement ends (the backend is
-/// not left stopped) and printtup's code is the file's again.
+/// `at_break` at printtup.
 fn at_printtup(
     cl: &Cluster,
     client: &mut Client,
@@ -56,24 +52,7 @@ fn at_printtup(
     sql: &str,
     cmds: &[&str],
 ) -> (i32, String, String) {
-    let mut all = vec!["break printtup", "continue"];
-    all.extend_from_slice(cmds);
-    let mut args = vec!["attach".to_string(), pid.to_string(), "-q".into()];
-    args.extend(ex(&all));
-    let a: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
-    let p = Pgdbg::spawn_attached(&a, pid);
-    wait_armed(pid, "printtup");
-    let h = client.spawn_text(sql);
-    let r = p.wait(Duration::from_secs(120));
-    assert!(client.rejoin(h).is_ok(), "{sql} did not end well");
-    assert_eq!(tracer_pid(pid), 0);
-    assert!(code_matches_file(
-        pid,
-        &cl.postgres_binary(),
-        "printtup",
-        32
-    ));
-    r
+    at_break(cl, client, pid, "printtup", sql, cmds)
 }
 
 fn print_datums(major: u32) {
@@ -203,6 +182,11 @@ fn print_datums(major: u32) {
                 "info types ^varlena$",
                 "info types Numeric",
                 "info types ^bits8$",
+                // base types by gdb's names, and headers generated in the
+                // build tree by their relative names, once for all units
+                "info types ^unsigned long$",
+                "info types CoercionMethod",
+                "info types SysFKRelationship",
             ],
             |l| l.to_string(),
             |l| l.to_string(),

@@ -46,9 +46,15 @@ pub static PRINT: Entry = Entry {
            artificial array: N objects from EXPR's address (p *list->elements@list->length, \
            p arr[0]@4). A pointer to a PostgreSQL node (Node *, Plan *, List *...) is followed \
            by the NodeTag it points to, its dynamic type: (Plan *) 0x55d0c0a0 [T_SeqScan] \
-           (pprint shows the tree). A text * (any varlena: bytea *, VarChar *...) is followed by \
-           its characters when it is inline and not compressed (else by what it is: compressed, \
-           TOAST pointer); a NameData prints as its string.\n\n\
+           (pprint shows the tree). A List * adds its length and elements, up to 200 (each \
+           node's tag; an IntList's integers, an OidList's OIDs): (List *) 0x55d0c0b8 [T_List] \
+           of length 2 = {0x55d0c0c8 [T_TargetEntry], 0x55d0c0f0 [T_TargetEntry]}; a \
+           Bitmapset * its members: (Bitmapset *) 0x55d0c1a0 = {8, 9}. An Oid that the \
+           backend's relcache holds is followed by its relation's name, read from the relcache: \
+           16384 (relation pgbench_accounts); an Oid it does not hold gets no name. A text * \
+           (any varlena: bytea *, VarChar *...) is followed by its characters when it is inline \
+           and not compressed (else by what it is: compressed, TOAST pointer); a NameData prints \
+           as its string.\n\n\
            EXPR::TYPE reads the Datum EXPR is as SQL's TYPE and prints it as SELECT v::text \
            does, from memory only (nothing runs in the backend): int2, int4, int8, bool, float4, \
            float8, oid, name, text, numeric, timestamp, timestamptz, date (and SQL's aliases: \
@@ -64,6 +70,7 @@ pub static PRINT: Entry = Entry {
         "p *activeSearchPath->elements@activeSearchPath->length",
         "p fcinfo->args[0].value::numeric",
         "p slot->tts_values[2]::timestamptz",
+        "p estate->es_plannedstmt->relationOids",
     ],
     parse: |rest| parse_print(rest).map(|_| Invocation::command(&PRINT, rest)),
     needs: Needs::Memory,

@@ -109,6 +109,20 @@ impl DebugInfo {
         header: &gimli::LineProgramHeader<R>,
         fe: &gimli::FileEntry<R>,
     ) -> Option<String> {
+        self.file_path_from(unit, header, fe, true)
+    }
+
+    /// A line-table file's path; with `in_comp_dir` false a relative
+    /// directory is left relative, as gdb shows a file's name
+    /// (`../../../src/include/catalog/pg_cast_d.h`, a header generated in
+    /// the build tree).
+    pub(super) fn file_path_from(
+        &self,
+        unit: gimli::UnitRef<'_, R>,
+        header: &gimli::LineProgramHeader<R>,
+        fe: &gimli::FileEntry<R>,
+        in_comp_dir: bool,
+    ) -> Option<String> {
         let name = unit.attr_string(fe.path_name()).ok()?;
         let name = String::from_utf8_lossy(name.slice()).into_owned();
         let path = if name.starts_with('/') {
@@ -119,7 +133,7 @@ impl DebugInfo {
                 .and_then(|d| unit.attr_string(d).ok())
                 .map(|s| String::from_utf8_lossy(s.slice()).into_owned())
                 .unwrap_or_default();
-            let dir = if dir.starts_with('/') {
+            let dir = if dir.starts_with('/') || !in_comp_dir {
                 dir
             } else {
                 let comp = unit

@@ -23,7 +23,8 @@ pub struct TypeDecl {
     /// .debug_info offset of the DIE.
     pub die: u64,
     /// The file as gdb names it (a unit's main file by its DW_AT_name,
-    /// another by its full name) and the line (0: none, a base type's,
+    /// another by its line-table directory and name, a relative directory
+    /// left relative) and the line (0: none, a base type's,
     /// placed in the unit's main file).
     pub file: String,
     pub line: u32,
@@ -78,13 +79,17 @@ impl DebugInfo {
                 if let Some(AttributeValue::Flag(true)) = e.attr_value(dw::DW_AT_declaration) {
                     continue;
                 }
-                let Some(name) = e
+                let Some(mut name) = e
                     .attr_value(dw::DW_AT_name)
                     .and_then(|v| uref.attr_string(v).ok())
                     .map(|s| String::from_utf8_lossy(s.slice()).into_owned())
                 else {
                     continue;
                 };
+                if kind == TypeDeclKind::Base {
+                    // gdb's names: `unsigned long` for DWARF's `long unsigned int`
+                    name = super::types::gdb_spelling(&name).to_string();
+                }
                 if !keep(&name) {
                     continue;
                 }
@@ -102,13 +107,21 @@ impl DebugInfo {
                     Some(AttributeValue::Data4(i)) => Some(i as u64),
                     _ => None,
                 };
-                let full = fidx.and_then(|i| {
+                // the file's full path (to know the unit's main file), and
+                // its name as gdb shows it (a relative directory kept)
+                let paths = fidx.and_then(|i| {
                     let header = unit.line_program.as_ref()?.header();
                     let fe = header.file(i)?;
-                    self.file_path(uref, header, fe)
+                    Some((
+                        self.file_path(uref, header, fe)?,
+                        self.file_path_from(uref, header, fe, false)?,
+                    ))
                 });
-                let file = match (full, &main_full) {
-                    (Some(f), _) => shown(&f),
+                let file = match (paths, &main_full) {
+                    (Some((full, name)), _) => match shown(&full) {
+                        s if s == full => name,
+                        s => s,
+                    },
                     (None, Some(m)) => shown(m),
                     (None, None) => continue,
                 };

@@ -166,6 +166,7 @@ pub mod call;
 pub mod cluster;
 pub mod commands;
 pub mod datum;
+pub mod dynahash;
 pub mod explain;
 pub mod nodes;
 pub mod outcome;
@@ -173,6 +174,7 @@ pub mod packs;
 pub mod plancache;
 mod planstate;
 pub mod progress;
+pub mod relcache;
 pub mod waits;
 pub mod waitsites;
 

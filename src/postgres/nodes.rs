@@ -11,6 +11,8 @@
 //! structs, members inside unions); the printer that walks a tree in
 //! nodes/printer.rs.
 
+pub mod cells;
+pub mod notes;
 mod printer;
 
 use super::backend::Backend;

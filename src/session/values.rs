@@ -108,15 +108,60 @@ impl Session {
                         );
                         text.push(' ');
                         text.push_str(&note);
-                    } else if let Some(tag) = crate::postgres::nodes::dynamic_tag(self, &v.ty, p) {
-                        // a pointer to a PostgreSQL node: its tag, the node's dynamic type
-                        text.push_str(&format!(" [{tag}]"));
+                    } else if p != 0 {
+                        let tag = crate::postgres::nodes::dynamic_tag(self, &v.ty, p);
+                        if let Some(tag) = &tag {
+                            // a pointer to a PostgreSQL node: its tag, the node's dynamic type
+                            text.push_str(&format!(" [{tag}]"));
+                        }
+                        let relations = std::cell::OnceCell::new();
+                        let oid_name = |oid: u32| {
+                            relations
+                                .get_or_init(|| {
+                                    crate::postgres::relcache::relation_names(self)
+                                        .unwrap_or_default()
+                                })
+                                .get(&oid)
+                                .cloned()
+                        };
+                        if let Some(note) = crate::postgres::nodes::notes::contents(
+                            self,
+                            &read,
+                            target,
+                            p,
+                            tag.as_deref(),
+                            &oid_name,
+                        ) {
+                            text.push(' ');
+                            text.push_str(&note);
+                        }
                     }
                 }
             }
-            _ => {}
+            _ => {
+                if let Some(name) = self.oid_relation(v) {
+                    text.push_str(&format!(" (relation {name})"));
+                }
+            }
         }
         text
+    }
+
+    /// The relation the relcache holds for an `Oid` value, if it holds one.
+    fn oid_relation(&self, v: &Value) -> Option<String> {
+        use crate::debuginfo::types::Type;
+        let mut t = self.resolve(&v.ty);
+        while let Type::Qualified {
+            target: Some(q), ..
+        } = &*t
+        {
+            t = self.resolve(q);
+        }
+        if !matches!(&*t, Type::Typedef { name, .. } if name == "Oid") {
+            return None;
+        }
+        let oid = crate::expr::eval::scalar(self, v).ok()?.as_i64() as u32;
+        crate::postgres::relcache::relation_name(self, oid)
     }
 
     /// `print EXPR::TYPE`: the Datum EXPR is, as SQL shows a TYPE.

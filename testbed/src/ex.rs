@@ -93,3 +93,36 @@ pub fn gdb_attached(pid: i32, cmds: &[&str]) -> String {
     let o = g.output().expect("run gdb");
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
+
+/// pgdbg attached to `pid` with a breakpoint at `function`, `sql` run by
+/// `client`, then `cmds` at the stop: pgdbg's exit status, stdout and
+/// stderr.  The statement ends (the backend is not left stopped) and the
+/// function's code is the file's again.
+pub fn at_break(
+    cl: &crate::Cluster,
+    client: &mut crate::Client,
+    pid: i32,
+    function: &str,
+    sql: &str,
+    cmds: &[&str],
+) -> (i32, String, String) {
+    let brk = format!("break {function}");
+    let mut all = vec![brk.as_str(), "continue"];
+    all.extend_from_slice(cmds);
+    let mut args = vec!["attach".to_string(), pid.to_string(), "-q".into()];
+    args.extend(crate::ex(&all));
+    let a: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+    let p = crate::Pgdbg::spawn_attached(&a, pid);
+    crate::wait_armed(pid, function);
+    let h = client.spawn_text(sql);
+    let r = p.wait(std::time::Duration::from_secs(120));
+    assert!(client.rejoin(h).is_ok(), "{sql} did not end well");
+    assert_eq!(crate::tracer_pid(pid), 0);
+    assert!(crate::code_matches_file(
+        pid,
+        &cl.postgres_binary(),
+        function,
+        32
+    ));
+    r
+}

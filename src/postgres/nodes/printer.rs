@@ -4,9 +4,10 @@
 //! depth, width and line limits; the node types it goes by are in
 //! nodes.rs.
 
+use super::cells::{ListCells, bitmapset_members, read_list};
 use super::{
-    Limits, MAX_LINES, Mem, escape, find_member, is_nodetag, node_headed, node_tags, out_name,
-    struct_name, struct_named,
+    Limits, MAX_LINES, Mem, escape, is_nodetag, node_headed, node_tags, out_name, struct_name,
+    struct_named,
 };
 use crate::debuginfo::types::{Encoding, Member, Type, TypeRef, TypeSource, size_of, strip};
 use crate::expr::eval::{Scalar, scalar_from};
@@ -443,139 +444,68 @@ impl Printer<'_> {
 
     /// `(b 1 5)`: the members of the Bitmapset at `p`.
     fn bitmapset(&mut self, p: u64) {
-        let Some(Type::Struct { members, .. }) = self.struct_type("Bitmapset").as_deref().cloned()
-        else {
+        let Some(bms) = self.struct_type("Bitmapset") else {
             let _ = write!(self.out, "{p:#x}");
             return;
         };
-        let off = |n: &str| members.iter().find(|m| m.name.as_deref() == Some(n));
-        let (Some(nw), Some(words)) = (off("nwords"), off("words")) else {
-            let _ = write!(self.out, "{p:#x}");
-            return;
-        };
-        let Ok(n) = self.read_i32(p + nw.offset) else {
-            let _ = write!(self.out, "<cannot read a Bitmapset at {p:#x}>");
-            return;
-        };
-        if !(0..=4096).contains(&n) {
-            let _ = write!(self.out, "<not a Bitmapset at {p:#x}: nwords {n}>");
-            return;
-        }
-        let Ok(w) = self.read_bytes(p + words.offset, n as usize * 8) else {
-            let _ = write!(self.out, "<cannot read a Bitmapset at {p:#x}>");
-            return;
-        };
-        self.out.push_str("(b");
-        for (i, c) in w.chunks(8).enumerate() {
-            let mut x = u64::from_le_bytes(c.try_into().unwrap_or([0; 8]));
-            while x != 0 {
-                let bit = x.trailing_zeros() as usize;
-                let _ = write!(self.out, " {}", i * 64 + bit);
-                x &= x - 1;
+        match bitmapset_members(self.mem, &bms, p) {
+            Ok(m) => {
+                self.out.push_str("(b");
+                for x in m {
+                    let _ = write!(self.out, " {x}");
+                }
+                self.out.push(')');
             }
+            Err(e) => self.out.push_str(&e),
         }
-        self.out.push(')');
     }
 
     /// A List of any tag: `(` its elements `)`; `(i 1 2)`, `(o ...)`,
-    /// `(x ...)` for integers, OIDs and transaction ids.  The layout of
-    /// 13 to 18: `length` cells in the array `elements`, each a union
-    /// ListCell (ptr_value, int_value, oid_value, xid_value), all from
-    /// DWARF.
+    /// `(x ...)` for integers, OIDs and transaction ids (cells.rs reads
+    /// them).
     fn list(&mut self, addr: u64, tag: &str, indent: usize, depth: usize) {
-        let Some(Type::Struct { size, members, .. }) = self.struct_type("List").as_deref().cloned()
-        else {
+        let Some(list) = self.struct_type("List") else {
             let _ = write!(self.out, "<no struct List in the debug info ({addr:#x})>");
             return;
         };
-        let Ok(bytes) = self.read_bytes(addr, size as usize) else {
-            let _ = write!(self.out, "<cannot read a List at {addr:#x}>");
-            return;
-        };
-        let member = |n: &str| members.iter().find(|m| m.name.as_deref() == Some(n));
-        let word = |m: &Member, n: usize| -> u64 {
-            let mut w = [0u8; 8];
-            let o = m.offset as usize;
-            if let Some(s) = bytes.get(o..o + n) {
-                w[..n].copy_from_slice(s);
+        let cells = match read_list(self.ts, self.mem, &list, addr, tag, self.lim.width) {
+            Ok(c) => c,
+            Err(e) => {
+                self.out.push_str(&e);
+                return;
             }
-            u64::from_le_bytes(w)
         };
-        let (Some(len), Some(el)) = (member("length"), member("elements")) else {
-            let _ = write!(
-                self.out,
-                "<a List without length and elements at {addr:#x}: a layout pprint does not know>"
-            );
-            return;
-        };
-        let length = word(len, 4) as i32;
-        if !(0..=100_000_000).contains(&length) {
-            let _ = write!(self.out, "<not a List at {addr:#x}: length {length}>");
-            return;
-        }
-        let Type::Pointer {
-            target: Some(cell_ty),
-        } = &*strip(self.di(), &el.ty)
-        else {
-            let _ = write!(self.out, "<List.elements is not a pointer at {addr:#x}>");
-            return;
-        };
-        let cs = size_of(self.di(), cell_ty).max(1) as usize;
-        let elements = word(el, 8);
-        let want = match tag {
-            "T_IntList" => "int_value",
-            "T_OidList" => "oid_value",
-            "T_XidList" => "xid_value",
-            _ => "ptr_value",
-        };
-        let Some((voff, vty)) = find_member(self.di(), cell_ty, want, 0) else {
-            let _ = write!(self.out, "<ListCell without {want} at {addr:#x}>");
-            return;
-        };
-        let vsize = (size_of(self.di(), &vty) as usize).clamp(1, 8);
         let kind = match tag {
             "T_IntList" => "i ",
             "T_OidList" => "o ",
             "T_XidList" => "x ",
             _ => "",
         };
-        // the cells shown, in one read
-        let shown = (length as usize).min(self.lim.width);
-        let Ok(cells) = self.read_bytes(elements, shown * cs) else {
-            let _ = write!(self.out, "<cannot read {shown} cells at {elements:#x}>");
-            return;
-        };
         self.out.push('(');
         self.out.push_str(kind);
         self.path.push(addr);
-        for k in 0..shown {
-            let o = k * cs + voff as usize;
-            let Some(v) = cells.get(o..o + vsize) else {
-                break;
-            };
-            let v = v.to_vec();
+        for (k, (at, v)) in cells.values.iter().enumerate() {
             if kind.is_empty() {
                 if !self.line(indent + 2) {
                     break;
                 }
-                let mut w = [0u8; 8];
-                w[..vsize].copy_from_slice(&v);
-                self.node(u64::from_le_bytes(w), indent + 2, depth);
+                self.node(ListCells::word(v), indent + 2, depth);
             } else {
                 if k > 0 {
                     self.out.push(' ');
                 }
-                self.value(&vty, &v, elements + o as u64, indent, depth);
+                self.value(&cells.value_ty, v, *at, indent, depth);
             }
         }
         self.path.pop();
-        if shown < length as usize {
+        let shown = cells.values.len();
+        if shown < cells.length {
             if kind.is_empty() {
                 self.line(indent + 2);
             } else {
                 self.out.push(' ');
             }
-            let _ = write!(self.out, "... {} more", length as usize - shown);
+            let _ = write!(self.out, "... {} more", cells.length - shown);
         }
         if kind.is_empty() {
             self.line(indent);

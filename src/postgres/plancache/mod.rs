@@ -32,7 +32,7 @@ use crate::debuginfo::layout::Layout;
 use crate::inferior::foreign::ForeignInt3;
 use crate::inferior::jumpover::TakenOver;
 use crate::inferior::recorder::Recorder;
-use anyhow::{Result, anyhow, bail};
+use anyhow::{Result, bail};
 use std::collections::HashMap;
 
 mod chain;
@@ -73,9 +73,7 @@ pub struct PlanCacheLayouts {
     pstmt: Layout,
     entries: Vec<u64>,
     prepared_queries: Option<u64>,
-    htab: Option<Layout>,
-    hashhdr: Option<Layout>,
-    hashelement: Option<Layout>,
+    hash: Option<super::dynahash::HashLayouts>,
     prep: Option<Layout>,
     plan_cache_mode: Option<(u64, Vec<(String, i64)>)>,
     cpu_operator_cost: Option<u64>,
@@ -108,9 +106,7 @@ impl PlanCacheLayouts {
             pstmt: s.layout("PlannedStmt")?,
             entries,
             prepared_queries: s.global_addr("prepared_queries"),
-            htab: s.layout("HTAB").ok(),
-            hashhdr: s.layout("HASHHDR").ok(),
-            hashelement: s.layout("HASHELEMENT").ok(),
+            hash: super::dynahash::HashLayouts::of(s).ok(),
             prep: s.layout("PreparedStatement").ok(),
             plan_cache_mode,
             cpu_operator_cost: s.global_addr("cpu_operator_cost"),
@@ -591,47 +587,22 @@ impl PlanCacheProbe {
     }
 
     fn scan_prepared(&self, s: &dyn Backend) -> Result<Vec<(u64, String)>> {
-        let (Some(pq), Some(htab), Some(hdr), Some(el), Some(prep)) = (
-            self.l.prepared_queries,
-            &self.l.htab,
-            &self.l.hashhdr,
-            &self.l.hashelement,
-            &self.l.prep,
-        ) else {
+        let (Some(pq), Some(hash), Some(prep)) =
+            (self.l.prepared_queries, &self.l.hash, &self.l.prep)
+        else {
             bail!("no prepared statement hash in the debug info");
         };
         let h = s.read_u64(pq)?;
         if h == 0 {
             return Ok(Vec::new());
         }
-        let hb = read(s, h, htab.size)?;
-        let hctl = htab.ptr(&hb, "hctl").ok_or_else(|| anyhow!("HTAB.hctl"))?;
-        let dir = htab.ptr(&hb, "dir").ok_or_else(|| anyhow!("HTAB.dir"))?;
-        let ssize = htab.int(&hb, "ssize").unwrap_or(256).max(1) as u64;
-        let sshift = htab.int(&hb, "sshift").unwrap_or(8) as u64;
-        let hdrb = read(s, hctl, hdr.size)?;
-        let max_bucket = hdr.int(&hdrb, "max_bucket").unwrap_or(0) as u64;
-        let link_off = el.offset("link")?;
-        // entries follow MAXALIGN(sizeof(HASHELEMENT))
-        let entry_off = el.size.div_ceil(8) * 8;
         let name_off = prep.offset("stmt_name")?;
         let ps_off = prep.offset("plansource")?;
         let mut out = Vec::new();
-        for b in 0..=max_bucket.min(1 << 20) {
-            let seg = s.read_u64(dir + (b >> sshift) * 8)?;
-            if seg == 0 {
-                continue;
-            }
-            let mut e = s.read_u64(seg + (b & (ssize - 1)) * 8)?;
-            let mut guard = 0;
-            while e != 0 && guard < 10_000 {
-                let entry = e + entry_off;
-                let name = read_cstring(s, entry + name_off, 64);
-                let ps = s.read_u64(entry + ps_off)?;
-                out.push((ps, name));
-                e = s.read_u64(e + link_off)?;
-                guard += 1;
-            }
+        for entry in hash.entries(s, h, 1 << 20)? {
+            let name = read_cstring(s, entry + name_off, 64);
+            let ps = s.read_u64(entry + ps_off)?;
+            out.push((ps, name));
         }
         Ok(out)
     }

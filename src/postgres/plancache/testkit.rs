@@ -53,9 +53,7 @@ pub fn layouts(cps: Layout) -> PlanCacheLayouts {
         pstmt: layout("PlannedStmt", &[("rtable", 8, Pointer)]),
         entries: vec![ENTRY],
         prepared_queries: None,
-        htab: None,
-        hashhdr: None,
-        hashelement: None,
+        hash: None,
         prep: None,
         plan_cache_mode: Some((
             MODE,

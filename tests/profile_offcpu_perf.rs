@@ -83,9 +83,22 @@ fn add(c: &mut Counts, frames: Vec<String>, n: u64, ms: f64) {
     e.2.insert(frames);
 }
 
+/// `perf record`, stopped by SIGINT however the test ends (a failed
+/// assertion included): nothing left recording the backend.
+struct PerfRecord(Child);
+
+impl Drop for PerfRecord {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            unsafe { libc::kill(self.0.id() as i32, libc::SIGINT) };
+            let _ = self.0.wait();
+        }
+    }
+}
+
 /// `perf record` of the switch tracepoint with dwarf call graphs and the
 /// switch records, on thread `tid`, until SIGINT.
-fn perf_record(tid: i32, out: &std::path::Path) -> Child {
+fn perf_record(tid: i32, out: &std::path::Path) -> PerfRecord {
     let ok = Command::new("perf")
         .arg("--version")
         .output()
@@ -114,18 +127,20 @@ fn perf_record(tid: i32, out: &std::path::Path) -> Child {
         .spawn()
         .expect("perf record");
     let ppid = p.id() as i32;
+    let rec = PerfRecord(p);
     wait_until("perf to open its events", Duration::from_secs(30), || {
         perf_fds(ppid) > 0
     });
     // its events are enabled once opened; a moment for its first mmap
     std::thread::sleep(Duration::from_millis(500));
-    p
+    rec
 }
 
 /// Stop `perf record` (SIGINT, as Ctrl-C) and read its file back with
 /// `perf script`: each sched_switch sample is a switch-out with its
 /// stack, each PERF_RECORD_SWITCH IN after it ends that interval.
-fn perf_counts(mut p: Child, data: &std::path::Path) -> Counts {
+fn perf_counts(mut rec: PerfRecord, data: &std::path::Path) -> Counts {
+    let p = &mut rec.0;
     unsafe { libc::kill(p.id() as i32, libc::SIGINT) };
     let st = p.wait().unwrap();
     let mut err = String::new();

@@ -40,14 +40,21 @@ impl Target {
                 return Ok(());
             }
         }
+        if self.guardian.is_some() {
+            // pgdbg's own detach (the guardian's has no guardian)
+            crate::config::pause_for_tests("detach");
+        }
         let mut first_err: Option<anyhow::Error> = None;
-        // A SIGTRAP still queued for one of our int3s: take it while the
-        // breakpoint is known, so rip is rewound (drained again below).
+        // A SIGTRAP still queued just after one of our int3s: taken now,
+        // while the breakpoint is known, and rip rewound only if its
+        // siginfo says that int3 trapped (a watchpoint's trap after a
+        // one-byte instruction there is dropped: that instruction ran).
         // Before any injected system call, which would swallow it.
-        if let Some(bp) = self.int3_behind_rip()?
-            && self.sigtrap_pending()
-        {
-            self.rewind_to(bp)?;
+        if self.int3_behind_rip()?.is_some() && self.sigtrap_pending() {
+            self.drain_pending(1, Self::sigtrap_pending, false)?;
+            if self.state.is_gone() {
+                return Ok(());
+            }
         }
         // pgdbg's own detach, its SIGTRAP handler in place: the group stop
         // ends once nothing needs it, before the pipe goes (below).  The

@@ -139,9 +139,10 @@ impl Target {
                     return Ok(());
                 }
                 WaitStatus::Stopped(_, Signal::SIGTRAP) => {
-                    // a trap queued before: never delivered
+                    // a trap queued before: never delivered (rewound if
+                    // its siginfo says one of our int3s trapped)
                     self.mark_stopped();
-                    if let Some(bp) = self.int3_behind_rip()? {
+                    if let Some(bp) = self.int3_trapped_behind_rip()? {
                         self.rewind_to(bp)?;
                     }
                     self.cont_raw(None)?;
@@ -335,6 +336,12 @@ impl Target {
         let Some(&orig) = self.inserted.get(&crate::arch::abi::int3_address(rip)) else {
             return Ok(());
         };
+        self.note_resume_over(orig, rip, rsp)
+    }
+
+    /// `note_resume_at` for an int3 over the byte `orig`, one before `rip`
+    /// (also one about to be written there).
+    pub(super) fn note_resume_over(&mut self, orig: u8, rip: u64, rsp: u64) -> Result<()> {
         let harmless = matches!(
             orig,
             0x90 | 0x98 | 0x99 | 0x9e | 0x9f | 0xf8 | 0xf9 | 0xfc | 0xfd

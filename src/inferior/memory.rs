@@ -199,6 +199,18 @@ impl Target {
         }
         self.ensure_trap_handler();
         self.note_trap_address(addr, orig[0])?;
+        // stopped just behind `addr` (a breakpoint on the instruction
+        // before the one the backend stopped at, which ran): recorded as
+        // the place to resume before the int3 exists, so that neither the
+        // guardian nor the SIGCONT handler takes rip one past it for its
+        // trap and runs that instruction again if pgdbg dies at this stop
+        if self.state.is_stopped()
+            && let Ok(r) = self.regs()
+            && crate::arch::abi::int3_address(r.rip) == addr
+        {
+            self.note_resume_over(orig[0], r.rip, r.rsp)
+                .map_err(|e| anyhow!("no breakpoint at {addr:#x}, just behind the stop: {e:#}"))?;
+        }
         // held before the int3 exists (hold.rs): a trap pgdbg has not
         // rewound when it dies must find the backend stopped
         self.hold_for_change()?;

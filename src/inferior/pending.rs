@@ -98,6 +98,19 @@ impl Target {
         self.signal_pending(Signal::SIGTRAP)
     }
 
+    /// At a SIGTRAP stop: the int3 of ours that trapped, one before rip,
+    /// when the stop's siginfo says an int3 did (a watchpoint's or a single
+    /// step's trap just after one of our int3s over a one-byte instruction
+    /// is not one: that instruction ran, rewinding would run it twice).
+    pub(super) fn int3_trapped_behind_rip(&self) -> Result<Option<u64>> {
+        Ok(self.int3_behind_rip()?.filter(|_| {
+            matches!(
+                self.siginfo_code().unwrap_or(signals::TRAP_BRKPT),
+                signals::SI_KERNEL | signals::TRAP_BRKPT
+            )
+        }))
+    }
+
     /// Whether the kernel holds `sig` for the target, not delivered yet.
     pub(super) fn signal_pending(&self, sig: Signal) -> bool {
         let Ok(st) = std::fs::read_to_string(format!("/proc/{}/status", self.pid)) else {
@@ -143,15 +156,8 @@ impl Target {
                 }
                 WaitStatus::Stopped(_, Signal::SIGTRAP) => {
                     self.mark_stopped();
-                    // rewind if it was one of our int3s after all (its
-                    // siginfo says so: a watchpoint's trap just after one
-                    // of our int3s over a one-byte instruction is not)
-                    if let Some(bp) = self.int3_behind_rip()?
-                        && matches!(
-                            self.siginfo_code().unwrap_or(signals::TRAP_BRKPT),
-                            signals::SI_KERNEL | signals::TRAP_BRKPT
-                        )
-                    {
+                    // rewind if it was one of our int3s after all
+                    if let Some(bp) = self.int3_trapped_behind_rip()? {
                         self.int3_sigtrap_live = true;
                         self.rewind_to(bp)?;
                     } else if keep_sigtrap {

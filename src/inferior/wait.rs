@@ -41,6 +41,8 @@ impl Target {
     fn wait_inner(&mut self, hooks: &dyn WaitHooks, nohang: bool) -> Result<Option<Stop>> {
         let mut interrupted_for_tool = false;
         let mut interrupted_for_user = false;
+        // an interrupt stop's queued SIGTRAP taken (below), once
+        let mut trap_taken = false;
         loop {
             // Checked before every blocking wait, not only on EINTR: the
             // signal may have arrived while we were busy elsewhere.
@@ -115,17 +117,31 @@ impl Target {
                     }
                     // The interrupt may have landed just after one of our
                     // int3s executed, before its SIGTRAP was taken: rip is
-                    // one past the breakpoint.  Rewind now, while the int3
-                    // is still known; the queued SIGTRAP is swallowed when it
-                    // is reported (or drained at detach).  (DR6 cannot
-                    // tell a watchpoint's pending SIGTRAP from an int3's
-                    // here: its bits outlive the #DB that set them, and an
-                    // int3 does not clear them; a review found that a
-                    // stale bit would skip a rewind an int3 hit needs.)
-                    if let Some(bp) = self.int3_behind_rip()?
-                        && self.sigtrap_pending()
-                    {
-                        self.rewind_to(bp)?;
+                    // one past the breakpoint.  That SIGTRAP is taken now
+                    // (resumed, a pending synchronous signal is the next
+                    // stop, before any instruction runs) and the SIGTRAP
+                    // branch below decides by its siginfo: an int3's trap
+                    // rewound once and reported as the breakpoint, a
+                    // watchpoint's as the watchpoint.  Rewinding here,
+                    // blind, ran an instruction twice when it was a
+                    // watchpoint's trap after a one-byte instruction, or
+                    // when two int3s of ours are adjacent (rewound here,
+                    // then again when the queued SIGTRAP came).  (DR6
+                    // cannot tell: its bits outlive the #DB that set
+                    // them, and an int3 does not clear them.)  Once per
+                    // wait: a SIGTRAP that is not the next stop (never
+                    // seen), or one under someone else's job-control stop
+                    // (resumed, the backend would stay in it), is rewound
+                    // as before.
+                    if self.int3_behind_rip()?.is_some() && self.sigtrap_pending() {
+                        if !trap_taken && !self.in_outside_group_stop() {
+                            trap_taken = true;
+                            self.cont_waiting(None)?;
+                            continue;
+                        }
+                        if let Some(bp) = self.int3_behind_rip()? {
+                            self.rewind_to(bp)?;
+                        }
                     }
                     if terminating {
                         return self.reported(Stop::ToolTerminating).map(Some);

@@ -274,6 +274,25 @@ impl Session {
         (0..libs.list.len()).find_map(lib_type)
     }
 
+    /// The main binary's debug info and each mapped library's (read now
+    /// if not yet), with the tag of their DIE offsets (0: the main
+    /// binary's).
+    pub(crate) fn all_debug_infos(&self) -> Vec<(Rc<DebugInfo>, u64)> {
+        let libs = self.libs.borrow();
+        std::iter::once((self.di.clone(), 0))
+            .chain(
+                libs.mapped()
+                    .filter_map(|(i, l)| Some((l.di()?, i as u64 + 1))),
+            )
+            .collect()
+    }
+
+    /// A DIE's type of the debug info tagged `tag` (`all_debug_infos`),
+    /// tagged as its library's.
+    pub(crate) fn tagged_type(t: TypeRef, tag: u64) -> TypeRef {
+        tag_ref(t, tag)
+    }
+
     /// A global of the selected frame's library: runtime address and type.
     pub(crate) fn library_global(&self, name: &str) -> Option<(u64, Option<TypeRef>)> {
         let i = self.selected_frame()?.lib?;

@@ -21,6 +21,8 @@ use std::path::Path;
 /// DIE offsets of library `i` carry `i + 1` from this bit up.
 const TAG_SHIFT: u32 = 44;
 const TAG_MASK: u64 = (1u64 << TAG_SHIFT) - 1;
+// a library's DIE of its dwz supplementary file keeps that file's bit
+const _: () = assert!(crate::debuginfo::index::SUP_DIE & TAG_MASK != 0);
 
 /// The dynamic linker's hook, called after each change of the list of
 /// loaded objects (glibc's `r_debug.r_brk`).

@@ -284,7 +284,9 @@ pub static INFO_TYPES: Entry = Entry {
            Plan;' or 'LINE:<TAB>typedef struct nameData NameData;' (a base type without a line). \
            A struct and a typedef of one name in one file are listed once (the one declared \
            first). Each type is under the file that declares it (gdb 13 also repeats a few \
-           under some units' own files). Reads the debug info only.",
+           under some units' own files). The types of the server's binary and of the libraries \
+           it has mapped (a dwz-compressed one's supplementary file included). Reads the debug \
+           info only.",
     examples: &["info types ^Plan$", "info types Bitmapset"],
     parse: |rest| symbols_regex_arg(rest).map(|_| Invocation::command(&INFO_TYPES, rest)),
     needs: Needs::Nothing,

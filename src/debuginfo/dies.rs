@@ -13,14 +13,24 @@ impl DebugInfo {
         if let Some(u) = self.units.borrow().get(&uoff) {
             return Ok(u.clone());
         }
-        let header = self
-            .dwarf
-            .debug_info
-            .header_from_offset(gimli::DebugInfoOffset(uoff as usize))
-            .map_err(|e| anyhow!("{e}"))?;
-        let unit = Rc::new(self.dwarf.unit(header).map_err(|e| anyhow!("{e}"))?);
+        let unit = Rc::new(self.unit_at(uoff)?);
         self.units.borrow_mut().insert(uoff, unit.clone());
         Ok(unit)
+    }
+
+    /// The unit whose header is at (tagged) offset `uoff`: of the main
+    /// file, or of the supplementary file for a `SUP_DIE` one.
+    pub(super) fn unit_at(&self, uoff: u64) -> Result<gimli::Unit<R>> {
+        let file = match self.dwarf.sup() {
+            Some(sup) if uoff & index::SUP_DIE != 0 => sup,
+            _ if uoff & index::SUP_DIE != 0 => bail!("no dwz supplementary file for DIE {uoff:#x}"),
+            _ => &self.dwarf,
+        };
+        let header = file
+            .debug_info
+            .header_from_offset(gimli::DebugInfoOffset((uoff & !index::SUP_DIE) as usize))
+            .map_err(|e| anyhow!("{e}"))?;
+        file.unit(header).map_err(|e| anyhow!("{e}"))
     }
 
     /// Run `f` on the DIE at a .debug_info offset.
@@ -30,15 +40,14 @@ impl DebugInfo {
         f: impl FnOnce(&gimli::Unit<R>, &gimli::DebuggingInformationEntry<R>) -> T,
     ) -> Result<T> {
         let unit = self.unit_for_offset(off)?;
-        let uo = gimli::DebugInfoOffset(off as usize)
-            .to_unit_offset(&unit.header)
-            .ok_or_else(|| anyhow!("bad DIE offset {off:#x}"))?;
+        let uo =
+            index::unit_offset(&unit, off).ok_or_else(|| anyhow!("bad DIE offset {off:#x}"))?;
         let die = unit.entry(uo).map_err(|e| anyhow!("{e}"))?;
         Ok(f(&unit, &die))
     }
 
     pub(super) fn attr_str(&self, unit: &gimli::Unit<R>, v: AttributeValue<R>) -> Option<String> {
-        self.dwarf
+        index::file_dwarf(&self.dwarf, unit)
             .attr_string(unit, v)
             .ok()
             .map(|s| String::from_utf8_lossy(s.slice()).into_owned())
@@ -56,7 +65,7 @@ impl DebugInfo {
     pub fn die_type(&self, off: u64) -> Option<TypeRef> {
         self.follow_origin(off, |u, e| {
             e.attr_value(dw::DW_AT_type)
-                .and_then(|v| super::index::type_ref(u, v))
+                .and_then(|v| super::index::type_ref(&self.dwarf, u, v))
         })
     }
 
@@ -74,7 +83,7 @@ impl DebugInfo {
                     let next = e
                         .attr_value(dw::DW_AT_abstract_origin)
                         .or_else(|| e.attr_value(dw::DW_AT_specification))
-                        .and_then(|v| global_ref(u, v));
+                        .and_then(|v| global_ref(&self.dwarf, u, v));
                     (get(u, e), next)
                 })
                 .ok()?;

@@ -6,9 +6,7 @@ use types::{Encoding, Member};
 impl DebugInfo {
     fn read_type(&self, off: u64) -> Result<Type> {
         let unit = self.unit_for_offset(off)?;
-        let uo = gimli::DebugInfoOffset(off as usize)
-            .to_unit_offset(&unit.header)
-            .ok_or_else(|| anyhow!("bad type offset"))?;
+        let uo = index::unit_offset(&unit, off).ok_or_else(|| anyhow!("bad type offset"))?;
         let mut tree = unit.entries_tree(Some(uo)).map_err(|e| anyhow!("{e}"))?;
         let root = tree.root().map_err(|e| anyhow!("{e}"))?;
         let e = root.entry().clone();
@@ -20,7 +18,9 @@ impl DebugInfo {
             .attr_value(dw::DW_AT_byte_size)
             .and_then(|v| v.udata_value())
             .unwrap_or(0);
-        let target = e.attr_value(dw::DW_AT_type).and_then(|v| type_ref(u, v));
+        let target = e
+            .attr_value(dw::DW_AT_type)
+            .and_then(|v| type_ref(&self.dwarf, u, v));
         let ty = match e.tag() {
             dw::DW_TAG_base_type => {
                 let enc = match e.attr_value(dw::DW_AT_encoding) {
@@ -87,7 +87,10 @@ impl DebugInfo {
                     let mname = c
                         .attr_value(dw::DW_AT_name)
                         .and_then(|v| self.attr_str(u, v));
-                    let mty = match c.attr_value(dw::DW_AT_type).and_then(|v| type_ref(u, v)) {
+                    let mty = match c
+                        .attr_value(dw::DW_AT_type)
+                        .and_then(|v| type_ref(&self.dwarf, u, v))
+                    {
                         Some(t) => t,
                         None => continue,
                     };
@@ -210,7 +213,10 @@ impl DebugInfo {
             let c = child.entry();
             match c.tag() {
                 dw::DW_TAG_formal_parameter => {
-                    if let Some(t) = c.attr_value(dw::DW_AT_type).and_then(|v| type_ref(u, v)) {
+                    if let Some(t) = c
+                        .attr_value(dw::DW_AT_type)
+                        .and_then(|v| type_ref(&self.dwarf, u, v))
+                    {
                         params.push(t);
                     }
                 }
@@ -232,21 +238,21 @@ impl DebugInfo {
         let mut off = die;
         for _ in 0..4 {
             let unit = self.unit_for_offset(off).ok()?;
-            let uo = gimli::DebugInfoOffset(off as usize).to_unit_offset(&unit.header)?;
+            let uo = index::unit_offset(&unit, off)?;
             let mut tree = unit.entries_tree(Some(uo)).ok()?;
             let root = tree.root().ok()?;
             let e = root.entry().clone();
             let origin = e
                 .attr_value(dw::DW_AT_abstract_origin)
                 .or_else(|| e.attr_value(dw::DW_AT_specification))
-                .and_then(|v| global_ref(&unit, v));
+                .and_then(|v| global_ref(&self.dwarf, &unit, v));
             if let Some(o) = origin {
                 off = o;
                 continue;
             }
             let ret = e
                 .attr_value(dw::DW_AT_type)
-                .and_then(|v| type_ref(&unit, v));
+                .and_then(|v| type_ref(&self.dwarf, &unit, v));
             let (params, variadic) = self.parameters(&unit, &e, root.children()).ok()?;
             return Some(TypeRef::Synth(Rc::new(Type::Function {
                 ret,

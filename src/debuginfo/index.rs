@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 /// Bump when the layout of `Index` or of the cache file changes.
-const FORMAT: u32 = 4;
+const FORMAT: u32 = 5;
 
 /// First bytes of a cache file.
 const MAGIC: &[u8; 8] = b"PGDBGIDX";
@@ -180,7 +180,11 @@ impl Index {
             path: p.clone(),
             reason,
         };
-        if older_format(&data).is_some() {
+        let format = data
+            .get(8..12)
+            .filter(|_| data.starts_with(MAGIC))
+            .map(|f| u32::from_le_bytes(f.try_into().expect("4 bytes")));
+        if older_format(&data).is_some() || format.is_some_and(|f| (4..FORMAT).contains(&f)) {
             // an upgrade, not a damaged file: rebuilt without a word
             return Err(CacheMiss::Absent);
         }
@@ -219,26 +223,30 @@ impl Index {
         build_id: &str,
         entry_of: &(dyn Fn(&[u64]) -> u64 + Sync),
     ) -> Result<Index> {
+        // the main file's units, then the supplementary file's (dwz: the
+        // types and declarations its units share), tagged SUP_DIE
         let mut headers = Vec::new();
-        let mut it = dwarf.units();
-        while let Some(h) = it
-            .next()
-            .map_err(|e| anyhow!("bad DWARF unit header: {e}"))?
-        {
-            headers.push(h);
+        for (file, tag) in std::iter::once((dwarf, 0)).chain(dwarf.sup().map(|s| (s, SUP_DIE))) {
+            let mut it = file.units();
+            while let Some(h) = it
+                .next()
+                .map_err(|e| anyhow!("bad DWARF unit header: {e}"))?
+            {
+                headers.push((tag, h));
+            }
         }
         let units: Vec<u64> = headers
             .iter()
-            .filter_map(|h| h.debug_info_offset().map(|o| o.0 as u64))
+            .filter_map(|(tag, h)| h.debug_info_offset().map(|o| o.0 as u64 | tag))
             .collect();
         // Split the units over two threads by size.
         let total: u64 = headers
             .iter()
-            .map(|h| h.length_including_self() as u64)
+            .map(|(_, h)| h.length_including_self() as u64)
             .sum();
         let mut split = headers.len();
         let mut acc = 0u64;
-        for (i, h) in headers.iter().enumerate() {
+        for (i, (_, h)) in headers.iter().enumerate() {
             acc += h.length_including_self() as u64;
             if acc * 2 >= total {
                 split = i + 1;
@@ -323,12 +331,16 @@ impl RawIndex {
 
 fn scan_units(
     dwarf: &Dwarf,
-    headers: &[gimli::UnitHeader<R>],
+    headers: &[(u64, gimli::UnitHeader<R>)],
     entry_of: &(dyn Fn(&[u64]) -> u64 + Sync),
 ) -> Result<RawIndex> {
     let mut raw = RawIndex::default();
-    for h in headers {
-        let unit = match dwarf.unit(*h) {
+    for (tag, h) in headers {
+        let file = match dwarf.sup() {
+            Some(sup) if *tag == SUP_DIE => sup,
+            _ => dwarf,
+        };
+        let unit = match file.unit(*h) {
             Ok(u) => u,
             Err(_) => continue,
         };
@@ -337,32 +349,86 @@ fn scan_units(
     Ok(raw)
 }
 
-/// The type a DW_AT_type value names: a DIE of this file, or (dwz's
-/// DW_FORM_GNU_ref_alt, a DIE of the supplementary file, which pgdbg does
-/// not read types from) a placeholder that says so, never "no type".
-pub fn type_ref(unit: &gimli::Unit<R>, v: AttributeValue<R>) -> Option<super::types::TypeRef> {
+/// DIE offsets of the dwz supplementary file (`.gnu_debugaltlink`) are
+/// its .debug_info offsets with this bit set; the main file's have it
+/// clear.  Below the library tag of `session::libraries` (bit 44 up), so a
+/// library's DIEs keep it.
+pub const SUP_DIE: u64 = 1 << 43;
+
+/// `unit` is one of the supplementary file's (`dwarf` is the main file's,
+/// the supplementary one its `sup()`): its bytes are in that file's
+/// .debug_info.
+pub fn in_sup(dwarf: &Dwarf, unit: &gimli::Unit<R>) -> bool {
+    use gimli::Section;
+    let Some(sup) = dwarf.sup() else {
+        return false;
+    };
+    let sec = sup.debug_info.reader().slice().as_ptr_range();
+    let start = gimli::UnitOffset(unit.header.header_size());
+    unit.header
+        .range_from(start..)
+        .is_ok_and(|r| sec.contains(&r.slice().as_ptr()))
+}
+
+/// The `Dwarf` whose sections `unit`'s attributes refer to: the
+/// supplementary file's for its units, else the main file's (whose
+/// `attr_string` reads DW_FORM_GNU_strp_alt / DW_FORM_strp_sup strings
+/// from the supplementary file).
+pub fn file_dwarf<'a>(dwarf: &'a Dwarf, unit: &gimli::Unit<R>) -> &'a Dwarf {
+    match dwarf.sup() {
+        Some(sup) if in_sup(dwarf, unit) => sup,
+        _ => dwarf,
+    }
+}
+
+fn file_tag(dwarf: &Dwarf, unit: &gimli::Unit<R>) -> u64 {
+    if in_sup(dwarf, unit) { SUP_DIE } else { 0 }
+}
+
+/// The offset within its unit of the DIE at (tagged) offset `off`.
+pub fn unit_offset(unit: &gimli::Unit<R>, off: u64) -> Option<gimli::UnitOffset<usize>> {
+    gimli::DebugInfoOffset((off & !SUP_DIE) as usize).to_unit_offset(&unit.header)
+}
+
+/// The type a DW_AT_type value names: a DIE of this file or of the dwz
+/// supplementary file; when that file was not found (said at load), a
+/// placeholder that says so, never "no type".
+pub fn type_ref(
+    dwarf: &Dwarf,
+    unit: &gimli::Unit<R>,
+    v: AttributeValue<R>,
+) -> Option<super::types::TypeRef> {
     use super::types::{Encoding, Type, TypeRef};
-    if let AttributeValue::DebugInfoRefSup(_) = v {
+    if let AttributeValue::DebugInfoRefSup(_) = v
+        && dwarf.sup().is_none()
+    {
         return Some(TypeRef::Synth(std::rc::Rc::new(Type::Base {
-            name: "<a type of the dwz supplementary file>".into(),
+            name: "<a type of the missing dwz supplementary file>".into(),
             size: 0,
             enc: Encoding::Signed,
         })));
     }
-    global_ref(unit, v).map(TypeRef::Die)
+    global_ref(dwarf, unit, v).map(TypeRef::Die)
 }
 
-pub fn global_ref(unit: &gimli::Unit<R>, v: AttributeValue<R>) -> Option<u64> {
+/// The (tagged) offset of the DIE a reference attribute of `unit` names:
+/// within `unit`'s file, or (DW_FORM_GNU_ref_alt, DW_FORM_ref_sup4/8) in
+/// the supplementary file.  `dwarf` is the main file's.
+pub fn global_ref(dwarf: &Dwarf, unit: &gimli::Unit<R>, v: AttributeValue<R>) -> Option<u64> {
     match v {
-        AttributeValue::UnitRef(o) => o.to_debug_info_offset(&unit.header).map(|x| x.0 as u64),
-        AttributeValue::DebugInfoRef(o) => Some(o.0 as u64),
+        AttributeValue::UnitRef(o) => o
+            .to_debug_info_offset(&unit.header)
+            .map(|x| x.0 as u64 | file_tag(dwarf, unit)),
+        AttributeValue::DebugInfoRef(o) => Some(o.0 as u64 | file_tag(dwarf, unit)),
+        AttributeValue::DebugInfoRefSup(o) => dwarf.sup().map(|_| o.0 as u64 | SUP_DIE),
         _ => None,
     }
 }
 
-pub fn die_offset(unit: &gimli::Unit<R>, o: gimli::UnitOffset<usize>) -> u64 {
+/// The (tagged) offset of a DIE of `unit`.  `dwarf` is the main file's.
+pub fn die_offset(dwarf: &Dwarf, unit: &gimli::Unit<R>, o: gimli::UnitOffset<usize>) -> u64 {
     o.to_debug_info_offset(&unit.header)
-        .map(|x| x.0 as u64)
+        .map(|x| x.0 as u64 | file_tag(dwarf, unit))
         .unwrap_or(0)
 }
 
@@ -372,30 +438,33 @@ fn scan_unit(
     raw: &mut RawIndex,
     entry_of: &(dyn Fn(&[u64]) -> u64 + Sync),
 ) -> Result<()> {
+    // (`dwarf`, the main file's, for references; `file`, the unit's own,
+    // for its strings, addresses and ranges)
+    let file = file_dwarf(dwarf, unit);
     let mut cursor = unit.entries();
     while let Some(e) = cursor
         .next_dfs()
         .map_err(|e| anyhow!("DWARF parse error: {e}"))?
     {
         let tag: DwTag = e.tag();
-        let off = die_offset(unit, e.offset());
+        let off = die_offset(dwarf, unit, e.offset());
         match tag {
             dw::DW_TAG_subprogram => {
                 if let Some(n) = e.attr_value(dw::DW_AT_name) {
-                    if let Ok(s) = dwarf.attr_string(unit, n) {
+                    if let Ok(s) = file.attr_string(unit, n) {
                         raw.names
                             .insert(off, String::from_utf8_lossy(s.slice()).into_owned());
                     }
                 } else if let Some(r) = e
                     .attr_value(dw::DW_AT_abstract_origin)
                     .or_else(|| e.attr_value(dw::DW_AT_specification))
-                    .and_then(|v| global_ref(unit, v))
+                    .and_then(|v| global_ref(dwarf, unit, v))
                 {
                     raw.refs.insert(off, r);
                 }
                 let addr = match e.attr_value(dw::DW_AT_low_pc) {
-                    Some(v) => dwarf.attr_address(unit, v).ok().flatten(),
-                    None => match dwarf.die_ranges(unit, e) {
+                    Some(v) => file.attr_address(unit, v).ok().flatten(),
+                    None => match file.die_ranges(unit, e) {
                         Ok(ranges) => {
                             let starts: Vec<u64> =
                                 ranges.filter_map(|r| r.ok()).map(|r| r.begin).collect();
@@ -425,17 +494,17 @@ fn scan_unit(
             dw::DW_TAG_inlined_subroutine => {
                 let origin = match e
                     .attr_value(dw::DW_AT_abstract_origin)
-                    .and_then(|v| global_ref(unit, v))
+                    .and_then(|v| global_ref(dwarf, unit, v))
                 {
                     Some(o) => o,
                     None => continue,
                 };
                 let low = e
                     .attr_value(dw::DW_AT_low_pc)
-                    .and_then(|v| dwarf.attr_address(unit, v).ok().flatten());
+                    .and_then(|v| file.attr_address(unit, v).ok().flatten());
                 let entry = match e.attr_value(dw::DW_AT_entry_pc) {
                     Some(AttributeValue::Udata(off)) => low.map(|l| l + off),
-                    Some(v) => dwarf.attr_address(unit, v).ok().flatten(),
+                    Some(v) => file.attr_address(unit, v).ok().flatten(),
                     None => None,
                 };
                 let addr = match entry.or(low) {
@@ -462,18 +531,18 @@ fn scan_unit(
             }
             dw::DW_TAG_variable if e.depth() == 1 => {
                 if let Some(n) = e.attr_value(dw::DW_AT_name) {
-                    if let Ok(s) = dwarf.attr_string(unit, n) {
+                    if let Ok(s) = file.attr_string(unit, n) {
                         raw.names
                             .insert(off, String::from_utf8_lossy(s.slice()).into_owned());
                     }
                 } else if let Some(r) = e
                     .attr_value(dw::DW_AT_specification)
-                    .and_then(|v| global_ref(unit, v))
+                    .and_then(|v| global_ref(dwarf, unit, v))
                 {
                     raw.refs.insert(off, r);
                 }
                 if let Some(AttributeValue::Exprloc(expr)) = e.attr_value(dw::DW_AT_location)
-                    && let Some(addr) = static_address(dwarf, unit, expr)
+                    && let Some(addr) = static_address(file, unit, expr)
                 {
                     raw.vars.push((off, GlobalVar { addr, die: off }));
                 }
@@ -490,7 +559,7 @@ fn scan_unit(
                 }
                 let name = match e
                     .attr_value(dw::DW_AT_name)
-                    .and_then(|n| dwarf.attr_string(unit, n).ok())
+                    .and_then(|n| file.attr_string(unit, n).ok())
                 {
                     Some(s) => String::from_utf8_lossy(s.slice()).into_owned(),
                     None => continue,

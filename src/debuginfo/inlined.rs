@@ -42,7 +42,7 @@ impl DebugInfo {
                 if tag != dw::DW_TAG_subprogram && tag != dw::DW_TAG_inlined_subroutine {
                     continue;
                 }
-                let off = die_offset(&unit, e.offset());
+                let off = die_offset(&self.dwarf, &unit, e.offset());
                 if let Some(v) = e.attr_value(dw::DW_AT_name)
                     && let Ok(s) = self.dwarf.attr_string(&unit, v)
                     && let Some(n) = names.iter().find(|n| n.as_bytes() == s.slice())
@@ -51,7 +51,7 @@ impl DebugInfo {
                 }
                 let Some(origin) = e
                     .attr_value(dw::DW_AT_abstract_origin)
-                    .and_then(|v| global_ref(&unit, v))
+                    .and_then(|v| global_ref(&self.dwarf, &unit, v))
                 else {
                     continue;
                 };

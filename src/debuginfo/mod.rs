@@ -271,7 +271,8 @@ impl DebugInfo {
                 gimli::LittleEndian,
             ))
         })?;
-        let mut sup_loaded = false;
+        // the supplementary file read: its build-id and .debug_info size
+        let mut sup_loaded: Option<String> = None;
         if let Some((alt, alt_id)) = dimg.debugaltlink() {
             // dwz supplementary file: an absolute path in the target's root
             // first (a container's), then pgdbg's, as the debug roots are
@@ -299,7 +300,9 @@ impl DebugInfo {
                 .or_else(|| {
                     debuginfod::find(&alt_id, &cands[cands.len() - 1], fetch).map(|f| f.image)
                 });
-            sup_loaded = sup.is_some();
+            sup_loaded = sup
+                .as_ref()
+                .map(|s| format!("{alt_id}-{:x}", s.section(".debug_info").len()));
             if sup.is_none() {
                 crate::runtime::sink().warn(format_args!(
                     "pgdbg: the DWARF of {} refers to a dwz supplementary file, {alt}, found \
@@ -321,7 +324,7 @@ impl DebugInfo {
         }
         let symbols = binary.symbols();
         let main_unwind = unwind::UnwindTables::from_image(&binary);
-        let key = index_key(&build_id, dimg, sup_loaded);
+        let key = index_key(&build_id, dimg, sup_loaded.as_deref());
         let (index, from_cache, index_note) = match Index::load_cached(&key) {
             Ok(i) => (i, true, None),
             Err(miss) => {
@@ -457,9 +460,10 @@ impl DebugInfo {
 /// The key of a DWARF index in the cache: the build-id, and the sizes of
 /// the DWARF read (dwz and other rewriters change the debug sections and
 /// keep the build-id: an index of another layout would name wrong DIEs),
-/// and whether a dwz supplementary file was loaded with it.  Empty (not
-/// cached) without a build-id.
-fn index_key(build_id: &str, dimg: &ElfImage, sup_loaded: bool) -> String {
+/// and the dwz supplementary file loaded with it, if any (its build-id
+/// and .debug_info size: the index holds its DIEs' offsets too).  Empty
+/// (not cached) without a build-id.
+fn index_key(build_id: &str, dimg: &ElfImage, sup: Option<&str>) -> String {
     if build_id.is_empty() {
         return String::new();
     }
@@ -467,6 +471,6 @@ fn index_key(build_id: &str, dimg: &ElfImage, sup_loaded: bool) -> String {
         "{build_id}-{:x}-{:x}-{}",
         dimg.section(".debug_info").len(),
         dimg.section(".debug_abbrev").len(),
-        sup_loaded as u8
+        sup.unwrap_or("0")
     )
 }

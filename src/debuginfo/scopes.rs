@@ -22,14 +22,8 @@ impl DebugInfo {
     fn scope_vars_uncached(&self, die: u64, pc: u64) -> Result<ScopeVars> {
         let unit = self.unit_for_offset(die)?;
         let u = &*unit;
-        let uoff = u
-            .header
-            .debug_info_offset()
-            .map(|o| o.0 as u64)
-            .unwrap_or(0);
-        let uo = gimli::DebugInfoOffset(die as usize)
-            .to_unit_offset(&u.header)
-            .ok_or_else(|| anyhow!("bad scope DIE"))?;
+        let uoff = die_offset(&self.dwarf, u, gimli::UnitOffset(0));
+        let uo = index::unit_offset(u, die).ok_or_else(|| anyhow!("bad scope DIE"))?;
         let mut out = Vec::new();
         let mut tree = u.entries_tree(Some(uo)).map_err(|e| anyhow!("{e}"))?;
         let root = tree.root().map_err(|e| anyhow!("{e}"))?;
@@ -57,7 +51,7 @@ impl DebugInfo {
             let e = child.entry().clone();
             match e.tag() {
                 dw::DW_TAG_formal_parameter | dw::DW_TAG_variable => {
-                    let off = die_offset(u, e.offset());
+                    let off = die_offset(&self.dwarf, u, e.offset());
                     let name = match e
                         .attr_value(dw::DW_AT_name)
                         .and_then(|v| self.attr_str(u, v))

@@ -36,17 +36,10 @@ impl DebugInfo {
         use gimli::constants as dw;
         let mut out = Vec::new();
         for &uoff in &self.index.units {
-            let Ok(header) = self
-                .dwarf
-                .debug_info
-                .header_from_offset(gimli::DebugInfoOffset(uoff as usize))
-            else {
+            let Ok(unit) = self.unit_at(uoff) else {
                 continue;
             };
-            let Ok(unit) = self.dwarf.unit(header) else {
-                continue;
-            };
-            let uref = gimli::UnitRef::new(&self.dwarf, &unit);
+            let uref = gimli::UnitRef::new(super::index::file_dwarf(&self.dwarf, &unit), &unit);
             let str_of = |v: Option<R>| v.map(|s| String::from_utf8_lossy(s.slice()).into_owned());
             let cu_name = str_of(unit.name);
             let comp = str_of(unit.comp_dir).unwrap_or_default();
@@ -125,10 +118,7 @@ impl DebugInfo {
                     (None, Some(m)) => shown(m),
                     (None, None) => continue,
                 };
-                let die = match e.offset().to_debug_info_offset(&unit.header) {
-                    Some(o) => o.0 as u64,
-                    None => continue,
-                };
+                let die = super::index::die_offset(&self.dwarf, &unit, e.offset());
                 out.push(TypeDecl {
                     name,
                     kind,

@@ -21,6 +21,8 @@ use std::path::Path;
 /// DIE offsets of library `i` carry `i + 1` from this bit up.
 const TAG_SHIFT: u32 = 44;
 const TAG_MASK: u64 = (1u64 << TAG_SHIFT) - 1;
+// a library's DIE of its dwz supplementary file keeps that file's bit
+const _: () = assert!(crate::debuginfo::index::SUP_DIE & TAG_MASK != 0);
 
 /// The dynamic linker's hook, called after each change of the list of
 /// loaded objects (glibc's `r_debug.r_brk`).
@@ -272,6 +274,25 @@ impl Session {
             return Some(t);
         }
         (0..libs.list.len()).find_map(lib_type)
+    }
+
+    /// The main binary's debug info and each mapped library's (read now
+    /// if not yet), with the tag of their DIE offsets (0: the main
+    /// binary's).
+    pub(crate) fn all_debug_infos(&self) -> Vec<(Rc<DebugInfo>, u64)> {
+        let libs = self.libs.borrow();
+        std::iter::once((self.di.clone(), 0))
+            .chain(
+                libs.mapped()
+                    .filter_map(|(i, l)| Some((l.di()?, i as u64 + 1))),
+            )
+            .collect()
+    }
+
+    /// A DIE's type of the debug info tagged `tag` (`all_debug_infos`),
+    /// tagged as its library's.
+    pub(crate) fn tagged_type(t: TypeRef, tag: u64) -> TypeRef {
+        tag_ref(t, tag)
     }
 
     /// A global of the selected frame's library: runtime address and type.

@@ -111,14 +111,26 @@ impl Session {
         if self.di.pack.is_some() {
             bail!("info types needs the binary's DWARF; this one has a layout pack only");
         }
-        let decls = self
-            .di
-            .type_decls(&|n: &str| re.as_ref().is_none_or(|re| re.is_match(n)))?;
+        // every object's types, as gdb lists every objfile's: the main
+        // binary's and the mapped libraries' (a library's from its dwz
+        // supplementary file too)
+        let mut decls = Vec::new();
+        for (di, tag) in self.all_debug_infos() {
+            if di.pack.is_some() {
+                continue;
+            }
+            let keep = |n: &str| re.as_ref().is_none_or(|re| re.is_match(n));
+            decls.extend(
+                di.type_decls(&keep)?
+                    .into_iter()
+                    .map(|d| (d, di.clone(), tag)),
+            );
+        }
         // file -> name -> (line, declaration): gdb keeps one symbol per
         // file and name (a struct and its typedef of one name: the one
         // declared first)
         let mut files: BTreeMap<String, BTreeMap<String, (u32, String)>> = BTreeMap::new();
-        for d in decls {
+        for (d, di, tag) in decls {
             let text = match d.kind {
                 K::Struct => format!("struct {};", d.name),
                 K::Union => format!("union {};", d.name),
@@ -128,7 +140,7 @@ impl Session {
                     let target = {
                         // gdb names the target with its own typedefs resolved
                         // (`typedef unsigned long Datum;`), not inside it
-                        let mut t = self.di.die_type(d.die);
+                        let mut t = di.die_type(d.die).map(|t| Self::tagged_type(t, tag));
                         for _ in 0..16 {
                             match t.as_ref().map(|r| self.resolve(r)).as_deref() {
                                 Some(crate::debuginfo::types::Type::Typedef { target, .. }) => {

@@ -200,6 +200,54 @@ impl Drop for BlankInstall {
     }
 }
 
+fn run_ok(c: &mut Command) -> String {
+    let o = c.output().unwrap_or_else(|e| panic!("{c:?}: {e}"));
+    assert!(
+        o.status.success(),
+        "{c:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// A copy at `dest` of PostgreSQL `major`'s installation (`cp -a`; what
+/// was at `dest` removed first).
+pub fn copy_install(major: u32, dest: &Path) {
+    let _ = std::fs::remove_dir_all(dest);
+    run_ok(Command::new("cp").arg("-a").arg(pg_prefix(major)).arg(dest));
+}
+
+/// `files` (paths under the installation `dest`) through `dwz -m`, as
+/// Debian's and Fedora's debug packages are: the DIEs they share moved
+/// into `dest/common.debug`, which each names by the path `alt`
+/// (`.gnu_debugaltlink`).  dwz leaves a file it cannot shrink as it is
+/// (the server's binary: "not beneficial"); the first of `files` must
+/// have been rewritten.  Then all of `dest` is made readable by all (the
+/// server runs as another user).  Returns the supplementary file.
+pub fn dwz_multifile(dest: &Path, alt: &str, files: &[&str]) -> PathBuf {
+    let common = dest.join("common.debug");
+    let _ = Command::new("dwz")
+        .arg("-m")
+        .arg(&common)
+        .args(["-M", alt])
+        .args(files.iter().map(|f| dest.join(f)))
+        .output()
+        .expect("dwz (apt-get install dwz)");
+    let first = dest.join(files[0]);
+    let link = run_ok(
+        Command::new("readelf")
+            .args(["-p", ".gnu_debugaltlink"])
+            .arg(&first),
+    );
+    assert!(
+        link.contains(alt),
+        "{} has no altlink to {alt}:\n{link}",
+        first.display()
+    );
+    run_ok(Command::new("chmod").args(["-R", "a+rX"]).arg(dest));
+    common
+}
+
 pub fn pg_prefix(major: u32) -> PathBuf {
     if let Ok(p) = std::env::var(format!("PGDBG_PG{major}")) {
         return PathBuf::from(p);

@@ -31,34 +31,34 @@ pub(super) fn subprogram_facts(
 ) -> Option<(Vec<u64>, bool, bool, Option<u64>)> {
     use crate::debuginfo::index::{die_offset, global_ref};
     use gimli::constants as dw;
-    s.di()
-        .with_die(off, |u, e| {
-            let next = e
-                .attr_value(dw::DW_AT_abstract_origin)
-                .or_else(|| e.attr_value(dw::DW_AT_specification))
-                .and_then(|v| global_ref(u, v));
-            let prototyped = matches!(
-                e.attr_value(dw::DW_AT_prototyped),
-                Some(gimli::AttributeValue::Flag(true))
-            );
-            let (mut params, mut variadic) = (Vec::new(), false);
-            if let Ok(mut tree) = u.entries_tree(Some(e.offset()))
-                && let Ok(root) = tree.root()
-            {
-                let mut children = root.children();
-                while let Ok(Some(c)) = children.next() {
-                    match c.entry().tag() {
-                        dw::DW_TAG_formal_parameter => {
-                            params.push(die_offset(u, c.entry().offset()))
-                        }
-                        dw::DW_TAG_unspecified_parameters => variadic = true,
-                        _ => {}
+    let di = s.di();
+    di.with_die(off, |u, e| {
+        let next = e
+            .attr_value(dw::DW_AT_abstract_origin)
+            .or_else(|| e.attr_value(dw::DW_AT_specification))
+            .and_then(|v| global_ref(&di.dwarf, u, v));
+        let prototyped = matches!(
+            e.attr_value(dw::DW_AT_prototyped),
+            Some(gimli::AttributeValue::Flag(true))
+        );
+        let (mut params, mut variadic) = (Vec::new(), false);
+        if let Ok(mut tree) = u.entries_tree(Some(e.offset()))
+            && let Ok(root) = tree.root()
+        {
+            let mut children = root.children();
+            while let Ok(Some(c)) = children.next() {
+                match c.entry().tag() {
+                    dw::DW_TAG_formal_parameter => {
+                        params.push(die_offset(&di.dwarf, u, c.entry().offset()))
                     }
+                    dw::DW_TAG_unspecified_parameters => variadic = true,
+                    _ => {}
                 }
             }
-            (params, variadic, prototyped, next)
-        })
-        .ok()
+        }
+        (params, variadic, prototyped, next)
+    })
+    .ok()
 }
 
 /// The prototype of `name` from DWARF (None without DWARF, or when the

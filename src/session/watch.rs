@@ -175,6 +175,31 @@ impl Session {
         }
     }
 
+    /// After a single step: the user watchpoints the stepped instruction
+    /// fired (its SIGTRAP is the step's: `Target::take_step_watch`),
+    /// judged as any hit (Some: the stop's report, as gdb reports a
+    /// watchpoint that triggers during `stepi`/`next`/`step`).
+    pub(crate) fn step_watch_hit(&mut self) -> Result<Option<Ran>> {
+        let dr6 = self.target.take_step_watch();
+        if dr6 == 0 || !self.fired_user_watch(dr6) {
+            return Ok(None);
+        }
+        self.last_stop = Some(Stop::HardwareBreak { dr6 });
+        self.judge_watch(dr6, false)
+    }
+
+    /// `step_watch_hit` as the end of a step command: the stop's
+    /// `commands` block run, its `continue` continuing.
+    pub(crate) fn step_watch_stop(&mut self) -> Result<Option<Outcome>> {
+        let Some(ran) = self.step_watch_hit()? else {
+            return Ok(None);
+        };
+        Ok(Some(match self.after_stop(ran)? {
+            Some(done) => done,
+            None => self.continue_running()?,
+        }))
+    }
+
     /// A slot of a user watchpoint fired.
     pub(crate) fn fired_user_watch(&self, dr6: u64) -> bool {
         !self.bps.watches_fired(dr6).is_empty()

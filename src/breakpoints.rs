@@ -20,14 +20,16 @@ pub use crate::command::WatchKind;
 #[derive(Debug, Clone)]
 pub struct Watch {
     pub kind: WatchKind,
-    /// The lvalue's address and size (1, 2, 4 or 8, aligned).
+    /// The lvalue's address and size (any: watched in aligned pieces of
+    /// 1, 2, 4 or 8 bytes, one debug register each).
     pub addr: u64,
     pub len: u64,
     pub ty: crate::debuginfo::types::TypeRef,
     /// The bytes seen at the last hit (or when set).
     pub old: Vec<u8>,
-    /// The debug-register slot while armed (enabled).
-    pub slot: Option<usize>,
+    /// The debug-register slots of its pieces while armed (enabled);
+    /// empty when not armed.
+    pub slots: Vec<usize>,
 }
 
 /// What a hit of a watchpoint saw, as gdb decides it (x86 has no
@@ -134,8 +136,7 @@ impl Breakpoints {
             .filter(|b| {
                 b.watch
                     .as_ref()
-                    .and_then(|w| w.slot)
-                    .is_some_and(|s| dr6 & (1 << s) != 0)
+                    .is_some_and(|w| w.slots.iter().any(|s| dr6 & (1 << s) != 0))
             })
             .map(|b| b.id)
             .collect()
@@ -267,18 +268,22 @@ mod tests {
         assert_eq!(watch_seen(Access, &[1], &[1]), WatchSeen::Read);
         let mut b = Breakpoints::default();
         b.add("f".into(), vec![loc(1)], false, None);
-        let w = |slot| Watch {
+        let w = |slots| Watch {
             kind: Write,
             addr: 8,
             len: 4,
             ty: crate::debuginfo::types::Type::int(),
             old: vec![0; 4],
-            slot,
+            slots,
         };
-        b.add_watch("x".into(), w(Some(2)));
-        b.add_watch("y".into(), w(None));
+        b.add_watch("x".into(), w(vec![2]));
+        b.add_watch("y".into(), w(vec![]));
+        b.add_watch("z".into(), w(vec![0, 3]));
         assert_eq!(b.watches_fired(0b100), vec![2]);
-        assert!(b.watches_fired(0b1).is_empty());
+        assert!(b.watches_fired(0b10).is_empty());
+        assert_eq!(b.watches_fired(0b1000), vec![4]);
+        assert_eq!(b.watches_fired(0b1001), vec![4]);
+        assert_eq!(b.watches_fired(0b1101), vec![2, 4]);
         assert!(!b.uses(8));
     }
 

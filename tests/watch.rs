@@ -153,6 +153,90 @@ fn watch_stops_as_gdb(major: u32) {
     cl.assert_no_crash();
 }
 
+/// Watches of more than one debug register, as gdb splits them: a
+/// struct of 24 bytes (32 on 18: every register), each write to one of
+/// its members a stop showing the whole struct, old and new; and a
+/// 4-byte value at an address 2 mod 4 (two 2-byte pieces).  Each tool on
+/// a fresh session after the same statement (the struct's counters are
+/// the session's).
+fn pieces_as_gdb(major: u32) {
+    if !gdb_there() {
+        return;
+    }
+    let cl = Cluster::start(major);
+    cl.connect().exec("create table w (i int)");
+    for (cmd, n, sql) in [
+        ("watch pgWalUsage", 4, "insert into w values (1)"),
+        (
+            "watch *(int *)((char *)&debug_query_string + 2)",
+            2,
+            "select 1",
+        ),
+    ] {
+        let mut cmds = vec![cmd.to_string()];
+        cmds.extend(std::iter::repeat_n("continue".to_string(), n));
+        cmds.push("info breakpoints".into());
+        let mut g = cmds.clone();
+        g.push("detach".into());
+        let mut c = cl.connect();
+        c.exec(sql);
+        let theirs = tool_run(
+            &mut c,
+            "gdb",
+            &g.iter().map(String::as_str).collect::<Vec<_>>(),
+            sql,
+        );
+        let mut c = cl.connect();
+        c.exec(sql);
+        let pid = c.pid();
+        let ours = tool_run(
+            &mut c,
+            "pgdbg",
+            &cmds.iter().map(String::as_str).collect::<Vec<_>>(),
+            sql,
+        );
+        // values and the functions stopped in (arguments gdb shows from
+        // entry values, and the line of a stop in the middle of one, are
+        // gdb's own rules, as in reads_as_gdb)
+        let key = |t: &str| -> Vec<String> {
+            stop_lines(t)
+                .into_iter()
+                .filter(|l| !l.contains('\t'))
+                .map(|l| {
+                    if !l.contains(") at ") {
+                        return l;
+                    }
+                    let f = match l.split_once(" in ") {
+                        Some((a, f)) if a.starts_with("0x") => f,
+                        _ => l.as_str(),
+                    };
+                    f.split(" (").next().unwrap().to_string()
+                })
+                .collect()
+        };
+        let (a, b) = (key(&ours), key(&theirs));
+        assert_eq!(
+            a.iter().filter(|l| l.starts_with("Old value = ")).count(),
+            n,
+            "{cmd}: pgdbg did not stop {n} times:\n{ours}"
+        );
+        assert_eq!(a, b, "{cmd}\npgdbg:\n{ours}\ngdb:\n{theirs}");
+        assert_eq!(dr7(pid), 0, "DR7 of {pid} armed after pgdbg detached");
+        assert_eq!(c.query_one_i64("select 6 * 7"), 42);
+    }
+    cl.assert_no_crash();
+}
+
+#[test]
+fn pieces_as_gdb_15() {
+    pieces_as_gdb(15);
+}
+
+#[test]
+fn pieces_as_gdb_18() {
+    pieces_as_gdb(18);
+}
+
 #[test]
 fn watch_stops_as_gdb_15() {
     watch_stops_as_gdb(15);
@@ -161,6 +245,84 @@ fn watch_stops_as_gdb_15() {
 #[test]
 fn watch_stops_as_gdb_18() {
     watch_stops_as_gdb(18);
+}
+
+/// A watchpoint hit by the instruction a step runs (`stepi`, `next`, and
+/// `continue` off a breakpoint on that instruction, which steps over its
+/// int3): the step ends with the watchpoint's stop, as gdb's, line by
+/// line; DR6 holds no slot's bit after pgdbg's step (read once it let
+/// go), where a stale one would be read as a later hit.
+fn watch_hit_in_a_step(major: u32) {
+    if !gdb_there() {
+        return;
+    }
+    let cl = Cluster::start(major);
+    let mut c = cl.connect();
+    let pid = c.pid();
+    // exec_simple_query's store of debug_query_string, as gdb disassembles it
+    let code = common::ex::gdb(&cl.postgres_binary(), &["x/40i exec_simple_query"]);
+    let store = code
+        .lines()
+        .find(|l| l.contains("(%rip)") && l.ends_with("<debug_query_string>"))
+        .and_then(|l| l.split_once(":\t")?.1.starts_with("mov").then_some(l))
+        .unwrap_or_else(|| panic!("no store of debug_query_string:\n{code}"));
+    let at = store
+        .split('<')
+        .nth(1)
+        .and_then(|s| s.split('>').next())
+        .unwrap()
+        .to_string();
+    for step in ["stepi", "next", "continue"] {
+        let cmds = [
+            "watch debug_query_string",
+            &format!("break *{at}"),
+            "continue",
+            step,
+            "info breakpoints",
+        ];
+        let mut g = cmds.to_vec();
+        g.push("detach");
+        c.exec("select 1");
+        let theirs = tool_run(&mut c, "gdb", &g, "select 1");
+        c.exec("select 1");
+        let ours = tool_run(&mut c, "pgdbg", &cmds, "select 1");
+        assert_eq!(
+            ours.matches("Hardware watchpoint 1: debug_query_string\n\nOld value = ")
+                .count(),
+            1,
+            "{step}: no watchpoint stop\n{ours}"
+        );
+        // the breakpoint's stop left out (gdb adds its address)
+        let key = |t: &str| -> Vec<String> {
+            stop_lines(t)
+                .into_iter()
+                .filter(|l| !l.starts_with("Breakpoint 2, "))
+                .collect()
+        };
+        assert_eq!(
+            key(&ours),
+            key(&theirs),
+            "{step}\npgdbg:\n{ours}\ngdb:\n{theirs}"
+        );
+        assert_eq!(
+            common::debugreg(pid, 6) & 0xf,
+            0,
+            "{step}: DR6 of {pid} keeps a slot's bit"
+        );
+        assert_eq!(dr7(pid), 0);
+    }
+    assert_eq!(c.query_one_i64("select 6 * 7"), 42);
+    cl.assert_no_crash();
+}
+
+#[test]
+fn watch_hit_in_a_step_15() {
+    watch_hit_in_a_step(15);
+}
+
+#[test]
+fn watch_hit_in_a_step_18() {
+    watch_hit_in_a_step(18);
 }
 
 /// `rwatch`/`awatch`: the same values at the same functions as gdb's
@@ -242,11 +404,43 @@ fn refusals_and_bookkeeping(major: u32) {
     let pid = c.pid();
     let big = one_line_error(pid, "watch *MyProc");
     assert!(
-        big.contains("do not fit one x86-64 debug register (1, 2, 4 or 8 bytes"),
+        big.contains("debug registers (aligned pieces of 1, 2, 4 or 8 bytes), and x86-64 has 4"),
         "{big}"
     );
-    let odd = one_line_error(pid, "watch *(int *)((char *)&CurrentMemoryContext + 1)");
-    assert!(odd.contains("are not aligned to 4"), "{odd}");
+    // an unaligned value in pieces (1 + 2 + 1 bytes: three registers),
+    // one register more, and one watch too many: refused, naming each
+    // holder once
+    let (code, out, err) = pgdbg(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--ex",
+        "watch *(int *)((char *)&CurrentMemoryContext + 1)",
+        "--ex",
+        "watch work_mem",
+        "--ex",
+        "info breakpoints",
+        "--ex",
+        "delete 2",
+        "--ex",
+        "watch *(int *)((char *)&debug_query_string + 2)",
+    ]);
+    assert_ne!(code, 0);
+    assert!(
+        out.contains(
+            "1       hw watchpoint  keep y                      *(int *)((char *)&CurrentMemoryContext + 1)\n2       hw watchpoint  keep y                      work_mem"
+        ),
+        "{out}"
+    );
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(
+        lines[0].contains(
+            "not enough hardware debug registers left: watchpoint 3 needs 2 for its 4 bytes, 1 free; 3 in use by watchpoint 1"
+        ),
+        "{err}"
+    );
+    assert_eq!(dr7(pid), 0, "DR7 of {pid} armed after pgdbg ended");
     let k = one_line_error(pid, "watch 5");
     assert!(k.contains("Cannot watch constant value `5'."), "{k}");
     let k = one_line_error(pid, "watch MyProcPid + 1");
@@ -419,6 +613,34 @@ fn killed_with_a_watchpoint(major: u32) {
         tracer_pid(pid) == 0 && guardians_of(pid).is_empty()
     });
     assert_eq!(dr7(pid), 0, "DR7 of {pid} left armed by a killed pgdbg");
+    assert_eq!(c.query_one_i64("select 6 * 7"), 42);
+
+    // a watch in pieces (every register on 18): each cleared
+    let p = spawn_continuing(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--ex",
+            "watch pgWalUsage",
+            "--ex",
+            "continue",
+        ],
+        pid,
+    );
+    unsafe { libc::kill(p.pid(), libc::SIGKILL) };
+    let (_, out, _) = p.wait(Duration::from_secs(30));
+    assert!(out.contains("Hardware watchpoint 1: pgWalUsage"), "{out}");
+    wait_until("the guardian's restore", Duration::from_secs(30), || {
+        tracer_pid(pid) == 0 && guardians_of(pid).is_empty()
+    });
+    for n in [0, 1, 2, 3, 7] {
+        assert_eq!(
+            common::debugreg(pid, n),
+            0,
+            "DR{n} of {pid} left set by a killed pgdbg"
+        );
+    }
     assert_eq!(c.query_one_i64("select 6 * 7"), 42);
 
     // both killed, the backend busy under the watchpoint

@@ -60,6 +60,24 @@ pub fn dr7_without(dr7: u64, slot: usize) -> u64 {
     if v & 0xff == 0 { 0 } else { v }
 }
 
+/// `len` bytes at `addr` as the aligned pieces debug registers take
+/// (address, length 1, 2, 4 or 8), in address order, as gdb splits a
+/// watched value: from the start, each the largest length that is
+/// aligned there and does not run past the end.
+pub fn pieces(addr: u64, len: u64) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    let (mut at, end) = (addr, addr.saturating_add(len));
+    while at < end {
+        let n = [8u64, 4, 2, 1]
+            .into_iter()
+            .find(|&n| at.is_multiple_of(n) && at + n <= end)
+            .unwrap_or(1);
+        out.push((at, n));
+        at += n;
+    }
+    out
+}
+
 /// The slots DR6 says fired (bits 0-3).
 pub fn fired(dr6: u64) -> u64 {
     dr6 & 0xf
@@ -105,6 +123,17 @@ mod tests {
             dr7_with(0, 2, Kind::ReadWrite, 8).unwrap()
         );
         assert_eq!(dr7_without(dr7_without(two, 0), 2), 0);
+        // gdb's pieces: aligned ones whole, the rest split at alignments
+        assert_eq!(pieces(0x1000, 8), vec![(0x1000, 8)]);
+        assert_eq!(pieces(0x1000, 16), vec![(0x1000, 8), (0x1008, 8)]);
+        assert_eq!(pieces(0x1002, 4), vec![(0x1002, 2), (0x1004, 2)]);
+        assert_eq!(
+            pieces(0x1001, 4),
+            vec![(0x1001, 1), (0x1002, 2), (0x1004, 1)]
+        );
+        assert_eq!(pieces(0x1004, 12), vec![(0x1004, 4), (0x1008, 8)]);
+        assert_eq!(pieces(0x1000, 3), vec![(0x1000, 2), (0x1002, 1)]);
+        assert!(pieces(0x1000, 0).is_empty());
         // u_debugreg follows the 27 registers, the FP state and the rest of
         // struct user (sys/user.h): at 848 on x86-64
         assert_eq!(user_offset(7), 848 + 7 * 8);

@@ -135,6 +135,10 @@ pub struct Target {
     /// Who holds each address slot (DR0-3) armed through `claim_watch`:
     /// a user watchpoint ("watchpoint 2"), `waits trace`'s word.
     dr_owners: [Option<String>; crate::arch::debugregs::SLOTS],
+    /// The slots (DR6 bits 0-3) that fired during single steps since the
+    /// session last asked (`take_step_watch`): a step over an instruction
+    /// that writes a watched address ends with the step's own SIGTRAP.
+    step_dr6: u64,
     /// Registers of the current stop (valid while stopped).
     regs_cache: std::cell::Cell<Option<Registers>>,
     /// This stop is the signal-delivery stop of one of our int3s whose
@@ -277,6 +281,7 @@ impl Target {
             runs: 0,
             debugregs_dirty: false,
             dr_owners: Default::default(),
+            step_dr6: 0,
             regs_cache: std::cell::Cell::new(None),
             int3_sigtrap_live: false,
             code_cache: std::collections::HashMap::new(),

@@ -127,12 +127,13 @@ impl Target {
         len: u64,
     ) -> Result<usize> {
         let Some(slot) = self.dr_owners.iter().position(Option::is_none) else {
-            let users: Vec<&str> = self
-                .dr_owners
-                .iter()
-                .flatten()
-                .map(String::as_str)
-                .collect();
+            // each once (a watchpoint's pieces hold several)
+            let mut users: Vec<&str> = Vec::new();
+            for o in self.dr_owners.iter().flatten() {
+                if !users.contains(&o.as_str()) {
+                    users.push(o);
+                }
+            }
             bail!(
                 "no hardware debug register left: {} in use by {}",
                 debugregs::SLOTS,

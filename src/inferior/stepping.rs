@@ -288,6 +288,7 @@ impl Target {
                     self.mark_stopped();
                     let code = self.siginfo_code().unwrap_or(TRAP_TRACE);
                     if code == TRAP_TRACE || code == TRAP_BRKPT || code == TRAP_HWBKPT {
+                        self.note_step_dr6();
                         return Ok(None);
                     }
                     // Some other trap (a late watchpoint hit): never handed to
@@ -322,6 +323,30 @@ impl Target {
                 }
             }
         }
+    }
+}
+
+impl Target {
+    /// After a single step with debug registers armed: the slots that
+    /// fired during it (the stepped instruction touched a watched address:
+    /// one SIGTRAP for the step and the watchpoint) kept for
+    /// `take_step_watch`, and DR6 cleared, so that no stale bit is read
+    /// later as a hit (an int3's SIGTRAP does not clear it).
+    fn note_step_dr6(&mut self) {
+        if !self.debugregs_dirty {
+            return;
+        }
+        let dr6 = self.debugreg(crate::arch::debugregs::DR6).unwrap_or(0);
+        if crate::arch::debugregs::fired(dr6) != 0 {
+            self.step_dr6 |= crate::arch::debugregs::fired(dr6);
+            let _ = self.set_debugreg(crate::arch::debugregs::DR6, 0);
+        }
+    }
+
+    /// The slots that fired during single steps since the last call (DR6
+    /// bits 0-3; 0: none), forgotten.
+    pub fn take_step_watch(&mut self) -> u64 {
+        std::mem::take(&mut self.step_dr6)
     }
 }
 

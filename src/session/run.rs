@@ -11,10 +11,15 @@ impl Session {
         loop {
             self.hit = None;
             let regs = self.target.regs()?;
+            self.target.take_step_watch();
             if self.target.breakpoint_inserted(regs.rip)
                 && let Some(stop) = self.target.step_over_breakpoint(regs.rip)?
             {
                 return self.report_stop(stop);
+            }
+            // the instruction under the int3 hit a watchpoint (gdb stops)
+            if let Some(ran) = self.step_watch_hit()? {
+                return Ok(ran);
             }
             let stop = self.target.cont_and_wait(&runtime::Hooks)?;
             if let Some(r) = self.judge_stop(stop, true)? {

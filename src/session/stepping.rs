@@ -258,12 +258,15 @@ impl Session {
     /// backend ended or faulted meanwhile (the stop's text).
     fn step_over_here_reported(&mut self) -> Result<Option<Outcome>> {
         let rip = self.target.regs()?.rip;
+        self.target.take_step_watch();
         if self.target.breakpoint_inserted(rip)
             && let Some(stop) = self.target.step_over_breakpoint(rip)?
         {
             return Ok(Some(self.report_stop(stop)?.outcome()));
         }
-        Ok(None)
+        // a watchpoint hit by the instruction under the int3: reported,
+        // its `commands` block not run (this run's int3s are in)
+        Ok(self.step_watch_hit()?.map(Ran::outcome))
     }
 
     /// At `pg_re_throw`'s int3: single-step its `siglongjmp` until the
@@ -403,13 +406,16 @@ impl Session {
         // stepping through the dynamic linker's hook: a library was
         // loaded or unloaded, as when a run stops there (its int3 stays)
         let hook = self.is_library_hook(regs.rip);
+        self.target.take_step_watch();
         if let Some(stop) = self.target.step_instruction()? {
             return Ok(Some(self.report_stop(stop)?.outcome()));
         }
         if hook {
             self.on_library_event()?;
         }
-        Ok(None)
+        // the instruction wrote (or read) a watched address: the step
+        // ends with the watchpoint's stop, as gdb's
+        self.step_watch_stop()
     }
 
     /// The line-table sequence at runtime `pc` (the postgres binary or a

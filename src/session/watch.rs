@@ -4,7 +4,7 @@
 //! breakpoints, their hits judged as gdb judges them and shown in gdb's
 //! words; and `set var`, a write into the backend's data.
 use super::*;
-use crate::arch::debugregs::Kind;
+use crate::arch::debugregs::{self, Kind};
 use crate::breakpoints::{Watch, WatchKind, WatchSeen, watch_seen};
 use crate::debuginfo::types::{Encoding, Type, strip};
 
@@ -38,14 +38,15 @@ impl Session {
             );
         };
         let len = size_of(self, &v.ty);
-        if !matches!(len, 1 | 2 | 4 | 8) {
-            bail!(
-                "{cmd} {expr}: its {len} bytes do not fit one x86-64 debug register (1, 2, 4 or 8 bytes, aligned to their size); watch a member of it"
-            );
+        if len == 0 {
+            bail!("{cmd} {expr}: its type has no size: nothing to watch");
         }
-        if !addr.is_multiple_of(len) {
+        // as gdb: aligned pieces of 1, 2, 4 or 8 bytes, one register each
+        let need = debugregs::pieces(addr, len).len();
+        if need > debugregs::SLOTS {
             bail!(
-                "{cmd} {expr}: its {len} bytes at {addr:#x} are not aligned to {len}, as an x86-64 debug register needs"
+                "{cmd} {expr}: its {len} bytes at {addr:#x} need {need} debug registers (aligned pieces of 1, 2, 4 or 8 bytes), and x86-64 has {}; watch a member of it",
+                debugregs::SLOTS
             );
         }
         self.check_data_range(&format!("{cmd} {expr}"), addr, len, true, "")?;
@@ -59,9 +60,7 @@ impl Session {
             // writes, a hit that changed the value taken for a write
             WatchKind::Read | WatchKind::Access => Kind::ReadWrite,
         };
-        let slot = self
-            .target
-            .claim_watch(&format!("watchpoint {id}"), addr, hw, len)?;
+        let slots = self.claim_pieces(id, addr, len, hw)?;
         let bp = self.bps.add_watch(
             expr.to_string(),
             Watch {
@@ -70,7 +69,7 @@ impl Session {
                 len,
                 ty: v.ty,
                 old,
-                slot: Some(slot),
+                slots,
             },
         );
         debug_assert_eq!(bp.id, id);
@@ -85,30 +84,76 @@ impl Session {
         Ok(format!("{} {id}: {expr}", kind.label()))
     }
 
-    /// Take watchpoint `id` out of its debug register (nothing for a
+    /// Take watchpoint `id` out of its debug registers (nothing for a
     /// breakpoint or a disabled watchpoint).
     pub(crate) fn disarm_watch(&mut self, id: u32) -> Result<()> {
-        let slot = self
+        let slots = self
             .bps
             .get_mut(id)
             .and_then(|b| b.watch.as_mut())
-            .and_then(|w| w.slot.take());
-        let Some(s) = slot else {
-            return Ok(());
-        };
-        let r = self.target.release_watch(s);
-        if r.is_err()
-            && self
-                .target
-                .watch_owners()
-                .get(s)
-                .is_some_and(Option::is_some)
+            .map(|w| std::mem::take(&mut w.slots))
+            .unwrap_or_default();
+        let mut first = None;
+        let mut kept = Vec::new();
+        for s in slots {
+            if let Err(e) = self.target.release_watch(s) {
+                if self
+                    .target
+                    .watch_owners()
+                    .get(s)
+                    .is_some_and(Option::is_some)
+                {
+                    // still armed (its DR7 bits not written away): still its own
+                    kept.push(s);
+                }
+                first.get_or_insert(e);
+            }
+        }
+        if !kept.is_empty()
             && let Some(w) = self.bps.get_mut(id).and_then(|b| b.watch.as_mut())
         {
-            // still armed (its DR7 bits not written away): still its own
-            w.slot = Some(s);
+            w.slots = kept;
         }
-        r
+        first.map_or(Ok(()), Err)
+    }
+
+    /// The debug registers of watchpoint `id`'s pieces (`len` bytes at
+    /// `addr` split as `debugregs::pieces`), all or none: refused in one
+    /// line naming the holders when too few are free; a claim that fails
+    /// gives back those taken before it.
+    fn claim_pieces(&mut self, id: u32, addr: u64, len: u64, hw: Kind) -> Result<Vec<usize>> {
+        let pieces = debugregs::pieces(addr, len);
+        let owners = self.target.watch_owners();
+        let free = owners.iter().filter(|o| o.is_none()).count();
+        if pieces.len() > free && free > 0 {
+            // (none free: claim_watch's own words)
+            let mut users: Vec<&str> = Vec::new();
+            for o in owners.iter().flatten() {
+                if !users.contains(&o.as_str()) {
+                    users.push(o);
+                }
+            }
+            bail!(
+                "not enough hardware debug registers left: watchpoint {id} needs {} for its {len} bytes, {free} free; {} in use by {}",
+                pieces.len(),
+                debugregs::SLOTS - free,
+                users.join(", ")
+            );
+        }
+        let owner = format!("watchpoint {id}");
+        let mut slots = Vec::new();
+        for (a, n) in pieces {
+            match self.target.claim_watch(&owner, a, hw, n) {
+                Ok(s) => slots.push(s),
+                Err(e) => {
+                    for s in slots.into_iter().rev() {
+                        let _ = self.target.release_watch(s);
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Ok(slots)
     }
 
     /// Put watchpoint `id` back in a debug register (`enable`): its value
@@ -117,7 +162,7 @@ impl Session {
         let Some(w) = self.bps.get_mut(id).and_then(|b| b.watch.clone()) else {
             return Ok(());
         };
-        if w.slot.is_some() {
+        if !w.slots.is_empty() {
             return Ok(());
         }
         let mut now = vec![0u8; w.len as usize];
@@ -127,11 +172,9 @@ impl Session {
             WatchKind::Write => Kind::Write,
             _ => Kind::ReadWrite,
         };
-        let slot = self
-            .target
-            .claim_watch(&format!("watchpoint {id}"), w.addr, hw, w.len)?;
+        let slots = self.claim_pieces(id, w.addr, w.len, hw)?;
         if let Some(w) = self.bps.get_mut(id).and_then(|b| b.watch.as_mut()) {
-            w.slot = Some(slot);
+            w.slots = slots;
             w.old = now;
         }
         Ok(())
@@ -151,21 +194,32 @@ impl Session {
     /// addresses full): the watchpoints (and a probe's word) that held one
     /// no longer do.
     pub(crate) fn say_dropped_watches(&mut self) {
-        let dropped = self.target.take_dropped_watches();
+        let mut dropped = self.target.take_dropped_watches();
         if dropped.is_empty() {
             return;
         }
+        let mut seen: Vec<String> = Vec::new();
+        dropped.retain(|d| {
+            let new = !seen.contains(d);
+            seen.push(d.clone());
+            new
+        });
         let owners = self.target.watch_owners().to_vec();
-        let free =
-            |s: &Option<usize>| s.is_some_and(|s| owners.get(s).is_some_and(Option::is_none));
+        let free = |s: usize| owners.get(s).is_some_and(Option::is_none);
+        // a watchpoint with a piece given back is watched no more: its
+        // other pieces given back too
+        let mut rest = Vec::new();
         for b in self.bps.list.iter_mut() {
             if let Some(w) = b.watch.as_mut()
-                && free(&w.slot)
+                && w.slots.iter().any(|&s| free(s))
             {
-                w.slot = None;
+                rest.extend(w.slots.drain(..).filter(|&s| !free(s)));
             }
         }
-        if free(&self.probe_watch) {
+        for s in rest {
+            let _ = self.target.release_watch(s);
+        }
+        if self.probe_watch.is_some_and(free) {
             self.probe_watch = None;
         }
         for who in dropped {
@@ -173,6 +227,31 @@ impl Session {
                 "pgdbg: {who} is no longer watched: pgdbg's SIGTRAP handler in the backend was removed (its table of armed addresses is full), and a debug register left without it would kill the backend if pgdbg and its guardian died"
             ));
         }
+    }
+
+    /// After a single step: the user watchpoints the stepped instruction
+    /// fired (its SIGTRAP is the step's: `Target::take_step_watch`),
+    /// judged as any hit (Some: the stop's report, as gdb reports a
+    /// watchpoint that triggers during `stepi`/`next`/`step`).
+    pub(crate) fn step_watch_hit(&mut self) -> Result<Option<Ran>> {
+        let dr6 = self.target.take_step_watch();
+        if dr6 == 0 || !self.fired_user_watch(dr6) {
+            return Ok(None);
+        }
+        self.last_stop = Some(Stop::HardwareBreak { dr6 });
+        self.judge_watch(dr6, false)
+    }
+
+    /// `step_watch_hit` as the end of a step command: the stop's
+    /// `commands` block run, its `continue` continuing.
+    pub(crate) fn step_watch_stop(&mut self) -> Result<Option<Outcome>> {
+        let Some(ran) = self.step_watch_hit()? else {
+            return Ok(None);
+        };
+        Ok(Some(match self.after_stop(ran)? {
+            Some(done) => done,
+            None => self.continue_running()?,
+        }))
     }
 
     /// A slot of a user watchpoint fired.

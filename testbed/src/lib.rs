@@ -1330,12 +1330,18 @@ pub fn tracefs_definitions_of(k: u32) -> Vec<String> {
 
 /// DR7 of `pid`, read with a short PTRACE_SEIZE of our own.
 pub fn dr7(pid: i32) -> u64 {
+    debugreg(pid, 7)
+}
+
+/// Debug register `n` (DR0-3, DR6, DR7) of `pid`, read with a short
+/// PTRACE_SEIZE of our own.
+pub fn debugreg(pid: i32, n: usize) -> u64 {
     unsafe {
         let p = pid as libc::pid_t;
         assert_eq!(
             libc::ptrace(libc::PTRACE_SEIZE, p, 0usize, 0usize),
             0,
-            "seize {pid} to read DR7: {}",
+            "seize {pid} to read DR{n}: {}",
             std::io::Error::last_os_error()
         );
         assert_eq!(libc::ptrace(libc::PTRACE_INTERRUPT, p, 0usize, 0usize), 0);
@@ -1354,10 +1360,10 @@ pub fn dr7(pid: i32) -> u64 {
             assert_ne!(sig, libc::SIGTRAP, "a SIGTRAP is still on its way to {pid}");
             libc::ptrace(libc::PTRACE_CONT, p, 0usize, sig as usize);
         }
-        let off = std::mem::offset_of!(libc::user, u_debugreg) + 7 * 8;
+        let off = std::mem::offset_of!(libc::user, u_debugreg) + n * 8;
         *libc::__errno_location() = 0;
         let v = libc::ptrace(libc::PTRACE_PEEKUSER, p, off, 0usize);
-        assert_eq!(*libc::__errno_location(), 0, "PEEKUSER DR7");
+        assert_eq!(*libc::__errno_location(), 0, "PEEKUSER DR{n}");
         libc::ptrace(libc::PTRACE_DETACH, p, 0usize, 0usize);
         v as u64
     }

@@ -9,12 +9,13 @@ use crate::postgres::backend::Outcome;
 use anyhow::{Result, anyhow, bail};
 
 const WATCH_HELP: &str = "EXPR is an lvalue (a global, a member through a pointer, an array \
-     element) of 1, 2, 4 or 8 bytes aligned to its size: its bytes are watched in one of the \
-     CPU's four debug registers (shared with waits trace --ptrace), which stops the backend right \
-     after the instruction that touched them, as gdb's hardware watchpoints do. The address is \
-     taken once, when it is set (gdb's watch -location): a pointer on the way is not watched. \
-     Larger or unaligned objects are refused (watch a member); so are addresses on the \
-     backend's stack (a frame's locals). Numbered with the breakpoints: info breakpoints, \
+     element): its bytes are watched in the CPU's four debug registers (shared with waits trace \
+     --ptrace), which stop the backend right after the instruction that touched them, as gdb's \
+     hardware watchpoints do. As gdb, an object is split into aligned pieces of 1, 2, 4 or 8 \
+     bytes, one register each (a 16-byte struct takes two); one that needs more registers than \
+     are free is refused. The address is taken once, when it is set (gdb's watch -location): a \
+     pointer on the way is not watched. Addresses on the backend's stack (a frame's locals) are \
+     refused. Numbered with the breakpoints: info breakpoints, \
      delete, disable, enable, condition, ignore and commands take them. With 'if EXPR' it \
      stops only when EXPR is non-zero.\n\n\
      In a script, EXPR is type-checked before attaching.";

@@ -173,6 +173,7 @@ pub mod packs;
 pub mod plancache;
 mod planstate;
 pub mod progress;
+pub mod waitnames;
 pub mod waits;
 pub mod waitsites;
 

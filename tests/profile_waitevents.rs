@@ -287,6 +287,8 @@ fn cold_read(major: u32, settings: &[&str]) {
     // hint bits set and written now: the scan dirties no page
     c.exec("vacuum freeze cold");
     c.exec("checkpoint");
+    // this session's counts (the vacuum's reads) in pg_statio now
+    c.exec("select pg_stat_force_next_flush()");
     let pages = c.query_one_i64("select pg_relation_size('cold') / 8192");
     assert!(pages * 8192 > 200 << 20, "{pages} pages");
     // the kernel's page cache dropped (the table's pages in it were
@@ -313,6 +315,8 @@ fn cold_read(major: u32, settings: &[&str]) {
     let got = r.rejoin(h);
     let scan_s = t0.elapsed().as_secs_f64();
     assert_eq!(got.as_deref(), Ok("0"), "nothing matches");
+    // the scan's counts in pg_statio once this statement ends
+    r.exec("select pg_stat_force_next_flush()");
     let p = rec.finish();
     // the premise: the scan read the table from the kernel (not from
     // shared_buffers), within the window

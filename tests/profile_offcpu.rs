@@ -57,6 +57,12 @@ fn files_weigh_the_time_off_cpu(total: &str, ss: &std::path::Path, pb: &std::pat
         stacks.iter().any(|(s, _)| s.contains(";WaitLatch;")),
         "{stacks:?}"
     );
+    assert!(
+        stacks
+            .iter()
+            .any(|(s, _)| s.ends_with(";[kernel];[wait: Timeout:PgSleep]")),
+        "the wait event is the innermost frame: {stacks:?}"
+    );
     let p = profile_files::read_pprof(pb);
     assert_eq!(p.sample_types(), [("off-cpu", "nanoseconds")]);
     let mut from_pprof: Vec<(String, u64)> = p
@@ -105,6 +111,24 @@ fn off_cpu_of_pg_sleep_and_of_a_cpu_bound_query() {
         top["reason"].as_str().unwrap().starts_with('S'),
         "sleeping: {top}"
     );
+    // the wait event set at each switch-out: pg_sleep's, read for nearly
+    // every interval (one not read is one sleep of 50 ms the reader did not
+    // get to before it ended)
+    assert_eq!(top["wait_event"], "Timeout:PgSleep", "{top}");
+    let by_wait = |label: &str| -> f64 {
+        p["by_wait_event"]
+            .as_array()
+            .unwrap_or_else(|| panic!("by_wait_event: {p}"))
+            .iter()
+            .filter(|r| r[0] == label)
+            .map(|r| r[1].as_f64().unwrap())
+            .sum()
+    };
+    let slept = by_wait("Timeout:PgSleep");
+    assert!(
+        slept >= 0.9 * off,
+        "Timeout:PgSleep {slept} s of {off} s off a CPU: {p}"
+    );
     // at the prompt, the table and the total line, a flame graph and the
     // speedscope and pprof files
     let tmp =
@@ -128,6 +152,11 @@ fn off_cpu_of_pg_sleep_and_of_a_cpu_bound_query() {
         .find(|l| l.contains(" off CPU ") && l.contains(" intervals"))
         .unwrap_or_else(|| panic!("a total line: {out}"));
     assert!(total.contains("S sleeping"), "{total}");
+    assert!(
+        out.lines()
+            .any(|l| l.trim_end().ends_with("  Timeout:PgSleep")),
+        "the time by wait event: {out}"
+    );
     let text = std::fs::read_to_string(&svg).unwrap();
     assert!(
         text.contains("<svg") && text.contains("WaitLatch"),

@@ -29,13 +29,18 @@ pub static PROFILE: Entry = Entry {
            --off-cpu: where the backend waits instead: every interval its thread is off a CPU \
            (the scheduler's sched:sched_switch tracepoint, from the switch-out to the next \
            switch-in), attributed to the user stack at the switch-out, with the kernel's reason \
-           (S sleeping, D uninterruptible, R preempted); the table gives milliseconds off CPU per \
-           function, the folded stacks microseconds. Needs tracefs and root, CAP_PERFMON or \
-           perf_event_paranoid <= 1.\n\n\
+           (S sleeping, D uninterruptible, R preempted) and the wait event the backend had set \
+           (its wait_event_info word, read while the backend is still off the CPU: exact; named \
+           as pg_stat_activity names it, e.g. Lock:extend, IO:DataFileRead, \"no wait event\" \
+           when none, \"not read\" when the backend ran again before pgdbg read it); the table \
+           gives milliseconds off CPU per function, then per wait event, the folded stacks \
+           microseconds with the wait event as the innermost frame ([wait: Lock:extend]). Needs \
+           tracefs and root, CAP_PERFMON or perf_event_paranoid <= 1.\n\n\
            --wall: where the time goes, on a CPU and off it, over the same window: the on-CPU \
            samples weigh their period (1/N s of CPU time) and the off-CPU intervals their \
            duration, so the stacks add up to the time recorded; each stack's root says \
-           [on-CPU] or [off-CPU: sleeping|I/O|preempted]. The table gives milliseconds per \
+           [on-CPU] or [off-CPU: sleeping|I/O|preempted], an off-CPU one ends with its wait \
+           event as --off-cpu gives it. The table gives milliseconds per \
            function, split on and off CPU, and a total line: elapsed = on CPU + off CPU + \
            what is not accounted for (at most about one sampling period, plus records lost). \
            Needs what --off-cpu needs; not with --off-cpu.\n\n\

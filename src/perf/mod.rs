@@ -314,13 +314,15 @@ impl Event {
             if kind == RECORD_SAMPLE {
                 f(b)
             }
-        })
+        });
     }
 
     /// Hand every record in the ring to `f` (its type, its header's misc
     /// bits and its bytes after the header; lost records are counted),
     /// then give the space back to the kernel.
-    pub fn drain_records(&mut self, mut f: impl FnMut(u32, u16, &[u8])) {
+    /// Returns the kernel's head the drain read up to: every record
+    /// written before it was handed to `f` (see [`Event::head`]).
+    pub fn drain_records(&mut self, mut f: impl FnMut(u32, u16, &[u8])) -> u64 {
         // perf_event_mmap_page: data_head at 1024, data_tail at 1032
         let head_p = unsafe { self.base.add(1024) as *const u64 };
         let tail_p = unsafe { self.base.add(1032) as *mut u64 };
@@ -349,6 +351,17 @@ impl Event {
         }
         fence(Ordering::Release);
         unsafe { std::ptr::write_volatile(tail_p, tail) };
+        head
+    }
+
+    /// The kernel's head of the ring now: where its next record will be
+    /// written.  The kernel publishes it after the record's bytes.
+    pub fn head(&self) -> u64 {
+        fence(Ordering::SeqCst);
+        // perf_event_mmap_page: data_head at 1024
+        let head = unsafe { std::ptr::read_volatile(self.base.add(1024) as *const u64) };
+        fence(Ordering::Acquire);
+        head
     }
 
     fn read_at(&mut self, data: *mut u8, off: usize, len: usize) -> &[u8] {

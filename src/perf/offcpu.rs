@@ -16,8 +16,35 @@
 //! for PERF_RECORD_SWITCH records (`context_switch`), whose switch-in
 //! record is written once the thread runs again, with its time.
 //!
+//! The wait event set at the switch-out (PostgreSQL's `wait_event_info`
+//! word, `*my_wait_event_info`; `MyProc->wait_event_info` on 13): only
+//! the backend's own code writes the word, so while its thread is off a
+//! CPU the word cannot change.  The ring wakes pgdbg's reader at every
+//! switch-out sample ([`Wakeup::PerRecord`]: the sample is the event's
+//! only sample; the switch records do not count); the reader drains the
+//! ring up to the kernel's head H, and when the last interval is still
+//! open (its switch-out read, no switch-in after it) it reads the word
+//! with process_vm_readv and then the head again.  The head still H means
+//! no record was written meanwhile, so no switch-in either, and the
+//! kernel writes the switch-in record before the thread runs its own
+//! code again: `finish_task_switch` calls `perf_event_task_sched_in`,
+//! which writes the PERF_RECORD_SWITCH (`perf_event_switch(.., true)`)
+//! and publishes the head, all in the kernel on the way back to the
+//! thread (kernel/sched/core.c, kernel/events/core.c).  x86 keeps a CPU's
+//! stores in order for the others (the head, then any store of the
+//! thread's), so a word read before the head was seen unchanged is the
+//! value at the switch-out, exactly.  The ring is empty when the word is
+//! read (just drained), so the switch-in record cannot be lost for want
+//! of room.  When the head moved, the new records are drained and, the
+//! interval still open, the word read again; an interval whose switch-in
+//! came first has its wait event "not read" (counted and said, never
+//! guessed): the short ones, shorter than the reader's wake-up.  The cost
+//! to the backend: one wake-up of the reader per switch-out (an irq_work
+//! on its CPU); the backend is neither stopped nor trapped.
+//!
 //! Nothing is written into the backend and it is never stopped: the
-//! kernel copies what it records, pgdbg only reads its ring.
+//! kernel copies what it records, pgdbg only reads its ring and, with
+//! process_vm_readv, the wait-event word.
 
 use super::profile::{KERNEL_PC, STACK_BYTES, Symbolizer, stack_frames};
 use super::recording::Recording;
@@ -65,11 +92,18 @@ fn reason_name(r: char) -> &'static str {
     }
 }
 
+/// An off-CPU stack's key: its pcs (innermost first), the kernel's
+/// reason, and the wait_event_info at the switch-out (None: not read).
+pub type OffKey = (Vec<u64>, char, Option<u32>);
+
 /// What the reader thread gathered.
 #[derive(Default)]
 pub struct RawOffCpu {
-    /// (pcs innermost first, reason) -> (ns off the CPU, intervals)
-    pub stacks: HashMap<(Vec<u64>, char), (u64, u64)>,
+    /// (pcs innermost first, reason, wait_event_info at the switch-out or
+    /// None when it was not read) -> (ns off the CPU, intervals)
+    pub stacks: HashMap<OffKey, (u64, u64)>,
+    /// Why no wait event was read at all (the word could not be found).
+    pub no_word: Option<String>,
     pub intervals: u64,
     pub off_ns: u64,
     /// Off the CPU from the window's start to the first switch-in, the
@@ -87,6 +121,32 @@ struct Out {
     time: u64,
     pcs: Vec<u64>,
     reason: char,
+    /// The wait-event word, once read while the thread was still off.
+    wait: Option<u32>,
+}
+
+/// The backend's wait-event word, read while the backend runs.
+pub struct WaitWord {
+    pid: i32,
+    addr: u64,
+}
+
+impl WaitWord {
+    /// The word of backend `pid` (the binary loaded at `bias`), or why it
+    /// cannot be read.
+    pub fn find(di: &crate::debuginfo::DebugInfo, pid: i32, bias: u64) -> Result<WaitWord, String> {
+        let addr = crate::postgres::waitnames::word_address(di, pid, bias)?;
+        let w = WaitWord { pid, addr };
+        w.read()
+            .map(|_| w)
+            .ok_or_else(|| "the wait-event word cannot be read".to_string())
+    }
+
+    fn read(&self) -> Option<u32> {
+        let mut b = [0u8; 4];
+        crate::postgres::waitnames::read_remote(self.pid, self.addr, &mut b)
+            .then(|| u32::from_le_bytes(b))
+    }
 }
 
 /// A switch-out sample: time, the tracepoint's raw record, the user
@@ -156,7 +216,8 @@ pub(crate) fn open_switches(pid: i32, tid: i32, mode: &str) -> Result<(Event, Fi
         sample_stack_user: STACK_BYTES,
         ..Attr::default()
     }
-    .wakeup(Wakeup::Batched);
+    // the reader reads the wait-event word at once (module doc)
+    .wakeup(Wakeup::PerRecord);
     let refused = |e: std::io::Error| -> anyhow::Error {
         match e.raw_os_error() {
             Some(libc::EACCES) | Some(libc::EPERM) => {
@@ -203,7 +264,11 @@ impl Switches {
 
     fn add(&mut self, o: Out, end: u64) {
         let ns = end.saturating_sub(o.time.max(self.t0_ns));
-        let e = self.raw.stacks.entry((o.pcs, o.reason)).or_insert((0, 0));
+        let e = self
+            .raw
+            .stacks
+            .entry((o.pcs, o.reason, o.wait))
+            .or_insert((0, 0));
         e.0 += ns;
         e.1 += 1;
         self.raw.off_ns += ns;
@@ -230,6 +295,7 @@ impl Switches {
                     time,
                     pcs,
                     reason: reason(state),
+                    wait: None,
                 });
             }
             RECORD_SWITCH if misc & MISC_SWITCH_OUT == 0 => {
@@ -245,6 +311,29 @@ impl Switches {
                 self.first = false;
             }
             _ => {}
+        }
+    }
+
+    /// Drain `ev` (this thread's switch event) and read the wait-event
+    /// word for the interval still open, if its thread has not run since
+    /// (see the module's doc): the head unchanged after the word was read.
+    pub fn drain(&mut self, ev: &mut Event, word: Option<&WaitWord>, maps: &mut Maps) {
+        // a few rounds: a record written meanwhile (the switch-out's own
+        // PERF_RECORD_SWITCH after its sample) is drained and the word
+        // read again, as long as no switch-in closed the interval
+        for _ in 0..8 {
+            let head = ev.drain_records(|k, m, b| self.take(k, m, b, maps));
+            let (Some(w), Some(o)) = (word, self.out.as_mut()) else {
+                return;
+            };
+            if o.wait.is_some() {
+                return;
+            }
+            let Some(v) = w.read() else { return };
+            if ev.head() == head {
+                o.wait = Some(v);
+                return;
+            }
         }
     }
 
@@ -264,7 +353,12 @@ pub struct OffCpuProfiler(Recording<RawOffCpu>);
 impl OffCpuProfiler {
     /// Open the switch tracepoint on thread `tid` of process `pid` (the
     /// binary loaded at `main_bias`) and start recording.
-    pub fn start(pid: i32, tid: i32, main_bias: u64) -> Result<OffCpuProfiler> {
+    pub fn start(
+        pid: i32,
+        tid: i32,
+        main_bias: u64,
+        word: Result<WaitWord, String>,
+    ) -> Result<OffCpuProfiler> {
         let (ev, state_field) = open_switches(pid, tid, "profile --off-cpu")?;
         // the window recorded, on the records' clock: every interval lies in it
         let t0_ns = monotonic_ns();
@@ -272,9 +366,10 @@ impl OffCpuProfiler {
             let mut ev = ev;
             let mut maps = Maps::new(pid, main_bias);
             let mut sw = Switches::new(t0_ns, state_field);
+            let word = word.map_err(|e| sw.raw.no_word = Some(e)).ok();
             loop {
                 let last = st.load(Ordering::Relaxed);
-                ev.drain_records(|k, m, b| sw.take(k, m, b, &mut maps));
+                sw.drain(&mut ev, word.as_ref(), &mut maps);
                 if last {
                     break;
                 }
@@ -295,12 +390,88 @@ impl OffCpuProfiler {
     }
 }
 
-/// One distinct stack and reason, its time off the CPU.
+/// What the intervals whose wait-event word was not read are called.
+pub const NOT_READ: &str = "not read";
+/// What the intervals whose word was 0 are called.
+pub const NO_WAIT_EVENT: &str = "no wait event";
+
+/// The wait event of an interval as pg_stat_activity would show it,
+/// `type:event` (`Lock:extend`), [`NO_WAIT_EVENT`], [`NOT_READ`], or the
+/// raw value when nothing names it.
+pub fn wait_label(names: &crate::postgres::waits::WaitNames, wait: Option<u32>) -> String {
+    match wait {
+        None => NOT_READ.into(),
+        Some(0) => NO_WAIT_EVENT.into(),
+        Some(i) => match names.describe(i) {
+            (Some(t), Some(e)) => format!("{t}:{e}"),
+            _ => format!("{i:#010x}"),
+        },
+    }
+}
+
+/// The innermost pseudo-frame of an off-CPU stack in the folded stacks
+/// and the flame graph: `[wait: Lock:extend]`.
+pub fn wait_frame(label: &str) -> String {
+    format!("[wait: {label}]")
+}
+
+/// The names of every wait event the intervals had, asked of nobody
+/// (`postgres::waitnames`).
+pub(crate) fn wait_names(
+    raw: &RawOffCpu,
+    sym: &Symbolizer,
+    pid: i32,
+) -> crate::postgres::waits::WaitNames {
+    let (di, bias) = sym.binary();
+    let infos: std::collections::BTreeSet<u32> =
+        raw.stacks.keys().filter_map(|(_, _, w)| *w).collect();
+    crate::postgres::waitnames::name_without_asking(di, pid, bias, infos)
+}
+
+/// Time off the CPU by wait event, most first: (label, seconds, intervals).
+pub(crate) fn by_wait_event(
+    raw: &RawOffCpu,
+    names: &crate::postgres::waits::WaitNames,
+) -> Vec<(String, f64, u64)> {
+    let mut by: HashMap<String, (u64, u64)> = HashMap::new();
+    for ((_, _, w), (ns, n)) in &raw.stacks {
+        let e = by.entry(wait_label(names, *w)).or_insert((0, 0));
+        e.0 += ns;
+        e.1 += n;
+    }
+    let mut v: Vec<(String, f64, u64)> = by
+        .into_iter()
+        .map(|(l, (ns, n))| (l, ns as f64 / 1e9, n))
+        .collect();
+    v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    v
+}
+
+/// The table's section of time by wait event, and why none was read when
+/// the word could not be found.
+pub(crate) fn wait_section(by: &[(String, f64, u64)], no_word: Option<&str>) -> String {
+    let mut out = format!(
+        "{:>10} {:>9}  {}\n",
+        "ms", "intervals", "wait event at the switch-out (wait_event_type:wait_event)"
+    );
+    for (l, s, n) in by {
+        out.push_str(&format!("{:>10.1} {:>9}  {l}\n", s * 1000.0, n));
+    }
+    if let Some(why) = no_word {
+        out.push_str(&format!("(wait events not read: {why})\n"));
+    }
+    out
+}
+
+/// One distinct stack, reason and wait event, its time off the CPU.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct StackRow {
     pub ms: f64,
     pub intervals: u64,
     pub reason: String,
+    /// The wait event at the switch-out (`Lock:extend`, "no wait event",
+    /// "not read").
+    pub wait_event: String,
     /// Innermost first.
     pub frames: Vec<String>,
 }
@@ -327,6 +498,11 @@ pub struct OffCpuProfile {
     pub cpu_s: Option<f64>,
     /// Time off the CPU by the kernel's reason: (reason, seconds, intervals).
     pub by_reason: Vec<(String, f64, u64)>,
+    /// Time off the CPU by the wait event set at the switch-out:
+    /// (`type:event`, "no wait event" or "not read", seconds, intervals).
+    pub by_wait_event: Vec<(String, f64, u64)>,
+    /// Why no wait event was read, when none could be.
+    pub wait_events_unread: Option<String>,
     /// Stacks by time off the CPU, most first.
     pub stacks: Vec<StackRow>,
     pub top: Vec<OffRow>,
@@ -340,8 +516,10 @@ impl OffCpuProfile {
         let mut reasons: HashMap<char, (u64, u64)> = HashMap::new();
         let mut rows: HashMap<String, OffRow> = HashMap::new();
         let mut folded: HashMap<String, u64> = HashMap::new();
-        for ((pcs, r), (ns, n)) in &raw.stacks {
+        let names = wait_names(raw, sym, pid);
+        for ((pcs, r, w), (ns, n)) in &raw.stacks {
             let frames = stack_frames(sym, pcs);
+            let wait_event = wait_label(&names, *w);
             let ms = *ns as f64 / 1e6;
             let e = reasons.entry(*r).or_insert((0, 0));
             e.0 += ns;
@@ -360,12 +538,16 @@ impl OffCpuProfile {
                 row.total_ms += ms;
                 row.intervals += n;
             }
-            let line: Vec<&str> = frames.iter().rev().map(|s| s.as_str()).collect();
+            // the wait event is the innermost pseudo-frame
+            let wf = wait_frame(&wait_event);
+            let mut line: Vec<&str> = frames.iter().rev().map(|s| s.as_str()).collect();
+            line.push(&wf);
             *folded.entry(line.join(";")).or_insert(0) += ns / 1000;
             stacks.push(StackRow {
                 ms,
                 intervals: *n,
                 reason: reason_name(*r).into(),
+                wait_event,
                 frames,
             });
         }
@@ -392,6 +574,8 @@ impl OffCpuProfile {
             lost: raw.lost,
             cpu_s: raw.cpu_s,
             by_reason,
+            by_wait_event: by_wait_event(raw, &names),
+            wait_events_unread: raw.no_word.clone(),
             stacks,
             top,
             folded,
@@ -418,6 +602,10 @@ impl OffCpuProfile {
             |r| (r.self_ms, r.total_ms),
             "callers, by total:",
             line,
+        ));
+        out.push_str(&wait_section(
+            &self.by_wait_event,
+            self.wait_events_unread.as_deref(),
         ));
         out.push_str(&self.summary_line());
         out

@@ -145,6 +145,11 @@ impl<'a> Symbolizer<'a> {
         }
     }
 
+    /// The main binary's debug info and load bias.
+    pub fn binary(&self) -> (&'a DebugInfo, u64) {
+        (self.di, self.bias)
+    }
+
     /// The frames at `pc`, innermost first; `leaf` when it is the sampled
     /// pc itself (else a return address: looked up at pc-1).
     pub fn names(&mut self, pc: u64, leaf: bool) -> Vec<String> {

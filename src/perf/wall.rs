@@ -14,9 +14,15 @@
 //! is carried over switches, so at most one period in all), records the
 //! kernel lost, and kernel samples a paranoid kernel refuses.
 //!
+//! Each off-CPU interval has the wait event set at its switch-out, read
+//! as `profile --off-cpu` reads it (offcpu.rs).
+//!
 //! Nothing is written into the backend and it is never stopped.
 
-use super::offcpu::{RawOffCpu, Switches, open_switches};
+use super::offcpu::{
+    RawOffCpu, Switches, WaitWord, by_wait_event, open_switches, wait_frame, wait_label,
+    wait_names, wait_section,
+};
 use super::profile::{STACK_BYTES, Symbolizer, open_cpu_clock, sample_stack};
 use super::recording::Recording;
 use super::render::Rendered;
@@ -46,7 +52,13 @@ impl WallProfiler {
     /// Open both events on thread `tid` of process `pid` (the binary
     /// loaded at `main_bias`), the cpu-clock sampling every 1/`hz` s of
     /// CPU time, and start recording.
-    pub fn start(pid: i32, tid: i32, hz: u64, main_bias: u64) -> Result<WallProfiler> {
+    pub fn start(
+        pid: i32,
+        tid: i32,
+        hz: u64,
+        main_bias: u64,
+        word: Result<WaitWord, String>,
+    ) -> Result<WallProfiler> {
         let period_ns = 1_000_000_000 / hz.max(1);
         let mut attr = Attr::cpu_clock(hz, STACK_BYTES);
         // a fixed period: each sample is the same CPU time
@@ -61,6 +73,7 @@ impl WallProfiler {
             let mut clock = clock;
             let mut maps = Maps::new(pid, main_bias);
             let mut sw = Switches::new(t0_ns, state_field);
+            let word = word.map_err(|e| sw.raw.no_word = Some(e)).ok();
             let mut raw = RawWall {
                 period_ns,
                 ..RawWall::default()
@@ -76,7 +89,7 @@ impl WallProfiler {
                         *raw.on.entry(pcs).or_insert(0) += 1;
                     }
                 });
-                switches.drain_records(|k, m, b| sw.take(k, m, b, &mut maps));
+                sw.drain(&mut switches, word.as_ref(), &mut maps);
                 if last {
                     break;
                 }
@@ -126,6 +139,9 @@ pub struct WallStack {
     pub on_cpu: bool,
     /// Samples on a CPU, intervals off it.
     pub count: u64,
+    /// Off a CPU: the wait event at the switch-out (`Lock:extend`, "no
+    /// wait event", "not read"); on a CPU: none.
+    pub wait_event: Option<String>,
     /// Innermost first.
     pub frames: Vec<String>,
 }
@@ -162,6 +178,11 @@ pub struct WallProfile {
     pub cpu_s: Option<f64>,
     /// Time by state (the roots): (state, seconds), most first.
     pub by_state: Vec<(String, f64)>,
+    /// Time off a CPU by the wait event set at the switch-out:
+    /// (`type:event`, "no wait event" or "not read", seconds, intervals).
+    pub by_wait_event: Vec<(String, f64, u64)>,
+    /// Why no wait event was read, when none could be.
+    pub wait_events_unread: Option<String>,
     /// Stacks by time, most first.
     pub stacks: Vec<WallStack>,
     pub top: Vec<WallRow>,
@@ -178,16 +199,24 @@ impl WallProfile {
                 None,
                 n * raw.period_ns,
                 *n,
+                None,
             ));
         }
-        for ((pcs, r), (ns, n)) in &raw.off.stacks {
-            stacks.push((super::profile::stack_frames(sym, pcs), Some(*r), *ns, *n));
+        let names = wait_names(&raw.off, sym, pid);
+        for ((pcs, r, w), (ns, n)) in &raw.off.stacks {
+            stacks.push((
+                super::profile::stack_frames(sym, pcs),
+                Some(*r),
+                *ns,
+                *n,
+                Some(wait_label(&names, *w)),
+            ));
         }
         let mut rows: HashMap<String, WallRow> = HashMap::new();
         let mut folded: HashMap<String, u64> = HashMap::new();
         let mut states: HashMap<&'static str, u64> = HashMap::new();
         let mut out = Vec::new();
-        for (frames, reason, ns, n) in stacks {
+        for (frames, reason, ns, n, wait_event) in stacks {
             let state = state_frame(reason);
             *states.entry(state).or_insert(0) += ns;
             let ms = ns as f64 / 1e6;
@@ -211,14 +240,18 @@ impl WallProfile {
                     row.off_cpu_ms += ms;
                 }
             }
+            // off a CPU, the wait event is the innermost pseudo-frame
+            let wf = wait_event.as_deref().map(wait_frame);
             let mut line = vec![state];
             line.extend(frames.iter().rev().map(|s| s.as_str()));
+            line.extend(wf.as_deref());
             *folded.entry(line.join(";")).or_insert(0) += ns / 1000;
             out.push(WallStack {
                 ms,
                 state: state.into(),
                 on_cpu: reason.is_none(),
                 count: n,
+                wait_event,
                 frames,
             });
         }
@@ -231,6 +264,7 @@ impl WallProfile {
                 state: BEFORE_START.into(),
                 on_cpu: false,
                 count: 1,
+                wait_event: None,
                 frames: Vec::new(),
             });
         }
@@ -264,6 +298,8 @@ impl WallProfile {
             lost_switches: raw.off.lost,
             cpu_s: raw.cpu_s,
             by_state,
+            by_wait_event: by_wait_event(&raw.off, &names),
+            wait_events_unread: raw.off.no_word.clone(),
             stacks: out,
             top,
             folded,
@@ -289,6 +325,10 @@ impl WallProfile {
             |r| (r.self_ms, r.total_ms),
             "callers, by total:",
             line,
+        ));
+        out.push_str(&wait_section(
+            &self.by_wait_event,
+            self.wait_events_unread.as_deref(),
         ));
         out.push_str(&self.summary_line());
         out

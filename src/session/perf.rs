@@ -1,7 +1,7 @@
 //! `profile` (`crate::perf::profile`): one recording course for the
 //! prompt's command and for `pgdbg profile PID`, which never attaches.
 use super::*;
-use crate::perf::offcpu::{OffCpuProfile, OffCpuProfiler};
+use crate::perf::offcpu::{OffCpuProfile, OffCpuProfiler, WaitWord};
 use crate::perf::profile::{Profile, Profiler, Symbolizer};
 use crate::perf::profile_opts::ProfileOpts;
 use crate::perf::render::Rendered;
@@ -80,8 +80,8 @@ impl Recording for Detached<'_> {
 impl Session {
     /// `profile`: let the backend run while the kernel records it.
     pub(crate) fn profile(&mut self, opts: &ProfileOpts) -> Result<Outcome> {
-        let (pid, bias) = (self.pid, self.bias);
-        let (out, Ran { end, text }) = record(self, pid, bias, opts)?;
+        let (pid, bias, di) = (self.pid, self.bias, self.di.clone());
+        let (out, Ran { end, text }) = record(self, &di, pid, bias, opts)?;
         Ok(Outcome::new(format!("{out}{text}"), Flow::from(end)))
     }
 }
@@ -101,20 +101,23 @@ pub fn profile_detached(
         bias,
         quiet,
     };
-    Ok(record(&mut at, pid, bias, opts)?.0)
+    Ok(record(&mut at, di, pid, bias, opts)?.0)
 }
 
 /// Start the recorder of `opts`' mode (on-CPU samples, `--off-cpu`
 /// switches, or both with `--wall`) on backend `pid`, then run the course.
 fn record<W: Recording>(
     at: &mut W,
+    di: &DebugInfo,
     pid: i32,
     bias: u64,
     opts: &ProfileOpts,
 ) -> Result<(String, W::End)> {
     let limit = crate::runtime::limit_text(opts.duration, None);
+    // the wait-event word, read while the backend is off a CPU
+    let word = || WaitWord::find(di, pid, bias);
     if opts.off_cpu {
-        let rec = OffCpuProfiler::start(pid, pid, bias)?;
+        let rec = OffCpuProfiler::start(pid, pid, bias, word())?;
         let line = format!(
             "profile: recording when backend {pid} leaves a CPU (perf sched:sched_switch, not stopped){limit}"
         );
@@ -141,7 +144,7 @@ fn record<W: Recording>(
     }
     let hz = opts.hz;
     if opts.wall {
-        let rec = WallProfiler::start(pid, pid, hz, bias)?;
+        let rec = WallProfiler::start(pid, pid, hz, bias, word())?;
         let line = format!(
             "profile: recording backend {pid} on a CPU (perf cpu-clock at {hz} Hz) and off it \
              (perf sched:sched_switch), not stopped{limit}"

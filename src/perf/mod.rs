@@ -77,7 +77,7 @@ pub const SAMPLE_TIME: u64 = 1 << 2;
 pub const SAMPLE_REGS_USER: u64 = 1 << 12;
 pub const SAMPLE_STACK_USER: u64 = 1 << 13;
 
-const RECORD_LOST: u32 = 2;
+pub(crate) const RECORD_LOST: u32 = 2;
 const RECORD_SAMPLE: u32 = 9;
 
 // attr.flags bits
@@ -318,7 +318,8 @@ impl Event {
     }
 
     /// Hand every record in the ring to `f` (its type, its header's misc
-    /// bits and its bytes after the header; lost records are counted),
+    /// bits and its bytes after the header; lost records are counted, and
+    /// their notice handed on where it stands),
     /// then give the space back to the kernel.
     /// Returns the kernel's head the drain read up to: every record
     /// written before it was handed to `f` (see [`Event::head`]).
@@ -343,7 +344,11 @@ impl Event {
             let rec = self.read_at(data, off, size);
             match kind {
                 RECORD_LOST if rec.len() >= 24 => {
-                    self.lost += u64::from_le_bytes(rec[16..24].try_into().unwrap());
+                    let n = u64::from_le_bytes(rec[16..24].try_into().unwrap());
+                    // where the gap is: a reader pairing records knows
+                    // that what it waits for may be in it
+                    f(kind, misc, &rec[8..]);
+                    self.lost += n;
                 }
                 _ => f(kind, misc, &rec[8..]),
             }

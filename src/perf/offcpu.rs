@@ -64,6 +64,7 @@ const FLAG_SAMPLE_ID_ALL: u64 = 1 << 18;
 const FLAG_CONTEXT_SWITCH: u64 = 1 << 26;
 const RECORD_SAMPLE: u32 = 9;
 const RECORD_SWITCH: u32 = 14;
+use super::RECORD_LOST;
 const MISC_SWITCH_OUT: u16 = 1 << 13;
 const MAX_FRAMES: usize = 256;
 
@@ -112,6 +113,8 @@ pub struct RawOffCpu {
     pub before_ns: u64,
     /// Records the kernel could not write (the ring was full).
     pub lost: u64,
+    /// Switches left out because the record they pair with was lost.
+    pub unpaired: u64,
     pub duration_s: f64,
     pub cpu_s: Option<f64>,
 }
@@ -248,6 +251,10 @@ pub(crate) struct Switches {
     /// No switch-in seen yet (a first one ends an interval begun before
     /// the window, whose stack and reason are unknown).
     first: bool,
+    /// Records were lost (the ring was full) since the last switch-out:
+    /// the next switch-in may end an interval whose switch-out is in the
+    /// gap, and is not paired with anything.
+    after_gap: bool,
     pub raw: RawOffCpu,
 }
 
@@ -258,6 +265,7 @@ impl Switches {
             state_field,
             out: None,
             first: true,
+            after_gap: false,
             raw: RawOffCpu::default(),
         }
     }
@@ -291,6 +299,7 @@ impl Switches {
                 let state = field_u64(rec, &self.state_field).unwrap_or(0);
                 // a switch-out before the last one's switch-in: that
                 // record was lost, the interval's end is unknown
+                self.after_gap = false;
                 self.out = Some(Out {
                     time,
                     pcs,
@@ -302,12 +311,29 @@ impl Switches {
                 // sample_id: pid, tid, time
                 let Some(t) = b.get(8..16) else { return };
                 let time = u64::from_le_bytes(t.try_into().unwrap_or_default());
+                if std::mem::take(&mut self.after_gap) {
+                    // its switch-out was in the gap (or no interval is
+                    // open): nothing it can be paired with
+                    self.out = None;
+                    self.raw.unpaired += 1;
+                    return;
+                }
                 match self.out.take() {
                     Some(o) => self.add(o, time),
                     // none pending: off the CPU since before the start
                     None if self.first => self.raw.before_ns = time.saturating_sub(self.t0_ns),
                     None => {}
                 }
+                self.first = false;
+            }
+            RECORD_LOST => {
+                // the gap may hold this interval's switch-in and later
+                // switches: its end is unknown, it is left out (never
+                // stretched over the time on a CPU in the gap)
+                if self.out.take().is_some() {
+                    self.raw.unpaired += 1;
+                }
+                self.after_gap = true;
                 self.first = false;
             }
             _ => {}
@@ -494,6 +520,8 @@ pub struct OffCpuProfile {
     pub off_cpu_s: f64,
     pub intervals: u64,
     pub lost: u64,
+    /// Switches left out because the record they pair with was lost.
+    pub unpaired: u64,
     /// CPU time the backend used meanwhile (seconds), when known.
     pub cpu_s: Option<f64>,
     /// Time off the CPU by the kernel's reason: (reason, seconds, intervals).
@@ -572,6 +600,7 @@ impl OffCpuProfile {
             off_cpu_s: raw.off_ns as f64 / 1e9,
             intervals: raw.intervals,
             lost: raw.lost,
+            unpaired: raw.unpaired,
             cpu_s: raw.cpu_s,
             by_reason,
             by_wait_event: by_wait_event(raw, &names),
@@ -634,7 +663,10 @@ impl OffCpuProfile {
                 None => String::new(),
             },
             if self.lost > 0 {
-                format!("; {} records lost (ring full)", self.lost)
+                format!(
+                    "; {} records lost (ring full): {} switches whose other end was lost left out",
+                    self.lost, self.unpaired
+                )
             } else {
                 String::new()
             }
@@ -673,7 +705,53 @@ impl super::render::Rendered for OffCpuProfile {
 
 #[cfg(test)]
 mod tests {
-    use super::reason;
+    use super::*;
+
+    /// A switch-in record's bytes: pid, tid, time.
+    fn switch_in(time: u64) -> Vec<u8> {
+        let mut b = vec![0u8; 8];
+        b.extend_from_slice(&time.to_le_bytes());
+        b
+    }
+
+    fn out_at(sw: &mut Switches, time: u64) {
+        sw.after_gap = false;
+        sw.out = Some(Out {
+            time,
+            pcs: vec![KERNEL_PC, 0x1000],
+            reason: 'S',
+            wait: None,
+        });
+    }
+
+    /// A gap in the ring (records lost) between a switch-out and the next
+    /// switch-in: that interval is left out, never stretched over the
+    /// time on a CPU in the gap; the next pair counts again.
+    #[test]
+    fn lost_records_leave_their_interval_out() {
+        let mut sw = Switches::new(0, Field { offset: 0, size: 8 });
+        let mut maps = Maps::new(std::process::id() as i32, 0);
+        out_at(&mut sw, 100);
+        sw.take(RECORD_SWITCH, 0, &switch_in(150), &mut maps);
+        assert_eq!((sw.raw.intervals, sw.raw.off_ns), (1, 50));
+        // out at 200; its switch-in, a run on a CPU and the next switch-out
+        // lost; a switch-in at 900 that pairs with the lost switch-out
+        out_at(&mut sw, 200);
+        sw.take(RECORD_LOST, 0, &[0u8; 16], &mut maps);
+        sw.take(RECORD_SWITCH, 0, &switch_in(900), &mut maps);
+        assert_eq!((sw.raw.intervals, sw.raw.off_ns), (1, 50));
+        assert_eq!(sw.raw.unpaired, 2);
+        // the next switch-out pairs with its own switch-in
+        out_at(&mut sw, 1000);
+        sw.take(RECORD_SWITCH, 0, &switch_in(1010), &mut maps);
+        assert_eq!((sw.raw.intervals, sw.raw.off_ns), (2, 60));
+        // a gap with only a switch-in lost: the next switch-out clears it
+        out_at(&mut sw, 2000);
+        sw.take(RECORD_LOST, 0, &[0u8; 16], &mut maps);
+        out_at(&mut sw, 3000);
+        sw.take(RECORD_SWITCH, 0, &switch_in(3005), &mut maps);
+        assert_eq!((sw.raw.intervals, sw.raw.off_ns), (3, 65));
+    }
 
     #[test]
     fn reasons_of_prev_state() {

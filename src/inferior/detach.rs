@@ -51,7 +51,18 @@ impl Target {
         // one-byte instruction there is dropped: that instruction ran).
         // Before any injected system call, which would swallow it.
         if self.int3_behind_rip()?.is_some() && self.sigtrap_pending() {
-            self.drain_pending(1, Self::sigtrap_pending, false)?;
+            if self.own_sigtrap_queued() {
+                // (an interrupt stop still queued may come first: a few stops)
+                self.drain_pending(8, Self::sigtrap_pending, false)?;
+            }
+            if self.state.is_stopped()
+                && self.sigtrap_pending()
+                && let Some(bp) = self.int3_behind_rip()?
+            {
+                // not taken (someone's, blocked, or never the next stop):
+                // rewound as before
+                self.rewind_to(bp)?;
+            }
             if self.state.is_gone() {
                 return Ok(());
             }

@@ -98,6 +98,25 @@ impl Target {
         self.signal_pending(Signal::SIGTRAP)
     }
 
+    /// Whether a SIGTRAP the kernel holds for the target's own thread
+    /// (SigPnd, not the process's shared set), not blocked: what an int3
+    /// leaves queued, which a resume turns into the next stop before any
+    /// instruction runs.  (A SIGTRAP someone sent with kill(2) is shared;
+    /// a blocked one would let the backend run on.)
+    pub(super) fn own_sigtrap_queued(&self) -> bool {
+        let Ok(st) = std::fs::read_to_string(format!("/proc/{}/status", self.pid)) else {
+            return false;
+        };
+        let bit = 1u64 << (Signal::SIGTRAP as i32 - 1);
+        let mask = |key: &str| {
+            st.lines()
+                .find_map(|l| l.strip_prefix(key))
+                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+                .unwrap_or(0)
+        };
+        mask("SigPnd:") & bit != 0 && mask("SigBlk:") & bit == 0
+    }
+
     /// At a SIGTRAP stop: the int3 of ours that trapped, one before rip,
     /// when the stop's siginfo says an int3 did (a watchpoint's or a single
     /// step's trap just after one of our int3s over a one-byte instruction

@@ -130,11 +130,16 @@ impl Target {
                     // cannot tell: its bits outlive the #DB that set
                     // them, and an int3 does not clear them.)  Once per
                     // wait: a SIGTRAP that is not the next stop (never
-                    // seen), or one under someone else's job-control stop
-                    // (resumed, the backend would stay in it), is rewound
-                    // as before.
+                    // seen), one under someone else's job-control stop
+                    // (resumed, the backend would stay in it), or one not
+                    // queued for the thread itself or blocked (not an
+                    // int3's), is rewound as before.  After it, a stop
+                    // that is not that int3's ends the wait as the
+                    // interrupt it was (below): never resumed, the
+                    // interrupt is not lost.
                     if self.int3_behind_rip()?.is_some() && self.sigtrap_pending() {
-                        if !trap_taken && !self.in_outside_group_stop() {
+                        if !trap_taken && !self.in_outside_group_stop() && self.own_sigtrap_queued()
+                        {
                             trap_taken = true;
                             self.cont_waiting(None)?;
                             continue;
@@ -170,7 +175,9 @@ impl Target {
                     // in use no other trap can look like one (no siginfo
                     // needed); with them, siginfo must say it was an int3.
                     let ours = match self.int3_behind_rip()? {
-                        Some(a) if !self.debugregs_dirty => Some(a),
+                        // (the trap of an interrupt stop taken: its
+                        // siginfo decides, whoever sent it)
+                        Some(a) if !self.debugregs_dirty && !trap_taken => Some(a),
                         Some(a) => matches!(
                             self.siginfo_code().unwrap_or(SI_KERNEL),
                             SI_KERNEL | TRAP_BRKPT
@@ -223,11 +230,23 @@ impl Target {
                     if terminating {
                         return self.reported(Stop::ToolTerminating).map(Some);
                     }
+                    if trap_taken {
+                        // the interrupt's stop, its queued trap dropped
+                        return self.reported(Stop::Interrupted).map(Some);
+                    }
                     self.cont_waiting(None)?;
                 }
                 WaitStatus::Stopped(_, sig) => {
                     self.mark_stopped();
                     if signals::pass_through(sig) {
+                        if trap_taken && !terminating {
+                            // resumed to take an interrupt stop's queued
+                            // trap, another signal came first: the
+                            // interrupt's stop, the signal kept for the
+                            // next resume
+                            self.defer(sig);
+                            return self.reported(Stop::Interrupted).map(Some);
+                        }
                         if self.holding_signals && !terminating && !signals::never_held(sig) {
                             // held back (the guardian finishing a call):
                             // recorded by `defer` before this resume

@@ -56,11 +56,12 @@ impl Target {
                 self.drain_pending(8, Self::sigtrap_pending, false)?;
             }
             if self.state.is_stopped()
-                && self.sigtrap_pending()
+                && self.own_sigtrap_queued()
                 && let Some(bp) = self.int3_behind_rip()?
             {
-                // not taken (someone's, blocked, or never the next stop):
-                // rewound as before
+                // the int3's trap never the next stop: rewound as before
+                // (someone's SIGTRAP, or a blocked one, is not an int3's:
+                // rip one past it is where the backend is)
                 self.rewind_to(bp)?;
             }
             if self.state.is_gone() {

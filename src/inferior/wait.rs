@@ -41,8 +41,9 @@ impl Target {
     fn wait_inner(&mut self, hooks: &dyn WaitHooks, nohang: bool) -> Result<Option<Stop>> {
         let mut interrupted_for_tool = false;
         let mut interrupted_for_user = false;
-        // an interrupt stop's queued SIGTRAP taken (below), once
+        // an interrupt stop's queued SIGTRAP taken (below), and how often
         let mut trap_taken = false;
+        let mut takes = 0;
         loop {
             // Checked before every blocking wait, not only on EINTR: the
             // signal may have arrived while we were busy elsewhere.
@@ -63,7 +64,8 @@ impl Target {
             // (the guardian finishing a call) or in a call of pgdbg's,
             // taken first (and recorded) as before
             let own = !self.holding_signals && !self.in_call();
-            let waited = self.take_status(nohang, own);
+            // (after taking a queued trap its stop is due: waited for)
+            let waited = self.take_status(nohang && !trap_taken, own);
             hooks.waiting(false);
             let status = match waited {
                 Ok(WaitStatus::StillAlive) if nohang => return Ok(None),
@@ -117,8 +119,10 @@ impl Target {
                     }
                     // The interrupt may have landed just after one of our
                     // int3s executed, before its SIGTRAP was taken: rip is
-                    // one past the breakpoint.  That SIGTRAP is taken now
-                    // (resumed, a pending synchronous signal is the next
+                    // one past the breakpoint and the int3's SIGTRAP is
+                    // queued for the thread (the kernel sends it there,
+                    // unblocked).  That SIGTRAP is taken now (resumed, a
+                    // synchronous signal the kernel queued is the next
                     // stop, before any instruction runs) and the SIGTRAP
                     // branch below decides by its siginfo: an int3's trap
                     // rewound once and reported as the breakpoint, a
@@ -128,18 +132,23 @@ impl Target {
                     // when two int3s of ours are adjacent (rewound here,
                     // then again when the queued SIGTRAP came).  (DR6
                     // cannot tell: its bits outlive the #DB that set
-                    // them, and an int3 does not clear them.)  Once per
-                    // wait: a SIGTRAP that is not the next stop (never
-                    // seen), one under someone else's job-control stop
-                    // (resumed, the backend would stay in it), or one not
-                    // queued for the thread itself or blocked (not an
-                    // int3's), is rewound as before.  After it, a stop
-                    // that is not that int3's ends the wait as the
-                    // interrupt it was (below): never resumed, the
-                    // interrupt is not lost.
-                    if self.int3_behind_rip()?.is_some() && self.sigtrap_pending() {
-                        if !trap_taken && !self.in_outside_group_stop() && self.own_sigtrap_queued()
-                        {
+                    // them, and an int3 does not clear them.)  A few
+                    // times at most (another interrupt may land before
+                    // it); under someone else's job-control stop
+                    // (resumed, the backend would stay in it) or after
+                    // those, rewound as before.  A SIGTRAP not queued for
+                    // the thread, or blocked, is not an int3's: rip one
+                    // past the int3 is where the backend is (the
+                    // instruction there ran), nothing is rewound.  After
+                    // the resume, a stop that is not that int3's ends the
+                    // wait as the interrupt it was (below): never resumed,
+                    // the interrupt is not lost.
+                    if self.int3_behind_rip()?.is_some()
+                        && self.sigtrap_pending()
+                        && self.own_sigtrap_queued()
+                    {
+                        if takes < 4 && !self.in_outside_group_stop() {
+                            takes += 1;
                             trap_taken = true;
                             self.cont_waiting(None)?;
                             continue;
@@ -171,13 +180,12 @@ impl Target {
                 }
                 WaitStatus::Stopped(_, Signal::SIGTRAP) => {
                     self.mark_stopped();
-                    // An int3 of ours just executed?  Without debug registers
-                    // in use no other trap can look like one (no siginfo
-                    // needed); with them, siginfo must say it was an int3.
+                    // An int3 of ours just executed?  Its siginfo must say
+                    // it was an int3: a watchpoint's trap, or a SIGTRAP
+                    // someone sent with kill(2), just after one of our
+                    // int3s over a one-byte instruction is not (that
+                    // instruction ran; rewinding would run it twice).
                     let ours = match self.int3_behind_rip()? {
-                        // (the trap of an interrupt stop taken: its
-                        // siginfo decides, whoever sent it)
-                        Some(a) if !self.debugregs_dirty && !trap_taken => Some(a),
                         Some(a) => matches!(
                             self.siginfo_code().unwrap_or(SI_KERNEL),
                             SI_KERNEL | TRAP_BRKPT
@@ -241,10 +249,16 @@ impl Target {
                     if signals::pass_through(sig) {
                         if trap_taken && !terminating {
                             // resumed to take an interrupt stop's queued
-                            // trap, another signal came first: the
+                            // trap, another signal came first (the
+                            // kernel's order says it cannot): the
                             // interrupt's stop, the signal kept for the
-                            // next resume
+                            // next resume, rip put back on an int3 whose
+                            // trap is still queued
+                            self.interrupt_ends_here()?;
                             self.defer(sig);
+                            if let Some(end) = self.state.take_end() {
+                                return Ok(Some(end));
+                            }
                             return self.reported(Stop::Interrupted).map(Some);
                         }
                         if self.holding_signals && !terminating && !signals::never_held(sig) {
@@ -275,6 +289,10 @@ impl Target {
                         if terminating {
                             return self.reported(Stop::ToolTerminating).map(Some);
                         }
+                        if trap_taken {
+                            self.interrupt_ends_here()?;
+                            return self.reported(Stop::Interrupted).map(Some);
+                        }
                         self.cont_raw(None)?;
                         continue;
                     }
@@ -287,6 +305,18 @@ impl Target {
                 }
             }
         }
+    }
+
+    /// An interrupt's wait ending at a stop that is not the int3 trap it
+    /// resumed for: if that int3's SIGTRAP is still queued, rip goes back
+    /// onto it (the instruction there has not run).
+    fn interrupt_ends_here(&mut self) -> Result<()> {
+        if self.own_sigtrap_queued()
+            && let Some(bp) = self.int3_behind_rip()?
+        {
+            self.rewind_to(bp)?;
+        }
+        Ok(())
     }
 
     /// Resume delivering `sig`, seen at its signal-delivery stop.  Not

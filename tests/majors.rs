@@ -383,7 +383,9 @@ fn smoke_in(prefix: &Path, major: u32, dwarf: bool) {
     let pid = a.pid();
     let p = pid.to_string();
 
-    // attach, info, bt, wait while idle
+    // attach, info, bt, wait while idle (its last reply sent: waiting for
+    // the client, not still in send)
+    cl.wait_client_read(pid);
     let (code, out, err) = pgdbg(&[
         "attach", &p, "-q", "--ex", "wait", "--ex", "info", "--ex", "bt",
     ]);

@@ -446,6 +446,21 @@ impl Cluster {
         );
     }
 
+    /// Wait until backend `pid` waits for its client (pg_stat_activity's
+    /// `ClientRead`): one that just answered may still be in `send` with
+    /// its reply, no wait event set yet.
+    pub fn wait_client_read(&self, pid: i32) {
+        let mut c = self.connect();
+        let sql = format!(
+            "select count(*) from pg_stat_activity where pid = {pid} and wait_event = 'ClientRead'"
+        );
+        wait_until(
+            &format!("backend {pid} waiting for its client (ClientRead)"),
+            Duration::from_secs(20),
+            || c.query_one_i64(&sql) == 1,
+        );
+    }
+
     /// Cancel the statements of `pids` (pg_cancel_backend).
     pub fn cancel(&self, pids: &[i32]) {
         let mut c = self.connect();

@@ -213,12 +213,19 @@ fn docs_examples_on_15() {
     let _ = s.rejoin(h);
 
     // usage.md: the system calls of a backend in pg_sleep
-    let h = s.spawn_text("select pg_sleep(0.5) from generate_series(1, 20)");
+    let h = s.spawn_text("select pg_sleep(0.5) from generate_series(1, 40)");
     cluster.wait_active(&[pid], "pg_sleep(0.5)");
     let r = find("docs/usage.md", "--syscalls --for");
     let (code, out) = run(&doc_args(&r.command, pid, &cluster.dir), &tmp);
     assert_eq!(code, 0, "{out}");
     check(r, &out, &[]);
+    done.insert(r.key());
+    // (the example waits on an extension lock; this backend sleeps)
+    let r = find("docs/usage.md", "--off-cpu --for 4s --rows 3");
+    let (code, out) = run(&doc_args(&r.command, pid, &cluster.dir), &tmp);
+    assert_eq!(code, 0, "{out}");
+    check(r, &out, &["Lock:extend", "off CPU"]);
+    assert!(out.contains("Timeout:PgSleep"), "{out}");
     done.insert(r.key());
     cluster.cancel(&[pid]);
     let _ = s.rejoin(h);

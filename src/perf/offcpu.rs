@@ -135,11 +135,11 @@ pub struct WaitWord {
 }
 
 impl WaitWord {
-    /// The word of backend `pid` (the binary loaded at `bias`), or why it
-    /// cannot be read.
-    pub fn find(di: &crate::debuginfo::DebugInfo, pid: i32, bias: u64) -> Result<WaitWord, String> {
-        let addr = crate::postgres::waitnames::word_address(di, pid, bias)?;
-        let w = WaitWord { pid, addr };
+    /// The word of backend `pid` at `addr` (where PostgreSQL's knowledge
+    /// found it, `postgres::waitnames::word_address`), or why it cannot be
+    /// read.
+    pub fn at(pid: i32, addr: Result<u64, String>) -> Result<WaitWord, String> {
+        let w = WaitWord { pid, addr: addr? };
         w.read()
             .map(|_| w)
             .ok_or_else(|| "the wait-event word cannot be read".to_string())
@@ -147,8 +147,7 @@ impl WaitWord {
 
     fn read(&self) -> Option<u32> {
         let mut b = [0u8; 4];
-        crate::postgres::waitnames::read_remote(self.pid, self.addr, &mut b)
-            .then(|| u32::from_le_bytes(b))
+        super::watch::read_mem(self.pid, self.addr, &mut b).then(|| u32::from_le_bytes(b))
     }
 }
 
@@ -424,16 +423,23 @@ pub const NO_WAIT_EVENT: &str = "no wait event";
 /// The wait event of an interval as pg_stat_activity would show it,
 /// `type:event` (`Lock:extend`), [`NO_WAIT_EVENT`], [`NOT_READ`], or the
 /// raw value when nothing names it.
-pub fn wait_label(names: &crate::postgres::waits::WaitNames, wait: Option<u32>) -> String {
+pub fn wait_label(names: &WaitLabels, wait: Option<u32>) -> String {
     match wait {
         None => NOT_READ.into(),
         Some(0) => NO_WAIT_EVENT.into(),
-        Some(i) => match names.describe(i) {
-            (Some(t), Some(e)) => format!("{t}:{e}"),
-            _ => format!("{i:#010x}"),
+        Some(i) => match names.get(&i) {
+            Some(l) => l.clone(),
+            None => format!("{i:#010x}"),
         },
     }
 }
+
+/// Wait events' labels (`Lock:extend`) by their `wait_event_info`.
+pub type WaitLabels = HashMap<u32, String>;
+
+/// Who names wait events (PostgreSQL's knowledge, given by the caller):
+/// the labels of the `wait_event_info` values asked for, those it knows.
+pub type NameWaits<'a> = &'a dyn Fn(&std::collections::BTreeSet<u32>) -> WaitLabels;
 
 /// The innermost pseudo-frame of an off-CPU stack in the folded stacks
 /// and the flame graph: `[wait: Lock:extend]`.
@@ -441,24 +447,15 @@ pub fn wait_frame(label: &str) -> String {
     format!("[wait: {label}]")
 }
 
-/// The names of every wait event the intervals had, asked of nobody
-/// (`postgres::waitnames`).
-pub(crate) fn wait_names(
-    raw: &RawOffCpu,
-    sym: &Symbolizer,
-    pid: i32,
-) -> crate::postgres::waits::WaitNames {
-    let (di, bias) = sym.binary();
+/// The labels of every wait event the intervals had, from `name`.
+pub(crate) fn wait_names(raw: &RawOffCpu, name: NameWaits<'_>) -> WaitLabels {
     let infos: std::collections::BTreeSet<u32> =
         raw.stacks.keys().filter_map(|(_, _, w)| *w).collect();
-    crate::postgres::waitnames::name_without_asking(di, pid, bias, infos)
+    name(&infos)
 }
 
 /// Time off the CPU by wait event, most first: (label, seconds, intervals).
-pub(crate) fn by_wait_event(
-    raw: &RawOffCpu,
-    names: &crate::postgres::waits::WaitNames,
-) -> Vec<(String, f64, u64)> {
+pub(crate) fn by_wait_event(raw: &RawOffCpu, names: &WaitLabels) -> Vec<(String, f64, u64)> {
     let mut by: HashMap<String, (u64, u64)> = HashMap::new();
     for ((_, _, w), (ns, n)) in &raw.stacks {
         let e = by.entry(wait_label(names, *w)).or_insert((0, 0));
@@ -539,12 +536,17 @@ pub struct OffCpuProfile {
 }
 
 impl OffCpuProfile {
-    pub fn build(raw: &RawOffCpu, sym: &mut Symbolizer, pid: i32) -> OffCpuProfile {
+    pub fn build(
+        raw: &RawOffCpu,
+        sym: &mut Symbolizer,
+        pid: i32,
+        name_waits: NameWaits<'_>,
+    ) -> OffCpuProfile {
         let mut stacks = Vec::new();
         let mut reasons: HashMap<char, (u64, u64)> = HashMap::new();
         let mut rows: HashMap<String, OffRow> = HashMap::new();
         let mut folded: HashMap<String, u64> = HashMap::new();
-        let names = wait_names(raw, sym, pid);
+        let names = wait_names(raw, name_waits);
         for ((pcs, r, w), (ns, n)) in &raw.stacks {
             let frames = stack_frames(sym, pcs);
             let wait_event = wait_label(&names, *w);
@@ -664,8 +666,8 @@ impl OffCpuProfile {
             },
             if self.lost > 0 {
                 format!(
-                    "; {} records lost (ring full): {} switches whose other end was lost left out",
-                    self.lost, self.unpaired
+                    "; {} switches left out (their other end lost), {} records lost (ring full)",
+                    self.unpaired, self.lost
                 )
             } else {
                 String::new()

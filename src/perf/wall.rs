@@ -191,7 +191,13 @@ pub struct WallProfile {
 }
 
 impl WallProfile {
-    pub fn build(raw: &RawWall, sym: &mut Symbolizer, pid: i32, hz: u64) -> WallProfile {
+    pub fn build(
+        raw: &RawWall,
+        sym: &mut Symbolizer,
+        pid: i32,
+        hz: u64,
+        name_waits: super::offcpu::NameWaits<'_>,
+    ) -> WallProfile {
         let mut stacks = Vec::new();
         for (pcs, n) in &raw.on {
             stacks.push((
@@ -202,7 +208,7 @@ impl WallProfile {
                 None,
             ));
         }
-        let names = wait_names(&raw.off, sym, pid);
+        let names = wait_names(&raw.off, name_waits);
         for ((pcs, r, w), (ns, n)) in &raw.off.stacks {
             stacks.push((
                 super::profile::stack_frames(sym, pcs),

@@ -314,7 +314,7 @@ fn reg_value(r: &Registers, reg: Register) -> Option<u64> {
     })
 }
 
-fn read_mem(pid: i32, addr: u64, buf: &mut [u8]) -> bool {
+pub(super) fn read_mem(pid: i32, addr: u64, buf: &mut [u8]) -> bool {
     let len = buf.len();
     let local = [std::io::IoSliceMut::new(buf)];
     let mut local = local;

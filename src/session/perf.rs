@@ -114,8 +114,20 @@ fn record<W: Recording>(
     opts: &ProfileOpts,
 ) -> Result<(String, W::End)> {
     let limit = crate::runtime::limit_text(opts.duration, None);
-    // the wait-event word, read while the backend is off a CPU
-    let word = || WaitWord::find(di, pid, bias);
+    // the wait-event word, read while the backend is off a CPU, and the
+    // names of the wait events seen (PostgreSQL's knowledge: postgres/)
+    let word = || WaitWord::at(pid, crate::postgres::waitnames::word_address(di, pid, bias));
+    let name_waits = |infos: &std::collections::BTreeSet<u32>| {
+        let names =
+            crate::postgres::waitnames::name_without_asking(di, pid, bias, infos.iter().copied());
+        infos
+            .iter()
+            .filter_map(|&i| match names.describe(i) {
+                (Some(t), Some(e)) => Some((i, format!("{t}:{e}"))),
+                _ => None,
+            })
+            .collect::<crate::perf::offcpu::WaitLabels>()
+    };
     if opts.off_cpu {
         let rec = OffCpuProfiler::start(pid, pid, bias, word())?;
         let line = format!(
@@ -126,7 +138,7 @@ fn record<W: Recording>(
             opts,
             &line,
             || rec.finish(),
-            |raw, sym| OffCpuProfile::build(raw, sym, pid),
+            |raw, sym| OffCpuProfile::build(raw, sym, pid, &name_waits),
         );
     }
     if opts.syscalls {
@@ -154,7 +166,7 @@ fn record<W: Recording>(
             opts,
             &line,
             || rec.finish(),
-            |raw, sym| WallProfile::build(raw, sym, pid, hz),
+            |raw, sym| WallProfile::build(raw, sym, pid, hz, &name_waits),
         );
     }
     let rec = Profiler::start(pid, pid, hz, bias)?;

@@ -314,7 +314,9 @@ fn reg_value(r: &Registers, reg: Register) -> Option<u64> {
     })
 }
 
-pub(super) fn read_mem(pid: i32, addr: u64, buf: &mut [u8]) -> bool {
+/// Read `buf.len()` bytes at `addr` of process `pid` while it runs
+/// (process_vm_readv): whether all were read.
+pub(crate) fn read_mem(pid: i32, addr: u64, buf: &mut [u8]) -> bool {
     let len = buf.len();
     let local = [std::io::IoSliceMut::new(buf)];
     let mut local = local;

@@ -109,24 +109,9 @@ pub fn enumerator_name(enumerator: &str, generated: bool) -> String {
         .collect()
 }
 
-/// Read `buf.len()` bytes at `addr` of process `pid` (process_vm_readv:
-/// the process runs on).
-pub fn read_remote(pid: i32, addr: u64, buf: &mut [u8]) -> bool {
-    let len = buf.len();
-    let mut local = [std::io::IoSliceMut::new(buf)];
-    let remote = [nix::sys::uio::RemoteIoVec {
-        base: addr as usize,
-        len,
-    }];
-    matches!(
-        nix::sys::uio::process_vm_readv(nix::unistd::Pid::from_raw(pid), &mut local, &remote),
-        Ok(n) if n == len
-    )
-}
-
 fn read_u64(pid: i32, addr: u64) -> Option<u64> {
     let mut b = [0u8; 8];
-    read_remote(pid, addr, &mut b).then(|| u64::from_le_bytes(b))
+    crate::perf::watch::read_mem(pid, addr, &mut b).then(|| u64::from_le_bytes(b))
 }
 
 /// A NUL-terminated string of at most 64 bytes.
@@ -137,7 +122,7 @@ fn read_cstr(pid: i32, addr: u64) -> Option<String> {
     let mut out = Vec::new();
     for i in 0..64u64 {
         let mut b = [0u8; 1];
-        if !read_remote(pid, addr + i, &mut b) {
+        if !crate::perf::watch::read_mem(pid, addr + i, &mut b) {
             return None;
         }
         if b[0] == 0 {

@@ -99,15 +99,7 @@ impl Drop for PerfRecord {
 /// `perf record` of the switch tracepoint with dwarf call graphs and the
 /// switch records, on thread `tid`, until SIGINT.
 fn perf_record(tid: i32, out: &std::path::Path) -> PerfRecord {
-    let ok = Command::new("perf")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    assert!(
-        ok,
-        "perf is missing: install Debian's linux-perf (apt-get install linux-perf, as \
-         scripts/test does) to compare profile --off-cpu with perf record"
-    );
+    common::ex::assert_perf_there("profile --off-cpu with perf record");
     let p = Command::new("perf")
         .args([
             "record",

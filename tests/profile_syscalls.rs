@@ -34,15 +34,7 @@ const SELECT_FAMILY: &[&str] = &[
 
 /// `perf trace -s -p PID -o OUT -- sleep SECS`, started now.
 fn perf_trace(pid: i32, secs: u32, out: &std::path::Path) -> Child {
-    let ok = Command::new("perf")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    assert!(
-        ok,
-        "perf is missing: install Debian's linux-perf (apt-get install linux-perf, as \
-         scripts/bench-profile does) to compare profile --syscalls with perf trace -s"
-    );
+    common::ex::assert_perf_there("profile --syscalls with perf trace -s");
     Command::new("perf")
         .args(["trace", "-s", "-p", &pid.to_string(), "-o"])
         .arg(out)

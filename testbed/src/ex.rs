@@ -126,3 +126,17 @@ pub fn at_break(
     ));
     r
 }
+
+/// Debian's `perf` must be there for a test that compares with it
+/// (`scripts/test` installs linux-perf); `what` is what it compares.
+pub fn assert_perf_there(what: &str) {
+    let ok = Command::new("perf")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        ok,
+        "perf is missing: install Debian's linux-perf (apt-get install linux-perf, as \
+         scripts/test does) to compare {what}"
+    );
+}

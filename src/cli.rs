@@ -149,6 +149,10 @@ pgdbg profile 4711 --for 10s --speedscope cpu.json --pprof cpu.pb.gz   for speed
         /// backend's thread; no stacks (--format top or json)
         #[arg(long)]
         syscalls: bool,
+        /// Split the samples and off-CPU intervals by the statement that ran (pg_stat_activity's
+        /// query id, else its text; idle states apart), read from the backend's own entry
+        #[arg(long)]
+        by_statement: bool,
         #[command(flatten)]
         debug: DebugInfoOpts,
         /// No progress lines
@@ -392,6 +396,7 @@ pub fn main() -> i32 {
             off_cpu,
             wall,
             syscalls,
+            by_statement,
             debug,
             quiet,
         } => run_profile(
@@ -407,6 +412,7 @@ pub fn main() -> i32 {
                 off_cpu,
                 wall,
                 syscalls,
+                by_statement,
             },
             for_,
             AttachOpts {

@@ -21,7 +21,8 @@
 //!   3.1, p50 = index ceil(2)-1 = 1 -> 0.900 (an interpolating median
 //!   would say 1.050), p99 = index ceil(3.96)-1 = 3 -> 3.100, avg 1.475.
 //! - Wait samples: ClientRead 200+50 = 250 of 400 = 62.5 %, null/null 60
-//!   and LockManager 40+20 = 60 (15.0 % each, tie broken by label: '?'
+//!   (info 0: no wait event, "(on CPU)" as `waits sample` says)
+//!   and LockManager 40+20 = 60 (15.0 % each, tie broken by label: '('
 //!   sorts before 'L'), DataFileRead 30 = 7.5 %.
 //! - LWLockAcquire counts: 5000+3000 calls, planning 1200+800, execution
 //!   3500+2000, other 300+200, 2 backends.
@@ -169,6 +170,36 @@ fn flamegraph_svg() {
     assert!(svg.contains("Traced call stacks"));
     assert!(svg.contains("index_beginscan"));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// tests/data/report/by_statement.jsonl, worked by hand:
+///
+/// - waits traced with their statement: `select * from t where a = 1`
+///   waited 2 + 4 ms in DataFileRead and 1 ms for a relation lock (7 ms),
+///   `update t ...` 3 ms for a lock, a ClientRead of 9 ms had no statement
+///   (outside the executor): statements in order of their time, 9, 7, 3;
+/// - wait samples by statement (two runs, 200 samples): query id -77 was
+///   `select pg_sleep(1.2)` in the first run and `select pg_sleep(3)` in
+///   the second, one statement named by its first text: 40 + 100 = 140
+///   (70.0 %); query id 42, 45 samples on a CPU (22.5 %); idle 10
+///   ClientRead (5.0 %) and 5 on a CPU (2.5 %).
+#[test]
+fn statements_group_waits_and_samples() {
+    let o = pgdbg(&["report", &data("by_statement.jsonl")]);
+    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    assert_same(&stdout(&o), &expected("by_statement.txt"));
+    let o = pgdbg(&["report", &data("by_statement.jsonl"), "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("valid JSON");
+    let w = &v["waits_by_statement"];
+    assert_eq!(w.as_array().unwrap().len(), 4, "{w}");
+    assert_eq!(w[1]["query"], "select * from t where a = 1");
+    assert_eq!(w[1]["count"], 2);
+    let s = &v["wait_samples_by_statement"];
+    assert_eq!(s[0]["query_id"], -77);
+    assert_eq!(s[0]["statement"], "select pg_sleep(1.2)");
+    assert_eq!(s[0]["samples"], 140);
+    assert_eq!(s[0]["share_pct"], 70.0);
+    assert!(s[3]["query_id"].is_null(), "{s}");
 }
 
 #[test]

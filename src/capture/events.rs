@@ -260,8 +260,12 @@ pub enum Event {
         profile: Vec<WaitSample>,
         #[serde(default)]
         samples: u64,
+        /// `--by-statement`: the samples of each statement (or idle
+        /// state) that ran.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        by_statement: Vec<StatementSamples>,
     },
-    /// `waits trace`: one wait, with its duration and stack.
+    /// `waits trace`: one wait, with its duration, stack and statement.
     Wait {
         #[serde(default, deserialize_with = "count")]
         duration_ns: u64,
@@ -276,6 +280,10 @@ pub enum Event {
         wait_event: Option<String>,
         #[serde(default)]
         wait_event_type: Option<String>,
+        /// The statement the executor ran when the wait began (none:
+        /// outside the executor, or statements not traced).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        query: Option<String>,
     },
     /// `waits trace`: one statement, with its duration.
     Statement {
@@ -422,6 +430,26 @@ pub struct WaitSample {
     pub wait_event_type: Option<String>,
 }
 
+/// `waits sample --by-statement`: one statement's (or state's) samples.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatementSamples {
+    /// pg_stat_activity's state: active, idle, ..., or "unknown".
+    #[serde(default)]
+    pub state: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query_id: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query: Option<String>,
+    /// The statement as the table names it.
+    #[serde(default)]
+    pub label: String,
+    #[serde(default, deserialize_with = "count")]
+    pub samples: u64,
+    /// Its samples by wait event (`share`: of its own samples).
+    #[serde(default)]
+    pub profile: Vec<WaitSample>,
+}
+
 /// `latency`: the calls whose duration is `low_us` to `high_us` (whole
 /// microseconds, both included).
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
@@ -478,7 +506,7 @@ impl Event {
     }
 
     /// The `wait` event of one traced wait.
-    pub fn wait(n: WaitName, duration_ns: u64, stack: Vec<String>) -> Event {
+    pub fn wait(n: WaitName, duration_ns: u64, stack: Vec<String>, query: Option<String>) -> Event {
         Event::Wait {
             duration_ns,
             info: n.info,
@@ -486,6 +514,7 @@ impl Event {
             unresolved: n.unresolved,
             wait_event: n.wait_event,
             wait_event_type: n.wait_event_type,
+            query,
         }
     }
 }

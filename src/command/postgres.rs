@@ -268,7 +268,7 @@ pub static WAIT: Entry = Entry {
 pub static WAITS: Entry = Entry {
     name: "waits",
     aliases: &[],
-    usage: "waits sample [--hz N] [--for D] | waits trace [--for D] [--stacks N] [--quiet] [--ptrace]",
+    usage: "waits sample [--hz N] [--for D] [--by-statement] | waits trace [--for D] [--stacks N] [--quiet] [--ptrace]",
     summary: "the backend's wait events over time: waits sample, waits trace",
     help: "'waits sample' samples the wait event without stopping the backend; 'waits trace' \
            records every wait with its duration.",
@@ -282,25 +282,33 @@ pub static WAITS: Entry = Entry {
 pub static WAITS_SAMPLE: Entry = Entry {
     name: "waits sample",
     aliases: &[],
-    usage: "waits sample [--hz N] [--for DURATION]",
+    usage: "waits sample [--hz N] [--for DURATION] [--by-statement]",
     summary: "a wait-event profile by sampling, without stopping the backend",
     help: "The backend runs; its wait event word is read N times a second (--hz, 1 to 20000, \
            default 100) without stopping it, until Ctrl-C or --for D. Prints the profile: each \
-           wait event's share of the samples.",
-    examples: &["waits sample --hz 1000 --for 10s"],
+           wait event's share of the samples. --by-statement: also each statement's share and \
+           its wait events (the statement that ran at each sample's time, read from the \
+           backend's pg_stat_activity entry every millisecond: its query id, else its text; \
+           idle states apart; \"unknown\" where the state changed between two reads and more \
+           happened than that change).",
+    examples: &[
+        "waits sample --hz 1000 --for 10s",
+        "waits sample --for 30s --by-statement",
+    ],
     parse: |rest| parse_waits_sample(rest).map(|_| Invocation::command(&WAITS_SAMPLE, rest)),
     needs: Needs::Runs,
     check: no_check,
     run: Some(|b, rest| {
-        let (hz, duration) = parse_waits_sample(rest)?;
-        pg::waits_sample(b, hz, duration)
+        let (hz, duration, by_statement) = parse_waits_sample(rest)?;
+        pg::waits_sample(b, hz, duration, by_statement)
     }),
 };
 
-/// `waits sample`'s line: the rate and the duration.
-pub fn parse_waits_sample(opts: &str) -> Result<(f64, Option<Duration>)> {
+/// `waits sample`'s line: the rate, the duration and `--by-statement`.
+pub fn parse_waits_sample(opts: &str) -> Result<(f64, Option<Duration>, bool)> {
     {
         let mut hz = 100.0;
+        let mut by_statement = false;
         let mut others = Vec::new();
         let mut it = opts.split_whitespace();
         while let Some(w) = it.next() {
@@ -316,6 +324,8 @@ pub fn parse_waits_sample(opts: &str) -> Result<(f64, Option<Duration>)> {
                             v = crate::shown::shown(v)
                         )
                     })?;
+            } else if w == "--by-statement" {
+                by_statement = true;
             } else {
                 others.push(w);
             }
@@ -324,7 +334,7 @@ pub fn parse_waits_sample(opts: &str) -> Result<(f64, Option<Duration>)> {
         if count.is_some() {
             bail!("waits sample takes --for DURATION, not --count");
         }
-        Ok((hz, duration))
+        Ok((hz, duration, by_statement))
     }
 }
 

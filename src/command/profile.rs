@@ -13,7 +13,7 @@ pub static PROFILE: Entry = Entry {
     name: "profile",
     aliases: &[],
     usage: "profile [--off-cpu|--wall|--syscalls] [--hz N] [--for D] [--format FMT] [--rows N]\n        \
-            [--flamegraph OUT.svg] [--speedscope OUT.json] [--pprof OUT.pb.gz]",
+            [--by-statement] [--flamegraph OUT.svg] [--speedscope OUT.json] [--pprof OUT.pb.gz]",
     summary: "on-CPU profile of the backend (perf events): self and total share, stacks",
     help: "The backend runs, never stopped: the kernel samples its thread N times a second of CPU \
            time (--hz, 1 to 10000, default 99; perf's software cpu-clock) with its registers and \
@@ -52,6 +52,14 @@ pub static PROFILE: Entry = Entry {
            x86_64 table of the kernel headers (syscall_N for a number it lacks). No stacks: \
            --format top or json only, no files. Needs tracefs (to read the tracepoints' ids) \
            and perf_event_open on the backend.\n\n\
+           --by-statement (with the table or JSON, and any mode but --syscalls): each sample \
+           and off-CPU interval is also given to the statement that ran at its time, read \
+           without stopping the backend from its pg_stat_activity entry every millisecond \
+           (state, state_change, query_id, query): a section per statement (its query id when \
+           compute_query_id gives one, else its text; idle states apart) with its share, its \
+           time on and off a CPU and where that went most. A stretch where the state changed \
+           between two reads and more than that change happened is \"unknown\", never \
+           guessed: statements much shorter than a millisecond fall there.\n\n\
            Needs perf_event_open on the backend: root, or the server's user with \
            perf_event_paranoid <= 2; in a container CAP_PERFMON and CAP_SYS_PTRACE.",
     examples: &[
@@ -60,6 +68,7 @@ pub static PROFILE: Entry = Entry {
         "profile --off-cpu --for 10s --flamegraph wait.svg",
         "profile --wall --for 10s --flamegraph wall.svg",
         "profile --syscalls --for 10s",
+        "profile --wall --by-statement --for 30s",
         "profile --for 10s --speedscope cpu.json --pprof cpu.pb.gz",
     ],
     parse: |rest| parse_profile(rest).map(|_| Invocation::command(&PROFILE, rest)),
@@ -100,6 +109,7 @@ pub fn parse_profile(rest: &str) -> Result<ProfileOpts> {
             "--off-cpu" => o.off_cpu = true,
             "--wall" => o.wall = true,
             "--syscalls" => o.syscalls = true,
+            "--by-statement" => o.by_statement = true,
             "--json" => o.format = Format::Json,
             "--flamegraph" => {
                 let v = it

@@ -35,6 +35,7 @@
 //! - `inherited.rs`: `count` across a cluster, tracefs uprobes opened on
 //!   the postmaster per CPU and inherited by every process it forks.
 
+pub mod bystatement;
 pub mod export;
 pub mod feed;
 pub mod inherited;

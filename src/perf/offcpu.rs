@@ -117,6 +117,16 @@ pub struct RawOffCpu {
     pub unpaired: u64,
     pub duration_s: f64,
     pub cpu_s: Option<f64>,
+    /// Each interval's switch-out time, when asked for (`--by-statement`).
+    pub stamps: Option<Vec<super::bystatement::Stamp>>,
+    /// The files the process mapped, as the reader last saw them.
+    pub maps: Option<Maps>,
+}
+
+impl super::profile::ReaderMaps for RawOffCpu {
+    fn reader_maps(&mut self) -> Option<Maps> {
+        self.maps.take()
+    }
 }
 
 /// A switch-out waiting for its switch-in.
@@ -258,19 +268,33 @@ pub(crate) struct Switches {
 }
 
 impl Switches {
-    pub fn new(t0_ns: u64, state_field: Field) -> Switches {
+    /// `timed`: keep each interval's switch-out time too.
+    pub fn new(t0_ns: u64, state_field: Field, timed: bool) -> Switches {
         Switches {
             t0_ns,
             state_field,
             out: None,
             first: true,
             after_gap: false,
-            raw: RawOffCpu::default(),
+            raw: RawOffCpu {
+                stamps: timed.then(Vec::new),
+                ..RawOffCpu::default()
+            },
         }
     }
 
     fn add(&mut self, o: Out, end: u64) {
         let ns = end.saturating_sub(o.time.max(self.t0_ns));
+        if let Some(st) = self.raw.stamps.as_mut() {
+            st.push(super::bystatement::Stamp {
+                time: o.time,
+                weight: ns,
+                on_cpu: false,
+                leaf: super::bystatement::Stamp::leaf_of(&o.pcs),
+                wait: o.wait,
+                note: None,
+            });
+        }
         let e = self
             .raw
             .stacks
@@ -383,6 +407,7 @@ impl OffCpuProfiler {
         tid: i32,
         main_bias: u64,
         word: Result<WaitWord, String>,
+        timed: bool,
     ) -> Result<OffCpuProfiler> {
         let (ev, state_field) = open_switches(pid, tid, "profile --off-cpu")?;
         // the window recorded, on the records' clock: every interval lies in it
@@ -390,7 +415,7 @@ impl OffCpuProfiler {
         Ok(OffCpuProfiler(Recording::start(pid, tid, move |st| {
             let mut ev = ev;
             let mut maps = Maps::new(pid, main_bias);
-            let mut sw = Switches::new(t0_ns, state_field);
+            let mut sw = Switches::new(t0_ns, state_field, timed);
             let word = word.map_err(|e| sw.raw.no_word = Some(e)).ok();
             loop {
                 let last = st.load(Ordering::Relaxed);
@@ -403,6 +428,7 @@ impl OffCpuProfiler {
             // still off the CPU at the end: counted up to now
             let mut raw = sw.end(monotonic_ns());
             raw.lost = ev.lost;
+            raw.maps = Some(maps);
             raw
         })))
     }
@@ -533,6 +559,15 @@ pub struct OffCpuProfile {
     pub top: Vec<OffRow>,
     /// Folded stacks, root first, with their microseconds off the CPU.
     pub folded: Vec<(String, u64)>,
+    /// `--by-statement`: the intervals by the statement that ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by_statement: Option<Vec<super::bystatement::StatementRow>>,
+    /// Whose statements and what the shares are of (with `by_statement`).
+    #[serde(
+        rename = "by_statement_heading",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub statement_heading: String,
 }
 
 impl OffCpuProfile {
@@ -610,6 +645,8 @@ impl OffCpuProfile {
             stacks,
             top,
             folded,
+            by_statement: None,
+            statement_heading: String::new(),
         }
     }
 
@@ -638,6 +675,9 @@ impl OffCpuProfile {
             &self.by_wait_event,
             self.wait_events_unread.as_deref(),
         ));
+        if let Some(rows) = &self.by_statement {
+            out.push_str(&super::bystatement::section(&self.statement_heading, rows));
+        }
         out.push_str(&self.summary_line());
         out
     }
@@ -731,7 +771,7 @@ mod tests {
     /// time on a CPU in the gap; the next pair counts again.
     #[test]
     fn lost_records_leave_their_interval_out() {
-        let mut sw = Switches::new(0, Field { offset: 0, size: 8 });
+        let mut sw = Switches::new(0, Field { offset: 0, size: 8 }, false);
         let mut maps = Maps::new(std::process::id() as i32, 0);
         out_at(&mut sw, 100);
         sw.take(RECORD_SWITCH, 0, &switch_in(150), &mut maps);

@@ -37,6 +37,23 @@ pub struct RawProfile {
     pub duration_s: f64,
     /// CPU time the thread used while sampled (/proc schedstat), seconds.
     pub cpu_s: Option<f64>,
+    /// Each sample's time, when asked for (`--by-statement`).
+    pub stamps: Option<Vec<super::bystatement::Stamp>>,
+    /// The files the process mapped, as the reader last saw them.
+    pub maps: Option<Maps>,
+}
+
+/// What a recording gathered gives back the files the process mapped, as
+/// its reader last saw them: the names of its pcs come from them, also
+/// after the process has ended.
+pub trait ReaderMaps {
+    fn reader_maps(&mut self) -> Option<Maps>;
+}
+
+impl ReaderMaps for RawProfile {
+    fn reader_maps(&mut self) -> Option<Maps> {
+        self.maps.take()
+    }
 }
 
 /// Open the cpu-clock event `attr` on thread `tid` of process `pid` and
@@ -78,18 +95,32 @@ pub struct Profiler {
 
 impl Profiler {
     /// Open the cpu-clock event on thread `tid` of process `pid` (the
-    /// binary loaded at `main_bias`) and start sampling at `hz`.
-    pub fn start(pid: i32, tid: i32, hz: u64, main_bias: u64) -> Result<Profiler> {
+    /// binary loaded at `main_bias`) and start sampling at `hz`; `timed`:
+    /// keep each sample's time too.
+    pub fn start(pid: i32, tid: i32, hz: u64, main_bias: u64, timed: bool) -> Result<Profiler> {
         let ev = open_cpu_clock(&Attr::cpu_clock(hz, STACK_BYTES), pid, tid, "profile")?;
         let t0 = std::time::Instant::now();
         let rec = Recording::start(pid, tid, move |st| {
             let mut ev = ev;
             let mut maps = Maps::new(pid, main_bias);
-            let mut raw = RawProfile::default();
+            let mut raw = RawProfile {
+                stamps: timed.then(Vec::new),
+                ..RawProfile::default()
+            };
             let take = |b: &[u8], raw: &mut RawProfile, maps: &mut Maps| {
-                let Some((_, pcs)) = sample_stack(b, maps) else {
+                let Some((time, pcs)) = sample_stack(b, maps) else {
                     return;
                 };
+                if let Some(st) = raw.stamps.as_mut() {
+                    st.push(super::bystatement::Stamp {
+                        time,
+                        weight: 1,
+                        on_cpu: true,
+                        leaf: super::bystatement::Stamp::leaf_of(&pcs),
+                        wait: None,
+                        note: None,
+                    });
+                }
                 raw.samples += 1;
                 *raw.stacks.entry(pcs).or_insert(0) += 1;
             };
@@ -102,6 +133,7 @@ impl Profiler {
                 ev.wait(super::POLL_MS);
             }
             raw.lost = ev.lost;
+            raw.maps = Some(maps);
             raw
         });
         Ok(Profiler { rec, t0 })
@@ -131,6 +163,13 @@ pub struct Symbolizer<'a> {
 impl<'a> Symbolizer<'a> {
     pub fn new(pid: i32, di: &'a DebugInfo, bias: u64) -> Symbolizer<'a> {
         Self::with_maps(Maps::new(pid, bias), di, bias)
+    }
+
+    /// Name pcs with the files a process mapped as a recording's reader
+    /// last saw them (the process may have ended since).
+    pub fn use_maps(&mut self, maps: Maps) {
+        self.maps = maps;
+        self.cache.clear();
     }
 
     /// With the files a process mapped, read while it still ran (it may
@@ -247,6 +286,15 @@ pub struct Profile {
     pub top: Vec<TopRow>,
     /// Folded stacks: root first, `;`-separated, with their samples.
     pub folded: Vec<(String, u64)>,
+    /// `--by-statement`: the samples by the statement that ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by_statement: Option<Vec<super::bystatement::StatementRow>>,
+    /// Whose statements and what the shares are of (with `by_statement`).
+    #[serde(
+        rename = "by_statement_heading",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub statement_heading: String,
 }
 
 impl Profile {
@@ -292,6 +340,8 @@ impl Profile {
             cpu_s: raw.cpu_s,
             top,
             folded,
+            by_statement: None,
+            statement_heading: String::new(),
         }
     }
 
@@ -317,6 +367,9 @@ impl Profile {
                 )
             },
         ));
+        if let Some(rows) = &self.by_statement {
+            out.push_str(&super::bystatement::section(&self.statement_heading, rows));
+        }
         out.push_str(&self.summary_line());
         out
     }

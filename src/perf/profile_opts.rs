@@ -46,6 +46,8 @@ pub struct ProfileOpts {
     pub wall: bool,
     /// Time per system call (the raw_syscalls tracepoints), no stacks.
     pub syscalls: bool,
+    /// The samples and intervals split by the statement that ran.
+    pub by_statement: bool,
 }
 
 impl Default for ProfileOpts {
@@ -61,6 +63,7 @@ impl Default for ProfileOpts {
             off_cpu: false,
             wall: false,
             syscalls: false,
+            by_statement: false,
         }
     }
 }
@@ -101,6 +104,20 @@ impl ProfileOpts {
                 "profile: --wall (time on and off a CPU) and --off-cpu (time off a CPU only) \
                  exclude each other"
             );
+        }
+        if self.by_statement {
+            if self.syscalls {
+                anyhow::bail!(
+                    "profile: --by-statement splits samples and off-CPU intervals, which \
+                     --syscalls does not record: leave one out"
+                );
+            }
+            if self.format == Format::Folded {
+                anyhow::bail!(
+                    "profile: --by-statement adds a table (and JSON rows), which --format folded \
+                     has no place for: use --format top or json"
+                );
+            }
         }
         if self.syscalls {
             if self.wall || self.off_cpu {

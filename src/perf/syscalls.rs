@@ -64,6 +64,12 @@ pub struct RawSyscalls {
     pub cpu_s: Option<f64>,
 }
 
+impl super::profile::ReaderMaps for RawSyscalls {
+    fn reader_maps(&mut self) -> Option<super::stack::Maps> {
+        None
+    }
+}
+
 /// Where each tracepoint's record keeps what is read.
 #[derive(Debug, Clone, Copy)]
 pub struct Layout {

@@ -58,6 +58,7 @@ impl WallProfiler {
         hz: u64,
         main_bias: u64,
         word: Result<WaitWord, String>,
+        timed: bool,
     ) -> Result<WallProfiler> {
         let period_ns = 1_000_000_000 / hz.max(1);
         let mut attr = Attr::cpu_clock(hz, STACK_BYTES);
@@ -72,7 +73,7 @@ impl WallProfiler {
         Ok(WallProfiler(Recording::start(pid, tid, move |st| {
             let mut clock = clock;
             let mut maps = Maps::new(pid, main_bias);
-            let mut sw = Switches::new(t0_ns, state_field);
+            let mut sw = Switches::new(t0_ns, state_field, timed);
             let word = word.map_err(|e| sw.raw.no_word = Some(e)).ok();
             let mut raw = RawWall {
                 period_ns,
@@ -86,6 +87,17 @@ impl WallProfiler {
                         && time >= t0_ns
                     {
                         raw.samples += 1;
+                        if let Some(st) = sw.raw.stamps.as_mut() {
+                            // the samples' times beside the intervals'
+                            st.push(super::bystatement::Stamp {
+                                time,
+                                weight: period_ns,
+                                on_cpu: true,
+                                leaf: super::bystatement::Stamp::leaf_of(&pcs),
+                                wait: None,
+                                note: None,
+                            });
+                        }
                         *raw.on.entry(pcs).or_insert(0) += 1;
                     }
                 });
@@ -98,8 +110,24 @@ impl WallProfiler {
                 switches.wait(super::POLL_MS);
             }
             raw.off = sw.end(monotonic_ns());
+            let before = raw.off.before_ns;
+            if let Some(st) = raw.off.stamps.as_mut()
+                && before > 0
+            {
+                // off the CPU since before the window: the statement
+                // then is the one at the window's start
+                st.push(super::bystatement::Stamp {
+                    time: t0_ns,
+                    weight: before,
+                    on_cpu: false,
+                    leaf: 0,
+                    wait: None,
+                    note: Some(BEFORE_START),
+                });
+            }
             raw.off.lost = switches.lost;
             raw.lost_samples = clock.lost;
+            raw.off.maps = Some(maps);
             raw
         })))
     }
@@ -109,6 +137,12 @@ impl WallProfiler {
         let (mut raw, cpu) = self.0.finish()?;
         raw.cpu_s = cpu;
         Ok(raw)
+    }
+}
+
+impl super::profile::ReaderMaps for RawWall {
+    fn reader_maps(&mut self) -> Option<Maps> {
+        self.off.maps.take()
     }
 }
 
@@ -188,6 +222,15 @@ pub struct WallProfile {
     pub top: Vec<WallRow>,
     /// Folded stacks, the state's root first, with their microseconds.
     pub folded: Vec<(String, u64)>,
+    /// `--by-statement`: the time by the statement that ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by_statement: Option<Vec<super::bystatement::StatementRow>>,
+    /// Whose statements and what the shares are of (with `by_statement`).
+    #[serde(
+        rename = "by_statement_heading",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub statement_heading: String,
 }
 
 impl WallProfile {
@@ -309,6 +352,8 @@ impl WallProfile {
             stacks: out,
             top,
             folded,
+            by_statement: None,
+            statement_heading: String::new(),
         }
     }
 
@@ -336,6 +381,9 @@ impl WallProfile {
             &self.by_wait_event,
             self.wait_events_unread.as_deref(),
         ));
+        if let Some(rows) = &self.by_statement {
+            out.push_str(&super::bystatement::section(&self.statement_heading, rows));
+        }
         out.push_str(&self.summary_line());
         out
     }

@@ -175,6 +175,7 @@ pub mod plancache;
 mod planstate;
 pub mod progress;
 pub mod relcache;
+pub mod statements;
 pub mod waitnames;
 pub mod waits;
 pub mod waitsites;

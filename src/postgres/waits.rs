@@ -254,22 +254,28 @@ pub fn known_values(s: &dyn Backend) -> Vec<u32> {
     out
 }
 
+/// What a sampling run gathered: samples by wait_event_info, their
+/// number, and (when asked for) each sample's time (CLOCK_MONOTONIC ns)
+/// and value.
+pub type Sampled = (BTreeMap<u32, u64>, u64, Vec<(u64, u32)>);
+
 /// Sample the word from another thread while the target runs.
 pub struct Sampler {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    handle: Option<std::thread::JoinHandle<(BTreeMap<u32, u64>, u64)>>,
+    handle: Option<std::thread::JoinHandle<Sampled>>,
 }
 
 impl Sampler {
     /// Start sampling `addr` of `pid` at `hz` (process_vm_readv: the backend
-    /// is never stopped for a sample).
-    pub fn start(pid: i32, addr: u64, hz: f64) -> Sampler {
+    /// is never stopped for a sample); `timed`: keep each sample's time.
+    pub fn start(pid: i32, addr: u64, hz: f64, timed: bool) -> Sampler {
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let st = stop.clone();
         let handle = std::thread::spawn(move || {
             crate::runtime::block_in_this_thread();
             let mut counts: BTreeMap<u32, u64> = BTreeMap::new();
             let mut total = 0u64;
+            let mut times = Vec::new();
             let period = std::time::Duration::from_secs_f64(1.0 / hz.max(1.0));
             let mut next = std::time::Instant::now();
             // a cheap xorshift for jitter (avoid sampling in lockstep with
@@ -277,6 +283,7 @@ impl Sampler {
             let mut x: u64 = 0x9e3779b97f4a7c15 ^ pid as u64;
             while !st.load(std::sync::atomic::Ordering::Relaxed) {
                 let mut b = [0u8; 4];
+                let at = super::statements::monotonic_ns();
                 let local = [std::io::IoSliceMut::new(&mut b)];
                 let mut local = local;
                 let remote = [nix::sys::uio::RemoteIoVec {
@@ -289,8 +296,12 @@ impl Sampler {
                     &remote,
                 ) {
                     Ok(4) => {
-                        *counts.entry(u32::from_le_bytes(b)).or_insert(0) += 1;
+                        let v = u32::from_le_bytes(b);
+                        *counts.entry(v).or_insert(0) += 1;
                         total += 1;
+                        if timed {
+                            times.push((at, v));
+                        }
                     }
                     _ => break, // the backend is gone
                 }
@@ -306,7 +317,7 @@ impl Sampler {
                     next = now;
                 }
             }
-            (counts, total)
+            (counts, total, times)
         });
         Sampler {
             stop,
@@ -314,7 +325,7 @@ impl Sampler {
         }
     }
 
-    pub fn finish(mut self) -> (BTreeMap<u32, u64>, u64) {
+    pub fn finish(mut self) -> Sampled {
         self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
         self.handle
             .take()
@@ -329,6 +340,9 @@ pub struct WaitRecord {
     pub info: u32,
     pub duration_ns: u128,
     pub stack: Vec<String>,
+    /// The statement the executor ran when the wait began (the innermost,
+    /// the last one started), when statements are traced.
+    pub query: Option<String>,
 }
 
 /// `waits trace`: a hardware watchpoint on the wait-event word (every wait
@@ -337,7 +351,8 @@ pub struct WaitRecord {
 pub struct TraceProbe {
     word: u64,
     last: u32,
-    current: Option<(u32, std::time::Instant, Vec<String>)>,
+    /// The wait in progress: its value, start, stack and statement.
+    current: Option<(u32, std::time::Instant, Vec<String>, Option<String>)>,
     stacks: usize,
     pub names: WaitNames,
     pub waits: Vec<WaitRecord>,
@@ -419,7 +434,12 @@ impl TraceProbe {
         }
         self.finish_wait(s, now, ts);
         if v != 0 {
-            self.current = Some((v, now, stack));
+            let query = self
+                .open
+                .values()
+                .max_by_key(|(t, _)| *t)
+                .map(|(_, q)| q.clone());
+            self.current = Some((v, now, stack, query));
         }
         self.last = v;
     }
@@ -503,7 +523,7 @@ impl TraceProbe {
             word,
             last,
             current: if last != 0 {
-                Some((last, std::time::Instant::now(), Vec::new()))
+                Some((last, std::time::Instant::now(), Vec::new(), None))
             } else {
                 None
             },
@@ -521,7 +541,7 @@ impl TraceProbe {
     }
 
     fn finish_wait(&mut self, s: &mut dyn Backend, now: std::time::Instant, ts: f64) {
-        let Some((info, t0, stack)) = self.current.take() else {
+        let Some((info, t0, stack, query)) = self.current.take() else {
             return;
         };
         let d = now.saturating_duration_since(t0).as_nanos();
@@ -530,6 +550,7 @@ impl TraceProbe {
                 info,
                 duration_ns: d,
                 stack,
+                query,
             },
             ts,
         ));
@@ -579,6 +600,7 @@ impl TraceProbe {
                 self.names.event_fields(w.info),
                 w.duration_ns as u64,
                 w.stack.clone(),
+                w.query.clone(),
             ),
             Some(ts),
         );

@@ -29,6 +29,85 @@ pub(super) fn durations(mut ns: Vec<u64>) -> Durations {
 /// A wait's (type, name), "?" for a missing one; a wait pgdbg could not
 /// name (`unresolved` in the event) is typed "unresolved" and named by
 /// its raw wait_event_info.
+/// A sample's wait event as the report names it: a sample with no wait
+/// event is on a CPU (or between waits).
+fn sample_key(p: &crate::capture::events::WaitSample) -> (String, String) {
+    if p.info == 0 && p.wait_event.is_none() {
+        return ("(on CPU)".into(), String::new());
+    }
+    wait_key(&p.wait_event_type, &p.wait_event, &p.unresolved)
+}
+
+/// Rows by statement (most time first), then wait event (most first).
+fn statement_waits(m: HashMap<(String, String, String), Vec<u64>>) -> Vec<StatementWaitRow> {
+    let mut per: HashMap<String, u64> = HashMap::new();
+    for ((q, _, _), ns) in &m {
+        *per.entry(q.clone()).or_default() += ns.iter().sum::<u64>();
+    }
+    let mut rows: Vec<(u64, StatementWaitRow)> = m
+        .into_iter()
+        .map(|((q, t, e), ns)| {
+            (
+                per[&q],
+                StatementWaitRow {
+                    query: if q.is_empty() {
+                        // no executor start seen before the wait
+                        "(none seen: outside the executor, or begun before tracing)".into()
+                    } else {
+                        q
+                    },
+                    wait_event_type: t,
+                    wait_event: e,
+                    d: durations(ns),
+                },
+            )
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        b.0.cmp(&a.0)
+            .then_with(|| a.1.query.cmp(&b.1.query))
+            .then_with(|| b.1.d.total_ms.total_cmp(&a.1.d.total_ms))
+            .then_with(|| a.1.wait_event.cmp(&b.1.wait_event))
+    });
+    rows.into_iter().map(|(_, r)| r).collect()
+}
+
+/// A statement (its text, its query id) and a wait event (type, name).
+type StatementKey = ((String, Option<i64>), String, String);
+
+/// Rows by statement (most samples first), then wait event (most first);
+/// shares of all the samples split by statement.
+fn statement_samples(m: HashMap<StatementKey, u64>) -> Vec<StatementSampleRow> {
+    let total: u64 = m.values().sum();
+    let mut per: HashMap<(String, Option<i64>), u64> = HashMap::new();
+    for ((s, _, _), n) in &m {
+        *per.entry(s.clone()).or_default() += n;
+    }
+    let mut rows: Vec<(u64, StatementSampleRow)> = m
+        .into_iter()
+        .map(|(((s, qid), t, e), n)| {
+            (
+                per[&(s.clone(), qid)],
+                StatementSampleRow {
+                    statement: s,
+                    query_id: qid,
+                    wait_event_type: t,
+                    wait_event: e,
+                    samples: n,
+                    share_pct: n as f64 * 100.0 / total.max(1) as f64,
+                },
+            )
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        b.0.cmp(&a.0)
+            .then_with(|| a.1.statement.cmp(&b.1.statement))
+            .then_with(|| b.1.samples.cmp(&a.1.samples))
+            .then_with(|| a.1.wait_event.cmp(&b.1.wait_event))
+    });
+    rows.into_iter().map(|(_, r)| r).collect()
+}
+
 pub(super) fn wait_key(
     wait_event_type: &Option<String>,
     wait_event: &Option<String>,
@@ -112,7 +191,17 @@ pub struct Aggregator {
     /// Durations (ns) per wait event and per statement.
     waits: HashMap<(String, String), Vec<u64>>,
     stmts: HashMap<String, Vec<u64>>,
+    /// Durations (ns) per statement and wait event (waits traced with
+    /// their statement; "" outside the executor).
+    stmt_waits: HashMap<(String, String, String), Vec<u64>>,
+    /// Whether any wait carried its statement (statements were traced).
+    waits_have_statements: bool,
     samples: HashMap<(String, String), u64>,
+    /// Samples per statement (text, query id) and wait event (`waits
+    /// sample --by-statement`).
+    stmt_samples: HashMap<StatementKey, u64>,
+    /// The first text seen of each query id.
+    qid_text: HashMap<i64, String>,
     /// (source rank: count, trace, break; function) -> calls.
     probes: HashMap<(u8, String), ProbeAcc>,
     args: BTreeMap<(String, String), HashMap<String, u64>>,
@@ -187,9 +276,16 @@ impl Aggregator {
                 unresolved,
                 wait_event,
                 wait_event_type,
+                query,
                 ..
             } => {
                 let key = wait_key(wait_event_type, wait_event, unresolved);
+                let q = query.as_deref().map(shorten_query).unwrap_or_default();
+                self.waits_have_statements |= query.is_some();
+                self.stmt_waits
+                    .entry((q, key.0.clone(), key.1.clone()))
+                    .or_default()
+                    .push(*duration_ns);
                 self.waits.entry(key).or_default().push(*duration_ns);
             }
             CaptureEvent::Statement { duration_ns, query } => {
@@ -198,10 +294,29 @@ impl Aggregator {
                     .or_default()
                     .push(*duration_ns);
             }
-            CaptureEvent::WaitSamples { profile, .. } => {
+            CaptureEvent::WaitSamples {
+                profile,
+                by_statement,
+                ..
+            } => {
                 for p in profile {
-                    let key = wait_key(&p.wait_event_type, &p.wait_event, &p.unresolved);
-                    *self.samples.entry(key).or_default() += p.samples;
+                    *self.samples.entry(sample_key(p)).or_default() += p.samples;
+                }
+                for st in by_statement {
+                    // the text cut to the report's width, the query id
+                    // apart; one query id is one statement, named by the
+                    // first text seen
+                    let mut name = shorten_query(st.query.as_deref().unwrap_or(&st.label));
+                    if let Some(q) = st.query_id {
+                        name = self.qid_text.entry(q).or_insert(name).clone();
+                    }
+                    for p in &st.profile {
+                        let (t, e) = sample_key(p);
+                        *self
+                            .stmt_samples
+                            .entry(((name.clone(), st.query_id), t, e))
+                            .or_default() += p.samples;
+                    }
                 }
             }
             CaptureEvent::Count {
@@ -387,6 +502,12 @@ impl Aggregator {
             })
         });
 
+        let waits_by_statement = match self.waits_have_statements {
+            true => statement_waits(self.stmt_waits),
+            false => Vec::new(),
+        };
+        let wait_samples_by_statement = statement_samples(self.stmt_samples);
+
         let mut probe_rows: Vec<(u8, ProbeRow)> = self
             .probes
             .into_iter()
@@ -439,7 +560,9 @@ impl Aggregator {
             plan_choices,
             waits: wait_rows,
             statements,
+            waits_by_statement,
             wait_samples,
+            wait_samples_by_statement,
             probe_counts: probe_rows.into_iter().map(|(_, r)| r).collect(),
             traced_args,
             latency: self

@@ -173,6 +173,30 @@ pub struct StatementRow {
     pub d: Durations,
 }
 
+/// `waits trace` with statements: one statement's waits of one event.
+#[derive(Debug, Serialize)]
+pub struct StatementWaitRow {
+    pub query: String,
+    pub wait_event_type: String,
+    pub wait_event: String,
+    #[serde(flatten)]
+    pub d: Durations,
+}
+
+/// `waits sample --by-statement`: one statement's samples of one event.
+#[derive(Debug, Serialize)]
+pub struct StatementSampleRow {
+    /// The statement's text (cut to the report's width), or an idle
+    /// state as `waits sample` named it.
+    pub statement: String,
+    pub query_id: Option<i64>,
+    pub wait_event_type: String,
+    pub wait_event: String,
+    pub samples: u64,
+    /// Of all the samples split by statement.
+    pub share_pct: f64,
+}
+
 #[derive(Debug, Serialize)]
 pub struct SampleRow {
     pub wait_event_type: String,
@@ -236,7 +260,9 @@ pub struct Report {
     pub plan_choices: Vec<PlanRow>,
     pub waits: Vec<WaitRow>,
     pub statements: Vec<StatementRow>,
+    pub waits_by_statement: Vec<StatementWaitRow>,
     pub wait_samples: Vec<SampleRow>,
+    pub wait_samples_by_statement: Vec<StatementSampleRow>,
     pub probe_counts: Vec<ProbeRow>,
     pub traced_args: Vec<TracedArg>,
     pub latency: Vec<LatencyRow>,

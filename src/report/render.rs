@@ -144,6 +144,25 @@ pub fn render_text(r: &Report) -> String {
         }
         sections.push(("Statements", t));
     }
+    if !r.waits_by_statement.is_empty() {
+        let mut cols = vec![
+            ("query", false),
+            ("wait_event_type", false),
+            ("wait_event", false),
+        ];
+        cols.extend(Durations::HEADERS);
+        let mut t = Table::new(&cols);
+        for w in &r.waits_by_statement {
+            let mut row = vec![
+                w.query.clone(),
+                w.wait_event_type.clone(),
+                w.wait_event.clone(),
+            ];
+            row.extend(w.d.cells());
+            t.row(row);
+        }
+        sections.push(("Waits per statement", t));
+    }
     if !r.wait_samples.is_empty() {
         let mut t = Table::new(&[
             ("wait_event_type", false),
@@ -160,6 +179,27 @@ pub fn render_text(r: &Report) -> String {
             ]);
         }
         sections.push(("Wait samples", t));
+    }
+    if !r.wait_samples_by_statement.is_empty() {
+        let mut t = Table::new(&[
+            ("statement", false),
+            ("query_id", true),
+            ("wait_event_type", false),
+            ("wait_event", false),
+            ("samples", true),
+            ("share %", true),
+        ]);
+        for s in &r.wait_samples_by_statement {
+            t.row(vec![
+                s.statement.clone(),
+                s.query_id.map(|q| q.to_string()).unwrap_or_default(),
+                s.wait_event_type.clone(),
+                s.wait_event.clone(),
+                s.samples.to_string(),
+                format!("{:.1}", s.share_pct),
+            ]);
+        }
+        sections.push(("Wait samples per statement", t));
     }
     if !r.probe_counts.is_empty() {
         let mut t = Table::new(&[

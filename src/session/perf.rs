@@ -1,14 +1,16 @@
 //! `profile` (`crate::perf::profile`): one recording course for the
 //! prompt's command and for `pgdbg profile PID`, which never attaches.
 use super::*;
-use crate::perf::offcpu::{OffCpuProfile, OffCpuProfiler, WaitWord};
-use crate::perf::profile::{Profile, Profiler, Symbolizer};
+use crate::perf::bystatement::{Owners, Stamp, StatementRow, split};
+use crate::perf::offcpu::{OffCpuProfile, OffCpuProfiler, WaitLabels, WaitWord, wait_names};
+use crate::perf::profile::{Profile, Profiler, ReaderMaps, Symbolizer};
 use crate::perf::profile_opts::ProfileOpts;
 use crate::perf::render::Rendered;
 use crate::perf::syscall_report::SyscallProfile;
 use crate::perf::syscalls::SyscallProfiler;
 use crate::perf::wall::{WallProfile, WallProfiler};
 use crate::postgres::backend::NoStopDigest;
+use crate::postgres::statements::{Poller, StatusShape};
 use std::time::Duration;
 
 /// Where a recording runs: what it says as it starts, and how it waits
@@ -128,8 +130,16 @@ fn record<W: Recording>(
             })
             .collect::<crate::perf::offcpu::WaitLabels>()
     };
+    // --by-statement: the backend's pg_stat_activity entry, read from now on
+    let mut statements = match opts.by_statement {
+        true => Some(Poller::start(
+            StatusShape::find(di, pid, bias).map_err(|e| anyhow!("profile --by-statement: {e}"))?,
+        )),
+        false => None,
+    };
+    let timed = statements.is_some();
     if opts.off_cpu {
-        let rec = OffCpuProfiler::start(pid, pid, bias, word())?;
+        let rec = OffCpuProfiler::start(pid, pid, bias, word(), timed)?;
         let line = format!(
             "profile: recording when backend {pid} leaves a CPU (perf sched:sched_switch, not stopped){limit}"
         );
@@ -138,7 +148,19 @@ fn record<W: Recording>(
             opts,
             &line,
             || rec.finish(),
-            |raw, sym| OffCpuProfile::build(raw, sym, pid, &name_waits),
+            |raw, sym| {
+                let mut p = OffCpuProfile::build(raw, sym, pid, &name_waits);
+                let waits = wait_names(raw, &name_waits);
+                (p.by_statement, p.statement_heading) = split_by_statement(
+                    statements.take(),
+                    raw.stamps.as_deref(),
+                    sym,
+                    &waits,
+                    0.0,
+                    "the time off a CPU",
+                );
+                p
+            },
         );
     }
     if opts.syscalls {
@@ -156,7 +178,7 @@ fn record<W: Recording>(
     }
     let hz = opts.hz;
     if opts.wall {
-        let rec = WallProfiler::start(pid, pid, hz, bias, word())?;
+        let rec = WallProfiler::start(pid, pid, hz, bias, word(), timed)?;
         let line = format!(
             "profile: recording backend {pid} on a CPU (perf cpu-clock at {hz} Hz) and off it \
              (perf sched:sched_switch), not stopped{limit}"
@@ -166,10 +188,22 @@ fn record<W: Recording>(
             opts,
             &line,
             || rec.finish(),
-            |raw, sym| WallProfile::build(raw, sym, pid, hz, &name_waits),
+            |raw, sym| {
+                let mut p = WallProfile::build(raw, sym, pid, hz, &name_waits);
+                let waits = wait_names(&raw.off, &name_waits);
+                (p.by_statement, p.statement_heading) = split_by_statement(
+                    statements.take(),
+                    raw.off.stamps.as_deref(),
+                    sym,
+                    &waits,
+                    0.0,
+                    "the time on and off a CPU",
+                );
+                p
+            },
         );
     }
-    let rec = Profiler::start(pid, pid, hz, bias)?;
+    let rec = Profiler::start(pid, pid, hz, bias, timed)?;
     let line =
         format!("profile: sampling backend {pid} at {hz} Hz (perf cpu-clock, not stopped){limit}");
     course(
@@ -177,14 +211,51 @@ fn record<W: Recording>(
         opts,
         &line,
         || rec.finish(),
-        |raw, sym| Profile::build(raw, sym, pid, hz),
+        |raw, sym| {
+            let mut p = Profile::build(raw, sym, pid, hz);
+            (p.by_statement, p.statement_heading) = split_by_statement(
+                statements.take(),
+                raw.stamps.as_deref(),
+                sym,
+                &WaitLabels::new(),
+                1000.0 / hz as f64,
+                "the on-CPU samples",
+            );
+            p
+        },
     )
+}
+
+/// `--by-statement`: the recording's samples and intervals (`stamps`)
+/// split by the statements `poller` saw (it reads once more and stops:
+/// the recording has ended); the rows and their heading, none without a
+/// poller.
+fn split_by_statement(
+    poller: Option<Poller>,
+    stamps: Option<&[Stamp]>,
+    sym: &mut Symbolizer<'_>,
+    waits: &WaitLabels,
+    sample_ms: f64,
+    of_what: &str,
+) -> (Option<Vec<StatementRow>>, String) {
+    let Some(poller) = poller else {
+        return (None, String::new());
+    };
+    let tl = poller.finish();
+    let owners = Owners {
+        of: &|t| tl.owner_at(t),
+        labels: tl.owners.iter().map(|o| o.label.clone()).collect(),
+        details: tl.details(),
+        heading: tl.heading(of_what),
+    };
+    let rows = split(stamps.unwrap_or(&[]), &owners, sym, waits, sample_ms);
+    (Some(rows), owners.heading)
 }
 
 /// The modes' common course, their recorder started: say `line`, wait
 /// for the command's time, end the recording, and render what `build`
 /// makes of it.
-fn course<W: Recording, R, P: Rendered>(
+fn course<W: Recording, R: ReaderMaps, P: Rendered>(
     at: &mut W,
     opts: &ProfileOpts,
     line: &str,
@@ -192,7 +263,14 @@ fn course<W: Recording, R, P: Rendered>(
     build: impl FnOnce(&R, &mut Symbolizer<'_>) -> P,
 ) -> Result<(String, W::End)> {
     at.say(line);
-    at.record(opts.duration, |sym| opts.render(&build(&finish()?, sym)))
+    at.record(opts.duration, |sym| {
+        let mut raw = finish()?;
+        // the files as the reader saw them: the backend may have ended
+        if let Some(maps) = raw.reader_maps() {
+            sym.use_maps(maps);
+        }
+        opts.render(&build(&raw, sym))
+    })
 }
 
 /// Wait `duration` (armed now that the recording has started: --for D

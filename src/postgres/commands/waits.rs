@@ -1,11 +1,13 @@
 //! `wait`, `waits sample`, `waits trace`: the backend's wait events.
 
 use crate::capture::Event;
-use crate::capture::events::WaitSample;
+use crate::capture::events::{StatementSamples, WaitSample};
 use crate::postgres::backend::{Backend, Flow, NoStop, Outcome, Ran};
+use crate::postgres::statements::{Poller, StatusShape, Timeline};
 use crate::postgres::waits::{Sampler, TraceProbe, WaitNames, read_word, word_address};
 use crate::runtime::limit_text;
-use anyhow::Result;
+use anyhow::{Result, anyhow};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// `wait`: the wait event now.
@@ -25,23 +27,41 @@ pub fn wait_now(s: &mut dyn Backend) -> Result<String> {
 }
 
 /// `waits sample`: let the backend run and sample its wait-event word.
-pub fn waits_sample(s: &mut dyn Backend, hz: f64, duration: Option<Duration>) -> Result<Outcome> {
+pub fn waits_sample(
+    s: &mut dyn Backend,
+    hz: f64,
+    duration: Option<Duration>,
+    by_statement: bool,
+) -> Result<Outcome> {
     let addr = word_address(s)?;
+    // --by-statement: the backend's pg_stat_activity entry, read from now on
+    let poller = match by_statement {
+        true => Some(Poller::start(
+            StatusShape::find(s.di(), s.pid(), s.bias())
+                .map_err(|e| anyhow!("waits sample --by-statement: {e}"))?,
+        )),
+        false => None,
+    };
     s.say(&format!(
         "waits: sampling backend {} at {hz} Hz{}",
         s.pid(),
         limit_text(duration, None)
     ));
     let t0 = std::time::Instant::now();
-    let sampler = Sampler::start(s.pid(), addr, hz);
+    let sampler = Sampler::start(s.pid(), addr, hz, by_statement);
     let mut probe = NoStop;
     let res = s.run_probes(&mut probe, duration);
-    let (counts, total) = sampler.finish();
+    let (counts, total, times) = sampler.finish();
+    let timeline = poller.map(Poller::finish);
     let elapsed = t0.elapsed().as_secs_f64();
     let Ran { end, text } = res?;
     let flow = Flow::from(end);
     let mut names = WaitNames::load(&s.di().build_id);
     let keys: Vec<u32> = counts.keys().copied().collect();
+    let mut by_statement = Vec::new();
+    if let Some(tl) = &timeline {
+        by_statement = split_samples(tl, &times, &names);
+    }
     let mut note = String::new();
     if flow == Flow::Continue
         && let Some(e) = names.try_resolve(s, &keys)
@@ -79,6 +99,9 @@ pub fn waits_sample(s: &mut dyn Backend, hz: f64, duration: Option<Duration>) ->
             share / 100.0,
         ));
     }
+    if let Some(tl) = &timeline {
+        out.push_str(&statement_section(tl, &by_statement));
+    }
     out.push_str(&format!(
         "{total} samples in {elapsed:.1}s ({:.0}/s){note}{text}",
         total as f64 / elapsed.max(1e-9)
@@ -89,10 +112,85 @@ pub fn waits_sample(s: &mut dyn Backend, hz: f64, duration: Option<Duration>) ->
             hz,
             profile,
             samples: total,
+            by_statement,
         },
         None,
     );
     Ok(Outcome::new(out, flow))
+}
+
+/// The samples (time, wait_event_info) split by the statement that ran
+/// at each one's time, most samples first.
+fn split_samples(tl: &Timeline, times: &[(u64, u32)], names: &WaitNames) -> Vec<StatementSamples> {
+    let mut by: BTreeMap<usize, BTreeMap<u32, u64>> = BTreeMap::new();
+    for (t, v) in times {
+        *by.entry(tl.owner_at(*t))
+            .or_default()
+            .entry(*v)
+            .or_insert(0) += 1;
+    }
+    let mut rows: Vec<StatementSamples> = by
+        .into_iter()
+        .map(|(o, waits)| {
+            let n: u64 = waits.values().sum();
+            let mut waits: Vec<(u32, u64)> = waits.into_iter().collect();
+            waits.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+            let owner = &tl.owners[o];
+            StatementSamples {
+                state: owner.state.clone(),
+                query_id: owner.query_id,
+                query: owner.query.clone(),
+                label: owner.label.clone(),
+                samples: n,
+                profile: waits
+                    .into_iter()
+                    .map(|(i, k)| {
+                        WaitSample::new(names.event_fields(i), k, k as f64 / n.max(1) as f64)
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
+    rows.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.label.cmp(&b.label)));
+    rows
+}
+
+/// A wait sample's name in one word: `type:event`, or "on CPU" for 0.
+fn sample_label(p: &WaitSample) -> String {
+    match (&p.wait_event_type, &p.wait_event) {
+        (Some(t), Some(e)) => format!("{t}:{e}"),
+        _ if p.info == 0 => "on CPU (no wait event)".into(),
+        _ => format!("{:#010x}", p.info),
+    }
+}
+
+/// The table's section by statement: each one's share of the samples and
+/// its wait events, most first.
+fn statement_section(tl: &Timeline, rows: &[StatementSamples]) -> String {
+    let total: u64 = rows.iter().map(|r| r.samples).sum();
+    let mut out = format!(
+        "{}
+{:>6}  statement
+",
+        tl.heading("the samples"),
+        "share"
+    );
+    for r in rows {
+        out.push_str(&format!(
+            "{:>5.1}%  {}
+",
+            r.samples as f64 * 100.0 / total.max(1) as f64,
+            r.label
+        ));
+        let waits: Vec<String> = r
+            .profile
+            .iter()
+            .take(4)
+            .map(|p| format!("{} {:.0}%", sample_label(p), p.share * 100.0))
+            .collect();
+        out.push_str(&format!("{:>6}  {}\n", "", waits.join(", ")));
+    }
+    out
 }
 
 /// `waits trace`: every wait, via a hardware watchpoint on the word.

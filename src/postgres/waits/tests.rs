@@ -319,7 +319,18 @@ fn trace_times_statements_between_executor_start_and_end() {
         ..Default::default()
     };
     p.on_stop(&mut s, EXEC_START).unwrap();
+    // a wait inside the statement carries it; one after its end does not
+    p.names.map.insert(IO, ("IO".into(), "DataFileRead".into()));
+    let now = std::time::Instant::now();
+    p.store(&mut s, IO, now, 1.0, Vec::new());
+    p.store(&mut s, 0, now, 1.1, Vec::new());
     p.on_stop(&mut s, EXEC_END).unwrap();
+    p.store(&mut s, LWLOCK, now, 1.2, Vec::new());
+    p.store(&mut s, 0, now, 1.3, Vec::new());
+    let waits = s.events_named("wait");
+    assert_eq!(waits.len(), 2, "{waits:?}");
+    assert_eq!(waits[0]["query"], "SELECT   count(*)\n FROM t");
+    assert!(waits[1].get("query").is_none(), "{:?}", waits[1]);
     // an end without its start (tracing began mid-statement): nothing
     s.regs.rdi = QD + 0x100;
     p.on_stop(&mut s, EXEC_END).unwrap();
@@ -347,6 +358,7 @@ fn summary_sums_waits_per_event() {
             info,
             duration_ns: ms * 1_000_000,
             stack: Vec::new(),
+            query: None,
         });
     }
     let sum = p.summary();

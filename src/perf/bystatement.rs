@@ -8,30 +8,9 @@
 //! off a CPU.
 
 use super::offcpu::{NO_WAIT_EVENT, WaitLabels, wait_frame, wait_label};
-use super::profile::{KERNEL_PC, Symbolizer};
+use super::profile::Symbolizer;
+pub use super::stamp::{Stamp, StatementRow, section};
 use std::collections::HashMap;
-
-/// One sample or off-CPU interval with its time (CLOCK_MONOTONIC ns).
-#[derive(Clone, Debug)]
-pub struct Stamp {
-    pub time: u64,
-    /// Samples (1) in an on-CPU profile, else ns.
-    pub weight: u64,
-    pub on_cpu: bool,
-    /// The innermost user pc (0: none).
-    pub leaf: u64,
-    /// Off a CPU: the wait-event word at the switch-out (None: not read).
-    pub wait: Option<u32>,
-    /// What it is when no stack or wait event says it.
-    pub note: Option<&'static str>,
-}
-
-impl Stamp {
-    /// The innermost user pc of a stack (`pcs` innermost first).
-    pub fn leaf_of(pcs: &[u64]) -> u64 {
-        pcs.iter().copied().find(|&p| p != KERNEL_PC).unwrap_or(0)
-    }
-}
 
 /// Who ran when: `of(time)` is an index into `labels` (and `details`,
 /// what the JSON document carries for it).
@@ -41,24 +20,6 @@ pub struct Owners<'a> {
     pub details: Vec<serde_json::Value>,
     /// What the owners are, for the section's heading.
     pub heading: String,
-}
-
-/// One statement's part of the profile.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct StatementRow {
-    /// The statement (query id, text) or the state (idle, unknown).
-    pub statement: serde_json::Value,
-    #[serde(skip)]
-    pub label: String,
-    /// Its share of the profile's weight (0..1).
-    pub share: f64,
-    pub on_cpu_samples: u64,
-    pub on_cpu_ms: f64,
-    pub off_cpu_ms: f64,
-    pub off_cpu_intervals: u64,
-    /// Where its weight went most: the innermost function on a CPU, the
-    /// wait event (or the function, with none) off it; share of its own.
-    pub top: Vec<(String, f64)>,
 }
 
 /// Split `stamps` by `owners`; `sample_ms` is an on-CPU sample's time (a
@@ -136,33 +97,5 @@ pub fn split(
         })
         .collect();
     out.sort_by(|a, b| b.share.total_cmp(&a.share).then(a.label.cmp(&b.label)));
-    out
-}
-
-/// The table's section: each statement's share, its time on and off a
-/// CPU, and where that went most.
-pub fn section(heading: &str, rows: &[StatementRow]) -> String {
-    let mut out = format!("{heading}\n{:>6}  statement\n", "share");
-    for r in rows {
-        out.push_str(&format!("{:>5.1}%  {}\n", r.share * 100.0, r.label));
-        let mut parts = Vec::new();
-        if r.on_cpu_samples > 0 {
-            parts.push(format!("on CPU {:.1} ms", r.on_cpu_ms));
-        }
-        if r.off_cpu_intervals > 0 {
-            parts.push(format!("off CPU {:.1} ms", r.off_cpu_ms));
-        }
-        let top: Vec<String> = r
-            .top
-            .iter()
-            .map(|(w, s)| format!("{w} {:.0}%", s * 100.0))
-            .collect();
-        out.push_str(&format!(
-            "{:>6}  {}; {}\n",
-            "",
-            parts.join(", "),
-            top.join(", ")
-        ));
-    }
     out
 }

@@ -51,6 +51,7 @@ mod recording;
 mod refusal;
 pub mod render;
 pub mod stack;
+pub mod stamp;
 pub mod syscall_report;
 mod syscall_table;
 pub mod syscalls;

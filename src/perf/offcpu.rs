@@ -118,7 +118,7 @@ pub struct RawOffCpu {
     pub duration_s: f64,
     pub cpu_s: Option<f64>,
     /// Each interval's switch-out time, when asked for (`--by-statement`).
-    pub stamps: Option<Vec<super::bystatement::Stamp>>,
+    pub stamps: Option<Vec<super::stamp::Stamp>>,
     /// The files the process mapped, as the reader last saw them.
     pub maps: Option<Maps>,
 }
@@ -286,11 +286,11 @@ impl Switches {
     fn add(&mut self, o: Out, end: u64) {
         let ns = end.saturating_sub(o.time.max(self.t0_ns));
         if let Some(st) = self.raw.stamps.as_mut() {
-            st.push(super::bystatement::Stamp {
+            st.push(super::stamp::Stamp {
                 time: o.time,
                 weight: ns,
                 on_cpu: false,
-                leaf: super::bystatement::Stamp::leaf_of(&o.pcs),
+                leaf: super::profile::user_leaf(&o.pcs),
                 wait: o.wait,
                 note: None,
             });
@@ -561,7 +561,7 @@ pub struct OffCpuProfile {
     pub folded: Vec<(String, u64)>,
     /// `--by-statement`: the intervals by the statement that ran.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub by_statement: Option<Vec<super::bystatement::StatementRow>>,
+    pub by_statement: Option<Vec<super::stamp::StatementRow>>,
     /// Whose statements and what the shares are of (with `by_statement`).
     #[serde(
         rename = "by_statement_heading",
@@ -676,7 +676,7 @@ impl OffCpuProfile {
             self.wait_events_unread.as_deref(),
         ));
         if let Some(rows) = &self.by_statement {
-            out.push_str(&super::bystatement::section(&self.statement_heading, rows));
+            out.push_str(&super::stamp::section(&self.statement_heading, rows));
         }
         out.push_str(&self.summary_line());
         out

@@ -38,7 +38,7 @@ pub struct RawProfile {
     /// CPU time the thread used while sampled (/proc schedstat), seconds.
     pub cpu_s: Option<f64>,
     /// Each sample's time, when asked for (`--by-statement`).
-    pub stamps: Option<Vec<super::bystatement::Stamp>>,
+    pub stamps: Option<Vec<super::stamp::Stamp>>,
     /// The files the process mapped, as the reader last saw them.
     pub maps: Option<Maps>,
 }
@@ -112,11 +112,11 @@ impl Profiler {
                     return;
                 };
                 if let Some(st) = raw.stamps.as_mut() {
-                    st.push(super::bystatement::Stamp {
+                    st.push(super::stamp::Stamp {
                         time,
                         weight: 1,
                         on_cpu: true,
-                        leaf: super::bystatement::Stamp::leaf_of(&pcs),
+                        leaf: user_leaf(&pcs),
                         wait: None,
                         note: None,
                     });
@@ -250,6 +250,11 @@ impl<'a> Symbolizer<'a> {
     }
 }
 
+/// The innermost user pc of a stack (`pcs` innermost first; 0: none).
+pub fn user_leaf(pcs: &[u64]) -> u64 {
+    pcs.iter().copied().find(|&p| p != KERNEL_PC).unwrap_or(0)
+}
+
 /// The names of a sampled stack's pcs, innermost first (never empty).
 pub fn stack_frames(sym: &mut Symbolizer, pcs: &[u64]) -> Vec<String> {
     let mut frames: Vec<String> = Vec::new();
@@ -288,7 +293,7 @@ pub struct Profile {
     pub folded: Vec<(String, u64)>,
     /// `--by-statement`: the samples by the statement that ran.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub by_statement: Option<Vec<super::bystatement::StatementRow>>,
+    pub by_statement: Option<Vec<super::stamp::StatementRow>>,
     /// Whose statements and what the shares are of (with `by_statement`).
     #[serde(
         rename = "by_statement_heading",
@@ -368,7 +373,7 @@ impl Profile {
             },
         ));
         if let Some(rows) = &self.by_statement {
-            out.push_str(&super::bystatement::section(&self.statement_heading, rows));
+            out.push_str(&super::stamp::section(&self.statement_heading, rows));
         }
         out.push_str(&self.summary_line());
         out

@@ -89,11 +89,11 @@ impl WallProfiler {
                         raw.samples += 1;
                         if let Some(st) = sw.raw.stamps.as_mut() {
                             // the samples' times beside the intervals'
-                            st.push(super::bystatement::Stamp {
+                            st.push(super::stamp::Stamp {
                                 time,
                                 weight: period_ns,
                                 on_cpu: true,
-                                leaf: super::bystatement::Stamp::leaf_of(&pcs),
+                                leaf: super::profile::user_leaf(&pcs),
                                 wait: None,
                                 note: None,
                             });
@@ -116,7 +116,7 @@ impl WallProfiler {
             {
                 // off the CPU since before the window: the statement
                 // then is the one at the window's start
-                st.push(super::bystatement::Stamp {
+                st.push(super::stamp::Stamp {
                     time: t0_ns,
                     weight: before,
                     on_cpu: false,
@@ -224,7 +224,7 @@ pub struct WallProfile {
     pub folded: Vec<(String, u64)>,
     /// `--by-statement`: the time by the statement that ran.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub by_statement: Option<Vec<super::bystatement::StatementRow>>,
+    pub by_statement: Option<Vec<super::stamp::StatementRow>>,
     /// Whose statements and what the shares are of (with `by_statement`).
     #[serde(
         rename = "by_statement_heading",
@@ -382,7 +382,7 @@ impl WallProfile {
             self.wait_events_unread.as_deref(),
         ));
         if let Some(rows) = &self.by_statement {
-            out.push_str(&super::bystatement::section(&self.statement_heading, rows));
+            out.push_str(&super::stamp::section(&self.statement_heading, rows));
         }
         out.push_str(&self.summary_line());
         out

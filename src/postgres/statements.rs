@@ -227,7 +227,10 @@ impl StatusShape {
     /// statements cannot be told apart in it.
     pub fn find(di: &DebugInfo, pid: i32, bias: u64) -> Result<StatusShape, String> {
         let l = Layout::of(di, "PgBackendStatus").map_err(|e| {
-            format!("{e:#} (statements are read from it: a build with debug info is needed)")
+            format!(
+                "{e:#}: the backend's pg_stat_activity entry is read by its layout; give the \
+                 server's debug info (--debug-file FILE, or its debug symbols package)"
+            )
         })?;
         let fields = Fields::of(&l)?;
         let (g, _) = di
@@ -296,14 +299,16 @@ impl StatusShape {
         let size = self.l.size;
         for _ in 0..10 {
             let at_ns = monotonic_ns();
-            let mut b = vec![0u8; size];
-            if !crate::perf::watch::read_mem(self.pid, self.entry, &mut b) {
-                return None;
-            }
-            let cc = Fields::int(&b, self.l.changecount)?;
+            // the count on its own before the entry (the copy of the
+            // entry need not read its own fields in order), and after
+            let cc = self.count()?;
             if cc & 1 != 0 {
                 std::hint::spin_loop();
                 continue;
+            }
+            let mut b = vec![0u8; size];
+            if !crate::perf::watch::read_mem(self.pid, self.entry, &mut b) {
+                return None;
             }
             let state = Fields::int(&b, self.l.state)?;
             let state_start = Fields::int(&b, self.l.state_start)?;

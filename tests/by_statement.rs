@@ -14,7 +14,9 @@
 //! What is checked: each statement's time on and off a CPU is nearly all
 //! of its elapsed time and never more, the sleeps' time is
 //! `Timeout:PgSleep`, the loop's is not, the idle time is apart, and
-//! `report` groups the capture's samples by the same statements.
+//! `report` groups the capture's samples by the same statements.  The
+//! sampling starts with no cached wait-event names: the statements' rows
+//! carry the names asked of the backend at the end.
 
 use common::*;
 use pgdbg_testbed as common;
@@ -178,7 +180,11 @@ fn waits_sample_by_statement_15() {
     let cap = std::env::temp_dir().join(format!("pgdbg-bystmt-{}.jsonl", std::process::id()));
     let _ = std::fs::remove_file(&cap);
     let file = cap.with_extension("out");
-    let p = Pgdbg::spawn_to_file(
+    // a cache of its own: the wait events' names are asked of the backend
+    // after the sampling, and the statements' rows carry them too
+    let cache = cap.with_extension("cache");
+    let _ = std::fs::remove_dir_all(&cache);
+    let p = Pgdbg::spawn_to_file_env(
         &[
             "attach",
             &pid.to_string(),
@@ -188,6 +194,7 @@ fn waits_sample_by_statement_15() {
             "waits sample --hz 500 --by-statement",
         ],
         &file,
+        &[("XDG_CACHE_HOME", cache.to_str().unwrap())],
     );
     let read = || std::fs::read_to_string(&file).unwrap_or_default();
     wait_until("the sampling started", Duration::from_secs(60), || {
@@ -200,6 +207,7 @@ fn waits_sample_by_statement_15() {
     let (_, _, err) = p.wait(Duration::from_secs(120));
     let out = read();
     let _ = std::fs::remove_file(&file);
+    let _ = std::fs::remove_dir_all(&cache);
     eprintln!("elapsed {took:?}\n{out}\n{err}");
     assert!(out.contains("by statement (pg_stat_activity's query id, else its text)"));
     let line_after = |label: &str| -> String {

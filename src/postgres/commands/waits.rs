@@ -58,16 +58,17 @@ pub fn waits_sample(
     let flow = Flow::from(end);
     let mut names = WaitNames::load(&s.di().build_id);
     let keys: Vec<u32> = counts.keys().copied().collect();
-    let mut by_statement = Vec::new();
-    if let Some(tl) = &timeline {
-        by_statement = split_samples(tl, &times, &names);
-    }
     let mut note = String::new();
     if flow == Flow::Continue
         && let Some(e) = names.try_resolve(s, &keys)
     {
         note = format!("\n(names not resolved here: {e})");
     }
+    // after the names are asked for: the statements' waits carry them too
+    let by_statement = match &timeline {
+        Some(tl) => split_samples(tl, &times, &names),
+        None => Vec::new(),
+    };
     let mut rows: Vec<(u32, u64)> = counts.into_iter().collect();
     rows.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     let mut out = format!(
@@ -168,17 +169,10 @@ fn sample_label(p: &WaitSample) -> String {
 /// its wait events, most first.
 fn statement_section(tl: &Timeline, rows: &[StatementSamples]) -> String {
     let total: u64 = rows.iter().map(|r| r.samples).sum();
-    let mut out = format!(
-        "{}
-{:>6}  statement
-",
-        tl.heading("the samples"),
-        "share"
-    );
+    let mut out = format!("{}\n{:>6}  statement\n", tl.heading("the samples"), "share");
     for r in rows {
         out.push_str(&format!(
-            "{:>5.1}%  {}
-",
+            "{:>5.1}%  {}\n",
             r.samples as f64 * 100.0 / total.max(1) as f64,
             r.label
         ));

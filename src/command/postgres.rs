@@ -268,7 +268,8 @@ pub static WAIT: Entry = Entry {
 pub static WAITS: Entry = Entry {
     name: "waits",
     aliases: &[],
-    usage: "waits sample [--hz N] [--for D] [--by-statement] | waits trace [--for D] [--stacks N] [--quiet] [--ptrace]",
+    usage: "waits sample [--hz N] [--for D] [--by-statement]\n     \
+            | waits trace [--for D] [--stacks N] [--quiet] [--ptrace]",
     summary: "the backend's wait events over time: waits sample, waits trace",
     help: "'waits sample' samples the wait event without stopping the backend; 'waits trace' \
            records every wait with its duration.",

@@ -9,7 +9,7 @@
 
 use super::offcpu::{NO_WAIT_EVENT, WaitLabels, wait_frame, wait_label};
 use super::profile::Symbolizer;
-pub use super::stamp::{Stamp, StatementRow, section};
+pub use super::stamp::{ByStatement, Stamp, StatementRow};
 use std::collections::HashMap;
 
 /// Who ran when: `of(time)` is an index into `labels` (and `details`,
@@ -22,15 +22,15 @@ pub struct Owners<'a> {
     pub heading: String,
 }
 
-/// Split `stamps` by `owners`; `sample_ms` is an on-CPU sample's time (a
-/// profile's 1/HZ), `waits` names the wait events.
+/// Split `stamps` by `owners` (under their heading); `sample_ms` is an
+/// on-CPU sample's time (a profile's 1/HZ), `waits` names the wait events.
 pub fn split(
     stamps: &[Stamp],
     owners: &Owners,
     sym: &mut Symbolizer,
     waits: &WaitLabels,
     sample_ms: f64,
-) -> Vec<StatementRow> {
+) -> ByStatement {
     let total: u64 = stamps.iter().map(|s| s.weight).sum();
     let mut rows: HashMap<usize, (StatementRow, HashMap<String, u64>, u64)> = HashMap::new();
     for s in stamps {
@@ -97,5 +97,8 @@ pub fn split(
         })
         .collect();
     out.sort_by(|a, b| b.share.total_cmp(&a.share).then(a.label.cmp(&b.label)));
-    out
+    ByStatement {
+        heading: owners.heading.clone(),
+        rows: out,
+    }
 }

@@ -560,14 +560,8 @@ pub struct OffCpuProfile {
     /// Folded stacks, root first, with their microseconds off the CPU.
     pub folded: Vec<(String, u64)>,
     /// `--by-statement`: the intervals by the statement that ran.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub by_statement: Option<Vec<super::stamp::StatementRow>>,
-    /// Whose statements and what the shares are of (with `by_statement`).
-    #[serde(
-        rename = "by_statement_heading",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub statement_heading: String,
+    #[serde(flatten)]
+    pub by_statement: Option<super::stamp::ByStatement>,
 }
 
 impl OffCpuProfile {
@@ -646,7 +640,6 @@ impl OffCpuProfile {
             top,
             folded,
             by_statement: None,
-            statement_heading: String::new(),
         }
     }
 
@@ -675,8 +668,8 @@ impl OffCpuProfile {
             &self.by_wait_event,
             self.wait_events_unread.as_deref(),
         ));
-        if let Some(rows) = &self.by_statement {
-            out.push_str(&super::stamp::section(&self.statement_heading, rows));
+        if let Some(b) = &self.by_statement {
+            out.push_str(&b.section());
         }
         out.push_str(&self.summary_line());
         out

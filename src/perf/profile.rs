@@ -292,14 +292,8 @@ pub struct Profile {
     /// Folded stacks: root first, `;`-separated, with their samples.
     pub folded: Vec<(String, u64)>,
     /// `--by-statement`: the samples by the statement that ran.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub by_statement: Option<Vec<super::stamp::StatementRow>>,
-    /// Whose statements and what the shares are of (with `by_statement`).
-    #[serde(
-        rename = "by_statement_heading",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub statement_heading: String,
+    #[serde(flatten)]
+    pub by_statement: Option<super::stamp::ByStatement>,
 }
 
 impl Profile {
@@ -346,7 +340,6 @@ impl Profile {
             top,
             folded,
             by_statement: None,
-            statement_heading: String::new(),
         }
     }
 
@@ -372,8 +365,8 @@ impl Profile {
                 )
             },
         ));
-        if let Some(rows) = &self.by_statement {
-            out.push_str(&super::stamp::section(&self.statement_heading, rows));
+        if let Some(b) = &self.by_statement {
+            out.push_str(&b.section());
         }
         out.push_str(&self.summary_line());
         out

@@ -36,9 +36,26 @@ pub struct StatementRow {
     pub top: Vec<(String, f64)>,
 }
 
-/// The table's section: each statement's share, its time on and off a
-/// CPU, and where that went most.
-pub fn section(heading: &str, rows: &[StatementRow]) -> String {
+/// A profile's split by statement: whose statements and what the shares
+/// are of, and the rows (in JSON `by_statement_heading` and
+/// `by_statement`).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ByStatement {
+    #[serde(rename = "by_statement_heading")]
+    pub heading: String,
+    #[serde(rename = "by_statement")]
+    pub rows: Vec<StatementRow>,
+}
+
+impl ByStatement {
+    /// The table's section: each statement's share, its time on and off
+    /// a CPU, and where that went most.
+    pub fn section(&self) -> String {
+        section(&self.heading, &self.rows)
+    }
+}
+
+fn section(heading: &str, rows: &[StatementRow]) -> String {
     let mut out = format!("{heading}\n{:>6}  statement\n", "share");
     for r in rows {
         out.push_str(&format!("{:>5.1}%  {}\n", r.share * 100.0, r.label));

@@ -223,14 +223,8 @@ pub struct WallProfile {
     /// Folded stacks, the state's root first, with their microseconds.
     pub folded: Vec<(String, u64)>,
     /// `--by-statement`: the time by the statement that ran.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub by_statement: Option<Vec<super::stamp::StatementRow>>,
-    /// Whose statements and what the shares are of (with `by_statement`).
-    #[serde(
-        rename = "by_statement_heading",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub statement_heading: String,
+    #[serde(flatten)]
+    pub by_statement: Option<super::stamp::ByStatement>,
 }
 
 impl WallProfile {
@@ -353,7 +347,6 @@ impl WallProfile {
             top,
             folded,
             by_statement: None,
-            statement_heading: String::new(),
         }
     }
 
@@ -381,8 +374,8 @@ impl WallProfile {
             &self.by_wait_event,
             self.wait_events_unread.as_deref(),
         ));
-        if let Some(rows) = &self.by_statement {
-            out.push_str(&super::stamp::section(&self.statement_heading, rows));
+        if let Some(b) = &self.by_statement {
+            out.push_str(&b.section());
         }
         out.push_str(&self.summary_line());
         out

@@ -28,8 +28,10 @@
 //! (`GetCurrentTimestamp`, wall clock) mapped to CLOCK_MONOTONIC, the
 //! clock of perf's records and of pgdbg's own samples.
 
+use super::waitnames::{read_cstr, read_u64};
 use crate::debuginfo::DebugInfo;
 use crate::debuginfo::layout::Layout;
+use crate::perf::monotonic_ns;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -132,13 +134,7 @@ fn identity(di: &DebugInfo, pid: i32, bias: u64, l: &Layout, entry: &[u8]) -> Id
         let (g, _) = di.global("MyProcPort")?;
         let p = read_u64(pid, g + bias).filter(|p| *p != 0)?;
         let pl = Layout::of(di, "Port").ok()?;
-        let s = |f: &str| -> Option<String> {
-            let a = read_u64(pid, p + pl.offset(f).ok()?).filter(|a| *a != 0)?;
-            let mut b = [0u8; 64];
-            crate::perf::watch::read_mem(pid, a, &mut b).then_some(())?;
-            let n = b.iter().position(|&c| c == 0)?;
-            Some(String::from_utf8_lossy(&b[..n]).into_owned())
-        };
+        let s = |f: &str| read_cstr(pid, read_u64(pid, p + pl.offset(f).ok()?)?);
         Some((s("database_name")?, s("user_name")?))
     };
     let (database, role) = port().map_or((None, None), |(d, r)| (Some(d), Some(r)));
@@ -203,11 +199,6 @@ impl Fields {
     }
 }
 
-fn read_u64(pid: i32, addr: u64) -> Option<u64> {
-    let mut b = [0u8; 8];
-    crate::perf::watch::read_mem(pid, addr, &mut b).then(|| u64::from_le_bytes(b))
-}
-
 fn clock_ns(clock: libc::clockid_t) -> i64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
@@ -215,11 +206,6 @@ fn clock_ns(clock: libc::clockid_t) -> i64 {
     };
     unsafe { libc::clock_gettime(clock, &mut ts) };
     ts.tv_sec * 1_000_000_000 + ts.tv_nsec
-}
-
-/// CLOCK_MONOTONIC now, ns (the clock of perf's records).
-pub fn monotonic_ns() -> u64 {
-    clock_ns(libc::CLOCK_MONOTONIC) as u64
 }
 
 impl StatusShape {

@@ -109,13 +109,13 @@ pub fn enumerator_name(enumerator: &str, generated: bool) -> String {
         .collect()
 }
 
-fn read_u64(pid: i32, addr: u64) -> Option<u64> {
+pub(crate) fn read_u64(pid: i32, addr: u64) -> Option<u64> {
     let mut b = [0u8; 8];
     crate::perf::watch::read_mem(pid, addr, &mut b).then(|| u64::from_le_bytes(b))
 }
 
 /// A NUL-terminated string of at most 64 bytes.
-fn read_cstr(pid: i32, addr: u64) -> Option<String> {
+pub(crate) fn read_cstr(pid: i32, addr: u64) -> Option<String> {
     if addr == 0 {
         return None;
     }

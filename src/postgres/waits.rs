@@ -283,7 +283,7 @@ impl Sampler {
             let mut x: u64 = 0x9e3779b97f4a7c15 ^ pid as u64;
             while !st.load(std::sync::atomic::Ordering::Relaxed) {
                 let mut b = [0u8; 4];
-                let at = super::statements::monotonic_ns();
+                let at = crate::perf::monotonic_ns();
                 let local = [std::io::IoSliceMut::new(&mut b)];
                 let mut local = local;
                 let remote = [nix::sys::uio::RemoteIoVec {

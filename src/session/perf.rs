@@ -1,7 +1,7 @@
 //! `profile` (`crate::perf::profile`): one recording course for the
 //! prompt's command and for `pgdbg profile PID`, which never attaches.
 use super::*;
-use crate::perf::bystatement::{Owners, Stamp, StatementRow, split};
+use crate::perf::bystatement::{ByStatement, Owners, Stamp, split};
 use crate::perf::offcpu::{OffCpuProfile, OffCpuProfiler, WaitLabels, WaitWord, wait_names};
 use crate::perf::profile::{Profile, Profiler, ReaderMaps, Symbolizer};
 use crate::perf::profile_opts::ProfileOpts;
@@ -151,7 +151,7 @@ fn record<W: Recording>(
             |raw, sym| {
                 let mut p = OffCpuProfile::build(raw, sym, pid, &name_waits);
                 let waits = wait_names(raw, &name_waits);
-                (p.by_statement, p.statement_heading) = split_by_statement(
+                p.by_statement = split_by_statement(
                     statements.take(),
                     raw.stamps.as_deref(),
                     sym,
@@ -191,7 +191,7 @@ fn record<W: Recording>(
             |raw, sym| {
                 let mut p = WallProfile::build(raw, sym, pid, hz, &name_waits);
                 let waits = wait_names(&raw.off, &name_waits);
-                (p.by_statement, p.statement_heading) = split_by_statement(
+                p.by_statement = split_by_statement(
                     statements.take(),
                     raw.off.stamps.as_deref(),
                     sym,
@@ -213,7 +213,7 @@ fn record<W: Recording>(
         || rec.finish(),
         |raw, sym| {
             let mut p = Profile::build(raw, sym, pid, hz);
-            (p.by_statement, p.statement_heading) = split_by_statement(
+            p.by_statement = split_by_statement(
                 statements.take(),
                 raw.stamps.as_deref(),
                 sym,
@@ -228,8 +228,7 @@ fn record<W: Recording>(
 
 /// `--by-statement`: the recording's samples and intervals (`stamps`)
 /// split by the statements `poller` saw (it reads once more and stops:
-/// the recording has ended); the rows and their heading, none without a
-/// poller.
+/// the recording has ended); none without a poller.
 fn split_by_statement(
     poller: Option<Poller>,
     stamps: Option<&[Stamp]>,
@@ -237,19 +236,15 @@ fn split_by_statement(
     waits: &WaitLabels,
     sample_ms: f64,
     of_what: &str,
-) -> (Option<Vec<StatementRow>>, String) {
-    let Some(poller) = poller else {
-        return (None, String::new());
-    };
-    let tl = poller.finish();
+) -> Option<ByStatement> {
+    let tl = poller?.finish();
     let owners = Owners {
         of: &|t| tl.owner_at(t),
         labels: tl.owners.iter().map(|o| o.label.clone()).collect(),
         details: tl.details(),
         heading: tl.heading(of_what),
     };
-    let rows = split(stamps.unwrap_or(&[]), &owners, sym, waits, sample_ms);
-    (Some(rows), owners.heading)
+    Some(split(stamps.unwrap_or(&[]), &owners, sym, waits, sample_ms))
 }
 
 /// The modes' common course, their recorder started: say `line`, wait

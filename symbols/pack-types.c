@@ -51,6 +51,7 @@ PGPROC pack_PGPROC;
 struct config_enum_entry pack_config_enum_entry;
 MemoryContextData pack_MemoryContextData;
 Latch pack_Latch;
+PgBackendStatus pack_PgBackendStatus;
 
 /* the globals, typed by the headers' own declarations */
 __typeof__(MyProc) MyProc;

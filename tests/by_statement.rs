@@ -1,5 +1,9 @@
-//! `--by-statement` on real PostgreSQL 15 (compute_query_id on) and 18
-//! (no query id: statements told apart by their text): one session runs a
+//! `--by-statement` on real PostgreSQL 15 (compute_query_id on), 18 (no
+//! query id: statements told apart by their text) and 16's release build
+//! (compute_query_id on; no DWARF: the entry is read by the layout pack of
+//! symbols/, the database and role named by their OIDs; the sleep's wait
+//! event named as the backend named it to an earlier `waits sample`): one
+//! session runs a
 //! known script, `select pg_sleep(1.2)`, a PL/pgSQL loop on a CPU for
 //! 1.2 s, `select pg_sleep(0.3)`, then waits for its client, while
 //! `pgdbg profile --wall --by-statement` and `waits sample --by-statement`
@@ -75,11 +79,65 @@ fn profile_by_statement(major: u32, settings: &[&str]) {
     let mut a = cl.connect();
     let pid = a.pid();
     let qid = query_id(&cl, SLEEP);
-    assert_eq!(qid.is_some(), major == 15, "query ids as set: {qid:?}");
+    assert_eq!(
+        qid.is_some(),
+        settings.contains(&"compute_query_id=on"),
+        "query ids as set: {qid:?}"
+    );
+    // whose statements: names where the server's debug info has `Port`,
+    // else pg_stat_activity's datid and usesysid
+    let who = if major == 16 {
+        let mut c = cl.connect();
+        let oid = |c: &mut Client, col: &str| {
+            c.query_one_i64(&format!(
+                "select {col}::bigint from pg_stat_activity where pid = {pid}"
+            ))
+        };
+        format!(
+            "client backend, database OID {}, role OID {}",
+            oid(&mut c, "datid"),
+            oid(&mut c, "usesysid")
+        )
+    } else {
+        "client backend, database postgres, role postgres".to_string()
+    };
     assert_eq!(qid, query_id(&cl, SHORT), "one query id for both sleeps");
 
     let out = std::env::temp_dir().join(format!("pgdbg-bystmt-{major}-{}", std::process::id()));
-    let mut p = Pgdbg::spawn_to_file(
+    // a names cache of its own
+    let cache = out.with_extension("cache");
+    let _ = std::fs::remove_dir_all(&cache);
+    let env = [("XDG_CACHE_HOME", cache.to_str().unwrap())];
+    if major == 16 {
+        // no DWARF: a profile names wait events only as the backend named
+        // them to an earlier command (its cache); samplings of this idle
+        // session and of another one in pg_sleep ask the backends for
+        // those waits' names
+        let sample = |pid: i32, name: &str| {
+            let (code, o, e) = Pgdbg::spawn_env(
+                &[
+                    "attach",
+                    &pid.to_string(),
+                    "--ex",
+                    "waits sample",
+                    "--for",
+                    "1s",
+                ],
+                &env,
+            )
+            .wait(Duration::from_secs(60));
+            assert!(code == 0 && o.contains(name), "{o}{e}");
+        };
+        cl.wait_client_read(pid);
+        sample(pid, "ClientRead");
+        let mut b = cl.connect();
+        let bpid = b.pid();
+        let h = b.spawn_text("select pg_sleep(3)");
+        cl.wait_active(&[bpid], "select pg_sleep(3)");
+        sample(bpid, "PgSleep");
+        b.rejoin(h).unwrap();
+    }
+    let mut p = Pgdbg::spawn_to_file_env(
         &[
             "profile",
             &pid.to_string(),
@@ -89,6 +147,7 @@ fn profile_by_statement(major: u32, settings: &[&str]) {
             "json",
         ],
         &out,
+        &env,
     );
     wait_for_stderr(
         &mut p,
@@ -103,6 +162,7 @@ fn profile_by_statement(major: u32, settings: &[&str]) {
     assert_eq!(code, 0, "{err}");
     let text = std::fs::read_to_string(&out).unwrap();
     let _ = std::fs::remove_file(&out);
+    let _ = std::fs::remove_dir_all(&cache);
     let v: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
     let rows = v["by_statement"]
         .as_array()
@@ -112,16 +172,13 @@ fn profile_by_statement(major: u32, settings: &[&str]) {
         serde_json::to_string_pretty(rows).unwrap()
     );
     let heading = v["by_statement_heading"].as_str().unwrap();
-    assert!(
-        heading.contains("client backend, database postgres, role postgres"),
-        "{heading}"
-    );
+    assert!(heading.contains(&who), "{heading}");
 
     let sleep = row(rows, SLEEP);
     let cpu = row(rows, CPU);
     let top = |r: &Value| r["top"][0][0].as_str().unwrap().to_string();
     // the sleeps: nearly all their time, off a CPU, in pg_sleep's wait
-    let slept = if major == 15 {
+    let slept = if qid.is_some() {
         // one statement by query id: both sleeps in one row
         assert_eq!(sleep["statement"]["query_id"].as_i64(), qid, "{sleep}");
         took[0] + took[2]
@@ -169,6 +226,11 @@ fn profile_wall_by_statement_15() {
 #[test]
 fn profile_wall_by_statement_18() {
     profile_by_statement(18, &[]);
+}
+
+#[test]
+fn profile_wall_by_statement_16_layout_pack() {
+    profile_by_statement(16, &["compute_query_id=on"]);
 }
 
 /// `waits sample --by-statement` at the prompt, its capture and `report`.

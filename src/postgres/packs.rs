@@ -27,6 +27,7 @@ const STRUCTS: &[&str] = &[
     "config_enum_entry",
     "MemoryContextData",
     "Latch",
+    "PgBackendStatus",
 ];
 
 /// Exported globals whose types the pack records (addresses come from the

@@ -115,20 +115,29 @@ fn backend_type_name(enumerator: &str) -> String {
         })
 }
 
-/// The backend's identity: its type from its entry, its database and role
-/// from `MyProcPort` (a client backend's connection), as far as the debug
-/// info and memory tell.
-fn identity(di: &DebugInfo, pid: i32, bias: u64, l: &Layout, entry: &[u8]) -> Identity {
-    use crate::debuginfo::types::{Type, TypeSource, strip};
-    let backend_type = l.int(entry, "st_backendType").and_then(|v| {
-        let t = di.type_by_name("BackendType")?;
-        match &*strip(di, &t) {
-            Type::Enum { values, .. } => values
-                .iter()
-                .find(|(_, x)| *x == v)
-                .map(|(n, _)| backend_type_name(n)),
+/// The enumerators of an enum-typed field of `l`, by value (empty when the
+/// field is not an enum in the layout, DWARF's or a pack's).
+fn enum_values(di: &DebugInfo, l: &Layout, field: &str) -> Vec<(String, i64)> {
+    use crate::debuginfo::types::{Type, strip};
+    l.field(field)
+        .ok()
+        .and_then(|f| match &*strip(di, &f.ty) {
+            Type::Enum { values, .. } => Some(values.clone()),
             _ => None,
-        }
+        })
+        .unwrap_or_default()
+}
+
+/// The backend's identity: its type from its entry, its database and role
+/// from `MyProcPort` (a client backend's connection) where its layout is
+/// known, else their OIDs from the entry (pg_stat_activity's datid and
+/// usesysid), as far as the layout and memory tell.
+fn identity(di: &DebugInfo, pid: i32, bias: u64, l: &Layout, entry: &[u8]) -> Identity {
+    let backend_type = l.int(entry, "st_backendType").and_then(|v| {
+        enum_values(di, l, "st_backendType")
+            .into_iter()
+            .find(|(_, x)| *x == v)
+            .map(|(n, _)| backend_type_name(&n))
     });
     let port = || -> Option<(String, String)> {
         let (g, _) = di.global("MyProcPort")?;
@@ -137,7 +146,16 @@ fn identity(di: &DebugInfo, pid: i32, bias: u64, l: &Layout, entry: &[u8]) -> Id
         let s = |f: &str| read_cstr(pid, read_u64(pid, p + pl.offset(f).ok()?)?);
         Some((s("database_name")?, s("user_name")?))
     };
-    let (database, role) = port().map_or((None, None), |(d, r)| (Some(d), Some(r)));
+    // "database OID 5, role OID 10" in the heading
+    let oid = |f: &str| {
+        l.int(entry, f)
+            .filter(|v| *v != 0)
+            .map(|v| format!("OID {}", v as u32))
+    };
+    let (database, role) = match port() {
+        Some((d, r)) => (Some(d), Some(r)),
+        None => (oid("st_databaseid"), oid("st_userid")),
+    };
     Identity {
         backend_type,
         database,
@@ -238,15 +256,23 @@ impl StatusShape {
             .filter(|n| *n > 0)
             .unwrap_or(TEXT_MAX)
             .min(TEXT_MAX);
+        let values = enum_values(di, &l, "st_state");
         let states: Vec<(i64, &'static str)> = STATE_NAMES
             .iter()
-            .filter_map(|(e, n)| di.enumerator(e).map(|(_, v)| (v, *n)))
+            .filter_map(|(e, n)| {
+                values
+                    .iter()
+                    .find(|(name, _)| name == e)
+                    .map(|(_, v)| (*v, *n))
+            })
             .collect();
         let running = states
             .iter()
             .find(|(_, n)| *n == "active")
             .map(|(v, _)| *v)
-            .ok_or("the enumerator STATE_RUNNING is not in this binary's debug info")?;
+            .ok_or(
+                "the enumerator STATE_RUNNING is not in the layout of PgBackendStatus.st_state",
+            )?;
         let clock_offset_ns = clock_ns(libc::CLOCK_REALTIME) - clock_ns(libc::CLOCK_MONOTONIC);
         let mut b = vec![0u8; l.size as usize];
         let identity = if crate::perf::watch::read_mem(pid, entry, &mut b) {

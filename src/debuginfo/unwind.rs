@@ -12,14 +12,44 @@ use gimli::{
 use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 pub struct UnwindTables {
     eh_frame: Option<EhFrame<R>>,
     hdr: Option<ParsedEhFrameHdr<R>>,
     debug_frame: Option<DebugFrame<R>>,
     bases: BaseAddresses,
+    /// The rule found for each lookup address so far (None: no FDE covers
+    /// it): a profile unwinds the same few hundred return addresses tens
+    /// of thousands of times a second, and finding a row runs the FDE's
+    /// CFI program from its start each time.
+    rules: Mutex<HashMap<u64, Option<Arc<Rule>>>>,
 }
+
+/// What one row of CFI says, as much as [`apply_rule`] uses: how to get
+/// the CFA, and the rule of each register the unwinder restores.
+struct Rule {
+    cfa: CfaRule<usize>,
+    regs: Vec<(u16, RegisterRule<usize>)>,
+    /// The row is from .debug_frame (its expressions are in that section).
+    debug_frame: bool,
+}
+
+impl Rule {
+    fn of(row: &gimli::UnwindTableRow<usize>, debug_frame: bool) -> Rule {
+        Rule {
+            cfa: row.cfa().clone(),
+            regs: (0..=DWARF_RA)
+                .filter(|n| *n != DWARF_RSP)
+                .filter_map(|n| row.register(gimli::Register(n)).map(|r| (n, r)))
+                .collect(),
+            debug_frame,
+        }
+    }
+}
+
+/// Lookup addresses whose rules are kept at most, per file.
+const RULES_KEPT: usize = 1 << 16;
 
 /// Registers callee-saved in the System V ABI (value survives a call):
 /// rbx, rbp, r12-r15.
@@ -68,6 +98,7 @@ impl UnwindTables {
             hdr,
             debug_frame,
             bases,
+            rules: Mutex::new(HashMap::new()),
         }
     }
 
@@ -80,6 +111,30 @@ impl UnwindTables {
         lookup: u64,
         read_u64: &dyn Fn(u64) -> Option<u64>,
     ) -> Option<(FrameRegs, u64)> {
+        let rule = {
+            let mut rules = self.rules.lock().unwrap_or_else(|e| e.into_inner());
+            match rules.get(&lookup) {
+                Some(r) => r.clone(),
+                None => {
+                    let r = self.find_rule(lookup).map(Arc::new);
+                    if rules.len() >= RULES_KEPT {
+                        rules.clear();
+                    }
+                    rules.insert(lookup, r.clone());
+                    r
+                }
+            }
+        }?;
+        match (&self.eh_frame, &self.debug_frame) {
+            (_, Some(df)) if rule.debug_frame => apply_rule(&rule, df, regs, read_u64),
+            (Some(eh), _) => apply_rule(&rule, eh, regs, read_u64),
+            _ => None,
+        }
+    }
+
+    /// The row of CFI for `lookup`: .eh_frame through its header's table,
+    /// else .eh_frame searched, else .debug_frame.
+    fn find_rule(&self, lookup: u64) -> Option<Rule> {
         let mut ctx = UnwindContext::new();
         if let (Some(eh), Some(hdr)) = (&self.eh_frame, &self.hdr)
             && let Some(table) = hdr.table()
@@ -91,15 +146,13 @@ impl UnwindTables {
                 EhFrame::cie_from_offset,
             )
         {
-            let row = row.clone();
-            return apply_row(&row, eh, regs, read_u64);
+            return Some(Rule::of(row, false));
         }
         if let Some(eh) = &self.eh_frame
             && let Ok(row) =
                 eh.unwind_info_for_address(&self.bases, &mut ctx, lookup, EhFrame::cie_from_offset)
         {
-            let row = row.clone();
-            return apply_row(&row, eh, regs, read_u64);
+            return Some(Rule::of(row, false));
         }
         if let Some(df) = &self.debug_frame
             && let Ok(row) = df.unwind_info_for_address(
@@ -109,20 +162,19 @@ impl UnwindTables {
                 DebugFrame::cie_from_offset,
             )
         {
-            let row = row.clone();
-            return apply_row(&row, df, regs, read_u64);
+            return Some(Rule::of(row, true));
         }
         None
     }
 }
 
-fn apply_row<S: UnwindSection<R>>(
-    row: &gimli::UnwindTableRow<usize>,
+fn apply_rule<S: UnwindSection<R>>(
+    rule: &Rule,
     section: &S,
     regs: &FrameRegs,
     read_u64: &dyn Fn(u64) -> Option<u64>,
 ) -> Option<(FrameRegs, u64)> {
-    let cfa = match row.cfa() {
+    let cfa = match &rule.cfa {
         CfaRule::RegisterAndOffset { register, offset } => {
             (regs.get(register.0)? as i64).wrapping_add(*offset) as u64
         }
@@ -135,14 +187,14 @@ fn apply_row<S: UnwindSection<R>>(
     for r in CALLEE_SAVED {
         caller.set(r, regs.get(r));
     }
-    let rule_value = |rule: RegisterRule<usize>| -> Option<Option<u64>> {
+    let rule_value = |rule: &RegisterRule<usize>| -> Option<Option<u64>> {
         Some(match rule {
             RegisterRule::Undefined => None,
             RegisterRule::SameValue => return None,
-            RegisterRule::Offset(o) => read_u64((cfa as i64).wrapping_add(o) as u64),
-            RegisterRule::ValOffset(o) => Some((cfa as i64).wrapping_add(o) as u64),
+            RegisterRule::Offset(o) => read_u64((cfa as i64).wrapping_add(*o) as u64),
+            RegisterRule::ValOffset(o) => Some((cfa as i64).wrapping_add(*o) as u64),
             RegisterRule::Register(r) => regs.get(r.0),
-            RegisterRule::Constant(c) => Some(c),
+            RegisterRule::Constant(c) => Some(*c),
             RegisterRule::Expression(e) => {
                 let expr = e.get(section).ok()?;
                 let addr = eval_with_cfa(expr, cfa, regs, read_u64)?;
@@ -155,21 +207,15 @@ fn apply_row<S: UnwindSection<R>>(
             _ => None,
         })
     };
-    for n in 0..17u16 {
-        if n == DWARF_RSP {
-            continue;
-        }
-        if let Some(rule) = row.register(gimli::Register(n))
-            && let Some(v) = rule_value(rule)
-        {
-            caller.set(n, v);
+    // Return address: explicit rule, else undefined (end of stack).
+    let mut ra = None;
+    for (n, r) in &rule.regs {
+        if *n == DWARF_RA {
+            ra = rule_value(r).flatten();
+        } else if let Some(v) = rule_value(r) {
+            caller.set(*n, v);
         }
     }
-    // Return address: explicit rule, else undefined (end of stack).
-    let ra = match row.register(gimli::Register(DWARF_RA)) {
-        Some(rule) => rule_value(rule).flatten(),
-        None => None,
-    };
     caller.set(DWARF_RA, ra);
     caller.set(DWARF_RSP, Some(cfa));
     Some((caller, cfa))

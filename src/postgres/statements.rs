@@ -233,7 +233,8 @@ impl StatusShape {
         let l = Layout::of(di, "PgBackendStatus").map_err(|e| {
             format!(
                 "{e:#}: the backend's pg_stat_activity entry is read by its layout; give the \
-                 server's debug info (--debug-file FILE, or its debug symbols package)"
+                 server's debug info (--debug-file FILE, or its debug symbols package) or a \
+                 layout pack that has PgBackendStatus (pgdbg's own, or pgdbg symbols extract)"
             )
         })?;
         let fields = Fields::of(&l)?;

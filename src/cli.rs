@@ -32,7 +32,8 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum SymbolsCmd {
     /// Write the layout pack of a debug build (JSON): the structs, global
-    /// types and GUC enums pgdbg reads, for stripped binaries of that major
+    /// types, GUC enums and wait-event enums pgdbg reads, for stripped
+    /// binaries of that major
     Extract {
         /// A postgres binary with DWARF (e.g. ~/.cache/pgdbg/pg/15/bin/postgres)
         binary: PathBuf,

@@ -53,6 +53,16 @@ MemoryContextData pack_MemoryContextData;
 Latch pack_Latch;
 PgBackendStatus pack_PgBackendStatus;
 
+/* the enums (typedef names, as pgdbg asks for them) */
+WaitEventActivity pack_WaitEventActivity;
+WaitEventClient pack_WaitEventClient;
+WaitEventIPC pack_WaitEventIPC;
+WaitEventTimeout pack_WaitEventTimeout;
+WaitEventIO pack_WaitEventIO;
+#if PG_VERSION_NUM >= 170000
+WaitEventBufferPin pack_WaitEventBufferPin;
+#endif
+
 /* the globals, typed by the headers' own declarations */
 __typeof__(MyProc) MyProc;
 __typeof__(MyProcPid) MyProcPid;

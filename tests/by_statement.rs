@@ -1,9 +1,8 @@
 //! `--by-statement` on real PostgreSQL 15 (compute_query_id on), 18 (no
 //! query id: statements told apart by their text) and 16's release build
 //! (compute_query_id on; no DWARF: the entry is read by the layout pack of
-//! symbols/, the database and role named by their OIDs; the sleep's wait
-//! event named as the backend named it to an earlier `waits sample`): one
-//! session runs a
+//! symbols/, the database and role named by their OIDs, the wait events by
+//! the pack's enums): one session runs a
 //! known script, `select pg_sleep(1.2)`, a PL/pgSQL loop on a CPU for
 //! 1.2 s, `select pg_sleep(0.3)`, then waits for its client, while
 //! `pgdbg profile --wall --by-statement` and `waits sample --by-statement`
@@ -104,39 +103,11 @@ fn profile_by_statement(major: u32, settings: &[&str]) {
     assert_eq!(qid, query_id(&cl, SHORT), "one query id for both sleeps");
 
     let out = std::env::temp_dir().join(format!("pgdbg-bystmt-{major}-{}", std::process::id()));
-    // a names cache of its own
+    // a names cache of its own, empty: the wait events are named by the
+    // debug info or the layout pack, not by what an earlier command cached
     let cache = out.with_extension("cache");
     let _ = std::fs::remove_dir_all(&cache);
     let env = [("XDG_CACHE_HOME", cache.to_str().unwrap())];
-    if major == 16 {
-        // no DWARF: a profile names wait events only as the backend named
-        // them to an earlier command (its cache); samplings of this idle
-        // session and of another one in pg_sleep ask the backends for
-        // those waits' names
-        let sample = |pid: i32, name: &str| {
-            let (code, o, e) = Pgdbg::spawn_env(
-                &[
-                    "attach",
-                    &pid.to_string(),
-                    "--ex",
-                    "waits sample",
-                    "--for",
-                    "1s",
-                ],
-                &env,
-            )
-            .wait(Duration::from_secs(60));
-            assert!(code == 0 && o.contains(name), "{o}{e}");
-        };
-        cl.wait_client_read(pid);
-        sample(pid, "ClientRead");
-        let mut b = cl.connect();
-        let bpid = b.pid();
-        let h = b.spawn_text("select pg_sleep(3)");
-        cl.wait_active(&[bpid], "select pg_sleep(3)");
-        sample(bpid, "PgSleep");
-        b.rejoin(h).unwrap();
-    }
     let mut p = Pgdbg::spawn_to_file_env(
         &[
             "profile",

@@ -292,7 +292,7 @@ impl TypeSource for DebugInfo {
     fn type_by_name(&self, name: &str) -> Option<TypeRef> {
         let name = name.trim();
         if let Some(p) = &self.pack {
-            if let Some(t) = p.struct_type(name) {
+            if let Some(t) = p.struct_type(name).or_else(|| p.enum_type(name)) {
                 return Some(t);
             }
             let base = |n: &str, size: u64, enc: Encoding| {

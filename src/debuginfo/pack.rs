@@ -26,6 +26,9 @@ pub struct PackSpec {
     pub globals: &'static [&'static str],
     /// (setting, option table): enum option tables recorded by name.
     pub guc_enums: &'static [(&'static str, &'static str)],
+    /// Enum types recorded by their (typedef) names, with every
+    /// enumerator.
+    pub enums: &'static [&'static str],
 }
 
 /// Finds the pack of a binary that has no DWARF (`file`: one the user
@@ -92,6 +95,10 @@ pub struct Pack {
     pub structs: BTreeMap<String, PackStruct>,
     pub globals: BTreeMap<String, PackType>,
     pub guc_enums: BTreeMap<String, Vec<(String, i64)>>,
+    /// Enum types by name (absent from packs written before they were
+    /// recorded: none known then).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub enums: BTreeMap<String, PackType>,
 }
 
 impl Pack {
@@ -185,6 +192,14 @@ impl Pack {
                 }
             }
         }
+        let mut enums = BTreeMap::new();
+        for name in spec.enums {
+            if let Some(t) = di.type_by_name(name)
+                && let e @ PackType::Enum { .. } = to_pack(di, &t, 0)
+            {
+                enums.insert(name.to_string(), e);
+            }
+        }
         Ok(Pack {
             format: PACK_FORMAT,
             major,
@@ -192,6 +207,7 @@ impl Pack {
             structs,
             globals,
             guc_enums,
+            enums,
         })
     }
 
@@ -199,6 +215,11 @@ impl Pack {
 
     pub fn type_of_global(&self, name: &str) -> Option<TypeRef> {
         self.globals.get(name).map(from_pack)
+    }
+
+    /// An enum type recorded by name.
+    pub fn enum_type(&self, name: &str) -> Option<TypeRef> {
+        self.enums.get(name).map(from_pack)
     }
 
     /// A struct (or typedef-named struct) from the pack as a pgdbg type.

@@ -50,6 +50,19 @@ const GLOBALS: &[&str] = &[
 /// GUC enum option tables (static in the server) recorded by name.
 const GUC_ENUMS: &[(&str, &str)] = &[("plan_cache_mode", "plan_cache_mode_options")];
 
+/// Enum types recorded with their enumerators: the wait-event classes,
+/// what names a wait event without asking the backend
+/// (`postgres::waitnames`; BufferPin is an enum since 17, Extension's
+/// events are named at run time).
+const ENUMS: &[&str] = &[
+    "WaitEventActivity",
+    "WaitEventClient",
+    "WaitEventIPC",
+    "WaitEventTimeout",
+    "WaitEventIO",
+    "WaitEventBufferPin",
+];
+
 /// A pack without these is incomplete.
 const REQUIRED: &[&str] = &["CachedPlanSource", "PGPROC", "PortalData"];
 
@@ -58,6 +71,7 @@ pub const SPEC: PackSpec = PackSpec {
     required: REQUIRED,
     globals: GLOBALS,
     guc_enums: GUC_ENUMS,
+    enums: ENUMS,
 };
 
 /// 13, 15 and 18: extracted from the DWARF of debug builds (`scripts/gen-symbols`);

@@ -192,8 +192,9 @@ impl WaitNames {
 /// Every wait_event_info value this build can report that its debug info
 /// enumerates: the values of the wait-event enums of each class (their
 /// enumerators carry the class bits), the built-in LWLock tranches, the
-/// lock tag types and the buffer pin wait.  A type the debug info lacks
-/// (a stripped binary's layout pack) adds nothing.
+/// lock tag types and the buffer pin wait.  A type neither the debug info
+/// nor the layout pack has adds nothing (a pack records the wait-event
+/// classes' enums, not the LWLock tranches').
 pub fn known_values(s: &dyn Backend) -> Vec<u32> {
     use crate::debuginfo::types::{Type, TypeSource, strip};
     let di = s.di();

@@ -159,8 +159,9 @@ fn waits_sample_18() {
 /// plan_cache_mode those stacks are rare.  (2 cores: the names and stacks
 /// are asserted, not milliseconds.)  The load is checked to be running
 /// before tracing, and the contention itself is made certain by tracing
-/// again (at most 5 windows of 2 s) until 10 such waits were seen, so a
-/// fast or slow CPU changes the time taken, not the outcome.  Returns such
+/// again (at most 15 windows of 2 s) until 10 such waits were seen, so a
+/// fast or slow CPU, or a busy one (the contention needs the loops to run
+/// at the same time on both CPUs), changes the time taken, not the outcome.  Returns such
 /// waits per second traced under each mode.
 fn lock_manager_stacks(major: u32) -> [(usize, f64); 2] {
     let cl = Cluster::start_seeded(major);
@@ -187,7 +188,7 @@ fn lock_manager_stacks(major: u32) -> [(usize, f64); 2] {
         cl.wait_active(&pids, "runload_commit");
         let mut with_ael = 0usize;
         let mut secs = 0.0;
-        for _window in 0..5 {
+        for _window in 0..15 {
             let cap = std::env::temp_dir().join(format!(
                 "pgdbg-trace-{major}-{mode}-{}.jsonl",
                 std::process::id()

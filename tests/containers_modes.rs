@@ -10,7 +10,12 @@
 //! choices and costs, plan, wait events and functions.  No decoy (the
 //! host's file at the container's `plpgsql.so` path, the sidecar's files at
 //! the paths of the server's libc, loader, binary and `plpgsql.so`) is ever
-//! opened.
+//! opened.  Runs alone: `cluster_by_the_containers_own_path` names a
+//! cluster by `/data`, the path every container of the testbed serves, so
+//! another test file's container beside it would make that path name two.
+
+// scripts/test: alone (`--cluster /data` names every container of the testbed: one started by
+// another test binary beside this one would make it ambiguous)
 
 use common::*;
 use container::{Container, Sidecar, Watch};
@@ -495,4 +500,27 @@ fn cluster_by_the_containers_own_path() {
     // a path no root has: one line, as before
     let (code, _, err) = pgdbg(&["ps", "--cluster", "/nonexistent-pgdbg-data"]);
     assert_one_line_error(code, &err, "cannot read directory /nonexistent-pgdbg-data");
+    // a second container whose data directory is /data too: which one is
+    // asked, never guessed, in one line naming both as the host sees them
+    let other = Container::start(&pg_prefix(15), SETTINGS);
+    let (code, _, err) = pgdbg(&["ps", "--cluster", "/data"]);
+    assert_one_line_error(
+        code,
+        &err,
+        "/data is the data directory of 2 postmasters, each in its own root",
+    );
+    for pm in [ct.postmaster, other.postmaster] {
+        assert!(err.contains(&format!("/proc/{pm}/root/data")), "{err}");
+    }
+    // named as the host sees it: that one
+    let (code, out, err) = pgdbg(&[
+        "ps",
+        "--cluster",
+        &format!("/proc/{}/root/data", other.postmaster),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains(&format!("postmaster {} ", other.postmaster)),
+        "{out}"
+    );
 }

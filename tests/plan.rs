@@ -435,6 +435,9 @@ fn call_checks(major: u32) {
     a.exec("begin");
     let r = a.c.as_mut().unwrap().simple_query("select 1/0");
     assert!(format!("{r:?}").contains("division by zero"), "{r:?}");
+    // the client has the error before the backend has ended its recovery
+    // (a stop in it is refused as "in the middle of reporting an error")
+    cl.wait_client_read(pid);
     let line = refused(pid, "call GetCurrentTransactionId()");
     assert!(
         line.contains(
@@ -475,6 +478,7 @@ fn call_checks(major: u32) {
     a.exec("savepoint s");
     let r = a.c.as_mut().unwrap().simple_query("select 1/0");
     assert!(r.is_err());
+    cl.wait_client_read(pid);
     let line = refused(pid, "call GetCurrentTransactionId()");
     assert!(
         line.contains("aborted (TBLOCK_SUBABORT: a failed statement after a SAVEPOINT)"),

@@ -33,7 +33,7 @@ pub fn postmaster_of(dir: &Path) -> Result<i32> {
             .collect();
         locks.sort();
         candidates.extend(locks);
-    } else if let Some(h) = postmaster_in_other_root(dir) {
+    } else if let Some(h) = postmaster_in_other_root(dir)? {
         return Ok(h);
     } else {
         bail!(
@@ -84,7 +84,7 @@ pub fn postmaster_of(dir: &Path) -> Result<i32> {
         {
             return Ok(h);
         }
-        if let Some(h) = postmaster_in_other_root(dir) {
+        if let Some(h) = postmaster_in_other_root(dir)? {
             return Ok(h);
         }
         bail!(
@@ -92,7 +92,7 @@ pub fn postmaster_of(dir: &Path) -> Result<i32> {
             c.display()
         );
     }
-    if let Some(h) = postmaster_in_other_root(dir) {
+    if let Some(h) = postmaster_in_other_root(dir)? {
         return Ok(h);
     }
     Err(anyhow!(
@@ -105,21 +105,47 @@ pub fn postmaster_of(dir: &Path) -> Result<i32> {
 /// (a container's path, given where pgdbg's root is another: on the host,
 /// or in a sidecar container that shares only the server's PID
 /// namespace): it works in `/proc/PID/root/<dir>`, and that directory's
-/// `postmaster.pid` names the PID it knows itself by.
-fn postmaster_in_other_root(dir: &Path) -> Option<i32> {
+/// `postmaster.pid` names the PID it knows itself by.  Several containers
+/// may each name their data directory `dir` (`/data`, say): then which one
+/// is meant is asked, never guessed.
+fn postmaster_in_other_root(dir: &Path) -> Result<Option<i32>> {
     if !dir.is_absolute() {
-        return None;
+        return Ok(None);
     }
-    postmasters().into_iter().find(|&h| {
-        if !procfs::root_differs(h) {
-            return false;
+    let found: Vec<i32> = postmasters()
+        .into_iter()
+        .filter(|&h| {
+            if !procfs::root_differs(h) {
+                return false;
+            }
+            let d = procfs::in_root_of(h, dir);
+            let named = std::fs::read_to_string(d.join("postmaster.pid"))
+                .ok()
+                .and_then(|t| t.lines().next()?.trim().parse::<i32>().ok());
+            named == Some(procfs::ns_pid(h)) && cwd_is(h, &d) == Some(true)
+        })
+        .collect();
+    match found[..] {
+        [] => Ok(None),
+        [h] => Ok(Some(h)),
+        _ => {
+            let each: Vec<String> = found
+                .iter()
+                .map(|h| format!("/proc/{h}/root{}", dir.display()))
+                .collect();
+            bail!(
+                "{} is the data directory of {} postmasters, each in its own root (PIDs {}): give one as this machine sees it ({})",
+                dir.display(),
+                found.len(),
+                found
+                    .iter()
+                    .map(|h| h.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                each.join(" or ")
+            )
         }
-        let d = procfs::in_root_of(h, dir);
-        let named = std::fs::read_to_string(d.join("postmaster.pid"))
-            .ok()
-            .and_then(|t| t.lines().next()?.trim().parse::<i32>().ok());
-        named == Some(procfs::ns_pid(h)) && cwd_is(h, &d) == Some(true)
-    })
+    }
 }
 
 /// Whether process `pid` works in directory `dir` (a postmaster works in
@@ -199,9 +225,9 @@ mod tests {
     /// only a postmaster working there (none has this directory).
     #[test]
     fn other_roots() {
-        assert_eq!(postmaster_in_other_root(Path::new("data")), None);
+        assert_eq!(postmaster_in_other_root(Path::new("data")).unwrap(), None);
         assert_eq!(
-            postmaster_in_other_root(Path::new("/nonexistent-pgdbg-test-dir")),
+            postmaster_in_other_root(Path::new("/nonexistent-pgdbg-test-dir")).unwrap(),
             None
         );
         let e = postmaster_of(Path::new("/nonexistent-pgdbg-test-dir")).unwrap_err();

@@ -180,6 +180,21 @@ fn err_file(out: &Path) -> PathBuf {
     out.with_extension("err")
 }
 
+/// Wait (at most 30 s) until the recorder's jump is at `at` in process
+/// `pid`; panics with pgdbg's output (in `out` and its error file).
+fn wait_jump(pid: i32, at: u64, out: &Path, round: &str) {
+    let t0 = std::time::Instant::now();
+    while byte_at(pid, at) != 0xe9 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "{round}: the recorder's jump not written in 30 s; pgdbg's output:\n{}\n{}",
+            std::fs::read_to_string(out).unwrap_or_default(),
+            std::fs::read_to_string(err_file(out)).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// Wait (at most 30 s) until pgdbg's output in `out` satisfies `f`;
 /// panics with the output.
 fn wait_output(out: &Path, what: &str, f: impl Fn(&str) -> bool) {
@@ -237,11 +252,7 @@ fn uprobe_over_recorder(major: u32) {
         // the recorder first, then the uprobe
         let round = format!("{major} recorder then uprobe #{i}");
         let p = s.plancache(&out);
-        wait_until(
-            &format!("{round}: the recorder's jump"),
-            Duration::from_secs(30),
-            || byte_at(bpid, s.at) == 0xe9,
-        );
+        wait_jump(bpid, s.at, &out, &round);
         wait_output(&out, &format!("{round}: a decision recorded"), |t| {
             t.contains(" plan  ")
         });
@@ -557,11 +568,7 @@ fn uprobe_in_rel32_under_load(major: u32) {
         );
         s.offset = offset + k;
         let p = s.plancache(&out);
-        wait_until(
-            &format!("{round}: the recorder's jump"),
-            Duration::from_secs(30),
-            || byte_at(bpid, s.at) == 0xe9,
-        );
+        wait_jump(bpid, s.at, &out, &round);
         wait_output(&out, &format!("{round}: a decision recorded"), |t| {
             t.contains(" plan  ")
         });

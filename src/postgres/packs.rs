@@ -52,16 +52,9 @@ const GUC_ENUMS: &[(&str, &str)] = &[("plan_cache_mode", "plan_cache_mode_option
 
 /// Enum types recorded with their enumerators: the wait-event classes,
 /// what names a wait event without asking the backend
-/// (`postgres::waitnames`; BufferPin is an enum since 17, Extension's
-/// events are named at run time).
-const ENUMS: &[&str] = &[
-    "WaitEventActivity",
-    "WaitEventClient",
-    "WaitEventIPC",
-    "WaitEventTimeout",
-    "WaitEventIO",
-    "WaitEventBufferPin",
-];
+/// (`postgres::waitnames`; one a major lacks is not recorded: BufferPin
+/// is an enum since 17, Extension's events are named at run time).
+const ENUMS: &[&str] = super::waits::CLASS_ENUMS;
 
 /// A pack without these is incomplete.
 const REQUIRED: &[&str] = &["CachedPlanSource", "PGPROC", "PortalData"];

@@ -23,18 +23,6 @@ use super::waits::WaitNames;
 use crate::debuginfo::DebugInfo;
 use crate::debuginfo::types::{Type, TypeSource, strip};
 
-/// The enums of the wait-event classes and the class name each stands
-/// for (`pgstat_get_wait_event_type`'s).
-const CLASSES: &[(&str, &str)] = &[
-    ("WaitEventActivity", "Activity"),
-    ("WaitEventClient", "Client"),
-    ("WaitEventIPC", "IPC"),
-    ("WaitEventTimeout", "Timeout"),
-    ("WaitEventIO", "IO"),
-    ("WaitEventBufferPin", "BufferPin"),
-    ("WaitEventExtension", "Extension"),
-];
-
 /// Before PostgreSQL 17: the names that are not the enumerator's words
 /// capitalized (enumerator without `WAIT_EVENT_`, name).
 pub const HAND_WRITTEN: &[(&str, &str)] = &[
@@ -191,14 +179,15 @@ pub fn static_name(di: &DebugInfo, pid: i32, bias: u64, info: u32) -> Option<(St
         _ => {}
     }
     let generated = di.type_by_name("WaitEventBufferPin").is_some();
-    for (e, class_name) in CLASSES {
+    for e in super::waits::CLASS_ENUMS {
         let Some(t) = di.type_by_name(e) else {
             continue;
         };
+        let class_name = e.trim_start_matches("WaitEvent");
         if let Type::Enum { values, .. } = &*strip(di, &t)
             && let Some((n, _)) = values.iter().find(|(_, v)| *v as u32 == info)
         {
-            return Some(((*class_name).into(), enumerator_name(n, generated)));
+            return Some((class_name.into(), enumerator_name(n, generated)));
         }
     }
     // before 17: classes of one wait, no enum

@@ -189,6 +189,19 @@ impl WaitNames {
     }
 }
 
+/// The enums of the wait-event classes, each named `WaitEvent` and the
+/// class name it stands for (`pgstat_get_wait_event_type`'s): what names a
+/// wait event by the debug info or a layout pack (which records them).
+pub const CLASS_ENUMS: &[&str] = &[
+    "WaitEventActivity",
+    "WaitEventClient",
+    "WaitEventIPC",
+    "WaitEventTimeout",
+    "WaitEventIO",
+    "WaitEventBufferPin",
+    "WaitEventExtension",
+];
+
 /// Every wait_event_info value this build can report that its debug info
 /// enumerates: the values of the wait-event enums of each class (their
 /// enumerators carry the class bits), the built-in LWLock tranches, the
@@ -208,15 +221,7 @@ pub fn known_values(s: &dyn Backend) -> Vec<u32> {
         }
     };
     let mut out: Vec<u32> = Vec::new();
-    for e in [
-        "WaitEventActivity",
-        "WaitEventClient",
-        "WaitEventIPC",
-        "WaitEventTimeout",
-        "WaitEventIO",
-        "WaitEventBufferPin",
-        "WaitEventExtension",
-    ] {
+    for e in CLASS_ENUMS {
         out.extend(values(e).iter().map(|(_, v)| *v as u32));
     }
     // PG_WAIT_LWLOCK | tranche: the built-in tranches (individual LWLocks

@@ -30,6 +30,23 @@ pub struct Watch {
     /// The debug-register slots of its pieces while armed (enabled);
     /// empty when not armed.
     pub slots: Vec<usize>,
+    /// For a frame's local (its bytes on the stack): the frame it belongs
+    /// to, whose return ends the watchpoint.
+    pub scope: Option<Scope>,
+}
+
+/// The frame of a watched local: gdb's watchpoint scope.  The frame is
+/// alive while the stack pointer is below `cfa` and its return address
+/// (the word below `cfa`) is still `ret`; an int3 at `ret` (while `armed`)
+/// stops the backend where the frame returns.
+#[derive(Debug, Clone)]
+pub struct Scope {
+    pub cfa: u64,
+    pub ret: u64,
+    /// The frame's function, for messages.
+    pub function: String,
+    /// The int3 at `ret` is in.
+    pub armed: bool,
 }
 
 /// What a hit of a watchpoint saw, as gdb decides it (x86 has no
@@ -146,13 +163,41 @@ impl Breakpoints {
     pub fn remove(&mut self, id: u32) -> Option<Vec<u64>> {
         let pos = self.list.iter().position(|b| b.id == id)?;
         let bp = self.list.remove(pos);
+        let scope = bp
+            .watch
+            .as_ref()
+            .and_then(|w| w.scope.as_ref())
+            .filter(|s| s.armed)
+            .map(|s| s.ret);
         Some(
             bp.locations
                 .iter()
                 .map(|l| l.addr)
-                .filter(|a| !self.uses(*a))
+                .chain(scope)
+                .filter(|a| !self.uses(*a) && !self.scope_uses(*a))
                 .collect(),
         )
+    }
+
+    /// A watched local's frame returns to `addr`: its int3 is in.
+    pub fn scope_uses(&self, addr: u64) -> bool {
+        self.list.iter().any(|b| {
+            b.watch
+                .as_ref()
+                .and_then(|w| w.scope.as_ref())
+                .is_some_and(|s| s.armed && s.ret == addr)
+        })
+    }
+
+    /// The watchpoints on a frame's local whose scope int3 is in.
+    pub fn scoped_watches(&self) -> Vec<(u32, Scope)> {
+        self.list
+            .iter()
+            .filter_map(|b| {
+                let s = b.watch.as_ref()?.scope.as_ref()?;
+                s.armed.then(|| (b.id, s.clone()))
+            })
+            .collect()
     }
 
     /// An enabled breakpoint has a location at `addr` (its int3 is in).
@@ -275,6 +320,7 @@ mod tests {
             ty: crate::debuginfo::types::Type::int(),
             old: vec![0; 4],
             slots,
+            scope: None,
         };
         b.add_watch("x".into(), w(vec![2]));
         b.add_watch("y".into(), w(vec![]));
@@ -294,5 +340,36 @@ mod tests {
         b.get_mut(1).unwrap().ignore = 2;
         assert!(b.ignored(1) && b.ignored(1) && !b.ignored(1));
         assert_eq!(b.get_mut(1).unwrap().hits, 2);
+    }
+
+    #[test]
+    fn a_watched_locals_return_keeps_its_int3_until_removed() {
+        let mut b = Breakpoints::default();
+        b.add("f".into(), vec![loc(0x40)], false, None);
+        let w = |armed| Watch {
+            kind: WatchKind::Write,
+            addr: 8,
+            len: 4,
+            ty: crate::debuginfo::types::Type::int(),
+            old: vec![0; 4],
+            slots: vec![0],
+            scope: Some(Scope {
+                cfa: 0x1000,
+                ret: 0x40,
+                function: "f".into(),
+                armed,
+            }),
+        };
+        let id = b.add_watch("x".into(), w(true)).id;
+        b.add_watch("y".into(), w(false));
+        assert!(b.scope_uses(0x40) && !b.scope_uses(0x41));
+        assert_eq!(b.scoped_watches().len(), 1);
+        assert_eq!(b.scoped_watches()[0].0, id);
+        // the user's breakpoint 1 still uses 0x40: not given back
+        assert_eq!(b.remove(id), Some(vec![]));
+        assert!(!b.scope_uses(0x40));
+        assert_eq!(b.remove(1), Some(vec![0x40]));
+        let id = b.add_watch("z".into(), w(true)).id;
+        assert_eq!(b.remove(id), Some(vec![0x40]));
     }
 }

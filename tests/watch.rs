@@ -16,6 +16,11 @@ use std::time::{Duration, Instant};
 /// it has set watchpoint 1, `sql` is sent; its output (stdout and stderr)
 /// once it is done.
 fn tool_run(c: &mut Client, tool: &str, cmds: &[&str], sql: &str) -> String {
+    tool_run_when(c, tool, cmds, "atchpoint 1: ", sql)
+}
+
+/// `tool_run`, `sql` sent once the tool's output holds `ready`.
+fn tool_run_when(c: &mut Client, tool: &str, cmds: &[&str], ready: &str, sql: &str) -> String {
     let pid = c.pid();
     let out = std::env::temp_dir().join(format!("pgdbg-watch-{tool}-{pid}.txt"));
     let f = std::fs::File::create(&out).unwrap();
@@ -39,10 +44,10 @@ fn tool_run(c: &mut Client, tool: &str, cmds: &[&str], sql: &str) -> String {
         .spawn()
         .unwrap();
     wait_until(
-        &format!("{tool} to set watchpoint 1"),
+        &format!("{tool} to say '{ready}'"),
         Duration::from_secs(90),
         || {
-            std::fs::read_to_string(&out).is_ok_and(|t| t.contains("atchpoint 1: "))
+            std::fs::read_to_string(&out).is_ok_and(|t| t.contains(ready))
                 || child.try_wait().unwrap().is_some()
         },
     );
@@ -84,6 +89,8 @@ fn stop_lines(text: &str) -> Vec<String> {
                 || l.split('\t').next().is_some_and(|n| {
                     !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) && l.contains('\t')
                 })
+                || l.starts_with("Watchpoint ")
+                || l.starts_with("which its expression is valid")
                 || l.starts_with("Num ")
                 || l.starts_with("1       ")
                 || l.starts_with("\tbreakpoint already hit")
@@ -395,7 +402,7 @@ fn reads_as_gdb_18() {
 }
 
 /// Refusals in one line, nothing armed: an object larger than 8 bytes,
-/// an unaligned one, a constant, a word of the stack, of code, of
+/// an unaligned one, a constant, a word of the stack in no frame, of code, of
 /// read-only data, a fifth watchpoint; then the listing,
 /// disable/enable/delete, and DR7 clear after the detach.
 fn refusals_and_bookkeeping(major: u32) {
@@ -448,9 +455,13 @@ fn refusals_and_bookkeeping(major: u32) {
         k.contains("its value is not in the backend's memory"),
         "{k}"
     );
-    // a word of the stack (a frame's locals live there): refused
-    let k = one_line_error(pid, "watch *(long *)$rsp");
-    assert!(k.contains("is on the backend's stack"), "{k}");
+    // a word of the stack below the stack pointer (no frame's local):
+    // refused
+    let k = one_line_error(pid, "watch *(long *)($rsp - 4096)");
+    assert!(
+        k.contains("is on the backend's stack but in no frame pgdbg unwinds"),
+        "{k}"
+    );
     // code and read-only data: the mapping check of set var (a watched
     // byte that pgdbg's own SIGTRAP handling touches would kill it)
     let k = one_line_error(pid, "watch *(int *)ExecutorStart");
@@ -702,6 +713,257 @@ fn killed_with_a_watchpoint_15() {
 #[test]
 fn killed_with_a_watchpoint_18() {
     killed_with_a_watchpoint(18);
+}
+
+/// A watchpoint on a frame's local, as gdb: `exec_simple_query`'s `qc`
+/// (a struct whose address goes to `PortalRun`), set from the frame above
+/// `PortalRun`'s breakpoint; its writes in `InitializeQueryCompletion` and
+/// `PortalRun`, then its frame's return to `PostgresMain`, where gdb and
+/// pgdbg both delete it ("left the block") and stop.  The scope's int3
+/// comes out with it: code equal to the file's, no debug register left,
+/// and the next statement runs as before.
+fn local_watch_as_gdb(major: u32) {
+    if !gdb_there() {
+        return;
+    }
+    let cl = Cluster::start(major);
+    let mut c = cl.connect();
+    let pid = c.pid();
+    let sql = "select 1";
+    let mut cmds = vec!["break PortalRun", "continue", "up", "watch qc", "delete 1"];
+    cmds.extend(std::iter::repeat_n("continue", 5));
+    cmds.push("info breakpoints");
+    let mut gcmds = cmds.clone();
+    gcmds.push("detach");
+    c.exec(sql);
+    let theirs = tool_run_when(&mut c, "gdb", &gcmds, "reakpoint 1 at", sql);
+    c.exec(sql);
+    let ours = tool_run_when(&mut c, "pgdbg", &cmds, "reakpoint 1 at", sql);
+    // the frame lines without their arguments: gdb names some from their
+    // entry values (pgdbg says <optimized out> for those)
+    let bare = |t: &str| -> Vec<String> {
+        stop_lines(t)
+            .into_iter()
+            .map(|l| match (l.find(" ("), l.rfind(") at ")) {
+                (Some(i), Some(j)) if i < j => format!("{} (...){}", &l[..i], &l[j + 1..]),
+                _ => l,
+            })
+            .collect()
+    };
+    let (a, b) = (bare(&ours), bare(&theirs));
+    assert!(
+        ours.contains(
+            "Watchpoint 2 deleted because the program has left the block in\nwhich its expression is valid.\n"
+        ),
+        "pgdbg did not delete the watchpoint at its frame's return:\n{ours}"
+    );
+    assert!(
+        a.iter().filter(|l| l.starts_with("Old value = ")).count() >= 3,
+        "pgdbg saw too few writes of qc:\n{ours}"
+    );
+    assert_eq!(a, b, "pgdbg:\n{ours}\ngdb:\n{theirs}");
+    assert!(ours.contains("No breakpoints or watchpoints."), "{ours}");
+    assert_eq!(dr7(pid), 0, "DR7 of {pid} armed after pgdbg ended");
+    let bin = cl.postgres_binary();
+    let size = common::symbol_size(&bin, "PostgresMain");
+    assert!(
+        common::code_matches_file(pid, &bin, "PostgresMain", size as usize),
+        "PostgresMain's code (where the frame returns) is not the file's"
+    );
+    assert_eq!(c.query_one_i64("select 6 * 7"), 42);
+    cl.assert_no_crash();
+}
+
+#[test]
+fn local_watch_as_gdb_15() {
+    local_watch_as_gdb(15);
+}
+
+#[test]
+fn local_watch_as_gdb_18() {
+    local_watch_as_gdb(18);
+}
+
+/// pgdbg attached to `c`'s backend runs `cmds` (the first sets breakpoint
+/// 1); then `sql` is sent; pgdbg's exit code and output (stdout and
+/// stderr) once it has ended, and what the statement gave.
+fn pgdbg_during(c: &mut Client, cmds: &[&str], sql: &str) -> (i32, String, Result<String, String>) {
+    let pid = c.pid();
+    let out = std::env::temp_dir().join(format!("pgdbg-local-watch-{pid}.txt"));
+    let mut args = vec!["attach".to_string(), pid.to_string(), "-q".to_string()];
+    args.extend(common::ex(cmds));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let p = Pgdbg::spawn_to_file(&args, &out);
+    wait_until("breakpoint 1", Duration::from_secs(60), || {
+        std::fs::read_to_string(&out).is_ok_and(|t| t.contains("Breakpoint 1 at"))
+    });
+    let h = c.spawn_text(sql);
+    let (code, _, err) = p.wait(Duration::from_secs(120));
+    let text = std::fs::read_to_string(&out).unwrap();
+    let _ = std::fs::remove_file(&out);
+    (code, format!("{text}{err}"), c.rejoin(h))
+}
+
+/// A watched local's frame left by a `finish` (whose int3 is where the
+/// frame returns: the watchpoint ends after it, said after its text), and
+/// by an ERROR's longjmp (seen at the next stop, where another frame
+/// writes the word); a disabled one whose frame has returned is not
+/// enabled again.
+fn local_watch_ends_with_its_frame(major: u32) {
+    let cl = Cluster::start(major);
+    let mut c = cl.connect();
+    let pid = c.pid();
+    let deleted = "Watchpoint 2 deleted because the program has left the block in\nwhich its expression is valid.";
+    let mut cmds = vec!["break PortalRun", "continue", "up", "watch qc", "delete 1"];
+    cmds.extend(std::iter::repeat_n("continue", 4));
+    cmds.extend(["finish", "finish", "info breakpoints"]);
+    let (code, out, r) = pgdbg_during(&mut c, &cmds, "select 1");
+    assert_eq!((code, r.as_deref()), (0, Ok("1")), "{out}");
+    let after = out
+        .split("Run till exit from #0  exec_simple_query")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no finish out of exec_simple_query:\n{out}"));
+    assert!(
+        after.contains("in PostgresMain") && after.contains(deleted),
+        "{out}"
+    );
+    assert!(out.contains("No breakpoints or watchpoints."), "{out}");
+    // an ERROR in the executor: its longjmp leaves exec_simple_query
+    let mut cmds = vec!["break PortalRun", "continue", "up", "watch qc", "delete 1"];
+    cmds.extend(std::iter::repeat_n("continue", 3));
+    cmds.push("info breakpoints");
+    let (code, out, r) = pgdbg_during(&mut c, &cmds, "select 1 / g from generate_series(0, 0) g");
+    assert_eq!(code, 0, "{out}");
+    assert!(r.is_err_and(|e| e.contains("division by zero")), "{out}");
+    assert!(out.contains(deleted), "{out}");
+    assert!(out.contains("No breakpoints or watchpoints."), "{out}");
+    // disabled, its frame returns meanwhile: enable refuses it
+    let cmds = [
+        "break PortalRun",
+        "continue",
+        "up",
+        "watch qc",
+        "delete 1",
+        "disable 2",
+        "tbreak ReadyForQuery",
+        "continue",
+        "enable 2",
+    ];
+    let (code, out, r) = pgdbg_during(&mut c, &cmds, "select 2");
+    assert_eq!((code, r.as_deref()), (1, Ok("2")), "{out}");
+    assert!(
+        out.contains(
+            "watchpoint 2 stays disabled: the frame of its local (exec_simple_query) has returned"
+        ),
+        "{out}"
+    );
+    assert_eq!(dr7(pid), 0, "DR7 of {pid} armed after pgdbg ended");
+    assert_eq!(c.query_one_i64("select 6 * 7"), 42);
+    cl.assert_no_crash();
+}
+
+#[test]
+fn local_watch_ends_with_its_frame_15() {
+    local_watch_ends_with_its_frame(15);
+}
+
+/// pgdbg and its guardian killed together while an access watchpoint on
+/// a frame's local (`exec_simple_query`'s `qc`) is armed inside a
+/// statement: the debug register stays on that stack word after its
+/// frame returns, where other frames (and pgdbg's own handlers' frames)
+/// reuse it; the backend runs on through pgdbg's SIGTRAP handler, which
+/// takes a trap even inside itself; its statements end right; `pgdbg
+/// rescue` clears the register; the cluster never restarts.
+fn killed_with_a_local_watchpoint(major: u32) {
+    let cl = Cluster::start(major);
+    let mut c = cl.connect();
+    let pid = c.pid();
+    let script = write_script(
+        &format!("local-watch-killed-{major}"),
+        &[
+            "break PortalRun",
+            "continue",
+            "up",
+            "awatch qc",
+            "delete 1",
+            "commands 2",
+            "  silent",
+            "  continue",
+            "end",
+            "continue",
+        ],
+    );
+    let out = std::env::temp_dir().join(format!("pgdbg-local-watch-killed-{pid}.txt"));
+    let p = Pgdbg::spawn_to_file(
+        &[
+            "attach",
+            &pid.to_string(),
+            "-q",
+            "--script",
+            script.to_str().unwrap(),
+        ],
+        &out,
+    );
+    let said = |what: &str| std::fs::read_to_string(&out).is_ok_and(|t| t.contains(what));
+    wait_until("the breakpoint", Duration::from_secs(60), || {
+        said("Breakpoint 1 at")
+    });
+    // the watch is set at PortalRun's stop, then the statement sleeps
+    // inside the frame that holds qc: both are killed meanwhile
+    let h = c.spawn_text("select 7 from pg_sleep(1.5)");
+    wait_until(
+        "the watchpoint on qc to be set",
+        Duration::from_secs(60),
+        || said("watchpoint 2: qc"),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        proc_state(pid).starts_with('S'),
+        "not asleep in pg_sleep: {}",
+        proc_state(pid)
+    );
+    let g = guardians_of(pid);
+    assert!(!g.is_empty(), "no guardian of {pid}");
+    unsafe {
+        libc::kill(g[0], libc::SIGKILL);
+        libc::kill(p.pid(), libc::SIGKILL);
+    }
+    let _ = p.wait(Duration::from_secs(30));
+    wait_until(
+        "pgdbg and its guardian to end",
+        Duration::from_secs(30),
+        || tracer_pid(pid) == 0 && guardians_of(pid).is_empty(),
+    );
+    let _ = std::fs::remove_file(&out);
+    assert_ne!(dr7(pid), 0, "the register is meant to be left armed here");
+    let r = c.rejoin(h);
+    assert_eq!(r.as_deref(), Ok("7"), "the statement under the watchpoint");
+    // the word is another frame's now, at every statement
+    for _ in 0..20 {
+        assert!(c.query_one_i64("select count(*) from pg_class where relname like 'pg_%'") > 0);
+    }
+    assert_eq!(c.query_one_i64("select 6 * 7"), 42);
+    let (code, out, err) = pgdbg(&["rescue", &pid.to_string()]);
+    assert_eq!(code, 0, "rescue: {out}{err}");
+    assert_eq!(dr7(pid), 0, "DR7 of {pid} still armed after the rescue");
+    let bin = cl.postgres_binary();
+    let size = common::symbol_size(&bin, "PostgresMain");
+    assert!(
+        common::code_matches_file(pid, &bin, "PostgresMain", size as usize),
+        "PostgresMain's code (where the frame returns) is not the file's"
+    );
+    assert_eq!(c.query_one_i64("select 6 * 7"), 42);
+    cl.assert_no_crash();
+}
+
+#[test]
+fn killed_with_a_local_watchpoint_15() {
+    killed_with_a_local_watchpoint(15);
+}
+
+#[test]
+fn killed_with_a_local_watchpoint_18() {
+    killed_with_a_local_watchpoint(18);
 }
 
 /// `set var` on a GUC's variable: `show` in that session sees it, print

@@ -11,7 +11,12 @@
 //! untraced, and comes here).
 //!
 //! The handler (raw machine code, no libc, no stack use beyond its return
-//! address, all signals blocked while it runs):
+//! address, every signal but SIGTRAP blocked while it runs; SIGTRAP itself
+//! is not deferred (SA_NODEFER): a debug register's trap inside the
+//! handler, on a watched word of a returned frame that the handler's own
+//! frame reuses, comes to it again one frame deeper and returns at once,
+//! where a blocked one would be forced to its default action and kill the
+//! backend; `BLOCKED_IN_HANDLERS`):
 //! * an int3 at the return address or an error trap of an inferior call
 //!   whose record pgdbg wrote into the data page (callrepair.rs), when it
 //!   is that call's: the backend is put back as before the call (or first
@@ -28,8 +33,8 @@
 //!   and missing from the table), or the one behind an injected system call
 //!   (`rip` = AT_ENTRY + 3): the code cannot go on there, so it dies as it
 //!   would without us: SIGTRAP's action back to the default, and a SIGTRAP
-//!   to its own thread (blocked while the handler runs, delivered at
-//!   `rt_sigreturn`);
+//!   to its own thread (not blocked: delivered as the `tgkill` returns,
+//!   so the core shows the handler's frame above the backend's);
 //! * a single-step (`si_code` TRAP_TRACE): the trap flag is cleared in the
 //!   interrupted context (else it traps on every instruction after);
 //! * anything else (a watchpoint: `rip` is already past the writing
@@ -129,6 +134,31 @@ pub const SA_WORDS: usize = 4;
 const SA_SIGINFO: u64 = 4;
 const SA_RESTART: u64 = 0x1000_0000;
 const SA_RESTORER: u64 = 0x0400_0000;
+/// arch/x86/include/uapi/asm/signal.h (not exported by libc either).
+const SA_NODEFER: u64 = 0x4000_0000;
+
+/// The signals blocked while our handlers run (this one's and the SIGCONT
+/// handler's, selfrelease.rs): every one but SIGTRAP.  A debug register
+/// left armed on a word the handler's frame reuses (a watched local whose
+/// frame has returned, pgdbg and its guardian both dead) traps inside the
+/// handler; the kernel forces a blocked synchronous SIGTRAP to its default
+/// action (`force_sig_info_to_task`), which would kill the backend, while
+/// an unblocked one comes to this handler again, one frame deeper, which
+/// returns at once for a debug register's trap.
+pub const BLOCKED_IN_HANDLERS: u64 = !(1 << (libc::SIGTRAP - 1));
+
+/// Our SIGTRAP action (kernel sigaction: handler, flags, restorer, mask)
+/// for the pages at `base`: siginfo, restarted system calls, our
+/// restorer, SIGTRAP neither blocked nor deferred (SA_NODEFER) while it
+/// runs, every other signal blocked.
+pub(super) fn action(base: u64) -> [u64; SA_WORDS] {
+    [
+        base,
+        SA_SIGINFO | SA_RESTART | SA_RESTORER | SA_NODEFER,
+        base + RESTORER,
+        BLOCKED_IN_HANDLERS,
+    ]
+}
 /// Entry: bits 0-47 the address, bit 48 the page is writable already (no
 /// mprotect), bits 56-63 the original byte.
 const ADDR_MASK: u64 = (1 << 48) - 1;

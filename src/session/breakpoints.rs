@@ -12,10 +12,14 @@ impl Session {
     }
 
     /// Take the int3 at `addr` out (`Target::remove_breakpoint`) unless an
-    /// enabled user breakpoint, a probe or the dynamic linker's hook
-    /// (library loads and unloads) still uses it.
+    /// enabled user breakpoint, a watched local's frame return, a probe or
+    /// the dynamic linker's hook (library loads and unloads) still uses it.
     pub(crate) fn release_int3(&mut self, addr: u64) -> Result<()> {
-        if self.bps.uses(addr) || self.internal.contains_key(&addr) || self.dl_hook == Some(addr) {
+        if self.bps.uses(addr)
+            || self.bps.scope_uses(addr)
+            || self.internal.contains_key(&addr)
+            || self.dl_hook == Some(addr)
+        {
             return Ok(());
         }
         self.target.remove_breakpoint(addr)
@@ -220,7 +224,8 @@ impl Session {
 
     pub fn info_breakpoints(&self) -> String {
         if self.bps.list.is_empty() {
-            return "No breakpoints.".into();
+            // gdb's words
+            return "No breakpoints or watchpoints.".into();
         }
         // gdb widens the Type column to its longest name ("read watchpoint")
         let tw = self

@@ -6,9 +6,34 @@ impl Session {
     /// should end.
     pub fn execute(&mut self, cmd: &Command) -> Result<Outcome> {
         self.settle_uprobes(cmd);
+        let runs = self.target.run_count();
         let res = self.execute_command(cmd);
+        let res = self.after_ran(res, runs);
         self.say_dropped_watches();
         self.say_outside_stops(res)
+    }
+
+    /// A command that ran the backend and left it stopped (a step,
+    /// `finish`, `until`, a call) may have left the frame of a watched
+    /// local without passing its return's int3 (the command's own int3
+    /// was there first, or an ERROR's longjmp): that watchpoint is
+    /// deleted and gdb's words for it follow the command's text (which
+    /// said where the backend stopped).
+    fn after_ran(&mut self, res: Result<Outcome>, runs: u64) -> Result<Outcome> {
+        let ran = self.target.run_count() != runs;
+        if !ran || self.background || self.target.is_gone() || self.bps.scoped_watches().is_empty()
+        {
+            return res;
+        }
+        let mut out = res?;
+        if let Some(text) = self.end_left_scopes(true)? {
+            if !out.text.is_empty() && !out.text.ends_with('\n') {
+                out.text.push('\n');
+            }
+            out.text
+                .push_str(text.strip_prefix('\n').unwrap_or(&text).trim_end());
+        }
+        Ok(out)
     }
 
     fn execute_command(&mut self, cmd: &Command) -> Result<Outcome> {

@@ -291,6 +291,17 @@ impl Session {
                         return Err(e);
                     }
                 }
+                Stop::Breakpoint { addr } if self.bps.scope_uses(addr) && !self.bps.uses(addr) => {
+                    // where a watched local's frame returns: the probe
+                    // ends there when the frame is gone
+                    self.last_stop = Some(stop);
+                    if let Some(text) = self.end_left_scopes(false)? {
+                        return Ok(Ran::new(ProbeEnd::Stopped, text));
+                    }
+                    if self.internal.contains_key(&addr) {
+                        h.on_stop(self, addr)?;
+                    }
+                }
                 Stop::Breakpoint { addr }
                     if self.internal.contains_key(&addr) && !self.bps.uses(addr) =>
                 {

@@ -47,6 +47,24 @@ impl Session {
             return Ok(None);
         }
         if let Stop::Breakpoint { addr } = stop
+            && self.bps.scope_uses(addr)
+        {
+            // where a watched local's frame returns: the watchpoint ends
+            // there (gdb's stop); a deeper call of it returning there is
+            // none (nor a stop unless a breakpoint of the user's is there)
+            self.last_stop = Some(stop.clone());
+            if let Some(text) = self.end_left_scopes(false)? {
+                return Ok(Some(Ran::new(ProbeEnd::Stopped, text)));
+            }
+            if !self.bps.uses(addr) {
+                if foreground && (runtime::sigint_seen() || runtime::deadline_hit()) {
+                    runtime::take_interrupt();
+                    return self.report_stop(Stop::Interrupted).map(Some);
+                }
+                return Ok(None);
+            }
+        }
+        if let Stop::Breakpoint { addr } = stop
             && self.bps.uses(addr)
         {
             self.last_stop = Some(stop.clone());

@@ -216,7 +216,7 @@ impl Session {
     /// (`module_for`) and in an executable mapping of its file (a return
     /// address read from the stack may be anything, and an int3 written
     /// into data would corrupt it).
-    fn check_goals(&mut self, addrs: &[u64]) -> Result<()> {
+    pub(crate) fn check_goals(&mut self, addrs: &[u64]) -> Result<()> {
         let maps = procfs::maps(self.pid)?;
         for &a in addrs {
             if self.module_for(a).is_none() || !in_file_code(&maps, a) {

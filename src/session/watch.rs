@@ -5,7 +5,7 @@
 //! words; and `set var`, a write into the backend's data.
 use super::*;
 use crate::arch::debugregs::{self, Kind};
-use crate::breakpoints::{Watch, WatchKind, WatchSeen, watch_seen};
+use crate::breakpoints::{Scope, Watch, WatchKind, WatchSeen, watch_seen};
 use crate::debuginfo::types::{Encoding, Type, strip};
 
 impl Session {
@@ -49,7 +49,14 @@ impl Session {
                 debugregs::SLOTS
             );
         }
-        self.check_data_range(&format!("{cmd} {expr}"), addr, len, true, "")?;
+        let head = format!("{cmd} {expr}");
+        let on_stack = self.check_data_range(&head, addr, len, "")?;
+        // a frame's local: watched until that frame returns, as gdb does
+        let scope = if on_stack {
+            Some(self.local_scope(&head, addr, len)?)
+        } else {
+            None
+        };
         let mut old = vec![0u8; len as usize];
         self.target.read(addr, &mut old)?;
         self.drop_stale_probe_watch();
@@ -61,6 +68,24 @@ impl Session {
             WatchKind::Read | WatchKind::Access => Kind::ReadWrite,
         };
         let slots = self.claim_pieces(id, addr, len, hw)?;
+        let scope = match scope {
+            Some(mut sc) => {
+                // the int3 where the frame returns; without it the
+                // registers go back
+                if let Err(e) = self.insert_int3(sc.ret) {
+                    for s in slots {
+                        let _ = self.target.release_watch(s);
+                    }
+                    return Err(e.context(format!(
+                        "{head}: no breakpoint could be put where its frame ({}) returns",
+                        sc.function
+                    )));
+                }
+                sc.armed = true;
+                Some(sc)
+            }
+            None => None,
+        };
         let bp = self.bps.add_watch(
             expr.to_string(),
             Watch {
@@ -70,6 +95,7 @@ impl Session {
                 ty: v.ty,
                 old,
                 slots,
+                scope,
             },
         );
         debug_assert_eq!(bp.id, id);
@@ -113,6 +139,22 @@ impl Session {
             && let Some(w) = self.bps.get_mut(id).and_then(|b| b.watch.as_mut())
         {
             w.slots = kept;
+        }
+        // a local's: the int3 where its frame returns comes out too
+        let ret = self
+            .bps
+            .get_mut(id)
+            .and_then(|b| b.watch.as_mut())
+            .and_then(|w| w.scope.as_mut())
+            .filter(|sc| sc.armed)
+            .map(|sc| {
+                sc.armed = false;
+                sc.ret
+            });
+        if let Some(ret) = ret
+            && let Err(e) = self.release_int3(ret)
+        {
+            first.get_or_insert(e);
         }
         first.map_or(Ok(()), Err)
     }
@@ -165,6 +207,14 @@ impl Session {
         if !w.slots.is_empty() {
             return Ok(());
         }
+        if let Some(sc) = &w.scope
+            && !self.scope_alive(sc)?
+        {
+            bail!(
+                "the frame of its local ({}) has returned: delete it and watch the local again in a live frame",
+                sc.function
+            );
+        }
         let mut now = vec![0u8; w.len as usize];
         self.target.read(w.addr, &mut now)?;
         self.drop_stale_probe_watch();
@@ -173,11 +223,111 @@ impl Session {
             _ => Kind::ReadWrite,
         };
         let slots = self.claim_pieces(id, w.addr, w.len, hw)?;
+        if let Some(sc) = &w.scope
+            && let Err(e) = self.insert_int3(sc.ret)
+        {
+            for s in slots {
+                let _ = self.target.release_watch(s);
+            }
+            return Err(e);
+        }
         if let Some(w) = self.bps.get_mut(id).and_then(|b| b.watch.as_mut()) {
             w.slots = slots;
             w.old = now;
+            if let Some(sc) = w.scope.as_mut() {
+                sc.armed = true;
+            }
         }
         Ok(())
+    }
+
+    /// The frame of the backend's stack that holds the `len` bytes at
+    /// `addr` (a local), as a watchpoint's scope: the physical frame
+    /// whose stack pointer and CFA enclose them (the innermost frame's
+    /// red zone included).  Refused in one line when no frame pgdbg
+    /// unwinds holds them (below the stack pointer, or above the frames).
+    fn local_scope(&mut self, head: &str, addr: u64, len: u64) -> Result<Scope> {
+        let frames = self.frames()?.clone();
+        let end = addr.saturating_add(len);
+        let mut phys: Vec<&Frame> = Vec::new();
+        for f in &frames {
+            if phys.last().is_none_or(|p| p.phys != f.phys) {
+                phys.push(f);
+            }
+        }
+        for (k, f) in phys.iter().enumerate() {
+            let (Some(sp), Some(cfa)) = (f.regs.get(7), f.cfa) else {
+                break;
+            };
+            // the innermost frame's locals may lie in its red zone
+            let low = if k == 0 { sp.saturating_sub(128) } else { sp };
+            if !(low <= addr && end <= cfa) {
+                continue;
+            }
+            let ret = self.target.read_u64(cfa - 8)?;
+            let function = f.function.clone().unwrap_or_else(|| "??".into());
+            let Some(caller) = phys.get(k + 1) else {
+                bail!(
+                    "{head}: {addr:#x} is a local of the outermost frame pgdbg unwinds ({function}), which has no caller to return to: not watched"
+                );
+            };
+            if caller.pc != ret {
+                bail!(
+                    "{head}: the return address of {function}'s frame ({ret:#x}) is not where its caller ({:#x}) is: not watched",
+                    caller.pc
+                );
+            }
+            self.check_goals(&[ret])?;
+            return Ok(Scope {
+                cfa,
+                ret,
+                function,
+                armed: false,
+            });
+        }
+        bail!(
+            "{head}: {addr:#x} is on the backend's stack but in no frame pgdbg unwinds (below the stack pointer, or past the frames it finds): not watched"
+        )
+    }
+
+    /// The frame of a watched local is still there: the stack pointer
+    /// below its CFA, its return address in place.
+    pub(crate) fn scope_alive(&self, sc: &Scope) -> Result<bool> {
+        let rsp = self.target.regs()?.rsp;
+        Ok(rsp < sc.cfa && self.target.read_u64(sc.cfa - 8).ok() == Some(sc.ret))
+    }
+
+    /// The watchpoints on locals whose frame is gone (returned, or left
+    /// by an ERROR's longjmp): deleted, as gdb deletes them; Some: gdb's
+    /// words for each, then where the backend is (the stop's text) unless
+    /// `said_where` (a step's own text has just said it).
+    pub(crate) fn end_left_scopes(&mut self, said_where: bool) -> Result<Option<String>> {
+        let scoped = self.bps.scoped_watches();
+        if scoped.is_empty() || self.target.is_gone() {
+            return Ok(None);
+        }
+        let mut left = Vec::new();
+        for (id, sc) in scoped {
+            if !self.scope_alive(&sc)? {
+                left.push(id);
+            }
+        }
+        if left.is_empty() {
+            return Ok(None);
+        }
+        self.delete_breakpoints(&left)?;
+        self.hit = None;
+        let mut text = String::new();
+        for id in &left {
+            text.push_str(&format!(
+                "\nWatchpoint {id} deleted because the program has left the block in\nwhich its expression is valid.\n"
+            ));
+        }
+        if said_where {
+            return Ok(Some(text));
+        }
+        let at = self.stop_where("watchpoint-scope", Some(left))?;
+        Ok(Some(format!("{text}{at}")))
     }
 
     /// A probe's debug register outside the probe loop (its arming failed
@@ -266,6 +416,10 @@ impl Session {
     /// stop is reported all the same (a step that ended on it).
     pub(crate) fn judge_watch(&mut self, dr6: u64, always: bool) -> Result<Option<Ran>> {
         self.hit = None;
+        // a local's frame left by a longjmp: its bytes are another frame's
+        if let Some(text) = self.end_left_scopes(false)? {
+            return Ok(Some(Ran::new(ProbeEnd::Stopped, text)));
+        }
         let mut seen = Vec::new();
         for id in self.bps.watches_fired(dr6) {
             let Some(w) = self.bps.get_mut(id).and_then(|b| b.watch.clone()) else {
@@ -324,6 +478,17 @@ impl Session {
                 _ => text.push_str(&format!("Value = {}\n", show(new, self))),
             }
         }
+        let at = self.stop_where("watchpoint", Some(passing))?;
+        Ok(Some(Ran::new(
+            ProbeEnd::Stopped,
+            format!("{text}{at}{note}"),
+        )))
+    }
+
+    /// Where a watchpoint's stop (`reason`) is, as gdb shows it: the frame
+    /// line and the source line, then the displays; the stop's event
+    /// emitted.
+    fn stop_where(&mut self, reason: &str, breakpoints: Option<Vec<u32>>) -> Result<String> {
         // where: gdb shows the address unless an is_stmt row of the line
         // table starts at the pc (a data breakpoint traps after the
         // instruction that did it, mostly inside a line)
@@ -358,7 +523,7 @@ impl Session {
         let frame = self.frames()?.first().cloned();
         self.emit(Event::Stop {
             address: Some(format!("{pc:#x}")),
-            breakpoints: Some(passing),
+            breakpoints,
             file: Some(
                 frame
                     .as_ref()
@@ -366,14 +531,11 @@ impl Session {
             ),
             function: Some(frame.as_ref().and_then(|f| f.function.clone())),
             line: Some(frame.as_ref().and_then(|f| f.line)),
-            reason: "watchpoint".into(),
+            reason: reason.into(),
             signal: None,
         });
         let displays = self.display_lines();
-        Ok(Some(Ran::new(
-            ProbeEnd::Stopped,
-            format!("{text}{head}{src}{displays}{note}"),
-        )))
+        Ok(format!("{head}{src}{displays}"))
     }
 
     /// `set var LVALUE = EXPR`: EXPR converted to LVALUE's type and
@@ -391,13 +553,7 @@ impl Session {
         }
         let bytes = self.converted(&target.ty, len, rhs)?;
         let end = addr.saturating_add(len);
-        self.check_data_range(
-            &format!("set var {lhs}"),
-            addr,
-            len,
-            false,
-            ": nothing written",
-        )?;
+        self.check_data_range(&format!("set var {lhs}"), addr, len, ": nothing written")?;
         let mut old = vec![0u8; len as usize];
         self.target.read(addr, &mut old)?;
         // a write that failed partway (word by word): what is there now
@@ -450,18 +606,9 @@ impl Session {
     /// after the reason) unless the `len` bytes at `addr` lie in one
     /// writable, non-executable mapping of the backend's data, none of
     /// pgdbg's own pages (its SIGTRAP handler's table and call record, a
-    /// detour's ring); for a watchpoint (`watch`) not a stack either.  A
-    /// watched address the backend touches while SIGTRAP is blocked (in
-    /// pgdbg's handlers, which read their pages and the signal frame on
-    /// the stack) makes the kernel kill it with that SIGTRAP.
-    fn check_data_range(
-        &self,
-        head: &str,
-        addr: u64,
-        len: u64,
-        watch: bool,
-        tail: &str,
-    ) -> Result<()> {
+    /// detour's ring).  Ok(true): they are on the backend's stack (a
+    /// frame's local).
+    fn check_data_range(&self, head: &str, addr: u64, len: u64, tail: &str) -> Result<bool> {
         let maps = procfs::maps(self.pid)?;
         let end = addr.saturating_add(len);
         let Some(m) = maps.iter().find(|m| m.start <= addr && end <= m.end) else {
@@ -473,11 +620,6 @@ impl Session {
             .as_deref()
             .is_some_and(|s| s.starts_with("[stack"))
             || (m.start..m.end).contains(&rsp);
-        if watch && on_stack {
-            bail!(
-                "{head}: {addr:#x} is on the backend's stack (a local of a frame); pgdbg watches globals and heap memory only, not a frame's locals"
-            );
-        }
         if self
             .target
             .own_pages()
@@ -503,7 +645,7 @@ impl Session {
                 m.perms
             );
         }
-        Ok(())
+        Ok(on_stack)
     }
 
     /// `rhs` as the `len` bytes of a `ty` (integers, enums, bools,

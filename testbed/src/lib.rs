@@ -1010,6 +1010,18 @@ pub fn symbol_in_file(file: &Path, symbol: &str) -> (u64, u64) {
     (addr, foff + (addr - sec.address()))
 }
 
+/// `symbol`'s size in `file`'s symbol table (or its dynamic symbols).
+pub fn symbol_size(file: &Path, symbol: &str) -> u64 {
+    use object::{Object, ObjectSymbol};
+    let data = std::fs::read(file).unwrap();
+    let obj = object::File::parse(&*data).unwrap();
+    obj.symbols()
+        .chain(obj.dynamic_symbols())
+        .find(|s| s.name().ok() == Some(symbol))
+        .unwrap_or_else(|| panic!("no symbol {symbol} in {}", file.display()))
+        .size()
+}
+
 /// The runtime address of link-time address `addr` of the object mapped
 /// from `mapped_as` in `pid`.
 pub fn runtime(pid: i32, mapped_as: &Path, addr: u64) -> u64 {

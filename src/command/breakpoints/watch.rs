@@ -14,9 +14,11 @@ const WATCH_HELP: &str = "EXPR is an lvalue (a global, a member through a pointe
      hardware watchpoints do. As gdb, an object is split into aligned pieces of 1, 2, 4 or 8 \
      bytes, one register each (a 16-byte struct takes two); one that needs more registers than \
      are free is refused. The address is taken once, when it is set (gdb's watch -location): a \
-     pointer on the way is not watched. Addresses on the backend's stack (a frame's locals) are \
-     refused. Numbered with the breakpoints: info breakpoints, \
-     delete, disable, enable, condition, ignore and commands take them. With 'if EXPR' it \
+     pointer on the way is not watched. A frame's local (of the selected frame: see 'frame', \
+     'up') is watched until that frame returns: there the backend stops and the watchpoint is \
+     deleted, as gdb does (a frame left by an ERROR's longjmp is seen at the next stop); an \
+     address of the stack in no frame is refused. Numbered with the breakpoints: info \
+     breakpoints, delete, disable, enable, condition, ignore and commands take them. With 'if EXPR' it \
      stops only when EXPR is non-zero.\n\n\
      In a script, EXPR is type-checked before attaching.";
 

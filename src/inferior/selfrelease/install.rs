@@ -85,7 +85,10 @@ impl Target {
             base + CODE,
             SA_SIGINFO | SA_RESTART | SA_RESTORER,
             base + l.restorer,
-            u64::MAX, // every signal blocked while it runs
+            // every signal but SIGTRAP blocked while it runs (a debug
+            // register's trap in it comes to the SIGTRAP handler, which
+            // returns, instead of killing the backend)
+            crate::inferior::traphandler::BLOCKED_IN_HANDLERS,
         ];
         self.write(base + ACT, &sa_bytes(&new))?;
         self.set_release(|r| r.action = true);

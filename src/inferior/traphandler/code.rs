@@ -228,9 +228,9 @@ fn body(a: &mut Asm, base: u64) -> Result<(), AsmError> {
     a.jnz(next_fix)?;
     a.mov(qword_ptr(r12 + UCONTEXT_RIP), r13)?;
     a.ret()?;
-    // die: the default action back, and the SIGTRAP again for this thread:
-    // blocked while the handler runs, delivered (default action: the
-    // process dies, as it did without us) as soon as rt_sigreturn unblocks it
+    // die: the default action back, and the SIGTRAP again for this thread,
+    // delivered as the tgkill returns (SIGTRAP is not blocked in the
+    // handler): the process dies of it, as it did without us
     a.set("die")?;
     a.test(r15, r15)?;
     a.jnz(next_fix)?; // repairing: never die

@@ -4,9 +4,8 @@
 //! the handler, and the action and pages put back at detach.
 
 use super::{
-    ACT_DFL, ACT_NEW, ACT_OLD, ADDR_MASK, CAP, ENTRY, INERT, MAP_LEN, PAGE, RESTORER, SA_RESTART,
-    SA_RESTORER, SA_SIGINFO, SA_WORDS, SEL, TABLE_BYTES, TrapHandler, emit, release_layout,
-    sa_bytes,
+    ACT_DFL, ACT_NEW, ACT_OLD, ADDR_MASK, CAP, ENTRY, INERT, MAP_LEN, PAGE, SA_WORDS, SEL,
+    TABLE_BYTES, TrapHandler, action, emit, release_layout, sa_bytes,
 };
 use crate::inferior::signals::TRAP_UNK;
 use crate::inferior::{Target, callrepair, procfs, selfrelease};
@@ -115,12 +114,7 @@ impl Target {
             if let Some(g) = &mut self.guardian {
                 g.note_trap(base, Some(&old));
             }
-            let new: [u64; SA_WORDS] = [
-                base,
-                SA_SIGINFO | SA_RESTART | SA_RESTORER,
-                base + RESTORER,
-                u64::MAX, // every signal blocked while it runs
-            ];
+            let new = action(base);
             self.write(base + ACT_NEW, &sa_bytes(&new))?;
             h.installed = true;
             let r = self.inject_syscall(
@@ -343,7 +337,8 @@ impl Target {
             self.trap = None;
             return Ok(());
         }
-        // The handler calls nothing and runs with every signal blocked, so
+        // The handler calls nothing and runs with every signal but SIGTRAP
+        // blocked (a nested SIGTRAP's frame returns before it does), so
         // once the target is out of it nothing refers to the pages: a word
         // on the stack that points into them is a stale return address of
         // a handler that has returned (scanning the stack for such words

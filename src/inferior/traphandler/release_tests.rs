@@ -33,31 +33,20 @@ fn run_with_release_probe(prep: fn(u64, u64)) -> (i32, Option<u64>) {
         );
         assert!(shared != libc::MAP_FAILED);
         let shared = shared as *mut u64;
+        // both handlers' code written before the fork (the child allocates
+        // nothing: tests.rs `handler_pages`)
+        let base = super::tests::handler_pages();
+        let cont =
+            selfrelease::emit(base, &release_layout()).expect("the SIGCONT handler assembles");
+        std::ptr::copy_nonoverlapping(
+            cont.as_ptr(),
+            (base + selfrelease::CODE) as *mut u8,
+            cont.len(),
+        );
         let pid = libc::fork();
         assert!(pid >= 0);
         if pid == 0 {
-            let base = libc::mmap(
-                std::ptr::null_mut(),
-                MAP_LEN as usize,
-                libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            );
-            if base == libc::MAP_FAILED {
-                libc::_exit(90);
-            }
-            let base = base as u64;
             *shared = base;
-            let code = emit(base);
-            std::ptr::copy_nonoverlapping(code.as_ptr(), base as *mut u8, code.len());
-            let cont =
-                selfrelease::emit(base, &release_layout()).expect("the SIGCONT handler assembles");
-            std::ptr::copy_nonoverlapping(
-                cont.as_ptr(),
-                (base + selfrelease::CODE) as *mut u8,
-                cont.len(),
-            );
             *((base + SEL) as *mut u64) = base + HALF0;
             let f = base + HALF0 + TABLE_BYTES;
             let loop_code = [0xccu8, 0xeb, 0xfe];
@@ -66,12 +55,18 @@ fn run_with_release_probe(prep: fn(u64, u64)) -> (i32, Option<u64>) {
                 (libc::SIGTRAP, base),
                 (libc::SIGCONT, base + selfrelease::CODE),
             ] {
-                let act: [u64; SA_WORDS] = [
-                    at,
-                    SA_SIGINFO | SA_RESTART | SA_RESTORER,
-                    base + RESTORER,
-                    u64::MAX,
-                ];
+                // as installed: SIGTRAP's `action`, SIGCONT's as
+                // selfrelease/install.rs writes it
+                let act: [u64; SA_WORDS] = if sig == libc::SIGTRAP {
+                    action(base)
+                } else {
+                    [
+                        at,
+                        SA_SIGINFO | SA_RESTART | SA_RESTORER,
+                        base + RESTORER,
+                        BLOCKED_IN_HANDLERS,
+                    ]
+                };
                 if libc::syscall(libc::SYS_rt_sigaction, sig, act.as_ptr(), 0usize, 8usize) != 0 {
                     libc::_exit(91);
                 }
@@ -202,6 +197,7 @@ fn run_with_release_probe(prep: fn(u64, u64)) -> (i32, Option<u64>) {
             libc::waitpid(pid, &mut st2, 0);
         }
         libc::munmap(shared.cast(), 8);
+        libc::munmap(base as *mut libc::c_void, MAP_LEN as usize);
         (st, probe)
     }
 }

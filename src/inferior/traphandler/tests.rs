@@ -302,34 +302,38 @@ fn handler_code_decodes_as_written() {
     assert!(ACT_DFL >= ACT_OLD + 8 * SA_WORDS as u64);
 }
 
+/// The handler's pages mapped (read, write, execute) and its code written,
+/// in this process, before a fork: the child gets a copy and allocates
+/// nothing (an allocation after a fork can wait for ever on a lock that
+/// another test's thread held at the fork).
+pub(super) fn handler_pages() -> u64 {
+    unsafe {
+        let base = libc::mmap(
+            std::ptr::null_mut(),
+            MAP_LEN as usize,
+            libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        assert!(base != libc::MAP_FAILED, "mmap");
+        let base = base as u64;
+        let code = emit(base);
+        std::ptr::copy_nonoverlapping(code.as_ptr(), base as *mut u8, code.len());
+        base
+    }
+}
+
 /// In a forked child: the emitted handler installed for real, then
 /// `body` run; returns the child's wait status.
 fn run_with_handler(body: fn(u64) -> i32) -> i32 {
     unsafe {
+        let base = handler_pages();
         let pid = libc::fork();
         assert!(pid >= 0);
         if pid == 0 {
-            let base = libc::mmap(
-                std::ptr::null_mut(),
-                MAP_LEN as usize,
-                libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            );
-            if base == libc::MAP_FAILED {
-                libc::_exit(90);
-            }
-            let base = base as u64;
-            let code = emit(base);
-            std::ptr::copy_nonoverlapping(code.as_ptr(), base as *mut u8, code.len());
             *((base + SEL) as *mut u64) = base + HALF0;
-            let act: [u64; SA_WORDS] = [
-                base,
-                SA_SIGINFO | SA_RESTART | SA_RESTORER,
-                base + RESTORER,
-                u64::MAX,
-            ];
+            let act = action(base);
             let r = libc::syscall(
                 libc::SYS_rt_sigaction,
                 libc::SIGTRAP,
@@ -344,6 +348,7 @@ fn run_with_handler(body: fn(u64) -> i32) -> i32 {
         }
         let mut st = 0;
         assert_eq!(libc::waitpid(pid, &mut st, 0), pid);
+        libc::munmap(base as *mut libc::c_void, MAP_LEN as usize);
         st
     }
 }
@@ -381,6 +386,132 @@ fn int3_in_table_is_restored_and_rewound() {
     });
     assert!(
         libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0,
+        "status {st:#x}"
+    );
+}
+
+/// The context pointer the recording handler of `trap_inside_handler`
+/// was given (the child's copy).
+static RECORDED_UC: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+extern "C" fn record_uc(_sig: i32, _info: *mut libc::siginfo_t, uc: *mut libc::c_void) {
+    RECORDED_UC.store(uc as u64, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Calls the code at `f` (always from the same place, so that a trap in
+/// it builds its signal frame at the same address each time).
+#[inline(never)]
+fn call_at(f: u64) -> i32 {
+    let g: extern "C" fn() -> i32 = unsafe { std::mem::transmute(f as usize) };
+    std::hint::black_box(g)()
+}
+
+/// In a forked child: a trap at an int3 under a recording handler gives
+/// where the kernel puts the signal frame's context; its tracer (this
+/// test) arms a debug register on writes of that context's `rip` and
+/// detaches (left armed, as when pgdbg and its guardian die); then an int3
+/// in the table, from the same stack depth, under the handler installed
+/// with `act`: the handler's own write of the context's `rip` traps inside
+/// it.  Returns the child's wait status.
+fn trap_inside_handler(act: fn(u64) -> [u64; SA_WORDS]) -> i32 {
+    unsafe {
+        let base = handler_pages();
+        let pid = libc::fork();
+        assert!(pid >= 0);
+        if pid == 0 {
+            *((base + SEL) as *mut u64) = base + HALF0;
+            let f = base + HALF0 + TABLE_BYTES;
+            for pass in 0..2 {
+                if pass == 0 {
+                    // int3; mov eax, 7; ret, under the recording handler
+                    let c = [0xccu8, 0xb8, 7, 0, 0, 0, 0xc3];
+                    std::ptr::copy_nonoverlapping(c.as_ptr(), f as *mut u8, c.len());
+                    let mut sa: libc::sigaction = std::mem::zeroed();
+                    sa.sa_sigaction = record_uc as *const () as usize;
+                    sa.sa_flags = libc::SA_SIGINFO;
+                    if libc::sigaction(libc::SIGTRAP, &sa, std::ptr::null_mut()) != 0 {
+                        libc::_exit(91);
+                    }
+                } else {
+                    // the tracer arms the register and leaves
+                    if libc::ptrace(libc::PTRACE_TRACEME, 0, 0, 0) != 0 {
+                        libc::_exit(92);
+                    }
+                    libc::raise(libc::SIGSTOP);
+                    // mov eax, 7; ret under an int3 of the table
+                    let c = [0xb8u8, 7, 0, 0, 0, 0xc3];
+                    std::ptr::copy_nonoverlapping(c.as_ptr(), f as *mut u8, c.len());
+                    *(f as *mut u8) = 0xcc;
+                    *((base + HALF0) as *mut u64) = f | F_WRITABLE | (0xb8u64 << 56);
+                    let a = act(base);
+                    let r = libc::syscall(
+                        libc::SYS_rt_sigaction,
+                        libc::SIGTRAP,
+                        a.as_ptr(),
+                        0usize,
+                        8usize,
+                    );
+                    if r != 0 {
+                        libc::_exit(93);
+                    }
+                }
+                if call_at(f) != 7 {
+                    libc::_exit(94 + pass);
+                }
+            }
+            libc::_exit(0);
+        }
+        let mut st = 0;
+        assert_eq!(libc::waitpid(pid, &mut st, 0), pid);
+        assert!(libc::WIFSTOPPED(st), "child status {st:#x}");
+        let at = std::ptr::addr_of!(RECORDED_UC) as u64;
+        *libc::__errno_location() = 0;
+        let uc = libc::ptrace(libc::PTRACE_PEEKDATA, pid, at, 0) as u64;
+        assert!(uc != 0, "no context recorded");
+        let dr = |n: usize, v: u64| {
+            let off = crate::arch::debugregs::user_offset(n);
+            assert_eq!(libc::ptrace(libc::PTRACE_POKEUSER, pid, off, v), 0);
+        };
+        dr(0, uc + UCONTEXT_RIP as u64);
+        let dr7 = crate::arch::debugregs::dr7_with(0, 0, crate::arch::debugregs::Kind::Write, 8)
+            .expect("dr7");
+        dr(crate::arch::debugregs::DR7, dr7);
+        assert_eq!(libc::ptrace(libc::PTRACE_DETACH, pid, 0, 0), 0);
+        assert_eq!(libc::waitpid(pid, &mut st, 0), pid);
+        libc::munmap(base as *mut libc::c_void, MAP_LEN as usize);
+        st
+    }
+}
+
+/// A debug register left armed on the word of the handler's own frame
+/// that it writes: its trap inside the handler comes to the handler
+/// again (SIGTRAP not blocked, not deferred), which returns; the int3's
+/// byte is restored and the code runs on.
+#[test]
+fn a_debug_trap_inside_the_handler_returns() {
+    let st = trap_inside_handler(action);
+    assert!(
+        libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0,
+        "status {st:#x}"
+    );
+}
+
+/// The same with every signal blocked in the handler (the action before
+/// `BLOCKED_IN_HANDLERS`): the kernel forces the trap to its default
+/// action and the process dies of SIGTRAP.  The trap inside the handler
+/// is real, so the test above is not passing by luck.
+#[test]
+fn a_debug_trap_inside_a_blocking_handler_kills() {
+    let st = trap_inside_handler(|base| {
+        [
+            base,
+            SA_SIGINFO | SA_RESTART | SA_RESTORER,
+            base + RESTORER,
+            u64::MAX,
+        ]
+    });
+    assert!(
+        libc::WIFSIGNALED(st) && libc::WTERMSIG(st) == libc::SIGTRAP,
         "status {st:#x}"
     );
 }

@@ -719,9 +719,9 @@ fn killed_with_a_watchpoint_18() {
 /// (a struct whose address goes to `PortalRun`), set from the frame above
 /// `PortalRun`'s breakpoint; its writes in `InitializeQueryCompletion` and
 /// `PortalRun`, then its frame's return to `PostgresMain`, where gdb and
-/// pgdbg both delete it ("left the block") and stop.  The scope's int3
-/// comes out with it: code equal to the file's, no debug register left,
-/// and the next statement runs as before.
+/// pgdbg both delete it ("left the block") and stop; then its writes met
+/// by `next`.  The scope's int3 comes out with it: code equal to the
+/// file's, no debug register left, and the next statement runs as before.
 fn local_watch_as_gdb(major: u32) {
     if !gdb_there() {
         return;
@@ -763,6 +763,32 @@ fn local_watch_as_gdb(major: u32) {
     );
     assert_eq!(a, b, "pgdbg:\n{ours}\ngdb:\n{theirs}");
     assert!(ours.contains("No breakpoints or watchpoints."), "{ours}");
+    // its writes met by `next` (a perf breakpoint's trap merges into the
+    // step's: told by the value), as gdb reports them
+    let cmds = [
+        "break PortalRun",
+        "continue",
+        "up",
+        "watch qc",
+        "delete 1",
+        "break InitializeQueryCompletion",
+        "continue",
+        "next",
+        "next",
+    ];
+    let mut gcmds = cmds.to_vec();
+    gcmds.push("detach");
+    c.exec(sql);
+    let theirs = tool_run_when(&mut c, "gdb", &gcmds, "reakpoint 1 at", sql);
+    c.exec(sql);
+    let ours = tool_run_when(&mut c, "pgdbg", &cmds, "reakpoint 1 at", sql);
+    let (a, b) = (bare(&ours), bare(&theirs));
+    assert_eq!(
+        a.iter().filter(|l| l.starts_with("Old value = ")).count(),
+        2,
+        "pgdbg:\n{ours}"
+    );
+    assert_eq!(a, b, "pgdbg:\n{ours}\ngdb:\n{theirs}");
     assert_eq!(dr7(pid), 0, "DR7 of {pid} armed after pgdbg ended");
     let bin = cl.postgres_binary();
     let size = common::symbol_size(&bin, "PostgresMain");
@@ -869,11 +895,13 @@ fn local_watch_ends_with_its_frame_15() {
 
 /// pgdbg and its guardian killed together while an access watchpoint on
 /// a frame's local (`exec_simple_query`'s `qc`) is armed inside a
-/// statement: the debug register stays on that stack word after its
-/// frame returns, where other frames (and pgdbg's own handlers' frames)
-/// reuse it; the backend runs on through pgdbg's SIGTRAP handler, which
-/// takes a trap even inside itself; its statements end right; `pgdbg
-/// rescue` clears the register; the cluster never restarts.
+/// statement: it is two perf breakpoints of pgdbg's (no debug register
+/// through ptrace), which the kernel takes out with pgdbg's files, so
+/// nothing traps on that stack word once its frame returns and other
+/// frames reuse it; the int3 where the frame returns is restored by
+/// pgdbg's SIGTRAP handler when it is hit; the statements end right;
+/// `pgdbg rescue` leaves the code as the file's; the cluster never
+/// restarts.
 fn killed_with_a_local_watchpoint(major: u32) {
     let cl = Cluster::start(major);
     let mut c = cl.connect();
@@ -917,6 +945,13 @@ fn killed_with_a_local_watchpoint(major: u32) {
         || said("watchpoint 2: qc"),
     );
     std::thread::sleep(Duration::from_millis(300));
+    // qc's 16 bytes: two perf breakpoints of pgdbg's, no debug register
+    // through ptrace (which would stay reserved for the thread's life)
+    assert_eq!(
+        common::free_breakpoint_slots(pid),
+        2,
+        "breakpoint slots of {pid} while qc is watched"
+    );
     assert!(
         proc_state(pid).starts_with('S'),
         "not asleep in pg_sleep: {}",
@@ -935,7 +970,14 @@ fn killed_with_a_local_watchpoint(major: u32) {
         || tracer_pid(pid) == 0 && guardians_of(pid).is_empty(),
     );
     let _ = std::fs::remove_file(&out);
-    assert_ne!(dr7(pid), 0, "the register is meant to be left armed here");
+    // the kernel took pgdbg's breakpoints out with its files: every slot
+    // free again, nothing left to trap on qc's word once its frame returns
+    assert_eq!(dr7(pid), 0, "DR7 of {pid} armed by a watchpoint on a local");
+    assert_eq!(
+        common::free_breakpoint_slots(pid),
+        4,
+        "breakpoint slots of {pid} after pgdbg's end"
+    );
     let r = c.rejoin(h);
     assert_eq!(r.as_deref(), Ok("7"), "the statement under the watchpoint");
     // the word is another frame's now, at every statement
@@ -945,7 +987,7 @@ fn killed_with_a_local_watchpoint(major: u32) {
     assert_eq!(c.query_one_i64("select 6 * 7"), 42);
     let (code, out, err) = pgdbg(&["rescue", &pid.to_string()]);
     assert_eq!(code, 0, "rescue: {out}{err}");
-    assert_eq!(dr7(pid), 0, "DR7 of {pid} still armed after the rescue");
+    assert_eq!(dr7(pid), 0, "DR7 of {pid} armed after the rescue");
     let bin = cl.postgres_binary();
     let size = common::symbol_size(&bin, "PostgresMain");
     assert!(

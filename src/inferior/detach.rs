@@ -107,6 +107,9 @@ impl Target {
                 let _ = self.set_debugreg(n, 0);
             }
         }
+        // the perf breakpoints on locals (perfwatch.rs): closed, their
+        // pending trap drained below
+        self.close_perf_watches();
         // so would a SIGILL of a jump a uprobe took over (`jumpover.rs`):
         // taken while the undone jumps are known, and dropped
         if let Err(e) = self.drain_sigill() {

@@ -27,6 +27,7 @@ mod memory;
 pub mod newchild;
 pub mod outside;
 mod pending;
+pub mod perfwatch;
 pub mod permission;
 pub mod procevents;
 pub mod procfs;
@@ -135,6 +136,9 @@ pub struct Target {
     /// Who holds each address slot (DR0-3) armed through `claim_watch`:
     /// a user watchpoint ("watchpoint 2"), `waits trace`'s word.
     dr_owners: [Option<String>; crate::arch::debugregs::SLOTS],
+    /// Perf breakpoint events on locals (perfwatch.rs): owner and file,
+    /// by index.
+    perf_watches: [Option<(String, std::os::fd::OwnedFd)>; perfwatch::MAX],
     /// The slots (DR6 bits 0-3) that fired during single steps since the
     /// session last asked (`take_step_watch`): a step over an instruction
     /// that writes a watched address ends with the step's own SIGTRAP.
@@ -281,6 +285,7 @@ impl Target {
             runs: 0,
             debugregs_dirty: false,
             dr_owners: Default::default(),
+            perf_watches: Default::default(),
             step_dr6: 0,
             regs_cache: std::cell::Cell::new(None),
             int3_sigtrap_live: false,

@@ -171,7 +171,8 @@ impl Target {
     }
 
     /// Disarm slot `slot` taken by `claim_watch`: its DR7 bits first
-    /// (DR7 all clear when it was the last), then its address register.
+    /// (DR7 all clear when it was the last), then its address register
+    /// (a slot of `claim_perf_watch`: its event closed).
     ///
     /// The slot stays its owner's until its DR7 bits are written away (an
     /// error leaves it armed and said as held).  When DR7 becomes all
@@ -179,6 +180,9 @@ impl Target {
     /// would be taken later for an int3's (no debug register in use, no
     /// siginfo looked at: wait.rs).
     pub fn release_watch(&mut self, slot: usize) -> Result<()> {
+        if slot >= super::perfwatch::FIRST {
+            return self.release_perf_watch(slot);
+        }
         if slot >= debugregs::SLOTS || self.dr_owners[slot].is_none() {
             return Ok(());
         }

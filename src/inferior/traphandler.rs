@@ -10,13 +10,13 @@
 //! back on the int3 first thing at every hit (the int3 then traps again,
 //! untraced, and comes here).
 //!
-//! The handler (raw machine code, no libc, no stack use beyond its return
-//! address, every signal but SIGTRAP blocked while it runs; SIGTRAP itself
+//! The handler (raw machine code, no libc, no stack use of its own beyond
+//! its return address, every signal but SIGTRAP blocked while it runs; a
+//! nested SIGTRAP's frame lies below its own and returns first; SIGTRAP itself
 //! is not deferred (SA_NODEFER): a debug register's trap inside the
-//! handler, on a watched word of a returned frame that the handler's own
-//! frame reuses, comes to it again one frame deeper and returns at once,
-//! where a blocked one would be forced to its default action and kill the
-//! backend; `BLOCKED_IN_HANDLERS`):
+//! handler, on a stack word its own frame reuses, comes to it again one
+//! frame deeper and returns at once, where a blocked one would be forced
+//! to its default action and kill the backend; `BLOCKED_IN_HANDLERS`):
 //! * an int3 at the return address or an error trap of an inferior call
 //!   whose record pgdbg wrote into the data page (callrepair.rs), when it
 //!   is that call's: the backend is put back as before the call (or first
@@ -139,12 +139,13 @@ const SA_NODEFER: u64 = 0x4000_0000;
 
 /// The signals blocked while our handlers run (this one's and the SIGCONT
 /// handler's, selfrelease.rs): every one but SIGTRAP.  A debug register
-/// left armed on a word the handler's frame reuses (a watched local whose
-/// frame has returned, pgdbg and its guardian both dead) traps inside the
-/// handler; the kernel forces a blocked synchronous SIGTRAP to its default
-/// action (`force_sig_info_to_task`), which would kill the backend, while
-/// an unblocked one comes to this handler again, one frame deeper, which
-/// returns at once for a debug register's trap.
+/// armed on a stack word the handler's frame reuses (by a debugger that
+/// died without clearing it, or a tool beside pgdbg; pgdbg's own watches
+/// on locals are perf breakpoints that end with it: perfwatch.rs) traps
+/// inside the handler; the kernel forces a blocked synchronous SIGTRAP to
+/// its default action (`force_sig_info_to_task`), which would kill the
+/// backend, while an unblocked one comes to this handler again, one frame
+/// deeper, which returns at once for a debug register's trap.
 pub const BLOCKED_IN_HANDLERS: u64 = !(1 << (libc::SIGTRAP - 1));
 
 /// Our SIGTRAP action (kernel sigaction: handler, flags, restorer, mask)

@@ -211,8 +211,15 @@ impl Target {
                     } else {
                         0
                     };
-                    if crate::arch::debugregs::fired(dr6) != 0 {
-                        let _ = self.set_debugreg(crate::arch::debugregs::DR6, 0);
+                    // a perf breakpoint's trap (a watched local,
+                    // perfwatch.rs): its event's stop bit, when still open
+                    let perf = super::perfwatch::sigtrap_perf_data(self.pid())
+                        .and_then(|d| self.perf_watch_bit(d))
+                        .unwrap_or(0);
+                    if crate::arch::debugregs::fired(dr6) != 0 || perf != 0 {
+                        if crate::arch::debugregs::fired(dr6) != 0 {
+                            let _ = self.set_debugreg(crate::arch::debugregs::DR6, 0);
+                        }
                         // rip just past one of our int3s (over a one-byte
                         // instruction, which ran and then hit the
                         // watchpoint): recorded as the place to resume,
@@ -230,7 +237,9 @@ impl Target {
                         if terminating {
                             return self.reported(Stop::ToolTerminating).map(Some);
                         }
-                        return self.reported(Stop::HardwareBreak { dr6 }).map(Some);
+                        return self
+                            .reported(Stop::HardwareBreak { dr6: dr6 | perf })
+                            .map(Some);
                     }
                     log::debug(&format!(
                         "swallowed a SIGTRAP (si_code {code}, dr6 {dr6:#x})"

@@ -89,6 +89,9 @@ const FLAG_EXCLUDE_HV: u64 = 1 << 6;
 const FLAG_FREQ: u64 = 1 << 10;
 const FLAG_WATERMARK: u64 = 1 << 14;
 const FLAG_USE_CLOCKID: u64 = 1 << 25;
+const FLAG_REMOVE_ON_EXEC: u64 = 1 << 36;
+const FLAG_SIGTRAP: u64 = 1 << 37;
+pub const HW_BREAKPOINT_RW: u32 = 3;
 
 pub(crate) const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 8;
 const IOC_ENABLE: libc::c_ulong = 0x2400;
@@ -211,6 +214,29 @@ impl Attr {
         a.period_or_freq = 1;
         a.flags |= FLAG_EXCLUDE_KERNEL;
         a
+    }
+}
+
+impl Attr {
+    /// A hardware breakpoint on writes (or, `rw`, reads and writes) of the
+    /// `len` bytes at `addr` that sends its thread a SIGTRAP at each hit
+    /// (`sigtrap`, which wants `remove_on_exec`), enabled, no samples
+    /// (inferior/perfwatch.rs).
+    pub fn trap_watch(addr: u64, len: u64, rw: bool) -> Attr {
+        Attr {
+            kind: PERF_TYPE_BREAKPOINT,
+            size: std::mem::size_of::<Attr>() as u32,
+            period_or_freq: 1,
+            flags: FLAG_EXCLUDE_KERNEL | FLAG_EXCLUDE_HV | FLAG_REMOVE_ON_EXEC | FLAG_SIGTRAP,
+            bp_type: if rw {
+                HW_BREAKPOINT_RW
+            } else {
+                HW_BREAKPOINT_W
+            },
+            bp_addr: addr,
+            bp_len: len,
+            ..Attr::default()
+        }
     }
 }
 

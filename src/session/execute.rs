@@ -25,7 +25,17 @@ impl Session {
         {
             return res;
         }
-        let mut out = res?;
+        let mut out = match res {
+            Ok(out) => out,
+            Err(e) => {
+                // the command failed after running the backend: the
+                // watchpoints whose frame it left end all the same
+                if let Ok(Some(text)) = self.end_left_scopes(true) {
+                    self.say(text.trim_matches('\n'));
+                }
+                return Err(e);
+            }
+        };
         if let Some(text) = self.end_left_scopes(true)? {
             if !out.text.is_empty() && !out.text.ends_with('\n') {
                 out.text.push('\n');

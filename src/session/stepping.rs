@@ -155,8 +155,14 @@ impl Session {
                     }
                 }
                 if armed.contains(&addr) && !self.bps.uses(addr) && !self.is_library_hook(addr) {
-                    // a goal reached by a deeper frame (recursion): on
+                    // a goal reached by a deeper frame (recursion): on,
+                    // unless a watched local's frame returned there
                     self.last_stop = Some(stop);
+                    if self.bps.scope_uses(addr)
+                        && let Some(text) = self.end_left_scopes(false)?
+                    {
+                        return Ok(Arrival::Other(Outcome::shows(text)));
+                    }
                     continue;
                 }
             }

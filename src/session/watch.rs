@@ -67,7 +67,7 @@ impl Session {
             // writes, a hit that changed the value taken for a write
             WatchKind::Read | WatchKind::Access => Kind::ReadWrite,
         };
-        let slots = self.claim_pieces(id, addr, len, hw)?;
+        let slots = self.claim_pieces(id, addr, len, hw, scope.is_some())?;
         let scope = match scope {
             Some(mut sc) => {
                 // the int3 where the frame returns; without it the
@@ -140,11 +140,13 @@ impl Session {
         {
             w.slots = kept;
         }
-        // a local's: the int3 where its frame returns comes out too
+        // a local's: the int3 where its frame returns comes out too (kept
+        // while a piece is still armed: it still ends the watchpoint)
         let ret = self
             .bps
             .get_mut(id)
             .and_then(|b| b.watch.as_mut())
+            .filter(|w| w.slots.is_empty())
             .and_then(|w| w.scope.as_mut())
             .filter(|sc| sc.armed)
             .map(|sc| {
@@ -163,8 +165,33 @@ impl Session {
     /// `addr` split as `debugregs::pieces`), all or none: refused in one
     /// line naming the holders when too few are free; a claim that fails
     /// gives back those taken before it.
-    fn claim_pieces(&mut self, id: u32, addr: u64, len: u64, hw: Kind) -> Result<Vec<usize>> {
+    fn claim_pieces(
+        &mut self,
+        id: u32,
+        addr: u64,
+        len: u64,
+        hw: Kind,
+        local: bool,
+    ) -> Result<Vec<usize>> {
         let pieces = debugregs::pieces(addr, len);
+        if local {
+            // a frame's local: perf breakpoints, which go with pgdbg's
+            // files (inferior/perfwatch.rs)
+            let owner = format!("watchpoint {id}");
+            let mut slots = Vec::new();
+            for (a, n) in pieces {
+                match self.target.claim_perf_watch(&owner, a, hw, n) {
+                    Ok(s) => slots.push(s),
+                    Err(e) => {
+                        for s in slots {
+                            let _ = self.target.release_watch(s);
+                        }
+                        return Err(e);
+                    }
+                }
+            }
+            return Ok(slots);
+        }
         let owners = self.target.watch_owners();
         let free = owners.iter().filter(|o| o.is_none()).count();
         if pieces.len() > free && free > 0 {
@@ -222,7 +249,10 @@ impl Session {
             WatchKind::Write => Kind::Write,
             _ => Kind::ReadWrite,
         };
-        let slots = self.claim_pieces(id, w.addr, w.len, hw)?;
+        if let Some(sc) = &w.scope {
+            self.check_goals(&[sc.ret])?;
+        }
+        let slots = self.claim_pieces(id, w.addr, w.len, hw, w.scope.is_some())?;
         if let Some(sc) = &w.scope
             && let Err(e) = self.insert_int3(sc.ret)
         {
@@ -271,10 +301,9 @@ impl Session {
                     "{head}: {addr:#x} is a local of the outermost frame pgdbg unwinds ({function}), which has no caller to return to: not watched"
                 );
             };
-            if caller.pc != ret {
+            if caller.pc != ret || !self.follows_a_call(ret) {
                 bail!(
-                    "{head}: the return address of {function}'s frame ({ret:#x}) is not where its caller ({:#x}) is: not watched",
-                    caller.pc
+                    "{head}: the word below {function}'s frame ({ret:#x}) is not a return address (no call ends there): its frame may be unwound wrongly; not watched"
                 );
             }
             self.check_goals(&[ret])?;
@@ -288,6 +317,31 @@ impl Session {
         bail!(
             "{head}: {addr:#x} is on the backend's stack but in no frame pgdbg unwinds (below the stack pointer, or past the frames it finds): not watched"
         )
+    }
+
+    /// A call instruction ends at `ret` (2 to 7 bytes before it: `call
+    /// rel32`, `call reg`, `call [mem]`): a true return address, where an
+    /// int3 lies on an instruction's first byte.
+    fn follows_a_call(&self, ret: u64) -> bool {
+        let mut buf = [0u8; 7];
+        if self.target.read(ret - 7, &mut buf).is_err() {
+            return false;
+        }
+        (2..=7usize).any(|k| {
+            let mut d = iced_x86::Decoder::with_ip(
+                64,
+                &buf[7 - k..],
+                ret - k as u64,
+                iced_x86::DecoderOptions::NONE,
+            );
+            let i = d.decode();
+            !i.is_invalid()
+                && i.len() == k
+                && matches!(
+                    i.flow_control(),
+                    iced_x86::FlowControl::Call | iced_x86::FlowControl::IndirectCall
+                )
+        })
     }
 
     /// The frame of a watched local is still there: the stack pointer
@@ -354,8 +408,8 @@ impl Session {
             seen.push(d.clone());
             new
         });
-        let owners = self.target.watch_owners().to_vec();
-        let free = |s: usize| owners.get(s).is_some_and(Option::is_none);
+        let armed = self.target.armed_watch_slots();
+        let free = |s: usize| !armed.contains(&s);
         // a watchpoint with a piece given back is watched no more: its
         // other pieces given back too
         let mut rest = Vec::new();
@@ -384,12 +438,38 @@ impl Session {
     /// judged as any hit (Some: the stop's report, as gdb reports a
     /// watchpoint that triggers during `stepi`/`next`/`step`).
     pub(crate) fn step_watch_hit(&mut self) -> Result<Option<Ran>> {
-        let dr6 = self.target.take_step_watch();
+        let dr6 = self.target.take_step_watch() | self.locals_changed_in_step()?;
         if dr6 == 0 || !self.fired_user_watch(dr6) {
             return Ok(None);
         }
         self.last_stop = Some(Stop::HardwareBreak { dr6 });
         self.judge_watch(dr6, false)
+    }
+
+    /// The slots of the watchpoints on locals (perf breakpoints) whose
+    /// bytes a single step changed: a perf breakpoint's SIGTRAP during a
+    /// step is merged into the step's (inferior/perfwatch.rs), so its
+    /// writes are told by the value (a read in a step is not seen).
+    fn locals_changed_in_step(&mut self) -> Result<u64> {
+        let mut bits = 0;
+        let watched: Vec<(u64, u64, Vec<u8>, Vec<usize>)> = self
+            .bps
+            .list
+            .iter()
+            .filter(|b| b.enabled)
+            .filter_map(|b| b.watch.as_ref())
+            .filter(|w| w.scope.is_some() && !w.slots.is_empty() && w.kind != WatchKind::Read)
+            .map(|w| (w.addr, w.len, w.old.clone(), w.slots.clone()))
+            .collect();
+        for (addr, len, old, slots) in watched {
+            let mut now = vec![0u8; len as usize];
+            if self.target.read(addr, &mut now).is_ok() && now != old {
+                for s in slots {
+                    bits |= 1u64 << s;
+                }
+            }
+        }
+        Ok(bits)
     }
 
     /// `step_watch_hit` as the end of a step command: the stop's

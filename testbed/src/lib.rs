@@ -1010,6 +1010,50 @@ pub fn symbol_in_file(file: &Path, symbol: &str) -> (u64, u64) {
     (addr, foff + (addr - sec.address()))
 }
 
+/// How many hardware breakpoint slots of thread `pid` the kernel has free:
+/// write-breakpoint perf events opened on it (at most 8) until the kernel
+/// refuses one, then all closed.  x86-64 has 4; a debug register that
+/// ptrace has used, or a perf breakpoint someone holds open, takes one.
+pub fn free_breakpoint_slots(pid: i32) -> usize {
+    // struct perf_event_attr as of PERF_ATTR_SIZE_VER7 (128 bytes)
+    let mut attr = [0u64; 16];
+    let kind_size: u64 = 5 | (128 << 32); // PERF_TYPE_BREAKPOINT, size
+    attr[0] = kind_size;
+    attr[2] = 1; // sample_period
+    attr[5] = (1 << 5) | (1 << 6); // exclude_kernel, exclude_hv
+    attr[6] = 2 << 32; // bp_type HW_BREAKPOINT_W (wakeup_events 0)
+    attr[8] = 8; // bp_len
+    let mut fds = Vec::new();
+    for i in 0..8u64 {
+        attr[7] = 0x10000 + 8 * i; // bp_addr
+        // SAFETY: the kernel reads 128 bytes of `attr`.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_perf_event_open,
+                attr.as_ptr(),
+                pid,
+                -1i32,
+                -1i32,
+                8u64, // PERF_FLAG_FD_CLOEXEC
+            )
+        };
+        if fd < 0 {
+            let e = std::io::Error::last_os_error();
+            assert_eq!(
+                e.raw_os_error(),
+                Some(libc::ENOSPC),
+                "perf_event_open of a breakpoint on {pid}: {e}"
+            );
+            break;
+        }
+        fds.push(fd as i32);
+    }
+    for fd in &fds {
+        unsafe { libc::close(*fd) };
+    }
+    fds.len()
+}
+
 /// `symbol`'s size in `file`'s symbol table (or its dynamic symbols).
 pub fn symbol_size(file: &Path, symbol: &str) -> u64 {
     use object::{Object, ObjectSymbol};

@@ -16,9 +16,11 @@ const WATCH_HELP: &str = "EXPR is an lvalue (a global, a member through a pointe
      are free is refused. The address is taken once, when it is set (gdb's watch -location): a \
      pointer on the way is not watched. A frame's local (of the selected frame: see 'frame', \
      'up') is watched until that frame returns: there the backend stops and the watchpoint is \
-     deleted, as gdb does (a frame left by an ERROR's longjmp is seen at the next stop); an \
-     address of the stack in no frame is refused. Numbered with the breakpoints: info \
-     breakpoints, delete, disable, enable, condition, ignore and commands take them. With 'if EXPR' it \
+     deleted, as gdb does (a frame left by an ERROR's longjmp is seen at the next stop); it is \
+     a perf breakpoint, which the kernel removes when pgdbg ends, however it ends; a read of it \
+     during a single step is not seen (a write is, by its value); an address of the stack in \
+     no frame is refused. Numbered with the breakpoints: info breakpoints, delete, disable, \
+     enable, condition, ignore and commands take them. With 'if EXPR' it \
      stops only when EXPR is non-zero.\n\n\
      In a script, EXPR is type-checked before attaching.";
 

@@ -173,6 +173,16 @@ pub(super) fn restore(
         }
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
+    // a perf breakpoint of pgdbg's (a watched local, perfwatch.rs) goes
+    // with its last file, which a thread of pgdbg may still hold after the
+    // tracer's end: its trap goes to the SIGTRAP handler, which stays
+    // until pgdbg's exit is through (a zombie or gone; a second at most)
+    if let Some(p) = pgdbg {
+        let t = std::time::Instant::now();
+        while !crate::inferior::perfwatch::ended(p) && t.elapsed().as_secs() < 1 {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
     let t_free = t0.elapsed();
     // the backend ended its stop itself and ran on since (selfrelease.rs):
     // nothing recorded of its registers, data words or signals is true

@@ -201,6 +201,13 @@ impl Target {
                 self.clear_watchpoints()?;
                 self.dropped_watches.extend(owners);
             }
+            // nor a perf breakpoint, whose trap pending at pgdbg's death
+            // the handler takes
+            let perf = self.close_perf_watches();
+            if !perf.is_empty() {
+                self.drain_sigtrap()?;
+                self.dropped_watches.extend(perf);
+            }
             self.trap_refused = true;
             return self.remove_trap_handler();
         }

@@ -26,9 +26,8 @@
 //! step's): the session compares the watched bytes after each step.
 
 use super::{Target, procfs};
-use crate::arch::debugregs::Kind;
 use anyhow::{Result, bail};
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 
 /// The stop bit of event 0.
 pub const FIRST: usize = 32;
@@ -47,18 +46,15 @@ pub const SIGINFO_PERF_DATA: usize = 24;
 const TAG: u64 = 0x7067_6462_0000_0000; // "pgdb"
 
 impl Target {
-    /// A perf breakpoint on `kind` accesses of the `len` bytes at `addr`
-    /// (1, 2, 4 or 8, aligned) for `owner`; its slot (`FIRST + k`).
+    /// A perf breakpoint for `owner`, opened by `open` with the `sig_data`
+    /// its traps are to carry (the perf room's `open_trap_watch` on this
+    /// thread: this layer knows no perf events), kept here; its slot
+    /// (`FIRST + k`).
     pub fn claim_perf_watch(
         &mut self,
         owner: &str,
-        addr: u64,
-        kind: Kind,
-        len: u64,
+        open: impl FnOnce(u64) -> Result<OwnedFd>,
     ) -> Result<usize> {
-        if !matches!(len, 1 | 2 | 4 | 8) || !addr.is_multiple_of(len) {
-            bail!("a watched piece is 1, 2, 4 or 8 bytes, aligned ({len} at {addr:#x} is not)");
-        }
         let Some(k) = self.perf_watches.iter().position(Option::is_none) else {
             bail!("no hardware breakpoint left for {owner}: {MAX} in use by watchpoints on locals");
         };
@@ -70,34 +66,7 @@ impl Target {
                 "no SIGTRAP handler could be placed in the backend: a watchpoint's trap pending if pgdbg died would kill it"
             );
         }
-        let mut attr = crate::perf::Attr::trap_watch(addr, len, kind == Kind::ReadWrite);
-        attr.sig_data = TAG | k as u64;
-        // SAFETY: perf_event_open reads `attr` (its size in attr.size).
-        let fd = unsafe {
-            libc::syscall(
-                libc::SYS_perf_event_open,
-                &attr as *const crate::perf::Attr,
-                self.pid(),
-                -1i32,
-                -1i32,
-                crate::perf::PERF_FLAG_FD_CLOEXEC,
-            )
-        };
-        if fd < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.raw_os_error() == Some(libc::ENOSPC) {
-                bail!(
-                    "no hardware breakpoint left in backend {} for {owner}: the kernel keeps the debug registers a ptrace watch has used (a watchpoint on a global, waits trace --ptrace, gdb) reserved until the backend exits",
-                    self.pid()
-                );
-            }
-            bail!(
-                "{}",
-                crate::perf::refused_line(&format!("{owner}'s breakpoint"), self.pid(), &e)
-            );
-        }
-        // SAFETY: a descriptor perf_event_open just returned, ours alone.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+        let fd = open(TAG | k as u64)?;
         self.perf_watches[k] = Some((owner.to_string(), fd));
         Ok(FIRST + k)
     }

@@ -18,7 +18,7 @@
 //! `F_SETFL` last.  Both ends are recorded in the guardian's table first.
 //!
 //! The SIGCONT handler (raw code in the handler's code page, every signal
-//! but SIGTRAP blocked while it runs: traphandler.rs
+//! but SIGTRAP blocked while it runs: signals.rs
 //! `BLOCKED_IN_HANDLERS`), installed only where the backend's SIGCONT
 //! action is the default one (PostgreSQL installs none), the action found
 //! kept in the data page and put back at detach.  It acts only on our

@@ -44,6 +44,18 @@ pub(super) const SI_KERNEL: i32 = 0x80;
 pub(super) const TRAP_BRKPT: i32 = 1;
 pub(super) const TRAP_TRACE: i32 = 2;
 pub(super) const TRAP_HWBKPT: i32 = 4;
+
+/// The signals blocked while pgdbg's handlers in the backend run (the
+/// SIGTRAP handler's, traphandler.rs, and the SIGCONT handler's,
+/// selfrelease.rs): every one but SIGTRAP.  A debug register
+/// armed on a stack word the handler's frame reuses (by a debugger that
+/// died without clearing it, or a tool beside pgdbg; pgdbg's own watches
+/// on locals are perf breakpoints that end with it: perfwatch.rs) traps
+/// inside the handler; the kernel forces a blocked synchronous SIGTRAP to
+/// its default action (`force_sig_info_to_task`), which would kill the
+/// backend, while an unblocked one comes to the SIGTRAP handler again, one
+/// frame deeper, which returns at once for a debug register's trap.
+pub const BLOCKED_IN_HANDLERS: u64 = !(1 << (libc::SIGTRAP - 1));
 pub(super) const TRAP_UNK: i32 = 5;
 
 /// Signals never held back during a call: SIGCONT and the stop signals

@@ -137,16 +137,7 @@ const SA_RESTORER: u64 = 0x0400_0000;
 /// arch/x86/include/uapi/asm/signal.h (not exported by libc either).
 const SA_NODEFER: u64 = 0x4000_0000;
 
-/// The signals blocked while our handlers run (this one's and the SIGCONT
-/// handler's, selfrelease.rs): every one but SIGTRAP.  A debug register
-/// armed on a stack word the handler's frame reuses (by a debugger that
-/// died without clearing it, or a tool beside pgdbg; pgdbg's own watches
-/// on locals are perf breakpoints that end with it: perfwatch.rs) traps
-/// inside the handler; the kernel forces a blocked synchronous SIGTRAP to
-/// its default action (`force_sig_info_to_task`), which would kill the
-/// backend, while an unblocked one comes to this handler again, one frame
-/// deeper, which returns at once for a debug register's trap.
-pub const BLOCKED_IN_HANDLERS: u64 = !(1 << (libc::SIGTRAP - 1));
+pub use super::signals::BLOCKED_IN_HANDLERS;
 
 /// Our SIGTRAP action (kernel sigaction: handler, flags, restorer, mask)
 /// for the pages at `base`: siginfo, restarted system calls, our

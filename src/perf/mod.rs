@@ -240,6 +240,37 @@ impl Attr {
     }
 }
 
+/// Open [`Attr::trap_watch`] on thread `tid` with `sig_data` (what each
+/// SIGTRAP carries): its descriptor (close-on-exec), enabled.  For
+/// inferior/perfwatch.rs, which keeps it.
+pub fn open_trap_watch(
+    tid: i32,
+    addr: u64,
+    len: u64,
+    rw: bool,
+    sig_data: u64,
+) -> std::io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    let mut attr = Attr::trap_watch(addr, len, rw);
+    attr.sig_data = sig_data;
+    // SAFETY: perf_event_open reads `attr` (its size in attr.size).
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            &attr as *const Attr,
+            tid,
+            -1i32,
+            -1i32,
+            PERF_FLAG_FD_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: a descriptor perf_event_open just returned, ours alone.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) })
+}
+
 /// One perf event and its ring buffer.
 pub struct Event {
     fd: keeper::PerfFd,

@@ -178,9 +178,26 @@ impl Session {
             // a frame's local: perf breakpoints, which go with pgdbg's
             // files (inferior/perfwatch.rs)
             let owner = format!("watchpoint {id}");
+            let pid = self.pid;
+            let rw = hw == Kind::ReadWrite;
             let mut slots = Vec::new();
             for (a, n) in pieces {
-                match self.target.claim_perf_watch(&owner, a, hw, n) {
+                let open = |sig_data| {
+                    crate::perf::open_trap_watch(pid, a, n, rw, sig_data).map_err(|e| {
+                        if e.raw_os_error() == Some(libc::ENOSPC) {
+                            anyhow!(
+                                "no hardware breakpoint left in backend {pid} for {owner}: the kernel keeps the debug registers a ptrace watch has used (a watchpoint on a global, waits trace --ptrace, gdb) reserved until the backend exits"
+                            )
+                        } else {
+                            anyhow!(crate::perf::refused_line(
+                                &format!("{owner}'s breakpoint"),
+                                pid,
+                                &e
+                            ))
+                        }
+                    })
+                };
+                match self.target.claim_perf_watch(&owner, open) {
                     Ok(s) => slots.push(s),
                     Err(e) => {
                         for s in slots {

@@ -88,7 +88,7 @@ impl Target {
             // every signal but SIGTRAP blocked while it runs (a debug
             // register's trap in it comes to the SIGTRAP handler, which
             // returns, instead of killing the backend)
-            crate::inferior::traphandler::BLOCKED_IN_HANDLERS,
+            crate::inferior::signals::BLOCKED_IN_HANDLERS,
         ];
         self.write(base + ACT, &sa_bytes(&new))?;
         self.set_release(|r| r.action = true);

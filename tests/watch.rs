@@ -830,7 +830,8 @@ fn pgdbg_during(c: &mut Client, cmds: &[&str], sql: &str) -> (i32, String, Resul
     (code, format!("{text}{err}"), c.rejoin(h))
 }
 
-/// A watched local's frame left by a `finish` (whose int3 is where the
+/// After a watch on a global (its debug register keeps one breakpoint
+/// slot of the thread), a watched local's frame left by a `finish` (whose int3 is where the
 /// frame returns: the watchpoint ends after it, said after its text), and
 /// by an ERROR's longjmp (seen at the next stop, where another frame
 /// writes the word); a disabled one whose frame has returned is not
@@ -839,6 +840,16 @@ fn local_watch_ends_with_its_frame(major: u32) {
     let cl = Cluster::start(major);
     let mut c = cl.connect();
     let pid = c.pid();
+    // a watch on a global first (DR0 through ptrace): its detach writes no
+    // other address register, so three breakpoint slots stay free for the
+    // perf breakpoints of locals (a written register is reserved for good)
+    let (code, out, err) = pgdbg(&["attach", &pid.to_string(), "-q", "--ex", "watch work_mem"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(
+        common::free_breakpoint_slots(pid),
+        3,
+        "breakpoint slots of {pid} after a watchpoint on a global"
+    );
     let deleted = "Watchpoint 2 deleted because the program has left the block in\nwhich its expression is valid.";
     let mut cmds = vec!["break PortalRun", "continue", "up", "watch qc", "delete 1"];
     cmds.extend(std::iter::repeat_n("continue", 4));

@@ -103,8 +103,14 @@ impl Target {
             if let Err(e) = self.set_debugreg(7, 0) {
                 first_err.get_or_insert(e);
             }
+            // only those that hold an address: writing one never used
+            // makes the kernel reserve a breakpoint slot for the thread
+            // until it exits (perf breakpoints, pgdbg's on locals too,
+            // would find none free)
             for n in 0..4 {
-                let _ = self.set_debugreg(n, 0);
+                if self.debugreg(n).is_ok_and(|v| v != 0) {
+                    let _ = self.set_debugreg(n, 0);
+                }
             }
         }
         // the perf breakpoints on locals (perfwatch.rs): closed, their

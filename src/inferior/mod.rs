@@ -138,7 +138,12 @@ pub struct Target {
     dr_owners: [Option<String>; crate::arch::debugregs::SLOTS],
     /// Perf breakpoint events on locals (perfwatch.rs): owner and file,
     /// by index.
-    perf_watches: [Option<(String, std::os::fd::OwnedFd)>; perfwatch::MAX],
+    perf_watches: [Option<(String, std::os::fd::OwnedFd, u64)>; perfwatch::MAX],
+    /// The generation of the last one opened (perfwatch.rs `sig_data`).
+    perf_generation: u64,
+    /// A single step ran since `take_step_watch` (perf breakpoints' hits in
+    /// it are told by the value: perfwatch.rs).
+    stepped: bool,
     /// The slots (DR6 bits 0-3) that fired during single steps since the
     /// session last asked (`take_step_watch`): a step over an instruction
     /// that writes a watched address ends with the step's own SIGTRAP.
@@ -286,6 +291,8 @@ impl Target {
             debugregs_dirty: false,
             dr_owners: Default::default(),
             perf_watches: Default::default(),
+            perf_generation: 0,
+            stepped: false,
             step_dr6: 0,
             regs_cache: std::cell::Cell::new(None),
             int3_sigtrap_live: false,

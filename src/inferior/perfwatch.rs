@@ -41,8 +41,9 @@ pub const TRAP_PERF: i32 = 6;
 /// then the union whose `_perf._data` comes first.
 pub const SIGINFO_PERF_DATA: usize = 24;
 
-/// A tag for `sig_data`: pgdbg's mark in the high bits, the event's index
-/// in the low ones (a SIGTRAP with another sig_data is not ours).
+/// A tag for `sig_data`: pgdbg's mark in the high bits, a generation in
+/// bits 8-31, the event's index in the low ones (a SIGTRAP with another
+/// sig_data is not an open event's).
 const TAG: u64 = 0x7067_6462_0000_0000; // "pgdb"
 
 impl Target {
@@ -66,8 +67,12 @@ impl Target {
                 "no SIGTRAP handler could be placed in the backend: a watchpoint's trap pending if pgdbg died would kill it"
             );
         }
-        let fd = open(TAG | k as u64)?;
-        self.perf_watches[k] = Some((owner.to_string(), fd));
+        // a generation in bits 8-31: a late trap of a closed event is not
+        // taken for the next one in its slot
+        self.perf_generation = (self.perf_generation + 1) & 0xff_ffff;
+        let sig_data = TAG | (self.perf_generation << 8) | k as u64;
+        let fd = open(sig_data)?;
+        self.perf_watches[k] = Some((owner.to_string(), fd, sig_data));
         Ok(FIRST + k)
     }
 
@@ -96,20 +101,18 @@ impl Target {
         self.perf_watches
             .iter_mut()
             .filter_map(Option::take)
-            .map(|(owner, _)| owner)
+            .map(|(owner, _, _)| owner)
             .collect()
     }
 
     /// The event `sig_data` names, when it is one of ours still open: its
     /// stop bit.
     pub(super) fn perf_watch_bit(&self, sig_data: u64) -> Option<u64> {
-        if sig_data & !0xff != TAG {
-            return None;
-        }
         let k = (sig_data & 0xff) as usize;
         self.perf_watches
             .get(k)
             .and_then(Option::as_ref)
+            .filter(|w| w.2 == sig_data)
             .map(|_| 1u64 << (FIRST + k))
     }
 
@@ -136,7 +139,7 @@ impl Target {
         self.perf_watches
             .iter()
             .flatten()
-            .map(|(o, _)| o.clone())
+            .map(|(o, _, _)| o.clone())
             .collect()
     }
 }
@@ -167,7 +170,16 @@ pub(super) fn sigtrap_perf_data(pid: i32) -> Option<u64> {
     })
 }
 
-/// Whether process `pid` has ended (a zombie or gone): its files closed.
+/// Whether process `pid` has ended with every thread: gone, or a zombie
+/// with no thread left but its leader (whose own end, first, makes it a
+/// zombie while other threads still hold its files).
 pub fn ended(pid: i32) -> bool {
-    matches!(procfs::state(pid), None | Some('Z' | 'X'))
+    matches!(procfs::state(pid), None | Some('Z' | 'X')) && !exiting(pid)
+}
+
+/// Whether process `pid` is ending: its leader a zombie, other threads
+/// (and its files, perf events included) still there.
+pub fn exiting(pid: i32) -> bool {
+    matches!(procfs::state(pid), Some('Z' | 'X'))
+        && std::fs::read_dir(format!("/proc/{pid}/task")).is_ok_and(|d| d.count() > 1)
 }

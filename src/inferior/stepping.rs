@@ -289,6 +289,7 @@ impl Target {
                     let code = self.siginfo_code().unwrap_or(TRAP_TRACE);
                     if code == TRAP_TRACE || code == TRAP_BRKPT || code == TRAP_HWBKPT {
                         self.note_step_dr6();
+                        self.stepped = true;
                         return Ok(None);
                     }
                     // Some other trap (a late watchpoint hit): never handed to
@@ -346,7 +347,13 @@ impl Target {
     /// The slots that fired during single steps since the last call (DR6
     /// bits 0-3; 0: none), forgotten.
     pub fn take_step_watch(&mut self) -> u64 {
+        self.stepped = false;
         std::mem::take(&mut self.step_dr6)
+    }
+
+    /// Whether a single step ran since `take_step_watch`.
+    pub fn stepped(&self) -> bool {
+        self.stepped
     }
 }
 

@@ -253,17 +253,33 @@ pub fn open_trap_watch(
     use std::os::fd::FromRawFd;
     let mut attr = Attr::trap_watch(addr, len, rw);
     attr.sig_data = sig_data;
-    // SAFETY: perf_event_open reads `attr` (its size in attr.size).
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_perf_event_open,
-            &attr as *const Attr,
-            tid,
-            -1i32,
-            -1i32,
-            PERF_FLAG_FD_CLOEXEC,
-        )
+    // writes the kernel makes for the thread (a system call's buffer) too,
+    // as a debug register sees them, where pgdbg may count kernel events
+    // (CAP_PERFMON, perf_event_paranoid <= 1); else user-mode accesses
+    attr.flags &= !FLAG_EXCLUDE_KERNEL;
+    let open = |attr: &Attr| {
+        // SAFETY: perf_event_open reads `attr` (its size in attr.size).
+        unsafe {
+            libc::syscall(
+                libc::SYS_perf_event_open,
+                attr as *const Attr,
+                tid,
+                -1i32,
+                -1i32,
+                PERF_FLAG_FD_CLOEXEC,
+            )
+        }
     };
+    let mut fd = open(&attr);
+    if fd < 0
+        && matches!(
+            std::io::Error::last_os_error().raw_os_error(),
+            Some(libc::EACCES | libc::EPERM)
+        )
+    {
+        attr.flags |= FLAG_EXCLUDE_KERNEL;
+        fd = open(&attr);
+    }
     if fd < 0 {
         return Err(std::io::Error::last_os_error());
     }

@@ -455,7 +455,13 @@ impl Session {
     /// judged as any hit (Some: the stop's report, as gdb reports a
     /// watchpoint that triggers during `stepi`/`next`/`step`).
     pub(crate) fn step_watch_hit(&mut self) -> Result<Option<Ran>> {
-        let dr6 = self.target.take_step_watch() | self.locals_changed_in_step()?;
+        let stepped = self.target.stepped();
+        let dr6 = self.target.take_step_watch();
+        let dr6 = if stepped {
+            dr6 | self.locals_changed_in_step()?
+        } else {
+            dr6
+        };
         if dr6 == 0 || !self.fired_user_watch(dr6) {
             return Ok(None);
         }

@@ -36,11 +36,10 @@ pub enum Left {
 
 /// Whether the process `pid` that started at `start` (clock ticks after
 /// boot) still runs: a reused PID is another process; a zombie its parent
-/// has not reaped yet is dead all the same.
+/// has not reaped yet is dead all the same, once no thread of it is left
+/// (one may still hold its files: a perf breakpoint, perfwatch.rs).
 fn alive(pid: i32, start: u64) -> bool {
-    pid > 0
-        && !matches!(procfs::state(pid), None | Some('Z' | 'X'))
-        && procfs::start_time(pid) == Some(start)
+    pid > 0 && !crate::inferior::perfwatch::ended(pid) && procfs::start_time(pid) == Some(start)
 }
 
 /// A record written by an earlier pgdbg, in another layout (`map`).

@@ -175,11 +175,12 @@ pub(super) fn restore(
     }
     // a perf breakpoint of pgdbg's (a watched local, perfwatch.rs) goes
     // with its last file, which a thread of pgdbg may still hold after the
-    // tracer's end: its trap goes to the SIGTRAP handler, which stays
-    // until pgdbg's exit is through (a zombie or gone; a second at most)
+    // tracer's (its leader's) end: its trap goes to the SIGTRAP handler,
+    // which stays until that thread is gone too (a second at most; none
+    // for a pgdbg that lives on after a failed detach)
     if let Some(p) = pgdbg {
         let t = std::time::Instant::now();
-        while !crate::inferior::perfwatch::ended(p) && t.elapsed().as_secs() < 1 {
+        while crate::inferior::perfwatch::exiting(p) && t.elapsed().as_secs() < 1 {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
     }

@@ -715,6 +715,17 @@ fn killed_with_a_watchpoint_18() {
     killed_with_a_watchpoint(18);
 }
 
+/// All of `symbol`'s code in backend `pid` equals the file's (an int3
+/// where a watched local's frame returns lies inside its caller).
+fn assert_whole_function_as_file(cl: &Cluster, pid: i32, symbol: &str) {
+    let bin = cl.postgres_binary();
+    let size = common::symbol_size(&bin, symbol);
+    assert!(
+        common::code_matches_file(pid, &bin, symbol, size as usize),
+        "{symbol}'s code (where the frame returns) is not the file's"
+    );
+}
+
 /// A watchpoint on a frame's local, as gdb: `exec_simple_query`'s `qc`
 /// (a struct whose address goes to `PortalRun`), set from the frame above
 /// `PortalRun`'s breakpoint; its writes in `InitializeQueryCompletion` and
@@ -790,12 +801,7 @@ fn local_watch_as_gdb(major: u32) {
     );
     assert_eq!(a, b, "pgdbg:\n{ours}\ngdb:\n{theirs}");
     assert_eq!(dr7(pid), 0, "DR7 of {pid} armed after pgdbg ended");
-    let bin = cl.postgres_binary();
-    let size = common::symbol_size(&bin, "PostgresMain");
-    assert!(
-        common::code_matches_file(pid, &bin, "PostgresMain", size as usize),
-        "PostgresMain's code (where the frame returns) is not the file's"
-    );
+    assert_whole_function_as_file(&cl, pid, "PostgresMain");
     assert_eq!(c.query_one_i64("select 6 * 7"), 42);
     cl.assert_no_crash();
 }
@@ -999,12 +1005,7 @@ fn killed_with_a_local_watchpoint(major: u32) {
     let (code, out, err) = pgdbg(&["rescue", &pid.to_string()]);
     assert_eq!(code, 0, "rescue: {out}{err}");
     assert_eq!(dr7(pid), 0, "DR7 of {pid} armed after the rescue");
-    let bin = cl.postgres_binary();
-    let size = common::symbol_size(&bin, "PostgresMain");
-    assert!(
-        common::code_matches_file(pid, &bin, "PostgresMain", size as usize),
-        "PostgresMain's code (where the frame returns) is not the file's"
-    );
+    assert_whole_function_as_file(&cl, pid, "PostgresMain");
     assert_eq!(c.query_one_i64("select 6 * 7"), 42);
     cl.assert_no_crash();
 }

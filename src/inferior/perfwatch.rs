@@ -183,3 +183,18 @@ pub fn exiting(pid: i32) -> bool {
     matches!(procfs::state(pid), Some('Z' | 'X'))
         && std::fs::read_dir(format!("/proc/{pid}/task")).is_ok_and(|d| d.count() > 1)
 }
+
+/// How long a dying pgdbg's last threads are waited for (`wait_exit`):
+/// each must be scheduled to end, which on a loaded machine takes tens of
+/// milliseconds; a thread stuck longer (uninterruptible I/O) is taken as
+/// alive.
+pub const EXIT_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Waits, at most `EXIT_WAIT`, while process `pid` is `exiting`: its
+/// files (perf breakpoints) close with its last thread.
+pub fn wait_exit(pid: i32) {
+    let t = std::time::Instant::now();
+    while exiting(pid) && t.elapsed() < EXIT_WAIT {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}

@@ -37,9 +37,14 @@ pub enum Left {
 /// Whether the process `pid` that started at `start` (clock ticks after
 /// boot) still runs: a reused PID is another process; a zombie its parent
 /// has not reaped yet is dead all the same, once no thread of it is left
-/// (one may still hold its files: a perf breakpoint, perfwatch.rs).
+/// (one may still hold its files: a perf breakpoint, perfwatch.rs; a
+/// pgdbg killed a moment ago is waited for while its threads end).
 fn alive(pid: i32, start: u64) -> bool {
-    pid > 0 && !crate::inferior::perfwatch::ended(pid) && procfs::start_time(pid) == Some(start)
+    if pid <= 0 || procfs::start_time(pid) != Some(start) {
+        return false;
+    }
+    crate::inferior::perfwatch::wait_exit(pid);
+    !crate::inferior::perfwatch::ended(pid)
 }
 
 /// A record written by an earlier pgdbg, in another layout (`map`).

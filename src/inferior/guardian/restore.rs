@@ -176,13 +176,10 @@ pub(super) fn restore(
     // a perf breakpoint of pgdbg's (a watched local, perfwatch.rs) goes
     // with its last file, which a thread of pgdbg may still hold after the
     // tracer's (its leader's) end: its trap goes to the SIGTRAP handler,
-    // which stays until that thread is gone too (a second at most; none
-    // for a pgdbg that lives on after a failed detach)
+    // which stays until that thread is gone too (`EXIT_WAIT` at most;
+    // none for a pgdbg that lives on after a failed detach)
     if let Some(p) = pgdbg {
-        let t = std::time::Instant::now();
-        while crate::inferior::perfwatch::exiting(p) && t.elapsed().as_secs() < 1 {
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
+        crate::inferior::perfwatch::wait_exit(p);
     }
     let t_free = t0.elapsed();
     // the backend ended its stop itself and ran on since (selfrelease.rs):

@@ -4,6 +4,7 @@
 //! `Backend::run_probes`, removed when they end.  Each command returns how
 //! the run ended, its summary and the stop's text, for the session to show.
 
+pub mod counters;
 pub mod latency;
 pub mod phases_perf;
 pub mod trace_perf;
@@ -341,23 +342,7 @@ pub fn count_perf(
     let mut counters: Vec<(usize, crate::perf::UprobeCounter)> = Vec::new();
     for (i, f) in functions.iter().enumerate() {
         for a in addresses(s, f)? {
-            // a function's entry block runs once per call: the probe goes
-            // to its first instruction the kernel emulates (no single step)
-            let a = crate::perf::placement::entry_point(s.di(), s.bias(), f, a, &[], false);
-            if let Some(why) = crate::postgres::backend::uprobe_conflict(s, a, f) {
-                return Err(anyhow::Error::new(crate::perf::Refused(format!(
-                    "count: {why}"
-                ))));
-            }
-            let (file, off) = crate::perf::file_offset(s.pid(), a).map_err(|e| {
-                anyhow::Error::new(crate::perf::Refused(format!(
-                    "count: {f} at {a:#x} {}",
-                    e.said("the backend")
-                )))
-            })?;
-            let c = crate::perf::UprobeCounter::open(file.path(), off, s.pid())
-                .map_err(|e| crate::perf::open_error("count: a kernel uprobe", s.pid(), e))?;
-            counters.push((i, c));
+            counters.push((i, uprobe_counter(s, f, a)?));
         }
     }
     s.say(&format!(
@@ -375,9 +360,51 @@ pub fn count_perf(
         calls[*i] += c.count().unwrap_or(0);
     }
     drop(counters);
+    Ok(counted(
+        s,
+        functions,
+        &calls,
+        secs,
+        String::new(),
+        end,
+        text,
+    ))
+}
+
+/// A kernel uprobe counting the calls of `f` at its location `a`.
+fn uprobe_counter(s: &dyn Backend, f: &str, a: u64) -> Result<crate::perf::UprobeCounter> {
+    // a function's entry block runs once per call: the probe goes to its
+    // first instruction the kernel emulates (no single step)
+    let a = crate::perf::placement::entry_point(s.di(), s.bias(), f, a, &[], false);
+    if let Some(why) = crate::postgres::backend::uprobe_conflict(s, a, f) {
+        return Err(anyhow::Error::new(crate::perf::Refused(format!(
+            "count: {why}"
+        ))));
+    }
+    let (file, off) = crate::perf::file_offset(s.pid(), a).map_err(|e| {
+        anyhow::Error::new(crate::perf::Refused(format!(
+            "count: {f} at {a:#x} {}",
+            e.said("the backend")
+        )))
+    })?;
+    crate::perf::UprobeCounter::open(file.path(), off, s.pid())
+        .map_err(|e| crate::perf::open_error("count: a kernel uprobe", s.pid(), e))
+}
+
+/// `count`'s table of calls (and its capture events), the line `note`
+/// after it.
+fn counted(
+    s: &mut dyn Backend,
+    functions: &[String],
+    calls: &[u64],
+    secs: f64,
+    note: String,
+    end: crate::postgres::backend::ProbeEnd,
+    text: String,
+) -> Outcome {
     let width = functions.iter().map(|f| f.len()).max().unwrap_or(8).max(8);
     let mut summary = format!("{:<width$} {:>10}", "function", "calls");
-    for (f, n) in functions.iter().zip(&calls) {
+    for (f, n) in functions.iter().zip(calls) {
         summary.push_str(&format!("\n{f:<width$} {n:>10}"));
         s.emit_event(
             Event::Count {
@@ -389,6 +416,6 @@ pub fn count_perf(
             None,
         );
     }
-    summary.push_str(&format!("\n({secs:.1}s)"));
-    Ok(probe_outcome(s, end, summary, text))
+    summary.push_str(&format!("\n({secs:.1}s){note}"));
+    probe_outcome(s, end, summary, text)
 }

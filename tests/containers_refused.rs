@@ -181,7 +181,7 @@ fn perf_commands_without_perfmon() {
     }
     for (cmd, fallback) in [
         (
-            "count exec_simple_query --for 1s",
+            "count exec_simple_query --uprobes --for 1s",
             "; counting with a ptrace stop per call instead",
         ),
         (

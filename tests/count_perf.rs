@@ -35,26 +35,15 @@ fn exact_counts(major: u32) {
     // kernel handles every int3 at an address where some uprobe is
     // registered (even one whose owner is gone: seen after kill -9 soaks)
     // as its own, and pgdbg's breakpoint there would see no hit
-    for perf in [false, true] {
-        let cmd = format!(
-            "count standard_ExecutorStart standard_ExecutorEnd --for 4s{}",
-            if perf { "" } else { " --ptrace" }
-        );
+    for mode in [" --ptrace", " --uprobes", ""] {
+        let cmd = format!("count standard_ExecutorStart standard_ExecutorEnd --for 4s{mode}");
         let out = count_during(pid, &cmd, || {
             for i in 0..137 {
                 assert_eq!(a.query_one_i64(&format!("select {i}")), i);
             }
         });
-        assert_eq!(
-            calls(&out, "standard_ExecutorStart"),
-            137,
-            "perf {perf}:\n{out}"
-        );
-        assert_eq!(
-            calls(&out, "standard_ExecutorEnd"),
-            137,
-            "perf {perf}:\n{out}"
-        );
+        assert_eq!(calls(&out, "standard_ExecutorStart"), 137, "{mode}:\n{out}");
+        assert_eq!(calls(&out, "standard_ExecutorEnd"), 137, "{mode}:\n{out}");
     }
     cl.assert_no_crash();
 }
@@ -78,11 +67,15 @@ fn count_perf_binary_replaced_on_disk() {
         mapped.to_string_lossy().ends_with(" (deleted)"),
         "the backend maps the replaced file: {mapped:?}"
     );
-    let out = count_during(pid, "count standard_ExecutorStart --for 4s", || {
-        for i in 0..61 {
-            assert_eq!(a.query_one_i64(&format!("select {i}")), i);
-        }
-    });
+    let out = count_during(
+        pid,
+        "count standard_ExecutorStart --uprobes --for 4s",
+        || {
+            for i in 0..61 {
+                assert_eq!(a.query_one_i64(&format!("select {i}")), i);
+            }
+        },
+    );
     assert_eq!(calls(&out, "standard_ExecutorStart"), 61, "{out}");
     cl.assert_no_crash();
 }
@@ -109,7 +102,7 @@ fn count_perf_killed_leaves_code_as_found() {
             &pid.to_string(),
             "-q",
             "--ex",
-            "count standard_ExecutorStart",
+            "count standard_ExecutorStart --uprobes",
         ]);
         let mut out = BufReader::new(p.child.stdout.take().unwrap());
         read_until(&mut out, "count: ", Duration::from_secs(60));
@@ -182,7 +175,7 @@ fn count_perf_killed_while_opening_leaks_no_uprobe() {
     let pid = a.pid();
     let bin = cl.postgres_binary();
     let mark = kernel_log_now();
-    let cmd = format!("count {} --for 60s", MANY.join(" "));
+    let cmd = format!("count {} --uprobes --for 60s", MANY.join(" "));
     let mut seed = (std::process::id() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     let mut opening = 0;
     for k in 0..12 {
@@ -234,7 +227,7 @@ fn count_perf_stopped_keeper_is_given_up() {
         &pid.to_string(),
         "-q",
         "--ex",
-        "count standard_ExecutorStart --for 2s",
+        "count standard_ExecutorStart --uprobes --for 2s",
     ]);
     let mut out = BufReader::new(p.child.stdout.take().unwrap());
     read_until(&mut out, "count: ", Duration::from_secs(60));
@@ -349,7 +342,7 @@ fn counted_where_nothing_is_stepped(major: u32) {
     let pid = a.pid();
     assert!(!has_uprobes_page(pid));
     // the ptrace mode first (see exact_counts)
-    for mode in [" --ptrace", ""] {
+    for mode in [" --ptrace", " --uprobes"] {
         let out = count_during(pid, &format!("count ExecutorEnd --for 4s{mode}"), || {
             for i in 0..137 {
                 assert_eq!(a.query_one_i64(&format!("select {i}")), i);
@@ -361,7 +354,7 @@ fn counted_where_nothing_is_stepped(major: u32) {
         !has_uprobes_page(pid),
         "the kernel stepped an instruction out of line"
     );
-    let out = count_during(pid, "count PortalDefineQuery --for 3s", || {
+    let out = count_during(pid, "count PortalDefineQuery --uprobes --for 3s", || {
         for i in 0..10 {
             assert_eq!(a.query_one_i64(&format!("select {i}")), i);
         }

@@ -127,7 +127,7 @@ fn perf_refused_falls_back_to_ptrace() {
     let _ = std::fs::remove_file(&cap);
     let (code, out, err) = run_denied(
         pid,
-        "count standard_ExecutorStart standard_ExecutorEnd --for 3s",
+        "count standard_ExecutorStart standard_ExecutorEnd --uprobes --for 3s",
         &cap,
         "count: ",
         || {

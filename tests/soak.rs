@@ -58,6 +58,9 @@ enum Mode {
     /// `count standard_ExecutorStart --for 60s` (a kernel uprobe) on a
     /// query loop.
     PerfCount,
+    /// `count standard_ExecutorStart --for 60s` (an in-process counter:
+    /// a jump at the entry to pgdbg's page) on a query loop.
+    CountInProcess,
 }
 
 impl Mode {
@@ -79,6 +82,7 @@ impl Mode {
             Mode::PerfProfile => "profile (perf cpu-clock, not attached)",
             Mode::PerfWaits => "waits trace (perf watchpoint, uprobes)",
             Mode::PerfCount => "count (kernel uprobe)",
+            Mode::CountInProcess => "count (in-process counter)",
         }
     }
     fn workload(self) -> &'static str {
@@ -86,7 +90,7 @@ impl Mode {
             Mode::HotBreak => {
                 "do $$ begin for i in 1..200000000 loop perform pg_backend_pid(); end loop; end $$"
             }
-            Mode::Count | Mode::PerfProfile | Mode::PerfCount => {
+            Mode::Count | Mode::PerfProfile | Mode::PerfCount | Mode::CountInProcess => {
                 "do $$ begin for i in 1..200000000 loop perform 1 from pg_class limit 1; end loop; end $$"
             }
             Mode::Waits | Mode::Latency | Mode::PerfWaits => {
@@ -464,7 +468,8 @@ fn attach_args(mode: Mode, pid: i32) -> Vec<String> {
             "60s".into(),
         ],
         Mode::PerfWaits => ex("waits trace --for 60s"),
-        Mode::PerfCount => ex("count standard_ExecutorStart --for 60s"),
+        Mode::PerfCount => ex("count standard_ExecutorStart --uprobes --for 60s"),
+        Mode::CountInProcess => ex("count standard_ExecutorStart --for 60s"),
         Mode::PlancacheFast => ex("plancache --fast --for 60s"),
         Mode::PlanNext => {
             let lines = vec!["plan --next"; 5000];
@@ -1507,17 +1512,26 @@ fn probe_kills() -> usize {
         .unwrap_or(3)
 }
 
-// `plancache --fast` on backends of a 4-client pgbench: its recorder's jump
-// is harmless after pgdbg's death and the guardian takes it out (0 crashes
-// in 100 kills).
+// `plancache --fast` on backends of a 4-client pgbench, and `count`'s
+// in-process counter on a query loop: their jumps are harmless after
+// pgdbg's death and the guardian takes them out (plancache --fast: 0
+// crashes in 100 kills).
 #[test]
 fn kill9_recorder_15() {
-    run(15, &[Mode::PlancacheFast], probe_kills());
+    run(
+        15,
+        &[Mode::PlancacheFast, Mode::CountInProcess],
+        probe_kills(),
+    );
 }
 
 #[test]
 fn kill9_recorder_18() {
-    run(18, &[Mode::PlancacheFast], probe_kills());
+    run(
+        18,
+        &[Mode::PlancacheFast, Mode::CountInProcess],
+        probe_kills(),
+    );
 }
 
 // `trace`, `count --by-phase`, `plancache` (stops and in-process recorder),

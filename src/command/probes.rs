@@ -87,7 +87,7 @@ pub fn parse_trace(rest: &str) -> Result<TraceArgs> {
         match w {
             "--stacks" => stacks = stacks_arg("trace", it.next())?,
             "--quiet" => quiet = true,
-            "--perf" => perf = true,
+            "--perf" | "--uprobes" => perf = true,
             "--for" | "--count" => {
                 limits.push(w.to_string());
                 limits.push(it.next().unwrap_or("").to_string());
@@ -117,26 +117,34 @@ pub fn parse_trace(rest: &str) -> Result<TraceArgs> {
 pub static COUNT: Entry = Entry {
     name: "count",
     aliases: &[],
-    usage: "count FUNC... [--by-phase] [--ptrace] [--for D]",
+    usage: "count FUNC... [--by-phase] [--uprobes|--ptrace] [--for D]",
     summary: "count calls of functions until Ctrl-C or --for, by phase with --by-phase",
     help: "The backend runs; the calls of each FUNC are counted until Ctrl-C or --for D, then \
-           printed and written as 'count' capture events. --by-phase splits them into \
-           planning (inside standard_planner), execution (inside standard_Executor*) and \
-           other (a ptrace stop per call; with --perf, kernel uprobes on the counted functions \
-           and entry and return uprobes on the phase functions, whose records carry the stack \
-           pointer: the same counts, no stop).\n\n\
-           By default each location is a kernel uprobe counting event (perf_event_open on \
-           the uprobe PMU): the backend is never stopped, and the kernel removes the probes \
-           if pgdbg dies. Needs perf_event_open (root, or CAP_PERFMON in a container); where \
-           the kernel refuses it, one line says why and the calls are counted with ptrace \
-           stops instead. --ptrace: a ptrace stop per call (an int3 breakpoint) anyway. \
-           (--perf, the uprobes' old option, is accepted.)\n\n\
+           printed and written as 'count' capture events.\n\n\
+           By default the counting is done inside the backend: a jump at the entry of each \
+           copy of each FUNC leads to four instructions of pgdbg's (in a page it maps in the \
+           backend) that add one to a counter there, then back. The backend is never stopped \
+           and no kernel probe is used; pgdbg reads the counters while it runs and takes the \
+           jumps out at the end. At most 16 entries at once. Where a FUNC has an inlined call \
+           or an entry a jump cannot replace, one line says why and kernel uprobes count \
+           instead.\n\n\
+           --uprobes: a kernel uprobe counting event per location (perf_event_open on the \
+           uprobe PMU), also no stop, removed by the kernel if pgdbg dies. Needs \
+           perf_event_open (root, or CAP_PERFMON in a container); where the kernel refuses \
+           it, one line says why and the calls are counted with ptrace stops instead. \
+           --ptrace: a ptrace stop per call (an int3 breakpoint). (--perf, the uprobes' old \
+           option, is accepted.)\n\n\
+           --by-phase splits the counts into planning (inside standard_planner), execution \
+           (inside standard_Executor*) and other: a ptrace stop per call; with --uprobes, \
+           kernel uprobes on the counted functions and entry and return uprobes on the phase \
+           functions, whose records carry the stack pointer: the same counts, no stop.\n\n\
            In a script, each FUNC must be in the binary.",
     examples: &[
-        "count ReadBufferExtended --by-phase --for 10s",
         "count standard_ExecutorStart --for 10s",
+        "count ReadBufferExtended --by-phase --for 10s",
+        "count standard_ExecutorStart --uprobes --for 10s",
         "count standard_ExecutorStart --ptrace --for 10s",
-        "count ReadBufferExtended --by-phase --perf --for 10s",
+        "count ReadBufferExtended --by-phase --uprobes --for 10s",
     ],
     parse: |rest| parse_count(rest).map(|_| Invocation::command(&COUNT, rest)),
     needs: Needs::Runs,
@@ -158,6 +166,9 @@ pub struct CountArgs {
     /// `--ptrace`: a ptrace stop per call instead of kernel uprobes
     /// (also what `--by-phase` needs)
     pub ptrace: bool,
+    /// `--uprobes` (or its old name `--perf`): kernel uprobes, not the
+    /// in-process counters
+    pub uprobes: bool,
 }
 
 fn run_count(b: &mut dyn Host, rest: &str) -> Result<Outcome> {
@@ -166,14 +177,25 @@ fn run_count(b: &mut dyn Host, rest: &str) -> Result<Outcome> {
         by_phase,
         duration,
         ptrace,
+        uprobes,
     } = parse_count(rest)?;
+    // in-process counters (plain counts), kernel uprobes where they cannot
+    // go, a ptrace stop per call where the kernel refuses those
     let fast = if ptrace {
         None
     } else {
         let r = if by_phase {
             crate::probes::phases_perf::count_by_phase_perf(b, &functions, duration)
-        } else {
+        } else if uprobes {
             crate::probes::count_perf(b, &functions, duration)
+        } else {
+            match crate::probes::counters::count_in_process(b, &functions, duration) {
+                Err(e) if crate::probes::counters::not_here(&e).is_some() => {
+                    b.say(&format!("{e}; counting with kernel uprobes instead"));
+                    crate::probes::count_perf(b, &functions, duration)
+                }
+                r => r,
+            }
         };
         match r {
             Ok(r) => Some(r),
@@ -220,7 +242,7 @@ pub fn parse_count(rest: &str) -> Result<CountArgs> {
     while let Some(w) = it.next() {
         match w {
             "--by-phase" => by_phase = true,
-            "--perf" => perf = true,
+            "--perf" | "--uprobes" => perf = true,
             "--ptrace" => ptrace = true,
             "--for" => {
                 limits.push(w.to_string());
@@ -235,17 +257,22 @@ pub fn parse_count(rest: &str) -> Result<CountArgs> {
         bail!("count takes --for DURATION, not --count");
     }
     if functions.is_empty() {
-        bail!("count needs one or more functions: count FUNC... [--by-phase] [--ptrace] [--for D]");
+        bail!(
+            "count needs one or more functions: count FUNC... [--by-phase] [--uprobes|--ptrace] [--for D]"
+        );
     }
     if perf && ptrace {
-        bail!("count: --perf (kernel uprobes) and --ptrace (a stop per call) exclude each other");
+        bail!(
+            "count: --uprobes (kernel uprobes) and --ptrace (a stop per call) exclude each other"
+        );
     }
     Ok(CountArgs {
         functions,
         by_phase,
         duration,
-        // by phase: ptrace stops unless --perf asks for the uprobes
+        // by phase: ptrace stops unless --uprobes asks for the uprobes
         ptrace: ptrace || (by_phase && !perf),
+        uprobes: perf,
     })
 }
 

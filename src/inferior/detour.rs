@@ -337,6 +337,65 @@ impl Target {
         Ok(())
     }
 
+    /// Put a detour with code of ours at `site`, a function's entry:
+    /// `data_len` bytes of data pages mapped (read and write), `emit`
+    /// given their address makes the code that runs before the displaced
+    /// instructions (no branch leaves it, nothing in it relative to rip),
+    /// and the jump written last.  `bodies` is the function's code, to
+    /// check that nothing branches into the bytes the jump overwrites.  On
+    /// an error nothing is left: pages unmapped, code as found.  Returns
+    /// the data pages' address.
+    pub fn place_detour(
+        &mut self,
+        site: u64,
+        bodies: &[(u64, Vec<u8>)],
+        data_len: u64,
+        emit: impl FnOnce(u64) -> Result<Vec<u8>>,
+    ) -> Result<u64> {
+        let mut code = [0u8; 32];
+        self.read(site, &mut code)?;
+        // someone's int3 in the first instructions decodes as `int3`: say
+        // whose it is rather than that it cannot be moved
+        let len = displaced_len(site, &code, bodies).map_err(|e| {
+            match int3_in_displaced(site, &code) {
+                Some(k) => self
+                    .check_no_foreign_int3(site + k as u64, &code[k..k + 1])
+                    .err()
+                    .unwrap_or(e),
+                None => e,
+            }
+        })?;
+        self.check_no_foreign_int3(site, &code[..len])?;
+        let data = self.map_pages(None, data_len, libc::PROT_READ | libc::PROT_WRITE)?;
+        let body = match emit(data) {
+            Ok(b) => b,
+            Err(e) => {
+                let _ = self.unmap_pages(data, data_len);
+                return Err(e);
+            }
+        };
+        // the code: the body, the displaced instructions, the jump back;
+        // placed so that the jump to it traps wherever it is entered
+        // other than at its start (`jumpover.rs`)
+        let text_len = (body.len() + len + JMP_LEN) as u64;
+        let pages = match self.map_jump_page(site, len, text_len) {
+            Ok(a) => a,
+            Err(e) => {
+                let _ = self.unmap_pages(data, data_len);
+                return Err(e);
+            }
+        };
+        if let Err(e) = self.install_detour(site, len, &body, &pages, (data, data_len)) {
+            // (no jump leads into them: the install writes it last)
+            for p in pages.landings.iter().chain([&pages.code]) {
+                let _ = self.unmap_pages(*p, PAGE);
+            }
+            let _ = self.unmap_pages(data, data_len);
+            return Err(e);
+        }
+        Ok(data)
+    }
+
     /// Take charge of a detour found in the target (left by an earlier
     /// pgdbg that was killed), so that `remove_detour` undoes it.
     pub fn adopt_detour(&mut self, d: Detour) {

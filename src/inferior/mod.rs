@@ -13,6 +13,7 @@
 //!   instruction.
 
 mod callrepair;
+pub mod counter;
 mod detach;
 pub mod detour;
 mod exiting;

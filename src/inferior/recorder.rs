@@ -18,7 +18,6 @@
 //! most), which is free there.
 
 use super::Target;
-use super::detour::{JMP_LEN, displaced_len, int3_in_displaced};
 use super::jumpover::TakenOver;
 use crate::arch::asm::*;
 use anyhow::{Result, bail};
@@ -249,6 +248,19 @@ fn emit_text(a: &mut Asm, t: &TextSpec, dst: u64) -> Result<(), AsmError> {
     Ok(())
 }
 
+/// The jump back of a detour's code at `entry` (`page`: its bytes from
+/// there): the first `jmp rel32` to just past `site`.
+fn jump_back(page: &[u8], entry: u64, site: u64) -> Option<iced_x86::Instruction> {
+    iced_x86::Decoder::with_ip(64, page, entry, iced_x86::DecoderOptions::NONE)
+        .into_iter()
+        .find(|i| {
+            i.mnemonic() == iced_x86::Mnemonic::Jmp
+                && i.len() == 5
+                && i.near_branch_target() > site
+                && i.near_branch_target() <= site + 16
+        })
+}
+
 impl Recorder {
     /// Put a recorder at `site`, a function's entry.  `bodies` is the
     /// function's code, to check that nothing branches into the bytes the
@@ -281,51 +293,12 @@ impl Recorder {
                 bail!("internal: bad recorder text");
             }
         }
-        let mut code = [0u8; 32];
-        t.read(site, &mut code)?;
-        // someone's int3 in the first instructions decodes as `int3`: say
-        // whose it is rather than that it cannot be moved
-        let len = displaced_len(site, &code, bodies).map_err(|e| {
-            match int3_in_displaced(site, &code) {
-                Some(k) => t
-                    .check_no_foreign_int3(site + k as u64, &code[k..k + 1])
-                    .err()
-                    .unwrap_or(e),
-                None => e,
-            }
-        })?;
-        t.check_no_foreign_int3(site, &code[..len])?;
         let slot = slot_size(&spec);
         let data_len = (HEADER + CAPACITY * slot).div_ceil(PAGE) * PAGE;
-        let data = t.map_pages(None, data_len, libc::PROT_READ | libc::PROT_WRITE)?;
-        let page = PAGE;
-        let body = match emit(data, slot, &spec) {
-            Ok(b) => b,
-            Err(e) => {
-                let _ = t.unmap_pages(data, data_len);
-                bail!("internal: the recorder's code: {e}");
-            }
-        };
-        // the code: the body, the displaced instructions, the jump back;
-        // placed so that the jump to it traps wherever it is entered
-        // other than at its start (`jumpover.rs`)
-        let text_len = (body.len() + len + JMP_LEN) as u64;
-        let pages = match t.map_jump_page(site, len, text_len) {
-            Ok(a) => a,
-            Err(e) => {
-                let _ = t.unmap_pages(data, data_len);
-                return Err(e);
-            }
-        };
-        if let Err(e) = t.install_detour(site, len, &body, &pages, (data, data_len)) {
-            // (no jump leads into them: the install writes it last)
-            for p in pages.landings.iter().chain([&pages.code]) {
-                let _ = t.unmap_pages(*p, page);
-            }
-            let _ = t.unmap_pages(data, data_len);
-            return Err(e);
-        }
-        debug_assert!(len >= JMP_LEN);
+        let data = t.place_detour(site, bodies, data_len, |data| {
+            emit(data, slot, &spec)
+                .map_err(|e| anyhow::anyhow!("internal: the recorder's code: {e}"))
+        })?;
         Ok(Recorder {
             site,
             taken_over: None,
@@ -428,9 +401,9 @@ impl Recorder {
             .collect()
     }
 
-    /// A recorder left at `site` by a pgdbg that could not clean up (killed
-    /// with SIGKILL): a `jmp` there into an anonymous executable page that
-    /// starts like our code and ends, after a copy of the file's own bytes
+    /// A recorder (or a call counter, `counter.rs`) left at `site` by a
+    /// pgdbg that could not clean up (killed with SIGKILL): a `jmp` there
+    /// into an anonymous executable page that starts like our code and ends, after a copy of the file's own bytes
     /// (`original`, the code at `site` as built), with the jump back.  When
     /// all of that holds, it is undone like our own detours (original bytes
     /// back, pages unmapped when safe) and true is returned.
@@ -460,33 +433,45 @@ impl Recorder {
         let mut page = vec![0u8; code_len as usize];
         t.read(code, &mut page)?;
         let page = page.split_off(off);
-        if page.len() < 13 || page[..5] != [0x50, 0x51, 0x52, 0x48, 0xba] {
-            return Ok(false);
-        }
-        let data = u64::from_le_bytes(page[5..13].try_into().expect("8"));
-        // the ring's size (`cmp rcx, CAPACITY`, `imul rcx, rcx, SLOT`) and
-        // the jump back: the first `jmp rel32` to just past `site`
-        let dec = iced_x86::Decoder::with_ip(64, &page, entry, iced_x86::DecoderOptions::NONE);
-        let (mut cap, mut slot, mut back) = (None, None, None);
-        for i in dec {
-            use iced_x86::Mnemonic::{Cmp, Imul, Jmp};
-            match i.mnemonic() {
-                Cmp if cap.is_none() => cap = Some(i.immediate32() as u64),
-                Imul if slot.is_none() => slot = Some(i.immediate32() as u64),
-                Jmp if i.len() == 5
-                    && i.near_branch_target() > site
-                    && i.near_branch_target() <= site + 16 =>
-                {
-                    back = Some(i);
+        // a recorder's code (`emit`) or a counter's (`counter::emit`)
+        let (data, data_len, back) = if page.len() >= 13
+            && page[..5] == [0x50, 0x51, 0x52, 0x48, 0xba]
+        {
+            let data = u64::from_le_bytes(page[5..13].try_into().expect("8"));
+            // the ring's size (`cmp rcx, CAPACITY`, `imul rcx, rcx, SLOT`)
+            let dec = iced_x86::Decoder::with_ip(64, &page, entry, iced_x86::DecoderOptions::NONE);
+            let (mut cap, mut slot) = (None, None);
+            for i in dec {
+                use iced_x86::Mnemonic::{Cmp, Imul};
+                match i.mnemonic() {
+                    Cmp if cap.is_none() => cap = Some(i.immediate32() as u64),
+                    Imul if slot.is_none() => slot = Some(i.immediate32() as u64),
+                    _ => {}
+                }
+                if cap.is_some() && slot.is_some() {
                     break;
                 }
-                _ => {}
             }
-        }
-        let (Some(cap), Some(slot), Some(back)) = (cap, slot, back) else {
+            let (Some(cap), Some(slot)) = (cap, slot) else {
+                return Ok(false);
+            };
+            (
+                data,
+                (HEADER + cap * slot).div_ceil(PAGE) * PAGE,
+                jump_back(&page, entry, site),
+            )
+        } else if let Some(data) = super::counter::orphan_word(&page) {
+            (
+                data,
+                super::counter::DATA_LEN,
+                jump_back(&page, entry, site),
+            )
+        } else {
             return Ok(false);
         };
-        let data_len = (HEADER + cap * slot).div_ceil(PAGE) * PAGE;
+        let Some(back) = back else {
+            return Ok(false);
+        };
         if !data.is_multiple_of(PAGE) || !inside(data, data_len, "rw-p") {
             return Ok(false);
         }

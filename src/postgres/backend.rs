@@ -23,6 +23,7 @@ use crate::debuginfo::types::TypeRef;
 use crate::expr::eval::{Scalar, Value};
 use crate::expr::parse::Expr;
 use crate::infcall::CallFrame;
+use crate::inferior::counter::Counter;
 use crate::inferior::recorder::{Record, RecordSpec, Recorder};
 use crate::inferior::{Registers, Stop};
 use crate::postgres::ProcessKind;
@@ -226,8 +227,18 @@ pub trait Backend {
     fn drain_recorder(&mut self, r: &mut Recorder) -> Result<(Vec<Record>, u64)>;
     /// Take the recorder out; false when its pages had to stay mapped.
     fn remove_recorder(&mut self, r: Recorder) -> Result<bool>;
-    /// Undo a recorder an earlier pgdbg left at `site` (`original`: the file's bytes there).
+    /// Undo a recorder or call counter an earlier pgdbg left at `site`
+    /// (`original`: the file's bytes there).
     fn remove_orphan_recorder(&mut self, site: u64, original: &[u8]) -> Result<bool>;
+    /// Put an in-process call counter at `site`, a function's entry
+    /// (`bodies`: the function's code).
+    fn install_counter(&mut self, _site: u64, _bodies: &[(u64, Vec<u8>)]) -> Result<Counter> {
+        anyhow::bail!("no in-process counter here")
+    }
+    /// Take the counter out; false when its pages had to stay mapped.
+    fn remove_counter(&mut self, _c: Counter) -> Result<bool> {
+        Ok(true)
+    }
     /// What of pgdbg's own is written into the code at `addr` now (an
     /// int3: "breakpoint 2"; the recorder's jump), None when nothing is.
     fn own_code_at(&self, addr: u64) -> Option<String>;
@@ -309,7 +320,7 @@ pub trait ProbeHandler {
         Ok(())
     }
     /// Whether `on_exit` has something to read: the target then stops at
-    /// its exit (a polling probe's only, `poll_every`).
+    /// its exit.
     fn reads_at_exit(&self) -> bool {
         false
     }

@@ -66,6 +66,25 @@ impl WaitHooks for Hooks {
     }
 }
 
+/// `Hooks`, and the target's exit is a stop (a probe with no polls that
+/// reads at the exit: the in-process counters).
+pub struct ExitHooks;
+
+impl WaitHooks for ExitHooks {
+    fn user_interrupt(&self) -> bool {
+        Hooks.user_interrupt()
+    }
+    fn terminate(&self) -> bool {
+        Hooks.terminate()
+    }
+    fn waiting(&self, blocked: bool) {
+        Hooks.waiting(blocked)
+    }
+    fn exit_stop(&self) -> bool {
+        true
+    }
+}
+
 /// Hooks for a second process pgdbg attaches for a while inside a command
 /// (a parallel worker during `plan --progress`): Ctrl-C and a deadline end
 /// its wait without being taken, so that the command's own loop on its

@@ -22,7 +22,7 @@ mod sink;
 mod ticker;
 
 pub use deadlines::{Deadline, DeadlineTrigger, deadline_hit, innermost_deadline_hit, limit_text};
-pub use hooks::{CallHooks, Hooks, PeekHooks, PollHooks, WaitHooks};
+pub use hooks::{CallHooks, ExitHooks, Hooks, PeekHooks, PollHooks, WaitHooks};
 pub use output::{OUTPUT_FAILED_EXIT, output_failed, output_failure};
 pub use signals::{
     block_in_this_thread, clear_interrupt, ignore_session_signals, interrupt_pending, set_in_wait,

@@ -9,6 +9,7 @@ use crate::expr::eval::{Scalar, Value, eval, scalar};
 use crate::expr::format::{Radix, format_value, to_json};
 use crate::expr::parse::Expr;
 use crate::infcall::CallFrame;
+use crate::inferior::counter::Counter;
 use crate::inferior::recorder::{Record, RecordSpec, Recorder};
 use crate::inferior::{Registers, Stop};
 use crate::postgres::ProcessKind;
@@ -193,6 +194,12 @@ impl Backend for Session {
     }
     fn remove_orphan_recorder(&mut self, site: u64, original: &[u8]) -> Result<bool> {
         Recorder::remove_orphan(&mut self.target, site, original)
+    }
+    fn install_counter(&mut self, site: u64, bodies: &[(u64, Vec<u8>)]) -> Result<Counter> {
+        Counter::install(&mut self.target, site, bodies).map_err(|e| self.name_foreign(e))
+    }
+    fn remove_counter(&mut self, c: Counter) -> Result<bool> {
+        c.remove(&mut self.target)
     }
     fn own_code_at(&self, addr: u64) -> Option<String> {
         Session::own_code_at(self, addr)

@@ -157,10 +157,10 @@ impl Session {
         } else {
             None
         };
-        // a recorder's last records are read at the backend's exit stop
-        // (inferior/exiting.rs); without it they are lost, nothing worse
-        let exit_stops = h.poll_every().is_some()
-            && h.reads_at_exit()
+        // a recorder's last records (an in-process counter's last count)
+        // are read at the backend's exit stop (inferior/exiting.rs);
+        // without it they are lost, nothing worse
+        let exit_stops = h.reads_at_exit()
             && self
                 .target
                 .set_exit_stops(true)
@@ -230,6 +230,8 @@ impl Session {
         };
         let hooks: &dyn crate::inferior::WaitHooks = if ticker.is_some() {
             &poll_hooks
+        } else if h.reads_at_exit() {
+            &runtime::ExitHooks
         } else {
             &runtime::Hooks
         };

@@ -1,0 +1,166 @@
+//! `count FUNC` in-process (its default) on real PostgreSQL 15 and 18: a
+//! jump at the function's entry to a counter in a page pgdbg maps in the
+//! backend; the exact calls of a known number of statements (the same as
+//! kernel uprobes and ptrace stops count: tests/count_perf.rs), the code
+//! and mappings as found afterwards; and with pgdbg and its guardian
+//! killed together while it counts, the backend serves on, counting into
+//! its own page, until the next attach takes the counter out (from the
+//! record the dead pgdbg left).
+
+use common::*;
+use pgdbg_testbed as common;
+use std::io::{BufReader, Read};
+use std::time::Duration;
+
+const F: &str = "standard_ExecutorStart";
+
+fn calls(out: &str, f: &str) -> u64 {
+    out.lines()
+        .find_map(|l| l.strip_prefix(f).map(|r| r.trim().parse::<u64>().unwrap()))
+        .unwrap_or_else(|| panic!("no count of {f} in:\n{out}"))
+}
+
+/// `count F --for 3s` on `pid` while `work` runs; its whole output
+/// (standard output, then standard error).
+fn count_during(pid: i32, work: impl FnOnce()) -> String {
+    let cmd = format!("count {F} --for 3s");
+    let mut p = Pgdbg::spawn(&["attach", &pid.to_string(), "-q", "--ex", &cmd]);
+    let mut out = BufReader::new(p.child.stdout.take().unwrap());
+    let head = read_until(&mut out, "count: ", Duration::from_secs(60));
+    work();
+    let mut rest = String::new();
+    out.read_to_string(&mut rest).unwrap();
+    let (code, _, err) = p.wait(Duration::from_secs(60));
+    assert_eq!(code, 0, "{err}");
+    format!("{head}{rest}{err}")
+}
+
+/// `count F` started on the client's backend, then pgdbg and its
+/// guardian SIGKILLed together while it counts; the backend serves on
+/// through the jump left behind.  Returns the dead pgdbg's PID.
+fn kill_while_counting(cl: &Cluster, a: &mut Client, bin: &std::path::Path) -> i32 {
+    let pid = a.pid();
+    let cmd = format!("count {F} --for 60s");
+    let mut p = Pgdbg::spawn(&["attach", &pid.to_string(), "-q", "--ex", &cmd]);
+    let mut out = BufReader::new(p.child.stdout.take().unwrap());
+    read_until(&mut out, "count: ", Duration::from_secs(60));
+    assert!(!code_matches_file(pid, bin, F, 1), "no jump at {F}");
+    let g = guardians_of(pid);
+    assert_eq!(g.len(), 1, "one guardian: {g:?}");
+    unsafe {
+        libc::kill(g[0], libc::SIGKILL);
+        libc::kill(p.pid(), libc::SIGKILL);
+    }
+    wait_until(
+        "pgdbg and its guardian to end",
+        Duration::from_secs(10),
+        || tracer_pid(pid) == 0 && guardians_of(pid).is_empty(),
+    );
+    let ppid = p.pid();
+    let _ = p.child.wait();
+    for i in 0..20 {
+        assert_eq!(a.query_one_i64(&format!("select {i}")), i);
+    }
+    assert!(
+        !proc_state(pid).starts_with(['T', 't']),
+        "{}",
+        proc_state(pid)
+    );
+    assert!(
+        !code_matches_file(pid, bin, F, 1),
+        "the jump left behind is gone (nothing took it out)"
+    );
+    cl.assert_no_crash();
+    ppid
+}
+
+fn killed_together_then_removed(major: u32) {
+    let cl = Cluster::start(major);
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let bin = cl.postgres_binary();
+    let maps_before = anon_exec_maps(pid);
+    // counted exactly, in-process, and nothing left afterwards
+    let out = count_during(pid, || {
+        for i in 0..37 {
+            assert_eq!(a.query_one_i64(&format!("select {i}")), i);
+        }
+    });
+    assert!(
+        out.contains(&format!(
+            "count: {F} in backend {pid} (in-process counters, no stops)"
+        )),
+        "{out}"
+    );
+    assert_eq!(calls(&out, F), 37, "{out}");
+    assert!(
+        code_matches_file(pid, &bin, F, 16),
+        "the jump is still there"
+    );
+    assert_eq!(anon_exec_maps(pid), maps_before, "pages left mapped");
+
+    // killed together while it counts: the next attach takes the counter
+    // out, from the record the dead pgdbg left
+    let ppid = kill_while_counting(&cl, &mut a, &bin);
+    let out = count_during(pid, || {
+        for i in 0..11 {
+            assert_eq!(a.query_one_i64(&format!("select {i}")), i);
+        }
+    });
+    assert!(
+        out.contains(&format!(
+            "backend {pid}, left by pgdbg (PID {ppid}): restored 1 jump(s)"
+        )),
+        "{out}"
+    );
+    assert_eq!(calls(&out, F), 11, "{out}");
+    assert!(
+        code_matches_file(pid, &bin, F, 16),
+        "the jump is still there"
+    );
+    assert_eq!(anon_exec_maps(pid), maps_before, "pages left mapped");
+    // again, and the record is lost too (/dev/shm emptied): `count` finds
+    // the counter's jump at the entry and takes it out itself
+    kill_while_counting(&cl, &mut a, &bin);
+    let records: Vec<_> = std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name().is_some_and(|n| {
+                n.to_string_lossy()
+                    .starts_with(&format!("pgdbg-backend-{pid}-"))
+            })
+        })
+        .collect();
+    assert_eq!(records.len(), 1, "{records:?}");
+    std::fs::remove_file(&records[0]).unwrap();
+    let out = count_during(pid, || {
+        for i in 0..13 {
+            assert_eq!(a.query_one_i64(&format!("select {i}")), i);
+        }
+    });
+    assert!(
+        out.contains("count: removed the in-process counter an earlier pgdbg left at"),
+        "{out}"
+    );
+    assert_eq!(calls(&out, F), 13, "{out}");
+    assert!(
+        code_matches_file(pid, &bin, F, 16),
+        "the jump is still there"
+    );
+    assert_eq!(anon_exec_maps(pid), maps_before, "pages left mapped");
+    assert!(!catches_sigtrap(pid), "the SIGTRAP action was not put back");
+    assert_eq!(a.query_one_i64("select 42"), 42);
+    cl.assert_no_crash();
+}
+
+#[test]
+fn count_in_process_killed_together_then_removed_15() {
+    killed_together_then_removed(15);
+}
+
+#[test]
+fn count_in_process_killed_together_then_removed_18() {
+    killed_together_then_removed(18);
+}

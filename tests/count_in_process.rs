@@ -5,7 +5,9 @@
 //! and mappings as found afterwards; and with pgdbg and its guardian
 //! killed together while it counts, the backend serves on, counting into
 //! its own page, until the next attach takes the counter out (from the
-//! record the dead pgdbg left).
+//! record the dead pgdbg left), or, the record lost too, the next command
+//! that places anything at that entry (a kernel uprobe there would make
+//! the backend run the jump's bytes as code).
 
 use common::*;
 use pgdbg_testbed as common;
@@ -20,10 +22,11 @@ fn calls(out: &str, f: &str) -> u64 {
         .unwrap_or_else(|| panic!("no count of {f} in:\n{out}"))
 }
 
-/// `count F --for 3s` on `pid` while `work` runs; its whole output
+/// `count F --for 3s` (and `mode`'s options) on `pid` while `work`
+/// runs; its whole output
 /// (standard output, then standard error).
-fn count_during(pid: i32, work: impl FnOnce()) -> String {
-    let cmd = format!("count {F} --for 3s");
+fn count_during(pid: i32, mode: &str, work: impl FnOnce()) -> String {
+    let cmd = format!("count {F} --for 3s{mode}");
     let mut p = Pgdbg::spawn(&["attach", &pid.to_string(), "-q", "--ex", &cmd]);
     let mut out = BufReader::new(p.child.stdout.take().unwrap());
     let head = read_until(&mut out, "count: ", Duration::from_secs(60));
@@ -81,7 +84,7 @@ fn killed_together_then_removed(major: u32) {
     let bin = cl.postgres_binary();
     let maps_before = anon_exec_maps(pid);
     // counted exactly, in-process, and nothing left afterwards
-    let out = count_during(pid, || {
+    let out = count_during(pid, "", || {
         for i in 0..37 {
             assert_eq!(a.query_one_i64(&format!("select {i}")), i);
         }
@@ -102,7 +105,7 @@ fn killed_together_then_removed(major: u32) {
     // killed together while it counts: the next attach takes the counter
     // out, from the record the dead pgdbg left
     let ppid = kill_while_counting(&cl, &mut a, &bin);
-    let out = count_during(pid, || {
+    let out = count_during(pid, "", || {
         for i in 0..11 {
             assert_eq!(a.query_one_i64(&format!("select {i}")), i);
         }
@@ -119,8 +122,10 @@ fn killed_together_then_removed(major: u32) {
         "the jump is still there"
     );
     assert_eq!(anon_exec_maps(pid), maps_before, "pages left mapped");
-    // again, and the record is lost too (/dev/shm emptied): `count` finds
-    // the counter's jump at the entry and takes it out itself
+    // again, and the record is lost too (/dev/shm emptied): `count
+    // --uprobes` finds the counter's jump at the entry and takes it out
+    // before its uprobe goes there (on the jump, the uprobe would make the
+    // backend run the jump's rel32 as code: SIGILL)
     kill_while_counting(&cl, &mut a, &bin);
     let records: Vec<_> = std::fs::read_dir("/dev/shm")
         .unwrap()
@@ -135,13 +140,13 @@ fn killed_together_then_removed(major: u32) {
         .collect();
     assert_eq!(records.len(), 1, "{records:?}");
     std::fs::remove_file(&records[0]).unwrap();
-    let out = count_during(pid, || {
+    let out = count_during(pid, " --uprobes", || {
         for i in 0..13 {
             assert_eq!(a.query_one_i64(&format!("select {i}")), i);
         }
     });
     assert!(
-        out.contains("count: removed the in-process counter an earlier pgdbg left at"),
+        out.contains("count: removed the in-process counter or recorder an earlier pgdbg left at"),
         "{out}"
     );
     assert_eq!(calls(&out, F), 13, "{out}");

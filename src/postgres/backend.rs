@@ -239,6 +239,11 @@ pub trait Backend {
     fn remove_counter(&mut self, _c: Counter) -> Result<bool> {
         Ok(true)
     }
+    /// Whether someone else's kernel uprobe took the counter's jump over
+    /// (it counts no more since); the target stopped.
+    fn counter_taken_over(&mut self, _c: &Counter) -> Result<bool> {
+        Ok(false)
+    }
     /// What of pgdbg's own is written into the code at `addr` now (an
     /// int3: "breakpoint 2"; the recorder's jump), None when nothing is.
     fn own_code_at(&self, addr: u64) -> Option<String>;

@@ -40,10 +40,13 @@ pub fn not_here(e: &anyhow::Error) -> Option<&NotHere> {
     e.downcast_ref::<NotHere>()
 }
 
-/// One counter's place: the function (index into the command's list),
-/// the entry of one out-of-line copy, and that copy's code.
+/// One counter's place: the functions counted there (indexes into the
+/// command's list), the entry of one out-of-line copy, and that copy's
+/// code.
 struct Place {
-    function: usize,
+    /// The functions counted there (one, unless a name is given twice or
+    /// two names are one copy's).
+    functions: Vec<usize>,
     site: u64,
     bodies: Vec<(u64, Vec<u8>)>,
 }
@@ -70,7 +73,10 @@ fn places(s: &dyn Backend, functions: &[String]) -> Result<Vec<Place>> {
                     ))));
                 }
             };
-            if out.iter().any(|p| p.site == a) {
+            if let Some(p) = out.iter_mut().find(|p| p.site == a) {
+                if !p.functions.contains(&i) {
+                    p.functions.push(i);
+                }
                 continue;
             }
             // the copy's code, its .cold part included: nothing in it may
@@ -85,7 +91,7 @@ fn places(s: &dyn Backend, functions: &[String]) -> Result<Vec<Place>> {
                 bodies.push((x.addr + bias, b));
             }
             out.push(Place {
-                function: i,
+                functions: vec![i],
                 site: a,
                 bodies,
             });
@@ -114,6 +120,8 @@ impl Reader {
         let stop = Arc::new(AtomicBool::new(false));
         let (l, st) = (last.clone(), stop.clone());
         let thread = std::thread::spawn(move || {
+            // pgdbg's signals (Ctrl-C, SIGTERM) are its main thread's
+            crate::runtime::block_in_this_thread();
             while !st.load(Ordering::Relaxed) {
                 if let Some(now) = read_all(pid, &words) {
                     *l.lock().unwrap_or_else(|e| e.into_inner()) = now;
@@ -196,23 +204,12 @@ pub fn count_in_process(
     let places = places(s, functions)?;
     // a counter (or recorder) an earlier pgdbg could not take out
     // (SIGKILL) where this one goes: out first
-    for p in &places {
-        let Some(orig) = s.di().binary.bytes_at(p.site - s.bias(), 16) else {
-            continue;
-        };
-        let orig = orig.to_vec();
-        if s.remove_orphan_recorder(p.site, &orig)? {
-            s.say(&format!(
-                "count: removed the in-process counter an earlier pgdbg left at {:#x} in this backend (killed with SIGKILL?)",
-                p.site
-            ));
-        }
-    }
+    super::clear_orphans(s, functions, "count")?;
     // a counter at each entry; a kernel uprobe where a jump cannot go
     let mut counters: Vec<Counter> = Vec::new();
-    let mut uprobes: Vec<(usize, crate::perf::UprobeCounter)> = Vec::new();
+    let mut uprobes: Vec<(Vec<usize>, crate::perf::UprobeCounter)> = Vec::new();
     for p in &places {
-        let f = &functions[p.function];
+        let f = &functions[p.functions[0]];
         let e = match s.install_counter(p.site, &p.bodies) {
             Ok(c) => {
                 counters.push(c);
@@ -231,7 +228,7 @@ pub fn count_in_process(
                     "count: no in-process counter at {f} ({:#x}): {why:#}; a kernel uprobe counts there",
                     p.site
                 ));
-                uprobes.push((p.function, u));
+                uprobes.push((p.functions.clone(), u));
             }
             Err(e) => {
                 remove_all(s, counters)?;
@@ -258,14 +255,14 @@ pub fn count_in_process(
         limit_text(duration, None)
     ));
     let words: Vec<u64> = counters.iter().map(|c| c.word).collect();
-    // each counter's function
-    let counters_of: Vec<usize> = counters
+    // each counter's functions
+    let counters_of: Vec<Vec<usize>> = counters
         .iter()
         .map(|c| {
             places
                 .iter()
                 .find(|p| p.site == c.site)
-                .map_or(0, |p| p.function)
+                .map_or_else(Vec::new, |p| p.functions.clone())
         })
         .collect();
     let t0 = std::time::Instant::now();
@@ -295,15 +292,37 @@ pub fn count_in_process(
             ),
         ),
     };
+    // someone else's uprobe at a counted entry took the jump over: that
+    // counter missed the calls since, said so
+    let mut note = note;
+    if !gone && ran.is_ok() {
+        for c in &counters {
+            if s.counter_taken_over(c).unwrap_or(false) {
+                let f = places
+                    .iter()
+                    .find(|p| p.site == c.site)
+                    .map_or("?", |p| functions[p.functions[0]].as_str());
+                note.push_str(&format!(
+                    "\n(another tool's kernel uprobe took over the in-process counter at {f} ({:#x}) while it counted: {f}'s calls after that are missing)",
+                    c.site
+                ));
+            }
+        }
+    }
     let removed = remove_all(s, counters);
     let Ran { end, text } = ran?;
     removed?;
     let mut calls = vec![0u64; functions.len()];
     for (c, n) in counters_of.iter().zip(counts) {
-        calls[*c] += n;
+        for &i in c {
+            calls[i] += n;
+        }
     }
-    for (i, u) in &uprobes {
-        calls[*i] += u.count().unwrap_or(0);
+    for (c, u) in &uprobes {
+        let n = u.count().unwrap_or(0);
+        for &i in c {
+            calls[i] += n;
+        }
     }
     drop(uprobes);
     Ok(super::counted(s, functions, &calls, secs, note, end, text))

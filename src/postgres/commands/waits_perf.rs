@@ -11,6 +11,14 @@ use anyhow::Result;
 use iced_x86::Register;
 use std::time::Duration;
 
+/// The functions `statement_marks` may place uprobes on.
+const MARKED: [&str; 4] = [
+    "PortalDefineQuery",
+    "CreateQueryDesc",
+    "standard_ExecutorStart",
+    "standard_ExecutorEnd",
+];
+
 pub(crate) const START: u8 = 0;
 pub(crate) const END: u8 = 1;
 const TEXT: u8 = 2;
@@ -184,6 +192,7 @@ pub fn waits_trace_perf(
         None => None,
     };
     let marks = if statements && fed.is_none() {
+        crate::probes::clear_orphans(s, &MARKED, "waits trace")?;
         statement_marks(s, tracefs.as_deref())?
     } else {
         Vec::new()

@@ -403,8 +403,9 @@ impl Recorder {
 
     /// A recorder (or a call counter, `counter.rs`) left at `site` by a
     /// pgdbg that could not clean up (killed with SIGKILL): a `jmp` there
-    /// into an anonymous executable page that starts like our code and ends, after a copy of the file's own bytes
-    /// (`original`, the code at `site` as built), with the jump back.  When
+    /// into an anonymous executable page that starts like our code and
+    /// ends, after a copy of the file's own bytes (`original`, the code at
+    /// `site` as built), with the jump back.  When
     /// all of that holds, it is undone like our own detours (original bytes
     /// back, pages unmapped when safe) and true is returned.
     pub fn remove_orphan(t: &mut Target, site: u64, original: &[u8]) -> Result<bool> {
@@ -433,39 +434,30 @@ impl Recorder {
         let mut page = vec![0u8; code_len as usize];
         t.read(code, &mut page)?;
         let page = page.split_off(off);
-        // a recorder's code (`emit`) or a counter's (`counter::emit`)
-        let (data, data_len, back) = if page.len() >= 13
-            && page[..5] == [0x50, 0x51, 0x52, 0x48, 0xba]
-        {
+        // a recorder's code (`emit`) or a counter's (`counter::emit`); its
+        // jump back: the first `jmp rel32` to just past `site`
+        let back = jump_back(&page, entry, site);
+        let (data, data_len) = if page.len() >= 13 && page[..5] == [0x50, 0x51, 0x52, 0x48, 0xba] {
             let data = u64::from_le_bytes(page[5..13].try_into().expect("8"));
-            // the ring's size (`cmp rcx, CAPACITY`, `imul rcx, rcx, SLOT`)
+            // the ring's size (`cmp rcx, CAPACITY`, `imul rcx, rcx, SLOT`),
+            // before the jump back
+            let end = back.map_or(0, |b| b.ip());
             let dec = iced_x86::Decoder::with_ip(64, &page, entry, iced_x86::DecoderOptions::NONE);
             let (mut cap, mut slot) = (None, None);
-            for i in dec {
+            for i in dec.into_iter().take_while(|i| i.ip() < end) {
                 use iced_x86::Mnemonic::{Cmp, Imul};
                 match i.mnemonic() {
                     Cmp if cap.is_none() => cap = Some(i.immediate32() as u64),
                     Imul if slot.is_none() => slot = Some(i.immediate32() as u64),
                     _ => {}
                 }
-                if cap.is_some() && slot.is_some() {
-                    break;
-                }
             }
             let (Some(cap), Some(slot)) = (cap, slot) else {
                 return Ok(false);
             };
-            (
-                data,
-                (HEADER + cap * slot).div_ceil(PAGE) * PAGE,
-                jump_back(&page, entry, site),
-            )
+            (data, (HEADER + cap * slot).div_ceil(PAGE) * PAGE)
         } else if let Some(data) = super::counter::orphan_word(&page) {
-            (
-                data,
-                super::counter::DATA_LEN,
-                jump_back(&page, entry, site),
-            )
+            (data, super::counter::DATA_LEN)
         } else {
             return Ok(false);
         };

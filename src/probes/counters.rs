@@ -4,9 +4,10 @@
 //! All go in at the stop the command starts from, or none; they are read
 //! while the backend runs (every `READ_EVERY`, so that an exit of the
 //! backend loses at most that much) and once more at the end, then taken
-//! out.  Where a function cannot have one (an inlined instance, an entry
-//! a jump cannot replace, more than the guardian's detour slots), the
-//! command says why in one line and counts with kernel uprobes instead.
+//! out.  An entry a jump cannot take gets a kernel uprobe instead (said
+//! in one line); where a location is an inlined call, or there are more
+//! entries than the guardian's detour slots, the command says why in one
+//! line and counts all with kernel uprobes instead.
 
 use super::addresses;
 use crate::inferior::counter::Counter;

@@ -339,7 +339,7 @@ pub fn count_perf(
     functions: &[String],
     duration: Option<std::time::Duration>,
 ) -> Result<Outcome> {
-    clear_orphans(s, functions, "count")?;
+    crate::postgres::backend::clear_orphans(s, functions, "count")?;
     let mut counters: Vec<(usize, crate::perf::UprobeCounter)> = Vec::new();
     for (i, f) in functions.iter().enumerate() {
         for a in addresses(s, f)? {
@@ -370,43 +370,6 @@ pub fn count_perf(
         end,
         text,
     ))
-}
-
-/// Jumps an earlier pgdbg left at the entries of `functions` (the
-/// in-process counter or recorder of one killed together with its
-/// guardian, its record gone too): taken out before anything else goes
-/// there.  A kernel uprobe on such a jump would make the backend run the
-/// jump's rel32 bytes as code, which traps (SIGILL) in a backend no one
-/// traces: it would die.  Only a jump pgdbg recognises as its own is
-/// touched (`Recorder::remove_orphan`).  `what` starts the line said.
-pub fn clear_orphans<S: AsRef<str>>(
-    s: &mut dyn Backend,
-    functions: &[S],
-    what: &str,
-) -> Result<()> {
-    for f in functions {
-        let f = f.as_ref();
-        for e in s.function_addrs(f) {
-            let Some(orig) = s
-                .di()
-                .binary
-                .bytes_at(e.wrapping_sub(s.bias()), 16)
-                .map(|b| b.to_vec())
-            else {
-                continue;
-            };
-            let mut now = [0u8; 1];
-            if orig[0] == 0xe9 || s.read(e, &mut now).is_err() || now[0] != 0xe9 {
-                continue;
-            }
-            if s.remove_orphan_recorder(e, &orig)? {
-                s.say(&format!(
-                    "{what}: removed the in-process counter or recorder an earlier pgdbg left at {f} ({e:#x}) in this backend (killed with SIGKILL?)"
-                ));
-            }
-        }
-    }
-    Ok(())
 }
 
 /// A kernel uprobe counting the calls of `f` at its location `a`.

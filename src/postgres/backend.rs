@@ -292,6 +292,43 @@ pub fn uprobe_conflict(s: &dyn Backend, addr: u64, f: &str) -> Option<String> {
     ))
 }
 
+/// Jumps an earlier pgdbg left at the entries of `functions` (the
+/// in-process counter or recorder of one killed together with its
+/// guardian, its record gone too): taken out before anything else goes
+/// there.  A kernel uprobe on such a jump would make the backend run the
+/// jump's rel32 bytes as code, which traps (SIGILL) in a backend no one
+/// traces: it would die.  Only a jump pgdbg recognises as its own is
+/// touched (`Recorder::remove_orphan`).  `what` starts the line said.
+pub fn clear_orphans<S: AsRef<str>>(
+    s: &mut dyn Backend,
+    functions: &[S],
+    what: &str,
+) -> Result<()> {
+    for f in functions {
+        let f = f.as_ref();
+        for e in s.function_addrs(f) {
+            let Some(orig) = s
+                .di()
+                .binary
+                .bytes_at(e.wrapping_sub(s.bias()), 16)
+                .map(|b| b.to_vec())
+            else {
+                continue;
+            };
+            let mut now = [0u8; 1];
+            if orig[0] == 0xe9 || s.read(e, &mut now).is_err() || now[0] != 0xe9 {
+                continue;
+            }
+            if s.remove_orphan_recorder(e, &orig)? {
+                s.say(&format!(
+                    "{what}: removed the in-process counter or recorder an earlier pgdbg left at {f} ({e:#x}) in this backend (killed with SIGKILL?)"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Another process of the server attached by the same pgdbg for a while
 /// (`Backend::attach_sibling`).  Dropped without `detach`, it is detached
 /// all the same (restored as on every way out).

@@ -205,7 +205,7 @@ pub fn count_in_process(
     let places = places(s, functions)?;
     // a counter (or recorder) an earlier pgdbg could not take out
     // (SIGKILL) where this one goes: out first
-    super::clear_orphans(s, functions, "count")?;
+    crate::postgres::backend::clear_orphans(s, functions, "count")?;
     // a counter at each entry; a kernel uprobe where a jump cannot go
     let mut counters: Vec<Counter> = Vec::new();
     let mut uprobes: Vec<(Vec<usize>, crate::perf::UprobeCounter)> = Vec::new();

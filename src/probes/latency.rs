@@ -123,7 +123,7 @@ pub fn latency(
     duration: Option<std::time::Duration>,
     json: bool,
 ) -> Result<Outcome> {
-    super::clear_orphans(s, functions, "latency")?;
+    crate::postgres::backend::clear_orphans(s, functions, "latency")?;
     let (probes, roles, inlined) = probes_for(s, functions)?;
     let sampler = Sampler::start(
         s.pid(),

@@ -75,10 +75,10 @@ pub fn count_by_phase_perf(
     functions: &[String],
     duration: Option<Duration>,
 ) -> Result<Outcome> {
-    super::clear_orphans(s, functions, "count")?;
+    crate::postgres::backend::clear_orphans(s, functions, "count")?;
     let phase_functions: Vec<&str> = PHASE_FUNCTIONS.iter().map(|(f, _)| *f).collect();
-    super::clear_orphans(s, &phase_functions, "count")?;
-    super::clear_orphans(s, ERROR_CLEANUP_FUNCTIONS, "count")?;
+    crate::postgres::backend::clear_orphans(s, &phase_functions, "count")?;
+    crate::postgres::backend::clear_orphans(s, ERROR_CLEANUP_FUNCTIONS, "count")?;
     let mut by_addr: BTreeMap<u64, Site> = BTreeMap::new();
     // the function each address was found for (for a refusal's line)
     let mut names: BTreeMap<u64, &str> = BTreeMap::new();

@@ -68,7 +68,7 @@ pub fn trace_perf(
     if stacks > 0 {
         return fallback(s, "--stacks reads the stack at each call".into());
     }
-    super::clear_orphans(s, &[function], "trace --perf")?;
+    crate::postgres::backend::clear_orphans(s, &[function], "trace --perf")?;
     let addrs = addresses(s, function)?;
     let mut specs: Vec<Vec<(u16, TypeRef)>> = Vec::new();
     for a in &addrs {

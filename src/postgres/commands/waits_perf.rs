@@ -192,7 +192,7 @@ pub fn waits_trace_perf(
         None => None,
     };
     let marks = if statements && fed.is_none() {
-        crate::probes::clear_orphans(s, &MARKED, "waits trace")?;
+        crate::postgres::backend::clear_orphans(s, &MARKED, "waits trace")?;
         statement_marks(s, tracefs.as_deref())?
     } else {
         Vec::new()

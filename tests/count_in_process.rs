@@ -48,17 +48,7 @@ fn kill_while_counting(cl: &Cluster, a: &mut Client, bin: &std::path::Path) -> i
     let mut out = BufReader::new(p.child.stdout.take().unwrap());
     read_until(&mut out, "count: ", Duration::from_secs(60));
     assert!(!code_matches_file(pid, bin, F, 1), "no jump at {F}");
-    let g = guardians_of(pid);
-    assert_eq!(g.len(), 1, "one guardian: {g:?}");
-    unsafe {
-        libc::kill(g[0], libc::SIGKILL);
-        libc::kill(p.pid(), libc::SIGKILL);
-    }
-    wait_until(
-        "pgdbg and its guardian to end",
-        Duration::from_secs(10),
-        || tracer_pid(pid) == 0 && guardians_of(pid).is_empty(),
-    );
+    kill_with_guardian(p.pid(), pid);
     let ppid = p.pid();
     let _ = p.child.wait();
     for i in 0..20 {
@@ -77,6 +67,25 @@ fn kill_while_counting(cl: &Cluster, a: &mut Client, bin: &std::path::Path) -> i
     ppid
 }
 
+/// `count F` (with `mode`'s options) while the client runs `n`
+/// statements: exactly `n` calls counted, and afterwards the entry's code
+/// and the executable mappings as before (`maps`).  Its whole output.
+fn count_n(a: &mut Client, bin: &std::path::Path, mode: &str, n: i64, maps: &[String]) -> String {
+    let pid = a.pid();
+    let out = count_during(pid, mode, || {
+        for i in 0..n {
+            assert_eq!(a.query_one_i64(&format!("select {i}")), i);
+        }
+    });
+    assert_eq!(calls(&out, F), n as u64, "{out}");
+    assert!(
+        code_matches_file(pid, bin, F, 16),
+        "the jump is still there"
+    );
+    assert_eq!(anon_exec_maps(pid), maps, "pages left mapped");
+    out
+}
+
 fn killed_together_then_removed(major: u32) {
     let cl = Cluster::start(major);
     let mut a = cl.connect();
@@ -84,44 +93,24 @@ fn killed_together_then_removed(major: u32) {
     let bin = cl.postgres_binary();
     let maps_before = anon_exec_maps(pid);
     // counted exactly, in-process, and nothing left afterwards
-    let out = count_during(pid, "", || {
-        for i in 0..37 {
-            assert_eq!(a.query_one_i64(&format!("select {i}")), i);
-        }
-    });
+    let out = count_n(&mut a, &bin, "", 37, &maps_before);
     assert!(
         out.contains(&format!(
             "count: {F} in backend {pid} (in-process counters, no stops)"
         )),
         "{out}"
     );
-    assert_eq!(calls(&out, F), 37, "{out}");
-    assert!(
-        code_matches_file(pid, &bin, F, 16),
-        "the jump is still there"
-    );
-    assert_eq!(anon_exec_maps(pid), maps_before, "pages left mapped");
 
     // killed together while it counts: the next attach takes the counter
     // out, from the record the dead pgdbg left
     let ppid = kill_while_counting(&cl, &mut a, &bin);
-    let out = count_during(pid, "", || {
-        for i in 0..11 {
-            assert_eq!(a.query_one_i64(&format!("select {i}")), i);
-        }
-    });
+    let out = count_n(&mut a, &bin, "", 11, &maps_before);
     assert!(
         out.contains(&format!(
             "backend {pid}, left by pgdbg (PID {ppid}): restored 1 jump(s)"
         )),
         "{out}"
     );
-    assert_eq!(calls(&out, F), 11, "{out}");
-    assert!(
-        code_matches_file(pid, &bin, F, 16),
-        "the jump is still there"
-    );
-    assert_eq!(anon_exec_maps(pid), maps_before, "pages left mapped");
     // again, and the record is lost too (/dev/shm emptied): `count
     // --uprobes` finds the counter's jump at the entry and takes it out
     // before its uprobe goes there (on the jump, the uprobe would make the
@@ -140,21 +129,11 @@ fn killed_together_then_removed(major: u32) {
         .collect();
     assert_eq!(records.len(), 1, "{records:?}");
     std::fs::remove_file(&records[0]).unwrap();
-    let out = count_during(pid, " --uprobes", || {
-        for i in 0..13 {
-            assert_eq!(a.query_one_i64(&format!("select {i}")), i);
-        }
-    });
+    let out = count_n(&mut a, &bin, " --uprobes", 13, &maps_before);
     assert!(
         out.contains("count: removed the in-process counter or recorder an earlier pgdbg left at"),
         "{out}"
     );
-    assert_eq!(calls(&out, F), 13, "{out}");
-    assert!(
-        code_matches_file(pid, &bin, F, 16),
-        "the jump is still there"
-    );
-    assert_eq!(anon_exec_maps(pid), maps_before, "pages left mapped");
     assert!(!catches_sigtrap(pid), "the SIGTRAP action was not put back");
     assert_eq!(a.query_one_i64("select 42"), 42);
     cl.assert_no_crash();

@@ -22,21 +22,9 @@ const HELD: &[(&str, &str)] = &[("PGDBG_NO_SELF_RELEASE", "1")];
 /// expression) and int3 hits, as many as the test needs and then an end.
 const LOOP: &str = "do $$ begin for i in 1..300000 loop perform count(*) from pg_class where oid = i; perform pg_backend_pid(); end loop; end $$";
 
-/// SIGKILL to pgdbg's guardian and to pgdbg, back to back: the guardian
-/// first, so that it is gone before pgdbg's death could wake it (on a
-/// loaded machine it could otherwise restore the backend in between).
+/// SIGKILL to pgdbg's guardian and to pgdbg (`kill_with_guardian`).
 fn kill_both(p: &Pgdbg, backend: i32) {
-    let g = guardians_of(backend);
-    assert_eq!(g.len(), 1, "one guardian of {backend}: {g:?}");
-    unsafe {
-        libc::kill(g[0], libc::SIGKILL);
-        libc::kill(p.pid(), libc::SIGKILL);
-    }
-    wait_until(
-        "pgdbg and its guardian to end",
-        Duration::from_secs(10),
-        || tracer_pid(backend) == 0 && guardians_of(backend).is_empty(),
-    );
+    kill_with_guardian(p.pid(), backend);
 }
 
 fn stopped(pid: i32) -> bool {

@@ -1300,6 +1300,24 @@ pub fn guardians_of(pid: i32) -> Vec<i32> {
     processes_with(&format!("__pgdbg_guardian\0{pid}\0"))
 }
 
+/// SIGKILL to the guardian of `backend` and to pgdbg process `pgdbg`,
+/// back to back: the guardian first, so that it is gone before pgdbg's
+/// death could wake it (on a loaded machine it could otherwise restore
+/// the backend in between); then until both are gone.
+pub fn kill_with_guardian(pgdbg: i32, backend: i32) {
+    let g = guardians_of(backend);
+    assert_eq!(g.len(), 1, "one guardian of {backend}: {g:?}");
+    unsafe {
+        libc::kill(g[0], libc::SIGKILL);
+        libc::kill(pgdbg, libc::SIGKILL);
+    }
+    wait_until(
+        "pgdbg and its guardian to end",
+        Duration::from_secs(10),
+        || tracer_pid(backend) == 0 && guardians_of(backend).is_empty(),
+    );
+}
+
 /// The keepers (pgdbg's process that opens and holds its kernel uprobes,
 /// src/perf/keeper.rs) of pgdbg process `pgdbg`.
 pub fn keepers_of(pgdbg: i32) -> Vec<i32> {

@@ -96,6 +96,15 @@ fn locations(
         }
         for l in locs {
             let a = crate::perf::placement::entry_point(di, bias, f, l.addr, &[], false);
+            // a backend with a jump of a dead pgdbg's there: attached
+            // instead (the attach or the count takes the jump out)
+            if let Some(why) = di
+                .binary
+                .bytes_at(a.wrapping_sub(bias + 4), 5)
+                .and_then(|b| crate::inferior::detour::stray_jump_in_children(postmaster, f, a, b))
+            {
+                return Err(why);
+            }
             let (file, offset) = crate::perf::file_offset(postmaster, a).map_err(|e| match e {
                 crate::perf::NoFile::Unmapped => format!(
                     "{f} at {a:#x} is in no file the postmaster maps (a library loaded later)"

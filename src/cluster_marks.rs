@@ -107,7 +107,19 @@ impl Service {
                 return Err(format!("no code for {f}"));
             }
             for a in copies {
-                let (_, file, offset) = mark_place(di, bias, postmaster, f, a)?;
+                let (at, file, offset) = mark_place(di, bias, postmaster, f, a)?;
+                // a backend with a jump of a dead pgdbg's there: each
+                // worker places its own instead (after its attach took the
+                // jump out)
+                if let Some(why) = di
+                    .binary
+                    .bytes_at(at.wrapping_sub(bias + 4), 5)
+                    .and_then(|b| {
+                        crate::inferior::detour::stray_jump_in_children(postmaster, f, at, b)
+                    })
+                {
+                    return Err(why);
+                }
                 let d = define_mark(&root, file.path(), offset, text)
                     .map_err(|e| crate::perf::tracefs::define_error(&root, &e))?;
                 kinds.push(Kind {

@@ -104,6 +104,33 @@ pub fn displaced_len(site: u64, code: &[u8], bodies: &[(u64, Vec<u8>)]) -> Resul
     Ok(len)
 }
 
+/// Whether process `pid`, which pgdbg does not trace, has at `addr` a
+/// `jmp rel32` that is not the binary's covering it: an `e9` among the 5
+/// bytes that end at `addr` where the file's bytes there (`file`, from
+/// `addr - 4`, 5 bytes) have none.  Such a jump is a detour of pgdbg's
+/// left behind by one killed together with its guardian; a kernel uprobe
+/// at `addr` would make the process run the jump's `rel32` as code.  An
+/// unreadable process has none.
+pub fn stray_jump_at(pid: i32, addr: u64, file: &[u8]) -> bool {
+    let mut mem = [0u8; JMP_LEN];
+    if file.len() < JMP_LEN || addr < 4 || super::read_untraced(pid, addr - 4, &mut mem).is_err() {
+        return false;
+    }
+    mem.iter().zip(file).any(|(&m, &f)| m == 0xe9 && f != 0xe9)
+}
+
+/// `stray_jump_at` for every child of the postmaster `postmaster` (its
+/// backends) at `addr` (in function `f`; `file`: as there): why a uprobe
+/// the postmaster's children inherit may not go there, or None.
+pub fn stray_jump_in_children(postmaster: i32, f: &str, addr: u64, file: &[u8]) -> Option<String> {
+    let pid = super::procfs::children_of(postmaster)
+        .into_iter()
+        .find(|&k| stray_jump_at(k, addr, file))?;
+    Some(format!(
+        "process {pid} has a jump at {f} ({addr:#x}) that a pgdbg killed together with its guardian left there (its in-process counter or recorder): a uprobe inherited from the postmaster would make it run the jump's bytes as code"
+    ))
+}
+
 /// The offset of an `int3` among the first instructions at `site` that a
 /// detour would displace (where [`displaced_len`] stops on it), if any.
 /// Only such an int3 can be someone else's probe that made the decode fail;

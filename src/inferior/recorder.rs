@@ -414,6 +414,13 @@ impl Recorder {
         if jmp[0] != 0xe9 || t.has_detour(site) {
             return Ok(false);
         }
+        // a breakpoint of pgdbg's inside the jump (`break` on an entry
+        // where the jump was found) saved a byte of the jump as the
+        // original: the file's bytes written back under it would make its
+        // removal write that byte back over them.  Left as found.
+        if (site..site + 16).any(|a| t.breakpoint_inserted(a)) {
+            return Ok(false);
+        }
         let rel = i32::from_le_bytes(jmp[1..].try_into().expect("4")) as i64;
         // the recorder's code starts anywhere in its page (`map_jump_page`)
         let entry = (site as i64 + 5 + rel) as u64;

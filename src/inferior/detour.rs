@@ -107,10 +107,11 @@ pub fn displaced_len(site: u64, code: &[u8], bodies: &[(u64, Vec<u8>)]) -> Resul
 /// Whether process `pid`, which pgdbg does not trace, has at `addr` a
 /// `jmp rel32` that is not the binary's covering it: an `e9` among the 5
 /// bytes that end at `addr` where the file's bytes there (`file`, from
-/// `addr - 4`, 5 bytes) have none.  Such a jump is a detour of pgdbg's
-/// left behind by one killed together with its guardian; a kernel uprobe
-/// at `addr` would make the process run the jump's `rel32` as code.  An
-/// unreadable process has none.
+/// `addr - 4`, 5 bytes) have none.  Such a jump is a detour of pgdbg's:
+/// another pgdbg's at work, or one left behind by a pgdbg killed together
+/// with its guardian; a kernel uprobe at `addr` that this process does
+/// not trace would make it run the jump's `rel32` as code.  An unreadable
+/// process has none.
 pub fn stray_jump_at(pid: i32, addr: u64, file: &[u8]) -> bool {
     let mut mem = [0u8; JMP_LEN];
     if file.len() < JMP_LEN || addr < 4 || super::read_untraced(pid, addr - 4, &mut mem).is_err() {
@@ -127,7 +128,7 @@ pub fn stray_jump_in_children(postmaster: i32, f: &str, addr: u64, file: &[u8]) 
         .into_iter()
         .find(|&k| stray_jump_at(k, addr, file))?;
     Some(format!(
-        "process {pid} has a jump at {f} ({addr:#x}) that a pgdbg killed together with its guardian left there (its in-process counter or recorder): a uprobe inherited from the postmaster would make it run the jump's bytes as code"
+        "process {pid} has a jump at {f} ({addr:#x}) that is not the binary's (pgdbg's in-process counter or recorder: another pgdbg's at work, or left by one killed together with its guardian): a uprobe inherited from the postmaster would make it run the jump's bytes as code"
     ))
 }
 

@@ -208,12 +208,15 @@ pub fn count_in_process(
     crate::postgres::backend::clear_orphans(s, functions, "count")?;
     // a counter at each entry; a kernel uprobe where a jump cannot go
     let mut counters: Vec<Counter> = Vec::new();
+    // each counter's functions, in `counters`' order
+    let mut counters_of: Vec<Vec<usize>> = Vec::new();
     let mut uprobes: Vec<(Vec<usize>, crate::perf::UprobeCounter)> = Vec::new();
     for p in &places {
         let f = &functions[p.functions[0]];
         let e = match s.install_counter(p.site, &p.bodies) {
             Ok(c) => {
                 counters.push(c);
+                counters_of.push(p.functions.clone());
                 continue;
             }
             Err(e) => e,
@@ -256,16 +259,6 @@ pub fn count_in_process(
         limit_text(duration, None)
     ));
     let words: Vec<u64> = counters.iter().map(|c| c.word).collect();
-    // each counter's functions
-    let counters_of: Vec<Vec<usize>> = counters
-        .iter()
-        .map(|c| {
-            places
-                .iter()
-                .find(|p| p.site == c.site)
-                .map_or_else(Vec::new, |p| p.functions.clone())
-        })
-        .collect();
     let t0 = std::time::Instant::now();
     let reader = Reader::start(s.pid(), words.clone());
     let mut probe = AtExit {
@@ -297,12 +290,9 @@ pub fn count_in_process(
     // counter missed the calls since, said so
     let mut note = note;
     if !gone && ran.is_ok() {
-        for c in &counters {
+        for (c, of) in counters.iter().zip(&counters_of) {
             if s.counter_taken_over(c).unwrap_or(false) {
-                let f = places
-                    .iter()
-                    .find(|p| p.site == c.site)
-                    .map_or("?", |p| functions[p.functions[0]].as_str());
+                let f = &functions[of[0]];
                 note.push_str(&format!(
                     "\n(another tool's kernel uprobe took over the in-process counter at {f} ({:#x}) while it counted: {f}'s calls after that are missing)",
                     c.site

@@ -211,7 +211,7 @@ fn waits_trace_perf_killed() {
         std::process::id()
     ));
     for _ in 0..5 {
-        let (mut p, _out, _) = start_trace(pid, "waits trace --perf --quiet", &cap);
+        let (mut p, _out, _) = start_trace(pid, "waits trace --perf --uprobes --quiet", &cap);
         for i in 0..20 {
             assert_eq!(a.query_one_i64(&format!("select {i}")), i);
         }
@@ -243,7 +243,7 @@ fn waits_trace_perf_killed() {
     // the keeper killed too: the definition stays listed (inert: no event
     // is open on it, nothing is placed in the backend) until the next
     // pgdbg removes it
-    let (mut p, _out, _) = start_trace(pid, "waits trace --perf --quiet", &cap);
+    let (mut p, _out, _) = start_trace(pid, "waits trace --perf --uprobes --quiet", &cap);
     let k = p.child.id();
     let keepers = keepers_of(k as i32);
     assert_eq!(keepers.len(), 1);
@@ -257,7 +257,7 @@ fn waits_trace_perf_killed() {
         !tracefs_definitions_of(k).is_empty(),
         "pgdbg {k}'s definitions stay"
     );
-    let (p, out, _) = start_trace(pid, "waits trace --perf --quiet --for 1s", &cap);
+    let (p, out, _) = start_trace(pid, "waits trace --perf --uprobes --quiet --for 1s", &cap);
     let (code, _, err) = finish(p, out);
     assert_eq!(code, 0, "{err}");
     assert_eq!(

@@ -342,29 +342,34 @@ pub fn parse_waits_sample(opts: &str) -> Result<(f64, Option<Duration>, bool)> {
 pub static WAITS_TRACE: Entry = Entry {
     name: "waits trace",
     aliases: &[],
-    usage: "waits trace [--for DURATION] [--stacks N] [--quiet] [--ptrace] [--no-statements]",
+    usage: "waits trace [--for DURATION] [--stacks N] [--quiet] [--ptrace] [--no-statements] [--uprobes]",
     summary: "every wait with its duration (and stack), by a hardware watchpoint",
     help: "A hardware watchpoint on the backend's wait event word: every wait with its \
            duration (--stacks N: and the innermost N frames, 0 to 64), statement times \
            (standard_ExecutorStart to standard_ExecutorEnd) and a summary per wait event and \
            per statement at the end; --quiet prints only the summary. Until Ctrl-C or --for D.\n\n\
            By default the watchpoint is a perf event the kernel owns (a write breakpoint with \
-           a sample per store) and the statement times come from kernel uprobes: the backend \
-           is never stopped, the value of each store is decoded from the store instruction, \
-           and the waits are reported when tracing ends; a backend that ends while traced has \
-           its waits and statements reported up to its end, named (the names of every wait \
-           the build can report are asked of the backend when tracing starts, once per build, \
-           and kept in ~/.cache/pgdbg/waitnames). Each statement's text is copied by \
-           the kernel at the executor's start (a uprobe defined in tracefs, mounted on \
-           /sys/kernel/tracing when it is not; without it, pgdbg reads the texts as they \
-           arrive, at more cost to the backend). Needs perf_event_open (root, or \
-           CAP_PERFMON in a container); where the kernel refuses it, one line says why and \
-           the ptrace mode runs instead.\n\n\
+           a sample per store) and the statement times come from in-process recorders at \
+           the executor's start and end (a jump to a few dozen instructions of pgdbg's in \
+           pages mapped in the backend, which copy the QueryDesc and the first 256 bytes of \
+           its text into a ring there; read while the backend runs): the backend is never \
+           stopped, the value of each store is decoded from the store instruction, and the \
+           waits are reported when tracing ends; a backend that ends while traced has its \
+           waits and statements reported up to its end, named (the names of every wait the \
+           build can report are asked of the backend when tracing starts, once per build, \
+           and kept in ~/.cache/pgdbg/waitnames). Where a recorder cannot go (one line says \
+           why), or with --uprobes, kernel uprobes time the statements: each statement's \
+           text is copied by the kernel at the executor's start (a uprobe defined in \
+           tracefs, mounted on /sys/kernel/tracing when it is not; without it, pgdbg reads \
+           the texts as they arrive, at more cost to the backend). Needs perf_event_open \
+           (root, or CAP_PERFMON in a container); where the kernel refuses it, one line says \
+           why and the ptrace mode runs instead.\n\n\
            --ptrace: a debug register set through ptrace and breakpoints for the statement \
            times, the backend stopped at each wait's start and end; waits are printed as \
            they end. (--perf, the perf event's old option, is accepted.)\n\n\
+           --uprobes: statement times from kernel uprobes, as above.\n\n\
            --no-statements: no statement times, nothing placed at the executor's start and \
-           end (in the default mode, each statement costs two uprobe hits without it).",
+           end.",
     examples: &[
         "waits trace --for 10s --stacks 7",
         "waits trace --for 10s --quiet",
@@ -380,11 +385,12 @@ pub static WAITS_TRACE: Entry = Entry {
             quiet,
             ptrace,
             no_statements,
+            uprobes,
         } = parse_waits_trace(rest)?;
         if ptrace {
             return pg::waits_trace(b, duration, stacks, quiet, !no_statements);
         }
-        match pg::waits_trace_perf(b, duration, stacks, quiet, !no_statements) {
+        match pg::waits_trace_perf(b, duration, stacks, quiet, !no_statements, uprobes) {
             Err(e) if crate::perf::refused(&e).is_some() => {
                 // under --cluster the executor carries the cluster's
                 // uprobes, where the breakpoints timing statements would go
@@ -430,6 +436,9 @@ pub struct WaitsTraceArgs {
     /// `--no-statements`: no statement times (no uprobes or breakpoints
     /// at the executor's start and end)
     pub no_statements: bool,
+    /// `--uprobes`: statement times from kernel uprobes, not in-process
+    /// recorders
+    pub uprobes: bool,
 }
 
 pub fn parse_waits_trace(opts: &str) -> Result<WaitsTraceArgs> {
@@ -437,6 +446,7 @@ pub fn parse_waits_trace(opts: &str) -> Result<WaitsTraceArgs> {
     let mut quiet = false;
     let mut ptrace = false;
     let mut no_statements = false;
+    let mut uprobes = false;
     let mut others = Vec::new();
     let mut it = opts.split_whitespace();
     while let Some(w) = it.next() {
@@ -446,6 +456,7 @@ pub fn parse_waits_trace(opts: &str) -> Result<WaitsTraceArgs> {
             "--ptrace" => ptrace = true,
             "--perf" => ptrace = false,
             "--no-statements" => no_statements = true,
+            "--uprobes" => uprobes = true,
             other => others.push(other),
         }
     }
@@ -459,5 +470,6 @@ pub fn parse_waits_trace(opts: &str) -> Result<WaitsTraceArgs> {
         quiet,
         ptrace,
         no_statements,
+        uprobes,
     })
 }

@@ -272,6 +272,7 @@ fn subcommands_parse() {
             quiet: false,
             ptrace: false,
             no_statements: false,
+            uprobes: false,
         }
     );
     assert_eq!(
@@ -282,6 +283,7 @@ fn subcommands_parse() {
             quiet: false,
             ptrace: true,
             no_statements: true,
+            uprobes: false,
         }
     );
     let e = parse("waits trace --stacks 65").unwrap_err().to_string();

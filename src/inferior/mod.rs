@@ -34,6 +34,7 @@ pub mod procevents;
 pub mod procfs;
 pub mod recorder;
 mod regaccess;
+pub mod tscclock;
 
 mod resume;
 mod selfrelease;

@@ -33,6 +33,9 @@ const SLOT_FIXED: u64 = 40;
 /// What to record at each call.
 #[derive(Debug, Clone)]
 pub struct RecordSpec {
+    /// Slots in the ring: a power of two, 16 to 2^20 (`CAPACITY` unless
+    /// the slots are large).
+    pub capacity: u64,
     /// A 4-byte global read at each call.
     pub global32: Option<u64>,
     /// (offset, size in 1/2/4/8) of fields of the struct at rdi.
@@ -56,7 +59,7 @@ pub struct TextSpec {
     /// Fields of the struct (offset, size 1, 4 or 8): when one of them is
     /// not zero the string is not copied (the reader has it otherwise).
     pub unless: Vec<(u64, u64)>,
-    /// Bytes copied at most (the NUL included), 8 to 120, a multiple of 8.
+    /// Bytes copied at most (the NUL included), 8 to 256, a multiple of 8.
     pub max: u64,
 }
 
@@ -90,13 +93,127 @@ pub struct Recorder {
     /// Set by `drain` once someone else's uprobe took the jump over: no
     /// call is recorded any more.
     pub taken_over: Option<TakenOver>,
+    ring: Ring,
+    tsc0: u64,
+    t0: std::time::SystemTime,
+}
+
+/// A recorder's ring as its reader knows it: where and what, and how far
+/// it was read.
+#[derive(Debug, Clone)]
+struct Ring {
     spec: RecordSpec,
     data: u64,
     slot: u64,
     tail: u64,
     dropped: u64,
-    tsc0: u64,
-    t0: std::time::SystemTime,
+}
+
+/// Reads ranges of the target's memory (address, where to).
+type ReadRanges<'a> = dyn FnMut(&mut [(u64, &mut [u8])]) -> Result<()> + 'a;
+
+impl Ring {
+    /// The calls recorded since the last read, oldest first, and how many
+    /// more found the ring full since then.  `read` reads ranges of the
+    /// target's memory, `set_tail` writes the ring's `tail` word.  Safe
+    /// while the target runs: the code writes a slot before it moves
+    /// `head` past it (x86 keeps stores in order, and the header is read
+    /// first), and never writes a slot between `tail` and `head`.
+    fn take(
+        &mut self,
+        read: &mut ReadRanges<'_>,
+        set_tail: &mut dyn FnMut(u64, u64) -> Result<()>,
+    ) -> Result<(Vec<Record>, u64)> {
+        let mut hdr = [0u8; 24];
+        read(&mut [(self.data, &mut hdr[..])])?;
+        let word = |i: usize| u64::from_le_bytes(hdr[i * 8..i * 8 + 8].try_into().expect("8"));
+        let (head, dropped) = (word(0), word(2));
+        let new_dropped = dropped.saturating_sub(self.dropped);
+        self.dropped = dropped;
+        if head <= self.tail {
+            return Ok((Vec::new(), new_dropped));
+        }
+        let cap = self.spec.capacity;
+        let n = (head - self.tail).min(cap);
+        let first = head - n;
+        let mut buf = vec![0u8; (n * self.slot) as usize];
+        // one or two contiguous runs of slots
+        let i0 = first % cap;
+        let run1 = n.min(cap - i0);
+        {
+            let (a, b) = buf.split_at_mut((run1 * self.slot) as usize);
+            let mut ranges: Vec<(u64, &mut [u8])> = vec![(self.data + HEADER + i0 * self.slot, a)];
+            if n > run1 {
+                ranges.push((self.data + HEADER, b));
+            }
+            read(&mut ranges)?;
+        }
+        let mut out = Vec::with_capacity(n as usize);
+        for (k, s) in buf.chunks_exact(self.slot as usize).enumerate() {
+            let w = |o: usize| u64::from_le_bytes(s[o..o + 8].try_into().expect("8"));
+            if w(0) != first + k as u64 {
+                continue; // not written (cannot happen below `head`)
+            }
+            let mut fields = vec![0u8; self.spec.struct_size as usize];
+            for (i, &(off, size)) in self.spec.fields.iter().enumerate() {
+                let src = SLOT_FIXED as usize + 8 * i;
+                fields[off as usize..(off + size) as usize]
+                    .copy_from_slice(&s[src..src + size as usize]);
+            }
+            let text = self.spec.text.as_ref().and_then(|t| {
+                let at = text_at(&self.spec) as usize;
+                text_start(&s[at..at + t.max as usize], &fields, t)
+            });
+            out.push(Record {
+                seq: w(0),
+                tsc: w(8),
+                rdi: w(16),
+                rsi: w(24),
+                global32: u32::from_le_bytes(s[32..36].try_into().expect("4")),
+                fields,
+                text,
+            });
+        }
+        self.tail = head;
+        set_tail(self.data + 8, head)?;
+        Ok((out, new_dropped))
+    }
+}
+
+/// Reads a recorder's ring while the target runs, from any thread of
+/// pgdbg's (`process_vm_readv`, and `tail` written through
+/// /proc/PID/mem): no stop.  The records' `tsc` are the target's time
+/// stamp counter (`TscClock` maps them to CLOCK_MONOTONIC).
+pub struct RingReader {
+    pid: i32,
+    mem: std::fs::File,
+    ring: Ring,
+}
+
+impl RingReader {
+    /// As `Recorder::drain`, the target running.  A `tail` written as
+    /// bytes rather than one word (the kernel's copy may do that) can only
+    /// look smaller to the recorder's code for a moment: a call then finds
+    /// the ring full and is counted as dropped, never written over an
+    /// unread slot.
+    pub fn drain(&mut self) -> Result<(Vec<Record>, u64)> {
+        let pid = self.pid;
+        let mem = &self.mem;
+        self.ring.take(
+            &mut |ranges| {
+                for (a, b) in ranges.iter_mut() {
+                    super::read_untraced(pid, *a, b)?;
+                }
+                Ok(())
+            },
+            &mut |at, v| {
+                use std::os::unix::fs::FileExt;
+                mem.write_all_at(&v.to_le_bytes(), at).map_err(|e| {
+                    anyhow::anyhow!("cannot write the ring's tail in process {pid}: {e}")
+                })
+            },
+        )
+    }
 }
 
 fn rdtsc() -> u64 {
@@ -117,11 +234,11 @@ fn emit(data: u64, slot: u64, spec: &RecordSpec) -> Result<Vec<u8>, AsmError> {
     a.mov(rax, qword_ptr(rdx))?; // head
     a.mov(rcx, rax)?;
     a.sub(rcx, qword_ptr(rdx + 8))?; // - tail
-    a.cmp(rcx, CAPACITY as i32)?;
+    a.cmp(rcx, spec.capacity as i32)?;
     let full = a.label("full");
     a.jae(full)?;
     a.mov(rcx, rax)?;
-    a.and(rcx, (CAPACITY - 1) as i32)?;
+    a.and(rcx, (spec.capacity - 1) as i32)?;
     a.imul_3(rcx, rcx, slot as i32)?;
     a.lea(rcx, qword_ptr(rdx + rcx + HEADER))?; // the slot
     a.mov(qword_ptr(rcx), rax)?; // seq
@@ -213,7 +330,7 @@ fn slot_size(spec: &RecordSpec) -> u64 {
 /// `text_end`, set here for the next instruction.
 fn emit_text(a: &mut Asm, t: &TextSpec, dst: u64) -> Result<(), AsmError> {
     // the slot's layout (`slot_size`), checked by `install`
-    assert!(matches!(t.max, 8..=120), "recorder text of {} bytes", t.max);
+    assert!(matches!(t.max, 8..=256), "recorder text of {} bytes", t.max);
     let end = a.label("text_end");
     if let Some((off, value)) = t.guard {
         a.cmp(dword_ptr(rdi + off), value)?;
@@ -281,7 +398,7 @@ impl Recorder {
             // the reader tells a copy from an old slot's bytes by the
             // pointer and the guard, recorded as fields too
             if t.max < 8
-                || t.max > 120
+                || t.max > 256
                 || !t.max.is_multiple_of(8)
                 || !recorded(t.pointer, 8)
                 || t.guard.is_some_and(|(g, _)| !recorded(g, 4))
@@ -293,8 +410,11 @@ impl Recorder {
                 bail!("internal: bad recorder text");
             }
         }
+        if !spec.capacity.is_power_of_two() || !(16..=1 << 20).contains(&spec.capacity) {
+            bail!("internal: bad recorder capacity");
+        }
         let slot = slot_size(&spec);
-        let data_len = (HEADER + CAPACITY * slot).div_ceil(PAGE) * PAGE;
+        let data_len = (HEADER + spec.capacity * slot).div_ceil(PAGE) * PAGE;
         let data = t.place_detour(site, bodies, data_len, |data| {
             emit(data, slot, &spec)
                 .map_err(|e| anyhow::anyhow!("internal: the recorder's code: {e}"))
@@ -302,11 +422,13 @@ impl Recorder {
         Ok(Recorder {
             site,
             taken_over: None,
-            spec,
-            data,
-            slot,
-            tail: 0,
-            dropped: 0,
+            ring: Ring {
+                spec,
+                data,
+                slot,
+                tail: 0,
+                dropped: 0,
+            },
             tsc0: rdtsc(),
             t0: std::time::SystemTime::now(),
         })
@@ -322,58 +444,29 @@ impl Recorder {
         if self.taken_over.is_none() {
             self.taken_over = t.detour_taken_over(self.site)?;
         }
-        let mut hdr = [0u8; 24];
-        t.read(self.data, &mut hdr)?;
-        let word = |i: usize| u64::from_le_bytes(hdr[i * 8..i * 8 + 8].try_into().expect("8"));
-        let (head, dropped) = (word(0), word(2));
-        let new_dropped = dropped.saturating_sub(self.dropped);
-        self.dropped = dropped;
-        if head <= self.tail {
-            return Ok((Vec::new(), new_dropped));
-        }
-        let n = (head - self.tail).min(CAPACITY);
-        let first = head - n;
-        let mut buf = vec![0u8; (n * self.slot) as usize];
-        // one or two contiguous runs of slots
-        let i0 = first % CAPACITY;
-        let run1 = n.min(CAPACITY - i0);
-        {
-            let (a, b) = buf.split_at_mut((run1 * self.slot) as usize);
-            let mut ranges: Vec<(u64, &mut [u8])> = vec![(self.data + HEADER + i0 * self.slot, a)];
-            if n > run1 {
-                ranges.push((self.data + HEADER, b));
-            }
-            t.read_many(&mut ranges)?;
-        }
-        let mut out = Vec::with_capacity(n as usize);
-        for (k, s) in buf.chunks_exact(self.slot as usize).enumerate() {
-            let w = |o: usize| u64::from_le_bytes(s[o..o + 8].try_into().expect("8"));
-            if w(0) != first + k as u64 {
-                continue; // not written yet (cannot happen while stopped)
-            }
-            let mut fields = vec![0u8; self.spec.struct_size as usize];
-            for (i, &(off, size)) in self.spec.fields.iter().enumerate() {
-                let src = SLOT_FIXED as usize + 8 * i;
-                fields[off as usize..(off + size) as usize]
-                    .copy_from_slice(&s[src..src + size as usize]);
-            }
-            let text = self.spec.text.as_ref().and_then(|t| {
-                let at = text_at(&self.spec) as usize;
-                text_start(&s[at..at + t.max as usize], &fields, t)
-            });
-            out.push(Record {
-                seq: w(0),
-                tsc: w(8),
-                rdi: w(16),
-                rsi: w(24),
-                global32: u32::from_le_bytes(s[32..36].try_into().expect("4")),
-                fields,
-                text,
-            });
-        }
-        self.tail = head;
-        t.write(self.data + 8, &head.to_le_bytes())?;
-        Ok((out, new_dropped))
+        let ring = &mut self.ring;
+        // (the target is stopped: its memory is read and written through
+        // its own `Target`, breakpoints and detours hidden)
+        let target = std::cell::RefCell::new(t);
+        ring.take(
+            &mut |ranges| target.borrow().read_many(ranges),
+            &mut |at, v| target.borrow_mut().write(at, &v.to_le_bytes()),
+        )
+    }
+
+    /// A reader of the ring for another thread, the target running (this
+    /// recorder's own `drain` is then not to be used any more).
+    pub fn reader(&self, pid: i32) -> Result<RingReader> {
+        let mem = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(format!("/proc/{pid}/mem"))
+            .map_err(|e| anyhow::anyhow!("cannot open /proc/{pid}/mem: {e}"))?;
+        Ok(RingReader {
+            pid,
+            mem,
+            ring: self.ring.clone(),
+        })
     }
 
     /// Seconds since the epoch at which each record's time stamp counter
@@ -523,6 +616,7 @@ mod tests {
     #[test]
     fn recorder_code_decodes_as_written() {
         let spec = RecordSpec {
+            capacity: CAPACITY,
             global32: Some(0x1122_3344_5566),
             fields: vec![(0, 4), (0x40, 8), (0x88, 1), (0x90, 2)],
             struct_size: 0x100,
@@ -615,6 +709,7 @@ mod tests {
             (many, Some(text)),
         ] {
             let spec = RecordSpec {
+                capacity: CAPACITY,
                 global32: Some(0x60_1000),
                 fields,
                 struct_size: 0x2000,

@@ -101,8 +101,25 @@ fn read_text_at(pid: i32, at: u64) -> Option<String> {
     read_text(pid, u64::from_le_bytes(p))
 }
 
+/// A statement's text from its first bytes, copied at a hit: up to their
+/// NUL; bytes with no NUL (a longer text) are completed by `whole` (the
+/// text read from the backend now) if that still starts with them, else
+/// end with "...".
+pub(crate) fn copied_text(bytes: &[u8], whole: impl FnOnce() -> Option<String>) -> String {
+    match bytes.iter().position(|&c| c == 0) {
+        Some(n) => String::from_utf8_lossy(&bytes[..n]).into_owned(),
+        None => {
+            let copied = String::from_utf8_lossy(bytes).into_owned();
+            match whole() {
+                Some(t) if t.len() > copied.len() && t.starts_with(&copied) => t,
+                _ => format!("{copied}..."),
+            }
+        }
+    }
+}
+
 /// The C string (at most 4 KB) at `a`.
-fn read_text(pid: i32, mut a: u64) -> Option<String> {
+pub(crate) fn read_text(pid: i32, mut a: u64) -> Option<String> {
     if a == 0 {
         return None;
     }
@@ -250,20 +267,10 @@ pub(crate) fn mark_from_raw(
     let text = match fields.get("text") {
         Some(f) => {
             let bytes = field_bytes(raw, f)?;
-            Some(match bytes.iter().position(|&c| c == 0) {
-                Some(n) => String::from_utf8_lossy(&bytes[..n]).into_owned(),
-                None => {
-                    let copied = String::from_utf8_lossy(bytes).into_owned();
-                    let whole = match text_from {
-                        TextFrom::FieldOfRdi(o) => read_text_at(pid, qd + o),
-                        _ => None,
-                    };
-                    match whole {
-                        Some(t) if t.len() > copied.len() && t.starts_with(&copied) => t,
-                        _ => format!("{copied}..."),
-                    }
-                }
-            })
+            Some(copied_text(bytes, || match text_from {
+                TextFrom::FieldOfRdi(o) => read_text_at(pid, qd + o),
+                _ => None,
+            }))
         }
         None => None,
     };

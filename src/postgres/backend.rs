@@ -292,6 +292,42 @@ pub fn uprobe_conflict(s: &dyn Backend, addr: u64, f: &str) -> Option<String> {
     ))
 }
 
+/// The code of the out-of-line copy of function `f` whose entry is at
+/// `a` (its .cold and .part pieces too), for a detour there: nothing in
+/// it may branch into the bytes the jump overwrites.  Err says why `a`
+/// takes no detour: it is not the entry of a copy of `f` (an inlined
+/// call), or no symbol gives its size.
+pub fn entry_code(s: &dyn Backend, f: &str, a: u64) -> Result<Vec<(u64, Vec<u8>)>, String> {
+    let (di, bias) = (s.di(), s.bias());
+    let sym = match di.symbol_at(a.wrapping_sub(bias)) {
+        Some((sym, 0))
+            if sym.is_func
+                && sym.size > 0
+                && (sym.name == f || crate::debuginfo::is_entry_clone_of(&sym.name, f)) =>
+        {
+            sym
+        }
+        _ => {
+            return Err(format!(
+                "{f} at {a:#x} is not the entry of a copy of it (an inlined call)"
+            ));
+        }
+    };
+    let mut bodies = Vec::new();
+    let part = format!("{}.", sym.name);
+    for x in di
+        .symbols
+        .iter()
+        .filter(|x| x.is_func && x.size > 0 && (x.name == sym.name || x.name.starts_with(&part)))
+    {
+        let mut b = vec![0u8; x.size.min(1 << 20) as usize];
+        s.read(x.addr + bias, &mut b)
+            .map_err(|e| format!("cannot read {f}'s code: {e:#}"))?;
+        bodies.push((x.addr + bias, b));
+    }
+    Ok(bodies)
+}
+
 /// Jumps an earlier pgdbg left at the entries of `functions` (the
 /// in-process counter or recorder of one killed together with its
 /// guardian, its record gone too): taken out before anything else goes

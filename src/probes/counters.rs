@@ -54,43 +54,17 @@ struct Place {
 
 /// The entries to count at, or why there are none that count every call.
 fn places(s: &dyn Backend, functions: &[String]) -> Result<Vec<Place>> {
-    let (di, bias) = (s.di(), s.bias());
     let mut out: Vec<Place> = Vec::new();
     for (i, f) in functions.iter().enumerate() {
         for a in addresses(s, f)? {
-            let link = a.wrapping_sub(bias);
-            let sym = match di.symbol_at(link) {
-                Some((sym, 0))
-                    if sym.is_func
-                        && sym.size > 0
-                        && (sym.name == *f
-                            || crate::debuginfo::is_entry_clone_of(&sym.name, f)) =>
-                {
-                    sym
-                }
-                _ => {
-                    return Err(anyhow!(NotHere(format!(
-                        "count: {f} at {a:#x} is not the entry of a copy of it (an inlined call)"
-                    ))));
-                }
-            };
             if let Some(p) = out.iter_mut().find(|p| p.site == a) {
                 if !p.functions.contains(&i) {
                     p.functions.push(i);
                 }
                 continue;
             }
-            // the copy's code, its .cold part included: nothing in it may
-            // branch into the bytes the jump overwrites
-            let mut bodies = Vec::new();
-            let part = format!("{}.", sym.name);
-            for x in di.symbols.iter().filter(|x| {
-                x.is_func && x.size > 0 && (x.name == sym.name || x.name.starts_with(&part))
-            }) {
-                let mut b = vec![0u8; x.size.min(1 << 20) as usize];
-                s.read(x.addr + bias, &mut b)?;
-                bodies.push((x.addr + bias, b));
-            }
+            let bodies = crate::postgres::backend::entry_code(s, f, a)
+                .map_err(|why| anyhow!(NotHere(format!("count: {why}"))))?;
             out.push(Place {
                 functions: vec![i],
                 site: a,

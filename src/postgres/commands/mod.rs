@@ -10,7 +10,8 @@
 //! | `plan.rs` | `plan` (and `--next`): the running statement, the safe stop to explain it |
 //! | `analyze.rs` | `plan --next --analyze`, `plan --progress` |
 //! | `waits.rs` | `wait`, `waits sample`, `waits trace --ptrace` |
-//! | `waits_perf.rs` | `waits trace` by default (a perf write-breakpoint event and uprobes, no stops) |
+//! | `waits_perf.rs` | `waits trace` by default (a perf write-breakpoint event, no stops) |
+//! | `waits_marks.rs` | its statement times from in-process recorders at the executor |
 //! | `plancache.rs` | `plancache` (both modes) |
 
 mod analyze;
@@ -18,6 +19,7 @@ mod call;
 mod plan;
 mod plancache;
 mod waits;
+mod waits_marks;
 pub(crate) mod waits_perf;
 
 pub use analyze::{plan_analyze, plan_progress};

@@ -5,7 +5,7 @@
 use crate::perf::Wakeup;
 use crate::perf::profile::Symbolizer;
 use crate::perf::watch::{MarkSpec, StartError, TextFrom, WordWatch};
-use crate::postgres::backend::{Backend, Flow, NoStopDigest, Outcome, Ran};
+use crate::postgres::backend::{Backend, Flow, NoStopDigest, Outcome, ProbeHandler, Ran};
 use crate::postgres::waits::TraceProbe;
 use anyhow::Result;
 use iced_x86::Register;
@@ -47,7 +47,15 @@ const GONE: &str = "(statement text reused before it was read)";
 /// statement, and PortalDefineQuery's first instruction (a `mov`) is
 /// stepped out of line by the kernel: about 45 µs more per statement than
 /// with tracefs on the machines measured (docs/benchmarks.md).
-fn statement_marks(s: &dyn Backend, tracefs: Option<&std::path::Path>) -> Result<Vec<MarkSpec>> {
+///
+/// `recorded`: the functions whose marks come from in-process recorders
+/// (`waits_marks.rs`), left out here; with standard_ExecutorStart among
+/// them, its recorder copies the text and nothing else is probed for it.
+fn statement_marks(
+    s: &dyn Backend,
+    tracefs: Option<&std::path::Path>,
+    recorded: &[&str],
+) -> Result<Vec<MarkSpec>> {
     let at_start = s
         .layout("QueryDesc")
         .ok()
@@ -69,8 +77,12 @@ fn statement_marks(s: &dyn Backend, tracefs: Option<&std::path::Path>) -> Result
             ("standard_ExecutorEnd", END, TextFrom::None),
         ]
     };
+    let text_recorded = recorded.contains(&"standard_ExecutorStart");
     let mut marks = Vec::new();
     for &(f, kind, text) in probed {
+        if recorded.contains(&f) || (kind == TEXT && text_recorded) {
+            continue;
+        }
         for a in s.function_addrs(f) {
             let (a, file, offset) = mark_place(s.di(), s.bias(), s.pid(), f, a).map_err(|why| {
                 anyhow::Error::new(crate::perf::Refused(format!("waits trace: {why}")))
@@ -100,6 +112,34 @@ fn statement_marks(s: &dyn Backend, tracefs: Option<&std::path::Path>) -> Result
         }
     }
     Ok(marks)
+}
+
+/// The handler `waits_trace_perf` runs the backend under: `inner`'s,
+/// and at the backend's exit stop the in-process recorders' last read.
+struct ExitRead<'a, H> {
+    inner: &'a mut H,
+    marks: Option<&'a super::waits_marks::InProcessMarks>,
+}
+
+impl<H: ProbeHandler> ProbeHandler for ExitRead<'_, H> {
+    fn on_stop(&mut self, s: &mut dyn Backend, addr: u64) -> Result<()> {
+        self.inner.on_stop(s, addr)
+    }
+    fn done(&self) -> bool {
+        self.inner.done()
+    }
+    fn at_deadline(&mut self) {
+        self.inner.at_deadline()
+    }
+    fn reads_at_exit(&self) -> bool {
+        self.marks.is_some()
+    }
+    fn on_exit(&mut self, _s: &mut dyn Backend) -> Result<()> {
+        if let Some(m) = self.marks {
+            m.read_at_exit();
+        }
+        Ok(())
+    }
 }
 
 /// Where the statement mark of function `f`'s out-of-line copy at `a`
@@ -138,6 +178,7 @@ pub fn waits_trace_perf(
     stacks: usize,
     quiet: bool,
     statements: bool,
+    uprobes: bool,
 ) -> Result<Outcome> {
     let mut probe = TraceProbe::observing(s, stacks, quiet)?;
     // the waits are named once tracing ends, by asking the backend; one
@@ -156,10 +197,47 @@ pub fn waits_trace_perf(
     let base_i = std::time::Instant::now();
     let base_ns = crate::perf::monotonic_ns();
     let base_wall = crate::capture::wall_now();
-    // statement texts: copied by the kernel into each executor start's
-    // record (a tracefs uprobe), else read by pgdbg as they are handed over
     let mut how = String::new();
-    let tracefs = if statements {
+    // in a worker of `--cluster`: the marks come from uprobes the
+    // postmaster's processes inherit, read by pgdbg's leader
+    // (cluster_marks.rs); the backend is registered there first
+    let mut fed = match crate::perf::feed::feed().filter(|_| statements) {
+        Some(feed) => match crate::perf::feed::register(feed, s.pid()) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                how = format!("; its own uprobes (the cluster's could not be had: {e})");
+                None
+            }
+        },
+        None => None,
+    };
+    let own_marks = statements && fed.is_none();
+    if own_marks {
+        crate::postgres::backend::clear_orphans(s, &MARKED, "waits trace")?;
+    }
+    // the executor's start and end marked in-process where their entries
+    // take a recorder; kernel uprobes mark the rest
+    let mut in_process = match own_marks && !uprobes {
+        true => match super::waits_marks::install(s) {
+            Ok(m) => Some(m),
+            Err(e) => {
+                s.say(&format!(
+                    "waits: statement times from kernel uprobes, not in-process recorders: {e:#}"
+                ));
+                None
+            }
+        },
+        false => None,
+    };
+    let recorded: Vec<&str> = in_process
+        .as_ref()
+        .map(|m| m.recorded.clone())
+        .unwrap_or_default();
+    let uprobed = own_marks && recorded.len() < super::waits_marks::RECORDED.len();
+    // statement texts from uprobes: copied by the kernel into each
+    // executor start's record (a tracefs uprobe), else read by pgdbg as
+    // they are handed over
+    let tracefs = if uprobed && !recorded.contains(&"standard_ExecutorStart") {
         match crate::perf::tracefs::root() {
             Ok((root, mounted)) => {
                 if mounted {
@@ -178,28 +256,25 @@ pub fn waits_trace_perf(
     } else {
         None
     };
-    // in a worker of `--cluster`: the marks come from uprobes the
-    // postmaster's processes inherit, read by pgdbg's leader
-    // (cluster_marks.rs); the backend is registered there first
-    let mut fed = match crate::perf::feed::feed().filter(|_| statements) {
-        Some(feed) => match crate::perf::feed::register(feed, s.pid()) {
-            Ok(r) => Some(r),
+    let marks = if uprobed {
+        match statement_marks(s, tracefs.as_deref(), &recorded) {
+            Ok(m) => m,
             Err(e) => {
-                how = format!("; its own uprobes (the cluster's could not be had: {e})");
-                None
+                if let Some(m) = in_process.take() {
+                    let _ = m.finish(s);
+                }
+                return Err(e);
             }
-        },
-        None => None,
-    };
-    let marks = if statements && fed.is_none() {
-        crate::postgres::backend::clear_orphans(s, &MARKED, "waits trace")?;
-        statement_marks(s, tracefs.as_deref())?
+        }
     } else {
         Vec::new()
     };
-    // without a text: over before pgdbg read it, or (copied by the kernel)
-    // none at all
-    let mut gone = if fed.is_some() || marks.iter().any(|m| m.tracefs.is_some()) {
+    // without a text: over before pgdbg read it, or (copied by the kernel
+    // or the recorder) none at all
+    let mut gone = if fed.is_some()
+        || marks.iter().any(|m| m.tracefs.is_some())
+        || recorded.contains(&"standard_ExecutorStart")
+    {
         "(no statement text)"
     } else {
         GONE
@@ -213,20 +288,49 @@ pub fn waits_trace_perf(
             how =
                 format!("; statement texts read by pgdbg as they arrive (a tracefs uprobe: {e:#})");
             gone = GONE;
-            start(&statement_marks(s, None)?).map_err(StartError::into_inner)?
+            statement_marks(s, None, &recorded)
+                .and_then(|m| start(&m).map_err(StartError::into_inner))
         }
-        w => w.map_err(StartError::into_inner)?,
+        w => w.map_err(StartError::into_inner),
+    };
+    let watch = match watch {
+        Ok(w) => w,
+        Err(e) => {
+            if let Some(m) = in_process.take() {
+                let _ = m.finish(s);
+            }
+            return Err(e);
+        }
     };
     let marked = if fed.is_some() {
         "the cluster's uprobes on the executor's start and end (inherited from the postmaster)"
+            .to_string()
     } else {
-        "uprobes on the executor's start and end"
+        match (recorded.len(), uprobed) {
+            (0, _) => "uprobes on the executor's start and end".to_string(),
+            (_, false) => "in-process recorders at the executor's start and end".to_string(),
+            (_, true) => {
+                let rest: Vec<&str> = super::waits_marks::RECORDED
+                    .iter()
+                    .map(|(f, _)| *f)
+                    .filter(|f| !recorded.contains(f))
+                    .collect();
+                format!(
+                    "an in-process recorder at {} and a kernel uprobe at {}",
+                    recorded.join(", "),
+                    rest.join(", ")
+                )
+            }
+        }
     };
     s.say(&format!(
         "waits: tracing backend {} (perf write-breakpoint event on its wait-event word and {marked}, no stop per wait; reported at the end{how}){}",
         s.pid(),
         crate::runtime::limit_text(duration, None)
     ));
+    if let Some(m) = in_process.as_mut() {
+        m.start_reading();
+    }
     // the watch's records read while the backend runs on
     let mut digest = NoStopDigest::new(move || {
         let ran = base_i.elapsed();
@@ -234,9 +338,30 @@ pub fn waits_trace_perf(
             .finish()
             .map(|got| (ran, got, crate::perf::monotonic_ns()))
     });
-    let res = s.run_probes(&mut digest, duration);
+    let res = s.run_probes(
+        &mut ExitRead {
+            inner: &mut digest,
+            marks: in_process.as_ref(),
+        },
+        duration,
+    );
+    let finished = in_process.take().map(|m| m.finish(s));
     let (ran, mut got, end_ns) = digest.result()?;
     let mut notes = String::new();
+    if let Some(f) = finished {
+        got.marks.extend(
+            f.marks
+                .into_iter()
+                .filter(|m| m.time >= base_ns && m.time <= end_ns),
+        );
+        got.lost += f.lost;
+        if let Some(why) = f.failed {
+            notes.push_str(&format!(
+                "\nthe in-process recorders' records could not all be read ({why}): statements may be missing"
+            ));
+        }
+        f.removed?;
+    }
     if let Some(r) = fed.take() {
         // every mark recorded up to now; those from before the watch
         // started (a backend there already) or after it ended are not

@@ -76,6 +76,7 @@ impl PlanCacheProbe {
             fields.push((fl.offset, fl.size));
         }
         let spec = RecordSpec {
+            capacity: crate::inferior::recorder::CAPACITY,
             global32: self.l.plan_cache_mode.as_ref().map(|(a, _)| *a),
             fields,
             struct_size: self.l.cps.size,

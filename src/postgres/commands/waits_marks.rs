@@ -228,7 +228,24 @@ fn take_out(s: &mut dyn Backend, recorders: impl IntoIterator<Item = Recorder>) 
     }
 }
 
+impl Drop for InProcessMarks {
+    /// The reading thread never outlives the recorders' pages: it writes
+    /// each ring's `tail`, and a page unmapped when its recorder is taken
+    /// out (here or by the session's detach, on any way out) may be the
+    /// backend's own memory next.
+    fn drop(&mut self) {
+        self.stop_reading();
+    }
+}
+
 impl InProcessMarks {
+    fn stop_reading(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+
     /// Read the rings every `READ_EVERY` from now on, while the backend
     /// runs.
     pub fn start_reading(&mut self) {
@@ -256,10 +273,7 @@ impl InProcessMarks {
     /// after the marks are kept (the caller's detach takes out what is
     /// left).
     pub fn finish(mut self, s: &mut dyn Backend) -> Finished {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+        self.stop_reading();
         let mut sh = lock(&self.shared);
         if !s.is_gone() {
             sh.read();

@@ -469,7 +469,7 @@ fn tracefs_definitions_removed_without_keeper() {
             &pid.to_string(),
             "-q",
             "--ex",
-            "waits trace --perf --for 1s --quiet",
+            "waits trace --perf --uprobes --for 1s --quiet",
         ])
         .env("PGDBG_NO_KEEPER", "1")
         .env_remove("DEBUGINFOD_URLS")

@@ -52,8 +52,8 @@ enum Mode {
     /// `pgdbg profile PID --for 60s`: the perf cpu-clock sampling a query
     /// loop; pgdbg never attaches with ptrace.
     PerfProfile,
-    /// `waits trace --for 60s` (the perf write-breakpoint event and the
-    /// statement uprobes) on a pg_sleep loop.
+    /// `waits trace --uprobes --for 60s` (the perf write-breakpoint event
+    /// and the statement uprobes) on a pg_sleep loop.
     PerfWaits,
     /// `count standard_ExecutorStart --for 60s` (a kernel uprobe) on a
     /// query loop.
@@ -61,6 +61,10 @@ enum Mode {
     /// `count standard_ExecutorStart --for 60s` (an in-process counter:
     /// a jump at the entry to pgdbg's page) on a query loop.
     CountInProcess,
+    /// `waits trace --for 60s` (the perf write-breakpoint event, and
+    /// in-process recorders at the executor's start and end) on a
+    /// pg_sleep loop.
+    WaitsInProcess,
 }
 
 impl Mode {
@@ -80,7 +84,8 @@ impl Mode {
             Mode::Latency => "latency pg_sleep (uprobes)",
             Mode::TracePerf => "trace LockRelationOid --perf (uprobes)",
             Mode::PerfProfile => "profile (perf cpu-clock, not attached)",
-            Mode::PerfWaits => "waits trace (perf watchpoint, uprobes)",
+            Mode::PerfWaits => "waits trace --uprobes (perf watchpoint, uprobes)",
+            Mode::WaitsInProcess => "waits trace (perf watchpoint, in-process recorders)",
             Mode::PerfCount => "count (kernel uprobe)",
             Mode::CountInProcess => "count (in-process counter)",
         }
@@ -93,7 +98,7 @@ impl Mode {
             Mode::Count | Mode::PerfProfile | Mode::PerfCount | Mode::CountInProcess => {
                 "do $$ begin for i in 1..200000000 loop perform 1 from pg_class limit 1; end loop; end $$"
             }
-            Mode::Waits | Mode::Latency | Mode::PerfWaits => {
+            Mode::Waits | Mode::Latency | Mode::PerfWaits | Mode::WaitsInProcess => {
                 "do $$ begin for i in 1..200000000 loop perform pg_sleep(0.0002); end loop; end $$"
             }
             _ => "",
@@ -146,6 +151,9 @@ impl Mode {
     /// Functions whose code bytes must equal the file's after a kill.
     fn checked(self) -> Vec<&'static str> {
         let mut v = vec![self.symbol(), "_start"];
+        if let Mode::WaitsInProcess = self {
+            v.push("standard_ExecutorEnd");
+        }
         if let Mode::CountByPhase = self {
             v.extend(["standard_planner", "ReadBufferExtended"]);
         }
@@ -467,7 +475,8 @@ fn attach_args(mode: Mode, pid: i32) -> Vec<String> {
             "--for".into(),
             "60s".into(),
         ],
-        Mode::PerfWaits => ex("waits trace --for 60s"),
+        Mode::PerfWaits => ex("waits trace --uprobes --for 60s"),
+        Mode::WaitsInProcess => ex("waits trace --for 60s"),
         Mode::PerfCount => ex("count standard_ExecutorStart --uprobes --for 60s"),
         Mode::CountInProcess => ex("count standard_ExecutorStart --for 60s"),
         Mode::PlancacheFast => ex("plancache --fast --for 60s"),
@@ -1512,15 +1521,20 @@ fn probe_kills() -> usize {
         .unwrap_or(3)
 }
 
-// `plancache --fast` on backends of a 4-client pgbench, and `count`'s
-// in-process counter on a query loop: their jumps are harmless after
-// pgdbg's death and the guardian takes them out (plancache --fast: 0
-// crashes in 100 kills).
+// `plancache --fast` on backends of a 4-client pgbench, `count`'s
+// in-process counter on a query loop and `waits trace`'s in-process
+// recorders on a pg_sleep loop: their jumps are harmless after pgdbg's
+// death and the guardian takes them out (plancache --fast: 0 crashes in
+// 100 kills).
 #[test]
 fn kill9_recorder_15() {
     run(
         15,
-        &[Mode::PlancacheFast, Mode::CountInProcess],
+        &[
+            Mode::PlancacheFast,
+            Mode::CountInProcess,
+            Mode::WaitsInProcess,
+        ],
         probe_kills(),
     );
 }
@@ -1529,7 +1543,11 @@ fn kill9_recorder_15() {
 fn kill9_recorder_18() {
     run(
         18,
-        &[Mode::PlancacheFast, Mode::CountInProcess],
+        &[
+            Mode::PlancacheFast,
+            Mode::CountInProcess,
+            Mode::WaitsInProcess,
+        ],
         probe_kills(),
     );
 }

@@ -703,13 +703,22 @@ mod tests {
             max: 120,
         };
         let many: Vec<(u64, u64)> = (0..16).map(|k| (0x1000 + 8 * k, 8)).collect();
-        for (fields, text) in [
-            (vec![], None),
-            (vec![(0, 4)], Some(text.clone())),
-            (many, Some(text)),
+        // `waits trace`'s marks: a smaller ring, the longest text
+        let long = TextSpec {
+            pointer: 0x40,
+            guard: None,
+            unless: vec![],
+            max: 256,
+        };
+        for (capacity, fields, text) in [
+            (CAPACITY, vec![], None),
+            (CAPACITY, vec![(0, 4)], Some(text.clone())),
+            (CAPACITY, many, Some(text)),
+            (4096, vec![], None),
+            (4096, vec![(0x40, 8)], Some(long)),
         ] {
             let spec = RecordSpec {
-                capacity: CAPACITY,
+                capacity,
                 global32: Some(0x60_1000),
                 fields,
                 struct_size: 0x2000,
@@ -727,7 +736,7 @@ mod tests {
                     let i = list.iter().find(|i| i.mnemonic() == m).expect("there");
                     i.immediate32() as u64
                 };
-                assert_eq!(first(iced_x86::Mnemonic::Cmp), CAPACITY);
+                assert_eq!(first(iced_x86::Mnemonic::Cmp), capacity);
                 assert_eq!(first(iced_x86::Mnemonic::Imul), slot);
                 let end = 0x1000 + code.len() as u64;
                 for i in &list {

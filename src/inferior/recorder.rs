@@ -149,10 +149,14 @@ impl Ring {
             read(&mut ranges)?;
         }
         let mut out = Vec::with_capacity(n as usize);
+        // calls whose slots were not theirs when read: counted as not
+        // recorded (cannot happen below `head` while `tail` is read whole)
+        let mut overwritten = 0;
         for (k, s) in buf.chunks_exact(self.slot as usize).enumerate() {
             let w = |o: usize| u64::from_le_bytes(s[o..o + 8].try_into().expect("8"));
             if w(0) != first + k as u64 {
-                continue; // not written (cannot happen below `head`)
+                overwritten += 1;
+                continue;
             }
             let mut fields = vec![0u8; self.spec.struct_size as usize];
             for (i, &(off, size)) in self.spec.fields.iter().enumerate() {
@@ -176,7 +180,7 @@ impl Ring {
         }
         self.tail = head;
         set_tail(self.data + 8, head)?;
-        Ok((out, new_dropped))
+        Ok((out, new_dropped + overwritten))
     }
 }
 
@@ -191,11 +195,15 @@ pub struct RingReader {
 }
 
 impl RingReader {
-    /// As `Recorder::drain`, the target running.  A `tail` written as
-    /// bytes rather than one word (the kernel's copy may do that) can only
-    /// look smaller to the recorder's code for a moment: a call then finds
-    /// the ring full and is counted as dropped, never written over an
-    /// unread slot.
+    /// As `Recorder::drain`, the target running.  `tail` is one aligned
+    /// word, written by the kernel's copy into the target; should that
+    /// copy write it a byte at a time, the recorder's code could see it
+    /// torn for a moment: smaller (a call finds the ring full and is
+    /// counted as dropped) or, were the bytes written out of order and
+    /// the ring nearly full, larger, and a call then writes over the
+    /// oldest unread slot, which is counted as not recorded when read (its
+    /// sequence number is not its own).  Either way only the ring, in the
+    /// recorder's own page, is touched.
     pub fn drain(&mut self) -> Result<(Vec<Record>, u64)> {
         let pid = self.pid;
         let mem = &self.mem;

@@ -277,8 +277,8 @@ fn marks_installation_with_a_blank_15() {
 /// Where the kernel cannot be given a uprobe definition (no tracefs: pgdbg
 /// where `/sys/kernel` is hidden, as in some containers), one line says the
 /// statements cannot be marked for the cluster at once, and why; each
-/// worker places its own uprobes (perf events, which need no tracefs, the
-/// texts read by pgdbg as they arrive): a new session's statements are
+/// worker marks its own (in-process recorders at the executor, whose
+/// copies of the texts need no tracefs): a new session's statements are
 /// reported with their texts.
 #[test]
 fn marks_where_uprobe_events_cannot_be_had_15() {
@@ -297,7 +297,7 @@ fn marks_one_session(cl: &Cluster, no_tracefs: bool) {
     for said in [
         "pgdbg: the statements cannot be marked for the whole cluster at once here (",
         "tracefs is not mounted and /sys/kernel/tracing does not exist",
-        "): each backend's worker places its own uprobes",
+        "): each backend's worker marks its own (in-process recorders at the executor",
     ] {
         assert_eq!(banner.contains(said), no_tracefs, "{said:?}:\n{banner}");
     }
@@ -360,10 +360,15 @@ fn marks_one_session(cl: &Cluster, no_tracefs: bool) {
     );
     assert!(!text.contains("could not be read back"), "{text}");
     if no_tracefs {
+        // each worker's own marks: its texts copied by the in-process
+        // recorder at the executor's start (no tracefs needed)
         assert!(
-            (text.clone() + &err)
-                .contains("statement texts read by pgdbg as they arrive (tracefs is not mounted"),
+            (text.clone() + &err).contains("in-process recorder at standard_ExecutorStart"),
             "{text}\n{err}"
+        );
+        assert_eq!(
+            runs(&text, pid, "(statement text reused before it was read)"),
+            0
         );
     }
     cl.assert_no_crash();

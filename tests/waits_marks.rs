@@ -268,3 +268,65 @@ fn waits_marks_killed_15() {
 fn waits_marks_killed_18() {
     killed(18);
 }
+
+/// Another tool's kernel uprobe (perf probe, bpftrace: opened here as
+/// they open it) on standard_ExecutorStart while `waits trace` records
+/// there: pgdbg undoes its jump when the backend traps on it, the
+/// statements before are timed, the output says the later ones are not
+/// and why, the uprobe counts its hits, and afterwards the code is the
+/// file's with no page of pgdbg's left.
+#[test]
+fn waits_marks_taken_over_by_a_uprobe_15() {
+    let cl = Cluster::start(15);
+    let mut a = cl.connect();
+    let pid = a.pid();
+    let bin = cl.postgres_binary();
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap();
+    let (_, offset) = symbol_in_file(&exe, START);
+    a.query_one_i64("select 1");
+    let maps_before = anon_exec_maps(pid);
+    let mut p = Pgdbg::spawn(&[
+        "attach",
+        &pid.to_string(),
+        "-q",
+        "--ex",
+        "waits trace --for 6s --quiet",
+    ]);
+    let mut out = BufReader::new(p.child.stdout.take().unwrap());
+    let head = read_until(&mut out, "waits: tracing backend", Duration::from_secs(60));
+    assert!(
+        head.contains("in-process recorder at standard_ExecutorStart"),
+        "{head}"
+    );
+    for i in 0..5 {
+        assert_eq!(a.query_one_i64(&format!("select {i} + 100")), i + 100);
+    }
+    let u = pgdbg::perf::UprobeCounter::open(&exe, offset, pid).unwrap();
+    for i in 0..5 {
+        assert_eq!(a.query_one_i64(&format!("select {i} + 200")), i + 200);
+    }
+    assert_eq!(
+        u.count().unwrap(),
+        5,
+        "the other tool's uprobe saw each call"
+    );
+    drop(u);
+    let mut rest = String::new();
+    out.read_to_string(&mut rest).unwrap();
+    let (code, _, err) = p.wait(Duration::from_secs(60));
+    assert_eq!(code, 0, "{rest}\n{err}");
+    assert!(
+        rest.contains(
+            "another tool's kernel uprobe took over the in-process recorder at standard_ExecutorStart"
+        ),
+        "{rest}"
+    );
+    for i in 0..5 {
+        assert!(rest.contains(&format!("select {i} + 100")), "{rest}");
+    }
+    assert!(!rest.contains("+ 200"), "{rest}");
+    assert!(code_matches_file(pid, &bin, START, 16));
+    assert_eq!(anon_exec_maps(pid), maps_before, "pages left mapped");
+    assert_eq!(a.query_one_i64("select 7"), 7);
+    cl.assert_no_crash();
+}

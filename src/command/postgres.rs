@@ -351,9 +351,9 @@ pub static WAITS_TRACE: Entry = Entry {
            By default the watchpoint is a perf event the kernel owns (a write breakpoint with \
            a sample per store) and the statement times come from in-process recorders at \
            the executor's start and end (a jump to a few dozen instructions of pgdbg's in \
-           pages mapped in the backend, which copy the QueryDesc and the first 256 bytes of \
-           its text into a ring there; read while the backend runs): the backend is never \
-           stopped, the value of each store is decoded from the store instruction, and the \
+           pages mapped in the backend, which copy the QueryDesc's address and the first \
+           256 bytes of its text into a ring there; read while the backend runs): the backend \
+           is never stopped, the value of each store is decoded from the store instruction, and the \
            waits are reported when tracing ends; a backend that ends while traced has its \
            waits and statements reported up to its end, named (the names of every wait the \
            build can report are asked of the backend when tracing starts, once per build, \

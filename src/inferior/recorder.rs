@@ -149,14 +149,23 @@ impl Ring {
             read(&mut ranges)?;
         }
         let mut out = Vec::with_capacity(n as usize);
-        // calls whose slots were not theirs when read: counted as not
-        // recorded (cannot happen below `head` while `tail` is read whole)
-        let mut overwritten = 0;
+        // Calls whose slots were written over by later calls before they
+        // were read, and those past the ring's size: counted as not
+        // recorded.  Neither can happen while `tail` is seen whole (see
+        // `RingReader::drain`).  A slot not written yet (an older call's
+        // number in it: `head` read torn) ends the read there.
+        let mut overwritten = (head - self.tail).saturating_sub(cap);
+        let mut upto = head;
         for (k, s) in buf.chunks_exact(self.slot as usize).enumerate() {
             let w = |o: usize| u64::from_le_bytes(s[o..o + 8].try_into().expect("8"));
-            if w(0) != first + k as u64 {
+            let want = first + k as u64;
+            if w(0) > want {
                 overwritten += 1;
                 continue;
+            }
+            if w(0) < want {
+                upto = want;
+                break;
             }
             let mut fields = vec![0u8; self.spec.struct_size as usize];
             for (i, &(off, size)) in self.spec.fields.iter().enumerate() {
@@ -178,8 +187,8 @@ impl Ring {
                 text,
             });
         }
-        self.tail = head;
-        set_tail(self.data + 8, head)?;
+        self.tail = upto;
+        set_tail(self.data + 8, upto)?;
         Ok((out, new_dropped + overwritten))
     }
 }
@@ -760,6 +769,83 @@ mod tests {
                 assert_eq!(last, ["pop rdx", "pop rcx", "pop rax"]);
             }
         }
+    }
+
+    /// What a read of the ring takes: the calls between `tail` and `head`
+    /// in order; a slot written over by a later call, and the calls past
+    /// the ring's size, counted as not recorded; a slot not written yet
+    /// (`head` seen torn) ends the read there, and `tail` stays at it.
+    #[test]
+    fn ring_reads_what_its_sequence_numbers_vouch_for() {
+        const CAP: u64 = 16;
+        let spec = RecordSpec {
+            capacity: CAP,
+            global32: None,
+            fields: vec![],
+            struct_size: 0,
+            text: None,
+        };
+        let slot = slot_size(&spec);
+        let data = 0x10_000u64;
+        // the ring's memory: header, then the slots (seq, tsc = seq * 10)
+        let mem = std::cell::RefCell::new(vec![0u8; (HEADER + CAP * slot) as usize]);
+        let put = |at: u64, v: u64| {
+            let o = (at - data) as usize;
+            mem.borrow_mut()[o..o + 8].copy_from_slice(&v.to_le_bytes());
+        };
+        let call = |seq: u64| {
+            let at = data + HEADER + (seq % CAP) * slot;
+            put(at, seq);
+            put(at + 8, seq * 10);
+        };
+        let mut ring = Ring {
+            spec,
+            data,
+            slot,
+            tail: 0,
+            dropped: 0,
+        };
+        let take = |ring: &mut Ring| {
+            let (recs, lost) = ring
+                .take(
+                    &mut |ranges| {
+                        for (a, b) in ranges.iter_mut() {
+                            let o = (*a - data) as usize;
+                            b.copy_from_slice(&mem.borrow()[o..o + b.len()]);
+                        }
+                        Ok(())
+                    },
+                    &mut |at, v| {
+                        put(at, v);
+                        Ok(())
+                    },
+                )
+                .unwrap();
+            (recs.iter().map(|r| r.seq).collect::<Vec<u64>>(), lost)
+        };
+        // five calls
+        (0..5).for_each(call);
+        put(data, 5);
+        assert_eq!(take(&mut ring), (vec![0, 1, 2, 3, 4], 0));
+        assert_eq!(ring.tail, 5);
+        // slot 6 written over by call 22 (a torn tail let it through)
+        (5..10).for_each(call);
+        call(22);
+        put(data, 10);
+        assert_eq!(take(&mut ring), (vec![5, 7, 8, 9], 1));
+        // `head` seen past the calls written: the read ends at the first
+        // slot not written yet, `tail` there
+        call(10);
+        put(data, 13);
+        assert_eq!(take(&mut ring), (vec![10], 0));
+        assert_eq!(ring.tail, 11);
+        // more calls than the ring holds since the last read
+        (11..40).for_each(call);
+        put(data, 40);
+        let (seqs, lost) = take(&mut ring);
+        assert_eq!(seqs, (24..40).collect::<Vec<u64>>());
+        assert_eq!(lost, 13);
+        assert_eq!(ring.tail, 40);
     }
 
     /// The copy of a string's start: guarded by the magic field, nothing

@@ -554,14 +554,7 @@ pub fn poll_in(fds: &[i32], ms: i32) {
 }
 
 /// CLOCK_MONOTONIC now, in ns (the clock of the samples' `time`).
-pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
+pub use crate::inferior::tscclock::monotonic_ns;
 
 /// Whether a kernel address (a sample taken in a system call or interrupt).
 pub fn is_kernel(ip: u64) -> bool {

@@ -118,38 +118,27 @@ pub(crate) fn copied_text(bytes: &[u8], whole: impl FnOnce() -> Option<String>) 
     }
 }
 
-/// The C string (at most 4 KB) at `a`.
+/// The C string (at most 4 KB) at `a`: read in pieces of up to 1 KB that
+/// never cross a page's end (a page is mapped whole or not at all, and the
+/// string may end just before an unmapped one).
 pub(crate) fn read_text(pid: i32, mut a: u64) -> Option<String> {
+    const MOST: usize = 4096;
     if a == 0 {
         return None;
     }
     let mut out = Vec::new();
-    while out.len() < 4096 {
-        let mut b = [0u8; 64];
-        // the string may end just before an unmapped page: a shorter read
-        let n = if read_mem(pid, a, &mut b) {
-            64
-        } else {
-            let mut one = [0u8; 1];
-            let mut k = 0;
-            while k < 64 && read_mem(pid, a + k as u64, &mut one) {
-                b[k] = one[0];
-                k += 1;
-                if one[0] == 0 {
-                    break;
-                }
-            }
-            k
-        };
-        if let Some(i) = b[..n].iter().position(|&c| c == 0) {
+    while out.len() < MOST {
+        let to_page_end = (4096 - a % 4096) as usize;
+        let mut b = vec![0u8; to_page_end.min(1024).min(MOST - out.len())];
+        if !read_mem(pid, a, &mut b) {
+            break;
+        }
+        if let Some(i) = b.iter().position(|&c| c == 0) {
             out.extend_from_slice(&b[..i]);
             return Some(String::from_utf8_lossy(&out).into_owned());
         }
-        if n < 64 {
-            break;
-        }
         out.extend_from_slice(&b);
-        a += 64;
+        a += b.len() as u64;
     }
     Some(String::from_utf8_lossy(&out).into_owned())
 }
@@ -528,5 +517,55 @@ impl WordWatch {
 impl Drop for WordWatch {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::read_text;
+
+    /// Texts read from this process: one crossing a page boundary, one
+    /// whose NUL is the last byte before an unmapped page, one with no
+    /// NUL before it (what was readable), NULL.
+    #[test]
+    fn texts_are_read_up_to_their_nul_or_an_unmapped_page() {
+        let pid = std::process::id() as i32;
+        // SAFETY: two fresh anonymous pages, the second unmapped again;
+        // only the first is written, within its bounds.
+        let base = unsafe {
+            let p = libc::mmap(
+                std::ptr::null_mut(),
+                8192,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            );
+            assert_ne!(p, libc::MAP_FAILED);
+            assert_eq!(libc::munmap((p as *mut u8).add(4096).cast(), 4096), 0);
+            p as *mut u8
+        };
+        let page = |f: &dyn Fn(&mut [u8])| {
+            // SAFETY: the mapped page of 4096 bytes above.
+            f(unsafe { std::slice::from_raw_parts_mut(base, 4096) })
+        };
+        let a = base as u64;
+        // "x" * 99 then NUL, ending at the page's last byte
+        page(&|b| {
+            b.fill(b'x');
+            b[4095] = 0;
+        });
+        assert_eq!(read_text(pid, a + 3996).unwrap(), "x".repeat(99));
+        // 4095 bytes from the page's start, the NUL its last byte
+        assert_eq!(read_text(pid, a).unwrap().len(), 4095);
+        // no NUL before the unmapped page: the bytes read
+        page(&|b| b.fill(b'y'));
+        assert_eq!(read_text(pid, a + 4000).unwrap(), "y".repeat(96));
+        let long = vec![b'z'; 3000];
+        let s = std::ffi::CString::new(long).unwrap();
+        assert_eq!(read_text(pid, s.as_ptr() as u64).unwrap().len(), 3000);
+        assert_eq!(read_text(pid, 0), None);
+        // SAFETY: the page mapped above, no longer used.
+        unsafe { libc::munmap(base.cast(), 4096) };
     }
 }

@@ -239,9 +239,10 @@ pub trait Backend {
     fn remove_counter(&mut self, _c: Counter) -> Result<bool> {
         Ok(true)
     }
-    /// Whether someone else's kernel uprobe took the counter's jump over
-    /// (it counts no more since); the target stopped.
-    fn counter_taken_over(&mut self, _c: &Counter) -> Result<bool> {
+    /// Whether someone else's kernel uprobe took over the jump of the
+    /// in-process counter or recorder at `site` (it counts or records no
+    /// more since); the target stopped.
+    fn jump_taken_over(&mut self, _site: u64) -> Result<bool> {
         Ok(false)
     }
     /// What of pgdbg's own is written into the code at `addr` now (an

@@ -265,7 +265,7 @@ pub fn count_in_process(
     let mut note = note;
     if !gone && ran.is_ok() {
         for (c, of) in counters.iter().zip(&counters_of) {
-            if s.counter_taken_over(c).unwrap_or(false) {
+            if s.jump_taken_over(c.site).unwrap_or(false) {
                 let f = &functions[of[0]];
                 note.push_str(&format!(
                     "\n(another tool's kernel uprobe took over the in-process counter at {f} ({:#x}) while it counted: {f}'s calls after that are missing)",

@@ -201,8 +201,8 @@ impl Backend for Session {
     fn remove_counter(&mut self, c: Counter) -> Result<bool> {
         c.remove(&mut self.target)
     }
-    fn counter_taken_over(&mut self, c: &Counter) -> Result<bool> {
-        Ok(self.target.detour_taken_over(c.site)?.is_some())
+    fn jump_taken_over(&mut self, site: u64) -> Result<bool> {
+        Ok(self.target.detour_taken_over(site)?.is_some())
     }
     fn own_code_at(&self, addr: u64) -> Option<String> {
         Session::own_code_at(self, addr)

@@ -14,15 +14,19 @@
 //! order.  A function whose entry takes no recorder keeps its kernel
 //! uprobe (`waits_perf::statement_marks`), said in one line.
 
-use super::waits_perf::{END, START};
 use crate::inferior::recorder::{RecordSpec, Recorder, RingReader, TextSpec};
 use crate::inferior::tscclock::{self, TscClock};
 use crate::perf::watch::{Mark, copied_text, read_text};
 use crate::postgres::backend::{Backend, entry_code};
 use anyhow::{Result, anyhow};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+/// A mark of a statement's start and of its end.
+pub(crate) const START: u8 = 0;
+pub(crate) const END: u8 = 1;
 
 /// Bytes of a statement's text copied at the executor's start (its NUL
 /// included): as many as the kernel copies into a tracefs uprobe's
@@ -72,6 +76,9 @@ impl Shared {
             }
         }
         self.clock.calibrate();
+        // a longer text completed once per read, for all the records of
+        // the same statement (a loop runs one statement many times)
+        let mut whole: HashMap<(u64, Vec<u8>), String> = HashMap::new();
         for (kind, r) in got {
             let Some(time) = self.clock.ns(r.tsc) else {
                 continue;
@@ -79,13 +86,17 @@ impl Shared {
             // a text longer than the copy: completed from the backend
             // now if it still starts with the copy (`copied_text`)
             let (pid, at) = (self.pid, self.source_text);
-            let text = r.text.map(|t| match t.complete {
-                true => String::from_utf8_lossy(&t.bytes).into_owned(),
-                false => copied_text(&t.bytes, || {
-                    let at = at? as usize;
-                    let p = r.fields.get(at..at + 8)?;
-                    read_text(pid, u64::from_le_bytes(p.try_into().ok()?))
-                }),
+            let pointer = at
+                .and_then(|at| r.fields.get(at as usize..at as usize + 8))
+                .and_then(|p| p.try_into().ok())
+                .map(u64::from_le_bytes);
+            let text = r.text.map(|t| match (t.complete, pointer) {
+                (true, _) => String::from_utf8_lossy(&t.bytes).into_owned(),
+                (false, None) => copied_text(&t.bytes, || None),
+                (false, Some(p)) => whole
+                    .entry((p, t.bytes.clone()))
+                    .or_insert_with(|| copied_text(&t.bytes, || read_text(pid, p)))
+                    .clone(),
             });
             self.marks.push(Mark {
                 time,
@@ -99,7 +110,8 @@ impl Shared {
 
 /// The recorders in place and their reader.
 pub(crate) struct InProcessMarks {
-    recorders: Vec<Recorder>,
+    /// Each with the function it is at.
+    recorders: Vec<(&'static str, Recorder)>,
     /// The functions recorded (the others keep their uprobes).
     pub recorded: Vec<&'static str>,
     shared: Arc<Mutex<Shared>>,
@@ -146,7 +158,7 @@ fn spec_of(s: &dyn Backend, kind: u8) -> Result<RecordSpec> {
 pub(crate) fn install(s: &mut dyn Backend) -> Result<InProcessMarks> {
     tscclock::usable()?;
     let clock = TscClock::new();
-    let mut recorders = Vec::new();
+    let mut recorders: Vec<(&'static str, Recorder)> = Vec::new();
     let mut readers = Vec::new();
     let mut recorded = Vec::new();
     for (f, kind) in RECORDED {
@@ -157,6 +169,20 @@ pub(crate) fn install(s: &mut dyn Backend) -> Result<InProcessMarks> {
             why = Some(format!("{f} has no out-of-line copy"));
         }
         for a in addrs {
+            // the function itself, not a compiler's clone of it
+            // (`.isra`, `.constprop`: its arguments may be others, and
+            // the recorder reads the QueryDesc at rdi)
+            let name = s
+                .di()
+                .symbol_at(a.wrapping_sub(s.bias()))
+                .map(|(x, _)| x.name.clone());
+            if name.as_deref() != Some(f) {
+                why = Some(format!(
+                    "{f} ({a:#x}): a copy of it that is not the function itself ({}), whose arguments may not be the function's",
+                    name.as_deref().unwrap_or("no symbol")
+                ));
+                break;
+            }
             let placed = entry_code(s, f, a)
                 .map_err(|w| anyhow!(w))
                 .and_then(|bodies| {
@@ -166,7 +192,15 @@ pub(crate) fn install(s: &mut dyn Backend) -> Result<InProcessMarks> {
             match placed {
                 Ok(r) => mine.push(r),
                 Err(e) => {
-                    why = Some(format!("{f} ({a:#x}): {e:#}"));
+                    why = Some(match crate::inferior::foreign(&e) {
+                        // someone's uprobe or breakpoint at the entry: the
+                        // kernel uprobe goes beside it
+                        Some(x) => format!(
+                            "{f} ({a:#x}): an int3 that is not pgdbg's is at {:#x} (a kernel uprobe from perf/bpftrace/another pgdbg, or another debugger)",
+                            x.addr
+                        ),
+                        None => format!("{f} ({a:#x}): {e:#}"),
+                    });
                     break;
                 }
             }
@@ -182,12 +216,15 @@ pub(crate) fn install(s: &mut dyn Backend) -> Result<InProcessMarks> {
             match r.reader(s.pid()) {
                 Ok(x) => readers.push((kind, x)),
                 Err(e) => {
-                    take_out(s, mine.into_iter().chain(recorders));
+                    take_out(
+                        s,
+                        mine.into_iter().chain(recorders.into_iter().map(|x| x.1)),
+                    );
                     return Err(e);
                 }
             }
         }
-        recorders.extend(mine);
+        recorders.extend(mine.into_iter().map(|r| (f, r)));
         recorded.push(f);
     }
     if recorders.is_empty() {
@@ -284,7 +321,13 @@ impl InProcessMarks {
         drop(sh);
         marks.sort_by_key(|m| m.time);
         let mut first = Ok(());
-        for r in std::mem::take(&mut self.recorders) {
+        let mut taken_over = Vec::new();
+        for (f, r) in std::mem::take(&mut self.recorders) {
+            // someone else's uprobe took the jump over meanwhile (undone
+            // when it trapped, `inferior/jumpover.rs`): no record since
+            if !s.is_gone() && s.jump_taken_over(r.site).unwrap_or(false) {
+                taken_over.push((f, r.site));
+            }
             if let Err(e) = s.remove_recorder(r)
                 && first.is_ok()
             {
@@ -295,6 +338,7 @@ impl InProcessMarks {
             marks,
             lost,
             failed,
+            taken_over,
             removed: first,
         }
     }
@@ -308,6 +352,9 @@ pub(crate) struct Finished {
     pub lost: u64,
     /// Why a read of the rings failed while the backend was there.
     pub failed: Option<String>,
+    /// The recorders another tool's kernel uprobe took over while
+    /// tracing (function, entry): they recorded nothing after that.
+    pub taken_over: Vec<(&'static str, u64)>,
     /// Taking the recorders out.
     pub removed: Result<()>,
 }

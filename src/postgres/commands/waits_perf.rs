@@ -19,8 +19,8 @@ const MARKED: [&str; 4] = [
     "standard_ExecutorEnd",
 ];
 
-pub(crate) const START: u8 = 0;
-pub(crate) const END: u8 = 1;
+/// The kinds of statement marks (`perf::watch::Mark::kind`).
+pub(crate) use super::waits_marks::{END, START};
 const TEXT: u8 = 2;
 /// The text of a statement that ended (its message buffer reset) before
 /// its mark was read.
@@ -355,6 +355,16 @@ pub fn waits_trace_perf(
                 .filter(|m| m.time >= base_ns && m.time <= end_ns),
         );
         got.lost += f.lost;
+        for (func, site) in &f.taken_over {
+            let which = if *func == "standard_ExecutorEnd" {
+                "ended"
+            } else {
+                "started"
+            };
+            notes.push_str(&format!(
+                "\nanother tool's kernel uprobe took over the in-process recorder at {func} ({site:#x}) while tracing: statements {which} after that are not timed"
+            ));
+        }
         if let Some(why) = f.failed {
             notes.push_str(&format!(
                 "\nthe in-process recorders' records could not all be read ({why}): statements may be missing"

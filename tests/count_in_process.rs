@@ -86,23 +86,6 @@ fn count_n(a: &mut Client, bin: &std::path::Path, mode: &str, n: i64, maps: &[St
     out
 }
 
-/// Delete the guardian's record of `pid` (as if /dev/shm were emptied).
-fn remove_record(pid: i32) {
-    let records: Vec<_> = std::fs::read_dir("/dev/shm")
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name().is_some_and(|n| {
-                n.to_string_lossy()
-                    .starts_with(&format!("pgdbg-backend-{pid}-"))
-            })
-        })
-        .collect();
-    assert_eq!(records.len(), 1, "{records:?}");
-    std::fs::remove_file(&records[0]).unwrap();
-}
-
 fn killed_together_then_removed(major: u32) {
     let cl = Cluster::start(major);
     let mut a = cl.connect();
@@ -133,7 +116,7 @@ fn killed_together_then_removed(major: u32) {
     // through the postmaster; this backend's jump makes it attach each
     // backend instead, whose count takes the jump out
     kill_while_counting(&cl, &mut a, &bin);
-    remove_record(pid);
+    remove_guardian_record(pid);
     let dir = cl.dir.to_str().unwrap().to_string();
     let line = format!("count {F}");
     let (code, out, err) = pgdbg(&["attach", "--cluster", &dir, "--for", "3s", "--ex", &line]);
@@ -150,7 +133,7 @@ fn killed_together_then_removed(major: u32) {
     // before its uprobe goes there (on the jump, the uprobe would make the
     // backend run the jump's rel32 as code: SIGILL)
     kill_while_counting(&cl, &mut a, &bin);
-    remove_record(pid);
+    remove_guardian_record(pid);
     let out = count_n(&mut a, &bin, " --uprobes", 13, &maps_before);
     assert!(
         out.contains("count: removed the in-process counter or recorder an earlier pgdbg left at"),

@@ -185,22 +185,6 @@ fn kill_while_tracing(a: &mut Client, kill: impl FnOnce(i32)) -> i32 {
     ppid
 }
 
-/// Delete the guardian's record of `pid` (as if /dev/shm were emptied).
-fn remove_record(pid: i32) {
-    let prefix = format!("pgdbg-backend-{pid}-");
-    let records: Vec<_> = std::fs::read_dir("/dev/shm")
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with(&prefix))
-        })
-        .collect();
-    assert_eq!(records.len(), 1, "{records:?}");
-    std::fs::remove_file(&records[0]).unwrap();
-}
-
 fn killed(major: u32) {
     let cl = Cluster::start(major);
     let mut a = cl.connect();
@@ -238,7 +222,7 @@ fn killed(major: u32) {
     // again, the record lost too: the next `waits trace` finds the jumps
     // at the executor's entries and takes them out before placing its own
     kill_while_tracing(&mut a, |p| kill_with_guardian(p, pid));
-    remove_record(pid);
+    remove_guardian_record(pid);
     let (code, out, err) = pgdbg(&[
         "attach",
         &pid.to_string(),

@@ -1300,6 +1300,23 @@ pub fn guardians_of(pid: i32) -> Vec<i32> {
     processes_with(&format!("__pgdbg_guardian\0{pid}\0"))
 }
 
+/// Delete the guardian's record of backend `pid` in /dev/shm (as if
+/// /dev/shm were emptied): there must be exactly one.
+pub fn remove_guardian_record(pid: i32) {
+    let prefix = format!("pgdbg-backend-{pid}-");
+    let records: Vec<_> = std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(&prefix))
+        })
+        .collect();
+    assert_eq!(records.len(), 1, "{records:?}");
+    std::fs::remove_file(&records[0]).unwrap();
+}
+
 /// SIGKILL to the guardian of `backend` and to pgdbg process `pgdbg`,
 /// back to back: the guardian first, so that it is gone before pgdbg's
 /// death could wake it (on a loaded machine it could otherwise restore

@@ -204,7 +204,7 @@ pub fn supervise(
                 statements = Some(s);
             }
             Err(why) => crate::runtime::sink().warn(format_args!(
-                "pgdbg: the statements cannot be marked for the whole cluster at once here ({why}): each backend's worker marks its own (in-process recorders at the executor, where its entries take them, else uprobes)"
+                "pgdbg: the statements cannot be marked for the whole cluster at once here ({why}): each backend's worker marks its own"
             )),
         }
     }

@@ -297,7 +297,7 @@ fn marks_one_session(cl: &Cluster, no_tracefs: bool) {
     for said in [
         "pgdbg: the statements cannot be marked for the whole cluster at once here (",
         "tracefs is not mounted and /sys/kernel/tracing does not exist",
-        "): each backend's worker marks its own (in-process recorders at the executor",
+        "): each backend's worker marks its own",
     ] {
         assert_eq!(banner.contains(said), no_tracefs, "{said:?}:\n{banner}");
     }

@@ -164,6 +164,12 @@ impl Ring {
                 continue;
             }
             if w(0) < want {
+                if k == 0 && first > self.tail {
+                    // even the first slot taken is not written yet: the
+                    // `head` read is past the ring's real head by more
+                    // than the ring; nothing taken, `tail` left as it is
+                    return Ok((Vec::new(), new_dropped));
+                }
                 upto = want;
                 break;
             }
@@ -838,6 +844,11 @@ mod tests {
         call(10);
         put(data, 13);
         assert_eq!(take(&mut ring), (vec![10], 0));
+        assert_eq!(ring.tail, 11);
+        // `head` seen far past the ring's real head (torn): nothing
+        // taken, nothing counted, `tail` where it was
+        put(data, 11 + 10 * CAP);
+        assert_eq!(take(&mut ring), (vec![], 0));
         assert_eq!(ring.tail, 11);
         // more calls than the ring holds since the last read
         (11..40).for_each(call);

@@ -268,7 +268,7 @@ pub fn count_in_process(
             if s.jump_taken_over(c.site).unwrap_or(false) {
                 let f = &functions[of[0]];
                 note.push_str(&format!(
-                    "\n(another tool's kernel uprobe took over the in-process counter at {f} ({:#x}) while it counted: {f}'s calls after that are missing)",
+                    "\n(another tool (a kernel uprobe, or a patcher) took over the in-process counter's jump at {f} ({:#x}) while it counted: {f}'s calls after that are missing)",
                     c.site
                 ));
             }

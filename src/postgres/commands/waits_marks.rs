@@ -325,7 +325,8 @@ impl InProcessMarks {
         for (f, r) in std::mem::take(&mut self.recorders) {
             // someone else's uprobe took the jump over meanwhile (undone
             // when it trapped, `inferior/jumpover.rs`): no record since
-            if !s.is_gone() && s.jump_taken_over(r.site).unwrap_or(false) {
+            // (known from its trap when the backend has ended since)
+            if s.jump_taken_over(r.site).unwrap_or(false) {
                 taken_over.push((f, r.site));
             }
             if let Err(e) = s.remove_recorder(r)
@@ -352,7 +353,7 @@ pub(crate) struct Finished {
     pub lost: u64,
     /// Why a read of the rings failed while the backend was there.
     pub failed: Option<String>,
-    /// The recorders another tool's kernel uprobe took over while
+    /// The recorders another tool (a kernel uprobe, a patcher) took over while
     /// tracing (function, entry): they recorded nothing after that.
     pub taken_over: Vec<(&'static str, u64)>,
     /// Taking the recorders out.

@@ -362,7 +362,7 @@ pub fn waits_trace_perf(
                 "started"
             };
             notes.push_str(&format!(
-                "\nanother tool's kernel uprobe took over the in-process recorder at {func} ({site:#x}) while tracing: statements {which} after that are not timed"
+                "\nanother tool (a kernel uprobe, or a patcher) took over the in-process recorder's jump at {func} ({site:#x}) while tracing: statements {which} after that are not timed"
             ));
         }
         if let Some(why) = f.failed {
@@ -489,7 +489,7 @@ pub fn waits_trace_perf(
     }
     if got.lost > 0 {
         notes.push_str(&format!(
-            "\n{} stores or statement marks not recorded (a ring was full): waits around them are merged",
+            "\n{} stores or statement marks not recorded (a ring was full, or written over before it was read): waits around them are merged",
             got.lost
         ));
     }

@@ -157,16 +157,17 @@ fn late_spare_said(major: u32) {
     unsafe { libc::kill(p.id() as i32, libc::SIGINT) };
     wait_end(&mut p, &err);
     // its last line, as read by the thread that collects standard error
-    wait_until(
-        "the line of the backend missed",
-        Duration::from_secs(10),
-        || {
-            err.lock()
-                .unwrap()
-                .contains("after their startup (the workers waited for a CPU): 1;")
-        },
-    );
+    let said = || {
+        err.lock()
+            .unwrap()
+            .contains("after their startup (the workers waited for a CPU): 1;")
+    };
+    let t0 = std::time::Instant::now();
+    while !said() && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let text = err.lock().unwrap().clone();
+    assert!(said(), "no line of the backend missed:\n{text}");
     assert!(!text.contains("attached at their fork"), "{text}");
     no_backend_traced(&cl);
 }

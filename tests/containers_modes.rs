@@ -332,7 +332,7 @@ fn waits_trace_same_as_bare_metal() {
             count(out, "Client: ClientRead").is_some_and(|n| n >= 3),
             "{out}"
         );
-        // the statements' texts, copied by the executor-start uprobe
+        // the statements' texts, copied by the executor-start recorder
         assert!(
             out.lines()
                 .any(|l| l.trim_start().starts_with("3 x") && l.ends_with("select pg_sleep(0.2)")),
@@ -340,17 +340,20 @@ fn waits_trace_same_as_bare_metal() {
         );
     }
     // how it traced: as on bare metal, from the host and from the sidecar
-    // (where pgdbg may first say that it mounted tracefs in its own mounts)
+    // (the tracing line but for the backend's PID: the watch, and the
+    // statements marked by the in-process recorder at the executor's
+    // start, whatever marks their end)
     let tracing = |out: &str| {
         out.lines()
             .find(|l| l.starts_with("waits: tracing backend "))
             .map(str::to_string)
     };
-    let how = |out: &str| tracing(out).and_then(|l| l.split_once(" for ").map(|x| x.1.to_string()));
+    let how = |out: &str| tracing(out).and_then(|l| l.split_once(" (").map(|x| x.1.to_string()));
     for out in [&ct, &sc] {
         assert!(
-            tracing(out).is_some_and(|l| l.contains("uprobes on the executor's start and end")),
-            "the container's binary takes uprobes too:\n{out}"
+            tracing(out)
+                .is_some_and(|l| l.contains("in-process recorder at standard_ExecutorStart")),
+            "the container's backend takes the in-process recorder too:\n{out}"
         );
         assert_eq!(how(out), how(&bare), "{out}\nbare metal:\n{bare}");
     }

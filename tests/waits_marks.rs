@@ -11,7 +11,7 @@
 
 use common::*;
 use pgdbg_testbed as common;
-use std::io::{BufReader, Read};
+use std::io::Read;
 use std::time::Duration;
 
 const START: &str = "standard_ExecutorStart";
@@ -37,17 +37,7 @@ fn traced(
     ));
     let _ = std::fs::remove_file(&cap);
     let cmd = format!("waits trace --for 4s --quiet{opts}");
-    let mut p = Pgdbg::spawn(&[
-        "attach",
-        &pid.to_string(),
-        "-q",
-        "--capture",
-        &cap.display().to_string(),
-        "--ex",
-        &cmd,
-    ]);
-    let mut out = BufReader::new(p.child.stdout.take().unwrap());
-    let head = read_until(&mut out, "waits: tracing backend", Duration::from_secs(60));
+    let (p, mut out, head) = start_waits_trace(pid, &cmd, Some(&cap));
     for i in 0..24 {
         if i % 6 == 0 {
             a.simple_text(SLEEP);
@@ -157,15 +147,7 @@ fn waits_marks_same_as_uprobes_18() {
 /// 20 statements afterwards.  Returns pgdbg's PID.
 fn kill_while_tracing(a: &mut Client, kill: impl FnOnce(i32)) -> i32 {
     let pid = a.pid();
-    let mut p = Pgdbg::spawn(&[
-        "attach",
-        &pid.to_string(),
-        "-q",
-        "--ex",
-        "waits trace --for 60s --quiet",
-    ]);
-    let mut out = BufReader::new(p.child.stdout.take().unwrap());
-    let head = read_until(&mut out, "waits: tracing backend", Duration::from_secs(60));
+    let (mut p, _out, head) = start_waits_trace(pid, "waits trace --for 60s --quiet", None);
     assert!(head.contains("in-process recorder"), "{head}");
     for i in 0..10 {
         assert_eq!(a.query_one_i64(&format!("select {i}")), i);
@@ -269,15 +251,7 @@ fn waits_marks_taken_over_by_a_uprobe_15() {
     let (_, offset) = symbol_in_file(&exe, START);
     a.query_one_i64("select 1");
     let maps_before = anon_exec_maps(pid);
-    let mut p = Pgdbg::spawn(&[
-        "attach",
-        &pid.to_string(),
-        "-q",
-        "--ex",
-        "waits trace --for 6s --quiet",
-    ]);
-    let mut out = BufReader::new(p.child.stdout.take().unwrap());
-    let head = read_until(&mut out, "waits: tracing backend", Duration::from_secs(60));
+    let (p, mut out, head) = start_waits_trace(pid, "waits trace --for 6s --quiet", None);
     assert!(
         head.contains("in-process recorder at standard_ExecutorStart"),
         "{head}"

@@ -11,25 +11,14 @@ use pgdbg_testbed as common;
 use std::io::{BufReader, Read};
 use std::time::Duration;
 
-/// Start `waits trace --perf ... --capture CAP` on `pid` and return once it
+/// Start `waits trace ... --capture CAP` on `pid` and return once it
 /// says it is tracing (the event is armed before that line).
 fn start_trace(
     pid: i32,
     cmd: &str,
     cap: &std::path::Path,
 ) -> (Pgdbg, BufReader<std::process::ChildStdout>, String) {
-    let mut p = Pgdbg::spawn(&[
-        "attach",
-        &pid.to_string(),
-        "-q",
-        "--capture",
-        &cap.display().to_string(),
-        "--ex",
-        cmd,
-    ]);
-    let mut out = BufReader::new(p.child.stdout.take().unwrap());
-    let head = read_until(&mut out, "waits: tracing backend", Duration::from_secs(60));
-    (p, out, head)
+    start_waits_trace(pid, cmd, Some(cap))
 }
 
 fn finish(p: Pgdbg, mut out: BufReader<std::process::ChildStdout>) -> (i32, String, String) {

@@ -208,13 +208,7 @@ impl ProcEvents {
 
     /// CLOCK_MONOTONIC now, in ns (the clock of `Fork::at_ns`).
     pub fn now_ns() -> u64 {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: clock_gettime into a timespec we own.
-        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+        super::tscclock::monotonic_ns()
     }
 
     pub fn fd(&self) -> RawFd {

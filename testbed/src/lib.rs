@@ -1300,6 +1300,28 @@ pub fn guardians_of(pid: i32) -> Vec<i32> {
     processes_with(&format!("__pgdbg_guardian\0{pid}\0"))
 }
 
+/// Start `pgdbg attach PID -q [--capture CAP] --ex CMD` (a `waits trace`
+/// line) and return once it says it is tracing (everything is armed
+/// before that line): pgdbg, the rest of its standard output, and what it
+/// printed up to that line.
+pub fn start_waits_trace(
+    pid: i32,
+    cmd: &str,
+    capture: Option<&Path>,
+) -> (Pgdbg, BufReader<std::process::ChildStdout>, String) {
+    let pid = pid.to_string();
+    let cap = capture.map(|c| c.display().to_string());
+    let mut args = vec!["attach", &pid, "-q"];
+    if let Some(c) = &cap {
+        args.extend(["--capture", c]);
+    }
+    args.extend(["--ex", cmd]);
+    let mut p = Pgdbg::spawn(&args);
+    let mut out = BufReader::new(p.child.stdout.take().unwrap());
+    let head = read_until(&mut out, "waits: tracing backend", Duration::from_secs(60));
+    (p, out, head)
+}
+
 /// Delete the guardian's record of backend `pid` in /dev/shm (as if
 /// /dev/shm were emptied): there must be exactly one.
 pub fn remove_guardian_record(pid: i32) {

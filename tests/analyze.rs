@@ -51,7 +51,7 @@ fn run_analyze_cases(major: u32) {
         std::process::id()
     ));
     let _ = std::fs::remove_file(&cap);
-    let p = Pgdbg::spawn_attached(
+    let p = Pgdbg::spawn_armed(
         &[
             "attach",
             &pid.to_string(),
@@ -68,6 +68,7 @@ fn run_analyze_cases(major: u32) {
             "detach",
         ],
         pid,
+        "standard_ExecutorStart",
     );
     let got_join = a.explain_rows(&format!(
         "select string_agg(name || ':' || count, ',') from ({JOIN}) x"
@@ -143,7 +144,7 @@ fn run_analyze_cases(major: u32) {
         "set max_parallel_workers_per_gather = 2; set parallel_setup_cost = 0; \
          set parallel_tuple_cost = 0; set min_parallel_table_scan_size = 0",
     );
-    let p = Pgdbg::spawn_attached(
+    let p = Pgdbg::spawn_armed(
         &[
             "attach",
             &pid.to_string(),
@@ -154,6 +155,7 @@ fn run_analyze_cases(major: u32) {
             "detach",
         ],
         pid,
+        "standard_ExecutorStart",
     );
     assert_eq!(a.query_one_i64(par), truth);
     let (code, out, err) = p.wait(Duration::from_secs(60));
@@ -532,7 +534,7 @@ fn analyze_count_prints_each_as_it_ends(major: u32) {
     let cl = Cluster::start(major);
     let mut a = cl.connect();
     let pid = a.pid();
-    let mut p = Pgdbg::spawn_attached(
+    let mut p = Pgdbg::spawn_armed(
         &[
             "attach",
             &pid.to_string(),
@@ -541,6 +543,7 @@ fn analyze_count_prints_each_as_it_ends(major: u32) {
             "plan --next --analyze --count 3 --for 120s",
         ],
         pid,
+        "standard_ExecutorStart",
     );
     let out = std::io::BufReader::new(p.child.stdout.take().unwrap());
     let (tx, rx) = std::sync::mpsc::channel();

@@ -169,7 +169,7 @@ fn run_buffers_case(major: u32) {
         "{reference}"
     );
     let pid = a.pid();
-    let p = Pgdbg::spawn_attached(
+    let p = Pgdbg::spawn_armed(
         &[
             "attach",
             &pid.to_string(),
@@ -180,6 +180,7 @@ fn run_buffers_case(major: u32) {
             "detach",
         ],
         pid,
+        "standard_ExecutorStart",
     );
     let got = a.explain_rows(JOIN);
     let (code, out, err) = p.wait(Duration::from_secs(60));
@@ -250,7 +251,7 @@ fn run_memory_case(major: u32) {
     }
     let pid = a.pid();
     // one capture first: the server's caches EXPLAIN fills once
-    let p = Pgdbg::spawn_attached(
+    let p = Pgdbg::spawn_armed(
         &[
             "attach",
             &pid.to_string(),
@@ -259,6 +260,7 @@ fn run_memory_case(major: u32) {
             "plan --next --analyze",
         ],
         pid,
+        "standard_ExecutorStart",
     );
     a.explain_rows(JOIN);
     let (code, out, err) = p.wait(Duration::from_secs(60));
@@ -359,7 +361,7 @@ fn run_interrupted_case(major: u32) {
     // to fold, as LATERAL's `limit 7` is)
     let plain = "select count(*) from an_t1 where k = 3";
     let expected_plain = a.simple_text(plain);
-    let p = Pgdbg::spawn_attached(
+    let p = Pgdbg::spawn_armed(
         &[
             "attach",
             &pid.to_string(),
@@ -382,6 +384,7 @@ fn run_interrupted_case(major: u32) {
             "detach",
         ],
         pid,
+        "standard_ExecutorStart",
     );
     assert_eq!(a.simple_text(plain), expected_plain);
     let (code, out, err) = p.wait(Duration::from_secs(60));

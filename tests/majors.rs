@@ -500,9 +500,10 @@ fn smoke_in(prefix: &Path, major: u32, dwarf: bool) {
     }
 
     // plan --next = EXPLAIN EXECUTE
-    let pl = Pgdbg::spawn_attached(
+    let pl = Pgdbg::spawn_armed(
         &["attach", &p, "-q", "--ex", "plan --next", "--ex", "detach"],
         pid,
+        "standard_ExecutorRun",
     );
     a.simple_text("execute s2(4242)");
     let (code, out, err) = pl.wait(Duration::from_secs(60));

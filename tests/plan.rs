@@ -40,7 +40,7 @@ fn run_plan_cases(major: u32) {
     let mut a = cl.connect();
     a.exec(S1);
     let pid = a.pid();
-    let p = Pgdbg::spawn_attached(
+    let p = Pgdbg::spawn_armed(
         &[
             "attach",
             &pid.to_string(),
@@ -53,6 +53,7 @@ fn run_plan_cases(major: u32) {
             "detach",
         ],
         pid,
+        "standard_ExecutorRun",
     );
     a.simple_text("execute s1(10,30)");
     a.simple_text("execute s1(10,30)");
@@ -82,7 +83,7 @@ fn run_plan_cases(major: u32) {
     b.exec("set plan_cache_mode = force_generic_plan");
     b.exec("prepare s3 as select v from bigtab where n = $1::numeric");
     let pid = b.pid();
-    let p = Pgdbg::spawn_attached(
+    let p = Pgdbg::spawn_armed(
         &[
             "attach",
             &pid.to_string(),
@@ -93,6 +94,7 @@ fn run_plan_cases(major: u32) {
             "detach",
         ],
         pid,
+        "standard_ExecutorRun",
     );
     let v = b.simple_text("execute s3(123457)");
     assert_eq!(v, "Big table record 123457");
@@ -127,7 +129,7 @@ fn run_plan_cases(major: u32) {
     // nested statements (plpgsql): the innermost plan, flagged as nested
     let mut d = cl.connect();
     let pid = d.pid();
-    let p = Pgdbg::spawn_attached(
+    let p = Pgdbg::spawn_armed(
         &[
             "attach",
             &pid.to_string(),
@@ -140,6 +142,7 @@ fn run_plan_cases(major: u32) {
             "detach",
         ],
         pid,
+        "standard_ExecutorRun",
     );
     d.simple_text("select runload(3)");
     let (code, out, err) = p.wait(Duration::from_secs(60));

@@ -119,7 +119,7 @@ fn check_stripped(cl: &Cluster, major: u32, bigtab: bool) {
 
     // plan --next = EXPLAIN EXECUTE
     a.exec("prepare s2 as select v from mediumtab where n = $1::numeric");
-    let p = Pgdbg::spawn_attached(
+    let p = Pgdbg::spawn_armed(
         &[
             "attach",
             &pid.to_string(),
@@ -130,6 +130,7 @@ fn check_stripped(cl: &Cluster, major: u32, bigtab: bool) {
             "detach",
         ],
         pid,
+        "standard_ExecutorRun",
     );
     a.simple_text("execute s2(4242)");
     let (code, out, err) = p.wait(Duration::from_secs(60));

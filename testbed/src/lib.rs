@@ -749,6 +749,15 @@ impl Pgdbg {
         p
     }
 
+    /// `spawn_attached`, then wait until pgdbg has armed `symbol` in `pid`
+    /// (`plan --next`: standard_ExecutorRun; `--analyze`:
+    /// standard_ExecutorStart), so that a statement sent next is caught.
+    pub fn spawn_armed(args: &[&str], pid: i32, symbol: &str) -> Pgdbg {
+        let p = Pgdbg::spawn_attached(args, pid);
+        wait_armed(pid, symbol);
+        p
+    }
+
     pub fn wait_attached(&mut self, pid: i32) {
         wait_until("pgdbg to attach", Duration::from_secs(30), || {
             if let Ok(Some(_)) = self.child.try_wait() {

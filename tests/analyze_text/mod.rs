@@ -91,7 +91,7 @@ pub fn number_after(line: &str, key: &str) -> Option<u64> {
 /// The next statement of `pid` (run by `run`) is not instrumented: its
 /// QueryDesc's request and its executor's flag, read at its executor run.
 pub fn next_statement_plain(pid: i32, run: impl FnOnce()) {
-    let p = Pgdbg::spawn_attached(
+    let p = Pgdbg::spawn_armed(
         &[
             "attach",
             &pid.to_string(),
@@ -106,6 +106,7 @@ pub fn next_statement_plain(pid: i32, run: impl FnOnce()) {
             "detach",
         ],
         pid,
+        "standard_ExecutorRun",
     );
     run();
     let (code, out, err) = p.wait(Duration::from_secs(60));

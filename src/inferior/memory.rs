@@ -43,22 +43,7 @@ impl Target {
 
     /// Read several ranges with a single syscall.  Each range must be readable.
     pub fn read_many(&self, ranges: &mut [(u64, &mut [u8])]) -> Result<()> {
-        let remote: Vec<RemoteIoVec> = ranges
-            .iter()
-            .map(|(a, b)| RemoteIoVec {
-                base: *a as usize,
-                len: b.len(),
-            })
-            .collect();
-        let total: usize = remote.iter().map(|r| r.len).sum();
-        let mut local: Vec<IoSliceMut> =
-            ranges.iter_mut().map(|(_, b)| IoSliceMut::new(b)).collect();
-        let n = process_vm_readv(self.pid, &mut local, &remote)
-            .map_err(|e| anyhow!("cannot read target memory ({e})"))?;
-        if n != total {
-            bail!("cannot read target memory: short read ({n} of {total} bytes)");
-        }
-        drop(local);
+        read_untraced_many(self.pid.as_raw(), ranges)?;
         for (a, b) in ranges.iter_mut() {
             self.hide_breakpoints(*a, b);
         }
@@ -335,6 +320,26 @@ pub fn read_untraced(pid: i32, addr: u64, buf: &mut [u8]) -> Result<()> {
         ),
         Err(e) => bail!("{e} of process {pid}"),
     }
+}
+
+/// Read each of `ranges` (address, where to; at most 1024) of process
+/// `pid` with one process_vm_readv, as `read_untraced` reads one.
+pub fn read_untraced_many(pid: i32, ranges: &mut [(u64, &mut [u8])]) -> Result<()> {
+    let remote: Vec<RemoteIoVec> = ranges
+        .iter()
+        .map(|(a, b)| RemoteIoVec {
+            base: *a as usize,
+            len: b.len(),
+        })
+        .collect();
+    let total: usize = remote.iter().map(|r| r.len).sum();
+    let mut local: Vec<IoSliceMut> = ranges.iter_mut().map(|(_, b)| IoSliceMut::new(b)).collect();
+    let n = process_vm_readv(Pid::from_raw(pid), &mut local, &remote)
+        .map_err(|e| anyhow!("cannot read the memory of process {pid} ({e})"))?;
+    if n != total {
+        bail!("cannot read the memory of process {pid}: short read ({n} of {total} bytes)");
+    }
+    Ok(())
 }
 
 /// One process_vm_readv of `buf.len()` bytes at `addr`: None when all were

@@ -4,15 +4,17 @@
 //! first bytes of a string a field points at, into a ring buffer in the
 //! target's memory.  The target never stops for it (a few dozen
 //! instructions per call, plus a few per byte of the string); pgdbg
-//! empties the ring now and then, while the target is stopped.  Like gdb's
-//! fast tracepoints with their in-process agent, minus the agent library.
-//! Nothing here knows about PostgreSQL.
+//! empties the ring now and then, the target stopped (`Recorder::drain`)
+//! or running (`RingReader`).  Like gdb's fast tracepoints with their
+//! in-process agent, minus the agent library.  Nothing here knows about
+//! PostgreSQL.
 //!
 //! The ring: a 64-byte header (`head`, written by the target; `tail`,
 //! written by pgdbg; `dropped`, calls not recorded because the ring was
-//! full) then `CAPACITY` slots.  A slot: sequence number, time stamp
+//! full) then `capacity` slots.  A slot: sequence number, time stamp
 //! counter, rdi, rsi, the global, each field in 8 bytes, then the string's
-//! start.  The code runs at a function's entry, where the System V ABI
+//! start.  A call writes its slot's number with the WRITING bit first and
+//! the number itself last, then moves `head` past it.  The code runs at a function's entry, where the System V ABI
 //! makes the flags dead; it saves `rax`, `rcx`, `rdx` and, around the
 //! string's copy, `rsi` on the stack below the return address (32 bytes at
 //! most), which is free there.
@@ -29,6 +31,8 @@ pub const CAPACITY: u64 = 16384;
 const HEADER: u64 = 64;
 const PAGE: u64 = 4096;
 const SLOT_FIXED: u64 = 40;
+/// A slot's sequence number with this bit: the call is writing it.
+const WRITING: u64 = 1 << 63;
 
 /// What to record at each call.
 #[derive(Debug, Clone)]
@@ -116,8 +120,8 @@ impl Ring {
     /// The calls recorded since the last read, oldest first, and how many
     /// more found the ring full since then.  `read` reads ranges of the
     /// target's memory, `set_tail` writes the ring's `tail` word.  Safe
-    /// while the target runs: the code writes a slot before it moves
-    /// `head` past it (x86 keeps stores in order, and the header is read
+    /// while the target runs: the code moves `head` past a slot only once
+    /// it is written (x86 keeps stores in order, and the header is read
     /// first), and never writes a slot between `tail` and `head`.
     fn take(
         &mut self,
@@ -136,34 +140,45 @@ impl Ring {
         let cap = self.spec.capacity;
         let n = (head - self.tail).min(cap);
         let first = head - n;
+        let at = |k: u64| self.data + HEADER + ((first + k) % cap) * self.slot;
+        // The slots' sequence numbers before the copy and after it, each
+        // read in a read of its own (so in that order): the code writes a
+        // slot's number marked WRITING first and the number itself last,
+        // so a number seen before the copy says that the slot was written
+        // whole, the same number after it that no later call began to
+        // write over it meanwhile.
+        let before = self.seqs(read, n, &at)?;
         let mut buf = vec![0u8; (n * self.slot) as usize];
         // one or two contiguous runs of slots
         let i0 = first % cap;
         let run1 = n.min(cap - i0);
         {
             let (a, b) = buf.split_at_mut((run1 * self.slot) as usize);
-            let mut ranges: Vec<(u64, &mut [u8])> = vec![(self.data + HEADER + i0 * self.slot, a)];
+            let mut ranges: Vec<(u64, &mut [u8])> = vec![(at(0), a)];
             if n > run1 {
                 ranges.push((self.data + HEADER, b));
             }
             read(&mut ranges)?;
         }
+        let after = self.seqs(read, n, &at)?;
         let mut out = Vec::with_capacity(n as usize);
         // Calls whose slots were written over by later calls before they
         // were read, and those past the ring's size: counted as not
         // recorded.  Neither can happen while `tail` is seen whole (see
         // `RingReader::drain`).  A slot not written yet (an older call's
-        // number in it: `head` read torn) ends the read there.
+        // number in it, or its own marked WRITING: `head` read torn) ends
+        // the read there.
         let mut overwritten = (head - self.tail).saturating_sub(cap);
         let mut upto = head;
         for (k, s) in buf.chunks_exact(self.slot as usize).enumerate() {
             let w = |o: usize| u64::from_le_bytes(s[o..o + 8].try_into().expect("8"));
             let want = first + k as u64;
-            if w(0) > want {
+            let seq = before[k];
+            if seq & !WRITING > want {
                 overwritten += 1;
                 continue;
             }
-            if w(0) < want {
+            if seq != want {
                 if k == 0 && first > self.tail {
                     // even the first slot taken is not written yet: the
                     // `head` read is past the ring's real head by more
@@ -172,6 +187,11 @@ impl Ring {
                 }
                 upto = want;
                 break;
+            }
+            if after[k] != want {
+                // a later call began to write over it during the copy
+                overwritten += 1;
+                continue;
             }
             let mut fields = vec![0u8; self.spec.struct_size as usize];
             for (i, &(off, size)) in self.spec.fields.iter().enumerate() {
@@ -184,7 +204,7 @@ impl Ring {
                 text_start(&s[at..at + t.max as usize], &fields, t)
             });
             out.push(Record {
-                seq: w(0),
+                seq: want,
                 tsc: w(8),
                 rdi: w(16),
                 rsi: w(24),
@@ -196,6 +216,21 @@ impl Ring {
         self.tail = upto;
         set_tail(self.data + 8, upto)?;
         Ok((out, new_dropped + overwritten))
+    }
+
+    /// The sequence numbers of the `n` slots at `at(0..n)`, read in reads
+    /// of at most 512 ranges (the kernel takes 1024 at once).
+    fn seqs(&self, read: &mut ReadRanges<'_>, n: u64, at: &dyn Fn(u64) -> u64) -> Result<Vec<u64>> {
+        let mut raw = vec![[0u8; 8]; n as usize];
+        for (c, chunk) in raw.chunks_mut(512).enumerate() {
+            let mut ranges: Vec<(u64, &mut [u8])> = chunk
+                .iter_mut()
+                .enumerate()
+                .map(|(i, b)| (at((c * 512 + i) as u64), &mut b[..]))
+                .collect();
+            read(&mut ranges)?;
+        }
+        Ok(raw.into_iter().map(u64::from_le_bytes).collect())
     }
 }
 
@@ -223,12 +258,7 @@ impl RingReader {
         let pid = self.pid;
         let mem = &self.mem;
         self.ring.take(
-            &mut |ranges| {
-                for (a, b) in ranges.iter_mut() {
-                    super::read_untraced(pid, *a, b)?;
-                }
-                Ok(())
-            },
+            &mut |ranges| super::memory::read_untraced_many(pid, ranges),
             &mut |at, v| {
                 use std::os::unix::fs::FileExt;
                 mem.write_all_at(&v.to_le_bytes(), at).map_err(|e| {
@@ -264,7 +294,11 @@ fn emit(data: u64, slot: u64, spec: &RecordSpec) -> Result<Vec<u8>, AsmError> {
     a.and(rcx, (spec.capacity - 1) as i32)?;
     a.imul_3(rcx, rcx, slot as i32)?;
     a.lea(rcx, qword_ptr(rdx + rcx + HEADER))?; // the slot
-    a.mov(qword_ptr(rcx), rax)?; // seq
+    // its sequence number marked as being written (WRITING) first, the
+    // number itself last: a reader that does not stop the target takes a
+    // slot only when it sees the number before and after its copy
+    a.bts(rax, 63)?;
+    a.mov(qword_ptr(rcx), rax)?; // seq | WRITING
     a.rdtsc()?;
     a.shl(rdx, 32)?;
     a.or(rax, rdx)?;
@@ -302,6 +336,8 @@ fn emit(data: u64, slot: u64, spec: &RecordSpec) -> Result<Vec<u8>, AsmError> {
         emit_text(&mut a, t, text_at(spec))?;
     }
     a.mov(rdx, data)?;
+    a.mov(rax, qword_ptr(rdx))?; // head: this call's number
+    a.mov(qword_ptr(rcx), rax)?; // seq, the slot written
     a.inc(qword_ptr(rdx))?; // head++
     let done = a.label("done");
     a.jmp(done)?;
@@ -669,6 +705,7 @@ mod tests {
             "and rcx,3FFFh",
             "imul rcx,80h", // nasm's short form of imul rcx,rcx,80h
             "lea rcx,[rdx+rcx+40h]",
+            "bts rax,3Fh",
             "mov [rcx],rax",
             "rdtsc",
             "shl rdx,20h",
@@ -688,6 +725,8 @@ mod tests {
             "movzx eax,word [rdi+90h]",
             "mov [rcx+40h],ax",
             "mov rdx,7F0000000000h",
+            "mov rax,[rdx]",
+            "mov [rcx],rax",
             "inc qword [rdx]",
             "jmp short 0000000000001",
             "inc qword [rdx+10h]",
@@ -708,8 +747,8 @@ mod tests {
                 .collect()
         };
         let ip_of = |n: usize| ends[n].0;
-        assert_eq!(ends[8].1, ip_of(34));
-        assert_eq!(ends[33].1, ip_of(35));
+        assert_eq!(ends[8].1, ip_of(37));
+        assert_eq!(ends[36].1, ip_of(38));
     }
 
     /// What `remove_orphan` reads of the code, and where it ends: it
@@ -811,10 +850,20 @@ mod tests {
             tail: 0,
             dropped: 0,
         };
+        // run before the take's nth read of memory (0: the header, 1: the
+        // numbers, 2: the slots, 3: the numbers again)
+        let before_read: std::cell::RefCell<Option<(usize, u64, u64)>> = Default::default();
         let take = |ring: &mut Ring| {
+            let mut reads = 0;
             let (recs, lost) = ring
                 .take(
                     &mut |ranges| {
+                        if let Some((n, at, v)) = *before_read.borrow()
+                            && n == reads
+                        {
+                            put(at, v);
+                        }
+                        reads += 1;
                         for (a, b) in ranges.iter_mut() {
                             let o = (*a - data) as usize;
                             b.copy_from_slice(&mem.borrow()[o..o + b.len()]);
@@ -857,6 +906,33 @@ mod tests {
         assert_eq!(seqs, (24..40).collect::<Vec<u64>>());
         assert_eq!(lost, 13);
         assert_eq!(ring.tail, 40);
+        // a slot still being written (its number marked WRITING) under a
+        // `head` read torn: the read ends there, nothing of it taken
+        let slot_of = |seq: u64| data + HEADER + (seq % CAP) * slot;
+        (40..42).for_each(call);
+        put(slot_of(42), 42 | WRITING);
+        put(data, 43);
+        assert_eq!(take(&mut ring), (vec![40, 41], 0));
+        assert_eq!(ring.tail, 42);
+        // written whole now; the next one being written over by call 59
+        // (a torn tail let it through): counted as not recorded
+        call(42);
+        call(43);
+        put(slot_of(43), 59 | WRITING);
+        put(data, 44);
+        assert_eq!(take(&mut ring), (vec![42], 1));
+        // a slot written over during the copy (its number changed
+        // between the reads before and after it): not taken, counted
+        (44..47).for_each(call);
+        put(data, 47);
+        *before_read.borrow_mut() = Some((2, slot_of(45), 61 | WRITING));
+        assert_eq!(take(&mut ring), (vec![44, 46], 1));
+        // and the ring reads on as before
+        *before_read.borrow_mut() = None;
+        call(47);
+        put(data, 48);
+        assert_eq!(take(&mut ring), (vec![47], 0));
+        assert_eq!(ring.tail, 48);
     }
 
     /// The copy of a string's start: guarded by the magic field, nothing

@@ -14,10 +14,10 @@
 //! full) then `capacity` slots.  A slot: sequence number, time stamp
 //! counter, rdi, rsi, the global, each field in 8 bytes, then the string's
 //! start.  A call writes its slot's number with the WRITING bit first and
-//! the number itself last, then moves `head` past it.  The code runs at a function's entry, where the System V ABI
-//! makes the flags dead; it saves `rax`, `rcx`, `rdx` and, around the
-//! string's copy, `rsi` on the stack below the return address (32 bytes at
-//! most), which is free there.
+//! the number itself last, then moves `head` past it.  The code runs at
+//! a function's entry, where the System V ABI makes the flags dead; it
+//! saves `rax`, `rcx`, `rdx` and, around the string's copy, `rsi` on the
+//! stack below the return address (32 bytes at most), which is free there.
 
 use super::Target;
 use super::jumpover::TakenOver;
@@ -146,7 +146,9 @@ impl Ring {
         // slot's number marked WRITING first and the number itself last,
         // so a number seen before the copy says that the slot was written
         // whole, the same number after it that no later call began to
-        // write over it meanwhile.
+        // write over it meanwhile.  (Each number, an aligned word, is read
+        // whole: a half-old half-new one could pass a slot being written
+        // only with `head` read torn as well.)
         let before = self.seqs(read, n, &at)?;
         let mut buf = vec![0u8; (n * self.slot) as usize];
         // one or two contiguous runs of slots

@@ -26,9 +26,23 @@ impl PlanCacheProbe {
             let Some(after) = after else {
                 continue; // gone
             };
+            let (dc, dg) = self.counters_moved(&p.before, &after);
             match self.settle(&p.before, &after) {
                 Settled::Running => keep.push(p),
-                Settled::Done { generic, after } => self.report(s, &p, &after, generic, None)?,
+                Settled::Done { generic, after } => {
+                    // a stop's execution (no ring record: `next` None) whose
+                    // plansource moved by more than one: executions in
+                    // between ran with no stop seen; said, never folded
+                    let unseen = if p.next.is_none() { dc + dg - 1 } else { 0 };
+                    self.report(s, &p, &after, generic, None)?;
+                    if unseen > 0 {
+                        self.lost += unseen as u64;
+                        s.say(&format!(
+                            "plancache: {unseen} decision{} not seen (GetCachedPlan ran with no stop of pgdbg's)",
+                            if unseen == 1 { "" } else { "s" }
+                        ));
+                    }
+                }
                 Settled::Ambiguous => self.lost += 1,
                 Settled::Gone => {}
             }

@@ -305,6 +305,33 @@ mod tests {
     }
 
     #[test]
+    fn fast_stops_say_executions_whose_entry_they_did_not_see() {
+        let mut s = backend();
+        let l = cps_layout(true);
+        let mut probe = PlanCacheProbe::new(layouts(l.clone()), None, true, false).unwrap();
+        probe.points = vec![ENTRY];
+        let mut st = Ps::new();
+        for _ in 0..2 {
+            st = st.custom(5.0);
+        }
+        s.map(P, st.bytes(&l));
+        at_entry(&mut s, P, STACK);
+        probe.on_stop(&mut s, ENTRY).unwrap();
+        // #3 and #4 both chose before the next stop: #4's entry was passed
+        // with no stop (an interrupt's stop on the int3, stepped over)
+        s.map(P, st.custom(5.0).custom(5.0).bytes(&l));
+        probe.on_stop(&mut s, ENTRY).unwrap();
+        assert_eq!(
+            s.lines,
+            vec![
+                "s1 #3: custom plan  fewer than 5 custom plans so far (2); generic not built yet",
+                "plancache: 1 decision not seen (GetCachedPlan ran with no stop of pgdbg's)",
+            ]
+        );
+        assert_eq!((probe.decisions, probe.lost), (1, 1));
+    }
+
+    #[test]
     fn fast_stops_settle_at_the_next_entry() {
         let mut s = backend();
         let l = cps_layout(true);

@@ -225,11 +225,27 @@ fn wait_output_with(out: &Path, what: &str, f: impl Fn(&str) -> bool, more: impl
 }
 
 /// Decision lines after the first line containing `mark`.
+/// The executions accounted for after the line with `mark`: each decision
+/// printed, and each one said not seen (an entry the stops passed: an
+/// interrupt's stop on the int3 right after another tool's uprobe ran).
 fn decisions_after(text: &str, mark: &str) -> usize {
     text.lines()
         .skip_while(|l| !l.contains(mark))
-        .filter(|l| l.contains(" plan  "))
-        .count()
+        .map(|l| {
+            if l.contains(" plan  ") {
+                1
+            } else if let Some(r) = l.strip_prefix("plancache: ")
+                && r.contains(" not seen ")
+            {
+                r.split(' ')
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(0)
+            } else {
+                0
+            }
+        })
+        .sum()
 }
 
 fn uprobe_over_recorder(major: u32) {

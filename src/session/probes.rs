@@ -282,18 +282,6 @@ impl Session {
                     if h.done() {
                         continue;
                     }
-                    // The tick stopped the backend on one of the probe's
-                    // int3s before it ran (a kernel uprobe just before it
-                    // returns there; or its trap queued and rip rewound,
-                    // wait.rs): that is a hit, which the step over below
-                    // would pass unseen.
-                    if let Some(addr) = self.internal_int3_at_rip()? {
-                        self.last_stop = Some(Stop::Breakpoint { addr });
-                        h.on_stop(self, addr)?;
-                        if h.done() {
-                            continue;
-                        }
-                    }
                     if let Some(gone) = self.step_over_here()? {
                         return Ok(gone);
                     }
@@ -364,16 +352,6 @@ impl Session {
                 other => return self.report_stop(other),
             }
         }
-    }
-
-    /// At an interrupt's stop: the probe's own int3 at rip (not run yet),
-    /// if there is one and no user breakpoint shares it.
-    fn internal_int3_at_rip(&mut self) -> Result<Option<u64>> {
-        let rip = self.target.regs()?.rip;
-        Ok((self.internal.contains_key(&rip)
-            && self.target.breakpoint_inserted(rip)
-            && !self.bps.uses(rip))
-        .then_some(rip))
     }
 
     /// The backend's exit stop: the probe's last reads, then the backend

@@ -696,19 +696,8 @@ impl ProbeHandler for PlanCacheProbe {
         // then the polls (the ticker runs on) leave the stops' pending
         // executions alone
         let tail = std::mem::take(&mut self.ring_tail);
-        if tail {
-            // an execution a stop saw at this very poll (its int3 reached
-            // as the recorder was given up) is the stops' to settle: the
-            // ring's last report has no snapshot of it
-            let (stops, ring) = std::mem::take(&mut self.pending)
-                .into_iter()
-                .partition::<Vec<_>, _>(|p| p.next.is_none());
-            self.pending = ring;
-            let r = self.report_ring(s, true);
-            self.pending.extend(stops);
-            r
-        } else if self.recorder.is_some() {
-            self.report_ring(s, false)
+        if self.recorder.is_some() || tail {
+            self.report_ring(s, tail)
         } else {
             Ok(())
         }

@@ -254,6 +254,11 @@ pub(crate) fn open_switches(pid: i32, tid: i32, mode: &str) -> Result<(Event, Fi
     Ok((ev, state_field))
 }
 
+/// A PERF_RECORD_SWITCH record's time (its sample_id: pid, tid, time).
+fn switch_time(b: &[u8]) -> Option<u64> {
+    Some(u64::from_le_bytes(b.get(8..16)?.try_into().ok()?))
+}
+
 /// The switch records of one thread turned into intervals off the CPU
 /// within a window that starts at `t0_ns` (earlier parts are cut off).
 pub(crate) struct Switches {
@@ -341,16 +346,13 @@ impl Switches {
                 // (`__perf_event_task_sched_out`): the interval starts
                 // here, or the cpu-clock and the interval would both
                 // count the copy, at every switch
-                let Some(t) = b.get(8..16) else { return };
-                let time = u64::from_le_bytes(t.try_into().unwrap_or_default());
+                let Some(time) = switch_time(b) else { return };
                 if let Some(o) = self.out.as_mut().filter(|o| time >= o.time) {
                     o.time = time;
                 }
             }
             RECORD_SWITCH => {
-                // sample_id: pid, tid, time
-                let Some(t) = b.get(8..16) else { return };
-                let time = u64::from_le_bytes(t.try_into().unwrap_or_default());
+                let Some(time) = switch_time(b) else { return };
                 if std::mem::take(&mut self.after_gap) {
                     // its switch-out was in the gap (or no interval is
                     // open): nothing it can be paired with

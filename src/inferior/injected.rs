@@ -118,7 +118,7 @@ pub(super) fn set_blocked_mask(pid: i32, m: u64) -> Result<()> {
 
 /// The blocked signal mask of stopped thread `pid` (PTRACE_GETSIGMASK:
 /// the kernel's 64-bit sigset, what a signal frame's `uc_sigmask` holds).
-fn blocked_mask(pid: i32) -> Result<u64> {
+pub(super) fn blocked_mask(pid: i32) -> Result<u64> {
     let mut m = 0u64;
     // SAFETY: the kernel writes 8 bytes (the size given) into `m`.
     let r = unsafe {

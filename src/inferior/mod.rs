@@ -157,6 +157,11 @@ pub struct Target {
     /// first register write re-labels it (traphandler.rs).  Cleared when
     /// the target runs.
     int3_sigtrap_live: bool,
+    /// An int3 of ours that rip was put back onto while the SIGTRAP its
+    /// execution queued for the thread was still pending (an interrupt's
+    /// stop that could not take it, wait.rs): the next step over that
+    /// int3 takes that SIGTRAP first (`step_over_breakpoint`).
+    trap_queued_on_int3: Option<u64>,
     /// The (original) first bytes of the instructions under our int3s, for
     /// step-over emulation without reading them at every hit.
     code_cache: std::collections::HashMap<u64, [u8; 4]>,
@@ -298,6 +303,7 @@ impl Target {
             step_dr6: 0,
             regs_cache: std::cell::Cell::new(None),
             int3_sigtrap_live: false,
+            trap_queued_on_int3: None,
             code_cache: std::collections::HashMap::new(),
             // opened once the requests are made
             mem: None,

@@ -151,6 +151,68 @@ impl Target {
         self.drain_pending(8, Self::sigtrap_pending, false)
     }
 
+    /// At `addr`, an int3 of ours that rip was put back onto while its
+    /// SIGTRAP stayed queued for the thread (`trap_queued_on_int3`): that
+    /// SIGTRAP taken and dropped before the step over it.  Left queued, a
+    /// step over that emulates a one-byte instruction there (`push %rbx`)
+    /// would resume one past the int3 with it still pending: it would be
+    /// the next stop, taken for a new hit of that int3 and rewound, and
+    /// the instruction would run twice.  Resumed on the int3, the kernel
+    /// delivers the queued synchronous signal before any instruction runs:
+    /// the stop comes with rip still on `addr` and is dropped, no rewind.
+    /// An interrupt's stop or another signal may come first (held for the
+    /// next resume, as `drain_pending`), a few times at most.  Some: the
+    /// backend ended.
+    pub(super) fn take_queued_int3_trap(&mut self, addr: u64) -> Result<Option<Stop>> {
+        for _ in 0..8 {
+            if !self.state.is_stopped() || !self.own_sigtrap_queued() {
+                return Ok(None);
+            }
+            self.cont_raw(None)?;
+            match self.waitpid_blocking()? {
+                WaitStatus::Exited(_, code) => {
+                    self.mark_gone();
+                    return Ok(Some(Stop::Exited(code)));
+                }
+                WaitStatus::Signaled(_, sig, _) => {
+                    self.mark_gone();
+                    return Ok(Some(Stop::Killed(sig)));
+                }
+                WaitStatus::Stopped(_, Signal::SIGTRAP) => {
+                    self.mark_stopped();
+                    if self.regs()?.rip != addr {
+                        // no queued trap after all: the int3 ran (rip one
+                        // past it) and its trap is this one; back onto it,
+                        // as for any of its hits
+                        log::debug(&format!(
+                            "no SIGTRAP was queued at the int3 at {addr:#x}: it trapped"
+                        ));
+                        if let Some(bp) = self.int3_trapped_behind_rip()? {
+                            self.int3_sigtrap_live = true;
+                            self.rewind_to(bp)?;
+                        }
+                    }
+                }
+                WaitStatus::Stopped(_, sig) => {
+                    self.mark_stopped();
+                    if !self.fault_in_taken_over_jump(sig)? {
+                        self.defer(sig);
+                    }
+                }
+                WaitStatus::PtraceEvent(_, _, ev) if ev == libc::PTRACE_EVENT_EXIT => {
+                    self.mark_exit_stop();
+                    return self.finish_exit().map(Some);
+                }
+                WaitStatus::PtraceEvent(_, sig, _) => {
+                    self.mark_event_stop();
+                    self.interrupt_stop_seen(sig);
+                }
+                _ => self.mark_stopped(),
+            }
+        }
+        Ok(None)
+    }
+
     /// `drain_sigtrap` and `drain_sigill` (jumpover/target.rs): while
     /// `pending` says the kernel still holds the signal, at most `tries`
     /// times, resume the target and take the stop that comes: a SIGTRAP

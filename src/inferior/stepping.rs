@@ -15,7 +15,20 @@ impl Target {
             Some(&b) => b,
             None => return Ok(None),
         };
-        if self.emulate_at(addr)? {
+        // rip put back onto this int3 with its SIGTRAP still queued
+        // (wait.rs): that trap taken first; where it stays queued (someone
+        // else's job-control stop, or stop after stop), nothing is emulated:
+        // a single step drops it (`single_step_raw`) before the instruction
+        let mut queued = false;
+        if self.trap_queued_on_int3.take() == Some(addr) && self.own_sigtrap_queued() {
+            if !self.in_outside_group_stop()
+                && let Some(end) = self.take_queued_int3_trap(addr)?
+            {
+                return Ok(Some(end));
+            }
+            queued = self.own_sigtrap_queued();
+        }
+        if !queued && self.emulate_at(addr)? {
             return Ok(None);
         }
         self.write(addr, &[orig])?;
@@ -368,6 +381,9 @@ fn pushed_flags_size(code: &[u8]) -> Option<(u64, u64)> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod queued_trap_tests;
 
 #[cfg(test)]
 mod pushf_tests {

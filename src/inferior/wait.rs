@@ -136,7 +136,10 @@ impl Target {
                     // times at most (another interrupt may land before
                     // it); under someone else's job-control stop
                     // (resumed, the backend would stay in it) or after
-                    // those, rewound as before.  A SIGTRAP not queued for
+                    // those, rewound, the SIGTRAP left for the step over
+                    // that int3 to take first (`trap_queued_on_int3`: an
+                    // emulated one-byte instruction would otherwise run
+                    // twice).  A SIGTRAP not queued for
                     // the thread, or blocked, is not an int3's: rip one
                     // past the int3 is where the backend is (the
                     // instruction there ran), nothing is rewound.  After
@@ -155,6 +158,7 @@ impl Target {
                         }
                         if let Some(bp) = self.int3_behind_rip()? {
                             self.rewind_to(bp)?;
+                            self.trap_queued_on_int3 = Some(bp);
                         }
                     }
                     if terminating {
@@ -318,12 +322,14 @@ impl Target {
 
     /// An interrupt's wait ending at a stop that is not the int3 trap it
     /// resumed for: if that int3's SIGTRAP is still queued, rip goes back
-    /// onto it (the instruction there has not run).
+    /// onto it (the instruction there has not run), and the step over it
+    /// takes that SIGTRAP first (`trap_queued_on_int3`).
     fn interrupt_ends_here(&mut self) -> Result<()> {
         if self.own_sigtrap_queued()
             && let Some(bp) = self.int3_behind_rip()?
         {
             self.rewind_to(bp)?;
+            self.trap_queued_on_int3 = Some(bp);
         }
         Ok(())
     }

@@ -1,0 +1,176 @@
+//! A step over one of our int3s, put on a one-byte `push %rbx`, while the
+//! SIGTRAP of an earlier execution of that int3 is still queued for the
+//! thread (what wait.rs leaves when an interrupt's stop cannot take it):
+//! the push must run once.  The child is made to queue that SIGTRAP itself
+//! (a system call of pgdbg's, `rt_tgsigqueueinfo` with an int3's `si_code`
+//! SI_KERNEL), blocked until the stop is set up, then unblocked.
+
+use super::super::*;
+
+// The child: waits for `go`, then blocks SIGTRAP, queues one for its own
+// thread with an int3's si_code (the siginfo at rsi), and loops over a
+// one-byte push.  Raw system calls only (the parent has threads).
+core::arch::global_asm!(
+    ".pushsection .text.pgdbg_queued_trap_child,\"ax\",@progbits",
+    ".globl pgdbg_queued_trap_child",
+    "pgdbg_queued_trap_child:",
+    "mov r12, rdi",
+    "mov r13, rsi",
+    "2:",
+    "pause",
+    "cmp qword ptr [r12], 0",
+    "je 2b",
+    "sub rsp, 16",
+    "mov qword ptr [rsp], 0x10",
+    "mov eax, 14",
+    "xor edi, edi",
+    "mov rsi, rsp",
+    "xor edx, edx",
+    "mov r10d, 8",
+    "syscall",
+    "add rsp, 16",
+    "mov eax, 39",
+    "syscall",
+    "mov r14, rax",
+    "mov eax, 186",
+    "syscall",
+    "mov rsi, rax",
+    "mov rdi, r14",
+    "mov edx, 5",
+    "mov r10, r13",
+    "mov eax, 297",
+    "syscall",
+    ".globl pgdbg_queued_trap_loop",
+    "pgdbg_queued_trap_loop:",
+    "push rbx",
+    "pop rbx",
+    "jmp pgdbg_queued_trap_loop",
+    ".popsection",
+);
+
+unsafe extern "C" {
+    fn pgdbg_queued_trap_child(go: *const u64, info: *const libc::siginfo_t) -> !;
+    fn pgdbg_queued_trap_loop() -> !;
+}
+
+/// The child's `go` (written in the child by the tracer).
+static GO: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// /proc/PID/status's `key` mask.
+fn status_mask(pid: i32, key: &str) -> u64 {
+    let st = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    st.lines()
+        .find_map(|l| l.strip_prefix(key))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_queued_int3_trap_is_taken_before_an_emulated_push() {
+    // the system calls the child makes, by number
+    assert_eq!(
+        [libc::SYS_rt_sigprocmask, libc::SYS_getpid, libc::SYS_gettid],
+        [14, 39, 186]
+    );
+    assert_eq!((libc::SYS_rt_tgsigqueueinfo, libc::SIGTRAP), (297, 5));
+    let addr = pgdbg_queued_trap_loop as *const () as u64;
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    info.si_signo = libc::SIGTRAP;
+    info.si_code = signals::SI_KERNEL;
+    // The child is a grandchild (pgdbg never traces its own child: a
+    // parent sees the group stops pgdbg holds), its pid passed back in a
+    // shared page.  SAFETY: raw forks (no atfork handlers: the parent has
+    // threads); the children run the code above and raw system calls.
+    let shared = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            4096,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    assert_ne!(shared, libc::MAP_FAILED);
+    let slot = shared as *mut i64;
+    let mid = unsafe { libc::syscall(libc::SYS_fork) };
+    assert!(mid >= 0, "fork");
+    if mid == 0 {
+        unsafe {
+            let pid = libc::syscall(libc::SYS_fork);
+            if pid == 0 {
+                pgdbg_queued_trap_child(GO.as_ptr(), &info)
+            }
+            std::ptr::write_volatile(slot, pid);
+            libc::syscall(libc::SYS_exit, 0);
+        }
+    }
+    unsafe { libc::waitpid(mid as i32, std::ptr::null_mut(), 0) };
+    let pid = unsafe { std::ptr::read_volatile(slot) } as i32;
+    unsafe { libc::munmap(shared, 4096) };
+    assert!(pid > 0, "the grandchild's fork");
+    let bit = 1u64 << (libc::SIGTRAP - 1);
+    let result = std::panic::catch_unwind(|| {
+        let mut t = Target::attach(pid).expect("attach");
+        // pgdbg's SIGTRAP handler in first (its system calls would take a
+        // SIGTRAP queued before them), then the child goes on until its
+        // SIGTRAP is queued, and is stopped again (in the push loop)
+        t.ensure_trap_handler();
+        t.write(GO.as_ptr() as u64, &1u64.to_le_bytes())
+            .expect("go");
+        t.resume().expect("resume");
+        let start = std::time::Instant::now();
+        while status_mask(pid, "SigPnd:") & bit == 0 {
+            assert!(
+                start.elapsed().as_secs() < 10,
+                "the child queued no SIGTRAP"
+            );
+            let stop = t.poll().expect("poll");
+            assert!(stop.is_none(), "{stop:?}");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        t.interrupt().expect("interrupt");
+        let stop = t.wait(&NoHooks).expect("wait");
+        assert!(matches!(stop, Stop::Interrupted), "{stop:?}");
+        assert_eq!(status_mask(pid, "SigBlk:") & bit, bit, "SIGTRAP blocked");
+        // rip to the push, the stack as there: one past it, the push undone
+        let mut r = t.regs().expect("regs");
+        if r.rip == addr + 1 {
+            r.rsp += 8;
+        }
+        assert!(
+            (addr..addr + 4).contains(&r.rip),
+            "in the loop at {addr:#x}: {:#x}",
+            r.rip
+        );
+        r.rip = addr;
+        t.set_regs(&r).expect("set regs");
+        let before = t.regs().expect("regs");
+        t.insert_breakpoint(addr).expect("breakpoint");
+        // the queued SIGTRAP unblocked: rip on our int3 with its trap
+        // pending, as wait.rs leaves it
+        let mask = injected::blocked_mask(pid).expect("mask");
+        injected::set_blocked_mask(pid, mask & !bit).expect("unblock");
+        assert!(t.own_sigtrap_queued(), "an int3's SIGTRAP queued");
+        assert_eq!(t.regs().expect("regs").rip, addr);
+        t.trap_queued_on_int3 = Some(addr);
+        assert!(t.step_over_breakpoint(addr).expect("step over").is_none());
+        t.resume().expect("resume");
+        let stop = t.wait(&NoHooks).expect("wait");
+        assert!(
+            matches!(stop, Stop::Breakpoint { addr: a } if a == addr),
+            "the loop's next push: {stop:?}"
+        );
+        let after = t.regs().expect("regs");
+        assert_eq!(
+            after.rsp, before.rsp,
+            "rsp at the push's next hit (8 less: the push ran twice)"
+        );
+        assert!(!t.own_sigtrap_queued(), "the queued SIGTRAP taken");
+        t.remove_breakpoint(addr).expect("remove");
+    });
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+}

@@ -273,6 +273,25 @@ impl Session {
                 Stop::Interrupted
                     if ticker.is_some() && !poll_hooks.user.get() && !runtime::deadline_hit() =>
                 {
+                    // The tick stopped the backend on one of the probe's
+                    // int3s, in place before this poll: the int3 has run
+                    // with its trap still queued (rewound, wait.rs) or is
+                    // the next instruction (another tool's uprobe just
+                    // before it returns there).  That is the int3's hit,
+                    // which the step over below would pass unseen: taken
+                    // as one, the poll left to the next tick (an int3 the
+                    // poll itself puts at rip is not a hit: the call it
+                    // stepped out of was recorded)
+                    if let Some(addr) = self.internal_int3_at_rip()? {
+                        self.last_stop = Some(Stop::Breakpoint { addr });
+                        if self.bps.scope_uses(addr)
+                            && let Some(text) = self.end_left_scopes(false)?
+                        {
+                            return Ok(Ran::new(ProbeEnd::Stopped, text));
+                        }
+                        h.on_stop(self, addr)?;
+                        continue;
+                    }
                     self.last_stop = Some(stop);
                     h.on_poll(self)?;
                     // the probe may want its reads more or less often now
@@ -352,6 +371,16 @@ impl Session {
                 other => return self.report_stop(other),
             }
         }
+    }
+
+    /// At an interrupt's stop: the probe's own int3 at rip, if there is
+    /// one and no user breakpoint shares it.
+    fn internal_int3_at_rip(&mut self) -> Result<Option<u64>> {
+        let rip = self.target.regs()?.rip;
+        Ok((self.internal.contains_key(&rip)
+            && self.target.breakpoint_inserted(rip)
+            && !self.bps.uses(rip))
+        .then_some(rip))
     }
 
     /// The backend's exit stop: the probe's last reads, then the backend

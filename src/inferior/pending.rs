@@ -151,22 +151,57 @@ impl Target {
         self.drain_pending(8, Self::sigtrap_pending, false)
     }
 
-    /// At `addr`, an int3 of ours that rip was put back onto while its
-    /// SIGTRAP stayed queued for the thread (`trap_queued_on_int3`): that
-    /// SIGTRAP taken and dropped before the step over it.  Left queued, a
-    /// step over that emulates a one-byte instruction there (`push %rbx`)
-    /// would resume one past the int3 with it still pending: it would be
-    /// the next stop, taken for a new hit of that int3 and rewound, and
-    /// the instruction would run twice.  Resumed on the int3, the kernel
-    /// delivers the queued synchronous signal before any instruction runs:
-    /// the stop comes with rip still on `addr` and is dropped, no rewind.
-    /// An interrupt's stop or another signal may come first (held for the
-    /// next resume, as `drain_pending`), a few times at most.  Some: the
-    /// backend ended.
-    pub(super) fn take_queued_int3_trap(&mut self, addr: u64) -> Result<Option<Stop>> {
+    /// At a stop on an int3 of ours that rip was put back onto while its
+    /// SIGTRAP stayed queued for the thread (`trap_queued_on_int3`, wait.rs):
+    /// that SIGTRAP taken and dropped (`take_queued_int3_trap`), before the
+    /// step over the int3 or a probe's reads and calls there.  Ok(true):
+    /// it is still queued (stop after stop came first); Err: the backend
+    /// ended.
+    pub(crate) fn take_queued_trap_here(&mut self) -> Result<std::result::Result<bool, Stop>> {
+        let Some(addr) = self.trap_queued_on_int3.take() else {
+            return Ok(Ok(false));
+        };
+        if !self.state.is_stopped()
+            || self.regs()?.rip != addr
+            || !self.inserted.contains_key(&addr)
+            || !self.own_sigtrap_queued()
+        {
+            return Ok(Ok(false));
+        }
+        if let Some(end) = self.take_queued_int3_trap(addr)? {
+            return Ok(Err(end));
+        }
+        let queued = self.state.is_stopped() && self.own_sigtrap_queued();
+        if queued {
+            // (for the step over, which then steps without emulating)
+            self.trap_queued_on_int3 = Some(addr);
+        }
+        Ok(Ok(queued))
+    }
+
+    /// `take_queued_trap_here` at `addr` (rip there).  Left queued, a step
+    /// over that emulates a one-byte instruction there (`push %rbx`) would
+    /// resume one past the int3 with it pending: it would be the next
+    /// stop, taken for a new hit of that int3 and rewound, and the
+    /// instruction would run twice.  Resumed, the kernel delivers the
+    /// queued synchronous signal before any instruction runs (only
+    /// job-control stops come first).  Resumed with rip one past the int3,
+    /// not on it: a death of pgdbg while the trap is taken (delivered to
+    /// the backend's SIGTRAP handler, or seen by the guardian) then looks
+    /// like that int3's trap, and is rewound onto it, as it must be (the
+    /// instruction there has not run); rip on the int3 would be taken for
+    /// a trap of whatever precedes it.  The stop that comes is rewound
+    /// onto the int3 and dropped.  An interrupt's stop or another signal
+    /// may come first (held for the next resume, as `drain_pending`), a
+    /// few times at most; rip is back on the int3 in the end whatever
+    /// came.  Some: the backend ended.
+    fn take_queued_int3_trap(&mut self, addr: u64) -> Result<Option<Stop>> {
+        let mut r = self.regs()?;
+        r.rip = addr + 1;
+        self.set_regs(&r)?;
         for _ in 0..8 {
             if !self.state.is_stopped() || !self.own_sigtrap_queued() {
-                return Ok(None);
+                break;
             }
             self.cont_raw(None)?;
             match self.waitpid_blocking()? {
@@ -180,18 +215,8 @@ impl Target {
                 }
                 WaitStatus::Stopped(_, Signal::SIGTRAP) => {
                     self.mark_stopped();
-                    if self.regs()?.rip != addr {
-                        // no queued trap after all: the int3 ran (rip one
-                        // past it) and its trap is this one; back onto it,
-                        // as for any of its hits
-                        log::debug(&format!(
-                            "no SIGTRAP was queued at the int3 at {addr:#x}: it trapped"
-                        ));
-                        if let Some(bp) = self.int3_trapped_behind_rip()? {
-                            self.int3_sigtrap_live = true;
-                            self.rewind_to(bp)?;
-                        }
-                    }
+                    // (the queued trap: nothing ran, rip one past the int3)
+                    break;
                 }
                 WaitStatus::Stopped(_, sig) => {
                     self.mark_stopped();
@@ -209,6 +234,16 @@ impl Target {
                 }
                 _ => self.mark_stopped(),
             }
+        }
+        if self.state.is_stopped() {
+            if self.regs()?.rip != addr + 1 {
+                log::debug(&format!(
+                    "after the queued SIGTRAP at {addr:#x}: rip {:#x}",
+                    self.regs()?.rip
+                ));
+            }
+            self.int3_sigtrap_live = true;
+            self.rewind_to(addr)?;
         }
         Ok(None)
     }

@@ -16,23 +16,21 @@ impl Target {
             None => return Ok(None),
         };
         // rip put back onto this int3 with its SIGTRAP still queued
-        // (wait.rs): that trap taken first; where it stays queued (someone
-        // else's job-control stop, or stop after stop), nothing is emulated:
-        // a single step drops it (`single_step_raw`) before the instruction
-        let mut queued = false;
-        if self.trap_queued_on_int3.take() == Some(addr) && self.own_sigtrap_queued() {
-            if !self.in_outside_group_stop()
-                && let Some(end) = self.take_queued_int3_trap(addr)?
-            {
-                return Ok(Some(end));
+        // (wait.rs): that trap taken first; where it stays queued (stop
+        // after stop), nothing is emulated: a single step drops it
+        // (`single_step_raw`) before the instruction runs
+        let queued = match self.take_queued_trap_here()? {
+            Err(end) => return Ok(Some(end)),
+            Ok(queued) => {
+                self.trap_queued_on_int3 = None;
+                queued
             }
-            queued = self.own_sigtrap_queued();
-        }
+        };
         if !queued && self.emulate_at(addr)? {
             return Ok(None);
         }
         self.write(addr, &[orig])?;
-        let res = self.single_step_user();
+        let res = self.single_step_user(!queued);
         // Re-insert even when the step failed, unless the target is gone;
         // a one-byte instruction leaves rip one past the int3: recorded
         // for the guardian before the int3 is back (hold.rs), by
@@ -70,7 +68,7 @@ impl Target {
         }
         self.ensure_trap_handler();
         self.hold_for_change()?;
-        self.single_step_user()
+        self.single_step_user(true)
     }
 
     /// A single step of the backend's own code.  A `pushf`/`pushfq` is
@@ -81,14 +79,17 @@ impl Target {
     /// would leave that window open if pgdbg died in between).  The word
     /// pushed is the flags as the backend has them, RF and VM clear, as
     /// the instruction pushes them.  Where the word cannot be written the
-    /// instruction is stepped as any other.
+    /// instruction is stepped as any other, and so it is without
+    /// `emulate_pushf` (an int3's SIGTRAP still queued: moved on without a
+    /// resume, rip would be one past the int3 with it pending, taken for
+    /// a new hit and rewound: the `pushf` twice).
     ///
     /// After the step, where `rip - 1` is one of our int3s (a jump onto the
     /// instruction after a one-byte one under an int3), the place is
     /// recorded for the guardian and the SIGCONT handler, which would
     /// otherwise take it for a trap not rewound and run that instruction
     /// twice (hold.rs `note_resume_at`).
-    fn single_step_user(&mut self) -> Result<Option<Stop>> {
+    fn single_step_user(&mut self, emulate_pushf: bool) -> Result<Option<Stop>> {
         let before = self.regs()?;
         let mut code = [0u8; 15];
         let n = (0..=code.len())
@@ -97,7 +98,7 @@ impl Target {
             .unwrap_or(0);
         let pushf = pushed_flags_size(&code[..n]);
         let res = match pushf {
-            Some((len, size)) if self.emulate_pushf(&before, len, size)? => None,
+            Some((len, size)) if emulate_pushf && self.emulate_pushf(&before, len, size)? => None,
             _ => {
                 let res = self.single_step_raw()?;
                 if let (None, Some((len, size))) = (&res, pushf) {

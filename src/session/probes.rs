@@ -275,14 +275,20 @@ impl Session {
                 {
                     // The tick stopped the backend on one of the probe's
                     // int3s, in place before this poll: the int3 has run
-                    // with its trap still queued (rewound, wait.rs) or is
-                    // the next instruction (another tool's uprobe just
-                    // before it returns there).  That is the int3's hit,
-                    // which the step over below would pass unseen: taken
-                    // as one, the poll left to the next tick (an int3 the
-                    // poll itself puts at rip is not a hit: the call it
-                    // stepped out of was recorded)
-                    if let Some(addr) = self.internal_int3_at_rip()? {
+                    // with its trap still queued (rewound, wait.rs; that
+                    // trap taken first) or is the next instruction
+                    // (another tool's uprobe just before it returns
+                    // there).  That is the int3's hit, which the step over
+                    // below would pass unseen: taken as one, the poll left
+                    // to the next tick.  (An int3 the poll itself arms at
+                    // rip is passed as before.)
+                    if !h.done()
+                        && let Some(addr) = self.internal_int3_at_rip()?
+                    {
+                        if let Err(end) = self.target.take_queued_trap_here()? {
+                            let text = self.report_stop(end)?.text;
+                            return Ok(Ran::new(ProbeEnd::TargetGone, text));
+                        }
                         self.last_stop = Some(Stop::Breakpoint { addr });
                         if self.bps.scope_uses(addr)
                             && let Some(text) = self.end_left_scopes(false)?

@@ -9,13 +9,14 @@ use super::super::*;
 
 // The child: waits for `go`, then blocks SIGTRAP, queues one for its own
 // thread with an int3's si_code (the siginfo at rsi), and loops over a
-// one-byte push.  Raw system calls only (the parent has threads).
+// one-byte `push %rbx` (rdx 0) or `pushfq` (rdx 1).  Raw system calls only (the parent has threads).
 core::arch::global_asm!(
     ".pushsection .text.pgdbg_queued_trap_child,\"ax\",@progbits",
     ".globl pgdbg_queued_trap_child",
     "pgdbg_queued_trap_child:",
     "mov r12, rdi",
     "mov r13, rsi",
+    "mov r15, rdx",
     "2:",
     "pause",
     "cmp qword ptr [r12], 0",
@@ -40,17 +41,25 @@ core::arch::global_asm!(
     "mov r10, r13",
     "mov eax, 297",
     "syscall",
+    "test r15, r15",
+    "jnz pgdbg_queued_trap_pushf_loop",
     ".globl pgdbg_queued_trap_loop",
     "pgdbg_queued_trap_loop:",
     "push rbx",
     "pop rbx",
     "jmp pgdbg_queued_trap_loop",
+    ".globl pgdbg_queued_trap_pushf_loop",
+    "pgdbg_queued_trap_pushf_loop:",
+    "pushfq",
+    "popfq",
+    "jmp pgdbg_queued_trap_pushf_loop",
     ".popsection",
 );
 
 unsafe extern "C" {
-    fn pgdbg_queued_trap_child(go: *const u64, info: *const libc::siginfo_t) -> !;
+    fn pgdbg_queued_trap_child(go: *const u64, info: *const libc::siginfo_t, pushf: u64) -> !;
     fn pgdbg_queued_trap_loop() -> !;
+    fn pgdbg_queued_trap_pushf_loop() -> !;
 }
 
 /// The child's `go` (written in the child by the tracer).
@@ -67,13 +76,27 @@ fn status_mask(pid: i32, key: &str) -> u64 {
 
 #[test]
 fn a_queued_int3_trap_is_taken_before_an_emulated_push() {
+    queued_trap_at(false);
+}
+
+#[test]
+fn a_queued_int3_trap_is_taken_before_an_emulated_pushf() {
+    queued_trap_at(true);
+}
+
+/// Over the child's `push %rbx` loop, or its `pushfq` one.
+fn queued_trap_at(pushf: bool) {
     // the system calls the child makes, by number
     assert_eq!(
         [libc::SYS_rt_sigprocmask, libc::SYS_getpid, libc::SYS_gettid],
         [14, 39, 186]
     );
     assert_eq!((libc::SYS_rt_tgsigqueueinfo, libc::SIGTRAP), (297, 5));
-    let addr = pgdbg_queued_trap_loop as *const () as u64;
+    let addr = if pushf {
+        pgdbg_queued_trap_pushf_loop as *const () as u64
+    } else {
+        pgdbg_queued_trap_loop as *const () as u64
+    };
     let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
     info.si_signo = libc::SIGTRAP;
     info.si_code = signals::SI_KERNEL;
@@ -99,7 +122,7 @@ fn a_queued_int3_trap_is_taken_before_an_emulated_push() {
         unsafe {
             let pid = libc::syscall(libc::SYS_fork);
             if pid == 0 {
-                pgdbg_queued_trap_child(GO.as_ptr(), &info)
+                pgdbg_queued_trap_child(GO.as_ptr(), &info, pushf as u64)
             }
             std::ptr::write_volatile(slot, pid);
             libc::syscall(libc::SYS_exit, 0);

@@ -299,6 +299,8 @@ impl Session {
                         continue;
                     }
                     self.last_stop = Some(stop);
+                    let rip = self.target.regs()?.rip;
+                    let int3_before = self.target.breakpoint_inserted(rip);
                     h.on_poll(self)?;
                     // the probe may want its reads more or less often now
                     if let (Some(t), Some(every)) = (&ticker, h.poll_every()) {
@@ -307,7 +309,18 @@ impl Session {
                     if h.done() {
                         continue;
                     }
-                    if let Some(gone) = self.step_over_here()? {
+                    // An int3 the poll armed where the backend is, the
+                    // backend not moved by the poll: it is at one of the
+                    // probe's stop points in its own code, a call no
+                    // recorder saw (the one the poll removed could not
+                    // run: another tool's uprobe took its jump over).
+                    // Left to trap: a hit, after the poll's report.  (One
+                    // the poll moved the backend onto, out of a recorder
+                    // that recorded the call, is stepped over.)
+                    let trap_here = !int3_before
+                        && self.target.regs()?.rip == rip
+                        && self.internal_int3_at_rip()?.is_some();
+                    if !trap_here && let Some(gone) = self.step_over_here()? {
                         return Ok(gone);
                     }
                     self.target.resume()?;

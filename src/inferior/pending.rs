@@ -199,6 +199,7 @@ impl Target {
         let mut r = self.regs()?;
         r.rip = addr + 1;
         self.set_regs(&r)?;
+        let mut taken = false;
         for _ in 0..8 {
             if !self.state.is_stopped() || !self.own_sigtrap_queued() {
                 break;
@@ -216,6 +217,7 @@ impl Target {
                 WaitStatus::Stopped(_, Signal::SIGTRAP) => {
                     self.mark_stopped();
                     // (the queued trap: nothing ran, rip one past the int3)
+                    taken = true;
                     break;
                 }
                 WaitStatus::Stopped(_, sig) => {
@@ -242,7 +244,9 @@ impl Target {
                     self.regs()?.rip
                 ));
             }
-            self.int3_sigtrap_live = true;
+            // (re-labelled by the rewind only at that trap's own stop: an
+            // interrupt's or another signal's stop keeps its siginfo)
+            self.int3_sigtrap_live = taken;
             self.rewind_to(addr)?;
         }
         Ok(None)

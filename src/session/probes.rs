@@ -281,7 +281,7 @@ impl Session {
                     // there).  That is the int3's hit, which the step over
                     // below would pass unseen: taken as one, the poll left
                     // to the next tick.  (An int3 the poll itself arms at
-                    // rip is passed as before.)
+                    // rip: after the poll, below.)
                     if !h.done()
                         && let Some(addr) = self.internal_int3_at_rip()?
                     {

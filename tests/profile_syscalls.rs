@@ -222,13 +222,19 @@ fn syscalls_of_commits_with_fsync_15() {
         "a WAL write per commit: {writes}"
     );
     assert_eq!(sync["errors"], 0);
-    // perf sees the same calls, the same time per fdatasync within 30%
-    let (pn, _, pavg, _) = theirs["fdatasync"];
+    // perf sees the same calls, the same time per fdatasync within 30%,
+    // each average without its one longest call: the two windows are not
+    // the same seconds, and one flush stalled in only one of them (176 ms
+    // among ~10000 of 0.2 ms, under CI's other tests) moved pgdbg's
+    // average 9% on its own
+    let (pn, ptotal, _, pmax) = theirs["fdatasync"];
     assert!(pn > 20 && theirs.contains_key("pwrite64"), "{theirs:?}");
-    let avg = sync["avg_ms"].as_f64().unwrap();
+    let pavg = (ptotal - pmax) / (pn - 1) as f64;
+    let f = |k: &str| sync[k].as_f64().unwrap();
+    let avg = (f("total_ms") - f("max_ms")) / (n - 1) as f64;
     assert!(
         (pavg - avg).abs() <= 0.3 * avg.max(pavg),
-        "fdatasync: perf {pavg} ms, pgdbg {avg} ms"
+        "fdatasync without the longest call: perf {pavg} ms, pgdbg {avg} ms"
     );
     assert_eq!(tracer_pid(pid), 0);
     cl.end_by_cancel(a, pid, h);

@@ -206,35 +206,17 @@ impl Target {
             }
             self.cont_raw(None)?;
             match self.waitpid_blocking()? {
-                WaitStatus::Exited(_, code) => {
-                    self.mark_gone();
-                    return Ok(Some(Stop::Exited(code)));
-                }
-                WaitStatus::Signaled(_, sig, _) => {
-                    self.mark_gone();
-                    return Ok(Some(Stop::Killed(sig)));
-                }
                 WaitStatus::Stopped(_, Signal::SIGTRAP) => {
                     self.mark_stopped();
                     // (the queued trap: nothing ran, rip one past the int3)
                     taken = true;
                     break;
                 }
-                WaitStatus::Stopped(_, sig) => {
-                    self.mark_stopped();
-                    if !self.fault_in_taken_over_jump(sig)? {
-                        self.defer(sig);
+                other => {
+                    if let Some(end) = self.not_the_trap(other)? {
+                        return Ok(Some(end));
                     }
                 }
-                WaitStatus::PtraceEvent(_, _, ev) if ev == libc::PTRACE_EVENT_EXIT => {
-                    self.mark_exit_stop();
-                    return self.finish_exit().map(Some);
-                }
-                WaitStatus::PtraceEvent(_, sig, _) => {
-                    self.mark_event_stop();
-                    self.interrupt_stop_seen(sig);
-                }
-                _ => self.mark_stopped(),
             }
         }
         if self.state.is_stopped() {
@@ -270,10 +252,6 @@ impl Target {
             }
             self.cont_raw(None)?;
             match self.waitpid_blocking()? {
-                WaitStatus::Exited(_, _) | WaitStatus::Signaled(_, _, _) => {
-                    self.mark_gone();
-                    return Ok(());
-                }
                 WaitStatus::Stopped(_, Signal::SIGTRAP) => {
                     self.mark_stopped();
                     // rewind if it was one of our int3s after all
@@ -284,27 +262,49 @@ impl Target {
                         self.defer(Signal::SIGTRAP);
                     }
                 }
-                WaitStatus::Stopped(_, sig) => {
-                    self.mark_stopped();
-                    // a jump's SIGILL (`jumpover.rs`) is dropped, not held
-                    if !self.fault_in_taken_over_jump(sig)? {
-                        self.defer(sig);
+                other => {
+                    if self.not_the_trap(other)?.is_some() {
+                        return Ok(());
                     }
                 }
-                WaitStatus::PtraceEvent(_, _, ev) if ev == libc::PTRACE_EVENT_EXIT => {
-                    // its exit stop (exiting.rs): let go, its end waited for
-                    self.mark_exit_stop();
-                    self.finish_exit()?;
-                    return Ok(());
-                }
-                WaitStatus::PtraceEvent(_, sig, _) => {
-                    self.mark_event_stop();
-                    self.interrupt_stop_seen(sig);
-                }
-                _ => self.mark_stopped(),
             }
         }
         Ok(())
+    }
+
+    /// In a loop that resumes the target to take a signal the kernel
+    /// holds (`drain_pending`, `take_queued_int3_trap`), a stop that is
+    /// not a SIGTRAP's: the process's end (Some; at its exit stop let go,
+    /// its end waited for, exiting.rs), an interrupt's or group stop
+    /// noted, a jump's SIGILL (`jumpover.rs`) dropped, any other signal
+    /// held for the next resume.
+    fn not_the_trap(&mut self, status: WaitStatus) -> Result<Option<Stop>> {
+        match status {
+            WaitStatus::Exited(_, code) => {
+                self.mark_gone();
+                return Ok(Some(Stop::Exited(code)));
+            }
+            WaitStatus::Signaled(_, sig, _) => {
+                self.mark_gone();
+                return Ok(Some(Stop::Killed(sig)));
+            }
+            WaitStatus::Stopped(_, sig) => {
+                self.mark_stopped();
+                if !self.fault_in_taken_over_jump(sig)? {
+                    self.defer(sig);
+                }
+            }
+            WaitStatus::PtraceEvent(_, _, ev) if ev == libc::PTRACE_EVENT_EXIT => {
+                self.mark_exit_stop();
+                return self.finish_exit().map(Some);
+            }
+            WaitStatus::PtraceEvent(_, sig, _) => {
+                self.mark_event_stop();
+                self.interrupt_stop_seen(sig);
+            }
+            _ => self.mark_stopped(),
+        }
+        Ok(None)
     }
 }
 

@@ -105,7 +105,7 @@ pub const VARS: &[Var] = &[
     },
     Var {
         name: "PGDBG_SPARE_LATE",
-        what: "set: --cluster's workers get to each new backend only after its startup",
+        what: "set: --cluster's workers get to each new backend only after its startup; `stale`: and then take its fork for one heard too late to be new (as when every worker heard it late)",
         for_tests: true,
     },
     Var {
@@ -145,7 +145,8 @@ pub struct Config {
     pub no_proc_events: bool,
     pub no_fork_server: bool,
     pub no_inherit: bool,
-    pub spare_late: bool,
+    /// PGDBG_SPARE_LATE as given
+    pub spare_late: Option<String>,
     /// PGDBG_HOLD_NEW_MS as given (its cap is the reader's)
     pub hold_new_ms: Option<u64>,
     /// PGDBG_PAUSE_AT and PGDBG_PAUSE_MS as given (the cap is the
@@ -177,7 +178,7 @@ impl Config {
             no_proc_events: set("PGDBG_NO_PROC_EVENTS"),
             no_fork_server: set("PGDBG_NO_FORK_SERVER"),
             no_inherit: set("PGDBG_NO_INHERIT"),
-            spare_late: set("PGDBG_SPARE_LATE"),
+            spare_late: var("PGDBG_SPARE_LATE").map(|v| v.to_string_lossy().into_owned()),
             hold_new_ms: var("PGDBG_HOLD_NEW_MS")
                 .and_then(|v| v.to_str().and_then(|s| s.trim().parse().ok())),
             pause_at: var("PGDBG_PAUSE_AT").and_then(|v| v.into_string().ok()),

@@ -220,14 +220,27 @@ pub fn take_next_backend(
                 continue;
             }
             // a fork heard late (this spare waited for a CPU): another
-            // spare has taken it, and may have let it go since: not new
-            let late = ProcEvents::now_ns().saturating_sub(f.at_ns);
-            if late > STALE_FORK_NS {
-                continue;
-            }
-            if crate::config::get().spare_late {
+            // spare has taken it, and may have let it go since: not new.
+            // Said missed when it is past its startup (unless another
+            // spare took it at its fork): if every spare heard it late,
+            // nothing else would say so
+            let late_test = crate::config::get().spare_late.as_deref();
+            if late_test.is_some() {
                 urgency.lower();
                 late_for_tests(f.child, &title);
+            }
+            let late = ProcEvents::now_ns().saturating_sub(f.at_ns);
+            // (PGDBG_SPARE_LATE: late on purpose, stale only if asked)
+            let stale = match late_test {
+                None => late > STALE_FORK_NS,
+                Some(t) => t == "stale",
+            };
+            if stale {
+                urgency.lower();
+                if client_past_startup(f.child, postmaster, &title, &listen) {
+                    let _ = writeln!(status, "missed {} {}", f.child, f.at_ns);
+                }
+                continue;
             }
             let _ = urgency.raise();
             match take(f.child, postmaster, &title, &listen, &mut urgency) {
@@ -460,6 +473,26 @@ fn not_run_yet(title: &str, pm_title: &str) -> bool {
         || [" initializing", " authentication", " startup"]
             .iter()
             .any(|s| title.ends_with(s))
+}
+
+/// Whether the postmaster's child `pid`, looked at from outside, is a
+/// client backend past its startup.  Said missed by a spare that heard
+/// its fork late: the supervisor leaves out those a spare took at their
+/// fork (ForkTimes), another spare's or its own.
+fn client_past_startup(
+    pid: i32,
+    postmaster: i32,
+    pm_title: &str,
+    listen: &[newchild::Listen],
+) -> bool {
+    let Ok(st) = crate::inferior::procfs::status(pid) else {
+        return false;
+    };
+    let title = crate::inferior::procfs::cmdline(pid);
+    st.ppid == postmaster
+        && !not_run_yet(&title, pm_title)
+        && !title.contains("walsender")
+        && newchild::client_connections(pid, listen).is_ok_and(|n| n > 0)
 }
 
 /// A child killed while it was ours (its detach failed, ESRCH) stays our

@@ -139,13 +139,15 @@ fn cluster_counts_each_short_session_from_its_first_statement_18() {
 
 /// A session whose backend the workers started ahead get to only after
 /// its startup (PGDBG_SPARE_LATE, for tests: as on a machine too
-/// busy to give them a CPU in time) is said at the end, not lost silently.
-fn late_spare_said(major: u32) {
+/// busy to give them a CPU in time) is said at the end, not lost silently:
+/// `late` "1", each worker attaches and lets it go; "stale", each heard
+/// its fork too late to take it (looked at from outside).
+fn late_spare_said(major: u32, late: &str) {
     let cl = Cluster::start(major);
     let (mut p, err) = spawn_cluster(
         &cl,
-        &format!("late-spare-{major}"),
-        &[("PGDBG_SPARE_LATE", "1")],
+        &format!("late-spare-{late}-{major}"),
+        &[("PGDBG_SPARE_LATE", late)],
         None,
     );
     spares_ready(p.id() as i32);
@@ -174,12 +176,17 @@ fn late_spare_said(major: u32) {
 
 #[test]
 fn cluster_says_backends_reached_after_their_startup_15() {
-    late_spare_said(15);
+    late_spare_said(15, "1");
 }
 
 #[test]
 fn cluster_says_backends_reached_after_their_startup_18() {
-    late_spare_said(18);
+    late_spare_said(18, "1");
+}
+
+#[test]
+fn cluster_says_backends_whose_fork_every_worker_heard_late_15() {
+    late_spare_said(15, "stale");
 }
 
 /// One `psql -c` session under the `--cluster` count `p` (its output in

@@ -37,15 +37,41 @@ pub struct ProcEvents {
     fd: OwnedFd,
     /// Receive errors that meant events were dropped (ENOBUFS).
     pub lost: u64,
+    /// Forks read while `open` waited for the kernel's acknowledgement:
+    /// the first ones `forks` gives.
+    early: Vec<Fork>,
 }
 
 fn u32_at(b: &[u8], off: usize) -> u32 {
     u32::from_ne_bytes(b[off..off + 4].try_into().unwrap())
 }
 
+/// The fork an event of kind `what` with data `d` (its union) says, if
+/// it is one of a new process (a new thread is not).
+fn fork_of(what: u32, at_ns: u64, d: &[u8]) -> Option<Fork> {
+    // fork: parent_pid, parent_tgid, child_pid, child_tgid
+    if what != PROC_EVENT_FORK || d.len() < 16 {
+        return None;
+    }
+    let (ptgid, cpid, ctgid) = (u32_at(d, 4), u32_at(d, 8), u32_at(d, 12));
+    (cpid == ctgid).then_some(Fork {
+        parent: ptgid as i32,
+        child: ctgid as i32,
+        at_ns,
+    })
+}
+
 impl ProcEvents {
     /// Subscribe.  The error says why the kernel refused.
     pub fn open() -> Result<ProcEvents> {
+        let mut ev = Self::subscribe()?;
+        ev.acknowledged()?;
+        Ok(ev)
+    }
+
+    /// The socket bound to the events' group, the subscription sent (its
+    /// acknowledgement not read yet).
+    fn subscribe() -> Result<ProcEvents> {
         // SAFETY: socket(2) with constant arguments.
         let raw = unsafe {
             libc::socket(
@@ -118,25 +144,37 @@ impl ProcEvents {
                 std::io::Error::last_os_error()
             );
         }
-        let mut ev = ProcEvents { fd, lost: 0 };
+        Ok(ProcEvents {
+            fd,
+            lost: 0,
+            early: Vec::new(),
+        })
+    }
+
+    /// Wait for the kernel's answer to the subscription.
+    fn acknowledged(&mut self) -> Result<()> {
         // The kernel answers the subscription with an acknowledgement
-        // carrying its error (EPERM without CAP_NET_ADMIN); forks may come
-        // before it and are not needed yet (the caller looks at the
-        // children after subscribing).
+        // carrying its error (EPERM without CAP_NET_ADMIN); forks that come
+        // before it are kept for the first `forks`: a fork after the
+        // bind is heard, however long this process waited for a CPU
+        // meanwhile.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
         loop {
             if std::time::Instant::now() > deadline {
                 bail!("the kernel did not acknowledge the subscription to process events");
             }
-            ev.wait(std::time::Duration::from_millis(100));
+            self.wait(std::time::Duration::from_millis(100));
             let mut acked = None;
-            ev.read_each(|what, _, data| {
+            let mut early = Vec::new();
+            self.read_each(|what, at_ns, data| {
                 if what == PROC_EVENT_NONE && data.len() >= 4 {
                     acked = Some(u32_at(data, 0));
                 }
+                early.extend(fork_of(what, at_ns, data));
             });
+            self.early.extend(early);
             match acked {
-                Some(0) => return Ok(ev),
+                Some(0) => return Ok(()),
                 Some(e) => bail!(
                     "cannot subscribe to process events ({}; they need root or CAP_NET_ADMIN)",
                     std::io::Error::from_raw_os_error(e as i32)
@@ -228,20 +266,8 @@ impl ProcEvents {
 
     /// The forks received since the last call (never blocks).
     pub fn forks(&mut self) -> Vec<Fork> {
-        let mut out = Vec::new();
-        self.read_each(|what, at_ns, d| {
-            // fork: parent_pid, parent_tgid, child_pid, child_tgid
-            if what == PROC_EVENT_FORK && d.len() >= 16 {
-                let (ptgid, cpid, ctgid) = (u32_at(d, 4), u32_at(d, 8), u32_at(d, 12));
-                if cpid == ctgid {
-                    out.push(Fork {
-                        parent: ptgid as i32,
-                        child: ctgid as i32,
-                        at_ns,
-                    });
-                }
-            }
-        });
+        let mut out = std::mem::take(&mut self.early);
+        self.read_each(|what, at_ns, d| out.extend(fork_of(what, at_ns, d)));
         out
     }
 
@@ -294,6 +320,34 @@ impl ProcEvents {
 #[cfg(test)]
 mod tests {
     use super::ProcEvents;
+
+    /// A fork after the bind, before the subscription's acknowledgement
+    /// is read (a subscriber that waited for a CPU meanwhile), is given
+    /// by the first `forks`, not dropped with the acknowledgement.
+    #[test]
+    fn a_fork_before_the_acknowledgement_is_heard() {
+        let Ok(mut ev) = ProcEvents::subscribe() else {
+            eprintln!("process events refused here: not tested");
+            return;
+        };
+        let child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id() as i32;
+        let _ = child.wait_with_output();
+        // the kernel sends the fork's event before the child first runs:
+        // queued behind the acknowledgement, or before it
+        if ev.acknowledged().is_err() {
+            eprintln!("process events refused here: not tested");
+            return;
+        }
+        let me = std::process::id() as i32;
+        let heard: Vec<i32> = ev
+            .forks()
+            .into_iter()
+            .filter(|f| f.parent == me)
+            .map(|f| f.child)
+            .collect();
+        assert!(heard.contains(&pid), "our child {pid} not heard: {heard:?}");
+    }
 
     /// Filtered to our own forks, the socket gives no fork of another
     /// parent (here a shell's child), and does give ours.  Skipped where

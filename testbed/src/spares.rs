@@ -36,8 +36,9 @@ pub fn workers(sup: i32) -> Vec<i32> {
 }
 
 /// How many of the supervisor `sup`'s workers hold a socket of the kernel's
-/// process events connector (netlink protocol 11): the workers started
-/// ahead that are listening for forks (each closes it once it took one).
+/// process events connector (netlink protocol 11) bound to its group (a
+/// fork from then on is heard): the workers started ahead that are
+/// listening for forks (each closes it once it took one).
 pub fn spares_listening(sup: i32) -> usize {
     let connector: std::collections::HashSet<String> =
         std::fs::read_to_string(format!("/proc/{sup}/net/netlink"))
@@ -46,7 +47,10 @@ pub fn spares_listening(sup: i32) -> usize {
             .skip(1)
             .filter_map(|l| {
                 let w: Vec<&str> = l.split_whitespace().collect();
-                (w.get(1) == Some(&"11")).then(|| w.last().unwrap().to_string())
+                let bound = w
+                    .get(3)
+                    .is_some_and(|g| !g.trim_start_matches('0').is_empty());
+                (w.get(1) == Some(&"11") && bound).then(|| w.last().unwrap().to_string())
             })
             .collect();
     workers(sup)

@@ -45,6 +45,13 @@ impl Target {
             crate::config::pause_for_tests("detach");
         }
         let mut first_err: Option<anyhow::Error> = None;
+        // rip put back onto one of our int3s with its SIGTRAP still queued
+        // (wait.rs): that SIGTRAP taken as the step over takes it, rip
+        // left on the int3, never rewound onto whatever precedes it (an
+        // int3 of ours there would have its instruction run twice)
+        if let Err(_end) = self.take_queued_trap_here()? {
+            return Ok(());
+        }
         // A SIGTRAP still queued just after one of our int3s: taken now,
         // while the breakpoint is known, and rip rewound only if its
         // siginfo says that int3 trapped (a watchpoint's trap after a
@@ -57,6 +64,7 @@ impl Target {
             }
             if self.state.is_stopped()
                 && self.own_sigtrap_queued()
+                && !self.on_int3_with_trap_queued()?
                 && let Some(bp) = self.int3_behind_rip()?
             {
                 // the int3's trap never the next stop: rewound as before

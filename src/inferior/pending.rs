@@ -174,9 +174,38 @@ impl Target {
         let queued = self.state.is_stopped() && self.own_sigtrap_queued();
         if queued {
             // (for the step over, which then steps without emulating)
-            self.trap_queued_on_int3 = Some(addr);
+            self.flag_queued_trap(addr);
         }
         Ok(Ok(queued))
+    }
+
+    /// rip was put back onto our int3 at `addr` with that int3's SIGTRAP
+    /// still queued (wait.rs): the step over, a drain and the detach take
+    /// it there (`take_queued_trap_here`).  Recorded for the guardian and
+    /// the SIGCONT handler too, as a resume point (hold.rs): rip on that
+    /// int3 is not one past an int3 of ours just before it, which they
+    /// would rewind onto, running its instruction twice, should pgdbg die
+    /// now.
+    pub(super) fn flag_queued_trap(&mut self, addr: u64) {
+        self.trap_queued_on_int3 = Some(addr);
+        if let Ok(r) = self.regs()
+            && let Err(e) = self.note_resume_at(r.rip, r.rsp)
+        {
+            log::debug(&format!("{e:#}"));
+        }
+    }
+
+    /// Whether rip is on the int3 of ours that wait.rs put it back onto
+    /// with that int3's SIGTRAP still queued (`trap_queued_on_int3`).
+    pub(super) fn on_int3_with_trap_queued(&self) -> Result<bool> {
+        let Some(addr) = self.trap_queued_on_int3 else {
+            return Ok(false);
+        };
+        Ok(
+            self.state.is_stopped()
+                && self.inserted.contains_key(&addr)
+                && self.regs()?.rip == addr,
+        )
     }
 
     /// `take_queued_trap_here` at `addr` (rip there).  Left queued, a step
@@ -254,6 +283,22 @@ impl Target {
             match self.waitpid_blocking()? {
                 WaitStatus::Stopped(_, Signal::SIGTRAP) => {
                     self.mark_stopped();
+                    if self.on_int3_with_trap_queued()? {
+                        // the SIGTRAP of the int3 rip was put back onto
+                        // (wait.rs): rip is where it must be, on that
+                        // int3 (the instruction there has not run);
+                        // rewound by rip-1 it would go onto an int3 of
+                        // ours just before, and run that instruction twice
+                        // (kept while still queued: this one was
+                        // someone's SIGTRAP)
+                        if !self.own_sigtrap_queued() {
+                            self.trap_queued_on_int3 = None;
+                        }
+                        // delivered after a death of pgdbg at this stop,
+                        // the handler would do the same (traphandler.rs)
+                        self.defuse_pending_trap()?;
+                        continue;
+                    }
                     // rewind if it was one of our int3s after all
                     if let Some(bp) = self.int3_trapped_behind_rip()? {
                         self.int3_sigtrap_live = true;

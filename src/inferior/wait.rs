@@ -158,7 +158,7 @@ impl Target {
                         }
                         if let Some(bp) = self.int3_behind_rip()? {
                             self.rewind_to(bp)?;
-                            self.trap_queued_on_int3 = Some(bp);
+                            self.flag_queued_trap(bp);
                         }
                     }
                     if terminating {
@@ -329,7 +329,7 @@ impl Target {
             && let Some(bp) = self.int3_behind_rip()?
         {
             self.rewind_to(bp)?;
-            self.trap_queued_on_int3 = Some(bp);
+            self.flag_queued_trap(bp);
         }
         Ok(())
     }

@@ -374,6 +374,16 @@ fn rewind_if_trapped(t: &mut Target, resumed: (u64, u64)) -> Result<()> {
         return Ok(());
     }
     let r = t.regs()?;
+    if (r.rip, r.rsp) == resumed
+        && t.inserted.contains_key(&r.rip)
+        && t.byte_in_target(r.rip) == Some(crate::inferior::INT3)
+    {
+        // on an int3 of ours, where pgdbg put rip back with that int3's
+        // SIGTRAP still queued (pending.rs `flag_queued_trap`): the detach
+        // takes that SIGTRAP there, never rewinding onto an int3 before
+        t.trap_queued_on_int3 = Some(r.rip);
+        return Ok(());
+    }
     let bp = crate::arch::abi::int3_address(r.rip);
     if t.inserted.contains_key(&bp)
         && t.byte_in_target(bp) == Some(crate::inferior::INT3)

@@ -9,7 +9,8 @@ use super::super::*;
 
 // The child: waits for `go`, then blocks SIGTRAP, queues one for its own
 // thread with an int3's si_code (the siginfo at rsi), and loops over a
-// one-byte `push %rbx` (rdx 0) or `pushfq` (rdx 1).  Raw system calls only (the parent has threads).
+// one-byte `push %rbx` (rdx 0), `pushfq` (rdx 1) or two `push %rbx` in a
+// row (rdx 2).  Raw system calls only (the parent has threads).
 core::arch::global_asm!(
     ".pushsection .text.pgdbg_queued_trap_child,\"ax\",@progbits",
     ".globl pgdbg_queued_trap_child",
@@ -41,8 +42,10 @@ core::arch::global_asm!(
     "mov r10, r13",
     "mov eax, 297",
     "syscall",
-    "test r15, r15",
-    "jnz pgdbg_queued_trap_pushf_loop",
+    "cmp r15, 1",
+    "je pgdbg_queued_trap_pushf_loop",
+    "cmp r15, 2",
+    "je pgdbg_queued_trap_pair_loop",
     ".globl pgdbg_queued_trap_loop",
     "pgdbg_queued_trap_loop:",
     "push rbx",
@@ -53,13 +56,35 @@ core::arch::global_asm!(
     "pushfq",
     "popfq",
     "jmp pgdbg_queued_trap_pushf_loop",
+    ".globl pgdbg_queued_trap_pair_loop",
+    "pgdbg_queued_trap_pair_loop:",
+    "push rbx",
+    "push rbx",
+    "pop rbx",
+    "pop rbx",
+    "jmp pgdbg_queued_trap_pair_loop",
     ".popsection",
 );
 
 unsafe extern "C" {
-    fn pgdbg_queued_trap_child(go: *const u64, info: *const libc::siginfo_t, pushf: u64) -> !;
+    fn pgdbg_queued_trap_child(go: *const u64, info: *const libc::siginfo_t, kind: u64) -> !;
     fn pgdbg_queued_trap_loop() -> !;
     fn pgdbg_queued_trap_pushf_loop() -> !;
+    fn pgdbg_queued_trap_pair_loop() -> !;
+}
+
+/// Which loop the child runs, and what is done at the queued trap.
+#[derive(Clone, Copy, PartialEq)]
+enum Case {
+    /// a step over our int3 on `push %rbx`
+    Push,
+    /// a step over our int3 on `pushfq`
+    Pushf,
+    /// `push %rbx` twice, our int3 on each, the trap queued at the second:
+    /// a drain of pending SIGTRAPs there (`drain_sigtrap`)
+    PairDrain,
+    /// the same, and the detach
+    PairDetach,
 }
 
 /// The child's `go` (written in the child by the tracer).
@@ -76,26 +101,60 @@ fn status_mask(pid: i32, key: &str) -> u64 {
 
 #[test]
 fn a_queued_int3_trap_is_taken_before_an_emulated_push() {
-    queued_trap_at(false);
+    queued_trap_at(Case::Push);
 }
 
 #[test]
 fn a_queued_int3_trap_is_taken_before_an_emulated_pushf() {
-    queued_trap_at(true);
+    queued_trap_at(Case::Pushf);
 }
 
-/// Over the child's `push %rbx` loop, or its `pushfq` one.
-fn queued_trap_at(pushf: bool) {
+/// A drain of pending SIGTRAPs (before a system call pgdbg makes the
+/// backend run, at a watchpoint's change) takes that int3's trap without
+/// a rewind by rip-1: onto our int3 just before, its push would run twice.
+#[test]
+fn a_queued_int3_trap_is_not_rewound_onto_the_int3_before_by_a_drain() {
+    queued_trap_at(Case::PairDrain);
+}
+
+/// The same at pgdbg's detach.
+#[test]
+fn a_queued_int3_trap_is_not_rewound_onto_the_int3_before_by_the_detach() {
+    queued_trap_at(Case::PairDetach);
+}
+
+/// The stack pointer at the top of the pair loop at `base`, from where
+/// the child is in it (rip) and its rsp there.
+fn pair_loop_top_rsp(base: u64, rip: u64, rsp: u64) -> u64 {
+    // push, push, pop, pop, jmp: rsp below the top by 0, 8, 16, 8, 0
+    match rip - base {
+        0 | 4 => rsp,
+        1 | 3 => rsp + 8,
+        2 => rsp + 16,
+        k => panic!("not in the pair loop: {k} past its start"),
+    }
+}
+
+/// Over the child's loop of `case`.
+fn queued_trap_at(case: Case) {
+    let pair = matches!(case, Case::PairDrain | Case::PairDetach);
     // the system calls the child makes, by number
     assert_eq!(
         [libc::SYS_rt_sigprocmask, libc::SYS_getpid, libc::SYS_gettid],
         [14, 39, 186]
     );
     assert_eq!((libc::SYS_rt_tgsigqueueinfo, libc::SIGTRAP), (297, 5));
-    let addr = if pushf {
-        pgdbg_queued_trap_pushf_loop as *const () as u64
-    } else {
-        pgdbg_queued_trap_loop as *const () as u64
+    let base = pgdbg_queued_trap_pair_loop as *const () as u64;
+    // where our int3 with the queued trap is: the second push of a pair
+    let addr = match case {
+        Case::Push => pgdbg_queued_trap_loop as *const () as u64,
+        Case::Pushf => pgdbg_queued_trap_pushf_loop as *const () as u64,
+        Case::PairDrain | Case::PairDetach => base + 1,
+    };
+    let kind = match case {
+        Case::Push => 0u64,
+        Case::Pushf => 1,
+        Case::PairDrain | Case::PairDetach => 2,
     };
     let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
     info.si_signo = libc::SIGTRAP;
@@ -122,7 +181,7 @@ fn queued_trap_at(pushf: bool) {
         unsafe {
             let pid = libc::syscall(libc::SYS_fork);
             if pid == 0 {
-                pgdbg_queued_trap_child(GO.as_ptr(), &info, pushf as u64)
+                pgdbg_queued_trap_child(GO.as_ptr(), &info, kind)
             }
             std::ptr::write_volatile(slot, pid);
             libc::syscall(libc::SYS_exit, 0);
@@ -158,18 +217,30 @@ fn queued_trap_at(pushf: bool) {
         assert_eq!(status_mask(pid, "SigBlk:") & bit, bit, "SIGTRAP blocked");
         // rip to the push, the stack as there: one past it, the push undone
         let mut r = t.regs().expect("regs");
-        if r.rip == addr + 1 {
-            r.rsp += 8;
-        }
-        assert!(
-            (addr..addr + 4).contains(&r.rip),
-            "in the loop at {addr:#x}: {:#x}",
-            r.rip
-        );
+        let top = if pair {
+            // at the second push: the first one ran
+            let top = pair_loop_top_rsp(base, r.rip, r.rsp);
+            r.rsp = top - 8;
+            top
+        } else {
+            if r.rip == addr + 1 {
+                r.rsp += 8;
+            }
+            assert!(
+                (addr..addr + 4).contains(&r.rip),
+                "in the loop at {addr:#x}: {:#x}",
+                r.rip
+            );
+            r.rsp
+        };
         r.rip = addr;
         t.set_regs(&r).expect("set regs");
         let before = t.regs().expect("regs");
         t.insert_breakpoint(addr).expect("breakpoint");
+        if pair {
+            // ours on the push before it too
+            t.insert_breakpoint(base).expect("breakpoint before");
+        }
         // the queued SIGTRAP unblocked: rip on our int3 with its trap
         // pending, as wait.rs leaves it
         let mask = injected::blocked_mask(pid).expect("mask");
@@ -177,20 +248,47 @@ fn queued_trap_at(pushf: bool) {
         assert!(t.own_sigtrap_queued(), "an int3's SIGTRAP queued");
         assert_eq!(t.regs().expect("regs").rip, addr);
         t.trap_queued_on_int3 = Some(addr);
+        match case {
+            Case::PairDetach => {
+                t.detach().expect("detach");
+                drop(t);
+                // where the loop's stack is now, seen from a new attach
+                let t = Target::attach(pid).expect("attach again");
+                let r = t.regs().expect("regs");
+                assert_eq!(
+                    pair_loop_top_rsp(base, r.rip, r.rsp),
+                    top,
+                    "rsp at the loop's top after the detach (8 less: the first push ran twice)"
+                );
+                return;
+            }
+            Case::PairDrain => {
+                t.drain_sigtrap().expect("drain");
+                assert_eq!(t.regs().expect("regs").rip, addr, "rip on the int3");
+                assert!(!t.own_sigtrap_queued(), "the queued SIGTRAP taken");
+            }
+            Case::Push | Case::Pushf => {}
+        }
         assert!(t.step_over_breakpoint(addr).expect("step over").is_none());
         t.resume().expect("resume");
         let stop = t.wait(&NoHooks).expect("wait");
+        // the next int3 the loop meets: the first push of the next pair
+        let next = if pair { base } else { addr };
         assert!(
-            matches!(stop, Stop::Breakpoint { addr: a } if a == addr),
+            matches!(stop, Stop::Breakpoint { addr: a } if a == next),
             "the loop's next push: {stop:?}"
         );
         let after = t.regs().expect("regs");
+        let want = if pair { top } else { before.rsp };
         assert_eq!(
-            after.rsp, before.rsp,
+            after.rsp, want,
             "rsp at the push's next hit (8 less: the push ran twice)"
         );
         assert!(!t.own_sigtrap_queued(), "the queued SIGTRAP taken");
         t.remove_breakpoint(addr).expect("remove");
+        if pair {
+            t.remove_breakpoint(base).expect("remove");
+        }
     });
     unsafe { libc::kill(pid, libc::SIGKILL) };
     if let Err(e) = result {

@@ -334,7 +334,14 @@ impl Target {
     /// does not resume there).
     pub(super) fn note_resume_at(&mut self, rip: u64, rsp: u64) -> Result<()> {
         let Some(&orig) = self.inserted.get(&crate::arch::abi::int3_address(rip)) else {
-            return Ok(());
+            // nothing of ours just before rip: an earlier record (one on
+            // an int3 whose SIGTRAP was queued, pending.rs
+            // `flag_queued_trap`) no longer holds once the backend runs
+            // from here, and must not match a later, real trap there
+            if let Some(g) = &mut self.guardian {
+                g.forget_resume();
+            }
+            return self.note_release_resume(0, 0);
         };
         self.note_resume_over(orig, rip, rsp)
     }

@@ -146,9 +146,14 @@ impl Target {
                     // the resume, a stop that is not that int3's ends the
                     // wait as the interrupt it was (below): never resumed,
                     // the interrupt is not lost.
+                    // (not on an int3 of ours whose SIGTRAP was left
+                    // queued, rip put back onto it already: taken by the
+                    // step over there, or the detach, never rewound by
+                    // rip-1 onto an int3 before it)
                     if self.int3_behind_rip()?.is_some()
                         && self.sigtrap_pending()
                         && self.own_sigtrap_queued()
+                        && !self.on_int3_with_trap_queued()?
                     {
                         if takes < 4 && !self.in_outside_group_stop() {
                             takes += 1;
@@ -184,6 +189,29 @@ impl Target {
                 }
                 WaitStatus::Stopped(_, Signal::SIGTRAP) => {
                     self.mark_stopped();
+                    // The SIGTRAP left queued of the int3 rip was put back
+                    // onto (pending.rs `flag_queued_trap`): rip is on that
+                    // int3, whose instruction has not run; rewound by
+                    // rip-1 onto an int3 of ours before it, that one's
+                    // instruction would run twice.  That int3's hit.
+                    let rip = self.regs()?.rip;
+                    if self.trap_queued_on_int3 == Some(rip) {
+                        if !self.own_sigtrap_queued() {
+                            self.trap_queued_on_int3 = None;
+                        }
+                        self.defuse_pending_trap()?;
+                        if terminating {
+                            return self.reported(Stop::ToolTerminating).map(Some);
+                        }
+                        if self.inserted.contains_key(&rip) {
+                            return self.reported(Stop::Breakpoint { addr: rip }).map(Some);
+                        }
+                        if trap_taken {
+                            return self.reported(Stop::Interrupted).map(Some);
+                        }
+                        self.cont_waiting(None)?;
+                        continue;
+                    }
                     // An int3 of ours just executed?  Its siginfo must say
                     // it was an int3: a watchpoint's trap, or a SIGTRAP
                     // someone sent with kill(2), just after one of our

@@ -229,6 +229,13 @@ pub(super) fn restore(
         for &(a, b) in &bps {
             t.inserted.insert(a, b);
         }
+        // a resume point on an int3 of pgdbg's: there with its SIGTRAP
+        // left queued (pending.rs `flag_queued_trap`), to be taken there
+        // by the attach's wait and the detach, never rewound by rip-1
+        // (each use checks rip, the int3 and the queued SIGTRAP first)
+        if bps.iter().any(|&(a, _)| a == resumed.0) {
+            t.trap_queued_on_int3 = Some(resumed.0);
+        }
         t.debugregs_dirty = debugregs;
         for d in &detours {
             t.adopt_detour(d.clone());

@@ -85,6 +85,10 @@ enum Case {
     PairDrain,
     /// the same, and the detach
     PairDetach,
+    /// the same, pgdbg gone (a raw detach) with the backend in someone's
+    /// group stop, then a new attach told of the resume point on that
+    /// int3 (as the guardian's, guardian/restore.rs) and its detach
+    PairGuardian,
 }
 
 /// The child's `go` (written in the child by the tracer).
@@ -123,21 +127,31 @@ fn a_queued_int3_trap_is_not_rewound_onto_the_int3_before_by_the_detach() {
     queued_trap_at(Case::PairDetach);
 }
 
+/// The same after pgdbg's death in someone's group stop, at the
+/// guardian's attach (its wait) and detach.
+#[test]
+fn a_queued_int3_trap_is_not_rewound_onto_the_int3_before_by_the_guardian() {
+    queued_trap_at(Case::PairGuardian);
+}
+
 /// The stack pointer at the top of the pair loop at `base`, from where
-/// the child is in it (rip) and its rsp there.
+/// the child is (rip) and its rsp there: in the loop, or just before it
+/// (the few instructions after its system calls), where it is the top's.
 fn pair_loop_top_rsp(base: u64, rip: u64, rsp: u64) -> u64 {
     // push, push, pop, pop, jmp: rsp below the top by 0, 8, 16, 8, 0
-    match rip - base {
-        0 | 4 => rsp,
-        1 | 3 => rsp + 8,
-        2 => rsp + 16,
-        k => panic!("not in the pair loop: {k} past its start"),
+    match rip.checked_sub(base) {
+        Some(1 | 3) => rsp + 8,
+        Some(2) => rsp + 16,
+        _ => rsp,
     }
 }
 
 /// Over the child's loop of `case`.
 fn queued_trap_at(case: Case) {
-    let pair = matches!(case, Case::PairDrain | Case::PairDetach);
+    let pair = matches!(
+        case,
+        Case::PairDrain | Case::PairDetach | Case::PairGuardian
+    );
     // the system calls the child makes, by number
     assert_eq!(
         [libc::SYS_rt_sigprocmask, libc::SYS_getpid, libc::SYS_gettid],
@@ -149,12 +163,12 @@ fn queued_trap_at(case: Case) {
     let addr = match case {
         Case::Push => pgdbg_queued_trap_loop as *const () as u64,
         Case::Pushf => pgdbg_queued_trap_pushf_loop as *const () as u64,
-        Case::PairDrain | Case::PairDetach => base + 1,
+        Case::PairDrain | Case::PairDetach | Case::PairGuardian => base + 1,
     };
     let kind = match case {
         Case::Push => 0u64,
         Case::Pushf => 1,
-        Case::PairDrain | Case::PairDetach => 2,
+        Case::PairDrain | Case::PairDetach | Case::PairGuardian => 2,
     };
     let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
     info.si_signo = libc::SIGTRAP;
@@ -241,6 +255,9 @@ fn queued_trap_at(case: Case) {
             // ours on the push before it too
             t.insert_breakpoint(base).expect("breakpoint before");
         }
+        if case == Case::PairGuardian {
+            return guardian_case(t, pid, base, addr, top);
+        }
         // the queued SIGTRAP unblocked: rip on our int3 with its trap
         // pending, as wait.rs leaves it
         let mask = injected::blocked_mask(pid).expect("mask");
@@ -267,7 +284,7 @@ fn queued_trap_at(case: Case) {
                 assert_eq!(t.regs().expect("regs").rip, addr, "rip on the int3");
                 assert!(!t.own_sigtrap_queued(), "the queued SIGTRAP taken");
             }
-            Case::Push | Case::Pushf => {}
+            Case::Push | Case::Pushf | Case::PairGuardian => {}
         }
         assert!(t.step_over_breakpoint(addr).expect("step over").is_none());
         t.resume().expect("resume");
@@ -294,4 +311,64 @@ fn queued_trap_at(case: Case) {
     if let Err(e) = result {
         std::panic::resume_unwind(e);
     }
+}
+
+/// `Case::PairGuardian` from the stop set up at the second push (`addr`,
+/// the trap queued and still blocked): the backend put into someone's
+/// group stop (SIGSTOP delivered, no instruction run), its SIGTRAP
+/// unblocked there, pgdbg gone without a word (a raw detach: the int3s
+/// stay); then an attach told of both int3s and of the resume point at
+/// `addr` (the guardian's), whose wait and detach must leave rip there.
+fn guardian_case(t: Target, pid: i32, base: u64, addr: u64, top: u64) {
+    use nix::sys::ptrace;
+    use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+    let p = nix::unistd::Pid::from_raw(pid);
+    let bit = 1u64 << (libc::SIGTRAP - 1);
+    // SAFETY: kill(2) of the grandchild this test made
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    ptrace::cont(p, None).expect("cont");
+    match waitpid(p, Some(WaitPidFlag::__WALL)).expect("wait") {
+        WaitStatus::Stopped(_, nix::sys::signal::Signal::SIGSTOP) => {}
+        other => panic!("the SIGSTOP's delivery stop: {other:?}"),
+    }
+    ptrace::cont(p, nix::sys::signal::Signal::SIGSTOP).expect("deliver SIGSTOP");
+    match waitpid(p, Some(WaitPidFlag::__WALL)).expect("wait") {
+        WaitStatus::PtraceEvent(..) => {}
+        other => panic!("the group stop: {other:?}"),
+    }
+    assert_eq!(t.regs().expect("regs").rip, addr, "nothing ran");
+    let mask = injected::blocked_mask(pid).expect("mask");
+    injected::set_blocked_mask(pid, mask & !bit).expect("unblock");
+    ptrace::detach(p, None).expect("detach");
+    // pgdbg is gone: nothing of this Target's is undone
+    std::mem::forget(t);
+    assert_eq!(
+        status_mask(pid, "SigPnd:") & bit,
+        bit,
+        "the int3's SIGTRAP queued"
+    );
+    let mut g = Target::attach_prepared(pid, |g| {
+        for a in [base, addr] {
+            g.inserted.insert(a, 0x53);
+        }
+        g.trap_queued_on_int3 = Some(addr);
+    })
+    .expect("attach as the guardian");
+    assert_eq!(
+        g.regs().expect("regs").rip,
+        addr,
+        "rip at the attach (one less: rewound onto the push before)"
+    );
+    g.detach().expect("detach");
+    drop(g);
+    // SAFETY: as above
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let t = Target::attach(pid).expect("attach again");
+    let r = t.regs().expect("regs");
+    assert_eq!(
+        pair_loop_top_rsp(base, r.rip, r.rsp),
+        top,
+        "rsp at the loop's top after the guardian's detach (8 less: the first push ran twice)"
+    );
 }

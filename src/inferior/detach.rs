@@ -64,7 +64,7 @@ impl Target {
             }
             if self.state.is_stopped()
                 && self.own_sigtrap_queued()
-                && !self.on_int3_with_trap_queued()?
+                && !self.on_int3_with_trap_queued(false)?
                 && let Some(bp) = self.int3_behind_rip()?
             {
                 // the int3's trap never the next stop: rewound as before

@@ -334,16 +334,18 @@ impl Target {
     /// does not resume there).
     pub(super) fn note_resume_at(&mut self, rip: u64, rsp: u64) -> Result<()> {
         let Some(&orig) = self.inserted.get(&crate::arch::abi::int3_address(rip)) else {
-            // nothing of ours just before rip: an earlier record (one on
-            // an int3 whose SIGTRAP was queued, pending.rs
-            // `flag_queued_trap`) no longer holds once the backend runs
-            // from here, and must not match a later, real trap there
-            if let Some(g) = &mut self.guardian {
-                g.forget_resume();
-            }
-            return self.note_release_resume(0, 0);
+            return Ok(());
         };
         self.note_resume_over(orig, rip, rsp)
+    }
+
+    /// No resume point recorded any more (the registers moved on from the
+    /// one recorded: pending.rs `flag_queued_trap`, stepping.rs).
+    pub(super) fn forget_resume_point(&mut self) -> Result<()> {
+        if let Some(g) = &mut self.guardian {
+            g.forget_resume();
+        }
+        self.note_release_resume(0, 0)
     }
 
     /// `note_resume_at` for an int3 over the byte `orig`, one before `rip`

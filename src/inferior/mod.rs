@@ -162,6 +162,12 @@ pub struct Target {
     /// stop that could not take it, wait.rs): the next step over that
     /// int3 takes that SIGTRAP first (`step_over_breakpoint`).
     trap_queued_on_int3: Option<u64>,
+    /// `sigtrap_stops` when `trap_queued_on_int3` was set: a SIGTRAP stop
+    /// seen since (the backend ran after that trap's delivery, or it was
+    /// that delivery) leaves the flag stale (pending.rs `queued_trap_flag`).
+    trap_queued_since: u64,
+    /// SIGTRAP stops seen (`take_status`).
+    sigtrap_stops: u64,
     /// The (original) first bytes of the instructions under our int3s, for
     /// step-over emulation without reading them at every hit.
     code_cache: std::collections::HashMap<u64, [u8; 4]>,
@@ -304,6 +310,8 @@ impl Target {
             regs_cache: std::cell::Cell::new(None),
             int3_sigtrap_live: false,
             trap_queued_on_int3: None,
+            trap_queued_since: 0,
+            sigtrap_stops: 0,
             code_cache: std::collections::HashMap::new(),
             // opened once the requests are made
             mem: None,

@@ -158,7 +158,9 @@ impl Target {
     /// it is still queued (stop after stop came first); Err: the backend
     /// ended.
     pub(crate) fn take_queued_trap_here(&mut self) -> Result<std::result::Result<bool, Stop>> {
-        let Some(addr) = self.trap_queued_on_int3.take() else {
+        // (a stale flag: its trap was delivered since)
+        let fresh = self.queued_trap_flag(false).is_some();
+        let Some(addr) = self.trap_queued_on_int3.take().filter(|_| fresh) else {
             return Ok(Ok(false));
         };
         if !self.state.is_stopped()
@@ -188,6 +190,7 @@ impl Target {
     /// now.
     pub(super) fn flag_queued_trap(&mut self, addr: u64) {
         self.trap_queued_on_int3 = Some(addr);
+        self.trap_queued_since = self.sigtrap_stops;
         if let Ok(r) = self.regs()
             && let Err(e) = self.note_resume_at(r.rip, r.rsp)
         {
@@ -195,10 +198,23 @@ impl Target {
         }
     }
 
+    /// The int3 whose SIGTRAP was left queued (`trap_queued_on_int3`),
+    /// while the flag holds: no SIGTRAP stop seen since it was set (every
+    /// resume that runs an instruction delivers that trap first, a SIGTRAP
+    /// stop), or, `at_its_trap`, the one stop seen since is the one now,
+    /// that trap's delivery.  A later SIGTRAP at the same place is another
+    /// trap (the int3 before it, hit again), never taken for that one.
+    pub(super) fn queued_trap_flag(&self, at_its_trap: bool) -> Option<u64> {
+        let since = self.sigtrap_stops.wrapping_sub(self.trap_queued_since);
+        self.trap_queued_on_int3
+            .filter(|_| since == u64::from(at_its_trap))
+    }
+
     /// Whether rip is on the int3 of ours that wait.rs put it back onto
-    /// with that int3's SIGTRAP still queued (`trap_queued_on_int3`).
-    pub(super) fn on_int3_with_trap_queued(&self) -> Result<bool> {
-        let Some(addr) = self.trap_queued_on_int3 else {
+    /// with that int3's SIGTRAP still queued, the flag holding
+    /// (`queued_trap_flag`).
+    pub(super) fn on_int3_with_trap_queued(&self, at_its_trap: bool) -> Result<bool> {
+        let Some(addr) = self.queued_trap_flag(at_its_trap) else {
             return Ok(false);
         };
         Ok(
@@ -283,7 +299,7 @@ impl Target {
             match self.waitpid_blocking()? {
                 WaitStatus::Stopped(_, Signal::SIGTRAP) => {
                     self.mark_stopped();
-                    if self.on_int3_with_trap_queued()? {
+                    if self.on_int3_with_trap_queued(true)? {
                         // the SIGTRAP of the int3 rip was put back onto
                         // (wait.rs): rip is where it must be, on that
                         // int3 (the instruction there has not run);

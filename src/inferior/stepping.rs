@@ -19,6 +19,8 @@ impl Target {
         // (wait.rs): that trap taken first; where it stays queued (stop
         // after stop), nothing is emulated: a single step drops it
         // (`single_step_raw`) before the instruction runs
+        // (its place recorded as a resume point: forgotten once left)
+        let flagged = self.queued_trap_flag(false) == Some(addr);
         let queued = match self.take_queued_trap_here()? {
             Err(end) => return Ok(Some(end)),
             Ok(queued) => {
@@ -27,6 +29,7 @@ impl Target {
             }
         };
         if !queued && self.emulate_at(addr)? {
+            self.left_flagged_int3(flagged)?;
             return Ok(None);
         }
         self.write(addr, &[orig])?;
@@ -45,7 +48,25 @@ impl Target {
         } else {
             self.inserted.clear();
         }
+        self.left_flagged_int3(flagged)?;
         res
+    }
+
+    /// After the step over an int3 whose SIGTRAP was left queued
+    /// (`flagged`, pending.rs `flag_queued_trap`): the resume point
+    /// recorded on it no longer holds, the backend past it.  Forgotten
+    /// unless a new one replaced it (one past an int3 of ours), so that
+    /// it cannot match a later, real trap of the int3 before it (with the
+    /// same rsp) should pgdbg die then.  Where the SIGCONT handler's copy
+    /// cannot be cleared, it no longer releases the backend by itself.
+    fn left_flagged_int3(&mut self, flagged: bool) -> Result<()> {
+        if !flagged || self.state.is_gone() || self.int3_behind_rip()?.is_some() {
+            return Ok(());
+        }
+        if let Err(e) = self.forget_resume_point() {
+            self.disarm_self_release(e)?;
+        }
+        Ok(())
     }
 
     /// One instruction of the target (`stepi`, `next`, `finish`'s

@@ -153,7 +153,7 @@ impl Target {
                     if self.int3_behind_rip()?.is_some()
                         && self.sigtrap_pending()
                         && self.own_sigtrap_queued()
-                        && !self.on_int3_with_trap_queued()?
+                        && !self.on_int3_with_trap_queued(false)?
                     {
                         if takes < 4 && !self.in_outside_group_stop() {
                             takes += 1;
@@ -195,7 +195,7 @@ impl Target {
                     // rip-1 onto an int3 of ours before it, that one's
                     // instruction would run twice.  That int3's hit.
                     let rip = self.regs()?.rip;
-                    if self.trap_queued_on_int3 == Some(rip) {
+                    if self.queued_trap_flag(true) == Some(rip) {
                         if !self.own_sigtrap_queued() {
                             self.trap_queued_on_int3 = None;
                         }
@@ -409,6 +409,18 @@ impl Target {
     /// every other status.  SIGCONT (which `deliverable` may drop) and the
     /// stop signals are always taken first.
     fn take_status(&mut self, nohang: bool, leave_signal: bool) -> nix::Result<WaitStatus> {
+        let s = self.take_status_uncounted(nohang, leave_signal)?;
+        if matches!(s, WaitStatus::Stopped(_, Signal::SIGTRAP)) {
+            self.sigtrap_stops += 1;
+        }
+        Ok(s)
+    }
+
+    fn take_status_uncounted(
+        &mut self,
+        nohang: bool,
+        leave_signal: bool,
+    ) -> nix::Result<WaitStatus> {
         // a stop only seen before is over (resumed, or taken)
         self.state.take_unreaped();
         let mut flags = libc::WEXITED | libc::WSTOPPED | libc::__WALL | libc::WNOWAIT;

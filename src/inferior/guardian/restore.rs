@@ -235,6 +235,7 @@ pub(super) fn restore(
         // (each use checks rip, the int3 and the queued SIGTRAP first)
         if bps.iter().any(|&(a, _)| a == resumed.0) {
             t.trap_queued_on_int3 = Some(resumed.0);
+            t.trap_queued_since = t.sigtrap_stops;
         }
         t.debugregs_dirty = debugregs;
         for d in &detours {
@@ -386,9 +387,10 @@ fn rewind_if_trapped(t: &mut Target, resumed: (u64, u64)) -> Result<()> {
         && t.byte_in_target(r.rip) == Some(crate::inferior::INT3)
     {
         // on an int3 of ours, where pgdbg put rip back with that int3's
-        // SIGTRAP still queued (pending.rs `flag_queued_trap`): the detach
-        // takes that SIGTRAP there, never rewinding onto an int3 before
-        t.trap_queued_on_int3 = Some(r.rip);
+        // SIGTRAP still queued (pending.rs `flag_queued_trap`): that
+        // instruction has not run, the one before it has; the SIGTRAP,
+        // if still queued, is taken there by the detach (the flag set in
+        // `adopt`), never rewound onto an int3 before
         return Ok(());
     }
     let bp = crate::arch::abi::int3_address(r.rip);

@@ -85,6 +85,11 @@ enum Case {
     PairDrain,
     /// the same, and the detach
     PairDetach,
+    /// the same, then the int3 at the second push deleted and one
+    /// instruction stepped (the trap taken by the step): the flag stale,
+    /// the next hit of the first push's int3 (at the same rip) is that
+    /// int3's, rewound onto it
+    PairStale,
     /// the same, pgdbg gone (a raw detach) with the backend in someone's
     /// group stop, then a new attach told of the resume point on that
     /// int3 (as the guardian's, guardian/restore.rs) and its detach
@@ -134,6 +139,13 @@ fn a_queued_int3_trap_is_not_rewound_onto_the_int3_before_by_the_guardian() {
     queued_trap_at(Case::PairGuardian);
 }
 
+/// A flag left stale (its trap taken by a step of the instruction once
+/// its int3 was deleted) takes no later trap for that one.
+#[test]
+fn a_stale_queued_trap_flag_takes_no_later_trap() {
+    queued_trap_at(Case::PairStale);
+}
+
 /// The stack pointer at the top of the pair loop at `base`, from where
 /// the child is (rip) and its rsp there: in the loop, or just before it
 /// (the few instructions after its system calls), where it is the top's.
@@ -150,7 +162,7 @@ fn pair_loop_top_rsp(base: u64, rip: u64, rsp: u64) -> u64 {
 fn queued_trap_at(case: Case) {
     let pair = matches!(
         case,
-        Case::PairDrain | Case::PairDetach | Case::PairGuardian
+        Case::PairDrain | Case::PairDetach | Case::PairGuardian | Case::PairStale
     );
     // the system calls the child makes, by number
     assert_eq!(
@@ -163,12 +175,12 @@ fn queued_trap_at(case: Case) {
     let addr = match case {
         Case::Push => pgdbg_queued_trap_loop as *const () as u64,
         Case::Pushf => pgdbg_queued_trap_pushf_loop as *const () as u64,
-        Case::PairDrain | Case::PairDetach | Case::PairGuardian => base + 1,
+        Case::PairDrain | Case::PairDetach | Case::PairGuardian | Case::PairStale => base + 1,
     };
     let kind = match case {
         Case::Push => 0u64,
         Case::Pushf => 1,
-        Case::PairDrain | Case::PairDetach | Case::PairGuardian => 2,
+        Case::PairDrain | Case::PairDetach | Case::PairGuardian | Case::PairStale => 2,
     };
     let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
     info.si_signo = libc::SIGTRAP;
@@ -265,6 +277,7 @@ fn queued_trap_at(case: Case) {
         assert!(t.own_sigtrap_queued(), "an int3's SIGTRAP queued");
         assert_eq!(t.regs().expect("regs").rip, addr);
         t.trap_queued_on_int3 = Some(addr);
+        t.trap_queued_since = t.sigtrap_stops;
         match case {
             Case::PairDetach => {
                 t.detach().expect("detach");
@@ -283,6 +296,24 @@ fn queued_trap_at(case: Case) {
                 t.drain_sigtrap().expect("drain");
                 assert_eq!(t.regs().expect("regs").rip, addr, "rip on the int3");
                 assert!(!t.own_sigtrap_queued(), "the queued SIGTRAP taken");
+            }
+            Case::PairStale => {
+                t.remove_breakpoint(addr).expect("delete the second push's");
+                // takes the queued trap (a stop) and runs the push
+                assert!(t.step_instruction().expect("stepi").is_none());
+                t.resume().expect("resume");
+                let stop = t.wait(&NoHooks).expect("wait");
+                assert!(
+                    matches!(stop, Stop::Breakpoint { addr: a } if a == base),
+                    "the first push's next hit: {stop:?}"
+                );
+                assert_eq!(
+                    t.regs().expect("regs").rsp,
+                    top,
+                    "rsp at the first push's next hit (8 more: its push skipped)"
+                );
+                t.remove_breakpoint(base).expect("remove");
+                return;
             }
             Case::Push | Case::Pushf | Case::PairGuardian => {}
         }
@@ -352,6 +383,7 @@ fn guardian_case(t: Target, pid: i32, base: u64, addr: u64, top: u64) {
             g.inserted.insert(a, 0x53);
         }
         g.trap_queued_on_int3 = Some(addr);
+        g.trap_queued_since = g.sigtrap_stops;
     })
     .expect("attach as the guardian");
     assert_eq!(

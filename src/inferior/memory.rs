@@ -279,6 +279,7 @@ impl Target {
         if let Some(g) = &mut self.guardian {
             g.forget_resume();
         }
+        self.resume_point_on_int3 = None;
         // (rewound all the same; the error after)
         let noted = self.note_release_resume(0, 0);
         let mut regs = self.regs()?;

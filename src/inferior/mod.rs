@@ -168,6 +168,10 @@ pub struct Target {
     trap_queued_since: u64,
     /// SIGTRAP stops seen (`take_status`).
     sigtrap_stops: u64,
+    /// The int3 of ours whose own address is recorded as the resume point
+    /// (`flag_queued_trap`: rip on it, the instruction before it run):
+    /// forgotten once the step over leaves it, or at the next rewind.
+    resume_point_on_int3: Option<u64>,
     /// The (original) first bytes of the instructions under our int3s, for
     /// step-over emulation without reading them at every hit.
     code_cache: std::collections::HashMap<u64, [u8; 4]>,
@@ -312,6 +316,7 @@ impl Target {
             trap_queued_on_int3: None,
             trap_queued_since: 0,
             sigtrap_stops: 0,
+            resume_point_on_int3: None,
             code_cache: std::collections::HashMap::new(),
             // opened once the requests are made
             mem: None,

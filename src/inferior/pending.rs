@@ -191,10 +191,28 @@ impl Target {
     pub(super) fn flag_queued_trap(&mut self, addr: u64) {
         self.trap_queued_on_int3 = Some(addr);
         self.trap_queued_since = self.sigtrap_stops;
-        if let Ok(r) = self.regs()
-            && let Err(e) = self.note_resume_at(r.rip, r.rsp)
-        {
-            log::debug(&format!("{e:#}"));
+        self.record_point_on_int3();
+    }
+
+    /// rip on an int3 of ours, the instruction before it run (its
+    /// SIGTRAP queued, or taken without running anything): where an int3
+    /// of ours is just before it, rip is recorded as a resume point for
+    /// the guardian and the SIGCONT handler (`note_resume_at`), which
+    /// would otherwise take it for that int3's trap and rewind onto it,
+    /// running its instruction twice, should pgdbg die now.  Forgotten
+    /// once the step over leaves it (stepping.rs `left_flagged_int3`).
+    fn record_point_on_int3(&mut self) {
+        let Ok(r) = self.regs() else {
+            return;
+        };
+        match self.note_resume_at(r.rip, r.rsp) {
+            Ok(()) => {
+                let behind = crate::arch::abi::int3_address(r.rip);
+                if self.inserted.contains_key(&behind) {
+                    self.resume_point_on_int3 = Some(r.rip);
+                }
+            }
+            Err(e) => log::debug(&format!("{e:#}")),
         }
     }
 
@@ -275,6 +293,8 @@ impl Target {
             // interrupt's or another signal's stop keeps its siginfo)
             self.int3_sigtrap_live = taken;
             self.rewind_to(addr)?;
+            // (the rewind forgot any resume point)
+            self.record_point_on_int3();
         }
         Ok(None)
     }

@@ -20,7 +20,7 @@ impl Target {
         // after stop), nothing is emulated: a single step drops it
         // (`single_step_raw`) before the instruction runs
         // (its place recorded as a resume point: forgotten once left)
-        let flagged = self.queued_trap_flag(false) == Some(addr);
+        let flagged = self.resume_point_on_int3 == Some(addr);
         let queued = match self.take_queued_trap_here()? {
             Err(end) => return Ok(Some(end)),
             Ok(queued) => {
@@ -52,15 +52,23 @@ impl Target {
         res
     }
 
-    /// After the step over an int3 whose SIGTRAP was left queued
-    /// (`flagged`, pending.rs `flag_queued_trap`): the resume point
-    /// recorded on it no longer holds, the backend past it.  Forgotten
-    /// unless a new one replaced it (one past an int3 of ours), so that
-    /// it cannot match a later, real trap of the int3 before it (with the
-    /// same rsp) should pgdbg die then.  Where the SIGCONT handler's copy
-    /// cannot be cleared, it no longer releases the backend by itself.
+    /// After the step over an int3 whose own address was recorded as the
+    /// resume point (`flagged`, pending.rs `flag_queued_trap`, whether its
+    /// SIGTRAP was taken here or before): that point no longer holds once
+    /// the backend is past it.  Forgotten unless a new one replaced it
+    /// (one past an int3 of ours), so that it cannot match a later, real
+    /// trap of the int3 before it (with the same rsp) should pgdbg die
+    /// then.  Where the SIGCONT handler's copy cannot be cleared, it no
+    /// longer releases the backend by itself.
     fn left_flagged_int3(&mut self, flagged: bool) -> Result<()> {
-        if !flagged || self.state.is_gone() || self.int3_behind_rip()?.is_some() {
+        if !flagged
+            || self.state.is_gone()
+            || self.regs()?.rip == self.resume_point_on_int3.unwrap_or(0)
+        {
+            return Ok(());
+        }
+        self.resume_point_on_int3 = None;
+        if self.int3_behind_rip()?.is_some() {
             return Ok(());
         }
         if let Err(e) = self.forget_resume_point() {

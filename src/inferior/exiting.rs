@@ -71,21 +71,12 @@ impl Target {
                 Err(_) if self.state.is_gone() => return Ok(Stop::Exited(-1)),
                 Err(e) => return Err(e),
             };
-            match status {
-                WaitStatus::Exited(_, code) => {
-                    self.mark_gone();
-                    return Ok(Stop::Exited(code));
-                }
-                WaitStatus::Signaled(_, sig, _) => {
-                    self.mark_gone();
-                    return Ok(Stop::Killed(sig));
-                }
-                // nothing else comes after the exit stop; resumed all the same
-                _ => {
-                    self.mark_stopped();
-                    self.let_exit();
-                }
+            if let Some(end) = self.ended(&status) {
+                return Ok(end);
             }
+            // nothing else comes after the exit stop; resumed all the same
+            self.mark_stopped();
+            self.let_exit();
         }
     }
 }

@@ -360,15 +360,10 @@ impl Target {
     /// noted, a jump's SIGILL (`jumpover.rs`) dropped, any other signal
     /// held for the next resume.
     fn not_the_trap(&mut self, status: WaitStatus) -> Result<Option<Stop>> {
+        if let Some(end) = self.ended(&status) {
+            return Ok(Some(end));
+        }
         match status {
-            WaitStatus::Exited(_, code) => {
-                self.mark_gone();
-                return Ok(Some(Stop::Exited(code)));
-            }
-            WaitStatus::Signaled(_, sig, _) => {
-                self.mark_gone();
-                return Ok(Some(Stop::Killed(sig)));
-            }
             WaitStatus::Stopped(_, sig) => {
                 self.mark_stopped();
                 if !self.fault_in_taken_over_jump(sig)? {

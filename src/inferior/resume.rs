@@ -201,6 +201,18 @@ impl Target {
         self.gone_with(None);
     }
 
+    /// A wait's status that is the process's end (it exited, or a signal
+    /// killed it): marked gone, and the end as a stop; None for any other.
+    pub(super) fn ended(&mut self, status: &WaitStatus) -> Option<Stop> {
+        let end = match *status {
+            WaitStatus::Exited(_, code) => Stop::Exited(code),
+            WaitStatus::Signaled(_, sig, _) => Stop::Killed(sig),
+            _ => return None,
+        };
+        self.mark_gone();
+        Some(end)
+    }
+
     /// Gone, with `end` (when given) its end found at a reap, for the wait
     /// loop to report (`state::TraceState::take_end`).
     pub(super) fn gone_with(&mut self, end: Option<Stop>) {

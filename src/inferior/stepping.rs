@@ -318,15 +318,10 @@ impl Target {
             ptrace::step(self.pid, None).map_err(|e| anyhow!("PTRACE_SINGLESTEP failed ({e})"))?;
             self.set_running();
             let status = self.waitpid_blocking()?;
+            if let Some(end) = self.ended(&status) {
+                return Ok(Some(end));
+            }
             match status {
-                WaitStatus::Exited(_, code) => {
-                    self.mark_gone();
-                    return Ok(Some(Stop::Exited(code)));
-                }
-                WaitStatus::Signaled(_, sig, _) => {
-                    self.mark_gone();
-                    return Ok(Some(Stop::Killed(sig)));
-                }
                 WaitStatus::Stopped(_, Signal::SIGTRAP) => {
                     self.mark_stopped();
                     let code = self.siginfo_code().unwrap_or(TRAP_TRACE);

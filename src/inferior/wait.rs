@@ -78,15 +78,10 @@ impl Target {
                 Err(e) => bail!("waitpid failed ({e})"),
             };
             let terminating = interrupted_for_tool || hooks.terminate();
+            if let Some(end) = self.ended(&status) {
+                return Ok(Some(end));
+            }
             match status {
-                WaitStatus::Exited(_, code) => {
-                    self.mark_gone();
-                    return Ok(Some(Stop::Exited(code)));
-                }
-                WaitStatus::Signaled(_, sig, _) => {
-                    self.mark_gone();
-                    return Ok(Some(Stop::Killed(sig)));
-                }
                 WaitStatus::PtraceEvent(_, sig, ev) if ev == libc::PTRACE_EVENT_STOP => {
                     self.mark_event_stop();
                     // someone's job-control stop, or its end, or the
